@@ -1,0 +1,45 @@
+import type { AgentDefinition } from '../shared/domain-schema.js';
+import type { Logger } from '../shared/logger.js';
+import type { NewMemory, RecallOptions } from './agent-memory.js';
+import type { MemoryRecord, RecallHit } from './memory-record.js';
+
+/** One line said to an agent. */
+export interface TalkRequest {
+  /** What was said. */
+  message: string;
+  /** Who said it; also names the conversation thread. */
+  speaker: string;
+}
+
+/** What the agent answers, with the memories it drew on. */
+export interface TalkReply {
+  reply: string;
+  /** Memories recall found for the message and the reply used. */
+  grounding: RecallHit[];
+}
+
+/** What a behaviour may use of its agent. */
+export interface AgentBehaviorContext {
+  readonly id: string;
+  readonly definition: AgentDefinition;
+  readonly logger: Logger;
+  recall(query: string, options: RecallOptions & { filter?: (m: MemoryRecord) => boolean }): Promise<RecallHit[]>;
+  remember(memory: NewMemory): Promise<MemoryRecord>;
+}
+
+/**
+ * How an agent talks. The default works offline; an application replaces it by naming
+ * a module in `thymos.toml` (`[agent] behavior = "./my-behavior.js"`) whose
+ * `createBehavior()` returns one of these.
+ *
+ * @example
+ * export function createBehavior() {
+ *   return { async talk(ctx, req) { return { reply: `${ctx.definition.persona.name} nods.`, grounding: [] }; } };
+ * }
+ */
+export interface AgentBehavior {
+  talk(context: AgentBehaviorContext, request: TalkRequest): Promise<TalkReply>;
+}
+
+/** The export an application's behaviour module must have. */
+export type CreateBehavior = (options: { id: string; definition: AgentDefinition }) => AgentBehavior | Promise<AgentBehavior>;

@@ -1,0 +1,266 @@
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { AgentStateSchema } from '../shared/agent-protocol.js';
+import { ErrorCode, ThymosError, toThymosError } from '../shared/errors.js';
+import type { ThymosConfig } from '../shared/thymos-config.js';
+import type { AgentRuntime } from './agent-runtime.js';
+import type { MemoryRecord, RecallHit } from './memory-record.js';
+
+/** Version reported to MCP clients. */
+export const THYMOS_VERSION = '0.1.0';
+
+const MEMORIES_RESOURCE_LIMIT = 50;
+const SPEAKER_MAX = 100;
+const QUERY_MAX = 2000;
+const TAG_MAX = 64;
+
+/** URIs of an agent's resources. */
+export function agentResourceUris(id: string): { state: string; memories: string } {
+  return { state: `agent://${id}/state`, memories: `agent://${id}/memories` };
+}
+
+const ScoreSchema = z.object({ bm25: z.number(), strength: z.number(), final: z.number() });
+const MemoryOutSchema = z.object({
+  id: z.string(),
+  content: z.string(),
+  importance: z.number(),
+  emotional_weight: z.number(),
+  tags: z.array(z.string()),
+  source: z.object({ kind: z.string(), by: z.string(), thread: z.string().optional(), event: z.string().optional() }),
+  created_at: z.string(),
+  access_count: z.number(),
+});
+const HitOutSchema = MemoryOutSchema.extend({ score: ScoreSchema });
+
+/** One MCP session's server. Sessions share the runtime; each gets its own subscriptions. */
+export interface AgentMcpSession {
+  server: McpServer;
+  /** URIs this session subscribed to. */
+  subscriptions: Set<string>;
+}
+
+/**
+ * Builds the MCP server one session talks to: tools `talk_to_<id>`,
+ * `query_<id>_knowledge`, `get_<id>_state`, `remember`, `recall`; resources
+ * `agent://<id>/state` (subscribable) and `agent://<id>/memories`; prompt `persona`.
+ */
+export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfig): AgentMcpSession {
+  const id = runtime.id;
+  const persona = runtime.definition.persona;
+  const limits = config.memory;
+  const uris = agentResourceUris(id);
+  const server = new McpServer(
+    { name: `thymos-agent-${id}`, title: persona.name, version: THYMOS_VERSION },
+    {
+      capabilities: { resources: { subscribe: true, listChanged: false }, tools: {}, prompts: {} },
+      instructions: `${persona.name} (${id}), an agent of a Thymos fleet. Talk with talk_to_${id}; read with get_${id}_state, query_${id}_knowledge and recall.`,
+    },
+  );
+  const subscriptions = new Set<string>();
+
+  const content = z
+    .string()
+    .min(1, 'expected non-empty content')
+    .max(limits.max_content_chars, `expected at most ${limits.max_content_chars} characters (memory.max_content_chars)`);
+  const k = z.number().int().min(1).max(limits.recall_max_k).optional().describe(`How many memories (default ${limits.recall_default_k}, at most ${limits.recall_max_k}).`);
+  const query = z.string().min(1).max(QUERY_MAX).describe('What to look for, in words.');
+
+  server.registerTool(
+    `talk_to_${id}`,
+    {
+      title: `Talk to ${persona.name}`,
+      description: `Say something to ${persona.name}. The reply is in character and grounded in what ${persona.name} remembers. Only while the agent is active.`,
+      inputSchema: {
+        message: content.describe('What you say.'),
+        speaker: z.string().min(1).max(SPEAKER_MAX).optional().describe('Who is speaking; names the conversation thread. Default "stranger".'),
+      },
+      outputSchema: { reply: z.string(), grounding: z.array(HitOutSchema) },
+    },
+    async ({ message, speaker }) =>
+      guard(async () => {
+        const result = await runtime.talk({ message, speaker: speaker ?? 'stranger' });
+        return {
+          content: [{ type: 'text', text: result.reply }],
+          structuredContent: { reply: result.reply, grounding: result.grounding.map(hitOut) },
+        };
+      }),
+  );
+
+  server.registerTool(
+    `query_${id}_knowledge`,
+    {
+      title: `What ${persona.name} knows`,
+      description: `Look up what ${persona.name} knows about something, without talking and without reinforcing the memories. Works while listening.`,
+      inputSchema: { query, k },
+      outputSchema: { results: z.array(HitOutSchema) },
+      annotations: { readOnlyHint: true },
+    },
+    async (args) =>
+      guard(async () => {
+        const hits = await runtime.recall(args.query, { k: args.k ?? limits.recall_default_k, reinforce: false });
+        return hitsResult(hits);
+      }),
+  );
+
+  server.registerTool(
+    `get_${id}_state`,
+    {
+      title: `State of ${persona.name}`,
+      description: 'Mode, status, memory count and process facts of this agent.',
+      inputSchema: {},
+      outputSchema: AgentStateSchema.shape,
+      annotations: { readOnlyHint: true },
+    },
+    async () =>
+      guard(async () => {
+        const state = runtime.getState();
+        return { content: [{ type: 'text', text: JSON.stringify(state) }], structuredContent: state };
+      }),
+  );
+
+  server.registerTool(
+    'remember',
+    {
+      title: 'Remember',
+      description: `Store a memory for ${persona.name}. Only while the agent is active.`,
+      inputSchema: {
+        content: content.describe('What to remember.'),
+        importance: z.number().min(0).max(1).optional().describe('0..1, default 0.5; important memories fade slower.'),
+        emotional_weight: z.number().min(0).max(1).optional().describe('0..1, default 0; emotional memories fade slower.'),
+        tags: z.array(z.string().min(1).max(TAG_MAX)).max(limits.max_tags).optional(),
+      },
+      outputSchema: { id: z.string(), memory_count: z.number() },
+    },
+    async (args, extra) =>
+      guard(async () => {
+        const record = await runtime.remember({
+          content: args.content,
+          importance: args.importance,
+          emotional_weight: args.emotional_weight,
+          tags: args.tags,
+          source: { kind: 'told', by: extra.sessionId ? `mcp:${extra.sessionId}` : 'mcp' },
+        });
+        const out = { id: record.id, memory_count: runtime.getState().memory_count };
+        return { content: [{ type: 'text', text: `Remembered (${record.id}).` }], structuredContent: out };
+      }),
+  );
+
+  server.registerTool(
+    'recall',
+    {
+      title: 'Recall',
+      description: `Find ${persona.name}'s memories that match a query, best first, each with its score (bm25, strength, final). Recalled memories grow stronger.`,
+      inputSchema: { query, k },
+      outputSchema: { results: z.array(HitOutSchema) },
+    },
+    async (args) =>
+      guard(async () => hitsResult(await runtime.recall(args.query, { k: args.k ?? limits.recall_default_k }))),
+  );
+
+  server.registerResource(
+    'state',
+    uris.state,
+    { title: `State of ${persona.name}`, description: 'Subscribe to be told when it changes.', mimeType: 'application/json' },
+    async () => ({ contents: [{ uri: uris.state, mimeType: 'application/json', text: JSON.stringify(runtime.getState()) }] }),
+  );
+
+  server.registerResource(
+    'memories',
+    uris.memories,
+    { title: `Recent memories of ${persona.name}`, description: `The newest ${MEMORIES_RESOURCE_LIMIT} memories.`, mimeType: 'application/json' },
+    async () => ({
+      contents: [
+        {
+          uri: uris.memories,
+          mimeType: 'application/json',
+          text: JSON.stringify(runtime.recentMemories(MEMORIES_RESOURCE_LIMIT).map(memoryOut)),
+        },
+      ],
+    }),
+  );
+
+  server.registerPrompt(
+    'persona',
+    {
+      title: `Speak as ${persona.name}`,
+      description: `A system prompt that puts a model in ${persona.name}'s character.`,
+      argsSchema: { situation: z.string().max(QUERY_MAX).optional().describe('What is going on right now.') },
+    },
+    ({ situation }) => ({
+      messages: [{ role: 'user', content: { type: 'text', text: personaPrompt(runtime, config, situation) } }],
+    }),
+  );
+
+  server.server.setRequestHandler(SubscribeRequestSchema, async (request) => {
+    const uri = request.params.uri;
+    if (uri !== uris.state && uri !== uris.memories) {
+      throw new ThymosError(ErrorCode.INVALID_INPUT, `no resource ${uri}; expected ${uris.state} or ${uris.memories}`);
+    }
+    subscriptions.add(uri);
+    return {};
+  });
+  server.server.setRequestHandler(UnsubscribeRequestSchema, async (request) => {
+    subscriptions.delete(request.params.uri);
+    return {};
+  });
+
+  return { server, subscriptions };
+}
+
+function personaPrompt(runtime: AgentRuntime, config: ThymosConfig, situation: string | undefined): string {
+  const p = runtime.definition.persona;
+  void config;
+  const lines = [
+    `You are ${p.name}.`,
+    p.traits.length > 0 ? `You are ${p.traits.join(', ')}.` : '',
+    `You speak in a ${p.speechStyle} way.`,
+    p.background ? `Background: ${p.background}` : '',
+    situation ? `Right now: ${situation}` : '',
+    'Stay in character. Use only what you remember; say so when you do not know.',
+  ];
+  return lines.filter(Boolean).join('\n');
+}
+
+async function guard(fn: () => Promise<CallToolResult>): Promise<CallToolResult> {
+  try {
+    return await fn();
+  } catch (err) {
+    const e = toThymosError(err);
+    return {
+      isError: true,
+      content: [{ type: 'text', text: `${e.code}: ${e.message}` }],
+      _meta: { 'thymos/error': e.toJSON() },
+    };
+  }
+}
+
+function hitsResult(hits: RecallHit[]): CallToolResult {
+  const results = hits.map(hitOut);
+  const text =
+    results.length === 0
+      ? 'No matching memories.'
+      : results.map((r, i) => `${i + 1}. ${r.content} (score ${r.score.final})`).join('\n');
+  return { content: [{ type: 'text', text }], structuredContent: { results } };
+}
+
+function memoryOut(m: MemoryRecord): z.infer<typeof MemoryOutSchema> {
+  const source: z.infer<typeof MemoryOutSchema>['source'] = { kind: m.source.kind, by: m.source.by };
+  if (m.source.thread !== undefined && m.source.thread !== null) source.thread = m.source.thread;
+  if (m.source.event !== undefined && m.source.event !== null) source.event = m.source.event;
+  return {
+    id: m.id,
+    content: m.content,
+    importance: m.importance,
+    emotional_weight: m.emotional_weight,
+    tags: m.tags,
+    source,
+    created_at: new Date(m.created_at).toISOString(),
+    access_count: m.access_count,
+  };
+}
+
+function hitOut(h: RecallHit): z.infer<typeof HitOutSchema> {
+  return { ...memoryOut(h.memory), score: h.score };
+}

@@ -1,0 +1,218 @@
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import {
+  AgentDefinitionSchema,
+  loadDomainSchema,
+  type AgentDefinition,
+  type DomainSchema,
+} from '../shared/domain-schema.js';
+import { ErrorCode, ThymosError, toThymosError } from '../shared/errors.js';
+import { createLogger, type Logger } from '../shared/logger.js';
+import { configFromObject, loadConfig, type ThymosConfig } from '../shared/thymos-config.js';
+import type { AgentBehavior, CreateBehavior } from './agent-behavior.js';
+import { AgentControlChannel } from './agent-control-channel.js';
+import { AgentHttpServer } from './agent-http-server.js';
+import { AgentMemory } from './agent-memory.js';
+import { readStartContext, type AgentOptions } from './agent-options.js';
+import { AgentRuntime } from './agent-runtime.js';
+import { DataLock } from './data-lock.js';
+import { MemoryStore } from './memory-store.js';
+import { OfflineBehavior } from './offline-behavior.js';
+
+/** Where an agent keeps its files: `<data_dir>/agents/<id>/`. */
+export function agentDataDir(config: ThymosConfig, id: string): string {
+  return join(config.dataPath, 'agents', id);
+}
+
+/** `--config`, else `$THYMOS_CONFIG`, else `./thymos.toml` if present, else built-in defaults. */
+export function resolveConfig(file: string | undefined): ThymosConfig {
+  const path = file ?? process.env.THYMOS_CONFIG ?? (existsSync('thymos.toml') ? 'thymos.toml' : undefined);
+  return path === undefined ? configFromObject({}) : loadConfig(path);
+}
+
+/** A running agent process; `stop()` is what SIGINT/SIGTERM call. */
+export interface RunningAgent {
+  runtime: AgentRuntime;
+  config: ThymosConfig;
+  /** Stops gracefully; every caller gets the same stop. */
+  stop(reason: string): Promise<void>;
+  /** Settles when the agent has stopped, whoever asked (signal, NATS `shutdown`). */
+  readonly stopped: Promise<void>;
+}
+
+/**
+ * Runs one agent in this process until it is told to stop: takes the data lock, opens
+ * the private database, builds the index, listens for MCP, links to NATS, and only then
+ * tells pm2 it is ready. On SIGINT/SIGTERM it stops taking calls, finishes those in
+ * flight, snapshots, closes the database and exits 0 within the shutdown budget.
+ */
+export async function runAgentProcess(options: AgentOptions): Promise<RunningAgent> {
+  const config = resolveConfig(options.config);
+  const logger = createLogger({ level: config.log.level, bindings: { agent: options.agentId } });
+  const started = performance.now();
+  const cleanup: Array<() => Promise<void> | void> = [];
+  const runCleanup = async () => {
+    for (const step of cleanup.reverse()) await Promise.resolve(step()).catch(() => undefined);
+  };
+  try {
+    const startContext = options.context ? readStartContext(options.context) : undefined;
+    const dir = agentDataDir(config, options.agentId);
+    const lock = DataLock.acquire(dir, options.agentId);
+    cleanup.push(() => lock.release());
+
+    // Pkl evaluation (a child process) overlaps with opening the database.
+    const domainPromise: Promise<DomainSchema | undefined> =
+      startContext?.definition || !config.domainSchemaPath ? Promise.resolve(undefined) : loadDomainSchema(config.domainSchemaPath);
+    domainPromise.catch(() => undefined);
+    const store = await MemoryStore.open(join(dir, 'db'), { timeoutMs: config.agent.db_open_timeout_ms });
+    cleanup.push(() => store.close());
+    const { definition, defined } = resolveDefinition(options.agentId, startContext?.definition, await domainPromise, logger);
+
+    const memory = await AgentMemory.load(store, config.memory);
+    await seedKnowledge(memory, store, definition, options.agentId);
+    const behavior = await loadBehavior(config, options.agentId, definition);
+
+    const runtime = new AgentRuntime({
+      id: options.agentId,
+      definition,
+      defined,
+      mode: options.mode,
+      port: options.port,
+      memory,
+      store,
+      behavior,
+      logger,
+    });
+    await runtime.restore();
+
+    const http = new AgentHttpServer(runtime, config, logger);
+    await http.listen(config.agent.host, options.port);
+    cleanup.push(() => http.close());
+
+    let stopReason: string | undefined;
+    let markStopped!: (result: Promise<void>) => void;
+    const stopped = new Promise<void>((resolve) => {
+      markStopped = resolve;
+    });
+    const stop = (reason: string): Promise<void> => {
+      if (stopReason === undefined) {
+        stopReason = reason;
+        markStopped(shutdown(reason));
+      }
+      return stopped;
+    };
+
+    let channel: AgentControlChannel | undefined;
+    if (config.nats.url) {
+      channel = new AgentControlChannel(
+        runtime,
+        { servers: config.nats.url, heartbeatMs: config.agent.heartbeat_ms, onShutdown: () => void stop('control') },
+        logger,
+      );
+      cleanup.push(() => channel!.close());
+      const linked = await channel.waitUntilConnected(config.agent.nats_wait_ms);
+      if (!linked) logger.warn({ url: config.nats.url }, 'nats not reachable yet; serving MCP and reconnecting in the background');
+    }
+
+    async function shutdown(reason: string): Promise<void> {
+      const budget = config.agent.shutdown_timeout_ms;
+      logger.info({ reason, in_flight: runtime.inFlight }, 'stopping');
+      const hardStop = setTimeout(() => {
+        logger.error({ budget_ms: budget }, 'graceful stop ran over its budget; exiting');
+        process.exit(1);
+      }, budget);
+      runtime.setStatus('stopping');
+      channel?.publishStatus('stopping');
+      const drained = await runtime.drain(Math.floor(budget * 0.6));
+      if (!drained) logger.warn({ in_flight: runtime.inFlight }, 'in-flight calls did not finish in time');
+      await runtime.snapshot(`stop:${reason}`).catch((err) => logger.error({ err }, 'snapshot failed'));
+      await http.close();
+      channel?.publishStatus('stopped');
+      await channel?.close();
+      await store.close();
+      lock.release();
+      clearTimeout(hardStop);
+      logger.info('stopped');
+    }
+
+    runtime.setStatus('ready');
+    channel?.publishStatus('ready');
+    logger.info(
+      { port: options.port, mode: options.mode, memories: memory.count, ms: Math.round(performance.now() - started) },
+      `agent ready on http://${config.agent.host}:${options.port}/mcp`,
+    );
+    process.send?.('ready');
+    return { runtime, config, stop, stopped };
+  } catch (err) {
+    await runCleanup();
+    logger.flush();
+    throw toThymosError(err);
+  }
+}
+
+function resolveDefinition(
+  id: string,
+  fromContext: AgentDefinition | undefined,
+  domain: DomainSchema | undefined,
+  logger: Logger,
+): { definition: AgentDefinition; defined: boolean } {
+  if (fromContext) return { definition: fromContext, defined: true };
+  const found = domain?.agents[id];
+  if (found) return { definition: found, defined: true };
+  logger.info({ agent: id }, 'agent id not defined by the domain schema; running with a default persona');
+  return { definition: defaultDefinition(id), defined: false };
+}
+
+/** The persona of an agent that no schema defines: named after its id, plain-spoken. */
+export function defaultDefinition(id: string): AgentDefinition {
+  const name = id
+    .split('_')
+    .filter(Boolean)
+    .map((w) => w[0]!.toUpperCase() + w.slice(1))
+    .join(' ');
+  return AgentDefinitionSchema.parse({ persona: { name, traits: [], speechStyle: 'plain' } });
+}
+
+/** Stores each `knowledge` fact of the definition once, however often the agent starts. */
+async function seedKnowledge(memory: AgentMemory, store: MemoryStore, definition: AgentDefinition, id: string): Promise<void> {
+  if (definition.knowledge.length === 0) return;
+  const seeded = new Set((await store.getMeta<string[]>('knowledge_seeded')) ?? []);
+  const fresh = definition.knowledge.filter((fact) => !seeded.has(hash(fact)));
+  if (fresh.length === 0) return;
+  await memory.rememberMany(fresh.map((content) => ({ content, importance: 0.7, tags: ['knowledge'], source: { kind: 'knowledge', by: id } })));
+  for (const f of fresh) seeded.add(hash(f));
+  await store.setMeta('knowledge_seeded', [...seeded]);
+}
+
+function hash(text: string): string {
+  return createHash('sha256').update(text).digest('hex').slice(0, 16);
+}
+
+async function loadBehavior(config: ThymosConfig, id: string, definition: AgentDefinition): Promise<AgentBehavior> {
+  if (!config.behaviorPath) return new OfflineBehavior();
+  const path = resolve(config.behaviorPath);
+  let mod: { createBehavior?: CreateBehavior; default?: CreateBehavior };
+  try {
+    mod = (await import(pathToFileURL(path).href)) as typeof mod;
+  } catch (err) {
+    throw new ThymosError(ErrorCode.CONFIG_INVALID, `agent.behavior: cannot load ${path}: ${(err as Error).message}`, {
+      cause: err,
+      location: { file: config.file, path: 'agent.behavior' },
+    });
+  }
+  const create = mod.createBehavior ?? mod.default;
+  if (typeof create !== 'function') {
+    throw new ThymosError(ErrorCode.CONFIG_INVALID, `agent.behavior: ${path} must export a function createBehavior()`, {
+      location: { file: config.file, path: 'agent.behavior' },
+    });
+  }
+  const behavior = await create({ id, definition });
+  if (!behavior || typeof behavior.talk !== 'function') {
+    throw new ThymosError(ErrorCode.CONFIG_INVALID, `agent.behavior: createBehavior() in ${path} must return an object with talk()`, {
+      location: { file: config.file, path: 'agent.behavior' },
+    });
+  }
+  return behavior;
+}

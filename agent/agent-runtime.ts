@@ -1,0 +1,218 @@
+import { EventEmitter } from 'node:events';
+import type { AgentMode, AgentState } from '../shared/agent-protocol.js';
+import type { AgentDefinition } from '../shared/domain-schema.js';
+import { ErrorCode, ThymosError } from '../shared/errors.js';
+import type { Logger } from '../shared/logger.js';
+import type { AgentBehavior, AgentBehaviorContext, TalkReply, TalkRequest } from './agent-behavior.js';
+import type { AgentMemory, NewMemory, RecallOptions } from './agent-memory.js';
+import type { MemoryRecord, RecallHit } from './memory-record.js';
+import type { MemoryStore } from './memory-store.js';
+
+export interface AgentRuntimeOptions {
+  id: string;
+  definition: AgentDefinition;
+  defined: boolean;
+  mode: AgentMode;
+  port: number;
+  memory: AgentMemory;
+  store: MemoryStore;
+  behavior: AgentBehavior;
+  logger: Logger;
+}
+
+/** What the runtime keeps across restarts in its snapshots. */
+interface SavedState {
+  conversations: number;
+}
+
+interface RuntimeEvents {
+  /** The agent's state changed (mode, status, NATS link, counts). */
+  state: [AgentState];
+  /** A memory was stored. */
+  memory: [MemoryRecord];
+}
+
+/**
+ * One agent's behaviour independent of how it is reached: MCP tools and NATS control
+ * both call in here. It owns mode and status, counts in-flight calls so a stop can
+ * wait for them, and refuses dialogue while passive.
+ */
+export class AgentRuntime extends EventEmitter<RuntimeEvents> {
+  readonly id: string;
+  readonly definition: AgentDefinition;
+  readonly defined: boolean;
+  readonly port: number;
+  readonly #memory: AgentMemory;
+  readonly #store: MemoryStore;
+  readonly #behavior: AgentBehavior;
+  readonly #logger: Logger;
+  readonly #startedAt = new Date().toISOString();
+  #mode: AgentMode;
+  #status: AgentState['status'] = 'starting';
+  #nats: AgentState['nats'] = 'disabled';
+  #conversations = 0;
+  #lastSnapshotAt: string | null = null;
+  #inFlight = 0;
+  #idle: Array<() => void> = [];
+
+  constructor(options: AgentRuntimeOptions) {
+    super();
+    this.id = options.id;
+    this.definition = options.definition;
+    this.defined = options.defined;
+    this.port = options.port;
+    this.#mode = options.mode;
+    this.#memory = options.memory;
+    this.#store = options.store;
+    this.#behavior = options.behavior;
+    this.#logger = options.logger;
+  }
+
+  get mode(): AgentMode {
+    return this.#mode;
+  }
+
+  get status(): AgentState['status'] {
+    return this.#status;
+  }
+
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  getState(): AgentState {
+    return {
+      id: this.id,
+      name: this.definition.persona.name,
+      defined: this.defined,
+      mode: this.#mode,
+      status: this.#status,
+      pid: process.pid,
+      port: this.port,
+      started_at: this.#startedAt,
+      nats: this.#nats,
+      memory_count: this.#memory.count,
+      conversations: this.#conversations,
+      last_snapshot_at: this.#lastSnapshotAt,
+    };
+  }
+
+  /** Restores what the last snapshot saved; called once before the agent is ready. */
+  async restore(): Promise<void> {
+    const snap = await this.#store.latestSnapshot();
+    if (!snap) return;
+    const saved = snap.state as Partial<SavedState>;
+    if (typeof saved.conversations === 'number') this.#conversations = saved.conversations;
+    this.#lastSnapshotAt = new Date(snap.at).toISOString();
+  }
+
+  setStatus(status: AgentState['status']): void {
+    if (this.#status === status) return;
+    this.#status = status;
+    this.#changed();
+  }
+
+  setNatsLink(link: AgentState['nats']): void {
+    if (this.#nats === link) return;
+    this.#nats = link;
+    this.#changed();
+  }
+
+  /** Switches between active and passive at run time; no restart. */
+  setMode(mode: AgentMode): AgentState {
+    if (this.#mode !== mode) {
+      this.#logger.info({ from: this.#mode, to: mode }, 'mode changed');
+      this.#mode = mode;
+      this.#changed();
+    }
+    return this.getState();
+  }
+
+  async talk(request: TalkRequest): Promise<TalkReply> {
+    return this.#call(async () => {
+      if (this.#mode !== 'active') {
+        throw new ThymosError(
+          ErrorCode.AGENT_NOT_ACTIVE,
+          `${this.id} is listening (passive) and does not hold conversations now; it can still be read (state, recall)`,
+        );
+      }
+      const reply = await this.#behavior.talk(this.#behaviorContext(), request);
+      this.#conversations++;
+      this.#changed();
+      return reply;
+    });
+  }
+
+  async remember(memory: NewMemory): Promise<MemoryRecord> {
+    return this.#call(async () => {
+      if (this.#mode !== 'active') {
+        throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.id} is listening (passive): its memory can be read, not written, over MCP`);
+      }
+      return this.#store_(memory);
+    });
+  }
+
+  async recall(query: string, options: RecallOptions): Promise<RecallHit[]> {
+    return this.#call(() => this.#memory.recall(query, options));
+  }
+
+  recentMemories(limit: number): MemoryRecord[] {
+    return this.#memory.recent(limit);
+  }
+
+  /** Saves the agent's state; memories are already durable. Returns when the database has it. */
+  async snapshot(reason: string): Promise<string> {
+    const at = Date.now();
+    const saved: SavedState = { conversations: this.#conversations };
+    await this.#store.saveSnapshot({ at, reason, state: { ...saved, mode: this.#mode } });
+    this.#lastSnapshotAt = new Date(at).toISOString();
+    this.#logger.info({ reason }, 'snapshot saved');
+    return this.#lastSnapshotAt;
+  }
+
+  /** Resolves once no call is in flight, or after `timeoutMs`, whichever comes first. */
+  async drain(timeoutMs: number): Promise<boolean> {
+    if (this.#inFlight === 0) return true;
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), timeoutMs);
+      this.#idle.push(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+  }
+
+  async #call<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.#status === 'stopping') {
+      throw new ThymosError(ErrorCode.AGENT_STOPPING, `${this.id} is shutting down and takes no new calls`);
+    }
+    this.#inFlight++;
+    try {
+      return await fn();
+    } finally {
+      this.#inFlight--;
+      if (this.#inFlight === 0) for (const wake of this.#idle.splice(0)) wake();
+    }
+  }
+
+  async #store_(memory: NewMemory): Promise<MemoryRecord> {
+    const record = await this.#memory.remember(memory);
+    this.emit('memory', record);
+    this.#changed();
+    return record;
+  }
+
+  #behaviorContext(): AgentBehaviorContext {
+    return {
+      id: this.id,
+      definition: this.definition,
+      logger: this.#logger,
+      recall: (query, options) => this.#memory.recall(query, options),
+      remember: (memory) => this.#store_(memory),
+    };
+  }
+
+  #changed(): void {
+    this.emit('state', this.getState());
+  }
+}

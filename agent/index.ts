@@ -1,0 +1,12 @@
+export type { AgentBehavior, AgentBehaviorContext, CreateBehavior, TalkReply, TalkRequest } from './agent-behavior.js';
+export { AgentMemory, type NewMemory, type RecallOptions } from './agent-memory.js';
+export { agentResourceUris, THYMOS_VERSION } from './agent-mcp-server.js';
+export { AGENT_USAGE, AgentOptionsSchema, AgentStartContextSchema, parseAgentArgs, type AgentOptions, type AgentStartContext } from './agent-options.js';
+export { agentDataDir, defaultDefinition, resolveConfig, runAgentProcess, type RunningAgent } from './agent-process.js';
+export { AgentRuntime } from './agent-runtime.js';
+export { Bm25Index } from './bm25-index.js';
+export { DataLock } from './data-lock.js';
+export type { MemoryRecord, MemorySource, RecallHit } from './memory-record.js';
+export { MemoryStore } from './memory-store.js';
+export { memoryStrength } from './memory-strength.js';
+export { OfflineBehavior } from './offline-behavior.js';

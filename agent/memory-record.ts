@@ -1,0 +1,39 @@
+/** Where a memory came from. */
+export interface MemorySource {
+  /** `told` (remember tool), `dialogue`, `knowledge` (domain schema), `event`, … */
+  kind: string;
+  /** Who caused it: a speaker, a client, an event source. */
+  by: string;
+  /** Conversation thread, when it came from dialogue. */
+  thread?: string;
+  /** Event id, when it came from a world event. */
+  event?: string;
+}
+
+/** One memory of one agent, as stored. Times are milliseconds since the epoch. */
+export interface MemoryRecord {
+  id: string;
+  content: string;
+  /** 0..1 */
+  importance: number;
+  /** 0..1 */
+  emotional_weight: number;
+  tags: string[];
+  source: MemorySource;
+  created_at: number;
+  last_accessed: number;
+  access_count: number;
+}
+
+/** A recalled memory with the parts of its score. */
+export interface RecallHit {
+  memory: MemoryRecord;
+  score: {
+    /** Text relevance from the BM25 index, normalised to 0..1 against the best hit of the query. */
+    bm25: number;
+    /** Memory strength R = e^(-t/S) at the time of the query. */
+    strength: number;
+    /** bm25 × strength; results are ordered by it. */
+    final: number;
+  };
+}

@@ -1,0 +1,176 @@
+import { mkdirSync } from 'node:fs';
+import { RecordId, Surreal } from 'surrealdb';
+import { createNodeEngines } from '@surrealdb/node';
+import { ErrorCode, ThymosError } from '../shared/errors.js';
+import type { MemoryRecord, MemorySource } from './memory-record.js';
+
+/**
+ * Schema of the private database. Deliberately no DEFINE INDEX: search runs in an
+ * in-process index rebuilt from these rows (measured faster, see docs/benchmarks.md),
+ * and an HNSW index on surrealkv has lost batched writes across a reopen.
+ */
+const SCHEMA = `
+DEFINE TABLE IF NOT EXISTS memory SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS content ON memory TYPE string;
+DEFINE FIELD IF NOT EXISTS importance ON memory TYPE number;
+DEFINE FIELD IF NOT EXISTS emotional_weight ON memory TYPE number;
+DEFINE FIELD IF NOT EXISTS tags ON memory TYPE array<string>;
+DEFINE FIELD IF NOT EXISTS source ON memory TYPE object;
+DEFINE FIELD IF NOT EXISTS source.kind ON memory TYPE string;
+DEFINE FIELD IF NOT EXISTS source.by ON memory TYPE string;
+DEFINE FIELD IF NOT EXISTS source.thread ON memory TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS source.event ON memory TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS created_at ON memory TYPE int;
+DEFINE FIELD IF NOT EXISTS last_accessed ON memory TYPE int;
+DEFINE FIELD IF NOT EXISTS access_count ON memory TYPE int;
+DEFINE TABLE IF NOT EXISTS snapshot SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS at ON snapshot TYPE int;
+DEFINE FIELD IF NOT EXISTS reason ON snapshot TYPE string;
+DEFINE FIELD IF NOT EXISTS state ON snapshot TYPE string;
+DEFINE TABLE IF NOT EXISTS meta SCHEMALESS;
+`;
+
+interface MemoryRow extends Omit<MemoryRecord, 'id'> {
+  id: RecordId;
+}
+
+/** A saved agent state, newest first when listed. */
+export interface SnapshotRecord {
+  at: number;
+  reason: string;
+  state: Record<string, unknown>;
+}
+
+/**
+ * The agent's private SurrealDB (surrealkv file). Durable truth: every write is
+ * awaited before it is acknowledged to a caller.
+ */
+export class MemoryStore {
+  readonly #db: Surreal;
+  #closed = false;
+
+  private constructor(db: Surreal) {
+    this.#db = db;
+  }
+
+  /**
+   * Opens (creating if needed) the database at `dir`. Fails with DATABASE_ERROR
+   * rather than hanging if it cannot open within `timeoutMs`.
+   */
+  static async open(dir: string, options: { timeoutMs: number }): Promise<MemoryStore> {
+    try {
+      mkdirSync(dir, { recursive: true });
+    } catch (err) {
+      throw new ThymosError(ErrorCode.DATABASE_ERROR, `cannot create database directory ${dir}: ${(err as Error).message}`, { cause: err });
+    }
+    const db = new Surreal({ engines: createNodeEngines() });
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new ThymosError(ErrorCode.DATABASE_ERROR, `opening ${dir} did not finish within ${options.timeoutMs} ms (is another process holding it?)`)),
+        options.timeoutMs,
+      );
+    });
+    try {
+      await Promise.race([
+        (async () => {
+          await db.connect(`surrealkv://${dir}`);
+          await db.use({ namespace: 'thymos', database: 'agent' });
+          await db.query(SCHEMA);
+        })(),
+        deadline,
+      ]);
+    } catch (err) {
+      throw err instanceof ThymosError
+        ? err
+        : new ThymosError(ErrorCode.DATABASE_ERROR, `cannot open database ${dir}: ${(err as Error).message}`, { cause: err });
+    } finally {
+      clearTimeout(timer);
+    }
+    return new MemoryStore(db);
+  }
+
+  async insert(records: readonly MemoryRecord[]): Promise<void> {
+    if (records.length === 0) return;
+    const rows = records.map(({ id, ...rest }) => ({ ...rest, id: new RecordId('memory', id), source: cleanSource(rest.source) }));
+    await this.#run('INSERT INTO memory $rows RETURN NONE', { rows });
+  }
+
+  async all(): Promise<MemoryRecord[]> {
+    const [rows] = await this.#run<[MemoryRow[]]>('SELECT * FROM memory');
+    return (rows ?? []).map(fromRow);
+  }
+
+  async count(): Promise<number> {
+    const [rows] = await this.#run<[Array<{ n: number }>]>('SELECT count() AS n FROM memory GROUP ALL');
+    return rows?.[0]?.n ?? 0;
+  }
+
+  /** Marks memories as accessed now: access_count + 1, last_accessed = at. */
+  async touch(ids: readonly string[], at: number): Promise<void> {
+    if (ids.length === 0) return;
+    await this.#run('UPDATE $ids SET access_count += 1, last_accessed = $at RETURN NONE', {
+      ids: ids.map((id) => new RecordId('memory', id)),
+      at,
+    });
+  }
+
+  async saveSnapshot(snapshot: SnapshotRecord): Promise<void> {
+    await this.#run('CREATE snapshot CONTENT $s RETURN NONE', {
+      s: { at: snapshot.at, reason: snapshot.reason, state: JSON.stringify(snapshot.state) },
+    });
+  }
+
+  async latestSnapshot(): Promise<SnapshotRecord | undefined> {
+    const [rows] = await this.#run<[Array<{ at: number; reason: string; state: string }>]>(
+      'SELECT at, reason, state FROM snapshot ORDER BY at DESC LIMIT 1',
+    );
+    const row = rows?.[0];
+    return row ? { at: row.at, reason: row.reason, state: JSON.parse(row.state) as Record<string, unknown> } : undefined;
+  }
+
+  async getMeta<T>(key: string): Promise<T | undefined> {
+    const [rows] = await this.#run<[Array<{ data: T }>]>('SELECT data FROM $id', { id: new RecordId('meta', key) });
+    return rows?.[0]?.data;
+  }
+
+  async setMeta(key: string, value: unknown): Promise<void> {
+    await this.#run('UPSERT $id CONTENT { data: $data } RETURN NONE', { id: new RecordId('meta', key), data: value });
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#db.close();
+  }
+
+  async #run<T extends unknown[] = unknown[]>(query: string, bindings?: Record<string, unknown>): Promise<T> {
+    if (this.#closed) throw new ThymosError(ErrorCode.DATABASE_ERROR, 'the memory database is closed');
+    try {
+      return (await this.#db.query(query, bindings)) as T;
+    } catch (err) {
+      throw new ThymosError(ErrorCode.DATABASE_ERROR, `memory database: ${(err as Error).message}`, { cause: err });
+    }
+  }
+}
+
+function cleanSource(source: MemorySource): MemorySource {
+  const out: MemorySource = { kind: source.kind, by: source.by };
+  if (source.thread !== undefined) out.thread = source.thread;
+  if (source.event !== undefined) out.event = source.event;
+  return out;
+}
+
+function fromRow(row: MemoryRow): MemoryRecord {
+  return {
+    id: String(row.id.id),
+    content: row.content,
+    importance: Number(row.importance),
+    emotional_weight: Number(row.emotional_weight),
+    tags: row.tags,
+    source: row.source,
+    created_at: Number(row.created_at),
+    last_accessed: Number(row.last_accessed),
+    access_count: Number(row.access_count),
+  };
+}

@@ -1,0 +1,27 @@
+import { ErrorCode } from '../shared/errors.js';
+
+/** Process exit codes of the `thymos` command. */
+export const ExitCode = {
+  OK: 0,
+  /** A failure while running. */
+  FAILURE: 1,
+  /** Bad arguments, configuration or domain schema: fix the input and retry. */
+  BAD_INPUT: 2,
+  /** Something else holds what was asked for: the agent's data or its port. */
+  CONFLICT: 3,
+} as const;
+
+export function exitCodeFor(code: ErrorCode): number {
+  switch (code) {
+    case ErrorCode.USAGE:
+    case ErrorCode.CONFIG_INVALID:
+    case ErrorCode.SCHEMA_INVALID:
+    case ErrorCode.INVALID_INPUT:
+      return ExitCode.BAD_INPUT;
+    case ErrorCode.AGENT_ALREADY_RUNNING:
+    case ErrorCode.PORT_IN_USE:
+      return ExitCode.CONFLICT;
+    default:
+      return ExitCode.FAILURE;
+  }
+}

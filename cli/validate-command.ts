@@ -1,0 +1,39 @@
+import { parseArgs } from 'node:util';
+import { resolveConfig } from '../agent/agent-process.js';
+import { EMPTY_DOMAIN, loadDomainSchema } from '../shared/domain-schema.js';
+import { ErrorCode, ThymosError } from '../shared/errors.js';
+
+/** `thymos validate`: checks thymos.toml and the domain schema, prints what they define. */
+export async function runValidateCommand(argv: string[]): Promise<number> {
+  let values: { config?: string; json?: boolean };
+  try {
+    ({ values } = parseArgs({ args: argv, options: { config: { type: 'string' }, json: { type: 'boolean' } }, strict: true }));
+  } catch (err) {
+    throw new ThymosError(ErrorCode.USAGE, `${(err as Error).message}\nusage: thymos validate [--config FILE] [--json]`);
+  }
+  const config = resolveConfig(values.config);
+  const domain = config.domainSchemaPath ? await loadDomainSchema(config.domainSchemaPath) : EMPTY_DOMAIN;
+  const summary = {
+    config: config.file ?? '(built-in defaults)',
+    data_dir: config.dataPath,
+    domain_schema: config.domainSchemaPath ?? null,
+    agents: Object.keys(domain.agents),
+    concept_types: Object.keys(domain.conceptTypes),
+    relationship_types: Object.keys(domain.relationshipTypes),
+    relevance_rules: domain.relevanceRules.length,
+    event_filters: domain.eventFilters.length,
+  };
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+  } else {
+    process.stdout.write(
+      `config ok: ${summary.config}\n` +
+        `data dir: ${summary.data_dir}\n` +
+        `domain schema: ${summary.domain_schema ?? '(none; default personas)'}\n` +
+        `agents (${summary.agents.length}): ${summary.agents.join(', ') || '-'}\n` +
+        `concept types: ${summary.concept_types.join(', ') || '-'}; relationship types: ${summary.relationship_types.join(', ') || '-'}\n` +
+        `relevance rules: ${summary.relevance_rules}; event filters: ${summary.event_filters}\n`,
+    );
+  }
+  return 0;
+}

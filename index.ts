@@ -1,0 +1,2 @@
+export * as agent from './agent/index.js';
+export * from './shared/index.js';

@@ -1,0 +1,59 @@
+import { z } from 'zod';
+import { AgentIdSchema } from './domain-schema.js';
+import { ErrorCode } from './errors.js';
+
+/** `active` answers dialogue; `passive` (Listening) serves reads and hears events only. */
+export const AgentModeSchema = z.enum(['active', 'passive']);
+export type AgentMode = z.infer<typeof AgentModeSchema>;
+
+/** What an agent says about itself: `get_<id>_state`, `agent://<id>/state`, control `get_state`, heartbeats. */
+export const AgentStateSchema = z.object({
+  id: AgentIdSchema,
+  name: z.string(),
+  /** False when the domain schema does not define this id and a default persona is used. */
+  defined: z.boolean(),
+  mode: AgentModeSchema,
+  status: z.enum(['starting', 'ready', 'stopping']),
+  pid: z.number().int(),
+  port: z.number().int(),
+  started_at: z.string(),
+  nats: z.enum(['connected', 'disconnected', 'disabled']),
+  memory_count: z.number().int(),
+  conversations: z.number().int(),
+  last_snapshot_at: z.string().nullable(),
+});
+export type AgentState = z.infer<typeof AgentStateSchema>;
+
+/** Requests on `thymos.agent.<id>.control`. */
+export const AgentControlRequestSchema = z.discriminatedUnion('op', [
+  z.object({ op: z.literal('get_state') }).strict(),
+  z.object({ op: z.literal('set_mode'), mode: AgentModeSchema }).strict(),
+  z.object({ op: z.literal('snapshot') }).strict(),
+  z.object({ op: z.literal('shutdown') }).strict(),
+]);
+export type AgentControlRequest = z.infer<typeof AgentControlRequestSchema>;
+
+export const WireErrorSchema = z.object({
+  code: z.enum(Object.values(ErrorCode) as [ErrorCode, ...ErrorCode[]]),
+  message: z.string(),
+  location: z
+    .object({ file: z.string().optional(), line: z.number().optional(), column: z.number().optional(), path: z.string().optional() })
+    .optional(),
+  details: z.record(z.string(), z.unknown()).optional(),
+});
+
+/** Replies on `thymos.agent.<id>.control`: the agent's state after the operation, or an error with a code. */
+export const AgentControlReplySchema = z.discriminatedUnion('ok', [
+  z.object({ ok: z.literal(true), state: AgentStateSchema, snapshot_at: z.string().optional() }),
+  z.object({ ok: z.literal(false), error: WireErrorSchema }),
+]);
+export type AgentControlReply = z.infer<typeof AgentControlReplySchema>;
+
+/** Messages on `thymos.agent.<id>.status`. */
+export const AgentStatusMessageSchema = z.object({
+  kind: z.enum(['ready', 'heartbeat', 'mode', 'stopping', 'stopped']),
+  ts: z.string(),
+  state: AgentStateSchema,
+  rss_bytes: z.number().int().optional(),
+});
+export type AgentStatusMessage = z.infer<typeof AgentStatusMessageSchema>;

@@ -1,0 +1,96 @@
+/**
+ * Stable error codes of the Thymos error family. Codes never change meaning once
+ * published; callers branch on the code, never on the message text.
+ */
+export const ErrorCode = {
+  /** `thymos.toml` is missing, unreadable, not TOML, or fails validation. */
+  CONFIG_INVALID: 'CONFIG_INVALID',
+  /** The Pkl domain schema failed to evaluate or does not match the expected shape. */
+  SCHEMA_INVALID: 'SCHEMA_INVALID',
+  /** The `pkl` binary could not be found or started. */
+  PKL_UNAVAILABLE: 'PKL_UNAVAILABLE',
+  /** Command-line arguments are missing or malformed. */
+  USAGE: 'USAGE',
+  /** Input at an interface (MCP, NATS, HTTP) failed validation. */
+  INVALID_INPUT: 'INVALID_INPUT',
+  /** The agent's port is already bound by another process. */
+  PORT_IN_USE: 'PORT_IN_USE',
+  /** Another live process already holds this agent's data directory. */
+  AGENT_ALREADY_RUNNING: 'AGENT_ALREADY_RUNNING',
+  /** The agent is Listening (passive) and does not hold dialogue. */
+  AGENT_NOT_ACTIVE: 'AGENT_NOT_ACTIVE',
+  /** The agent is shutting down and takes no new calls. */
+  AGENT_STOPPING: 'AGENT_STOPPING',
+  /** The agent is not known to the domain schema or registry. */
+  AGENT_NOT_FOUND: 'AGENT_NOT_FOUND',
+  /** The private database could not be opened or written. */
+  DATABASE_ERROR: 'DATABASE_ERROR',
+  /** A bounded wait ran out. */
+  TIMEOUT: 'TIMEOUT',
+  /** Opening or connecting did not finish in time. */
+  STARTUP_TIMEOUT: 'STARTUP_TIMEOUT',
+  /** The NATS connection is not available right now. */
+  NATS_UNAVAILABLE: 'NATS_UNAVAILABLE',
+  /** A failure that no other code describes; a bug if seen. */
+  INTERNAL: 'INTERNAL',
+} as const;
+
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** Where in a file an error was found, when it is known. */
+export interface ErrorLocation {
+  file?: string;
+  line?: number;
+  column?: number;
+  /** Dotted path of the offending key or property, e.g. `lifecycle.threshold_active`. */
+  path?: string;
+}
+
+export interface ThymosErrorOptions {
+  cause?: unknown;
+  location?: ErrorLocation;
+  /** Extra machine-readable facts (a pid, a port) safe to send over the wire. */
+  details?: Record<string, unknown>;
+}
+
+/** The single error class of Thymos. `code` is stable; `message` is for people. */
+export class ThymosError extends Error {
+  readonly code: ErrorCode;
+  readonly location: ErrorLocation | undefined;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(code: ErrorCode, message: string, options: ThymosErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'ThymosError';
+    this.code = code;
+    this.location = options.location;
+    this.details = options.details;
+  }
+
+  /** The form that crosses the wire (NATS replies, MCP error results). */
+  toJSON(): WireError {
+    const out: WireError = { code: this.code, message: this.message };
+    if (this.location !== undefined) out.location = this.location;
+    if (this.details !== undefined) out.details = this.details;
+    return out;
+  }
+}
+
+/** An error as it travels in a NATS reply or an MCP result. */
+export interface WireError {
+  code: ErrorCode;
+  message: string;
+  location?: ErrorLocation;
+  details?: Record<string, unknown>;
+}
+
+export function isThymosError(err: unknown, code?: ErrorCode): err is ThymosError {
+  return err instanceof ThymosError && (code === undefined || err.code === code);
+}
+
+/** Wraps anything thrown into a ThymosError, keeping the original as `cause`. */
+export function toThymosError(err: unknown, code: ErrorCode = ErrorCode.INTERNAL): ThymosError {
+  if (err instanceof ThymosError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new ThymosError(code, message, { cause: err });
+}

@@ -1,0 +1,23 @@
+import { pino, type Logger, type LevelWithSilent } from 'pino';
+
+export type { Logger };
+
+export interface LoggerOptions {
+  /** @default "info" */
+  level?: LevelWithSilent;
+  /** Bindings stamped on every line, e.g. `{ agent: "elder_rowan" }`. */
+  bindings?: Record<string, unknown>;
+  /** Where lines go: a file descriptor. @default 1 (stdout, which pm2 captures) */
+  fd?: number;
+}
+
+/**
+ * One JSON logger per process. Hot paths take a child logger (`logger.child({...})`)
+ * and rely on pino's level check, so a disabled level costs a function call.
+ */
+export function createLogger(options: LoggerOptions = {}): Logger {
+  return pino(
+    { level: options.level ?? 'info', base: { pid: process.pid, ...options.bindings }, timestamp: pino.stdTimeFunctions.isoTime },
+    pino.destination({ fd: options.fd ?? 1, sync: false }),
+  );
+}

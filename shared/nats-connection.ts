@@ -1,0 +1,28 @@
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+
+export type { NatsConnection };
+
+export interface NatsConnectOptions {
+  /** Comma-separated server URLs. */
+  servers: string;
+  /** Connection name shown by the server, e.g. `thymos-agent-elder_rowan`. */
+  name: string;
+  /** @default 250 */
+  reconnectTimeWaitMs?: number;
+}
+
+/**
+ * Connects to NATS and keeps reconnecting forever, including before the first
+ * connection succeeds: the returned promise settles only once connected, so
+ * callers that must not block race it against their own deadline.
+ */
+export function connectNats(options: NatsConnectOptions): Promise<NatsConnection> {
+  return connect({
+    servers: options.servers.split(',').map((s) => s.trim()).filter(Boolean),
+    name: options.name,
+    waitOnFirstConnect: true,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: options.reconnectTimeWaitMs ?? 250,
+    pingInterval: 10_000,
+  });
+}

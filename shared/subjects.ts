@@ -1,0 +1,19 @@
+/**
+ * Every NATS subject Thymos uses, in one place. Agent ids are validated
+ * (`AgentIdSchema`) before they reach these functions, so they never carry
+ * `.`, `*` or `>`.
+ */
+export const Subjects = {
+  /** Request/reply control of one agent: get_state, set_mode, snapshot, shutdown. */
+  agentControl: (id: string) => `thymos.agent.${id}.control`,
+  /** Heartbeats and lifecycle notices of one agent. */
+  agentStatus: (id: string) => `thymos.agent.${id}.status`,
+  /** Every agent's status, for the supervisor. */
+  allAgentStatus: 'thymos.agent.*.status',
+  /** Agent-to-agent messages. */
+  agentInbox: (id: string) => `thymos.agent.${id}.inbox`,
+  /** World events: `thymos.events.<kind>[.<more>]`. */
+  events: (kind: string) => `thymos.events.${kind}`,
+  /** The supervisor's control API. */
+  supervisor: (op: string) => `thymos.supervisor.${op}`,
+} as const;

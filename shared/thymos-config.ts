@@ -1,0 +1,251 @@
+import { readFileSync } from 'node:fs';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import toml from 'toml';
+import { z } from 'zod';
+import { ErrorCode, ThymosError } from './errors.js';
+import { describeIssue } from './zod-issues.js';
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+const ms = (min: number, max: number, fallback: number) => z.number().int().min(min).max(max).default(fallback);
+const unit = (fallback: number) => z.number().min(0).max(1).default(fallback);
+
+/** Settings of every agent process. */
+export const AgentSettingsSchema = z
+  .object({
+    /**
+     * Address the MCP endpoint binds to. Loopback unless you mean to expose agents.
+     * @default "127.0.0.1"
+     */
+    host: z.string().min(1).default('127.0.0.1'),
+    /**
+     * Budget for a graceful stop: finish in-flight calls, snapshot, close. After it the process exits anyway.
+     * @default 5000
+     */
+    shutdown_timeout_ms: ms(100, 600_000, 5000),
+    /** Interval of heartbeats on `thymos.agent.<id>.status`. @default 2000 */
+    heartbeat_ms: ms(100, 600_000, 2000),
+    /**
+     * How long start-up waits for NATS before the agent says ready without it
+     * (it keeps reconnecting in the background and its state says `nats: "disconnected"`).
+     * @default 1500
+     */
+    nats_wait_ms: ms(0, 60_000, 1500),
+    /** Deadline for opening the private database. @default 10000 */
+    db_open_timeout_ms: ms(100, 600_000, 10_000),
+    /**
+     * A JavaScript module, relative to this file, whose `createBehavior()` returns the
+     * `AgentBehavior` every agent uses to talk. Unset: the offline behaviour.
+     * @example "./behavior.js"
+     */
+    behavior: z.string().min(1).optional(),
+  })
+  .strict();
+
+/** Score → state thresholds. Used by the supervisor. */
+export const LifecycleSettingsSchema = z
+  .object({
+    /** @default 0.7 */
+    threshold_active: unit(0.7),
+    /** @default 0.4 */
+    threshold_listening: unit(0.4),
+    /** @default 0.1 */
+    threshold_dormant: unit(0.1),
+  })
+  .strict()
+  .refine((l) => l.threshold_active >= l.threshold_listening && l.threshold_listening >= l.threshold_dormant, {
+    message: 'expected threshold_active >= threshold_listening >= threshold_dormant',
+  });
+
+export const NatsSettingsSchema = z
+  .object({
+    /**
+     * NATS server or cluster to use, e.g. `nats://127.0.0.1:4222` (comma-separated for several).
+     * Unset: `thymos up` runs its own nats-server.
+     * @example "nats://127.0.0.1:4222"
+     */
+    url: z.string().min(1).optional(),
+  })
+  .strict();
+
+/** Private memory of every agent. */
+export const MemorySettingsSchema = z
+  .object({
+    /** Longest memory content accepted, in characters. @default 8000 */
+    max_content_chars: z.number().int().min(1).max(1_000_000).default(8000),
+    /** Most tags on one memory. @default 32 */
+    max_tags: z.number().int().min(0).max(1000).default(32),
+    /** Results of a recall when `k` is not given. @default 5 */
+    recall_default_k: z.number().int().min(1).max(1000).default(5),
+    /** Largest `k` a recall may ask for. @default 100 */
+    recall_max_k: z.number().int().min(1).max(10_000).default(100),
+    /**
+     * Base stability S of a memory in hours: strength R = e^(-t/S) with t the hours since last access.
+     * @default 168
+     */
+    stability_hours: z.number().positive().max(1e7).default(168),
+    /** Each access multiplies stability by (1 + access_boost · accesses). @default 0.5 */
+    access_boost: z.number().min(0).max(100).default(0.5),
+    /** Importance (0..1) multiplies stability by (1 + importance_boost · importance). @default 2 */
+    importance_boost: z.number().min(0).max(100).default(2),
+    /** Emotional weight (0..1) multiplies stability by (1 + emotion_boost · weight). @default 1 */
+    emotion_boost: z.number().min(0).max(100).default(1),
+  })
+  .strict();
+
+export const McpSettingsSchema = z
+  .object({
+    /** Largest HTTP request body accepted on `/mcp`. @default 1048576 */
+    max_body_bytes: z.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
+    /** Most concurrent MCP sessions per agent; the oldest idle one is closed past it. @default 64 */
+    max_sessions: z.number().int().min(1).max(10_000).default(64),
+    /**
+     * Extra Host header values accepted besides `127.0.0.1:<port>` and `localhost:<port>`
+     * (DNS-rebinding protection).
+     * @default []
+     */
+    allowed_hosts: z.array(z.string().min(1)).default([]),
+  })
+  .strict();
+
+export const LogSettingsSchema = z
+  .object({
+    /** @default "info" */
+    level: z.enum(LOG_LEVELS).default('info'),
+  })
+  .strict();
+
+export const DomainSettingsSchema = z
+  .object({
+    /**
+     * The application's Pkl module that amends `schemas/Thymos.pkl`, relative to this file.
+     * Unset: agents run with default personas.
+     * @example "world.pkl"
+     */
+    schema: z.string().min(1).optional(),
+  })
+  .strict();
+
+/** The whole of `thymos.toml`. Every default lives here. */
+export const ThymosConfigSchema = z
+  .object({
+    /** Where agents, the world store and pm2 keep their files, relative to this file. @default "data" */
+    data_dir: z.string().min(1).default('data'),
+    domain: DomainSettingsSchema.prefault({}),
+    agent: AgentSettingsSchema.prefault({}),
+    lifecycle: LifecycleSettingsSchema.prefault({}),
+    nats: NatsSettingsSchema.prefault({}),
+    memory: MemorySettingsSchema.prefault({}),
+    mcp: McpSettingsSchema.prefault({}),
+    log: LogSettingsSchema.prefault({}),
+  })
+  .strict();
+
+export type ThymosConfigInput = z.input<typeof ThymosConfigSchema>;
+export type ThymosSettings = z.infer<typeof ThymosConfigSchema>;
+export type MemorySettings = z.infer<typeof MemorySettingsSchema>;
+export type AgentSettings = z.infer<typeof AgentSettingsSchema>;
+
+/** A validated configuration with its paths resolved. */
+export interface ThymosConfig extends ThymosSettings {
+  /** Absolute path of the file it came from, or undefined for built-in defaults. */
+  readonly file: string | undefined;
+  /** Absolute data directory. */
+  readonly dataPath: string;
+  /** Absolute path of the application's Pkl module, if any. */
+  readonly domainSchemaPath: string | undefined;
+  /** Absolute path of the application's behaviour module, if any. */
+  readonly behaviorPath: string | undefined;
+}
+
+/**
+ * Reads and validates a `thymos.toml`. Errors name the file, the key, what was
+ * expected, what came, and the line.
+ */
+export function loadConfig(file: string): ThymosConfig {
+  const path = resolve(file);
+  let source: string;
+  try {
+    source = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ThymosError(ErrorCode.CONFIG_INVALID, `cannot read config file ${path}: ${(err as Error).message}`, {
+      cause: err,
+      location: { file: path },
+    });
+  }
+  return parseConfig(source, path);
+}
+
+/** Validates configuration text. `file` is used for messages and to resolve relative paths. */
+export function parseConfig(source: string, file?: string): ThymosConfig {
+  const where = file ?? '<config>';
+  let raw: unknown;
+  try {
+    raw = toml.parse(source);
+  } catch (err) {
+    const loc = (err as { location?: { start?: { line?: number; column?: number } } }).location?.start;
+    throw new ThymosError(
+      ErrorCode.CONFIG_INVALID,
+      `${where}${loc?.line ? `:${loc.line}:${loc.column}` : ''}: not valid TOML: ${(err as Error).message}`,
+      { cause: err, location: { file: where, line: loc?.line, column: loc?.column } },
+    );
+  }
+  return fromObject(raw, where, source, file);
+}
+
+/** Validates an already-parsed configuration object (for the library and tests). */
+export function configFromObject(input: ThymosConfigInput, baseDir: string = process.cwd()): ThymosConfig {
+  return fromObject(input, '<object>', undefined, resolve(baseDir, 'thymos.toml'), false);
+}
+
+function fromObject(raw: unknown, where: string, source: string | undefined, file: string | undefined, fromFile = true): ThymosConfig {
+  const result = ThymosConfigSchema.safeParse(raw);
+  if (!result.success) {
+    const issue = result.error.issues[0]!;
+    const keyPath = issue.path.map(String);
+    const line = source === undefined ? undefined : findKeyLine(source, keyPath, issue);
+    const dotted = keyPath.join('.') || '(top level)';
+    throw new ThymosError(
+      ErrorCode.CONFIG_INVALID,
+      `${where}${line ? `:${line}` : ''}: ${dotted}: ${describeIssue(issue, raw)}`,
+      { location: { file: where, line, path: dotted } },
+    );
+  }
+  const base = file === undefined ? process.cwd() : dirname(resolve(file));
+  const settings = result.data;
+  const at = (p: string) => (isAbsolute(p) ? p : resolve(base, p));
+  return Object.freeze({
+    ...settings,
+    file: fromFile && file !== undefined ? resolve(file) : undefined,
+    dataPath: at(settings.data_dir),
+    domainSchemaPath: settings.domain.schema === undefined ? undefined : at(settings.domain.schema),
+    behaviorPath: settings.agent.behavior === undefined ? undefined : at(settings.agent.behavior),
+  });
+}
+
+/**
+ * Finds the line of a key in TOML text: the `[table]` header of its parent, then
+ * the `key =` line inside it. Best effort: returns undefined when not found.
+ */
+export function findKeyLine(source: string, path: readonly string[], issue?: { code: string; keys?: readonly string[] }): number | undefined {
+  const keys = issue?.code === 'unrecognized_keys' && issue.keys?.[0] ? [...path, issue.keys[0]] : [...path];
+  if (keys.length === 0) return undefined;
+  const lines = source.split(/\r?\n/);
+  const table = keys.slice(0, -1).join('.');
+  const key = keys[keys.length - 1]!;
+  let current = '';
+  for (let i = 0; i < lines.length; i++) {
+    const text = lines[i]!.trim();
+    const header = /^\[\s*([^\]]+?)\s*\]/.exec(text);
+    if (header) {
+      current = header[1]!.replace(/\s+/g, '');
+      if (current === keys.join('.')) return i + 1;
+      continue;
+    }
+    const m = /^("?)([A-Za-z0-9_\-.]+)\1\s*=/.exec(text);
+    if (!m) continue;
+    const full = current ? `${current}.${m[2]}` : m[2]!;
+    if (full === `${table ? `${table}.` : ''}${key}` || (current === table && m[2] === key)) return i + 1;
+  }
+  return undefined;
+}

@@ -1,0 +1,40 @@
+import type { z } from 'zod';
+
+/** The value found at `path` inside `root`, or undefined. */
+export function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let cur: unknown = root;
+  for (const key of path) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    cur = (cur as Record<PropertyKey, unknown>)[key];
+  }
+  return cur;
+}
+
+/** A short rendering of a value for an error message. */
+export function preview(value: unknown, max = 60): string {
+  let text: string;
+  try {
+    text = typeof value === 'string' ? JSON.stringify(value) : (JSON.stringify(value) ?? String(value));
+  } catch {
+    text = String(value);
+  }
+  return text.length > max ? `${text.slice(0, max)}… (${text.length} chars)` : text;
+}
+
+/** Says what a zod issue expected and what came, in one clause. */
+export function describeIssue(issue: z.core.$ZodIssue, root: unknown): string {
+  if (issue.code === 'unrecognized_keys') {
+    return `unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}`;
+  }
+  const got = valueAt(root, issue.path);
+  const came = got === undefined ? 'nothing' : preview(got);
+  const message = issue.message.replace(/^Invalid input: /, '');
+  return `${message}; got ${came}`;
+}
+
+/** Every issue of a zod error as `path: expected …; got …`, joined. */
+export function describeIssues(error: z.ZodError, root: unknown, max = 5): string {
+  const parts = error.issues.slice(0, max).map((i) => `${i.path.map(String).join('.') || '(root)'}: ${describeIssue(i, root)}`);
+  if (error.issues.length > max) parts.push(`…and ${error.issues.length - max} more`);
+  return parts.join('; ');
+}

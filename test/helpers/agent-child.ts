@@ -1,0 +1,96 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { THYMOS_BIN } from './workspace.js';
+
+/** An agent started as a child process of the test, exactly as pm2 would start it. */
+export interface AgentChild {
+  readonly child: ChildProcess;
+  readonly pid: number;
+  readonly port: number;
+  readonly url: string;
+  /** Everything it wrote to stdout and stderr so far. */
+  output(): string;
+  /** Resolves with the exit code (or signal name) once it has exited. */
+  exited: Promise<number | string>;
+  /** Sends a signal and waits for the exit. */
+  stop(signal?: NodeJS.Signals): Promise<number | string>;
+  /** A connected MCP client (the SDK's own client). */
+  client(): Promise<Client>;
+}
+
+export interface StartAgentOptions {
+  id: string;
+  port: number;
+  config: string;
+  mode?: 'active' | 'passive';
+  context?: string;
+  /** Resolve on 'ready' (default) or as soon as it is spawned. */
+  waitReady?: boolean;
+  timeoutMs?: number;
+}
+
+const running = new Set<ChildProcess>();
+
+/** Starts `thymos agent …` and waits for its `ready` message (pm2's wait_ready signal). */
+export async function startAgent(options: StartAgentOptions): Promise<AgentChild> {
+  const args = [THYMOS_BIN, 'agent', '--agent-id', options.id, '--port', String(options.port), '--config', options.config];
+  if (options.mode) args.push('--mode', options.mode);
+  if (options.context) args.push('--context', options.context);
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+  running.add(child);
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | string>((resolve) => {
+    child.once('exit', (code, signal) => {
+      running.delete(child);
+      resolve(code ?? signal ?? -1);
+    });
+  });
+  const clients: Client[] = [];
+  const agent: AgentChild = {
+    child,
+    pid: child.pid!,
+    port: options.port,
+    url: `http://127.0.0.1:${options.port}/mcp`,
+    output: () => out,
+    exited,
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+      await Promise.allSettled(clients.map((c) => c.close()));
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      const result = await Promise.race([exited, sleep(15_000).then(() => 'timeout' as const)]);
+      if (result === 'timeout') {
+        child.kill('SIGKILL');
+        return exited;
+      }
+      return result;
+    },
+    async client() {
+      const client = new Client({ name: 'thymos-test', version: '1.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(agent.url)));
+      clients.push(client);
+      return client;
+    },
+  };
+  if (options.waitReady === false) return agent;
+  const ready = new Promise<'ready'>((resolve) => {
+    child.on('message', (m) => {
+      if (m === 'ready') resolve('ready');
+    });
+  });
+  const result = await Promise.race([ready, exited, sleep(options.timeoutMs ?? 20_000).then(() => 'timeout' as const)]);
+  if (result !== 'ready') {
+    if (result === 'timeout') child.kill('SIGKILL');
+    throw new Error(`agent ${options.id} did not become ready (${result}):\n${out}`);
+  }
+  return agent;
+}
+
+/** Kills, by pid, every agent a test started and that is still running. */
+export async function killAllAgents(): Promise<void> {
+  const children = [...running];
+  for (const c of children) c.kill('SIGKILL');
+  await Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null || c.signalCode !== null ? r(null) : c.once('exit', r)))));
+}

@@ -1,0 +1,76 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/** A real nats-server on a random loopback port, stopped by its pid. */
+export interface TestNatsServer {
+  readonly url: string;
+  readonly port: number;
+  readonly pid: number;
+  /** Stops it (SIGTERM, then SIGKILL). */
+  stop(): Promise<void>;
+  /** Starts it again on the same port. */
+  start(): Promise<void>;
+}
+
+export async function startNatsServer(options: { jetstream?: boolean } = {}): Promise<TestNatsServer> {
+  const dir = mkdtempSync(join(tmpdir(), 'thymos-nats-'));
+  let child: ChildProcess | undefined;
+  let port = -1;
+
+  const launch = async () => {
+    const args = ['-a', '127.0.0.1', '-p', String(port), '--ports_file_dir', dir];
+    if (options.jetstream) args.push('-js', '-sd', join(dir, 'js'));
+    for (const f of readdirSync(dir)) if (f.endsWith('.ports')) rmSync(join(dir, f));
+    child = spawn('nats-server', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline) {
+      if (child.exitCode !== null) throw new Error(`nats-server exited: ${stderr}`);
+      const file = readdirSync(dir).find((f) => f.endsWith('.ports'));
+      if (file) {
+        const ports = JSON.parse(readFileSync(join(dir, file), 'utf8')) as { nats: string[] };
+        port = Number(new URL(ports.nats[0]!).port);
+        return;
+      }
+      await sleep(20);
+    }
+    throw new Error(`nats-server did not start: ${stderr}`);
+  };
+
+  await launch();
+  const server: TestNatsServer = {
+    get url() {
+      return `nats://127.0.0.1:${port}`;
+    },
+    get port() {
+      return port;
+    },
+    get pid() {
+      return child?.pid ?? -1;
+    },
+    async stop() {
+      const c = child;
+      if (!c || c.exitCode !== null || c.signalCode !== null) return;
+      const exited = new Promise((resolve) => c.once('exit', resolve));
+      c.kill('SIGTERM');
+      const done = await Promise.race([exited.then(() => true), sleep(3000).then(() => false)]);
+      if (!done) {
+        c.kill('SIGKILL');
+        await exited;
+      }
+    },
+    async start() {
+      await launch();
+    },
+  };
+  return server;
+}
+
+/** Stops the server and removes its files. */
+export async function disposeNatsServer(server: TestNatsServer | undefined): Promise<void> {
+  await server?.stop();
+}

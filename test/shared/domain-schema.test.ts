@@ -1,0 +1,51 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { loadDomainSchema, parseDomainSchema } from '../../shared/domain-schema.js';
+import { isThymosError } from '../../shared/errors.js';
+import { REPO_ROOT, VILLAGE_SCHEMA } from '../helpers/workspace.js';
+
+function world(body: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'thymos-pkl-'));
+  const file = join(dir, 'world.pkl');
+  writeFileSync(file, `amends ${JSON.stringify(join(REPO_ROOT, 'schemas/Thymos.pkl'))}\n${body}\n`);
+  return file;
+}
+
+describe('Pkl domain schema', () => {
+  test('the village amends the base module and evaluates to six agents with personas and rules', async () => {
+    const domain = await loadDomainSchema(VILLAGE_SCHEMA);
+    assert.deepEqual(Object.keys(domain.agents).sort(), ['bram_smith', 'captain_lysa', 'elder_rowan', 'mira_herbalist', 'old_fenn', 'tomas_innkeeper']);
+    const rowan = domain.agents.elder_rowan!;
+    assert.equal(rowan.persona.name, 'Elder Rowan');
+    assert.equal(rowan.homeLocation, 'village_square');
+    assert.deepEqual(rowan.aliases, ['the old badger', 'the elder']);
+    assert.deepEqual(domain.relevanceRules.map((r) => r.condition.kind), ['same_as', 'truthy', 'at_most', 'truthy']);
+    assert.equal(domain.relationshipTypes.knows?.symmetric, true);
+    assert.ok(Object.isFrozen(domain.agents));
+  });
+
+  test("Pkl's own error, with the application's file and line, reaches the user", async () => {
+    const file = world('agents {\n  ["Bad Id"] { persona { name = "x" } }\n}');
+    await assert.rejects(loadDomainSchema(file), (err: unknown) => {
+      assert.ok(isThymosError(err, 'SCHEMA_INVALID'));
+      assert.match(err.message, /Type constraint .* violated/);
+      assert.deepEqual(err.location, { file, line: 3 }, "line 3: the amends line comes first");
+      return true;
+    });
+  });
+
+  test('a relevance score outside 0..1 is refused by the base module', async () => {
+    const file = world('relevanceRules { new { name = "x"; condition = new PropertyTrue { property = "p" }; score = 2 } }');
+    await assert.rejects(loadDomainSchema(file), (err: unknown) => isThymosError(err, 'SCHEMA_INVALID') && /isBetween/.test(err.message));
+  });
+
+  test('JSON that bypasses Pkl is still validated, naming the path', () => {
+    assert.throws(
+      () => parseDomainSchema({ agents: { elder_rowan: { persona: { name: '' } } } }, 'x.json'),
+      (err: unknown) => isThymosError(err, 'SCHEMA_INVALID') && /agents\.elder_rowan\.persona\.name/.test(err.message),
+    );
+  });
+});
