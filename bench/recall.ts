@@ -1,0 +1,133 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Surreal } from 'surrealdb';
+import { createNodeEngines } from '@surrealdb/node';
+import { AgentMemory } from '../agent/agent-memory.js';
+import { MemoryStore } from '../agent/memory-store.js';
+import { ThymosConfigSchema } from '../shared/thymos-config.js';
+import type { Figure, Scenario } from './scenario.js';
+import { quantile, round, seeded, timed } from './stats.js';
+
+const SIZES = [1_000, 10_000];
+const QUERIES = 200;
+const FTS_QUERIES = 20;
+
+/** Sentences over a 3,000-word vocabulary with a Zipf-like spread, the same every run. */
+function corpus(n: number, rand: () => number): string[] {
+  const syllables = ['ka', 'lo', 'mi', 'ra', 'th', 'en', 'or', 'ul', 'be', 'sa', 'dri', 'vo', 'an', 'el', 'qu', 'ni', 'to', 'fe', 'ga', 'wy'];
+  const vocab = Array.from({ length: 3000 }, (_, i) => {
+    let w = '';
+    let x = i + 1;
+    while (x > 0) {
+      w += syllables[x % syllables.length];
+      x = Math.floor(x / syllables.length);
+    }
+    return w;
+  });
+  const word = () => vocab[Math.min(vocab.length - 1, Math.floor(vocab.length * rand() ** 2.5))]!;
+  return Array.from({ length: n }, () => Array.from({ length: 8 + Math.floor(rand() * 12) }, word).join(' '));
+}
+
+function queriesFrom(texts: string[], count: number, rand: () => number): string[] {
+  return Array.from({ length: count }, () => {
+    const words = texts[Math.floor(rand() * texts.length)]!.split(' ');
+    return `${words[Math.floor(rand() * words.length)]} ${words[Math.floor(rand() * words.length)]}`;
+  });
+}
+
+async function inProcess(n: number, texts: string[], queries: string[]): Promise<Figure[]> {
+  const settings = ThymosConfigSchema.parse({}).memory;
+  const dir = mkdtempSync(join(tmpdir(), 'thymos-bench-'));
+  const store = await MemoryStore.open(join(dir, 'db'), { timeoutMs: 30_000 });
+  const memory = await AgentMemory.load(store, settings);
+  for (let i = 0; i < n; i += 1000) {
+    await memory.rememberMany(texts.slice(i, i + 1000).map((content) => ({ content, source: { kind: 'bench', by: 'bench' } })));
+  }
+  const heapBefore = process.memoryUsage().heapUsed;
+  const loadMs = await timed(async () => {
+    await AgentMemory.load(store, settings);
+  });
+  const remember: number[] = [];
+  for (let i = 0; i < 100; i++) {
+    remember.push(await timed(() => memory.remember({ content: texts[i]!, source: { kind: 'bench', by: 'bench' } })));
+  }
+  const recall: number[] = [];
+  const query: number[] = [];
+  for (const q of queries) {
+    recall.push(await timed(() => memory.recall(q, { k: 10 })));
+    query.push(await timed(() => memory.recall(q, { k: 10, reinforce: false })));
+  }
+  await store.close();
+  rmSync(dir, { recursive: true, force: true });
+  void heapBefore;
+  const label = `${n / 1000}k`;
+  return [
+    { metric: `in-process BM25 — remember p50 / p95 at ${label}`, value: `${round(quantile(remember, 0.5))} / ${round(quantile(remember, 0.95))}`, unit: 'ms' },
+    {
+      metric: `in-process BM25 — recall k=10 p50 / p95 at ${label} (with reinforcement write)`,
+      value: `${round(quantile(recall, 0.5))} / ${round(quantile(recall, 0.95))}`,
+      unit: 'ms',
+      goal: n === 10_000 ? 'p95 ≤ 10 ms' : undefined,
+    },
+    { metric: `in-process BM25 — query k=10 p50 / p95 at ${label} (read only)`, value: `${round(quantile(query, 0.5))} / ${round(quantile(query, 0.95))}`, unit: 'ms' },
+    { metric: `in-process BM25 — rebuild at start from ${label} rows`, value: round(loadMs, 0), unit: 'ms' },
+  ];
+}
+
+async function surrealFts(n: number, texts: string[], queries: string[]): Promise<Figure[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'thymos-bench-fts-'));
+  const db = new Surreal({ engines: createNodeEngines() });
+  await db.connect(`surrealkv://${join(dir, 'db')}`);
+  await db.use({ namespace: 'bench', database: 'fts' });
+  await db.query(`
+    DEFINE ANALYZER words TOKENIZERS blank, class FILTERS lowercase;
+    DEFINE TABLE note SCHEMALESS;
+    DEFINE INDEX note_fts ON note FIELDS content FULLTEXT ANALYZER words BM25(1.2,0.75);
+  `);
+  for (let i = 0; i < n; i += 1000) {
+    await db.query('INSERT INTO note $rows RETURN NONE', { rows: texts.slice(i, i + 1000).map((content) => ({ content })) });
+  }
+  const insert: number[] = [];
+  for (let i = 0; i < 20; i++) insert.push(await timed(() => db.query('CREATE note CONTENT $c RETURN NONE', { c: { content: texts[i] } })));
+  const two: number[] = [];
+  const one: number[] = [];
+  for (const q of queries.slice(0, FTS_QUERIES)) {
+    two.push(await timed(() => db.query('SELECT id, search::score(1) AS s FROM note WHERE content @1,OR@ $q ORDER BY s DESC LIMIT 10', { q })));
+    one.push(await timed(() => db.query('SELECT id, search::score(1) AS s FROM note WHERE content @1@ $q ORDER BY s DESC LIMIT 10', { q: q.split(' ')[0] })));
+  }
+  await db.close();
+  await sleep(200);
+  rmSync(dir, { recursive: true, force: true });
+  const label = `${n / 1000}k`;
+  return [
+    { metric: `SurrealDB FULLTEXT — insert one p50 at ${label}`, value: round(quantile(insert, 0.5)), unit: 'ms' },
+    { metric: `SurrealDB FULLTEXT — one-term query p50 / p95 at ${label}`, value: `${round(quantile(one, 0.5))} / ${round(quantile(one, 0.95))}`, unit: 'ms' },
+    { metric: `SurrealDB FULLTEXT — two-term OR query p50 / p95 at ${label}`, value: `${round(quantile(two, 0.5))} / ${round(quantile(two, 0.95))}`, unit: 'ms' },
+  ];
+}
+
+export const recallScenario: Scenario = {
+  name: 'recall',
+  title: 'Remember and recall: in-process BM25 against SurrealDB full-text',
+  async run() {
+    const figures: Figure[] = [];
+    for (const n of SIZES) {
+      const rand = seeded(n);
+      const texts = corpus(n + 100, rand);
+      const queries = queriesFrom(texts, QUERIES, rand);
+      figures.push(...(await inProcess(n, texts.slice(0, n), queries)));
+      figures.push(...(await surrealFts(n, texts.slice(0, n), queries)));
+    }
+    return {
+      figures,
+      notes: [
+        'Synthetic memories: 8–19 words drawn with a Zipf-like spread from a 3,000-word vocabulary; queries are two words of a stored memory. Same data every run.',
+        `In-process: the agent's own AgentMemory (MiniSearch BM25+, records in a Map, SurrealDB surrealkv for durability). remember = one awaited INSERT plus the index update; recall = search, strength re-rank, then one awaited UPDATE that reinforces the k results; query = the same without the write. ${QUERIES} queries.`,
+        `SurrealDB FULLTEXT: the same rows in a table with a FULLTEXT BM25 index in the same embedded engine; ${FTS_QUERIES} queries (they are slow).`,
+        'Kept: the in-process index. SurrealDB stays the durable store; the index is rebuilt from it at start (the rebuild figure) and updated on every write.',
+      ],
+    };
+  },
+};

@@ -1,0 +1,95 @@
+/**
+ * `npm run bench [name…]`: runs the named scenarios (all when none is named), stores
+ * each result in bench/results/<name>.json, and rewrites docs/benchmarks.md from every
+ * stored result, with the machine, date and commit of each run.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { agentStartupScenario } from './agent-startup.js';
+import { recallScenario } from './recall.js';
+import type { Figure, Scenario, ScenarioResult } from './scenario.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const RESULTS = join(ROOT, 'bench', 'results');
+const SCENARIOS: Scenario[] = [agentStartupScenario, recallScenario];
+
+interface StoredResult extends ScenarioResult {
+  machine: string;
+  date: string;
+  commit: string;
+  node: string;
+}
+
+function machine(): string {
+  const cpu = cpus();
+  return `${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${cpu.length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, ${process.platform} ${process.arch}`;
+}
+
+function commit(): string {
+  try {
+    const sha = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'agent', 'shared', 'cli', 'bench'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    return dirty ? `${sha} (with uncommitted changes)` : sha;
+  } catch {
+    return 'unknown';
+  }
+}
+
+function render(results: StoredResult[]): string {
+  const lines = [
+    '# Benchmarks',
+    '',
+    'Written by `npm run bench` from `bench/results/*.json`; do not edit by hand. Each section',
+    'says where and when it was measured. The machine is shared and noisy: read medians and',
+    'ratios, not single numbers.',
+    '',
+  ];
+  for (const r of results) {
+    lines.push(`## ${r.title}`, '', `Measured ${r.date} on ${r.machine}, Node ${r.node}, commit ${r.commit}.`, '');
+    lines.push('| figure | value | goal |', '| --- | --- | --- |');
+    for (const f of r.figures as Figure[]) lines.push(`| ${f.metric} | ${f.value} ${f.unit} | ${f.goal ?? ''} |`);
+    lines.push('');
+    for (const n of r.notes) lines.push(`- ${n}`);
+    lines.push('');
+  }
+  return lines.join('\n');
+}
+
+async function main(): Promise<void> {
+  const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+  const chosen = wanted.length === 0 ? SCENARIOS : SCENARIOS.filter((s) => wanted.includes(s.name));
+  if (chosen.length === 0) {
+    process.stderr.write(`no scenario named ${wanted.join(', ')}; known: ${SCENARIOS.map((s) => s.name).join(', ')}\n`);
+    process.exit(2);
+  }
+  mkdirSync(RESULTS, { recursive: true });
+  for (const scenario of chosen) {
+    process.stdout.write(`running ${scenario.name}…\n`);
+    const result = await scenario.run();
+    const stored: StoredResult = {
+      name: scenario.name,
+      title: scenario.title,
+      ...result,
+      machine: machine(),
+      date: new Date().toISOString().slice(0, 10),
+      commit: commit(),
+      node: process.version,
+    };
+    writeFileSync(join(RESULTS, `${scenario.name}.json`), `${JSON.stringify(stored, null, 2)}\n`);
+    for (const f of stored.figures) process.stdout.write(`  ${f.metric}: ${f.value} ${f.unit}${f.goal ? ` (goal ${f.goal})` : ''}\n`);
+  }
+  const all = readdirSync(RESULTS)
+    .filter((f) => f.endsWith('.json'))
+    .map((f) => JSON.parse(readFileSync(join(RESULTS, f), 'utf8')) as StoredResult)
+    .sort((a, b) => SCENARIOS.findIndex((s) => s.name === a.name) - SCENARIOS.findIndex((s) => s.name === b.name));
+  mkdirSync(join(ROOT, 'docs'), { recursive: true });
+  writeFileSync(join(ROOT, 'docs', 'benchmarks.md'), render(all));
+  process.stdout.write('wrote docs/benchmarks.md\n');
+  // The embedded database keeps Node alive after close once an index exists.
+  process.exit(0);
+}
+
+await main();
