@@ -12,8 +12,7 @@ import { ErrorCode, ThymosError, toThymosError } from '../shared/errors.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { configFromObject, loadConfig, type ThymosConfig } from '../shared/thymos-config.js';
 import type { AgentBehavior, CreateBehavior } from './agent-behavior.js';
-import { AgentControlChannel } from './agent-control-channel.js';
-import { AgentHttpServer } from './agent-http-server.js';
+import type { AgentControlChannel } from './agent-control-channel.js';
 import { AgentMemory } from './agent-memory.js';
 import { readStartContext, type AgentOptions } from './agent-options.js';
 import { AgentRuntime } from './agent-runtime.js';
@@ -52,10 +51,23 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
   const config = resolveConfig(options.config);
   const logger = createLogger({ level: config.log.level, bindings: { agent: options.agentId } });
   const started = performance.now();
+  const phases: Record<string, number> = {};
+  let last = started;
+  const phase = (name: string) => {
+    const now = performance.now();
+    phases[name] = Math.round(now - last);
+    last = now;
+  };
   const cleanup: Array<() => Promise<void> | void> = [];
   const runCleanup = async () => {
     for (const step of cleanup.reverse()) await Promise.resolve(step()).catch(() => undefined);
   };
+  // The MCP SDK is most of the code an agent loads; compiling it overlaps with the
+  // database opening on the engine's own threads instead of preceding it.
+  const httpModule = import('./agent-http-server.js');
+  const natsModule = config.nats.url ? import('./agent-control-channel.js') : undefined;
+  httpModule.catch(() => undefined);
+  natsModule?.catch(() => undefined);
   try {
     const startContext = options.context ? readStartContext(options.context) : undefined;
     const dir = agentDataDir(config, options.agentId);
@@ -68,11 +80,14 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
     domainPromise.catch(() => undefined);
     const store = await MemoryStore.open(join(dir, 'db'), { timeoutMs: config.agent.db_open_timeout_ms });
     cleanup.push(() => store.close());
+    phase('db_open');
     const { definition, defined } = resolveDefinition(options.agentId, startContext?.definition, await domainPromise, logger);
+    phase('domain_schema');
 
     const memory = await AgentMemory.load(store, config.memory);
     await seedKnowledge(memory, store, definition, options.agentId);
     const behavior = await loadBehavior(config, options.agentId, definition);
+    phase('memory_load');
 
     const runtime = new AgentRuntime({
       id: options.agentId,
@@ -87,9 +102,11 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
     });
     await runtime.restore();
 
+    const { AgentHttpServer } = await httpModule;
     const http = new AgentHttpServer(runtime, config, logger);
     await http.listen(config.agent.host, options.port);
     cleanup.push(() => http.close());
+    phase('listen');
 
     let stopReason: string | undefined;
     let markStopped!: (result: Promise<void>) => void;
@@ -105,7 +122,8 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
     };
 
     let channel: AgentControlChannel | undefined;
-    if (config.nats.url) {
+    if (config.nats.url && natsModule) {
+      const { AgentControlChannel } = await natsModule;
       channel = new AgentControlChannel(
         runtime,
         { servers: config.nats.url, heartbeatMs: config.agent.heartbeat_ms, onShutdown: () => void stop('control') },
@@ -114,6 +132,7 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
       cleanup.push(() => channel!.close());
       const linked = await channel.waitUntilConnected(config.agent.nats_wait_ms);
       if (!linked) logger.warn({ url: config.nats.url }, 'nats not reachable yet; serving MCP and reconnecting in the background');
+      phase('nats');
     }
 
     async function shutdown(reason: string): Promise<void> {
@@ -140,7 +159,14 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
     runtime.setStatus('ready');
     channel?.publishStatus('ready');
     logger.info(
-      { port: options.port, mode: options.mode, memories: memory.count, ms: Math.round(performance.now() - started) },
+      {
+        port: options.port,
+        mode: options.mode,
+        memories: memory.count,
+        ms: Math.round(performance.now() - started),
+        since_process_start_ms: Math.round(performance.now()),
+        phases,
+      },
       `agent ready on http://${config.agent.host}:${options.port}/mcp`,
     );
     process.send?.('ready');

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 /** The repository root. */
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** The compiled CLI that agent processes run (never tsx: see docs/benchmarks.md). */
-export const THYMOS_BIN = join(REPO_ROOT, 'dist', 'cli', 'thymos.js');
+export const THYMOS_BIN = join(REPO_ROOT, 'dist', 'bin', 'thymos.js');
 /** The village domain schema. */
 export const VILLAGE_SCHEMA = join(REPO_ROOT, 'examples', 'village', 'world.pkl');
 
