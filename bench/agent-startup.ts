@@ -71,7 +71,7 @@ export const agentStartupScenario: Scenario = {
       void heap;
       return {
         figures: [
-          { metric: 'spawn → ready p50 / p95 (`thymos agent`, compiled JS, NATS linked, 2 seeded memories)', value: `${round(quantile(ready, 0.5), 0)} / ${round(quantile(ready, 0.95), 0)}`, unit: 'ms', goal: '≤ 250 ms p50' },
+          { metric: 'spawn → ready p50 / p95 (`thymos agent` from the bundle, Pkl evaluated, NATS linked, 2 seeded memories)', value: `${round(quantile(ready, 0.5), 0)} / ${round(quantile(ready, 0.95), 0)}`, unit: 'ms', goal: '≤ 250 ms p50' },
           { metric: 'bare `node -e ""` spawn → exit p50, same run', value: round(quantile(bare, 0.5), 0), unit: 'ms' },
           { metric: 'ratio agent ready / bare node (p50)', value: round(quantile(ready, 0.5) / quantile(bare, 0.5), 1), unit: '×' },
           { metric: 'idle agent RSS, median of 5', value: round(quantile(rss, 0.5), 0), unit: 'MB', goal: '≤ 50 MB' },
@@ -80,6 +80,8 @@ export const agentStartupScenario: Scenario = {
         notes: [
           `${RUNS} starts of elder_rowan with the village schema evaluated by pkl and a real nats-server; "ready" is the IPC message pm2's wait_ready listens for, sent after the database is open, HTTP listens and NATS is subscribed.`,
           'RSS is read from /proc/<pid>/status 3 s after one MCP client listed tools and disconnected.',
+          'Where start-up goes (the ready log line reports its phases): about 200 ms pass before the agent code runs — Node itself (see the bare spawn) and compiling the bundled MCP SDK, zod and the SurrealDB SDK; then ~70–120 ms opening the database (the pkl evaluation and the loading of the MCP chunk overlap it), ~10 ms rebuilding the index, listening and linking to NATS. The 250 ms goal is not met; a supervisor that hands agents their definition with --context skips pkl but not the module cost.',
+          'Where memory goes: Node alone is ~41 MB RSS; the MCP SDK adds ~28 MB, the embedded SurrealDB ~26 MB, NATS ~10 MB. The 50 MB goal is below what these chosen parts cost together.',
         ],
       };
     } finally {
