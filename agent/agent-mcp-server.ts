@@ -1,9 +1,9 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode as McpErrorCode, McpError, SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { AgentStateSchema } from '../shared/agent-protocol.js';
-import { ErrorCode, ThymosError, toThymosError } from '../shared/errors.js';
+import { toThymosError } from '../shared/errors.js';
 import type { ThymosConfig } from '../shared/thymos-config.js';
 import type { AgentRuntime } from './agent-runtime.js';
 import type { MemoryRecord, RecallHit } from './memory-record.js';
@@ -189,14 +189,14 @@ export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfi
       argsSchema: { situation: z.string().max(QUERY_MAX).optional().describe('What is going on right now.') },
     },
     ({ situation }) => ({
-      messages: [{ role: 'user', content: { type: 'text', text: personaPrompt(runtime, config, situation) } }],
+      messages: [{ role: 'user', content: { type: 'text', text: personaPrompt(runtime, situation) } }],
     }),
   );
 
   server.server.setRequestHandler(SubscribeRequestSchema, async (request) => {
     const uri = request.params.uri;
     if (uri !== uris.state && uri !== uris.memories) {
-      throw new ThymosError(ErrorCode.INVALID_INPUT, `no resource ${uri}; expected ${uris.state} or ${uris.memories}`);
+      throw new McpError(McpErrorCode.InvalidParams, `no resource ${uri}; expected ${uris.state} or ${uris.memories}`);
     }
     subscriptions.add(uri);
     return {};
@@ -209,9 +209,8 @@ export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfi
   return { server, subscriptions };
 }
 
-function personaPrompt(runtime: AgentRuntime, config: ThymosConfig, situation: string | undefined): string {
+function personaPrompt(runtime: AgentRuntime, situation: string | undefined): string {
   const p = runtime.definition.persona;
-  void config;
   const lines = [
     `You are ${p.name}.`,
     p.traits.length > 0 ? `You are ${p.traits.join(', ')}.` : '',

@@ -32,7 +32,6 @@ export const agentStartupScenario: Scenario = {
     const ready: number[] = [];
     const bare: number[] = [];
     const rss: number[] = [];
-    const heap: number[] = [];
     try {
       for (let i = 0; i < RUNS; i++) {
         bare.push(await bareNode());
@@ -68,7 +67,6 @@ export const agentStartupScenario: Scenario = {
         });
         parts.push({ metric: `RSS of a bare process: ${label}`, value: round(Number(out) / 1024 / 1024, 0), unit: 'MB' });
       }
-      void heap;
       return {
         figures: [
           { metric: 'spawn → ready p50 / p95 (`thymos agent` from the bundle, Pkl evaluated, NATS linked, 2 seeded memories)', value: `${round(quantile(ready, 0.5), 0)} / ${round(quantile(ready, 0.95), 0)}`, unit: 'ms', goal: '≤ 250 ms p50' },

@@ -45,7 +45,6 @@ async function inProcess(n: number, texts: string[], queries: string[]): Promise
   for (let i = 0; i < n; i += 1000) {
     await memory.rememberMany(texts.slice(i, i + 1000).map((content) => ({ content, source: { kind: 'bench', by: 'bench' } })));
   }
-  const heapBefore = process.memoryUsage().heapUsed;
   const loadMs = await timed(async () => {
     await AgentMemory.load(store, settings);
   });
@@ -61,7 +60,6 @@ async function inProcess(n: number, texts: string[], queries: string[]): Promise
   }
   await store.close();
   rmSync(dir, { recursive: true, force: true });
-  void heapBefore;
   const label = `${n / 1000}k`;
   return [
     { metric: `in-process BM25 — remember p50 / p95 at ${label}`, value: `${round(quantile(remember, 0.5))} / ${round(quantile(remember, 0.95))}`, unit: 'ms' },
