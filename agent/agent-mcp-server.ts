@@ -245,16 +245,13 @@ function hitsResult(hits: RecallHit[]): CallToolResult {
 }
 
 function memoryOut(m: MemoryRecord): z.infer<typeof MemoryOutSchema> {
-  const source: z.infer<typeof MemoryOutSchema>['source'] = { kind: m.source.kind, by: m.source.by };
-  if (m.source.thread !== undefined && m.source.thread !== null) source.thread = m.source.thread;
-  if (m.source.event !== undefined && m.source.event !== null) source.event = m.source.event;
   return {
     id: m.id,
     content: m.content,
     importance: m.importance,
     emotional_weight: m.emotional_weight,
     tags: m.tags,
-    source,
+    source: m.source,
     created_at: new Date(m.created_at).toISOString(),
     access_count: m.access_count,
   };

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { MemorySettings } from '../shared/thymos-config.js';
 import { Bm25Index } from './bm25-index.js';
-import type { MemoryRecord, MemorySource, RecallHit } from './memory-record.js';
+import { normaliseSource, type MemoryRecord, type MemorySource, type RecallHit } from './memory-record.js';
 import { memoryStrength } from './memory-strength.js';
 import type { MemoryStore } from './memory-store.js';
 
@@ -132,7 +132,7 @@ export class AgentMemory {
       importance: input.importance ?? 0.5,
       emotional_weight: input.emotional_weight ?? 0,
       tags: [...(input.tags ?? [])],
-      source: input.source,
+      source: normaliseSource(input.source),
       created_at: now,
       last_accessed: now,
       access_count: 0,

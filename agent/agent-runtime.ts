@@ -148,7 +148,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
       if (this.#mode !== 'active') {
         throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.id} is listening (passive): its memory can be read, not written, over MCP`);
       }
-      return this.#store_(memory);
+      return this.#rememberAndAnnounce(memory);
     });
   }
 
@@ -195,7 +195,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
     }
   }
 
-  async #store_(memory: NewMemory): Promise<MemoryRecord> {
+  async #rememberAndAnnounce(memory: NewMemory): Promise<MemoryRecord> {
     const record = await this.#memory.remember(memory);
     this.emit('memory', record);
     this.#changed();
@@ -208,7 +208,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
       definition: this.definition,
       logger: this.#logger,
       recall: (query, options) => this.#memory.recall(query, options),
-      remember: (memory) => this.#store_(memory),
+      remember: (memory) => this.#rememberAndAnnounce(memory),
     };
   }
 

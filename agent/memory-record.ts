@@ -10,6 +10,14 @@ export interface MemorySource {
   event?: string;
 }
 
+/** A source with absent parts left out (the database returns them as null or NONE). */
+export function normaliseSource(source: MemorySource): MemorySource {
+  const out: MemorySource = { kind: source.kind, by: source.by };
+  if (source.thread !== undefined && source.thread !== null) out.thread = source.thread;
+  if (source.event !== undefined && source.event !== null) out.event = source.event;
+  return out;
+}
+
 /** One memory of one agent, as stored. Times are milliseconds since the epoch. */
 export interface MemoryRecord {
   id: string;

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { RecordId, Surreal } from 'surrealdb';
 import { createNodeEngines } from '@surrealdb/node';
 import { ErrorCode, ThymosError } from '../shared/errors.js';
-import type { MemoryRecord, MemorySource } from './memory-record.js';
+import { normaliseSource, type MemoryRecord } from './memory-record.js';
 
 /**
  * Schema of the private database. Deliberately no DEFINE INDEX: search runs in an
@@ -92,7 +92,7 @@ export class MemoryStore {
 
   async insert(records: readonly MemoryRecord[]): Promise<void> {
     if (records.length === 0) return;
-    const rows = records.map(({ id, ...rest }) => ({ ...rest, id: new RecordId('memory', id), source: cleanSource(rest.source) }));
+    const rows = records.map(({ id, ...rest }) => ({ ...rest, id: new RecordId('memory', id), source: rest.source }));
     await this.#run('INSERT INTO memory $rows RETURN NONE', { rows });
   }
 
@@ -154,13 +154,6 @@ export class MemoryStore {
   }
 }
 
-function cleanSource(source: MemorySource): MemorySource {
-  const out: MemorySource = { kind: source.kind, by: source.by };
-  if (source.thread !== undefined) out.thread = source.thread;
-  if (source.event !== undefined) out.event = source.event;
-  return out;
-}
-
 function fromRow(row: MemoryRow): MemoryRecord {
   return {
     id: String(row.id.id),
@@ -168,7 +161,7 @@ function fromRow(row: MemoryRow): MemoryRecord {
     importance: Number(row.importance),
     emotional_weight: Number(row.emotional_weight),
     tags: row.tags,
-    source: row.source,
+    source: normaliseSource(row.source),
     created_at: Number(row.created_at),
     last_accessed: Number(row.last_accessed),
     access_count: Number(row.access_count),

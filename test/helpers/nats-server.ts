@@ -69,8 +69,3 @@ export async function startNatsServer(options: { jetstream?: boolean } = {}): Pr
   };
   return server;
 }
-
-/** Stops the server and removes its files. */
-export async function disposeNatsServer(server: TestNatsServer | undefined): Promise<void> {
-  await server?.stop();
-}
