@@ -1,3 +1,4 @@
+import type { RelevanceInput } from '../shared/agent-protocol.js';
 import type { AgentDefinition } from '../shared/domain-schema.js';
 import type { Logger } from '../shared/logger.js';
 import type { NewMemory, RecallOptions } from './agent-memory.js';
@@ -39,6 +40,12 @@ export interface AgentBehaviorContext {
  */
 export interface AgentBehavior {
   talk(context: AgentBehaviorContext, request: TalkRequest): Promise<TalkReply>;
+  /**
+   * The agent's own relevance (0..1) for a reconcile context, asked by the supervisor when
+   * neither the application's module nor the Pkl rules score this agent. Return
+   * `undefined` to leave the agent to the default score. Optional.
+   */
+  evaluateRelevance?(context: AgentBehaviorContext, input: RelevanceInput): Promise<number | undefined> | number | undefined;
 }
 
 /** The export an application's behaviour module must have. */

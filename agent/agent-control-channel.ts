@@ -124,7 +124,7 @@ export class AgentControlChannel {
       if (!parsed.success) {
         throw new ThymosError(
           ErrorCode.INVALID_INPUT,
-          `control message: ${describeIssues(parsed.error, raw)}; expected {"op":"get_state"|"set_mode"|"snapshot"|"shutdown"}`,
+          `control message: ${describeIssues(parsed.error, raw)}; expected {"op":"get_state"|"set_mode"|"snapshot"|"shutdown"|"evaluate"}`,
         );
       }
       const req = parsed.data;
@@ -141,6 +141,9 @@ export class AgentControlChannel {
           reply = { ok: true, state: this.#runtime.getState(), snapshot_at: at };
           break;
         }
+        case 'evaluate':
+          reply = { ok: true, state: this.#runtime.getState(), score: (await this.#runtime.evaluateRelevance(req.input)) ?? null };
+          break;
         case 'shutdown':
           reply = { ok: true, state: this.#runtime.getState() };
           afterReply = this.#options.onShutdown;

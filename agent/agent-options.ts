@@ -13,6 +13,8 @@ export const AgentOptionsSchema = z.object({
   mode: AgentModeSchema.default('active'),
   context: z.string().min(1).optional(),
   config: z.string().min(1).optional(),
+  /** Overrides `[nats] url`: a supervisor passes the server it runs. */
+  natsUrl: z.string().min(1).optional(),
 });
 export type AgentOptions = z.infer<typeof AgentOptionsSchema>;
 
@@ -29,7 +31,7 @@ export const AgentStartContextSchema = z
 export type AgentStartContext = z.infer<typeof AgentStartContextSchema>;
 
 export const AGENT_USAGE =
-  'usage: thymos agent --agent-id ID --port N [--mode active|passive] [--context FILE] [--config FILE]';
+  'usage: thymos agent --agent-id ID --port N [--mode active|passive] [--context FILE] [--config FILE] [--nats-url URL]';
 
 /** Parses `thymos agent` arguments; errors are USAGE errors that say what was expected. */
 export function parseAgentArgs(argv: readonly string[]): AgentOptions {
@@ -43,6 +45,7 @@ export function parseAgentArgs(argv: readonly string[]): AgentOptions {
         mode: { type: 'string' },
         context: { type: 'string' },
         config: { type: 'string' },
+        'nats-url': { type: 'string' },
       },
       strict: true,
       allowPositionals: false,
@@ -56,10 +59,11 @@ export function parseAgentArgs(argv: readonly string[]): AgentOptions {
     mode: values.mode,
     context: values.context,
     config: values.config,
+    natsUrl: values['nats-url'],
   };
   const result = AgentOptionsSchema.safeParse(raw);
   if (!result.success) {
-    const text = describeIssues(result.error, raw).replace(/\bagentId\b/g, '--agent-id').replace(/^(port|mode|context|config)\b/gm, '--$1');
+    const text = describeIssues(result.error, raw).replace(/\bagentId\b/g, '--agent-id').replace(/\bnatsUrl\b/g, '--nats-url').replace(/^(port|mode|context|config)\b/gm, '--$1');
     throw new ThymosError(ErrorCode.USAGE, `${text}\n${AGENT_USAGE}`);
   }
   return result.data;

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import {
@@ -8,15 +7,15 @@ import {
   type AgentDefinition,
   type DomainSchema,
 } from '../shared/domain-schema.js';
+import { DataLock } from '../shared/data-lock.js';
 import { ErrorCode, ThymosError, toThymosError } from '../shared/errors.js';
 import { createLogger, type Logger } from '../shared/logger.js';
-import { configFromObject, loadConfig, type ThymosConfig } from '../shared/thymos-config.js';
+import { resolveConfigFile, type ThymosConfig } from '../shared/thymos-config.js';
 import type { AgentBehavior, CreateBehavior } from './agent-behavior.js';
 import type { AgentControlChannel } from './agent-control-channel.js';
 import { AgentMemory } from './agent-memory.js';
 import { readStartContext, type AgentOptions } from './agent-options.js';
 import { AgentRuntime } from './agent-runtime.js';
-import { DataLock } from './data-lock.js';
 import { MemoryStore } from './memory-store.js';
 import { OfflineBehavior } from './offline-behavior.js';
 
@@ -26,10 +25,7 @@ export function agentDataDir(config: ThymosConfig, id: string): string {
 }
 
 /** `--config`, else `$THYMOS_CONFIG`, else `./thymos.toml` if present, else built-in defaults. */
-export function resolveConfig(file: string | undefined): ThymosConfig {
-  const path = file ?? process.env.THYMOS_CONFIG ?? (existsSync('thymos.toml') ? 'thymos.toml' : undefined);
-  return path === undefined ? configFromObject({}) : loadConfig(path);
-}
+export const resolveConfig = resolveConfigFile;
 
 /** A running agent process; `stop()` is what SIGINT/SIGTERM call. */
 export interface RunningAgent {
@@ -48,7 +44,10 @@ export interface RunningAgent {
  * flight, snapshots, closes the database and exits 0 within the shutdown budget.
  */
 export async function runAgentProcess(options: AgentOptions): Promise<RunningAgent> {
-  const config = resolveConfig(options.config);
+  const fileConfig = resolveConfig(options.config);
+  const config: ThymosConfig = options.natsUrl
+    ? Object.freeze({ ...fileConfig, nats: { ...fileConfig.nats, url: options.natsUrl } })
+    : fileConfig;
   const logger = createLogger({ level: config.log.level, bindings: { agent: options.agentId } });
   const started = performance.now();
   const phases: Record<string, number> = {};
@@ -71,7 +70,7 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
   try {
     const startContext = options.context ? readStartContext(options.context) : undefined;
     const dir = agentDataDir(config, options.agentId);
-    const lock = DataLock.acquire(dir, options.agentId);
+    const lock = DataLock.acquire(dir, { file: 'agent.pid', name: `agent ${options.agentId}`, code: ErrorCode.AGENT_ALREADY_RUNNING });
     cleanup.push(() => lock.release());
 
     // Pkl evaluation (a child process) overlaps with opening the database.

@@ -3,6 +3,7 @@ import type { AgentMode, AgentState } from '../shared/agent-protocol.js';
 import type { AgentDefinition } from '../shared/domain-schema.js';
 import { ErrorCode, ThymosError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
+import type { RelevanceInput } from '../shared/agent-protocol.js';
 import type { AgentBehavior, AgentBehaviorContext, TalkReply, TalkRequest } from './agent-behavior.js';
 import type { AgentMemory, NewMemory, RecallOptions } from './agent-memory.js';
 import type { MemoryRecord, RecallHit } from './memory-record.js';
@@ -141,6 +142,21 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
       this.#changed();
       return reply;
     });
+  }
+
+  /**
+   * The behaviour's own relevance for a reconcile context, or undefined when it has none.
+   * A score outside 0..1 or a throwing behaviour is an error the supervisor reports.
+   */
+  async evaluateRelevance(input: RelevanceInput): Promise<number | undefined> {
+    const evaluate = this.#behavior.evaluateRelevance;
+    if (!evaluate) return undefined;
+    const score = await evaluate.call(this.#behavior, this.#behaviorContext(), input);
+    if (score === undefined) return undefined;
+    if (typeof score !== 'number' || !(score >= 0 && score <= 1)) {
+      throw new ThymosError(ErrorCode.INVALID_INPUT, `${this.id}: evaluateRelevance returned ${JSON.stringify(score)}; expected a number from 0 to 1 or undefined`);
+    }
+    return score;
   }
 
   async remember(memory: NewMemory): Promise<MemoryRecord> {

@@ -5,7 +5,6 @@ export { AGENT_USAGE, AgentOptionsSchema, AgentStartContextSchema, parseAgentArg
 export { agentDataDir, defaultDefinition, resolveConfig, runAgentProcess, type RunningAgent } from './agent-process.js';
 export { AgentRuntime } from './agent-runtime.js';
 export { Bm25Index } from './bm25-index.js';
-export { DataLock } from './data-lock.js';
 export type { MemoryRecord, MemorySource, RecallHit } from './memory-record.js';
 export { MemoryStore } from './memory-store.js';
 export { memoryStrength } from './memory-strength.js';

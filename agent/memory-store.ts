@@ -1,6 +1,5 @@
-import { mkdirSync } from 'node:fs';
-import { RecordId, Surreal } from 'surrealdb';
-import { createNodeEngines } from '@surrealdb/node';
+import { RecordId, type Surreal } from 'surrealdb';
+import { openEmbeddedSurreal } from '../shared/embedded-surreal.js';
 import { ErrorCode, ThymosError } from '../shared/errors.js';
 import { normaliseSource, type MemoryRecord } from './memory-record.js';
 
@@ -58,36 +57,7 @@ export class MemoryStore {
    * rather than hanging if it cannot open within `timeoutMs`.
    */
   static async open(dir: string, options: { timeoutMs: number }): Promise<MemoryStore> {
-    try {
-      mkdirSync(dir, { recursive: true });
-    } catch (err) {
-      throw new ThymosError(ErrorCode.DATABASE_ERROR, `cannot create database directory ${dir}: ${(err as Error).message}`, { cause: err });
-    }
-    const db = new Surreal({ engines: createNodeEngines() });
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new ThymosError(ErrorCode.DATABASE_ERROR, `opening ${dir} did not finish within ${options.timeoutMs} ms (is another process holding it?)`)),
-        options.timeoutMs,
-      );
-    });
-    try {
-      await Promise.race([
-        (async () => {
-          await db.connect(`surrealkv://${dir}`);
-          await db.use({ namespace: 'thymos', database: 'agent' });
-          await db.query(SCHEMA);
-        })(),
-        deadline,
-      ]);
-    } catch (err) {
-      throw err instanceof ThymosError
-        ? err
-        : new ThymosError(ErrorCode.DATABASE_ERROR, `cannot open database ${dir}: ${(err as Error).message}`, { cause: err });
-    } finally {
-      clearTimeout(timer);
-    }
-    return new MemoryStore(db);
+    return new MemoryStore(await openEmbeddedSurreal(dir, { namespace: 'thymos', database: 'agent', schema: SCHEMA, timeoutMs: options.timeoutMs }));
   }
 
   async insert(records: readonly MemoryRecord[]): Promise<void> {

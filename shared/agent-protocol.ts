@@ -24,12 +24,24 @@ export const AgentStateSchema = z.object({
 });
 export type AgentState = z.infer<typeof AgentStateSchema>;
 
+/** What relevance is computed from, for one agent: the context's global part and the agent's own properties. */
+export const RelevanceInputSchema = z
+  .object({
+    tick: z.number().optional(),
+    global: z.record(z.string(), z.unknown()).default({}),
+    properties: z.record(z.string(), z.unknown()).default({}),
+  })
+  .strict();
+export type RelevanceInput = z.infer<typeof RelevanceInputSchema>;
+
 /** Requests on `thymos.agent.<id>.control`. */
 export const AgentControlRequestSchema = z.discriminatedUnion('op', [
   z.object({ op: z.literal('get_state') }).strict(),
   z.object({ op: z.literal('set_mode'), mode: AgentModeSchema }).strict(),
   z.object({ op: z.literal('snapshot') }).strict(),
   z.object({ op: z.literal('shutdown') }).strict(),
+  /** The agent's own relevance, when its behaviour scores itself; `score: null` when it does not. */
+  z.object({ op: z.literal('evaluate'), input: RelevanceInputSchema }).strict(),
 ]);
 export type AgentControlRequest = z.infer<typeof AgentControlRequestSchema>;
 
@@ -44,7 +56,12 @@ export const WireErrorSchema = z.object({
 
 /** Replies on `thymos.agent.<id>.control`: the agent's state after the operation, or an error with a code. */
 export const AgentControlReplySchema = z.discriminatedUnion('ok', [
-  z.object({ ok: z.literal(true), state: AgentStateSchema, snapshot_at: z.string().optional() }),
+  z.object({
+    ok: z.literal(true),
+    state: AgentStateSchema,
+    snapshot_at: z.string().optional(),
+    score: z.number().min(0).max(1).nullable().optional(),
+  }),
   z.object({ ok: z.literal(false), error: WireErrorSchema }),
 ]);
 export type AgentControlReply = z.infer<typeof AgentControlReplySchema>;

@@ -6,11 +6,13 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AgentMemory } from '../../agent/agent-memory.js';
-import { DataLock } from '../../agent/data-lock.js';
+import { DataLock } from '../../shared/data-lock.js';
 import { MemoryStore } from '../../agent/memory-store.js';
 import { memoryStrength } from '../../agent/memory-strength.js';
 import { isThymosError } from '../../shared/errors.js';
 import { ThymosConfigSchema } from '../../shared/thymos-config.js';
+
+const AGENT_A = { file: 'agent.pid', name: 'agent a', code: 'AGENT_ALREADY_RUNNING' } as const;
 
 const settings = ThymosConfigSchema.parse({}).memory;
 const HOUR = 3_600_000;
@@ -77,13 +79,13 @@ describe('agent memory', () => {
     const live = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30000)']);
     try {
       writeFileSync(lockFile, String(live.pid));
-      assert.throws(() => DataLock.acquire(dir, 'a'), (err: unknown) => isThymosError(err, 'AGENT_ALREADY_RUNNING') && err.details?.pid === live.pid);
+      assert.throws(() => DataLock.acquire(dir, AGENT_A), (err: unknown) => isThymosError(err, 'AGENT_ALREADY_RUNNING') && err.details?.pid === live.pid);
     } finally {
       live.kill('SIGKILL');
       await new Promise((r) => live.once('exit', r));
     }
     // The holder is dead now: its lock is stale and taken over.
-    const taken = DataLock.acquire(dir, 'a');
+    const taken = DataLock.acquire(dir, AGENT_A);
     assert.equal(readFileSync(lockFile, 'utf8'), String(process.pid));
     taken.release();
     assert.equal(existsSync(lockFile), false);

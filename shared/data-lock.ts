@@ -1,10 +1,20 @@
 import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { ErrorCode, ThymosError } from '../shared/errors.js';
+import { ErrorCode, ThymosError } from './errors.js';
+
+/** What a lock guards, for its file name and its refusal. */
+export interface DataLockOwner {
+  /** File created in the directory, e.g. `agent.pid`. */
+  file: string;
+  /** Named in the refusal, e.g. `agent elder_rowan`. */
+  name: string;
+  /** Code of the refusal. */
+  code: typeof ErrorCode.AGENT_ALREADY_RUNNING | typeof ErrorCode.SUPERVISOR_ALREADY_RUNNING;
+}
 
 /**
- * An exclusive, PID-stamped lock on an agent's data directory, taken before the
- * database is opened. SurrealDB's own surrealkv lock makes a second opener hang
+ * An exclusive, PID-stamped lock on a data directory (an agent's, or a fleet's for its
+ * supervisor), taken before the database is opened. SurrealDB's own surrealkv lock makes a second opener hang
  * forever without an error, so this lock is what turns "two live copies of one
  * agent" into a prompt, clear refusal. A lock left by a dead process is taken over.
  */
@@ -16,10 +26,10 @@ export class DataLock {
     this.#path = path;
   }
 
-  /** Takes the lock in `dir` or throws AGENT_ALREADY_RUNNING naming the holder's pid. */
-  static acquire(dir: string, agentId: string): DataLock {
+  /** Takes the lock in `dir` or throws the owner's code naming the holder's pid. */
+  static acquire(dir: string, owner: DataLockOwner): DataLock {
     mkdirSync(dir, { recursive: true });
-    const lock = new DataLock(join(dir, 'agent.pid'));
+    const lock = new DataLock(join(dir, owner.file));
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
         const fd = openSync(lock.#path, 'wx', 0o644);
@@ -32,11 +42,11 @@ export class DataLock {
           throw new ThymosError(ErrorCode.DATABASE_ERROR, `cannot create lock file ${lock.#path}: ${(err as Error).message}`, { cause: err });
         }
       }
-      const holder = readPid(lock.#path);
+      const holder = readLockPid(lock.#path);
       if (holder !== undefined && holder !== process.pid && isAlive(holder)) {
         throw new ThymosError(
-          ErrorCode.AGENT_ALREADY_RUNNING,
-          `agent ${agentId} is already running (pid ${holder} holds ${lock.#path}); refusing to start a second copy`,
+          owner.code,
+          `${owner.name} is already running (pid ${holder} holds ${lock.#path}); refusing to start a second copy`,
           { details: { pid: holder, lock: lock.#path } },
         );
       }
@@ -47,7 +57,7 @@ export class DataLock {
         // Another starter removed it first; the next attempt decides.
       }
     }
-    throw new ThymosError(ErrorCode.AGENT_ALREADY_RUNNING, `agent ${agentId}: could not take ${lock.#path} (contended)`);
+    throw new ThymosError(owner.code, `${owner.name}: could not take ${lock.#path} (contended)`);
   }
 
   get path(): string {
@@ -58,7 +68,7 @@ export class DataLock {
   release(): void {
     if (!this.#held) return;
     this.#held = false;
-    if (readPid(this.#path) === process.pid) {
+    if (readLockPid(this.#path) === process.pid) {
       try {
         unlinkSync(this.#path);
       } catch {
@@ -68,7 +78,8 @@ export class DataLock {
   }
 }
 
-function readPid(path: string): number | undefined {
+/** The pid written in a lock file, if it holds a valid one. */
+export function readLockPid(path: string): number | undefined {
   try {
     const n = Number.parseInt(readFileSync(path, 'utf8').trim(), 10);
     return Number.isInteger(n) && n > 0 ? n : undefined;
@@ -77,7 +88,8 @@ function readPid(path: string): number | undefined {
   }
 }
 
-function isAlive(pid: number): boolean {
+/** Whether a process with this pid exists (EPERM means it does, owned by someone else). */
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
