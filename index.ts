@@ -1,7 +1,9 @@
 /**
- * Thymos as a library. The agent side is exported for applications that embed or
- * extend agents (custom behaviours); the fleet API for game loops comes with the supervisor.
+ * Thymos as a library. A game loop uses `upFleet`/`downFleet` and `connect` (the fleet
+ * API); the agent side is exported for applications that embed or extend agents.
  */
+export { connect, type ConnectOptions, type Fleet, type OperationOptions } from './client/index.js';
+export { downFleet, upFleet, type DownResult, type LaunchOptions, type RelevanceModule, type RelevanceModuleInput, type UpResult } from './supervisor/index.js';
 export {
   AgentMemory,
   agentResourceUris,
@@ -36,4 +38,14 @@ export {
   type AgentState,
   type DomainSchema,
   type ThymosConfig,
+  ReconcileContextSchema,
+  ReconcileReportSchema,
+  FleetStatusSchema,
+  type AgentStatusRow,
+  type FleetStatus,
+  type ProgressMessage,
+  type ReconcileContext,
+  type ReconcileContextInput,
+  type ReconcileReport,
+  type RelevanceInput,
 } from './shared/index.js';

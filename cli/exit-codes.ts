@@ -17,9 +17,13 @@ export function exitCodeFor(code: ErrorCode): number {
     case ErrorCode.CONFIG_INVALID:
     case ErrorCode.SCHEMA_INVALID:
     case ErrorCode.INVALID_INPUT:
+    case ErrorCode.INVALID_CONTEXT:
+    case ErrorCode.AGENT_NOT_FOUND:
       return ExitCode.BAD_INPUT;
     case ErrorCode.AGENT_ALREADY_RUNNING:
     case ErrorCode.PORT_IN_USE:
+    case ErrorCode.SUPERVISOR_ALREADY_RUNNING:
+    case ErrorCode.AGENT_PINNED:
       return ExitCode.CONFLICT;
     default:
       return ExitCode.FAILURE;

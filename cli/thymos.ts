@@ -8,12 +8,33 @@ usage:
   thymos agent --agent-id ID --port N [--mode active|passive] [--context FILE] [--config FILE]
       Run one agent in the foreground: MCP on http://127.0.0.1:N/mcp, private memory
       under <data_dir>/agents/ID/, control on NATS when [nats] url is set.
+  thymos up [--config FILE]
+      Start the fleet under pm2 (PM2_HOME=<data_dir>/pm2): a nats-server when [nats] url
+      is unset, then the supervisor. Returns when the supervisor answers.
+  thymos down [--config FILE]
+      Snapshot and stop every agent, then the supervisor, nats-server and pm2 daemon.
+  thymos status [--json]
+      Every agent: state, mode, pid, port, score, since, RSS.
+  thymos reconcile --context FILE|- [--dry-run] [--json]
+      Score every agent from a context and move the fleet to match; prints the report.
+  thymos start ID [--mode active|passive] | stop ID | archive ID | restore ID [--json]
+      One agent, one transition (pins and capacity still apply).
+  thymos logs ID|supervisor|nats-server [--follow] [--lines N]
+  thymos history ID [--lines N] [--json]
+      The agent's last transitions.
+  thymos call ID TOOL ['{"arg":"value"}'] [--json]
+      Call one MCP tool on a running agent.
   thymos validate [--config FILE] [--json]
       Check thymos.toml and the Pkl domain schema it names.
+  thymos supervisor [--config FILE] [--nats-url URL]
+      Run the supervisor in the foreground (thymos up runs it under pm2).
+
+  Every fleet command takes --config FILE (default: $THYMOS_CONFIG, else ./thymos.toml).
   thymos help | --help
   thymos version | --version
 
-exit codes: 0 ok, 1 failure, 2 bad arguments/config/schema, 3 agent already running or port in use`;
+exit codes: 0 ok, 1 failure (a reconcile with any failed agent too), 2 bad arguments, config,
+schema or context, 3 already running, port in use, or agent pinned`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -21,6 +42,41 @@ async function main(argv: string[]): Promise<number> {
     case 'agent': {
       const { runAgentCommand } = await import('./agent-command.js');
       return runAgentCommand(rest);
+    }
+    case 'supervisor': {
+      const { runSupervisorCommand } = await import('./supervisor-command.js');
+      return runSupervisorCommand(rest);
+    }
+    case 'up':
+    case 'down':
+    case 'status':
+    case 'reconcile':
+    case 'start':
+    case 'stop':
+    case 'archive':
+    case 'restore':
+    case 'logs':
+    case 'call':
+    case 'history': {
+      const commands = await import('./fleet-commands.js');
+      switch (command) {
+        case 'up':
+          return commands.runUpCommand(rest);
+        case 'down':
+          return commands.runDownCommand(rest);
+        case 'status':
+          return commands.runStatusCommand(rest);
+        case 'reconcile':
+          return commands.runReconcileCommand(rest);
+        case 'logs':
+          return commands.runLogsCommand(rest);
+        case 'call':
+          return commands.runCallCommand(rest);
+        case 'history':
+          return commands.runHistoryCommand(rest);
+        default:
+          return commands.runAgentOperationCommand(command, rest);
+      }
     }
     case 'validate': {
       const { runValidateCommand } = await import('./validate-command.js');

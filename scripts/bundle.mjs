@@ -14,8 +14,9 @@ await build({
   platform: 'node',
   target: 'node20',
   sourcemap: true,
-  // Native engine and pino's worker files must stay on disk where they are.
-  external: ['@surrealdb/node', 'pino'],
+  // Native engine and pino's worker files must stay on disk where they are; pm2 and
+  // prom-client load their own files at run time (and only the supervisor needs them).
+  external: ['@surrealdb/node', 'pino', 'pm2', 'prom-client'],
   banner: { js: "import { createRequire as __thymosRequire } from 'node:module'; const require = __thymosRequire(import.meta.url);" },
   logLevel: 'warning',
 });

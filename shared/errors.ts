@@ -31,6 +31,22 @@ export const ErrorCode = {
   STARTUP_TIMEOUT: 'STARTUP_TIMEOUT',
   /** The NATS connection is not available right now. */
   NATS_UNAVAILABLE: 'NATS_UNAVAILABLE',
+  /** A reconcile context failed validation; the message names the bad path. */
+  INVALID_CONTEXT: 'INVALID_CONTEXT',
+  /** The agent is pinned to a state by configuration and an operation asked for another. */
+  AGENT_PINNED: 'AGENT_PINNED',
+  /** No fleet is running for this data directory (`thymos up` starts one). */
+  FLEET_NOT_RUNNING: 'FLEET_NOT_RUNNING',
+  /** Another live supervisor already owns this fleet. */
+  SUPERVISOR_ALREADY_RUNNING: 'SUPERVISOR_ALREADY_RUNNING',
+  /** `[nats] url` is unset and no `nats-server` binary was found to run one. */
+  NATS_SERVER_MISSING: 'NATS_SERVER_MISSING',
+  /** pm2 refused or failed an operation. */
+  PROCESS_MANAGER_ERROR: 'PROCESS_MANAGER_ERROR',
+  /** Packing or unpacking an agent's archive failed; its data is left as it was. */
+  ARCHIVE_ERROR: 'ARCHIVE_ERROR',
+  /** The agent did not acknowledge a snapshot, so it was not stopped. */
+  SNAPSHOT_FAILED: 'SNAPSHOT_FAILED',
   /** A failure that no other code describes; a bug if seen. */
   INTERNAL: 'INTERNAL',
 } as const;

@@ -9,6 +9,8 @@ export {
   type AgentMode,
   type AgentState,
   type AgentStatusMessage,
+  RelevanceInputSchema,
+  type RelevanceInput,
 } from './agent-protocol.js';
 export {
   AgentDefinitionSchema,
@@ -40,3 +42,30 @@ export {
   type ThymosConfigInput,
   type ThymosSettings,
 } from './thymos-config.js';
+export { fleetPaths, Pm2Names, type FleetPaths } from './fleet-paths.js';
+export { fleetNatsUrl, readFleetInfo, type FleetInfo } from './fleet-runtime.js';
+export {
+  AgentContextSchema,
+  parseReconcileContext,
+  parseReconcileContextText,
+  ReconcileContextSchema,
+  type AgentContext,
+  type ReconcileContext,
+  type ReconcileContextInput,
+} from './reconcile-context.js';
+export {
+  AgentStatusRowSchema,
+  FleetStatusSchema,
+  ProgressMessageSchema,
+  ReconcileReportSchema,
+  SupervisorReplySchema,
+  SupervisorRequestSchemas,
+  TransitionRecordSchema,
+  type AgentStatusRow,
+  type FleetStatus,
+  type ProgressMessage,
+  type ReconcileReport,
+  type SupervisorOp,
+  type TransitionRecord,
+} from './supervisor-protocol.js';
+export { SupervisorRequester } from './supervisor-requester.js';

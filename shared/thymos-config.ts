@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import toml from 'toml';
 import { z } from 'zod';
@@ -42,20 +42,82 @@ export const AgentSettingsSchema = z
   })
   .strict();
 
-/** Score → state thresholds. Used by the supervisor. */
+/** Score → state thresholds, damping and capacity. Used by the supervisor. */
 export const LifecycleSettingsSchema = z
   .object({
-    /** @default 0.7 */
+    /** A score at or above this makes an agent Active. @default 0.7 */
     threshold_active: unit(0.7),
-    /** @default 0.4 */
+    /** At or above this (and below active): Listening. @default 0.4 */
     threshold_listening: unit(0.4),
-    /** @default 0.1 */
+    /** At or above this (and below listening): Dormant; below it: Archived. @default 0.1 */
     threshold_dormant: unit(0.1),
+    /**
+     * Margin around each threshold: an agent leaves its state only when its score passes the
+     * threshold by more than this, so a score wobbling at a threshold does not flap the process.
+     * @default 0.05
+     */
+    hysteresis: z.number().min(0).max(0.5).default(0.05),
+    /**
+     * Least time an agent stays in a state before the score may move it to a lower one.
+     * Moves up are never delayed (a player walking in should not wait).
+     * @default 10000
+     */
+    min_dwell_ms: ms(0, 86_400_000, 10_000),
+    /** Most agents running at once (Active + Listening); the highest-scored keep running. @default 16 */
+    max_running: z.number().int().min(0).max(100_000).default(16),
+    /** Most Active agents at once; the rest of those that qualify listen. @default 8 */
+    max_active: z.number().int().min(0).max(100_000).default(8),
+    /** Score of an agent that nothing else scores (no module, rule or agent answer). @default 0.2 */
+    default_score: unit(0.2),
+    /**
+     * Agents held in a state whatever their score, e.g. `{ elder_rowan = "active" }`.
+     * Wins over a Pkl `pinned`. Pinned agents count against the capacity limits.
+     * @default {}
+     */
+    pins: z.record(z.string().regex(/^[a-z][a-z0-9_]{0,47}$/, 'an agent id'), z.enum(['active', 'listening', 'dormant', 'archived'])).default({}),
   })
   .strict()
   .refine((l) => l.threshold_active >= l.threshold_listening && l.threshold_listening >= l.threshold_dormant, {
     message: 'expected threshold_active >= threshold_listening >= threshold_dormant',
+  })
+  .refine((l) => l.max_active <= l.max_running, { message: 'expected max_active <= max_running', path: ['max_active'] })
+  .refine((l) => Object.values(l.pins).filter((s) => s === 'active').length <= l.max_active, {
+    message: 'more agents pinned "active" than max_active allows',
+    path: ['pins'],
+  })
+  .refine((l) => Object.values(l.pins).filter((s) => s === 'active' || s === 'listening').length <= l.max_running, {
+    message: 'more agents pinned to a running state than max_running allows',
+    path: ['pins'],
   });
+
+/** The supervisor process. */
+export const SupervisorSettingsSchema = z
+  .object({
+    /**
+     * A JavaScript module, relative to this file, whose `evaluate(input)` scores agents before the
+     * Pkl rules do. Returning `undefined` passes the agent on to the next source.
+     * @example "./relevance.js"
+     */
+    relevance: z.string().min(1).optional(),
+    /** Deadline for a running agent's own relevance answer over NATS. @default 250 */
+    evaluate_timeout_ms: ms(10, 60_000, 250),
+    /** Transitions run at once during a reconcile. @default 4 */
+    concurrency: z.number().int().min(1).max(256).default(4),
+    /** Budget for an agent start: pm2 start, NATS ready, MCP answering. @default 30000 */
+    start_timeout_ms: ms(1000, 600_000, 30_000),
+    /** Agent MCP ports are allocated from this range. @default 7400 */
+    agent_port_min: z.number().int().min(1024).max(65_535).default(7400),
+    /** @default 7999 */
+    agent_port_max: z.number().int().min(1024).max(65_535).default(7999),
+    /** Port of the Prometheus `/metrics` endpoint on 127.0.0.1; 0 picks a free one (see `thymos status`). @default 0 */
+    metrics_port: z.number().int().min(0).max(65_535).default(0),
+    /** How long a client waits for the supervisor to answer one request (a reconcile may start many agents). @default 300000 */
+    request_timeout_ms: ms(1000, 3_600_000, 300_000),
+    /** pm2 restarts a crashed agent after this delay, doubling up to 15 s. @default 200 */
+    restart_delay_ms: ms(0, 60_000, 200),
+  })
+  .strict()
+  .refine((s) => s.agent_port_min <= s.agent_port_max, { message: 'expected agent_port_min <= agent_port_max', path: ['agent_port_max'] });
 
 export const NatsSettingsSchema = z
   .object({
@@ -65,6 +127,8 @@ export const NatsSettingsSchema = z
      * @example "nats://127.0.0.1:4222"
      */
     url: z.string().min(1).optional(),
+    /** Port of the nats-server `thymos up` runs when `url` is unset; 0 picks a free one at first `up`. @default 0 */
+    port: z.number().int().min(0).max(65_535).default(0),
   })
   .strict();
 
@@ -134,6 +198,7 @@ export const ThymosConfigSchema = z
     domain: DomainSettingsSchema.prefault({}),
     agent: AgentSettingsSchema.prefault({}),
     lifecycle: LifecycleSettingsSchema.prefault({}),
+    supervisor: SupervisorSettingsSchema.prefault({}),
     nats: NatsSettingsSchema.prefault({}),
     memory: MemorySettingsSchema.prefault({}),
     mcp: McpSettingsSchema.prefault({}),
@@ -145,6 +210,8 @@ export type ThymosConfigInput = z.input<typeof ThymosConfigSchema>;
 export type ThymosSettings = z.infer<typeof ThymosConfigSchema>;
 export type MemorySettings = z.infer<typeof MemorySettingsSchema>;
 export type AgentSettings = z.infer<typeof AgentSettingsSchema>;
+export type LifecycleSettings = z.infer<typeof LifecycleSettingsSchema>;
+export type SupervisorSettings = z.infer<typeof SupervisorSettingsSchema>;
 
 /** A validated configuration with its paths resolved. */
 export interface ThymosConfig extends ThymosSettings {
@@ -156,6 +223,8 @@ export interface ThymosConfig extends ThymosSettings {
   readonly domainSchemaPath: string | undefined;
   /** Absolute path of the application's behaviour module, if any. */
   readonly behaviorPath: string | undefined;
+  /** Absolute path of the application's relevance module, if any. */
+  readonly relevancePath: string | undefined;
 }
 
 /**
@@ -174,6 +243,12 @@ export function loadConfig(file: string): ThymosConfig {
     });
   }
   return parseConfig(source, path);
+}
+
+/** `file`, else `$THYMOS_CONFIG`, else `./thymos.toml` if present, else built-in defaults. */
+export function resolveConfigFile(file: string | undefined): ThymosConfig {
+  const path = file ?? process.env.THYMOS_CONFIG ?? (existsSync('thymos.toml') ? 'thymos.toml' : undefined);
+  return path === undefined ? configFromObject({}) : loadConfig(path);
 }
 
 /** Validates configuration text. `file` is used for messages and to resolve relative paths. */
@@ -220,6 +295,7 @@ function fromObject(raw: unknown, where: string, source: string | undefined, fil
     dataPath: at(settings.data_dir),
     domainSchemaPath: settings.domain.schema === undefined ? undefined : at(settings.domain.schema),
     behaviorPath: settings.agent.behavior === undefined ? undefined : at(settings.agent.behavior),
+    relevancePath: settings.supervisor.relevance === undefined ? undefined : at(settings.supervisor.relevance),
   });
 }
 

@@ -1,0 +1,189 @@
+import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { connect, type Fleet } from '../client/fleet-client.js';
+import { AgentIdSchema } from '../shared/domain-schema.js';
+import { ErrorCode, ThymosError } from '../shared/errors.js';
+import { fleetPaths } from '../shared/fleet-paths.js';
+import { parseReconcileContextText } from '../shared/reconcile-context.js';
+import type { FleetStatus, ProgressMessage, ReconcileReport } from '../shared/supervisor-protocol.js';
+import { downFleet, upFleet } from '../supervisor/fleet-launcher.js';
+import { ExitCode } from './exit-codes.js';
+import { parseFleetArgs } from './fleet-args.js';
+import { formatAge, formatBytes, renderTable } from './table.js';
+
+const out = (text: string) => process.stdout.write(`${text}\n`);
+const err = (text: string) => process.stderr.write(`${text}\n`);
+const progress = (p: ProgressMessage) => err(`[${p.done}/${p.total}] ${p.id}: ${p.step} ${p.ok ? 'done' : 'FAILED'} (${p.ms} ms)`);
+
+async function withFleet<T>(config: Parameters<typeof connect>[0], run: (fleet: Fleet) => Promise<T>): Promise<T> {
+  const fleet = await connect(config);
+  try {
+    return await run(fleet);
+  } finally {
+    await fleet.close();
+  }
+}
+
+/** `thymos up [--config FILE] [--json]` */
+export async function runUpCommand(argv: string[]): Promise<number> {
+  const args = parseFleetArgs(argv, 'thymos up [--config FILE] [--json]');
+  const result = await upFleet(args.config, { onStep: args.json ? undefined : err });
+  if (args.json) out(JSON.stringify(result));
+  else out(result.alreadyRunning ? `thymos: the fleet is already running (supervisor pid ${result.supervisorPid}, NATS ${result.natsUrl})` : `thymos: fleet up (supervisor pid ${result.supervisorPid}, NATS ${result.natsUrl})`);
+  return ExitCode.OK;
+}
+
+/** `thymos down [--config FILE] [--json]` */
+export async function runDownCommand(argv: string[]): Promise<number> {
+  const args = parseFleetArgs(argv, 'thymos down [--config FILE] [--json]');
+  const result = await downFleet(args.config, { onStep: args.json ? undefined : err, onProgress: progress });
+  if (args.json) out(JSON.stringify(result));
+  else if (!result.wasRunning) out('thymos: the fleet is not running');
+  else out(`thymos: fleet down${result.report ? ` (${result.report.stopped.length} agent(s) stopped with a snapshot)` : ''}`);
+  return result.report && result.report.failed.length > 0 ? ExitCode.FAILURE : ExitCode.OK;
+}
+
+/** `thymos status [--config FILE] [--json]` */
+export async function runStatusCommand(argv: string[]): Promise<number> {
+  const args = parseFleetArgs(argv, 'thymos status [--config FILE] [--json]');
+  const status = await withFleet(args.config, (f) => f.status());
+  out(args.json ? JSON.stringify(status, null, 2) : renderStatus(status));
+  return ExitCode.OK;
+}
+
+export function renderStatus(s: FleetStatus): string {
+  const table = renderTable(
+    ['ID', 'STATE', 'MODE', 'PID', 'PORT', 'SCORE', 'SINCE', 'RSS', 'NOTE'],
+    s.agents.map((a) => [
+      a.id,
+      a.state,
+      a.mode,
+      a.pid,
+      a.port,
+      a.score === null ? null : `${a.score.toFixed(2)} ${a.source ?? ''}`.trim(),
+      formatAge(a.since),
+      formatBytes(a.rss_bytes),
+      [a.pinned ? `pinned ${a.pinned}` : '', a.restarts ? `${a.restarts} restart(s)` : '', a.last_error ? `last error ${a.last_error.code}` : ''].filter(Boolean).join(', '),
+    ]),
+  );
+  const c = s.counts;
+  return `${table}\n\n${c.active} active, ${c.listening} listening, ${c.dormant} dormant, ${c.archived} archived · supervisor pid ${s.supervisor.pid} · metrics ${s.supervisor.metrics_url}`;
+}
+
+/** `thymos reconcile --context FILE|- [--dry-run] [--config FILE] [--json]` */
+export async function runReconcileCommand(argv: string[]): Promise<number> {
+  const usage = 'thymos reconcile --context FILE|- [--dry-run] [--config FILE] [--json]';
+  const args = parseFleetArgs(argv, usage, { context: { type: 'string' }, 'dry-run': { type: 'boolean' } });
+  const source = args.values.context as string | undefined;
+  if (!source) throw new ThymosError(ErrorCode.USAGE, `--context is required (a JSON file, or - for stdin)\nusage: ${usage}`);
+  let text: string;
+  try {
+    text = source === '-' ? readFileSync(0, 'utf8') : readFileSync(source, 'utf8');
+  } catch (e) {
+    throw new ThymosError(ErrorCode.USAGE, `--context ${source}: cannot read: ${(e as Error).message}`, { cause: e });
+  }
+  const context = parseReconcileContextText(text, source === '-' ? 'stdin' : source);
+  const report = await withFleet(args.config, (f) => f.reconcile(context, { dryRun: args.values['dry-run'] === true, onProgress: progress }));
+  out(args.json ? JSON.stringify(report, null, 2) : renderReport(report));
+  return report.failed.length > 0 ? ExitCode.FAILURE : ExitCode.OK;
+}
+
+export function renderReport(r: ReconcileReport): string {
+  const lines: string[] = [];
+  for (const key of ['started', 'stopped', 'upgraded', 'downgraded', 'archived', 'restored'] as const) {
+    if (r[key].length) lines.push(`${key.padEnd(10)} ${r[key].join(', ')}`);
+  }
+  lines.push(`${'unchanged'.padEnd(10)} ${r.unchanged.length}`);
+  for (const f of r.failed) lines.push(`FAILED     ${f.id}: ${f.code}: ${f.message}`);
+  lines.push(`${r.dry_run ? 'dry run: nothing was changed; ' : ''}${r.duration_ms} ms`);
+  return lines.join('\n');
+}
+
+/** `thymos start|stop|archive|restore ID` */
+export async function runAgentOperationCommand(op: 'start' | 'stop' | 'archive' | 'restore', argv: string[]): Promise<number> {
+  const usage = `thymos ${op} ID${op === 'start' ? ' [--mode active|passive]' : ''} [--config FILE] [--json]`;
+  const args = parseFleetArgs(argv, usage, op === 'start' ? { mode: { type: 'string' } } : {}, { min: 1, max: 1 });
+  const id = parseId(args.positionals[0]!, usage);
+  const mode = args.values.mode as string | undefined;
+  if (mode !== undefined && mode !== 'active' && mode !== 'passive') throw new ThymosError(ErrorCode.USAGE, `--mode: expected active or passive, got ${JSON.stringify(mode)}\nusage: ${usage}`);
+  const report = await withFleet(args.config, (f) => (op === 'start' ? f.start(id, { mode: mode as 'active' | 'passive' | undefined, onProgress: progress }) : f[op](id, { onProgress: progress })));
+  out(args.json ? JSON.stringify(report, null, 2) : renderReport(report));
+  return report.failed.length > 0 ? ExitCode.FAILURE : ExitCode.OK;
+}
+
+/** `thymos logs ID|supervisor|nats-server [--follow] [--lines N]` */
+export async function runLogsCommand(argv: string[]): Promise<number> {
+  const usage = 'thymos logs ID|supervisor|nats-server [--follow] [--lines N] [--config FILE]';
+  const args = parseFleetArgs(argv, usage, { follow: { type: 'boolean', short: 'f' }, lines: { type: 'string', short: 'n' } }, { min: 1, max: 1 });
+  const name = args.positionals[0]!;
+  if (name !== 'supervisor' && name !== 'nats-server') parseId(name, usage);
+  const lines = args.values.lines === undefined ? 50 : Number(args.values.lines);
+  if (!Number.isInteger(lines) || lines < 0) throw new ThymosError(ErrorCode.USAGE, `--lines: expected a whole number, got ${JSON.stringify(args.values.lines)}\nusage: ${usage}`);
+  const file = join(fleetPaths(args.config.dataPath).logs, `${name}.log`);
+  if (!existsSync(file)) throw new ThymosError(ErrorCode.AGENT_NOT_FOUND, `no log for ${name}: expected ${file} (has it ever run?)`);
+  const text = readFileSync(file, 'utf8');
+  const tail = text.split('\n');
+  if (tail.at(-1) === '') tail.pop();
+  if (lines > 0) out(tail.slice(-lines).join('\n'));
+  if (!args.values.follow) return ExitCode.OK;
+  let offset = statSync(file).size;
+  for (;;) {
+    await sleep(250);
+    const size = existsSync(file) ? statSync(file).size : 0;
+    if (size < offset) offset = 0; // truncated or rotated
+    if (size > offset) {
+      await new Promise<void>((resolve, reject) => {
+        createReadStream(file, { start: offset, end: size - 1 }).on('data', (c) => process.stdout.write(c)).on('end', resolve).on('error', reject);
+      });
+      offset = size;
+    }
+  }
+}
+
+/** `thymos call ID TOOL [JSON]`: one MCP tool call on a running agent. */
+export async function runCallCommand(argv: string[]): Promise<number> {
+  const usage = "thymos call ID TOOL ['{\"arg\":\"value\"}'] [--config FILE] [--json]";
+  const args = parseFleetArgs(argv, usage, {}, { min: 2, max: 3 });
+  const [rawId, tool, json] = args.positionals as [string, string, string | undefined];
+  const id = parseId(rawId, usage);
+  let toolArgs: Record<string, unknown> = {};
+  if (json !== undefined) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(json);
+    } catch (e) {
+      throw new ThymosError(ErrorCode.USAGE, `tool arguments: expected a JSON object, got ${JSON.stringify(json.slice(0, 60))}: ${(e as Error).message}\nusage: ${usage}`);
+    }
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new ThymosError(ErrorCode.USAGE, `tool arguments: expected a JSON object\nusage: ${usage}`);
+    toolArgs = parsed as Record<string, unknown>;
+  }
+  const result = await withFleet(args.config, async (f) => (await f.agent(id)).callTool({ name: tool, arguments: toolArgs }));
+  if (args.json) out(JSON.stringify(result, null, 2));
+  else {
+    for (const c of (result.content as Array<{ type: string; text?: string }>) ?? []) out(c.type === 'text' ? c.text! : JSON.stringify(c));
+  }
+  return result.isError ? ExitCode.FAILURE : ExitCode.OK;
+}
+
+/** `thymos history ID [--lines N]` */
+export async function runHistoryCommand(argv: string[]): Promise<number> {
+  const usage = 'thymos history ID [--lines N] [--config FILE] [--json]';
+  const args = parseFleetArgs(argv, usage, { lines: { type: 'string', short: 'n' } }, { min: 1, max: 1 });
+  const id = parseId(args.positionals[0]!, usage);
+  const limit = args.values.lines === undefined ? 20 : Number(args.values.lines);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new ThymosError(ErrorCode.USAGE, `--lines: expected 1 to 1000, got ${JSON.stringify(args.values.lines)}`);
+  const history = await withFleet(args.config, (f) => f.history(id, limit));
+  out(
+    args.json
+      ? JSON.stringify(history, null, 2)
+      : renderTable(['AT', 'FROM', 'TO', 'SCORE', 'REASON', 'RESULT'], history.map((t) => [t.at, t.from, t.to, t.score?.toFixed(2), t.reason, t.ok ? 'ok' : t.error])),
+  );
+  return ExitCode.OK;
+}
+
+function parseId(raw: string, usage: string): string {
+  const r = AgentIdSchema.safeParse(raw);
+  if (!r.success) throw new ThymosError(ErrorCode.USAGE, `ID: expected an agent id (lower-case letters, digits, _), got ${JSON.stringify(raw)}\nusage: ${usage}`);
+  return r.data;
+}

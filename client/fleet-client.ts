@@ -1,0 +1,131 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { AgentMode } from '../shared/agent-protocol.js';
+import { ErrorCode, ThymosError } from '../shared/errors.js';
+import { fleetNatsUrl } from '../shared/fleet-runtime.js';
+import { connectNats, type NatsConnection } from '../shared/nats-connection.js';
+import { parseReconcileContext, type ReconcileContextInput } from '../shared/reconcile-context.js';
+import { SupervisorRequester } from '../shared/supervisor-requester.js';
+import type { FleetStatus, ProgressMessage, ReconcileReport, TransitionRecord } from '../shared/supervisor-protocol.js';
+import { loadConfig, type ThymosConfig } from '../shared/thymos-config.js';
+
+export interface ConnectOptions {
+  /** How long to wait for NATS before failing with FLEET_NOT_RUNNING. @default 3000 */
+  connectTimeoutMs?: number;
+}
+
+export interface OperationOptions {
+  /** Called as each agent's transition finishes. */
+  onProgress?: (p: ProgressMessage) => void;
+}
+
+/**
+ * A running fleet, seen from a game loop or a script. Every call goes to the fleet's
+ * supervisor over NATS; `agent(id)` gives an MCP client for one agent. The caller never
+ * touches pm2 or SurrealDB.
+ */
+export interface Fleet {
+  /** Scores every agent from `context` and reconciles the fleet; invalid context → INVALID_CONTEXT. */
+  reconcile(context: ReconcileContextInput, options?: OperationOptions & { dryRun?: boolean }): Promise<ReconcileReport>;
+  status(): Promise<FleetStatus>;
+  start(id: string, options?: OperationOptions & { mode?: AgentMode }): Promise<ReconcileReport>;
+  stop(id: string, options?: OperationOptions): Promise<ReconcileReport>;
+  archive(id: string, options?: OperationOptions): Promise<ReconcileReport>;
+  restore(id: string, options?: OperationOptions): Promise<ReconcileReport>;
+  /** The newest transitions of one agent, newest first. */
+  history(id: string, limit?: number): Promise<TransitionRecord[]>;
+  /**
+   * An MCP client connected to a running agent (cached until `close()`). Fails with
+   * AGENT_NOT_ACTIVE when the agent is Dormant or Archived.
+   */
+  agent(id: string): Promise<Client>;
+  close(): Promise<void>;
+}
+
+/**
+ * Connects to the fleet that `thymos up` started for a configuration.
+ *
+ * @example
+ * const fleet = await connect('examples/village/thymos.toml');
+ * const report = await fleet.reconcile({ global: { player_location: 'forge' } });
+ * const bram = await fleet.agent('bram_smith');
+ * const answer = await bram.callTool({ name: 'talk_to_bram_smith', arguments: { message: 'Hello', speaker: 'player' } });
+ * await fleet.close();
+ */
+export async function connect(config: ThymosConfig | string, options: ConnectOptions = {}): Promise<Fleet> {
+  const cfg = typeof config === 'string' ? loadConfig(config) : config;
+  const url = fleetNatsUrl(cfg);
+  const ms = options.connectTimeoutMs ?? 3000;
+  const pending = connectNats({ servers: url, name: 'thymos-client' });
+  const nc = await Promise.race([pending, sleep(ms).then(() => undefined)]);
+  if (!nc) {
+    void pending.then((late) => late.close()).catch(() => undefined);
+    throw new ThymosError(ErrorCode.FLEET_NOT_RUNNING, `cannot reach the fleet's NATS at ${url} within ${ms} ms: is the fleet up (thymos up)?`);
+  }
+  return new FleetClient(nc, cfg);
+}
+
+class FleetClient implements Fleet {
+  readonly #nc: NatsConnection;
+  readonly #requester: SupervisorRequester;
+  readonly #host: string;
+  readonly #agents = new Map<string, { client: Client; port: number }>();
+
+  constructor(nc: NatsConnection, config: ThymosConfig) {
+    this.#nc = nc;
+    this.#requester = new SupervisorRequester(nc, config.supervisor.request_timeout_ms);
+    this.#host = config.agent.host === '0.0.0.0' ? '127.0.0.1' : config.agent.host;
+  }
+
+  reconcile(context: ReconcileContextInput, options: OperationOptions & { dryRun?: boolean } = {}): Promise<ReconcileReport> {
+    const valid = parseReconcileContext(context);
+    return this.#requester.request('reconcile', { context: valid, dry_run: options.dryRun ?? false }, { onProgress: options.onProgress });
+  }
+
+  status(): Promise<FleetStatus> {
+    return this.#requester.request('status');
+  }
+
+  start(id: string, options: OperationOptions & { mode?: AgentMode } = {}): Promise<ReconcileReport> {
+    return this.#requester.request('start', { id, ...(options.mode ? { mode: options.mode } : {}) }, { onProgress: options.onProgress });
+  }
+
+  stop(id: string, options: OperationOptions = {}): Promise<ReconcileReport> {
+    return this.#requester.request('stop', { id }, { onProgress: options.onProgress });
+  }
+
+  archive(id: string, options: OperationOptions = {}): Promise<ReconcileReport> {
+    return this.#requester.request('archive', { id }, { onProgress: options.onProgress });
+  }
+
+  restore(id: string, options: OperationOptions = {}): Promise<ReconcileReport> {
+    return this.#requester.request('restore', { id }, { onProgress: options.onProgress });
+  }
+
+  history(id: string, limit = 50): Promise<TransitionRecord[]> {
+    return this.#requester.request('history', { id, limit });
+  }
+
+  async agent(id: string): Promise<Client> {
+    const status = await this.status();
+    const row = status.agents.find((a) => a.id === id);
+    if (!row) throw new ThymosError(ErrorCode.AGENT_NOT_FOUND, `no agent "${id}" in the fleet`);
+    if (row.port === null || (row.state !== 'active' && row.state !== 'listening')) {
+      throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${id} is ${row.state}: it has no MCP endpoint until it runs (reconcile or thymos start ${id})`);
+    }
+    const cached = this.#agents.get(id);
+    if (cached && cached.port === row.port) return cached.client;
+    if (cached) await cached.client.close().catch(() => undefined);
+    const client = new Client({ name: 'thymos-fleet', version: '0.1.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`http://${this.#host}:${row.port}/mcp`)));
+    this.#agents.set(id, { client, port: row.port });
+    return client;
+  }
+
+  async close(): Promise<void> {
+    for (const { client } of this.#agents.values()) await client.close().catch(() => undefined);
+    this.#agents.clear();
+    await this.#nc.close();
+  }
+}

@@ -1,0 +1,1 @@
+export { connect, type ConnectOptions, type Fleet, type OperationOptions } from './fleet-client.js';

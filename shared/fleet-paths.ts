@@ -1,0 +1,49 @@
+import { join } from 'node:path';
+
+/**
+ * Where a fleet keeps its files under `data_dir`. Everything of one fleet lives
+ * here, so two fleets (or two test runs) never share a pm2 daemon or a database.
+ */
+export interface FleetPaths {
+  readonly data: string;
+  /** PM2_HOME of the fleet's own pm2 daemon. */
+  readonly pm2Home: string;
+  /** The supervisor's world SurrealDB (registry, transition history). */
+  readonly world: string;
+  /** Private data of each agent: `agents/<id>/`. */
+  readonly agents: string;
+  /** One archive file per Archived agent: `archive/<id>.tar.gz`. */
+  readonly archive: string;
+  /** Process logs: `logs/<name>.log`. */
+  readonly logs: string;
+  /** Start contexts handed to agents and the fleet's runtime facts. */
+  readonly run: string;
+  /** `run/fleet.json`: the NATS URL clients use, written by `thymos up`. */
+  readonly fleetFile: string;
+  /** JetStream storage of a managed nats-server. */
+  readonly nats: string;
+}
+
+export function fleetPaths(dataPath: string): FleetPaths {
+  const run = join(dataPath, 'run');
+  return Object.freeze({
+    data: dataPath,
+    pm2Home: join(dataPath, 'pm2'),
+    world: join(dataPath, 'world'),
+    agents: join(dataPath, 'agents'),
+    archive: join(dataPath, 'archive'),
+    logs: join(dataPath, 'logs'),
+    run,
+    fleetFile: join(run, 'fleet.json'),
+    nats: join(dataPath, 'nats'),
+  });
+}
+
+/** pm2 app names: one namespace per fleet's daemon, so plain names are enough. */
+export const Pm2Names = {
+  nats: 'thymos-nats',
+  supervisor: 'thymos-supervisor',
+  agent: (id: string) => `agent-${id}`,
+  /** The agent id of an app name, or undefined if it is not an agent. */
+  agentId: (name: string) => (name.startsWith('agent-') ? name.slice('agent-'.length) : undefined),
+} as const;

@@ -1,0 +1,56 @@
+import { createInbox, type NatsConnection } from '@nats-io/transport-node';
+import { ErrorCode, ThymosError } from './errors.js';
+import { Subjects } from './subjects.js';
+import { ProgressMessageSchema, SupervisorReplySchema, type ProgressMessage, type SupervisorOp } from './supervisor-protocol.js';
+
+/** Sends requests to a fleet's supervisor and turns coded error replies back into ThymosErrors. */
+export class SupervisorRequester {
+  readonly #nc: NatsConnection;
+  readonly #timeoutMs: number;
+
+  constructor(nc: NatsConnection, timeoutMs: number) {
+    this.#nc = nc;
+    this.#timeoutMs = timeoutMs;
+  }
+
+  async request<T>(op: SupervisorOp, payload: Record<string, unknown> = {}, options: { onProgress?: (p: ProgressMessage) => void; timeoutMs?: number } = {}): Promise<T> {
+    const subject = Subjects.supervisor(op);
+    let progressSub: ReturnType<NatsConnection['subscribe']> | undefined;
+    const body = { ...payload };
+    if (options.onProgress) {
+      const inbox = createInbox();
+      const listener = options.onProgress;
+      progressSub = this.#nc.subscribe(inbox, {
+        callback: (_err, msg) => {
+          const p = ProgressMessageSchema.safeParse(safeJson(msg.string()));
+          if (p.success) listener(p.data);
+        },
+      });
+      body.progress = inbox;
+    }
+    const timeout = options.timeoutMs ?? this.#timeoutMs;
+    let text: string;
+    try {
+      text = (await this.#nc.request(subject, JSON.stringify(body), { timeout })).string();
+    } catch (err) {
+      const message = (err as Error).message;
+      if (/no responders/i.test(message) || (err as { code?: string }).code === '503') {
+        throw new ThymosError(ErrorCode.FLEET_NOT_RUNNING, `no supervisor answers on ${subject}: start the fleet with thymos up`, { cause: err });
+      }
+      throw new ThymosError(ErrorCode.TIMEOUT, `the supervisor did not answer ${op} within ${timeout} ms ([supervisor] request_timeout_ms)`, { cause: err });
+    } finally {
+      progressSub?.unsubscribe();
+    }
+    const reply = SupervisorReplySchema.parse(JSON.parse(text));
+    if (!reply.ok) throw new ThymosError(reply.error.code, reply.error.message, { location: reply.error.location, details: reply.error.details });
+    return reply.result as T;
+  }
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

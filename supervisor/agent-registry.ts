@@ -1,0 +1,185 @@
+import { RecordId, type Surreal } from 'surrealdb';
+import { z } from 'zod';
+import type { AgentMode } from '../shared/agent-protocol.js';
+import { LifecycleStateSchema, type LifecycleState } from '../shared/domain-schema.js';
+import { openEmbeddedSurreal } from '../shared/embedded-surreal.js';
+import { ErrorCode, ThymosError } from '../shared/errors.js';
+import { TransitionRecordSchema, type TransitionRecord } from '../shared/supervisor-protocol.js';
+
+const SCHEMA = `
+DEFINE TABLE IF NOT EXISTS agent SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS state ON agent TYPE string ASSERT $value IN ['active', 'listening', 'dormant', 'archived'];
+DEFINE FIELD IF NOT EXISTS mode ON agent TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS pid ON agent TYPE option<int>;
+DEFINE FIELD IF NOT EXISTS port ON agent TYPE option<int>;
+DEFINE FIELD IF NOT EXISTS score ON agent TYPE option<number>;
+DEFINE FIELD IF NOT EXISTS source ON agent TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS since ON agent TYPE int;
+DEFINE FIELD IF NOT EXISTS last_error ON agent TYPE option<object> FLEXIBLE;
+DEFINE TABLE IF NOT EXISTS transition SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS agent ON transition TYPE string;
+DEFINE FIELD IF NOT EXISTS at ON transition TYPE int;
+DEFINE FIELD IF NOT EXISTS from ON transition TYPE string;
+DEFINE FIELD IF NOT EXISTS to ON transition TYPE string;
+DEFINE FIELD IF NOT EXISTS score ON transition TYPE option<number>;
+DEFINE FIELD IF NOT EXISTS reason ON transition TYPE string;
+DEFINE FIELD IF NOT EXISTS ok ON transition TYPE bool;
+DEFINE FIELD IF NOT EXISTS error ON transition TYPE option<string>;
+`;
+
+const StoredEntrySchema = z.object({
+  state: LifecycleStateSchema,
+  mode: z.enum(['active', 'passive']).nullish(),
+  pid: z.number().int().nullish(),
+  port: z.number().int().nullish(),
+  score: z.number().nullish(),
+  source: z.string().nullish(),
+  since: z.number().int(),
+  last_error: z.object({ code: z.string(), message: z.string() }).nullish(),
+});
+
+/** The registry's record of one agent. */
+export interface AgentEntry {
+  readonly id: string;
+  state: LifecycleState;
+  mode: AgentMode | null;
+  pid: number | null;
+  port: number | null;
+  score: number | null;
+  source: string | null;
+  /** When it entered `state`, ms since the epoch. */
+  since: number;
+  last_error: { code: string; message: string } | null;
+}
+
+/**
+ * The fleet's registry in the world SurrealDB: every agent with its state, mode, pid,
+ * port, last score, since, and an append-only transition history. Kept in memory for
+ * decisions and written through on every change, so a restarted supervisor finds it whole.
+ */
+export class AgentRegistry {
+  readonly #db: Surreal;
+  readonly #entries = new Map<string, AgentEntry>();
+  #closed = false;
+
+  private constructor(db: Surreal) {
+    this.#db = db;
+  }
+
+  static async open(dir: string, options: { timeoutMs: number }): Promise<AgentRegistry> {
+    const registry = new AgentRegistry(await openEmbeddedSurreal(dir, { namespace: 'thymos', database: 'world', schema: SCHEMA, timeoutMs: options.timeoutMs }));
+    await registry.#load();
+    return registry;
+  }
+
+  async #load(): Promise<void> {
+    const [rows] = await this.#run<[Array<Record<string, unknown> & { id: RecordId }>]>('SELECT * FROM agent');
+    for (const row of rows ?? []) {
+      const id = String(row.id.id);
+      const parsed = StoredEntrySchema.safeParse(row);
+      if (!parsed.success) throw new ThymosError(ErrorCode.DATABASE_ERROR, `registry row agent:${id} is malformed: ${parsed.error.message}`);
+      const e = parsed.data;
+      this.#entries.set(id, {
+        id,
+        state: e.state,
+        mode: e.mode ?? null,
+        pid: e.pid ?? null,
+        port: e.port ?? null,
+        score: e.score ?? null,
+        source: e.source ?? null,
+        since: e.since,
+        last_error: e.last_error ?? null,
+      });
+    }
+  }
+
+  /** Registers agents not yet known as Dormant (never started). Returns the ids added. */
+  async ensure(ids: Iterable<string>, now = Date.now()): Promise<string[]> {
+    const added: AgentEntry[] = [];
+    for (const id of ids) {
+      if (this.#entries.has(id)) continue;
+      added.push({ id, state: 'dormant', mode: null, pid: null, port: null, score: null, source: null, since: now, last_error: null });
+    }
+    if (added.length === 0) return [];
+    await this.#run('INSERT INTO agent $rows RETURN NONE', { rows: added.map((e) => ({ id: new RecordId('agent', e.id), ...toRow(e) })) });
+    for (const e of added) this.#entries.set(e.id, e);
+    return added.map((e) => e.id);
+  }
+
+  get(id: string): AgentEntry | undefined {
+    return this.#entries.get(id);
+  }
+
+  all(): AgentEntry[] {
+    return [...this.#entries.values()];
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** Writes a change through to the database, then applies it in memory. */
+  async update(id: string, patch: Partial<Omit<AgentEntry, 'id'>>): Promise<AgentEntry> {
+    const entry = this.#entries.get(id);
+    if (!entry) throw new ThymosError(ErrorCode.AGENT_NOT_FOUND, `agent ${id} is not in the registry`);
+    const next: AgentEntry = { ...entry, ...patch };
+    await this.#run('UPSERT $rid CONTENT $row RETURN NONE', { rid: new RecordId('agent', id), row: toRow(next) });
+    this.#entries.set(id, next);
+    return next;
+  }
+
+  async recordTransition(t: TransitionRecord): Promise<void> {
+    await this.#run('CREATE transition CONTENT $t RETURN NONE', {
+      t: { agent: t.id, at: Date.parse(t.at), from: t.from, to: t.to, score: t.score ?? undefined, reason: t.reason, ok: t.ok, error: t.error ?? undefined },
+    });
+  }
+
+  /** The newest transitions of one agent, newest first. */
+  async history(id: string, limit: number): Promise<TransitionRecord[]> {
+    const [rows] = await this.#run<[Array<Record<string, unknown>>]>(
+      'SELECT * FROM transition WHERE agent = $id ORDER BY at DESC LIMIT $limit',
+      { id, limit },
+    );
+    return (rows ?? []).map((r) =>
+      TransitionRecordSchema.parse({
+        id: r.agent,
+        at: new Date(r.at as number).toISOString(),
+        from: r.from,
+        to: r.to,
+        score: r.score ?? null,
+        reason: r.reason,
+        ok: r.ok,
+        error: r.error ?? null,
+      }),
+    );
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#db.close();
+  }
+
+  async #run<T extends unknown[] = unknown[]>(query: string, bindings?: Record<string, unknown>): Promise<T> {
+    if (this.#closed) throw new ThymosError(ErrorCode.DATABASE_ERROR, 'the registry is closed');
+    try {
+      return (await this.#db.query(query, bindings)) as T;
+    } catch (err) {
+      throw new ThymosError(ErrorCode.DATABASE_ERROR, `registry: ${(err as Error).message}`, { cause: err });
+    }
+  }
+}
+
+function toRow(e: AgentEntry): Record<string, unknown> {
+  // NONE (undefined) rather than NULL: option<T> fields take NONE.
+  return {
+    state: e.state,
+    mode: e.mode ?? undefined,
+    pid: e.pid ?? undefined,
+    port: e.port ?? undefined,
+    score: e.score ?? undefined,
+    source: e.source ?? undefined,
+    since: e.since,
+    last_error: e.last_error ?? undefined,
+  };
+}

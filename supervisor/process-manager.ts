@@ -1,0 +1,151 @@
+import { ErrorCode, ThymosError } from '../shared/errors.js';
+
+/** One process pm2 runs. */
+export interface ProcessInfo {
+  name: string;
+  pid: number | null;
+  /** pm2's status: online, stopping, stopped, launching, errored, one-launch-status. */
+  status: string;
+  memory: number | null;
+  restarts: number;
+}
+
+/** What to run under pm2. */
+export interface AppSpec {
+  name: string;
+  script: string;
+  args: string[];
+  cwd?: string;
+  env?: Record<string, string>;
+  /** Node for JavaScript; `none` for a binary such as nats-server. */
+  interpreter?: string;
+  /** Wait for `process.send('ready')` (up to `listenTimeoutMs`). */
+  waitReady?: boolean;
+  listenTimeoutMs?: number;
+  /** SIGINT, then SIGKILL after this long. */
+  killTimeoutMs: number;
+  autorestart: boolean;
+  /** Exponential back-off base for crash restarts. */
+  restartDelayMs?: number;
+  /** stdout and stderr both go here. */
+  logFile: string;
+}
+
+interface Pm2Description {
+  name?: string;
+  pid?: number;
+  monit?: { memory?: number };
+  pm2_env?: { status?: string; restart_time?: number };
+}
+
+type Callback<T> = (err: Error | null | undefined, value: T) => void;
+
+/** The part of pm2's programmatic API (a `pm2.custom` instance) Thymos uses. */
+interface Pm2Api {
+  connect(cb: Callback<unknown>): void;
+  disconnect(cb?: Callback<unknown>): void;
+  start(options: Record<string, unknown>, cb: Callback<unknown>): void;
+  list(cb: Callback<Pm2Description[]>): void;
+  describe(name: string, cb: Callback<Pm2Description[]>): void;
+  delete(name: string, cb: Callback<unknown>): void;
+  killDaemon(cb: Callback<unknown>): void;
+}
+
+/**
+ * pm2 under one fleet's PM2_HOME. pm2 keeps its paths in module-wide state, so one
+ * process works with one PM2_HOME at a time; every Thymos process does.
+ */
+export class ProcessManager {
+  readonly #pm2: Pm2Api;
+  readonly home: string;
+
+  private constructor(pm2: Pm2Api, home: string) {
+    this.#pm2 = pm2;
+    this.home = home;
+  }
+
+  /** Connects to the daemon of `pm2Home`, starting it if it is not running. */
+  static async connect(pm2Home: string): Promise<ProcessManager> {
+    const mod = (await import('pm2')) as unknown as { default: { custom: new (opts: Record<string, unknown>) => Pm2Api } };
+    const pm2 = new mod.default.custom({ pm2_home: pm2Home });
+    const manager = new ProcessManager(pm2, pm2Home);
+    await manager.#call<unknown>('connect', (cb) => pm2.connect(cb));
+    return manager;
+  }
+
+  async start(spec: AppSpec): Promise<void> {
+    await this.#call('start', (cb) =>
+      this.#pm2.start(
+        {
+          name: spec.name,
+          script: spec.script,
+          args: spec.args,
+          cwd: spec.cwd,
+          env: spec.env ?? {},
+          interpreter: spec.interpreter ?? process.execPath,
+          wait_ready: spec.waitReady ?? false,
+          listen_timeout: spec.listenTimeoutMs,
+          kill_timeout: spec.killTimeoutMs,
+          autorestart: spec.autorestart,
+          exp_backoff_restart_delay: spec.restartDelayMs,
+          out_file: spec.logFile,
+          error_file: spec.logFile,
+          merge_logs: true,
+          time: false,
+        },
+        cb,
+      ),
+    );
+  }
+
+  async list(): Promise<ProcessInfo[]> {
+    const all = await this.#call<Pm2Description[]>('list', (cb) => this.#pm2.list(cb));
+    return all.map(toInfo);
+  }
+
+  async describe(name: string): Promise<ProcessInfo | undefined> {
+    const found = await this.#call<Pm2Description[]>('describe', (cb) => this.#pm2.describe(name, cb));
+    return found[0] ? toInfo(found[0]) : undefined;
+  }
+
+  /** Stops (SIGINT, then SIGKILL after the app's kill timeout) and forgets an app. No-op if unknown. */
+  async delete(name: string): Promise<void> {
+    if (!(await this.describe(name))) return;
+    await this.#call('delete', (cb) => this.#pm2.delete(name, cb));
+  }
+
+  /** Stops every app and the daemon itself. */
+  async killDaemon(): Promise<void> {
+    await this.#call('killDaemon', (cb) => this.#pm2.killDaemon(cb));
+  }
+
+  disconnect(): void {
+    try {
+      this.#pm2.disconnect();
+    } catch {
+      // Already disconnected (killDaemon closes the link itself).
+    }
+  }
+
+  #call<T>(what: string, run: (cb: Callback<T>) => void): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      run((err, value) => {
+        if (err) {
+          const message = err instanceof Error ? err.message : typeof err === 'string' ? err : JSON.stringify(err);
+          reject(new ThymosError(ErrorCode.PROCESS_MANAGER_ERROR, `pm2 ${what} (PM2_HOME ${this.home}): ${message}`, { cause: err }));
+        } else resolve(value);
+      });
+    });
+  }
+}
+
+function toInfo(d: Pm2Description): ProcessInfo {
+  const pid = d.pid && d.pid > 0 ? d.pid : null;
+  return {
+    name: d.name ?? '',
+    pid,
+    status: d.pm2_env?.status ?? 'unknown',
+    memory: pid ? (d.monit?.memory ?? null) : null,
+    restarts: d.pm2_env?.restart_time ?? 0,
+  };
+}

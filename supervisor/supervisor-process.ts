@@ -1,0 +1,148 @@
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { DataLock } from '../shared/data-lock.js';
+import { EMPTY_DOMAIN, loadDomainSchema } from '../shared/domain-schema.js';
+import { ErrorCode, ThymosError, toThymosError } from '../shared/errors.js';
+import { fleetPaths } from '../shared/fleet-paths.js';
+import { createLogger } from '../shared/logger.js';
+import { connectNats } from '../shared/nats-connection.js';
+import type { ThymosConfig } from '../shared/thymos-config.js';
+import { thymosBinPath } from '../shared/thymos-bin.js';
+import { AgentLink } from './agent-link.js';
+import { AgentRegistry } from './agent-registry.js';
+import { ControlApi } from './control-api.js';
+import { FleetController } from './fleet-controller.js';
+import { ProcessManager } from './process-manager.js';
+import { RelevanceEvaluator } from './relevance-evaluator.js';
+import { SupervisorMetrics } from './supervisor-metrics.js';
+
+export interface SupervisorOptions {
+  config: ThymosConfig;
+  /** The NATS server to use; `thymos up` passes the one it runs. */
+  natsUrl: string;
+}
+
+export interface RunningSupervisor {
+  controller: FleetController;
+  metricsUrl: string;
+  stop(reason: string): Promise<void>;
+  readonly stopped: Promise<void>;
+}
+
+/**
+ * Runs the supervisor of one fleet until told to stop: takes the fleet's lock, opens the
+ * registry, connects to NATS and pm2, adopts the agents still running, then serves the
+ * control API and `/metrics`. Stopping it leaves agents running (`thymos down` stops them first).
+ */
+export async function runSupervisorProcess(options: SupervisorOptions): Promise<RunningSupervisor> {
+  const { config, natsUrl } = options;
+  const logger = createLogger({ level: config.log.level, bindings: { component: 'supervisor' } });
+  const paths = fleetPaths(config.dataPath);
+  const cleanup: Array<() => Promise<void> | void> = [];
+  const runCleanup = async () => {
+    for (const step of cleanup.reverse()) await Promise.resolve(step()).catch(() => undefined);
+  };
+  try {
+    const lock = DataLock.acquire(paths.data, { file: 'supervisor.pid', name: `the supervisor of ${paths.data}`, code: ErrorCode.SUPERVISOR_ALREADY_RUNNING });
+    cleanup.push(() => lock.release());
+    const domainPromise = config.domainSchemaPath ? loadDomainSchema(config.domainSchemaPath) : Promise.resolve(EMPTY_DOMAIN);
+    domainPromise.catch(() => undefined);
+    const registry = await AgentRegistry.open(paths.world, { timeoutMs: config.agent.db_open_timeout_ms });
+    cleanup.push(() => registry.close());
+    const domain = await domainPromise;
+
+    const nc = await withDeadline(connectNats({ servers: natsUrl, name: 'thymos-supervisor' }), 15_000, `NATS at ${natsUrl}`);
+    cleanup.push(() => closeNats(nc));
+    const processes = await ProcessManager.connect(paths.pm2Home);
+    cleanup.push(() => processes.disconnect());
+
+    const link = new AgentLink(nc);
+    const evaluateTimeout = config.supervisor.evaluate_timeout_ms;
+    const evaluator = new RelevanceEvaluator({
+      domain,
+      defaultScore: config.lifecycle.default_score,
+      module: config.relevancePath ? await RelevanceEvaluator.loadModule(config.relevancePath) : undefined,
+      askAgent: async (id, input) => {
+        try {
+          return (await link.control(id, { op: 'evaluate', input }, evaluateTimeout)).score ?? undefined;
+        } catch {
+          return undefined; // no answer in time: the next source decides
+        }
+      },
+    });
+    const metrics = new SupervisorMetrics();
+    const controller = new FleetController({ config, domain, paths, registry, processes, nc, natsUrl, evaluator, metrics, logger, thymosBin: thymosBinPath() });
+    await controller.adopt();
+    controller.watchHeartbeats();
+
+    const metricsUrl = await metrics.listen('127.0.0.1', config.supervisor.metrics_port);
+    cleanup.push(() => metrics.close());
+    const startedAt = new Date().toISOString();
+
+    const api = new ControlApi(
+      nc,
+      {
+        reconcile: (r, progress) => controller.reconcile(r.context, { dryRun: r.dry_run, onProgress: progress }),
+        status: async () => ({ supervisor: { pid: process.pid, started_at: startedAt, metrics_url: metricsUrl, nats_url: natsUrl }, ...(await controller.status()) }),
+        start: (r, progress) => controller.operate('start', r.id, { mode: r.mode, onProgress: progress }),
+        stop: (r, progress) => controller.operate('stop', r.id, { onProgress: progress }),
+        archive: (r, progress) => controller.operate('archive', r.id, { onProgress: progress }),
+        restore: (r, progress) => controller.operate('restore', r.id, { onProgress: progress }),
+        stop_all: (_r, progress) => controller.stopAll({ onProgress: progress }),
+        history: (r) => controller.history(r.id, r.limit),
+      },
+      logger,
+    );
+    api.start();
+    cleanup.push(() => api.stop());
+    await nc.flush();
+
+    mkdirSync(paths.run, { recursive: true });
+    const info = join(paths.run, 'supervisor.json');
+    writeFileSync(`${info}.tmp`, JSON.stringify({ pid: process.pid, started_at: startedAt, metrics_url: metricsUrl, nats_url: natsUrl }, null, 2));
+    renameSync(`${info}.tmp`, info);
+
+    let stopping: Promise<void> | undefined;
+    let markStopped!: () => void;
+    const stopped = new Promise<void>((resolve) => {
+      markStopped = resolve;
+    });
+    const stop = (reason: string) => {
+      stopping ??= (async () => {
+        logger.info({ reason }, 'supervisor stopping');
+        api.stop();
+        await controller.idle();
+        await runCleanup();
+        logger.info('supervisor stopped');
+        markStopped();
+      })();
+      return stopping;
+    };
+    logger.info({ agents: controller.ids.length, nats: natsUrl, metrics: metricsUrl, counts: controller.counts() }, 'supervisor ready');
+    process.send?.('ready');
+    return { controller, metricsUrl, stop, stopped };
+  } catch (err) {
+    await runCleanup();
+    logger.flush();
+    throw toThymosError(err);
+  }
+}
+
+async function closeNats(nc: NatsConnection): Promise<void> {
+  await nc.drain().catch(() => nc.close());
+}
+
+async function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new ThymosError(ErrorCode.NATS_UNAVAILABLE, `${what} did not accept a connection within ${ms} ms`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
