@@ -66,11 +66,13 @@ export async function connect(config: ThymosConfig | string, options: ConnectOpt
   return new FleetClient(nc, cfg);
 }
 
+const QUICK_MS = 10_000;
+
 class FleetClient implements Fleet {
   readonly #nc: NatsConnection;
   readonly #requester: SupervisorRequester;
   readonly #host: string;
-  readonly #agents = new Map<string, { client: Client; port: number }>();
+  readonly #agents = new Map<string, { client: Client; port: number; pid: number | null }>();
 
   constructor(nc: NatsConnection, config: ThymosConfig) {
     this.#nc = nc;
@@ -78,13 +80,14 @@ class FleetClient implements Fleet {
     this.#host = config.agent.host === '0.0.0.0' ? '127.0.0.1' : config.agent.host;
   }
 
-  reconcile(context: ReconcileContextInput, options: OperationOptions & { dryRun?: boolean } = {}): Promise<ReconcileReport> {
+  async reconcile(context: ReconcileContextInput, options: OperationOptions & { dryRun?: boolean } = {}): Promise<ReconcileReport> {
     const valid = parseReconcileContext(context);
     return this.#requester.request('reconcile', { context: valid, dry_run: options.dryRun ?? false }, { onProgress: options.onProgress });
   }
 
   status(): Promise<FleetStatus> {
-    return this.#requester.request('status');
+    // Quick by nature: a short deadline keeps a caller from waiting out a supervisor that just died.
+    return this.#requester.request('status', {}, { timeoutMs: QUICK_MS });
   }
 
   start(id: string, options: OperationOptions & { mode?: AgentMode } = {}): Promise<ReconcileReport> {
@@ -104,7 +107,7 @@ class FleetClient implements Fleet {
   }
 
   history(id: string, limit = 50): Promise<TransitionRecord[]> {
-    return this.#requester.request('history', { id, limit });
+    return this.#requester.request('history', { id, limit }, { timeoutMs: QUICK_MS });
   }
 
   async agent(id: string): Promise<Client> {
@@ -115,11 +118,12 @@ class FleetClient implements Fleet {
       throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${id} is ${row.state}: it has no MCP endpoint until it runs (reconcile or thymos start ${id})`);
     }
     const cached = this.#agents.get(id);
-    if (cached && cached.port === row.port) return cached.client;
+    // A restarted process (new pid) has none of the old sessions: connect afresh.
+    if (cached && cached.port === row.port && cached.pid === row.pid) return cached.client;
     if (cached) await cached.client.close().catch(() => undefined);
     const client = new Client({ name: 'thymos-fleet', version: '0.1.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(`http://${this.#host}:${row.port}/mcp`)));
-    this.#agents.set(id, { client, port: row.port });
+    this.#agents.set(id, { client, port: row.port, pid: row.pid });
     return client;
   }
 

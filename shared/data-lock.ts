@@ -88,12 +88,22 @@ export function readLockPid(path: string): number | undefined {
   }
 }
 
-/** Whether a process with this pid exists (EPERM means it does, owned by someone else). */
+/**
+ * Whether a process with this pid exists and has not exited (EPERM means it exists,
+ * owned by someone else). A zombie — exited, not yet reaped, as under a container init
+ * that does not reap — counts as gone.
+ */
 export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  try {
+    // /proc/<pid>/stat: "pid (comm) S …"; comm may hold spaces and parentheses.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return true; // no /proc (not Linux): trust kill(0)
   }
 }

@@ -36,8 +36,9 @@ export function parseReconcileContext(raw: unknown, where = 'context'): Reconcil
   const result = ReconcileContextSchema.safeParse(raw);
   if (!result.success) {
     const first = result.error.issues[0]!;
+    const path = first.code === 'unrecognized_keys' ? [...first.path, first.keys[0]!] : first.path;
     throw new ThymosError(ErrorCode.INVALID_CONTEXT, `${where}: ${describeIssues(result.error, raw)}`, {
-      location: { path: first.path.map(String).join('.') || '(root)' },
+      location: { path: path.map(String).join('.') || '(root)' },
     });
   }
   return result.data;

@@ -247,7 +247,7 @@ export function loadConfig(file: string): ThymosConfig {
 
 /** `file`, else `$THYMOS_CONFIG`, else `./thymos.toml` if present, else built-in defaults. */
 export function resolveConfigFile(file: string | undefined): ThymosConfig {
-  const path = file ?? process.env.THYMOS_CONFIG ?? (existsSync('thymos.toml') ? 'thymos.toml' : undefined);
+  const path = file ?? (process.env.THYMOS_CONFIG || undefined) ?? (existsSync('thymos.toml') ? 'thymos.toml' : undefined);
   return path === undefined ? configFromObject({}) : loadConfig(path);
 }
 

@@ -152,8 +152,7 @@ export async function downFleet(config: ThymosConfig, options: LaunchOptions & {
 }
 
 /** Debian installs nats-server in /usr/bin (or /usr/sbin); PATH first. */
-export function findNatsServer(): string {
-  const dirs = [...(process.env.PATH ?? '').split(':').filter(Boolean), '/usr/sbin', '/usr/bin', '/usr/local/bin'];
+export function findNatsServer(dirs: readonly string[] = [...(process.env.PATH ?? '').split(':').filter(Boolean), '/usr/sbin', '/usr/bin', '/usr/local/bin']): string {
   for (const dir of dirs) {
     const candidate = join(dir, 'nats-server');
     try {

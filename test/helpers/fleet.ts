@@ -1,0 +1,104 @@
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { isAlive } from '../../shared/data-lock.js';
+import { THYMOS_BIN } from './workspace.js';
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the compiled `thymos` command in `cwd`. */
+export function runThymos(args: string[], cwd: string, stdin?: string): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [THYMOS_BIN, ...args], { cwd, stdio: ['pipe', 'pipe', 'pipe'], env: withoutConfigEnv() });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+    child.stdin.end(stdin ?? '');
+  });
+}
+
+/**
+ * Pids of everything a fleet's pm2 runs: the daemon, then each app by the name pm2
+ * gives its pid file (underscores become hyphens: `agent-elder-rowan`).
+ */
+export function fleetPids(dataDir: string): { daemon: number | undefined; apps: Map<string, number> } {
+  const home = join(dataDir, 'pm2');
+  const read = (f: string) => {
+    try {
+      const n = Number.parseInt(readFileSync(f, 'utf8').trim(), 10);
+      return Number.isInteger(n) && n > 0 ? n : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  const apps = new Map<string, number>();
+  const pidsDir = join(home, 'pids');
+  if (existsSync(pidsDir)) {
+    for (const f of readdirSync(pidsDir)) {
+      const pid = read(join(pidsDir, f));
+      if (pid) apps.set(f.replace(/-\d+\.pid$/, ''), pid);
+    }
+  }
+  return { daemon: read(join(home, 'pm2.pid')), apps };
+}
+
+/** Running, not a zombie (containers whose init does not reap leave those behind). */
+export const alive = isAlive;
+
+/**
+ * Kills a fleet by pid, whatever state a test left it in: the pm2 daemon first (so it
+ * restarts nothing), then every app it ran and any agent still holding its lock.
+ */
+export async function killFleet(dataDir: string): Promise<void> {
+  const { daemon, apps } = fleetPids(dataDir);
+  const pids = [daemon, ...apps.values()].filter((p): p is number => p !== undefined);
+  const agentsDir = join(dataDir, 'agents');
+  if (existsSync(agentsDir)) {
+    for (const id of readdirSync(agentsDir)) {
+      const lock = join(agentsDir, id, 'agent.pid');
+      if (existsSync(lock)) {
+        const pid = Number.parseInt(readFileSync(lock, 'utf8'), 10);
+        if (pid > 0) pids.push(pid);
+      }
+    }
+  }
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  for (let i = 0; i < 50 && pids.some(alive); i++) await sleep(100);
+}
+
+/** Polls `check` until it returns a value (not undefined) or the deadline passes. */
+export async function eventually<T>(check: () => Promise<T | undefined> | T | undefined, ms = 20_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + ms;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v !== undefined) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await sleep(200);
+  }
+}
+
+/** This process's environment without THYMOS_CONFIG, so the command finds ./thymos.toml. */
+function withoutConfigEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  delete env.THYMOS_CONFIG;
+  return env;
+}
