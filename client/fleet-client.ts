@@ -1,7 +1,7 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { AgentMode } from '../shared/agent-protocol.js';
+import { withDeadline } from '../shared/deadline.js';
 import { ErrorCode, ThymosError } from '../shared/errors.js';
 import { fleetNatsUrl } from '../shared/fleet-runtime.js';
 import { connectNats, type NatsConnection } from '../shared/nats-connection.js';
@@ -58,7 +58,7 @@ export async function connect(config: ThymosConfig | string, options: ConnectOpt
   const url = fleetNatsUrl(cfg);
   const ms = options.connectTimeoutMs ?? 3000;
   const pending = connectNats({ servers: url, name: 'thymos-client' });
-  const nc = await Promise.race([pending, sleep(ms).then(() => undefined)]);
+  const nc = await withDeadline(pending, ms, () => undefined);
   if (!nc) {
     void pending.then((late) => late.close()).catch(() => undefined);
     throw new ThymosError(ErrorCode.FLEET_NOT_RUNNING, `cannot reach the fleet's NATS at ${url} within ${ms} ms: is the fleet up (thymos up)?`);

@@ -3,6 +3,7 @@ import { createConnection } from 'node:net';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isAlive } from '../shared/data-lock.js';
+import { withDeadline } from '../shared/deadline.js';
 import { ErrorCode, ThymosError, toThymosError } from '../shared/errors.js';
 import { fleetPaths, Pm2Names } from '../shared/fleet-paths.js';
 import { readFleetInfo, writeFleetInfo } from '../shared/fleet-runtime.js';
@@ -120,7 +121,11 @@ export async function downFleet(config: ThymosConfig, options: LaunchOptions & {
     const natsUrl = config.nats.url ?? info?.nats_url;
     if (natsUrl && (await pm.describe(Pm2Names.supervisor))?.status === 'online') {
       step('stopping agents (snapshot, then stop)');
-      const nc = await Promise.race([connectNats({ servers: natsUrl, name: 'thymos-down' }), sleep(3000).then(() => undefined)]);
+      const pending = connectNats({ servers: natsUrl, name: 'thymos-down' });
+      const nc = await withDeadline(pending, 3000, () => {
+        void pending.then((late) => late.close()).catch(() => undefined);
+        return undefined;
+      });
       if (nc) {
         try {
           report = await new SupervisorRequester(nc, config.supervisor.request_timeout_ms).request<ReconcileReport>('stop_all', {}, { onProgress: options.onProgress });
@@ -192,7 +197,11 @@ async function waitForPort(port: number, ms: number, log: string): Promise<void>
 
 async function waitForSupervisor(natsUrl: string, ms: number, log: string): Promise<void> {
   const deadline = Date.now() + ms;
-  const nc = await Promise.race([connectNats({ servers: natsUrl, name: 'thymos-up' }), sleep(ms).then(() => undefined)]);
+  const pending = connectNats({ servers: natsUrl, name: 'thymos-up' });
+  const nc = await withDeadline(pending, ms, () => {
+    void pending.then((late) => late.close()).catch(() => undefined);
+    return undefined;
+  });
   if (!nc) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `cannot connect to ${natsUrl} within ${ms} ms`);
   try {
     const requester = new SupervisorRequester(nc, 2000);

@@ -1,3 +1,6 @@
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { isAlive, readLockPid } from '../shared/data-lock.js';
 import { ErrorCode, ThymosError } from '../shared/errors.js';
 
 /** One process pm2 runs. */
@@ -48,7 +51,6 @@ interface Pm2Api {
   list(cb: Callback<Pm2Description[]>): void;
   describe(name: string, cb: Callback<Pm2Description[]>): void;
   delete(name: string, cb: Callback<unknown>): void;
-  killDaemon(cb: Callback<unknown>): void;
 }
 
 /**
@@ -114,16 +116,27 @@ export class ProcessManager {
     await this.#call('delete', (cb) => this.#pm2.delete(name, cb));
   }
 
-  /** Stops every app and the daemon itself. */
-  async killDaemon(): Promise<void> {
-    await this.#call('killDaemon', (cb) => this.#pm2.killDaemon(cb));
+  /**
+   * Stops every app, then the daemon itself by its pid (SIGTERM, SIGKILL after `graceMs`),
+   * and disconnects. pm2's own killDaemon leaves a reconnecting socket and a timer in the
+   * calling process that keep it alive; a game loop that stops its fleet must be able to exit.
+   */
+  async killDaemon(graceMs = 5000): Promise<void> {
+    for (const app of await this.list()) await this.#call('delete', (cb) => this.#pm2.delete(app.name, cb));
+    this.disconnect();
+    const pid = readLockPid(join(this.home, 'pm2.pid'));
+    if (pid === undefined || !isAlive(pid)) return;
+    process.kill(pid, 'SIGTERM');
+    const deadline = Date.now() + graceMs;
+    while (isAlive(pid) && Date.now() < deadline) await sleep(50);
+    if (isAlive(pid)) process.kill(pid, 'SIGKILL');
   }
 
   disconnect(): void {
     try {
       this.#pm2.disconnect();
     } catch {
-      // Already disconnected (killDaemon closes the link itself).
+      // Already disconnected.
     }
   }
 

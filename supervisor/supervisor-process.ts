@@ -2,6 +2,7 @@ import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { DataLock } from '../shared/data-lock.js';
+import { withDeadline } from '../shared/deadline.js';
 import { EMPTY_DOMAIN, loadDomainSchema } from '../shared/domain-schema.js';
 import { ErrorCode, ThymosError, toThymosError } from '../shared/errors.js';
 import { fleetPaths } from '../shared/fleet-paths.js';
@@ -52,7 +53,11 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     cleanup.push(() => registry.close());
     const domain = await domainPromise;
 
-    const nc = await withDeadline(connectNats({ servers: natsUrl, name: 'thymos-supervisor' }), 15_000, `NATS at ${natsUrl}`);
+    const pendingNats = connectNats({ servers: natsUrl, name: 'thymos-supervisor' });
+    const nc = await withDeadline(pendingNats, 15_000, () => {
+      void pendingNats.then((late) => late.close()).catch(() => undefined);
+      throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `NATS at ${natsUrl} did not accept a connection within 15000 ms`);
+    });
     cleanup.push(() => closeNats(nc));
     const processes = await ProcessManager.connect(paths.pm2Home);
     cleanup.push(() => processes.disconnect());
@@ -131,18 +136,4 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
 
 async function closeNats(nc: NatsConnection): Promise<void> {
   await nc.drain().catch(() => nc.close());
-}
-
-async function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      promise,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new ThymosError(ErrorCode.NATS_UNAVAILABLE, `${what} did not accept a connection within ${ms} ms`)), ms);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

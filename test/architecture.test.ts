@@ -16,13 +16,18 @@ function imports(file: string): string[] {
   return [...text.matchAll(/(?:import|export)[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)].map((m) => (m[1] ?? m[2])!);
 }
 
-test('agent/ never imports supervisor/ and supervisor/ never imports agent/', () => {
+test('agent/ and supervisor/ never import each other; shared/ imports neither; client/ speaks only through shared/', () => {
   const offences: string[] = [];
   for (const [from, forbidden] of [
     ['agent', 'supervisor'],
     ['supervisor', 'agent'],
     ['shared', 'agent'],
     ['shared', 'supervisor'],
+    ['shared', 'client'],
+    ['client', 'agent'],
+    ['client', 'supervisor'],
+    ['agent', 'client'],
+    ['supervisor', 'client'],
   ] as const) {
     for (const file of sources(join(REPO_ROOT, from))) {
       for (const spec of imports(file)) {
@@ -44,7 +49,7 @@ test('the thymos bin is compiled JavaScript, so agents start without tsx', () =>
 });
 
 test('every code folder has an index.ts that names its exports (no wildcard re-exports)', () => {
-  for (const dir of ['agent', 'shared', 'supervisor']) {
+  for (const dir of ['agent', 'shared', 'supervisor', 'client']) {
     const text = readFileSync(join(REPO_ROOT, dir, 'index.ts'), 'utf8');
     assert.doesNotMatch(text, /export \*/, `${dir}/index.ts`);
   }

@@ -1,0 +1,107 @@
+/**
+ * A player walks through Ashford for a few ticks. Every tick the game loop tells the
+ * fleet where the player is and who is in the party; Thymos starts, passivates and stops
+ * NPC processes to match, and the loop talks to whoever is active. It checks its own
+ * expectations and exits non-zero when one fails.
+ *
+ *   npm run example                       (builds, then runs this file)
+ *   node --import tsx examples/village/game-loop.ts [path/to/thymos.toml]
+ */
+import { fileURLToPath } from 'node:url';
+import { connect, downFleet, loadConfig, loadDomainSchema, upFleet, type FleetStatus, type ReconcileContextInput } from '../../index.js';
+
+const configFile = process.argv[2] ?? fileURLToPath(new URL('thymos.toml', import.meta.url));
+const config = loadConfig(configFile);
+const failures: string[] = [];
+const world = await loadDomainSchema(config.domainSchemaPath!);
+const livesAt = (place: string) => Object.entries(world.agents).filter(([, a]) => a.homeLocation === place).map(([id]) => id);
+
+function check(what: string, ok: boolean, detail = ''): void {
+  console.log(`  ${ok ? 'ok  ' : 'FAIL'} ${what}${detail && !ok ? ` — ${detail}` : ''}`);
+  if (!ok) failures.push(what);
+}
+
+function text(result: unknown): string {
+  return ((result as { content: Array<{ text?: string }> }).content ?? []).map((c) => c.text ?? '').join('\n');
+}
+
+function printFleet(status: FleetStatus): void {
+  for (const a of status.agents) {
+    const score = a.score === null ? '  -  ' : a.score.toFixed(2);
+    console.log(`    ${a.id.padEnd(16)} ${a.state.padEnd(9)} ${score} ${(a.source ?? '').padEnd(7)} ${a.port ? `:${a.port}` : ''}`);
+  }
+}
+
+/** Where the player walks, who joins, and what the player says. */
+const walk = [
+  { at: 'village_square', say: 'Elder, the mill wheel creaks again. Who tends the mill?' },
+  { at: 'forge', say: 'Bram, will you come with me to the northern pass?', joins: 'bram_smith' },
+  { at: 'herb_garden', say: 'Mira, where does silverleaf grow?' },
+  { at: 'tavern', say: 'Any news of strangers, Tomas?' },
+  { at: 'gatehouse', say: 'Captain, what troubles the north road?' },
+  { at: 'village_square', say: 'Elder, do you remember what I asked about the mill?' },
+] as const;
+
+console.log(`Starting the Ashford fleet (${configFile})`);
+const up = await upFleet(config, { onStep: (line) => console.log(`  ${line}`) });
+const fleet = await connect(config);
+const lastTalk = new Map<string, number>();
+const party = new Set<string>();
+try {
+  for (const [i, step] of walk.entries()) {
+    const tick = i + 1;
+    if ('joins' in step) party.add(step.joins);
+    const agents: NonNullable<ReconcileContextInput['agents']> = {};
+    for (const id of Object.keys(world.agents)) {
+      const props: Record<string, unknown> = {};
+      if (party.has(id)) props.in_party = true;
+      if (lastTalk.has(id)) props.ticks_since_talk = tick - lastTalk.get(id)!;
+      if (id === 'mira_herbalist') props.active_quest = tick >= 3 && tick <= 4;
+      agents[id] = props;
+    }
+    console.log(`\ntick ${tick}: the player is at ${step.at}${party.size ? ` with ${[...party].join(', ')}` : ''}`);
+    const report = await fleet.reconcile({ tick, global: { player_location: step.at }, agents });
+    const moves = (['started', 'stopped', 'upgraded', 'downgraded', 'archived', 'restored'] as const).filter((k) => report[k].length).map((k) => `${k} ${report[k].join(', ')}`);
+    console.log(`  reconcile: ${moves.join('; ') || 'no change'} (${report.duration_ms} ms)`);
+    check(`tick ${tick}: no transition failed`, report.failed.length === 0, JSON.stringify(report.failed));
+    const status = await fleet.status();
+    printFleet(status);
+
+    const state = (id: string) => status.agents.find((a) => a.id === id)?.state;
+    const here = livesAt(step.at);
+    check(`tick ${tick}: whoever lives at ${step.at} is active`, here.length > 0 && here.every((id) => state(id) === 'active'), here.join(','));
+    for (const id of party) check(`tick ${tick}: ${id} (in the party) is active`, state(id) === 'active');
+    for (const [id, when] of lastTalk) {
+      const ago = tick - when;
+      const home = status.agents.find((a) => a.id === id);
+      if (!party.has(id) && home?.source === 'rules' && home.score === 0.6 && ago <= 3) check(`tick ${tick}: ${id}, talked to ${ago} tick(s) ago, still listens`, state(id) === 'listening');
+      if (!party.has(id) && ago > 3 && home?.source === 'default') check(`tick ${tick}: ${id}, not seen for ${ago} ticks, is dormant`, state(id) === 'dormant');
+    }
+
+    for (const id of status.agents.filter((a) => a.state === 'active').map((a) => a.id)) {
+      const npc = await fleet.agent(id);
+      const answer = await npc.callTool({ name: `talk_to_${id}`, arguments: { message: step.say, speaker: 'player' } });
+      check(`tick ${tick}: ${id} answers`, !answer.isError, text(answer));
+      console.log(`  player: ${step.say}\n  ${id}: ${text(answer).split('\n')[0]}`);
+      lastTalk.set(id, tick);
+    }
+  }
+
+  const elder = await fleet.agent('elder_rowan');
+  const memory = text(await elder.callTool({ name: 'recall', arguments: { query: 'mill wheel', k: 5 } }));
+  check('the elder remembers the first conversation after sleeping through the walk', /mill wheel creaks/.test(memory), memory.slice(0, 200));
+  const history = await fleet.history('elder_rowan');
+  check('the elder went dormant while the player was away and woke on return', history.some((t) => t.to === 'dormant') && history[0]?.to === 'active', JSON.stringify(history.map((t) => `${t.from}>${t.to}`)));
+} finally {
+  await fleet.close();
+  if (!up.alreadyRunning) {
+    console.log('\nStopping the fleet');
+    await downFleet(config);
+  }
+}
+
+if (failures.length) {
+  console.error(`\n${failures.length} check(s) failed:\n  ${failures.join('\n  ')}`);
+  process.exit(1);
+}
+console.log('\nall checks passed');
