@@ -10,11 +10,13 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { agentStartupScenario } from './agent-startup.js';
 import { recallScenario } from './recall.js';
+import { fleetScaleScenario } from './fleet-scale.js';
+import { reconcileDecisionScenario } from './reconcile-decision.js';
 import type { Figure, Scenario, ScenarioResult } from './scenario.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RESULTS = join(ROOT, 'bench', 'results');
-const SCENARIOS: Scenario[] = [agentStartupScenario, recallScenario];
+const SCENARIOS: Scenario[] = [agentStartupScenario, recallScenario, reconcileDecisionScenario, fleetScaleScenario];
 
 interface StoredResult extends ScenarioResult {
   machine: string;

@@ -146,25 +146,22 @@ export class FleetController {
   }
 
   /** Scores every agent and decides its state (no process action). */
-  async decide(context: ReconcileContext, now = Date.now()): Promise<Array<Decision & { score: number; source: string }>> {
+  async decide(context: ReconcileContext, now = Date.now()): Promise<Array<Decision & { score: number; source: string; error?: ThymosError | undefined }>> {
     const entries = this.#o.registry.all().filter((e) => this.#o.domain.agents[e.id]);
-    const scored: ScoredAgent[] = await Promise.all(
-      entries.map(async (e) => {
-        const pinned = this.#pins.get(e.id);
-        let score: number;
-        let source: ScoredAgent['source'];
-        try {
-          ({ score, source } = await this.#o.evaluator.score(e.id, context, RUNNING(e.state)));
-        } catch (err) {
-          // A broken score leaves the agent where it is; the report names the failure.
-          this.#o.logger.warn({ agent: e.id, err: toThymosError(err).message }, 'scoring failed');
-          return { id: e.id, current: e.state, since: e.since, score: e.score ?? 0, source: 'default' as const, pinned: e.state, error: toThymosError(err) };
-        }
-        return { id: e.id, current: e.state, since: e.since, score, source, pinned };
-      }),
-    );
+    const scores = await this.#o.evaluator.scoreAll(entries.map((e) => ({ id: e.id, running: RUNNING(e.state) })), context);
+    const errors = new Map<string, ThymosError>();
+    const scored: ScoredAgent[] = entries.map((e) => {
+      const s = scores.get(e.id)!;
+      if (s instanceof ThymosError) {
+        // A broken score leaves the agent where it is (held like a pin); the report names the failure.
+        this.#o.logger.warn({ agent: e.id, err: s.message }, 'scoring failed');
+        errors.set(e.id, s);
+        return { id: e.id, current: e.state, since: e.since, score: e.score ?? 0, source: 'default', pinned: e.state };
+      }
+      return { id: e.id, current: e.state, since: e.since, score: s.score, source: s.source, pinned: this.#pins.get(e.id) };
+    });
     const decisions = decideStates(scored, this.#o.config.lifecycle, now);
-    return scored.map((s) => ({ ...decisions.get(s.id)!, score: s.score, source: (s as { error?: unknown }).error ? 'error' : s.source, error: (s as { error?: ThymosError }).error }));
+    return scored.map((s) => ({ ...decisions.get(s.id)!, score: s.score, source: errors.has(s.id) ? 'error' : s.source, error: errors.get(s.id) }));
   }
 
   async #apply(decisions: Array<Decision & { score: number; source: string; error?: ThymosError }>, options: { dryRun?: boolean; onProgress?: ProgressListener }): Promise<Report> {

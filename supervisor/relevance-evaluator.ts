@@ -124,6 +124,42 @@ export class RelevanceEvaluator {
     return { score: this.#defaultScore, source: 'default' };
   }
 
+  /**
+   * Scores many agents at once. Forced scores and rules are computed synchronously; only
+   * the agents that need the application's module or their own answer wait on a promise,
+   * so a large fleet pays for what it uses. A failing agent gets its error, not a score.
+   */
+  async scoreAll(agents: ReadonlyArray<{ id: string; running: boolean }>, context: ReconcileContext): Promise<Map<string, Score | ThymosError>> {
+    const out = new Map<string, Score | ThymosError>();
+    const pending: Array<Promise<void>> = [];
+    for (const { id, running } of agents) {
+      const forced = context.agents[id]?.relevance;
+      if (forced !== undefined) {
+        out.set(id, { score: forced, source: 'forced' });
+        continue;
+      }
+      if (!this.#module) {
+        const byRules = this.scoreByRules(id, context.global, this.propertiesOf(id, context));
+        if (byRules !== undefined) {
+          out.set(id, { score: byRules, source: 'rules' });
+          continue;
+        }
+        if (!running || !this.#askAgent) {
+          out.set(id, { score: this.#defaultScore, source: 'default' });
+          continue;
+        }
+      }
+      pending.push(
+        this.score(id, context, running).then(
+          (s) => void out.set(id, s),
+          (err: unknown) => void out.set(id, err instanceof ThymosError ? err : new ThymosError(ErrorCode.INTERNAL, String(err), { cause: err })),
+        ),
+      );
+    }
+    await Promise.all(pending);
+    return out;
+  }
+
   /** The highest score among the Pkl rules that match, or undefined when none does. */
   scoreByRules(id: string, global: Record<string, unknown>, properties: Record<string, unknown>): number | undefined {
     let best: number | undefined;

@@ -72,4 +72,20 @@ describe('RelevanceEvaluator', () => {
     await assert.rejects(RelevanceEvaluator.loadModule(join(dir, 'bad.mjs')), (err: unknown) => isThymosError(err, 'CONFIG_INVALID') && /supervisor\.relevance/.test(err.message));
     await assert.rejects(RelevanceEvaluator.loadModule(join(dir, 'missing.mjs')), (err: unknown) => isThymosError(err, 'CONFIG_INVALID'));
   });
+
+  test('scoreAll gives what score gives, agent by agent, and an error entry for an agent the module fails on', async () => {
+    const module = { evaluate: ({ id }: { id: string }) => (id === 'tomas_innkeeper' ? 7 : id === 'old_fenn' ? 0.3 : undefined) };
+    const c = ctx({ global: { player_location: 'forge' }, agents: { mira_herbalist: { relevance: 0.8 }, elder_rowan: { in_party: true } } });
+    for (const withModule of [false, true]) {
+      const e = new RelevanceEvaluator({ domain, defaultScore: 0.2, module: withModule ? module : undefined, askAgent: async (id) => (id === 'captain_lysa' ? 0.45 : undefined) });
+      const agents = Object.keys(domain.agents).map((id, i) => ({ id, running: i % 2 === 0 }));
+      const all = await e.scoreAll(agents, c);
+      for (const { id, running } of agents) {
+        const one = await e.score(id, c, running).catch((err: unknown) => err);
+        if (isThymosError(one)) assert.equal((all.get(id) as Error).message, one.message, id);
+        else assert.deepEqual(all.get(id), one, id);
+      }
+      if (withModule) assert.ok(isThymosError(all.get('tomas_innkeeper'), 'INVALID_INPUT'));
+    }
+  });
 });
