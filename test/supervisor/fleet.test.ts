@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { connect as natsConnect } from '@nats-io/transport-node';
 import { connect, type Fleet } from '../../client/fleet-client.js';
 import { isThymosError } from '../../shared/errors.js';
 import { loadConfig } from '../../shared/thymos-config.js';
@@ -255,6 +256,42 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
     assert.deepEqual(apps, running.map((a) => `agent-${a.id.replace(/_/g, '-')}`).sort(), 'one pm2 app per running agent');
     const again = await fleet.reconcile({ ...village, agents: { ...village.agents, captain_lysa: { self_score: 0.5 } } });
     assert.equal(again.unchanged.length, 6, JSON.stringify(again));
+  });
+
+  test('malformed requests to thymos.supervisor.* get coded errors, and the supervisor keeps answering', async () => {
+    const info = JSON.parse(readFileSync(join(data, 'run', 'fleet.json'), 'utf8')) as { nats_url: string };
+    const nc = await natsConnect({ servers: info.nats_url });
+    try {
+      const ask = async (op: string, body: string) => JSON.parse((await nc.request(`thymos.supervisor.${op}`, body, { timeout: 10_000 })).string()) as { ok: boolean; error?: { code: string; message: string } };
+      const cases: Array<[string, string, string, RegExp]> = [
+        ['reconcile', 'not json', 'INVALID_INPUT', /not JSON/],
+        ['reconcile', '{"context":{"agents":{"elder_rowan":{"relevance":-1}}}}', 'INVALID_CONTEXT', /agents\.elder_rowan\.relevance/],
+        ['reconcile', '{"context":{},"surprise":1}', 'INVALID_CONTEXT', /surprise/],
+        ['start', '{"id":"../../etc"}', 'INVALID_INPUT', /id/],
+        ['start', '{"id":"nobody"}', 'AGENT_NOT_FOUND', /nobody/],
+        ['stop', '[]', 'INVALID_INPUT', /expected object/],
+        ['history', '{"id":"elder_rowan","limit":100000}', 'INVALID_INPUT', /limit/],
+      ];
+      for (const [op, body, code, message] of cases) {
+        const reply = await ask(op, body);
+        assert.equal(reply.ok, false, `${op} ${body}`);
+        assert.equal(reply.error!.code, code, `${op} ${body}: ${reply.error!.message}`);
+        assert.match(reply.error!.message, message);
+      }
+      let seed = 11;
+      const rnd = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+      const pieces = ['{', '}', '"id"', ':', '"elder_rowan"', ',', '"context"', '[', ']', '1e999', 'null', '"mode"', '"passive"', '"x"'];
+      for (let i = 0; i < 150; i++) {
+        const body = Array.from({ length: Math.floor(rnd() * 8) }, () => pieces[Math.floor(rnd() * pieces.length)]).join('');
+        const op = ['reconcile', 'status', 'history', 'restore'][i % 4]!;
+        const reply = await ask(op, body);
+        assert.ok(reply.ok === true || typeof reply.error?.code === 'string', `${op} ${body}`);
+      }
+      const status = await fleet.status();
+      assert.equal(status.agents.length, 6, 'still answering, nothing lost');
+    } finally {
+      await nc.close();
+    }
   });
 
   test('thymos down snapshots and stops every agent, then the supervisor, nats-server and the pm2 daemon', async () => {
