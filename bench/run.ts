@@ -33,7 +33,7 @@ function machine(): string {
 function commit(): string {
   try {
     const sha = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'agent', 'shared', 'cli', 'bench'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'agent', 'supervisor', 'client', 'shared', 'cli', 'bench', ':!bench/results'], { cwd: ROOT, encoding: 'utf8' }).trim();
     return dirty ? `${sha} (with uncommitted changes)` : sha;
   } catch {
     return 'unknown';
