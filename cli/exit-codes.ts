@@ -24,6 +24,7 @@ export function exitCodeFor(code: ErrorCode): number {
     case ErrorCode.PORT_IN_USE:
     case ErrorCode.SUPERVISOR_ALREADY_RUNNING:
     case ErrorCode.AGENT_PINNED:
+    case ErrorCode.CAPACITY_EXCEEDED:
       return ExitCode.CONFLICT;
     default:
       return ExitCode.FAILURE;

@@ -39,6 +39,8 @@ export const ErrorCode = {
   FLEET_NOT_RUNNING: 'FLEET_NOT_RUNNING',
   /** Another live supervisor already owns this fleet. */
   SUPERVISOR_ALREADY_RUNNING: 'SUPERVISOR_ALREADY_RUNNING',
+  /** Starting or activating one more agent would pass `[lifecycle] max_running` or `max_active`. */
+  CAPACITY_EXCEEDED: 'CAPACITY_EXCEEDED',
   /** `[nats] url` is unset and no `nats-server` binary was found to run one. */
   NATS_SERVER_MISSING: 'NATS_SERVER_MISSING',
   /** pm2 refused or failed an operation. */

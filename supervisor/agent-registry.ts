@@ -128,6 +128,22 @@ export class AgentRegistry {
     return next;
   }
 
+  /**
+   * Records the latest score of many agents in one statement (a reconcile rescoring a large
+   * fleet must not pay one write per agent). Unknown ids are ignored.
+   */
+  async updateScores(scores: ReadonlyArray<{ id: string; score: number; source: string }>): Promise<void> {
+    const known = scores.filter((s) => this.#entries.has(s.id));
+    if (known.length === 0) return;
+    await this.#run('FOR $s IN $scores { UPDATE $s.rid SET score = $s.score, source = $s.source RETURN NONE; }', {
+      scores: known.map((s) => ({ rid: new RecordId('agent', s.id), score: s.score, source: s.source })),
+    });
+    for (const s of known) {
+      const e = this.#entries.get(s.id)!;
+      this.#entries.set(s.id, { ...e, score: s.score, source: s.source });
+    }
+  }
+
   async recordTransition(t: TransitionRecord): Promise<void> {
     await this.#run('CREATE transition CONTENT $t RETURN NONE', {
       t: { agent: t.id, at: Date.parse(t.at), from: t.from, to: t.to, score: t.score ?? undefined, reason: t.reason, ok: t.ok, error: t.error ?? undefined },

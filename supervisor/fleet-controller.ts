@@ -66,6 +66,7 @@ export class FleetController {
     this.#archive = new AgentArchive(options.paths);
     for (const [id, def] of Object.entries(options.domain.agents)) if (def.pinned) this.#pins.set(id, def.pinned);
     for (const [id, state] of Object.entries(options.config.lifecycle.pins)) this.#pins.set(id, state);
+    checkPins(this.#pins, options);
   }
 
   get ids(): string[] {
@@ -167,18 +168,18 @@ export class FleetController {
   async #apply(decisions: Array<Decision & { score: number; source: string; error?: ThymosError }>, options: { dryRun?: boolean; onProgress?: ProgressListener }): Promise<Report> {
     const report = emptyReport();
     const moves: Array<{ entry: AgentEntry; to: LifecycleState; score: number; source: string; reason: string }> = [];
+    const rescored: Array<{ id: string; score: number; source: string }> = [];
     for (const d of decisions) {
       const entry = this.#o.registry.get(d.id)!;
       if (d.error) {
         report.failed.push({ id: d.id, code: d.error.code, message: d.error.message });
         continue;
       }
-      if (!options.dryRun && (entry.score !== d.score || entry.source !== d.source)) {
-        await this.#o.registry.update(d.id, { score: d.score, source: d.source });
-      }
+      if (entry.score !== d.score || entry.source !== d.source) rescored.push({ id: d.id, score: d.score, source: d.source });
       if (d.state === entry.state) report.unchanged.push(d.id);
-      else moves.push({ entry, to: d.state, score: d.score, source: d.source, reason: d.reason });
+      else moves.push({ entry: { ...entry, score: d.score, source: d.source }, to: d.state, score: d.score, source: d.source, reason: d.reason });
     }
+    if (!options.dryRun) await this.#o.registry.updateScores(rescored);
     if (options.dryRun) {
       for (const m of moves) describeMove(report, m.entry.state, m.to, m.entry.id);
       return sortReport(report);
@@ -239,13 +240,13 @@ export class FleetController {
       if (RUNNING(to) && !RUNNING(entry.state)) {
         const running = this.#o.registry.all().filter((e) => RUNNING(e.state)).length;
         if (running >= this.#o.config.lifecycle.max_running) {
-          throw new ThymosError(ErrorCode.INVALID_INPUT, `cannot start ${id}: ${running} agents already run and [lifecycle] max_running is ${this.#o.config.lifecycle.max_running}`);
+          throw new ThymosError(ErrorCode.CAPACITY_EXCEEDED, `cannot start ${id}: ${running} agents already run and [lifecycle] max_running is ${this.#o.config.lifecycle.max_running}`);
         }
       }
       if (to === 'active' && entry.state !== 'active') {
         const active = this.#o.registry.all().filter((e) => e.state === 'active').length;
         if (active >= this.#o.config.lifecycle.max_active) {
-          throw new ThymosError(ErrorCode.INVALID_INPUT, `cannot make ${id} active: ${active} agents already are and [lifecycle] max_active is ${this.#o.config.lifecycle.max_active}`);
+          throw new ThymosError(ErrorCode.CAPACITY_EXCEEDED, `cannot make ${id} active: ${active} agents already are and [lifecycle] max_active is ${this.#o.config.lifecycle.max_active}`);
         }
       }
       const report = emptyReport();
@@ -474,6 +475,25 @@ export class FleetController {
 
   #updateCounts(): void {
     this.#o.metrics.setCounts(this.counts());
+  }
+}
+
+/** Pins from Pkl and `[lifecycle] pins` together must fit the capacity and name defined agents. */
+function checkPins(pins: ReadonlyMap<string, LifecycleState>, o: FleetControllerOptions): void {
+  const { max_active, max_running } = o.config.lifecycle;
+  for (const id of pins.keys()) {
+    if (!o.domain.agents[id]) {
+      throw new ThymosError(ErrorCode.CONFIG_INVALID, `lifecycle.pins: no agent "${id}" in the domain schema`, { location: { file: o.config.file, path: `lifecycle.pins.${id}` } });
+    }
+  }
+  const active = [...pins.values()].filter((s) => s === 'active').length;
+  const running = [...pins.values()].filter((s) => s === 'active' || s === 'listening').length;
+  if (active > max_active || running > max_running) {
+    throw new ThymosError(
+      ErrorCode.CONFIG_INVALID,
+      `pins (Pkl pinned and [lifecycle] pins) hold ${active} agent(s) active and ${running} running; expected at most max_active = ${max_active} and max_running = ${max_running}`,
+      { location: { file: o.config.file, path: 'lifecycle.pins' } },
+    );
   }
 }
 

@@ -71,6 +71,13 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
     assert.deepEqual(status.counts, { active: 0, listening: 0, dormant: 6, archived: 0 });
   });
 
+  test('a second supervisor on the same fleet refuses with SUPERVISOR_ALREADY_RUNNING', async () => {
+    const info = JSON.parse(readFileSync(join(data, 'run', 'fleet.json'), 'utf8')) as { nats_url: string };
+    const second = await runThymos(['supervisor', '--nats-url', info.nats_url], ws.dir);
+    assert.equal(second.code, 3);
+    assert.match(second.stderr, /SUPERVISOR_ALREADY_RUNNING: the supervisor of .* is already running \(pid \d+/);
+  });
+
   const village = { tick: 1, global: { player_location: 'village_square' }, agents: { bram_smith: { in_party: true }, mira_herbalist: { active_quest: true }, old_fenn: { relevance: 0.05 } } };
 
   test('reconcile starts, archives and leaves agents by their scores; the same context again changes nothing', async () => {

@@ -1,0 +1,62 @@
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { connect, type Fleet } from '../../client/fleet-client.js';
+import { loadConfig } from '../../shared/thymos-config.js';
+import type { FleetStatus } from '../../shared/supervisor-protocol.js';
+import { downFleet, upFleet } from '../../supervisor/fleet-launcher.js';
+import { killFleet, runThymos } from '../helpers/fleet.js';
+import { createWorkspace, type Workspace } from '../helpers/workspace.js';
+
+let ws: Workspace;
+let fleet: Fleet;
+const states = (s: FleetStatus) => Object.fromEntries(s.agents.map((a) => [a.id, a.state]));
+
+describe('capacity limits and pins on a real fleet', () => {
+  before(async () => {
+    ws = createWorkspace({ extra: ['[lifecycle]', 'min_dwell_ms = 0', 'max_running = 3', 'max_active = 2', 'pins = { old_fenn = "active" }'].join('\n') });
+    const config = loadConfig(ws.configPath);
+    await upFleet(config);
+    fleet = await connect(config);
+  });
+
+  after(async () => {
+    await fleet?.close().catch(() => undefined);
+    await downFleet(loadConfig(ws.configPath)).catch(() => undefined);
+    await killFleet(join(ws.dir, 'data'));
+    ws.dispose();
+  });
+
+  test('more agents qualifying than the limits allow: the pin holds, then the highest scores, the rest one step down', async () => {
+    const report = await fleet.reconcile({
+      agents: {
+        elder_rowan: { relevance: 0.95 },
+        bram_smith: { relevance: 0.9 },
+        mira_herbalist: { relevance: 0.85 },
+        tomas_innkeeper: { relevance: 0.8 },
+        captain_lysa: { relevance: 0.05 },
+      },
+    });
+    assert.deepEqual(report.failed, []);
+    assert.deepEqual(states(await fleet.status()), {
+      bram_smith: 'listening', // active by score; max_active 2 is taken by the pin and elder_rowan
+      captain_lysa: 'archived',
+      elder_rowan: 'active',
+      mira_herbalist: 'dormant', // max_running 3: the pin, elder_rowan, bram_smith
+      old_fenn: 'active',
+      tomas_innkeeper: 'dormant',
+    });
+    const status = await fleet.status();
+    assert.equal(status.agents.find((a) => a.id === 'old_fenn')!.pinned, 'active');
+  });
+
+  test('a command against a pin is refused with AGENT_PINNED (exit 3); one past capacity is refused too', async () => {
+    const stop = await runThymos(['stop', 'old_fenn'], ws.dir);
+    assert.equal(stop.code, 3);
+    assert.match(stop.stderr, /AGENT_PINNED: old_fenn is pinned to active/);
+    const start = await runThymos(['start', 'tomas_innkeeper'], ws.dir);
+    assert.equal(start.code, 3);
+    assert.match(start.stderr, /CAPACITY_EXCEEDED: cannot start tomas_innkeeper: 3 agents already run and \[lifecycle\] max_running is 3/);
+    assert.equal(states(await fleet.status()).old_fenn, 'active');
+  });
+});
