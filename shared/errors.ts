@@ -39,6 +39,8 @@ export const ErrorCode = {
   FLEET_NOT_RUNNING: 'FLEET_NOT_RUNNING',
   /** Another live supervisor already owns this fleet. */
   SUPERVISOR_ALREADY_RUNNING: 'SUPERVISOR_ALREADY_RUNNING',
+  /** The agent's process exited while starting; the message carries the end of its log. */
+  AGENT_START_FAILED: 'AGENT_START_FAILED',
   /** Starting or activating one more agent would pass `[lifecycle] max_running` or `max_active`. */
   CAPACITY_EXCEEDED: 'CAPACITY_EXCEEDED',
   /** `[nats] url` is unset and no `nats-server` binary was found to run one. */

@@ -1,5 +1,6 @@
-import { writeFileSync, mkdirSync, renameSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection } from '@nats-io/transport-node';
 import PQueue from 'p-queue';
 import { AgentStatusMessageSchema, type AgentMode } from '../shared/agent-protocol.js';
@@ -362,7 +363,12 @@ export class FleetController {
         restartDelayMs: config.supervisor.restart_delay_ms,
         logFile: join(paths.logs, `${id}.log`),
       });
-      await life.seen;
+      const watch = { done: false };
+      try {
+        await Promise.race([life.seen, this.#crashDuringStart(id, name, budget, watch)]);
+      } finally {
+        watch.done = true;
+      }
       const left = Math.max(1000, budget - (performance.now() - t0));
       await probeMcp(id, `http://${config.agent.host === '0.0.0.0' ? '127.0.0.1' : config.agent.host}:${port}/mcp`, left);
     } catch (err) {
@@ -375,6 +381,23 @@ export class FleetController {
     metrics.startupSeconds.observe((performance.now() - t0) / 1000);
     const info = await processes.describe(name);
     return this.#setState(entry, mode === 'active' ? 'active' : 'listening', { mode, pid: info?.pid ?? null, port, score, last_error: null }, reason);
+  }
+
+  /**
+   * Rejects as soon as pm2 reports that the agent's process exited while starting (a restart,
+   * or an errored app), with the end of its log; never resolves otherwise. Without it a
+   * process that cannot start would be retried by pm2 until the whole start budget ran out.
+   */
+  async #crashDuringStart(id: string, name: string, budget: number, watch: { done: boolean }): Promise<never> {
+    const deadline = performance.now() + budget;
+    while (!watch.done && performance.now() < deadline) {
+      await sleep(250);
+      const app = watch.done ? undefined : await this.#o.processes.describe(name).catch(() => undefined);
+      if (!watch.done && app && (app.restarts > 0 || app.status === 'errored' || app.status === 'stopped')) {
+        throw new ThymosError(ErrorCode.AGENT_START_FAILED, `${id} exited while starting (pm2 status ${app.status}, ${app.restarts} restart(s)); its log ends: ${logTail(join(this.#o.paths.logs, `${id}.log`))}`);
+      }
+    }
+    return new Promise<never>(() => undefined);
   }
 
   async #setMode(entry: AgentEntry, mode: AgentMode, reason: string): Promise<AgentEntry> {
@@ -514,6 +537,17 @@ function describeMove(r: Report, from: LifecycleState, to: LifecycleState, id: s
   if (from === 'archived' && to !== 'archived') r.restored.push(id);
   if (to === 'archived') r.archived.push(id);
   if (!RUNNING(from) && RUNNING(to)) r.started.push(id);
+}
+
+/** The last error-looking lines of a log, joined, for an error message. */
+function logTail(file: string, lines = 3): string {
+  try {
+    const text = readFileSync(file, 'utf8').trimEnd().split('\n');
+    const errors = text.filter((l) => /error|thymos:|"level":(50|60)/i.test(l));
+    return (errors.length ? errors : text).slice(-lines).join(' | ').slice(0, 1200);
+  } catch {
+    return '(no log yet)';
+  }
 }
 
 function writeAtomic(file: string, text: string): void {

@@ -110,10 +110,27 @@ export class ProcessManager {
     return found[0] ? toInfo(found[0]) : undefined;
   }
 
-  /** Stops (SIGINT, then SIGKILL after the app's kill timeout) and forgets an app. No-op if unknown. */
+  /**
+   * Stops (SIGINT, then SIGKILL after the app's kill timeout) and forgets an app. No-op if
+   * unknown. An app pm2 is restarting after a crash can come back after a delete issued
+   * while it was launching (seen with pm2 7), so a crash-looping app is deleted only between
+   * launches and checked again afterwards.
+   */
   async delete(name: string): Promise<void> {
-    if (!(await this.describe(name))) return;
-    await this.#call('delete', (cb) => this.#pm2.delete(name, cb));
+    const deadline = performance.now() + 15_000;
+    while (performance.now() < deadline) {
+      const app = await this.describe(name);
+      if (!app) return;
+      const unstable = app.restarts > 0 || app.status !== 'online';
+      if (app.status === 'launching') {
+        await sleep(50);
+        continue;
+      }
+      await this.#call('delete', (cb) => this.#pm2.delete(name, cb));
+      if (!unstable) return;
+      await sleep(400);
+    }
+    throw new ThymosError(ErrorCode.PROCESS_MANAGER_ERROR, `pm2 kept restarting ${name} after it was deleted (PM2_HOME ${this.home})`);
   }
 
   /**
@@ -122,7 +139,7 @@ export class ProcessManager {
    * calling process that keep it alive; a game loop that stops its fleet must be able to exit.
    */
   async killDaemon(graceMs = 5000): Promise<void> {
-    for (const app of await this.list()) await this.#call('delete', (cb) => this.#pm2.delete(app.name, cb));
+    for (const app of await this.list()) await this.delete(app.name);
     this.disconnect();
     const pid = readLockPid(join(this.home, 'pm2.pid'));
     if (pid === undefined || !isAlive(pid)) return;

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { connect as natsConnect } from '@nats-io/transport-node';
@@ -12,7 +12,9 @@ import { alive, eventually, fleetPids, killFleet, runThymos } from '../helpers/f
 import { createWorkspace, type Workspace } from '../helpers/workspace.js';
 
 const BEHAVIOR = `
+import { existsSync } from 'node:fs';
 export function createBehavior({ id }) {
+  if (existsSync(new URL('broken-' + id, import.meta.url))) throw new Error('behaviour of ' + id + ' is broken on purpose');
   return {
     async talk(ctx, req) { return { reply: id + ' hears: ' + req.message, grounding: [] }; },
     evaluateRelevance(ctx, input) { return typeof input.properties.self_score === 'number' ? input.properties.self_score : undefined; },
@@ -210,6 +212,26 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
     assert.match(bad.stderr, /USAGE: ID: expected an agent id/);
     const history = await fleet.history('tomas_innkeeper');
     assert.deepEqual(history.slice(0, 4).map((t) => `${t.from}>${t.to}`), ['archived>dormant', 'dormant>archived', 'listening>dormant', 'dormant>listening']);
+  });
+
+  test('an agent that cannot start fails alone, fast, with the end of its log; the others still move', async () => {
+    writeFileSync(join(ws.dir, 'broken-tomas_innkeeper'), '');
+    try {
+      const t = Date.now();
+      const report = await fleet.reconcile({ ...village, agents: { ...village.agents, tomas_innkeeper: { relevance: 1 }, old_fenn: { relevance: 0.5 } } });
+      assert.ok(Date.now() - t < 20_000, 'not the whole 30 s start budget');
+      assert.deepEqual(report.failed.map((f) => [f.id, f.code]), [['tomas_innkeeper', 'AGENT_START_FAILED']]);
+      assert.match(report.failed[0]!.message, /broken on purpose/);
+      assert.deepEqual([report.restored, report.started], [['old_fenn'], ['old_fenn']]);
+      const status = await fleet.status();
+      const tomas = row(status, 'tomas_innkeeper');
+      assert.deepEqual([tomas.state, tomas.pid, tomas.last_error?.code], ['dormant', null, 'AGENT_START_FAILED']);
+      assert.equal([...fleetPids(data).apps.keys()].includes('agent-tomas-innkeeper'), false, 'no crash-looping process left behind');
+    } finally {
+      rmSync(join(ws.dir, 'broken-tomas_innkeeper'));
+    }
+    const back = await fleet.reconcile({ ...village, agents: { ...village.agents, old_fenn: { relevance: 0.05 } } });
+    assert.deepEqual([back.stopped, back.archived, back.failed], [['old_fenn'], ['old_fenn'], []]);
   });
 
   test('thymos call and thymos logs reach one agent', async () => {
