@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { withDeadline } from '../../shared/deadline.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { THYMOS_BIN } from './workspace.js';
@@ -60,7 +60,7 @@ export async function startAgent(options: StartAgentOptions): Promise<AgentChild
     async stop(signal: NodeJS.Signals = 'SIGTERM') {
       await Promise.allSettled(clients.map((c) => c.close()));
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      const result = await Promise.race([exited, sleep(15_000).then(() => 'timeout' as const)]);
+      const result = await withDeadline(exited, 15_000, () => 'timeout' as const);
       if (result === 'timeout') {
         child.kill('SIGKILL');
         return exited;
@@ -80,7 +80,7 @@ export async function startAgent(options: StartAgentOptions): Promise<AgentChild
       if (m === 'ready') resolve('ready');
     });
   });
-  const result = await Promise.race([ready, exited, sleep(options.timeoutMs ?? 20_000).then(() => 'timeout' as const)]);
+  const result = await withDeadline(Promise.race([ready, exited]), options.timeoutMs ?? 20_000, () => 'timeout' as const);
   if (result !== 'ready') {
     if (result === 'timeout') child.kill('SIGKILL');
     throw new Error(`agent ${options.id} did not become ready (${result}):\n${out}`);

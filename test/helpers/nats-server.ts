@@ -3,6 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { withDeadline } from '../../shared/deadline.js';
 
 /** A real nats-server on a random loopback port, stopped by its pid. */
 export interface TestNatsServer {
@@ -57,7 +58,7 @@ export async function startNatsServer(options: { jetstream?: boolean } = {}): Pr
       if (!c || c.exitCode !== null || c.signalCode !== null) return;
       const exited = new Promise((resolve) => c.once('exit', resolve));
       c.kill('SIGTERM');
-      const done = await Promise.race([exited.then(() => true), sleep(3000).then(() => false)]);
+      const done = await withDeadline(exited.then(() => true), 3000, () => false);
       if (!done) {
         c.kill('SIGKILL');
         await exited;
