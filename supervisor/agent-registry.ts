@@ -27,15 +27,16 @@ DEFINE FIELD IF NOT EXISTS ok ON transition TYPE bool;
 DEFINE FIELD IF NOT EXISTS error ON transition TYPE option<string>;
 `;
 
+const orNull = <T extends z.ZodType>(t: T) => t.nullish().transform((v) => v ?? null);
 const StoredEntrySchema = z.object({
   state: LifecycleStateSchema,
-  mode: z.enum(['active', 'passive']).nullish(),
-  pid: z.number().int().nullish(),
-  port: z.number().int().nullish(),
-  score: z.number().nullish(),
-  source: z.string().nullish(),
+  mode: orNull(z.enum(['active', 'passive'])),
+  pid: orNull(z.number().int()),
+  port: orNull(z.number().int()),
+  score: orNull(z.number()),
+  source: orNull(z.string()),
   since: z.number().int(),
-  last_error: z.object({ code: z.string(), message: z.string() }).nullish(),
+  last_error: orNull(z.object({ code: z.string(), message: z.string() })),
 });
 
 /** The registry's record of one agent. */
@@ -78,18 +79,7 @@ export class AgentRegistry {
       const id = String(row.id.id);
       const parsed = StoredEntrySchema.safeParse(row);
       if (!parsed.success) throw new ThymosError(ErrorCode.DATABASE_ERROR, `registry row agent:${id} is malformed: ${parsed.error.message}`);
-      const e = parsed.data;
-      this.#entries.set(id, {
-        id,
-        state: e.state,
-        mode: e.mode ?? null,
-        pid: e.pid ?? null,
-        port: e.port ?? null,
-        score: e.score ?? null,
-        source: e.source ?? null,
-        since: e.since,
-        last_error: e.last_error ?? null,
-      });
+      this.#entries.set(id, { id, ...parsed.data });
     }
   }
 
@@ -186,16 +176,7 @@ export class AgentRegistry {
   }
 }
 
-function toRow(e: AgentEntry): Record<string, unknown> {
+function toRow({ id: _id, ...fields }: AgentEntry): Record<string, unknown> {
   // NONE (undefined) rather than NULL: option<T> fields take NONE.
-  return {
-    state: e.state,
-    mode: e.mode ?? undefined,
-    pid: e.pid ?? undefined,
-    port: e.port ?? undefined,
-    score: e.score ?? undefined,
-    source: e.source ?? undefined,
-    since: e.since,
-    last_error: e.last_error ?? undefined,
-  };
+  return Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, v ?? undefined]));
 }
