@@ -13,6 +13,8 @@ import { quantile, round } from './stats.js';
 /** How many agents the scale step runs at once; `THYMOS_BENCH_SCALE` overrides. */
 const SCALE = Number(process.env.THYMOS_BENCH_SCALE ?? 60);
 const TWENTY = 20;
+/** Transitions at once; `THYMOS_BENCH_CONCURRENCY` overrides `[supervisor] concurrency` (default 4). */
+const CONCURRENCY = process.env.THYMOS_BENCH_CONCURRENCY;
 
 function rssMb(pid: number): number {
   try {
@@ -60,7 +62,7 @@ export const fleetScaleScenario: Scenario = {
     writeFileSync(join(dir, 'world.pkl'), domainPkl(n));
     writeFileSync(
       join(dir, 'thymos.toml'),
-      ['data_dir = "data"', '[domain]', 'schema = "world.pkl"', '[lifecycle]', 'min_dwell_ms = 0', `max_running = ${n}`, `max_active = ${n}`, '[log]', 'level = "warn"'].join('\n'),
+      ['data_dir = "data"', '[domain]', 'schema = "world.pkl"', '[lifecycle]', 'min_dwell_ms = 0', `max_running = ${n}`, `max_active = ${n}`, '[supervisor]', ...(CONCURRENCY ? [`concurrency = ${CONCURRENCY}`] : []), '[log]', 'level = "warn"'].join('\n'),
     );
     const config = loadConfig(join(dir, 'thymos.toml'));
     const ids = Array.from({ length: n }, (_, i) => `w_${String(i).padStart(3, '0')}`);
@@ -119,7 +121,7 @@ export const fleetScaleScenario: Scenario = {
         notes.push(
           `The scale step ran ${running} of ${n} agents (failed: ${scale.failed.length}); MemAvailable went from ${Math.round(availableBefore)} MB to ${Math.round(availableNow)} MB of ${Math.round(totalmem() / 2 ** 20)} MB.`,
           `Memory is the bound: at ${round(perAgent, 0)} MB per idle agent this machine holds about ${memoryBound} running agents; idle CPU (heartbeats every 2 s) is ${round(cpuIdle * 100, 1)}% of one core for ${running}, so 2 cores are not the limit for idle agents — starting them is (${round(scaleMs / n, 0)} ms per agent with 4 starts at a time).`,
-          'Start wall time counts pm2 start, the agent opening its SurrealDB and listening, its NATS ready message, and an MCP initialize + tools/list from the supervisor (readiness is verified, not taken from pm2).',
+          'Start wall time counts pm2 start, the agent opening its SurrealDB and listening, its NATS ready message, and an MCP initialize answered by the agent's own server (readiness is verified, not taken from pm2).',
         );
       } finally {
         await fleet.close();

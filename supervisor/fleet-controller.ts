@@ -345,6 +345,8 @@ export class FleetController {
     const t0 = performance.now();
     const budget = config.supervisor.start_timeout_ms;
     const life = this.#link.waitForLife(id, budget);
+    const phases: Record<string, number> = {};
+    const mark = (phase: string) => (phases[phase] = Math.round(performance.now() - t0));
     try {
       mkdirSync(paths.run, { recursive: true });
       const contextFile = join(paths.run, `${id}.context.json`);
@@ -363,12 +365,14 @@ export class FleetController {
         restartDelayMs: config.supervisor.restart_delay_ms,
         logFile: join(paths.logs, `${id}.log`),
       });
+      mark('pm2_started');
       const watch = { done: false };
       try {
         await Promise.race([life.seen, this.#crashDuringStart(id, name, budget, watch)]);
       } finally {
         watch.done = true;
       }
+      mark('nats_ready');
       const left = Math.max(1000, budget - (performance.now() - t0));
       await probeMcp(id, `http://${config.agent.host === '0.0.0.0' ? '127.0.0.1' : config.agent.host}:${port}/mcp`, left);
     } catch (err) {
@@ -378,7 +382,9 @@ export class FleetController {
       const e = toThymosError(err);
       throw new ThymosError(e.code, `${e.message} (log: ${join(paths.logs, `${id}.log`)})`, { cause: err });
     }
+    mark('mcp_answered');
     metrics.startupSeconds.observe((performance.now() - t0) / 1000);
+    this.#o.logger.info({ agent: id, port, mode, ms_since_start: phases }, 'agent started');
     const info = await processes.describe(name);
     return this.#setState(entry, mode === 'active' ? 'active' : 'listening', { mode, pid: info?.pid ?? null, port, score, last_error: null }, reason);
   }
