@@ -121,7 +121,7 @@ export const fleetScaleScenario: Scenario = {
         notes.push(
           `The scale step ran ${running} of ${n} agents (failed: ${scale.failed.length}); MemAvailable went from ${Math.round(availableBefore)} MB to ${Math.round(availableNow)} MB of ${Math.round(totalmem() / 2 ** 20)} MB.`,
           `Memory is the bound: at ${round(perAgent, 0)} MB per idle agent this machine holds about ${memoryBound} running agents; idle CPU (heartbeats every 2 s) is ${round(cpuIdle * 100, 1)}% of one core for ${running}, so 2 cores are not the limit for idle agents — starting them is (${round(scaleMs / n, 0)} ms per agent with 4 starts at a time).`,
-          'Start wall time counts pm2 start, the agent opening its SurrealDB and listening, its NATS ready message, and an MCP initialize answered by the agent's own server (readiness is verified, not taken from pm2).',
+          'Start wall time counts pm2 start, the agent opening its SurrealDB and listening, its NATS ready message, and an MCP initialize answered by the agent itself (readiness is verified, not taken from pm2).',
         );
       } finally {
         await fleet.close();
