@@ -2,6 +2,7 @@ import { createInbox, type NatsConnection } from '@nats-io/transport-node';
 import { ErrorCode, ThymosError } from './errors.js';
 import { Subjects } from './subjects.js';
 import { ProgressMessageSchema, SupervisorReplySchema, type ProgressMessage, type SupervisorOp } from './supervisor-protocol.js';
+import { parseJsonOrUndefined } from './parse-json.js';
 
 /** Sends requests to a fleet's supervisor and turns coded error replies back into ThymosErrors. */
 export class SupervisorRequester {
@@ -22,7 +23,7 @@ export class SupervisorRequester {
       const listener = options.onProgress;
       progressSub = this.#nc.subscribe(inbox, {
         callback: (_err, msg) => {
-          const p = ProgressMessageSchema.safeParse(safeJson(msg.string()));
+          const p = ProgressMessageSchema.safeParse(parseJsonOrUndefined(msg.string()));
           if (p.success) listener(p.data);
         },
       });
@@ -44,13 +45,5 @@ export class SupervisorRequester {
     const reply = SupervisorReplySchema.parse(JSON.parse(text));
     if (!reply.ok) throw new ThymosError(reply.error.code, reply.error.message, { location: reply.error.location, details: reply.error.details });
     return reply.result as T;
-  }
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
   }
 }

@@ -2,6 +2,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { AgentControlReplySchema, AgentStatusMessageSchema, type AgentControlRequest, type AgentState, type AgentStatusMessage } from '../shared/agent-protocol.js';
 import { ErrorCode, ThymosError } from '../shared/errors.js';
 import { Subjects } from '../shared/subjects.js';
+import { parseJsonOrUndefined } from '../shared/parse-json.js';
 
 /** The supervisor's side of `thymos.agent.<id>.*`: control requests and status notices. */
 export class AgentLink {
@@ -44,7 +45,7 @@ export class AgentLink {
       }, timeoutMs);
       void (async () => {
         for await (const m of sub) {
-          const parsed = AgentStatusMessageSchema.safeParse(safeJson(m.string()));
+          const parsed = AgentStatusMessageSchema.safeParse(parseJsonOrUndefined(m.string()));
           if (parsed.success && (parsed.data.kind === 'ready' || parsed.data.kind === 'heartbeat')) {
             clearTimeout(timer);
             sub.unsubscribe();
@@ -62,13 +63,5 @@ export class AgentLink {
         sub.unsubscribe();
       },
     };
-  }
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
   }
 }

@@ -44,6 +44,8 @@ export type ProgressListener = (p: ProgressMessage) => void;
 type Report = Omit<ReconcileReport, 'duration_ms' | 'dry_run'>;
 
 const RUNNING = (s: LifecycleState) => s === 'active' || s === 'listening';
+/** Deadline of a quick control request to an agent (get_state, set_mode). */
+const CONTROL_TIMEOUT_MS = 5000;
 
 /**
  * Reconciles the fleet: scores agents, decides their states, plans transitions and
@@ -92,7 +94,7 @@ export class FleetController {
           let mode: AgentMode = entry.mode ?? 'active';
           let port = entry.port;
           try {
-            const { state } = await this.#link.control(entry.id, { op: 'get_state' }, 2000);
+            const { state } = await this.#link.control(entry.id, { op: 'get_state' }, CONTROL_TIMEOUT_MS);
             mode = state.mode;
             port = state.port;
           } catch (err) {
@@ -335,7 +337,7 @@ export class FleetController {
     const existing = await processes.describe(name);
     if (existing?.status === 'online' && existing.pid && isAlive(existing.pid)) {
       // pm2 still runs it (a start that outlived a supervisor crash): adopt rather than start a second copy.
-      const { state } = await this.#link.control(id, { op: 'set_mode', mode }, config.supervisor.evaluate_timeout_ms * 8);
+      const { state } = await this.#link.control(id, { op: 'set_mode', mode }, CONTROL_TIMEOUT_MS);
       this.#ports.hold(state.port);
       return this.#setState(entry, mode === 'active' ? 'active' : 'listening', { mode, pid: existing.pid, port: state.port, last_error: null }, `${reason} (adopted)`);
     }
@@ -407,7 +409,7 @@ export class FleetController {
   }
 
   async #setMode(entry: AgentEntry, mode: AgentMode, reason: string): Promise<AgentEntry> {
-    await this.#link.control(entry.id, { op: 'set_mode', mode }, 5000);
+    await this.#link.control(entry.id, { op: 'set_mode', mode }, CONTROL_TIMEOUT_MS);
     return this.#setState(entry, mode === 'active' ? 'active' : 'listening', { mode }, reason);
   }
 

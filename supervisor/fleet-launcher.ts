@@ -1,8 +1,8 @@
-import { accessSync, constants, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { accessSync, constants, mkdirSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isAlive } from '../shared/data-lock.js';
+import { isAlive, readLockPid } from '../shared/data-lock.js';
 import { withDeadline } from '../shared/deadline.js';
 import { ErrorCode, ThymosError, toThymosError } from '../shared/errors.js';
 import { fleetPaths, Pm2Names } from '../shared/fleet-paths.js';
@@ -112,7 +112,7 @@ export interface DownResult {
 export async function downFleet(config: ThymosConfig, options: LaunchOptions & { onProgress?: (p: ProgressMessage) => void } = {}): Promise<DownResult> {
   const step = options.onStep ?? (() => undefined);
   const paths = fleetPaths(config.dataPath);
-  const daemonPid = readPid(join(paths.pm2Home, 'pm2.pid'));
+  const daemonPid = readLockPid(join(paths.pm2Home, 'pm2.pid'));
   if (daemonPid === undefined || !isAlive(daemonPid)) return { wasRunning: false, report: undefined };
   const pm = await ProcessManager.connect(paths.pm2Home);
   let report: ReconcileReport | undefined;
@@ -171,12 +171,6 @@ export function findNatsServer(dirs: readonly string[] = [...(process.env.PATH ?
     ErrorCode.NATS_SERVER_MISSING,
     'no nats-server binary found on PATH. Either install it (Debian: apt-get install nats-server) so thymos up can run one, or set [nats] url in thymos.toml to a server you run',
   );
-}
-
-function readPid(file: string): number | undefined {
-  if (!existsSync(file)) return undefined;
-  const n = Number.parseInt(readFileSync(file, 'utf8').trim(), 10);
-  return Number.isInteger(n) && n > 0 ? n : undefined;
 }
 
 async function waitForPort(port: number, ms: number, log: string): Promise<void> {
