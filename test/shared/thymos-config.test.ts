@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { isThymosError, ThymosError } from '../../shared/errors.js';
-import { loadConfig, parseConfig } from '../../shared/thymos-config.js';
+import { loadConfig, parseConfig, ThymosConfigSchema } from '../../shared/thymos-config.js';
 import { REPO_ROOT } from '../helpers/workspace.js';
 
 function configError(source: string): ThymosError {
@@ -28,6 +28,18 @@ describe('thymos.toml', () => {
     assert.equal(config.memory.recall_default_k, 5);
     assert.equal(config.nats.url, undefined);
     assert.ok(Object.isFrozen(config));
+  });
+
+  test('the repository thymos.toml states every default and names every key', () => {
+    const text = readFileSync(join(REPO_ROOT, 'thymos.toml'), 'utf8');
+    const repo = loadConfig(join(REPO_ROOT, 'thymos.toml'));
+    const defaults = ThymosConfigSchema.parse({});
+    for (const section of ['agent', 'lifecycle', 'supervisor', 'nats', 'memory', 'mcp', 'log'] as const) {
+      assert.deepEqual(repo[section], defaults[section], section);
+      const keys = Object.keys((ThymosConfigSchema.shape[section] as unknown as { def: { innerType: { shape: object } } }).def.innerType.shape);
+      assert.ok(keys.length > 0, `keys of ${section}`);
+      for (const key of keys) assert.match(text, new RegExp(`^#? ?${key} = `, 'm'), `${section}.${key} is in thymos.toml`);
+    }
   });
 
   test('the repository default parses and names the village schema', () => {
