@@ -53,6 +53,12 @@ export class AgentControlChannel {
     }
   }
 
+  /** The NATS connection, once the first connection is made. */
+  async connection(): Promise<NatsConnection> {
+    await this.#connected;
+    return this.#nc!;
+  }
+
   /** Publishes a status notice now (ready, mode, stopping…), if connected. */
   publishStatus(kind: AgentStatusMessage['kind']): void {
     const nc = this.#nc;

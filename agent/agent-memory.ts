@@ -7,6 +7,11 @@ import type { MemoryStore } from './memory-store.js';
 
 /** A memory to store; everything but the content has a default. */
 export interface NewMemory {
+  /**
+   * A stable id makes the write idempotent: a memory with this id already stored is kept as
+   * it is and not written again (how a redelivered event stays one memory). Unset: a new UUID.
+   */
+  id?: string;
   content: string;
   /** 0..1. @default 0.5 */
   importance?: number;
@@ -70,15 +75,29 @@ export class AgentMemory {
     return record!;
   }
 
-  /** Stores several memories in one database write. */
+  /**
+   * Stores several memories in one database write. Inputs whose `id` is already stored (or
+   * repeated within the call) are not written again; the stored record is returned for them.
+   */
   async rememberMany(inputs: readonly NewMemory[], now = Date.now()): Promise<MemoryRecord[]> {
-    const records = inputs.map((input) => this.#toRecord(input, now));
-    await this.#store.insert(records);
-    for (const r of records) {
+    const fresh = new Map<string, MemoryRecord>();
+    const out: MemoryRecord[] = [];
+    for (const input of inputs) {
+      const known = input.id === undefined ? undefined : (this.#records.get(input.id) ?? fresh.get(input.id));
+      if (known) {
+        out.push(known);
+        continue;
+      }
+      const record = this.#toRecord(input, now);
+      fresh.set(record.id, record);
+      out.push(record);
+    }
+    await this.#store.insert([...fresh.values()]);
+    for (const r of fresh.values()) {
       this.#records.set(r.id, r);
       this.#index.add(r);
     }
-    return records;
+    return out;
   }
 
   /**
@@ -127,7 +146,7 @@ export class AgentMemory {
 
   #toRecord(input: NewMemory, now: number): MemoryRecord {
     return {
-      id: randomUUID(),
+      id: input.id ?? randomUUID(),
       content: input.content,
       importance: input.importance ?? 0.5,
       emotional_weight: input.emotional_weight ?? 0,

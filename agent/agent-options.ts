@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { AgentModeSchema } from '../shared/agent-protocol.js';
-import { AgentDefinitionSchema, AgentIdSchema } from '../shared/domain-schema.js';
+import { AgentDefinitionSchema, AgentIdSchema, EventFilterSchema } from '../shared/domain-schema.js';
 import { ErrorCode, ThymosError } from '../shared/errors.js';
 import { describeIssues } from '../shared/zod-issues.js';
 
@@ -25,6 +25,8 @@ export type AgentOptions = z.infer<typeof AgentOptionsSchema>;
 export const AgentStartContextSchema = z
   .object({
     definition: AgentDefinitionSchema.optional(),
+    /** The domain schema's event filters (which world events the agent hears). */
+    eventFilters: z.array(EventFilterSchema).optional(),
     properties: z.record(z.string(), z.unknown()).default({}),
   })
   .strict();

@@ -80,7 +80,9 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
     const store = await MemoryStore.open(join(dir, 'db'), { timeoutMs: config.agent.db_open_timeout_ms });
     cleanup.push(() => store.close());
     phase('db_open');
-    const { definition, defined } = resolveDefinition(options.agentId, startContext?.definition, await domainPromise, logger);
+    const domain = await domainPromise;
+    const { definition, defined } = resolveDefinition(options.agentId, startContext?.definition, domain, logger);
+    const eventFilters = startContext?.eventFilters ?? domain?.eventFilters ?? [];
     phase('domain_schema');
 
     const memory = await AgentMemory.load(store, config.memory);
@@ -121,6 +123,7 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
     };
 
     let channel: AgentControlChannel | undefined;
+    let listener: { close(): Promise<void> } | undefined;
     if (config.nats.url && natsModule) {
       const { AgentControlChannel } = await natsModule;
       channel = new AgentControlChannel(
@@ -132,6 +135,28 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
       const linked = await channel.waitUntilConnected(config.agent.nats_wait_ms);
       if (!linked) logger.warn({ url: config.nats.url }, 'nats not reachable yet; serving MCP and reconnecting in the background');
       phase('nats');
+      const location = typeof startContext?.properties.location === 'string' ? startContext.properties.location : definition.homeLocation;
+      const { AgentEventListener } = await import('./agent-event-listener.js');
+      const ear = new AgentEventListener(
+        runtime,
+        { listener: { id: options.agentId, name: definition.persona.name, tags: definition.tags, aliases: definition.aliases, location }, filters: eventFilters, replayMax: config.events.replay_max },
+        logger,
+      );
+      cleanup.push(() => ear.close());
+      listener = ear;
+      // What arrived while the agent was stopped is heard before it says ready; when NATS
+      // comes later, as soon as it does.
+      const listen = async () => {
+        const { replayed, skipped } = await ear.catchUp(await channel!.connection());
+        if (replayed || skipped) logger.info({ replayed, skipped }, 'missed events replayed');
+        ear.start();
+      };
+      if (linked) {
+        await listen().catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'world events unavailable (JetStream off, or no event stream yet)'));
+        phase('replay');
+      } else {
+        void listen().catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'world events unavailable'));
+      }
     }
 
     async function shutdown(reason: string): Promise<void> {
@@ -145,6 +170,7 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
       channel?.publishStatus('stopping');
       const drained = await runtime.drain(Math.floor(budget * 0.6));
       if (!drained) logger.warn({ in_flight: runtime.inFlight }, 'in-flight calls did not finish in time');
+      await listener?.close();
       await runtime.snapshot(`stop:${reason}`).catch((err) => logger.error({ err }, 'snapshot failed'));
       await http.close();
       channel?.publishStatus('stopped');

@@ -168,6 +168,17 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
     });
   }
 
+  /**
+   * Stores what the agent heard (world events). Unlike `remember`, works in passive mode:
+   * Listening agents hear and remember too. Ids make it idempotent.
+   */
+  async hear(memories: readonly NewMemory[]): Promise<MemoryRecord[]> {
+    const records = await this.#memory.rememberMany(memories);
+    for (const r of records) this.emit('memory', r);
+    this.#changed();
+    return records;
+  }
+
   async recall(query: string, options: RecallOptions): Promise<RecallHit[]> {
     return this.#call(() => this.#memory.recall(query, options));
   }

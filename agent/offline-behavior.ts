@@ -27,7 +27,10 @@ const SAID_TAG = 'said';
  */
 export class OfflineBehavior implements AgentBehavior {
   async talk(ctx: AgentBehaviorContext, request: TalkRequest): Promise<TalkReply> {
-    const grounding = await ctx.recall(request.message, { k: 3, filter: (m) => !m.tags.includes(SAID_TAG) });
+    // Neither its own replies nor earlier records of this very line are grounds for an answer:
+    // asked the same question twice, it should answer from what it knows, not echo the asker.
+    const echo = `${request.speaker} said to me: ${request.message}`;
+    const grounding = await ctx.recall(request.message, { k: 3, filter: (m) => !m.tags.includes(SAID_TAG) && m.content !== echo });
     const persona = ctx.definition.persona;
     const facts = grounding.map((h) => sentence(h.memory.content));
     const body =
@@ -37,7 +40,7 @@ export class OfflineBehavior implements AgentBehavior {
     const reply = `${opener(persona)} ${body}`;
     const thread = request.speaker;
     await ctx.remember({
-      content: `${request.speaker} said to me: ${request.message}`,
+      content: echo,
       tags: ['dialogue', 'heard'],
       importance: 0.4,
       source: { kind: 'dialogue', by: request.speaker, thread },

@@ -187,3 +187,37 @@ function parseId(raw: string, usage: string): string {
   if (!r.success) throw new ThymosError(ErrorCode.USAGE, `ID: expected an agent id (lower-case letters, digits, _), got ${JSON.stringify(raw)}\nusage: ${usage}`);
   return r.data;
 }
+
+/** `thymos publish TYPE ['{"summary":"…"}'] [--tags a,b] [--location L] [--mentions a,b] [--source S] [--id ID]` */
+export async function runPublishCommand(argv: string[]): Promise<number> {
+  const usage = "thymos publish TYPE ['{\"summary\":\"…\"}'] [--tags a,b] [--location L] [--mentions a,b] [--source S] [--id ID] [--json]";
+  const args = parseFleetArgs(
+    argv,
+    usage,
+    { tags: { type: 'string' }, location: { type: 'string' }, mentions: { type: 'string' }, source: { type: 'string' }, id: { type: 'string' } },
+    { min: 1, max: 2 },
+  );
+  const [type, json] = args.positionals as [string, string | undefined];
+  let payload: unknown = {};
+  if (json !== undefined) {
+    try {
+      payload = JSON.parse(json);
+    } catch (e) {
+      throw new ThymosError(ErrorCode.USAGE, `payload: expected a JSON object, got ${JSON.stringify(json.slice(0, 60))}: ${(e as Error).message}\nusage: ${usage}`);
+    }
+  }
+  const list = (v: unknown) => (typeof v === 'string' ? v.split(',').map((s) => s.trim()).filter(Boolean) : undefined);
+  const v = args.values;
+  const input = {
+    type,
+    payload,
+    ...(v.tags !== undefined ? { tags: list(v.tags) } : {}),
+    ...(v.mentions !== undefined ? { mentions: list(v.mentions) } : {}),
+    ...(typeof v.location === 'string' ? { location: v.location } : {}),
+    ...(typeof v.source === 'string' ? { source: v.source } : {}),
+    ...(typeof v.id === 'string' ? { id: v.id } : {}),
+  };
+  const result = await withFleet(args.config, (f) => f.publish(input as Parameters<Fleet['publish']>[0]));
+  out(args.json ? JSON.stringify(result) : `published ${type} as ${result.id} (stream sequence ${result.seq}${result.duplicate ? ', a duplicate: dropped' : ''})`);
+  return ExitCode.OK;
+}

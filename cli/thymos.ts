@@ -24,6 +24,8 @@ usage:
       The agent's last transitions.
   thymos call ID TOOL ['{"arg":"value"}'] [--json]
       Call one MCP tool on a running agent.
+  thymos publish TYPE ['{"summary":"…"}'] [--tags a,b] [--location L] [--mentions a,b] [--source S]
+      Publish a world event; agents whose event filters match remember it (Dormant ones on waking).
   thymos validate [--config FILE] [--json]
       Check thymos.toml and the Pkl domain schema it names.
   thymos supervisor [--config FILE] [--nats-url URL]
@@ -57,6 +59,7 @@ async function main(argv: string[]): Promise<number> {
     case 'restore':
     case 'logs':
     case 'call':
+    case 'publish':
     case 'history': {
       const commands = await import('./fleet-commands.js');
       switch (command) {
@@ -74,6 +77,8 @@ async function main(argv: string[]): Promise<number> {
           return commands.runCallCommand(rest);
         case 'history':
           return commands.runHistoryCommand(rest);
+        case 'publish':
+          return commands.runPublishCommand(rest);
         default:
           return commands.runAgentOperationCommand(command, rest);
       }

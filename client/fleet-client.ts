@@ -3,7 +3,9 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { AgentMode } from '../shared/agent-protocol.js';
 import { withDeadline } from '../shared/deadline.js';
 import { ErrorCode, ThymosError } from '../shared/errors.js';
+import { publishWorldEvent } from '../shared/event-stream.js';
 import { fleetNatsUrl } from '../shared/fleet-runtime.js';
+import { parseWorldEvent, type WorldEventInput } from '../shared/world-event.js';
 import { connectNats, type NatsConnection } from '../shared/nats-connection.js';
 import { parseReconcileContext, type ReconcileContextInput } from '../shared/reconcile-context.js';
 import { SupervisorRequester } from '../shared/supervisor-requester.js';
@@ -33,6 +35,11 @@ export interface Fleet {
   stop(id: string, options?: OperationOptions): Promise<ReconcileReport>;
   archive(id: string, options?: OperationOptions): Promise<ReconcileReport>;
   restore(id: string, options?: OperationOptions): Promise<ReconcileReport>;
+  /**
+   * Publishes a world event into the fleet's JetStream stream; agents whose event filters
+   * match hear it (Dormant ones when they wake). Invalid input → INVALID_INPUT naming the field.
+   */
+  publish(event: WorldEventInput): Promise<{ id: string; seq: number; duplicate: boolean }>;
   /** The newest transitions of one agent, newest first. */
   history(id: string, limit?: number): Promise<TransitionRecord[]>;
   /**
@@ -104,6 +111,11 @@ class FleetClient implements Fleet {
 
   restore(id: string, options: OperationOptions = {}): Promise<ReconcileReport> {
     return this.#requester.request('restore', { id }, { onProgress: options.onProgress });
+  }
+
+  async publish(input: WorldEventInput): Promise<{ id: string; seq: number; duplicate: boolean }> {
+    const event = parseWorldEvent(input);
+    return { id: event.id, ...(await publishWorldEvent(this.#nc, event)) };
   }
 
   history(id: string, limit = 50): Promise<TransitionRecord[]> {

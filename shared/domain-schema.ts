@@ -70,6 +70,7 @@ export const EventFilterSchema = z.object({
   sameLocation: z.boolean().default(false),
   mentions: z.boolean().default(false),
 });
+export type EventFilter = z.infer<typeof EventFilterSchema>;
 
 export const ConditionSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('equals'), property: z.string().min(1), value: ScalarSchema }),

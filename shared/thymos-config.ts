@@ -119,6 +119,21 @@ export const SupervisorSettingsSchema = z
   .strict()
   .refine((s) => s.agent_port_min <= s.agent_port_max, { message: 'expected agent_port_min <= agent_port_max', path: ['agent_port_max'] });
 
+/** World events on JetStream. */
+export const EventsSettingsSchema = z
+  .object({
+    /** Events older than this leave the stream (and can no longer be replayed). @default 604800 (7 days) */
+    max_age_s: z.number().int().min(1).max(31_536_000).default(604_800),
+    /** Largest size of the event stream; the oldest events go first. @default 268435456 */
+    max_bytes: z.number().int().min(1_048_576).max(2 ** 42).default(268_435_456),
+    /** A republished event id within this window is dropped. @default 120 */
+    duplicate_window_s: z.number().int().min(1).max(86_400).default(120),
+    /** Most missed events an agent replays when it wakes; older ones beyond it are skipped. @default 10000 */
+    replay_max: z.number().int().min(0).max(10_000_000).default(10_000),
+  })
+  .strict();
+export type EventsSettings = z.infer<typeof EventsSettingsSchema>;
+
 export const NatsSettingsSchema = z
   .object({
     /**
@@ -200,6 +215,7 @@ export const ThymosConfigSchema = z
     lifecycle: LifecycleSettingsSchema.prefault({}),
     supervisor: SupervisorSettingsSchema.prefault({}),
     nats: NatsSettingsSchema.prefault({}),
+    events: EventsSettingsSchema.prefault({}),
     memory: MemorySettingsSchema.prefault({}),
     mcp: McpSettingsSchema.prefault({}),
     log: LogSettingsSchema.prefault({}),

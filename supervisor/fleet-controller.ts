@@ -2,11 +2,13 @@ import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection } from '@nats-io/transport-node';
+import type { JetStreamManager } from '@nats-io/jetstream';
 import PQueue from 'p-queue';
 import { AgentStatusMessageSchema, type AgentMode } from '../shared/agent-protocol.js';
 import { isAlive } from '../shared/data-lock.js';
 import type { DomainSchema, LifecycleState } from '../shared/domain-schema.js';
 import { ErrorCode, ThymosError, toThymosError } from '../shared/errors.js';
+import { deleteAgentConsumer, ensureAgentConsumer } from '../shared/event-stream.js';
 import { Pm2Names, type FleetPaths } from '../shared/fleet-paths.js';
 import type { Logger } from '../shared/logger.js';
 import type { ReconcileContext } from '../shared/reconcile-context.js';
@@ -36,12 +38,23 @@ export interface FleetControllerOptions {
   logger: Logger;
   /** The bundled `thymos` command agents run. */
   thymosBin: string;
+  /** JetStream, when the server has it: agents' event consumers are kept here. */
+  jsm?: JetStreamManager | undefined;
 }
 
 /** Called as each agent's transition finishes. */
 export type ProgressListener = (p: ProgressMessage) => void;
 
 type Report = Omit<ReconcileReport, 'duration_ms' | 'dry_run'>;
+
+/** One agent to move, and the context properties it starts with (its location, say). */
+interface Move {
+  entry: AgentEntry;
+  to: LifecycleState;
+  score: number | null;
+  reason: string;
+  properties?: Record<string, unknown>;
+}
 
 const RUNNING = (s: LifecycleState) => s === 'active' || s === 'listening';
 /** Deadline of a quick control request to an agent (get_state, set_mode). */
@@ -121,10 +134,19 @@ export class FleetController {
         const id = Pm2Names.agentId(name);
         if (id) logger.warn({ app: name }, 'pm2 runs an agent the domain schema does not define; leaving it alone');
       }
+      await this.#ensureConsumers(registry.all().filter((e) => e.state !== 'archived').map((e) => e.id));
       this.#updateCounts();
       logger.info({ adopted, lost }, 'fleet adopted');
       return { adopted, lost };
     });
+  }
+
+  /** Dormant agents keep what arrives: every agent not archived has its durable consumer. */
+  async #ensureConsumers(ids: readonly string[]): Promise<void> {
+    const jsm = this.#o.jsm;
+    if (!jsm) return;
+    const queue = new PQueue({ concurrency: 8 });
+    await Promise.all(ids.map((id) => queue.add(() => ensureAgentConsumer(jsm, id))));
   }
 
   /** Level-triggered and idempotent: the same context twice changes nothing the second time. */
@@ -142,7 +164,7 @@ export class FleetController {
       const started = performance.now();
       const decisions = await this.decide(context);
       this.#o.metrics.decisionSeconds.observe((performance.now() - started) / 1000);
-      const report = await this.#apply(decisions, options);
+      const report = await this.#apply(decisions, context, options);
       const duration = performance.now() - started;
       this.#o.metrics.reconcileSeconds.observe(duration / 1000);
       return { ...report, dry_run: options.dryRun ?? false, duration_ms: Math.round(duration) };
@@ -168,9 +190,13 @@ export class FleetController {
     return scored.map((s) => ({ ...decisions.get(s.id)!, score: s.score, source: errors.has(s.id) ? 'error' : s.source, error: errors.get(s.id) }));
   }
 
-  async #apply(decisions: Array<Decision & { score: number; source: string; error?: ThymosError }>, options: { dryRun?: boolean; onProgress?: ProgressListener }): Promise<Report> {
+  async #apply(
+    decisions: Array<Decision & { score: number; source: string; error?: ThymosError }>,
+    context: ReconcileContext,
+    options: { dryRun?: boolean; onProgress?: ProgressListener },
+  ): Promise<Report> {
     const report = emptyReport();
-    const moves: Array<{ entry: AgentEntry; to: LifecycleState; score: number; source: string; reason: string }> = [];
+    const moves: Move[] = [];
     const rescored: Array<{ id: string; score: number; source: string }> = [];
     for (const d of decisions) {
       const entry = this.#o.registry.get(d.id)!;
@@ -180,7 +206,7 @@ export class FleetController {
       }
       if (entry.score !== d.score || entry.source !== d.source) rescored.push({ id: d.id, score: d.score, source: d.source });
       if (d.state === entry.state) report.unchanged.push(d.id);
-      else moves.push({ entry: { ...entry, score: d.score, source: d.source }, to: d.state, score: d.score, source: d.source, reason: d.reason });
+      else moves.push({ entry: { ...entry, score: d.score, source: d.source }, to: d.state, score: d.score, reason: d.reason, properties: this.#o.evaluator.propertiesOf(d.id, context) });
     }
     if (!options.dryRun) await this.#o.registry.updateScores(rescored);
     if (options.dryRun) {
@@ -194,7 +220,7 @@ export class FleetController {
 
   /** Moves down first (freeing capacity and ports), then up; each phase with bounded concurrency. */
   async #runMoves(
-    moves: Array<{ entry: AgentEntry; to: LifecycleState; score: number | null; reason: string }>,
+    moves: Move[],
     report: Report,
     onProgress: ProgressListener | undefined,
   ): Promise<void> {
@@ -204,7 +230,7 @@ export class FleetController {
     const run = (m: (typeof moves)[number]) =>
       queue.add(async () => {
         const t0 = performance.now();
-        const ok = await this.#transition(m.entry.id, m.to, m.score, m.reason, report);
+        const ok = await this.#transition(m.entry.id, m.to, m.score, m.reason, report, m.properties ?? {});
         onProgress?.({ id: m.entry.id, step: `${m.entry.state} → ${m.to}`, done: ++done, total, ok, ms: Math.round(performance.now() - t0) });
       });
     const down = moves.filter((m) => STATE_RANK[m.to] < STATE_RANK[m.entry.state]);
@@ -276,7 +302,7 @@ export class FleetController {
   }
 
   /** Runs the steps from an agent's state to `to`; records each in the report. Never throws. */
-  async #transition(id: string, to: LifecycleState, score: number | null, reason: string, report: Report): Promise<boolean> {
+  async #transition(id: string, to: LifecycleState, score: number | null, reason: string, report: Report, properties: Record<string, unknown>): Promise<boolean> {
     const from = this.#o.registry.get(id)!.state;
     const { metrics, logger } = this.#o;
     let step = 'plan';
@@ -297,6 +323,7 @@ export class FleetController {
         if (entry.state === 'archived' && to !== 'archived') {
           step = 'restore';
           await this.#archive.unpack(id);
+          if (this.#o.jsm) await ensureAgentConsumer(this.#o.jsm, id);
           entry = await this.#setState(entry, 'dormant', {}, reason);
           report.restored.push(id);
           metrics.transitions.inc({ kind: 'restore' });
@@ -304,13 +331,15 @@ export class FleetController {
         if (to === 'archived' && entry.state === 'dormant') {
           step = 'archive';
           await this.#archive.pack(id);
+          // An Archived agent stops retaining events.
+          if (this.#o.jsm) await deleteAgentConsumer(this.#o.jsm, id);
           entry = await this.#setState(entry, 'archived', { port: null }, reason);
           report.archived.push(id);
           metrics.transitions.inc({ kind: 'archive' });
         }
         if (RUNNING(to) && entry.state === 'dormant') {
           step = 'start';
-          await this.#start(entry, to === 'active' ? 'active' : 'passive', score, reason);
+          await this.#start(entry, to === 'active' ? 'active' : 'passive', score, reason, properties);
           report.started.push(id);
           metrics.transitions.inc({ kind: 'start' });
         }
@@ -330,7 +359,7 @@ export class FleetController {
     }
   }
 
-  async #start(entry: AgentEntry, mode: AgentMode, score: number | null, reason: string): Promise<AgentEntry> {
+  async #start(entry: AgentEntry, mode: AgentMode, score: number | null, reason: string, properties: Record<string, unknown>): Promise<AgentEntry> {
     const { config, processes, paths, domain, metrics } = this.#o;
     const id = entry.id;
     const name = Pm2Names.agent(id);
@@ -352,7 +381,7 @@ export class FleetController {
     try {
       mkdirSync(paths.run, { recursive: true });
       const contextFile = join(paths.run, `${id}.context.json`);
-      writeAtomic(contextFile, JSON.stringify({ definition: domain.agents[id], properties: {} }));
+      writeAtomic(contextFile, JSON.stringify({ definition: domain.agents[id], eventFilters: domain.eventFilters, properties }));
       const args = ['agent', '--agent-id', id, '--port', String(port), '--mode', mode, '--context', contextFile, '--nats-url', this.#o.natsUrl];
       if (config.file) args.push('--config', config.file);
       await processes.start({

@@ -4,6 +4,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { DataLock } from '../shared/data-lock.js';
 import { withDeadline } from '../shared/deadline.js';
 import { EMPTY_DOMAIN, loadDomainSchema } from '../shared/domain-schema.js';
+import { ensureEventStream } from '../shared/event-stream.js';
 import { ErrorCode, ThymosError, toThymosError } from '../shared/errors.js';
 import { fleetPaths } from '../shared/fleet-paths.js';
 import { createLogger } from '../shared/logger.js';
@@ -77,7 +78,11 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
       },
     });
     const metrics = new SupervisorMetrics();
-    const controller = new FleetController({ config, domain, paths, registry, processes, nc, natsUrl, evaluator, metrics, logger, thymosBin: thymosBinPath() });
+    const jsm = await ensureEventStream(nc, config.events).catch((err: unknown) => {
+      logger.warn({ err: (err as Error).message }, 'world events are off: the NATS server has no JetStream');
+      return undefined;
+    });
+    const controller = new FleetController({ config, domain, paths, registry, processes, nc, natsUrl, evaluator, metrics, logger, thymosBin: thymosBinPath(), jsm });
     await controller.adopt();
     controller.watchHeartbeats();
 

@@ -38,7 +38,7 @@ const walk = [
   { at: 'forge', say: 'Bram, will you come with me to the northern pass?', joins: 'bram_smith' },
   { at: 'herb_garden', say: 'Mira, where does silverleaf grow?' },
   { at: 'tavern', say: 'Any news of strangers, Tomas?' },
-  { at: 'gatehouse', say: 'Captain, what troubles the north road?' },
+  { at: 'gatehouse', say: 'Captain, what troubles the north road?', news: { type: 'village.alarm', tags: ['danger'], payload: { summary: 'Wolves took two sheep from the north pasture' } } },
   { at: 'village_square', say: 'Elder, do you remember what I asked about the mill?' },
 ] as const;
 
@@ -64,6 +64,12 @@ try {
     const moves = (['started', 'stopped', 'upgraded', 'downgraded', 'archived', 'restored'] as const).filter((k) => report[k].length).map((k) => `${k} ${report[k].join(', ')}`);
     console.log(`  reconcile: ${moves.join('; ') || 'no change'} (${report.duration_ms} ms)`);
     check(`tick ${tick}: no transition failed`, report.failed.length === 0, JSON.stringify(report.failed));
+    // The world moves on: agents whose event filters match remember it; Dormant ones when they wake.
+    await fleet.publish({ type: 'player.arrived', location: step.at, source: 'player', payload: { summary: `A traveller walked into ${step.at.replace('_', ' ')}` } });
+    if ('news' in step) {
+      await fleet.publish({ ...step.news, tags: [...step.news.tags] });
+      console.log(`  news: ${step.news.payload.summary}`);
+    }
     const status = await fleet.status();
     printFleet(status);
 
@@ -90,6 +96,8 @@ try {
   const elder = await fleet.agent('elder_rowan');
   const memory = text(await elder.callTool({ name: 'recall', arguments: { query: 'mill wheel', k: 5 } }));
   check('the elder remembers the first conversation after sleeping through the walk', /mill wheel creaks/.test(memory), memory.slice(0, 200));
+  const heard = text(await elder.callTool({ name: 'query_elder_rowan_knowledge', arguments: { query: 'wolves sheep north pasture', k: 3 } }));
+  check('the elder, Dormant when the wolves came, heard of them on waking', /Wolves took two sheep/.test(heard), heard.slice(0, 200));
   const history = await fleet.history('elder_rowan');
   check('the elder went dormant while the player was away and woke on return', history.some((t) => t.to === 'dormant') && history[0]?.to === 'active', JSON.stringify(history.map((t) => `${t.from}>${t.to}`)));
 } finally {

@@ -98,6 +98,15 @@ describe('agent process', () => {
       assert.ok(memories.some((m) => m.content === 'player said to me: Tell me about the dragon and the mill' && m.source.thread === 'player'));
     });
 
+    test('asked the same question again and again, it answers from what it knows, not from records of the question', async () => {
+      let last = '';
+      for (let i = 0; i < 4; i++) {
+        last = text(await call(client, 'talk_to_elder_rowan', { message: 'What burned the mill?', speaker: 'player' }));
+      }
+      assert.match(last, /A dragon burned the mill at dawn/);
+      assert.doesNotMatch(last, /player said to me: What burned the mill\?/);
+    });
+
     test('notifies a subscriber of its state resource when its mode changes, and answers control over NATS', async () => {
       const updates: string[] = [];
       client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => {

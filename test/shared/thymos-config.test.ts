@@ -34,7 +34,7 @@ describe('thymos.toml', () => {
     const text = readFileSync(join(REPO_ROOT, 'thymos.toml'), 'utf8');
     const repo = loadConfig(join(REPO_ROOT, 'thymos.toml'));
     const defaults = ThymosConfigSchema.parse({});
-    for (const section of ['agent', 'lifecycle', 'supervisor', 'nats', 'memory', 'mcp', 'log'] as const) {
+    for (const section of ['agent', 'lifecycle', 'supervisor', 'nats', 'events', 'memory', 'mcp', 'log'] as const) {
       assert.deepEqual(repo[section], defaults[section], section);
       const keys = Object.keys((ThymosConfigSchema.shape[section] as unknown as { def: { innerType: { shape: object } } }).def.innerType.shape);
       assert.ok(keys.length > 0, `keys of ${section}`);

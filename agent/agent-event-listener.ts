@@ -1,0 +1,116 @@
+import { jetstream, type Consumer, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { EventFilter } from '../shared/domain-schema.js';
+import { hearsEvent, type Listener } from '../shared/event-filter.js';
+import { ensureAgentConsumer } from '../shared/event-stream.js';
+import type { Logger } from '../shared/logger.js';
+import { parseJsonOrUndefined } from '../shared/parse-json.js';
+import { agentConsumerName, EVENT_STREAM, eventMemoryText, WorldEventSchema, type WorldEvent } from '../shared/world-event.js';
+import type { NewMemory } from './agent-memory.js';
+import type { AgentRuntime } from './agent-runtime.js';
+
+export interface AgentEventListenerOptions {
+  listener: Listener;
+  filters: readonly EventFilter[];
+  /** Most missed events replayed on wake; older ones are acknowledged unread. */
+  replayMax: number;
+}
+
+const BATCH = 256;
+
+/**
+ * An agent's ear on the world: its durable JetStream consumer. On start it replays what
+ * arrived while it was stopped, in order; then it keeps listening. Heard events become
+ * memories whose id derives from the event id, and a message is acknowledged only after
+ * its memory is stored — so a redelivery (a crash mid-replay) never makes a second memory
+ * and a crash never loses one.
+ */
+export class AgentEventListener {
+  readonly #runtime: AgentRuntime;
+  readonly #options: AgentEventListenerOptions;
+  readonly #logger: Logger;
+  #consumer: Consumer | undefined;
+  #messages: ConsumerMessages | undefined;
+  #closed = false;
+  heard = 0;
+
+  constructor(runtime: AgentRuntime, options: AgentEventListenerOptions, logger: Logger) {
+    this.#runtime = runtime;
+    this.#options = options;
+    this.#logger = logger;
+  }
+
+  /** Binds the consumer (creating it the first time) and replays every pending event. */
+  async catchUp(nc: NatsConnection): Promise<{ replayed: number; skipped: number }> {
+    const js = jetstream(nc);
+    await ensureAgentConsumer(await js.jetstreamManager(), this.#runtime.id);
+    const consumer = await js.consumers.get(EVENT_STREAM, agentConsumerName(this.#runtime.id));
+    this.#consumer = consumer;
+    let replayed = 0;
+    let skipped = 0;
+    let toSkip = Math.max(0, (await consumer.info()).num_pending - this.#options.replayMax);
+    while (!this.#closed) {
+      const pending = (await consumer.info()).num_pending;
+      if (pending === 0) break;
+      const batch = await consumer.fetch({ max_messages: Math.min(BATCH, pending), expires: 2000 });
+      const msgs: JsMsg[] = [];
+      for await (const m of batch) msgs.push(m);
+      if (msgs.length === 0) break;
+      const skip = msgs.slice(0, toSkip);
+      for (const m of skip) m.ack();
+      toSkip -= skip.length;
+      skipped += skip.length;
+      await this.#hear(msgs.slice(skip.length));
+      replayed += msgs.length - skip.length;
+    }
+    return { replayed, skipped };
+  }
+
+  /** Listens from now on, in order, until closed. Call after `catchUp`. */
+  start(): void {
+    const consumer = this.#consumer;
+    if (!consumer || this.#closed) return;
+    void (async () => {
+      this.#messages = await consumer.consume({ max_messages: BATCH });
+      for await (const m of this.#messages) {
+        try {
+          await this.#hear([m]);
+        } catch (err) {
+          // Not acknowledged: JetStream delivers it again after ack_wait.
+          this.#logger.error({ err, seq: m.seq }, 'event not stored; it will be redelivered');
+        }
+      }
+    })().catch((err: unknown) => this.#logger.warn({ err }, 'event consumer stopped'));
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.#messages?.close().catch(() => undefined);
+  }
+
+  async #hear(msgs: readonly JsMsg[]): Promise<void> {
+    const memories: NewMemory[] = [];
+    for (const m of msgs) {
+      const parsed = WorldEventSchema.safeParse(parseJsonOrUndefined(m.string()));
+      if (!parsed.success) {
+        this.#logger.warn({ subject: m.subject, seq: m.seq }, 'malformed event ignored');
+        continue;
+      }
+      if (hearsEvent(this.#options.filters, this.#options.listener, parsed.data)) memories.push(toMemory(parsed.data));
+    }
+    if (memories.length > 0) await this.#runtime.hear(memories);
+    this.heard += memories.length;
+    for (const m of msgs) m.ack();
+  }
+}
+
+function toMemory(e: WorldEvent): NewMemory {
+  const importance = typeof e.payload.importance === 'number' && e.payload.importance >= 0 && e.payload.importance <= 1 ? e.payload.importance : 0.5;
+  return {
+    id: `ev-${e.id}`,
+    content: eventMemoryText(e),
+    importance,
+    tags: [...new Set(['event', e.type, ...e.tags])].slice(0, 32),
+    source: { kind: 'event', by: e.source, event: e.id },
+  };
+}
