@@ -14,6 +14,8 @@ export interface AgentEventListenerOptions {
   filters: readonly EventFilter[];
   /** Most missed events replayed on wake; older ones are acknowledged unread. */
   replayMax: number;
+  /** Redelivery delay of an unacknowledged event, used when the consumer is created. */
+  ackWaitS: number;
 }
 
 const BATCH = 256;
@@ -43,7 +45,7 @@ export class AgentEventListener {
   /** Binds the consumer (creating it the first time) and replays every pending event. */
   async catchUp(nc: NatsConnection): Promise<{ replayed: number; skipped: number }> {
     const js = jetstream(nc);
-    await ensureAgentConsumer(await js.jetstreamManager(), this.#runtime.id);
+    await ensureAgentConsumer(await js.jetstreamManager(), this.#runtime.id, { ack_wait_s: this.#options.ackWaitS });
     const consumer = await js.consumers.get(EVENT_STREAM, agentConsumerName(this.#runtime.id));
     this.#consumer = consumer;
     let replayed = 0;

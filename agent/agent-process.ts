@@ -139,7 +139,7 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
       const { AgentEventListener } = await import('./agent-event-listener.js');
       const ear = new AgentEventListener(
         runtime,
-        { listener: { id: options.agentId, name: definition.persona.name, tags: definition.tags, aliases: definition.aliases, location }, filters: eventFilters, replayMax: config.events.replay_max },
+        { listener: { id: options.agentId, name: definition.persona.name, tags: definition.tags, aliases: definition.aliases, location }, filters: eventFilters, replayMax: config.events.replay_max, ackWaitS: config.events.ack_wait_s },
         logger,
       );
       cleanup.push(() => ear.close());

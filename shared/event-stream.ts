@@ -42,7 +42,7 @@ export async function ensureEventStream(nc: NatsConnection, settings: EventsSett
  * (2.9 has no filter lists; which events an agent hears is decided by the agent), and
  * delivery from its creation on. It keeps what arrives while the agent is Dormant.
  */
-export async function ensureAgentConsumer(jsm: JetStreamManager, id: string): Promise<void> {
+export async function ensureAgentConsumer(jsm: JetStreamManager, id: string, settings: Pick<EventsSettings, 'ack_wait_s'>): Promise<void> {
   const name = agentConsumerName(id);
   try {
     await jsm.consumers.info(EVENT_STREAM, name);
@@ -53,7 +53,7 @@ export async function ensureAgentConsumer(jsm: JetStreamManager, id: string): Pr
       ack_policy: AckPolicy.Explicit,
       deliver_policy: DeliverPolicy.New,
       filter_subject: EVENT_SUBJECTS,
-      ack_wait: 30_000 * NS_PER_MS,
+      ack_wait: settings.ack_wait_s * 1000 * NS_PER_MS,
       max_ack_pending: 10_000,
     });
   }

@@ -128,6 +128,8 @@ export const EventsSettingsSchema = z
     max_bytes: z.number().int().min(1_048_576).max(2 ** 42).default(268_435_456),
     /** A republished event id within this window is dropped. @default 120 */
     duplicate_window_s: z.number().int().min(1).max(86_400).default(120),
+    /** An event handed to an agent and not acknowledged (it crashed) is delivered again after this. @default 30 */
+    ack_wait_s: z.number().int().min(1).max(3600).default(30),
     /** Most missed events an agent replays when it wakes; older ones beyond it are skipped. @default 10000 */
     replay_max: z.number().int().min(0).max(10_000_000).default(10_000),
   })

@@ -146,7 +146,7 @@ export class FleetController {
     const jsm = this.#o.jsm;
     if (!jsm) return;
     const queue = new PQueue({ concurrency: 8 });
-    await Promise.all(ids.map((id) => queue.add(() => ensureAgentConsumer(jsm, id))));
+    await Promise.all(ids.map((id) => queue.add(() => ensureAgentConsumer(jsm, id, this.#o.config.events))));
   }
 
   /** Level-triggered and idempotent: the same context twice changes nothing the second time. */
@@ -323,7 +323,7 @@ export class FleetController {
         if (entry.state === 'archived' && to !== 'archived') {
           step = 'restore';
           await this.#archive.unpack(id);
-          if (this.#o.jsm) await ensureAgentConsumer(this.#o.jsm, id);
+          if (this.#o.jsm) await ensureAgentConsumer(this.#o.jsm, id, this.#o.config.events);
           entry = await this.#setState(entry, 'dormant', {}, reason);
           report.restored.push(id);
           metrics.transitions.inc({ kind: 'restore' });
