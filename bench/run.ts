@@ -10,13 +10,14 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { agentStartupScenario } from './agent-startup.js';
 import { recallScenario } from './recall.js';
+import { eventDeliveryScenario } from './event-delivery.js';
 import { fleetScaleScenario } from './fleet-scale.js';
 import { reconcileDecisionScenario } from './reconcile-decision.js';
 import type { Figure, Scenario, ScenarioResult } from './scenario.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RESULTS = join(ROOT, 'bench', 'results');
-const SCENARIOS: Scenario[] = [agentStartupScenario, recallScenario, reconcileDecisionScenario, fleetScaleScenario];
+const SCENARIOS: Scenario[] = [agentStartupScenario, recallScenario, reconcileDecisionScenario, fleetScaleScenario, eventDeliveryScenario];
 
 interface StoredResult extends ScenarioResult {
   machine: string;
