@@ -2,6 +2,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { ErrorCode as McpErrorCode, McpError, SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { AgentIdSchema } from '../shared/domain-schema.js';
 import { AgentStateSchema } from '../shared/agent-protocol.js';
 import { toThymosError } from '../shared/errors.js';
 import type { ThymosConfig } from '../shared/thymos-config.js';
@@ -117,6 +118,45 @@ export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfi
       guard(async () => {
         const state = runtime.getState();
         return { content: [{ type: 'text', text: JSON.stringify(state) }], structuredContent: state };
+      }),
+  );
+
+  const to = AgentIdSchema.refine((v) => v !== id, 'another agent than this one').describe('The agent id to reach, e.g. "bram_smith".');
+  server.registerTool(
+    'send_message',
+    {
+      title: 'Send a message to another agent',
+      description: `${persona.name} tells another agent something. It waits in that agent's inbox if it is asleep. Only while active.`,
+      inputSchema: { to, message: content.describe('What to tell.') },
+      outputSchema: { id: z.string(), to: z.string() },
+    },
+    async (args) =>
+      guard(async () => {
+        const sent = await runtime.tell(args.to, args.message);
+        return { content: [{ type: 'text', text: `Sent to ${sent.to} (${sent.id}).` }], structuredContent: { id: sent.id, to: sent.to } };
+      }),
+  );
+
+  server.registerTool(
+    'ask_agent',
+    {
+      title: 'Ask another agent',
+      description: `${persona.name} asks another agent and waits for its answer. An agent that is asleep answers when it wakes; the answer then arrives in ${persona.name}'s memory. Only while active.`,
+      inputSchema: {
+        to,
+        question: content.describe('What to ask.'),
+        timeout_ms: z.number().int().min(100).max(60_000).optional().describe('How long to wait for a live answer (default 5000).'),
+      },
+      outputSchema: { answered: z.boolean(), answer: z.string().optional(), id: z.string().optional() },
+    },
+    async (args) =>
+      guard(async () => {
+        const answer = await runtime.ask(args.to, args.question, args.timeout_ms ?? 5000);
+        if (!answer) {
+          const text = `No answer from ${args.to} yet: it is not running or did not answer in time. It will answer when it wakes, into ${id}'s inbox.`;
+          return { content: [{ type: 'text', text }], structuredContent: { answered: false } };
+        }
+        return { content: [{ type: 'text', text: answer.text }], structuredContent: { answered: true, answer: answer.text, id: answer.id } };
       }),
   );
 

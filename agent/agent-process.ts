@@ -123,7 +123,7 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
     };
 
     let channel: AgentControlChannel | undefined;
-    let listener: { close(): Promise<void> } | undefined;
+    const listeners: Array<{ close(): Promise<void> }> = [];
     if (config.nats.url && natsModule) {
       const { AgentControlChannel } = await natsModule;
       channel = new AgentControlChannel(
@@ -143,13 +143,21 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
         logger,
       );
       cleanup.push(() => ear.close());
-      listener = ear;
+      listeners.push(ear);
       // What arrived while the agent was stopped is heard before it says ready; when NATS
       // comes later, as soon as it does.
+      const { AgentInbox } = await import('./agent-inbox.js');
+      const inbox = new AgentInbox(runtime, logger);
+      cleanup.push(() => inbox.close());
+      listeners.push(inbox);
       const listen = async () => {
-        const { replayed, skipped } = await ear.catchUp(await channel!.connection());
+        const nc = await channel!.connection();
+        const { replayed, skipped } = await ear.catchUp(nc);
         if (replayed || skipped) logger.info({ replayed, skipped }, 'missed events replayed');
         ear.start();
+        const taken = await inbox.open(nc);
+        if (taken) logger.info({ taken }, 'waiting messages taken');
+        runtime.setMessenger(inbox);
       };
       if (linked) {
         await listen().catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'world events unavailable (JetStream off, or no event stream yet)'));
@@ -170,7 +178,8 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
       channel?.publishStatus('stopping');
       const drained = await runtime.drain(Math.floor(budget * 0.6));
       if (!drained) logger.warn({ in_flight: runtime.inFlight }, 'in-flight calls did not finish in time');
-      await listener?.close();
+      runtime.setMessenger(undefined);
+      for (const l of listeners) await l.close();
       await runtime.snapshot(`stop:${reason}`).catch((err) => logger.error({ err }, 'snapshot failed'));
       await http.close();
       channel?.publishStatus('stopped');

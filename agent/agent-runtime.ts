@@ -3,7 +3,9 @@ import type { AgentMode, AgentState } from '../shared/agent-protocol.js';
 import type { AgentDefinition } from '../shared/domain-schema.js';
 import { ErrorCode, ThymosError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
+import type { AgentMessage } from '../shared/agent-message.js';
 import type { RelevanceInput } from '../shared/agent-protocol.js';
+import type { Messenger } from './agent-inbox.js';
 import type { AgentBehavior, AgentBehaviorContext, TalkReply, TalkRequest } from './agent-behavior.js';
 import type { AgentMemory, NewMemory, RecallOptions } from './agent-memory.js';
 import type { MemoryRecord, RecallHit } from './memory-record.js';
@@ -46,6 +48,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
   readonly #memory: AgentMemory;
   readonly #store: MemoryStore;
   readonly #behavior: AgentBehavior;
+  #messenger: Messenger | undefined;
   readonly #logger: Logger;
   readonly #startedAt = new Date().toISOString();
   #mode: AgentMode;
@@ -177,6 +180,32 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
     for (const r of records) this.emit('memory', r);
     this.#changed();
     return records;
+  }
+
+  /** Whether a memory with this id is stored. */
+  hasMemory(id: string): boolean {
+    return this.#memory.get(id) !== undefined;
+  }
+
+  /** Links the agent to other agents (set once NATS is up). */
+  setMessenger(messenger: Messenger | undefined): void {
+    this.#messenger = messenger;
+  }
+
+  /** Sends a message to another agent's inbox (it waits there if that agent is stopped). Only while active. */
+  async tell(to: string, text: string): Promise<AgentMessage> {
+    return this.#call(async () => this.#requireMessenger('send messages').tell(to, text));
+  }
+
+  /** Asks another agent and waits up to `timeoutMs` for its answer; undefined when none came in time. Only while active. */
+  async ask(to: string, question: string, timeoutMs: number): Promise<AgentMessage | undefined> {
+    return this.#call(async () => this.#requireMessenger('ask other agents').ask(to, question, timeoutMs));
+  }
+
+  #requireMessenger(what: string): Messenger {
+    if (this.#mode !== 'active') throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.id} is listening (passive) and does not ${what} now`);
+    if (!this.#messenger) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `${this.id} has no NATS link, so it cannot ${what} right now`);
+    return this.#messenger;
   }
 
   async recall(query: string, options: RecallOptions): Promise<RecallHit[]> {

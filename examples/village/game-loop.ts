@@ -91,6 +91,12 @@ try {
       console.log(`  player: ${step.say}\n  ${id}: ${text(answer).split('\n')[0]}`);
       lastTalk.set(id, tick);
     }
+    if ('news' in step) {
+      // NPCs talk among themselves: the captain asks the elder, who is asleep; he answers when he wakes.
+      const captain = await fleet.agent('captain_lysa');
+      const asked = await captain.callTool({ name: 'ask_agent', arguments: { to: 'elder_rowan', question: 'Elder, what should be done about the wolves?', timeout_ms: 300 } });
+      console.log(`  captain_lysa asks elder_rowan about the wolves: ${text(asked)}`);
+    }
   }
 
   const elder = await fleet.agent('elder_rowan');
@@ -98,6 +104,13 @@ try {
   check('the elder remembers the first conversation after sleeping through the walk', /mill wheel creaks/.test(memory), memory.slice(0, 200));
   const heard = text(await elder.callTool({ name: 'query_elder_rowan_knowledge', arguments: { query: 'wolves sheep north pasture', k: 3 } }));
   check('the elder, Dormant when the wolves came, heard of them on waking', /Wolves took two sheep/.test(heard), heard.slice(0, 200));
+  let answer = '';
+  for (let i = 0; i < 50 && !/elder_rowan answered me/.test(answer); i++) {
+    answer = text(await (await fleet.agent('captain_lysa')).callTool({ name: 'query_captain_lysa_knowledge', arguments: { query: 'elder_rowan answered me wolves', k: 2 } }));
+    if (!/elder_rowan answered me/.test(answer)) await new Promise((r) => setTimeout(r, 200));
+  }
+  console.log(`  captain_lysa remembers: ${answer.split('\n')[0]}`);
+  check("the elder answered the captain's question after waking, and she remembers it", /elder_rowan answered me: .*Wolves took two sheep/.test(answer), answer.slice(0, 300));
   const history = await fleet.history('elder_rowan');
   check('the elder went dormant while the player was away and woke on return', history.some((t) => t.to === 'dormant') && history[0]?.to === 'active', JSON.stringify(history.map((t) => `${t.from}>${t.to}`)));
 } finally {

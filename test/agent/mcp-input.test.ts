@@ -144,9 +144,9 @@ describe('bad input at the MCP edge', () => {
   test('fuzzed tool arguments never crash the agent', async () => {
     let seed = 7;
     const rand = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
-    const values: unknown[] = [null, true, -1, 1e308, 'x', '', '\u0000\uffff', '💥'.repeat(100), [], [[[[]]]], {}, { a: { b: { c: {} } } }, 'SELECT * FROM memory; REMOVE TABLE memory;'];
-    const tools = ['remember', 'recall', 'talk_to_tomas_innkeeper', 'query_tomas_innkeeper_knowledge', 'get_tomas_innkeeper_state'];
-    const keys = ['content', 'query', 'message', 'k', 'tags', 'importance', 'speaker', 'zzz'];
+    const values: unknown[] = [null, true, -1, 1e308, 'x', '', '\u0000\uffff', '💥'.repeat(100), [], [[[[]]]], {}, { a: { b: { c: {} } } }, 'SELECT * FROM memory; REMOVE TABLE memory;', 'bram_smith', 150];
+    const tools = ['remember', 'recall', 'talk_to_tomas_innkeeper', 'query_tomas_innkeeper_knowledge', 'get_tomas_innkeeper_state', 'send_message', 'ask_agent'];
+    const keys = ['content', 'query', 'message', 'k', 'tags', 'importance', 'speaker', 'to', 'question', 'timeout_ms', 'zzz'];
     for (let i = 0; i < 150; i++) {
       const args: Record<string, unknown> = {};
       for (let j = 0; j < 1 + Math.floor(rand() * 3); j++) args[keys[Math.floor(rand() * keys.length)]!] = values[Math.floor(rand() * values.length)];

@@ -119,6 +119,30 @@ describe('world events over JetStream', () => {
     await eventually(async () => ((await memoryCount('old_fenn')) === before + 1 ? true : undefined), 10_000, 'the new event');
   });
 
+  test('agents tell and ask each other; a question to a sleeping agent is answered when it wakes', async () => {
+    const call = async (id: string, name: string, args: Record<string, unknown>) => (await fleet.agent(id)).callTool({ name, arguments: args });
+    const told = await call('bram_smith', 'send_message', { to: 'tomas_innkeeper', message: 'Keep an ale cold for me tonight' });
+    assert.equal(told.isError, undefined, text(told));
+    await eventually(async () => (/bram_smith told me: Keep an ale cold/.test(await recall('tomas_innkeeper', 'ale cold')) ? true : undefined), 10_000, 'the message');
+
+    const live = await call('bram_smith', 'ask_agent', { to: 'elder_rowan', question: 'What burned the mill?', timeout_ms: 10_000 });
+    assert.equal((live.structuredContent as { answered: boolean }).answered, true, text(live));
+    assert.match(text(live), /^Hmm\. Let me think on that\./, 'answered in the elder\'s voice');
+
+    await fleet.stop('elder_rowan');
+    const later = await call('bram_smith', 'ask_agent', { to: 'elder_rowan', question: 'Who tends the river mill?', timeout_ms: 500 });
+    assert.equal((later.structuredContent as { answered: boolean }).answered, false);
+    assert.match(text(later), /It will answer when it wakes/);
+    await fleet.start('elder_rowan');
+    await eventually(async () => (/elder_rowan answered me: Hmm\. Let me think on that\./.test(await recall('bram_smith', 'elder_rowan answered me', 20)) ? true : undefined), 15_000, "the elder's late answer in Bram's memory");
+
+    const self = await call('bram_smith', 'send_message', { to: 'bram_smith', message: 'hello me' });
+    assert.equal(self.isError, true);
+    await fleet.reconcile({ agents: { ...running, mira_herbalist: { relevance: 0.5 } } });
+    const passive = await call('mira_herbalist', 'send_message', { to: 'bram_smith', message: 'hi' });
+    assert.match(text(passive), /AGENT_NOT_ACTIVE/);
+  });
+
   test('event text carrying SurrealQL is stored as text and changes nothing else', async () => {
     const before = await memoryCount('tomas_innkeeper');
     const evil = "x'; DELETE memory; REMOVE TABLE memory; --";
