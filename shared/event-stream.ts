@@ -48,8 +48,9 @@ export async function ensureEventStream(nc: NatsConnection, settings: EventsSett
  */
 export async function ensureAgentConsumer(jsm: JetStreamManager, id: string, settings: Pick<EventsSettings, 'ack_wait_s'>): Promise<void> {
   await ensureConsumer(jsm, EVENT_STREAM, agentConsumerName(id), EVENT_SUBJECTS, DeliverPolicy.New, settings);
-  // Messages addressed to the agent wait in its inbox consumer, from the first one on.
-  await ensureConsumer(jsm, INBOX_STREAM, inboxConsumerName(id), `thymos.agent.${id}.inbox`, DeliverPolicy.All, settings);
+  // Messages addressed to the agent wait in its inbox consumer from its creation on (the
+  // supervisor creates it when it registers the agent; an Archived agent has none).
+  await ensureConsumer(jsm, INBOX_STREAM, inboxConsumerName(id), `thymos.agent.${id}.inbox`, DeliverPolicy.New, settings);
 }
 
 async function ensureConsumer(jsm: JetStreamManager, stream: string, name: string, filter: string, deliver: DeliverPolicy, settings: Pick<EventsSettings, 'ack_wait_s'>): Promise<void> {
