@@ -1,4 +1,5 @@
 import { jetstream, type Consumer, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
+import { readForever, readPending } from './durable-consumer.js';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { EventFilter } from '../shared/domain-schema.js';
 import { hearsEvent, type Listener } from '../shared/event-filter.js';
@@ -48,23 +49,21 @@ export class AgentEventListener {
     await ensureAgentConsumer(await js.jetstreamManager(), this.#runtime.id, { ack_wait_s: this.#options.ackWaitS });
     const consumer = await js.consumers.get(EVENT_STREAM, agentConsumerName(this.#runtime.id));
     this.#consumer = consumer;
-    let replayed = 0;
     let skipped = 0;
     let toSkip = Math.max(0, (await consumer.info()).num_pending - this.#options.replayMax);
-    while (!this.#closed) {
-      const pending = (await consumer.info()).num_pending;
-      if (pending === 0) break;
-      const batch = await consumer.fetch({ max_messages: Math.min(BATCH, pending), expires: 2000 });
-      const msgs: JsMsg[] = [];
-      for await (const m of batch) msgs.push(m);
-      if (msgs.length === 0) break;
-      const skip = msgs.slice(0, toSkip);
-      for (const m of skip) m.ack();
-      toSkip -= skip.length;
-      skipped += skip.length;
-      await this.#hear(msgs.slice(skip.length));
-      replayed += msgs.length - skip.length;
-    }
+    const taken = await readPending(
+      consumer,
+      BATCH,
+      async (msgs) => {
+        const skip = msgs.slice(0, toSkip);
+        for (const m of skip) m.ack();
+        toSkip -= skip.length;
+        skipped += skip.length;
+        await this.#hear(msgs.slice(skip.length));
+      },
+      () => this.#closed,
+    );
+    const replayed = taken - skipped;
     return { replayed, skipped };
   }
 
@@ -72,17 +71,13 @@ export class AgentEventListener {
   start(): void {
     const consumer = this.#consumer;
     if (!consumer || this.#closed) return;
-    void (async () => {
-      this.#messages = await consumer.consume({ max_messages: BATCH });
-      for await (const m of this.#messages) {
-        try {
-          await this.#hear([m]);
-        } catch (err) {
-          // Not acknowledged: JetStream delivers it again after ack_wait.
-          this.#logger.error({ err, seq: m.seq }, 'event not stored; it will be redelivered');
-        }
-      }
-    })().catch((err: unknown) => this.#logger.warn({ err }, 'event consumer stopped'));
+    readForever(consumer, BATCH, (m) => this.#hear([m]), this.#logger, 'event').then(
+      (messages) => {
+        this.#messages = messages;
+        if (this.#closed) void messages.close();
+      },
+      (err: unknown) => this.#logger.warn({ err }, 'event consumer not started'),
+    );
   }
 
   async close(): Promise<void> {

@@ -1,4 +1,5 @@
 import { jetstream, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
+import { readForever, readPending } from './durable-consumer.js';
 import { createInbox, type NatsConnection } from '@nats-io/transport-node';
 import { AgentMessageSchema, INBOX_STREAM, inboxConsumerName, newMessage, type AgentMessage } from '../shared/agent-message.js';
 import { withDeadline } from '../shared/deadline.js';
@@ -22,6 +23,8 @@ export interface Messenger {
  * goes to the asker's inbox, and live to an asker still waiting). A message's memory id comes
  * from the message id, so a redelivery is remembered once.
  */
+const BATCH = 64;
+
 export class AgentInbox implements Messenger {
   readonly #runtime: AgentRuntime;
   readonly #logger: Logger;
@@ -38,23 +41,11 @@ export class AgentInbox implements Messenger {
   async open(nc: NatsConnection): Promise<number> {
     this.#nc = nc;
     const consumer = await jetstream(nc).consumers.get(INBOX_STREAM, inboxConsumerName(this.#runtime.id));
-    let taken = 0;
-    while (!this.#closed && (await consumer.info()).num_pending > 0) {
-      const batch = await consumer.fetch({ max_messages: 64, expires: 2000 });
-      let n = 0;
-      for await (const m of batch) {
-        await this.#take(m);
-        n++;
-      }
-      if (n === 0) break;
-      taken += n;
-    }
-    void (async () => {
-      this.#messages = await consumer.consume({ max_messages: 64 });
-      for await (const m of this.#messages) {
-        await this.#take(m).catch((err: unknown) => this.#logger.error({ err, seq: m.seq }, 'message not handled; it will be redelivered'));
-      }
-    })().catch((err: unknown) => this.#logger.warn({ err }, 'inbox consumer stopped'));
+    const taken = await readPending(consumer, BATCH, async (msgs) => {
+      for (const m of msgs) await this.#take(m);
+    }, () => this.#closed);
+    this.#messages = await readForever(consumer, BATCH, (m) => this.#take(m), this.#logger, 'inbox message');
+    if (this.#closed) await this.#messages.close().catch(() => undefined);
     return taken;
   }
 

@@ -36,10 +36,29 @@ usage:
   thymos version | --version
 
 exit codes: 0 ok, 1 failure (a reconcile with any failed agent too), 2 bad arguments, config,
-schema or context, 3 already running, port in use, or agent pinned`;
+schema or context, 3 already running, port in use, agent pinned or capacity reached`;
+
+type FleetCommands = typeof import('./fleet-commands.js');
+
+/** Commands that talk to a fleet; their module is loaded only when one of them runs. */
+const FLEET_COMMANDS: Record<string, (c: FleetCommands, argv: string[]) => Promise<number>> = {
+  up: (c, a) => c.runUpCommand(a),
+  down: (c, a) => c.runDownCommand(a),
+  status: (c, a) => c.runStatusCommand(a),
+  reconcile: (c, a) => c.runReconcileCommand(a),
+  start: (c, a) => c.runAgentOperationCommand('start', a),
+  stop: (c, a) => c.runAgentOperationCommand('stop', a),
+  archive: (c, a) => c.runAgentOperationCommand('archive', a),
+  restore: (c, a) => c.runAgentOperationCommand('restore', a),
+  logs: (c, a) => c.runLogsCommand(a),
+  call: (c, a) => c.runCallCommand(a),
+  publish: (c, a) => c.runPublishCommand(a),
+  history: (c, a) => c.runHistoryCommand(a),
+};
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  if (command !== undefined && Object.hasOwn(FLEET_COMMANDS, command)) return FLEET_COMMANDS[command]!(await import('./fleet-commands.js'), rest);
   switch (command) {
     case 'agent': {
       const { runAgentCommand } = await import('./agent-command.js');
@@ -48,40 +67,6 @@ async function main(argv: string[]): Promise<number> {
     case 'supervisor': {
       const { runSupervisorCommand } = await import('./supervisor-command.js');
       return runSupervisorCommand(rest);
-    }
-    case 'up':
-    case 'down':
-    case 'status':
-    case 'reconcile':
-    case 'start':
-    case 'stop':
-    case 'archive':
-    case 'restore':
-    case 'logs':
-    case 'call':
-    case 'publish':
-    case 'history': {
-      const commands = await import('./fleet-commands.js');
-      switch (command) {
-        case 'up':
-          return commands.runUpCommand(rest);
-        case 'down':
-          return commands.runDownCommand(rest);
-        case 'status':
-          return commands.runStatusCommand(rest);
-        case 'reconcile':
-          return commands.runReconcileCommand(rest);
-        case 'logs':
-          return commands.runLogsCommand(rest);
-        case 'call':
-          return commands.runCallCommand(rest);
-        case 'history':
-          return commands.runHistoryCommand(rest);
-        case 'publish':
-          return commands.runPublishCommand(rest);
-        default:
-          return commands.runAgentOperationCommand(command, rest);
-      }
     }
     case 'validate': {
       const { runValidateCommand } = await import('./validate-command.js');

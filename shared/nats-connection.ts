@@ -1,4 +1,4 @@
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect, NoRespondersError, RequestError, type NatsConnection } from '@nats-io/transport-node';
 
 export type { NatsConnection };
 
@@ -25,4 +25,9 @@ export function connectNats(options: NatsConnectOptions): Promise<NatsConnection
     reconnectTimeWait: options.reconnectTimeWaitMs ?? 250,
     pingInterval: 10_000,
   });
+}
+
+/** Whether a request failed because nobody listens on its subject (as opposed to a timeout). */
+export function isNoResponders(err: unknown): boolean {
+  return err instanceof NoRespondersError || (err instanceof RequestError && err.isNoResponders());
 }

@@ -1,5 +1,6 @@
 import { createInbox, type NatsConnection } from '@nats-io/transport-node';
 import { ErrorCode, ThymosError } from './errors.js';
+import { isNoResponders } from './nats-connection.js';
 import { Subjects } from './subjects.js';
 import { ProgressMessageSchema, SupervisorReplySchema, type ProgressMessage, type SupervisorOp } from './supervisor-protocol.js';
 import { parseJsonOrUndefined } from './parse-json.js';
@@ -34,8 +35,7 @@ export class SupervisorRequester {
     try {
       text = (await this.#nc.request(subject, JSON.stringify(body), { timeout })).string();
     } catch (err) {
-      const message = (err as Error).message;
-      if (/no responders/i.test(message) || (err as { code?: string }).code === '503') {
+      if (isNoResponders(err)) {
         throw new ThymosError(ErrorCode.FLEET_NOT_RUNNING, `no supervisor answers on ${subject}: start the fleet with thymos up`, { cause: err });
       }
       throw new ThymosError(ErrorCode.TIMEOUT, `the supervisor did not answer ${op} within ${timeout} ms ([supervisor] request_timeout_ms)`, { cause: err });

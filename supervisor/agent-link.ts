@@ -1,6 +1,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { AgentControlReplySchema, AgentStatusMessageSchema, type AgentControlRequest, type AgentState, type AgentStatusMessage } from '../shared/agent-protocol.js';
 import { ErrorCode, ThymosError } from '../shared/errors.js';
+import { isNoResponders } from '../shared/nats-connection.js';
 import { Subjects } from '../shared/subjects.js';
 import { parseJsonOrUndefined } from '../shared/parse-json.js';
 
@@ -19,7 +20,7 @@ export class AgentLink {
       const msg = await this.#nc.request(Subjects.agentControl(id), JSON.stringify(request), { timeout: timeoutMs });
       text = msg.string();
     } catch (err) {
-      const noResponders = /no responders/i.test((err as Error).message) || (err as { code?: string }).code === '503';
+      const noResponders = isNoResponders(err);
       throw new ThymosError(
         noResponders ? ErrorCode.NATS_UNAVAILABLE : ErrorCode.TIMEOUT,
         `${id} did not answer ${request.op} on ${Subjects.agentControl(id)} within ${timeoutMs} ms: ${(err as Error).message}`,
