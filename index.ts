@@ -48,4 +48,10 @@ export {
   type ReconcileContextInput,
   type ReconcileReport,
   type RelevanceInput,
+  WorldClient,
+  type WorldChange,
+  type WorldFilterInput,
+  type WorldQueryInput,
+  type WorldRow,
+  type WorldSubscription,
 } from './shared/index.js';

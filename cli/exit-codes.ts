@@ -19,6 +19,7 @@ export function exitCodeFor(code: ErrorCode): number {
     case ErrorCode.INVALID_INPUT:
     case ErrorCode.INVALID_CONTEXT:
     case ErrorCode.AGENT_NOT_FOUND:
+    case ErrorCode.NOT_FOUND:
       return ExitCode.BAD_INPUT;
     case ErrorCode.AGENT_ALREADY_RUNNING:
     case ErrorCode.PORT_IN_USE:

@@ -11,6 +11,7 @@ import { parseReconcileContext, type ReconcileContextInput } from '../shared/rec
 import { SupervisorRequester } from '../shared/supervisor-requester.js';
 import type { FleetStatus, ProgressMessage, ReconcileReport, TransitionRecord } from '../shared/supervisor-protocol.js';
 import { loadConfig, type ThymosConfig } from '../shared/thymos-config.js';
+import { WorldClient } from '../shared/world-client.js';
 
 export interface ConnectOptions {
   /** How long to wait for NATS before failing with FLEET_NOT_RUNNING. @default 3000 */
@@ -40,6 +41,12 @@ export interface Fleet {
    * match hear it (Dormant ones when they wake). Invalid input → INVALID_INPUT naming the field.
    */
   publish(event: WorldEventInput): Promise<{ id: string; seq: number; duplicate: boolean }>;
+  /**
+   * The shared world store: `get`, `set`, `patch`, `delete`, `query` the tables the domain
+   * declares (`worldTables`), and `subscribe` to live changes. Writes are recorded as by `app`;
+   * subscriptions end with `close()`.
+   */
+  readonly world: WorldClient;
   /** The newest transitions of one agent, newest first. */
   history(id: string, limit?: number): Promise<TransitionRecord[]>;
   /**
@@ -80,10 +87,12 @@ class FleetClient implements Fleet {
   readonly #requester: SupervisorRequester;
   readonly #host: string;
   readonly #agents = new Map<string, { client: Client; port: number; pid: number | null }>();
+  readonly world: WorldClient;
 
   constructor(nc: NatsConnection, config: ThymosConfig) {
     this.#nc = nc;
     this.#requester = new SupervisorRequester(nc, config.supervisor.request_timeout_ms);
+    this.world = new WorldClient(nc, { timeoutMs: QUICK_MS, by: 'app', owner: WorldClient.appOwner() });
     this.#host = config.agent.host === '0.0.0.0' ? '127.0.0.1' : config.agent.host;
   }
 
@@ -140,6 +149,7 @@ class FleetClient implements Fleet {
   }
 
   async close(): Promise<void> {
+    await this.world.close();
     for (const { client } of this.#agents.values()) await client.close().catch(() => undefined);
     this.#agents.clear();
     await this.#nc.close();

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { z } from 'zod';
 import { ErrorCode, ThymosError } from './errors.js';
+import { checkWorldFilter, RESERVED_WORLD_FIELDS, RESERVED_WORLD_TABLES, WorldFilterSchema, WorldNameSchema, WorldTableSchema } from './world-schema.js';
 import { describeIssues } from './zod-issues.js';
 
 /** Lower-case letters, digits and underscores, starting with a letter; at most 48 characters. */
@@ -94,6 +95,16 @@ export const AliasPatternSchema = z.object({
   type: z.string().default('person'),
 });
 
+/**
+ * A standing live query of the agents it names (or tags, or every agent when both are
+ * empty): each matching change to the world table becomes a memory of theirs.
+ */
+export const WorldWatchSchema = WorldFilterSchema.extend({
+  agents: z.array(AgentIdSchema).default([]),
+  agentTags: z.array(z.string()).default([]),
+});
+export type WorldWatch = z.infer<typeof WorldWatchSchema>;
+
 /** The evaluated domain schema: what `schemas/Thymos.pkl`, amended by an application, produces. */
 export const DomainSchemaSchema = z.object({
   agents: z.record(AgentIdSchema, AgentDefinitionSchema).default({}),
@@ -103,6 +114,8 @@ export const DomainSchemaSchema = z.object({
   relevanceRules: z.array(RelevanceRuleSchema).default([]),
   aliasPatterns: z.array(AliasPatternSchema).default([]),
   prompts: z.record(z.string(), z.string()).default({}),
+  worldTables: z.record(WorldNameSchema, WorldTableSchema).default({}),
+  worldWatches: z.array(WorldWatchSchema).default([]),
 });
 export type DomainSchema = z.infer<typeof DomainSchemaSchema>;
 
@@ -167,7 +180,28 @@ export function parseDomainSchema(raw: unknown, file = '<domain schema>'): Domai
       location: { file, path },
     });
   }
+  checkWorldDeclarations(result.data, file);
   return deepFreeze(result.data);
+}
+
+/** World tables do not shadow Thymos's own tables or row fields; watches name declared tables and fields. */
+function checkWorldDeclarations(domain: DomainSchema, file: string): void {
+  const fail = (path: string, message: string) => {
+    throw new ThymosError(ErrorCode.SCHEMA_INVALID, `domain schema ${file}: ${path}: ${message}`, { location: { file, path } });
+  };
+  for (const [name, table] of Object.entries(domain.worldTables)) {
+    if (RESERVED_WORLD_TABLES.includes(name)) fail(`worldTables.${name}`, `${name} is kept by Thymos (${RESERVED_WORLD_TABLES.join(', ')}); choose another table name`);
+    for (const field of Object.keys(table.fields)) {
+      if (RESERVED_WORLD_FIELDS.includes(field)) fail(`worldTables.${name}.fields.${field}`, `every row already has ${RESERVED_WORLD_FIELDS.join(', ')}; choose another field name`);
+    }
+  }
+  domain.worldWatches.forEach((watch, i) => {
+    try {
+      checkWorldFilter(domain.worldTables, watch, `worldWatches.${i}.`);
+    } catch (err) {
+      fail(`worldWatches.${i}`, (err as Error).message);
+    }
+  });
 }
 
 /** The first location in a Pkl error that points into the application's files rather than the base module. */

@@ -1,13 +1,14 @@
 import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createNodeEngines } from '@surrealdb/node';
-import { Surreal } from 'surrealdb';
+import { createRemoteEngines, Surreal } from 'surrealdb';
 import { ErrorCode, ThymosError } from './errors.js';
 
 export interface EmbeddedSurrealOptions {
   namespace: string;
   database: string;
   /** SurrealQL run once after opening (`DEFINE … IF NOT EXISTS`). */
-  schema: string;
+  schema?: string;
   timeoutMs: number;
 }
 
@@ -34,7 +35,7 @@ export async function openEmbeddedSurreal(dir: string, options: EmbeddedSurrealO
       (async () => {
         await db.connect(`surrealkv://${dir}`);
         await db.use({ namespace: options.namespace, database: options.database });
-        await db.query(options.schema);
+        if (options.schema) await db.query(options.schema);
       })(),
       deadline,
     ]);
@@ -42,6 +43,48 @@ export async function openEmbeddedSurreal(dir: string, options: EmbeddedSurrealO
     throw err instanceof ThymosError
       ? err
       : new ThymosError(ErrorCode.DATABASE_ERROR, `cannot open database ${dir}: ${(err as Error).message}`, { cause: err });
+  } finally {
+    clearTimeout(timer);
+  }
+  return db;
+}
+
+export interface RemoteSurrealOptions {
+  namespace: string;
+  database: string;
+  username?: string | undefined;
+  password?: string | undefined;
+  timeoutMs: number;
+}
+
+/**
+ * Connects to a SurrealDB server (`ws://`, `wss://`, `http://`, `https://`), signing in when a
+ * user is given; reconnects by itself after a dropped connection. Fails with DATABASE_ERROR
+ * naming the url rather than waiting forever.
+ */
+export async function openRemoteSurreal(url: string, options: RemoteSurrealOptions): Promise<Surreal> {
+  // Node 20 has no global WebSocket; `ws` provides the same interface.
+  const websocketImpl = (globalThis.WebSocket ?? createRequire(import.meta.url)('ws')) as typeof WebSocket;
+  const db = new Surreal({ engines: createRemoteEngines(), websocketImpl });
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new ThymosError(ErrorCode.DATABASE_ERROR, `SurrealDB at ${url} did not accept a connection within ${options.timeoutMs} ms ([world] url)`)), options.timeoutMs);
+  });
+  try {
+    await Promise.race([
+      db.connect(url, {
+        namespace: options.namespace,
+        database: options.database,
+        reconnect: true,
+        ...(options.username ? { authentication: { username: options.username, password: options.password ?? '' } } : {}),
+      }),
+      deadline,
+    ]);
+  } catch (err) {
+    void db.close().catch(() => undefined);
+    throw err instanceof ThymosError
+      ? err
+      : new ThymosError(ErrorCode.DATABASE_ERROR, `cannot connect to SurrealDB at ${url} ([world] url): ${(err as Error).message}`, { cause: err });
   } finally {
     clearTimeout(timer);
   }

@@ -69,3 +69,24 @@ export {
   type TransitionRecord,
 } from './supervisor-protocol.js';
 export { SupervisorRequester } from './supervisor-requester.js';
+export { WorldClient, type WorldClientOptions, type WorldSubscription } from './world-client.js';
+export {
+  WorldChangeSchema,
+  WorldQuerySchema,
+  WorldRequestSchemas,
+  type WorldChange,
+  type WorldQuery,
+  type WorldQueryInput,
+  type WorldRow,
+  type WorldSubscriptionInfo,
+} from './world-protocol.js';
+export {
+  WorldConditionSchema,
+  WorldFilterSchema,
+  type WorldCondition,
+  type WorldConditionInput,
+  type WorldFilter,
+  type WorldFilterInput,
+  type WorldTable,
+  type WorldTables,
+} from './world-schema.js';

@@ -16,4 +16,8 @@ export const Subjects = {
   events: (kind: string) => `thymos.events.${kind}`,
   /** The supervisor's control API. */
   supervisor: (op: string) => `thymos.supervisor.${op}`,
+  /** The world store's API (get, set, query, subscribe…), answered by the supervisor. */
+  world: (op: string) => `thymos.world.${op}`,
+  /** Notifications of one live query. */
+  worldLive: (sub: string) => `thymos.world.live.${sub}`,
 } as const;

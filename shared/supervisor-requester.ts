@@ -2,21 +2,27 @@ import { createInbox, type NatsConnection } from '@nats-io/transport-node';
 import { ErrorCode, ThymosError } from './errors.js';
 import { isNoResponders } from './nats-connection.js';
 import { Subjects } from './subjects.js';
-import { ProgressMessageSchema, SupervisorReplySchema, type ProgressMessage, type SupervisorOp } from './supervisor-protocol.js';
+import { ProgressMessageSchema, SupervisorReplySchema, type ProgressMessage } from './supervisor-protocol.js';
 import { parseJsonOrUndefined } from './parse-json.js';
 
-/** Sends requests to a fleet's supervisor and turns coded error replies back into ThymosErrors. */
+/**
+ * Sends requests to a fleet's supervisor and turns coded error replies back into
+ * ThymosErrors. `subject` maps an op to its subject: the control API by default,
+ * `Subjects.world` for the world store.
+ */
 export class SupervisorRequester {
   readonly #nc: NatsConnection;
   readonly #timeoutMs: number;
+  readonly #subject: (op: string) => string;
 
-  constructor(nc: NatsConnection, timeoutMs: number) {
+  constructor(nc: NatsConnection, timeoutMs: number, subject: (op: string) => string = Subjects.supervisor) {
     this.#nc = nc;
     this.#timeoutMs = timeoutMs;
+    this.#subject = subject;
   }
 
-  async request<T>(op: SupervisorOp, payload: Record<string, unknown> = {}, options: { onProgress?: (p: ProgressMessage) => void; timeoutMs?: number } = {}): Promise<T> {
-    const subject = Subjects.supervisor(op);
+  async request<T>(op: string, payload: Record<string, unknown> = {}, options: { onProgress?: (p: ProgressMessage) => void; timeoutMs?: number } = {}): Promise<T> {
+    const subject = this.#subject(op);
     let progressSub: ReturnType<NatsConnection['subscribe']> | undefined;
     const body = { ...payload };
     if (options.onProgress) {

@@ -149,6 +149,33 @@ export const NatsSettingsSchema = z
   })
   .strict();
 
+/** The shared world store: agent registry and the application's world tables. */
+export const WorldSettingsSchema = z
+  .object({
+    /**
+     * A SurrealDB server to use instead of the embedded store under `data/world`, e.g.
+     * `ws://127.0.0.1:8000`. Agents do not notice: they reach the world only through the supervisor.
+     * @example "ws://127.0.0.1:8000"
+     */
+    url: z
+      .string()
+      .regex(/^(wss?|https?):\/\/\S+$/, 'expected a SurrealDB server url: ws://, wss://, http:// or https://')
+      .optional(),
+    /** Namespace and database in that server (and in the embedded store). @default "thymos" / "world" */
+    namespace: z.string().min(1).default('thymos'),
+    database: z.string().min(1).default('world'),
+    /** User to sign in as on that server; unset: no sign-in. */
+    username: z.string().min(1).optional(),
+    /** Environment variable that holds the password of `username`. @default "THYMOS_WORLD_PASSWORD" */
+    password_env: z.string().min(1).default('THYMOS_WORLD_PASSWORD'),
+    /** A live subscription not renewed within this time ends (a crashed game loop or agent). @default 30000 */
+    lease_ms: ms(1000, 3_600_000, 30_000),
+    /** Most live subscriptions at once. @default 1000 */
+    max_subscriptions: z.number().int().min(1).max(100_000).default(1000),
+  })
+  .strict();
+export type WorldSettings = z.infer<typeof WorldSettingsSchema>;
+
 /** Private memory of every agent. */
 export const MemorySettingsSchema = z
   .object({
@@ -218,6 +245,7 @@ export const ThymosConfigSchema = z
     supervisor: SupervisorSettingsSchema.prefault({}),
     nats: NatsSettingsSchema.prefault({}),
     events: EventsSettingsSchema.prefault({}),
+    world: WorldSettingsSchema.prefault({}),
     memory: MemorySettingsSchema.prefault({}),
     mcp: McpSettingsSchema.prefault({}),
     log: LogSettingsSchema.prefault({}),

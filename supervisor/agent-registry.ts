@@ -2,7 +2,6 @@ import { RecordId, type Surreal } from 'surrealdb';
 import { z } from 'zod';
 import type { AgentMode } from '../shared/agent-protocol.js';
 import { LifecycleStateSchema, type LifecycleState } from '../shared/domain-schema.js';
-import { openEmbeddedSurreal } from '../shared/embedded-surreal.js';
 import { ErrorCode, ThymosError } from '../shared/errors.js';
 import { TransitionRecordSchema, type TransitionRecord } from '../shared/supervisor-protocol.js';
 
@@ -67,8 +66,10 @@ export class AgentRegistry {
     this.#db = db;
   }
 
-  static async open(dir: string, options: { timeoutMs: number }): Promise<AgentRegistry> {
-    const registry = new AgentRegistry(await openEmbeddedSurreal(dir, { namespace: 'thymos', database: 'world', schema: SCHEMA, timeoutMs: options.timeoutMs }));
+  /** Loads the registry from the world database (defining its tables the first time). */
+  static async open(db: Surreal): Promise<AgentRegistry> {
+    const registry = new AgentRegistry(db);
+    await registry.#run(SCHEMA);
     await registry.#load();
     return registry;
   }
@@ -160,10 +161,9 @@ export class AgentRegistry {
     );
   }
 
-  async close(): Promise<void> {
-    if (this.#closed) return;
+  /** Stops using the database (its owner closes it). */
+  close(): void {
     this.#closed = true;
-    await this.#db.close();
   }
 
   async #run<T extends unknown[] = unknown[]>(query: string, bindings?: Record<string, unknown>): Promise<T> {

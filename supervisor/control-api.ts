@@ -1,34 +1,46 @@
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import { ErrorCode, ThymosError, toThymosError } from '../shared/errors.js';
-import { Subjects } from '../shared/subjects.js';
-import { SUPERVISOR_OPS, SupervisorRequestSchemas, type SupervisorOp, type SupervisorReply } from '../shared/supervisor-protocol.js';
+import type { z } from 'zod';
+import type { SupervisorReply } from '../shared/supervisor-protocol.js';
 import { describeIssues } from '../shared/zod-issues.js';
 import type { Logger } from '../shared/logger.js';
 
+type Schemas = Record<string, z.ZodType>;
+
 /** Handles one validated request; the result goes back as `{ ok: true, result }`. */
-export type ControlHandlers = {
-  [K in SupervisorOp]: (request: ReturnType<(typeof SupervisorRequestSchemas)[K]['parse']>, progress: (p: unknown) => void) => Promise<unknown>;
+export type ControlHandlers<S extends Schemas> = {
+  [K in keyof S]: (request: z.output<S[K]>, progress: (p: unknown) => void) => Promise<unknown>;
 };
 
+export interface ControlApiOptions<S extends Schemas> {
+  /** One zod schema per op. */
+  schemas: S;
+  /** The subject of an op, e.g. `Subjects.supervisor`. */
+  subject: (op: string) => string;
+  handlers: ControlHandlers<S>;
+  /** The op whose invalid requests are INVALID_CONTEXT (reported without the `context.` prefix). */
+  contextOp?: keyof S & string;
+}
+
 /**
- * The supervisor's control API: request/reply on `thymos.supervisor.<op>`. Every
- * request is validated with zod; every reply is a result or a coded error.
+ * A request/reply API of the supervisor on NATS (`thymos.supervisor.<op>`, `thymos.world.<op>`).
+ * Every request is validated with zod; every reply is a result or a coded error.
  */
-export class ControlApi {
+export class ControlApi<S extends Schemas> {
   readonly #nc: NatsConnection;
-  readonly #handlers: ControlHandlers;
+  readonly #options: ControlApiOptions<S>;
   readonly #logger: Logger;
   readonly #subs: Subscription[] = [];
 
-  constructor(nc: NatsConnection, handlers: ControlHandlers, logger: Logger) {
+  constructor(nc: NatsConnection, options: ControlApiOptions<S>, logger: Logger) {
     this.#nc = nc;
-    this.#handlers = handlers;
+    this.#options = options;
     this.#logger = logger;
   }
 
   start(): void {
-    for (const op of SUPERVISOR_OPS) {
-      this.#subs.push(this.#nc.subscribe(Subjects.supervisor(op), { callback: (err, msg) => (err ? this.#logger.warn({ err }, 'control subscription error') : void this.#answer(op, msg)) }));
+    for (const op of Object.keys(this.#options.schemas)) {
+      this.#subs.push(this.#nc.subscribe(this.#options.subject(op), { callback: (err, msg) => (err ? this.#logger.warn({ err }, 'control subscription error') : void this.#answer(op, msg)) }));
     }
   }
 
@@ -36,7 +48,8 @@ export class ControlApi {
     for (const s of this.#subs) s.unsubscribe();
   }
 
-  async #answer(op: SupervisorOp, msg: Msg): Promise<void> {
+  async #answer(op: string, msg: Msg): Promise<void> {
+    const { schemas, subject, handlers, contextOp } = this.#options;
     let reply: SupervisorReply;
     try {
       let raw: unknown;
@@ -44,14 +57,15 @@ export class ControlApi {
       try {
         raw = JSON.parse(text);
       } catch (err) {
-        throw new ThymosError(ErrorCode.INVALID_INPUT, `${Subjects.supervisor(op)}: request is not JSON: ${(err as Error).message}`);
+        throw new ThymosError(ErrorCode.INVALID_INPUT, `${subject(op)}: request is not JSON: ${(err as Error).message}`);
       }
-      const parsed = SupervisorRequestSchemas[op].safeParse(raw);
+      const parsed = schemas[op]!.safeParse(raw);
       if (!parsed.success) {
-        const code = op === 'reconcile' ? ErrorCode.INVALID_CONTEXT : ErrorCode.INVALID_INPUT;
-        const paths = describeIssues(parsed.error, raw).replace(/(^|; )context\./g, '$1');
-        throw new ThymosError(code, `${op === 'reconcile' ? 'context' : Subjects.supervisor(op)}: ${paths}`, {
-          location: { path: parsed.error.issues[0]?.path.slice(op === 'reconcile' ? 1 : 0).map(String).join('.') },
+        const isContext = op === contextOp;
+        const code = isContext ? ErrorCode.INVALID_CONTEXT : ErrorCode.INVALID_INPUT;
+        const paths = isContext ? describeIssues(parsed.error, raw).replace(/(^|; )context\./g, '$1') : describeIssues(parsed.error, raw);
+        throw new ThymosError(code, `${isContext ? 'context' : subject(op)}: ${paths}`, {
+          location: { path: parsed.error.issues[0]?.path.slice(isContext ? 1 : 0).map(String).join('.') },
         });
       }
       const request = parsed.data as { progress?: string };
@@ -59,7 +73,7 @@ export class ControlApi {
       const progress = (p: unknown) => {
         if (progressSubject) this.#nc.publish(progressSubject, JSON.stringify(p));
       };
-      const handler = this.#handlers[op] as (r: unknown, p: (p: unknown) => void) => Promise<unknown>;
+      const handler = handlers[op] as (r: unknown, p: (p: unknown) => void) => Promise<unknown>;
       reply = { ok: true, result: await handler(parsed.data, progress) };
     } catch (err) {
       const e = toThymosError(err);

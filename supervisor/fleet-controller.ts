@@ -40,6 +40,8 @@ export interface FleetControllerOptions {
   thymosBin: string;
   /** JetStream, when the server has it: agents' event consumers are kept here. */
   jsm?: JetStreamManager | undefined;
+  /** Called when an agent stops running (Dormant or Archived): its live subscriptions end. */
+  onStopped?: ((id: string) => Promise<unknown>) | undefined;
 }
 
 /** Called as each agent's transition finishes. */
@@ -464,6 +466,9 @@ export class FleetController {
 
   async #setState(entry: AgentEntry, state: LifecycleState, patch: Partial<AgentEntry>, reason: string): Promise<AgentEntry> {
     const next = await this.#o.registry.update(entry.id, { ...patch, state, since: state === entry.state ? entry.since : Date.now() });
+    if (state !== entry.state && RUNNING(entry.state) && !RUNNING(state)) {
+      await this.#o.onStopped?.(entry.id).catch((err: unknown) => this.#o.logger.warn({ err, id: entry.id }, 'ending the live subscriptions of a stopped agent failed'));
+    }
     if (state !== entry.state) {
       await this.#o.registry.recordTransition({ id: entry.id, at: new Date().toISOString(), from: entry.state, to: state, score: next.score, reason, ok: true, error: null });
     }

@@ -10,6 +10,8 @@ import { fleetPaths } from '../shared/fleet-paths.js';
 import { createLogger } from '../shared/logger.js';
 import { connectNats } from '../shared/nats-connection.js';
 import type { ThymosConfig } from '../shared/thymos-config.js';
+import { Subjects } from '../shared/subjects.js';
+import { SupervisorRequestSchemas } from '../shared/supervisor-protocol.js';
 import { thymosBinPath } from '../shared/thymos-bin.js';
 import { AgentLink } from './agent-link.js';
 import { AgentRegistry } from './agent-registry.js';
@@ -18,6 +20,9 @@ import { FleetController } from './fleet-controller.js';
 import { ProcessManager } from './process-manager.js';
 import { RelevanceEvaluator } from './relevance-evaluator.js';
 import { SupervisorMetrics } from './supervisor-metrics.js';
+import { openWorldDatabase } from './world-database.js';
+import { worldControlApi } from './world-api.js';
+import { WorldStore } from './world-store.js';
 
 export interface SupervisorOptions {
   config: ThymosConfig;
@@ -50,7 +55,9 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     cleanup.push(() => lock.release());
     const domainPromise = config.domainSchemaPath ? loadDomainSchema(config.domainSchemaPath) : Promise.resolve(EMPTY_DOMAIN);
     domainPromise.catch(() => undefined);
-    const registry = await AgentRegistry.open(paths.world, { timeoutMs: config.agent.db_open_timeout_ms });
+    const db = await openWorldDatabase(config, paths.world);
+    cleanup.push(async () => void (await db.close()));
+    const registry = await AgentRegistry.open(db);
     cleanup.push(() => registry.close());
     const domain = await domainPromise;
 
@@ -82,7 +89,23 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
       logger.warn({ err: (err as Error).message }, 'world events are off: the NATS server has no JetStream');
       return undefined;
     });
-    const controller = new FleetController({ config, domain, paths, registry, processes, nc, natsUrl, evaluator, metrics, logger, thymosBin: thymosBinPath(), jsm });
+    const world = await WorldStore.open({ db, tables: domain.worldTables, nc, leaseMs: config.world.lease_ms, maxSubscriptions: config.world.max_subscriptions, logger });
+    cleanup.push(() => world.close());
+    const controller = new FleetController({
+      config,
+      domain,
+      paths,
+      registry,
+      processes,
+      nc,
+      natsUrl,
+      evaluator,
+      metrics,
+      logger,
+      thymosBin: thymosBinPath(),
+      jsm,
+      onStopped: (id) => world.endOwner(id),
+    });
     await controller.adopt();
     controller.watchHeartbeats();
 
@@ -93,6 +116,10 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     const api = new ControlApi(
       nc,
       {
+        schemas: SupervisorRequestSchemas,
+        subject: Subjects.supervisor,
+        contextOp: 'reconcile',
+        handlers: {
         reconcile: (r, progress) => controller.reconcile(r.context, { dryRun: r.dry_run, onProgress: progress }),
         status: async () => ({ supervisor: { pid: process.pid, started_at: startedAt, metrics_url: metricsUrl, nats_url: natsUrl }, ...(await controller.status()) }),
         start: (r, progress) => controller.operate('start', r.id, { mode: r.mode, onProgress: progress }),
@@ -101,11 +128,15 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
         restore: (r, progress) => controller.operate('restore', r.id, { onProgress: progress }),
         stop_all: (_r, progress) => controller.stopAll({ onProgress: progress }),
         history: (r) => controller.history(r.id, r.limit),
+        },
       },
       logger,
     );
     api.start();
     cleanup.push(() => api.stop());
+    const worldApi = worldControlApi(nc, world, logger);
+    worldApi.start();
+    cleanup.push(() => worldApi.stop());
     await nc.flush();
 
     mkdirSync(paths.run, { recursive: true });
@@ -122,6 +153,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
       stopping ??= (async () => {
         logger.info({ reason }, 'supervisor stopping');
         api.stop();
+        worldApi.stop();
         await controller.idle();
         await runCleanup();
         logger.info('supervisor stopped');
