@@ -2,6 +2,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { ErrorCode as McpErrorCode, McpError, SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { WorldQuerySchema } from '../shared/world-protocol.js';
 import { AgentIdSchema } from '../shared/domain-schema.js';
 import { AgentStateSchema } from '../shared/agent-protocol.js';
 import { toThymosError } from '../shared/errors.js';
@@ -157,6 +158,28 @@ export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfi
           return { content: [{ type: 'text', text }], structuredContent: { answered: false } };
         }
         return { content: [{ type: 'text', text: answer.text }], structuredContent: { answered: true, answer: answer.text, id: answer.id } };
+      }),
+  );
+
+  server.registerTool(
+    'query_world',
+    {
+      title: 'Look up the shared world',
+      description:
+        'Reads rows of a world table the application declares (e.g. quest, location) through the supervisor: every condition must hold (field, op =, !=, <, <=, >, >=, contains, in; value), optionally ordered, at most limit rows. Works while listening.',
+      inputSchema: {
+        table: WorldQuerySchema.shape.table.describe('The world table, e.g. "quest".'),
+        where: WorldQuerySchema.shape.where.describe('Conditions, e.g. [{"field":"status","op":"=","value":"open"}].'),
+        order_by: WorldQuerySchema.shape.order_by,
+        limit: WorldQuerySchema.shape.limit,
+      },
+      outputSchema: { rows: z.array(z.record(z.string(), z.unknown())) },
+    },
+    async (args) =>
+      guard(async () => {
+        const rows = await runtime.queryWorld(args);
+        const text = rows.length === 0 ? `No ${args.table} matches.` : rows.map((r) => JSON.stringify(r)).join('\n');
+        return { content: [{ type: 'text', text }], structuredContent: { rows } };
       }),
   );
 

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { AgentModeSchema } from '../shared/agent-protocol.js';
-import { AgentDefinitionSchema, AgentIdSchema, EventFilterSchema } from '../shared/domain-schema.js';
+import { AgentDefinitionSchema, AgentIdSchema, EventFilterSchema, WorldWatchSchema } from '../shared/domain-schema.js';
 import { ErrorCode, ThymosError } from '../shared/errors.js';
 import { describeIssues } from '../shared/zod-issues.js';
 
@@ -27,6 +27,8 @@ export const AgentStartContextSchema = z
     definition: AgentDefinitionSchema.optional(),
     /** The domain schema's event filters (which world events the agent hears). */
     eventFilters: z.array(EventFilterSchema).optional(),
+    /** The domain schema's world watches (standing live queries on world tables). */
+    worldWatches: z.array(WorldWatchSchema).optional(),
     properties: z.record(z.string(), z.unknown()).default({}),
   })
   .strict();

@@ -8,6 +8,7 @@ import {
   type DomainSchema,
 } from '../shared/domain-schema.js';
 import { DataLock } from '../shared/data-lock.js';
+import { appliesTo } from '../shared/event-filter.js';
 import { ErrorCode, ThymosError, toThymosError } from '../shared/errors.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { resolveConfigFile, type ThymosConfig } from '../shared/thymos-config.js';
@@ -83,6 +84,9 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
     const domain = await domainPromise;
     const { definition, defined } = resolveDefinition(options.agentId, startContext?.definition, domain, logger);
     const eventFilters = startContext?.eventFilters ?? domain?.eventFilters ?? [];
+    const worldWatches = (startContext?.worldWatches ?? domain?.worldWatches ?? [])
+      .map((watch, index) => ({ index, watch }))
+      .filter(({ watch }) => appliesTo(watch, { id: options.agentId, tags: definition.tags }));
     phase('domain_schema');
 
     const memory = await AgentMemory.load(store, config.memory);
@@ -150,6 +154,11 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
       const inbox = new AgentInbox(runtime, logger);
       cleanup.push(() => inbox.close());
       listeners.push(inbox);
+      const { AgentWorldWatcher } = await import('./agent-world-watcher.js');
+      const { WorldClient } = await import('../shared/world-client.js');
+      const watcher = new AgentWorldWatcher(runtime, worldWatches, logger);
+      cleanup.push(() => watcher.close());
+      listeners.push(watcher);
       const listen = async () => {
         const nc = await channel!.connection();
         const { replayed, skipped } = await ear.catchUp(nc);
@@ -158,6 +167,9 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
         const taken = await inbox.open(nc);
         if (taken) logger.info({ taken }, 'waiting messages taken');
         runtime.setMessenger(inbox);
+        const world = new WorldClient(nc, { timeoutMs: config.supervisor.request_timeout_ms, by: options.agentId, owner: options.agentId });
+        runtime.setWorld(world);
+        await watcher.open(world);
       };
       if (linked) {
         await listen().catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'world events unavailable (JetStream off, or no event stream yet)'));
@@ -179,6 +191,7 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
       const drained = await runtime.drain(Math.floor(budget * 0.6));
       if (!drained) logger.warn({ in_flight: runtime.inFlight }, 'in-flight calls did not finish in time');
       runtime.setMessenger(undefined);
+      runtime.setWorld(undefined);
       for (const l of listeners) await l.close();
       await runtime.snapshot(`stop:${reason}`).catch((err) => logger.error({ err }, 'snapshot failed'));
       await http.close();

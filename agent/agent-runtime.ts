@@ -5,6 +5,8 @@ import { ErrorCode, ThymosError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import type { AgentMessage } from '../shared/agent-message.js';
 import type { RelevanceInput } from '../shared/agent-protocol.js';
+import type { WorldClient } from '../shared/world-client.js';
+import type { WorldQueryInput, WorldRow } from '../shared/world-protocol.js';
 import type { Messenger } from './agent-inbox.js';
 import type { AgentBehavior, AgentBehaviorContext, TalkReply, TalkRequest } from './agent-behavior.js';
 import type { AgentMemory, NewMemory, RecallOptions } from './agent-memory.js';
@@ -49,6 +51,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
   readonly #store: MemoryStore;
   readonly #behavior: AgentBehavior;
   #messenger: Messenger | undefined;
+  #world: WorldClient | undefined;
   readonly #logger: Logger;
   readonly #startedAt = new Date().toISOString();
   #mode: AgentMode;
@@ -185,6 +188,19 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
   /** Whether a memory with this id is stored. */
   hasMemory(id: string): boolean {
     return this.#memory.get(id) !== undefined;
+  }
+
+  /** Links the agent to the shared world store (set once NATS is up). */
+  setWorld(world: WorldClient | undefined): void {
+    this.#world = world;
+  }
+
+  /** Rows of a world table, through the supervisor. Works while listening too: it is a read. */
+  async queryWorld(query: WorldQueryInput): Promise<WorldRow[]> {
+    return this.#call(async () => {
+      if (!this.#world) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `${this.id} has no NATS link, so it cannot read the world right now`);
+      return this.#world.query(query);
+    });
   }
 
   /** Links the agent to other agents (set once NATS is up). */

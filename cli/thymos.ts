@@ -26,6 +26,9 @@ usage:
       Call one MCP tool on a running agent.
   thymos publish TYPE ['{"summary":"…"}'] [--tags a,b] [--location L] [--mentions a,b] [--source S]
       Publish a world event; agents whose event filters match remember it (Dormant ones on waking).
+  thymos world tables | get TABLE ID | set TABLE ID JSON | patch TABLE ID JSON | delete TABLE ID
+  thymos world query TABLE [--where FIELD=VALUE]… [--order FIELD[:desc]] [--limit N] [--json]
+      Read and write the shared world tables the Pkl schema declares (worldTables).
   thymos validate [--config FILE] [--json]
       Check thymos.toml and the Pkl domain schema it names.
   thymos supervisor [--config FILE] [--nats-url URL]
@@ -67,6 +70,10 @@ async function main(argv: string[]): Promise<number> {
     case 'supervisor': {
       const { runSupervisorCommand } = await import('./supervisor-command.js');
       return runSupervisorCommand(rest);
+    }
+    case 'world': {
+      const { runWorldCommand } = await import('./world-command.js');
+      return runWorldCommand(rest);
     }
     case 'validate': {
       const { runValidateCommand } = await import('./validate-command.js');

@@ -16,7 +16,9 @@ await build({
   sourcemap: true,
   // Native engine and pino's worker files must stay on disk where they are; pm2 and
   // prom-client load their own files at run time (and only the supervisor needs them).
-  external: ['@surrealdb/node', 'pino', 'pm2', 'prom-client'],
+  // surrealdb stays shared with @surrealdb/node: the engine checks features against the
+  // SDK's own objects, so a second, bundled copy of the SDK would see no live queries.
+  external: ['@surrealdb/node', 'surrealdb', 'pino', 'pm2', 'prom-client'],
   banner: { js: "import { createRequire as __thymosRequire } from 'node:module'; const require = __thymosRequire(import.meta.url);" },
   logLevel: 'warning',
 });

@@ -13,6 +13,13 @@ export interface Listener {
 
 const overlaps = (a: readonly string[], b: readonly string[]) => a.some((x) => b.includes(x));
 
+/** Whether a declaration naming `agents` and `agentTags` (both empty: everyone) applies to an agent. */
+export function appliesTo(target: { agents: readonly string[]; agentTags: readonly string[] }, who: { id: string; tags: readonly string[] }): boolean {
+  if (target.agents.length > 0 && !target.agents.includes(who.id)) return false;
+  if (target.agentTags.length > 0 && !overlaps(target.agentTags, who.tags)) return false;
+  return true;
+}
+
 /**
  * Whether an agent hears an event: some filter of the domain schema applies to the agent
  * (its `agents` and `agentTags`, empty meaning all) and matches the event (any of its
@@ -22,8 +29,7 @@ const overlaps = (a: readonly string[], b: readonly string[]) => a.some((x) => b
 export function hearsEvent(filters: readonly EventFilter[], who: Listener, e: WorldEvent): boolean {
   const names = [who.id, who.name, ...who.aliases].map((n) => n.toLowerCase());
   return filters.some((f) => {
-    if (f.agents.length > 0 && !f.agents.includes(who.id)) return false;
-    if (f.agentTags.length > 0 && !overlaps(f.agentTags, who.tags)) return false;
+    if (!appliesTo(f, who)) return false;
     if (f.eventTags.length > 0 && !overlaps(f.eventTags, e.tags)) return false;
     if (f.sameLocation && (!who.location || e.location !== who.location)) return false;
     if (f.mentions && !e.mentions.some((m) => names.includes(m.toLowerCase()))) return false;
