@@ -47,6 +47,12 @@ const up = await upFleet(config, { onStep: (line) => console.log(`  ${line}`) })
 const fleet = await connect(config);
 const lastTalk = new Map<string, number>();
 const party = new Set<string>();
+// The game loop follows the quest board live: every new or changed quest is printed as it happens.
+const questNews: string[] = [];
+const questBoard = await fleet.world.subscribe({ table: 'quest' }, (c) => {
+  questNews.push(`${c.action} ${c.id}`);
+  console.log(`  quest board: ${c.id} ${c.action} (${String(c.row.title)}, ${String(c.row.status)})`);
+});
 try {
   for (const [i, step] of walk.entries()) {
     const tick = i + 1;
@@ -69,6 +75,9 @@ try {
     if ('news' in step) {
       await fleet.publish({ ...step.news, tags: [...step.news.tags] });
       console.log(`  news: ${step.news.payload.summary}`);
+      // The shared world changes too: the pasture is dangerous and the captain posts a quest.
+      await fleet.world.set('place', 'north_pasture', { name: 'North pasture', danger: 5 });
+      await fleet.world.set('quest', 'wolves', { title: 'Drive the wolves from the north pasture', status: 'open', giver: 'captain_lysa', location: 'north_pasture', reward: 40 });
     }
     const status = await fleet.status();
     printFleet(status);
@@ -111,9 +120,15 @@ try {
   }
   console.log(`  captain_lysa remembers: ${answer.split('\n')[0]}`);
   check("the elder answered the captain's question after waking, and she remembers it", /elder_rowan answered me: .*Wolves took two sheep/.test(answer), answer.slice(0, 300));
+  const openQuests = await fleet.world.query({ table: 'quest', where: [{ field: 'status', value: 'open' }], order_by: { field: 'reward', direction: 'desc' } });
+  check('the quest board lists the open wolves quest', openQuests.some((q) => q.id === 'wolves' && q.giver === 'captain_lysa'), JSON.stringify(openQuests));
+  check('the game loop saw the quest posted, live', questNews.some((n) => n.endsWith(' wolves')), questNews.join(', '));
+  const watched = text(await (await fleet.agent('captain_lysa')).callTool({ name: 'query_captain_lysa_knowledge', arguments: { query: 'place north_pasture danger', k: 3 } }));
+  check('the captain, who watches dangerous places, remembers the north pasture turning dangerous', /place north_pasture (appeared|changed) \(name: North pasture; danger: 5\)/.test(watched), watched.slice(0, 200));
   const history = await fleet.history('elder_rowan');
   check('the elder went dormant while the player was away and woke on return', history.some((t) => t.to === 'dormant') && history[0]?.to === 'active', JSON.stringify(history.map((t) => `${t.from}>${t.to}`)));
 } finally {
+  await questBoard.close();
   await fleet.close();
   if (!up.alreadyRunning) {
     console.log('\nStopping the fleet');
