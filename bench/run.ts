@@ -13,11 +13,12 @@ import { recallScenario } from './recall.js';
 import { eventDeliveryScenario } from './event-delivery.js';
 import { fleetScaleScenario } from './fleet-scale.js';
 import { reconcileDecisionScenario } from './reconcile-decision.js';
+import { worldLiveScenario } from './world-live.js';
 import type { Figure, Scenario, ScenarioResult } from './scenario.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RESULTS = join(ROOT, 'bench', 'results');
-const SCENARIOS: Scenario[] = [agentStartupScenario, recallScenario, reconcileDecisionScenario, fleetScaleScenario, eventDeliveryScenario];
+const SCENARIOS: Scenario[] = [agentStartupScenario, recallScenario, reconcileDecisionScenario, fleetScaleScenario, eventDeliveryScenario, worldLiveScenario];
 
 interface StoredResult extends ScenarioResult {
   machine: string;
