@@ -68,15 +68,25 @@ interface Subscription {
   owner: string;
   key: string | undefined;
   leaseUntil: number;
-  live: LiveSubscription | undefined;
-  stopRelay: (() => void) | undefined;
+  /** The shared live query it listens to, while it runs. */
+  group: LiveGroup | undefined;
+}
+
+/** One `LIVE SELECT` shared by every subscription with the same table and conditions. */
+interface LiveGroup {
+  key: string;
+  table: string;
+  live: LiveSubscription;
+  stopRelay: () => void;
+  members: Set<Subscription>;
 }
 
 /**
  * The shared world: the tables the application declares in its Pkl schema (`worldTables`),
  * in the supervisor's database. Reads and writes are structured — table, id, declared fields,
  * conditions whose values are bound parameters — so nothing from the wire becomes SurrealQL.
- * Live subscriptions run `LIVE SELECT` and relay each notification on
+ * Live subscriptions run `LIVE SELECT` — one per distinct table and conditions, shared by
+ * every subscription that asks for the same — and relay each notification on
  * `thymos.world.live.<sub>`; they are kept in the database and started again when the
  * supervisor restarts, and end when unsubscribed, when their owner agent stops, or when
  * their lease is not renewed.
@@ -84,6 +94,7 @@ interface Subscription {
 export class WorldStore {
   readonly #o: WorldStoreOptions;
   readonly #subs = new Map<string, Subscription>();
+  readonly #groups = new Map<string, LiveGroup>();
   readonly #rowSchemas = new Map<string, { full: z.ZodType<Record<string, unknown>>; partial: z.ZodType<Record<string, unknown>> }>();
   #sweeper: NodeJS.Timeout | undefined;
   #closed = false;
@@ -183,7 +194,7 @@ export class WorldStore {
     if (!existing && this.#subs.size >= this.#o.maxSubscriptions) {
       throw new ThymosError(ErrorCode.CAPACITY_EXCEEDED, `the world store already runs ${this.#subs.size} live subscriptions ([world] max_subscriptions = ${this.#o.maxSubscriptions})`);
     }
-    const sub: Subscription = existing ?? { sub: randomUUID(), filter, owner: request.owner, key: request.key, leaseUntil: 0, live: undefined, stopRelay: undefined };
+    const sub: Subscription = existing ?? { sub: randomUUID(), filter, owner: request.owner, key: request.key, leaseUntil: 0, group: undefined };
     sub.leaseUntil = Date.now() + this.#o.leaseMs;
     if (existing) await this.#stopLive(existing);
     sub.filter = filter;
@@ -227,6 +238,11 @@ export class WorldStore {
     return [...this.#subs.values()].map((s) => ({ sub: s.sub, owner: s.owner, table: s.filter.table, key: s.key ?? null }));
   }
 
+  /** How many `LIVE SELECT`s run: one per distinct table and conditions. */
+  get liveQueries(): number {
+    return this.#groups.size;
+  }
+
   /** Stops relaying; the subscriptions stay recorded so the next supervisor restarts them. */
   async close(): Promise<void> {
     if (this.#closed) return;
@@ -261,8 +277,7 @@ export class WorldStore {
         owner: String(row.owner),
         key: typeof row.key === 'string' ? row.key : undefined,
         leaseUntil: until,
-        live: undefined,
-        stopRelay: undefined,
+        group: undefined,
       };
       this.#subs.set(sub, s);
       await this.#startLive(s);
@@ -270,40 +285,64 @@ export class WorldStore {
     if (this.#subs.size > 0) this.#o.logger.info({ subscriptions: this.#subs.size }, 'live subscriptions restarted');
   }
 
+  /** Joins the live query of its filter, starting it when it is the first with that filter. */
   async #startLive(s: Subscription): Promise<void> {
-    const condition = conditionOf(s.filter);
-    let pending = this.#o.db.live(new Table(s.filter.table));
-    if (condition) pending = pending.where(condition);
-    const live = await pending.catch((err: unknown) => {
-      throw new ThymosError(ErrorCode.DATABASE_ERROR, `live query on ${s.filter.table}: ${(err as Error).message}`, { cause: err });
-    });
-    const table = this.#o.tables[s.filter.table]!;
-    const subject = Subjects.worldLive(s.sub);
-    s.live = live;
-    s.stopRelay = live.subscribe((m: LiveMessage) => {
-      if (m.action === 'KILLED') return;
-      const change: WorldChange = {
-        sub: s.sub,
-        action: m.action === 'CREATE' ? 'create' : m.action === 'UPDATE' ? 'update' : 'delete',
-        table: s.filter.table,
-        id: String(m.recordId.id),
-        row: toWorldRow(m.value, table),
-        at: Date.now(),
-      };
+    const key = JSON.stringify([s.filter.table, s.filter.where]);
+    let group = this.#groups.get(key);
+    if (!group) {
+      const condition = conditionOf(s.filter);
+      let pending = this.#o.db.live(new Table(s.filter.table));
+      if (condition) pending = pending.where(condition);
+      const live = await pending.catch((err: unknown) => {
+        throw new ThymosError(ErrorCode.DATABASE_ERROR, `live query on ${s.filter.table}: ${(err as Error).message}`, { cause: err });
+      });
+      const created: LiveGroup = { key, table: s.filter.table, live, stopRelay: () => undefined, members: new Set() };
+      created.stopRelay = live.subscribe((m) => this.#relay(created, m));
+      // Another request for the same filter may have finished first: keep one live query.
+      const raced = this.#groups.get(key);
+      if (raced) {
+        created.stopRelay();
+        await live.kill().catch(() => undefined);
+        group = raced;
+      } else {
+        this.#groups.set(key, created);
+        group = created;
+      }
+    }
+    group.members.add(s);
+    s.group = group;
+  }
+
+  /** Sends one notification to the subject of every subscription of the group. */
+  #relay(group: LiveGroup, m: LiveMessage): void {
+    if (m.action === 'KILLED') return;
+    const base = {
+      action: m.action === 'CREATE' ? ('create' as const) : m.action === 'UPDATE' ? ('update' as const) : ('delete' as const),
+      table: group.table,
+      id: String(m.recordId.id),
+      row: toWorldRow(m.value, this.#o.tables[group.table]!),
+      at: Date.now(),
+    };
+    for (const s of group.members) {
+      const change: WorldChange = { sub: s.sub, ...base };
       try {
-        this.#o.nc.publish(subject, JSON.stringify(change));
+        this.#o.nc.publish(Subjects.worldLive(s.sub), JSON.stringify(change));
       } catch (err) {
         this.#o.logger.warn({ err: (err as Error).message, sub: s.sub }, 'live notification not relayed');
       }
-    });
+    }
   }
 
+  /** Leaves its live query, killing it when it was the last member. */
   async #stopLive(s: Subscription): Promise<void> {
-    s.stopRelay?.();
-    s.stopRelay = undefined;
-    const live = s.live;
-    s.live = undefined;
-    await live?.kill().catch(() => undefined);
+    const group = s.group;
+    s.group = undefined;
+    if (!group) return;
+    group.members.delete(s);
+    if (group.members.size > 0 || this.#groups.get(group.key) !== group) return;
+    this.#groups.delete(group.key);
+    group.stopRelay();
+    await group.live.kill().catch(() => undefined);
   }
 
   async #end(s: Subscription, reason: string): Promise<void> {

@@ -264,6 +264,26 @@ describe('world store over NATS (real nats-server, embedded SurrealDB)', () => {
     await sub.close();
   });
 
+  test('subscriptions with the same filter share one live query, each still hearing every change', async () => {
+    const heard = { a: [] as string[], b: [] as string[], c: [] as string[] };
+    const filter = { table: 'location', where: [{ field: 'danger', op: '>' as const, value: 1 }] };
+    const a = await app.subscribe(filter, (ch) => heard.a.push(ch.id));
+    const b = await other.subscribe(filter, (ch) => heard.b.push(ch.id));
+    const c = await app.subscribe({ table: 'location' }, (ch) => heard.c.push(ch.id));
+    assert.equal(store.subscriptions().length, 3);
+    assert.equal(store.liveQueries, 2, 'two distinct filters');
+    await app.set('location', 'tower', { name: 'Tower', danger: 2 });
+    await until(() => heard.a.length === 1 && heard.b.length === 1 && heard.c.length === 1, 5000, 'all three notified');
+    await a.close();
+    assert.equal(store.liveQueries, 2, 'b still uses it');
+    await app.set('location', 'crypt', { name: 'Crypt', danger: 3 });
+    await until(() => heard.b.length === 2 && heard.c.length === 2, 5000, 'b and c notified');
+    assert.deepEqual(heard.a, ['tower'], 'a closed subscription hears nothing');
+    await b.close();
+    await c.close();
+    assert.equal(store.liveQueries, 0, 'the last one out kills the live query');
+  });
+
   test('too many subscriptions are refused with CAPACITY_EXCEEDED', async () => {
     assert.deepEqual(store.subscriptions(), [], "none left from earlier tests");
     const subs = [];
