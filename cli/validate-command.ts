@@ -22,6 +22,8 @@ export async function runValidateCommand(argv: string[]): Promise<number> {
     relationship_types: Object.keys(domain.relationshipTypes),
     relevance_rules: domain.relevanceRules.length,
     event_filters: domain.eventFilters.length,
+    world_tables: Object.keys(domain.worldTables),
+    world_watches: domain.worldWatches.length,
   };
   if (values.json) {
     process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
@@ -32,7 +34,8 @@ export async function runValidateCommand(argv: string[]): Promise<number> {
         `domain schema: ${summary.domain_schema ?? '(none; default personas)'}\n` +
         `agents (${summary.agents.length}): ${summary.agents.join(', ') || '-'}\n` +
         `concept types: ${summary.concept_types.join(', ') || '-'}; relationship types: ${summary.relationship_types.join(', ') || '-'}\n` +
-        `relevance rules: ${summary.relevance_rules}; event filters: ${summary.event_filters}\n`,
+        `relevance rules: ${summary.relevance_rules}; event filters: ${summary.event_filters}\n` +
+        `world tables: ${summary.world_tables.join(', ') || '-'}; world watches: ${summary.world_watches}\n`,
     );
   }
   return 0;

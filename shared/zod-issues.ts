@@ -26,6 +26,11 @@ export function describeIssue(issue: z.core.$ZodIssue, root: unknown): string {
   if (issue.code === 'unrecognized_keys') {
     return `unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}`;
   }
+  if (issue.code === 'invalid_key') {
+    // A record key failed its schema: say what a key must be, and which key it was.
+    const inner = issue.issues[0]?.message ?? issue.message;
+    return `${inner.replace(/^Invalid input: /, '')}; got the key ${preview(issue.path.at(-1))}`;
+  }
   const got = valueAt(root, issue.path);
   const came = got === undefined ? 'nothing' : preview(got);
   const message = issue.message.replace(/^Invalid input: /, '');

@@ -48,4 +48,25 @@ describe('Pkl domain schema', () => {
       (err: unknown) => isThymosError(err, 'SCHEMA_INVALID') && /agents\.elder_rowan\.persona\.name/.test(err.message),
     );
   });
+
+  test('world tables and watches are declared in Pkl and checked against each other', async () => {
+    const domain = await loadDomainSchema(VILLAGE_SCHEMA);
+    assert.deepEqual(Object.keys(domain.worldTables), ['quest', 'place']);
+    assert.equal(domain.worldTables.quest!.fields.reward!.type, 'number');
+    assert.deepEqual(domain.worldWatches[0], { table: 'place', where: [{ field: 'danger', op: '>=', value: 3 }], agents: [], agentTags: ['guard'] });
+
+    const cases: Array<[unknown, RegExp]> = [
+      [{ worldTables: { agent: { fields: {} } } }, /worldTables\.agent: agent is kept by Thymos/],
+      [{ worldTables: { quest: { fields: { updated_by: {} } } } }, /worldTables\.quest\.fields\.updated_by: every row already has id, updated_at, updated_by/],
+      [{ worldTables: { Quest: {} } }, /expected a world name/],
+      [{ worldTables: { quest: { fields: { title: {} } } }, worldWatches: [{ table: 'quests' }] }, /worldWatches\.0: worldWatches\.0\.table: no world table "quests"; the domain declares quest/],
+      [{ worldTables: { quest: { fields: { title: {} } } }, worldWatches: [{ table: 'quest', where: [{ field: 'reward', value: 1 }] }] }, /worldWatches\.0\.where\.0\.field: table quest has no field "reward"/],
+      [{ worldTables: { quest: { fields: { reward: { type: 'number' } } } }, worldWatches: [{ table: 'quest', where: [{ field: 'reward', value: 'lots' }] }] }, /where\.0\.value: expected number; got "lots"/],
+    ];
+    for (const [raw, pattern] of cases) {
+      assert.throws(() => parseDomainSchema(raw, 'x.json'), (err: unknown) => isThymosError(err, 'SCHEMA_INVALID') && pattern.test(err.message), JSON.stringify(raw));
+    }
+    const file = world('worldTables { ["quest"] { fields { ["title"] { type = "text" } } } }');
+    await assert.rejects(loadDomainSchema(file), (err: unknown) => isThymosError(err, 'SCHEMA_INVALID') && /"text"/.test(err.message));
+  });
 });
