@@ -1,13 +1,10 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { connect, type Fleet } from '../client/fleet-client.js';
-import { loadConfig } from '../shared/thymos-config.js';
-import { downFleet, upFleet } from '../supervisor/fleet-launcher.js';
-import { killFleet } from '../test/helpers/fleet.js';
+import type { Fleet } from '../client/fleet-client.js';
 import { REPO_ROOT } from '../test/helpers/workspace.js';
+import { withBenchFleet } from './bench-fleet.js';
 import type { Figure, Scenario } from './scenario.js';
 import { quantile, round } from './stats.js';
 
@@ -41,66 +38,52 @@ export const eventDeliveryScenario: Scenario = {
   title: 'World events: published → remembered by every listening agent, and replay on wake',
   async run() {
     const n = Math.max(...SIZES);
-    const dir = mkdtempSync(join(tmpdir(), 'thymos-bench-events-'));
-    const data = join(dir, 'data');
-    writeFileSync(join(dir, 'world.pkl'), domainPkl(n));
-    writeFileSync(join(dir, 'thymos.toml'), ['data_dir = "data"', '[domain]', 'schema = "world.pkl"', '[lifecycle]', 'min_dwell_ms = 0', `max_running = ${n}`, `max_active = ${n}`, '[log]', 'level = "info"'].join('\n'));
-    const config = loadConfig(join(dir, 'thymos.toml'));
     const ids = Array.from({ length: n }, (_, i) => `e_${String(i).padStart(3, '0')}`);
     const figures: Figure[] = [];
     const notes: string[] = [];
-    try {
-      await upFleet(config);
-      const fleet = await connect(config);
-      try {
-        for (const size of SIZES) {
-          const active = ids.slice(0, size);
-          const report = await fleet.reconcile({ agents: Object.fromEntries(ids.map((id, i) => [id, { relevance: i < size ? 1 : 0.2 }])) });
-          if (report.failed.length) throw new Error(JSON.stringify(report.failed));
-          const clients = new Map<string, Client>();
-          const waiters = new Map<string, () => void>();
-          for (const id of active) {
-            const client = await fleet.agent(id);
-            client.setNotificationHandler(ResourceUpdatedNotificationSchema, (note) => {
-              if (note.params.uri === `agent://${id}/memories`) waiters.get(id)?.();
-            });
-            await client.subscribeResource({ uri: `agent://${id}/memories` });
-            clients.set(id, client);
-          }
-          const delays: number[] = [];
-          for (let i = 0; i < EVENTS; i++) delays.push(...(await deliver(fleet, clients, waiters, i)));
-          const goal = size === 50 ? '≤ 25 ms p95' : undefined;
-          figures.push({ metric: `published → remembered, ${size} agents, p50`, value: round(quantile(delays, 0.5), 1), unit: 'ms' });
-          figures.push({ metric: `published → remembered, ${size} agents, p95`, value: round(quantile(delays, 0.95), 1), unit: 'ms', goal });
+    const toml = ['[lifecycle]', 'min_dwell_ms = 0', `max_running = ${n}`, `max_active = ${n}`, '[log]', 'level = "info"'];
+    await withBenchFleet('events', domainPkl(n), toml, async (fleet, data) => {
+      for (const size of SIZES) {
+        const active = ids.slice(0, size);
+        const report = await fleet.reconcile({ agents: Object.fromEntries(ids.map((id, i) => [id, { relevance: i < size ? 1 : 0.2 }])) });
+        if (report.failed.length) throw new Error(JSON.stringify(report.failed));
+        const clients = new Map<string, Client>();
+        const waiters = new Map<string, () => void>();
+        for (const id of active) {
+          const client = await fleet.agent(id);
+          client.setNotificationHandler(ResourceUpdatedNotificationSchema, (note) => {
+            if (note.params.uri === `agent://${id}/memories`) waiters.get(id)?.();
+          });
+          await client.subscribeResource({ uri: `agent://${id}/memories` });
+          clients.set(id, client);
         }
-        // Every agent sleeps (their consumers retain); one wakes to what it missed.
-        const sleeper = ids[0]!;
-        await fleet.reconcile({ agents: Object.fromEntries(ids.map((id) => [id, { relevance: 0.2 }])) });
-        const t = performance.now();
-        for (let i = 0; i < REPLAY; i += 200) {
-          await Promise.all(Array.from({ length: 200 }, (_, j) => fleet.publish({ id: `r-${i + j}`, type: 'bench.missed', tags: ['bench'], payload: { summary: `Missed ${i + j}` } })));
-        }
-        const publishMs = performance.now() - t;
-        const t1 = performance.now();
-        await fleet.start(sleeper);
-        const wakeMs = performance.now() - t1;
-        const log = readFileSync(join(data, 'logs', `${sleeper}.log`), 'utf8').split('\n').filter((l) => l.includes('agent ready')).at(-1)!;
-        const replayMs = (JSON.parse(log) as { phases: { replay: number } }).phases.replay;
-        figures.push({ metric: `publish ${REPLAY.toLocaleString('en')} events, 200 in flight, ${n} durable consumers retaining`, value: Math.round(publishMs), unit: 'ms' });
-        figures.push({ metric: `replay of ${REPLAY.toLocaleString('en')} missed events on wake (agent's replay phase)`, value: replayMs, unit: 'ms' });
-        figures.push({ metric: `wake with ${REPLAY.toLocaleString('en')} missed events (start to ready, verified)`, value: Math.round(wakeMs), unit: 'ms' });
-        notes.push(
-          `${EVENTS} events per size, one at a time; a delay is from the publish call to the MCP notification that the agent's memories changed, so it includes JetStream storage, delivery to each durable consumer, the filter, the SurrealDB write and the notification. The other agents of the fleet were Dormant (their consumers retain the events).`,
-          'Replay fetches 256 events at a time, writes each batch in one SurrealDB statement and acknowledges it after the write.',
-        );
-      } finally {
-        await fleet.close();
+        const delays: number[] = [];
+        for (let i = 0; i < EVENTS; i++) delays.push(...(await deliver(fleet, clients, waiters, i)));
+        const goal = size === 50 ? '≤ 25 ms p95' : undefined;
+        figures.push({ metric: `published → remembered, ${size} agents, p50`, value: round(quantile(delays, 0.5), 1), unit: 'ms' });
+        figures.push({ metric: `published → remembered, ${size} agents, p95`, value: round(quantile(delays, 0.95), 1), unit: 'ms', goal });
       }
-      await downFleet(config);
-    } finally {
-      await killFleet(data);
-      rmSync(dir, { recursive: true, force: true });
-    }
+      // Every agent sleeps (their consumers retain); one wakes to what it missed.
+      const sleeper = ids[0]!;
+      await fleet.reconcile({ agents: Object.fromEntries(ids.map((id) => [id, { relevance: 0.2 }])) });
+      const t = performance.now();
+      for (let i = 0; i < REPLAY; i += 200) {
+        await Promise.all(Array.from({ length: 200 }, (_, j) => fleet.publish({ id: `r-${i + j}`, type: 'bench.missed', tags: ['bench'], payload: { summary: `Missed ${i + j}` } })));
+      }
+      const publishMs = performance.now() - t;
+      const t1 = performance.now();
+      await fleet.start(sleeper);
+      const wakeMs = performance.now() - t1;
+      const log = readFileSync(join(data, 'logs', `${sleeper}.log`), 'utf8').split('\n').filter((l) => l.includes('agent ready')).at(-1)!;
+      const replayMs = (JSON.parse(log) as { phases: { replay: number } }).phases.replay;
+      figures.push({ metric: `publish ${REPLAY.toLocaleString('en')} events, 200 in flight, ${n} durable consumers retaining`, value: Math.round(publishMs), unit: 'ms' });
+      figures.push({ metric: `replay of ${REPLAY.toLocaleString('en')} missed events on wake (agent's replay phase)`, value: replayMs, unit: 'ms' });
+      figures.push({ metric: `wake with ${REPLAY.toLocaleString('en')} missed events (start to ready, verified)`, value: Math.round(wakeMs), unit: 'ms' });
+      notes.push(
+        `${EVENTS} events per size, one at a time; a delay is from the publish call to the MCP notification that the agent's memories changed, so it includes JetStream storage, delivery to each durable consumer, the filter, the SurrealDB write and the notification. The other agents of the fleet were Dormant (their consumers retain the events).`,
+        'Replay fetches 256 events at a time, writes each batch in one SurrealDB statement and acknowledges it after the write.',
+      );
+    });
     return { figures, notes };
   },
 };

@@ -1,12 +1,8 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { connect, type Fleet } from '../client/fleet-client.js';
-import { loadConfig } from '../shared/thymos-config.js';
-import { downFleet, upFleet } from '../supervisor/fleet-launcher.js';
-import { killFleet } from '../test/helpers/fleet.js';
+import type { Fleet } from '../client/fleet-client.js';
 import { REPO_ROOT } from '../test/helpers/workspace.js';
+import { withBenchFleet } from './bench-fleet.js';
 import type { Figure, Scenario } from './scenario.js';
 import { quantile, round, timed } from './stats.js';
 
@@ -59,70 +55,55 @@ export const worldLiveScenario: Scenario = {
   name: 'world-live',
   title: 'World store: live-query notifications and structured queries',
   async run() {
-    const dir = mkdtempSync(join(tmpdir(), 'thymos-bench-world-'));
-    const data = join(dir, 'data');
-    writeFileSync(join(dir, 'world.pkl'), domainPkl());
-    writeFileSync(join(dir, 'thymos.toml'), ['data_dir = "data"', '[domain]', 'schema = "world.pkl"', '[lifecycle]', 'min_dwell_ms = 0', '[log]', 'level = "info"'].join('\n'));
-    const config = loadConfig(join(dir, 'thymos.toml'));
     const figures: Figure[] = [];
-    try {
-      await upFleet(config);
-      const fleet = await connect(config);
-      try {
-        // (a) Subscriptions of the game loop itself, no agents running.
-        for (const n of SUBSCRIBERS) {
-          const waiters = new Set<() => void>();
-          const subs = [];
-          for (let s = 0; s < n; s++) subs.push(await fleet.world.subscribe({ table: 'place', where: [{ field: 'region', value: 'north' }] }, () => [...waiters][0]?.()));
-          const delays: number[] = [];
-          for (let i = 0; i < WRITES; i++) {
-            const all = await writeAndWait(fleet, waiters, n, i);
-            delays.push(...(n === 1 ? all : [Math.max(...all)]));
-          }
-          for (const s of subs) await s.close();
-          const label = n === 1 ? '1 subscription' : `${n} subscriptions (until the last one heard)`;
-          figures.push({ metric: `set → live notification, ${label}, p50`, value: round(quantile(delays, 0.5), 1), unit: 'ms' });
-          figures.push({ metric: `set → live notification, ${label}, p95`, value: round(quantile(delays, 0.95), 1), unit: 'ms' });
-        }
-
-        // (b) Agents watching the table remember each change.
-        const ids = Array.from({ length: AGENTS }, (_, i) => `w_${i}`);
-        const report = await fleet.reconcile({ agents: Object.fromEntries(ids.map((id) => [id, { relevance: 1 }])) });
-        if (report.failed.length) throw new Error(JSON.stringify(report.failed));
+    await withBenchFleet('world', domainPkl(), ['[lifecycle]', 'min_dwell_ms = 0', '[log]', 'level = "info"'], async (fleet) => {
+      // (a) Subscriptions of the game loop itself, no agents running.
+      for (const n of SUBSCRIBERS) {
         const waiters = new Set<() => void>();
-        for (const id of ids) {
-          const client = await fleet.agent(id);
-          client.setNotificationHandler(ResourceUpdatedNotificationSchema, (note) => {
-            if (note.params.uri === `agent://${id}/memories`) [...waiters][0]?.();
-          });
-          await client.subscribeResource({ uri: `agent://${id}/memories` });
-        }
+        const subs = [];
+        for (let s = 0; s < n; s++) subs.push(await fleet.world.subscribe({ table: 'place', where: [{ field: 'region', value: 'north' }] }, () => [...waiters][0]?.()));
         const delays: number[] = [];
-        for (let i = 0; i < 50; i++) delays.push(...(await writeAndWait(fleet, waiters, AGENTS, 1000 + i)));
-        figures.push({ metric: `set → remembered by ${AGENTS} watching agents, p50`, value: round(quantile(delays, 0.5), 1), unit: 'ms' });
-        figures.push({ metric: `set → remembered by ${AGENTS} watching agents, p95`, value: round(quantile(delays, 0.95), 1), unit: 'ms' });
-        await fleet.reconcile({ agents: Object.fromEntries(ids.map((id) => [id, { relevance: 0.2 }])) });
-
-        // (c) Structured queries on a table of 1,000 rows.
-        for (let i = 0; i < ROWS; i += 100) {
-          await Promise.all(Array.from({ length: 100 }, (_, j) => fleet.world.set('place', `q${i + j}`, { name: `Q ${i + j}`, danger: (i + j) % 10, region: (i + j) % 2 ? 'south' : 'west' })));
+        for (let i = 0; i < WRITES; i++) {
+          const all = await writeAndWait(fleet, waiters, n, i);
+          delays.push(...(n === 1 ? all : [Math.max(...all)]));
         }
-        const queries: number[] = [];
-        for (let i = 0; i < 100; i++) {
-          queries.push(await timed(() => fleet.world.query({ table: 'place', where: [{ field: 'region', value: 'west' }, { field: 'danger', op: '>=', value: 7 }], order_by: { field: 'danger', direction: 'desc' }, limit: 20 })));
-        }
-        const gets: number[] = [];
-        for (let i = 0; i < 100; i++) gets.push(await timed(() => fleet.world.get('place', `q${i * 7}`)));
-        figures.push({ metric: `query (2 conditions, order, limit 20) on ${ROWS.toLocaleString('en')} rows, p50`, value: round(quantile(queries, 0.5), 1), unit: 'ms' });
-        figures.push({ metric: `get one row by id, p50`, value: round(quantile(gets, 0.5), 2), unit: 'ms' });
-      } finally {
-        await fleet.close();
+        for (const s of subs) await s.close();
+        const label = n === 1 ? '1 subscription' : `${n} subscriptions (until the last one heard)`;
+        figures.push({ metric: `set → live notification, ${label}, p50`, value: round(quantile(delays, 0.5), 1), unit: 'ms' });
+        figures.push({ metric: `set → live notification, ${label}, p95`, value: round(quantile(delays, 0.95), 1), unit: 'ms' });
       }
-      await downFleet(config);
-    } finally {
-      await killFleet(data);
-      rmSync(dir, { recursive: true, force: true });
-    }
+
+      // (b) Agents watching the table remember each change.
+      const ids = Array.from({ length: AGENTS }, (_, i) => `w_${i}`);
+      const report = await fleet.reconcile({ agents: Object.fromEntries(ids.map((id) => [id, { relevance: 1 }])) });
+      if (report.failed.length) throw new Error(JSON.stringify(report.failed));
+      const waiters = new Set<() => void>();
+      for (const id of ids) {
+        const client = await fleet.agent(id);
+        client.setNotificationHandler(ResourceUpdatedNotificationSchema, (note) => {
+          if (note.params.uri === `agent://${id}/memories`) [...waiters][0]?.();
+        });
+        await client.subscribeResource({ uri: `agent://${id}/memories` });
+      }
+      const delays: number[] = [];
+      for (let i = 0; i < 50; i++) delays.push(...(await writeAndWait(fleet, waiters, AGENTS, 1000 + i)));
+      figures.push({ metric: `set → remembered by ${AGENTS} watching agents, p50`, value: round(quantile(delays, 0.5), 1), unit: 'ms' });
+      figures.push({ metric: `set → remembered by ${AGENTS} watching agents, p95`, value: round(quantile(delays, 0.95), 1), unit: 'ms' });
+      await fleet.reconcile({ agents: Object.fromEntries(ids.map((id) => [id, { relevance: 0.2 }])) });
+
+      // (c) Structured queries on a table of 1,000 rows.
+      for (let i = 0; i < ROWS; i += 100) {
+        await Promise.all(Array.from({ length: 100 }, (_, j) => fleet.world.set('place', `q${i + j}`, { name: `Q ${i + j}`, danger: (i + j) % 10, region: (i + j) % 2 ? 'south' : 'west' })));
+      }
+      const queries: number[] = [];
+      for (let i = 0; i < 100; i++) {
+        queries.push(await timed(() => fleet.world.query({ table: 'place', where: [{ field: 'region', value: 'west' }, { field: 'danger', op: '>=', value: 7 }], order_by: { field: 'danger', direction: 'desc' }, limit: 20 })));
+      }
+      const gets: number[] = [];
+      for (let i = 0; i < 100; i++) gets.push(await timed(() => fleet.world.get('place', `q${i * 7}`)));
+      figures.push({ metric: `query (2 conditions, order, limit 20) on ${ROWS.toLocaleString('en')} rows, p50`, value: round(quantile(queries, 0.5), 1), unit: 'ms' });
+      figures.push({ metric: `get one row by id, p50`, value: round(quantile(gets, 0.5), 2), unit: 'ms' });
+    });
     return {
       figures,
       notes: [

@@ -3,7 +3,10 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isAlive } from '../../shared/data-lock.js';
-import { THYMOS_BIN } from './workspace.js';
+import { connect, type Fleet } from '../../client/fleet-client.js';
+import { loadConfig } from '../../shared/thymos-config.js';
+import { downFleet, upFleet } from '../../supervisor/fleet-launcher.js';
+import { createWorkspace, THYMOS_BIN, type Workspace } from './workspace.js';
 
 export interface CliResult {
   code: number;
@@ -101,4 +104,33 @@ function withoutConfigEnv(): NodeJS.ProcessEnv {
   const env = { ...process.env };
   delete env.THYMOS_CONFIG;
   return env;
+}
+
+/** A fleet started for a test: `thymos up` on a workspace, with a connected client. */
+export interface TestFleet {
+  readonly ws: Workspace;
+  readonly fleet: Fleet;
+  /** Closes the client, brings the fleet down, kills what is left by pid, removes the workspace. */
+  dispose(): Promise<void>;
+}
+
+/** Starts a fleet on a fresh workspace with `extra` TOML (see `createWorkspace`). */
+export async function startTestFleet(extra: string[]): Promise<TestFleet> {
+  const ws = createWorkspace({ extra: extra.join('\n') });
+  const config = loadConfig(ws.configPath);
+  let fleet: Fleet | undefined;
+  const dispose = async () => {
+    await fleet?.close().catch(() => undefined);
+    await downFleet(loadConfig(ws.configPath)).catch(() => undefined);
+    await killFleet(join(ws.dir, 'data'));
+    ws.dispose();
+  };
+  try {
+    await upFleet(config);
+    fleet = await connect(config);
+  } catch (err) {
+    await dispose();
+    throw err;
+  }
+  return { ws, fleet, dispose };
 }

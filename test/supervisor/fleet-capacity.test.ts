@@ -1,30 +1,23 @@
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { connect, type Fleet } from '../../client/fleet-client.js';
-import { loadConfig } from '../../shared/thymos-config.js';
+import type { Fleet } from '../../client/fleet-client.js';
 import type { FleetStatus } from '../../shared/supervisor-protocol.js';
-import { downFleet, upFleet } from '../../supervisor/fleet-launcher.js';
-import { killFleet, runThymos } from '../helpers/fleet.js';
-import { createWorkspace, type Workspace } from '../helpers/workspace.js';
+import { runThymos, startTestFleet, type TestFleet } from '../helpers/fleet.js';
+import type { Workspace } from '../helpers/workspace.js';
 
 let ws: Workspace;
 let fleet: Fleet;
+let testFleet: TestFleet | undefined;
 const states = (s: FleetStatus) => Object.fromEntries(s.agents.map((a) => [a.id, a.state]));
 
 describe('capacity limits and pins on a real fleet', () => {
   before(async () => {
-    ws = createWorkspace({ extra: ['[lifecycle]', 'min_dwell_ms = 0', 'max_running = 3', 'max_active = 2', 'pins = { old_fenn = "active" }'].join('\n') });
-    const config = loadConfig(ws.configPath);
-    await upFleet(config);
-    fleet = await connect(config);
+    testFleet = await startTestFleet(['[lifecycle]', 'min_dwell_ms = 0', 'max_running = 3', 'max_active = 2', 'pins = { old_fenn = "active" }']);
+    ({ ws, fleet } = testFleet);
   });
 
   after(async () => {
-    await fleet?.close().catch(() => undefined);
-    await downFleet(loadConfig(ws.configPath)).catch(() => undefined);
-    await killFleet(join(ws.dir, 'data'));
-    ws.dispose();
+    await testFleet?.dispose();
   });
 
   test('more agents qualifying than the limits allow: the pin holds, then the highest scores, the rest one step down', async () => {

@@ -5,15 +5,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect as natsConnect } from '@nats-io/transport-node';
-import { connect, type Fleet } from '../../client/fleet-client.js';
+import type { Fleet } from '../../client/fleet-client.js';
 import { isThymosError } from '../../shared/errors.js';
-import { loadConfig } from '../../shared/thymos-config.js';
-import { downFleet, upFleet } from '../../supervisor/fleet-launcher.js';
-import { eventually, fleetPids, killFleet, runThymos } from '../helpers/fleet.js';
-import { createWorkspace, type Workspace } from '../helpers/workspace.js';
+import { eventually, fleetPids, runThymos, startTestFleet, type TestFleet } from '../helpers/fleet.js';
+import type { Workspace } from '../helpers/workspace.js';
 
 let ws: Workspace;
 let fleet: Fleet;
+let testFleet: TestFleet | undefined;
 
 const text = (r: unknown) => ((r as { content: Array<{ text: string }> }).content.map((c) => c.text).join('\n'));
 const memoryCount = async (id: string) => (JSON.parse(text(await (await fleet.agent(id)).callTool({ name: `get_${id}_state`, arguments: {} }))) as { memory_count: number }).memory_count;
@@ -24,19 +23,14 @@ const IDS = Object.keys(running);
 
 describe('world events over JetStream', () => {
   before(async () => {
-    ws = createWorkspace({ extra: ['[lifecycle]', 'min_dwell_ms = 0', '[events]', 'ack_wait_s = 2'].join('\n') });
-    const config = loadConfig(ws.configPath);
-    await upFleet(config);
-    fleet = await connect(config);
+    testFleet = await startTestFleet(['[lifecycle]', 'min_dwell_ms = 0', '[events]', 'ack_wait_s = 2']);
+    ({ ws, fleet } = testFleet);
     const report = await fleet.reconcile({ agents: running });
     assert.deepEqual(report.failed, []);
   });
 
   after(async () => {
-    await fleet?.close().catch(() => undefined);
-    await downFleet(loadConfig(ws.configPath)).catch(() => undefined);
-    await killFleet(join(ws.dir, 'data'));
-    ws.dispose();
+    await testFleet?.dispose();
   });
 
   test('a tavern event reaches exactly the agents whose filters match; a Listening agent hears too', async () => {

@@ -1,16 +1,14 @@
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { connect, type Fleet } from '../../client/fleet-client.js';
+import type { Fleet } from '../../client/fleet-client.js';
 import { ErrorCode, type ThymosError } from '../../shared/errors.js';
-import { loadConfig } from '../../shared/thymos-config.js';
 import type { WorldChange } from '../../shared/world-protocol.js';
-import { downFleet, upFleet } from '../../supervisor/fleet-launcher.js';
-import { eventually, killFleet, runThymos } from '../helpers/fleet.js';
-import { createWorkspace, type Workspace } from '../helpers/workspace.js';
+import { eventually, runThymos, startTestFleet, type TestFleet } from '../helpers/fleet.js';
+import type { Workspace } from '../helpers/workspace.js';
 
 let ws: Workspace;
 let fleet: Fleet;
+let testFleet: TestFleet | undefined;
 
 const text = (r: unknown) => (r as { content: Array<{ text: string }> }).content.map((c) => c.text).join('\n');
 const recall = async (id: string, query: string, k = 50) => text(await (await fleet.agent(id)).callTool({ name: `query_${id}_knowledge`, arguments: { query, k } }));
@@ -20,19 +18,14 @@ const until = (condition: () => Promise<boolean> | boolean, ms: number, what: st
 // the innkeeper watches open quests, the smith watches nothing.
 describe('the shared world store in a running fleet', () => {
   before(async () => {
-    ws = createWorkspace({ extra: ['[lifecycle]', 'min_dwell_ms = 0', '[world]', 'lease_ms = 2000'].join('\n') });
-    const config = loadConfig(ws.configPath);
-    await upFleet(config);
-    fleet = await connect(config);
+    testFleet = await startTestFleet(['[lifecycle]', 'min_dwell_ms = 0', '[world]', 'lease_ms = 2000']);
+    ({ ws, fleet } = testFleet);
     const report = await fleet.reconcile({ agents: { captain_lysa: { relevance: 1 }, tomas_innkeeper: { relevance: 0.5 }, bram_smith: { relevance: 1 } } });
     assert.deepEqual(report.failed, []);
   });
 
   after(async () => {
-    await fleet?.close().catch(() => undefined);
-    await downFleet(loadConfig(ws.configPath)).catch(() => undefined);
-    await killFleet(join(ws.dir, 'data'));
-    ws.dispose();
+    await testFleet?.dispose();
   });
 
   test('a live query on a world table reaches the agents that watch it and no other', async () => {
