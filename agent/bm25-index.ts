@@ -1,4 +1,5 @@
 import MiniSearch from 'minisearch';
+import { stemmer } from 'stemmer';
 import { STOP_WORDS } from './stop-words.js';
 
 /** What the index needs of a memory. */
@@ -68,7 +69,8 @@ export class Bm25Index {
   }
 }
 
+/** Lower case, stop words out, then the Porter stem: "painting", "painted" and "paints" meet at "paint". */
 function normaliseTerm(term: string): string | null {
   const t = term.toLowerCase();
-  return t.length === 0 || STOP_WORDS.has(t) ? null : t;
+  return t.length === 0 || STOP_WORDS.has(t) ? null : stemmer(t);
 }

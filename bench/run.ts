@@ -8,17 +8,19 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import { agentStartupScenario } from './agent-startup.js';
 import { recallScenario } from './recall.js';
 import { eventDeliveryScenario } from './event-delivery.js';
 import { fleetScaleScenario } from './fleet-scale.js';
 import { reconcileDecisionScenario } from './reconcile-decision.js';
+import { locomoScenario } from './locomo.js';
 import { worldLiveScenario } from './world-live.js';
 import type { Figure, Scenario, ScenarioResult } from './scenario.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RESULTS = join(ROOT, 'bench', 'results');
-const SCENARIOS: Scenario[] = [agentStartupScenario, recallScenario, reconcileDecisionScenario, fleetScaleScenario, eventDeliveryScenario, worldLiveScenario];
+const SCENARIOS: Scenario[] = [agentStartupScenario, recallScenario, reconcileDecisionScenario, fleetScaleScenario, eventDeliveryScenario, worldLiveScenario, locomoScenario];
 
 interface StoredResult extends ScenarioResult {
   machine: string;
@@ -63,16 +65,18 @@ function render(results: StoredResult[]): string {
 }
 
 async function main(): Promise<void> {
-  const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
-  const chosen = wanted.length === 0 ? SCENARIOS : SCENARIOS.filter((s) => wanted.includes(s.name));
+  const { values, positionals: wanted } = parseArgs({ args: process.argv.slice(2), options: { data: { type: 'string' } }, allowPositionals: true });
+  const chosen = wanted.length === 0 ? SCENARIOS.filter((s) => !s.needsData || values.data) : SCENARIOS.filter((s) => wanted.includes(s.name));
   if (chosen.length === 0) {
     process.stderr.write(`no scenario named ${wanted.join(', ')}; known: ${SCENARIOS.map((s) => s.name).join(', ')}\n`);
     process.exit(2);
   }
   mkdirSync(RESULTS, { recursive: true });
+  const json: unknown[] = [];
   for (const scenario of chosen) {
     process.stdout.write(`running ${scenario.name}…\n`);
-    const result = await scenario.run();
+    const { json: machineReadable, ...result } = await scenario.run({ data: values.data });
+    if (machineReadable !== undefined) json.push(machineReadable);
     const stored: StoredResult = {
       name: scenario.name,
       title: scenario.title,
@@ -92,6 +96,7 @@ async function main(): Promise<void> {
   mkdirSync(join(ROOT, 'docs'), { recursive: true });
   writeFileSync(join(ROOT, 'docs', 'benchmarks.md'), render(all));
   process.stdout.write('wrote docs/benchmarks.md\n');
+  for (const j of json) process.stdout.write(`${JSON.stringify(j)}\n`);
   // The embedded database keeps Node alive after close once an index exists.
   process.exit(0);
 }

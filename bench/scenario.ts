@@ -14,10 +14,19 @@ export interface ScenarioResult {
   figures: Figure[];
   /** Sentences that say how it was measured and what the figures mean. */
   notes: string[];
+  /** Printed as the command's last line, as JSON (machine-readable figures). */
+  json?: unknown;
+}
+
+/** What `npm run bench` passes on: `--data PATH` for scenarios that read a data set. */
+export interface ScenarioOptions {
+  data?: string | undefined;
 }
 
 export interface Scenario {
   name: string;
   title: string;
-  run(): Promise<Omit<ScenarioResult, 'name' | 'title'>>;
+  /** Runs only when named, with `--data PATH`; a run of every scenario leaves it out. */
+  needsData?: boolean;
+  run(options: ScenarioOptions): Promise<Omit<ScenarioResult, 'name' | 'title'>>;
 }

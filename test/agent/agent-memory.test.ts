@@ -62,6 +62,17 @@ describe('agent memory', () => {
     await store.close();
   });
 
+  test('recall matches word forms: painted finds painting, wolf finds wolves', async () => {
+    const store = await MemoryStore.open(join(tempDir(), 'db'), { timeoutMs: 10_000 });
+    const memory = await AgentMemory.load(store, settings);
+    const painting = await memory.remember({ content: 'Mira is painting the chapel doors', source: { kind: 'told', by: 't' } });
+    const wolves = await memory.remember({ content: 'Wolves were howling near the pasture', source: { kind: 'told', by: 't' } });
+    await memory.remember({ content: 'Bread is baked at dawn', source: { kind: 'told', by: 't' } });
+    assert.deepEqual((await memory.recall('who painted the doors', { k: 5, reinforce: false })).map((h) => h.memory.id), [painting.id]);
+    assert.deepEqual((await memory.recall('a wolf howled', { k: 5, reinforce: false })).map((h) => h.memory.id), [wolves.id]);
+    await store.close();
+  });
+
   test('stability grows with accesses, importance and emotional weight', () => {
     const base = { last_accessed: 0, access_count: 0, importance: 0, emotional_weight: 0 };
     const now = 100 * HOUR;
