@@ -114,7 +114,7 @@ export const locomoScenario: Scenario = {
       figures,
       notes: [
         `${data.length} conversations (${data.map((c) => c.id).join(', ')}), categories 1–4; each turn is one memory, "<session date> — <speaker>: <text>", in a fresh agent memory per conversation; recall without reinforcement, so strength is equal and BM25 decides.`,
-        'Evidence recall@k of a question is the fraction of its evidence turns among the first k memories recalled; figures are means over questions. Reference on this split: plain BM25 over turns, R@5 51.7 %, R@10 58.3 %, R@20 64.9 %.',
+        'Evidence recall@k of a question is the fraction of its evidence turns among the first k memories recalled; figures are means over questions. Reference on this split: plain BM25 over turns, R@5 51.7 %, R@10 58.3 %, R@20 64.9 %. Thymos before stemming (dates in the text, MiniSearch BM25+): 55.0 / 61.2 / 66.4 %.',
         'Only the strategies that exist are measured: `bm25` today; `vector` and `hybrid` join when vector search lands.',
       ],
       json: strategies,
