@@ -1,6 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { MemorySettings } from '../shared/thymos-config.js';
+import type { Embedder } from '../shared/embedder.js';
+import type { Logger } from '../shared/logger.js';
 import { Bm25Index } from './bm25-index.js';
+import { VectorIndex } from './vector-index.js';
 import { normaliseSource, type MemoryRecord, type MemorySource, type RecallHit } from './memory-record.js';
 import { memoryStrength } from './memory-strength.js';
 import type { MemoryStore } from './memory-store.js';
@@ -22,9 +25,15 @@ export interface NewMemory {
   source: MemorySource;
 }
 
+export type SearchStrategy = 'bm25' | 'vector' | 'hybrid';
+
 export interface RecallOptions {
   /** How many memories to return. */
   k: number;
+  /** @default `[memory] search_strategy` */
+  strategy?: SearchStrategy;
+  /** Share of the vector ranking in a hybrid recall. @default `[memory] semantic_weight` */
+  semanticWeight?: number;
   /** Time of the query (ms); tests pass it to see the forgetting curve. @default Date.now() */
   now?: number;
   /** Reinforce what is returned (access count + 1, last accessed = now). @default true */
@@ -42,24 +51,57 @@ const MIN_CANDIDATES = 40;
  * answers queries, and a map keeps records for scoring. A write is acknowledged only
  * after the database has it; the index follows in the same call.
  */
+export interface AgentMemoryOptions {
+  /** Makes vector and hybrid recall possible; without it they fall back to BM25. */
+  embedder?: Embedder | undefined;
+  logger?: Logger | undefined;
+}
+
 export class AgentMemory {
   readonly #store: MemoryStore;
   readonly #settings: MemorySettings;
   readonly #index = new Bm25Index();
   readonly #records = new Map<string, MemoryRecord>();
+  readonly #embedder: Embedder | undefined;
+  readonly #vectors: VectorIndex | undefined;
+  readonly #logger: Logger | undefined;
+  #warnedFallback = false;
+  #backfill: Promise<void> = Promise.resolve();
 
-  private constructor(store: MemoryStore, settings: MemorySettings) {
+  private constructor(store: MemoryStore, settings: MemorySettings, options: AgentMemoryOptions) {
     this.#store = store;
     this.#settings = settings;
+    this.#embedder = options.embedder;
+    this.#vectors = options.embedder ? new VectorIndex(options.embedder.dims) : undefined;
+    this.#logger = options.logger;
   }
 
-  /** Loads every memory from the store and builds the index. */
-  static async load(store: MemoryStore, settings: MemorySettings): Promise<AgentMemory> {
-    const memory = new AgentMemory(store, settings);
+  /**
+   * Loads every memory from the store and builds the indexes. Stored vectors of the current
+   * model are loaded; memories without one are embedded in the background (`vectorsReady`).
+   */
+  static async load(store: MemoryStore, settings: MemorySettings, options: AgentMemoryOptions = {}): Promise<AgentMemory> {
+    const memory = new AgentMemory(store, settings, options);
     const rows = await store.all();
     for (const row of rows) memory.#records.set(row.id, row);
     memory.#index.addAll(rows);
+    if (memory.#embedder && memory.#vectors) {
+      const stored = await store.embeddings(memory.#embedder.model);
+      for (const [id, v] of stored) if (memory.#records.has(id) && v.length === memory.#vectors.dims) memory.#vectors.set(id, v);
+      const missing = rows.filter((r) => !memory.#vectors!.has(r.id));
+      if (missing.length > 0) memory.#backfill = memory.#embedMissing(missing);
+    }
     return memory;
+  }
+
+  /** Resolves when every loaded memory has its vector (or embedding them failed and was logged). */
+  vectorsReady(): Promise<void> {
+    return this.#backfill;
+  }
+
+  /** Whether vector search is available. */
+  get hasVectors(): boolean {
+    return this.#vectors !== undefined;
   }
 
   get count(): number {
@@ -92,12 +134,37 @@ export class AgentMemory {
       fresh.set(record.id, record);
       out.push(record);
     }
-    await this.#store.insert([...fresh.values()]);
+    const vectors = await this.#embed([...fresh.values()]);
+    await this.#store.insert([...fresh.values()], vectors && this.#embedder ? { model: this.#embedder.model, vectors } : undefined);
     for (const r of fresh.values()) {
       this.#records.set(r.id, r);
       this.#index.add(r);
+      const v = vectors?.get(r.id);
+      if (v) this.#vectors?.set(r.id, v);
     }
     return out;
+  }
+
+  /** Vectors of the memories' contents, or undefined (no embedder, or it failed: logged, and recall uses BM25 for them). */
+  async #embed(records: readonly MemoryRecord[]): Promise<Map<string, Float32Array> | undefined> {
+    if (!this.#embedder || records.length === 0) return undefined;
+    try {
+      const vectors = await this.#embedder.embed(records.map((r) => r.content));
+      return new Map(records.map((r, i) => [r.id, vectors[i]!]));
+    } catch (err) {
+      this.#logger?.warn({ err: (err as Error).message, memories: records.length }, 'memories stored without vectors: the embedder failed');
+      return undefined;
+    }
+  }
+
+  async #embedMissing(records: readonly MemoryRecord[]): Promise<void> {
+    for (let i = 0; i < records.length; i += 256) {
+      const batch = records.slice(i, i + 256);
+      const vectors = await this.#embed(batch);
+      if (!vectors) return;
+      await this.#store.setEmbeddings(this.#embedder!.model, vectors).catch((err: unknown) => this.#logger?.warn({ err: (err as Error).message }, 'vectors not stored'));
+      for (const [id, v] of vectors) this.#vectors!.set(id, v);
+    }
   }
 
   /**
@@ -107,20 +174,39 @@ export class AgentMemory {
   async recall(query: string, options: RecallOptions): Promise<RecallHit[]> {
     const now = options.now ?? Date.now();
     const filter = options.filter;
-    const candidates = this.#index.search(
-      query,
-      Math.max(MIN_CANDIDATES, options.k * CANDIDATES_PER_RESULT),
-      filter ? (id) => { const m = this.#records.get(id); return m !== undefined && filter(m); } : undefined,
-    );
-    if (candidates.length === 0) return [];
-    const best = candidates[0]!.score;
+    const keep = filter ? (id: string) => { const m = this.#records.get(id); return m !== undefined && filter(m); } : undefined;
+    const pool = Math.max(MIN_CANDIDATES, options.k * CANDIDATES_PER_RESULT);
+    let strategy = options.strategy ?? this.#settings.search_strategy;
+    let queryVector: Float32Array | undefined;
+    if (strategy !== 'bm25') {
+      queryVector = await this.#queryVector(query);
+      if (!queryVector) strategy = 'bm25';
+    }
+    const lexical = strategy === 'vector' ? [] : this.#index.search(query, pool, keep);
+    const semantic = queryVector ? this.#vectors!.search(queryVector, pool, keep) : [];
+    const bestBm25 = lexical[0]?.score ?? 0;
+    const byId = new Map<string, { bm25: number; vector: number; lexRank?: number; vecRank?: number }>();
+    lexical.forEach((c, rank) => byId.set(c.id, { bm25: bestBm25 > 0 ? c.score / bestBm25 : 0, vector: 0, lexRank: rank }));
+    semantic.forEach((c, rank) => {
+      const entry = byId.get(c.id) ?? { bm25: 0, vector: 0 };
+      entry.vector = Math.max(0, c.score);
+      entry.vecRank = rank;
+      byId.set(c.id, entry);
+    });
+    const w = options.semanticWeight ?? this.#settings.semantic_weight;
+    const k = this.#settings.rrf_k;
+    const fused = (e: { lexRank?: number; vecRank?: number }) =>
+      (e.lexRank === undefined ? 0 : (1 - w) / (k + e.lexRank + 1)) + (e.vecRank === undefined ? 0 : w / (k + e.vecRank + 1));
+    const bestFused = strategy === 'hybrid' ? Math.max(...[...byId.values()].map(fused), 0) : 0;
     const hits: RecallHit[] = [];
-    for (const c of candidates) {
-      const memory = this.#records.get(c.id);
+    for (const [id, e] of byId) {
+      const memory = this.#records.get(id);
       if (!memory) continue;
-      const bm25 = best > 0 ? c.score / best : 0;
+      const relevance = strategy === 'bm25' ? e.bm25 : strategy === 'vector' ? e.vector : bestFused > 0 ? fused(e) / bestFused : 0;
       const strength = memoryStrength(memory, now, this.#settings);
-      hits.push({ memory, score: { bm25: round(bm25), strength: round(strength), final: round(bm25 * strength) } });
+      const score: RecallHit['score'] = { strategy, bm25: round(e.bm25), strength: round(strength), final: round(relevance * strength) };
+      if (queryVector) score.vector = round(e.vector);
+      hits.push({ memory, score });
     }
     hits.sort((a, b) => b.score.final - a.score.final || b.memory.created_at - a.memory.created_at);
     const top = hits.slice(0, options.k);
@@ -135,6 +221,25 @@ export class AgentMemory {
       }
     }
     return top;
+  }
+
+  async #queryVector(query: string): Promise<Float32Array | undefined> {
+    if (!this.#embedder || !this.#vectors) {
+      this.#warnFallback('no embedder is configured');
+      return undefined;
+    }
+    try {
+      return (await this.#embedder.embed([query]))[0];
+    } catch (err) {
+      this.#warnFallback((err as Error).message);
+      return undefined;
+    }
+  }
+
+  #warnFallback(why: string): void {
+    if (this.#warnedFallback) return;
+    this.#warnedFallback = true;
+    this.#logger?.warn({ why }, 'vector search unavailable: recall falls back to BM25');
   }
 
   /** The newest memories first. */

@@ -37,11 +37,15 @@ export interface MemoryRecord {
 export interface RecallHit {
   memory: MemoryRecord;
   score: {
+    /** How it was found: `bm25`, `vector` or `hybrid` (what was asked, or `bm25` when no embedder answered). */
+    strategy: 'bm25' | 'vector' | 'hybrid';
     /** Text relevance from the BM25 index, normalised to 0..1 against the best hit of the query. */
     bm25: number;
+    /** Cosine similarity of the memory's vector to the query's (vector and hybrid recall). */
+    vector?: number;
     /** Memory strength R = e^(-t/S) at the time of the query. */
     strength: number;
-    /** bm25 × strength; results are ordered by it. */
+    /** Relevance × strength; results are ordered by it. Relevance is bm25, vector, or the fused reciprocal rank normalised to the best. */
     final: number;
   };
 }

@@ -22,6 +22,8 @@ DEFINE FIELD IF NOT EXISTS source.event ON memory TYPE option<string>;
 DEFINE FIELD IF NOT EXISTS created_at ON memory TYPE int;
 DEFINE FIELD IF NOT EXISTS last_accessed ON memory TYPE int;
 DEFINE FIELD IF NOT EXISTS access_count ON memory TYPE int;
+DEFINE FIELD IF NOT EXISTS embedding ON memory TYPE option<array<float>>;
+DEFINE FIELD IF NOT EXISTS embedding_model ON memory TYPE option<string>;
 DEFINE TABLE IF NOT EXISTS snapshot SCHEMAFULL;
 DEFINE FIELD IF NOT EXISTS at ON snapshot TYPE int;
 DEFINE FIELD IF NOT EXISTS reason ON snapshot TYPE string;
@@ -60,14 +62,38 @@ export class MemoryStore {
     return new MemoryStore(await openEmbeddedSurreal(dir, { namespace: 'thymos', database: 'agent', schema: SCHEMA, timeoutMs: options.timeoutMs }));
   }
 
-  async insert(records: readonly MemoryRecord[]): Promise<void> {
+  /** Writes new memories, with their vectors when `embeddings` has them (by id). */
+  async insert(records: readonly MemoryRecord[], embeddings?: { model: string; vectors: ReadonlyMap<string, Float32Array> }): Promise<void> {
     if (records.length === 0) return;
-    const rows = records.map(({ id, ...rest }) => ({ ...rest, id: new RecordId('memory', id), source: rest.source }));
+    const rows = records.map(({ id, ...rest }) => {
+      const vector = embeddings?.vectors.get(id);
+      return {
+        ...rest,
+        id: new RecordId('memory', id),
+        source: rest.source,
+        ...(vector ? { embedding: Array.from(vector), embedding_model: embeddings!.model } : {}),
+      };
+    });
     await this.#run('INSERT INTO memory $rows RETURN NONE', { rows });
   }
 
+  /** The stored vectors made by `model`, by memory id. */
+  async embeddings(model: string): Promise<Map<string, Float32Array>> {
+    const [rows] = await this.#run<[Array<{ id: RecordId; embedding: number[] }>]>('SELECT id, embedding FROM memory WHERE embedding_model = $model', { model });
+    return new Map((rows ?? []).map((r) => [String(r.id.id), Float32Array.from(r.embedding)]));
+  }
+
+  /** Stores vectors made by `model` for existing memories. */
+  async setEmbeddings(model: string, vectors: ReadonlyMap<string, Float32Array>): Promise<void> {
+    if (vectors.size === 0) return;
+    await this.#run('FOR $e IN $entries { UPDATE $e.id SET embedding = $e.embedding, embedding_model = $model RETURN NONE; }', {
+      model,
+      entries: [...vectors].map(([id, v]) => ({ id: new RecordId('memory', id), embedding: Array.from(v) })),
+    });
+  }
+
   async all(): Promise<MemoryRecord[]> {
-    const [rows] = await this.#run<[MemoryRow[]]>('SELECT * FROM memory');
+    const [rows] = await this.#run<[MemoryRow[]]>('SELECT * OMIT embedding FROM memory');
     return (rows ?? []).map(fromRow);
   }
 

@@ -51,6 +51,8 @@ export const ErrorCode = {
   ARCHIVE_ERROR: 'ARCHIVE_ERROR',
   /** The agent did not acknowledge a snapshot, so it was not stopped. */
   SNAPSHOT_FAILED: 'SNAPSHOT_FAILED',
+  /** No embedding model could be loaded or reached; vector search falls back to BM25. */
+  EMBEDDER_UNAVAILABLE: 'EMBEDDER_UNAVAILABLE',
   /** The world row (or other record) the request names does not exist. */
   NOT_FOUND: 'NOT_FOUND',
   /** A failure that no other code describes; a bug if seen. */

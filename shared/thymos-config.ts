@@ -198,6 +198,16 @@ export const MemorySettingsSchema = z
     importance_boost: z.number().min(0).max(100).default(2),
     /** Emotional weight (0..1) multiplies stability by (1 + emotion_boost · weight). @default 1 */
     emotion_boost: z.number().min(0).max(100).default(1),
+    /**
+     * How a recall searches when the caller does not say: `bm25` (words), `vector` (meaning,
+     * needs an embedder) or `hybrid` (both, fused by reciprocal rank). Without an embedder,
+     * `vector` and `hybrid` fall back to `bm25`. @default "bm25"
+     */
+    search_strategy: z.enum(['bm25', 'vector', 'hybrid']).default('bm25'),
+    /** Share of the vector ranking in a hybrid recall, 0..1. @default 0.5 */
+    semantic_weight: z.number().min(0).max(1).default(0.5),
+    /** The k of reciprocal rank fusion, 1 / (k + rank): larger flattens the ranks. @default 60 */
+    rrf_k: z.number().min(1).max(1000).default(60),
   })
   .strict();
 

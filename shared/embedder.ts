@@ -1,0 +1,19 @@
+/**
+ * Turns texts into unit-length vectors. Implemented in-process by `FastembedEmbedder` and,
+ * for agents, by a client of the fleet's embedding service (`thymos.embed` on NATS).
+ */
+export interface Embedder {
+  /** Name of the model, stored with every vector so a changed model is noticed. */
+  readonly model: string;
+  /** Length of every vector. */
+  readonly dims: number;
+  /** One unit-length vector per text, in order. */
+  embed(texts: readonly string[]): Promise<Float32Array[]>;
+}
+
+/** Dot product of two vectors of the same length (the cosine, for unit vectors). */
+export function dot(a: Float32Array, b: Float32Array, offset = 0): number {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += a[i]! * b[offset + i]!;
+  return s;
+}
