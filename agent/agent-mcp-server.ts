@@ -23,7 +23,11 @@ export function agentResourceUris(id: string): { state: string; memories: string
   return { state: `agent://${id}/state`, memories: `agent://${id}/memories` };
 }
 
-const ScoreSchema = z.object({ bm25: z.number(), strength: z.number(), final: z.number() });
+const ScoreSchema = z.object({ strategy: z.enum(['bm25', 'vector', 'hybrid']), bm25: z.number(), vector: z.number().optional(), strength: z.number(), final: z.number() });
+const strategy = z
+  .enum(['bm25', 'vector', 'hybrid'])
+  .optional()
+  .describe('bm25 matches words, vector matches meaning, hybrid fuses both (default: [memory] search_strategy). Without an embedder, bm25.');
 const MemoryOutSchema = z.object({
   id: z.string(),
   content: z.string(),
@@ -95,13 +99,13 @@ export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfi
     {
       title: `What ${persona.name} knows`,
       description: `Look up what ${persona.name} knows about something, without talking and without reinforcing the memories. Works while listening.`,
-      inputSchema: { query, k },
+      inputSchema: { query, k, strategy },
       outputSchema: { results: z.array(HitOutSchema) },
       annotations: { readOnlyHint: true },
     },
     async (args) =>
       guard(async () => {
-        const hits = await runtime.recall(args.query, { k: args.k ?? limits.recall_default_k, reinforce: false });
+        const hits = await runtime.recall(args.query, { k: args.k ?? limits.recall_default_k, reinforce: false, ...(args.strategy ? { strategy: args.strategy } : {}) });
         return hitsResult(hits);
       }),
   );
@@ -214,12 +218,12 @@ export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfi
     'recall',
     {
       title: 'Recall',
-      description: `Find ${persona.name}'s memories that match a query, best first, each with its score (bm25, strength, final). Recalled memories grow stronger.`,
-      inputSchema: { query, k },
+      description: `Find ${persona.name}'s memories that match a query by words, meaning or both, best first, each with its score (strategy, bm25, vector, strength, final). Recalled memories grow stronger.`,
+      inputSchema: { query, k, strategy },
       outputSchema: { results: z.array(HitOutSchema) },
     },
     async (args) =>
-      guard(async () => hitsResult(await runtime.recall(args.query, { k: args.k ?? limits.recall_default_k }))),
+      guard(async () => hitsResult(await runtime.recall(args.query, { k: args.k ?? limits.recall_default_k, ...(args.strategy ? { strategy: args.strategy } : {}) }))),
   );
 
   server.registerResource(

@@ -62,8 +62,8 @@ export class AgentMemory {
   readonly #settings: MemorySettings;
   readonly #index = new Bm25Index();
   readonly #records = new Map<string, MemoryRecord>();
-  readonly #embedder: Embedder | undefined;
-  readonly #vectors: VectorIndex | undefined;
+  #embedder: Embedder | undefined;
+  #vectors: VectorIndex | undefined;
   readonly #logger: Logger | undefined;
   #warnedFallback = false;
   #backfill: Promise<void> = Promise.resolve();
@@ -71,8 +71,6 @@ export class AgentMemory {
   private constructor(store: MemoryStore, settings: MemorySettings, options: AgentMemoryOptions) {
     this.#store = store;
     this.#settings = settings;
-    this.#embedder = options.embedder;
-    this.#vectors = options.embedder ? new VectorIndex(options.embedder.dims) : undefined;
     this.#logger = options.logger;
   }
 
@@ -85,13 +83,25 @@ export class AgentMemory {
     const rows = await store.all();
     for (const row of rows) memory.#records.set(row.id, row);
     memory.#index.addAll(rows);
-    if (memory.#embedder && memory.#vectors) {
-      const stored = await store.embeddings(memory.#embedder.model);
-      for (const [id, v] of stored) if (memory.#records.has(id) && v.length === memory.#vectors.dims) memory.#vectors.set(id, v);
-      const missing = rows.filter((r) => !memory.#vectors!.has(r.id));
-      if (missing.length > 0) memory.#backfill = memory.#embedMissing(missing);
-    }
+    if (options.embedder) await memory.attachEmbedder(options.embedder);
     return memory;
+  }
+
+  /**
+   * Turns on vector search with `embedder` (an agent does once the fleet's embedding service
+   * answers): stored vectors of its model are loaded, missing ones made in the background.
+   */
+  async attachEmbedder(embedder: Embedder): Promise<void> {
+    const vectors = new VectorIndex(embedder.dims);
+    const stored = await this.#store.embeddings(embedder.model);
+    for (const [id, v] of stored) if (this.#records.has(id) && v.length === embedder.dims) vectors.set(id, v);
+    this.#embedder = embedder;
+    this.#vectors = vectors;
+    this.#warnedFallback = false;
+    const missing = [...this.#records.values()].filter((r) => !vectors.has(r.id));
+    if (missing.length > 0) {
+      this.#backfill = this.#embedMissing(missing).catch((err: unknown) => this.#logger?.warn({ err: (err as Error).message }, 'vectors of older memories not made'));
+    }
   }
 
   /** Resolves when every loaded memory has its vector (or embedding them failed and was logged). */

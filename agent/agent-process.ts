@@ -89,7 +89,7 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
       .filter(({ watch }) => appliesTo(watch, { id: options.agentId, tags: definition.tags }));
     phase('domain_schema');
 
-    const memory = await AgentMemory.load(store, config.memory);
+    const memory = await AgentMemory.load(store, config.memory, { logger });
     await seedKnowledge(memory, store, definition, options.agentId);
     const behavior = await loadBehavior(config, options.agentId, definition);
     phase('memory_load');
@@ -170,6 +170,13 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
         const world = new WorldClient(nc, { timeoutMs: config.supervisor.request_timeout_ms, by: options.agentId, owner: options.agentId });
         runtime.setWorld(world);
         await watcher.open(world);
+        if (config.embedding.enabled) {
+          const { RemoteEmbedder } = await import('../shared/remote-embedder.js');
+          await RemoteEmbedder.connect(nc, config.embedding.timeout_ms).then(
+            (embedder) => memory.attachEmbedder(embedder),
+            (err: unknown) => logger.warn({ err: (err as Error).message }, 'vector search off: recall uses BM25'),
+          );
+        }
       };
       if (linked) {
         await listen().catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'world events unavailable (JetStream off, or no event stream yet)'));

@@ -88,7 +88,8 @@ async function evaluate(data: Locomo, strategy: SearchStrategy, embedder: Embedd
       }
     } finally {
       await store.close();
-      rmSync(dir, { recursive: true, force: true });
+      // surrealkv may still be finishing files just after close.
+      rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
     }
   }
   const summary = (key: string) => {

@@ -18,7 +18,8 @@ await build({
   // prom-client load their own files at run time (and only the supervisor needs them).
   // surrealdb stays shared with @surrealdb/node: the engine checks features against the
   // SDK's own objects, so a second, bundled copy of the SDK would see no live queries.
-  external: ['@surrealdb/node', 'surrealdb', 'pino', 'pm2', 'prom-client'],
+  // fastembed loads native tokenizers and ONNX Runtime, only in the supervisor's embedding service.
+  external: ['@surrealdb/node', 'surrealdb', 'pino', 'pm2', 'prom-client', 'fastembed'],
   banner: { js: "import { createRequire as __thymosRequire } from 'node:module'; const require = __thymosRequire(import.meta.url);" },
   logLevel: 'warning',
 });

@@ -18,6 +18,10 @@ export const Subjects = {
   supervisor: (op: string) => `thymos.supervisor.${op}`,
   /** The world store's API (get, set, query, subscribe…), answered by the supervisor. */
   world: (op: string) => `thymos.world.${op}`,
+  /** The fleet's embedding service: texts in, vectors out. */
+  embed: 'thymos.embed',
+  /** Which model the embedding service runs. */
+  embedInfo: 'thymos.embed.info',
   /** Notifications of one live query. */
   worldLive: (sub: string) => `thymos.world.live.${sub}`,
 } as const;

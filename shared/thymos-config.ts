@@ -176,6 +176,33 @@ export const WorldSettingsSchema = z
   .strict();
 export type WorldSettings = z.infer<typeof WorldSettingsSchema>;
 
+/** The fleet's embedding service (in the supervisor) that makes vector search possible. */
+export const EmbeddingSettingsSchema = z
+  .object({
+    /** Whether the supervisor serves `thymos.embed`; off, recall uses BM25 only. @default true */
+    enabled: z.boolean().default(true),
+    /**
+     * `custom` runs the model in `model_dir` (offline; `npm run build:model` builds one from
+     * GloVe word vectors); a fastembed model name (e.g. "fast-bge-small-en-v1.5") is downloaded
+     * into `cache_dir` on first use. @default "custom"
+     */
+    model: z.string().min(1).default('custom'),
+    /** Directory of the custom model; empty: `models/glove-100d` of the Thymos install. @default "" */
+    model_dir: z.string().default(''),
+    /** Where downloaded models are kept; empty: `<data_dir>/models`. @default "" */
+    cache_dir: z.string().default(''),
+    /** Longest text in tokens; longer ones are cut. @default 128 */
+    max_length: z.number().int().min(8).max(8192).default(128),
+    /** Most texts embedded in one model run; waiting requests are merged up to it. @default 64 */
+    batch_max: z.number().int().min(1).max(4096).default(64),
+    /** Vectors kept by content hash, so a text is embedded once. @default 20000 */
+    cache_entries: z.number().int().min(0).max(10_000_000).default(20_000),
+    /** How long an agent waits for vectors before storing a memory without one. @default 5000 */
+    timeout_ms: ms(100, 600_000, 5000),
+  })
+  .strict();
+export type EmbeddingSettings = z.infer<typeof EmbeddingSettingsSchema>;
+
 /** Private memory of every agent. */
 export const MemorySettingsSchema = z
   .object({
@@ -256,6 +283,7 @@ export const ThymosConfigSchema = z
     nats: NatsSettingsSchema.prefault({}),
     events: EventsSettingsSchema.prefault({}),
     world: WorldSettingsSchema.prefault({}),
+    embedding: EmbeddingSettingsSchema.prefault({}),
     memory: MemorySettingsSchema.prefault({}),
     mcp: McpSettingsSchema.prefault({}),
     log: LogSettingsSchema.prefault({}),

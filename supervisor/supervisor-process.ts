@@ -16,6 +16,7 @@ import { thymosBinPath } from '../shared/thymos-bin.js';
 import { AgentLink } from './agent-link.js';
 import { AgentRegistry } from './agent-registry.js';
 import { ControlApi } from './control-api.js';
+import { EmbeddingService } from './embedding-service.js';
 import { FleetController } from './fleet-controller.js';
 import { ProcessManager } from './process-manager.js';
 import { RelevanceEvaluator } from './relevance-evaluator.js';
@@ -67,6 +68,16 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
       throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `NATS at ${natsUrl} did not accept a connection within 15000 ms`);
     });
     cleanup.push(() => closeNats(nc));
+    if (config.embedding.enabled) {
+      try {
+        const embedding = await EmbeddingService.load(config);
+        embedding.serve(nc, logger);
+        cleanup.push(() => embedding.stop());
+        logger.info({ model: embedding.model, dims: embedding.dims }, 'embedding service ready');
+      } catch (err) {
+        logger.warn({ err: (err as Error).message }, 'no embedding service: agents recall with BM25 only');
+      }
+    }
     const processes = await ProcessManager.connect(paths.pm2Home);
     cleanup.push(() => processes.disconnect());
 
