@@ -14,13 +14,14 @@ import { recallScenario } from './recall.js';
 import { eventDeliveryScenario } from './event-delivery.js';
 import { fleetScaleScenario } from './fleet-scale.js';
 import { reconcileDecisionScenario } from './reconcile-decision.js';
+import { embeddingScenario } from './embedding.js';
 import { locomoScenario } from './locomo.js';
 import { worldLiveScenario } from './world-live.js';
 import type { Figure, Scenario, ScenarioResult } from './scenario.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RESULTS = join(ROOT, 'bench', 'results');
-const SCENARIOS: Scenario[] = [agentStartupScenario, recallScenario, reconcileDecisionScenario, fleetScaleScenario, eventDeliveryScenario, worldLiveScenario, locomoScenario];
+const SCENARIOS: Scenario[] = [agentStartupScenario, recallScenario, reconcileDecisionScenario, fleetScaleScenario, eventDeliveryScenario, worldLiveScenario, embeddingScenario, locomoScenario];
 
 interface StoredResult extends ScenarioResult {
   machine: string;

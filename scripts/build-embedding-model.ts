@@ -12,7 +12,7 @@
  * vectors. fastembed takes the first token's vector as the sentence embedding and
  * normalises it — here that first (only) position is the whole sentence.
  *
- * usage: node --import tsx scripts/build-embedding-model.ts [--out DIR] [--vocab N]
+ * usage: node --import tsx scripts/build-embedding-model.ts [--out DIR] [--vocab N] [--if-missing]
  */
 import { createRequire } from 'node:module';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -120,7 +120,8 @@ export function buildEmbeddingModel({ out, vocab }: BuildOptions): number {
 }
 
 if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith('build-embedding-model.ts')) {
-  const { values } = parseArgs({ options: { out: { type: 'string', default: 'models/glove-100d' }, vocab: { type: 'string', default: '50000' } } });
+  const { values } = parseArgs({ options: { out: { type: 'string', default: 'models/glove-100d' }, vocab: { type: 'string', default: '50000' }, 'if-missing': { type: 'boolean' } } });
+  if (values['if-missing'] && existsSync(join(values.out!, MODEL_FILE))) process.exit(0);
   const vocab = Number(values.vocab);
   if (!Number.isInteger(vocab) || vocab < 100) {
     process.stderr.write(`--vocab: expected a whole number of at least 100, got ${JSON.stringify(values.vocab)}\n`);
