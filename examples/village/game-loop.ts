@@ -112,6 +112,9 @@ try {
   const memory = text(await elder.callTool({ name: 'recall', arguments: { query: 'mill wheel', k: 5 } }));
   check('the elder remembers the first conversation after sleeping through the walk', /mill wheel creaks/.test(memory), memory.slice(0, 200));
   const heard = text(await elder.callTool({ name: 'query_elder_rowan_knowledge', arguments: { query: 'wolves sheep north pasture', k: 3 } }));
+  // By meaning, not words: no word of the question is in the memory.
+  const meant = text(await elder.callTool({ name: 'query_elder_rowan_knowledge', arguments: { query: 'predators hurting the flock', k: 5, strategy: 'vector' } }));
+  check('the elder recalls by meaning: "predators hurting the flock" finds the wolves', /Wolves took two sheep/.test(meant), meant.slice(0, 300));
   check('the elder, Dormant when the wolves came, heard of them on waking', /Wolves took two sheep/.test(heard), heard.slice(0, 200));
   let answer = '';
   for (let i = 0; i < 50 && !/elder_rowan answered me/.test(answer); i++) {
