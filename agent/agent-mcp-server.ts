@@ -39,6 +39,18 @@ const MemoryOutSchema = z.object({
   access_count: z.number(),
 });
 const HitOutSchema = MemoryOutSchema.extend({ score: ScoreSchema });
+const ConceptOutSchema = z.object({
+  key: z.string(),
+  name: z.string(),
+  type: z.string(),
+  tier: z.enum(['mentioned', 'provisional', 'tracked']),
+  mentions: z.number(),
+  significance: z.number(),
+  first_seen: z.string(),
+  last_seen: z.string(),
+  aliases: z.array(z.object({ text: z.string(), type: z.string(), source: z.string() })),
+  memories: z.array(z.string()),
+});
 
 /** One MCP session's server. Sessions share the runtime; each gets its own subscriptions. */
 export interface AgentMcpSession {
@@ -184,6 +196,27 @@ export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfi
         const rows = await runtime.queryWorld(args);
         const text = rows.length === 0 ? `No ${args.table} matches.` : rows.map((r) => JSON.stringify(r)).join('\n');
         return { content: [{ type: 'text', text }], structuredContent: { rows } };
+      }),
+  );
+
+  server.registerTool(
+    'concepts',
+    {
+      title: `What ${persona.name} keeps track of`,
+      description: `People, places and organisations ${persona.name}'s memories mention, with their aliases, tier (mentioned, provisional, tracked), mentions and the memories that mention them. Give a name or alias for one concept. Works while listening.`,
+      inputSchema: {
+        name: z.string().min(1).max(200).optional().describe('A concept by name or alias, e.g. "the old badger".'),
+        tier: z.enum(['mentioned', 'provisional', 'tracked']).optional().describe('Only concepts at this tier or above.'),
+        limit: z.number().int().min(1).max(500).optional(),
+      },
+      outputSchema: { concepts: z.array(ConceptOutSchema) },
+      annotations: { readOnlyHint: true },
+    },
+    async (args) =>
+      guard(async () => {
+        const concepts = runtime.concepts(args).map((c) => ({ ...c, first_seen: new Date(c.first_seen).toISOString(), last_seen: new Date(c.last_seen).toISOString(), memories: c.memories.slice(0, 20) }));
+        const text = concepts.length === 0 ? 'No such concept.' : concepts.map((c) => `${c.name} (${c.type}, ${c.tier}, ${c.mentions} mentions${c.aliases.length ? `; also ${c.aliases.map((a) => a.text).join(', ')}` : ''})`).join('\n');
+        return { content: [{ type: 'text', text }], structuredContent: { concepts } };
       }),
   );
 

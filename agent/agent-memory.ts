@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import PQueue from 'p-queue';
 import type { MemorySettings } from '../shared/thymos-config.js';
 import type { Embedder } from '../shared/embedder.js';
 import type { Logger } from '../shared/logger.js';
@@ -51,6 +52,9 @@ const MIN_CANDIDATES = 40;
  * answers queries, and a map keeps records for scoring. A write is acknowledged only
  * after the database has it; the index follows in the same call.
  */
+/** Called after memories were stored (`created`) or returned by a reinforcing recall (`accessed`). */
+export type MemoryHook = (records: readonly MemoryRecord[]) => Promise<void> | void;
+
 export interface AgentMemoryOptions {
   /** Makes vector and hybrid recall possible; without it they fall back to BM25. */
   embedder?: Embedder | undefined;
@@ -67,6 +71,9 @@ export class AgentMemory {
   readonly #logger: Logger | undefined;
   #warnedFallback = false;
   #backfill: Promise<void> = Promise.resolve();
+  readonly #hooks = { created: [] as MemoryHook[], accessed: [] as MemoryHook[] };
+  readonly #hookQueue = new PQueue({ concurrency: 1 });
+  #expandQuery: ((query: string) => string) | undefined;
 
   private constructor(store: MemoryStore, settings: MemorySettings, options: AgentMemoryOptions) {
     this.#store = store;
@@ -101,6 +108,37 @@ export class AgentMemory {
     const missing = [...this.#records.values()].filter((r) => !vectors.has(r.id));
     if (missing.length > 0) {
       this.#backfill = this.#embedMissing(missing).catch((err: unknown) => this.#logger?.warn({ err: (err as Error).message }, 'vectors of older memories not made'));
+    }
+  }
+
+  /**
+   * Runs `hook` after every write (`created`) or reinforcing recall (`accessed`), off the
+   * caller's path, one at a time and in order; a failing hook is logged, never the caller's error.
+   */
+  on(event: 'created' | 'accessed', hook: MemoryHook): void {
+    this.#hooks[event].push(hook);
+  }
+
+  /** Resolves when every hook queued so far has run. */
+  settle(): Promise<void> {
+    return this.#hookQueue.onIdle();
+  }
+
+  /** Rewrites a recall query before searching (alias resolution adds the names an alias stands for). */
+  setQueryExpander(expand: ((query: string) => string) | undefined): void {
+    this.#expandQuery = expand;
+  }
+
+  #fire(event: 'created' | 'accessed', records: readonly MemoryRecord[]): void {
+    if (records.length === 0) return;
+    for (const hook of this.#hooks[event]) {
+      void this.#hookQueue.add(async () => {
+        try {
+          await hook(records);
+        } catch (err) {
+          this.#logger?.warn({ err: (err as Error).message, event }, 'memory hook failed');
+        }
+      });
     }
   }
 
@@ -152,6 +190,7 @@ export class AgentMemory {
       const v = vectors?.get(r.id);
       if (v) this.#vectors?.set(r.id, v);
     }
+    this.#fire('created', [...fresh.values()]);
     return out;
   }
 
@@ -181,7 +220,8 @@ export class AgentMemory {
    * The `k` memories that best match `query`: BM25 relevance (normalised to the best
    * match) times strength on the forgetting curve. Returned memories are reinforced.
    */
-  async recall(query: string, options: RecallOptions): Promise<RecallHit[]> {
+  async recall(rawQuery: string, options: RecallOptions): Promise<RecallHit[]> {
+    const query = this.#expandQuery ? this.#expandQuery(rawQuery) : rawQuery;
     const now = options.now ?? Date.now();
     const filter = options.filter;
     const keep = filter ? (id: string) => { const m = this.#records.get(id); return m !== undefined && filter(m); } : undefined;
@@ -229,6 +269,7 @@ export class AgentMemory {
         const updated = { ...h.memory, access_count: h.memory.access_count + 1, last_accessed: now };
         this.#records.set(updated.id, updated);
       }
+      this.#fire('accessed', top.map((h) => this.#records.get(h.memory.id)!));
     }
     return top;
   }

@@ -8,6 +8,7 @@ import {
   type DomainSchema,
 } from '../shared/domain-schema.js';
 import { DataLock } from '../shared/data-lock.js';
+import { aliasTable } from '../shared/alias-table.js';
 import { appliesTo } from '../shared/event-filter.js';
 import { ErrorCode, ThymosError, toThymosError } from '../shared/errors.js';
 import { createLogger, type Logger } from '../shared/logger.js';
@@ -15,6 +16,8 @@ import { resolveConfigFile, type ThymosConfig } from '../shared/thymos-config.js
 import type { AgentBehavior, CreateBehavior } from './agent-behavior.js';
 import type { AgentControlChannel } from './agent-control-channel.js';
 import { AgentMemory } from './agent-memory.js';
+import { CompromiseExtractor } from './concept-extractor.js';
+import { ConceptTracker } from './concept-tracker.js';
 import { readStartContext, type AgentOptions } from './agent-options.js';
 import { AgentRuntime } from './agent-runtime.js';
 import { MemoryStore } from './memory-store.js';
@@ -90,6 +93,11 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
     phase('domain_schema');
 
     const memory = await AgentMemory.load(store, config.memory, { logger });
+    let concepts: ConceptTracker | undefined;
+    if (config.memory.concepts) {
+      const aliases = startContext?.aliases ?? (domain ? aliasTable(domain) : []);
+      concepts = await ConceptTracker.attach(memory, store, { extractor: new CompromiseExtractor(), settings: config.memory, aliases, logger });
+    }
     await seedKnowledge(memory, store, definition, options.agentId);
     const behavior = await loadBehavior(config, options.agentId, definition);
     phase('memory_load');
@@ -102,6 +110,7 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
       port: options.port,
       memory,
       store,
+      concepts,
       behavior,
       logger,
     });

@@ -8,6 +8,7 @@ import type { RelevanceInput } from '../shared/agent-protocol.js';
 import type { WorldClient } from '../shared/world-client.js';
 import type { WorldQueryInput, WorldRow } from '../shared/world-protocol.js';
 import type { Messenger } from './agent-inbox.js';
+import type { ConceptTracker, ConceptView } from './concept-tracker.js';
 import type { AgentBehavior, AgentBehaviorContext, TalkReply, TalkRequest } from './agent-behavior.js';
 import type { AgentMemory, NewMemory, RecallOptions } from './agent-memory.js';
 import type { MemoryRecord, RecallHit } from './memory-record.js';
@@ -23,6 +24,8 @@ export interface AgentRuntimeOptions {
   store: MemoryStore;
   behavior: AgentBehavior;
   logger: Logger;
+  /** The agent's concepts, when `[memory] concepts` is on. */
+  concepts?: ConceptTracker | undefined;
 }
 
 /** What the runtime keeps across restarts in its snapshots. */
@@ -52,6 +55,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
   readonly #behavior: AgentBehavior;
   #messenger: Messenger | undefined;
   #world: WorldClient | undefined;
+  readonly #concepts: ConceptTracker | undefined;
   readonly #logger: Logger;
   readonly #startedAt = new Date().toISOString();
   #mode: AgentMode;
@@ -73,6 +77,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
     this.#store = options.store;
     this.#behavior = options.behavior;
     this.#logger = options.logger;
+    this.#concepts = options.concepts;
   }
 
   get mode(): AgentMode {
@@ -188,6 +193,17 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
   /** Whether a memory with this id is stored. */
   hasMemory(id: string): boolean {
     return this.#memory.get(id) !== undefined;
+  }
+
+  /** Concepts at or above a tier, or one concept by name or alias; works while listening. */
+  concepts(query: { name?: string | undefined; tier?: 'mentioned' | 'provisional' | 'tracked' | undefined; limit?: number | undefined }): ConceptView[] {
+    const tracker = this.#concepts;
+    if (!tracker) throw new ThymosError(ErrorCode.INVALID_INPUT, `${this.id} keeps no concepts ([memory] concepts = false)`);
+    if (query.name !== undefined) {
+      const one = tracker.get(query.name);
+      return one ? [one] : [];
+    }
+    return tracker.list(query.tier, query.limit);
   }
 
   /** Links the agent to the shared world store (set once NATS is up). */

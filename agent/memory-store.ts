@@ -24,6 +24,20 @@ DEFINE FIELD IF NOT EXISTS last_accessed ON memory TYPE int;
 DEFINE FIELD IF NOT EXISTS access_count ON memory TYPE int;
 DEFINE FIELD IF NOT EXISTS embedding ON memory TYPE option<array<float>>;
 DEFINE FIELD IF NOT EXISTS embedding_model ON memory TYPE option<string>;
+DEFINE TABLE IF NOT EXISTS concept SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS name ON concept TYPE string;
+DEFINE FIELD IF NOT EXISTS type ON concept TYPE string;
+DEFINE FIELD IF NOT EXISTS tier ON concept TYPE string;
+DEFINE FIELD IF NOT EXISTS mentions ON concept TYPE int;
+DEFINE FIELD IF NOT EXISTS significance ON concept TYPE number;
+DEFINE FIELD IF NOT EXISTS first_seen ON concept TYPE int;
+DEFINE FIELD IF NOT EXISTS last_seen ON concept TYPE int;
+DEFINE TABLE IF NOT EXISTS alias SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS text ON alias TYPE string;
+DEFINE FIELD IF NOT EXISTS concept ON alias TYPE string;
+DEFINE FIELD IF NOT EXISTS type ON alias TYPE string;
+DEFINE FIELD IF NOT EXISTS source ON alias TYPE string;
+DEFINE TABLE IF NOT EXISTS mentions TYPE RELATION IN memory OUT concept;
 DEFINE TABLE IF NOT EXISTS snapshot SCHEMAFULL;
 DEFINE FIELD IF NOT EXISTS at ON snapshot TYPE int;
 DEFINE FIELD IF NOT EXISTS reason ON snapshot TYPE string;
@@ -33,6 +47,22 @@ DEFINE TABLE IF NOT EXISTS meta SCHEMALESS;
 
 interface MemoryRow extends Omit<MemoryRecord, 'id'> {
   id: RecordId;
+}
+
+/** A concept as stored: a person, place or thing the agent's memories mention. */
+export interface ConceptRecord {
+  /** Stable key: an agent id, an alias target, or the lower-cased name with _ for spaces. */
+  key: string;
+  name: string;
+  type: string;
+  /** mentioned → provisional → tracked, by mentions and significance. */
+  tier: 'mentioned' | 'provisional' | 'tracked';
+  /** How many memories mention it. */
+  mentions: number;
+  /** Sum of the importance of those memories. */
+  significance: number;
+  first_seen: number;
+  last_seen: number;
 }
 
 /** A saved agent state, newest first when listed. */
@@ -109,6 +139,34 @@ export class MemoryStore {
       ids: ids.map((id) => new RecordId('memory', id)),
       at,
     });
+  }
+
+  /** Writes concepts (whole records, by key) and the memory → concept mentions, in one request. */
+  async saveConcepts(concepts: readonly ConceptRecord[], mentions: ReadonlyArray<{ memory: string; concept: string }>): Promise<void> {
+    if (concepts.length === 0 && mentions.length === 0) return;
+    await this.#run('FOR $c IN $concepts { UPSERT $c.id CONTENT $c.row RETURN NONE; }; IF array::len($mentions) > 0 { INSERT RELATION INTO mentions $mentions RETURN NONE; };', {
+      concepts: concepts.map(({ key, ...row }) => ({ id: new RecordId('concept', key), row })),
+      mentions: mentions.map((m) => ({ in: new RecordId('memory', m.memory), out: new RecordId('concept', m.concept) })),
+    });
+  }
+
+  /** Records aliases (idempotent: one record per alias text). */
+  async saveAliases(aliases: ReadonlyArray<{ text: string; concept: string; type: string; source: string }>): Promise<void> {
+    if (aliases.length === 0) return;
+    await this.#run('FOR $a IN $aliases { UPSERT $a.id CONTENT $a.row RETURN NONE; }', {
+      aliases: aliases.map((a) => ({ id: new RecordId('alias', a.text.toLowerCase()), row: a })),
+    });
+  }
+
+  async concepts(): Promise<{ concepts: ConceptRecord[]; aliases: Array<{ text: string; concept: string; type: string; source: string }>; mentions: Array<{ memory: string; concept: string }> }> {
+    const [concepts, aliases, mentions] = await this.#run<[Array<Omit<ConceptRecord, 'key'> & { id: RecordId }>, Array<{ text: string; concept: string; type: string; source: string }>, Array<{ in: RecordId; out: RecordId }>]>(
+      'SELECT * FROM concept; SELECT text, concept, type, source FROM alias; SELECT in, out FROM mentions;',
+    );
+    return {
+      concepts: (concepts ?? []).map(({ id, ...c }) => ({ ...c, key: String(id.id), mentions: Number(c.mentions), significance: Number(c.significance), first_seen: Number(c.first_seen), last_seen: Number(c.last_seen) })),
+      aliases: aliases ?? [],
+      mentions: (mentions ?? []).map((m) => ({ memory: String(m.in.id), concept: String(m.out.id) })),
+    };
   }
 
   async saveSnapshot(snapshot: SnapshotRecord): Promise<void> {

@@ -235,6 +235,14 @@ export const MemorySettingsSchema = z
     semantic_weight: z.number().min(0).max(1).default(0.5),
     /** The k of reciprocal rank fusion, 1 / (k + rank): larger flattens the ranks. @default 60 */
     rrf_k: z.number().min(1).max(1000).default(60),
+    /** Find the people, places and organisations memories mention, and resolve aliases in recall. @default true */
+    concepts: z.boolean().default(true),
+    /** Mentions that make a concept provisional. @default 2 */
+    concept_provisional_mentions: z.number().int().min(1).max(1_000_000).default(2),
+    /** Mentions that make a concept tracked. @default 5 */
+    concept_tracked_mentions: z.number().int().min(1).max(1_000_000).default(5),
+    /** Summed importance of its memories that makes a concept tracked sooner. @default 3 */
+    concept_tracked_significance: z.number().min(0).max(1_000_000).default(3),
   })
   .strict();
 

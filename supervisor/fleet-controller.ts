@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { JetStreamManager } from '@nats-io/jetstream';
 import PQueue from 'p-queue';
+import { aliasTable, type AliasEntry } from '../shared/alias-table.js';
 import { AgentStatusMessageSchema, type AgentMode } from '../shared/agent-protocol.js';
 import { isAlive } from '../shared/data-lock.js';
 import type { DomainSchema, LifecycleState } from '../shared/domain-schema.js';
@@ -76,9 +77,11 @@ export class FleetController {
   readonly #operations = new PQueue({ concurrency: 1 });
   readonly #rss = new Map<string, number>();
   readonly #pins = new Map<string, LifecycleState>();
+  readonly #aliases: AliasEntry[];
 
   constructor(options: FleetControllerOptions) {
     this.#o = options;
+    this.#aliases = aliasTable(options.domain);
     this.#link = new AgentLink(options.nc);
     this.#ports = new PortAllocator({ min: options.config.supervisor.agent_port_min, max: options.config.supervisor.agent_port_max, host: options.config.agent.host });
     this.#archive = new AgentArchive(options.paths);
@@ -383,7 +386,7 @@ export class FleetController {
     try {
       mkdirSync(paths.run, { recursive: true });
       const contextFile = join(paths.run, `${id}.context.json`);
-      writeAtomic(contextFile, JSON.stringify({ definition: domain.agents[id], eventFilters: domain.eventFilters, worldWatches: domain.worldWatches, properties }));
+      writeAtomic(contextFile, JSON.stringify({ definition: domain.agents[id], eventFilters: domain.eventFilters, worldWatches: domain.worldWatches, aliases: this.#aliases, properties }));
       const args = ['agent', '--agent-id', id, '--port', String(port), '--mode', mode, '--context', contextFile, '--nats-url', this.#o.natsUrl];
       if (config.file) args.push('--config', config.file);
       await processes.start({

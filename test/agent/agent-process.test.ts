@@ -58,7 +58,7 @@ describe('agent process', () => {
 
     test('lists its tools, resources and persona prompt to a stock MCP client', async () => {
       const tools = (await client.listTools()).tools.map((t) => t.name).sort();
-      assert.deepEqual(tools, ['ask_agent', 'get_elder_rowan_state', 'query_elder_rowan_knowledge', 'query_world', 'recall', 'remember', 'send_message', 'talk_to_elder_rowan']);
+      assert.deepEqual(tools, ['ask_agent', 'concepts', 'get_elder_rowan_state', 'query_elder_rowan_knowledge', 'query_world', 'recall', 'remember', 'send_message', 'talk_to_elder_rowan']);
       const resources = (await client.listResources()).resources.map((r) => r.uri).sort();
       assert.deepEqual(resources, ['agent://elder_rowan/memories', 'agent://elder_rowan/state']);
       const prompt = await client.getPrompt({ name: 'persona', arguments: { situation: 'a storm is coming' } });
@@ -70,6 +70,21 @@ describe('agent process', () => {
     test('knows the facts its domain schema gives it from the first start', async () => {
       const result = await call(client, 'query_elder_rowan_knowledge', { query: 'anvil blacksmith owes' });
       assert.match(text(result), /Bram the blacksmith owes the council three silver/);
+    });
+
+    test('keeps concepts named by the domain’s aliases and resolves an alias in recall', async () => {
+      await call(client, 'remember', { content: 'The smith sharpened the sickle of Mira', importance: 0.6 });
+      // Concepts are found off the write's path: ask until the tracker has it.
+      let bram: { key: string; name: string; aliases: Array<{ text: string }> } | undefined;
+      for (let i = 0; i < 50 && !bram; i++) {
+        bram = ((await call(client, 'concepts', { name: 'the smith' })).structuredContent?.concepts as (typeof bram)[])[0];
+        if (!bram) await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.equal(bram?.key, 'bram_smith');
+      assert.equal(bram?.name, 'Bram');
+      assert.ok(bram?.aliases.some((a) => a.text === 'the smith'));
+      const recalled = await call(client, 'query_elder_rowan_knowledge', { query: 'what has Bram done', k: 3 });
+      assert.match(text(recalled), /The smith sharpened the sickle/, 'Bram is searched as the smith too');
     });
 
     test('remembers a fact and recalls it with a score breakdown', async () => {
