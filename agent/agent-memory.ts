@@ -73,6 +73,9 @@ export class AgentMemory {
   #backfill: Promise<void> = Promise.resolve();
   readonly #hooks = { created: [] as MemoryHook[], accessed: [] as MemoryHook[] };
   readonly #hookQueue = new PQueue({ concurrency: 1 });
+  readonly #embedQueue = new PQueue({ concurrency: 1 });
+  #toEmbed: MemoryRecord[] = [];
+  #embedScheduled = false;
   #expandQuery: ((query: string) => string) | undefined;
 
   private constructor(store: MemoryStore, settings: MemorySettings, options: AgentMemoryOptions) {
@@ -142,9 +145,10 @@ export class AgentMemory {
     }
   }
 
-  /** Resolves when every loaded memory has its vector (or embedding them failed and was logged). */
-  vectorsReady(): Promise<void> {
-    return this.#backfill;
+  /** Resolves when every memory so far has its vector (or embedding them failed and was logged). */
+  async vectorsReady(): Promise<void> {
+    await this.#backfill;
+    await this.#embedQueue.onIdle();
   }
 
   /** Whether vector search is available. */
@@ -182,16 +186,35 @@ export class AgentMemory {
       fresh.set(record.id, record);
       out.push(record);
     }
-    const vectors = await this.#embed([...fresh.values()]);
-    await this.#store.insert([...fresh.values()], vectors && this.#embedder ? { model: this.#embedder.model, vectors } : undefined);
+    await this.#store.insert([...fresh.values()]);
     for (const r of fresh.values()) {
       this.#records.set(r.id, r);
       this.#index.add(r);
-      const v = vectors?.get(r.id);
-      if (v) this.#vectors?.set(r.id, v);
     }
+    if (this.#embedder) this.#embedSoon([...fresh.values()]);
     this.#fire('created', [...fresh.values()]);
     return out;
+  }
+
+  /**
+   * Vectors are made after the write is acknowledged, in batches, one run at a time: a write
+   * never waits for the embedding service. A vector or hybrid recall waits for the runs queued
+   * before it, so what was just remembered can be found by meaning.
+   */
+  #embedSoon(records: MemoryRecord[]): void {
+    this.#toEmbed.push(...records);
+    if (this.#embedScheduled) return;
+    this.#embedScheduled = true;
+    void this.#embedQueue.add(async () => {
+      this.#embedScheduled = false;
+      while (this.#toEmbed.length > 0) {
+        const batch = this.#toEmbed.splice(0, 256);
+        const vectors = await this.#embed(batch);
+        if (!vectors) continue;
+        await this.#store.setEmbeddings(this.#embedder!.model, vectors).catch((err: unknown) => this.#logger?.warn({ err: (err as Error).message }, 'vectors not stored'));
+        for (const [id, v] of vectors) this.#vectors?.set(id, v);
+      }
+    });
   }
 
   /** Vectors of the memories' contents, or undefined (no embedder, or it failed: logged, and recall uses BM25 for them). */
@@ -231,6 +254,7 @@ export class AgentMemory {
     if (strategy !== 'bm25') {
       queryVector = await this.#queryVector(query);
       if (!queryVector) strategy = 'bm25';
+      else await this.#embedQueue.onIdle();
     }
     const lexical = strategy === 'vector' ? [] : this.#index.search(query, pool, keep);
     const semantic = queryVector ? this.#vectors!.search(queryVector, pool, keep) : [];

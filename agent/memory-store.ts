@@ -92,18 +92,9 @@ export class MemoryStore {
     return new MemoryStore(await openEmbeddedSurreal(dir, { namespace: 'thymos', database: 'agent', schema: SCHEMA, timeoutMs: options.timeoutMs }));
   }
 
-  /** Writes new memories, with their vectors when `embeddings` has them (by id). */
-  async insert(records: readonly MemoryRecord[], embeddings?: { model: string; vectors: ReadonlyMap<string, Float32Array> }): Promise<void> {
+  async insert(records: readonly MemoryRecord[]): Promise<void> {
     if (records.length === 0) return;
-    const rows = records.map(({ id, ...rest }) => {
-      const vector = embeddings?.vectors.get(id);
-      return {
-        ...rest,
-        id: new RecordId('memory', id),
-        source: rest.source,
-        ...(vector ? { embedding: Array.from(vector), embedding_model: embeddings!.model } : {}),
-      };
-    });
+    const rows = records.map(({ id, ...rest }) => ({ ...rest, id: new RecordId('memory', id), source: rest.source }));
     await this.#run('INSERT INTO memory $rows RETURN NONE', { rows });
   }
 

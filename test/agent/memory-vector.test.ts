@@ -76,6 +76,7 @@ describe('vector and hybrid recall with the offline model through fastembed', ()
     const watched = new WatchedEmbedder(embedder);
     const memory = await AgentMemory.load(store, settings, { embedder: watched });
     await memory.rememberMany(Array.from({ length: 50 }, (_, i) => ({ content: `Memory number ${i} about the harvest`, source: told })));
+    await memory.vectorsReady(); // vectors are made after the write is acknowledged
     assert.equal(watched.texts, 50, 'one batch for the write');
     assert.equal((await store.embeddings(embedder.model)).size, 50);
     const again = new WatchedEmbedder(embedder);
@@ -83,6 +84,31 @@ describe('vector and hybrid recall with the offline model through fastembed', ()
     await reloaded.vectorsReady();
     assert.equal(again.calls, 0);
     assert.equal((await reloaded.recall('harvest', { k: 5, strategy: 'vector', reinforce: false })).length, 5);
+    await store.close();
+  });
+
+  test('a write never waits for the embedder; a vector recall waits for the vectors of earlier writes', async () => {
+    const store = await openStore();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    // Only the memory's own embedding is held back; the query's goes through at once.
+    const gated: Embedder = {
+      model: embedder.model,
+      dims: embedder.dims,
+      embed: async (texts) => {
+        if (texts.includes('A storm flattened the barley')) await gate;
+        return embedder.embed(texts);
+      },
+    };
+    const memory = await AgentMemory.load(store, settings, { embedder: gated });
+    await memory.remember({ id: 'storm', content: 'A storm flattened the barley', source: told });
+    assert.equal((await store.embeddings(embedder.model)).size, 0, 'stored and acknowledged while the embedder is still busy');
+    let answered = false;
+    const pending = memory.recall('bad weather ruined the crops', { k: 1, strategy: 'vector', reinforce: false }).then((hits) => ((answered = true), hits));
+    await new Promise((r) => setImmediate(r));
+    assert.equal(answered, false, 'the recall waits for the queued vectors');
+    release();
+    assert.equal((await pending)[0]?.memory.id, 'storm');
     await store.close();
   });
 
