@@ -46,6 +46,8 @@ export interface RecallOptions {
 /** BM25 candidates re-ranked by strength; this many per requested result. */
 const CANDIDATES_PER_RESULT = 4;
 const MIN_CANDIDATES = 40;
+/** Memories written within this window are embedded together. */
+const EMBED_COALESCE_MS = 50;
 
 /**
  * An agent's memory: SurrealDB holds every record durably, an in-process BM25 index
@@ -75,7 +77,7 @@ export class AgentMemory {
   readonly #hookQueue = new PQueue({ concurrency: 1 });
   readonly #embedQueue = new PQueue({ concurrency: 1 });
   #toEmbed: MemoryRecord[] = [];
-  #embedScheduled = false;
+  #embedTimer: NodeJS.Timeout | undefined;
   #expandQuery: ((query: string) => string) | undefined;
 
   private constructor(store: MemoryStore, settings: MemorySettings, options: AgentMemoryOptions) {
@@ -148,7 +150,7 @@ export class AgentMemory {
   /** Resolves when every memory so far has its vector (or embedding them failed and was logged). */
   async vectorsReady(): Promise<void> {
     await this.#backfill;
-    await this.#embedQueue.onIdle();
+    await this.#flushEmbeds();
   }
 
   /** Whether vector search is available. */
@@ -197,24 +199,35 @@ export class AgentMemory {
   }
 
   /**
-   * Vectors are made after the write is acknowledged, in batches, one run at a time: a write
-   * never waits for the embedding service. A vector or hybrid recall waits for the runs queued
-   * before it, so what was just remembered can be found by meaning.
+   * Vectors are made after the write is acknowledged: memories written within
+   * EMBED_COALESCE_MS go to the embedding service in one request and their vectors into the
+   * database in one write, one run at a time. A write never waits for the service; a vector
+   * or hybrid recall runs what is pending first, so a fresh memory is found by meaning.
    */
   #embedSoon(records: MemoryRecord[]): void {
     this.#toEmbed.push(...records);
-    if (this.#embedScheduled) return;
-    this.#embedScheduled = true;
-    void this.#embedQueue.add(async () => {
-      this.#embedScheduled = false;
-      while (this.#toEmbed.length > 0) {
-        const batch = this.#toEmbed.splice(0, 256);
-        const vectors = await this.#embed(batch);
-        if (!vectors) continue;
-        await this.#store.setEmbeddings(this.#embedder!.model, vectors).catch((err: unknown) => this.#logger?.warn({ err: (err as Error).message }, 'vectors not stored'));
-        for (const [id, v] of vectors) this.#vectors?.set(id, v);
-      }
-    });
+    if (this.#embedTimer) return;
+    this.#embedTimer = setTimeout(() => void this.#flushEmbeds(), EMBED_COALESCE_MS);
+    this.#embedTimer.unref();
+  }
+
+  /** Embeds what is pending now; resolves when every embedding run so far has finished. */
+  #flushEmbeds(): Promise<void> {
+    clearTimeout(this.#embedTimer);
+    this.#embedTimer = undefined;
+    if (this.#toEmbed.length > 0) {
+      const batch = this.#toEmbed.splice(0);
+      void this.#embedQueue.add(async () => {
+        for (let i = 0; i < batch.length; i += 256) {
+          const part = batch.slice(i, i + 256);
+          const vectors = await this.#embed(part);
+          if (!vectors) continue;
+          await this.#store.setEmbeddings(this.#embedder!.model, vectors).catch((err: unknown) => this.#logger?.warn({ err: (err as Error).message }, 'vectors not stored'));
+          for (const [id, v] of vectors) this.#vectors?.set(id, v);
+        }
+      });
+    }
+    return this.#embedQueue.onIdle();
   }
 
   /** Vectors of the memories' contents, or undefined (no embedder, or it failed: logged, and recall uses BM25 for them). */
@@ -254,7 +267,7 @@ export class AgentMemory {
     if (strategy !== 'bm25') {
       queryVector = await this.#queryVector(query);
       if (!queryVector) strategy = 'bm25';
-      else await this.#embedQueue.onIdle();
+      else await this.#flushEmbeds();
     }
     const lexical = strategy === 'vector' ? [] : this.#index.search(query, pool, keep);
     const semantic = queryVector ? this.#vectors!.search(queryVector, pool, keep) : [];

@@ -18,6 +18,8 @@ export class CompromiseExtractor implements ConceptExtractor {
   #nlp: Promise<typeof import('compromise').default> | undefined;
 
   async extract(text: string): Promise<ExtractedConcept[]> {
+    // Names are capitalised in English: a text without a capital letter has none to find.
+    if (!/\p{Lu}/u.test(text)) return [];
     this.#nlp ??= import('compromise').then((m) => m.default);
     const doc = (await this.#nlp)(text);
     const found = new Map<string, ExtractedConcept>();

@@ -72,7 +72,9 @@ export class ConceptTracker {
   async notice(records: readonly MemoryRecord[]): Promise<void> {
     const changed = new Map<string, ConceptRecord>();
     const mentions: Array<{ memory: string; concept: string }> = [];
-    for (const record of records) {
+    for (const [i, record] of records.entries()) {
+      // A batch (a replay hands over hundreds) yields now and then so the agent keeps answering.
+      if (i % 16 === 15) await new Promise((resolve) => setImmediate(resolve));
       const found = new Map<string, { name: string; type: string }>();
       const hits = this.#aliasHits(record.content);
       for (const hit of hits) found.set(hit.concept, this.#names.get(hit.concept) ?? { name: hit.text, type: hit.type });

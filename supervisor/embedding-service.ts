@@ -30,6 +30,7 @@ export class EmbeddingService {
   readonly #batchMax: number;
   readonly #cacheEntries: number;
   readonly #cache = new Map<string, Float32Array>();
+  readonly #inFlight = new Map<string, Promise<Float32Array>>();
   readonly #queue = new PQueue({ concurrency: 1 });
   #waiting: Waiting[] = [];
   #scheduled = false;
@@ -75,10 +76,19 @@ export class EmbeddingService {
           this.#cache.set(key, hit);
           return hit;
         }
-        return new Promise<Float32Array>((resolve, reject) => {
+        // The same text asked for again while it waits (ten agents hearing one event) joins it.
+        const inFlight = this.#inFlight.get(key);
+        if (inFlight) {
+          this.stats.cached++;
+          return inFlight;
+        }
+        const pending = new Promise<Float32Array>((resolve, reject) => {
           this.#waiting.push({ text, key, resolve, reject });
           this.#schedule();
         });
+        this.#inFlight.set(key, pending);
+        void pending.finally(() => this.#inFlight.delete(key)).catch(() => undefined);
+        return pending;
       }),
     );
   }
