@@ -39,6 +39,12 @@ const MemoryOutSchema = z.object({
   access_count: z.number(),
 });
 const HitOutSchema = MemoryOutSchema.extend({ score: ScoreSchema });
+const RelatedOutSchema = z.object({
+  key: z.string(),
+  name: z.string(),
+  hops: z.number(),
+  path: z.array(z.object({ type: z.string(), to: z.string(), properties: z.record(z.string(), z.unknown()) })),
+});
 const ConceptOutSchema = z.object({
   key: z.string(),
   name: z.string(),
@@ -208,15 +214,58 @@ export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfi
         name: z.string().min(1).max(200).optional().describe('A concept by name or alias, e.g. "the old badger".'),
         tier: z.enum(['mentioned', 'provisional', 'tracked']).optional().describe('Only concepts at this tier or above.'),
         limit: z.number().int().min(1).max(500).optional(),
+        depth: z.number().int().min(1).max(5).optional().describe('With name: also the concepts related to it within this many hops (1–5).'),
+        types: z.array(z.string().min(1)).max(20).optional().describe('With depth: follow only these relationship types.'),
       },
-      outputSchema: { concepts: z.array(ConceptOutSchema) },
+      outputSchema: { concepts: z.array(ConceptOutSchema), related: z.array(RelatedOutSchema).optional() },
       annotations: { readOnlyHint: true },
     },
     async (args) =>
       guard(async () => {
         const concepts = runtime.concepts(args).map((c) => ({ ...c, first_seen: new Date(c.first_seen).toISOString(), last_seen: new Date(c.last_seen).toISOString(), memories: c.memories.slice(0, 20) }));
-        const text = concepts.length === 0 ? 'No such concept.' : concepts.map((c) => `${c.name} (${c.type}, ${c.tier}, ${c.mentions} mentions${c.aliases.length ? `; also ${c.aliases.map((a) => a.text).join(', ')}` : ''})`).join('\n');
-        return { content: [{ type: 'text', text }], structuredContent: { concepts } };
+        const related = args.name !== undefined && args.depth !== undefined ? runtime.related(args.name, args.depth, args.types) : undefined;
+        const lines = concepts.map((c) => `${c.name} (${c.type}, ${c.tier}, ${c.mentions} mentions${c.aliases.length ? `; also ${c.aliases.map((a) => a.text).join(', ')}` : ''})`);
+        for (const r of related ?? []) lines.push(`  ${r.path.map((p) => `${p.type} → ${p.to}`).join(', ')} (${r.hops} hop${r.hops > 1 ? 's' : ''})`);
+        const text = lines.length === 0 ? 'No such concept.' : lines.join('\n');
+        return { content: [{ type: 'text', text }], structuredContent: { concepts, ...(related ? { related } : {}) } };
+      }),
+  );
+
+  server.registerTool(
+    'link',
+    {
+      title: 'Link',
+      description:
+        "Relates two concepts with a relationship type the domain declares (e.g. trusts, with properties), both ways for a symmetric type; or, with type caused_by, records that memory `from` happened because of memory `to`. Only while active.",
+      inputSchema: {
+        from: z.string().min(1).max(200).describe('A concept name, alias or key; a memory id for caused_by.'),
+        to: z.string().min(1).max(200),
+        type: z.string().min(1).max(64).describe('A relationship type of the domain, or caused_by.'),
+        properties: z.record(z.string(), z.union([z.string().max(1000), z.number(), z.boolean()])).optional(),
+        reason: z.string().max(1000).optional().describe('Why, for caused_by.'),
+      },
+    },
+    async (args) =>
+      guard(async () => {
+        const linked = await runtime.link(args);
+        return { content: [{ type: 'text', text: `Linked ${args.from} -${args.type}-> ${args.to}.` }], structuredContent: linked as Record<string, unknown> };
+      }),
+  );
+
+  server.registerTool(
+    'causes',
+    {
+      title: 'What led to a memory',
+      description: 'Walks back along caused_by links from a memory, up to depth (1–5) links. Works while listening.',
+      inputSchema: { memory: z.string().min(1).max(200), depth: z.number().int().min(1).max(5).optional() },
+      outputSchema: { causes: z.array(z.object({ memory: z.string(), content: z.string(), reason: z.string(), hops: z.number() })) },
+      annotations: { readOnlyHint: true },
+    },
+    async (args) =>
+      guard(async () => {
+        const causes = runtime.causes(args.memory, args.depth ?? 5);
+        const text = causes.length === 0 ? 'No recorded causes.' : causes.map((c) => `${'  '.repeat(c.hops - 1)}← ${c.content}${c.reason ? ` (${c.reason})` : ''}`).join('\n');
+        return { content: [{ type: 'text', text }], structuredContent: { causes } };
       }),
   );
 

@@ -96,7 +96,8 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
     let concepts: ConceptTracker | undefined;
     if (config.memory.concepts) {
       const aliases = startContext?.aliases ?? (domain ? aliasTable(domain) : []);
-      concepts = await ConceptTracker.attach(memory, store, { extractor: new CompromiseExtractor(), settings: config.memory, aliases, logger });
+      const relationshipTypes = startContext?.relationshipTypes ?? domain?.relationshipTypes ?? {};
+      concepts = await ConceptTracker.attach(memory, store, { extractor: new CompromiseExtractor(), settings: config.memory, aliases, relationshipTypes, logger });
     }
     await seedKnowledge(memory, store, definition, options.agentId);
     const behavior = await loadBehavior(config, options.agentId, definition);

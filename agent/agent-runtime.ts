@@ -8,7 +8,7 @@ import type { RelevanceInput } from '../shared/agent-protocol.js';
 import type { WorldClient } from '../shared/world-client.js';
 import type { WorldQueryInput, WorldRow } from '../shared/world-protocol.js';
 import type { Messenger } from './agent-inbox.js';
-import type { ConceptTracker, ConceptView } from './concept-tracker.js';
+import type { CauseStep, ConceptTracker, ConceptView, RelatedConcept } from './concept-tracker.js';
 import type { AgentBehavior, AgentBehaviorContext, TalkReply, TalkRequest } from './agent-behavior.js';
 import type { AgentMemory, NewMemory, RecallOptions } from './agent-memory.js';
 import type { MemoryRecord, RecallHit } from './memory-record.js';
@@ -197,13 +197,40 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
 
   /** Concepts at or above a tier, or one concept by name or alias; works while listening. */
   concepts(query: { name?: string | undefined; tier?: 'mentioned' | 'provisional' | 'tracked' | undefined; limit?: number | undefined }): ConceptView[] {
-    const tracker = this.#concepts;
-    if (!tracker) throw new ThymosError(ErrorCode.INVALID_INPUT, `${this.id} keeps no concepts ([memory] concepts = false)`);
+    const tracker = this.#requireConcepts();
     if (query.name !== undefined) {
       const one = tracker.get(query.name);
       return one ? [one] : [];
     }
     return tracker.list(query.tier, query.limit);
+  }
+
+  /** Relates two concepts, or (type `caused_by`) one memory to the memory that caused it. Only while active. */
+  async link(request: { from: string; to: string; type: string; properties?: Record<string, unknown> | undefined; reason?: string | undefined }): Promise<unknown> {
+    return this.#call(async () => {
+      if (this.#mode !== 'active') throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.id} is listening (passive): its memory can be read, not written, over MCP`);
+      const tracker = this.#requireConcepts();
+      if (request.type === 'caused_by') {
+        await tracker.linkCause(request.from, request.to, request.reason ?? '');
+        return { from: request.from, to: request.to, type: 'caused_by', reason: request.reason ?? '' };
+      }
+      return tracker.link(request.from, request.to, request.type, request.properties ?? {});
+    });
+  }
+
+  /** Concepts related to one within `depth` hops. */
+  related(name: string, depth: number, types?: readonly string[]): RelatedConcept[] {
+    return this.#requireConcepts().related(name, depth, types);
+  }
+
+  /** What led to a memory, along `caused_by` links. */
+  causes(memoryId: string, depth: number): CauseStep[] {
+    return this.#requireConcepts().causes(memoryId, depth);
+  }
+
+  #requireConcepts(): ConceptTracker {
+    if (!this.#concepts) throw new ThymosError(ErrorCode.INVALID_INPUT, `${this.id} keeps no concepts ([memory] concepts = false)`);
+    return this.#concepts;
   }
 
   /** Links the agent to the shared world store (set once NATS is up). */

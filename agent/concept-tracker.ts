@@ -1,4 +1,6 @@
 import type { AliasEntry } from '../shared/alias-table.js';
+import type { RelationshipType } from '../shared/domain-schema.js';
+import { ErrorCode, ThymosError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import type { MemorySettings } from '../shared/thymos-config.js';
 import type { AgentMemory } from './agent-memory.js';
@@ -13,6 +15,25 @@ export interface ConceptAlias {
   /** `domain` (alias patterns), `agent` (an agent's name or aliases) or `extracted`. */
   source: string;
 }
+
+/** A concept reached from another through typed relationships. */
+export interface RelatedConcept {
+  key: string;
+  name: string;
+  hops: number;
+  /** The relationships walked, e.g. [{ type: 'trusts', to: 'bram_smith', properties: { strength: 0.8 } }]. */
+  path: Array<{ type: string; to: string; properties: Record<string, unknown> }>;
+}
+
+/** A memory's causes, walked back along `caused_by` links. */
+export interface CauseStep {
+  memory: string;
+  content: string;
+  reason: string;
+  hops: number;
+}
+
+export const MAX_HOPS = 5;
 
 export interface ConceptView extends ConceptRecord {
   aliases: ConceptAlias[];
@@ -43,6 +64,10 @@ export class ConceptTracker {
   #aliasPattern: RegExp | undefined;
   /** Names the domain gives its concepts (an agent's persona name) before any memory mentions them. */
   #names = new Map<string, { name: string; type: string }>();
+  #memory!: AgentMemory;
+  #types: Readonly<Record<string, RelationshipType>> = {};
+  readonly #edges = new Map<string, Array<{ type: string; to: string; properties: Record<string, unknown> }>>();
+  readonly #causes = new Map<string, Array<{ cause: string; reason: string }>>();
 
   private constructor(store: MemoryStore, extractor: ConceptExtractor, settings: MemorySettings, logger: Logger | undefined) {
     this.#store = store;
@@ -52,8 +77,17 @@ export class ConceptTracker {
   }
 
   /** Loads what is stored, records the domain's aliases, and attaches to `memory` (hook and query expansion). */
-  static async attach(memory: AgentMemory, store: MemoryStore, options: { extractor: ConceptExtractor; settings: MemorySettings; aliases: readonly AliasEntry[]; logger?: Logger }): Promise<ConceptTracker> {
+  static async attach(
+    memory: AgentMemory,
+    store: MemoryStore,
+    options: { extractor: ConceptExtractor; settings: MemorySettings; aliases: readonly AliasEntry[]; relationshipTypes?: Readonly<Record<string, RelationshipType>>; logger?: Logger },
+  ): Promise<ConceptTracker> {
     const tracker = new ConceptTracker(store, options.extractor, options.settings, options.logger);
+    tracker.#memory = memory;
+    tracker.#types = options.relationshipTypes ?? {};
+    const links = await store.links();
+    for (const r of links.relations) tracker.#edgesOf(r.from).push({ type: r.type, to: r.to, properties: r.properties });
+    for (const c of links.causes) tracker.#causesOf(c.effect).push({ cause: c.cause, reason: c.reason });
     const stored = await store.concepts();
     for (const c of stored.concepts) tracker.#concepts.set(c.key, c);
     for (const a of stored.aliases) tracker.#aliases.set(a.text.toLowerCase(), a);
@@ -117,6 +151,116 @@ export class ConceptTracker {
       for (const n of [name, ...others]) if (n && !n.includes('_') && !lower.includes(n.toLowerCase())) names.add(n);
     }
     return names.size === 0 ? query : `${query} ${[...names].join(' ')}`;
+  }
+
+  /**
+   * Relates two concepts (by name, alias or key; a new name becomes a concept) with a type the
+   * domain declares. Properties are checked against the type (declared, typed, in range) and
+   * missing ones take their defaults; a symmetric type is stored both ways.
+   */
+  async link(fromName: string, toName: string, type: string, properties: Record<string, unknown> = {}, at = Date.now()): Promise<{ from: string; to: string; type: string; properties: Record<string, unknown> }> {
+    const spec = Object.hasOwn(this.#types, type) ? this.#types[type] : undefined;
+    if (!spec) {
+      const declared = Object.keys(this.#types);
+      throw new ThymosError(ErrorCode.INVALID_INPUT, `type: no relationship type ${JSON.stringify(type)}; the domain declares ${declared.length ? declared.join(', ') : 'none'}${type === 'caused_by' ? '' : ' (caused_by links memories)'}`, { location: { path: 'type' } });
+    }
+    const props: Record<string, unknown> = {};
+    for (const [name, value] of Object.entries(properties)) {
+      const p = Object.hasOwn(spec.properties, name) ? spec.properties[name] : undefined;
+      if (!p) throw new ThymosError(ErrorCode.INVALID_INPUT, `properties.${name}: ${type} has no property ${JSON.stringify(name)}; it declares ${Object.keys(spec.properties).join(', ') || 'none'}`, { location: { path: `properties.${name}` } });
+      if (typeof value !== p.type) throw new ThymosError(ErrorCode.INVALID_INPUT, `properties.${name}: expected ${p.type}; got ${JSON.stringify(value)}`, { location: { path: `properties.${name}` } });
+      if (typeof value === 'number' && ((p.min != null && value < p.min) || (p.max != null && value > p.max))) {
+        throw new ThymosError(ErrorCode.INVALID_INPUT, `properties.${name}: expected ${p.min ?? '-∞'} to ${p.max ?? '∞'}; got ${value}`, { location: { path: `properties.${name}` } });
+      }
+      props[name] = value;
+    }
+    for (const [name, p] of Object.entries(spec.properties)) if (!(name in props) && p.defaultValue != null) props[name] = p.defaultValue;
+    const from = this.#conceptFor(fromName, at);
+    const to = this.#conceptFor(toName, at);
+    if (from.key === to.key) throw new ThymosError(ErrorCode.INVALID_INPUT, `to: a concept is not related to itself (${from.key})`, { location: { path: 'to' } });
+    const relations = [{ from, to, type, properties: props, at }];
+    if (spec.symmetric) relations.push({ from: to, to: from, type, properties: props, at });
+    await this.#store.saveLinks(relations, []);
+    for (const r of relations) {
+      this.#concepts.set(r.from.key, r.from);
+      this.#edgesOf(r.from.key).push({ type, to: r.to.key, properties: props });
+    }
+    return { from: from.key, to: to.key, type, properties: props };
+  }
+
+  /** Records that one memory happened because of another. */
+  async linkCause(effect: string, cause: string, reason = '', at = Date.now()): Promise<void> {
+    for (const [path, id] of [['from', effect], ['to', cause]] as const) {
+      if (!this.#memory.get(id)) throw new ThymosError(ErrorCode.NOT_FOUND, `${path}: no memory ${JSON.stringify(id)}`, { location: { path } });
+    }
+    if (effect === cause) throw new ThymosError(ErrorCode.INVALID_INPUT, 'to: a memory does not cause itself', { location: { path: 'to' } });
+    await this.#store.saveLinks([], [{ effect, cause, reason, at }]);
+    this.#causesOf(effect).push({ cause, reason });
+  }
+
+  /** Concepts reachable from one within `depth` hops (at most 5), nearest first, optionally along some types only. */
+  related(name: string, depth = 1, types?: readonly string[]): RelatedConcept[] {
+    const start = this.get(name)?.key ?? this.#aliases.get(name.toLowerCase())?.concept ?? conceptKey(name);
+    const limit = Math.min(Math.max(1, depth), MAX_HOPS);
+    const seen = new Set([start]);
+    const out: RelatedConcept[] = [];
+    let frontier: RelatedConcept[] = [{ key: start, name: '', hops: 0, path: [] }];
+    for (let hop = 1; hop <= limit && frontier.length > 0; hop++) {
+      const next: RelatedConcept[] = [];
+      for (const node of frontier) {
+        for (const e of this.#edges.get(node.key) ?? []) {
+          if ((types && !types.includes(e.type)) || seen.has(e.to)) continue;
+          seen.add(e.to);
+          const reached = { key: e.to, name: this.#concepts.get(e.to)?.name ?? this.#names.get(e.to)?.name ?? e.to, hops: hop, path: [...node.path, e] };
+          next.push(reached);
+          out.push(reached);
+        }
+      }
+      frontier = next;
+    }
+    return out;
+  }
+
+  /** The causes of a memory, walked back up to `depth` (at most 5) links. */
+  causes(memoryId: string, depth = MAX_HOPS): CauseStep[] {
+    if (!this.#memory.get(memoryId)) throw new ThymosError(ErrorCode.NOT_FOUND, `memory: no memory ${JSON.stringify(memoryId)}`, { location: { path: 'memory' } });
+    const out: CauseStep[] = [];
+    const seen = new Set([memoryId]);
+    let frontier = [memoryId];
+    for (let hop = 1; hop <= Math.min(depth, MAX_HOPS) && frontier.length > 0; hop++) {
+      const next: string[] = [];
+      for (const id of frontier) {
+        for (const c of this.#causes.get(id) ?? []) {
+          if (seen.has(c.cause)) continue;
+          seen.add(c.cause);
+          next.push(c.cause);
+          out.push({ memory: c.cause, content: this.#memory.get(c.cause)?.content ?? '', reason: c.reason, hops: hop });
+        }
+      }
+      frontier = next;
+    }
+    return out;
+  }
+
+  #conceptFor(name: string, at: number): ConceptRecord {
+    const key = this.#aliases.get(name.toLowerCase())?.concept ?? conceptKey(name);
+    if (!key) throw new ThymosError(ErrorCode.INVALID_INPUT, `expected a concept name with a letter or digit; got ${JSON.stringify(name)}`);
+    const known = this.#concepts.get(key);
+    if (known) return known;
+    const named = this.#names.get(key);
+    return { key, name: named?.name ?? name, type: named?.type ?? 'thing', tier: 'mentioned', mentions: 0, significance: 0, first_seen: at, last_seen: at };
+  }
+
+  #edgesOf(key: string): Array<{ type: string; to: string; properties: Record<string, unknown> }> {
+    let list = this.#edges.get(key);
+    if (!list) this.#edges.set(key, (list = []));
+    return list;
+  }
+
+  #causesOf(id: string): Array<{ cause: string; reason: string }> {
+    let list = this.#causes.get(id);
+    if (!list) this.#causes.set(id, (list = []));
+    return list;
   }
 
   /** Concepts at or above a tier, most mentioned first. */

@@ -38,6 +38,13 @@ DEFINE FIELD IF NOT EXISTS concept ON alias TYPE string;
 DEFINE FIELD IF NOT EXISTS type ON alias TYPE string;
 DEFINE FIELD IF NOT EXISTS source ON alias TYPE string;
 DEFINE TABLE IF NOT EXISTS mentions TYPE RELATION IN memory OUT concept;
+DEFINE TABLE IF NOT EXISTS relates TYPE RELATION IN concept OUT concept SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS type ON relates TYPE string;
+DEFINE FIELD IF NOT EXISTS properties ON relates TYPE string;
+DEFINE FIELD IF NOT EXISTS at ON relates TYPE int;
+DEFINE TABLE IF NOT EXISTS caused_by TYPE RELATION IN memory OUT memory SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS reason ON caused_by TYPE string;
+DEFINE FIELD IF NOT EXISTS at ON caused_by TYPE int;
 DEFINE TABLE IF NOT EXISTS snapshot SCHEMAFULL;
 DEFINE FIELD IF NOT EXISTS at ON snapshot TYPE int;
 DEFINE FIELD IF NOT EXISTS reason ON snapshot TYPE string;
@@ -157,6 +164,36 @@ export class MemoryStore {
       concepts: (concepts ?? []).map(({ id, ...c }) => ({ ...c, key: String(id.id), mentions: Number(c.mentions), significance: Number(c.significance), first_seen: Number(c.first_seen), last_seen: Number(c.last_seen) })),
       aliases: aliases ?? [],
       mentions: (mentions ?? []).map((m) => ({ memory: String(m.in.id), concept: String(m.out.id) })),
+    };
+  }
+
+  /**
+   * Writes typed edges between concepts (both concepts are created as `mentioned` if new) and
+   * causal links between memories, in one request. Properties are stored as JSON text.
+   */
+  async saveLinks(
+    relations: ReadonlyArray<{ from: ConceptRecord; to: ConceptRecord; type: string; properties: Record<string, unknown>; at: number }>,
+    causes: ReadonlyArray<{ effect: string; cause: string; reason: string; at: number }>,
+  ): Promise<void> {
+    const concepts = new Map<string, ConceptRecord>();
+    for (const r of relations) for (const c of [r.from, r.to]) concepts.set(c.key, c);
+    await this.#run(
+      'FOR $c IN $concepts { UPSERT $c.id MERGE $c.row RETURN NONE; }; IF array::len($relations) > 0 { INSERT RELATION INTO relates $relations RETURN NONE; }; IF array::len($causes) > 0 { INSERT RELATION INTO caused_by $causes RETURN NONE; };',
+      {
+        concepts: [...concepts.values()].map(({ key, ...row }) => ({ id: new RecordId('concept', key), row })),
+        relations: relations.map((r) => ({ in: new RecordId('concept', r.from.key), out: new RecordId('concept', r.to.key), type: r.type, properties: JSON.stringify(r.properties), at: r.at })),
+        causes: causes.map((c) => ({ in: new RecordId('memory', c.effect), out: new RecordId('memory', c.cause), reason: c.reason, at: c.at })),
+      },
+    );
+  }
+
+  async links(): Promise<{ relations: Array<{ from: string; to: string; type: string; properties: Record<string, unknown>; at: number }>; causes: Array<{ effect: string; cause: string; reason: string; at: number }> }> {
+    const [relations, causes] = await this.#run<[Array<{ in: RecordId; out: RecordId; type: string; properties: string; at: number }>, Array<{ in: RecordId; out: RecordId; reason: string; at: number }>]>(
+      'SELECT in, out, type, properties, at FROM relates; SELECT in, out, reason, at FROM caused_by;',
+    );
+    return {
+      relations: (relations ?? []).map((r) => ({ from: String(r.in.id), to: String(r.out.id), type: r.type, properties: JSON.parse(r.properties) as Record<string, unknown>, at: Number(r.at) })),
+      causes: (causes ?? []).map((c) => ({ effect: String(c.in.id), cause: String(c.out.id), reason: c.reason, at: Number(c.at) })),
     };
   }
 

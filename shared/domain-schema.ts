@@ -64,6 +64,8 @@ export const RelationshipTypeSchema = z.object({
     .default({}),
 });
 
+export type RelationshipType = z.infer<typeof RelationshipTypeSchema>;
+
 export const EventFilterSchema = z.object({
   agents: z.array(AgentIdSchema).default([]),
   agentTags: z.array(z.string()).default([]),

@@ -58,7 +58,7 @@ describe('agent process', () => {
 
     test('lists its tools, resources and persona prompt to a stock MCP client', async () => {
       const tools = (await client.listTools()).tools.map((t) => t.name).sort();
-      assert.deepEqual(tools, ['ask_agent', 'concepts', 'get_elder_rowan_state', 'query_elder_rowan_knowledge', 'query_world', 'recall', 'remember', 'send_message', 'talk_to_elder_rowan']);
+      assert.deepEqual(tools, ['ask_agent', 'causes', 'concepts', 'get_elder_rowan_state', 'link', 'query_elder_rowan_knowledge', 'query_world', 'recall', 'remember', 'send_message', 'talk_to_elder_rowan']);
       const resources = (await client.listResources()).resources.map((r) => r.uri).sort();
       assert.deepEqual(resources, ['agent://elder_rowan/memories', 'agent://elder_rowan/state']);
       const prompt = await client.getPrompt({ name: 'persona', arguments: { situation: 'a storm is coming' } });
@@ -85,6 +85,16 @@ describe('agent process', () => {
       assert.ok(bram?.aliases.some((a) => a.text === 'the smith'));
       const recalled = await call(client, 'query_elder_rowan_knowledge', { query: 'what has Bram done', k: 3 });
       assert.match(text(recalled), /The smith sharpened the sickle/, 'Bram is searched as the smith too');
+    });
+
+    test('links concepts with the domain’s relationship types and walks them', async () => {
+      const linked = await call(client, 'link', { from: 'the old badger', to: 'the smith', type: 'trusts', properties: { strength: 0.9 } });
+      assert.deepEqual(linked.structuredContent, { from: 'elder_rowan', to: 'bram_smith', type: 'trusts', properties: { strength: 0.9 } });
+      const walked = await call(client, 'concepts', { name: 'Elder Rowan', depth: 2 });
+      assert.deepEqual((walked.structuredContent?.related as Array<{ key: string }>).map((r) => r.key), ['bram_smith']);
+      const bad = await call(client, 'link', { from: 'Mira', to: 'Bram', type: 'loves' });
+      assert.equal(bad.isError, true);
+      assert.match(text(bad), /^INVALID_INPUT: type: no relationship type "loves"; the domain declares trusts, knows/);
     });
 
     test('remembers a fact and recalls it with a score breakdown', async () => {

@@ -19,6 +19,10 @@ const domain = parseDomainSchema({
     bram_smith: { persona: { name: 'Bram' } },
   },
   aliasPatterns: [{ pattern: 'the smith', target: 'bram_smith' }],
+  relationshipTypes: {
+    trusts: { properties: { strength: { type: 'number', min: 0, max: 1, defaultValue: 0.5 } } },
+    knows: { symmetric: true },
+  },
 });
 
 async function setup() {
@@ -27,7 +31,7 @@ async function setup() {
   const warnings: string[] = [];
   const logger = { warn: (o: { err?: string }, msg: string) => warnings.push(`${msg}: ${o.err ?? ''}`), debug: () => undefined } as never;
   const memory = await AgentMemory.load(store, settings, { logger });
-  const tracker = await ConceptTracker.attach(memory, store, { extractor: new CompromiseExtractor(), settings, aliases: aliasTable(domain), logger });
+  const tracker = await ConceptTracker.attach(memory, store, { extractor: new CompromiseExtractor(), settings, aliases: aliasTable(domain), relationshipTypes: domain.relationshipTypes, logger });
   return { store, memory, tracker, warnings };
 }
 
@@ -96,6 +100,44 @@ describe('concepts and aliases', () => {
     assert.deepEqual(seen, ['kept'], 'the other hook still ran');
     assert.deepEqual(warnings, ['memory hook failed']);
     void memory;
+    await store.close();
+  });
+
+  test('typed relationships: validated properties and defaults, symmetric both ways, walked up to 5 hops, kept across a reload', async () => {
+    const { store, memory, tracker } = await setup();
+    assert.deepEqual(await tracker.link('the old badger', 'the smith', 'trusts', { strength: 0.8 }), { from: 'elder_rowan', to: 'bram_smith', type: 'trusts', properties: { strength: 0.8 } });
+    assert.deepEqual((await tracker.link('Bram', 'Mira', 'trusts')).properties, { strength: 0.5 }, 'default applied');
+    await tracker.link('Mira', 'Tomas', 'knows');
+    await tracker.link('Tomas', 'Fenn', 'trusts');
+    await tracker.link('Fenn', 'Lysa', 'trusts');
+    await tracker.link('Lysa', 'Oswin', 'trusts');
+    await tracker.link('Oswin', 'Hale', 'trusts');
+    const bad: Array<[Promise<unknown>, RegExp]> = [
+      [tracker.link('a', 'b', 'hates'), /no relationship type "hates"; the domain declares trusts, knows/],
+      [tracker.link('a', 'b', 'trusts', { strength: 2 }), /properties\.strength: expected 0 to 1; got 2/],
+      [tracker.link('a', 'b', 'trusts', { strength: 'high' }), /properties\.strength: expected number/],
+      [tracker.link('a', 'b', 'trusts', { since: 3 }), /trusts has no property "since"; it declares strength/],
+      [tracker.link('Mira', 'mira', 'knows'), /not related to itself/],
+    ];
+    for (const [promise, pattern] of bad) await assert.rejects(promise, (e: Error) => pattern.test(e.message));
+    assert.deepEqual(tracker.related('tomas', 1).map((r) => r.key).sort(), ['fenn', 'mira'], 'knows is symmetric');
+    const far = tracker.related('Elder Rowan', 5);
+    assert.deepEqual(far.map((r) => [r.key, r.hops]), [['bram_smith', 1], ['mira', 2], ['tomas', 3], ['fenn', 4], ['lysa', 5]], 'at most 5 hops: oswin is 6 away');
+    assert.deepEqual(far[1]!.path.map((p) => p.type), ['trusts', 'trusts']);
+    assert.deepEqual(tracker.related('Elder Rowan', 9).length, 5, 'depth is capped at 5');
+    assert.deepEqual(tracker.related('mira', 3, ['trusts']).map((r) => r.key), [], 'only along trusts: mira trusts nobody');
+
+    await memory.remember({ id: 'rain', content: 'It rained for a week', source: told });
+    await memory.remember({ id: 'flood', content: 'The river flooded the mill', source: told });
+    await memory.remember({ id: 'bread', content: 'Bread ran short in the village', source: told });
+    await tracker.linkCause('flood', 'rain', 'the river rose');
+    await tracker.linkCause('bread', 'flood', 'no flour');
+    assert.deepEqual(tracker.causes('bread').map((c) => [c.memory, c.hops, c.reason]), [['flood', 1, 'no flour'], ['rain', 2, 'the river rose']]);
+    await assert.rejects(tracker.linkCause('bread', 'nope'), /to: no memory "nope"/);
+
+    const again = await ConceptTracker.attach(await AgentMemory.load(store, settings), store, { extractor: new CompromiseExtractor(), settings, aliases: aliasTable(domain), relationshipTypes: domain.relationshipTypes });
+    assert.deepEqual(again.related('the old badger', 2).map((r) => r.key), ['bram_smith', 'mira']);
+    assert.deepEqual(again.causes('bread').map((c) => c.memory), ['flood', 'rain']);
     await store.close();
   });
 });
