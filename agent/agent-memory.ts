@@ -72,7 +72,6 @@ export class AgentMemory {
   #vectors: VectorIndex | undefined;
   readonly #logger: Logger | undefined;
   #warnedFallback = false;
-  #backfill: Promise<void> = Promise.resolve();
   readonly #hooks = { created: [] as MemoryHook[], accessed: [] as MemoryHook[] };
   readonly #hookQueue = new PQueue({ concurrency: 1 });
   readonly #embedQueue = new PQueue({ concurrency: 1 });
@@ -111,9 +110,7 @@ export class AgentMemory {
     this.#vectors = vectors;
     this.#warnedFallback = false;
     const missing = [...this.#records.values()].filter((r) => !vectors.has(r.id));
-    if (missing.length > 0) {
-      this.#backfill = this.#embedMissing(missing).catch((err: unknown) => this.#logger?.warn({ err: (err as Error).message }, 'vectors of older memories not made'));
-    }
+    if (missing.length > 0) this.#embedSoon(missing);
   }
 
   /**
@@ -149,7 +146,6 @@ export class AgentMemory {
 
   /** Resolves when every memory so far has its vector (or embedding them failed and was logged). */
   async vectorsReady(): Promise<void> {
-    await this.#backfill;
     await this.#flushEmbeds();
   }
 
@@ -242,15 +238,7 @@ export class AgentMemory {
     }
   }
 
-  async #embedMissing(records: readonly MemoryRecord[]): Promise<void> {
-    for (let i = 0; i < records.length; i += 256) {
-      const batch = records.slice(i, i + 256);
-      const vectors = await this.#embed(batch);
-      if (!vectors) return;
-      await this.#store.setEmbeddings(this.#embedder!.model, vectors).catch((err: unknown) => this.#logger?.warn({ err: (err as Error).message }, 'vectors not stored'));
-      for (const [id, v] of vectors) this.#vectors!.set(id, v);
-    }
-  }
+
 
   /**
    * The `k` memories that best match `query`: BM25 relevance (normalised to the best

@@ -7,6 +7,7 @@ import {
   type AgentDefinition,
   type DomainSchema,
 } from '../shared/domain-schema.js';
+import { CleanupStack } from '../shared/cleanup-stack.js';
 import { DataLock } from '../shared/data-lock.js';
 import { aliasTable } from '../shared/alias-table.js';
 import { appliesTo } from '../shared/event-filter.js';
@@ -61,10 +62,7 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
     phases[name] = Math.round(now - last);
     last = now;
   };
-  const cleanup: Array<() => Promise<void> | void> = [];
-  const runCleanup = async () => {
-    for (const step of cleanup.reverse()) await Promise.resolve(step()).catch(() => undefined);
-  };
+  const cleanup = new CleanupStack();
   // The MCP SDK is most of the code an agent loads; compiling it overlaps with the
   // database opening on the engine's own threads instead of preceding it.
   const httpModule = import('./agent-http-server.js');
@@ -236,7 +234,7 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
     process.send?.('ready');
     return { runtime, config, stop, stopped };
   } catch (err) {
-    await runCleanup();
+    await cleanup.run();
     logger.flush();
     throw toThymosError(err);
   }

@@ -85,10 +85,9 @@ export class ConceptTracker {
     const tracker = new ConceptTracker(store, options.extractor, options.settings, options.logger);
     tracker.#memory = memory;
     tracker.#types = options.relationshipTypes ?? {};
-    const links = await store.links();
-    for (const r of links.relations) tracker.#edgesOf(r.from).push({ type: r.type, to: r.to, properties: r.properties });
-    for (const c of links.causes) tracker.#causesOf(c.effect).push({ cause: c.cause, reason: c.reason });
-    const stored = await store.concepts();
+    const stored = await store.conceptGraph();
+    for (const r of stored.relations) tracker.#edgesOf(r.from).push({ type: r.type, to: r.to, properties: r.properties });
+    for (const c of stored.causes) tracker.#causesOf(c.effect).push({ cause: c.cause, reason: c.reason });
     for (const c of stored.concepts) tracker.#concepts.set(c.key, c);
     for (const a of stored.aliases) tracker.#aliases.set(a.text.toLowerCase(), a);
     for (const m of stored.mentions) tracker.#mentioned(m.concept).add(m.memory);

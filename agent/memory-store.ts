@@ -156,14 +156,29 @@ export class MemoryStore {
     });
   }
 
-  async concepts(): Promise<{ concepts: ConceptRecord[]; aliases: Array<{ text: string; concept: string; type: string; source: string }>; mentions: Array<{ memory: string; concept: string }> }> {
-    const [concepts, aliases, mentions] = await this.#run<[Array<Omit<ConceptRecord, 'key'> & { id: RecordId }>, Array<{ text: string; concept: string; type: string; source: string }>, Array<{ in: RecordId; out: RecordId }>]>(
-      'SELECT * FROM concept; SELECT text, concept, type, source FROM alias; SELECT in, out FROM mentions;',
-    );
+  /** Everything the concept tracker keeps: concepts, aliases, mentions, relationships and causes, in one request. */
+  async conceptGraph(): Promise<{
+    concepts: ConceptRecord[];
+    aliases: Array<{ text: string; concept: string; type: string; source: string }>;
+    mentions: Array<{ memory: string; concept: string }>;
+    relations: Array<{ from: string; to: string; type: string; properties: Record<string, unknown>; at: number }>;
+    causes: Array<{ effect: string; cause: string; reason: string; at: number }>;
+  }> {
+    const [concepts, aliases, mentions, relations, causes] = await this.#run<
+      [
+        Array<Omit<ConceptRecord, 'key'> & { id: RecordId }>,
+        Array<{ text: string; concept: string; type: string; source: string }>,
+        Array<{ in: RecordId; out: RecordId }>,
+        Array<{ in: RecordId; out: RecordId; type: string; properties: string; at: number }>,
+        Array<{ in: RecordId; out: RecordId; reason: string; at: number }>,
+      ]
+    >('SELECT * FROM concept; SELECT text, concept, type, source FROM alias; SELECT in, out FROM mentions; SELECT in, out, type, properties, at FROM relates; SELECT in, out, reason, at FROM caused_by;');
     return {
       concepts: (concepts ?? []).map(({ id, ...c }) => ({ ...c, key: String(id.id), mentions: Number(c.mentions), significance: Number(c.significance), first_seen: Number(c.first_seen), last_seen: Number(c.last_seen) })),
       aliases: aliases ?? [],
       mentions: (mentions ?? []).map((m) => ({ memory: String(m.in.id), concept: String(m.out.id) })),
+      relations: (relations ?? []).map((r) => ({ from: String(r.in.id), to: String(r.out.id), type: r.type, properties: JSON.parse(r.properties) as Record<string, unknown>, at: Number(r.at) })),
+      causes: (causes ?? []).map((c) => ({ effect: String(c.in.id), cause: String(c.out.id), reason: c.reason, at: Number(c.at) })),
     };
   }
 
@@ -185,16 +200,6 @@ export class MemoryStore {
         causes: causes.map((c) => ({ in: new RecordId('memory', c.effect), out: new RecordId('memory', c.cause), reason: c.reason, at: c.at })),
       },
     );
-  }
-
-  async links(): Promise<{ relations: Array<{ from: string; to: string; type: string; properties: Record<string, unknown>; at: number }>; causes: Array<{ effect: string; cause: string; reason: string; at: number }> }> {
-    const [relations, causes] = await this.#run<[Array<{ in: RecordId; out: RecordId; type: string; properties: string; at: number }>, Array<{ in: RecordId; out: RecordId; reason: string; at: number }>]>(
-      'SELECT in, out, type, properties, at FROM relates; SELECT in, out, reason, at FROM caused_by;',
-    );
-    return {
-      relations: (relations ?? []).map((r) => ({ from: String(r.in.id), to: String(r.out.id), type: r.type, properties: JSON.parse(r.properties) as Record<string, unknown>, at: Number(r.at) })),
-      causes: (causes ?? []).map((c) => ({ effect: String(c.in.id), cause: String(c.out.id), reason: c.reason, at: Number(c.at) })),
-    };
   }
 
   async saveSnapshot(snapshot: SnapshotRecord): Promise<void> {

@@ -1,12 +1,10 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { AgentMemory, type SearchStrategy } from '../agent/agent-memory.js';
 import type { Embedder } from '../shared/embedder.js';
-import { FastembedEmbedder } from '../shared/fastembed-embedder.js';
-import { buildEmbeddingModel } from '../scripts/build-embedding-model.js';
-import { REPO_ROOT } from '../test/helpers/workspace.js';
+import { loadTestEmbedder } from '../test/helpers/embedding-model.js';
 import { MemoryStore } from '../agent/memory-store.js';
 import { ThymosConfigSchema } from '../shared/thymos-config.js';
 import type { Figure, Scenario, ScenarioOptions } from './scenario.js';
@@ -107,9 +105,7 @@ export const locomoScenario: Scenario = {
   async run(options: ScenarioOptions) {
     if (!options.data) throw new Error('locomo needs --data PATH (the compact LoCoMo JSON)');
     const data = readLocomo(options.data);
-    const modelDir = join(REPO_ROOT, 'models', 'glove-100d');
-    if (!existsSync(join(modelDir, 'model.onnx'))) buildEmbeddingModel({ out: modelDir, vocab: 50_000 });
-    const embedder = await FastembedEmbedder.load({ model: 'custom', modelDir, cacheDir: join(REPO_ROOT, 'models', 'cache'), maxLength: 128 });
+    const embedder = await loadTestEmbedder();
     const strategies: Record<string, StrategyResult> = {};
     for (const strategy of ['bm25', 'vector', 'hybrid'] as const) strategies[strategy] = await evaluate(data, strategy, strategy === 'bm25' ? undefined : embedder);
     const figures: Figure[] = [];

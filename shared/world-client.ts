@@ -1,12 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import { ErrorCode, ThymosError } from './errors.js';
 import { parseJsonOrUndefined } from './parse-json.js';
 import { Subjects } from './subjects.js';
 import { SupervisorRequester } from './supervisor-requester.js';
 import { WorldChangeSchema, WorldQuerySchema, WorldSubscriptionSchema, type WorldChange, type WorldQueryInput, type WorldRow } from './world-protocol.js';
 import { WorldFilterSchema, type WorldFilter, type WorldFilterInput, type WorldTables } from './world-schema.js';
-import { describeIssues } from './zod-issues.js';
+import { parseInput } from './zod-issues.js';
 
 /** A running live subscription; `close()` ends it. */
 export interface WorldSubscription {
@@ -88,7 +87,7 @@ export class WorldClient {
    * @example world.query({ table: 'quest', where: [{ field: 'status', value: 'open' }], order_by: { field: 'reward', direction: 'desc' }, limit: 10 })
    */
   async query(query: WorldQueryInput): Promise<WorldRow[]> {
-    return this.#requester.request('query', parseOrThrow(WorldQuerySchema, query, 'world query'));
+    return this.#requester.request('query', parseInput(WorldQuerySchema, query, 'world query'));
   }
 
   /**
@@ -97,7 +96,7 @@ export class WorldClient {
    * instead of adding a subscription. A row updated so that it no longer matches sends nothing.
    */
   async subscribe(filter: WorldFilterInput, onChange: (change: WorldChange) => void, options: { key?: string } = {}): Promise<WorldSubscription> {
-    const valid = parseOrThrow(WorldFilterSchema, filter, 'world subscription');
+    const valid = parseInput(WorldFilterSchema, filter, 'world subscription');
     const live: Live = { sub: '', filter: valid, key: options.key, onChange, nats: undefined as unknown as Subscription, closed: false };
     await this.#open(live);
     this.#lives.add(live);
@@ -167,12 +166,4 @@ export class WorldClient {
       // The supervisor is away (restarting): its successor restarts the subscriptions it kept.
     }
   }
-}
-
-function parseOrThrow<T>(schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: import('zod').ZodError } }, value: unknown, what: string): T {
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) {
-    throw new ThymosError(ErrorCode.INVALID_INPUT, `${what}: ${describeIssues(parsed.error, value)}`, { location: { path: parsed.error.issues[0]?.path.map(String).join('.') } });
-  }
-  return parsed.data;
 }

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { ErrorCode, ThymosError } from './errors.js';
-import { describeIssues } from './zod-issues.js';
+import { parseInput } from './zod-issues.js';
 
 /** JetStream stream that carries every world event. */
 export const EVENT_STREAM = 'THYMOS_EVENTS';
@@ -38,9 +37,7 @@ export type WorldEvent = z.infer<typeof WorldEventSchema>;
 
 /** Validates an event at the edge and fills in its id and time. Errors say which field and what came. */
 export function parseWorldEvent(raw: unknown, where = 'event'): WorldEvent {
-  const result = WorldEventInputSchema.safeParse(raw);
-  if (!result.success) throw new ThymosError(ErrorCode.INVALID_INPUT, `${where}: ${describeIssues(result.error, raw)}`);
-  const e = result.data;
+  const e = parseInput(WorldEventInputSchema, raw, where);
   return Object.freeze({ ...e, id: e.id ?? randomUUID(), ts: e.ts ?? new Date().toISOString() });
 }
 

@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { ErrorCode, ThymosError } from './errors.js';
 
 /** The value found at `path` inside `root`, or undefined. */
 export function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
@@ -42,4 +43,15 @@ export function describeIssues(error: z.ZodError, root: unknown, max = 5): strin
   const parts = error.issues.slice(0, max).map((i) => `${i.path.map(String).join('.') || '(root)'}: ${describeIssue(i, root)}`);
   if (error.issues.length > max) parts.push(`…and ${error.issues.length - max} more`);
   return parts.join('; ');
+}
+
+/**
+ * Validates input at an edge: the parsed value, or INVALID_INPUT saying `where: path: expected …;
+ * got …`, located at the first issue's path (after `pathPrefix`, when the value sits inside a request).
+ */
+export function parseInput<T>(schema: z.ZodType<T>, raw: unknown, where: string, pathPrefix: readonly string[] = []): T {
+  const parsed = schema.safeParse(raw);
+  if (parsed.success) return parsed.data;
+  const path = [...pathPrefix, ...(parsed.error.issues[0]?.path.map(String) ?? [])].join('.');
+  throw new ThymosError(ErrorCode.INVALID_INPUT, `${where}: ${describeIssues(parsed.error, raw)}`, { location: { path } });
 }

@@ -10,7 +10,7 @@ import type { Logger } from '../shared/logger.js';
 import { Subjects } from '../shared/subjects.js';
 import type { ThymosConfig } from '../shared/thymos-config.js';
 import { thymosRoot } from '../shared/thymos-bin.js';
-import { describeIssues } from '../shared/zod-issues.js';
+import { parseInput } from '../shared/zod-issues.js';
 
 interface Waiting {
   text: string;
@@ -115,9 +115,8 @@ export class EmbeddingService {
       } catch (err) {
         throw new ThymosError(ErrorCode.INVALID_INPUT, `${Subjects.embed}: request is not JSON: ${(err as Error).message}`);
       }
-      const parsed = EmbedRequestSchema.safeParse(raw);
-      if (!parsed.success) throw new ThymosError(ErrorCode.INVALID_INPUT, `${Subjects.embed}: ${describeIssues(parsed.error, raw)}`);
-      const vectors = await this.embed(parsed.data.texts);
+      const { texts } = parseInput(EmbedRequestSchema, raw, Subjects.embed);
+      const vectors = await this.embed(texts);
       reply = JSON.stringify({ ok: true, result: { model: this.model, dims: this.dims, vectors: encodeVectors(vectors) } });
     } catch (err) {
       const e = toThymosError(err);

@@ -109,7 +109,7 @@ export class FleetController {
         let app = apps.get(Pm2Names.agent(entry.id));
         apps.delete(Pm2Names.agent(entry.id));
         // An agent pm2 is still starting (restarted after a crash, not ready yet) is waited for, not lost.
-        if (app?.status === 'launching') app = await this.#untilSettled(app.name, this.#o.config.supervisor.start_timeout_ms);
+        if (app?.status === 'launching') app = await processes.settled(app.name, this.#o.config.supervisor.start_timeout_ms);
         if (app && app.status === 'online' && app.pid) {
           let mode: AgentMode = entry.mode ?? 'active';
           let port = entry.port;
@@ -447,17 +447,6 @@ export class FleetController {
   async #setMode(entry: AgentEntry, mode: AgentMode, reason: string): Promise<AgentEntry> {
     await this.#link.control(entry.id, { op: 'set_mode', mode }, CONTROL_TIMEOUT_MS);
     return this.#setState(entry, mode === 'active' ? 'active' : 'listening', { mode }, reason);
-  }
-
-  /** pm2's view of an app once it is no longer `launching`, or as it is when `ms` ran out. */
-  async #untilSettled(name: string, ms: number): Promise<Awaited<ReturnType<ProcessManager['describe']>>> {
-    const deadline = Date.now() + ms;
-    let app = await this.#o.processes.describe(name);
-    while (app?.status === 'launching' && Date.now() < deadline) {
-      await sleep(100);
-      app = await this.#o.processes.describe(name);
-    }
-    return app;
   }
 
   /** Snapshot acknowledged, then pm2 stops the process (SIGINT, SIGKILL after the budget). */

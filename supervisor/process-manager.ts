@@ -110,6 +110,17 @@ export class ProcessManager {
     return found[0] ? toInfo(found[0]) : undefined;
   }
 
+  /** An app as pm2 sees it once it is no longer `launching` (starting, or restarting after a crash), or as it is after `ms`. */
+  async settled(name: string, ms: number): Promise<ProcessInfo | undefined> {
+    const deadline = performance.now() + ms;
+    let app = await this.describe(name);
+    while (app?.status === 'launching' && performance.now() < deadline) {
+      await sleep(100);
+      app = await this.describe(name);
+    }
+    return app;
+  }
+
   /**
    * Stops (SIGINT, then SIGKILL after the app's kill timeout) and forgets an app. No-op if
    * unknown. An app pm2 is restarting after a crash can come back after a delete issued

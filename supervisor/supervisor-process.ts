@@ -1,6 +1,7 @@
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { CleanupStack } from '../shared/cleanup-stack.js';
 import { DataLock } from '../shared/data-lock.js';
 import { withDeadline } from '../shared/deadline.js';
 import { EMPTY_DOMAIN, loadDomainSchema } from '../shared/domain-schema.js';
@@ -47,17 +48,14 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
   const { config, natsUrl } = options;
   const logger = createLogger({ level: config.log.level, bindings: { component: 'supervisor' } });
   const paths = fleetPaths(config.dataPath);
-  const cleanup: Array<() => Promise<void> | void> = [];
-  const runCleanup = async () => {
-    for (const step of cleanup.reverse()) await Promise.resolve(step()).catch(() => undefined);
-  };
+  const cleanup = new CleanupStack();
   try {
     const lock = DataLock.acquire(paths.data, { file: 'supervisor.pid', name: `the supervisor of ${paths.data}`, code: ErrorCode.SUPERVISOR_ALREADY_RUNNING });
     cleanup.push(() => lock.release());
     const domainPromise = config.domainSchemaPath ? loadDomainSchema(config.domainSchemaPath) : Promise.resolve(EMPTY_DOMAIN);
     domainPromise.catch(() => undefined);
     const db = await openWorldDatabase(config, paths.world);
-    cleanup.push(async () => void (await db.close()));
+    cleanup.push(() => db.close());
     const registry = await AgentRegistry.open(db);
     cleanup.push(() => registry.close());
     const domain = await domainPromise;
@@ -166,7 +164,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
         api.stop();
         worldApi.stop();
         await controller.idle();
-        await runCleanup();
+        await cleanup.run();
         logger.info('supervisor stopped');
         markStopped();
       })();
@@ -176,7 +174,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     process.send?.('ready');
     return { controller, metricsUrl, stop, stopped };
   } catch (err) {
-    await runCleanup();
+    await cleanup.run();
     logger.flush();
     throw toThymosError(err);
   }

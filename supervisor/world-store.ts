@@ -35,7 +35,7 @@ import {
   type WorldTable,
   type WorldTables,
 } from '../shared/world-schema.js';
-import { describeIssues } from '../shared/zod-issues.js';
+import { parseInput } from '../shared/zod-issues.js';
 
 const SUBSCRIPTION_SCHEMA = `
 DEFINE TABLE IF NOT EXISTS live_subscription SCHEMAFULL;
@@ -360,14 +360,7 @@ export class WorldStore {
   }
 
   #validate(tableName: string, fields: Record<string, unknown>, kind: 'full' | 'partial'): Record<string, unknown> {
-    const schema = this.#rowSchemas.get(tableName)![kind];
-    const parsed = schema.safeParse(fields);
-    if (!parsed.success) {
-      throw new ThymosError(ErrorCode.INVALID_INPUT, `${tableName} fields: ${describeIssues(parsed.error, fields)}`, {
-        location: { path: ['fields', ...parsed.error.issues[0]!.path.map(String)].join('.') },
-      });
-    }
-    return parsed.data;
+    return parseInput(this.#rowSchemas.get(tableName)![kind], fields, `${tableName} fields`, ['fields']);
   }
 
   async #run<T extends unknown[] = unknown[]>(query: string, bindings?: Record<string, unknown>): Promise<T> {
