@@ -8,6 +8,8 @@ import { AgentStateSchema } from '../shared/agent-protocol.js';
 import { toThymosError } from '../shared/errors.js';
 import type { ThymosConfig } from '../shared/thymos-config.js';
 import type { AgentRuntime } from './agent-runtime.js';
+import type { RecallOptions, SearchStrategy } from './agent-memory.js';
+import type { ConceptView } from './concept-tracker.js';
 import type { MemoryRecord, RecallHit } from './memory-record.js';
 
 /** Version reported to MCP clients. */
@@ -37,6 +39,11 @@ const MemoryOutSchema = z.object({
   source: z.object({ kind: z.string(), by: z.string(), thread: z.string().optional(), event: z.string().optional() }),
   created_at: z.string(),
   access_count: z.number(),
+  derived_from: z.array(z.string()).optional(),
+  superseded_by: z.string().optional(),
+  superseded_reason: z.string().optional(),
+  demoted_at: z.string().optional(),
+  compacted_into: z.string().optional(),
 });
 const HitOutSchema = MemoryOutSchema.extend({ score: ScoreSchema });
 const RelatedOutSchema = z.object({
@@ -56,7 +63,39 @@ const ConceptOutSchema = z.object({
   last_seen: z.string(),
   aliases: z.array(z.object({ text: z.string(), type: z.string(), source: z.string() })),
   memories: z.array(z.string()),
+  attributes: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
 });
+const isoTime = z.iso.datetime({ offset: true }).transform((s) => Date.parse(s));
+/** Filters a recall applies before ranking. */
+const recallFilters = {
+  tags: z.array(z.string().min(1).max(TAG_MAX)).max(32).optional().describe('Only memories with every one of these tags.'),
+  source: z.string().min(1).max(64).optional().describe('Only memories of this source kind: told, dialogue, knowledge, event, world, insight, …'),
+  since: isoTime.optional().describe('Only memories created at or after this time (ISO 8601).'),
+  until: isoTime.optional().describe('Only memories created at or before this time (ISO 8601).'),
+  include_superseded: z.boolean().optional().describe('Also memories a newer one superseded (default false).'),
+  include_faded: z.boolean().optional().describe('Also memories demoted because they faded (default false).'),
+};
+type RecallFilterArgs = { tags?: string[] | undefined; source?: string | undefined; since?: number | undefined; until?: number | undefined; include_superseded?: boolean | undefined; include_faded?: boolean | undefined };
+
+function recallOptions(args: RecallFilterArgs & { k?: number | undefined; strategy?: SearchStrategy | undefined }, defaultK: number): RecallOptions {
+  const { tags, source, since, until } = args;
+  const filtered = tags?.length || source !== undefined || since !== undefined || until !== undefined;
+  return {
+    k: args.k ?? defaultK,
+    ...(args.strategy ? { strategy: args.strategy } : {}),
+    includeSuperseded: args.include_superseded ?? false,
+    includeDemoted: args.include_faded ?? false,
+    ...(filtered
+      ? {
+          filter: (m: MemoryRecord) =>
+            (!tags || tags.every((t) => m.tags.includes(t))) &&
+            (source === undefined || m.source.kind === source) &&
+            (since === undefined || m.created_at >= since) &&
+            (until === undefined || m.created_at <= until),
+        }
+      : {}),
+  };
+}
 
 /** One MCP session's server. Sessions share the runtime; each gets its own subscriptions. */
 export interface AgentMcpSession {
@@ -117,15 +156,11 @@ export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfi
     {
       title: `What ${persona.name} knows`,
       description: `Look up what ${persona.name} knows about something, without talking and without reinforcing the memories. Works while listening.`,
-      inputSchema: { query, k, strategy },
+      inputSchema: { query, k, strategy, ...recallFilters },
       outputSchema: { results: z.array(HitOutSchema) },
       annotations: { readOnlyHint: true },
     },
-    async (args) =>
-      guard(async () => {
-        const hits = await runtime.recall(args.query, { k: args.k ?? limits.recall_default_k, reinforce: false, ...(args.strategy ? { strategy: args.strategy } : {}) });
-        return hitsResult(hits);
-      }),
+    async (args) => guard(async () => hitsResult(await runtime.recall(args.query, { ...recallOptions(args, limits.recall_default_k), reinforce: false }))),
   );
 
   server.registerTool(
@@ -222,7 +257,7 @@ export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfi
     },
     async (args) =>
       guard(async () => {
-        const concepts = runtime.concepts(args).map((c) => ({ ...c, first_seen: new Date(c.first_seen).toISOString(), last_seen: new Date(c.last_seen).toISOString(), memories: c.memories.slice(0, 20) }));
+        const concepts = runtime.concepts(args).map(conceptOut);
         const related = args.name !== undefined && args.depth !== undefined ? runtime.related(args.name, args.depth, args.types) : undefined;
         const lines = concepts.map((c) => `${c.name} (${c.type}, ${c.tier}, ${c.mentions} mentions${c.aliases.length ? `; also ${c.aliases.map((a) => a.text).join(', ')}` : ''})`);
         for (const r of related ?? []) lines.push(`  ${r.path.map((p) => `${p.type} → ${p.to}`).join(', ')} (${r.hops} hop${r.hops > 1 ? 's' : ''})`);
@@ -301,11 +336,62 @@ export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfi
     {
       title: 'Recall',
       description: `Find ${persona.name}'s memories that match a query by words, meaning or both, best first, each with its score (strategy, bm25, vector, strength, final). Recalled memories grow stronger.`,
-      inputSchema: { query, k, strategy },
+      inputSchema: { query, k, strategy, ...recallFilters },
       outputSchema: { results: z.array(HitOutSchema) },
     },
+    async (args) => guard(async () => hitsResult(await runtime.recall(args.query, recallOptions(args, limits.recall_default_k)))),
+  );
+
+  server.registerTool(
+    'describe_concept',
+    {
+      title: 'Describe a concept',
+      description: `Records what ${persona.name} knows of a person, place or thing: its type and attributes, checked against the concept types the domain declares (declared attributes, types, allowed values, required ones). A new name becomes a concept. Only while active.`,
+      inputSchema: {
+        name: z.string().min(1).max(200).describe('A concept name, alias or key, e.g. "the mill".'),
+        type: z.string().min(1).max(64).optional().describe('A concept type of the domain, e.g. "place".'),
+        attributes: z.record(z.string().min(1).max(64), z.union([z.string().max(1000), z.number(), z.boolean()])).optional().describe('e.g. {"kind": "building"}'),
+      },
+      outputSchema: { concept: ConceptOutSchema },
+    },
     async (args) =>
-      guard(async () => hitsResult(await runtime.recall(args.query, { k: args.k ?? limits.recall_default_k, ...(args.strategy ? { strategy: args.strategy } : {}) }))),
+      guard(async () => {
+        const concept = conceptOut(await runtime.describeConcept(args));
+        return { content: [{ type: 'text', text: `${concept.name} (${concept.type}): ${JSON.stringify(concept.attributes ?? {})}` }], structuredContent: { concept } };
+      }),
+  );
+
+  server.registerTool(
+    'consolidate',
+    {
+      title: 'Consolidate memories',
+      description: `Has ${persona.name} reflect on memories in a scope (a conversation thread, a time range, a tag; all when none): recurring concepts become theme insights that point to their sources, a newer memory that contradicts an older one supersedes it (kept, with the reason), faded memories are demoted and compacted into digests. Nothing is deleted or rewritten. dry_run reports without writing (works while listening).`,
+      inputSchema: {
+        session: z.string().min(1).max(200).optional().describe('Only memories of this conversation thread.'),
+        since: isoTime.optional().describe('Only memories created at or after this time (ISO 8601).'),
+        until: isoTime.optional().describe('Only memories created at or before this time (ISO 8601).'),
+        tag: z.string().min(1).max(TAG_MAX).optional().describe('Only memories with this tag.'),
+        dry_run: z.boolean().optional(),
+      },
+      outputSchema: {
+        examined: z.number(),
+        insights: z.array(z.object({ id: z.string(), kind: z.enum(['theme', 'contradiction', 'digest']), content: z.string(), sources: z.array(z.string()) })),
+        superseded: z.array(z.object({ id: z.string(), by: z.string(), reason: z.string() })),
+        importance: z.array(z.object({ id: z.string(), from: z.number(), to: z.number(), reason: z.string() })),
+        demoted: z.array(z.string()),
+        dry_run: z.boolean(),
+        took_ms: z.number(),
+      },
+    },
+    async ({ dry_run, ...scope }) =>
+      guard(async () => {
+        const { trigger: _trigger, scope: _scope, ...report } = await runtime.consolidate(scope, { dryRun: dry_run });
+        const lines = [
+          `${report.dry_run ? 'Would write' : 'Wrote'} ${report.insights.length} insight(s) from ${report.examined} memories; ${report.superseded.length} superseded, ${report.demoted.length} demoted.`,
+          ...report.insights.map((i) => `- ${i.kind}: ${i.content}`),
+        ];
+        return { content: [{ type: 'text', text: lines.join('\n') }], structuredContent: report };
+      }),
   );
 
   server.registerResource(
@@ -403,7 +489,15 @@ function memoryOut(m: MemoryRecord): z.infer<typeof MemoryOutSchema> {
     source: m.source,
     created_at: new Date(m.created_at).toISOString(),
     access_count: m.access_count,
+    ...(m.derived_from ? { derived_from: m.derived_from } : {}),
+    ...(m.superseded_by !== undefined ? { superseded_by: m.superseded_by, superseded_reason: m.superseded_reason ?? '' } : {}),
+    ...(m.demoted_at !== undefined ? { demoted_at: new Date(m.demoted_at).toISOString() } : {}),
+    ...(m.compacted_into !== undefined ? { compacted_into: m.compacted_into } : {}),
   };
+}
+
+function conceptOut(c: ConceptView): z.infer<typeof ConceptOutSchema> {
+  return { ...c, first_seen: new Date(c.first_seen).toISOString(), last_seen: new Date(c.last_seen).toISOString(), memories: c.memories.slice(0, 20) };
 }
 
 function hitOut(h: RecallHit): z.infer<typeof HitOutSchema> {

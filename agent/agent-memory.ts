@@ -5,7 +5,8 @@ import type { Embedder } from '../shared/embedder.js';
 import type { Logger } from '../shared/logger.js';
 import { Bm25Index } from './bm25-index.js';
 import { VectorIndex } from './vector-index.js';
-import { normaliseSource, type MemoryRecord, type MemorySource, type RecallHit } from './memory-record.js';
+import { ErrorCode, ThymosError } from '../shared/errors.js';
+import { normaliseSource, type MemoryChanges, type MemoryRecord, type MemorySource, type RecallHit } from './memory-record.js';
 import { memoryStrength } from './memory-strength.js';
 import type { MemoryStore } from './memory-store.js';
 
@@ -28,6 +29,8 @@ export interface NewMemory {
 
 export type SearchStrategy = 'bm25' | 'vector' | 'hybrid';
 
+export type MemoryEvent = 'created' | 'updated' | 'accessed';
+
 export interface RecallOptions {
   /** How many memories to return. */
   k: number;
@@ -41,6 +44,10 @@ export interface RecallOptions {
   reinforce?: boolean;
   /** Only memories for which this returns true are considered. */
   filter?: (memory: MemoryRecord) => boolean;
+  /** Consider memories a newer one superseded too. @default false */
+  includeSuperseded?: boolean;
+  /** Consider demoted (faded) memories too. @default false */
+  includeDemoted?: boolean;
 }
 
 /** BM25 candidates re-ranked by strength; this many per requested result. */
@@ -54,7 +61,7 @@ const EMBED_COALESCE_MS = 50;
  * answers queries, and a map keeps records for scoring. A write is acknowledged only
  * after the database has it; the index follows in the same call.
  */
-/** Called after memories were stored (`created`) or returned by a reinforcing recall (`accessed`). */
+/** Called after memories were stored (`created`), changed by a consolidation (`updated`) or returned by a reinforcing recall (`accessed`). */
 export type MemoryHook = (records: readonly MemoryRecord[]) => Promise<void> | void;
 
 export interface AgentMemoryOptions {
@@ -72,7 +79,7 @@ export class AgentMemory {
   #vectors: VectorIndex | undefined;
   readonly #logger: Logger | undefined;
   #warnedFallback = false;
-  readonly #hooks = { created: [] as MemoryHook[], accessed: [] as MemoryHook[] };
+  readonly #hooks: Record<MemoryEvent, MemoryHook[]> = { created: [], updated: [], accessed: [] };
   readonly #hookQueue = new PQueue({ concurrency: 1 });
   readonly #embedQueue = new PQueue({ concurrency: 1 });
   #toEmbed: MemoryRecord[] = [];
@@ -114,11 +121,23 @@ export class AgentMemory {
   }
 
   /**
-   * Runs `hook` after every write (`created`) or reinforcing recall (`accessed`), off the
-   * caller's path, one at a time and in order; a failing hook is logged, never the caller's error.
+   * Runs `hook` after every write (`created`), consolidation change (`updated`) or reinforcing
+   * recall (`accessed`), off the caller's path, one at a time and in order; a failing hook is
+   * logged, never the caller's error.
    */
-  on(event: 'created' | 'accessed', hook: MemoryHook): void {
+  on(event: MemoryEvent, hook: MemoryHook): void {
     this.#hooks[event].push(hook);
+  }
+
+  /** Runs `task` in the hook queue, after the hooks queued so far (a background job that must not interleave with them). */
+  schedule(task: () => Promise<void>): void {
+    void this.#hookQueue.add(async () => {
+      try {
+        await task();
+      } catch (err) {
+        this.#logger?.warn({ err: (err as Error).message }, 'memory background task failed');
+      }
+    });
   }
 
   /** Resolves when every hook queued so far has run. */
@@ -131,17 +150,9 @@ export class AgentMemory {
     this.#expandQuery = expand;
   }
 
-  #fire(event: 'created' | 'accessed', records: readonly MemoryRecord[]): void {
+  #fire(event: MemoryEvent, records: readonly MemoryRecord[]): void {
     if (records.length === 0) return;
-    for (const hook of this.#hooks[event]) {
-      void this.#hookQueue.add(async () => {
-        try {
-          await hook(records);
-        } catch (err) {
-          this.#logger?.warn({ err: (err as Error).message, event }, 'memory hook failed');
-        }
-      });
-    }
+    for (const hook of this.#hooks[event]) this.schedule(async () => hook(records));
   }
 
   /** Resolves when every memory so far has its vector (or embedding them failed and was logged). */
@@ -162,6 +173,11 @@ export class AgentMemory {
     return this.#records.get(id);
   }
 
+  /** Every stored memory, in no particular order. */
+  all(): IterableIterator<MemoryRecord> {
+    return this.#records.values();
+  }
+
   async remember(input: NewMemory, now = Date.now()): Promise<MemoryRecord> {
     const [record] = await this.rememberMany([input], now);
     return record!;
@@ -172,6 +188,16 @@ export class AgentMemory {
    * repeated within the call) are not written again; the stored record is returned for them.
    */
   async rememberMany(inputs: readonly NewMemory[], now = Date.now()): Promise<MemoryRecord[]> {
+    return this.commit(inputs, [], now);
+  }
+
+  /**
+   * Stores new memories and changes stored ones (lineage, importance) in one transaction:
+   * what a consolidation writes. New inputs with a known id are kept as they are.
+   * Changes to unknown memories are NOT_FOUND, and nothing is written.
+   */
+  async commit(inputs: readonly (NewMemory & { derived_from?: string[]; insight_key?: string })[], changes: ReadonlyArray<{ id: string; changes: MemoryChanges }>, now = Date.now()): Promise<MemoryRecord[]> {
+    for (const c of changes) if (!this.#records.has(c.id)) throw new ThymosError(ErrorCode.NOT_FOUND, `no memory ${JSON.stringify(c.id)} to change`);
     const fresh = new Map<string, MemoryRecord>();
     const out: MemoryRecord[] = [];
     for (const input of inputs) {
@@ -181,16 +207,24 @@ export class AgentMemory {
         continue;
       }
       const record = this.#toRecord(input, now);
+      if (input.derived_from) record.derived_from = [...input.derived_from];
+      if (input.insight_key) record.insight_key = input.insight_key;
       fresh.set(record.id, record);
       out.push(record);
     }
-    await this.#store.insert([...fresh.values()]);
+    await this.#store.apply([...fresh.values()], changes);
     for (const r of fresh.values()) {
       this.#records.set(r.id, r);
       this.#index.add(r);
     }
+    const updated = changes.map((c) => {
+      const record = { ...this.#records.get(c.id)!, ...c.changes };
+      this.#records.set(c.id, record);
+      return record;
+    });
     if (this.#embedder) this.#embedSoon([...fresh.values()]);
     this.#fire('created', [...fresh.values()]);
+    this.#fire('updated', updated);
     return out;
   }
 
@@ -238,8 +272,6 @@ export class AgentMemory {
     }
   }
 
-
-
   /**
    * The `k` memories that best match `query`: BM25 relevance (normalised to the best
    * match) times strength on the forgetting curve. Returned memories are reinforced.
@@ -247,8 +279,7 @@ export class AgentMemory {
   async recall(rawQuery: string, options: RecallOptions): Promise<RecallHit[]> {
     const query = this.#expandQuery ? this.#expandQuery(rawQuery) : rawQuery;
     const now = options.now ?? Date.now();
-    const filter = options.filter;
-    const keep = filter ? (id: string) => { const m = this.#records.get(id); return m !== undefined && filter(m); } : undefined;
+    const keep = this.#recallFilter(options);
     const pool = Math.max(MIN_CANDIDATES, options.k * CANDIDATES_PER_RESULT);
     let strategy = options.strategy ?? this.#settings.search_strategy;
     let queryVector: Float32Array | undefined;
@@ -297,6 +328,31 @@ export class AgentMemory {
       this.#fire('accessed', top.map((h) => this.#records.get(h.memory.id)!));
     }
     return top;
+  }
+
+  /**
+   * The stored memories closest in words to `text` (BM25 only, not weighted by strength,
+   * nothing reinforced), best first, among those `keep` accepts.
+   */
+  similar(text: string, k: number, keep: (memory: MemoryRecord) => boolean): MemoryRecord[] {
+    const hits = this.#index.search(text, k, (id) => {
+      const m = this.#records.get(id);
+      return m !== undefined && keep(m);
+    });
+    return hits.map((h) => this.#records.get(h.id)!);
+  }
+
+  /** Which memories a recall considers: current ones (unless asked otherwise) that pass the caller's filter. */
+  #recallFilter(options: RecallOptions): ((id: string) => boolean) | undefined {
+    const { filter, includeSuperseded = false, includeDemoted = false } = options;
+    if (!filter && includeSuperseded && includeDemoted) return undefined;
+    return (id) => {
+      const m = this.#records.get(id);
+      if (!m) return false;
+      if (!includeSuperseded && m.superseded_by !== undefined) return false;
+      if (!includeDemoted && m.demoted_at !== undefined) return false;
+      return filter ? filter(m) : true;
+    };
   }
 
   async #queryVector(query: string): Promise<Float32Array | undefined> {

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { AgentModeSchema } from '../shared/agent-protocol.js';
-import { AgentDefinitionSchema, AgentIdSchema, EventFilterSchema, RelationshipTypeSchema, WorldWatchSchema } from '../shared/domain-schema.js';
+import { AgentDefinitionSchema, AgentIdSchema, EventFilterSchema, ConceptTypeSchema, RelationshipTypeSchema, WorldWatchSchema } from '../shared/domain-schema.js';
 import { AliasEntrySchema } from '../shared/alias-table.js';
 import { ErrorCode, ThymosError } from '../shared/errors.js';
 import { describeIssues } from '../shared/zod-issues.js';
@@ -30,6 +30,7 @@ export const AgentStartContextSchema = z
     eventFilters: z.array(EventFilterSchema).optional(),
     /** The domain's relationship types (what `link` may relate concepts with). */
     relationshipTypes: z.record(z.string(), RelationshipTypeSchema).optional(),
+    conceptTypes: z.record(z.string(), ConceptTypeSchema).optional(),
     /** Every alias of the domain (alias patterns, agents' names and aliases), for concepts and recall. */
     aliases: z.array(AliasEntrySchema).optional(),
     /** The domain schema's world watches (standing live queries on world tables). */

@@ -21,6 +21,7 @@ import { CompromiseExtractor } from './concept-extractor.js';
 import { ConceptTracker } from './concept-tracker.js';
 import { readStartContext, type AgentOptions } from './agent-options.js';
 import { AgentRuntime } from './agent-runtime.js';
+import { MemoryConsolidator } from './memory-consolidator.js';
 import { MemoryStore } from './memory-store.js';
 import { OfflineBehavior } from './offline-behavior.js';
 
@@ -95,8 +96,10 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
     if (config.memory.concepts) {
       const aliases = startContext?.aliases ?? (domain ? aliasTable(domain) : []);
       const relationshipTypes = startContext?.relationshipTypes ?? domain?.relationshipTypes ?? {};
-      concepts = await ConceptTracker.attach(memory, store, { extractor: new CompromiseExtractor(), settings: config.memory, aliases, relationshipTypes, logger });
+      const conceptTypes = startContext?.conceptTypes ?? domain?.conceptTypes ?? {};
+      concepts = await ConceptTracker.attach(memory, store, { extractor: new CompromiseExtractor(), settings: config.memory, aliases, relationshipTypes, conceptTypes, logger });
     }
+    const consolidator = new MemoryConsolidator({ memory, store, concepts, settings: config.memory, logger });
     await seedKnowledge(memory, store, definition, options.agentId);
     const behavior = await loadBehavior(config, options.agentId, definition);
     phase('memory_load');
@@ -110,6 +113,8 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
       memory,
       store,
       concepts,
+      consolidator,
+      consolidateOnPassivate: config.memory.consolidate_on_passivate,
       behavior,
       logger,
     });
@@ -194,7 +199,12 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
       }
     }
 
+    const every = config.memory.consolidate_every_s;
+    const schedule = every > 0 ? setInterval(() => void runtime.consolidateWithin('schedule'), every * 1000) : undefined;
+    schedule?.unref();
+
     async function shutdown(reason: string): Promise<void> {
+      clearInterval(schedule);
       const budget = config.agent.shutdown_timeout_ms;
       logger.info({ reason, in_flight: runtime.inFlight }, 'stopping');
       const hardStop = setTimeout(() => {
@@ -208,6 +218,7 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
       runtime.setMessenger(undefined);
       runtime.setWorld(undefined);
       for (const l of listeners) await l.close();
+      if (config.memory.consolidate_on_passivate) await runtime.consolidateWithin('passivation', config.memory.consolidate_budget_ms);
       await runtime.snapshot(`stop:${reason}`).catch((err) => logger.error({ err }, 'snapshot failed'));
       await http.close();
       channel?.publishStatus('stopped');

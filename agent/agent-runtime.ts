@@ -13,6 +13,7 @@ import type { AgentBehavior, AgentBehaviorContext, TalkReply, TalkRequest } from
 import type { AgentMemory, NewMemory, RecallOptions } from './agent-memory.js';
 import type { MemoryRecord, RecallHit } from './memory-record.js';
 import type { MemoryStore } from './memory-store.js';
+import type { ConsolidationReport, ConsolidationScope, MemoryConsolidator } from './memory-consolidator.js';
 
 export interface AgentRuntimeOptions {
   id: string;
@@ -26,6 +27,9 @@ export interface AgentRuntimeOptions {
   logger: Logger;
   /** The agent's concepts, when `[memory] concepts` is on. */
   concepts?: ConceptTracker | undefined;
+  consolidator?: MemoryConsolidator | undefined;
+  /** Consolidate what is new when the agent goes from active to listening. @default false */
+  consolidateOnPassivate?: boolean;
 }
 
 /** What the runtime keeps across restarts in its snapshots. */
@@ -56,6 +60,8 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
   #messenger: Messenger | undefined;
   #world: WorldClient | undefined;
   readonly #concepts: ConceptTracker | undefined;
+  readonly #consolidator: MemoryConsolidator | undefined;
+  readonly #consolidateOnPassivate: boolean;
   readonly #logger: Logger;
   readonly #startedAt = new Date().toISOString();
   #mode: AgentMode;
@@ -78,6 +84,8 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
     this.#behavior = options.behavior;
     this.#logger = options.logger;
     this.#concepts = options.concepts;
+    this.#consolidator = options.consolidator;
+    this.#consolidateOnPassivate = options.consolidateOnPassivate ?? false;
   }
 
   get mode(): AgentMode {
@@ -134,8 +142,10 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
   setMode(mode: AgentMode): AgentState {
     if (this.#mode !== mode) {
       this.#logger.info({ from: this.#mode, to: mode }, 'mode changed');
+      const passivated = this.#mode === 'active' && mode === 'passive';
       this.#mode = mode;
       this.#changed();
+      if (passivated && this.#consolidateOnPassivate) void this.consolidateWithin('passivation');
     }
     return this.getState();
   }
@@ -226,6 +236,46 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
   /** What led to a memory, along `caused_by` links. */
   causes(memoryId: string, depth: number): CauseStep[] {
     return this.#requireConcepts().causes(memoryId, depth);
+  }
+
+  /** Records a concept's type and attributes, checked against the domain's concept types. Only while active. */
+  async describeConcept(request: { name: string; type?: string | undefined; attributes?: Record<string, unknown> | undefined }): Promise<ConceptView> {
+    return this.#call(async () => {
+      if (this.#mode !== 'active') throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.id} is listening (passive): its memory can be read, not written, over MCP`);
+      return this.#requireConcepts().describe(request.name, request);
+    });
+  }
+
+  /**
+   * Consolidates the memories in `scope` now: themes, contradictions, fading. Writing needs the
+   * agent active; a dry run (nothing written) works while listening.
+   */
+  async consolidate(scope: ConsolidationScope, options: { dryRun?: boolean | undefined } = {}): Promise<ConsolidationReport> {
+    return this.#call(async () => {
+      if (this.#mode !== 'active' && !options.dryRun) throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.id} is listening (passive): it consolidates only as a dry run now`);
+      if (!this.#consolidator) throw new ThymosError(ErrorCode.INVALID_INPUT, `${this.id} has no consolidator`);
+      return this.#consolidator.consolidate(scope, { trigger: 'demand', dryRun: options.dryRun ?? false });
+    });
+  }
+
+  /**
+   * Consolidates everything (contradictions among what is new since the last run) for a
+   * schedule or a passivation; waits at most `budgetMs`, and never throws: a failure is logged.
+   */
+  async consolidateWithin(trigger: 'schedule' | 'passivation', budgetMs = Infinity): Promise<void> {
+    if (!this.#consolidator) return;
+    const run = this.#consolidator.consolidate({}, { trigger }).then(
+      () => true,
+      (err: unknown) => {
+        this.#logger.warn({ err: (err as Error).message, trigger }, 'consolidation failed');
+        return true;
+      },
+    );
+    let timer: NodeJS.Timeout | undefined;
+    const late = Number.isFinite(budgetMs) ? new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), budgetMs))) : new Promise<false>(() => undefined);
+    const done = await Promise.race([run, late]);
+    clearTimeout(timer);
+    if (!done) this.#logger.warn({ budget_ms: budgetMs, trigger }, 'consolidation ran over its budget; going on without waiting for it');
   }
 
   #requireConcepts(): ConceptTracker {

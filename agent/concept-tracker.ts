@@ -1,5 +1,5 @@
 import type { AliasEntry } from '../shared/alias-table.js';
-import type { RelationshipType } from '../shared/domain-schema.js';
+import type { ConceptType, RelationshipType } from '../shared/domain-schema.js';
 import { ErrorCode, ThymosError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import type { MemorySettings } from '../shared/thymos-config.js';
@@ -34,6 +34,8 @@ export interface CauseStep {
 }
 
 export const MAX_HOPS = 5;
+const BACKFILL_CHUNK = 64;
+const EMPTY: ReadonlySet<string> = new Set();
 
 export interface ConceptView extends ConceptRecord {
   aliases: ConceptAlias[];
@@ -61,11 +63,14 @@ export class ConceptTracker {
   /** Lower-case alias text → alias. */
   readonly #aliases = new Map<string, ConceptAlias & { concept: string }>();
   readonly #mentions = new Map<string, Set<string>>();
+  /** Memory id → keys of the concepts it mentions. */
+  readonly #byMemory = new Map<string, Set<string>>();
   #aliasPattern: RegExp | undefined;
   /** Names the domain gives its concepts (an agent's persona name) before any memory mentions them. */
   #names = new Map<string, { name: string; type: string }>();
   #memory!: AgentMemory;
   #types: Readonly<Record<string, RelationshipType>> = {};
+  #conceptTypes: Readonly<Record<string, ConceptType>> = {};
   readonly #edges = new Map<string, Array<{ type: string; to: string; properties: Record<string, unknown> }>>();
   readonly #causes = new Map<string, Array<{ cause: string; reason: string }>>();
 
@@ -80,17 +85,25 @@ export class ConceptTracker {
   static async attach(
     memory: AgentMemory,
     store: MemoryStore,
-    options: { extractor: ConceptExtractor; settings: MemorySettings; aliases: readonly AliasEntry[]; relationshipTypes?: Readonly<Record<string, RelationshipType>>; logger?: Logger },
+    options: {
+      extractor: ConceptExtractor;
+      settings: MemorySettings;
+      aliases: readonly AliasEntry[];
+      relationshipTypes?: Readonly<Record<string, RelationshipType>>;
+      conceptTypes?: Readonly<Record<string, ConceptType>>;
+      logger?: Logger;
+    },
   ): Promise<ConceptTracker> {
     const tracker = new ConceptTracker(store, options.extractor, options.settings, options.logger);
     tracker.#memory = memory;
     tracker.#types = options.relationshipTypes ?? {};
+    tracker.#conceptTypes = options.conceptTypes ?? {};
     const stored = await store.conceptGraph();
     for (const r of stored.relations) tracker.#edgesOf(r.from).push({ type: r.type, to: r.to, properties: r.properties });
     for (const c of stored.causes) tracker.#causesOf(c.effect).push({ cause: c.cause, reason: c.reason });
     for (const c of stored.concepts) tracker.#concepts.set(c.key, c);
     for (const a of stored.aliases) tracker.#aliases.set(a.text.toLowerCase(), a);
-    for (const m of stored.mentions) tracker.#mentioned(m.concept).add(m.memory);
+    for (const m of stored.mentions) tracker.#addMention(m.concept, m.memory);
     const fresh = options.aliases.filter((a) => tracker.#aliases.get(a.alias.toLowerCase())?.concept !== a.target);
     for (const a of fresh) tracker.#aliases.set(a.alias.toLowerCase(), { text: a.alias, concept: a.target, type: a.type, source: a.source });
     await store.saveAliases(fresh.map((a) => ({ text: a.alias, concept: a.target, type: a.type, source: a.source })));
@@ -98,7 +111,23 @@ export class ConceptTracker {
     tracker.#rebuildPattern();
     memory.on('created', (records) => tracker.notice(records));
     memory.setQueryExpander((q) => tracker.expand(q));
+    await tracker.#backfill();
     return tracker;
+  }
+
+  /**
+   * Queues concept extraction for the memories that never had it (stored before concepts
+   * were turned on, or whose extraction a crash cut short), behind the hooks, in chunks.
+   */
+  async #backfill(): Promise<void> {
+    const ids = await this.#store.withoutConcepts();
+    const records = ids.map((id) => this.#memory.get(id)).filter((r): r is MemoryRecord => r !== undefined);
+    if (records.length === 0) return;
+    this.#logger?.info({ memories: records.length }, 'finding the concepts of older memories');
+    for (let i = 0; i < records.length; i += BACKFILL_CHUNK) {
+      const chunk = records.slice(i, i + BACKFILL_CHUNK);
+      this.#memory.schedule(() => this.notice(chunk));
+    }
   }
 
   /** Finds and counts the concepts of new memories (the created hook). */
@@ -121,7 +150,7 @@ export class ConceptTracker {
       }
       for (const [key, { name, type }] of found) {
         if (this.#mentioned(key).has(record.id)) continue;
-        this.#mentioned(key).add(record.id);
+        this.#addMention(key, record.id);
         const before = this.#concepts.get(key);
         const c: ConceptRecord = before
           ? { ...before, mentions: before.mentions + 1, significance: before.significance + record.importance, last_seen: Math.max(before.last_seen, record.created_at) }
@@ -132,7 +161,7 @@ export class ConceptTracker {
         mentions.push({ memory: record.id, concept: key });
       }
     }
-    await this.#store.saveConcepts([...changed.values()], mentions);
+    await this.#store.saveConcepts([...changed.values()], mentions, records.map((r) => r.id));
     const promoted = [...changed.values()].filter((c) => c.tier === 'tracked' && c.mentions === this.#settings.concept_tracked_mentions);
     if (promoted.length > 0) this.#logger?.debug({ concepts: promoted.map((c) => c.key) }, 'concepts now tracked');
   }
@@ -289,6 +318,59 @@ export class ConceptTracker {
     if (c.mentions >= s.concept_tracked_mentions || c.significance >= s.concept_tracked_significance) return 'tracked';
     if (c.mentions >= s.concept_provisional_mentions) return 'provisional';
     return 'mentioned';
+  }
+
+  /** Keys of the concepts a memory mentions. */
+  conceptsOf(memoryId: string): ReadonlySet<string> {
+    return this.#byMemory.get(memoryId) ?? EMPTY;
+  }
+
+  /** A concept's display name, by key. */
+  nameOf(key: string): string {
+    return this.#concepts.get(key)?.name ?? this.#names.get(key)?.name ?? key;
+  }
+
+  /**
+   * Records what is known of a concept: its type and attributes, checked against the domain's
+   * concept types (a declared type when the domain declares any; declared attributes of the
+   * right type and allowed values; required ones present once merged with what was known).
+   * A new name becomes a concept.
+   */
+  async describe(name: string, input: { type?: string | undefined; attributes?: Record<string, unknown> | undefined }, at = Date.now()): Promise<ConceptView> {
+    const concept = { ...this.#conceptFor(name, at) };
+    const type = input.type ?? concept.type;
+    const declared = Object.keys(this.#conceptTypes);
+    const spec = Object.hasOwn(this.#conceptTypes, type) ? this.#conceptTypes[type] : undefined;
+    if (!spec && declared.length > 0) {
+      throw new ThymosError(ErrorCode.INVALID_INPUT, `type: no concept type ${JSON.stringify(type)}; the domain declares ${declared.join(', ')}`, { location: { path: 'type' } });
+    }
+    const attributes: Record<string, string | number | boolean> = { ...(input.type && input.type !== concept.type ? {} : concept.attributes) };
+    for (const [key, value] of Object.entries(input.attributes ?? {})) {
+      const path = `attributes.${key}`;
+      const a = spec && Object.hasOwn(spec.attributes, key) ? spec.attributes[key] : undefined;
+      if (spec && !a) throw new ThymosError(ErrorCode.INVALID_INPUT, `${path}: ${type} has no attribute ${JSON.stringify(key)}; it declares ${Object.keys(spec.attributes).join(', ') || 'none'}`, { location: { path } });
+      const expected = a?.type ?? (typeof value === 'number' || typeof value === 'boolean' ? typeof value : 'string');
+      if (typeof value !== expected) throw new ThymosError(ErrorCode.INVALID_INPUT, `${path}: expected ${expected}; got ${JSON.stringify(value)}`, { location: { path } });
+      if (a?.allowedValues && !a.allowedValues.includes(String(value))) {
+        throw new ThymosError(ErrorCode.INVALID_INPUT, `${path}: expected one of ${a.allowedValues.join(', ')}; got ${JSON.stringify(value)}`, { location: { path } });
+      }
+      attributes[key] = value as string | number | boolean;
+    }
+    const missing = Object.entries(spec?.attributes ?? {}).filter(([key, a]) => a.required && !(key in attributes)).map(([key]) => key);
+    if (missing.length > 0) {
+      throw new ThymosError(ErrorCode.INVALID_INPUT, `attributes: ${type} requires ${missing.join(', ')}`, { location: { path: `attributes.${missing[0]}` } });
+    }
+    const described: ConceptRecord = { ...concept, type, attributes, last_seen: Math.max(concept.last_seen, at) };
+    await this.#store.saveConcepts([described], []);
+    this.#concepts.set(described.key, described);
+    return this.#view(described);
+  }
+
+  #addMention(key: string, memoryId: string): void {
+    this.#mentioned(key).add(memoryId);
+    let keys = this.#byMemory.get(memoryId);
+    if (!keys) this.#byMemory.set(memoryId, (keys = new Set()));
+    keys.add(key);
   }
 
   #mentioned(key: string): Set<string> {

@@ -31,6 +31,26 @@ export interface MemoryRecord {
   created_at: number;
   last_accessed: number;
   access_count: number;
+  /** Memories this one was made from (an insight's or a digest's sources). */
+  derived_from?: string[];
+  /** Which insight this is (e.g. `theme:elder_rowan+wolves@all`); a newer one with the same key supersedes it. */
+  insight_key?: string;
+  /** The memory that replaced this one as what the agent believes; it is kept, and left out of recall unless asked for. */
+  superseded_by?: string;
+  superseded_reason?: string;
+  superseded_at?: number;
+  /** When it faded below `[memory] demote_below`; kept, and left out of recall unless asked for. */
+  demoted_at?: number;
+  /** The digest memory that summarises it together with other faded memories. */
+  compacted_into?: string;
+}
+
+/** Lineage and importance a consolidation may change on a stored memory; content never changes. */
+export type MemoryChanges = Partial<Pick<MemoryRecord, 'importance' | 'superseded_by' | 'superseded_reason' | 'superseded_at' | 'demoted_at' | 'compacted_into'>>;
+
+/** Whether recall finds a memory by default: not superseded and not demoted. */
+export function isCurrent(m: MemoryRecord): boolean {
+  return m.superseded_by === undefined && m.demoted_at === undefined;
 }
 
 /** A recalled memory with the parts of its score. */

@@ -1,7 +1,7 @@
 import { RecordId, type Surreal } from 'surrealdb';
 import { openEmbeddedSurreal } from '../shared/embedded-surreal.js';
 import { ErrorCode, ThymosError } from '../shared/errors.js';
-import { normaliseSource, type MemoryRecord } from './memory-record.js';
+import { normaliseSource, type MemoryChanges, type MemoryRecord } from './memory-record.js';
 
 /**
  * Schema of the private database. Deliberately no DEFINE INDEX: search runs in an
@@ -24,6 +24,14 @@ DEFINE FIELD IF NOT EXISTS last_accessed ON memory TYPE int;
 DEFINE FIELD IF NOT EXISTS access_count ON memory TYPE int;
 DEFINE FIELD IF NOT EXISTS embedding ON memory TYPE option<array<float>>;
 DEFINE FIELD IF NOT EXISTS embedding_model ON memory TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS derived_from ON memory TYPE option<array<string>>;
+DEFINE FIELD IF NOT EXISTS insight_key ON memory TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS superseded_by ON memory TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS superseded_reason ON memory TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS superseded_at ON memory TYPE option<int>;
+DEFINE FIELD IF NOT EXISTS demoted_at ON memory TYPE option<int>;
+DEFINE FIELD IF NOT EXISTS compacted_into ON memory TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS concepts_at ON memory TYPE option<int>;
 DEFINE TABLE IF NOT EXISTS concept SCHEMAFULL;
 DEFINE FIELD IF NOT EXISTS name ON concept TYPE string;
 DEFINE FIELD IF NOT EXISTS type ON concept TYPE string;
@@ -32,6 +40,7 @@ DEFINE FIELD IF NOT EXISTS mentions ON concept TYPE int;
 DEFINE FIELD IF NOT EXISTS significance ON concept TYPE number;
 DEFINE FIELD IF NOT EXISTS first_seen ON concept TYPE int;
 DEFINE FIELD IF NOT EXISTS last_seen ON concept TYPE int;
+DEFINE FIELD IF NOT EXISTS attributes ON concept TYPE option<string>;
 DEFINE TABLE IF NOT EXISTS alias SCHEMAFULL;
 DEFINE FIELD IF NOT EXISTS text ON alias TYPE string;
 DEFINE FIELD IF NOT EXISTS concept ON alias TYPE string;
@@ -70,6 +79,8 @@ export interface ConceptRecord {
   significance: number;
   first_seen: number;
   last_seen: number;
+  /** What is known of it, checked against the domain's concept type (stored as JSON text). */
+  attributes?: Record<string, string | number | boolean>;
 }
 
 /** A saved agent state, newest first when listed. */
@@ -100,9 +111,31 @@ export class MemoryStore {
   }
 
   async insert(records: readonly MemoryRecord[]): Promise<void> {
-    if (records.length === 0) return;
-    const rows = records.map(({ id, ...rest }) => ({ ...rest, id: new RecordId('memory', id), source: rest.source }));
-    await this.#run('INSERT INTO memory $rows RETURN NONE', { rows });
+    await this.apply(records, []);
+  }
+
+  /**
+   * Inserts memories and changes the lineage or importance of stored ones, in one
+   * transaction: a consolidation is stored whole or not at all.
+   */
+  async apply(records: readonly MemoryRecord[], changes: ReadonlyArray<{ id: string; changes: MemoryChanges }>): Promise<void> {
+    if (records.length === 0 && changes.length === 0) return;
+    const rows = records.map(({ id, ...rest }) => ({ ...defined(rest), id: new RecordId('memory', id) }));
+    const updates = changes.map((c) => ({ id: new RecordId('memory', c.id), set: defined(c.changes) }));
+    if (updates.length === 0) {
+      await this.#run('INSERT INTO memory $rows RETURN NONE', { rows });
+      return;
+    }
+    await this.#run(
+      'BEGIN TRANSACTION; IF array::len($rows) > 0 { INSERT INTO memory $rows RETURN NONE; }; FOR $u IN $updates { UPDATE $u.id MERGE $u.set RETURN NONE; }; COMMIT TRANSACTION;',
+      { rows, updates },
+    );
+  }
+
+  /** Ids of the memories whose concepts were never extracted (written before concepts were on, or lost to a crash). */
+  async withoutConcepts(): Promise<string[]> {
+    const [rows] = await this.#run<[Array<{ id: RecordId }>]>('SELECT id FROM memory WHERE concepts_at = NONE');
+    return (rows ?? []).map((r) => String(r.id.id));
   }
 
   /** The stored vectors made by `model`, by memory id. */
@@ -121,7 +154,7 @@ export class MemoryStore {
   }
 
   async all(): Promise<MemoryRecord[]> {
-    const [rows] = await this.#run<[MemoryRow[]]>('SELECT * OMIT embedding FROM memory');
+    const [rows] = await this.#run<[MemoryRow[]]>('SELECT * OMIT embedding, concepts_at FROM memory');
     return (rows ?? []).map(fromRow);
   }
 
@@ -140,12 +173,17 @@ export class MemoryStore {
   }
 
   /** Writes concepts (whole records, by key) and the memory → concept mentions, in one request. */
-  async saveConcepts(concepts: readonly ConceptRecord[], mentions: ReadonlyArray<{ memory: string; concept: string }>): Promise<void> {
-    if (concepts.length === 0 && mentions.length === 0) return;
-    await this.#run('FOR $c IN $concepts { UPSERT $c.id CONTENT $c.row RETURN NONE; }; IF array::len($mentions) > 0 { INSERT RELATION INTO mentions $mentions RETURN NONE; };', {
-      concepts: concepts.map(({ key, ...row }) => ({ id: new RecordId('concept', key), row })),
-      mentions: mentions.map((m) => ({ in: new RecordId('memory', m.memory), out: new RecordId('concept', m.concept) })),
-    });
+  async saveConcepts(concepts: readonly ConceptRecord[], mentions: ReadonlyArray<{ memory: string; concept: string }>, extracted: readonly string[] = [], at = Date.now()): Promise<void> {
+    if (concepts.length === 0 && mentions.length === 0 && extracted.length === 0) return;
+    await this.#run(
+      'BEGIN TRANSACTION; FOR $c IN $concepts { UPSERT $c.id CONTENT $c.row RETURN NONE; }; IF array::len($mentions) > 0 { INSERT RELATION INTO mentions $mentions RETURN NONE; }; IF array::len($extracted) > 0 { UPDATE $extracted SET concepts_at = $at RETURN NONE; }; COMMIT TRANSACTION;',
+      {
+        concepts: concepts.map(conceptRow),
+        mentions: mentions.map((m) => ({ in: new RecordId('memory', m.memory), out: new RecordId('concept', m.concept) })),
+        extracted: extracted.map((id) => new RecordId('memory', id)),
+        at,
+      },
+    );
   }
 
   /** Records aliases (idempotent: one record per alias text). */
@@ -166,7 +204,7 @@ export class MemoryStore {
   }> {
     const [concepts, aliases, mentions, relations, causes] = await this.#run<
       [
-        Array<Omit<ConceptRecord, 'key'> & { id: RecordId }>,
+        Array<Omit<ConceptRecord, 'key' | 'attributes'> & { id: RecordId; attributes?: string }>,
         Array<{ text: string; concept: string; type: string; source: string }>,
         Array<{ in: RecordId; out: RecordId }>,
         Array<{ in: RecordId; out: RecordId; type: string; properties: string; at: number }>,
@@ -174,7 +212,15 @@ export class MemoryStore {
       ]
     >('SELECT * FROM concept; SELECT text, concept, type, source FROM alias; SELECT in, out FROM mentions; SELECT in, out, type, properties, at FROM relates; SELECT in, out, reason, at FROM caused_by;');
     return {
-      concepts: (concepts ?? []).map(({ id, ...c }) => ({ ...c, key: String(id.id), mentions: Number(c.mentions), significance: Number(c.significance), first_seen: Number(c.first_seen), last_seen: Number(c.last_seen) })),
+      concepts: (concepts ?? []).map(({ id, attributes, ...c }) => ({
+        ...c,
+        key: String(id.id),
+        mentions: Number(c.mentions),
+        significance: Number(c.significance),
+        first_seen: Number(c.first_seen),
+        last_seen: Number(c.last_seen),
+        ...(typeof attributes === 'string' ? { attributes: JSON.parse(attributes) as Record<string, string | number | boolean> } : {}),
+      })),
       aliases: aliases ?? [],
       mentions: (mentions ?? []).map((m) => ({ memory: String(m.in.id), concept: String(m.out.id) })),
       relations: (relations ?? []).map((r) => ({ from: String(r.in.id), to: String(r.out.id), type: r.type, properties: JSON.parse(r.properties) as Record<string, unknown>, at: Number(r.at) })),
@@ -195,7 +241,7 @@ export class MemoryStore {
     await this.#run(
       'FOR $c IN $concepts { UPSERT $c.id MERGE $c.row RETURN NONE; }; IF array::len($relations) > 0 { INSERT RELATION INTO relates $relations RETURN NONE; }; IF array::len($causes) > 0 { INSERT RELATION INTO caused_by $causes RETURN NONE; };',
       {
-        concepts: [...concepts.values()].map(({ key, ...row }) => ({ id: new RecordId('concept', key), row })),
+        concepts: [...concepts.values()].map(conceptRow),
         relations: relations.map((r) => ({ in: new RecordId('concept', r.from.key), out: new RecordId('concept', r.to.key), type: r.type, properties: JSON.stringify(r.properties), at: r.at })),
         causes: causes.map((c) => ({ in: new RecordId('memory', c.effect), out: new RecordId('memory', c.cause), reason: c.reason, at: c.at })),
       },
@@ -241,8 +287,20 @@ export class MemoryStore {
   }
 }
 
+/** The object without its undefined entries (SurrealDB fields are NONE when absent). */
+function defined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+function conceptRow({ key, attributes, ...row }: ConceptRecord): { id: RecordId; row: Record<string, unknown> } {
+  return { id: new RecordId('concept', key), row: attributes ? { ...row, attributes: JSON.stringify(attributes) } : row };
+}
+
+const OPTIONAL_NUMBERS = ['superseded_at', 'demoted_at'] as const;
+const OPTIONAL_TEXTS = ['insight_key', 'superseded_by', 'superseded_reason', 'compacted_into'] as const;
+
 function fromRow(row: MemoryRow): MemoryRecord {
-  return {
+  const record = {
     id: String(row.id.id),
     content: row.content,
     importance: Number(row.importance),
@@ -252,5 +310,9 @@ function fromRow(row: MemoryRow): MemoryRecord {
     created_at: Number(row.created_at),
     last_accessed: Number(row.last_accessed),
     access_count: Number(row.access_count),
-  };
+  } as MemoryRecord;
+  if (Array.isArray(row.derived_from)) record.derived_from = row.derived_from;
+  for (const f of OPTIONAL_NUMBERS) if (row[f] != null) record[f] = Number(row[f]);
+  for (const f of OPTIONAL_TEXTS) if (row[f] != null) record[f] = row[f];
+  return record;
 }

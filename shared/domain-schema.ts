@@ -49,6 +49,8 @@ export const ConceptTypeSchema = z.object({
     .default({}),
 });
 
+export type ConceptType = z.infer<typeof ConceptTypeSchema>;
+
 export const RelationshipTypeSchema = z.object({
   symmetric: z.boolean().default(false),
   properties: z

@@ -243,6 +243,28 @@ export const MemorySettingsSchema = z
     concept_tracked_mentions: z.number().int().min(1).max(1_000_000).default(5),
     /** Summed importance of its memories that makes a concept tracked sooner. @default 3 */
     concept_tracked_significance: z.number().min(0).max(1_000_000).default(3),
+    /**
+     * Consolidate on a schedule: every this many seconds an agent consolidates what it
+     * remembered since the last run (0: never on a schedule). @default 3600
+     */
+    consolidate_every_s: z.number().int().min(0).max(31_536_000).default(3600),
+    /** Consolidate what is new when an agent is passivated (Active → Listening, or stopped to Dormant). @default true */
+    consolidate_on_passivate: z.boolean().default(true),
+    /** Memories two concepts must share (or one concept must appear in) to make a theme. @default 3 */
+    theme_min_support: z.number().int().min(2).max(1_000_000).default(3),
+    /** Most themes one consolidation writes. @default 5 */
+    themes_max: z.number().int().min(0).max(1000).default(5),
+    /** Importance added to a memory that supports a new theme (capped at 1). @default 0.1 */
+    theme_importance_step: z.number().min(0).max(1).default(0.1),
+    /**
+     * A memory whose strength on the forgetting curve is below this is demoted: kept, but
+     * left out of recall unless asked for (0: never demote). @default 0.05
+     */
+    demote_below: z.number().min(0).max(1).default(0.05),
+    /** Demoted memories of one day are compacted into one digest memory once there are this many. @default 5 */
+    compact_min: z.number().int().min(2).max(1_000_000).default(5),
+    /** Longest a consolidation on passivation may take before the agent stops without it, in ms. @default 2000 */
+    consolidate_budget_ms: ms(10, 600_000, 2000),
   })
   .strict();
 

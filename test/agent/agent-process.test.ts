@@ -8,6 +8,7 @@ import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/typ
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { killAllAgents, startAgent, type AgentChild } from '../helpers/agent-child.js';
 import { startNatsServer, type TestNatsServer } from '../helpers/nats-server.js';
+import { eventually } from '../helpers/fleet.js';
 import { freePort } from '../helpers/ports.js';
 import { createWorkspace, type Workspace } from '../helpers/workspace.js';
 
@@ -58,7 +59,7 @@ describe('agent process', () => {
 
     test('lists its tools, resources and persona prompt to a stock MCP client', async () => {
       const tools = (await client.listTools()).tools.map((t) => t.name).sort();
-      assert.deepEqual(tools, ['ask_agent', 'causes', 'concepts', 'get_elder_rowan_state', 'link', 'query_elder_rowan_knowledge', 'query_world', 'recall', 'remember', 'send_message', 'talk_to_elder_rowan']);
+      assert.deepEqual(tools, ['ask_agent', 'causes', 'concepts', 'consolidate', 'describe_concept', 'get_elder_rowan_state', 'link', 'query_elder_rowan_knowledge', 'query_world', 'recall', 'remember', 'send_message', 'talk_to_elder_rowan']);
       const resources = (await client.listResources()).resources.map((r) => r.uri).sort();
       assert.deepEqual(resources, ['agent://elder_rowan/memories', 'agent://elder_rowan/state']);
       const prompt = await client.getPrompt({ name: 'persona', arguments: { situation: 'a storm is coming' } });
@@ -160,6 +161,40 @@ describe('agent process', () => {
       assert.equal(active.state.mode, 'active');
       const again = await call(client, 'talk_to_elder_rowan', { message: 'And now?' });
       assert.equal(again.isError, undefined);
+    });
+
+    test('consolidates when passivated and on demand, and describes concepts by the domain’s concept types', async () => {
+      const ids: string[] = [];
+      for (const content of ['Mira bought nails from Bram', 'Bram charged Mira too much for the hinges', 'Mira and Bram shook hands at the fair']) {
+        ids.push((await call(client, 'remember', { content, tags: ['market'] })).structuredContent!.id as string);
+      }
+      const preview = await call(client, 'consolidate', { tag: 'market', dry_run: true });
+      assert.equal(preview.isError, undefined, text(preview));
+      assert.equal(preview.structuredContent!.examined, 3);
+      assert.equal(preview.structuredContent!.dry_run, true);
+
+      assert.equal((await control(nc, 'elder_rowan', { op: 'set_mode', mode: 'passive' })).state.mode, 'passive');
+      const insight = await eventually(async () => {
+        const found = await call(client, 'query_elder_rowan_knowledge', { query: 'Mira Bram together', source: 'insight' });
+        return (found.structuredContent!.results as Array<{ content: string; derived_from?: string[] }>).find((r) => r.content.startsWith('Bram and Mira'));
+      });
+      assert.match(insight.content, /Bram and Mira come up together in \d+ memories/);
+      for (const id of ids) assert.ok(insight.derived_from?.includes(id), `${id} is a source of ${JSON.stringify(insight)}`);
+      assert.match(agent.output(), /"trigger":"passivation"[^\n]*memories consolidated/);
+      const refused = await call(client, 'consolidate', {});
+      assert.match(text(refused), /^AGENT_NOT_ACTIVE: elder_rowan is listening \(passive\): it consolidates only as a dry run now/);
+      await control(nc, 'elder_rowan', { op: 'set_mode', mode: 'active' });
+      const again = await call(client, 'consolidate', { tag: 'market' });
+      assert.equal(again.isError, undefined, text(again));
+      assert.ok((again.structuredContent!.insights as unknown[]).length <= 1, 'the scoped run restates the theme at most once');
+      const bad = await call(client, 'consolidate', { since: 'yesterday' });
+      assert.equal(bad.isError, true);
+      assert.match(text(bad), /since/);
+
+      const cave = await call(client, 'describe_concept', { name: 'the mill', type: 'place', attributes: { kind: 'cave' } });
+      assert.match(text(cave), /^INVALID_INPUT: attributes\.kind: expected one of building, outdoors; got "cave"/);
+      const mill = await call(client, 'describe_concept', { name: 'the mill', type: 'place', attributes: { kind: 'building' } });
+      assert.deepEqual((mill.structuredContent!.concept as { attributes: unknown }).attributes, { kind: 'building' });
     });
 
     test('answers get_state and snapshot over NATS and refuses malformed control messages with INVALID_INPUT', async () => {
