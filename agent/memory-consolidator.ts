@@ -48,7 +48,6 @@ export interface ConsolidationReport {
   took_ms: number;
 }
 
-const SNIPPETS = 3;
 const SNIPPET_CHARS = 100;
 const CONTRADICTION_CANDIDATES = 8;
 const MAX_CONCEPTS_PER_MEMORY = 12;
@@ -200,7 +199,9 @@ export class MemoryConsolidator {
       written++;
       const names = keys.map((k) => tracker.nameOf(k));
       const subject = names.length === 1 ? `${names[0]} comes up` : `${names.join(' and ')} come up together`;
-      const content = `${subject} in ${sources.length} memories${span(sources)}: ${snippets(sources)}`;
+      // Names and a few common words, not quotes: an insight must not outrank its sources on their own words.
+      const about = commonWords(sources, names);
+      const content = `${subject} in ${sources.length} memories${span(sources)}${about.length ? `, mostly about ${about.join(', ')}` : ''}.`;
       const added = plan.insight({ kind: 'theme', key: `theme:${group}@${scope}`, content, sources, tags: ['insight', 'theme', ...keys] });
       if (!added) continue;
       for (const m of sources) {
@@ -229,7 +230,7 @@ export class MemoryConsolidator {
         plan.insight({
           kind: 'contradiction',
           key: `contradiction:${older.id}`,
-          content: `Changed belief: "${clip(older.content)}" no longer holds; now "${clip(newer.content)}" (${day(newer.created_at)}).`,
+          content: `Changed belief (${day(newer.created_at)}): "${clip(older.content)}" no longer holds; a newer memory says otherwise.`,
           sources: [older, newer],
           tags: ['insight', 'contradiction'],
         });
@@ -392,8 +393,17 @@ function span(sources: readonly MemoryRecord[]): string {
   return first === last ? ` (${first})` : ` (${first} to ${last})`;
 }
 
-function snippets(sources: readonly MemoryRecord[]): string {
-  const shown = sources.slice(-SNIPPETS).map((m) => `"${clip(m.content)}"`);
-  const more = sources.length - shown.length;
-  return shown.join('; ') + (more > 0 ? `; and ${more} more` : '');
+/** Up to three words (not stop words, not the theme's names) found in most of the sources, in at least two. */
+function commonWords(sources: readonly MemoryRecord[], names: readonly string[]): string[] {
+  const named = new Set(names.flatMap((n) => n.toLowerCase().split(/\s+/)));
+  const counts = new Map<string, number>();
+  for (const m of sources) {
+    const words = new Set((m.content.toLowerCase().match(/\p{L}{4,}/gu) ?? []).filter((w) => !STOP_WORDS.has(w) && !named.has(w)));
+    for (const w of words) counts.set(w, (counts.get(w) ?? 0) + 1);
+  }
+  return [...counts]
+    .filter(([, n]) => n >= 2)
+    .sort(([a, x], [b, y]) => y - x || a.localeCompare(b))
+    .slice(0, 3)
+    .map(([w]) => w);
 }

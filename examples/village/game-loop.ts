@@ -116,6 +116,18 @@ try {
   const meant = text(await elder.callTool({ name: 'query_elder_rowan_knowledge', arguments: { query: 'predators hurting the flock', k: 5, strategy: 'vector' } }));
   check('the elder recalls by meaning: "predators hurting the flock" finds the wolves', /Wolves took two sheep/.test(meant), meant.slice(0, 300));
   check('the elder, Dormant when the wolves came, heard of them on waking', /Wolves took two sheep/.test(heard), heard.slice(0, 200));
+  // By alias: "the smith" is Bram, so the question finds what the elder knows of Bram.
+  const smith = text(await elder.callTool({ name: 'query_elder_rowan_knowledge', arguments: { query: 'the smith', k: 3 } }));
+  check('the elder recalls by alias: "the smith" finds what Bram owes', /Bram the blacksmith owes/.test(smith), smith.slice(0, 300));
+  // Consolidation: recurring concepts become insights that point to the memories they come from.
+  const consolidated = await elder.callTool({ name: 'consolidate', arguments: {} });
+  const report = consolidated.structuredContent as { insights: Array<{ kind: string; content: string; sources: string[] }> } | undefined;
+  for (const insight of report?.insights ?? []) console.log(`  elder_rowan consolidated: ${insight.content.slice(0, 140)}`);
+  const insights = (await elder.callTool({ name: 'query_elder_rowan_knowledge', arguments: { query: 'come up together', k: 5, source: 'insight' } })).structuredContent as
+    | { results: Array<{ content: string; derived_from?: string[] }> }
+    | undefined;
+  const theme = insights?.results.find((r) => (r.derived_from?.length ?? 0) >= 3);
+  check('consolidation gave the elder an insight with its sources', theme !== undefined, text(consolidated).slice(0, 300));
   let answer = '';
   for (let i = 0; i < 50 && !/elder_rowan answered me/.test(answer); i++) {
     answer = text(await (await fleet.agent('captain_lysa')).callTool({ name: 'query_captain_lysa_knowledge', arguments: { query: 'elder_rowan answered me wolves', k: 2 } }));
