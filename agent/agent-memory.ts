@@ -3,7 +3,7 @@ import PQueue from 'p-queue';
 import type { MemorySettings } from '../shared/thymos-config.js';
 import type { Embedder } from '../shared/embedder.js';
 import type { Logger } from '../shared/logger.js';
-import { Bm25Index } from './bm25-index.js';
+import { Bm25Index, type IndexedText } from './bm25-index.js';
 import { VectorIndex } from './vector-index.js';
 import { ErrorCode, ThymosError } from '../shared/errors.js';
 import { normaliseSource, type MemoryChanges, type MemoryRecord, type MemorySource, type RecallHit } from './memory-record.js';
@@ -85,6 +85,8 @@ export class AgentMemory {
   #toEmbed: MemoryRecord[] = [];
   #embedTimer: NodeJS.Timeout | undefined;
   #expandQuery: ((query: string) => string) | undefined;
+  readonly #lastTurn = new Map<string, MemoryRecord>();
+  readonly #turns = new Map<string, { prev?: string; next?: string }>();
 
   private constructor(store: MemoryStore, settings: MemorySettings, options: AgentMemoryOptions) {
     this.#store = store;
@@ -99,8 +101,12 @@ export class AgentMemory {
   static async load(store: MemoryStore, settings: MemorySettings, options: AgentMemoryOptions = {}): Promise<AgentMemory> {
     const memory = new AgentMemory(store, settings, options);
     const rows = await store.all();
-    for (const row of rows) memory.#records.set(row.id, row);
-    memory.#index.addAll(rows);
+    rows.sort((a, b) => a.created_at - b.created_at);
+    for (const row of rows) {
+      memory.#records.set(row.id, row);
+      memory.#linkTurn(row);
+    }
+    memory.#index.addAll(rows.map((r) => memory.#indexed(r)));
     if (options.embedder) await memory.attachEmbedder(options.embedder);
     return memory;
   }
@@ -130,12 +136,12 @@ export class AgentMemory {
   }
 
   /** Runs `task` in the hook queue, after the hooks queued so far (a background job that must not interleave with them). */
-  schedule(task: () => Promise<void>): void {
+  schedule(task: () => Promise<void> | void, what = 'memory background task'): void {
     void this.#hookQueue.add(async () => {
       try {
         await task();
       } catch (err) {
-        this.#logger?.warn({ err: (err as Error).message }, 'memory background task failed');
+        this.#logger?.warn({ err: (err as Error).message }, `${what} failed`);
       }
     });
   }
@@ -152,7 +158,7 @@ export class AgentMemory {
 
   #fire(event: MemoryEvent, records: readonly MemoryRecord[]): void {
     if (records.length === 0) return;
-    for (const hook of this.#hooks[event]) this.schedule(async () => hook(records));
+    for (const hook of this.#hooks[event]) this.schedule(() => hook(records), 'memory hook');
   }
 
   /** Resolves when every memory so far has its vector (or embedding them failed and was logged). */
@@ -215,7 +221,11 @@ export class AgentMemory {
     await this.#store.apply([...fresh.values()], changes);
     for (const r of fresh.values()) {
       this.#records.set(r.id, r);
-      this.#index.add(r);
+      const before = this.#linkTurn(r);
+      // The turn before now has a turn after it too: index it again with both.
+      const indexedBefore = before ? this.#indexed(before, false) : undefined;
+      this.#index.add(this.#indexed(r));
+      if (before) this.#index.reindex(indexedBefore!, this.#indexed(before));
     }
     const updated = changes.map((c) => {
       const record = { ...this.#records.get(c.id)!, ...c.changes };
@@ -340,6 +350,26 @@ export class AgentMemory {
       return m !== undefined && keep(m);
     });
     return hits.map((h) => this.#records.get(h.id)!);
+  }
+
+  /** Links a memory of a conversation (it has a thread) to the turn before it; returns that turn. */
+  #linkTurn(r: MemoryRecord): MemoryRecord | undefined {
+    const thread = r.source.thread;
+    if (thread === undefined) return undefined;
+    const before = this.#lastTurn.get(thread);
+    this.#lastTurn.set(thread, r);
+    if (!before) return undefined;
+    this.#turns.set(r.id, { ...this.#turns.get(r.id), prev: before.id });
+    this.#turns.set(before.id, { ...this.#turns.get(before.id), next: r.id });
+    return before;
+  }
+
+  /** What the index holds for a memory: its words, and the turns around it as context (`withNext` false: as it was before the next turn came). */
+  #indexed(r: MemoryRecord, withNext = true): IndexedText {
+    const t = this.#turns.get(r.id);
+    if (!t) return r;
+    const around = [t.prev, withNext ? t.next : undefined].map((id) => (id === undefined ? '' : (this.#records.get(id)?.content ?? '')));
+    return { id: r.id, content: r.content, tags: r.tags, context: around.join(' ').trim() };
   }
 
   /** Which memories a recall considers: current ones (unless asked otherwise) that pass the caller's filter. */

@@ -73,6 +73,27 @@ describe('agent memory', () => {
     await store.close();
   });
 
+  test('a reply is found by the words of the turn before and after it in its conversation, live and after a reload', async () => {
+    const store = await MemoryStore.open(join(tempDir(), 'db'), { timeoutMs: 10_000 });
+    const memory = await AgentMemory.load(store, settings);
+    const turn = (content: string, thread: string) => ({ content, source: { kind: 'dialogue', by: thread, thread } });
+    const t0 = Date.now() - HOUR;
+    await memory.remember(turn('Did you ever climb the old lighthouse?', 'mira'), t0);
+    const reply = await memory.remember(turn('Yes! Twice, last summer.', 'mira'), t0 + 1000);
+    await memory.remember(turn('The view from the top was lovely', 'mira'), t0 + 2000);
+    const elsewhere = await memory.remember(turn('Yes, twice.', 'tomas'), t0 + 3000);
+    const ids = async (m: AgentMemory, q: string) => (await m.recall(q, { k: 5, reinforce: false })).map((h) => h.memory.id);
+    for (const m of [memory, await AgentMemory.load(store, settings)]) {
+      const found = await ids(m, 'climb lighthouse');
+      assert.ok(found.includes(reply.id), 'the reply is found through the question before it');
+      assert.ok(!found.includes(elsewhere.id), 'a turn of another conversation is not');
+      assert.ok((await ids(m, 'view from the top')).includes(reply.id), 'and through the turn after it');
+      const own = await m.recall('lighthouse', { k: 5, reinforce: false });
+      assert.ok(own[0]!.memory.content.includes('lighthouse'), 'a memory’s own words weigh more than its context');
+    }
+    await store.close();
+  });
+
   test('stability grows with accesses, importance and emotional weight', () => {
     const base = { last_accessed: 0, access_count: 0, importance: 0, emotional_weight: 0 };
     const now = 100 * HOUR;
