@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Surreal } from 'surrealdb';
 import { createNodeEngines } from '@surrealdb/node';
 import { AgentMemory } from '../agent/agent-memory.js';
+import { MemoryConsolidator, type ConsolidationReport } from '../agent/memory-consolidator.js';
 import { MemoryStore } from '../agent/memory-store.js';
 import { ThymosConfigSchema } from '../shared/thymos-config.js';
 import type { Figure, Scenario } from './scenario.js';
@@ -43,7 +44,8 @@ async function inProcess(n: number, texts: string[], queries: string[]): Promise
   const store = await MemoryStore.open(join(dir, 'db'), { timeoutMs: 30_000 });
   const memory = await AgentMemory.load(store, settings);
   for (let i = 0; i < n; i += 1000) {
-    await memory.rememberMany(texts.slice(i, i + 1000).map((content) => ({ content, source: { kind: 'bench', by: 'bench' } })));
+    // Memories of 100 conversations, so each is indexed with the turns around it.
+    await memory.rememberMany(texts.slice(i, i + 1000).map((content, j) => ({ content, source: { kind: 'bench', by: 'bench', thread: `t${(i + j) % 100}` } })));
   }
   const loadMs = await timed(async () => {
     await AgentMemory.load(store, settings);
@@ -58,10 +60,16 @@ async function inProcess(n: number, texts: string[], queries: string[]): Promise
     recall.push(await timed(() => memory.recall(q, { k: 10 })));
     query.push(await timed(() => memory.recall(q, { k: 10, reinforce: false })));
   }
+  const consolidator = new MemoryConsolidator({ memory, store, settings });
+  let report: ConsolidationReport | undefined;
+  const consolidateMs = await timed(async () => {
+    report = await consolidator.consolidate({}, { dryRun: true });
+  });
   await store.close();
-  rmSync(dir, { recursive: true, force: true });
+  rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
   const label = `${n / 1000}k`;
   return [
+    { metric: `consolidate all ${label} memories (contradiction check of each, fading; no concepts), dry run`, value: `${round(consolidateMs, 0)} (${report!.superseded.length} contradictions)`, unit: 'ms' },
     { metric: `in-process BM25 — remember p50 / p95 at ${label}`, value: `${round(quantile(remember, 0.5))} / ${round(quantile(remember, 0.95))}`, unit: 'ms' },
     {
       metric: `in-process BM25 — recall k=10 p50 / p95 at ${label} (with reinforcement write)`,
@@ -121,7 +129,7 @@ export const recallScenario: Scenario = {
     return {
       figures,
       notes: [
-        'Synthetic memories: 8–19 words drawn with a Zipf-like spread from a 3,000-word vocabulary; queries are two words of a stored memory. Same data every run.',
+        'Synthetic memories: 8–19 words drawn with a Zipf-like spread from a 3,000-word vocabulary, in 100 conversation threads (each memory is indexed with the turns around it); queries are two words of a stored memory. Same data every run.',
         `In-process: the agent's own AgentMemory (MiniSearch BM25+, records in a Map, SurrealDB surrealkv for durability). remember = one awaited INSERT plus the index update; recall = search, strength re-rank, then one awaited UPDATE that reinforces the k results; query = the same without the write. ${QUERIES} queries.`,
         `SurrealDB FULLTEXT: the same rows in a table with a FULLTEXT BM25 index in the same embedded engine; ${FTS_QUERIES} queries (they are slow).`,
         'Kept: the in-process index. SurrealDB stays the durable store; the index is rebuilt from it at start (the rebuild figure) and updated on every write.',
