@@ -8,7 +8,7 @@ import { AgentStateSchema } from '../shared/agent-protocol.js';
 import { toThymosError } from '../shared/errors.js';
 import type { ThymosConfig } from '../shared/thymos-config.js';
 import type { AgentRuntime } from './agent-runtime.js';
-import type { RecallOptions, SearchStrategy } from './agent-memory.js';
+import type { RecallOptions } from './agent-memory.js';
 import type { ConceptView } from './concept-tracker.js';
 import type { MemoryRecord, RecallHit } from './memory-record.js';
 
@@ -27,9 +27,11 @@ export function agentResourceUris(id: string): { state: string; memories: string
 
 const ScoreSchema = z.object({ strategy: z.enum(['bm25', 'vector', 'hybrid']), bm25: z.number(), vector: z.number().optional(), strength: z.number(), final: z.number() });
 const strategy = z
-  .enum(['bm25', 'vector', 'hybrid'])
+  .string()
+  .min(1)
+  .max(48)
   .optional()
-  .describe('bm25 matches words, vector matches meaning, hybrid fuses both (default: [memory] search_strategy). Without an embedder, bm25.');
+  .describe("bm25 matches words, vector matches meaning, hybrid fuses both, or the name of one of the domain's search strategies (default: the agent's searchStrategy, else [memory] search_strategy). Without an embedder, bm25.");
 const MemoryOutSchema = z.object({
   id: z.string(),
   content: z.string(),
@@ -77,7 +79,7 @@ const recallFilters = {
 };
 type RecallFilterArgs = { tags?: string[] | undefined; source?: string | undefined; since?: number | undefined; until?: number | undefined; include_superseded?: boolean | undefined; include_faded?: boolean | undefined };
 
-function recallOptions(args: RecallFilterArgs & { k?: number | undefined; strategy?: SearchStrategy | undefined }, defaultK: number): RecallOptions {
+function recallOptions(args: RecallFilterArgs & { k?: number | undefined; strategy?: string | undefined }, defaultK: number): Omit<RecallOptions, 'strategy'> & { strategy?: string } {
   const { tags, source, since, until } = args;
   const filtered = tags?.length || source !== undefined || since !== undefined || until !== undefined;
   return {

@@ -3,7 +3,7 @@ import PQueue from 'p-queue';
 import type { MemorySettings } from '../shared/thymos-config.js';
 import type { Embedder } from '../shared/embedder.js';
 import type { Logger } from '../shared/logger.js';
-import { Bm25Index, type IndexedText } from './bm25-index.js';
+import { Bm25Index } from './bm25-index.js';
 import { VectorIndex } from './vector-index.js';
 import { ErrorCode, ThymosError } from '../shared/errors.js';
 import { normaliseSource, type MemoryChanges, type MemoryRecord, type MemorySource, type RecallHit } from './memory-record.js';
@@ -50,6 +50,7 @@ export interface RecallOptions {
   includeDemoted?: boolean;
 }
 
+const NONE: readonly string[] = [];
 /** BM25 candidates re-ranked by strength; this many per requested result. */
 const CANDIDATES_PER_RESULT = 4;
 const MIN_CANDIDATES = 40;
@@ -86,7 +87,9 @@ export class AgentMemory {
   #embedTimer: NodeJS.Timeout | undefined;
   #expandQuery: ((query: string) => string) | undefined;
   readonly #lastTurn = new Map<string, MemoryRecord>();
-  readonly #turns = new Map<string, { prev?: string; next?: string }>();
+  /** A memory of a conversation → the turns before and after it. */
+  readonly #turns = new Map<string, string[]>();
+  readonly #around = (id: string): readonly string[] => this.#turns.get(id) ?? NONE;
 
   private constructor(store: MemoryStore, settings: MemorySettings, options: AgentMemoryOptions) {
     this.#store = store;
@@ -106,7 +109,7 @@ export class AgentMemory {
       memory.#records.set(row.id, row);
       memory.#linkTurn(row);
     }
-    memory.#index.addAll(rows.map((r) => memory.#indexed(r)));
+    memory.#index.addAll(rows);
     if (options.embedder) await memory.attachEmbedder(options.embedder);
     return memory;
   }
@@ -221,11 +224,8 @@ export class AgentMemory {
     await this.#store.apply([...fresh.values()], changes);
     for (const r of fresh.values()) {
       this.#records.set(r.id, r);
-      const before = this.#linkTurn(r);
-      // The turn before now has a turn after it too: index it again with both.
-      const indexedBefore = before ? this.#indexed(before, false) : undefined;
-      this.#index.add(this.#indexed(r));
-      if (before) this.#index.reindex(indexedBefore!, this.#indexed(before));
+      this.#linkTurn(r);
+      this.#index.add(r);
     }
     const updated = changes.map((c) => {
       const record = { ...this.#records.get(c.id)!, ...c.changes };
@@ -298,7 +298,7 @@ export class AgentMemory {
       if (!queryVector) strategy = 'bm25';
       else await this.#flushEmbeds();
     }
-    const lexical = strategy === 'vector' ? [] : this.#index.search(query, pool, keep);
+    const lexical = strategy === 'vector' ? [] : this.#index.search(query, pool, keep, this.#turns.size > 0 ? this.#around : undefined);
     const semantic = queryVector ? this.#vectors!.search(queryVector, pool, keep) : [];
     const bestBm25 = lexical[0]?.score ?? 0;
     const byId = new Map<string, { bm25: number; vector: number; lexRank?: number; vecRank?: number }>();
@@ -340,36 +340,15 @@ export class AgentMemory {
     return top;
   }
 
-  /**
-   * The stored memories closest in words to `text` (BM25 only, not weighted by strength,
-   * nothing reinforced), best first, among those `keep` accepts.
-   */
-  similar(text: string, k: number, keep: (memory: MemoryRecord) => boolean): MemoryRecord[] {
-    const hits = this.#index.search(text, k, (id) => {
-      const m = this.#records.get(id);
-      return m !== undefined && keep(m);
-    });
-    return hits.map((h) => this.#records.get(h.id)!);
-  }
-
-  /** Links a memory of a conversation (it has a thread) to the turn before it; returns that turn. */
-  #linkTurn(r: MemoryRecord): MemoryRecord | undefined {
+  /** Links a memory of a conversation (it has a thread) to the turn before it. */
+  #linkTurn(r: MemoryRecord): void {
     const thread = r.source.thread;
-    if (thread === undefined) return undefined;
+    if (thread === undefined) return;
     const before = this.#lastTurn.get(thread);
     this.#lastTurn.set(thread, r);
-    if (!before) return undefined;
-    this.#turns.set(r.id, { ...this.#turns.get(r.id), prev: before.id });
-    this.#turns.set(before.id, { ...this.#turns.get(before.id), next: r.id });
-    return before;
-  }
-
-  /** What the index holds for a memory: its words, and the turns around it as context (`withNext` false: as it was before the next turn came). */
-  #indexed(r: MemoryRecord, withNext = true): IndexedText {
-    const t = this.#turns.get(r.id);
-    if (!t) return r;
-    const around = [t.prev, withNext ? t.next : undefined].map((id) => (id === undefined ? '' : (this.#records.get(id)?.content ?? '')));
-    return { id: r.id, content: r.content, tags: r.tags, context: around.join(' ').trim() };
+    if (!before) return;
+    this.#turns.set(r.id, [...(this.#turns.get(r.id) ?? []), before.id]);
+    this.#turns.set(before.id, [...(this.#turns.get(before.id) ?? []), r.id]);
   }
 
   /** Which memories a recall considers: current ones (unless asked otherwise) that pass the caller's filter. */

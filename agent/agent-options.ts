@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { AgentModeSchema } from '../shared/agent-protocol.js';
-import { AgentDefinitionSchema, AgentIdSchema, EventFilterSchema, ConceptTypeSchema, RelationshipTypeSchema, WorldWatchSchema } from '../shared/domain-schema.js';
+import { AgentDefinitionSchema, AgentIdSchema, EventFilterSchema, ConceptTypeSchema, RelationshipTypeSchema, SearchStrategySchema, WorldWatchSchema } from '../shared/domain-schema.js';
 import { AliasEntrySchema } from '../shared/alias-table.js';
 import { ErrorCode, ThymosError } from '../shared/errors.js';
 import { describeIssues } from '../shared/zod-issues.js';
@@ -31,6 +31,7 @@ export const AgentStartContextSchema = z
     /** The domain's relationship types (what `link` may relate concepts with). */
     relationshipTypes: z.record(z.string(), RelationshipTypeSchema).optional(),
     conceptTypes: z.record(z.string(), ConceptTypeSchema).optional(),
+    searchStrategies: z.record(z.string(), SearchStrategySchema).optional(),
     /** Every alias of the domain (alias patterns, agents' names and aliases), for concepts and recall. */
     aliases: z.array(AliasEntrySchema).optional(),
     /** The domain schema's world watches (standing live queries on world tables). */

@@ -114,6 +114,7 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
       store,
       concepts,
       consolidator,
+      searchStrategies: startContext?.searchStrategies ?? domain?.searchStrategies ?? {},
       consolidateOnPassivate: config.memory.consolidate_on_passivate,
       behavior,
       logger,

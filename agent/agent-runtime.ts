@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { AgentMode, AgentState } from '../shared/agent-protocol.js';
-import type { AgentDefinition } from '../shared/domain-schema.js';
+import { SEARCH_METHODS, type AgentDefinition, type NamedSearchStrategy } from '../shared/domain-schema.js';
 import { ErrorCode, ThymosError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import type { AgentMessage } from '../shared/agent-message.js';
@@ -10,7 +10,7 @@ import type { WorldQueryInput, WorldRow } from '../shared/world-protocol.js';
 import type { Messenger } from './agent-inbox.js';
 import type { CauseStep, ConceptTracker, ConceptView, RelatedConcept } from './concept-tracker.js';
 import type { AgentBehavior, AgentBehaviorContext, TalkReply, TalkRequest } from './agent-behavior.js';
-import type { AgentMemory, NewMemory, RecallOptions } from './agent-memory.js';
+import type { AgentMemory, NewMemory, RecallOptions, SearchStrategy } from './agent-memory.js';
 import type { MemoryRecord, RecallHit } from './memory-record.js';
 import type { MemoryStore } from './memory-store.js';
 import type { ConsolidationReport, ConsolidationScope, MemoryConsolidator } from './memory-consolidator.js';
@@ -28,6 +28,8 @@ export interface AgentRuntimeOptions {
   /** The agent's concepts, when `[memory] concepts` is on. */
   concepts?: ConceptTracker | undefined;
   consolidator?: MemoryConsolidator | undefined;
+  /** The domain's named search strategies. */
+  searchStrategies?: Readonly<Record<string, NamedSearchStrategy>>;
   /** Consolidate what is new when the agent goes from active to listening. @default false */
   consolidateOnPassivate?: boolean;
 }
@@ -62,6 +64,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
   readonly #concepts: ConceptTracker | undefined;
   readonly #consolidator: MemoryConsolidator | undefined;
   readonly #consolidateOnPassivate: boolean;
+  readonly #searchStrategies: Readonly<Record<string, NamedSearchStrategy>>;
   readonly #logger: Logger;
   readonly #startedAt = new Date().toISOString();
   #mode: AgentMode;
@@ -86,6 +89,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
     this.#concepts = options.concepts;
     this.#consolidator = options.consolidator;
     this.#consolidateOnPassivate = options.consolidateOnPassivate ?? false;
+    this.#searchStrategies = options.searchStrategies ?? {};
   }
 
   get mode(): AgentMode {
@@ -317,8 +321,25 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
     return this.#messenger;
   }
 
-  async recall(query: string, options: RecallOptions): Promise<RecallHit[]> {
-    return this.#call(() => this.#memory.recall(query, options));
+  /**
+   * Memories that match `query`. `strategy` is a search method (bm25, vector, hybrid) or the
+   * name of one of the domain's search strategies; unset, the agent's own `searchStrategy`.
+   */
+  async recall(query: string, options: Omit<RecallOptions, 'strategy'> & { strategy?: string | undefined }): Promise<RecallHit[]> {
+    const { strategy, ...rest } = options;
+    return this.#call(() => this.#memory.recall(query, { ...rest, ...this.#strategy(strategy) }));
+  }
+
+  #strategy(name: string | undefined): Pick<RecallOptions, 'strategy' | 'semanticWeight'> {
+    const chosen = name ?? this.definition.searchStrategy ?? undefined;
+    if (chosen === undefined) return {};
+    if ((SEARCH_METHODS as readonly string[]).includes(chosen)) return { strategy: chosen as SearchStrategy };
+    const named = Object.hasOwn(this.#searchStrategies, chosen) ? this.#searchStrategies[chosen] : undefined;
+    if (!named) {
+      const known = [...SEARCH_METHODS, ...Object.keys(this.#searchStrategies)];
+      throw new ThymosError(ErrorCode.INVALID_INPUT, `strategy: expected ${known.join(', ')}; got ${JSON.stringify(chosen)}`, { location: { path: 'strategy' } });
+    }
+    return { strategy: named.method, ...(named.semanticWeight != null ? { semanticWeight: named.semanticWeight } : {}) };
   }
 
   recentMemories(limit: number): MemoryRecord[] {
@@ -372,7 +393,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
       id: this.id,
       definition: this.definition,
       logger: this.#logger,
-      recall: (query, options) => this.#memory.recall(query, options),
+      recall: (query, options) => this.#memory.recall(query, { ...this.#strategy(undefined), ...options }),
       remember: (memory) => this.#rememberAndAnnounce(memory),
     };
   }

@@ -3,20 +3,18 @@ import { stemmer } from 'stemmer';
 import { STOP_WORDS } from './stop-words.js';
 
 /**
- * Weight of a memory's conversational context against its own words. In a conversation the
- * answer is often a short reply ("Yes, last week!") whose subject is in the turn before it:
- * indexing the neighbouring turns lifted LoCoMo evidence recall@10 from 65.2 % to 72.4 %
- * (docs/benchmarks.md).
+ * Share of a match's score lent to the turns before and after it in its conversation. The
+ * answer is often a short reply ("Yes, last week!") whose subject is in the turn before it;
+ * lending half lifted LoCoMo evidence recall@10 from 65.2 % to 71.5 % (docs/benchmarks.md).
+ * Done at query time over the matches, so the index does not grow with context.
  */
-const CONTEXT_BOOST = 0.5;
+const CONTEXT_WEIGHT = 0.5;
 
 /** What the index needs of a memory. */
 export interface IndexedText {
   id: string;
   content: string;
   tags: readonly string[];
-  /** Text around it (the turns before and after it in its conversation), weighted less than its own words. */
-  context?: string | undefined;
 }
 
 export interface Bm25Hit {
@@ -35,7 +33,7 @@ export class Bm25Index {
 
   constructor() {
     this.#search = new MiniSearch<IndexedText>({
-      fields: ['content', 'tags', 'context'],
+      fields: ['content', 'tags'],
       storeFields: [],
       extractField: (doc, field) => {
         const value = (doc as unknown as Record<string, unknown>)[field];
@@ -44,7 +42,7 @@ export class Bm25Index {
       processTerm: normaliseTerm,
       searchOptions: {
         combineWith: 'OR',
-        boost: { content: 1, tags: 1.5, context: CONTEXT_BOOST },
+        boost: { content: 1, tags: 1.5 },
         bm25: { k: 1.2, b: 0.75, d: 0.5 },
         processTerm: normaliseTerm,
       },
@@ -56,32 +54,34 @@ export class Bm25Index {
   }
 
   add(doc: IndexedText): void {
-    this.#search.add(fields(doc));
+    this.#search.add(doc);
   }
 
   addAll(docs: readonly IndexedText[]): void {
-    this.#search.addAll(docs.map(fields));
+    this.#search.addAll(docs);
   }
 
   /**
-   * Indexes a document again with a new context. `before` must be the document as it was
-   * indexed: it is removed term by term, with no background vacuuming (MiniSearch 7.2's
-   * vacuum breaks when the index changes between its batches).
+   * The best `limit` matches of `query`, best first. Terms that are all stop words match nothing.
+   * With `around` (a memory's neighbouring turns in its conversation), each match also lends
+   * CONTEXT_WEIGHT of its score to its neighbours, so a reply is found by the words of the
+   * question before it.
    */
-  reindex(before: IndexedText, after: IndexedText): void {
-    this.#search.remove(fields(before));
-    this.#search.add(fields(after));
-  }
-
-  /** The best `limit` matches of `query`, best first. Terms that are all stop words match nothing. */
-  search(query: string, limit: number, filter?: (id: string) => boolean): Bm25Hit[] {
-    const results = this.#search.search(query, filter ? { filter: (r) => filter(r.id as string) } : undefined);
-    const out: Bm25Hit[] = [];
-    for (const r of results) {
-      out.push({ id: r.id as string, score: r.score });
-      if (out.length >= limit) break;
+  search(query: string, limit: number, filter?: (id: string) => boolean, around?: (id: string) => readonly string[]): Bm25Hit[] {
+    if (!around) {
+      const results = this.#search.search(query, filter ? { filter: (r) => filter(r.id as string) } : undefined);
+      return results.slice(0, limit).map((r) => ({ id: r.id as string, score: r.score }));
     }
-    return out;
+    const results = this.#search.search(query);
+    const scores = new Map<string, number>();
+    for (const r of results) scores.set(r.id as string, (scores.get(r.id as string) ?? 0) + r.score);
+    for (const r of results) {
+      for (const n of around(r.id as string)) scores.set(n, (scores.get(n) ?? 0) + CONTEXT_WEIGHT * r.score);
+    }
+    const out: Bm25Hit[] = [];
+    for (const [id, score] of scores) if (!filter || filter(id)) out.push({ id, score });
+    out.sort((a, b) => b.score - a.score);
+    return out.slice(0, limit);
   }
 }
 
@@ -89,8 +89,4 @@ export class Bm25Index {
 function normaliseTerm(term: string): string | null {
   const t = term.toLowerCase();
   return t.length === 0 || STOP_WORDS.has(t) ? null : stemmer(t);
-}
-
-function fields(d: IndexedText): IndexedText {
-  return { id: d.id, content: d.content, tags: d.tags, context: d.context ?? '' };
 }

@@ -49,7 +49,8 @@ export interface ConsolidationReport {
 }
 
 const SNIPPET_CHARS = 100;
-const CONTRADICTION_CANDIDATES = 8;
+/** Word sets this similar (Jaccard) or more state the same thing, up to negation. */
+const JACCARD_MIN = 0.6;
 const MAX_CONCEPTS_PER_MEMORY = 12;
 const LAST_RUN_META = 'consolidated_at';
 const DAY_MS = 86_400_000;
@@ -213,18 +214,40 @@ export class MemoryConsolidator {
 
   /**
    * A memory that states the opposite of an older one (a negation, or a word and its opposite,
-   * over mostly the same words) supersedes it.
+   * over mostly the same words) supersedes it. Candidate pairs come from a set-similarity join
+   * with prefix filtering: two word sets with a Jaccard index of at least 0.6 share one of the
+   * rarest few words of each, so only memories indexed under those words are compared.
    */
   #contradictions(memories: readonly MemoryRecord[], plan: Plan, freshSince: number): void {
+    const claims = new Map<string, { m: MemoryRecord; words: Set<string>; negated: boolean }>();
+    for (const m of this.#memory.all()) {
+      if (m.derived_from !== undefined || !isCurrent(m)) continue;
+      const claim = parseClaim(m.content);
+      if (claim.words.size >= 2) claims.set(m.id, { m, ...claim });
+    }
+    const df = new Map<string, number>();
+    for (const c of claims.values()) for (const w of c.words) df.set(w, (df.get(w) ?? 0) + 1);
+    const prefix = (words: Set<string>) => {
+      const sorted = [...words].sort((a, b) => df.get(a)! - df.get(b)! || (a < b ? -1 : 1));
+      return sorted.slice(0, words.size - Math.ceil(JACCARD_MIN * words.size) + 1);
+    };
+    const byWord = new Map<string, string[]>();
+    for (const [id, c] of claims) {
+      for (const w of prefix(c.words)) {
+        let list = byWord.get(w);
+        if (!list) byWord.set(w, (list = []));
+        list.push(id);
+      }
+    }
     for (const newer of memories) {
-      if (newer.created_at < freshSince || plan.isSuperseded(newer.id)) continue;
-      const claim = parseClaim(newer.content);
-      if (claim.words.size < 2) continue;
-      const candidates = this.#memory.similar(newer.content, CONTRADICTION_CANDIDATES, (o) => o.id !== newer.id && o.derived_from === undefined && isCurrent(o) && o.created_at <= newer.created_at);
-      for (const older of candidates) {
-        if (plan.isSuperseded(older.id) || (older.created_at === newer.created_at && older.id > newer.id)) continue;
-        const other = parseClaim(older.content);
-        if (claim.negated === other.negated || !overlaps(claim.words, other.words)) continue;
+      const claim = claims.get(newer.id);
+      if (!claim || newer.created_at < freshSince || plan.isSuperseded(newer.id)) continue;
+      const candidates = new Set(prefix(claim.words).flatMap((w) => byWord.get(w) ?? []));
+      for (const id of candidates) {
+        const other = claims.get(id)!;
+        const older = other.m;
+        if (id === newer.id || older.created_at > newer.created_at || (older.created_at === newer.created_at && older.id > newer.id)) continue;
+        if (plan.isSuperseded(older.id) || claim.negated === other.negated || !overlaps(claim.words, other.words)) continue;
         const reason = `contradicted by a newer memory (${newer.id}): "${clip(newer.content)}"`;
         plan.supersede(older, newer.id, reason);
         plan.insight({
@@ -372,11 +395,11 @@ function parseClaim(text: string): { words: Set<string>; negated: boolean } {
   return { words, negated };
 }
 
-/** Mostly the same words: at least two shared and a Jaccard index of at least 0.6. */
+/** Mostly the same words: at least two shared and a Jaccard index of at least JACCARD_MIN. */
 function overlaps(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
   let shared = 0;
   for (const w of a) if (b.has(w)) shared++;
-  return shared >= 2 && shared / (a.size + b.size - shared) >= 0.6;
+  return shared >= 2 && shared / (a.size + b.size - shared) >= JACCARD_MIN;
 }
 
 function clip(text: string, max = SNIPPET_CHARS): string {

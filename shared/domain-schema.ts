@@ -30,10 +30,20 @@ export const AgentDefinitionSchema = z.object({
   aliases: z.array(z.string()).default([]),
   pinned: LifecycleStateSchema.nullish(),
   knowledge: z.array(z.string()).default([]),
+  searchStrategy: z.string().min(1).nullish(),
 });
 export type AgentDefinition = z.infer<typeof AgentDefinitionSchema>;
 
 const ScalarSchema = z.union([z.string(), z.number(), z.boolean()]);
+
+export const SEARCH_METHODS = ['bm25', 'vector', 'hybrid'] as const;
+
+/** A named way of searching memory. */
+export const SearchStrategySchema = z.object({
+  method: z.enum(SEARCH_METHODS).default('bm25'),
+  semanticWeight: z.number().min(0).max(1).nullish(),
+});
+export type NamedSearchStrategy = z.infer<typeof SearchStrategySchema>;
 
 export const ConceptTypeSchema = z.object({
   description: z.string().default(''),
@@ -120,6 +130,7 @@ export const DomainSchemaSchema = z.object({
   prompts: z.record(z.string(), z.string()).default({}),
   worldTables: z.record(WorldNameSchema, WorldTableSchema).default({}),
   worldWatches: z.array(WorldWatchSchema).default([]),
+  searchStrategies: z.record(WorldNameSchema, SearchStrategySchema).default({}),
 });
 export type DomainSchema = z.infer<typeof DomainSchemaSchema>;
 
@@ -185,7 +196,24 @@ export function parseDomainSchema(raw: unknown, file = '<domain schema>'): Domai
     });
   }
   checkWorldDeclarations(result.data, file);
+  checkSearchStrategies(result.data, file);
   return deepFreeze(result.data);
+}
+
+/** Named strategies do not shadow the three methods; an agent's strategy is a method or a declared name. */
+function checkSearchStrategies(domain: DomainSchema, file: string): void {
+  const fail = (path: string, message: string) => {
+    throw new ThymosError(ErrorCode.SCHEMA_INVALID, `domain schema ${file}: ${path}: ${message}`, { location: { file, path } });
+  };
+  for (const name of Object.keys(domain.searchStrategies)) {
+    if ((SEARCH_METHODS as readonly string[]).includes(name)) fail(`searchStrategies.${name}`, `${name} is a search method already; choose another name`);
+  }
+  for (const [id, agent] of Object.entries(domain.agents)) {
+    const s = agent.searchStrategy;
+    if (s != null && !(SEARCH_METHODS as readonly string[]).includes(s) && !Object.hasOwn(domain.searchStrategies, s)) {
+      fail(`agents.${id}.searchStrategy`, `expected ${[...SEARCH_METHODS, ...Object.keys(domain.searchStrategies)].join(', ')}; got ${JSON.stringify(s)}`);
+    }
+  }
 }
 
 /** World tables do not shadow Thymos's own tables or row fields; watches name declared tables and fields. */

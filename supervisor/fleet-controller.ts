@@ -388,7 +388,7 @@ export class FleetController {
     try {
       mkdirSync(paths.run, { recursive: true });
       const contextFile = join(paths.run, `${id}.context.json`);
-      writeAtomic(contextFile, JSON.stringify({ definition: domain.agents[id], eventFilters: domain.eventFilters, worldWatches: domain.worldWatches, aliases: this.#aliases, relationshipTypes: domain.relationshipTypes, conceptTypes: domain.conceptTypes, properties }));
+      writeAtomic(contextFile, JSON.stringify({ definition: domain.agents[id], eventFilters: domain.eventFilters, worldWatches: domain.worldWatches, aliases: this.#aliases, relationshipTypes: domain.relationshipTypes, conceptTypes: domain.conceptTypes, searchStrategies: domain.searchStrategies, properties }));
       const args = ['agent', '--agent-id', id, '--port', String(port), '--mode', mode, '--context', contextFile, '--nats-url', this.#o.natsUrl];
       if (config.file) args.push('--config', config.file);
       await processes.start({

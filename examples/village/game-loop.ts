@@ -113,7 +113,7 @@ try {
   check('the elder remembers the first conversation after sleeping through the walk', /mill wheel creaks/.test(memory), memory.slice(0, 200));
   const heard = text(await elder.callTool({ name: 'query_elder_rowan_knowledge', arguments: { query: 'wolves sheep north pasture', k: 3 } }));
   // By meaning, not words: no word of the question is in the memory.
-  const meant = text(await elder.callTool({ name: 'query_elder_rowan_knowledge', arguments: { query: 'predators hurting the flock', k: 5, strategy: 'vector' } }));
+  const meant = text(await elder.callTool({ name: 'query_elder_rowan_knowledge', arguments: { query: 'predators hurting the flock', k: 5, strategy: 'by_meaning' } }));
   check('the elder recalls by meaning: "predators hurting the flock" finds the wolves', /Wolves took two sheep/.test(meant), meant.slice(0, 300));
   check('the elder, Dormant when the wolves came, heard of them on waking', /Wolves took two sheep/.test(heard), heard.slice(0, 200));
   // By alias: "the smith" is Bram, so the question finds what the elder knows of Bram.

@@ -191,6 +191,13 @@ describe('agent process', () => {
       assert.equal(bad.isError, true);
       assert.match(text(bad), /since/);
 
+      const named = await call(client, 'recall', { query: 'nails', strategy: 'by_meaning' });
+      assert.equal(named.isError, undefined, text(named));
+      // No embedding service here: the hybrid strategy falls back to BM25 and says so.
+      assert.equal((named.structuredContent!.results as Array<{ score: { strategy: string } }>)[0]?.score.strategy, 'bm25');
+      const unknown = await call(client, 'recall', { query: 'nails', strategy: 'sideways' });
+      assert.match(text(unknown), /^INVALID_INPUT: strategy: expected bm25, vector, hybrid, by_meaning; got "sideways"/);
+
       const cave = await call(client, 'describe_concept', { name: 'the mill', type: 'place', attributes: { kind: 'cave' } });
       assert.match(text(cave), /^INVALID_INPUT: attributes\.kind: expected one of building, outdoors; got "cave"/);
       const mill = await call(client, 'describe_concept', { name: 'the mill', type: 'place', attributes: { kind: 'building' } });

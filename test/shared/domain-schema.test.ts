@@ -69,4 +69,23 @@ describe('Pkl domain schema', () => {
     const file = world('worldTables { ["quest"] { fields { ["title"] { type = "text" } } } }');
     await assert.rejects(loadDomainSchema(file), (err: unknown) => isThymosError(err, 'SCHEMA_INVALID') && /"text"/.test(err.message));
   });
+
+  test('named search strategies: declared in Pkl, not shadowing a method, and an agent names a declared one', async () => {
+    const domain = await loadDomainSchema(VILLAGE_SCHEMA);
+    assert.deepEqual(domain.searchStrategies.by_meaning, { method: 'hybrid', semanticWeight: 0.8 });
+    const elder = { persona: { name: 'Elder Rowan' } };
+    const cases: Array<[unknown, RegExp]> = [
+      [{ searchStrategies: { hybrid: { method: 'vector' } } }, /searchStrategies\.hybrid: hybrid is a search method already/],
+      [{ searchStrategies: { deep: { method: 'sideways' } } }, /searchStrategies\.deep\.method/],
+      [{ searchStrategies: { deep: { semanticWeight: 2 } } }, /searchStrategies\.deep\.semanticWeight/],
+      [{ agents: { elder_rowan: { ...elder, searchStrategy: 'deep' } } }, /agents\.elder_rowan\.searchStrategy: expected bm25, vector, hybrid; got "deep"/],
+    ];
+    for (const [raw, pattern] of cases) {
+      assert.throws(() => parseDomainSchema(raw, 'x.json'), (err: unknown) => isThymosError(err, 'SCHEMA_INVALID') && pattern.test(err.message), JSON.stringify(raw));
+    }
+    const ok = parseDomainSchema({ agents: { elder_rowan: { ...elder, searchStrategy: 'deep' } }, searchStrategies: { deep: { method: 'hybrid' } } });
+    assert.equal(ok.agents.elder_rowan!.searchStrategy, 'deep');
+    const file = world('searchStrategies { ["deep"] { method = "sideways" } }');
+    await assert.rejects(loadDomainSchema(file), (err: unknown) => isThymosError(err, 'SCHEMA_INVALID') && /sideways/.test(err.message));
+  });
 });
