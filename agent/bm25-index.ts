@@ -73,15 +73,22 @@ export class Bm25Index {
       return results.slice(0, limit).map((r) => ({ id: r.id as string, score: r.score }));
     }
     const results = this.#search.search(query);
-    const scores = new Map<string, number>();
-    for (const r of results) scores.set(r.id as string, (scores.get(r.id as string) ?? 0) + r.score);
-    for (const r of results) {
-      for (const n of around(r.id as string)) scores.set(n, (scores.get(n) ?? 0) + CONTEXT_WEIGHT * r.score);
+    const raw = new Map<string, number>();
+    for (const r of results) raw.set(r.id as string, r.score);
+    const scored = (id: string) => (raw.get(id) ?? 0) + CONTEXT_WEIGHT * around(id).reduce((sum, n) => sum + (raw.get(n) ?? 0), 0);
+    // Rescored: the best matches and their neighbours (a document further down, next to none
+    // of them, is left out: it would need two strong neighbours of its own). Widened when the
+    // filter leaves too few.
+    for (let head = Math.max(limit * 4, 64); ; head *= 4) {
+      const candidates = new Set<string>();
+      for (const r of results.slice(0, head)) {
+        candidates.add(r.id as string);
+        for (const n of around(r.id as string)) candidates.add(n);
+      }
+      const out: Bm25Hit[] = [];
+      for (const id of candidates) if (!filter || filter(id)) out.push({ id, score: scored(id) });
+      if (out.length >= limit || head >= results.length) return out.sort((a, b) => b.score - a.score).slice(0, limit);
     }
-    const out: Bm25Hit[] = [];
-    for (const [id, score] of scores) if (!filter || filter(id)) out.push({ id, score });
-    out.sort((a, b) => b.score - a.score);
-    return out.slice(0, limit);
   }
 }
 
