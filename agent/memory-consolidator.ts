@@ -152,7 +152,7 @@ export class MemoryConsolidator {
     };
     if (!dryRun) {
       await this.#memory.commit(plan.created, [...plan.changes].map(([id, changes]) => ({ id, changes })), now);
-      if (Object.keys(scope).length === 0) await this.#store.setMeta(LAST_RUN_META, now);
+      if (isWhole(scope)) await this.#store.setMeta(LAST_RUN_META, now);
     }
     report.took_ms = Math.round(performance.now() - started);
     this.#logger?.info(
@@ -164,7 +164,7 @@ export class MemoryConsolidator {
 
   /** Contradictions are looked for among memories newer than this (a scheduled or passivation run checks only what is new). */
   async #freshSince(scope: ConsolidationScope, trigger: ConsolidationTrigger): Promise<number> {
-    if (trigger === 'demand' || Object.keys(scope).length > 0) return -Infinity;
+    if (trigger === 'demand' || !isWhole(scope)) return -Infinity;
     const last = await this.#store.getMeta<number>(LAST_RUN_META);
     return typeof last === 'number' ? last : -Infinity;
   }
@@ -364,6 +364,11 @@ function inside(m: MemoryRecord, scope: ConsolidationScope): boolean {
     (scope.until === undefined || m.created_at <= scope.until) &&
     (scope.tag === undefined || m.tags.includes(scope.tag))
   );
+}
+
+/** Whether a scope narrows nothing. */
+function isWhole(scope: ConsolidationScope): boolean {
+  return Object.values(scope).every((v) => v === undefined);
 }
 
 /** A stable name for a scope, part of an insight's key: the same scope restated supersedes its earlier insight. */

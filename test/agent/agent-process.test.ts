@@ -271,6 +271,25 @@ describe('agent process', () => {
     assert.equal(await agent.exited, 0);
   });
 
+  test('consolidates on a schedule, and once more when it stops', async () => {
+    const scheduled = createWorkspace({ extra: '[memory]\nconsolidate_every_s = 1' });
+    try {
+      const agent = await startAgent({ id: 'mira_herbalist', port: await freePort(), config: scheduled.configPath });
+      const client = await agent.client();
+      for (const content of ['Bram sharpened Mira’s sickle', 'Mira paid Bram in salve', 'Bram and Mira walked to the river']) await call(client, 'remember', { content });
+      const theme = await eventually(async () => {
+        const found = await call(client, 'recall', { query: 'Bram Mira together', source: 'insight', k: 5 });
+        return (found.structuredContent!.results as Array<{ content: string; derived_from?: string[] }>).find((r) => r.content.startsWith('Bram and Mira come up together in 3 memories'));
+      });
+      assert.equal(theme.derived_from?.length, 3);
+      assert.match(agent.output(), /"trigger":"schedule"[^\n]*memories consolidated/);
+      assert.equal(await agent.stop('SIGTERM'), 0);
+      assert.match(agent.output(), /"trigger":"passivation"[^\n]*memories consolidated/);
+    } finally {
+      scheduled.dispose();
+    }
+  });
+
   test('an id the domain schema does not define runs with a default persona', async () => {
     const agent = await startAgent({ id: 'scratch_pad', port: await freePort(), config: ws.configPath, mode: 'passive' });
     const client = await agent.client();
