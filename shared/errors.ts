@@ -53,6 +53,12 @@ export const ErrorCode = {
   SNAPSHOT_FAILED: 'SNAPSHOT_FAILED',
   /** No embedding model could be loaded or reached; vector search falls back to BM25. */
   EMBEDDER_UNAVAILABLE: 'EMBEDDER_UNAVAILABLE',
+  /** The language model's endpoint refused, failed or could not be reached (after its retries). */
+  LLM_UNAVAILABLE: 'LLM_UNAVAILABLE',
+  /** The model's output did not match the expected structure, even after a repair attempt. */
+  LLM_OUTPUT_INVALID: 'LLM_OUTPUT_INVALID',
+  /** The caller cancelled the operation (an agent passivated or stopping cancels its model calls). */
+  CANCELLED: 'CANCELLED',
   /** The world row (or other record) the request names does not exist. */
   NOT_FOUND: 'NOT_FOUND',
   /** A failure that no other code describes; a bug if seen. */
