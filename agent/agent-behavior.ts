@@ -1,6 +1,7 @@
 import type { RelevanceInput } from '../shared/agent-protocol.js';
 import type { AgentDefinition } from '../shared/domain-schema.js';
 import type { Logger } from '../shared/logger.js';
+import type { TokenUsage } from '../shared/llm-provider.js';
 import type { NewMemory, RecallOptions } from './agent-memory.js';
 import type { MemoryRecord, RecallHit } from './memory-record.js';
 
@@ -17,6 +18,11 @@ export interface TalkReply {
   reply: string;
   /** Memories recall found for the message and the reply used. */
   grounding: RecallHit[];
+  /** How it was said, when the behaviour knows (a model's `emotional_tone`). */
+  tone?: string;
+  /** What the agent does besides talking, when the behaviour says. */
+  actions?: string[];
+  state_changes?: Record<string, unknown>;
 }
 
 /** What a behaviour may use of its agent. */
@@ -26,6 +32,12 @@ export interface AgentBehaviorContext {
   readonly logger: Logger;
   recall(query: string, options: RecallOptions & { filter?: (m: MemoryRecord) => boolean }): Promise<RecallHit[]>;
   remember(memory: NewMemory): Promise<MemoryRecord>;
+  /** The newest `limit` memories of a conversation thread, oldest first. */
+  recentTurns(thread: string, limit: number): MemoryRecord[];
+  /** Aborted when the agent is passivated or stops: pass it to model calls so they stop at once. */
+  readonly signal: AbortSignal;
+  /** Counts the tokens a model call used, for the agent's state and metrics. */
+  spent(usage: TokenUsage): void;
 }
 
 /**

@@ -8,6 +8,7 @@ import { AgentStateSchema } from '../shared/agent-protocol.js';
 import { toThymosError } from '../shared/errors.js';
 import type { ThymosConfig } from '../shared/thymos-config.js';
 import type { AgentRuntime } from './agent-runtime.js';
+import { personaPrompt } from './persona-prompt.js';
 import type { RecallOptions } from './agent-memory.js';
 import type { ConceptView } from './concept-tracker.js';
 import type { MemoryRecord, RecallHit } from './memory-record.js';
@@ -141,14 +142,26 @@ export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfi
         message: content.describe('What you say.'),
         speaker: z.string().min(1).max(SPEAKER_MAX).optional().describe('Who is speaking; names the conversation thread. Default "stranger".'),
       },
-      outputSchema: { reply: z.string(), grounding: z.array(HitOutSchema) },
+      outputSchema: {
+        reply: z.string(),
+        grounding: z.array(HitOutSchema),
+        emotional_tone: z.string().optional(),
+        actions: z.array(z.string()).optional(),
+        state_changes: z.record(z.string(), z.unknown()).optional(),
+      },
     },
     async ({ message, speaker }) =>
       guard(async () => {
         const result = await runtime.talk({ message, speaker: speaker ?? 'stranger' });
         return {
           content: [{ type: 'text', text: result.reply }],
-          structuredContent: { reply: result.reply, grounding: result.grounding.map(hitOut) },
+          structuredContent: {
+            reply: result.reply,
+            grounding: result.grounding.map(hitOut),
+            ...(result.tone !== undefined ? { emotional_tone: result.tone } : {}),
+            ...(result.actions ? { actions: result.actions } : {}),
+            ...(result.state_changes ? { state_changes: result.state_changes } : {}),
+          },
         };
       }),
   );
@@ -426,7 +439,7 @@ export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfi
       argsSchema: { situation: z.string().max(QUERY_MAX).optional().describe('What is going on right now.') },
     },
     ({ situation }) => ({
-      messages: [{ role: 'user', content: { type: 'text', text: personaPrompt(runtime, situation) } }],
+      messages: [{ role: 'user', content: { type: 'text', text: personaPrompt(runtime.definition.persona, situation ? `Right now: ${situation}` : undefined) } }],
     }),
   );
 
@@ -444,19 +457,6 @@ export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfi
   });
 
   return { server, subscriptions };
-}
-
-function personaPrompt(runtime: AgentRuntime, situation: string | undefined): string {
-  const p = runtime.definition.persona;
-  const lines = [
-    `You are ${p.name}.`,
-    p.traits.length > 0 ? `You are ${p.traits.join(', ')}.` : '',
-    `You speak in a ${p.speechStyle} way.`,
-    p.background ? `Background: ${p.background}` : '',
-    situation ? `Right now: ${situation}` : '',
-    'Stay in character. Use only what you remember; say so when you do not know.',
-  ];
-  return lines.filter(Boolean).join('\n');
 }
 
 async function guard(fn: () => Promise<CallToolResult>): Promise<CallToolResult> {

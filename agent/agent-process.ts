@@ -24,6 +24,7 @@ import { AgentRuntime } from './agent-runtime.js';
 import { MemoryConsolidator } from './memory-consolidator.js';
 import { MemoryStore } from './memory-store.js';
 import { OfflineBehavior } from './offline-behavior.js';
+import { createLlmProvider } from '../shared/llm-providers.js';
 
 /** Where an agent keeps its files: `<data_dir>/agents/<id>/`. */
 export function agentDataDir(config: ThymosConfig, id: string): string {
@@ -291,7 +292,12 @@ function hash(text: string): string {
 }
 
 async function loadBehavior(config: ThymosConfig, id: string, definition: AgentDefinition): Promise<AgentBehavior> {
-  if (!config.behaviorPath) return new OfflineBehavior();
+  if (!config.behaviorPath) {
+    const provider = createLlmProvider('dialogue', config.llm.dialogue, process.env, config.file);
+    if (!provider) return new OfflineBehavior();
+    const { LlmBehavior } = await import('./llm-behavior.js');
+    return new LlmBehavior(provider);
+  }
   const path = resolve(config.behaviorPath);
   let mod: { createBehavior?: CreateBehavior; default?: CreateBehavior };
   try {

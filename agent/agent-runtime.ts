@@ -74,6 +74,9 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
   #lastSnapshotAt: string | null = null;
   #inFlight = 0;
   #idle: Array<() => void> = [];
+  /** Aborted (and replaced) when the agent is passivated or stops: cancels model calls in flight. */
+  #cancel = new AbortController();
+  #llm: NonNullable<AgentState['llm']> | undefined;
 
   constructor(options: AgentRuntimeOptions) {
     super();
@@ -118,7 +121,14 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
       memory_count: this.#memory.count,
       conversations: this.#conversations,
       last_snapshot_at: this.#lastSnapshotAt,
+      ...(this.#llm ? { llm: { ...this.#llm } } : {}),
     };
+  }
+
+  /** Cancels the model calls in flight; later calls get a fresh signal. */
+  #cancelCalls(why: string): void {
+    this.#cancel.abort(new ThymosError(ErrorCode.CANCELLED, why));
+    this.#cancel = new AbortController();
   }
 
   /** Restores what the last snapshot saved; called once before the agent is ready. */
@@ -133,6 +143,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
   setStatus(status: AgentState['status']): void {
     if (this.#status === status) return;
     this.#status = status;
+    if (status === 'stopping') this.#cancelCalls(`${this.id} is stopping`);
     this.#changed();
   }
 
@@ -148,6 +159,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
       this.#logger.info({ from: this.#mode, to: mode }, 'mode changed');
       const passivated = this.#mode === 'active' && mode === 'passive';
       this.#mode = mode;
+      if (passivated) this.#cancelCalls(`${this.id} was passivated`);
       this.#changed();
       if (passivated && this.#consolidateOnPassivate) void this.consolidateWithin('passivation');
     }
@@ -395,6 +407,15 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
       logger: this.#logger,
       recall: (query, options) => this.#memory.recall(query, { ...this.#strategy(undefined), ...options }),
       remember: (memory) => this.#rememberAndAnnounce(memory),
+      recentTurns: (thread, limit) => [...this.#memory.all()].filter((m) => m.source.thread === thread).sort((a, b) => a.created_at - b.created_at).slice(-limit),
+      signal: this.#cancel.signal,
+      spent: (usage) => {
+        const llm = (this.#llm ??= { calls: 0, input_tokens: 0, output_tokens: 0 });
+        llm.calls++;
+        llm.input_tokens += usage.input_tokens;
+        llm.output_tokens += usage.output_tokens;
+        this.#changed();
+      },
     };
   }
 

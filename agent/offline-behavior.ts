@@ -1,5 +1,6 @@
 import type { AgentBehavior, AgentBehaviorContext, TalkReply, TalkRequest } from './agent-behavior.js';
 import type { Persona } from '../shared/domain-schema.js';
+import type { RecallHit } from './memory-record.js';
 
 /** Openers by trait; the first trait of the persona that has one sets the tone. */
 const OPENERS: Readonly<Record<string, string>> = {
@@ -17,8 +18,29 @@ const OPENERS: Readonly<Record<string, string>> = {
   forgetful: 'Now, where was I…',
 };
 
-/** Memories this behaviour writes of its own words; left out of grounding so it does not quote itself. */
+/** Memories an agent writes of its own words; left out of grounding so it does not quote itself. */
 const SAID_TAG = 'said';
+
+/** What was said to the agent, as it is remembered. */
+export function heardLine(request: TalkRequest): string {
+  return `${request.speaker} said to me: ${request.message}`;
+}
+
+/**
+ * Memories that may ground a reply: neither the agent's own replies nor earlier records of
+ * this very line (asked the same question twice, it answers from what it knows, not the asker).
+ */
+export async function groundingFor(ctx: AgentBehaviorContext, request: TalkRequest, k: number): Promise<RecallHit[]> {
+  const echo = heardLine(request);
+  return ctx.recall(request.message, { k, filter: (m) => !m.tags.includes(SAID_TAG) && m.content !== echo });
+}
+
+/** Stores both lines of an exchange as memories of the conversation thread named after the speaker. */
+export async function recordExchange(ctx: AgentBehaviorContext, request: TalkRequest, reply: string): Promise<void> {
+  const thread = request.speaker;
+  await ctx.remember({ content: heardLine(request), tags: ['dialogue', 'heard'], importance: 0.4, source: { kind: 'dialogue', by: request.speaker, thread } });
+  await ctx.remember({ content: `I told ${request.speaker}: ${reply}`, tags: ['dialogue', SAID_TAG], importance: 0.2, source: { kind: 'dialogue', by: ctx.id, thread } });
+}
 
 /**
  * The default behaviour: no model, no network. It answers in the persona's voice with
@@ -27,10 +49,7 @@ const SAID_TAG = 'said';
  */
 export class OfflineBehavior implements AgentBehavior {
   async talk(ctx: AgentBehaviorContext, request: TalkRequest): Promise<TalkReply> {
-    // Neither its own replies nor earlier records of this very line are grounds for an answer:
-    // asked the same question twice, it should answer from what it knows, not echo the asker.
-    const echo = `${request.speaker} said to me: ${request.message}`;
-    const grounding = await ctx.recall(request.message, { k: 3, filter: (m) => !m.tags.includes(SAID_TAG) && m.content !== echo });
+    const grounding = await groundingFor(ctx, request, 3);
     const persona = ctx.definition.persona;
     const facts = grounding.map((h) => sentence(h.memory.content));
     const body =
@@ -38,19 +57,7 @@ export class OfflineBehavior implements AgentBehavior {
         ? `I recall this: ${facts.join(' ')}`
         : `I know nothing of ${quoteTopic(request.message)}.`;
     const reply = `${opener(persona)} ${body}`;
-    const thread = request.speaker;
-    await ctx.remember({
-      content: echo,
-      tags: ['dialogue', 'heard'],
-      importance: 0.4,
-      source: { kind: 'dialogue', by: request.speaker, thread },
-    });
-    await ctx.remember({
-      content: `I told ${request.speaker}: ${reply}`,
-      tags: ['dialogue', SAID_TAG],
-      importance: 0.2,
-      source: { kind: 'dialogue', by: ctx.id, thread },
-    });
+    await recordExchange(ctx, request, reply);
     return { reply, grounding };
   }
 }

@@ -21,6 +21,8 @@ export const AgentStateSchema = z.object({
   memory_count: z.number().int(),
   conversations: z.number().int(),
   last_snapshot_at: z.string().nullable(),
+  /** Tokens its model calls used since it started (absent when it made none). */
+  llm: z.object({ calls: z.number().int(), input_tokens: z.number().int(), output_tokens: z.number().int() }).optional(),
 });
 export type AgentState = z.infer<typeof AgentStateSchema>;
 
