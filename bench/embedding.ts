@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AgentMemory, type SearchStrategy } from '../agent/agent-memory.js';
@@ -10,7 +10,7 @@ import { EmbeddingService } from '../supervisor/embedding-service.js';
 import { ensureModel, loadTestEmbedder } from '../test/helpers/embedding-model.js';
 import { startNatsServer } from '../test/helpers/nats-server.js';
 import type { Figure, Scenario } from './scenario.js';
-import { quantile, round, seeded, timed } from './stats.js';
+import { quantile, removeDbDir, round, seeded, timed } from './stats.js';
 
 const SIZES = [10_000, 100_000];
 const QUERIES = 200;
@@ -51,7 +51,7 @@ async function recallFigures(texts: string[], queries: string[]): Promise<Figure
     }
   } finally {
     await store.close();
-    rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
+    await removeDbDir(dir);
   }
   return figures;
 }

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
@@ -8,7 +8,7 @@ import { loadTestEmbedder } from '../test/helpers/embedding-model.js';
 import { MemoryStore } from '../agent/memory-store.js';
 import { ThymosConfigSchema } from '../shared/thymos-config.js';
 import type { Figure, Scenario, ScenarioOptions } from './scenario.js';
-import { round } from './stats.js';
+import { removeDbDir, round } from './stats.js';
 
 /** The compact LoCoMo form (see the data's README): conversations of sessions of turns, and questions with evidence turn ids. */
 const LocomoSchema = z.array(
@@ -87,7 +87,7 @@ async function evaluate(data: Locomo, strategy: SearchStrategy, embedder: Embedd
     } finally {
       await store.close();
       // surrealkv may still be finishing files just after close.
-      rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
+      await removeDbDir(dir);
     }
   }
   const summary = (key: string) => {

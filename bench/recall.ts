@@ -9,7 +9,7 @@ import { MemoryConsolidator, type ConsolidationReport } from '../agent/memory-co
 import { MemoryStore } from '../agent/memory-store.js';
 import { ThymosConfigSchema } from '../shared/thymos-config.js';
 import type { Figure, Scenario } from './scenario.js';
-import { quantile, round, seeded, timed } from './stats.js';
+import { quantile, removeDbDir, round, seeded, timed } from './stats.js';
 
 const SIZES = [1_000, 10_000];
 const QUERIES = 200;
@@ -66,7 +66,7 @@ async function inProcess(n: number, texts: string[], queries: string[]): Promise
     report = await consolidator.consolidate({}, { dryRun: true });
   });
   await store.close();
-  rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
+  await removeDbDir(dir);
   const label = `${n / 1000}k`;
   return [
     { metric: `consolidate all ${label} memories (contradiction check of each, fading; no concepts), dry run`, value: `${round(consolidateMs, 0)} (${report!.superseded.length} contradictions)`, unit: 'ms' },

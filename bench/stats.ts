@@ -1,3 +1,4 @@
+import { rmSync } from 'node:fs';
 /** The q-quantile (0..1) of samples, nearest-rank. */
 export function quantile(samples: readonly number[], q: number): number {
   if (samples.length === 0) return Number.NaN;
@@ -25,4 +26,23 @@ export function seeded(seed: number): () => number {
     s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
     return s / 0x1_0000_0000;
   };
+}
+
+/**
+ * Removes a temp folder an embedded SurrealDB used. surrealkv may still be finishing files for
+ * a moment after close, so it tries again for up to two seconds, then leaves the folder and says so.
+ */
+export async function removeDbDir(dir: string): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      rmSync(dir, { recursive: true, force: true });
+      return;
+    } catch (err) {
+      if (attempt >= 10) {
+        process.stderr.write(`could not remove ${dir}: ${(err as Error).message}\n`);
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
 }
