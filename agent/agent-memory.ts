@@ -4,6 +4,7 @@ import type { MemorySettings } from '../shared/thymos-config.js';
 import type { Embedder } from '../shared/embedder.js';
 import type { Logger } from '../shared/logger.js';
 import { Bm25Index } from './bm25-index.js';
+import { entry } from './map-entry.js';
 import { VectorIndex } from './vector-index.js';
 import { ErrorCode, ThymosError } from '../shared/errors.js';
 import { normaliseSource, type MemoryChanges, type MemoryRecord, type MemorySource, type RecallHit } from './memory-record.js';
@@ -51,6 +52,8 @@ export interface RecallOptions {
 }
 
 const NONE: readonly string[] = [];
+/** The turns before and after a memory in its conversation. */
+type TurnLinks = { prev?: string; next?: string };
 /** BM25 candidates re-ranked by strength; this many per requested result. */
 const CANDIDATES_PER_RESULT = 4;
 const MIN_CANDIDATES = 40;
@@ -86,10 +89,15 @@ export class AgentMemory {
   #toEmbed: MemoryRecord[] = [];
   #embedTimer: NodeJS.Timeout | undefined;
   #expandQuery: ((query: string) => string) | undefined;
-  readonly #lastTurn = new Map<string, MemoryRecord>();
+  /** Thread → id of its newest memory. */
+  readonly #lastTurn = new Map<string, string>();
   /** A memory of a conversation → the turns before and after it. */
-  readonly #turns = new Map<string, string[]>();
-  readonly #around = (id: string): readonly string[] => this.#turns.get(id) ?? NONE;
+  readonly #turns = new Map<string, TurnLinks>();
+  readonly #around = (id: string): readonly string[] => {
+    const t = this.#turns.get(id);
+    if (!t) return NONE;
+    return t.prev === undefined ? [t.next!] : t.next === undefined ? [t.prev] : [t.prev, t.next];
+  };
 
   private constructor(store: MemoryStore, settings: MemorySettings, options: AgentMemoryOptions) {
     this.#store = store;
@@ -345,10 +353,21 @@ export class AgentMemory {
     const thread = r.source.thread;
     if (thread === undefined) return;
     const before = this.#lastTurn.get(thread);
-    this.#lastTurn.set(thread, r);
-    if (!before) return;
-    this.#turns.set(r.id, [...(this.#turns.get(r.id) ?? []), before.id]);
-    this.#turns.set(before.id, [...(this.#turns.get(before.id) ?? []), r.id]);
+    this.#lastTurn.set(thread, r.id);
+    if (before === undefined) return;
+    entry(this.#turns, r.id, () => ({} as TurnLinks)).prev = before;
+    entry(this.#turns, before, () => ({} as TurnLinks)).next = r.id;
+  }
+
+  /** The newest `limit` memories of a conversation thread, oldest first (walked back along the turn links). */
+  threadTurns(thread: string, limit: number): MemoryRecord[] {
+    const out: MemoryRecord[] = [];
+    for (let id = this.#lastTurn.get(thread); id !== undefined && out.length < limit; id = this.#turns.get(id)?.prev) {
+      const m = this.#records.get(id);
+      if (!m) break;
+      out.push(m);
+    }
+    return out.reverse();
   }
 
   /** Which memories a recall considers: current ones (unless asked otherwise) that pass the caller's filter. */

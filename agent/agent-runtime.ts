@@ -198,9 +198,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
 
   async remember(memory: NewMemory): Promise<MemoryRecord> {
     return this.#call(async () => {
-      if (this.#mode !== 'active') {
-        throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.id} is listening (passive): its memory can be read, not written, over MCP`);
-      }
+      this.#requireActive();
       return this.#rememberAndAnnounce(memory);
     });
   }
@@ -234,7 +232,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
   /** Relates two concepts, or (type `caused_by`) one memory to the memory that caused it. Only while active. */
   async link(request: { from: string; to: string; type: string; properties?: Record<string, unknown> | undefined; reason?: string | undefined }): Promise<unknown> {
     return this.#call(async () => {
-      if (this.#mode !== 'active') throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.id} is listening (passive): its memory can be read, not written, over MCP`);
+      this.#requireActive();
       const tracker = this.#requireConcepts();
       if (request.type === 'caused_by') {
         await tracker.linkCause(request.from, request.to, request.reason ?? '');
@@ -257,7 +255,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
   /** Records a concept's type and attributes, checked against the domain's concept types. Only while active. */
   async describeConcept(request: { name: string; type?: string | undefined; attributes?: Record<string, unknown> | undefined }): Promise<ConceptView> {
     return this.#call(async () => {
-      if (this.#mode !== 'active') throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.id} is listening (passive): its memory can be read, not written, over MCP`);
+      this.#requireActive();
       return this.#requireConcepts().describe(request.name, request);
     });
   }
@@ -287,11 +285,19 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
         return true;
       },
     );
+    if (!Number.isFinite(budgetMs)) {
+      await run;
+      return;
+    }
     let timer: NodeJS.Timeout | undefined;
-    const late = Number.isFinite(budgetMs) ? new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), budgetMs))) : new Promise<false>(() => undefined);
-    const done = await Promise.race([run, late]);
+    const done = await Promise.race([run, new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), budgetMs)))]);
     clearTimeout(timer);
     if (!done) this.#logger.warn({ budget_ms: budgetMs, trigger }, 'consolidation ran over its budget; going on without waiting for it');
+  }
+
+  /** Writing memory over MCP needs the agent active. */
+  #requireActive(): void {
+    if (this.#mode !== 'active') throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.id} is listening (passive): its memory can be read, not written, over MCP`);
   }
 
   #requireConcepts(): ConceptTracker {
@@ -407,7 +413,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
       logger: this.#logger,
       recall: (query, options) => this.#memory.recall(query, { ...this.#strategy(undefined), ...options }),
       remember: (memory) => this.#rememberAndAnnounce(memory),
-      recentTurns: (thread, limit) => [...this.#memory.all()].filter((m) => m.source.thread === thread).sort((a, b) => a.created_at - b.created_at).slice(-limit),
+      recentTurns: (thread, limit) => this.#memory.threadTurns(thread, limit),
       signal: this.#cancel.signal,
       spent: (usage) => {
         const llm = (this.#llm ??= { calls: 0, input_tokens: 0, output_tokens: 0 });

@@ -6,6 +6,7 @@ import type { MemorySettings } from '../shared/thymos-config.js';
 import type { AgentMemory } from './agent-memory.js';
 import type { ConceptExtractor } from './concept-extractor.js';
 import type { MemoryRecord } from './memory-record.js';
+import { entry } from './map-entry.js';
 import type { ConceptRecord, MemoryStore } from './memory-store.js';
 
 /** One alias of a concept, with where it came from. */
@@ -280,15 +281,11 @@ export class ConceptTracker {
   }
 
   #edgesOf(key: string): Array<{ type: string; to: string; properties: Record<string, unknown> }> {
-    let list = this.#edges.get(key);
-    if (!list) this.#edges.set(key, (list = []));
-    return list;
+    return entry(this.#edges, key, () => []);
   }
 
   #causesOf(id: string): Array<{ cause: string; reason: string }> {
-    let list = this.#causes.get(id);
-    if (!list) this.#causes.set(id, (list = []));
-    return list;
+    return entry(this.#causes, id, () => []);
   }
 
   /** Concepts at or above a tier, most mentioned first. */
@@ -368,19 +365,13 @@ export class ConceptTracker {
 
   #addMention(key: string, memoryId: string): void {
     this.#mentioned(key).add(memoryId);
-    let keys = this.#byMemory.get(memoryId);
-    if (!keys) this.#byMemory.set(memoryId, (keys = new Set()));
-    keys.add(key);
+    entry(this.#byMemory, memoryId, () => new Set<string>()).add(key);
   }
 
   #mentioned(key: string): Set<string> {
-    let set = this.#mentions.get(key);
-    if (!set) {
-      set = new Set();
-      this.#mentions.set(key, set);
-    }
-    return set;
+    return entry(this.#mentions, key, () => new Set<string>());
   }
+
 
   #aliasHits(text: string): Array<ConceptAlias & { concept: string }> {
     if (!this.#aliasPattern) return [];

@@ -4,6 +4,7 @@ import type { Logger } from '../shared/logger.js';
 import type { MemorySettings } from '../shared/thymos-config.js';
 import type { AgentMemory, NewMemory } from './agent-memory.js';
 import type { ConceptTracker } from './concept-tracker.js';
+import { entry } from './map-entry.js';
 import { isCurrent, type MemoryChanges, type MemoryRecord } from './memory-record.js';
 import { memoryStrength } from './memory-strength.js';
 import type { MemoryStore } from './memory-store.js';
@@ -175,11 +176,7 @@ export class MemoryConsolidator {
     const s = this.#settings;
     if (!tracker || s.themes_max === 0) return;
     const groups = new Map<string, MemoryRecord[]>();
-    const add = (key: string, m: MemoryRecord) => {
-      let list = groups.get(key);
-      if (!list) groups.set(key, (list = []));
-      list.push(m);
-    };
+    const add = (key: string, m: MemoryRecord) => entry(groups, key, () => []).push(m);
     for (const m of memories) {
       const keys = [...tracker.conceptsOf(m.id)].sort().slice(0, MAX_CONCEPTS_PER_MEMORY);
       for (const [i, a] of keys.entries()) {
@@ -233,11 +230,7 @@ export class MemoryConsolidator {
     };
     const byWord = new Map<string, string[]>();
     for (const [id, c] of claims) {
-      for (const w of prefix(c.words)) {
-        let list = byWord.get(w);
-        if (!list) byWord.set(w, (list = []));
-        list.push(id);
-      }
+      for (const w of prefix(c.words)) entry(byWord, w, () => []).push(id);
     }
     for (const newer of memories) {
       const claim = claims.get(newer.id);
@@ -276,10 +269,7 @@ export class MemoryConsolidator {
       faded.push(m);
     }
     const byDay = new Map<string, MemoryRecord[]>();
-    for (const m of faded) {
-      const d = day(m.created_at);
-      byDay.set(d, [...(byDay.get(d) ?? []), m]);
-    }
+    for (const m of faded) entry(byDay, day(m.created_at), () => []).push(m);
     for (const [d, group] of byDay) {
       if (group.length < s.compact_min) continue;
       group.sort((a, b) => a.created_at - b.created_at || a.id.localeCompare(b.id));
