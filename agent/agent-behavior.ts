@@ -1,8 +1,9 @@
 import type { RelevanceInput } from '../shared/agent-protocol.js';
 import type { AgentDefinition } from '../shared/domain-schema.js';
 import type { Logger } from '../shared/logger.js';
-import type { TokenUsage } from '../shared/llm-provider.js';
+import type { GenerateResult, LlmProvider, LlmUse } from '../shared/llm-provider.js';
 import type { NewMemory, RecallOptions } from './agent-memory.js';
+import type { SamplingClient } from './agent-models.js';
 import type { MemoryRecord, RecallHit } from './memory-record.js';
 
 /** One line said to an agent. */
@@ -11,6 +12,8 @@ export interface TalkRequest {
   message: string;
   /** Who said it; also names the conversation thread. */
   speaker: string;
+  /** The MCP client the line came through, when it can answer sampling requests (`mcp-sampling`). */
+  client?: SamplingClient | undefined;
 }
 
 /** What the agent answers, with the memories it drew on. */
@@ -23,6 +26,10 @@ export interface TalkReply {
   /** What the agent does besides talking, when the behaviour says. */
   actions?: string[];
   state_changes?: Record<string, unknown>;
+  /** Facts taken from what was said, each stored as a memory. */
+  learned?: string[];
+  /** Who wrote the reply: `offline`, or provider and model (`openai-compatible:llama3.2`). */
+  model?: string;
 }
 
 /** What a behaviour may use of its agent. */
@@ -32,12 +39,20 @@ export interface AgentBehaviorContext {
   readonly logger: Logger;
   recall(query: string, options: RecallOptions & { filter?: (m: MemoryRecord) => boolean }): Promise<RecallHit[]>;
   remember(memory: NewMemory): Promise<MemoryRecord>;
+  /** Stores several memories in one write, in order. */
+  rememberAll(memories: readonly NewMemory[]): Promise<MemoryRecord[]>;
   /** The newest `limit` memories of a conversation thread, oldest first. */
   recentTurns(thread: string, limit: number): MemoryRecord[];
   /** Aborted when the agent is passivated or stops: pass it to model calls so they stop at once. */
   readonly signal: AbortSignal;
-  /** Counts the tokens a model call used, for the agent's state and metrics. */
-  spent(usage: TokenUsage): void;
+  /** The provider of a use for this call (`[llm.<use>]` with the agent's overrides). */
+  model(use: LlmUse): LlmProvider;
+  /** Counts a model call's tokens and cost, for the agent's state and metrics (offline calls cost nothing and are not counted). */
+  spent(use: LlmUse, provider: LlmProvider, result: GenerateResult): void;
+  /** How the agent is now: its mood and what replies changed (`state_changes`); kept across restarts. */
+  readonly disposition: Readonly<Record<string, unknown>>;
+  /** Records a reply's tone as the agent's mood and merges its state changes into the disposition. */
+  feel(tone: string, changes: Record<string, unknown>): void;
 }
 
 /**

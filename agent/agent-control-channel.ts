@@ -38,6 +38,15 @@ export class AgentControlChannel {
     this.#logger = logger;
     runtime.setNatsLink('disconnected');
     this.#connected = this.#connect();
+    runtime.on('decision', (decision) => {
+      const nc = this.#nc;
+      if (!nc || nc.isClosed()) return;
+      try {
+        nc.publish(Subjects.agentDecision(runtime.id), JSON.stringify(decision));
+      } catch (err) {
+        this.#logger.warn({ err }, 'decision not published');
+      }
+    });
   }
 
   /** Resolves when subscribed, or after `ms`, whichever is first; true if subscribed. */

@@ -71,7 +71,7 @@ export class AgentEventListener {
   start(): void {
     const consumer = this.#consumer;
     if (!consumer || this.#closed) return;
-    readForever(consumer, BATCH, (m) => this.#hear([m]), this.#logger, 'event').then(
+    readForever(consumer, BATCH, (m) => this.#hear([m], true), this.#logger, 'event').then(
       (messages) => {
         this.#messages = messages;
         if (this.#closed) void messages.close();
@@ -85,7 +85,8 @@ export class AgentEventListener {
     await this.#messages?.close().catch(() => undefined);
   }
 
-  async #hear(msgs: readonly JsMsg[]): Promise<void> {
+  /** `live`: heard as it happened, not replayed at start-up; only live events are reasoned about. */
+  async #hear(msgs: readonly JsMsg[], live = false): Promise<void> {
     const memories: NewMemory[] = [];
     for (const m of msgs) {
       const parsed = WorldEventSchema.safeParse(parseJsonOrUndefined(m.string()));
@@ -95,7 +96,7 @@ export class AgentEventListener {
       }
       if (hearsEvent(this.#options.filters, this.#options.listener, parsed.data)) memories.push(toMemory(parsed.data));
     }
-    if (memories.length > 0) await this.#runtime.hear(memories);
+    if (memories.length > 0) await this.#runtime.hear(memories, { live });
     this.heard += memories.length;
     for (const m of msgs) m.ack();
   }

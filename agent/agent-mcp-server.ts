@@ -1,12 +1,16 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { ErrorCode as McpErrorCode, McpError, SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CreateMessageResultSchema, ErrorCode as McpErrorCode, McpError, SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { WorldQuerySchema } from '../shared/world-protocol.js';
 import { AgentIdSchema } from '../shared/domain-schema.js';
 import { AgentStateSchema } from '../shared/agent-protocol.js';
 import { toThymosError } from '../shared/errors.js';
 import type { ThymosConfig } from '../shared/thymos-config.js';
+import type { SamplingClient } from './agent-models.js';
+import type { Thought } from './agent-reasoner.js';
 import type { AgentRuntime } from './agent-runtime.js';
 import { personaPrompt } from './persona-prompt.js';
 import type { RecallOptions } from './agent-memory.js';
@@ -20,6 +24,9 @@ const MEMORIES_RESOURCE_LIMIT = 50;
 const SPEAKER_MAX = 100;
 const QUERY_MAX = 2000;
 const TAG_MAX = 64;
+const SITUATION_MAX = 4000;
+const OPTIONS_MAX = 20;
+const OPTION_MAX = 200;
 
 /** URIs of an agent's resources. */
 export function agentResourceUris(id: string): { state: string; memories: string } {
@@ -39,7 +46,7 @@ const MemoryOutSchema = z.object({
   importance: z.number(),
   emotional_weight: z.number(),
   tags: z.array(z.string()),
-  source: z.object({ kind: z.string(), by: z.string(), thread: z.string().optional(), event: z.string().optional() }),
+  source: z.object({ kind: z.string(), by: z.string(), thread: z.string().optional(), event: z.string().optional(), model: z.string().optional() }),
   created_at: z.string(),
   access_count: z.number(),
   derived_from: z.array(z.string()).optional(),
@@ -148,11 +155,13 @@ export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfi
         emotional_tone: z.string().optional(),
         actions: z.array(z.string()).optional(),
         state_changes: z.record(z.string(), z.unknown()).optional(),
+        learned: z.array(z.string()).optional(),
+        model: z.string().optional(),
       },
     },
-    async ({ message, speaker }) =>
+    async ({ message, speaker }, extra) =>
       guard(async () => {
-        const result = await runtime.talk({ message, speaker: speaker ?? 'stranger' });
+        const result = await runtime.talk({ message, speaker: speaker ?? 'stranger', client: samplingClient(server, extra) });
         return {
           content: [{ type: 'text', text: result.reply }],
           structuredContent: {
@@ -161,6 +170,8 @@ export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfi
             ...(result.tone !== undefined ? { emotional_tone: result.tone } : {}),
             ...(result.actions ? { actions: result.actions } : {}),
             ...(result.state_changes ? { state_changes: result.state_changes } : {}),
+            ...(result.learned ? { learned: result.learned } : {}),
+            ...(result.model ? { model: result.model } : {}),
           },
         };
       }),
@@ -320,6 +331,63 @@ export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfi
   );
 
   server.registerTool(
+    'conversation',
+    {
+      title: `${persona.name}'s conversation with someone`,
+      description: `The turns of ${persona.name}'s conversation with one speaker, oldest first: who said what, and for replies the model that wrote them and the memories they drew on (derived_from). Works while listening.`,
+      inputSchema: {
+        speaker: z.string().min(1).max(SPEAKER_MAX).describe('Whose conversation (the speaker named when talking).'),
+        limit: z.number().int().min(1).max(MEMORIES_RESOURCE_LIMIT).optional().describe(`The newest turns to show (default 20, at most ${MEMORIES_RESOURCE_LIMIT}).`),
+      },
+      outputSchema: { turns: z.array(MemoryOutSchema) },
+    },
+    async ({ speaker, limit }) =>
+      guard(async () => {
+        const turns = runtime.conversation(speaker, limit ?? 20).map(memoryOut);
+        const text = turns.length === 0 ? `${persona.name} has not talked with ${speaker}.` : turns.map((t) => t.content).join('\n');
+        return { content: [{ type: 'text', text }], structuredContent: { turns } };
+      }),
+  );
+
+  const situation = z.string().min(1).max(SITUATION_MAX).describe('What happened, in words.');
+  const options = z
+    .array(z.string().min(1).max(OPTION_MAX))
+    .min(1)
+    .max(OPTIONS_MAX)
+    .optional()
+    .describe(`What ${persona.name} could do. Default: the agent's actions from the domain schema.`);
+  const ThoughtOut = { situation: z.string(), steps: z.array(z.string()), options: z.array(z.object({ action: z.string(), score: z.number(), reason: z.string() })), model: z.string() };
+  server.registerTool(
+    'think',
+    {
+      title: `Ask ${persona.name} to think`,
+      description: `${persona.name} reasons about a situation with the reasoning model: the steps, and every option scored 0..1. Only while active.`,
+      inputSchema: { situation, options },
+      outputSchema: ThoughtOut,
+    },
+    async (args, extra) =>
+      guard(async () => {
+        const thought = await runtime.think(args.situation, args.options, samplingClient(server, extra));
+        return { content: [{ type: 'text', text: thoughtText(thought) }], structuredContent: { ...thought } };
+      }),
+  );
+  server.registerTool(
+    'decide',
+    {
+      title: `Ask ${persona.name} to decide`,
+      description: `${persona.name} thinks about a situation, then chooses one option with a confidence from 0 to 1. Only while active.`,
+      inputSchema: { situation, options },
+      outputSchema: { action: z.string(), confidence: z.number(), reason: z.string(), thought: z.object(ThoughtOut) },
+    },
+    async (args, extra) =>
+      guard(async () => {
+        const decision = await runtime.decide(args.situation, args.options, samplingClient(server, extra));
+        const text = `${decision.action} (confidence ${decision.confidence})${decision.reason ? `: ${decision.reason}` : ''}`;
+        return { content: [{ type: 'text', text }], structuredContent: { ...decision, thought: { ...decision.thought } } };
+      }),
+  );
+
+  server.registerTool(
     'remember',
     {
       title: 'Remember',
@@ -457,6 +525,21 @@ export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfi
   });
 
   return { server, subscriptions };
+}
+
+/** The client of a tool call as a sampler, when it declared the sampling capability. */
+function samplingClient(server: McpServer, extra: RequestHandlerExtra<ServerRequest, ServerNotification>): SamplingClient | undefined {
+  if (!server.server.getClientCapabilities()?.sampling) return undefined;
+  const info = server.server.getClientVersion();
+  return {
+    name: info ? `the MCP client ${info.name}` : 'the MCP client',
+    sample: (params, options) =>
+      extra.sendRequest({ method: 'sampling/createMessage', params }, CreateMessageResultSchema, { signal: AbortSignal.any([options.signal, extra.signal]), timeout: options.timeout }),
+  };
+}
+
+function thoughtText(t: Thought): string {
+  return [...t.steps, ...t.options.map((o) => `${o.action}: ${o.score}${o.reason ? ` (${o.reason})` : ''}`)].join('\n');
 }
 
 async function guard(fn: () => Promise<CallToolResult>): Promise<CallToolResult> {

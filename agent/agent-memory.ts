@@ -26,6 +26,8 @@ export interface NewMemory {
   /** @default [] */
   tags?: readonly string[];
   source: MemorySource;
+  /** Memories this one was made from: an insight's sources, or the turn a learned fact was told in. */
+  derived_from?: readonly string[];
 }
 
 export type SearchStrategy = 'bm25' | 'vector' | 'hybrid';
@@ -213,17 +215,26 @@ export class AgentMemory {
    * what a consolidation writes. New inputs with a known id are kept as they are.
    * Changes to unknown memories are NOT_FOUND, and nothing is written.
    */
-  async commit(inputs: readonly (NewMemory & { derived_from?: string[]; insight_key?: string })[], changes: ReadonlyArray<{ id: string; changes: MemoryChanges }>, now = Date.now()): Promise<MemoryRecord[]> {
+  async commit(inputs: readonly (NewMemory & { insight_key?: string })[], changes: ReadonlyArray<{ id: string; changes: MemoryChanges }>, now = Date.now()): Promise<MemoryRecord[]> {
     for (const c of changes) if (!this.#records.has(c.id)) throw new ThymosError(ErrorCode.NOT_FOUND, `no memory ${JSON.stringify(c.id)} to change`);
     const fresh = new Map<string, MemoryRecord>();
     const out: MemoryRecord[] = [];
+    const turnTimes = new Map<string, number>();
     for (const input of inputs) {
       const known = input.id === undefined ? undefined : (this.#records.get(input.id) ?? fresh.get(input.id));
       if (known) {
         out.push(known);
         continue;
       }
-      const record = this.#toRecord(input, now);
+      const thread = input.source.thread;
+      let at = now;
+      if (thread !== undefined) {
+        // Turns of a thread get strictly increasing times, so a reload links them in the order they were written.
+        const before = turnTimes.get(thread) ?? this.#records.get(this.#lastTurn.get(thread) ?? '')?.created_at ?? -Infinity;
+        at = Math.max(now, before + 1);
+        turnTimes.set(thread, at);
+      }
+      const record = this.#toRecord(input, at);
       if (input.derived_from) record.derived_from = [...input.derived_from];
       if (input.insight_key) record.insight_key = input.insight_key;
       fresh.set(record.id, record);

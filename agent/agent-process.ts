@@ -23,8 +23,8 @@ import { readStartContext, type AgentOptions } from './agent-options.js';
 import { AgentRuntime } from './agent-runtime.js';
 import { MemoryConsolidator } from './memory-consolidator.js';
 import { MemoryStore } from './memory-store.js';
-import { OfflineBehavior } from './offline-behavior.js';
-import { createLlmProvider } from '../shared/llm-providers.js';
+import { DialogueBehavior } from './dialogue-behavior.js';
+import { AgentModels } from './agent-models.js';
 
 /** Where an agent keeps its files: `<data_dir>/agents/<id>/`. */
 export function agentDataDir(config: ThymosConfig, id: string): string {
@@ -102,6 +102,7 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
     }
     const consolidator = new MemoryConsolidator({ memory, store, concepts, settings: config.memory, logger });
     await seedKnowledge(memory, store, definition, options.agentId);
+    const models = new AgentModels(options.agentId, config.llm, definition, process.env, { config: config.file, domain: config.domainSchemaPath });
     const behavior = await loadBehavior(config, options.agentId, definition);
     phase('memory_load');
 
@@ -117,6 +118,8 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
       consolidator,
       searchStrategies: startContext?.searchStrategies ?? domain?.searchStrategies ?? {},
       consolidateOnPassivate: config.memory.consolidate_on_passivate,
+      models,
+      reasonOnEvents: definition.reasonOnEvents ?? config.agent.reason_on_events,
       behavior,
       logger,
     });
@@ -292,12 +295,7 @@ function hash(text: string): string {
 }
 
 async function loadBehavior(config: ThymosConfig, id: string, definition: AgentDefinition): Promise<AgentBehavior> {
-  if (!config.behaviorPath) {
-    const provider = createLlmProvider('dialogue', config.llm.dialogue, process.env, config.file);
-    if (!provider) return new OfflineBehavior();
-    const { LlmBehavior } = await import('./llm-behavior.js');
-    return new LlmBehavior(provider);
-  }
+  if (!config.behaviorPath) return new DialogueBehavior();
   const path = resolve(config.behaviorPath);
   let mod: { createBehavior?: CreateBehavior; default?: CreateBehavior };
   try {

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { AgentMode, AgentState } from '../shared/agent-protocol.js';
+import type { AgentMode, AgentState, EventDecision } from '../shared/agent-protocol.js';
 import { SEARCH_METHODS, type AgentDefinition, type NamedSearchStrategy } from '../shared/domain-schema.js';
 import { ErrorCode, ThymosError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
@@ -9,7 +9,10 @@ import type { WorldClient } from '../shared/world-client.js';
 import type { WorldQueryInput, WorldRow } from '../shared/world-protocol.js';
 import type { Messenger } from './agent-inbox.js';
 import type { CauseStep, ConceptTracker, ConceptView, RelatedConcept } from './concept-tracker.js';
+import PQueue from 'p-queue';
 import type { AgentBehavior, AgentBehaviorContext, TalkReply, TalkRequest } from './agent-behavior.js';
+import type { AgentModels, SamplingClient } from './agent-models.js';
+import { decide, think, type Decision, type Thought } from './agent-reasoner.js';
 import type { AgentMemory, NewMemory, RecallOptions, SearchStrategy } from './agent-memory.js';
 import type { MemoryRecord, RecallHit } from './memory-record.js';
 import type { MemoryStore } from './memory-store.js';
@@ -32,18 +35,32 @@ export interface AgentRuntimeOptions {
   searchStrategies?: Readonly<Record<string, NamedSearchStrategy>>;
   /** Consolidate what is new when the agent goes from active to listening. @default false */
   consolidateOnPassivate?: boolean;
+  /** The models of dialogue, reasoning, … (offline when unset). */
+  models: AgentModels;
+  /** Think and decide about each world event heard live while active. @default false */
+  reasonOnEvents?: boolean;
 }
 
 /** What the runtime keeps across restarts in its snapshots. */
 interface SavedState {
   conversations: number;
+  llm?: AgentState['llm'];
+  disposition?: Record<string, unknown>;
 }
+
+/** Reactions waiting beyond this are dropped (and logged): a burst of events must not queue model calls without end. */
+const REACTION_BACKLOG = 32;
+/** Keys a disposition keeps, and the longest JSON of one value. */
+const DISPOSITION_KEYS = 32;
+const DISPOSITION_VALUE_CHARS = 500;
 
 interface RuntimeEvents {
   /** The agent's state changed (mode, status, NATS link, counts). */
   state: [AgentState];
   /** A memory was stored. */
   memory: [MemoryRecord];
+  /** The agent decided what to do about a world event it heard. */
+  decision: [EventDecision];
 }
 
 /**
@@ -77,6 +94,10 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
   /** Aborted (and replaced) when the agent is passivated or stops: cancels model calls in flight. */
   #cancel = new AbortController();
   #llm: NonNullable<AgentState['llm']> | undefined;
+  readonly #models: AgentModels;
+  readonly #reasonOnEvents: boolean;
+  readonly #reactions = new PQueue({ concurrency: 1 });
+  #disposition: Record<string, unknown> = {};
 
   constructor(options: AgentRuntimeOptions) {
     super();
@@ -93,6 +114,8 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
     this.#consolidator = options.consolidator;
     this.#consolidateOnPassivate = options.consolidateOnPassivate ?? false;
     this.#searchStrategies = options.searchStrategies ?? {};
+    this.#models = options.models;
+    this.#reasonOnEvents = options.reasonOnEvents ?? false;
   }
 
   get mode(): AgentMode {
@@ -122,11 +145,13 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
       conversations: this.#conversations,
       last_snapshot_at: this.#lastSnapshotAt,
       ...(this.#llm ? { llm: { ...this.#llm } } : {}),
+      ...(Object.keys(this.#disposition).length > 0 ? { disposition: { ...this.#disposition } } : {}),
     };
   }
 
   /** Cancels the model calls in flight; later calls get a fresh signal. */
   #cancelCalls(why: string): void {
+    this.#reactions.clear();
     this.#cancel.abort(new ThymosError(ErrorCode.CANCELLED, why));
     this.#cancel = new AbortController();
   }
@@ -137,6 +162,8 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
     if (!snap) return;
     const saved = snap.state as Partial<SavedState>;
     if (typeof saved.conversations === 'number') this.#conversations = saved.conversations;
+    if (saved.llm && typeof saved.llm.calls === 'number') this.#llm = { ...saved.llm, cost: saved.llm.cost ?? 0 };
+    if (saved.disposition && typeof saved.disposition === 'object') this.#disposition = { ...saved.disposition };
     this.#lastSnapshotAt = new Date(snap.at).toISOString();
   }
 
@@ -174,7 +201,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
           `${this.id} is listening (passive) and does not hold conversations now; it can still be read (state, recall)`,
         );
       }
-      const reply = await this.#behavior.talk(this.#behaviorContext(), request);
+      const reply = await this.#behavior.talk(this.#behaviorContext(request.client), request);
       this.#conversations++;
       this.#changed();
       return reply;
@@ -207,11 +234,62 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
    * Stores what the agent heard (world events). Unlike `remember`, works in passive mode:
    * Listening agents hear and remember too. Ids make it idempotent.
    */
-  async hear(memories: readonly NewMemory[]): Promise<MemoryRecord[]> {
+  async hear(memories: readonly NewMemory[], options: { live?: boolean } = {}): Promise<MemoryRecord[]> {
+    const fresh = new Set(memories.filter((m) => m.id === undefined || !this.#memory.get(m.id)).map((m) => m.id));
     const records = await this.#memory.rememberMany(memories);
     for (const r of records) this.emit('memory', r);
     this.#changed();
+    if (options.live && this.#reasonOnEvents && this.#mode === 'active' && this.#status === 'ready') {
+      for (const r of records) if (fresh.has(r.id) && r.source.event !== undefined) this.#react(r);
+    }
     return records;
+  }
+
+  /**
+   * `think(situation)` with the `[llm.reasoning]` model: steps and every option scored.
+   * Options default to the agent's `actions`. Only while active: reasoning may spend tokens.
+   */
+  async think(situation: string, options?: readonly string[], client?: SamplingClient): Promise<Thought> {
+    return this.#call(async () => {
+      this.#requireActive('it does not reason now');
+      return think(this.#behaviorContext(client), situation, options);
+    });
+  }
+
+  /** `think`, then `decide`: the chosen action with its confidence and the thought behind it. */
+  async decide(situation: string, options?: readonly string[], client?: SamplingClient): Promise<Decision> {
+    return this.#call(async () => {
+      this.#requireActive('it does not reason now');
+      const ctx = this.#behaviorContext(client);
+      return decide(ctx, await think(ctx, situation, options));
+    });
+  }
+
+  /** Queues think-and-decide about a heard event; the decision is remembered and announced. */
+  #react(heard: MemoryRecord): void {
+    if (this.#reactions.size >= REACTION_BACKLOG) {
+      this.#logger.warn({ event: heard.source.event, backlog: this.#reactions.size }, 'too many events waiting for a decision; this one is not reasoned about');
+      return;
+    }
+    void this.#reactions
+      .add(async () => {
+        if (this.#mode !== 'active' || this.#status !== 'ready') return;
+        const decision = await this.decide(heard.content);
+        const memory = await this.#rememberAndAnnounce({
+          content: `I heard: ${heard.content}. I decided to ${decision.action} (confidence ${decision.confidence})${decision.reason ? `: ${decision.reason}` : ''}`,
+          tags: ['decision'],
+          importance: 0.5,
+          source: { kind: 'reasoning', by: this.id, event: heard.source.event!, model: decision.thought.model },
+          derived_from: [heard.id],
+        });
+        const { action, confidence, reason, thought } = decision;
+        this.emit('decision', { agent: this.id, event: heard.source.event!, heard: heard.content, action, confidence, reason, steps: thought.steps, options: thought.options, model: thought.model, memory: memory.id });
+      })
+      .catch((err: unknown) => {
+        const code = err instanceof ThymosError ? err.code : undefined;
+        if (code === ErrorCode.CANCELLED || code === ErrorCode.AGENT_NOT_ACTIVE || code === ErrorCode.AGENT_STOPPING) return;
+        this.#logger.warn({ err, event: heard.source.event }, 'reasoning about a heard event failed');
+      });
   }
 
   /** Whether a memory with this id is stored. */
@@ -296,8 +374,8 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
   }
 
   /** Writing memory over MCP needs the agent active. */
-  #requireActive(): void {
-    if (this.#mode !== 'active') throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.id} is listening (passive): its memory can be read, not written, over MCP`);
+  #requireActive(refusal = 'its memory can be read, not written, over MCP'): void {
+    if (this.#mode !== 'active') throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.id} is listening (passive): ${refusal}`);
   }
 
   #requireConcepts(): ConceptTracker {
@@ -360,6 +438,11 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
     return { strategy: named.method, ...(named.semanticWeight != null ? { semanticWeight: named.semanticWeight } : {}) };
   }
 
+  /** The newest `limit` turns of the conversation with `speaker`, oldest first; works while listening. */
+  conversation(speaker: string, limit: number): MemoryRecord[] {
+    return this.#memory.threadTurns(speaker, limit);
+  }
+
   recentMemories(limit: number): MemoryRecord[] {
     return this.#memory.recent(limit);
   }
@@ -367,7 +450,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
   /** Saves the agent's state; memories are already durable. Returns when the database has it. */
   async snapshot(reason: string): Promise<string> {
     const at = Date.now();
-    const saved: SavedState = { conversations: this.#conversations };
+    const saved: SavedState = { conversations: this.#conversations, ...(this.#llm ? { llm: this.#llm } : {}), disposition: this.#disposition };
     await this.#store.saveSnapshot({ at, reason, state: { ...saved, mode: this.#mode } });
     this.#lastSnapshotAt = new Date(at).toISOString();
     this.#logger.info({ reason }, 'snapshot saved');
@@ -406,21 +489,42 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
     return record;
   }
 
-  #behaviorContext(): AgentBehaviorContext {
+  #behaviorContext(client?: SamplingClient): AgentBehaviorContext {
+    const models = this.#models;
     return {
       id: this.id,
       definition: this.definition,
       logger: this.#logger,
       recall: (query, options) => this.#memory.recall(query, { ...this.#strategy(undefined), ...options }),
       remember: (memory) => this.#rememberAndAnnounce(memory),
+      rememberAll: async (memories) => {
+        const records = await this.#memory.rememberMany(memories);
+        for (const r of records) this.emit('memory', r);
+        this.#changed();
+        return records;
+      },
       recentTurns: (thread, limit) => this.#memory.threadTurns(thread, limit),
       signal: this.#cancel.signal,
-      spent: (usage) => {
-        const llm = (this.#llm ??= { calls: 0, input_tokens: 0, output_tokens: 0 });
+      model: (use) => models.provider(use, client),
+      spent: (use, provider, result) => {
+        if (provider.kind === 'offline') return;
+        const llm = (this.#llm ??= { calls: 0, input_tokens: 0, output_tokens: 0, cost: 0 });
         llm.calls++;
-        llm.input_tokens += usage.input_tokens;
-        llm.output_tokens += usage.output_tokens;
+        llm.input_tokens += result.usage.input_tokens;
+        llm.output_tokens += result.usage.output_tokens;
+        llm.cost = Math.round((llm.cost + models.cost(use, result.usage)) * 1e6) / 1e6;
         this.#changed();
+      },
+      disposition: this.#disposition,
+      feel: (tone, changes) => {
+        const next: Record<string, unknown> = { ...this.#disposition, mood: tone };
+        for (const [key, value] of Object.entries(changes)) {
+          if (key in next || Object.keys(next).length < DISPOSITION_KEYS) {
+            const json = JSON.stringify(value);
+            if (json !== undefined && json.length <= DISPOSITION_VALUE_CHARS) next[key] = value;
+          }
+        }
+        this.#disposition = next;
       },
     };
   }

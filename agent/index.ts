@@ -8,4 +8,5 @@ export { Bm25Index } from './bm25-index.js';
 export type { MemoryRecord, MemorySource, RecallHit } from './memory-record.js';
 export { MemoryStore } from './memory-store.js';
 export { memoryStrength } from './memory-strength.js';
-export { OfflineBehavior } from './offline-behavior.js';
+export { DialogueBehavior } from './dialogue-behavior.js';
+export type { Decision, Thought } from './agent-reasoner.js';

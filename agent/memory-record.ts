@@ -8,6 +8,8 @@ export interface MemorySource {
   thread?: string;
   /** Event id, when it came from a world event. */
   event?: string;
+  /** The provider and model that wrote it (`openai-compatible:llama3.2`, `offline`), when a model did. */
+  model?: string;
 }
 
 /** A source with absent parts left out (the database returns them as null or NONE). */
@@ -15,6 +17,7 @@ export function normaliseSource(source: MemorySource): MemorySource {
   const out: MemorySource = { kind: source.kind, by: source.by };
   if (source.thread !== undefined && source.thread !== null) out.thread = source.thread;
   if (source.event !== undefined && source.event !== null) out.event = source.event;
+  if (source.model !== undefined && source.model !== null) out.model = source.model;
   return out;
 }
 

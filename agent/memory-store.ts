@@ -19,6 +19,7 @@ DEFINE FIELD IF NOT EXISTS source.kind ON memory TYPE string;
 DEFINE FIELD IF NOT EXISTS source.by ON memory TYPE string;
 DEFINE FIELD IF NOT EXISTS source.thread ON memory TYPE option<string>;
 DEFINE FIELD IF NOT EXISTS source.event ON memory TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS source.model ON memory TYPE option<string>;
 DEFINE FIELD IF NOT EXISTS created_at ON memory TYPE int;
 DEFINE FIELD IF NOT EXISTS last_accessed ON memory TYPE int;
 DEFINE FIELD IF NOT EXISTS access_count ON memory TYPE int;

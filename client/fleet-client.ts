@@ -1,15 +1,18 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { AgentMode } from '../shared/agent-protocol.js';
+import { EventDecisionSchema, type AgentMode, type EventDecision } from '../shared/agent-protocol.js';
+import { AgentIdSchema } from '../shared/domain-schema.js';
 import { withDeadline } from '../shared/deadline.js';
 import { ErrorCode, ThymosError } from '../shared/errors.js';
 import { publishWorldEvent } from '../shared/event-stream.js';
 import { fleetNatsUrl } from '../shared/fleet-runtime.js';
 import { parseWorldEvent, type WorldEventInput } from '../shared/world-event.js';
 import { connectNats, type NatsConnection } from '../shared/nats-connection.js';
+import { parseJsonOrUndefined } from '../shared/parse-json.js';
 import { parseReconcileContext, type ReconcileContextInput } from '../shared/reconcile-context.js';
 import { SupervisorRequester } from '../shared/supervisor-requester.js';
 import type { FleetStatus, ProgressMessage, ReconcileReport, TransitionRecord } from '../shared/supervisor-protocol.js';
+import { Subjects } from '../shared/subjects.js';
 import { loadConfig, type ThymosConfig } from '../shared/thymos-config.js';
 import { WorldClient } from '../shared/world-client.js';
 
@@ -49,6 +52,11 @@ export interface Fleet {
   readonly world: WorldClient;
   /** The newest transitions of one agent, newest first. */
   history(id: string, limit?: number): Promise<TransitionRecord[]>;
+  /**
+   * Calls `onDecision` with what agents that reason about events (`reason_on_events`) decided,
+   * as they decide; one agent's when `agent` is given. Stops with `close()`.
+   */
+  decisions(onDecision: (decision: EventDecision) => void, options?: { agent?: string }): { close(): void };
   /**
    * An MCP client connected to a running agent (cached until `close()`). Fails with
    * AGENT_NOT_ACTIVE when the agent is Dormant or Archived.
@@ -129,6 +137,18 @@ class FleetClient implements Fleet {
 
   history(id: string, limit = 50): Promise<TransitionRecord[]> {
     return this.#requester.request('history', { id, limit }, { timeoutMs: QUICK_MS });
+  }
+
+  decisions(onDecision: (decision: EventDecision) => void, options: { agent?: string } = {}): { close(): void } {
+    const subject = options.agent === undefined ? Subjects.allAgentDecisions : Subjects.agentDecision(AgentIdSchema.parse(options.agent));
+    const sub = this.#nc.subscribe(subject, {
+      callback: (err, msg) => {
+        if (err) return;
+        const parsed = EventDecisionSchema.safeParse(parseJsonOrUndefined(msg.string()));
+        if (parsed.success) onDecision(parsed.data);
+      },
+    });
+    return { close: () => sub.unsubscribe() };
   }
 
   async agent(id: string): Promise<Client> {

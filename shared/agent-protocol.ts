@@ -21,10 +21,31 @@ export const AgentStateSchema = z.object({
   memory_count: z.number().int(),
   conversations: z.number().int(),
   last_snapshot_at: z.string().nullable(),
-  /** Tokens its model calls used since it started (absent when it made none). */
-  llm: z.object({ calls: z.number().int(), input_tokens: z.number().int(), output_tokens: z.number().int() }).optional(),
+  /** Calls to models, their tokens and what they cost (by `[llm.<use>]` prices), kept across restarts; absent when it made none. Offline answers are not counted. */
+  llm: z.object({ calls: z.number().int(), input_tokens: z.number().int(), output_tokens: z.number().int(), cost: z.number() }).optional(),
+  /** Its mood (the tone of its last reply) and what its replies changed (`state_changes`). */
+  disposition: z.record(z.string(), z.unknown()).optional(),
 });
 export type AgentState = z.infer<typeof AgentStateSchema>;
+
+/** What an agent decided about a world event it heard, published on `thymos.agent.<id>.decision`. */
+export const EventDecisionSchema = z.object({
+  agent: AgentIdSchema,
+  /** The world event's id. */
+  event: z.string(),
+  /** The event as the agent remembers it. */
+  heard: z.string(),
+  action: z.string(),
+  confidence: z.number().min(0).max(1),
+  reason: z.string(),
+  steps: z.array(z.string()),
+  options: z.array(z.object({ action: z.string(), score: z.number(), reason: z.string() })),
+  /** Who reasoned: `offline`, or provider and model. */
+  model: z.string(),
+  /** The memory that records the decision. */
+  memory: z.string(),
+});
+export type EventDecision = z.infer<typeof EventDecisionSchema>;
 
 /** What relevance is computed from, for one agent: the context's global part and the agent's own properties. */
 export const RelevanceInputSchema = z

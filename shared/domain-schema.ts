@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { z } from 'zod';
 import { ErrorCode, ThymosError } from './errors.js';
+import { LLM_PROVIDERS } from './llm-provider.js';
 import { checkWorldFilter, RESERVED_WORLD_FIELDS, RESERVED_WORLD_TABLES, WorldFilterSchema, WorldNameSchema, WorldTableSchema } from './world-schema.js';
 import { describeIssues } from './zod-issues.js';
 
@@ -23,6 +24,19 @@ export const PersonaSchema = z.object({
 });
 export type Persona = z.infer<typeof PersonaSchema>;
 
+/** An agent's own model for one use, over `[llm.<use>]` of thymos.toml; unset keys keep the file's. */
+export const LlmOverrideSchema = z
+  .object({
+    provider: z.enum(LLM_PROVIDERS).nullish(),
+    baseUrl: z.string().nullish(),
+    model: z.string().min(1).nullish(),
+    apiKeyEnv: z.string().nullish(),
+    temperature: z.number().min(0).max(2).nullish(),
+    maxTokens: z.number().int().min(1).nullish(),
+  })
+  .strict();
+export type LlmOverride = z.infer<typeof LlmOverrideSchema>;
+
 export const AgentDefinitionSchema = z.object({
   persona: PersonaSchema,
   tags: z.array(z.string()).default([]),
@@ -31,6 +45,17 @@ export const AgentDefinitionSchema = z.object({
   pinned: LifecycleStateSchema.nullish(),
   knowledge: z.array(z.string()).default([]),
   searchStrategy: z.string().min(1).nullish(),
+  /** Per-use model overrides: `dialogue`, `reasoning`, `extraction`, `consolidation`. */
+  llm: z
+    .object({ dialogue: LlmOverrideSchema.nullish(), reasoning: LlmOverrideSchema.nullish(), extraction: LlmOverrideSchema.nullish(), consolidation: LlmOverrideSchema.nullish() })
+    .strict()
+    .nullish(),
+  /** What the agent wants; given to its model in dialogue and reasoning. */
+  goals: z.array(z.string().min(1)).default([]),
+  /** What the agent may do when it reasons about what it heard, e.g. "raise the alarm". */
+  actions: z.array(z.string().min(1)).default([]),
+  /** Reason about heard events; unset: `[agent] reason_on_events`. */
+  reasonOnEvents: z.boolean().nullish(),
 });
 export type AgentDefinition = z.infer<typeof AgentDefinitionSchema>;
 

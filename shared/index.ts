@@ -4,6 +4,8 @@ export {
   AgentModeSchema,
   AgentStateSchema,
   AgentStatusMessageSchema,
+  EventDecisionSchema,
+  type EventDecision,
   type AgentControlReply,
   type AgentControlRequest,
   type AgentMode,
@@ -90,3 +92,7 @@ export {
   type WorldTable,
   type WorldTables,
 } from './world-schema.js';
+export { generateStructured, LLM_PROVIDERS, LLM_USES, type GenerateRequest, type GenerateResult, type LlmProvider, type LlmUse, type PromptBrief, type TokenUsage } from './llm-provider.js';
+export { OfflineProvider } from './offline-provider.js';
+export { OpenAiCompatibleProvider } from './openai-compatible-provider.js';
+export { DialogueReplySchema, type DialogueReply } from './llm-tasks.js';

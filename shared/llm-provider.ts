@@ -1,6 +1,13 @@
 import { z } from 'zod';
+import type { Persona } from './domain-schema.js';
 import { ErrorCode, ThymosError } from './errors.js';
 import { describeIssues } from './zod-issues.js';
+
+/** Where a use's text comes from. */
+export const LLM_PROVIDERS = ['offline', 'openai-compatible', 'mcp-sampling'] as const;
+/** What models are used for; each has its own `[llm.<use>]` settings. */
+export const LLM_USES = ['dialogue', 'reasoning', 'extraction', 'consolidation'] as const;
+export type LlmUse = (typeof LLM_USES)[number];
 
 export interface LlmMessage {
   role: 'system' | 'user' | 'assistant';
@@ -17,7 +24,32 @@ export interface GenerateRequest {
   json?: boolean | undefined;
   /** Aborting it cancels the call at once and stops spending: the request is closed. */
   signal?: AbortSignal | undefined;
+  /**
+   * The facts the messages were written from. A model reads the messages; the offline
+   * provider, which has no model, composes its answer from these.
+   */
+  brief?: PromptBrief | undefined;
 }
+
+/** A memory as a prompt shows it: what it says and how strong it is (0..1). */
+export interface BriefMemory {
+  content: string;
+  strength: number;
+}
+
+/** An option of a decision with how well it fits (0..1) and why. */
+export interface ScoredOption {
+  action: string;
+  score: number;
+  reason: string;
+}
+
+/** What a prompt was built from, by task. */
+export type PromptBrief =
+  | { task: 'dialogue'; persona: Persona; speaker: string; message: string; memories: BriefMemory[] }
+  | { task: 'think'; persona: Persona; situation: string; memories: BriefMemory[]; options: string[] }
+  | { task: 'decide'; persona: Persona; situation: string; options: ScoredOption[] }
+  | { task: 'summarize'; sources: string[]; draft: string };
 
 export interface TokenUsage {
   input_tokens: number;

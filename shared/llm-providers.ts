@@ -4,12 +4,13 @@ import { OpenAiCompatibleProvider } from './openai-compatible-provider.js';
 import type { LlmUseSettings } from './thymos-config.js';
 
 /**
- * The provider `[llm.<use>]` configures, or undefined for `offline` (no model). The API key
- * is read from the environment variable the configuration names; a missing one is
- * CONFIG_INVALID naming it.
+ * The HTTP provider `[llm.<use>]` configures, or undefined for `offline` and `mcp-sampling`
+ * (no endpoint: the offline composer, or the MCP client of each call). The API key is read
+ * from the environment variable the configuration names; a missing one is CONFIG_INVALID
+ * naming it.
  */
 export function createLlmProvider(use: string, settings: LlmUseSettings, env: NodeJS.ProcessEnv = process.env, file?: string): LlmProvider | undefined {
-  if (settings.provider === 'offline') return undefined;
+  if (settings.provider !== 'openai-compatible') return undefined;
   let apiKey: string | undefined;
   if (settings.api_key_env) {
     apiKey = env[settings.api_key_env];

@@ -12,6 +12,10 @@ export const Subjects = {
   allAgentStatus: 'thymos.agent.*.status',
   /** Agent-to-agent messages. */
   agentInbox: (id: string) => `thymos.agent.${id}.inbox`,
+  /** What one agent decided about a world event it heard (`[agent] reason_on_events`). */
+  agentDecision: (id: string) => `thymos.agent.${id}.decision`,
+  /** Every agent's decisions. */
+  allAgentDecisions: 'thymos.agent.*.decision',
   /** World events: `thymos.events.<kind>[.<more>]`. */
   events: (kind: string) => `thymos.events.${kind}`,
   /** The supervisor's control API. */

@@ -3,6 +3,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import toml from 'toml';
 import { z } from 'zod';
 import { ErrorCode, ThymosError } from './errors.js';
+import { LLM_PROVIDERS } from './llm-provider.js';
 import { describeIssue } from './zod-issues.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -39,6 +40,13 @@ export const AgentSettingsSchema = z
      * @example "./behavior.js"
      */
     behavior: z.string().min(1).optional(),
+    /**
+     * When an active agent hears a world event, it reasons about it (`think`, then `decide`,
+     * with the `[llm.reasoning]` model), remembers the decision and publishes it on
+     * `thymos.agent.<id>.decision`. An agent's `reasonOnEvents` in the domain schema wins.
+     * @default false
+     */
+    reason_on_events: z.boolean().default(false),
   })
   .strict();
 
@@ -271,8 +279,12 @@ export const MemorySettingsSchema = z
 /** The model of one use (dialogue, reasoning, extraction, consolidation). */
 export const LlmUseSettingsSchema = z
   .object({
-    /** `offline` (no model: replies composed from persona and memories) or `openai-compatible`. @default "offline" */
-    provider: z.enum(['offline', 'openai-compatible']).default('offline'),
+    /**
+     * `offline` (no model: answers composed from persona, speech style and memories),
+     * `openai-compatible` (an HTTP endpoint), or `mcp-sampling` (the model of the MCP client
+     * that is talking to the agent, when it can sample; offline otherwise). @default "offline"
+     */
+    provider: z.enum(LLM_PROVIDERS).default('offline'),
     /** The chat-completions base URL, e.g. "http://127.0.0.1:11434/v1" (Ollama). */
     base_url: z.string().regex(/^https?:\/\/\S+$/, 'expected an http:// or https:// URL').optional(),
     /** The model name the endpoint knows, e.g. "llama3.2". */
@@ -285,6 +297,10 @@ export const LlmUseSettingsSchema = z
     timeout_ms: ms(100, 600_000, 30_000),
     /** Retries on 429 and 5xx, with exponential backoff. @default 3 */
     max_retries: z.number().int().min(0).max(10).default(3),
+    /** What 1,000 input tokens cost, in the unit you bill in (e.g. USD); adds up in the agent's `llm.cost`. @default 0 */
+    input_cost_per_1k: z.number().min(0).max(1_000_000).default(0),
+    /** What 1,000 output tokens cost. @default 0 */
+    output_cost_per_1k: z.number().min(0).max(1_000_000).default(0),
   })
   .strict()
   .refine((u) => u.provider !== 'openai-compatible' || u.base_url !== undefined, { message: 'expected base_url for provider "openai-compatible"', path: ['base_url'] })

@@ -480,7 +480,7 @@ export class FleetController {
     return next;
   }
 
-  /** Listens to heartbeats: keeps RSS, and the pid of agents pm2 restarted after a crash. */
+  /** Listens to heartbeats: keeps RSS and the agents' model totals (for /metrics). */
   watchHeartbeats(): void {
     const sub = this.#o.nc.subscribe(Subjects.allAgentStatus);
     void (async () => {
@@ -495,6 +495,7 @@ export class FleetController {
         if (!parsed.success) continue;
         const { state, rss_bytes } = parsed.data;
         if (rss_bytes !== undefined) this.#rss.set(state.id, rss_bytes);
+        if (state.llm) this.#o.metrics.observeLlm(state.id, state.llm);
       }
     })();
   }

@@ -3,6 +3,13 @@ import type { AddressInfo } from 'node:net';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { LifecycleState } from '../shared/domain-schema.js';
 
+interface LlmTotals {
+  calls: number;
+  input_tokens: number;
+  output_tokens: number;
+  cost: number;
+}
+
 /** The supervisor's Prometheus metrics, in a registry of its own (no global state). */
 export class SupervisorMetrics {
   readonly registry = new Registry();
@@ -27,7 +34,30 @@ export class SupervisorMetrics {
   });
   readonly transitions = new Counter({ name: 'thymos_transitions_total', help: 'Transitions done', labelNames: ['kind'] as const, registers: [this.registry] });
   readonly failures = new Counter({ name: 'thymos_transition_failures_total', help: 'Transitions that failed', labelNames: ['kind', 'code'] as const, registers: [this.registry] });
+  readonly llmCalls = new Counter({ name: 'thymos_llm_calls_total', help: 'Model calls of agents (offline answers not counted)', labelNames: ['agent'] as const, registers: [this.registry] });
+  readonly llmTokens = new Counter({ name: 'thymos_llm_tokens_total', help: 'Model tokens of agents, by direction', labelNames: ['agent', 'direction'] as const, registers: [this.registry] });
+  readonly llmCost = new Counter({ name: 'thymos_llm_cost_total', help: 'What model calls cost, by the [llm.<use>] prices', labelNames: ['agent'] as const, registers: [this.registry] });
+  /** The last totals each agent reported; the counters grow by the difference. */
+  readonly #llmSeen = new Map<string, LlmTotals>();
   #server: Server | undefined;
+
+  /**
+   * Takes an agent's model totals from its heartbeat. Agents keep them across restarts; a
+   * total lower than the last one seen (its data was reset) counts from zero again.
+   */
+  observeLlm(agent: string, totals: LlmTotals): void {
+    const last = this.#llmSeen.get(agent) ?? { calls: 0, input_tokens: 0, output_tokens: 0, cost: 0 };
+    const reset = totals.calls < last.calls;
+    const from = reset ? { calls: 0, input_tokens: 0, output_tokens: 0, cost: 0 } : last;
+    const grow = (counter: Counter<string>, labels: Record<string, string>, by: number) => {
+      if (by > 0) counter.inc(labels, by);
+    };
+    grow(this.llmCalls, { agent }, totals.calls - from.calls);
+    grow(this.llmTokens, { agent, direction: 'input' }, totals.input_tokens - from.input_tokens);
+    grow(this.llmTokens, { agent, direction: 'output' }, totals.output_tokens - from.output_tokens);
+    grow(this.llmCost, { agent }, totals.cost - from.cost);
+    this.#llmSeen.set(agent, { ...totals });
+  }
 
   setCounts(counts: Record<LifecycleState, number>): void {
     for (const [state, n] of Object.entries(counts)) this.agents.set({ state }, n);

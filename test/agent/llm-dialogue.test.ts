@@ -91,7 +91,7 @@ describe('dialogue through an openai-compatible model', () => {
     assert.deepEqual(chat.response_format, { type: 'json_object' });
 
     const state = (await call('get_elder_rowan_state', {})).structuredContent!;
-    assert.deepEqual(state.llm, { calls: 1, input_tokens: 180, output_tokens: 20 });
+    assert.deepEqual(state.llm, { calls: 1, input_tokens: 180, output_tokens: 20, cost: 0 });
     const remembered = await call('recall', { query: 'old bridge traveller', source: 'dialogue' });
     assert.match(JSON.stringify(remembered.structuredContent), /I told player: Under the old bridge, traveller\./);
   });
