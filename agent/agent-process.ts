@@ -124,6 +124,7 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
       logger,
     });
     await runtime.restore();
+    if (models.usesModel('consolidation')) consolidator.useWriter((sources, draft) => runtime.wordInsight(sources, draft));
 
     const { AgentHttpServer } = await httpModule;
     const http = new AgentHttpServer(runtime, config, logger);

@@ -10,6 +10,8 @@ import type { WorldQueryInput, WorldRow } from '../shared/world-protocol.js';
 import type { Messenger } from './agent-inbox.js';
 import type { CauseStep, ConceptTracker, ConceptView, RelatedConcept } from './concept-tracker.js';
 import PQueue from 'p-queue';
+import { generateStructured, type LlmMessage } from '../shared/llm-provider.js';
+import { ANSWER_SHAPES, SummarySchema } from '../shared/llm-tasks.js';
 import type { AgentBehavior, AgentBehaviorContext, TalkReply, TalkRequest } from './agent-behavior.js';
 import type { AgentModels, SamplingClient } from './agent-models.js';
 import { decide, think, type Decision, type Thought } from './agent-reasoner.js';
@@ -263,6 +265,22 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
       const ctx = this.#behaviorContext(client);
       return decide(ctx, await think(ctx, situation, options));
     });
+  }
+
+  /**
+   * An insight in one sentence by the `[llm.consolidation]` model, from its source memories
+   * and the consolidator's draft. Runs inside a consolidation, which the agent's mode allows.
+   */
+  async wordInsight(sources: readonly string[], draft: string): Promise<string> {
+    const ctx = this.#behaviorContext();
+    const provider = ctx.model('consolidation');
+    const messages: LlmMessage[] = [
+      { role: 'system', content: `You consolidate the memories of ${this.definition.persona.name}. ${ANSWER_SHAPES.summarize}` },
+      { role: 'user', content: `Memories:\n${sources.map((m) => `- ${m}`).join('\n')}\nA draft: ${draft}\nWrite the insight as ${this.definition.persona.name} would remember it.` },
+    ];
+    const { value, result } = await generateStructured(provider, { messages, signal: ctx.signal, brief: { task: 'summarize', sources: [...sources], draft } }, SummarySchema);
+    ctx.spent('consolidation', provider, result);
+    return value.insight;
   }
 
   /** Queues think-and-decide about a heard event; the decision is remembered and announced. */

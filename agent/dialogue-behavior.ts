@@ -27,7 +27,8 @@ export function heardLine(request: TalkRequest): string {
  */
 export async function groundingFor(ctx: AgentBehaviorContext, request: TalkRequest, k: number): Promise<RecallHit[]> {
   const echo = heardLine(request);
-  const grounds = (m: MemoryRecord) => !m.tags.includes(SAID_TAG) && m.content !== echo && !(m.tags.includes(HEARD_TAG) && /\?\s*$/.test(m.content));
+  const asked = (m: MemoryRecord) => (m.tags.includes(HEARD_TAG) || m.tags.includes('ask')) && /\?\s*$/.test(m.content);
+  const grounds = (m: MemoryRecord) => !m.tags.includes(SAID_TAG) && m.content !== echo && !asked(m);
   const hits = await ctx.recall(request.message, { k: k + 2, filter: grounds });
   const told = new Set(hits.filter((h) => h.memory.tags.includes(LEARNED_TAG)).flatMap((h) => h.memory.derived_from ?? []));
   return hits.filter((h) => !told.has(h.memory.id)).slice(0, k);
@@ -84,7 +85,7 @@ function exchange(self: string, request: TalkRequest, reply: DialogueReply, grou
       tags: ['dialogue', SAID_TAG],
       importance: 0.2,
       source: { kind: 'dialogue', by: self, thread, model },
-      derived_from: grounding.map((h) => h.memory.id),
+      ...(grounding.length > 0 ? { derived_from: grounding.map((h) => h.memory.id) } : {}),
     },
     // Learned facts are not turns (no thread): they stand on their own, stronger than the line they came from.
     ...reply.learned.map((fact): NewMemory => ({ content: fact, tags: [LEARNED_TAG], importance: 0.6, source: { kind: 'dialogue', by: request.speaker, model }, derived_from: [heard] })),

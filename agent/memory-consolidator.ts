@@ -85,8 +85,11 @@ const OPPOSITE_OF = new Map<string, [string, boolean]>(
   ]),
 );
 
+/** Words an insight from its source memories and a draft; undefined keeps the draft. */
+export type InsightWriter = (sources: readonly string[], draft: string) => Promise<string | undefined>;
+
 /**
- * Consolidates an agent's memories without a model:
+ * Consolidates an agent's memories (a model, when one is set, only words the themes):
  * - **themes**: concepts (or pairs of concepts) that recur across memories become an insight
  *   memory that points to its sources; the sources gain importance;
  * - **contradictions**: a newer memory that says the opposite of an older one ("the mill is not
@@ -103,6 +106,7 @@ export class MemoryConsolidator {
   readonly #settings: MemorySettings;
   readonly #logger: Logger | undefined;
   #running: Promise<ConsolidationReport> | undefined;
+  #writer: InsightWriter | undefined;
 
   constructor(options: { memory: AgentMemory; store: MemoryStore; concepts?: ConceptTracker | undefined; settings: MemorySettings; logger?: Logger | undefined }) {
     this.#memory = options.memory;
@@ -110,6 +114,14 @@ export class MemoryConsolidator {
     this.#concepts = options.concepts;
     this.#settings = options.settings;
     this.#logger = options.logger;
+  }
+
+  /**
+   * Has a model put each new theme into words (`[llm.consolidation]`): it is given the draft
+   * and the source memories. When it fails, the draft is kept; the run is not lost.
+   */
+  useWriter(writer: InsightWriter): void {
+    this.#writer = writer;
   }
 
   /**
@@ -134,7 +146,7 @@ export class MemoryConsolidator {
 
   async #run(scope: ConsolidationScope, trigger: ConsolidationTrigger, dryRun: boolean, now: number): Promise<ConsolidationReport> {
     const started = performance.now();
-    const inScope = [...this.#memory.all()].filter((m) => isCurrent(m) && m.derived_from === undefined && inside(m, scope));
+    const inScope = [...this.#memory.all()].filter((m) => isCurrent(m) && m.insight_key === undefined && inside(m, scope));
     inScope.sort((a, b) => a.created_at - b.created_at || a.id.localeCompare(b.id));
     const plan = new Plan(this.#memory, now);
     this.#themes(inScope, scopeKey(scope), plan);
@@ -152,6 +164,7 @@ export class MemoryConsolidator {
       took_ms: 0,
     };
     if (!dryRun) {
+      await this.#word(plan);
       await this.#memory.commit(plan.created, [...plan.changes].map(([id, changes]) => ({ id, changes })), now);
       if (isWhole(scope)) await this.#store.setMeta(LAST_RUN_META, now);
     }
@@ -161,6 +174,26 @@ export class MemoryConsolidator {
       'memories consolidated',
     );
     return report;
+  }
+
+  /** Rewrites the new theme insights through the writer, one at a time. */
+  async #word(plan: Plan): Promise<void> {
+    const writer = this.#writer;
+    if (!writer) return;
+    for (const created of plan.created) {
+      if (created.source.by !== 'consolidation:theme') continue;
+      const sources = (created.derived_from ?? []).map((id) => this.#memory.get(id)?.content).filter((c): c is string => c !== undefined);
+      try {
+        const worded = await writer(sources, created.content);
+        if (worded) {
+          created.content = worded;
+          const listed = plan.insights.find((i) => i.id === created.id);
+          if (listed) listed.content = worded;
+        }
+      } catch (err) {
+        this.#logger?.warn({ err, insight: created.id }, 'the consolidation model did not word an insight; its draft is kept');
+      }
+    }
   }
 
   /** Contradictions are looked for among memories newer than this (a scheduled or passivation run checks only what is new). */
@@ -218,7 +251,7 @@ export class MemoryConsolidator {
   #contradictions(memories: readonly MemoryRecord[], plan: Plan, freshSince: number): void {
     const claims = new Map<string, { m: MemoryRecord; words: Set<string>; negated: boolean }>();
     for (const m of this.#memory.all()) {
-      if (m.derived_from !== undefined || !isCurrent(m)) continue;
+      if (m.insight_key !== undefined || !isCurrent(m)) continue;
       const claim = parseClaim(m.content);
       if (claim.words.size >= 2) claims.set(m.id, { m, ...claim });
     }
@@ -260,7 +293,7 @@ export class MemoryConsolidator {
     if (s.demote_below === 0) return;
     const faded: MemoryRecord[] = [];
     for (const m of this.#memory.all()) {
-      if (m.derived_from !== undefined || m.superseded_by !== undefined || m.compacted_into !== undefined || plan.isSuperseded(m.id) || !inside(m, scope)) continue;
+      if (m.insight_key !== undefined || m.superseded_by !== undefined || m.compacted_into !== undefined || plan.isSuperseded(m.id) || !inside(m, scope)) continue;
       if (m.demoted_at === undefined) {
         if (memoryStrength(m, now, s) >= s.demote_below) continue;
         plan.change(m.id, { demoted_at: now });

@@ -8,7 +8,7 @@
  *   node --import tsx examples/village/game-loop.ts [path/to/thymos.toml]
  */
 import { fileURLToPath } from 'node:url';
-import { connect, downFleet, loadConfig, loadDomainSchema, upFleet, type FleetStatus, type ReconcileContextInput } from '../../index.js';
+import { connect, downFleet, loadConfig, loadDomainSchema, upFleet, type EventDecision, type FleetStatus, type ReconcileContextInput } from '../../index.js';
 
 const configFile = process.argv[2] ?? fileURLToPath(new URL('thymos.toml', import.meta.url));
 const config = loadConfig(configFile);
@@ -25,6 +25,16 @@ function text(result: unknown): string {
   return ((result as { content: Array<{ text?: string }> }).content ?? []).map((c) => c.text ?? '').join('\n');
 }
 
+/** Polls `get` for up to 10 s; the decision about an event comes a moment after the event. */
+async function waitFor<T>(get: () => T | undefined): Promise<T | undefined> {
+  for (let i = 0; i < 50; i++) {
+    const v = get();
+    if (v !== undefined) return v;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return undefined;
+}
+
 function printFleet(status: FleetStatus): void {
   for (const a of status.agents) {
     const score = a.score === null ? '  -  ' : a.score.toFixed(2);
@@ -34,12 +44,12 @@ function printFleet(status: FleetStatus): void {
 
 /** Where the player walks, who joins, and what the player says. */
 const walk = [
-  { at: 'village_square', say: 'Elder, the mill wheel creaks again. Who tends the mill?' },
+  { at: 'village_square', say: 'Elder, the mill wheel creaks again, and Hal the miller says its axle is cracked. Who tends the mill?' },
   { at: 'forge', say: 'Bram, will you come with me to the northern pass?', joins: 'bram_smith' },
   { at: 'herb_garden', say: 'Mira, where does silverleaf grow?' },
   { at: 'tavern', say: 'Any news of strangers, Tomas?' },
   { at: 'gatehouse', say: 'Captain, what troubles the north road?', news: { type: 'village.alarm', tags: ['danger'], payload: { summary: 'Wolves took two sheep from the north pasture' } } },
-  { at: 'village_square', say: 'Elder, do you remember what I asked about the mill?' },
+  { at: 'village_square', say: 'Elder, what did I tell you about the mill?' },
 ] as const;
 
 console.log(`Starting the Ashford fleet (${configFile})`);
@@ -49,6 +59,13 @@ const lastTalk = new Map<string, number>();
 const party = new Set<string>();
 // The game loop follows the quest board live: every new or changed quest is printed as it happens.
 const questNews: string[] = [];
+// The captain reasons about what she hears on duty (reasonOnEvents in world.pkl); her decisions arrive live.
+const decisions: EventDecision[] = [];
+const decisionFeed = fleet.decisions((d) => {
+  decisions.push(d);
+  console.log(`  ${d.agent} decided: ${d.action} (confidence ${d.confidence}) about "${d.heard.slice(0, 60)}"`);
+});
+const replies = new Map<string, string>();
 const questBoard = await fleet.world.subscribe({ table: 'quest' }, (c) => {
   questNews.push(`${c.action} ${c.id}`);
   console.log(`  quest board: ${c.id} ${c.action} (${String(c.row.title)}, ${String(c.row.status)})`);
@@ -98,6 +115,7 @@ try {
       const answer = await npc.callTool({ name: `talk_to_${id}`, arguments: { message: step.say, speaker: 'player' } });
       check(`tick ${tick}: ${id} answers`, !answer.isError, text(answer));
       console.log(`  player: ${step.say}\n  ${id}: ${text(answer).split('\n')[0]}`);
+      replies.set(`${tick}:${id}`, text(answer));
       lastTalk.set(id, tick);
     }
     if ('news' in step) {
@@ -108,6 +126,11 @@ try {
     }
   }
 
+  // Told at tick 1, Dormant in between, woken at tick 6: the reply uses what he was told.
+  const retold = replies.get(`${walk.length}:elder_rowan`) ?? '';
+  check('the elder, woken after sleeping, answers with what the player told him before', /axle is cracked/.test(retold), retold.slice(0, 300));
+  const wolves = await waitFor(() => decisions.find((d) => d.agent === 'captain_lysa' && /Wolves took two sheep/.test(d.heard)));
+  check('the captain, on duty when the wolves alarm came, decided to send the watch to the north pasture', wolves?.action === 'send the watch to the north pasture', JSON.stringify(wolves ?? decisions));
   const elder = await fleet.agent('elder_rowan');
   const memory = text(await elder.callTool({ name: 'recall', arguments: { query: 'mill wheel', k: 5 } }));
   check('the elder remembers the first conversation after sleeping through the walk', /mill wheel creaks/.test(memory), memory.slice(0, 200));
@@ -143,6 +166,7 @@ try {
   const history = await fleet.history('elder_rowan');
   check('the elder went dormant while the player was away and woke on return', history.some((t) => t.to === 'dormant') && history[0]?.to === 'active', JSON.stringify(history.map((t) => `${t.from}>${t.to}`)));
 } finally {
+  decisionFeed.close();
   await questBoard.close();
   await fleet.close();
   if (!up.alreadyRunning) {
