@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { generateStructured, type LlmMessage } from '../shared/llm-provider.js';
 import { ANSWER_SHAPES, DialogueReplySchema, type DialogueReply } from '../shared/llm-tasks.js';
+import { statements } from '../shared/offline-provider.js';
 import type { AgentBehavior, AgentBehaviorContext, TalkReply, TalkRequest } from './agent-behavior.js';
 import type { NewMemory } from './agent-memory.js';
 import type { MemoryRecord, RecallHit } from './memory-record.js';
@@ -21,13 +22,14 @@ export function heardLine(request: TalkRequest): string {
 }
 
 /**
- * Memories that may ground a reply: not the agent's own replies, not questions it was asked
- * (asked the same thing twice, it answers from what it knows, not from the asking), and not
+ * Memories that may ground a reply: not the agent's own replies, not lines that only asked
+ * something (asked the same thing twice, it answers from what it knows, not from the asking), and not
  * a heard turn when the fact learned from it is there already.
  */
 export async function groundingFor(ctx: AgentBehaviorContext, request: TalkRequest, k: number): Promise<RecallHit[]> {
   const echo = heardLine(request);
-  const asked = (m: MemoryRecord) => (m.tags.includes(HEARD_TAG) || m.tags.includes('ask')) && /\?\s*$/.test(m.content);
+  // A line that only asks ("X said to me: Who tends the mill?") tells nothing.
+  const asked = (m: MemoryRecord) => (m.tags.includes(HEARD_TAG) || m.tags.includes('ask')) && /\?\s*$/.test(m.content) && statements(m.content.slice(m.content.indexOf(': ') + 2)).length === 0;
   const grounds = (m: MemoryRecord) => !m.tags.includes(SAID_TAG) && m.content !== echo && !asked(m);
   const hits = await ctx.recall(request.message, { k: k + 2, filter: grounds });
   const told = new Set(hits.filter((h) => h.memory.tags.includes(LEARNED_TAG)).flatMap((h) => h.memory.derived_from ?? []));

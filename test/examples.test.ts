@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { killFleet } from './helpers/fleet.js';
@@ -25,6 +27,39 @@ test('the village game loop walks the player through Ashford, passes its own che
     assert.match(out, /tick 6: the player is at village_square/);
   } finally {
     await killFleet(join(ws.dir, 'data'));
+    ws.dispose();
+  }
+});
+
+test('the village passes the same checks with its NPCs talking through an OpenAI-compatible endpoint, set in thymos.toml only', async () => {
+  // Stands in for the model server: it answers with the memories the prompt gave it, so what
+  // an NPC says comes from what Thymos recalled and put in the prompt.
+  let calls = 0;
+  const server = createServer((req, res) => {
+    let raw = '';
+    req.on('data', (d: Buffer) => (raw += d.toString()));
+    req.on('end', () => {
+      calls++;
+      const chat = JSON.parse(raw) as { model: string; messages: Array<{ role: string; content: string }> };
+      const remembered = (chat.messages[0]?.content ?? '').split('\n').filter((l) => l.startsWith('- ')).map((l) => l.slice(2).replace(/ \(strength [\d.]+\)$/, ''));
+      const message = remembered.length > 0 ? `I remember: ${remembered.join(' ')}` : 'I do not know.';
+      res.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({ model: chat.model, choices: [{ index: 0, message: { role: 'assistant', content: JSON.stringify({ message, emotional_tone: 'calm' }) }, finish_reason: 'stop' }], usage: { prompt_tokens: 100, completion_tokens: 20 } }),
+      );
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  const ws = createWorkspace({ extra: `[lifecycle]\nmin_dwell_ms = 0\n[llm.dialogue]\nprovider = "openai-compatible"\nbase_url = "http://127.0.0.1:${port}/v1"\nmodel = "stand-in"` });
+  try {
+    const out = await runExample('examples/village/game-loop.ts', [ws.configPath]);
+    assert.match(out, /all checks passed/);
+    assert.match(out, /elder_rowan: I remember: .*axle is cracked/);
+    assert.ok(calls >= 6, `the model answered ${calls} lines`);
+  } finally {
+    await killFleet(join(ws.dir, 'data'));
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
     ws.dispose();
   }
 });
