@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { bearerMatches } from '../shared/agent-token.js';
 import { ErrorCode, ThymosError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import type { ThymosConfig } from '../shared/thymos-config.js';
@@ -32,7 +33,11 @@ export class AgentHttpServer {
   readonly #server: Server;
   #allowedHosts = new Set<string>();
 
-  constructor(runtime: AgentRuntime, config: ThymosConfig, logger: Logger) {
+  /** The bearer token `/mcp` asks for (`[mcp] require_token`); none when unset. */
+  readonly #token: string | undefined;
+
+  constructor(runtime: AgentRuntime, config: ThymosConfig, logger: Logger, token?: string) {
+    this.#token = token;
     this.#runtime = runtime;
     this.#config = config;
     this.#logger = logger;
@@ -110,6 +115,11 @@ export class AgentHttpServer {
     }
     if (path !== '/mcp') {
       sendJsonRpcError(res, 404, JSONRPC_INVALID_REQUEST, `no route ${req.method} ${path}; the MCP endpoint is /mcp`, ErrorCode.INVALID_INPUT);
+      return;
+    }
+    if (this.#token !== undefined && !bearerMatches(headerValue(req.headers.authorization), this.#token)) {
+      res.setHeader('www-authenticate', 'Bearer realm="thymos"');
+      sendJsonRpcError(res, 401, JSONRPC_INVALID_REQUEST, `${this.#runtime.id} asks for its bearer token (mcp.require_token): send "Authorization: Bearer <token>" with the token in <data_dir>/agents/${this.#runtime.id}/mcp-token`, ErrorCode.UNAUTHORIZED);
       return;
     }
     if (this.#runtime.status === 'stopping') {

@@ -25,6 +25,7 @@ import { MemoryConsolidator } from './memory-consolidator.js';
 import { MemoryStore } from './memory-store.js';
 import { DialogueBehavior } from './dialogue-behavior.js';
 import { AgentModels } from './agent-models.js';
+import { agentTokenPath, ensureAgentToken } from '../shared/agent-token.js';
 
 /** Where an agent keeps its files: `<data_dir>/agents/<id>/`. */
 export function agentDataDir(config: ThymosConfig, id: string): string {
@@ -127,7 +128,8 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
     if (models.usesModel('consolidation')) consolidator.useWriter((sources, draft) => runtime.wordInsight(sources, draft));
 
     const { AgentHttpServer } = await httpModule;
-    const http = new AgentHttpServer(runtime, config, logger);
+    const token = config.mcp.require_token ? ensureAgentToken(agentTokenPath(config.dataPath, options.agentId)) : undefined;
+    const http = new AgentHttpServer(runtime, config, logger, token);
     await http.listen(config.agent.host, options.port);
     cleanup.push(() => http.close());
     phase('listen');

@@ -1,5 +1,6 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { readAgentToken } from '../shared/agent-token.js';
 import { EventDecisionSchema, type AgentMode, type EventDecision } from '../shared/agent-protocol.js';
 import { AgentIdSchema } from '../shared/domain-schema.js';
 import { withDeadline } from '../shared/deadline.js';
@@ -94,6 +95,8 @@ class FleetClient implements Fleet {
   readonly #nc: NatsConnection;
   readonly #requester: SupervisorRequester;
   readonly #host: string;
+  /** Where agents keep their MCP tokens (`[mcp] require_token`). */
+  readonly #dataPath: string;
   readonly #agents = new Map<string, { client: Client; port: number; pid: number | null }>();
   readonly world: WorldClient;
 
@@ -102,6 +105,7 @@ class FleetClient implements Fleet {
     this.#requester = new SupervisorRequester(nc, config.supervisor.request_timeout_ms);
     this.world = new WorldClient(nc, { timeoutMs: QUICK_MS, by: 'app', owner: WorldClient.appOwner() });
     this.#host = config.agent.host === '0.0.0.0' ? '127.0.0.1' : config.agent.host;
+    this.#dataPath = config.dataPath;
   }
 
   async reconcile(context: ReconcileContextInput, options: OperationOptions & { dryRun?: boolean } = {}): Promise<ReconcileReport> {
@@ -163,7 +167,9 @@ class FleetClient implements Fleet {
     if (cached && cached.port === row.port && cached.pid === row.pid) return cached.client;
     if (cached) await cached.client.close().catch(() => undefined);
     const client = new Client({ name: 'thymos-fleet', version: '0.1.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`http://${this.#host}:${row.port}/mcp`)));
+    const token = readAgentToken(this.#dataPath, id);
+    const requestInit = token ? { headers: { authorization: `Bearer ${token}` } } : undefined;
+    await client.connect(new StreamableHTTPClientTransport(new URL(`http://${this.#host}:${row.port}/mcp`), requestInit ? { requestInit } : undefined));
     this.#agents.set(id, { client, port: row.port, pid: row.pid });
     return client;
   }

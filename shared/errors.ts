@@ -57,6 +57,8 @@ export const ErrorCode = {
   LLM_UNAVAILABLE: 'LLM_UNAVAILABLE',
   /** The model's output did not match the expected structure, even after a repair attempt. */
   LLM_OUTPUT_INVALID: 'LLM_OUTPUT_INVALID',
+  /** A request to an agent's MCP endpoint lacked the bearer token `[mcp] require_token` asks for, or had a wrong one. */
+  UNAUTHORIZED: 'UNAUTHORIZED',
   /** The caller cancelled the operation (an agent passivated or stopping cancels its model calls). */
   CANCELLED: 'CANCELLED',
   /** The world row (or other record) the request names does not exist. */

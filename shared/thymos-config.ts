@@ -329,6 +329,13 @@ export const McpSettingsSchema = z
      * @default []
      */
     allowed_hosts: z.array(z.string().min(1)).default([]),
+    /**
+     * Ask every request to `/mcp` for `Authorization: Bearer <token>`. Each agent makes its
+     * token on first start, in `<data_dir>/agents/<id>/mcp-token` (mode 0600); `connect()`, the
+     * CLI and the supervisor read it from there. `/health` stays open.
+     * @default false
+     */
+    require_token: z.boolean().default(false),
   })
   .strict();
 

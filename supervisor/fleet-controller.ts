@@ -21,6 +21,7 @@ import { AgentLink } from './agent-link.js';
 import type { AgentEntry, AgentRegistry } from './agent-registry.js';
 import { decideStates, STATE_RANK, type Decision, type ScoredAgent } from './decide-states.js';
 import { probeMcp } from './mcp-probe.js';
+import { readAgentToken } from '../shared/agent-token.js';
 import { PortAllocator } from './port-allocator.js';
 import type { ProcessManager } from './process-manager.js';
 import type { RelevanceEvaluator } from './relevance-evaluator.js';
@@ -412,7 +413,7 @@ export class FleetController {
       }
       mark('nats_ready');
       const left = Math.max(1000, budget - (performance.now() - t0));
-      await probeMcp(id, `http://${config.agent.host === '0.0.0.0' ? '127.0.0.1' : config.agent.host}:${port}/mcp`, left);
+      await probeMcp(id, `http://${config.agent.host === '0.0.0.0' ? '127.0.0.1' : config.agent.host}:${port}/mcp`, left, config.mcp.require_token ? readAgentToken(config.dataPath, id) : undefined);
     } catch (err) {
       life.cancel();
       await processes.delete(name).catch(() => undefined);

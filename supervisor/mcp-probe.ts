@@ -7,13 +7,14 @@ import { ErrorCode, ThymosError } from '../shared/errors.js';
  * session is ended. One request and a DELETE instead of a full client: a start costs
  * milliseconds here, not a client's set-up (about 250 ms measured under load).
  */
-export async function probeMcp(id: string, url: string, timeoutMs: number): Promise<void> {
+export async function probeMcp(id: string, url: string, timeoutMs: number, token?: string): Promise<void> {
+  const auth: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
   const signal = AbortSignal.timeout(Math.max(1, Math.round(timeoutMs)));
   try {
     const res = await fetch(url, {
       method: 'POST',
       signal,
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...auth },
       body: JSON.stringify({
         jsonrpc: '2.0',
         id: 1,
@@ -30,7 +31,7 @@ export async function probeMcp(id: string, url: string, timeoutMs: number): Prom
       throw new Error(`the endpoint is ${result.data.serverInfo.name}, expected thymos-agent-${id} with tools (another process on this port?)`);
     }
     const session = res.headers.get('mcp-session-id');
-    if (session) await fetch(url, { method: 'DELETE', signal, headers: { 'mcp-session-id': session } }).then((r) => r.body?.cancel(), () => undefined);
+    if (session) await fetch(url, { method: 'DELETE', signal, headers: { 'mcp-session-id': session, ...auth } }).then((r) => r.body?.cancel(), () => undefined);
   } catch (err) {
     throw new ThymosError(ErrorCode.STARTUP_TIMEOUT, `${id}: MCP at ${url} did not answer: ${(err as Error).message}`, { cause: err });
   }

@@ -18,7 +18,8 @@ const until = (condition: () => Promise<boolean> | boolean, ms: number, what: st
 // the innkeeper watches open quests, the smith watches nothing.
 describe('the shared world store in a running fleet', () => {
   before(async () => {
-    testFleet = await startTestFleet(['[lifecycle]', 'min_dwell_ms = 0', '[world]', 'lease_ms = 2000']);
+    // Tokens on: the supervisor's probe, connect() and the CLI must bring each agent's token.
+    testFleet = await startTestFleet(['[lifecycle]', 'min_dwell_ms = 0', '[world]', 'lease_ms = 2000', '[mcp]', 'require_token = true']);
     ({ ws, fleet } = testFleet);
     const report = await fleet.reconcile({ agents: { captain_lysa: { relevance: 1 }, tomas_innkeeper: { relevance: 0.5 }, bram_smith: { relevance: 1 } } });
     assert.deepEqual(report.failed, []);
@@ -112,6 +113,17 @@ describe('the shared world store in a running fleet', () => {
     await until(async () => /place gate appeared/.test(await recall('captain_lysa', 'gate')), 10_000, 'the guard after waking');
     assert.doesNotMatch(await recall('captain_lysa', 'well'), /place well/, 'a live query is live: changes while Dormant are not replayed');
     await sub.close();
+  });
+
+  test('with mcp.require_token, an agent refuses a request without its token; the library and thymos call bring it', async () => {
+    const status = await fleet.status();
+    const bram = status.agents.find((a) => a.id === 'bram_smith' && a.port !== null);
+    assert.ok(bram, JSON.stringify(status.agents));
+    const bare = await fetch(`http://127.0.0.1:${bram.port}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+    assert.equal(bare.status, 401);
+    const called = await runThymos(['call', 'bram_smith', 'get_bram_smith_state', '{}'], ws.dir);
+    assert.equal(called.code, 0, called.stderr);
+    assert.match(called.stdout, /bram_smith/);
   });
 
   test('bad world requests from the library are refused by name', async () => {
