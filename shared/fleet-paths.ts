@@ -16,6 +16,8 @@ export interface FleetPaths {
   readonly archive: string;
   /** Process logs: `logs/<name>.log`. */
   readonly logs: string;
+  /** Control actions the supervisor took, one JSON line each: `logs/audit.jsonl`. */
+  readonly audit: string;
   /** Start contexts handed to agents and the fleet's runtime facts. */
   readonly run: string;
   /** `run/fleet.json`: the NATS URL clients use, written by `thymos up`. */
@@ -33,6 +35,7 @@ export function fleetPaths(dataPath: string): FleetPaths {
     agents: join(dataPath, 'agents'),
     archive: join(dataPath, 'archive'),
     logs: join(dataPath, 'logs'),
+    audit: join(dataPath, 'logs', 'audit.jsonl'),
     run,
     fleetFile: join(run, 'fleet.json'),
     nats: join(dataPath, 'nats'),

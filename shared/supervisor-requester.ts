@@ -1,9 +1,16 @@
-import { createInbox, type NatsConnection } from '@nats-io/transport-node';
+import { hostname } from 'node:os';
+import { basename } from 'node:path';
+import { createInbox, headers, type NatsConnection } from '@nats-io/transport-node';
 import { ErrorCode, ThymosError } from './errors.js';
 import { isNoResponders } from './nats-connection.js';
 import { Subjects } from './subjects.js';
 import { ProgressMessageSchema, SupervisorReplySchema, type ProgressMessage } from './supervisor-protocol.js';
 import { parseJsonOrUndefined } from './parse-json.js';
+
+/** The header that says who sent a control request, for the supervisor's audit log. */
+export const REQUESTER_HEADER = 'Thymos-By';
+/** This process, as the audit log names it: program, pid and host (self-declared, not authenticated). */
+const REQUESTER = `${basename(process.argv[1] ?? 'node')}#${process.pid}@${hostname()}`;
 
 /**
  * Sends requests to a fleet's supervisor and turns coded error replies back into
@@ -39,7 +46,9 @@ export class SupervisorRequester {
     const timeout = options.timeoutMs ?? this.#timeoutMs;
     let text: string;
     try {
-      text = (await this.#nc.request(subject, JSON.stringify(body), { timeout })).string();
+      const h = headers();
+      h.set(REQUESTER_HEADER, REQUESTER);
+      text = (await this.#nc.request(subject, JSON.stringify(body), { timeout, headers: h })).string();
     } catch (err) {
       if (isNoResponders(err)) {
         throw new ThymosError(ErrorCode.FLEET_NOT_RUNNING, `no supervisor answers on ${subject}: start the fleet with thymos up`, { cause: err });

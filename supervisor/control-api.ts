@@ -4,6 +4,8 @@ import type { z } from 'zod';
 import type { SupervisorReply } from '../shared/supervisor-protocol.js';
 import { describeIssues } from '../shared/zod-issues.js';
 import type { Logger } from '../shared/logger.js';
+import { REQUESTER_HEADER } from '../shared/supervisor-requester.js';
+import type { AuditLog } from './audit-log.js';
 
 type Schemas = Record<string, z.ZodType>;
 
@@ -20,6 +22,8 @@ export interface ControlApiOptions<S extends Schemas> {
   handlers: ControlHandlers<S>;
   /** The op whose invalid requests are INVALID_CONTEXT (reported without the `context.` prefix). */
   contextOp?: keyof S & string;
+  /** Records the ops in `ops` (control actions, not reads) with who asked and how they ended. */
+  audit?: { log: AuditLog; ops: ReadonlySet<string> };
 }
 
 /**
@@ -49,8 +53,10 @@ export class ControlApi<S extends Schemas> {
   }
 
   async #answer(op: string, msg: Msg): Promise<void> {
-    const { schemas, subject, handlers, contextOp } = this.#options;
+    const { schemas, subject, handlers, contextOp, audit } = this.#options;
+    const started = performance.now();
     let reply: SupervisorReply;
+    let id: string | undefined;
     try {
       let raw: unknown;
       const text = msg.data.length === 0 ? '{}' : msg.string();
@@ -68,7 +74,8 @@ export class ControlApi<S extends Schemas> {
           location: { path: parsed.error.issues[0]?.path.slice(isContext ? 1 : 0).map(String).join('.') },
         });
       }
-      const request = parsed.data as { progress?: string };
+      const request = parsed.data as { progress?: string; id?: unknown };
+      if (typeof request.id === 'string') id = request.id;
       const progressSubject = request.progress;
       const progress = (p: unknown) => {
         if (progressSubject) this.#nc.publish(progressSubject, JSON.stringify(p));
@@ -80,6 +87,25 @@ export class ControlApi<S extends Schemas> {
       if (e.code === ErrorCode.INTERNAL) this.#logger.error({ err, op }, 'control request failed');
       reply = { ok: false, error: e.toJSON() };
     }
+    if (audit?.ops.has(op)) {
+      await audit.log.record({
+        at: new Date().toISOString(),
+        op,
+        by: msg.headers?.get(REQUESTER_HEADER) || 'unknown',
+        ...(id !== undefined ? { id } : {}),
+        result: reply.ok ? 'ok' : reply.error.code,
+        duration_ms: Math.round(performance.now() - started),
+        ...(reply.ok ? { details: summary(reply.result) } : {}),
+      });
+    }
     if (msg.reply) msg.respond(JSON.stringify(reply));
   }
+}
+
+/** What a report changed, for the audit log: its non-empty lists of agents. */
+function summary(result: unknown): Record<string, unknown> | undefined {
+  if (!result || typeof result !== 'object') return undefined;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(result)) if (Array.isArray(v) && v.length > 0 && v.length <= 100 && v.every((x) => typeof x === 'string')) out[k] = v;
+  return Object.keys(out).length > 0 ? out : undefined;
 }

@@ -22,6 +22,7 @@ import { FleetController } from './fleet-controller.js';
 import { ProcessManager } from './process-manager.js';
 import { RelevanceEvaluator } from './relevance-evaluator.js';
 import { SupervisorMetrics } from './supervisor-metrics.js';
+import { AuditLog } from './audit-log.js';
 import { openWorldDatabase } from './world-database.js';
 import { worldControlApi } from './world-api.js';
 import { WorldStore } from './world-store.js';
@@ -128,6 +129,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
         schemas: SupervisorRequestSchemas,
         subject: Subjects.supervisor,
         contextOp: 'reconcile',
+        audit: { log: new AuditLog(paths.audit, logger), ops: new Set(['reconcile', 'start', 'stop', 'archive', 'restore', 'stop_all']) },
         handlers: {
         reconcile: (r, progress) => controller.reconcile(r.context, { dryRun: r.dry_run, onProgress: progress }),
         status: async () => ({ supervisor: { pid: process.pid, started_at: startedAt, metrics_url: metricsUrl, nats_url: natsUrl }, ...(await controller.status()) }),

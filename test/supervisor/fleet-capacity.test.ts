@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Fleet } from '../../client/fleet-client.js';
 import type { FleetStatus } from '../../shared/supervisor-protocol.js';
@@ -51,5 +53,19 @@ describe('capacity limits and pins on a real fleet', () => {
     assert.equal(start.code, 3);
     assert.match(start.stderr, /CAPACITY_EXCEEDED: cannot start tomas_innkeeper: 3 agents already run and \[lifecycle\] max_running is 3/);
     assert.equal(states(await fleet.status()).old_fenn, 'active');
+  });
+
+  test('the audit log has every control action with who asked, when and how it ended; reads are not in it', async () => {
+    const lines = readFileSync(join(ws.dir, 'data', 'logs', 'audit.jsonl'), 'utf8').trim().split('\n');
+    const entries = lines.map((l) => JSON.parse(l) as { at: string; op: string; by: string; id?: string; result: string; duration_ms: number; details?: Record<string, unknown> });
+    const reconcile = entries.find((e) => e.op === 'reconcile' && e.result === 'ok');
+    assert.ok(reconcile, lines.join('\n'));
+    assert.match(reconcile.by, /^fleet-capacity\.test\.ts#\d+@/);
+    assert.ok(!Number.isNaN(Date.parse(reconcile.at)) && reconcile.duration_ms >= 0);
+    assert.ok(Array.isArray(reconcile.details?.started), JSON.stringify(reconcile));
+    const refused = entries.filter((e) => e.by.startsWith('thymos.js#'));
+    assert.deepEqual(refused.map((e) => [e.op, e.id, e.result]), [['stop', 'old_fenn', 'AGENT_PINNED'], ['start', 'tomas_innkeeper', 'CAPACITY_EXCEEDED']]);
+    assert.ok(!entries.some((e) => e.op === 'status' || e.op === 'history'));
+    assert.equal(statSync(join(ws.dir, 'data', 'logs', 'audit.jsonl')).mode & 0o777, 0o600);
   });
 });
