@@ -238,9 +238,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
    */
   async hear(memories: readonly NewMemory[], options: { live?: boolean } = {}): Promise<MemoryRecord[]> {
     const fresh = new Set(memories.filter((m) => m.id === undefined || !this.#memory.get(m.id)).map((m) => m.id));
-    const records = await this.#memory.rememberMany(memories);
-    for (const r of records) this.emit('memory', r);
-    this.#changed();
+    const records = await this.#rememberAllAndAnnounce(memories);
     if (options.live && this.#reasonOnEvents && this.#mode === 'active' && this.#status === 'ready') {
       for (const r of records) if (fresh.has(r.id) && r.source.event !== undefined) this.#react(r);
     }
@@ -507,6 +505,13 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
     return record;
   }
 
+  async #rememberAllAndAnnounce(memories: readonly NewMemory[]): Promise<MemoryRecord[]> {
+    const records = await this.#memory.rememberMany(memories);
+    for (const r of records) this.emit('memory', r);
+    this.#changed();
+    return records;
+  }
+
   #behaviorContext(client?: SamplingClient): AgentBehaviorContext {
     const models = this.#models;
     return {
@@ -515,12 +520,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
       logger: this.#logger,
       recall: (query, options) => this.#memory.recall(query, { ...this.#strategy(undefined), ...options }),
       remember: (memory) => this.#rememberAndAnnounce(memory),
-      rememberAll: async (memories) => {
-        const records = await this.#memory.rememberMany(memories);
-        for (const r of records) this.emit('memory', r);
-        this.#changed();
-        return records;
-      },
+      rememberAll: (memories) => this.#rememberAllAndAnnounce(memories),
       recentTurns: (thread, limit) => this.#memory.threadTurns(thread, limit),
       signal: this.#cancel.signal,
       model: (use) => models.provider(use, client),
