@@ -8,6 +8,7 @@ import { sendAgentMessage } from '../shared/event-stream.js';
 import type { Logger } from '../shared/logger.js';
 import { parseJsonOrUndefined } from '../shared/parse-json.js';
 import type { AgentRuntime } from './agent-runtime.js';
+import { onlyAsks, QUESTION_TAG } from './dialogue-behavior.js';
 
 /** What an agent's MCP tools use to reach other agents. */
 export interface Messenger {
@@ -98,7 +99,8 @@ export class AgentInbox implements Messenger {
     if (msg.kind === 'ask' && !this.#runtime.hasMemory(memoryId)) await this.#answer(msg);
     const content =
       msg.kind === 'tell' ? `${msg.from} told me: ${msg.text}` : msg.kind === 'answer' ? `${msg.from} answered me: ${msg.text}` : `${msg.from} asked me: ${msg.text}`;
-    await this.#runtime.hear([{ id: memoryId, content, tags: ['message', msg.kind], importance: 0.5, source }]);
+    const tags = ['message', msg.kind, ...(msg.kind === 'ask' && onlyAsks(msg.text) ? [QUESTION_TAG] : [])];
+    await this.#runtime.hear([{ id: memoryId, content, tags, importance: 0.5, source }]);
     m.ack();
   }
 

@@ -6,7 +6,7 @@ import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sd
 import { z } from 'zod';
 import { WorldQuerySchema } from '../shared/world-protocol.js';
 import { AgentIdSchema } from '../shared/domain-schema.js';
-import { AgentStateSchema } from '../shared/agent-protocol.js';
+import { AgentStateSchema, ScoredOptionSchema } from '../shared/agent-protocol.js';
 import { toThymosError } from '../shared/errors.js';
 import type { ThymosConfig } from '../shared/thymos-config.js';
 import type { SamplingClient } from './agent-models.js';
@@ -356,7 +356,7 @@ export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfi
     .max(OPTIONS_MAX)
     .optional()
     .describe(`What ${persona.name} could do. Default: the agent's actions from the domain schema.`);
-  const ThoughtOut = { situation: z.string(), steps: z.array(z.string()), options: z.array(z.object({ action: z.string(), score: z.number(), reason: z.string() })), model: z.string() };
+  const ThoughtOut = { situation: z.string(), steps: z.array(z.string()), options: z.array(ScoredOptionSchema), model: z.string() };
   server.registerTool(
     'think',
     {

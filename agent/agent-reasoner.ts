@@ -1,8 +1,9 @@
 import { z } from 'zod';
-import { generateStructured, type LlmMessage, type ScoredOption } from '../shared/llm-provider.js';
+import { generateStructured, type BriefMemory, type LlmMessage, type ScoredOption } from '../shared/llm-provider.js';
 import { ANSWER_SHAPES } from '../shared/llm-tasks.js';
 import type { AgentBehaviorContext } from './agent-behavior.js';
-import { personaPrompt } from './persona-prompt.js';
+import { SAID_TAG } from './dialogue-behavior.js';
+import { goalsLine, memoriesBlock, personaPrompt } from './persona-prompt.js';
 
 /** What an agent weighs when neither the call nor its definition (`actions`) names options. */
 export const DEFAULT_OPTIONS = ['look into it', 'tell someone', 'carry on as before'] as const;
@@ -33,10 +34,10 @@ export interface Decision {
 export async function think(ctx: AgentBehaviorContext, situation: string, options?: readonly string[]): Promise<Thought> {
   const choices = optionsFor(ctx, options);
   const provider = ctx.model('reasoning');
-  const hits = await ctx.recall(situation, { k: GROUNDING, filter: (m) => !m.tags.includes('said') });
+  const hits = await ctx.recall(situation, { k: GROUNDING, filter: (m) => !m.tags.includes(SAID_TAG) });
   const memories = hits.map((h) => ({ content: h.memory.content, strength: h.score.strength }));
   const messages: LlmMessage[] = [
-    { role: 'system', content: prompt(ctx, memories.map((m) => `- ${m.content} (strength ${m.strength})`), `Your options: ${choices.map((o) => JSON.stringify(o)).join(', ')}.`, ANSWER_SHAPES.think) },
+    { role: 'system', content: prompt(ctx, memories, `Your options: ${choices.map((o) => JSON.stringify(o)).join(', ')}.`, ANSWER_SHAPES.think) },
     { role: 'user', content: `What happened: ${situation}\nThink it through, then score every option.` },
   ];
   const action = z.enum(choices as [string, ...string[]]);
@@ -73,12 +74,6 @@ function optionsFor(ctx: AgentBehaviorContext, given: readonly string[] | undefi
   return [...new Set(source.map((o) => o.trim()).filter(Boolean))];
 }
 
-function prompt(ctx: AgentBehaviorContext, memories: string[], ...more: string[]): string {
-  const { goals } = ctx.definition;
-  return personaPrompt(
-    ctx.definition.persona,
-    goals.length > 0 ? `Your goals: ${goals.join('; ')}.` : undefined,
-    memories.length > 0 ? `What you remember (strength 0..1, weaker is hazier):\n${memories.join('\n')}` : undefined,
-    ...more,
-  );
+function prompt(ctx: AgentBehaviorContext, memories: readonly BriefMemory[], ...more: string[]): string {
+  return personaPrompt(ctx.definition.persona, goalsLine(ctx.definition), memoriesBlock(memories), ...more);
 }

@@ -237,11 +237,11 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
    * Listening agents hear and remember too. Ids make it idempotent.
    */
   async hear(memories: readonly NewMemory[], options: { live?: boolean } = {}): Promise<MemoryRecord[]> {
-    const fresh = new Set(memories.filter((m) => m.id === undefined || !this.#memory.get(m.id)).map((m) => m.id));
+    const reacting = options.live === true && this.#reasonOnEvents && this.#mode === 'active' && this.#status === 'ready';
+    // Only memories new to this agent are reasoned about: a redelivered event is stored once and decided once.
+    const known = reacting ? new Set(memories.flatMap((m) => (m.id !== undefined && this.#memory.get(m.id) ? [m.id] : []))) : undefined;
     const records = await this.#rememberAllAndAnnounce(memories);
-    if (options.live && this.#reasonOnEvents && this.#mode === 'active' && this.#status === 'ready') {
-      for (const r of records) if (fresh.has(r.id) && r.source.event !== undefined) this.#react(r);
-    }
+    if (known) for (const r of records) if (!known.has(r.id) && r.source.event !== undefined) this.#react(r);
     return records;
   }
 

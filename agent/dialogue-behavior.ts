@@ -1,16 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { generateStructured, type LlmMessage } from '../shared/llm-provider.js';
+import { generateStructured, type BriefMemory, type LlmMessage } from '../shared/llm-provider.js';
 import { ANSWER_SHAPES, DialogueReplySchema, type DialogueReply } from '../shared/llm-tasks.js';
 import { statements } from '../shared/offline-provider.js';
 import type { AgentBehavior, AgentBehaviorContext, TalkReply, TalkRequest } from './agent-behavior.js';
 import type { NewMemory } from './agent-memory.js';
 import type { MemoryRecord, RecallHit } from './memory-record.js';
-import { personaPrompt } from './persona-prompt.js';
+import { goalsLine, memoriesBlock, personaPrompt } from './persona-prompt.js';
 
 /** Memories an agent writes of its own words; left out of grounding so it does not quote itself. */
-const SAID_TAG = 'said';
-/** What others said to the agent. */
-const HEARD_TAG = 'heard';
+export const SAID_TAG = 'said';
+/** Lines said to the agent that only asked something; they tell nothing, so they ground nothing. */
+export const QUESTION_TAG = 'question';
 /** Facts an agent took from a conversation. */
 const LEARNED_TAG = 'learned';
 const GROUNDING = 5;
@@ -23,14 +23,12 @@ export function heardLine(request: TalkRequest): string {
 
 /**
  * Memories that may ground a reply: not the agent's own replies, not lines that only asked
- * something (asked the same thing twice, it answers from what it knows, not from the asking), and not
+ * something (`question`: asked the same thing twice, it answers from what it knows, not from the asking), and not
  * a heard turn when the fact learned from it is there already.
  */
 export async function groundingFor(ctx: AgentBehaviorContext, request: TalkRequest, k: number): Promise<RecallHit[]> {
   const echo = heardLine(request);
-  // A line that only asks ("X said to me: Who tends the mill?") tells nothing.
-  const asked = (m: MemoryRecord) => (m.tags.includes(HEARD_TAG) || m.tags.includes('ask')) && /\?\s*$/.test(m.content) && statements(m.content.slice(m.content.indexOf(': ') + 2)).length === 0;
-  const grounds = (m: MemoryRecord) => !m.tags.includes(SAID_TAG) && m.content !== echo && !asked(m);
+  const grounds = (m: MemoryRecord) => !m.tags.includes(SAID_TAG) && !m.tags.includes(QUESTION_TAG) && m.content !== echo;
   const hits = await ctx.recall(request.message, { k: k + 2, filter: grounds });
   const told = new Set(hits.filter((h) => h.memory.tags.includes(LEARNED_TAG)).flatMap((h) => h.memory.derived_from ?? []));
   return hits.filter((h) => !told.has(h.memory.id)).slice(0, k);
@@ -52,7 +50,7 @@ export class DialogueBehavior implements AgentBehavior {
     const provider = ctx.model('dialogue');
     const grounding = await groundingFor(ctx, request, GROUNDING);
     const memories = grounding.map((h) => ({ content: h.memory.content, strength: h.score.strength }));
-    const messages: LlmMessage[] = [{ role: 'system', content: systemPrompt(ctx, memories.map((m) => `- ${m.content} (strength ${m.strength})`)) }];
+    const messages: LlmMessage[] = [{ role: 'system', content: systemPrompt(ctx, memories) }];
     const echo = heardLine(request);
     for (const m of ctx.recentTurns(request.speaker, RECENT_TURNS)) {
       if (m.content !== echo) messages.push({ role: m.source.by === ctx.id ? 'assistant' : 'user', content: m.content });
@@ -81,7 +79,7 @@ function exchange(self: string, request: TalkRequest, reply: DialogueReply, grou
   const thread = request.speaker;
   const heard = randomUUID();
   return [
-    { id: heard, content: heardLine(request), tags: ['dialogue', HEARD_TAG], importance: 0.4, source: { kind: 'dialogue', by: request.speaker, thread } },
+    { id: heard, content: heardLine(request), tags: ['dialogue', 'heard', ...(onlyAsks(request.message) ? [QUESTION_TAG] : [])], importance: 0.4, source: { kind: 'dialogue', by: request.speaker, thread } },
     {
       content: `I told ${request.speaker}: ${reply.message}`,
       tags: ['dialogue', SAID_TAG],
@@ -94,14 +92,18 @@ function exchange(self: string, request: TalkRequest, reply: DialogueReply, grou
   ];
 }
 
-function systemPrompt(ctx: AgentBehaviorContext, memories: string[]): string {
-  const { goals } = ctx.definition;
+/** Whether a line only asks ("Who tends the mill?"): a question with nothing told in it. */
+export function onlyAsks(line: string): boolean {
+  return /\?\s*$/.test(line) && statements(line).length === 0;
+}
+
+function systemPrompt(ctx: AgentBehaviorContext, memories: readonly BriefMemory[]): string {
   const disposition = Object.entries(ctx.disposition).map(([k, v]) => `${k} ${typeof v === 'string' ? v : JSON.stringify(v)}`);
   return personaPrompt(
     ctx.definition.persona,
-    goals.length > 0 ? `Your goals: ${goals.join('; ')}.` : undefined,
+    goalsLine(ctx.definition),
     disposition.length > 0 ? `How you are now: ${disposition.join('; ')}.` : undefined,
-    memories.length > 0 ? `What you remember (strength 0..1, weaker is hazier):\n${memories.join('\n')}` : 'You remember nothing about this.',
+    memoriesBlock(memories, 'You remember nothing about this.'),
     ANSWER_SHAPES.dialogue,
   );
 }

@@ -28,6 +28,9 @@ export const AgentStateSchema = z.object({
 });
 export type AgentState = z.infer<typeof AgentStateSchema>;
 
+/** An option a reasoning agent weighed: what, how well it fits (0..1), why. */
+export const ScoredOptionSchema = z.object({ action: z.string(), score: z.number(), reason: z.string() });
+
 /** What an agent decided about a world event it heard, published on `thymos.agent.<id>.decision`. */
 export const EventDecisionSchema = z.object({
   agent: AgentIdSchema,
@@ -39,7 +42,7 @@ export const EventDecisionSchema = z.object({
   confidence: z.number().min(0).max(1),
   reason: z.string(),
   steps: z.array(z.string()),
-  options: z.array(z.object({ action: z.string(), score: z.number(), reason: z.string() })),
+  options: z.array(ScoredOptionSchema),
   /** Who reasoned: `offline`, or provider and model. */
   model: z.string(),
   /** The memory that records the decision. */
