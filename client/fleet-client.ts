@@ -110,7 +110,7 @@ class FleetClient implements Fleet {
 
   async reconcile(context: ReconcileContextInput, options: OperationOptions & { dryRun?: boolean } = {}): Promise<ReconcileReport> {
     const valid = parseReconcileContext(context);
-    return this.#requester.request('reconcile', { context: valid, dry_run: options.dryRun ?? false }, { onProgress: options.onProgress });
+    return this.#requester.request('reconcile', { context: valid, dry_run: options.dryRun ?? false }, { onProgress: options.onProgress, watch: true });
   }
 
   status(): Promise<FleetStatus> {
@@ -119,19 +119,19 @@ class FleetClient implements Fleet {
   }
 
   start(id: string, options: OperationOptions & { mode?: AgentMode } = {}): Promise<ReconcileReport> {
-    return this.#requester.request('start', { id, ...(options.mode ? { mode: options.mode } : {}) }, { onProgress: options.onProgress });
+    return this.#requester.request('start', { id, ...(options.mode ? { mode: options.mode } : {}) }, { onProgress: options.onProgress, watch: true });
   }
 
   stop(id: string, options: OperationOptions = {}): Promise<ReconcileReport> {
-    return this.#requester.request('stop', { id }, { onProgress: options.onProgress });
+    return this.#requester.request('stop', { id }, { onProgress: options.onProgress, watch: true });
   }
 
   archive(id: string, options: OperationOptions = {}): Promise<ReconcileReport> {
-    return this.#requester.request('archive', { id }, { onProgress: options.onProgress });
+    return this.#requester.request('archive', { id }, { onProgress: options.onProgress, watch: true });
   }
 
   restore(id: string, options: OperationOptions = {}): Promise<ReconcileReport> {
-    return this.#requester.request('restore', { id }, { onProgress: options.onProgress });
+    return this.#requester.request('restore', { id }, { onProgress: options.onProgress, watch: true });
   }
 
   async publish(input: WorldEventInput): Promise<{ id: string; seq: number; duplicate: boolean }> {

@@ -28,7 +28,12 @@ export class DataLock {
 
   /** Takes the lock in `dir` or throws the owner's code naming the holder's pid. */
   static acquire(dir: string, owner: DataLockOwner): DataLock {
-    mkdirSync(dir, { recursive: true });
+    try {
+      mkdirSync(dir, { recursive: true });
+    } catch (err) {
+      const why = (err as NodeJS.ErrnoException).code === 'EEXIST' || (err as NodeJS.ErrnoException).code === 'ENOTDIR' ? 'a file stands where the directory should be' : (err as Error).message;
+      throw new ThymosError(ErrorCode.DATABASE_ERROR, `cannot create the data directory ${dir} of ${owner.name}: ${why}; expected a writable directory`, { cause: err });
+    }
     const lock = new DataLock(join(dir, owner.file));
     for (let attempt = 0; attempt < 3; attempt++) {
       try {

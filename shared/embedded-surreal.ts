@@ -1,7 +1,9 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import { createNodeEngines } from '@surrealdb/node';
 import { createRemoteEngines, Surreal } from 'surrealdb';
+import { isAlive } from './data-lock.js';
 import { ErrorCode, ThymosError } from './errors.js';
 
 export interface EmbeddedSurrealOptions {
@@ -25,10 +27,7 @@ export async function openEmbeddedSurreal(dir: string, options: EmbeddedSurrealO
   const db = new Surreal({ engines: createNodeEngines() });
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new ThymosError(ErrorCode.DATABASE_ERROR, `opening ${dir} did not finish within ${options.timeoutMs} ms (is another process holding it?)`)),
-      options.timeoutMs,
-    );
+    timer = setTimeout(() => reject(new ThymosError(ErrorCode.DATABASE_ERROR, `opening ${dir} did not finish within ${options.timeoutMs} ms: ${whyOpenHangs(dir)}`)), options.timeoutMs);
   });
   try {
     await Promise.race([
@@ -47,6 +46,22 @@ export async function openEmbeddedSurreal(dir: string, options: EmbeddedSurrealO
     clearTimeout(timer);
   }
   return db;
+}
+
+/**
+ * Why an open hangs: another live process holds the store (surrealkv's `LOCK` names its pid),
+ * or its files are damaged (surrealkv then never answers rather than failing).
+ */
+function whyOpenHangs(dir: string): string {
+  let holder: number | undefined;
+  try {
+    const pid = Number.parseInt(readFileSync(join(dir, 'LOCK'), 'utf8').trim(), 10);
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid) holder = pid;
+  } catch {
+    // no lock file, or not readable as a pid
+  }
+  if (holder !== undefined && isAlive(holder)) return `process ${holder} holds it (its LOCK file names that pid)`;
+  return 'no other process holds it, so its files are probably damaged; restore the directory from a backup, or move it away to start afresh with an empty database';
 }
 
 export interface RemoteSurrealOptions {

@@ -63,6 +63,8 @@ export const ErrorCode = {
   CANCELLED: 'CANCELLED',
   /** The world row (or other record) the request names does not exist. */
   NOT_FOUND: 'NOT_FOUND',
+  /** The supervisor handling a long request (reconcile, start, stop…) stopped before it answered; a restarted supervisor finishes an interrupted reconcile by itself. */
+  SUPERVISOR_LOST: 'SUPERVISOR_LOST',
   /** A failure that no other code describes; a bug if seen. */
   INTERNAL: 'INTERNAL',
 } as const;

@@ -69,6 +69,8 @@ export type TransitionRecord = z.infer<typeof TransitionRecordSchema>;
 export const SupervisorRequestSchemas = {
   reconcile: z.object({ context: ReconcileContextSchema, dry_run: z.boolean().default(false), progress: z.string().optional() }).strict(),
   status: z.object({}).strict(),
+  /** Which supervisor process answers: callers of long requests watch it to notice a restart. */
+  ping: z.object({}).strict(),
   start: z.object({ id: AgentIdSchema, mode: z.enum(['active', 'passive']).default('active'), progress: z.string().optional() }).strict(),
   stop: z.object({ id: AgentIdSchema, progress: z.string().optional() }).strict(),
   archive: z.object({ id: AgentIdSchema, progress: z.string().optional() }).strict(),
@@ -79,6 +81,10 @@ export const SupervisorRequestSchemas = {
 } as const;
 export type SupervisorOp = keyof typeof SupervisorRequestSchemas;
 export const SUPERVISOR_OPS = Object.keys(SupervisorRequestSchemas) as SupervisorOp[];
+
+/** The answer to `ping`. */
+export const PingReplySchema = z.object({ pid: z.number().int(), started_at: z.string() });
+export type PingReply = z.infer<typeof PingReplySchema>;
 
 /** Every supervisor reply: a result or an error with a stable code. */
 export const SupervisorReplySchema = z.discriminatedUnion('ok', [

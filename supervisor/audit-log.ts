@@ -44,3 +44,11 @@ export class AuditLog {
     return this.#tail;
   }
 }
+
+/** What a report changed, for an entry's `details`: its non-empty lists of agents (at most 100 each). */
+export function auditDetails(result: unknown): Record<string, unknown> | undefined {
+  if (!result || typeof result !== 'object') return undefined;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(result)) if (Array.isArray(v) && v.length > 0 && v.length <= 100 && v.every((x) => typeof x === 'string')) out[k] = v;
+  return Object.keys(out).length > 0 ? out : undefined;
+}

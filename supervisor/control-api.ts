@@ -5,7 +5,7 @@ import type { SupervisorReply } from '../shared/supervisor-protocol.js';
 import { describeIssues } from '../shared/zod-issues.js';
 import type { Logger } from '../shared/logger.js';
 import { REQUESTER_HEADER } from '../shared/supervisor-requester.js';
-import type { AuditLog } from './audit-log.js';
+import { auditDetails, type AuditLog } from './audit-log.js';
 
 type Schemas = Record<string, z.ZodType>;
 
@@ -95,17 +95,9 @@ export class ControlApi<S extends Schemas> {
         ...(id !== undefined ? { id } : {}),
         result: reply.ok ? 'ok' : reply.error.code,
         duration_ms: Math.round(performance.now() - started),
-        ...(reply.ok ? { details: summary(reply.result) } : {}),
+        ...(reply.ok ? { details: auditDetails(reply.result) } : {}),
       });
     }
     if (msg.reply) msg.respond(JSON.stringify(reply));
   }
-}
-
-/** What a report changed, for the audit log: its non-empty lists of agents. */
-function summary(result: unknown): Record<string, unknown> | undefined {
-  if (!result || typeof result !== 'object') return undefined;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(result)) if (Array.isArray(v) && v.length > 0 && v.length <= 100 && v.every((x) => typeof x === 'string')) out[k] = v;
-  return Object.keys(out).length > 0 ? out : undefined;
 }

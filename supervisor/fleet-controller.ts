@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -12,7 +12,7 @@ import { ErrorCode, ThymosError, toThymosError } from '../shared/errors.js';
 import { deleteAgentConsumer, ensureAgentConsumer } from '../shared/event-stream.js';
 import { Pm2Names, type FleetPaths } from '../shared/fleet-paths.js';
 import type { Logger } from '../shared/logger.js';
-import type { ReconcileContext } from '../shared/reconcile-context.js';
+import { parseReconcileContext, type ReconcileContext } from '../shared/reconcile-context.js';
 import { Subjects } from '../shared/subjects.js';
 import type { AgentStatusRow, FleetStatus, ProgressMessage, ReconcileReport } from '../shared/supervisor-protocol.js';
 import type { ThymosConfig } from '../shared/thymos-config.js';
@@ -173,6 +173,7 @@ export class FleetController {
       const decisions = await this.decide(context);
       this.#o.metrics.decisionSeconds.observe((performance.now() - started) / 1000);
       const report = await this.#apply(decisions, context, options);
+      if (!options.dryRun) this.#endJournal();
       const duration = performance.now() - started;
       this.#o.metrics.reconcileSeconds.observe(duration / 1000);
       return { ...report, dry_run: options.dryRun ?? false, duration_ms: Math.round(duration) };
@@ -221,9 +222,63 @@ export class FleetController {
       for (const m of moves) describeMove(report, m.entry.state, m.to, m.entry.id);
       return sortReport(report);
     }
+    if (moves.length > 0) this.#beginJournal(context);
     await this.#runMoves(moves, report, options.onProgress);
     this.#updateCounts();
     return sortReport(report);
+  }
+
+  get #journalFile(): string {
+    return join(this.#o.paths.run, 'reconcile.pending.json');
+  }
+
+  /**
+   * Notes the context of a reconcile that is about to move agents, so a supervisor killed
+   * before it ends finishes it after its restart (`resumeInterrupted`). Written atomically:
+   * a crash leaves the previous file or the new one, never half of one.
+   */
+  #beginJournal(context: ReconcileContext): void {
+    try {
+      mkdirSync(this.#o.paths.run, { recursive: true });
+      writeAtomic(this.#journalFile, JSON.stringify({ at: new Date().toISOString(), context }));
+    } catch (err) {
+      this.#o.logger.warn({ err: (err as Error).message }, 'the reconcile journal was not written: a crash now would leave this reconcile unfinished');
+    }
+  }
+
+  #endJournal(): void {
+    rmSync(this.#journalFile, { force: true });
+  }
+
+  /**
+   * Finishes the reconcile a killed supervisor left unfinished (its journal is still there),
+   * after `adopt`. Reconciles are level-triggered, so running the same context again moves
+   * only the agents the first run did not reach. Resolves to undefined when there is nothing
+   * to finish; a journal that cannot be read or no longer fits the domain is set aside as
+   * `reconcile.pending.json.bad` with an error in the log.
+   */
+  async resumeInterrupted(): Promise<{ since: string; report: ReconcileReport } | undefined> {
+    let text: string;
+    try {
+      text = readFileSync(this.#journalFile, 'utf8');
+    } catch {
+      return undefined;
+    }
+    const { logger } = this.#o;
+    try {
+      const raw = JSON.parse(text) as { at?: unknown; context?: unknown };
+      const since = typeof raw.at === 'string' ? raw.at : 'unknown';
+      const context = parseReconcileContext(raw.context, `${this.#journalFile}: context`);
+      logger.warn({ since }, 'finishing a reconcile interrupted by a supervisor restart');
+      const report = await this.reconcile(context);
+      logger.info({ since, started: report.started, stopped: report.stopped, failed: report.failed.map((f) => f.id) }, 'interrupted reconcile finished');
+      return { since, report };
+    } catch (err) {
+      const e = toThymosError(err);
+      logger.error({ code: e.code, err: e.message, file: this.#journalFile }, 'the interrupted reconcile could not be finished; its journal is set aside');
+      renameSync(this.#journalFile, `${this.#journalFile}.bad`);
+      return undefined;
+    }
   }
 
   /** Moves down first (freeing capacity and ports), then up; each phase with bounded concurrency. */

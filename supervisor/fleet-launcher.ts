@@ -128,7 +128,7 @@ export async function downFleet(config: ThymosConfig, options: LaunchOptions & {
       });
       if (nc) {
         try {
-          report = await new SupervisorRequester(nc, config.supervisor.request_timeout_ms).request<ReconcileReport>('stop_all', {}, { onProgress: options.onProgress });
+          report = await new SupervisorRequester(nc, config.supervisor.request_timeout_ms).request<ReconcileReport>('stop_all', {}, { onProgress: options.onProgress, watch: true });
         } catch (err) {
           step(`the supervisor could not stop the agents (${toThymosError(err).message}); stopping them through pm2`);
         } finally {

@@ -22,7 +22,7 @@ import { FleetController } from './fleet-controller.js';
 import { ProcessManager } from './process-manager.js';
 import { RelevanceEvaluator } from './relevance-evaluator.js';
 import { SupervisorMetrics } from './supervisor-metrics.js';
-import { AuditLog } from './audit-log.js';
+import { AuditLog, auditDetails } from './audit-log.js';
 import { openWorldDatabase } from './world-database.js';
 import { worldControlApi } from './world-api.js';
 import { WorldStore } from './world-store.js';
@@ -123,15 +123,17 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     cleanup.push(() => metrics.close());
     const startedAt = new Date().toISOString();
 
+    const audit = new AuditLog(paths.audit, logger);
     const api = new ControlApi(
       nc,
       {
         schemas: SupervisorRequestSchemas,
         subject: Subjects.supervisor,
         contextOp: 'reconcile',
-        audit: { log: new AuditLog(paths.audit, logger), ops: new Set(['reconcile', 'start', 'stop', 'archive', 'restore', 'stop_all']) },
+        audit: { log: audit, ops: new Set(['reconcile', 'start', 'stop', 'archive', 'restore', 'stop_all']) },
         handlers: {
         reconcile: (r, progress) => controller.reconcile(r.context, { dryRun: r.dry_run, onProgress: progress }),
+        ping: async () => ({ pid: process.pid, started_at: startedAt }),
         status: async () => ({ supervisor: { pid: process.pid, started_at: startedAt, metrics_url: metricsUrl, nats_url: natsUrl }, ...(await controller.status()) }),
         start: (r, progress) => controller.operate('start', r.id, { mode: r.mode, onProgress: progress }),
         stop: (r, progress) => controller.operate('stop', r.id, { onProgress: progress }),
@@ -174,6 +176,20 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     };
     logger.info({ agents: controller.ids.length, nats: natsUrl, metrics: metricsUrl, counts: controller.counts() }, 'supervisor ready');
     process.send?.('ready');
+    // A reconcile this supervisor's previous run was killed in the middle of is finished now,
+    // behind the same queue as requests, so a status asked meanwhile sees the end of it.
+    void controller.resumeInterrupted().then((resumed) => {
+      if (!resumed) return;
+      const { report } = resumed;
+      void audit.record({
+        at: new Date().toISOString(),
+        op: 'reconcile',
+        by: `supervisor#${process.pid} (finishing the reconcile begun ${resumed.since})`,
+        result: 'ok',
+        duration_ms: report.duration_ms,
+        details: auditDetails(report),
+      });
+    });
     return { controller, metricsUrl, stop, stopped };
   } catch (err) {
     await cleanup.run();

@@ -91,6 +91,7 @@ export async function eventually<T>(check: () => Promise<T | undefined> | T | un
     try {
       const v = await check();
       if (v !== undefined) return v;
+      last = undefined; // answered, not yet as wanted: an older error no longer explains the wait
     } catch (err) {
       last = err;
     }
