@@ -10,6 +10,7 @@ import { connectNats } from '../shared/nats-connection.js';
 import { Subjects } from '../shared/subjects.js';
 import { describeIssues } from '../shared/zod-issues.js';
 import type { AgentRuntime } from './agent-runtime.js';
+import { parseWireJson } from '../shared/parse-json.js';
 
 export interface AgentControlChannelOptions {
   servers: string;
@@ -129,12 +130,7 @@ export class AgentControlChannel {
     let reply: AgentControlReply;
     let afterReply: (() => void) | undefined;
     try {
-      let raw: unknown;
-      try {
-        raw = JSON.parse(msg.string());
-      } catch (err) {
-        throw new ThymosError(ErrorCode.INVALID_INPUT, `control message is not JSON: ${(err as Error).message}`);
-      }
+      const raw = parseWireJson(msg.string(), 'control message');
       const parsed = AgentControlRequestSchema.safeParse(raw);
       if (!parsed.success) {
         throw new ThymosError(

@@ -8,6 +8,7 @@ import type { Logger } from '../shared/logger.js';
 import type { ThymosConfig } from '../shared/thymos-config.js';
 import { agentResourceUris, createAgentMcpSession, type AgentMcpSession } from './agent-mcp-server.js';
 import type { AgentRuntime } from './agent-runtime.js';
+import { parseWireJson } from '../shared/parse-json.js';
 
 interface Session extends AgentMcpSession {
   transport: StreamableHTTPServerTransport;
@@ -135,9 +136,9 @@ export class AgentHttpServer {
       }
       let parsed: unknown;
       try {
-        parsed = JSON.parse(body.text);
+        parsed = parseWireJson(body.text, 'body');
       } catch (err) {
-        sendJsonRpcError(res, 400, JSONRPC_PARSE_ERROR, `body is not JSON: ${(err as Error).message}`, ErrorCode.INVALID_INPUT);
+        sendJsonRpcError(res, 400, JSONRPC_PARSE_ERROR, (err as Error).message, ErrorCode.INVALID_INPUT);
         return;
       }
       if (sessionId === undefined) {

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { AgentIdSchema } from './domain-schema.js';
 import { ErrorCode, ThymosError } from './errors.js';
 import { describeIssues } from './zod-issues.js';
+import { parseWireJson } from './parse-json.js';
 
 /**
  * One agent's properties in a reconcile context. Any keys the application likes;
@@ -48,9 +49,9 @@ export function parseReconcileContext(raw: unknown, where = 'context'): Reconcil
 export function parseReconcileContextText(text: string, where = 'context'): ReconcileContext {
   let raw: unknown;
   try {
-    raw = JSON.parse(text);
+    raw = parseWireJson(text, where);
   } catch (err) {
-    throw new ThymosError(ErrorCode.INVALID_CONTEXT, `${where}: expected JSON: ${(err as Error).message}`, { cause: err, location: { path: '(root)' } });
+    throw new ThymosError(ErrorCode.INVALID_CONTEXT, (err as Error).message, { cause: err, location: { path: '(root)' } });
   }
   return parseReconcileContext(raw, where);
 }

@@ -6,6 +6,7 @@ import { describeIssues } from '../shared/zod-issues.js';
 import type { Logger } from '../shared/logger.js';
 import { REQUESTER_HEADER } from '../shared/supervisor-requester.js';
 import { auditDetails, type AuditLog } from './audit-log.js';
+import { parseWireJson } from '../shared/parse-json.js';
 
 type Schemas = Record<string, z.ZodType>;
 
@@ -58,13 +59,7 @@ export class ControlApi<S extends Schemas> {
     let reply: SupervisorReply;
     let id: string | undefined;
     try {
-      let raw: unknown;
-      const text = msg.data.length === 0 ? '{}' : msg.string();
-      try {
-        raw = JSON.parse(text);
-      } catch (err) {
-        throw new ThymosError(ErrorCode.INVALID_INPUT, `${subject(op)}: request is not JSON: ${(err as Error).message}`);
-      }
+      const raw = parseWireJson(msg.data.length === 0 ? '{}' : msg.string(), `${subject(op)}: request`);
       const parsed = schemas[op]!.safeParse(raw);
       if (!parsed.success) {
         const isContext = op === contextOp;

@@ -11,6 +11,7 @@ import { Subjects } from '../shared/subjects.js';
 import type { ThymosConfig } from '../shared/thymos-config.js';
 import { thymosRoot } from '../shared/thymos-bin.js';
 import { parseInput } from '../shared/zod-issues.js';
+import { parseWireJson } from '../shared/parse-json.js';
 
 interface Waiting {
   text: string;
@@ -109,12 +110,7 @@ export class EmbeddingService {
     this.stats.requests++;
     let reply: string;
     try {
-      let raw: unknown;
-      try {
-        raw = JSON.parse(msg.string());
-      } catch (err) {
-        throw new ThymosError(ErrorCode.INVALID_INPUT, `${Subjects.embed}: request is not JSON: ${(err as Error).message}`);
-      }
+      const raw = parseWireJson(msg.string(), `${Subjects.embed}: request`);
       const { texts } = parseInput(EmbedRequestSchema, raw, Subjects.embed);
       const vectors = await this.embed(texts);
       reply = JSON.stringify({ ok: true, result: { model: this.model, dims: this.dims, vectors: encodeVectors(vectors) } });

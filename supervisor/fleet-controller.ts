@@ -26,6 +26,7 @@ import { PortAllocator } from './port-allocator.js';
 import type { ProcessManager } from './process-manager.js';
 import type { RelevanceEvaluator } from './relevance-evaluator.js';
 import type { SupervisorMetrics } from './supervisor-metrics.js';
+import { parseJsonOrUndefined } from '../shared/parse-json.js';
 
 export interface FleetControllerOptions {
   config: ThymosConfig;
@@ -541,13 +542,7 @@ export class FleetController {
     const sub = this.#o.nc.subscribe(Subjects.allAgentStatus);
     void (async () => {
       for await (const m of sub) {
-        let raw: unknown;
-        try {
-          raw = JSON.parse(m.string());
-        } catch {
-          continue;
-        }
-        const parsed = AgentStatusMessageSchema.safeParse(raw);
+        const parsed = AgentStatusMessageSchema.safeParse(parseJsonOrUndefined(m.string()));
         if (!parsed.success) continue;
         const { state, rss_bytes } = parsed.data;
         if (rss_bytes !== undefined) this.#rss.set(state.id, rss_bytes);
