@@ -17,11 +17,13 @@ import { reconcileDecisionScenario } from './reconcile-decision.js';
 import { embeddingScenario } from './embedding.js';
 import { locomoScenario } from './locomo.js';
 import { worldLiveScenario } from './world-live.js';
+import { faultsScenario } from './faults.js';
+import { fuzzScenario } from './fuzz.js';
 import type { Figure, Scenario, ScenarioResult } from './scenario.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RESULTS = join(ROOT, 'bench', 'results');
-const SCENARIOS: Scenario[] = [agentStartupScenario, recallScenario, reconcileDecisionScenario, fleetScaleScenario, eventDeliveryScenario, worldLiveScenario, embeddingScenario, locomoScenario];
+const SCENARIOS: Scenario[] = [agentStartupScenario, recallScenario, reconcileDecisionScenario, fleetScaleScenario, eventDeliveryScenario, worldLiveScenario, embeddingScenario, locomoScenario, faultsScenario, fuzzScenario];
 
 interface StoredResult extends ScenarioResult {
   machine: string;
@@ -45,6 +47,36 @@ function commit(): string {
   }
 }
 
+/** The headline figures, in the order the summary shows them: scenario, metric pattern, label, goal when the figure has none. */
+const HEADLINES: Array<{ scenario: string; metric: RegExp; label: string; goal?: string }> = [
+  { scenario: 'agent-startup', metric: /^spawn → ready/, label: 'Cold start of an agent, spawn → ready, p50 / p95' },
+  { scenario: 'agent-startup', metric: /^idle agent RSS/, label: 'Idle agent RSS' },
+  { scenario: 'reconcile-decision', metric: /^decision p50, 10,000/, label: 'Reconcile decision at 10,000 agents, p50' },
+  { scenario: 'fleet-scale', metric: /agents Dormant → Active/, label: 'Wake', goal: 'none set' },
+  { scenario: 'recall', metric: /recall k=10 p50 \/ p95 at 10k/, label: 'Recall at 10,000 memories (BM25), p50 / p95' },
+  { scenario: 'event-delivery', metric: /50 agents, p95/, label: 'Event fan-out to 50 agents, p95' },
+  { scenario: 'locomo', metric: /— R@5 \/ R@10 \/ R@20/, label: 'LoCoMo evidence recall' },
+  { scenario: 'faults', metric: /./, label: 'Faults' },
+  { scenario: 'fuzz', metric: /^all cases|^answers without|^fleet processes that died/, label: 'Fuzz' },
+];
+
+/** One table of the figures the project is judged by, each beside its goal and the run it comes from. */
+function summary(results: StoredResult[]): string[] {
+  const lines = ['## Summary', '', '| figure | value | goal | measured |', '| --- | --- | --- | --- |'];
+  for (const h of HEADLINES) {
+    const r = results.find((x) => x.name === h.scenario);
+    if (!r) {
+      lines.push(`| ${h.label} | not measured yet (\`npm run bench -- ${h.scenario}\`) | ${h.goal ?? ''} | |`);
+      continue;
+    }
+    for (const f of r.figures.filter((x) => h.metric.test(x.metric))) {
+      lines.push(`| ${h.label}: ${f.metric} | ${f.value} ${f.unit} | ${f.goal ?? h.goal ?? ''} | ${r.date}, ${r.commit} |`);
+    }
+  }
+  lines.push('');
+  return lines;
+}
+
 function render(results: StoredResult[]): string {
   const lines = [
     '# Benchmarks',
@@ -53,6 +85,7 @@ function render(results: StoredResult[]): string {
     'says where and when it was measured. The machine is shared and noisy: read medians and',
     'ratios, not single numbers.',
     '',
+    ...summary(results),
   ];
   for (const r of results) {
     lines.push(`## ${r.title}`, '', `Measured ${r.date} on ${r.machine}, Node ${r.node}, commit ${r.commit}.`, '');
