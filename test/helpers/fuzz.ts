@@ -259,7 +259,9 @@ function fitted(nc: NatsConnection, data: Buffer): Buffer {
 export async function fuzzNatsRequests(nc: NatsConnection, subjects: Array<{ subject: string; payload: (r: Rng) => unknown }>, n: number, r: Rng, t: Tally): Promise<void> {
   for (let i = 0; i < n; i++) {
     const { subject, payload } = r.pick(subjects);
-    const data = fitted(nc, r.chance(0.1) ? invalidUtf8(r) : r.chance(0.05) ? Buffer.alloc(0) : r.chance(0.05) ? Buffer.from(deepJsonText(r)) : Buffer.from(JSON.stringify(payload(r)) ?? 'null'));
+    // An empty body reads as {} — for stop_all a valid request that would stop the fleet for real.
+    const emptyOk = !subject.endsWith('.stop_all');
+    const data = fitted(nc, r.chance(0.1) ? invalidUtf8(r) : emptyOk && r.chance(0.05) ? Buffer.alloc(0) : r.chance(0.05) ? Buffer.from(deepJsonText(r)) : Buffer.from(JSON.stringify(payload(r)) ?? 'null'));
     t.cases++;
     let text: string;
     try {
