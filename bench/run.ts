@@ -69,8 +69,10 @@ function summary(results: StoredResult[]): string[] {
       lines.push(`| ${h.label} | not measured yet (\`npm run bench -- ${h.scenario}\`) | ${h.goal ?? ''} | |`);
       continue;
     }
-    for (const f of r.figures.filter((x) => h.metric.test(x.metric))) {
-      lines.push(`| ${h.label}: ${f.metric} | ${f.value} ${f.unit} | ${f.goal ?? h.goal ?? ''} | ${r.date}, ${r.commit} |`);
+    const found = r.figures.filter((x) => h.metric.test(x.metric));
+    for (const f of found) {
+      const label = found.length === 1 ? h.label : `${h.label}: ${f.metric}`;
+      lines.push(`| ${label} | ${f.value} ${f.unit} | ${f.goal ?? h.goal ?? ''} | ${r.date}, ${r.commit} |`);
     }
   }
   lines.push('');
