@@ -248,7 +248,11 @@ export class FleetController {
   }
 
   #endJournal(): void {
-    rmSync(this.#journalFile, { force: true });
+    try {
+      rmSync(this.#journalFile, { force: true });
+    } catch (err) {
+      this.#o.logger.warn({ err: (err as Error).message }, 'the reconcile journal was not removed: a restart would run this finished reconcile again (harmless: nothing left to move)');
+    }
   }
 
   /**
@@ -277,7 +281,11 @@ export class FleetController {
     } catch (err) {
       const e = toThymosError(err);
       logger.error({ code: e.code, err: e.message, file: this.#journalFile }, 'the interrupted reconcile could not be finished; its journal is set aside');
-      renameSync(this.#journalFile, `${this.#journalFile}.bad`);
+      try {
+        renameSync(this.#journalFile, `${this.#journalFile}.bad`);
+      } catch {
+        // Already gone: nothing to set aside.
+      }
       return undefined;
     }
   }
