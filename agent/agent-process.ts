@@ -26,6 +26,7 @@ import { MemoryStore } from './memory-store.js';
 import { DialogueBehavior } from './dialogue-behavior.js';
 import { AgentModels } from './agent-models.js';
 import { agentTokenPath, ensureAgentToken } from '../shared/agent-token.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Where an agent keeps its files: `<data_dir>/agents/<id>/`. */
 export function agentDataDir(config: ThymosConfig, id: string): string {
@@ -180,31 +181,64 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
       const watcher = new AgentWorldWatcher(runtime, worldWatches, logger);
       cleanup.push(() => watcher.close());
       listeners.push(watcher);
+      // Each step runs once: a retry after a failure (JetStream still recovering after a broker
+      // restart, say) picks up at the step that failed, never starting a reader twice.
+      const done = new Set<string>();
+      const once = async (step: string, run: () => Promise<void>) => {
+        if (done.has(step)) return;
+        await run();
+        done.add(step);
+      };
       const listen = async () => {
         const nc = await channel!.connection();
-        const { replayed, skipped } = await ear.catchUp(nc);
-        if (replayed || skipped) logger.info({ replayed, skipped }, 'missed events replayed');
-        ear.start();
-        const taken = await inbox.open(nc);
-        if (taken) logger.info({ taken }, 'waiting messages taken');
-        runtime.setMessenger(inbox);
-        const world = new WorldClient(nc, { timeoutMs: config.supervisor.request_timeout_ms, by: options.agentId, owner: options.agentId });
-        runtime.setWorld(world);
-        await watcher.open(world);
-        if (config.embedding.enabled) {
+        await once('events', async () => {
+          const { replayed, skipped } = await ear.catchUp(nc);
+          if (replayed || skipped) logger.info({ replayed, skipped }, 'missed events replayed');
+          ear.start();
+        });
+        await once('inbox', async () => {
+          const taken = await inbox.open(nc);
+          if (taken) logger.info({ taken }, 'waiting messages taken');
+          runtime.setMessenger(inbox);
+        });
+        await once('world', async () => {
+          const world = new WorldClient(nc, { timeoutMs: config.supervisor.request_timeout_ms, by: options.agentId, owner: options.agentId });
+          runtime.setWorld(world);
+          await watcher.open(world);
+        });
+        await once('embedder', async () => {
+          if (!config.embedding.enabled) return;
           const { RemoteEmbedder } = await import('../shared/remote-embedder.js');
           await RemoteEmbedder.connect(nc, config.embedding.timeout_ms).then(
             (embedder) => memory.attachEmbedder(embedder),
             (err: unknown) => logger.warn({ err: (err as Error).message }, 'vector search off: recall uses BM25'),
           );
+        });
+      };
+      /** Keeps trying (1 s, doubling to 30 s) until every step has run or the agent stops. */
+      const listenUntilDone = async () => {
+        for (let attempt = 0, wait = 1000; stopReason === undefined; attempt++, wait = Math.min(wait * 2, 30_000)) {
+          try {
+            await listen();
+            logger.info('world events, inbox and world watches linked');
+            return;
+          } catch (err) {
+            // A server without JetStream fails every time: say so a few times, then rarely.
+            const level = attempt < 3 || attempt % 20 === 0 ? 'warn' : 'debug';
+            logger[level]({ err: (err as Error).message, retry_in_ms: wait }, 'world events still unavailable');
+            await sleep(wait);
+          }
         }
       };
-      if (linked) {
-        await listen().catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'world events unavailable (JetStream off, or no event stream yet)'));
-        phase('replay');
-      } else {
-        void listen().catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'world events unavailable'));
-      }
+      const first = linked ? listen() : Promise.reject(new Error('nats not linked yet'));
+      await first.then(
+        () => undefined,
+        (err: unknown) => {
+          if (linked) logger.warn({ err: (err as Error).message }, 'world events unavailable (JetStream off or recovering, or no event stream yet); retrying in the background');
+          void listenUntilDone();
+        },
+      );
+      if (linked) phase('replay');
     }
 
     const every = config.memory.consolidate_every_s;

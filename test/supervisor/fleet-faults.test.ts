@@ -130,9 +130,18 @@ describe('faults on a real fleet: kills, a broker restart, damaged and unwritabl
     const started = await fleet.start('elder_rowan');
     assert.deepEqual(started.started, ['elder_rowan']);
     const elder = await fleet.agent('elder_rowan');
-    const text = (await elder.callTool({ name: 'recall', arguments: { query: 'outage notice posted', k: 20 } })).content as Array<{ text: string }>;
-    const found = new Set(text[0]!.text.match(/The (\w+) outage notice/g) ?? []);
-    assert.deepEqual([...found].sort(), words.map((w) => `The ${w} outage notice`).sort(), 'every event, from before and after the restart');
+    const heard = async () => {
+      const text = (await elder.callTool({ name: 'recall', arguments: { query: 'outage notice posted', k: 20 } })).content as Array<{ text: string }>;
+      return [...new Set(text[0]!.text.match(/The (\w+) outage notice/g) ?? [])].sort();
+    };
+    // Started within seconds of the broker's restart, the agent may find JetStream still
+    // recovering: it then links up in the background rather than before it says ready.
+    const expected = words.map((w) => `The ${w} outage notice`).sort();
+    const found = await eventually(async () => ((await heard()).length === expected.length ? heard() : undefined), 30_000, 'every event').catch(async (err: Error) => {
+      const log = readFileSync(join(data, 'logs', 'elder_rowan.log'), 'utf8').split('\n').filter((l) => /"level":[45]0/.test(l)).slice(-5).join('\n');
+      assert.fail(`${err.message}; heard ${JSON.stringify(await heard())}; elder's warnings:\n${log}`);
+    });
+    assert.deepEqual(found, expected, 'every event, from before and after the restart');
     await fleet.stop('elder_rowan');
   });
 

@@ -293,7 +293,7 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
     try {
       const ask = async (op: string, body: string) => JSON.parse((await nc.request(`thymos.supervisor.${op}`, body, { timeout: 10_000 })).string()) as { ok: boolean; error?: { code: string; message: string } };
       const cases: Array<[string, string, string, RegExp]> = [
-        ['reconcile', 'not json', 'INVALID_INPUT', /not JSON/],
+        ['reconcile', 'not json', 'INVALID_INPUT', /request: expected JSON/],
         ['reconcile', '{"context":{"agents":{"elder_rowan":{"relevance":-1}}}}', 'INVALID_CONTEXT', /agents\.elder_rowan\.relevance/],
         ['reconcile', '{"context":{},"surprise":1}', 'INVALID_CONTEXT', /surprise/],
         ['start', '{"id":"../../etc"}', 'INVALID_INPUT', /id/],
