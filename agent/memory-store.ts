@@ -2,6 +2,7 @@ import { RecordId, type Surreal } from 'surrealdb';
 import { openEmbeddedSurreal } from '../shared/embedded-surreal.js';
 import { ErrorCode, ThymosError } from '../shared/errors.js';
 import { normaliseSource, type MemoryChanges, type MemoryRecord } from './memory-record.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
  * Schema of the private database. Deliberately no DEFINE INDEX: search runs in an
@@ -61,6 +62,9 @@ DEFINE FIELD IF NOT EXISTS reason ON snapshot TYPE string;
 DEFINE FIELD IF NOT EXISTS state ON snapshot TYPE string;
 DEFINE TABLE IF NOT EXISTS meta SCHEMALESS;
 `;
+
+/** How often a write that lost a transaction conflict is tried again. */
+const CONFLICT_RETRIES = 5;
 
 interface MemoryRow extends Omit<MemoryRecord, 'id'> {
   id: RecordId;
@@ -278,12 +282,26 @@ export class MemoryStore {
     await this.#db.close();
   }
 
+  /**
+   * Runs a query. Two writes at once (a recall's reinforcement and a concept back-fill, say)
+   * can conflict in surrealkv's optimistic transactions; the loser is rolled back whole and
+   * SurrealDB says it "can be retried", so it is, a few times with a short growing pause.
+   * Every write here is an upsert, a keyed insert or one transaction, so running it again
+   * after a rollback writes it once.
+   */
   async #run<T extends unknown[] = unknown[]>(query: string, bindings?: Record<string, unknown>): Promise<T> {
-    if (this.#closed) throw new ThymosError(ErrorCode.DATABASE_ERROR, 'the memory database is closed');
-    try {
-      return (await this.#db.query(query, bindings)) as T;
-    } catch (err) {
-      throw new ThymosError(ErrorCode.DATABASE_ERROR, `memory database: ${(err as Error).message}`, { cause: err });
+    for (let attempt = 0; ; attempt++) {
+      if (this.#closed) throw new ThymosError(ErrorCode.DATABASE_ERROR, 'the memory database is closed');
+      try {
+        return (await this.#db.query(query, bindings)) as T;
+      } catch (err) {
+        const message = (err as Error).message;
+        if (attempt < CONFLICT_RETRIES && /transaction conflict|can be retried/i.test(message)) {
+          await sleep(5 * 2 ** attempt + Math.random() * 5);
+          continue;
+        }
+        throw new ThymosError(ErrorCode.DATABASE_ERROR, `memory database: ${message}`, { cause: err });
+      }
     }
   }
 }

@@ -40,6 +40,17 @@ describe('agent memory', () => {
     await reopened.close();
   });
 
+  test('concurrent writes to one memory that conflict in surrealkv are retried: none fails, none is lost', async () => {
+    const store = await MemoryStore.open(join(tempDir(), 'db'), { timeoutMs: 10_000 });
+    const memory = await AgentMemory.load(store, settings);
+    const [record] = await memory.rememberMany([{ content: 'The well rope frays', source: { kind: 'told', by: 'test' } }]);
+    const results = await Promise.allSettled(Array.from({ length: 60 }, (_, i) => store.touch([record!.id], 1_000 + i)));
+    assert.deepEqual(results.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason)), []);
+    const [row] = (await store.all()).filter((m) => m.id === record!.id);
+    assert.equal(row?.access_count, 60, 'every increment landed once');
+    await store.close();
+  });
+
   test('recall ranks by BM25 relevance times strength, and reinforces what it returns', async () => {
     const store = await MemoryStore.open(join(tempDir(), 'db'), { timeoutMs: 10_000 });
     const memory = await AgentMemory.load(store, settings);
