@@ -230,15 +230,15 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
           }
         }
       };
-      const first = linked ? listen() : Promise.reject(new Error('nats not linked yet'));
-      await first.then(
-        () => undefined,
-        (err: unknown) => {
-          if (linked) logger.warn({ err: (err as Error).message }, 'world events unavailable (JetStream off or recovering, or no event stream yet); retrying in the background');
+      if (linked) {
+        await listen().catch((err: unknown) => {
+          logger.warn({ err: (err as Error).message }, 'world events unavailable (JetStream off or recovering, or no event stream yet); retrying in the background');
           void listenUntilDone();
-        },
-      );
-      if (linked) phase('replay');
+        });
+        phase('replay');
+      } else {
+        void listenUntilDone();
+      }
     }
 
     const every = config.memory.consolidate_every_s;

@@ -1,9 +1,9 @@
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import { createNodeEngines } from '@surrealdb/node';
 import { createRemoteEngines, Surreal } from 'surrealdb';
-import { isAlive } from './data-lock.js';
+import { isAlive, readLockPid } from './data-lock.js';
 import { ErrorCode, ThymosError } from './errors.js';
 
 export interface EmbeddedSurrealOptions {
@@ -53,14 +53,8 @@ export async function openEmbeddedSurreal(dir: string, options: EmbeddedSurrealO
  * or its files are damaged (surrealkv then never answers rather than failing).
  */
 function whyOpenHangs(dir: string): string {
-  let holder: number | undefined;
-  try {
-    const pid = Number.parseInt(readFileSync(join(dir, 'LOCK'), 'utf8').trim(), 10);
-    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid) holder = pid;
-  } catch {
-    // no lock file, or not readable as a pid
-  }
-  if (holder !== undefined && isAlive(holder)) return `process ${holder} holds it (its LOCK file names that pid)`;
+  const holder = readLockPid(join(dir, 'LOCK'));
+  if (holder !== undefined && holder !== process.pid && isAlive(holder)) return `process ${holder} holds it (its LOCK file names that pid)`;
   return 'no other process holds it, so its files are probably damaged; restore the directory from a backup, or move it away to start afresh with an empty database';
 }
 

@@ -43,9 +43,8 @@ export function parseWireJson(text: string, where: string): unknown {
 
 /** Wire JSON, or undefined when it is not JSON or nests too deeply (for messages validated next with zod). */
 export function parseJsonOrUndefined(text: string): unknown {
-  if (jsonDepth(text) > MAX_JSON_DEPTH) return undefined;
   try {
-    return JSON.parse(text);
+    return parseWireJson(text, 'message');
   } catch {
     return undefined;
   }
