@@ -1,12 +1,12 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AgentMemory, type SearchStrategy } from '../agent/agent-memory.js';
-import { MemoryStore } from '../agent/memory-store.js';
-import { connectNats } from '../shared/nats-connection.js';
-import { RemoteEmbedder } from '../shared/remote-embedder.js';
-import { ThymosConfigSchema } from '../shared/thymos-config.js';
-import { EmbeddingService } from '../supervisor/embedding-service.js';
+import { AgentMemory, type SearchStrategy } from '../agent/memory/agent-memory.js';
+import { MemoryStore } from '../agent/memory/memory-store.js';
+import { connectNats } from '../shared/nats/nats-connection.js';
+import { RemoteEmbedder } from '../agent/links/remote-embedder.js';
+import { ThymosConfigSchema } from '../shared/config/thymos-config.js';
+import { EmbeddingService } from '../supervisor/embedding/embedding-service.js';
 import { ensureModel, loadTestEmbedder } from '../test/helpers/embedding-model.js';
 import { startNatsServer } from '../test/helpers/nats-server.js';
 import type { Figure, Scenario } from './scenario.js';
@@ -70,7 +70,7 @@ async function serviceFigures(texts: string[]): Promise<Figure[]> {
   const clientNc = await connectNats({ servers: nats.url, name: 'bench-embed-client' });
   const service = new EmbeddingService(direct, { batchMax: 64, cacheEntries: 100_000 });
   try {
-    service.serve(serverNc, (await import('../shared/logger.js')).createLogger({ level: 'silent' }));
+    service.serve(serverNc, (await import('../shared/platform/logger.js')).createLogger({ level: 'silent' }));
     await serverNc.flush();
     const remote = await RemoteEmbedder.connect(clientNc, 10_000);
     const one: number[] = [];

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import type { Fleet } from '../client/fleet-client.js';
-import { isThymosError } from '../shared/errors.js';
+import { isThymosError } from '../shared/errors/errors.js';
 import { agentProcesses, hammerWithKills } from '../test/helpers/faults.js';
 import { alive, eventually, fleetPids, startTestFleet } from '../test/helpers/fleet.js';
 import type { Figure, Scenario } from './scenario.js';

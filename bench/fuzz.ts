@@ -1,9 +1,9 @@
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { connect as natsConnect } from '@nats-io/transport-node';
-import { readAgentToken } from '../shared/agent-token.js';
-import { readFleetInfo } from '../shared/fleet-runtime.js';
-import { loadConfig } from '../shared/thymos-config.js';
+import { readAgentToken } from '../shared/platform/agent-token.js';
+import { readFleetInfo } from '../shared/config/fleet-runtime.js';
+import { loadConfig } from '../shared/config/thymos-config.js';
 import { fleetPids, startTestFleet } from '../test/helpers/fleet.js';
 import {
   describeTally,

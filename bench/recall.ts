@@ -4,10 +4,10 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Surreal } from 'surrealdb';
 import { createNodeEngines } from '@surrealdb/node';
-import { AgentMemory } from '../agent/agent-memory.js';
-import { MemoryConsolidator, type ConsolidationReport } from '../agent/memory-consolidator.js';
-import { MemoryStore } from '../agent/memory-store.js';
-import { ThymosConfigSchema } from '../shared/thymos-config.js';
+import { AgentMemory } from '../agent/memory/agent-memory.js';
+import { MemoryConsolidator, type ConsolidationReport } from '../agent/consolidation/memory-consolidator.js';
+import { MemoryStore } from '../agent/memory/memory-store.js';
+import { ThymosConfigSchema } from '../shared/config/thymos-config.js';
 import type { Figure, Scenario } from './scenario.js';
 import { quantile, removeDbDir, round, seeded, timed } from './stats.js';
 

@@ -1,8 +1,8 @@
-import { parseDomainSchema, type DomainSchema } from '../shared/domain-schema.js';
-import { parseReconcileContext } from '../shared/reconcile-context.js';
-import { ThymosConfigSchema } from '../shared/thymos-config.js';
-import { decideStates, type ScoredAgent } from '../supervisor/decide-states.js';
-import { RelevanceEvaluator } from '../supervisor/relevance-evaluator.js';
+import { parseDomainSchema, type DomainSchema } from '../shared/domain/domain-schema.js';
+import { parseReconcileContext } from '../shared/domain/reconcile-context.js';
+import { ThymosConfigSchema } from '../shared/config/thymos-config.js';
+import { decideStates, type ScoredAgent } from '../supervisor/fleet/decide-states.js';
+import { RelevanceEvaluator } from '../supervisor/fleet/relevance-evaluator.js';
 import type { Figure, Scenario } from './scenario.js';
 import { quantile, round } from './stats.js';
 

@@ -1,5 +1,5 @@
-import { parseAgentArgs } from '../agent/agent-options.js';
-import { runAgentProcess, type RunningAgent } from '../agent/agent-process.js';
+import { parseAgentArgs } from '../agent/process/agent-options.js';
+import { runAgentProcess, type RunningAgent } from '../agent/process/agent-process.js';
 
 /**
  * `thymos agent …`: runs until SIGINT/SIGTERM or a NATS `shutdown`, then exits 0.

@@ -1,4 +1,4 @@
-import { ErrorCode } from '../shared/errors.js';
+import { ErrorCode } from '../shared/errors/errors.js';
 
 /** Process exit codes of the `thymos` command. */
 export const ExitCode = {

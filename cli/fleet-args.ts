@@ -1,6 +1,6 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { ErrorCode, ThymosError } from '../shared/errors.js';
-import { resolveConfigFile, type ThymosConfig } from '../shared/thymos-config.js';
+import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
+import { resolveConfigFile, type ThymosConfig } from '../shared/config/thymos-config.js';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 

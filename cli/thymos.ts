@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { toThymosError } from '../shared/errors.js';
+import { toThymosError } from '../shared/errors/errors.js';
 import { ExitCode, exitCodeFor } from './exit-codes.js';
 
 const HELP = `thymos — runs fleets of agents as processes

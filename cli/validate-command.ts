@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
-import { resolveConfig } from '../agent/agent-process.js';
-import { EMPTY_DOMAIN, loadDomainSchema } from '../shared/domain-schema.js';
-import { ErrorCode, ThymosError } from '../shared/errors.js';
+import { resolveConfig } from '../agent/process/agent-process.js';
+import { EMPTY_DOMAIN, loadDomainSchema } from '../shared/domain/domain-schema.js';
+import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
 
 /** `thymos validate`: checks thymos.toml and the domain schema, prints what they define. */
 export async function runValidateCommand(argv: string[]): Promise<number> {

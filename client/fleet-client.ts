@@ -1,21 +1,21 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { readAgentToken } from '../shared/agent-token.js';
-import { EventDecisionSchema, type AgentMode, type EventDecision } from '../shared/agent-protocol.js';
-import { AgentIdSchema } from '../shared/domain-schema.js';
-import { withDeadline } from '../shared/deadline.js';
-import { ErrorCode, ThymosError } from '../shared/errors.js';
-import { publishWorldEvent } from '../shared/event-stream.js';
-import { fleetNatsUrl } from '../shared/fleet-runtime.js';
-import { parseWorldEvent, type WorldEventInput } from '../shared/world-event.js';
-import { connectNats, type NatsConnection } from '../shared/nats-connection.js';
-import { parseJsonOrUndefined } from '../shared/parse-json.js';
-import { parseReconcileContext, type ReconcileContextInput } from '../shared/reconcile-context.js';
-import { SupervisorRequester } from '../shared/supervisor-requester.js';
-import type { FleetStatus, ProgressMessage, ReconcileReport, TransitionRecord } from '../shared/supervisor-protocol.js';
-import { Subjects } from '../shared/subjects.js';
-import { loadConfig, type ThymosConfig } from '../shared/thymos-config.js';
-import { WorldClient } from '../shared/world-client.js';
+import { readAgentToken } from '../shared/platform/agent-token.js';
+import { EventDecisionSchema, type AgentMode, type EventDecision } from '../shared/protocol/agent-protocol.js';
+import { AgentIdSchema } from '../shared/domain/domain-schema.js';
+import { withDeadline } from '../shared/platform/deadline.js';
+import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
+import { publishWorldEvent } from '../shared/nats/event-stream.js';
+import { fleetNatsUrl } from '../shared/config/fleet-runtime.js';
+import { parseWorldEvent, type WorldEventInput } from '../shared/protocol/world-event.js';
+import { connectNats, type NatsConnection } from '../shared/nats/nats-connection.js';
+import { parseJsonOrUndefined } from '../shared/protocol/parse-json.js';
+import { parseReconcileContext, type ReconcileContextInput } from '../shared/domain/reconcile-context.js';
+import { SupervisorRequester } from '../shared/nats/supervisor-requester.js';
+import type { FleetStatus, ProgressMessage, ReconcileReport, TransitionRecord } from '../shared/protocol/supervisor-protocol.js';
+import { Subjects } from '../shared/protocol/fleet-names.js';
+import { loadConfig, type ThymosConfig } from '../shared/config/thymos-config.js';
+import { WorldClient } from '../shared/nats/world-client.js';
 
 export interface ConnectOptions {
   /** How long to wait for NATS before failing with FLEET_NOT_RUNNING. @default 3000 */

@@ -13,7 +13,7 @@ export {
   type AgentStatusMessage,
   RelevanceInputSchema,
   type RelevanceInput,
-} from './agent-protocol.js';
+} from './protocol/agent-protocol.js';
 export {
   AgentDefinitionSchema,
   AgentIdSchema,
@@ -30,11 +30,11 @@ export {
   type LifecycleState,
   type Persona,
   type RelevanceRule,
-} from './domain-schema.js';
-export { ErrorCode, isThymosError, ThymosError, toThymosError, type ErrorLocation, type WireError } from './errors.js';
-export { createLogger, type Logger, type LoggerOptions } from './logger.js';
-export { connectNats, type NatsConnection, type NatsConnectOptions } from './nats-connection.js';
-export { Subjects } from './subjects.js';
+} from './domain/domain-schema.js';
+export { ErrorCode, isThymosError, ThymosError, toThymosError, type ErrorLocation, type WireError } from './errors/errors.js';
+export { createLogger, type Logger, type LoggerOptions } from './platform/logger.js';
+export { connectNats, type NatsConnection, type NatsConnectOptions } from './nats/nats-connection.js';
+export { Subjects } from './protocol/fleet-names.js';
 export {
   configFromObject,
   loadConfig,
@@ -43,9 +43,9 @@ export {
   type ThymosConfig,
   type ThymosConfigInput,
   type ThymosSettings,
-} from './thymos-config.js';
-export { fleetPaths, Pm2Names, type FleetPaths } from './fleet-paths.js';
-export { fleetNatsUrl, readFleetInfo, type FleetInfo } from './fleet-runtime.js';
+} from './config/thymos-config.js';
+export { fleetPaths, Pm2Names, type FleetPaths } from './config/fleet-paths.js';
+export { fleetNatsUrl, readFleetInfo, type FleetInfo } from './config/fleet-runtime.js';
 export {
   AgentContextSchema,
   parseReconcileContext,
@@ -54,7 +54,7 @@ export {
   type AgentContext,
   type ReconcileContext,
   type ReconcileContextInput,
-} from './reconcile-context.js';
+} from './domain/reconcile-context.js';
 export {
   AgentStatusRowSchema,
   FleetStatusSchema,
@@ -69,9 +69,9 @@ export {
   type ReconcileReport,
   type SupervisorOp,
   type TransitionRecord,
-} from './supervisor-protocol.js';
-export { SupervisorRequester } from './supervisor-requester.js';
-export { WorldClient, type WorldClientOptions, type WorldSubscription } from './world-client.js';
+} from './protocol/supervisor-protocol.js';
+export { SupervisorRequester } from './nats/supervisor-requester.js';
+export { WorldClient, type WorldClientOptions, type WorldSubscription } from './nats/world-client.js';
 export {
   WorldChangeSchema,
   WorldQuerySchema,
@@ -81,7 +81,7 @@ export {
   type WorldQueryInput,
   type WorldRow,
   type WorldSubscriptionInfo,
-} from './world-protocol.js';
+} from './protocol/world-protocol.js';
 export {
   WorldConditionSchema,
   WorldFilterSchema,
@@ -91,8 +91,5 @@ export {
   type WorldFilterInput,
   type WorldTable,
   type WorldTables,
-} from './world-schema.js';
-export { generateStructured, LLM_PROVIDERS, LLM_USES, type GenerateRequest, type GenerateResult, type LlmProvider, type LlmUse, type PromptBrief, type TokenUsage } from './llm-provider.js';
-export { OfflineProvider } from './offline-provider.js';
-export { OpenAiCompatibleProvider } from './openai-compatible-provider.js';
-export { DialogueReplySchema, type DialogueReply } from './llm-tasks.js';
+} from './domain/world-schema.js';
+export { LLM_PROVIDERS, LLM_USES, type LlmUse } from './config/llm-settings.js';

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { withDeadline } from '../../shared/deadline.js';
+import { withDeadline } from '../../shared/platform/deadline.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { THYMOS_BIN } from './workspace.js';

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildEmbeddingModel } from '../../scripts/build-embedding-model.js';
-import { FastembedEmbedder } from '../../shared/fastembed-embedder.js';
+import { FastembedEmbedder } from '../../supervisor/embedding/fastembed-embedder.js';
 import { REPO_ROOT } from './workspace.js';
 
 /** The offline model the project builds (`npm run build:model`), built now if it is missing. */

@@ -2,7 +2,7 @@ import { readdirSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Fleet } from '../../client/fleet-client.js';
-import { isAlive } from '../../shared/data-lock.js';
+import { isAlive } from '../../shared/platform/data-lock.js';
 
 /**
  * Live processes (not zombies) holding agent `id`'s database open (a file descriptor under

@@ -3,7 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { withDeadline } from '../../shared/deadline.js';
+import { withDeadline } from '../../shared/platform/deadline.js';
 
 /** A real nats-server on a random loopback port, stopped by its pid. */
 export interface TestNatsServer {

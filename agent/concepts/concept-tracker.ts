@@ -1,0 +1,391 @@
+import type { AliasEntry } from '../../shared/domain/alias-table.js';
+import type { ConceptType, RelationshipType } from '../../shared/domain/domain-schema.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import type { Logger } from '../../shared/platform/logger.js';
+import { type MemorySettings } from '../../shared/config/agent-settings.js';
+import type { AgentMemory } from '../memory/agent-memory.js';
+import type { ConceptExtractor } from './concept-extractor.js';
+import type { MemoryRecord } from '../memory/memory-record.js';
+import { entry } from '../memory/map-entry.js';
+import type { ConceptRecord, MemoryStore } from '../memory/memory-store.js';
+
+/** One alias of a concept, with where it came from. */
+export interface ConceptAlias {
+  text: string;
+  type: string;
+  /** `domain` (alias patterns), `agent` (an agent's name or aliases) or `extracted`. */
+  source: string;
+}
+
+/** A concept reached from another through typed relationships. */
+export interface RelatedConcept {
+  key: string;
+  name: string;
+  hops: number;
+  /** The relationships walked, e.g. [{ type: 'trusts', to: 'bram_smith', properties: { strength: 0.8 } }]. */
+  path: Array<{ type: string; to: string; properties: Record<string, unknown> }>;
+}
+
+/** A memory's causes, walked back along `caused_by` links. */
+export interface CauseStep {
+  memory: string;
+  content: string;
+  reason: string;
+  hops: number;
+}
+
+export const MAX_HOPS = 5;
+const BACKFILL_CHUNK = 64;
+const EMPTY: ReadonlySet<string> = new Set();
+
+export interface ConceptView extends ConceptRecord {
+  aliases: ConceptAlias[];
+  /** Ids of the memories that mention it, newest first. */
+  memories: string[];
+}
+
+const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** The key of a name: lower case, runs of anything but letters and digits as one _. */
+export const conceptKey = (name: string) => name.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, '_').replace(/^_+|_+$/g, '');
+
+/**
+ * Keeps an agent's concepts: runs as a memory-created hook, finds the people, places and
+ * organisations each new memory mentions (the extractor, plus the domain's aliases), counts
+ * mentions and significance, moves concepts up the tiers (mentioned → provisional → tracked),
+ * and stores concepts, aliases and `memory → mentions → concept` edges. It also resolves
+ * aliases in recall queries: "the old badger" is searched as Elder Rowan too.
+ */
+export class ConceptTracker {
+  readonly #store: MemoryStore;
+  readonly #extractor: ConceptExtractor;
+  readonly #settings: MemorySettings;
+  readonly #logger: Logger | undefined;
+  readonly #concepts = new Map<string, ConceptRecord>();
+  /** Lower-case alias text → alias. */
+  readonly #aliases = new Map<string, ConceptAlias & { concept: string }>();
+  readonly #mentions = new Map<string, Set<string>>();
+  /** Memory id → keys of the concepts it mentions. */
+  readonly #byMemory = new Map<string, Set<string>>();
+  #aliasPattern: RegExp | undefined;
+  /** Names the domain gives its concepts (an agent's persona name) before any memory mentions them. */
+  #names = new Map<string, { name: string; type: string }>();
+  #memory!: AgentMemory;
+  #types: Readonly<Record<string, RelationshipType>> = {};
+  #conceptTypes: Readonly<Record<string, ConceptType>> = {};
+  readonly #edges = new Map<string, Array<{ type: string; to: string; properties: Record<string, unknown> }>>();
+  readonly #causes = new Map<string, Array<{ cause: string; reason: string }>>();
+
+  private constructor(store: MemoryStore, extractor: ConceptExtractor, settings: MemorySettings, logger: Logger | undefined) {
+    this.#store = store;
+    this.#extractor = extractor;
+    this.#settings = settings;
+    this.#logger = logger;
+  }
+
+  /** Loads what is stored, records the domain's aliases, and attaches to `memory` (hook and query expansion). */
+  static async attach(
+    memory: AgentMemory,
+    store: MemoryStore,
+    options: {
+      extractor: ConceptExtractor;
+      settings: MemorySettings;
+      aliases: readonly AliasEntry[];
+      relationshipTypes?: Readonly<Record<string, RelationshipType>>;
+      conceptTypes?: Readonly<Record<string, ConceptType>>;
+      logger?: Logger;
+    },
+  ): Promise<ConceptTracker> {
+    const tracker = new ConceptTracker(store, options.extractor, options.settings, options.logger);
+    tracker.#memory = memory;
+    tracker.#types = options.relationshipTypes ?? {};
+    tracker.#conceptTypes = options.conceptTypes ?? {};
+    const stored = await store.conceptGraph();
+    for (const r of stored.relations) tracker.#edgesOf(r.from).push({ type: r.type, to: r.to, properties: r.properties });
+    for (const c of stored.causes) tracker.#causesOf(c.effect).push({ cause: c.cause, reason: c.reason });
+    for (const c of stored.concepts) tracker.#concepts.set(c.key, c);
+    for (const a of stored.aliases) tracker.#aliases.set(a.text.toLowerCase(), a);
+    for (const m of stored.mentions) tracker.#addMention(m.concept, m.memory);
+    const fresh = options.aliases.filter((a) => tracker.#aliases.get(a.alias.toLowerCase())?.concept !== a.target);
+    for (const a of fresh) tracker.#aliases.set(a.alias.toLowerCase(), { text: a.alias, concept: a.target, type: a.type, source: a.source });
+    await store.saveAliases(fresh.map((a) => ({ text: a.alias, concept: a.target, type: a.type, source: a.source })));
+    tracker.#names = new Map(options.aliases.map((a) => [a.target, { name: a.name, type: a.type }]));
+    tracker.#rebuildPattern();
+    memory.on('created', (records) => tracker.notice(records));
+    memory.setQueryExpander((q) => tracker.expand(q));
+    await tracker.#backfill();
+    return tracker;
+  }
+
+  /**
+   * Queues concept extraction for the memories that never had it (stored before concepts
+   * were turned on, or whose extraction a crash cut short), behind the hooks, in chunks.
+   */
+  async #backfill(): Promise<void> {
+    const ids = await this.#store.withoutConcepts();
+    const records = ids.map((id) => this.#memory.get(id)).filter((r): r is MemoryRecord => r !== undefined);
+    if (records.length === 0) return;
+    this.#logger?.info({ memories: records.length }, 'finding the concepts of older memories');
+    for (let i = 0; i < records.length; i += BACKFILL_CHUNK) {
+      const chunk = records.slice(i, i + BACKFILL_CHUNK);
+      this.#memory.schedule(() => this.notice(chunk));
+    }
+  }
+
+  /** Finds and counts the concepts of new memories (the created hook). */
+  async notice(records: readonly MemoryRecord[]): Promise<void> {
+    const changed = new Map<string, ConceptRecord>();
+    const mentions: Array<{ memory: string; concept: string }> = [];
+    for (const [i, record] of records.entries()) {
+      // A batch (a replay hands over hundreds) yields now and then so the agent keeps answering.
+      if (i % 16 === 15) await new Promise((resolve) => setImmediate(resolve));
+      const found = new Map<string, { name: string; type: string }>();
+      const hits = this.#aliasHits(record.content);
+      for (const hit of hits) found.set(hit.concept, this.#names.get(hit.concept) ?? { name: hit.text, type: hit.type });
+      for (const c of await this.#extractor.extract(record.content)) {
+        const lower = c.name.toLowerCase();
+        // "Rowan" found inside the alias "Elder Rowan" is that concept, already counted.
+        if (hits.some((h) => h.text.toLowerCase().includes(lower))) continue;
+        const alias = this.#aliases.get(lower);
+        const key = alias?.concept ?? conceptKey(c.name);
+        if (key && !found.has(key)) found.set(key, alias ? (this.#names.get(key) ?? { name: c.name, type: alias.type }) : c);
+      }
+      for (const [key, { name, type }] of found) {
+        if (this.#mentioned(key).has(record.id)) continue;
+        this.#addMention(key, record.id);
+        const before = this.#concepts.get(key);
+        const c: ConceptRecord = before
+          ? { ...before, mentions: before.mentions + 1, significance: before.significance + record.importance, last_seen: Math.max(before.last_seen, record.created_at) }
+          : { key, name, type, tier: 'mentioned', mentions: 1, significance: record.importance, first_seen: record.created_at, last_seen: record.created_at };
+        c.tier = this.#tier(c);
+        this.#concepts.set(key, c);
+        changed.set(key, c);
+        mentions.push({ memory: record.id, concept: key });
+      }
+    }
+    await this.#store.saveConcepts([...changed.values()], mentions, records.map((r) => r.id));
+    const promoted = [...changed.values()].filter((c) => c.tier === 'tracked' && c.mentions === this.#settings.concept_tracked_mentions);
+    if (promoted.length > 0) this.#logger?.debug({ concepts: promoted.map((c) => c.key) }, 'concepts now tracked');
+  }
+
+  /**
+   * The query with the other names of every concept it names appended: "the old badger" is
+   * searched as Elder Rowan too, and "Bram" as the smith.
+   */
+  expand(query: string): string {
+    const lower = query.toLowerCase();
+    const names = new Set<string>();
+    for (const concept of new Set(this.#aliasHits(query).map((h) => h.concept))) {
+      const name = this.#concepts.get(concept)?.name ?? this.#names.get(concept)?.name;
+      const others = [...this.#aliases.values()].filter((a) => a.concept === concept).map((a) => a.text);
+      for (const n of [name, ...others]) if (n && !n.includes('_') && !lower.includes(n.toLowerCase())) names.add(n);
+    }
+    return names.size === 0 ? query : `${query} ${[...names].join(' ')}`;
+  }
+
+  /**
+   * Relates two concepts (by name, alias or key; a new name becomes a concept) with a type the
+   * domain declares. Properties are checked against the type (declared, typed, in range) and
+   * missing ones take their defaults; a symmetric type is stored both ways.
+   */
+  async link(fromName: string, toName: string, type: string, properties: Record<string, unknown> = {}, at = Date.now()): Promise<{ from: string; to: string; type: string; properties: Record<string, unknown> }> {
+    const spec = Object.hasOwn(this.#types, type) ? this.#types[type] : undefined;
+    if (!spec) {
+      const declared = Object.keys(this.#types);
+      throw new ThymosError(ErrorCode.INVALID_INPUT, `type: no relationship type ${JSON.stringify(type)}; the domain declares ${declared.length ? declared.join(', ') : 'none'}${type === 'caused_by' ? '' : ' (caused_by links memories)'}`, { location: { path: 'type' } });
+    }
+    const props: Record<string, unknown> = {};
+    for (const [name, value] of Object.entries(properties)) {
+      const p = Object.hasOwn(spec.properties, name) ? spec.properties[name] : undefined;
+      if (!p) throw new ThymosError(ErrorCode.INVALID_INPUT, `properties.${name}: ${type} has no property ${JSON.stringify(name)}; it declares ${Object.keys(spec.properties).join(', ') || 'none'}`, { location: { path: `properties.${name}` } });
+      if (typeof value !== p.type) throw new ThymosError(ErrorCode.INVALID_INPUT, `properties.${name}: expected ${p.type}; got ${JSON.stringify(value)}`, { location: { path: `properties.${name}` } });
+      if (typeof value === 'number' && ((p.min != null && value < p.min) || (p.max != null && value > p.max))) {
+        throw new ThymosError(ErrorCode.INVALID_INPUT, `properties.${name}: expected ${p.min ?? '-∞'} to ${p.max ?? '∞'}; got ${value}`, { location: { path: `properties.${name}` } });
+      }
+      props[name] = value;
+    }
+    for (const [name, p] of Object.entries(spec.properties)) if (!(name in props) && p.defaultValue != null) props[name] = p.defaultValue;
+    const from = this.#conceptFor(fromName, at);
+    const to = this.#conceptFor(toName, at);
+    if (from.key === to.key) throw new ThymosError(ErrorCode.INVALID_INPUT, `to: a concept is not related to itself (${from.key})`, { location: { path: 'to' } });
+    const relations = [{ from, to, type, properties: props, at }];
+    if (spec.symmetric) relations.push({ from: to, to: from, type, properties: props, at });
+    await this.#store.saveLinks(relations, []);
+    for (const r of relations) {
+      this.#concepts.set(r.from.key, r.from);
+      this.#edgesOf(r.from.key).push({ type, to: r.to.key, properties: props });
+    }
+    return { from: from.key, to: to.key, type, properties: props };
+  }
+
+  /** Records that one memory happened because of another. */
+  async linkCause(effect: string, cause: string, reason = '', at = Date.now()): Promise<void> {
+    for (const [path, id] of [['from', effect], ['to', cause]] as const) {
+      if (!this.#memory.get(id)) throw new ThymosError(ErrorCode.NOT_FOUND, `${path}: no memory ${JSON.stringify(id)}`, { location: { path } });
+    }
+    if (effect === cause) throw new ThymosError(ErrorCode.INVALID_INPUT, 'to: a memory does not cause itself', { location: { path: 'to' } });
+    await this.#store.saveLinks([], [{ effect, cause, reason, at }]);
+    this.#causesOf(effect).push({ cause, reason });
+  }
+
+  /** Concepts reachable from one within `depth` hops (at most 5), nearest first, optionally along some types only. */
+  related(name: string, depth = 1, types?: readonly string[]): RelatedConcept[] {
+    const start = this.get(name)?.key ?? this.#aliases.get(name.toLowerCase())?.concept ?? conceptKey(name);
+    const limit = Math.min(Math.max(1, depth), MAX_HOPS);
+    const seen = new Set([start]);
+    const out: RelatedConcept[] = [];
+    let frontier: RelatedConcept[] = [{ key: start, name: '', hops: 0, path: [] }];
+    for (let hop = 1; hop <= limit && frontier.length > 0; hop++) {
+      const next: RelatedConcept[] = [];
+      for (const node of frontier) {
+        for (const e of this.#edges.get(node.key) ?? []) {
+          if ((types && !types.includes(e.type)) || seen.has(e.to)) continue;
+          seen.add(e.to);
+          const reached = { key: e.to, name: this.#concepts.get(e.to)?.name ?? this.#names.get(e.to)?.name ?? e.to, hops: hop, path: [...node.path, e] };
+          next.push(reached);
+          out.push(reached);
+        }
+      }
+      frontier = next;
+    }
+    return out;
+  }
+
+  /** The causes of a memory, walked back up to `depth` (at most 5) links. */
+  causes(memoryId: string, depth = MAX_HOPS): CauseStep[] {
+    if (!this.#memory.get(memoryId)) throw new ThymosError(ErrorCode.NOT_FOUND, `memory: no memory ${JSON.stringify(memoryId)}`, { location: { path: 'memory' } });
+    const out: CauseStep[] = [];
+    const seen = new Set([memoryId]);
+    let frontier = [memoryId];
+    for (let hop = 1; hop <= Math.min(depth, MAX_HOPS) && frontier.length > 0; hop++) {
+      const next: string[] = [];
+      for (const id of frontier) {
+        for (const c of this.#causes.get(id) ?? []) {
+          if (seen.has(c.cause)) continue;
+          seen.add(c.cause);
+          next.push(c.cause);
+          out.push({ memory: c.cause, content: this.#memory.get(c.cause)?.content ?? '', reason: c.reason, hops: hop });
+        }
+      }
+      frontier = next;
+    }
+    return out;
+  }
+
+  #conceptFor(name: string, at: number): ConceptRecord {
+    const key = this.#aliases.get(name.toLowerCase())?.concept ?? conceptKey(name);
+    if (!key) throw new ThymosError(ErrorCode.INVALID_INPUT, `expected a concept name with a letter or digit; got ${JSON.stringify(name)}`);
+    const known = this.#concepts.get(key);
+    if (known) return known;
+    const named = this.#names.get(key);
+    return { key, name: named?.name ?? name, type: named?.type ?? 'thing', tier: 'mentioned', mentions: 0, significance: 0, first_seen: at, last_seen: at };
+  }
+
+  #edgesOf(key: string): Array<{ type: string; to: string; properties: Record<string, unknown> }> {
+    return entry(this.#edges, key, () => []);
+  }
+
+  #causesOf(id: string): Array<{ cause: string; reason: string }> {
+    return entry(this.#causes, id, () => []);
+  }
+
+  /** Concepts at or above a tier, most mentioned first. */
+  list(minTier: ConceptRecord['tier'] = 'mentioned', limit = 100): ConceptView[] {
+    const order = { mentioned: 0, provisional: 1, tracked: 2 };
+    return [...this.#concepts.values()]
+      .filter((c) => order[c.tier] >= order[minTier])
+      .sort((a, b) => b.mentions - a.mentions || b.significance - a.significance || a.key.localeCompare(b.key))
+      .slice(0, limit)
+      .map((c) => this.#view(c));
+  }
+
+  /** One concept by key, name or alias. */
+  get(nameOrAlias: string): ConceptView | undefined {
+    const key = this.#aliases.get(nameOrAlias.toLowerCase())?.concept ?? conceptKey(nameOrAlias);
+    const c = this.#concepts.get(key);
+    return c ? this.#view(c) : undefined;
+  }
+
+  #view(c: ConceptRecord): ConceptView {
+    const aliases = [...this.#aliases.values()].filter((a) => a.concept === c.key).map(({ text, type, source }) => ({ text, type, source }));
+    return { ...c, aliases, memories: [...(this.#mentions.get(c.key) ?? [])].reverse() };
+  }
+
+  #tier(c: ConceptRecord): ConceptRecord['tier'] {
+    const s = this.#settings;
+    if (c.mentions >= s.concept_tracked_mentions || c.significance >= s.concept_tracked_significance) return 'tracked';
+    if (c.mentions >= s.concept_provisional_mentions) return 'provisional';
+    return 'mentioned';
+  }
+
+  /** Keys of the concepts a memory mentions. */
+  conceptsOf(memoryId: string): ReadonlySet<string> {
+    return this.#byMemory.get(memoryId) ?? EMPTY;
+  }
+
+  /** A concept's display name, by key. */
+  nameOf(key: string): string {
+    return this.#concepts.get(key)?.name ?? this.#names.get(key)?.name ?? key;
+  }
+
+  /**
+   * Records what is known of a concept: its type and attributes, checked against the domain's
+   * concept types (a declared type when the domain declares any; declared attributes of the
+   * right type and allowed values; required ones present once merged with what was known).
+   * A new name becomes a concept.
+   */
+  async describe(name: string, input: { type?: string | undefined; attributes?: Record<string, unknown> | undefined }, at = Date.now()): Promise<ConceptView> {
+    const concept = { ...this.#conceptFor(name, at) };
+    const type = input.type ?? concept.type;
+    const declared = Object.keys(this.#conceptTypes);
+    const spec = Object.hasOwn(this.#conceptTypes, type) ? this.#conceptTypes[type] : undefined;
+    if (!spec && declared.length > 0) {
+      throw new ThymosError(ErrorCode.INVALID_INPUT, `type: no concept type ${JSON.stringify(type)}; the domain declares ${declared.join(', ')}`, { location: { path: 'type' } });
+    }
+    const attributes: Record<string, string | number | boolean> = { ...(input.type && input.type !== concept.type ? {} : concept.attributes) };
+    for (const [key, value] of Object.entries(input.attributes ?? {})) {
+      const path = `attributes.${key}`;
+      const a = spec && Object.hasOwn(spec.attributes, key) ? spec.attributes[key] : undefined;
+      if (spec && !a) throw new ThymosError(ErrorCode.INVALID_INPUT, `${path}: ${type} has no attribute ${JSON.stringify(key)}; it declares ${Object.keys(spec.attributes).join(', ') || 'none'}`, { location: { path } });
+      const expected = a?.type ?? (typeof value === 'number' || typeof value === 'boolean' ? typeof value : 'string');
+      if (typeof value !== expected) throw new ThymosError(ErrorCode.INVALID_INPUT, `${path}: expected ${expected}; got ${JSON.stringify(value)}`, { location: { path } });
+      if (a?.allowedValues && !a.allowedValues.includes(String(value))) {
+        throw new ThymosError(ErrorCode.INVALID_INPUT, `${path}: expected one of ${a.allowedValues.join(', ')}; got ${JSON.stringify(value)}`, { location: { path } });
+      }
+      attributes[key] = value as string | number | boolean;
+    }
+    const missing = Object.entries(spec?.attributes ?? {}).filter(([key, a]) => a.required && !(key in attributes)).map(([key]) => key);
+    if (missing.length > 0) {
+      throw new ThymosError(ErrorCode.INVALID_INPUT, `attributes: ${type} requires ${missing.join(', ')}`, { location: { path: `attributes.${missing[0]}` } });
+    }
+    const described: ConceptRecord = { ...concept, type, attributes, last_seen: Math.max(concept.last_seen, at) };
+    await this.#store.saveConcepts([described], []);
+    this.#concepts.set(described.key, described);
+    return this.#view(described);
+  }
+
+  #addMention(key: string, memoryId: string): void {
+    this.#mentioned(key).add(memoryId);
+    entry(this.#byMemory, memoryId, () => new Set<string>()).add(key);
+  }
+
+  #mentioned(key: string): Set<string> {
+    return entry(this.#mentions, key, () => new Set<string>());
+  }
+
+
+  #aliasHits(text: string): Array<ConceptAlias & { concept: string }> {
+    if (!this.#aliasPattern) return [];
+    const hits: Array<ConceptAlias & { concept: string }> = [];
+    for (const m of text.matchAll(this.#aliasPattern)) {
+      const alias = this.#aliases.get(m[1]!.toLowerCase().replace(/\s+/g, ' '));
+      if (alias) hits.push(alias);
+    }
+    return hits;
+  }
+
+  /** One regular expression over every alias, longest first, on word boundaries. */
+  #rebuildPattern(): void {
+    const texts = [...this.#aliases.keys()].sort((a, b) => b.length - a.length);
+    this.#aliasPattern = texts.length ? new RegExp(`(?<![\\p{L}\\p{N}])(${texts.map((t) => escape(t).replace(/ /g, '\\s+')).join('|')})(?![\\p{L}\\p{N}])`, 'giu') : undefined;
+  }
+}

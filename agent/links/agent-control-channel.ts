@@ -1,0 +1,169 @@
+import type { Msg, NatsConnection } from '@nats-io/transport-node';
+import {
+  AgentControlRequestSchema,
+  type AgentControlReply,
+  type AgentStatusMessage,
+} from '../../shared/protocol/agent-protocol.js';
+import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
+import type { Logger } from '../../shared/platform/logger.js';
+import { connectNats } from '../../shared/nats/nats-connection.js';
+import { Subjects } from '../../shared/protocol/fleet-names.js';
+import { describeIssues } from '../../shared/errors/zod-issues.js';
+import type { AgentRuntime } from '../runtime/agent-runtime.js';
+import { parseWireJson } from '../../shared/protocol/parse-json.js';
+
+export interface AgentControlChannelOptions {
+  servers: string;
+  heartbeatMs: number;
+  /** Called for a `shutdown` request, after the reply is sent. */
+  onShutdown: () => void;
+}
+
+/**
+ * The agent's NATS side: request/reply on `thymos.agent.<id>.control` and heartbeats
+ * on `thymos.agent.<id>.status`. NATS being down never stops the agent: the link is
+ * made in the background, kept up by the client's reconnects, and reported in state.
+ */
+export class AgentControlChannel {
+  readonly #runtime: AgentRuntime;
+  readonly #options: AgentControlChannelOptions;
+  readonly #logger: Logger;
+  #nc: NatsConnection | undefined;
+  #heartbeat: NodeJS.Timeout | undefined;
+  #closed = false;
+  readonly #connected: Promise<void>;
+
+  constructor(runtime: AgentRuntime, options: AgentControlChannelOptions, logger: Logger) {
+    this.#runtime = runtime;
+    this.#options = options;
+    this.#logger = logger;
+    runtime.setNatsLink('disconnected');
+    this.#connected = this.#connect();
+    runtime.on('decision', (decision) => {
+      const nc = this.#nc;
+      if (!nc || nc.isClosed()) return;
+      try {
+        nc.publish(Subjects.agentDecision(runtime.id), JSON.stringify(decision));
+      } catch (err) {
+        this.#logger.warn({ err }, 'decision not published');
+      }
+    });
+  }
+
+  /** Resolves when subscribed, or after `ms`, whichever is first; true if subscribed. */
+  async waitUntilConnected(ms: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), ms);
+    });
+    try {
+      return await Promise.race([this.#connected.then(() => true), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** The NATS connection, once the first connection is made. */
+  async connection(): Promise<NatsConnection> {
+    await this.#connected;
+    return this.#nc!;
+  }
+
+  /** Publishes a status notice now (ready, mode, stopping…), if connected. */
+  publishStatus(kind: AgentStatusMessage['kind']): void {
+    const nc = this.#nc;
+    if (!nc || nc.isClosed()) return;
+    const msg: AgentStatusMessage = { kind, ts: new Date().toISOString(), state: this.#runtime.getState(), rss_bytes: process.memoryUsage.rss() };
+    try {
+      nc.publish(Subjects.agentStatus(this.#runtime.id), JSON.stringify(msg));
+    } catch (err) {
+      this.#logger.debug({ err }, 'status not published');
+    }
+  }
+
+  /** Sends what is buffered and closes the connection. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearInterval(this.#heartbeat);
+    const nc = this.#nc;
+    if (!nc || nc.isClosed()) return;
+    try {
+      await nc.drain();
+    } catch {
+      await nc.close().catch(() => undefined);
+    }
+  }
+
+  async #connect(): Promise<void> {
+    const nc = await connectNats({ servers: this.#options.servers, name: `thymos-agent-${this.#runtime.id}` });
+    if (this.#closed) {
+      await nc.close();
+      return;
+    }
+    this.#nc = nc;
+    nc.subscribe(Subjects.agentControl(this.#runtime.id), { callback: (err, msg) => (err ? this.#logger.warn({ err }, 'control subscription error') : this.#onControl(msg)) });
+    await nc.flush();
+    this.#runtime.setNatsLink('connected');
+    this.#logger.info({ servers: this.#options.servers }, 'nats connected');
+    this.#heartbeat = setInterval(() => this.publishStatus('heartbeat'), this.#options.heartbeatMs);
+    this.#heartbeat.unref();
+    void this.#watch(nc);
+  }
+
+  async #watch(nc: NatsConnection): Promise<void> {
+    for await (const s of nc.status()) {
+      if (s.type === 'disconnect') {
+        this.#runtime.setNatsLink('disconnected');
+        this.#logger.warn('nats disconnected; reconnecting in the background');
+      } else if (s.type === 'reconnect') {
+        this.#runtime.setNatsLink('connected');
+        this.#logger.info('nats reconnected');
+      }
+    }
+  }
+
+  #onControl(msg: Msg): void {
+    void this.#answer(msg).catch((err) => this.#logger.error({ err }, 'control reply failed'));
+  }
+
+  async #answer(msg: Msg): Promise<void> {
+    let reply: AgentControlReply;
+    let afterReply: (() => void) | undefined;
+    try {
+      const raw = parseWireJson(msg.string(), 'control message');
+      const parsed = AgentControlRequestSchema.safeParse(raw);
+      if (!parsed.success) {
+        throw new ThymosError(
+          ErrorCode.INVALID_INPUT,
+          `control message: ${describeIssues(parsed.error, raw)}; expected {"op":"get_state"|"set_mode"|"snapshot"|"shutdown"|"evaluate"}`,
+        );
+      }
+      const req = parsed.data;
+      switch (req.op) {
+        case 'get_state':
+          reply = { ok: true, state: this.#runtime.getState() };
+          break;
+        case 'set_mode':
+          reply = { ok: true, state: this.#runtime.setMode(req.mode) };
+          this.publishStatus('mode');
+          break;
+        case 'snapshot': {
+          const at = await this.#runtime.snapshot('control');
+          reply = { ok: true, state: this.#runtime.getState(), snapshot_at: at };
+          break;
+        }
+        case 'evaluate':
+          reply = { ok: true, state: this.#runtime.getState(), score: (await this.#runtime.evaluateRelevance(req.input)) ?? null };
+          break;
+        case 'shutdown':
+          reply = { ok: true, state: this.#runtime.getState() };
+          afterReply = this.#options.onShutdown;
+          break;
+      }
+    } catch (err) {
+      reply = { ok: false, error: toThymosError(err).toJSON() };
+    }
+    if (msg.reply) msg.respond(JSON.stringify(reply));
+    afterReply?.();
+  }
+}

@@ -1,0 +1,114 @@
+import { jetstream, type Consumer, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
+import { readForever, readPending } from './durable-consumer.js';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { EventFilter } from '../../shared/domain/domain-schema.js';
+import { hearsEvent, type Listener } from './event-filter.js';
+import { ensureAgentConsumer } from '../../shared/nats/event-stream.js';
+import type { Logger } from '../../shared/platform/logger.js';
+import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
+import { agentConsumerName, EVENT_STREAM, eventMemoryText, WorldEventSchema, type WorldEvent } from '../../shared/protocol/world-event.js';
+import type { NewMemory } from '../memory/agent-memory.js';
+import type { AgentRuntime } from '../runtime/agent-runtime.js';
+
+export interface AgentEventListenerOptions {
+  listener: Listener;
+  filters: readonly EventFilter[];
+  /** Most missed events replayed on wake; older ones are acknowledged unread. */
+  replayMax: number;
+  /** Redelivery delay of an unacknowledged event, used when the consumer is created. */
+  ackWaitS: number;
+}
+
+const BATCH = 256;
+
+/**
+ * An agent's ear on the world: its durable JetStream consumer. On start it replays what
+ * arrived while it was stopped, in order; then it keeps listening. Heard events become
+ * memories whose id derives from the event id, and a message is acknowledged only after
+ * its memory is stored — so a redelivery (a crash mid-replay) never makes a second memory
+ * and a crash never loses one.
+ */
+export class AgentEventListener {
+  readonly #runtime: AgentRuntime;
+  readonly #options: AgentEventListenerOptions;
+  readonly #logger: Logger;
+  #consumer: Consumer | undefined;
+  #messages: ConsumerMessages | undefined;
+  #closed = false;
+  heard = 0;
+
+  constructor(runtime: AgentRuntime, options: AgentEventListenerOptions, logger: Logger) {
+    this.#runtime = runtime;
+    this.#options = options;
+    this.#logger = logger;
+  }
+
+  /** Binds the consumer (creating it the first time) and replays every pending event. */
+  async catchUp(nc: NatsConnection): Promise<{ replayed: number; skipped: number }> {
+    const js = jetstream(nc);
+    await ensureAgentConsumer(await js.jetstreamManager(), this.#runtime.id, { ack_wait_s: this.#options.ackWaitS });
+    const consumer = await js.consumers.get(EVENT_STREAM, agentConsumerName(this.#runtime.id));
+    this.#consumer = consumer;
+    let skipped = 0;
+    let toSkip = Math.max(0, (await consumer.info()).num_pending - this.#options.replayMax);
+    const taken = await readPending(
+      consumer,
+      BATCH,
+      async (msgs) => {
+        const skip = msgs.slice(0, toSkip);
+        for (const m of skip) m.ack();
+        toSkip -= skip.length;
+        skipped += skip.length;
+        await this.#hear(msgs.slice(skip.length));
+      },
+      () => this.#closed,
+    );
+    const replayed = taken - skipped;
+    return { replayed, skipped };
+  }
+
+  /** Listens from now on, in order, until closed. Call after `catchUp`. */
+  start(): void {
+    const consumer = this.#consumer;
+    if (!consumer || this.#closed) return;
+    readForever(consumer, BATCH, (m) => this.#hear([m], true), this.#logger, 'event').then(
+      (messages) => {
+        this.#messages = messages;
+        if (this.#closed) void messages.close();
+      },
+      (err: unknown) => this.#logger.warn({ err }, 'event consumer not started'),
+    );
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.#messages?.close().catch(() => undefined);
+  }
+
+  /** `live`: heard as it happened, not replayed at start-up; only live events are reasoned about. */
+  async #hear(msgs: readonly JsMsg[], live = false): Promise<void> {
+    const memories: NewMemory[] = [];
+    for (const m of msgs) {
+      const parsed = WorldEventSchema.safeParse(parseJsonOrUndefined(m.string()));
+      if (!parsed.success) {
+        this.#logger.warn({ subject: m.subject, seq: m.seq }, 'malformed event ignored');
+        continue;
+      }
+      if (hearsEvent(this.#options.filters, this.#options.listener, parsed.data)) memories.push(toMemory(parsed.data));
+    }
+    if (memories.length > 0) await this.#runtime.hear(memories, { live });
+    this.heard += memories.length;
+    for (const m of msgs) m.ack();
+  }
+}
+
+function toMemory(e: WorldEvent): NewMemory {
+  const importance = typeof e.payload.importance === 'number' && e.payload.importance >= 0 && e.payload.importance <= 1 ? e.payload.importance : 0.5;
+  return {
+    id: `ev-${e.id}`,
+    content: eventMemoryText(e),
+    importance,
+    tags: [...new Set(['event', e.type, ...e.tags])].slice(0, 32),
+    source: { kind: 'event', by: e.source, event: e.id },
+  };
+}

@@ -1,0 +1,79 @@
+import { z } from 'zod';
+import { generateStructured, type BriefMemory, type LlmMessage, type ScoredOption } from './llm-provider.js';
+import { ANSWER_SHAPES } from './llm-tasks.js';
+import type { AgentBehaviorContext } from '../runtime/agent-behavior.js';
+import { SAID_TAG } from '../runtime/dialogue-behavior.js';
+import { goalsLine, memoriesBlock, personaPrompt } from './persona-prompt.js';
+
+/** What an agent weighs when neither the call nor its definition (`actions`) names options. */
+export const DEFAULT_OPTIONS = ['look into it', 'tell someone', 'carry on as before'] as const;
+const GROUNDING = 5;
+
+export interface Thought {
+  situation: string;
+  steps: string[];
+  /** Every option, best first. */
+  options: ScoredOption[];
+  /** Who reasoned: `offline`, or provider and model. */
+  model: string;
+}
+
+export interface Decision {
+  action: string;
+  confidence: number;
+  reason: string;
+  thought: Thought;
+}
+
+/**
+ * `think(situation)`: the steps of the reasoning and every option scored, from the persona,
+ * its goals and what recall finds for the situation. Runs on `[llm.reasoning]` (offline:
+ * options scored by how much of them the situation and the memories speak of). A model's
+ * answer must score the given options, no others; one that does not is repaired once.
+ */
+export async function think(ctx: AgentBehaviorContext, situation: string, options?: readonly string[]): Promise<Thought> {
+  const choices = optionsFor(ctx, options);
+  const provider = ctx.model('reasoning');
+  const hits = await ctx.recall(situation, { k: GROUNDING, filter: (m) => !m.tags.includes(SAID_TAG) });
+  const memories = hits.map((h) => ({ content: h.memory.content, strength: h.score.strength }));
+  const messages: LlmMessage[] = [
+    { role: 'system', content: prompt(ctx, memories, `Your options: ${choices.map((o) => JSON.stringify(o)).join(', ')}.`, ANSWER_SHAPES.think) },
+    { role: 'user', content: `What happened: ${situation}\nThink it through, then score every option.` },
+  ];
+  const action = z.enum(choices as [string, ...string[]]);
+  const schema = z.object({
+    steps: z.array(z.string()).min(1),
+    options: z.array(z.object({ action, score: z.number().min(0).max(1), reason: z.string().default('') })).min(1),
+  });
+  const brief = { task: 'think' as const, persona: ctx.definition.persona, situation, memories, options: choices };
+  const { value, result } = await generateStructured(provider, { messages, signal: ctx.signal, brief }, schema);
+  ctx.spent('reasoning', provider, result);
+  const scored = new Map(value.options.map((o) => [o.action, o]));
+  const all = choices.map((c) => scored.get(c) ?? { action: c, score: 0, reason: 'not weighed' });
+  all.sort((a, b) => b.score - a.score);
+  return { situation, steps: value.steps, options: all, model: provider.kind === 'offline' ? 'offline' : `${provider.kind}:${result.model}` };
+}
+
+/** `decide`: one of the options of a thought, with a confidence from 0 to 1. */
+export async function decide(ctx: AgentBehaviorContext, thought: Thought): Promise<Decision> {
+  const provider = ctx.model('reasoning');
+  const listed = thought.options.map((o) => `- ${JSON.stringify(o.action)}: ${o.score} (${o.reason})`).join('\n');
+  const messages: LlmMessage[] = [
+    { role: 'system', content: prompt(ctx, [], ANSWER_SHAPES.decide) },
+    { role: 'user', content: `What happened: ${thought.situation}\nYour reasoning:\n${thought.steps.join('\n')}\nThe options as you scored them:\n${listed}\nChoose one.` },
+  ];
+  const schema = z.object({ action: z.enum(thought.options.map((o) => o.action) as [string, ...string[]]), confidence: z.number().min(0).max(1), reason: z.string().default('') });
+  const brief = { task: 'decide' as const, persona: ctx.definition.persona, situation: thought.situation, options: thought.options };
+  const { value, result } = await generateStructured(provider, { messages, signal: ctx.signal, brief }, schema);
+  ctx.spent('reasoning', provider, result);
+  return { ...value, thought };
+}
+
+function optionsFor(ctx: AgentBehaviorContext, given: readonly string[] | undefined): string[] {
+  const source = given && given.length > 0 ? given : ctx.definition.actions.length > 0 ? ctx.definition.actions : DEFAULT_OPTIONS;
+  return [...new Set(source.map((o) => o.trim()).filter(Boolean))];
+}
+
+function prompt(ctx: AgentBehaviorContext, memories: readonly BriefMemory[], ...more: string[]): string {
+  return personaPrompt(ctx.definition.persona, goalsLine(ctx.definition), memoriesBlock(memories), ...more);
+}

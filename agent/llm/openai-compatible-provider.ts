@@ -1,0 +1,157 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import type { GenerateRequest, GenerateResult, LlmProvider, TokenUsage } from './llm-provider.js';
+
+export interface OpenAiCompatibleOptions {
+  /** e.g. `http://127.0.0.1:11434/v1` (Ollama), `https://api.openai.com/v1`. */
+  baseUrl: string;
+  model: string;
+  /** Sent as `Authorization: Bearer …` when set. */
+  apiKey?: string | undefined;
+  temperature: number;
+  maxTokens: number;
+  /** A call (all its attempts) is abandoned after this long: TIMEOUT. */
+  timeoutMs: number;
+  /** Attempts after the first on 429, 5xx or a refused connection. */
+  maxRetries: number;
+  /** First backoff; doubles each retry, and a `Retry-After` header wins when shorter than the timeout. @default 500 */
+  backoffMs?: number;
+}
+
+interface ChatCompletion {
+  model?: string;
+  choices?: Array<{ message?: { content?: string | null }; delta?: { content?: string | null }; finish_reason?: string | null }>;
+  usage?: { prompt_tokens?: number; completion_tokens?: number } | null;
+}
+
+/**
+ * Any server that speaks OpenAI's chat-completions protocol: Ollama, llama.cpp server, vLLM,
+ * Groq, OpenAI. Streams by server-sent events, asks for JSON with `response_format`, retries
+ * 429 and 5xx with exponential backoff, and gives up after `timeoutMs`. Aborting the request's
+ * signal closes the HTTP request at once.
+ */
+export class OpenAiCompatibleProvider implements LlmProvider {
+  readonly kind = 'openai-compatible';
+  readonly capabilities = { streaming: true, json: true };
+  readonly #options: OpenAiCompatibleOptions;
+  readonly #url: string;
+
+  constructor(options: OpenAiCompatibleOptions) {
+    this.#options = options;
+    this.#url = `${options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
+  }
+
+  info(): { provider: string; model: string } {
+    return { provider: this.kind, model: this.#options.model };
+  }
+
+  async generate(request: GenerateRequest): Promise<GenerateResult> {
+    return this.#call(request, undefined);
+  }
+
+  async stream(request: GenerateRequest, onText: (piece: string) => void): Promise<GenerateResult> {
+    return this.#call(request, onText);
+  }
+
+  async #call(request: GenerateRequest, onText: ((piece: string) => void) | undefined): Promise<GenerateResult> {
+    const o = this.#options;
+    const deadline = AbortSignal.timeout(o.timeoutMs);
+    const signal = request.signal ? AbortSignal.any([request.signal, deadline]) : deadline;
+    const body = {
+      model: o.model,
+      messages: request.messages,
+      temperature: request.temperature ?? o.temperature,
+      max_tokens: request.maxTokens ?? o.maxTokens,
+      ...(request.json ? { response_format: { type: 'json_object' } } : {}),
+      ...(onText ? { stream: true, stream_options: { include_usage: true } } : {}),
+    };
+    const headers: Record<string, string> = { 'content-type': 'application/json', accept: onText ? 'text/event-stream' : 'application/json' };
+    if (o.apiKey) headers.authorization = `Bearer ${o.apiKey}`;
+    let backoff = o.backoffMs ?? 500;
+    for (let attempt = 0; ; attempt++) {
+      let response: Response;
+      try {
+        response = await fetch(this.#url, { method: 'POST', headers, body: JSON.stringify(body), signal });
+        if (response.ok) return await (onText ? this.#readStream(response, onText) : this.#readJson(response));
+      } catch (err) {
+        throw this.#failure(err, request.signal, deadline, attempt);
+      }
+      const detail = (await response.text().catch(() => '')).slice(0, 300);
+      const retriable = response.status === 429 || response.status >= 500;
+      if (!retriable || attempt >= o.maxRetries) {
+        throw new ThymosError(ErrorCode.LLM_UNAVAILABLE, `${this.#url} answered ${response.status}${attempt > 0 ? ` after ${attempt + 1} attempts` : ''}: ${detail}`);
+      }
+      const after = Number(response.headers.get('retry-after'));
+      const wait = Number.isFinite(after) && after > 0 ? Math.min(after * 1000, o.timeoutMs) : backoff;
+      backoff *= 2;
+      try {
+        await sleep(wait, undefined, { signal });
+      } catch (err) {
+        throw this.#failure(err, request.signal, deadline, attempt);
+      }
+    }
+  }
+
+  /** What a thrown fetch or wait means: cancelled by the caller, timed out, or the server is unreachable. */
+  #failure(err: unknown, caller: AbortSignal | undefined, deadline: AbortSignal, attempt: number): ThymosError {
+    if (err instanceof ThymosError) return err;
+    if (caller?.aborted) return new ThymosError(ErrorCode.CANCELLED, `the call to ${this.#url} was cancelled`, { cause: err });
+    if (deadline.aborted) return new ThymosError(ErrorCode.TIMEOUT, `${this.#url} did not answer within ${this.#options.timeoutMs} ms`, { cause: err });
+    const reason = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message;
+    return new ThymosError(ErrorCode.LLM_UNAVAILABLE, `cannot reach ${this.#url} (${reason})${attempt > 0 ? ` after ${attempt + 1} attempts` : ''}`, { cause: err });
+  }
+
+  async #readJson(response: Response): Promise<GenerateResult> {
+    const data = (await response.json()) as ChatCompletion;
+    const choice = data.choices?.[0];
+    if (!choice) throw new ThymosError(ErrorCode.LLM_UNAVAILABLE, `${this.#url} answered without choices`);
+    return { text: choice.message?.content ?? '', model: data.model ?? this.#options.model, finish_reason: choice.finish_reason ?? 'stop', usage: usageOf(data.usage) };
+  }
+
+  /** Server-sent events: `data: {chunk}` lines, then `data: [DONE]`. */
+  async #readStream(response: Response, onText: (piece: string) => void): Promise<GenerateResult> {
+    if (!response.body) throw new ThymosError(ErrorCode.LLM_UNAVAILABLE, `${this.#url} answered a stream without a body`);
+    const decoder = new TextDecoder();
+    let buffered = '';
+    let text = '';
+    let model = this.#options.model;
+    let finish = 'stop';
+    let usage: TokenUsage | undefined;
+    for await (const bytes of response.body) {
+      buffered += decoder.decode(bytes as Uint8Array, { stream: true });
+      let newline: number;
+      while ((newline = buffered.indexOf('\n')) >= 0) {
+        const line = buffered.slice(0, newline).trim();
+        buffered = buffered.slice(newline + 1);
+        if (!line.startsWith('data:')) continue;
+        const payload = line.slice(5).trim();
+        if (payload === '[DONE]') return { text, model, finish_reason: finish, usage: usage ?? estimate(text) };
+        let chunk: ChatCompletion;
+        try {
+          chunk = JSON.parse(payload) as ChatCompletion;
+        } catch {
+          throw new ThymosError(ErrorCode.LLM_UNAVAILABLE, `${this.#url} sent a stream event that is not JSON: ${payload.slice(0, 100)}`);
+        }
+        model = chunk.model ?? model;
+        if (chunk.usage) usage = usageOf(chunk.usage);
+        const choice = chunk.choices?.[0];
+        if (choice?.finish_reason) finish = choice.finish_reason;
+        const piece = choice?.delta?.content;
+        if (piece) {
+          text += piece;
+          onText(piece);
+        }
+      }
+    }
+    return { text, model, finish_reason: finish, usage: usage ?? estimate(text) };
+  }
+}
+
+function usageOf(u: ChatCompletion['usage']): TokenUsage {
+  return { input_tokens: u?.prompt_tokens ?? 0, output_tokens: u?.completion_tokens ?? 0 };
+}
+
+/** When a server reports no usage: about four characters a token. */
+function estimate(text: string): TokenUsage {
+  return { input_tokens: 0, output_tokens: Math.ceil(text.length / 4) };
+}

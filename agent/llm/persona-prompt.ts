@@ -1,0 +1,27 @@
+import type { AgentDefinition, Persona } from '../../shared/domain/domain-schema.js';
+import type { BriefMemory } from './llm-provider.js';
+
+/** A system prompt that puts a model in the persona's character, with `more` lines before the closing rule. */
+export function personaPrompt(p: Persona, ...more: Array<string | undefined>): string {
+  return [
+    `You are ${p.name}.`,
+    p.traits.length > 0 ? `You are ${p.traits.join(', ')}.` : '',
+    `You speak in a ${p.speechStyle} way.`,
+    p.background ? `Background: ${p.background}` : '',
+    ...more,
+    'Stay in character. Use only what you remember; say so when you do not know.',
+  ]
+    .filter(Boolean)
+    .join('\n');
+}
+
+/** The agent's goals as a prompt line, when it has any. */
+export function goalsLine(definition: AgentDefinition): string | undefined {
+  return definition.goals.length > 0 ? `Your goals: ${definition.goals.join('; ')}.` : undefined;
+}
+
+/** Recalled memories with their strength, as a prompt block; `none` when there are none. */
+export function memoriesBlock(memories: readonly BriefMemory[], none?: string): string | undefined {
+  if (memories.length === 0) return none;
+  return `What you remember (strength 0..1, weaker is hazier):\n${memories.map((m) => `- ${m.content} (strength ${m.strength})`).join('\n')}`;
+}

@@ -1,0 +1,263 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { bearerMatches } from '../../shared/platform/agent-token.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import type { Logger } from '../../shared/platform/logger.js';
+import type { ThymosConfig } from '../../shared/config/thymos-config.js';
+import { agentResourceUris, createAgentMcpSession, type AgentMcpSession } from './agent-mcp-server.js';
+import type { AgentRuntime } from '../runtime/agent-runtime.js';
+import { parseWireJson } from '../../shared/protocol/parse-json.js';
+
+interface Session extends AgentMcpSession {
+  transport: StreamableHTTPServerTransport;
+  lastSeen: number;
+}
+
+/** JSON-RPC error codes used on the HTTP edge (the protocol's own numbers). */
+const JSONRPC_PARSE_ERROR = -32700;
+const JSONRPC_INVALID_REQUEST = -32600;
+const JSONRPC_SERVER_ERROR = -32000;
+
+/**
+ * The agent's HTTP listener: `POST|GET|DELETE /mcp` (MCP Streamable HTTP, one stateful
+ * session per client) and `GET /health`. It checks Host and Origin before anything
+ * else (DNS-rebinding protection), caps body size, and answers garbage with JSON-RPC
+ * errors instead of failing.
+ */
+export class AgentHttpServer {
+  readonly #runtime: AgentRuntime;
+  readonly #config: ThymosConfig;
+  readonly #logger: Logger;
+  readonly #sessions = new Map<string, Session>();
+  readonly #server: Server;
+  #allowedHosts = new Set<string>();
+
+  /** The bearer token `/mcp` asks for (`[mcp] require_token`); none when unset. */
+  readonly #token: string | undefined;
+
+  constructor(runtime: AgentRuntime, config: ThymosConfig, logger: Logger, token?: string) {
+    this.#token = token;
+    this.#runtime = runtime;
+    this.#config = config;
+    this.#logger = logger;
+    this.#server = createServer((req, res) => {
+      this.#handle(req, res).catch((err) => {
+        this.#logger.error({ err }, 'request failed');
+        if (!res.headersSent) sendJsonRpcError(res, 500, JSONRPC_SERVER_ERROR, 'internal error', ErrorCode.INTERNAL);
+        else res.end();
+      });
+    });
+    this.#server.keepAliveTimeout = 5000;
+    runtime.on('state', () => this.#notify(agentResourceUris(runtime.id).state));
+    runtime.on('memory', () => this.#notify(agentResourceUris(runtime.id).memories));
+  }
+
+  get sessionCount(): number {
+    return this.#sessions.size;
+  }
+
+  /** Binds host:port. A port already in use fails with PORT_IN_USE. */
+  async listen(host: string, port: number): Promise<void> {
+    this.#allowedHosts = new Set([
+      `127.0.0.1:${port}`,
+      `localhost:${port}`,
+      `[::1]:${port}`,
+      `${host}:${port}`,
+      ...this.#config.mcp.allowed_hosts,
+    ]);
+    await new Promise<void>((resolve, reject) => {
+      const onError = (err: NodeJS.ErrnoException) => {
+        this.#server.off('listening', onListening);
+        if (err.code === 'EADDRINUSE') {
+          reject(new ThymosError(ErrorCode.PORT_IN_USE, `port ${port} on ${host} is already in use; choose another with --port`, { cause: err, details: { port } }));
+        } else {
+          reject(new ThymosError(ErrorCode.INTERNAL, `cannot listen on ${host}:${port}: ${err.message}`, { cause: err }));
+        }
+      };
+      const onListening = () => {
+        this.#server.off('error', onError);
+        resolve();
+      };
+      this.#server.once('error', onError);
+      this.#server.once('listening', onListening);
+      this.#server.listen(port, host);
+    });
+  }
+
+  /** Stops accepting connections and closes every session. */
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.#sessions.values()].map((s) => s.transport.close()));
+    this.#sessions.clear();
+    await new Promise<void>((resolve) => {
+      this.#server.close(() => resolve());
+      this.#server.closeAllConnections();
+    });
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const host = req.headers.host ?? '';
+    if (!this.#allowedHosts.has(host)) {
+      sendJsonRpcError(res, 403, JSONRPC_INVALID_REQUEST, `host ${JSON.stringify(host)} is not allowed (DNS-rebinding protection); add it to mcp.allowed_hosts`, ErrorCode.INVALID_INPUT);
+      return;
+    }
+    const origin = req.headers.origin;
+    if (origin !== undefined && !isLoopbackOrigin(origin)) {
+      sendJsonRpcError(res, 403, JSONRPC_INVALID_REQUEST, `origin ${JSON.stringify(origin)} is not allowed`, ErrorCode.INVALID_INPUT);
+      return;
+    }
+    const path = (req.url ?? '/').split('?')[0];
+    if (path === '/health' && req.method === 'GET') {
+      const state = this.#runtime.getState();
+      res.writeHead(state.status === 'stopping' ? 503 : 200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ ok: state.status === 'ready', id: state.id, status: state.status, mode: state.mode }));
+      return;
+    }
+    if (path !== '/mcp') {
+      sendJsonRpcError(res, 404, JSONRPC_INVALID_REQUEST, `no route ${req.method} ${path}; the MCP endpoint is /mcp`, ErrorCode.INVALID_INPUT);
+      return;
+    }
+    if (this.#token !== undefined && !bearerMatches(headerValue(req.headers.authorization), this.#token)) {
+      res.setHeader('www-authenticate', 'Bearer realm="thymos"');
+      sendJsonRpcError(res, 401, JSONRPC_INVALID_REQUEST, `${this.#runtime.id} asks for its bearer token (mcp.require_token): send "Authorization: Bearer <token>" with the token in <data_dir>/agents/${this.#runtime.id}/mcp-token`, ErrorCode.UNAUTHORIZED);
+      return;
+    }
+    if (this.#runtime.status === 'stopping') {
+      sendJsonRpcError(res, 503, JSONRPC_SERVER_ERROR, `${this.#runtime.id} is shutting down`, ErrorCode.AGENT_STOPPING);
+      return;
+    }
+    const sessionId = headerValue(req.headers['mcp-session-id']);
+    if (req.method === 'POST') {
+      const body = await readBody(req, this.#config.mcp.max_body_bytes);
+      if (body.kind === 'too_large') {
+        sendJsonRpcError(res, 413, JSONRPC_INVALID_REQUEST, `request body over ${this.#config.mcp.max_body_bytes} bytes (mcp.max_body_bytes)`, ErrorCode.INVALID_INPUT);
+        return;
+      }
+      let parsed: unknown;
+      try {
+        parsed = parseWireJson(body.text, 'body');
+      } catch (err) {
+        sendJsonRpcError(res, 400, JSONRPC_PARSE_ERROR, (err as Error).message, ErrorCode.INVALID_INPUT);
+        return;
+      }
+      if (sessionId === undefined) {
+        if (!isInitializeRequest(parsed)) {
+          sendJsonRpcError(res, 400, JSONRPC_INVALID_REQUEST, 'expected an initialize request, or an mcp-session-id header from one', ErrorCode.INVALID_INPUT);
+          return;
+        }
+        const session = this.#open();
+        await session.transport.handleRequest(req, res, parsed);
+        return;
+      }
+      const session = this.#find(sessionId, res);
+      if (session) await session.transport.handleRequest(req, res, parsed);
+      return;
+    }
+    if (req.method === 'GET' || req.method === 'DELETE') {
+      if (sessionId === undefined) {
+        sendJsonRpcError(res, 400, JSONRPC_INVALID_REQUEST, 'expected an mcp-session-id header', ErrorCode.INVALID_INPUT);
+        return;
+      }
+      const session = this.#find(sessionId, res);
+      if (session) await session.transport.handleRequest(req, res);
+      return;
+    }
+    res.setHeader('allow', 'GET, POST, DELETE');
+    sendJsonRpcError(res, 405, JSONRPC_INVALID_REQUEST, `method ${req.method} not allowed on /mcp`, ErrorCode.INVALID_INPUT);
+  }
+
+  #open(): Session {
+    const mcp = createAgentMcpSession(this.#runtime, this.#config);
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => {
+        this.#sessions.set(id, session);
+        this.#evictBeyondLimit();
+        this.#logger.debug({ session: id }, 'mcp session opened');
+      },
+      onsessionclosed: (id) => {
+        this.#sessions.delete(id);
+      },
+    });
+    const session: Session = { ...mcp, transport, lastSeen: Date.now() };
+    transport.onclose = () => {
+      if (transport.sessionId) this.#sessions.delete(transport.sessionId);
+    };
+    void mcp.server.connect(transport);
+    return session;
+  }
+
+  #find(id: string, res: ServerResponse): Session | undefined {
+    const session = this.#sessions.get(id);
+    if (!session) {
+      sendJsonRpcError(res, 404, JSONRPC_INVALID_REQUEST, `unknown or expired MCP session ${JSON.stringify(id.slice(0, 80))}; initialize again`, ErrorCode.INVALID_INPUT);
+      return undefined;
+    }
+    session.lastSeen = Date.now();
+    return session;
+  }
+
+  #evictBeyondLimit(): void {
+    const max = this.#config.mcp.max_sessions;
+    if (this.#sessions.size <= max) return;
+    const oldest = [...this.#sessions.entries()].sort((a, b) => a[1].lastSeen - b[1].lastSeen);
+    for (const [id, s] of oldest.slice(0, this.#sessions.size - max)) {
+      this.#sessions.delete(id);
+      void s.transport.close();
+      this.#logger.info({ session: id }, 'closed least recently used MCP session (mcp.max_sessions)');
+    }
+  }
+
+  #notify(uri: string): void {
+    for (const s of this.#sessions.values()) {
+      if (s.subscriptions.has(uri)) {
+        s.server.server.sendResourceUpdated({ uri }).catch((err: unknown) => this.#logger.debug({ err }, 'resource notification not delivered'));
+      }
+    }
+  }
+}
+
+function headerValue(h: string | string[] | undefined): string | undefined {
+  return Array.isArray(h) ? h[0] : h;
+}
+
+function isLoopbackOrigin(origin: string): boolean {
+  try {
+    const host = new URL(origin).hostname;
+    return host === '127.0.0.1' || host === 'localhost' || host === '[::1]' || host === '::1';
+  } catch {
+    return false;
+  }
+}
+
+function readBody(req: IncomingMessage, limit: number): Promise<{ kind: 'ok'; text: string } | { kind: 'too_large' }> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) {
+    req.resume();
+    return Promise.resolve({ kind: 'too_large' });
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        // Stop buffering but keep draining, so the socket stays usable for the 413 answer.
+        req.off('data', onData);
+        req.resume();
+        resolve({ kind: 'too_large' });
+        return;
+      }
+      chunks.push(chunk);
+    };
+    req.on('data', onData);
+    req.once('end', () => resolve({ kind: 'ok', text: Buffer.concat(chunks).toString('utf8') }));
+    req.once('error', reject);
+  });
+}
+
+function sendJsonRpcError(res: ServerResponse, status: number, code: number, message: string, thymosCode: ErrorCode): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message, data: { code: thymosCode } } }));
+}

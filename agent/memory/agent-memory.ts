@@ -1,0 +1,440 @@
+import { randomUUID } from 'node:crypto';
+import PQueue from 'p-queue';
+import { type MemorySettings } from '../../shared/config/agent-settings.js';
+import type { Embedder } from '../../shared/platform/embedder.js';
+import type { Logger } from '../../shared/platform/logger.js';
+import { Bm25Index } from './bm25-index.js';
+import { entry } from './map-entry.js';
+import { VectorIndex } from './vector-index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import { normaliseSource, type MemoryChanges, type MemoryRecord, type MemorySource, type RecallHit } from './memory-record.js';
+import { memoryStrength } from './memory-strength.js';
+import type { MemoryStore } from './memory-store.js';
+
+/** A memory to store; everything but the content has a default. */
+export interface NewMemory {
+  /**
+   * A stable id makes the write idempotent: a memory with this id already stored is kept as
+   * it is and not written again (how a redelivered event stays one memory). Unset: a new UUID.
+   */
+  id?: string;
+  content: string;
+  /** 0..1. @default 0.5 */
+  importance?: number;
+  /** 0..1. @default 0 */
+  emotional_weight?: number;
+  /** @default [] */
+  tags?: readonly string[];
+  source: MemorySource;
+  /** Memories this one was made from: an insight's sources, or the turn a learned fact was told in. */
+  derived_from?: readonly string[];
+}
+
+export type SearchStrategy = 'bm25' | 'vector' | 'hybrid';
+
+export type MemoryEvent = 'created' | 'updated' | 'accessed';
+
+export interface RecallOptions {
+  /** How many memories to return. */
+  k: number;
+  /** @default `[memory] search_strategy` */
+  strategy?: SearchStrategy;
+  /** Share of the vector ranking in a hybrid recall. @default `[memory] semantic_weight` */
+  semanticWeight?: number;
+  /** Time of the query (ms); tests pass it to see the forgetting curve. @default Date.now() */
+  now?: number;
+  /** Reinforce what is returned (access count + 1, last accessed = now). @default true */
+  reinforce?: boolean;
+  /** Only memories for which this returns true are considered. */
+  filter?: (memory: MemoryRecord) => boolean;
+  /** Consider memories a newer one superseded too. @default false */
+  includeSuperseded?: boolean;
+  /** Consider demoted (faded) memories too. @default false */
+  includeDemoted?: boolean;
+}
+
+const NONE: readonly string[] = [];
+/** The turns before and after a memory in its conversation. */
+type TurnLinks = { prev?: string; next?: string };
+/** BM25 candidates re-ranked by strength; this many per requested result. */
+const CANDIDATES_PER_RESULT = 4;
+const MIN_CANDIDATES = 40;
+/** Memories written within this window are embedded together. */
+const EMBED_COALESCE_MS = 50;
+
+/**
+ * An agent's memory: SurrealDB holds every record durably, an in-process BM25 index
+ * answers queries, and a map keeps records for scoring. A write is acknowledged only
+ * after the database has it; the index follows in the same call.
+ */
+/** Called after memories were stored (`created`), changed by a consolidation (`updated`) or returned by a reinforcing recall (`accessed`). */
+export type MemoryHook = (records: readonly MemoryRecord[]) => Promise<void> | void;
+
+export interface AgentMemoryOptions {
+  /** Makes vector and hybrid recall possible; without it they fall back to BM25. */
+  embedder?: Embedder | undefined;
+  logger?: Logger | undefined;
+}
+
+export class AgentMemory {
+  readonly #store: MemoryStore;
+  readonly #settings: MemorySettings;
+  readonly #index = new Bm25Index();
+  readonly #records = new Map<string, MemoryRecord>();
+  #embedder: Embedder | undefined;
+  #vectors: VectorIndex | undefined;
+  readonly #logger: Logger | undefined;
+  #warnedFallback = false;
+  readonly #hooks: Record<MemoryEvent, MemoryHook[]> = { created: [], updated: [], accessed: [] };
+  readonly #hookQueue = new PQueue({ concurrency: 1 });
+  readonly #embedQueue = new PQueue({ concurrency: 1 });
+  #toEmbed: MemoryRecord[] = [];
+  #embedTimer: NodeJS.Timeout | undefined;
+  #expandQuery: ((query: string) => string) | undefined;
+  /** Thread → id of its newest memory. */
+  readonly #lastTurn = new Map<string, string>();
+  /** A memory of a conversation → the turns before and after it. */
+  readonly #turns = new Map<string, TurnLinks>();
+  readonly #around = (id: string): readonly string[] => {
+    const t = this.#turns.get(id);
+    if (!t) return NONE;
+    return t.prev === undefined ? [t.next!] : t.next === undefined ? [t.prev] : [t.prev, t.next];
+  };
+
+  private constructor(store: MemoryStore, settings: MemorySettings, options: AgentMemoryOptions) {
+    this.#store = store;
+    this.#settings = settings;
+    this.#logger = options.logger;
+  }
+
+  /**
+   * Loads every memory from the store and builds the indexes. Stored vectors of the current
+   * model are loaded; memories without one are embedded in the background (`vectorsReady`).
+   */
+  static async load(store: MemoryStore, settings: MemorySettings, options: AgentMemoryOptions = {}): Promise<AgentMemory> {
+    const memory = new AgentMemory(store, settings, options);
+    const rows = await store.all();
+    rows.sort((a, b) => a.created_at - b.created_at);
+    for (const row of rows) {
+      memory.#records.set(row.id, row);
+      memory.#linkTurn(row);
+    }
+    memory.#index.addAll(rows);
+    if (options.embedder) await memory.attachEmbedder(options.embedder);
+    return memory;
+  }
+
+  /**
+   * Turns on vector search with `embedder` (an agent does once the fleet's embedding service
+   * answers): stored vectors of its model are loaded, missing ones made in the background.
+   */
+  async attachEmbedder(embedder: Embedder): Promise<void> {
+    const vectors = new VectorIndex(embedder.dims);
+    const stored = await this.#store.embeddings(embedder.model);
+    for (const [id, v] of stored) if (this.#records.has(id) && v.length === embedder.dims) vectors.set(id, v);
+    this.#embedder = embedder;
+    this.#vectors = vectors;
+    this.#warnedFallback = false;
+    const missing = [...this.#records.values()].filter((r) => !vectors.has(r.id));
+    if (missing.length > 0) this.#embedSoon(missing);
+  }
+
+  /**
+   * Runs `hook` after every write (`created`), consolidation change (`updated`) or reinforcing
+   * recall (`accessed`), off the caller's path, one at a time and in order; a failing hook is
+   * logged, never the caller's error.
+   */
+  on(event: MemoryEvent, hook: MemoryHook): void {
+    this.#hooks[event].push(hook);
+  }
+
+  /** Runs `task` in the hook queue, after the hooks queued so far (a background job that must not interleave with them). */
+  schedule(task: () => Promise<void> | void, what = 'memory background task'): void {
+    void this.#hookQueue.add(async () => {
+      try {
+        await task();
+      } catch (err) {
+        this.#logger?.warn({ err: (err as Error).message }, `${what} failed`);
+      }
+    });
+  }
+
+  /** Resolves when every hook queued so far has run. */
+  settle(): Promise<void> {
+    return this.#hookQueue.onIdle();
+  }
+
+  /** Rewrites a recall query before searching (alias resolution adds the names an alias stands for). */
+  setQueryExpander(expand: ((query: string) => string) | undefined): void {
+    this.#expandQuery = expand;
+  }
+
+  #fire(event: MemoryEvent, records: readonly MemoryRecord[]): void {
+    if (records.length === 0) return;
+    for (const hook of this.#hooks[event]) this.schedule(() => hook(records), 'memory hook');
+  }
+
+  /** Resolves when every memory so far has its vector (or embedding them failed and was logged). */
+  async vectorsReady(): Promise<void> {
+    await this.#flushEmbeds();
+  }
+
+  /** Whether vector search is available. */
+  get hasVectors(): boolean {
+    return this.#vectors !== undefined;
+  }
+
+  get count(): number {
+    return this.#records.size;
+  }
+
+  get(id: string): MemoryRecord | undefined {
+    return this.#records.get(id);
+  }
+
+  /** Every stored memory, in no particular order. */
+  all(): IterableIterator<MemoryRecord> {
+    return this.#records.values();
+  }
+
+  async remember(input: NewMemory, now = Date.now()): Promise<MemoryRecord> {
+    const [record] = await this.rememberMany([input], now);
+    return record!;
+  }
+
+  /**
+   * Stores several memories in one database write. Inputs whose `id` is already stored (or
+   * repeated within the call) are not written again; the stored record is returned for them.
+   */
+  async rememberMany(inputs: readonly NewMemory[], now = Date.now()): Promise<MemoryRecord[]> {
+    return this.commit(inputs, [], now);
+  }
+
+  /**
+   * Stores new memories and changes stored ones (lineage, importance) in one transaction:
+   * what a consolidation writes. New inputs with a known id are kept as they are.
+   * Changes to unknown memories are NOT_FOUND, and nothing is written.
+   */
+  async commit(inputs: readonly (NewMemory & { insight_key?: string })[], changes: ReadonlyArray<{ id: string; changes: MemoryChanges }>, now = Date.now()): Promise<MemoryRecord[]> {
+    for (const c of changes) if (!this.#records.has(c.id)) throw new ThymosError(ErrorCode.NOT_FOUND, `no memory ${JSON.stringify(c.id)} to change`);
+    const fresh = new Map<string, MemoryRecord>();
+    const out: MemoryRecord[] = [];
+    const turnTimes = new Map<string, number>();
+    for (const input of inputs) {
+      const known = input.id === undefined ? undefined : (this.#records.get(input.id) ?? fresh.get(input.id));
+      if (known) {
+        out.push(known);
+        continue;
+      }
+      const thread = input.source.thread;
+      let at = now;
+      if (thread !== undefined) {
+        // Turns of a thread get strictly increasing times, so a reload links them in the order they were written.
+        const before = turnTimes.get(thread) ?? this.#records.get(this.#lastTurn.get(thread) ?? '')?.created_at ?? -Infinity;
+        at = Math.max(now, before + 1);
+        turnTimes.set(thread, at);
+      }
+      const record = this.#toRecord(input, at);
+      if (input.derived_from) record.derived_from = [...input.derived_from];
+      if (input.insight_key) record.insight_key = input.insight_key;
+      fresh.set(record.id, record);
+      out.push(record);
+    }
+    await this.#store.apply([...fresh.values()], changes);
+    for (const r of fresh.values()) {
+      this.#records.set(r.id, r);
+      this.#linkTurn(r);
+      this.#index.add(r);
+    }
+    const updated = changes.map((c) => {
+      const record = { ...this.#records.get(c.id)!, ...c.changes };
+      this.#records.set(c.id, record);
+      return record;
+    });
+    if (this.#embedder) this.#embedSoon([...fresh.values()]);
+    this.#fire('created', [...fresh.values()]);
+    this.#fire('updated', updated);
+    return out;
+  }
+
+  /**
+   * Vectors are made after the write is acknowledged: memories written within
+   * EMBED_COALESCE_MS go to the embedding service in one request and their vectors into the
+   * database in one write, one run at a time. A write never waits for the service; a vector
+   * or hybrid recall runs what is pending first, so a fresh memory is found by meaning.
+   */
+  #embedSoon(records: MemoryRecord[]): void {
+    this.#toEmbed.push(...records);
+    if (this.#embedTimer) return;
+    this.#embedTimer = setTimeout(() => void this.#flushEmbeds(), EMBED_COALESCE_MS);
+    this.#embedTimer.unref();
+  }
+
+  /** Embeds what is pending now; resolves when every embedding run so far has finished. */
+  #flushEmbeds(): Promise<void> {
+    clearTimeout(this.#embedTimer);
+    this.#embedTimer = undefined;
+    if (this.#toEmbed.length > 0) {
+      const batch = this.#toEmbed.splice(0);
+      void this.#embedQueue.add(async () => {
+        for (let i = 0; i < batch.length; i += 256) {
+          const part = batch.slice(i, i + 256);
+          const vectors = await this.#embed(part);
+          if (!vectors) continue;
+          await this.#store.setEmbeddings(this.#embedder!.model, vectors).catch((err: unknown) => this.#logger?.warn({ err: (err as Error).message }, 'vectors not stored'));
+          for (const [id, v] of vectors) this.#vectors?.set(id, v);
+        }
+      });
+    }
+    return this.#embedQueue.onIdle();
+  }
+
+  /** Vectors of the memories' contents, or undefined (no embedder, or it failed: logged, and recall uses BM25 for them). */
+  async #embed(records: readonly MemoryRecord[]): Promise<Map<string, Float32Array> | undefined> {
+    if (!this.#embedder || records.length === 0) return undefined;
+    try {
+      const vectors = await this.#embedder.embed(records.map((r) => r.content));
+      return new Map(records.map((r, i) => [r.id, vectors[i]!]));
+    } catch (err) {
+      this.#logger?.warn({ err: (err as Error).message, memories: records.length }, 'memories stored without vectors: the embedder failed');
+      return undefined;
+    }
+  }
+
+  /**
+   * The `k` memories that best match `query`: BM25 relevance (normalised to the best
+   * match) times strength on the forgetting curve. Returned memories are reinforced.
+   */
+  async recall(rawQuery: string, options: RecallOptions): Promise<RecallHit[]> {
+    const query = this.#expandQuery ? this.#expandQuery(rawQuery) : rawQuery;
+    const now = options.now ?? Date.now();
+    const keep = this.#recallFilter(options);
+    const pool = Math.max(MIN_CANDIDATES, options.k * CANDIDATES_PER_RESULT);
+    let strategy = options.strategy ?? this.#settings.search_strategy;
+    let queryVector: Float32Array | undefined;
+    if (strategy !== 'bm25') {
+      queryVector = await this.#queryVector(query);
+      if (!queryVector) strategy = 'bm25';
+      else await this.#flushEmbeds();
+    }
+    const lexical = strategy === 'vector' ? [] : this.#index.search(query, pool, keep, this.#turns.size > 0 ? this.#around : undefined);
+    const semantic = queryVector ? this.#vectors!.search(queryVector, pool, keep) : [];
+    const bestBm25 = lexical[0]?.score ?? 0;
+    const byId = new Map<string, { bm25: number; vector: number; lexRank?: number; vecRank?: number }>();
+    lexical.forEach((c, rank) => byId.set(c.id, { bm25: bestBm25 > 0 ? c.score / bestBm25 : 0, vector: 0, lexRank: rank }));
+    semantic.forEach((c, rank) => {
+      const entry = byId.get(c.id) ?? { bm25: 0, vector: 0 };
+      entry.vector = Math.max(0, c.score);
+      entry.vecRank = rank;
+      byId.set(c.id, entry);
+    });
+    const w = options.semanticWeight ?? this.#settings.semantic_weight;
+    const k = this.#settings.rrf_k;
+    const fused = (e: { lexRank?: number; vecRank?: number }) =>
+      (e.lexRank === undefined ? 0 : (1 - w) / (k + e.lexRank + 1)) + (e.vecRank === undefined ? 0 : w / (k + e.vecRank + 1));
+    const bestFused = strategy === 'hybrid' ? Math.max(...[...byId.values()].map(fused), 0) : 0;
+    const hits: RecallHit[] = [];
+    for (const [id, e] of byId) {
+      const memory = this.#records.get(id);
+      if (!memory) continue;
+      const relevance = strategy === 'bm25' ? e.bm25 : strategy === 'vector' ? e.vector : bestFused > 0 ? fused(e) / bestFused : 0;
+      const strength = memoryStrength(memory, now, this.#settings);
+      const score: RecallHit['score'] = { strategy, bm25: round(e.bm25), strength: round(strength), final: round(relevance * strength) };
+      if (queryVector) score.vector = round(e.vector);
+      hits.push({ memory, score });
+    }
+    hits.sort((a, b) => b.score.final - a.score.final || b.memory.created_at - a.memory.created_at);
+    const top = hits.slice(0, options.k);
+    if (options.reinforce !== false && top.length > 0) {
+      await this.#store.touch(
+        top.map((h) => h.memory.id),
+        now,
+      );
+      for (const h of top) {
+        const updated = { ...h.memory, access_count: h.memory.access_count + 1, last_accessed: now };
+        this.#records.set(updated.id, updated);
+      }
+      this.#fire('accessed', top.map((h) => this.#records.get(h.memory.id)!));
+    }
+    return top;
+  }
+
+  /** Links a memory of a conversation (it has a thread) to the turn before it. */
+  #linkTurn(r: MemoryRecord): void {
+    const thread = r.source.thread;
+    if (thread === undefined) return;
+    const before = this.#lastTurn.get(thread);
+    this.#lastTurn.set(thread, r.id);
+    if (before === undefined) return;
+    entry(this.#turns, r.id, () => ({} as TurnLinks)).prev = before;
+    entry(this.#turns, before, () => ({} as TurnLinks)).next = r.id;
+  }
+
+  /** The newest `limit` memories of a conversation thread, oldest first (walked back along the turn links). */
+  threadTurns(thread: string, limit: number): MemoryRecord[] {
+    const out: MemoryRecord[] = [];
+    for (let id = this.#lastTurn.get(thread); id !== undefined && out.length < limit; id = this.#turns.get(id)?.prev) {
+      const m = this.#records.get(id);
+      if (!m) break;
+      out.push(m);
+    }
+    return out.reverse();
+  }
+
+  /** Which memories a recall considers: current ones (unless asked otherwise) that pass the caller's filter. */
+  #recallFilter(options: RecallOptions): ((id: string) => boolean) | undefined {
+    const { filter, includeSuperseded = false, includeDemoted = false } = options;
+    if (!filter && includeSuperseded && includeDemoted) return undefined;
+    return (id) => {
+      const m = this.#records.get(id);
+      if (!m) return false;
+      if (!includeSuperseded && m.superseded_by !== undefined) return false;
+      if (!includeDemoted && m.demoted_at !== undefined) return false;
+      return filter ? filter(m) : true;
+    };
+  }
+
+  async #queryVector(query: string): Promise<Float32Array | undefined> {
+    if (!this.#embedder || !this.#vectors) {
+      this.#warnFallback('no embedder is configured');
+      return undefined;
+    }
+    try {
+      return (await this.#embedder.embed([query]))[0];
+    } catch (err) {
+      this.#warnFallback((err as Error).message);
+      return undefined;
+    }
+  }
+
+  #warnFallback(why: string): void {
+    if (this.#warnedFallback) return;
+    this.#warnedFallback = true;
+    this.#logger?.warn({ why }, 'vector search unavailable: recall falls back to BM25');
+  }
+
+  /** The newest memories first. */
+  recent(limit: number): MemoryRecord[] {
+    const all = [...this.#records.values()];
+    all.sort((a, b) => b.created_at - a.created_at);
+    return all.slice(0, limit);
+  }
+
+  #toRecord(input: NewMemory, now: number): MemoryRecord {
+    return {
+      id: input.id ?? randomUUID(),
+      content: input.content,
+      importance: input.importance ?? 0.5,
+      emotional_weight: input.emotional_weight ?? 0,
+      tags: [...(input.tags ?? [])],
+      source: normaliseSource(input.source),
+      created_at: now,
+      last_accessed: now,
+      access_count: 0,
+    };
+  }
+}
+
+function round(x: number): number {
+  return Math.round(x * 10_000) / 10_000;
+}

@@ -1,0 +1,337 @@
+import { RecordId, type Surreal } from 'surrealdb';
+import { openEmbeddedSurreal } from '../../shared/platform/embedded-surreal.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import { normaliseSource, type MemoryChanges, type MemoryRecord } from './memory-record.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/**
+ * Schema of the private database. Deliberately no DEFINE INDEX: search runs in an
+ * in-process index rebuilt from these rows (measured faster, see docs/benchmarks.md),
+ * and an HNSW index on surrealkv has lost batched writes across a reopen.
+ */
+const SCHEMA = `
+DEFINE TABLE IF NOT EXISTS memory SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS content ON memory TYPE string;
+DEFINE FIELD IF NOT EXISTS importance ON memory TYPE number;
+DEFINE FIELD IF NOT EXISTS emotional_weight ON memory TYPE number;
+DEFINE FIELD IF NOT EXISTS tags ON memory TYPE array<string>;
+DEFINE FIELD IF NOT EXISTS source ON memory TYPE object;
+DEFINE FIELD IF NOT EXISTS source.kind ON memory TYPE string;
+DEFINE FIELD IF NOT EXISTS source.by ON memory TYPE string;
+DEFINE FIELD IF NOT EXISTS source.thread ON memory TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS source.event ON memory TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS source.model ON memory TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS created_at ON memory TYPE int;
+DEFINE FIELD IF NOT EXISTS last_accessed ON memory TYPE int;
+DEFINE FIELD IF NOT EXISTS access_count ON memory TYPE int;
+DEFINE FIELD IF NOT EXISTS embedding ON memory TYPE option<array<float>>;
+DEFINE FIELD IF NOT EXISTS embedding_model ON memory TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS derived_from ON memory TYPE option<array<string>>;
+DEFINE FIELD IF NOT EXISTS insight_key ON memory TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS superseded_by ON memory TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS superseded_reason ON memory TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS superseded_at ON memory TYPE option<int>;
+DEFINE FIELD IF NOT EXISTS demoted_at ON memory TYPE option<int>;
+DEFINE FIELD IF NOT EXISTS compacted_into ON memory TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS concepts_at ON memory TYPE option<int>;
+DEFINE TABLE IF NOT EXISTS concept SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS name ON concept TYPE string;
+DEFINE FIELD IF NOT EXISTS type ON concept TYPE string;
+DEFINE FIELD IF NOT EXISTS tier ON concept TYPE string;
+DEFINE FIELD IF NOT EXISTS mentions ON concept TYPE int;
+DEFINE FIELD IF NOT EXISTS significance ON concept TYPE number;
+DEFINE FIELD IF NOT EXISTS first_seen ON concept TYPE int;
+DEFINE FIELD IF NOT EXISTS last_seen ON concept TYPE int;
+DEFINE FIELD IF NOT EXISTS attributes ON concept TYPE option<string>;
+DEFINE TABLE IF NOT EXISTS alias SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS text ON alias TYPE string;
+DEFINE FIELD IF NOT EXISTS concept ON alias TYPE string;
+DEFINE FIELD IF NOT EXISTS type ON alias TYPE string;
+DEFINE FIELD IF NOT EXISTS source ON alias TYPE string;
+DEFINE TABLE IF NOT EXISTS mentions TYPE RELATION IN memory OUT concept;
+DEFINE TABLE IF NOT EXISTS relates TYPE RELATION IN concept OUT concept SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS type ON relates TYPE string;
+DEFINE FIELD IF NOT EXISTS properties ON relates TYPE string;
+DEFINE FIELD IF NOT EXISTS at ON relates TYPE int;
+DEFINE TABLE IF NOT EXISTS caused_by TYPE RELATION IN memory OUT memory SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS reason ON caused_by TYPE string;
+DEFINE FIELD IF NOT EXISTS at ON caused_by TYPE int;
+DEFINE TABLE IF NOT EXISTS snapshot SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS at ON snapshot TYPE int;
+DEFINE FIELD IF NOT EXISTS reason ON snapshot TYPE string;
+DEFINE FIELD IF NOT EXISTS state ON snapshot TYPE string;
+DEFINE TABLE IF NOT EXISTS meta SCHEMALESS;
+`;
+
+/** How often a write that lost a transaction conflict is tried again. */
+const CONFLICT_RETRIES = 5;
+
+interface MemoryRow extends Omit<MemoryRecord, 'id'> {
+  id: RecordId;
+}
+
+/** A concept as stored: a person, place or thing the agent's memories mention. */
+export interface ConceptRecord {
+  /** Stable key: an agent id, an alias target, or the lower-cased name with _ for spaces. */
+  key: string;
+  name: string;
+  type: string;
+  /** mentioned → provisional → tracked, by mentions and significance. */
+  tier: 'mentioned' | 'provisional' | 'tracked';
+  /** How many memories mention it. */
+  mentions: number;
+  /** Sum of the importance of those memories. */
+  significance: number;
+  first_seen: number;
+  last_seen: number;
+  /** What is known of it, checked against the domain's concept type (stored as JSON text). */
+  attributes?: Record<string, string | number | boolean>;
+}
+
+/** A saved agent state, newest first when listed. */
+export interface SnapshotRecord {
+  at: number;
+  reason: string;
+  state: Record<string, unknown>;
+}
+
+/**
+ * The agent's private SurrealDB (surrealkv file). Durable truth: every write is
+ * awaited before it is acknowledged to a caller.
+ */
+export class MemoryStore {
+  readonly #db: Surreal;
+  #closed = false;
+
+  private constructor(db: Surreal) {
+    this.#db = db;
+  }
+
+  /**
+   * Opens (creating if needed) the database at `dir`. Fails with DATABASE_ERROR
+   * rather than hanging if it cannot open within `timeoutMs`.
+   */
+  static async open(dir: string, options: { timeoutMs: number }): Promise<MemoryStore> {
+    return new MemoryStore(await openEmbeddedSurreal(dir, { namespace: 'thymos', database: 'agent', schema: SCHEMA, timeoutMs: options.timeoutMs }));
+  }
+
+  async insert(records: readonly MemoryRecord[]): Promise<void> {
+    await this.apply(records, []);
+  }
+
+  /**
+   * Inserts memories and changes the lineage or importance of stored ones, in one
+   * transaction: a consolidation is stored whole or not at all.
+   */
+  async apply(records: readonly MemoryRecord[], changes: ReadonlyArray<{ id: string; changes: MemoryChanges }>): Promise<void> {
+    if (records.length === 0 && changes.length === 0) return;
+    const rows = records.map(({ id, ...rest }) => ({ ...defined(rest), id: new RecordId('memory', id) }));
+    const updates = changes.map((c) => ({ id: new RecordId('memory', c.id), set: defined(c.changes) }));
+    if (updates.length === 0) {
+      await this.#run('INSERT INTO memory $rows RETURN NONE', { rows });
+      return;
+    }
+    await this.#run(
+      'BEGIN TRANSACTION; IF array::len($rows) > 0 { INSERT INTO memory $rows RETURN NONE; }; FOR $u IN $updates { UPDATE $u.id MERGE $u.set RETURN NONE; }; COMMIT TRANSACTION;',
+      { rows, updates },
+    );
+  }
+
+  /** Ids of the memories whose concepts were never extracted (written before concepts were on, or lost to a crash). */
+  async withoutConcepts(): Promise<string[]> {
+    const [rows] = await this.#run<[Array<{ id: RecordId }>]>('SELECT id FROM memory WHERE concepts_at = NONE');
+    return (rows ?? []).map((r) => String(r.id.id));
+  }
+
+  /** The stored vectors made by `model`, by memory id. */
+  async embeddings(model: string): Promise<Map<string, Float32Array>> {
+    const [rows] = await this.#run<[Array<{ id: RecordId; embedding: number[] }>]>('SELECT id, embedding FROM memory WHERE embedding_model = $model', { model });
+    return new Map((rows ?? []).map((r) => [String(r.id.id), Float32Array.from(r.embedding)]));
+  }
+
+  /** Stores vectors made by `model` for existing memories. */
+  async setEmbeddings(model: string, vectors: ReadonlyMap<string, Float32Array>): Promise<void> {
+    if (vectors.size === 0) return;
+    await this.#run('FOR $e IN $entries { UPDATE $e.id SET embedding = $e.embedding, embedding_model = $model RETURN NONE; }', {
+      model,
+      entries: [...vectors].map(([id, v]) => ({ id: new RecordId('memory', id), embedding: Array.from(v) })),
+    });
+  }
+
+  async all(): Promise<MemoryRecord[]> {
+    const [rows] = await this.#run<[MemoryRow[]]>('SELECT * OMIT embedding, concepts_at FROM memory');
+    return (rows ?? []).map(fromRow);
+  }
+
+  async count(): Promise<number> {
+    const [rows] = await this.#run<[Array<{ n: number }>]>('SELECT count() AS n FROM memory GROUP ALL');
+    return rows?.[0]?.n ?? 0;
+  }
+
+  /** Marks memories as accessed now: access_count + 1, last_accessed = at. */
+  async touch(ids: readonly string[], at: number): Promise<void> {
+    if (ids.length === 0) return;
+    await this.#run('UPDATE $ids SET access_count += 1, last_accessed = $at RETURN NONE', {
+      ids: ids.map((id) => new RecordId('memory', id)),
+      at,
+    });
+  }
+
+  /** Writes concepts (whole records, by key) and the memory → concept mentions, in one request. */
+  async saveConcepts(concepts: readonly ConceptRecord[], mentions: ReadonlyArray<{ memory: string; concept: string }>, extracted: readonly string[] = [], at = Date.now()): Promise<void> {
+    if (concepts.length === 0 && mentions.length === 0 && extracted.length === 0) return;
+    await this.#run(
+      'BEGIN TRANSACTION; FOR $c IN $concepts { UPSERT $c.id CONTENT $c.row RETURN NONE; }; IF array::len($mentions) > 0 { INSERT RELATION INTO mentions $mentions RETURN NONE; }; IF array::len($extracted) > 0 { UPDATE $extracted SET concepts_at = $at RETURN NONE; }; COMMIT TRANSACTION;',
+      {
+        concepts: concepts.map(conceptRow),
+        mentions: mentions.map((m) => ({ in: new RecordId('memory', m.memory), out: new RecordId('concept', m.concept) })),
+        extracted: extracted.map((id) => new RecordId('memory', id)),
+        at,
+      },
+    );
+  }
+
+  /** Records aliases (idempotent: one record per alias text). */
+  async saveAliases(aliases: ReadonlyArray<{ text: string; concept: string; type: string; source: string }>): Promise<void> {
+    if (aliases.length === 0) return;
+    await this.#run('FOR $a IN $aliases { UPSERT $a.id CONTENT $a.row RETURN NONE; }', {
+      aliases: aliases.map((a) => ({ id: new RecordId('alias', a.text.toLowerCase()), row: a })),
+    });
+  }
+
+  /** Everything the concept tracker keeps: concepts, aliases, mentions, relationships and causes, in one request. */
+  async conceptGraph(): Promise<{
+    concepts: ConceptRecord[];
+    aliases: Array<{ text: string; concept: string; type: string; source: string }>;
+    mentions: Array<{ memory: string; concept: string }>;
+    relations: Array<{ from: string; to: string; type: string; properties: Record<string, unknown>; at: number }>;
+    causes: Array<{ effect: string; cause: string; reason: string; at: number }>;
+  }> {
+    const [concepts, aliases, mentions, relations, causes] = await this.#run<
+      [
+        Array<Omit<ConceptRecord, 'key' | 'attributes'> & { id: RecordId; attributes?: string }>,
+        Array<{ text: string; concept: string; type: string; source: string }>,
+        Array<{ in: RecordId; out: RecordId }>,
+        Array<{ in: RecordId; out: RecordId; type: string; properties: string; at: number }>,
+        Array<{ in: RecordId; out: RecordId; reason: string; at: number }>,
+      ]
+    >('SELECT * FROM concept; SELECT text, concept, type, source FROM alias; SELECT in, out FROM mentions; SELECT in, out, type, properties, at FROM relates; SELECT in, out, reason, at FROM caused_by;');
+    return {
+      concepts: (concepts ?? []).map(({ id, attributes, ...c }) => ({
+        ...c,
+        key: String(id.id),
+        mentions: Number(c.mentions),
+        significance: Number(c.significance),
+        first_seen: Number(c.first_seen),
+        last_seen: Number(c.last_seen),
+        ...(typeof attributes === 'string' ? { attributes: JSON.parse(attributes) as Record<string, string | number | boolean> } : {}),
+      })),
+      aliases: aliases ?? [],
+      mentions: (mentions ?? []).map((m) => ({ memory: String(m.in.id), concept: String(m.out.id) })),
+      relations: (relations ?? []).map((r) => ({ from: String(r.in.id), to: String(r.out.id), type: r.type, properties: JSON.parse(r.properties) as Record<string, unknown>, at: Number(r.at) })),
+      causes: (causes ?? []).map((c) => ({ effect: String(c.in.id), cause: String(c.out.id), reason: c.reason, at: Number(c.at) })),
+    };
+  }
+
+  /**
+   * Writes typed edges between concepts (both concepts are created as `mentioned` if new) and
+   * causal links between memories, in one request. Properties are stored as JSON text.
+   */
+  async saveLinks(
+    relations: ReadonlyArray<{ from: ConceptRecord; to: ConceptRecord; type: string; properties: Record<string, unknown>; at: number }>,
+    causes: ReadonlyArray<{ effect: string; cause: string; reason: string; at: number }>,
+  ): Promise<void> {
+    const concepts = new Map<string, ConceptRecord>();
+    for (const r of relations) for (const c of [r.from, r.to]) concepts.set(c.key, c);
+    await this.#run(
+      'FOR $c IN $concepts { UPSERT $c.id MERGE $c.row RETURN NONE; }; IF array::len($relations) > 0 { INSERT RELATION INTO relates $relations RETURN NONE; }; IF array::len($causes) > 0 { INSERT RELATION INTO caused_by $causes RETURN NONE; };',
+      {
+        concepts: [...concepts.values()].map(conceptRow),
+        relations: relations.map((r) => ({ in: new RecordId('concept', r.from.key), out: new RecordId('concept', r.to.key), type: r.type, properties: JSON.stringify(r.properties), at: r.at })),
+        causes: causes.map((c) => ({ in: new RecordId('memory', c.effect), out: new RecordId('memory', c.cause), reason: c.reason, at: c.at })),
+      },
+    );
+  }
+
+  async saveSnapshot(snapshot: SnapshotRecord): Promise<void> {
+    await this.#run('CREATE snapshot CONTENT $s RETURN NONE', {
+      s: { at: snapshot.at, reason: snapshot.reason, state: JSON.stringify(snapshot.state) },
+    });
+  }
+
+  async latestSnapshot(): Promise<SnapshotRecord | undefined> {
+    const [rows] = await this.#run<[Array<{ at: number; reason: string; state: string }>]>(
+      'SELECT at, reason, state FROM snapshot ORDER BY at DESC LIMIT 1',
+    );
+    const row = rows?.[0];
+    return row ? { at: row.at, reason: row.reason, state: JSON.parse(row.state) as Record<string, unknown> } : undefined;
+  }
+
+  async getMeta<T>(key: string): Promise<T | undefined> {
+    const [rows] = await this.#run<[Array<{ data: T }>]>('SELECT data FROM $id', { id: new RecordId('meta', key) });
+    return rows?.[0]?.data;
+  }
+
+  async setMeta(key: string, value: unknown): Promise<void> {
+    await this.#run('UPSERT $id CONTENT { data: $data } RETURN NONE', { id: new RecordId('meta', key), data: value });
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#db.close();
+  }
+
+  /**
+   * Runs a query. Two writes at once (a recall's reinforcement and a concept back-fill, say)
+   * can conflict in surrealkv's optimistic transactions; the loser is rolled back whole and
+   * SurrealDB says it "can be retried", so it is, a few times with a short growing pause.
+   * Every write here is an upsert, a keyed insert or one transaction, so running it again
+   * after a rollback writes it once.
+   */
+  async #run<T extends unknown[] = unknown[]>(query: string, bindings?: Record<string, unknown>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      if (this.#closed) throw new ThymosError(ErrorCode.DATABASE_ERROR, 'the memory database is closed');
+      try {
+        return (await this.#db.query(query, bindings)) as T;
+      } catch (err) {
+        const message = (err as Error).message;
+        if (attempt < CONFLICT_RETRIES && /transaction conflict|can be retried/i.test(message)) {
+          await sleep(5 * 2 ** attempt + Math.random() * 5);
+          continue;
+        }
+        throw new ThymosError(ErrorCode.DATABASE_ERROR, `memory database: ${message}`, { cause: err });
+      }
+    }
+  }
+}
+
+/** The object without its undefined entries (SurrealDB fields are NONE when absent). */
+function defined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+function conceptRow({ key, attributes, ...row }: ConceptRecord): { id: RecordId; row: Record<string, unknown> } {
+  return { id: new RecordId('concept', key), row: attributes ? { ...row, attributes: JSON.stringify(attributes) } : row };
+}
+
+const OPTIONAL_NUMBERS = ['superseded_at', 'demoted_at'] as const;
+const OPTIONAL_TEXTS = ['insight_key', 'superseded_by', 'superseded_reason', 'compacted_into'] as const;
+
+function fromRow(row: MemoryRow): MemoryRecord {
+  const record = {
+    id: String(row.id.id),
+    content: row.content,
+    importance: Number(row.importance),
+    emotional_weight: Number(row.emotional_weight),
+    tags: row.tags,
+    source: normaliseSource(row.source),
+    created_at: Number(row.created_at),
+    last_accessed: Number(row.last_accessed),
+    access_count: Number(row.access_count),
+  } as MemoryRecord;
+  if (Array.isArray(row.derived_from)) record.derived_from = row.derived_from;
+  for (const f of OPTIONAL_NUMBERS) if (row[f] != null) record[f] = Number(row[f]);
+  for (const f of OPTIONAL_TEXTS) if (row[f] != null) record[f] = row[f];
+  return record;
+}

@@ -1,0 +1,80 @@
+import type { RelevanceInput } from '../../shared/protocol/agent-protocol.js';
+import type { AgentDefinition } from '../../shared/domain/domain-schema.js';
+import type { Logger } from '../../shared/platform/logger.js';
+import type { GenerateResult, LlmProvider } from '../llm/llm-provider.js';
+import { type LlmUse } from '../../shared/config/llm-settings.js';
+import type { NewMemory, RecallOptions } from '../memory/agent-memory.js';
+import type { SamplingClient } from '../llm/agent-models.js';
+import type { MemoryRecord, RecallHit } from '../memory/memory-record.js';
+
+/** One line said to an agent. */
+export interface TalkRequest {
+  /** What was said. */
+  message: string;
+  /** Who said it; also names the conversation thread. */
+  speaker: string;
+  /** The MCP client the line came through, when it can answer sampling requests (`mcp-sampling`). */
+  client?: SamplingClient | undefined;
+}
+
+/** What the agent answers, with the memories it drew on. */
+export interface TalkReply {
+  reply: string;
+  /** Memories recall found for the message and the reply used. */
+  grounding: RecallHit[];
+  /** How it was said, when the behaviour knows (a model's `emotional_tone`). */
+  tone?: string;
+  /** What the agent does besides talking, when the behaviour says. */
+  actions?: string[];
+  state_changes?: Record<string, unknown>;
+  /** Facts taken from what was said, each stored as a memory. */
+  learned?: string[];
+  /** Who wrote the reply: `offline`, or provider and model (`openai-compatible:llama3.2`). */
+  model?: string;
+}
+
+/** What a behaviour may use of its agent. */
+export interface AgentBehaviorContext {
+  readonly id: string;
+  readonly definition: AgentDefinition;
+  readonly logger: Logger;
+  recall(query: string, options: RecallOptions & { filter?: (m: MemoryRecord) => boolean }): Promise<RecallHit[]>;
+  remember(memory: NewMemory): Promise<MemoryRecord>;
+  /** Stores several memories in one write, in order. */
+  rememberAll(memories: readonly NewMemory[]): Promise<MemoryRecord[]>;
+  /** The newest `limit` memories of a conversation thread, oldest first. */
+  recentTurns(thread: string, limit: number): MemoryRecord[];
+  /** Aborted when the agent is passivated or stops: pass it to model calls so they stop at once. */
+  readonly signal: AbortSignal;
+  /** The provider of a use for this call (`[llm.<use>]` with the agent's overrides). */
+  model(use: LlmUse): LlmProvider;
+  /** Counts a model call's tokens and cost, for the agent's state and metrics (offline calls cost nothing and are not counted). */
+  spent(use: LlmUse, provider: LlmProvider, result: GenerateResult): void;
+  /** How the agent is now: its mood and what replies changed (`state_changes`); kept across restarts. */
+  readonly disposition: Readonly<Record<string, unknown>>;
+  /** Records a reply's tone as the agent's mood and merges its state changes into the disposition. */
+  feel(tone: string, changes: Record<string, unknown>): void;
+}
+
+/**
+ * How an agent talks. The default works offline; an application replaces it by naming
+ * a module in `thymos.toml` (`[agent] behavior = "./my-behavior.js"`) whose
+ * `createBehavior()` returns one of these.
+ *
+ * @example
+ * export function createBehavior() {
+ *   return { async talk(ctx, req) { return { reply: `${ctx.definition.persona.name} nods.`, grounding: [] }; } };
+ * }
+ */
+export interface AgentBehavior {
+  talk(context: AgentBehaviorContext, request: TalkRequest): Promise<TalkReply>;
+  /**
+   * The agent's own relevance (0..1) for a reconcile context, asked by the supervisor when
+   * neither the application's module nor the Pkl rules score this agent. Return
+   * `undefined` to leave the agent to the default score. Optional.
+   */
+  evaluateRelevance?(context: AgentBehaviorContext, input: RelevanceInput): Promise<number | undefined> | number | undefined;
+}
+
+/** The export an application's behaviour module must have. */
+export type CreateBehavior = (options: { id: string; definition: AgentDefinition }) => AgentBehavior | Promise<AgentBehavior>;

@@ -1,0 +1,553 @@
+import { EventEmitter } from 'node:events';
+import type { AgentMode, AgentState, EventDecision } from '../../shared/protocol/agent-protocol.js';
+import { SEARCH_METHODS, type AgentDefinition, type NamedSearchStrategy } from '../../shared/domain/domain-schema.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import type { Logger } from '../../shared/platform/logger.js';
+import type { AgentMessage } from '../../shared/protocol/agent-message.js';
+import type { RelevanceInput } from '../../shared/protocol/agent-protocol.js';
+import type { WorldClient } from '../../shared/nats/world-client.js';
+import type { WorldQueryInput, WorldRow } from '../../shared/protocol/world-protocol.js';
+import type { Messenger } from '../links/agent-inbox.js';
+import type { CauseStep, ConceptTracker, ConceptView, RelatedConcept } from '../concepts/concept-tracker.js';
+import PQueue from 'p-queue';
+import { generateStructured, type LlmMessage } from '../llm/llm-provider.js';
+import { ANSWER_SHAPES, SummarySchema } from '../llm/llm-tasks.js';
+import type { AgentBehavior, AgentBehaviorContext, TalkReply, TalkRequest } from './agent-behavior.js';
+import type { AgentModels, SamplingClient } from '../llm/agent-models.js';
+import { decide, think, type Decision, type Thought } from '../llm/agent-reasoner.js';
+import type { AgentMemory, NewMemory, RecallOptions, SearchStrategy } from '../memory/agent-memory.js';
+import type { MemoryRecord, RecallHit } from '../memory/memory-record.js';
+import type { MemoryStore } from '../memory/memory-store.js';
+import type { ConsolidationReport, ConsolidationScope, MemoryConsolidator } from '../consolidation/memory-consolidator.js';
+
+export interface AgentRuntimeOptions {
+  id: string;
+  definition: AgentDefinition;
+  defined: boolean;
+  mode: AgentMode;
+  port: number;
+  memory: AgentMemory;
+  store: MemoryStore;
+  behavior: AgentBehavior;
+  logger: Logger;
+  /** The agent's concepts, when `[memory] concepts` is on. */
+  concepts?: ConceptTracker | undefined;
+  consolidator?: MemoryConsolidator | undefined;
+  /** The domain's named search strategies. */
+  searchStrategies?: Readonly<Record<string, NamedSearchStrategy>>;
+  /** Consolidate what is new when the agent goes from active to listening. @default false */
+  consolidateOnPassivate?: boolean;
+  /** The models of dialogue, reasoning, … (offline when unset). */
+  models: AgentModels;
+  /** Think and decide about each world event heard live while active. @default false */
+  reasonOnEvents?: boolean;
+}
+
+/** What the runtime keeps across restarts in its snapshots. */
+interface SavedState {
+  conversations: number;
+  llm?: AgentState['llm'];
+  disposition?: Record<string, unknown>;
+}
+
+/** Reactions waiting beyond this are dropped (and logged): a burst of events must not queue model calls without end. */
+const REACTION_BACKLOG = 32;
+/** Keys a disposition keeps, and the longest JSON of one value. */
+const DISPOSITION_KEYS = 32;
+const DISPOSITION_VALUE_CHARS = 500;
+
+interface RuntimeEvents {
+  /** The agent's state changed (mode, status, NATS link, counts). */
+  state: [AgentState];
+  /** A memory was stored. */
+  memory: [MemoryRecord];
+  /** The agent decided what to do about a world event it heard. */
+  decision: [EventDecision];
+}
+
+/**
+ * One agent's behaviour independent of how it is reached: MCP tools and NATS control
+ * both call in here. It owns mode and status, counts in-flight calls so a stop can
+ * wait for them, and refuses dialogue while passive.
+ */
+export class AgentRuntime extends EventEmitter<RuntimeEvents> {
+  readonly id: string;
+  readonly definition: AgentDefinition;
+  readonly defined: boolean;
+  readonly port: number;
+  readonly #memory: AgentMemory;
+  readonly #store: MemoryStore;
+  readonly #behavior: AgentBehavior;
+  #messenger: Messenger | undefined;
+  #world: WorldClient | undefined;
+  readonly #concepts: ConceptTracker | undefined;
+  readonly #consolidator: MemoryConsolidator | undefined;
+  readonly #consolidateOnPassivate: boolean;
+  readonly #searchStrategies: Readonly<Record<string, NamedSearchStrategy>>;
+  readonly #logger: Logger;
+  readonly #startedAt = new Date().toISOString();
+  #mode: AgentMode;
+  #status: AgentState['status'] = 'starting';
+  #nats: AgentState['nats'] = 'disabled';
+  #conversations = 0;
+  #lastSnapshotAt: string | null = null;
+  #inFlight = 0;
+  #idle: Array<() => void> = [];
+  /** Aborted (and replaced) when the agent is passivated or stops: cancels model calls in flight. */
+  #cancel = new AbortController();
+  #llm: NonNullable<AgentState['llm']> | undefined;
+  readonly #models: AgentModels;
+  readonly #reasonOnEvents: boolean;
+  readonly #reactions = new PQueue({ concurrency: 1 });
+  #disposition: Record<string, unknown> = {};
+
+  constructor(options: AgentRuntimeOptions) {
+    super();
+    this.id = options.id;
+    this.definition = options.definition;
+    this.defined = options.defined;
+    this.port = options.port;
+    this.#mode = options.mode;
+    this.#memory = options.memory;
+    this.#store = options.store;
+    this.#behavior = options.behavior;
+    this.#logger = options.logger;
+    this.#concepts = options.concepts;
+    this.#consolidator = options.consolidator;
+    this.#consolidateOnPassivate = options.consolidateOnPassivate ?? false;
+    this.#searchStrategies = options.searchStrategies ?? {};
+    this.#models = options.models;
+    this.#reasonOnEvents = options.reasonOnEvents ?? false;
+  }
+
+  get mode(): AgentMode {
+    return this.#mode;
+  }
+
+  get status(): AgentState['status'] {
+    return this.#status;
+  }
+
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  getState(): AgentState {
+    return {
+      id: this.id,
+      name: this.definition.persona.name,
+      defined: this.defined,
+      mode: this.#mode,
+      status: this.#status,
+      pid: process.pid,
+      port: this.port,
+      started_at: this.#startedAt,
+      nats: this.#nats,
+      memory_count: this.#memory.count,
+      conversations: this.#conversations,
+      last_snapshot_at: this.#lastSnapshotAt,
+      ...(this.#llm ? { llm: { ...this.#llm } } : {}),
+      ...(Object.keys(this.#disposition).length > 0 ? { disposition: { ...this.#disposition } } : {}),
+    };
+  }
+
+  /** Cancels the model calls in flight; later calls get a fresh signal. */
+  #cancelCalls(why: string): void {
+    this.#reactions.clear();
+    this.#cancel.abort(new ThymosError(ErrorCode.CANCELLED, why));
+    this.#cancel = new AbortController();
+  }
+
+  /** Restores what the last snapshot saved; called once before the agent is ready. */
+  async restore(): Promise<void> {
+    const snap = await this.#store.latestSnapshot();
+    if (!snap) return;
+    const saved = snap.state as Partial<SavedState>;
+    if (typeof saved.conversations === 'number') this.#conversations = saved.conversations;
+    if (saved.llm && typeof saved.llm.calls === 'number') this.#llm = { ...saved.llm, cost: saved.llm.cost ?? 0 };
+    if (saved.disposition && typeof saved.disposition === 'object') this.#disposition = { ...saved.disposition };
+    this.#lastSnapshotAt = new Date(snap.at).toISOString();
+  }
+
+  setStatus(status: AgentState['status']): void {
+    if (this.#status === status) return;
+    this.#status = status;
+    if (status === 'stopping') this.#cancelCalls(`${this.id} is stopping`);
+    this.#changed();
+  }
+
+  setNatsLink(link: AgentState['nats']): void {
+    if (this.#nats === link) return;
+    this.#nats = link;
+    this.#changed();
+  }
+
+  /** Switches between active and passive at run time; no restart. */
+  setMode(mode: AgentMode): AgentState {
+    if (this.#mode !== mode) {
+      this.#logger.info({ from: this.#mode, to: mode }, 'mode changed');
+      const passivated = this.#mode === 'active' && mode === 'passive';
+      this.#mode = mode;
+      if (passivated) this.#cancelCalls(`${this.id} was passivated`);
+      this.#changed();
+      if (passivated && this.#consolidateOnPassivate) void this.consolidateWithin('passivation');
+    }
+    return this.getState();
+  }
+
+  async talk(request: TalkRequest): Promise<TalkReply> {
+    return this.#call(async () => {
+      if (this.#mode !== 'active') {
+        throw new ThymosError(
+          ErrorCode.AGENT_NOT_ACTIVE,
+          `${this.id} is listening (passive) and does not hold conversations now; it can still be read (state, recall)`,
+        );
+      }
+      const reply = await this.#behavior.talk(this.#behaviorContext(request.client), request);
+      this.#conversations++;
+      this.#changed();
+      return reply;
+    });
+  }
+
+  /**
+   * The behaviour's own relevance for a reconcile context, or undefined when it has none.
+   * A score outside 0..1 or a throwing behaviour is an error the supervisor reports.
+   */
+  async evaluateRelevance(input: RelevanceInput): Promise<number | undefined> {
+    const evaluate = this.#behavior.evaluateRelevance;
+    if (!evaluate) return undefined;
+    const score = await evaluate.call(this.#behavior, this.#behaviorContext(), input);
+    if (score === undefined) return undefined;
+    if (typeof score !== 'number' || !(score >= 0 && score <= 1)) {
+      throw new ThymosError(ErrorCode.INVALID_INPUT, `${this.id}: evaluateRelevance returned ${JSON.stringify(score)}; expected a number from 0 to 1 or undefined`);
+    }
+    return score;
+  }
+
+  async remember(memory: NewMemory): Promise<MemoryRecord> {
+    return this.#call(async () => {
+      this.#requireActive();
+      return this.#rememberAndAnnounce(memory);
+    });
+  }
+
+  /**
+   * Stores what the agent heard (world events). Unlike `remember`, works in passive mode:
+   * Listening agents hear and remember too. Ids make it idempotent.
+   */
+  async hear(memories: readonly NewMemory[], options: { live?: boolean } = {}): Promise<MemoryRecord[]> {
+    const reacting = options.live === true && this.#reasonOnEvents && this.#mode === 'active' && this.#status === 'ready';
+    // Only memories new to this agent are reasoned about: a redelivered event is stored once and decided once.
+    const known = reacting ? new Set(memories.flatMap((m) => (m.id !== undefined && this.#memory.get(m.id) ? [m.id] : []))) : undefined;
+    const records = await this.#rememberAllAndAnnounce(memories);
+    if (known) for (const r of records) if (!known.has(r.id) && r.source.event !== undefined) this.#react(r);
+    return records;
+  }
+
+  /**
+   * `think(situation)` with the `[llm.reasoning]` model: steps and every option scored.
+   * Options default to the agent's `actions`. Only while active: reasoning may spend tokens.
+   */
+  async think(situation: string, options?: readonly string[], client?: SamplingClient): Promise<Thought> {
+    return this.#call(async () => {
+      this.#requireActive('it does not reason now');
+      return think(this.#behaviorContext(client), situation, options);
+    });
+  }
+
+  /** `think`, then `decide`: the chosen action with its confidence and the thought behind it. */
+  async decide(situation: string, options?: readonly string[], client?: SamplingClient): Promise<Decision> {
+    return this.#call(async () => {
+      this.#requireActive('it does not reason now');
+      const ctx = this.#behaviorContext(client);
+      return decide(ctx, await think(ctx, situation, options));
+    });
+  }
+
+  /**
+   * An insight in one sentence by the `[llm.consolidation]` model, from its source memories
+   * and the consolidator's draft. Runs inside a consolidation, which the agent's mode allows.
+   */
+  async wordInsight(sources: readonly string[], draft: string): Promise<string> {
+    const ctx = this.#behaviorContext();
+    const provider = ctx.model('consolidation');
+    const messages: LlmMessage[] = [
+      { role: 'system', content: `You consolidate the memories of ${this.definition.persona.name}. ${ANSWER_SHAPES.summarize}` },
+      { role: 'user', content: `Memories:\n${sources.map((m) => `- ${m}`).join('\n')}\nA draft: ${draft}\nWrite the insight as ${this.definition.persona.name} would remember it.` },
+    ];
+    const { value, result } = await generateStructured(provider, { messages, signal: ctx.signal, brief: { task: 'summarize', sources: [...sources], draft } }, SummarySchema);
+    ctx.spent('consolidation', provider, result);
+    return value.insight;
+  }
+
+  /** Queues think-and-decide about a heard event; the decision is remembered and announced. */
+  #react(heard: MemoryRecord): void {
+    if (this.#reactions.size >= REACTION_BACKLOG) {
+      this.#logger.warn({ event: heard.source.event, backlog: this.#reactions.size }, 'too many events waiting for a decision; this one is not reasoned about');
+      return;
+    }
+    void this.#reactions
+      .add(async () => {
+        if (this.#mode !== 'active' || this.#status !== 'ready') return;
+        const decision = await this.decide(heard.content);
+        const memory = await this.#rememberAndAnnounce({
+          content: `I heard: ${heard.content}. I decided to ${decision.action} (confidence ${decision.confidence})${decision.reason ? `: ${decision.reason}` : ''}`,
+          tags: ['decision'],
+          importance: 0.5,
+          source: { kind: 'reasoning', by: this.id, event: heard.source.event!, model: decision.thought.model },
+          derived_from: [heard.id],
+        });
+        const { action, confidence, reason, thought } = decision;
+        this.emit('decision', { agent: this.id, event: heard.source.event!, heard: heard.content, action, confidence, reason, steps: thought.steps, options: thought.options, model: thought.model, memory: memory.id });
+      })
+      .catch((err: unknown) => {
+        const code = err instanceof ThymosError ? err.code : undefined;
+        if (code === ErrorCode.CANCELLED || code === ErrorCode.AGENT_NOT_ACTIVE || code === ErrorCode.AGENT_STOPPING) return;
+        this.#logger.warn({ err, event: heard.source.event }, 'reasoning about a heard event failed');
+      });
+  }
+
+  /** Whether a memory with this id is stored. */
+  hasMemory(id: string): boolean {
+    return this.#memory.get(id) !== undefined;
+  }
+
+  /** Concepts at or above a tier, or one concept by name or alias; works while listening. */
+  concepts(query: { name?: string | undefined; tier?: 'mentioned' | 'provisional' | 'tracked' | undefined; limit?: number | undefined }): ConceptView[] {
+    const tracker = this.#requireConcepts();
+    if (query.name !== undefined) {
+      const one = tracker.get(query.name);
+      return one ? [one] : [];
+    }
+    return tracker.list(query.tier, query.limit);
+  }
+
+  /** Relates two concepts, or (type `caused_by`) one memory to the memory that caused it. Only while active. */
+  async link(request: { from: string; to: string; type: string; properties?: Record<string, unknown> | undefined; reason?: string | undefined }): Promise<unknown> {
+    return this.#call(async () => {
+      this.#requireActive();
+      const tracker = this.#requireConcepts();
+      if (request.type === 'caused_by') {
+        await tracker.linkCause(request.from, request.to, request.reason ?? '');
+        return { from: request.from, to: request.to, type: 'caused_by', reason: request.reason ?? '' };
+      }
+      return tracker.link(request.from, request.to, request.type, request.properties ?? {});
+    });
+  }
+
+  /** Concepts related to one within `depth` hops. */
+  related(name: string, depth: number, types?: readonly string[]): RelatedConcept[] {
+    return this.#requireConcepts().related(name, depth, types);
+  }
+
+  /** What led to a memory, along `caused_by` links. */
+  causes(memoryId: string, depth: number): CauseStep[] {
+    return this.#requireConcepts().causes(memoryId, depth);
+  }
+
+  /** Records a concept's type and attributes, checked against the domain's concept types. Only while active. */
+  async describeConcept(request: { name: string; type?: string | undefined; attributes?: Record<string, unknown> | undefined }): Promise<ConceptView> {
+    return this.#call(async () => {
+      this.#requireActive();
+      return this.#requireConcepts().describe(request.name, request);
+    });
+  }
+
+  /**
+   * Consolidates the memories in `scope` now: themes, contradictions, fading. Writing needs the
+   * agent active; a dry run (nothing written) works while listening.
+   */
+  async consolidate(scope: ConsolidationScope, options: { dryRun?: boolean | undefined } = {}): Promise<ConsolidationReport> {
+    return this.#call(async () => {
+      if (this.#mode !== 'active' && !options.dryRun) throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.id} is listening (passive): it consolidates only as a dry run now`);
+      if (!this.#consolidator) throw new ThymosError(ErrorCode.INVALID_INPUT, `${this.id} has no consolidator`);
+      return this.#consolidator.consolidate(scope, { trigger: 'demand', dryRun: options.dryRun ?? false });
+    });
+  }
+
+  /**
+   * Consolidates everything (contradictions among what is new since the last run) for a
+   * schedule or a passivation; waits at most `budgetMs`, and never throws: a failure is logged.
+   */
+  async consolidateWithin(trigger: 'schedule' | 'passivation', budgetMs = Infinity): Promise<void> {
+    if (!this.#consolidator) return;
+    const run = this.#consolidator.consolidate({}, { trigger }).then(
+      () => true,
+      (err: unknown) => {
+        this.#logger.warn({ err: (err as Error).message, trigger }, 'consolidation failed');
+        return true;
+      },
+    );
+    if (!Number.isFinite(budgetMs)) {
+      await run;
+      return;
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const done = await Promise.race([run, new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), budgetMs)))]);
+    clearTimeout(timer);
+    if (!done) this.#logger.warn({ budget_ms: budgetMs, trigger }, 'consolidation ran over its budget; going on without waiting for it');
+  }
+
+  /** Writing memory over MCP needs the agent active. */
+  #requireActive(refusal = 'its memory can be read, not written, over MCP'): void {
+    if (this.#mode !== 'active') throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.id} is listening (passive): ${refusal}`);
+  }
+
+  #requireConcepts(): ConceptTracker {
+    if (!this.#concepts) throw new ThymosError(ErrorCode.INVALID_INPUT, `${this.id} keeps no concepts ([memory] concepts = false)`);
+    return this.#concepts;
+  }
+
+  /** Links the agent to the shared world store (set once NATS is up). */
+  setWorld(world: WorldClient | undefined): void {
+    this.#world = world;
+  }
+
+  /** Rows of a world table, through the supervisor. Works while listening too: it is a read. */
+  async queryWorld(query: WorldQueryInput): Promise<WorldRow[]> {
+    return this.#call(async () => {
+      if (!this.#world) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `${this.id} has no NATS link, so it cannot read the world right now`);
+      return this.#world.query(query);
+    });
+  }
+
+  /** Links the agent to other agents (set once NATS is up). */
+  setMessenger(messenger: Messenger | undefined): void {
+    this.#messenger = messenger;
+  }
+
+  /** Sends a message to another agent's inbox (it waits there if that agent is stopped). Only while active. */
+  async tell(to: string, text: string): Promise<AgentMessage> {
+    return this.#call(async () => this.#requireMessenger('send messages').tell(to, text));
+  }
+
+  /** Asks another agent and waits up to `timeoutMs` for its answer; undefined when none came in time. Only while active. */
+  async ask(to: string, question: string, timeoutMs: number): Promise<AgentMessage | undefined> {
+    return this.#call(async () => this.#requireMessenger('ask other agents').ask(to, question, timeoutMs));
+  }
+
+  #requireMessenger(what: string): Messenger {
+    if (this.#mode !== 'active') throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.id} is listening (passive) and does not ${what} now`);
+    if (!this.#messenger) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `${this.id} has no NATS link, so it cannot ${what} right now`);
+    return this.#messenger;
+  }
+
+  /**
+   * Memories that match `query`. `strategy` is a search method (bm25, vector, hybrid) or the
+   * name of one of the domain's search strategies; unset, the agent's own `searchStrategy`.
+   */
+  async recall(query: string, options: Omit<RecallOptions, 'strategy'> & { strategy?: string | undefined }): Promise<RecallHit[]> {
+    const { strategy, ...rest } = options;
+    return this.#call(() => this.#memory.recall(query, { ...rest, ...this.#strategy(strategy) }));
+  }
+
+  #strategy(name: string | undefined): Pick<RecallOptions, 'strategy' | 'semanticWeight'> {
+    const chosen = name ?? this.definition.searchStrategy ?? undefined;
+    if (chosen === undefined) return {};
+    if ((SEARCH_METHODS as readonly string[]).includes(chosen)) return { strategy: chosen as SearchStrategy };
+    const named = Object.hasOwn(this.#searchStrategies, chosen) ? this.#searchStrategies[chosen] : undefined;
+    if (!named) {
+      const known = [...SEARCH_METHODS, ...Object.keys(this.#searchStrategies)];
+      throw new ThymosError(ErrorCode.INVALID_INPUT, `strategy: expected ${known.join(', ')}; got ${JSON.stringify(chosen)}`, { location: { path: 'strategy' } });
+    }
+    return { strategy: named.method, ...(named.semanticWeight != null ? { semanticWeight: named.semanticWeight } : {}) };
+  }
+
+  /** The newest `limit` turns of the conversation with `speaker`, oldest first; works while listening. */
+  conversation(speaker: string, limit: number): MemoryRecord[] {
+    return this.#memory.threadTurns(speaker, limit);
+  }
+
+  recentMemories(limit: number): MemoryRecord[] {
+    return this.#memory.recent(limit);
+  }
+
+  /** Saves the agent's state; memories are already durable. Returns when the database has it. */
+  async snapshot(reason: string): Promise<string> {
+    const at = Date.now();
+    const saved: SavedState = { conversations: this.#conversations, ...(this.#llm ? { llm: this.#llm } : {}), disposition: this.#disposition };
+    await this.#store.saveSnapshot({ at, reason, state: { ...saved, mode: this.#mode } });
+    this.#lastSnapshotAt = new Date(at).toISOString();
+    this.#logger.info({ reason }, 'snapshot saved');
+    return this.#lastSnapshotAt;
+  }
+
+  /** Resolves once no call is in flight, or after `timeoutMs`, whichever comes first. */
+  async drain(timeoutMs: number): Promise<boolean> {
+    if (this.#inFlight === 0) return true;
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), timeoutMs);
+      this.#idle.push(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+  }
+
+  async #call<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.#status === 'stopping') {
+      throw new ThymosError(ErrorCode.AGENT_STOPPING, `${this.id} is shutting down and takes no new calls`);
+    }
+    this.#inFlight++;
+    try {
+      return await fn();
+    } finally {
+      this.#inFlight--;
+      if (this.#inFlight === 0) for (const wake of this.#idle.splice(0)) wake();
+    }
+  }
+
+  async #rememberAndAnnounce(memory: NewMemory): Promise<MemoryRecord> {
+    const record = await this.#memory.remember(memory);
+    this.emit('memory', record);
+    this.#changed();
+    return record;
+  }
+
+  async #rememberAllAndAnnounce(memories: readonly NewMemory[]): Promise<MemoryRecord[]> {
+    const records = await this.#memory.rememberMany(memories);
+    for (const r of records) this.emit('memory', r);
+    this.#changed();
+    return records;
+  }
+
+  #behaviorContext(client?: SamplingClient): AgentBehaviorContext {
+    const models = this.#models;
+    return {
+      id: this.id,
+      definition: this.definition,
+      logger: this.#logger,
+      recall: (query, options) => this.#memory.recall(query, { ...this.#strategy(undefined), ...options }),
+      remember: (memory) => this.#rememberAndAnnounce(memory),
+      rememberAll: (memories) => this.#rememberAllAndAnnounce(memories),
+      recentTurns: (thread, limit) => this.#memory.threadTurns(thread, limit),
+      signal: this.#cancel.signal,
+      model: (use) => models.provider(use, client),
+      spent: (use, provider, result) => {
+        if (provider.kind === 'offline') return;
+        const llm = (this.#llm ??= { calls: 0, input_tokens: 0, output_tokens: 0, cost: 0 });
+        llm.calls++;
+        llm.input_tokens += result.usage.input_tokens;
+        llm.output_tokens += result.usage.output_tokens;
+        llm.cost = Math.round((llm.cost + models.cost(use, result.usage)) * 1e6) / 1e6;
+        this.#changed();
+      },
+      disposition: this.#disposition,
+      feel: (tone, changes) => {
+        const next: Record<string, unknown> = { ...this.#disposition, mood: tone };
+        for (const [key, value] of Object.entries(changes)) {
+          if (key in next || Object.keys(next).length < DISPOSITION_KEYS) {
+            const json = JSON.stringify(value);
+            if (json !== undefined && json.length <= DISPOSITION_VALUE_CHARS) next[key] = value;
+          }
+        }
+        this.#disposition = next;
+      },
+    };
+  }
+
+  #changed(): void {
+    this.emit('state', this.getState());
+  }
+}

@@ -1,0 +1,109 @@
+import { randomUUID } from 'node:crypto';
+import { generateStructured, type BriefMemory, type LlmMessage } from '../llm/llm-provider.js';
+import { ANSWER_SHAPES, DialogueReplySchema, type DialogueReply } from '../llm/llm-tasks.js';
+import { statements } from '../llm/offline-provider.js';
+import type { AgentBehavior, AgentBehaviorContext, TalkReply, TalkRequest } from './agent-behavior.js';
+import type { NewMemory } from '../memory/agent-memory.js';
+import type { MemoryRecord, RecallHit } from '../memory/memory-record.js';
+import { goalsLine, memoriesBlock, personaPrompt } from '../llm/persona-prompt.js';
+
+/** Memories an agent writes of its own words; left out of grounding so it does not quote itself. */
+export const SAID_TAG = 'said';
+/** Lines said to the agent that only asked something; they tell nothing, so they ground nothing. */
+export const QUESTION_TAG = 'question';
+/** Facts an agent took from a conversation. */
+const LEARNED_TAG = 'learned';
+const GROUNDING = 5;
+const RECENT_TURNS = 6;
+
+/** What was said to the agent, as it is remembered. */
+export function heardLine(request: TalkRequest): string {
+  return `${request.speaker} said to me: ${request.message}`;
+}
+
+/**
+ * Memories that may ground a reply: not the agent's own replies, not lines that only asked
+ * something (`question`: asked the same thing twice, it answers from what it knows, not from the asking), and not
+ * a heard turn when the fact learned from it is there already.
+ */
+export async function groundingFor(ctx: AgentBehaviorContext, request: TalkRequest, k: number): Promise<RecallHit[]> {
+  const echo = heardLine(request);
+  const grounds = (m: MemoryRecord) => !m.tags.includes(SAID_TAG) && !m.tags.includes(QUESTION_TAG) && m.content !== echo;
+  const hits = await ctx.recall(request.message, { k: k + 2, filter: grounds });
+  const told = new Set(hits.filter((h) => h.memory.tags.includes(LEARNED_TAG)).flatMap((h) => h.memory.derived_from ?? []));
+  return hits.filter((h) => !told.has(h.memory.id)).slice(0, k);
+}
+
+/**
+ * How agents talk unless an application brings its own behaviour: through the
+ * `[llm.dialogue]` provider (offline by default). The prompt holds the persona (traits,
+ * speech style, background, goals), the agent's disposition, what recall finds for the
+ * message with each memory's strength, and the recent turns of this conversation; the answer
+ * is `{message, emotional_tone, actions, state_changes, learned}`.
+ *
+ * The conversation is an append-only thread per speaker: the heard line, then the reply with
+ * the model that wrote it and the memories it drew on (`derived_from`). Each learned fact
+ * becomes a memory of its own that points to the turn it was told in.
+ */
+export class DialogueBehavior implements AgentBehavior {
+  async talk(ctx: AgentBehaviorContext, request: TalkRequest): Promise<TalkReply> {
+    const provider = ctx.model('dialogue');
+    const grounding = await groundingFor(ctx, request, GROUNDING);
+    const memories = grounding.map((h) => ({ content: h.memory.content, strength: h.score.strength }));
+    const messages: LlmMessage[] = [{ role: 'system', content: systemPrompt(ctx, memories) }];
+    const echo = heardLine(request);
+    for (const m of ctx.recentTurns(request.speaker, RECENT_TURNS)) {
+      if (m.content !== echo) messages.push({ role: m.source.by === ctx.id ? 'assistant' : 'user', content: m.content });
+    }
+    messages.push({ role: 'user', content: `${request.speaker}: ${request.message}` });
+    const brief = { task: 'dialogue' as const, persona: ctx.definition.persona, speaker: request.speaker, message: request.message, memories };
+    const { value, result } = await generateStructured(provider, { messages, signal: ctx.signal, brief }, DialogueReplySchema);
+    const model = provider.kind === 'offline' ? 'offline' : `${provider.kind}:${result.model}`;
+    ctx.spent('dialogue', provider, result);
+    ctx.feel(value.emotional_tone, value.state_changes);
+    await ctx.rememberAll(exchange(ctx.id, request, value, grounding, model));
+    return {
+      reply: value.message,
+      grounding,
+      tone: value.emotional_tone,
+      actions: value.actions,
+      state_changes: value.state_changes,
+      learned: value.learned,
+      model,
+    };
+  }
+}
+
+/** The turns of one exchange, in order, and the facts learned from it. */
+function exchange(self: string, request: TalkRequest, reply: DialogueReply, grounding: readonly RecallHit[], model: string): NewMemory[] {
+  const thread = request.speaker;
+  const heard = randomUUID();
+  return [
+    { id: heard, content: heardLine(request), tags: ['dialogue', 'heard', ...(onlyAsks(request.message) ? [QUESTION_TAG] : [])], importance: 0.4, source: { kind: 'dialogue', by: request.speaker, thread } },
+    {
+      content: `I told ${request.speaker}: ${reply.message}`,
+      tags: ['dialogue', SAID_TAG],
+      importance: 0.2,
+      source: { kind: 'dialogue', by: self, thread, model },
+      ...(grounding.length > 0 ? { derived_from: grounding.map((h) => h.memory.id) } : {}),
+    },
+    // Learned facts are not turns (no thread): they stand on their own, stronger than the line they came from.
+    ...reply.learned.map((fact): NewMemory => ({ content: fact, tags: [LEARNED_TAG], importance: 0.6, source: { kind: 'dialogue', by: request.speaker, model }, derived_from: [heard] })),
+  ];
+}
+
+/** Whether a line only asks ("Who tends the mill?"): a question with nothing told in it. */
+export function onlyAsks(line: string): boolean {
+  return /\?\s*$/.test(line) && statements(line).length === 0;
+}
+
+function systemPrompt(ctx: AgentBehaviorContext, memories: readonly BriefMemory[]): string {
+  const disposition = Object.entries(ctx.disposition).map(([k, v]) => `${k} ${typeof v === 'string' ? v : JSON.stringify(v)}`);
+  return personaPrompt(
+    ctx.definition.persona,
+    goalsLine(ctx.definition),
+    disposition.length > 0 ? `How you are now: ${disposition.join('; ')}.` : undefined,
+    memoriesBlock(memories, 'You remember nothing about this.'),
+    ANSWER_SHAPES.dialogue,
+  );
+}

@@ -1,0 +1,133 @@
+import { z } from 'zod';
+import { ms, unit } from './setting-types.js';
+
+/** Settings of every agent process. */
+export const AgentSettingsSchema = z
+  .object({
+    /**
+     * Address the MCP endpoint binds to. Loopback unless you mean to expose agents.
+     * @default "127.0.0.1"
+     */
+    host: z.string().min(1).default('127.0.0.1'),
+    /**
+     * Budget for a graceful stop: finish in-flight calls, snapshot, close. After it the process exits anyway.
+     * @default 5000
+     */
+    shutdown_timeout_ms: ms(100, 600_000, 5000),
+    /** Interval of heartbeats on `thymos.agent.<id>.status`. @default 2000 */
+    heartbeat_ms: ms(100, 600_000, 2000),
+    /**
+     * How long start-up waits for NATS before the agent says ready without it
+     * (it keeps reconnecting in the background and its state says `nats: "disconnected"`).
+     * @default 1500
+     */
+    nats_wait_ms: ms(0, 60_000, 1500),
+    /** Deadline for opening the private database. @default 10000 */
+    db_open_timeout_ms: ms(100, 600_000, 10_000),
+    /**
+     * A JavaScript module, relative to this file, whose `createBehavior()` returns the
+     * `AgentBehavior` every agent uses to talk. Unset: the offline behaviour.
+     * @example "./behavior.js"
+     */
+    behavior: z.string().min(1).optional(),
+    /**
+     * When an active agent hears a world event, it reasons about it (`think`, then `decide`,
+     * with the `[llm.reasoning]` model), remembers the decision and publishes it on
+     * `thymos.agent.<id>.decision`. An agent's `reasonOnEvents` in the domain schema wins.
+     * @default false
+     */
+    reason_on_events: z.boolean().default(false),
+  })
+  .strict();
+
+
+/** Private memory of every agent. */
+export const MemorySettingsSchema = z
+  .object({
+    /** Longest memory content accepted, in characters. @default 8000 */
+    max_content_chars: z.number().int().min(1).max(1_000_000).default(8000),
+    /** Most tags on one memory. @default 32 */
+    max_tags: z.number().int().min(0).max(1000).default(32),
+    /** Results of a recall when `k` is not given. @default 5 */
+    recall_default_k: z.number().int().min(1).max(1000).default(5),
+    /** Largest `k` a recall may ask for. @default 100 */
+    recall_max_k: z.number().int().min(1).max(10_000).default(100),
+    /**
+     * Base stability S of a memory in hours: strength R = e^(-t/S) with t the hours since last access.
+     * @default 168
+     */
+    stability_hours: z.number().positive().max(1e7).default(168),
+    /** Each access multiplies stability by (1 + access_boost · accesses). @default 0.5 */
+    access_boost: z.number().min(0).max(100).default(0.5),
+    /** Importance (0..1) multiplies stability by (1 + importance_boost · importance). @default 2 */
+    importance_boost: z.number().min(0).max(100).default(2),
+    /** Emotional weight (0..1) multiplies stability by (1 + emotion_boost · weight). @default 1 */
+    emotion_boost: z.number().min(0).max(100).default(1),
+    /**
+     * How a recall searches when the caller does not say: `bm25` (words), `vector` (meaning,
+     * needs an embedder) or `hybrid` (both, fused by reciprocal rank). Without an embedder,
+     * `vector` and `hybrid` fall back to `bm25`. @default "bm25"
+     */
+    search_strategy: z.enum(['bm25', 'vector', 'hybrid']).default('bm25'),
+    /** Share of the vector ranking in a hybrid recall, 0..1. @default 0.5 */
+    semantic_weight: z.number().min(0).max(1).default(0.5),
+    /** The k of reciprocal rank fusion, 1 / (k + rank): larger flattens the ranks. @default 60 */
+    rrf_k: z.number().min(1).max(1000).default(60),
+    /** Find the people, places and organisations memories mention, and resolve aliases in recall. @default true */
+    concepts: z.boolean().default(true),
+    /** Mentions that make a concept provisional. @default 2 */
+    concept_provisional_mentions: z.number().int().min(1).max(1_000_000).default(2),
+    /** Mentions that make a concept tracked. @default 5 */
+    concept_tracked_mentions: z.number().int().min(1).max(1_000_000).default(5),
+    /** Summed importance of its memories that makes a concept tracked sooner. @default 3 */
+    concept_tracked_significance: z.number().min(0).max(1_000_000).default(3),
+    /**
+     * Consolidate on a schedule: every this many seconds an agent consolidates what it
+     * remembered since the last run (0: never on a schedule). @default 3600
+     */
+    consolidate_every_s: z.number().int().min(0).max(31_536_000).default(3600),
+    /** Consolidate what is new when an agent is passivated (Active → Listening, or stopped to Dormant). @default true */
+    consolidate_on_passivate: z.boolean().default(true),
+    /** Memories two concepts must share (or one concept must appear in) to make a theme. @default 3 */
+    theme_min_support: z.number().int().min(2).max(1_000_000).default(3),
+    /** Most themes one consolidation writes. @default 5 */
+    themes_max: z.number().int().min(0).max(1000).default(5),
+    /** Importance added to a memory that supports a new theme (capped at 1). @default 0.1 */
+    theme_importance_step: z.number().min(0).max(1).default(0.1),
+    /**
+     * A memory whose strength on the forgetting curve is below this is demoted: kept, but
+     * left out of recall unless asked for (0: never demote). @default 0.05
+     */
+    demote_below: z.number().min(0).max(1).default(0.05),
+    /** Demoted memories of one day are compacted into one digest memory once there are this many. @default 5 */
+    compact_min: z.number().int().min(2).max(1_000_000).default(5),
+    /** Longest a consolidation on passivation may take before the agent stops without it, in ms. @default 2000 */
+    consolidate_budget_ms: ms(10, 600_000, 2000),
+  })
+  .strict();
+
+export const McpSettingsSchema = z
+  .object({
+    /** Largest HTTP request body accepted on `/mcp`. @default 1048576 */
+    max_body_bytes: z.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
+    /** Most concurrent MCP sessions per agent; the oldest idle one is closed past it. @default 64 */
+    max_sessions: z.number().int().min(1).max(10_000).default(64),
+    /**
+     * Extra Host header values accepted besides `127.0.0.1:<port>` and `localhost:<port>`
+     * (DNS-rebinding protection).
+     * @default []
+     */
+    allowed_hosts: z.array(z.string().min(1)).default([]),
+    /**
+     * Ask every request to `/mcp` for `Authorization: Bearer <token>`. Each agent makes its
+     * token on first start, in `<data_dir>/agents/<id>/mcp-token` (mode 0600); `connect()`, the
+     * CLI and the supervisor read it from there. `/health` stays open.
+     * @default false
+     */
+    require_token: z.boolean().default(false),
+  })
+  .strict();
+
+
+export type MemorySettings = z.infer<typeof MemorySettingsSchema>;
+export type AgentSettings = z.infer<typeof AgentSettingsSchema>;

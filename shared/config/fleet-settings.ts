@@ -1,0 +1,186 @@
+import { z } from 'zod';
+import { ms, unit } from './setting-types.js';
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** Score → state thresholds, damping and capacity. Used by the supervisor. */
+export const LifecycleSettingsSchema = z
+  .object({
+    /** A score at or above this makes an agent Active. @default 0.7 */
+    threshold_active: unit(0.7),
+    /** At or above this (and below active): Listening. @default 0.4 */
+    threshold_listening: unit(0.4),
+    /** At or above this (and below listening): Dormant; below it: Archived. @default 0.1 */
+    threshold_dormant: unit(0.1),
+    /**
+     * Margin around each threshold: an agent leaves its state only when its score passes the
+     * threshold by more than this, so a score wobbling at a threshold does not flap the process.
+     * @default 0.05
+     */
+    hysteresis: z.number().min(0).max(0.5).default(0.05),
+    /**
+     * Least time an agent stays in a state before the score may move it to a lower one.
+     * Moves up are never delayed (a player walking in should not wait).
+     * @default 10000
+     */
+    min_dwell_ms: ms(0, 86_400_000, 10_000),
+    /** Most agents running at once (Active + Listening); the highest-scored keep running. @default 16 */
+    max_running: z.number().int().min(0).max(100_000).default(16),
+    /** Most Active agents at once; the rest of those that qualify listen. @default 8 */
+    max_active: z.number().int().min(0).max(100_000).default(8),
+    /** Score of an agent that nothing else scores (no module, rule or agent answer). @default 0.2 */
+    default_score: unit(0.2),
+    /**
+     * Agents held in a state whatever their score, e.g. `{ elder_rowan = "active" }`.
+     * Wins over a Pkl `pinned`. Pinned agents count against the capacity limits.
+     * @default {}
+     */
+    pins: z.record(z.string().regex(/^[a-z][a-z0-9_]{0,47}$/, 'an agent id'), z.enum(['active', 'listening', 'dormant', 'archived'])).default({}),
+  })
+  .strict()
+  .refine((l) => l.threshold_active >= l.threshold_listening && l.threshold_listening >= l.threshold_dormant, {
+    message: 'expected threshold_active >= threshold_listening >= threshold_dormant',
+  })
+  .refine((l) => l.max_active <= l.max_running, { message: 'expected max_active <= max_running', path: ['max_active'] })
+  .refine((l) => Object.values(l.pins).filter((s) => s === 'active').length <= l.max_active, {
+    message: 'more agents pinned "active" than max_active allows',
+    path: ['pins'],
+  })
+  .refine((l) => Object.values(l.pins).filter((s) => s === 'active' || s === 'listening').length <= l.max_running, {
+    message: 'more agents pinned to a running state than max_running allows',
+    path: ['pins'],
+  });
+
+/** The supervisor process. */
+export const SupervisorSettingsSchema = z
+  .object({
+    /**
+     * A JavaScript module, relative to this file, whose `evaluate(input)` scores agents before the
+     * Pkl rules do. Returning `undefined` passes the agent on to the next source.
+     * @example "./relevance.js"
+     */
+    relevance: z.string().min(1).optional(),
+    /** Deadline for a running agent's own relevance answer over NATS. @default 250 */
+    evaluate_timeout_ms: ms(10, 60_000, 250),
+    /** Transitions run at once during a reconcile. @default 4 */
+    concurrency: z.number().int().min(1).max(256).default(4),
+    /** Budget for an agent start: pm2 start, NATS ready, MCP answering. @default 30000 */
+    start_timeout_ms: ms(1000, 600_000, 30_000),
+    /** Agent MCP ports are allocated from this range. @default 7400 */
+    agent_port_min: z.number().int().min(1024).max(65_535).default(7400),
+    /** @default 7999 */
+    agent_port_max: z.number().int().min(1024).max(65_535).default(7999),
+    /** Port of the Prometheus `/metrics` endpoint on 127.0.0.1; 0 picks a free one (see `thymos status`). @default 0 */
+    metrics_port: z.number().int().min(0).max(65_535).default(0),
+    /** How long a client waits for the supervisor to answer one request (a reconcile may start many agents). @default 300000 */
+    request_timeout_ms: ms(1000, 3_600_000, 300_000),
+    /** pm2 restarts a crashed agent after this delay, doubling up to 15 s. @default 200 */
+    restart_delay_ms: ms(0, 60_000, 200),
+  })
+  .strict()
+  .refine((s) => s.agent_port_min <= s.agent_port_max, { message: 'expected agent_port_min <= agent_port_max', path: ['agent_port_max'] });
+
+/** World events on JetStream. */
+export const EventsSettingsSchema = z
+  .object({
+    /** Events older than this leave the stream (and can no longer be replayed). @default 604800 (7 days) */
+    max_age_s: z.number().int().min(1).max(31_536_000).default(604_800),
+    /** Largest size of the event stream; the oldest events go first. @default 268435456 */
+    max_bytes: z.number().int().min(1_048_576).max(2 ** 42).default(268_435_456),
+    /** A republished event id within this window is dropped. @default 120 */
+    duplicate_window_s: z.number().int().min(1).max(86_400).default(120),
+    /** An event handed to an agent and not acknowledged (it crashed) is delivered again after this. @default 30 */
+    ack_wait_s: z.number().int().min(1).max(3600).default(30),
+    /** Most missed events an agent replays when it wakes; older ones beyond it are skipped. @default 10000 */
+    replay_max: z.number().int().min(0).max(10_000_000).default(10_000),
+  })
+  .strict();
+export type EventsSettings = z.infer<typeof EventsSettingsSchema>;
+
+export const NatsSettingsSchema = z
+  .object({
+    /**
+     * NATS server or cluster to use, e.g. `nats://127.0.0.1:4222` (comma-separated for several).
+     * Unset: `thymos up` runs its own nats-server.
+     * @example "nats://127.0.0.1:4222"
+     */
+    url: z.string().min(1).optional(),
+    /** Port of the nats-server `thymos up` runs when `url` is unset; 0 picks a free one at first `up`. @default 0 */
+    port: z.number().int().min(0).max(65_535).default(0),
+  })
+  .strict();
+
+/** The shared world store: agent registry and the application's world tables. */
+export const WorldSettingsSchema = z
+  .object({
+    /**
+     * A SurrealDB server to use instead of the embedded store under `data/world`, e.g.
+     * `ws://127.0.0.1:8000`. Agents do not notice: they reach the world only through the supervisor.
+     * @example "ws://127.0.0.1:8000"
+     */
+    url: z
+      .string()
+      .regex(/^(wss?|https?):\/\/\S+$/, 'expected a SurrealDB server url: ws://, wss://, http:// or https://')
+      .optional(),
+    /** Namespace and database in that server (and in the embedded store). @default "thymos" / "world" */
+    namespace: z.string().min(1).default('thymos'),
+    database: z.string().min(1).default('world'),
+    /** User to sign in as on that server; unset: no sign-in. */
+    username: z.string().min(1).optional(),
+    /** Environment variable that holds the password of `username`. @default "THYMOS_WORLD_PASSWORD" */
+    password_env: z.string().min(1).default('THYMOS_WORLD_PASSWORD'),
+    /** A live subscription not renewed within this time ends (a crashed game loop or agent). @default 30000 */
+    lease_ms: ms(1000, 3_600_000, 30_000),
+    /** Most live subscriptions at once. @default 1000 */
+    max_subscriptions: z.number().int().min(1).max(100_000).default(1000),
+  })
+  .strict();
+export type WorldSettings = z.infer<typeof WorldSettingsSchema>;
+
+/** The fleet's embedding service (in the supervisor) that makes vector search possible. */
+export const EmbeddingSettingsSchema = z
+  .object({
+    /** Whether the supervisor serves `thymos.embed`; off, recall uses BM25 only. @default true */
+    enabled: z.boolean().default(true),
+    /**
+     * `custom` runs the model in `model_dir` (offline; `npm run build:model` builds one from
+     * GloVe word vectors); a fastembed model name (e.g. "fast-bge-small-en-v1.5") is downloaded
+     * into `cache_dir` on first use. @default "custom"
+     */
+    model: z.string().min(1).default('custom'),
+    /** Directory of the custom model; empty: `models/glove-100d` of the Thymos install. @default "" */
+    model_dir: z.string().default(''),
+    /** Where downloaded models are kept; empty: `<data_dir>/models`. @default "" */
+    cache_dir: z.string().default(''),
+    /** Longest text in tokens; longer ones are cut. @default 128 */
+    max_length: z.number().int().min(8).max(8192).default(128),
+    /** Most texts embedded in one model run; waiting requests are merged up to it. @default 64 */
+    batch_max: z.number().int().min(1).max(4096).default(64),
+    /** Vectors kept by content hash, so a text is embedded once. @default 20000 */
+    cache_entries: z.number().int().min(0).max(10_000_000).default(20_000),
+    /** How long an agent waits for vectors before storing a memory without one. @default 5000 */
+    timeout_ms: ms(100, 600_000, 5000),
+  })
+  .strict();
+export type EmbeddingSettings = z.infer<typeof EmbeddingSettingsSchema>;
+
+export const LogSettingsSchema = z
+  .object({
+    /** @default "info" */
+    level: z.enum(LOG_LEVELS).default('info'),
+  })
+  .strict();
+
+export const DomainSettingsSchema = z
+  .object({
+    /**
+     * The application's Pkl module that amends `schemas/Thymos.pkl`, relative to this file.
+     * Unset: agents run with default personas.
+     * @example "world.pkl"
+     */
+    schema: z.string().min(1).optional(),
+  })
+  .strict();
+
+export type LifecycleSettings = z.infer<typeof LifecycleSettingsSchema>;
+export type SupervisorSettings = z.infer<typeof SupervisorSettingsSchema>;

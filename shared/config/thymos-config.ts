@@ -1,0 +1,145 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import toml from 'toml';
+import { z } from 'zod';
+import { ErrorCode, ThymosError } from '../errors/errors.js';
+import { describeIssue } from '../errors/zod-issues.js';
+import { AgentSettingsSchema, McpSettingsSchema, MemorySettingsSchema } from './agent-settings.js';
+import { DomainSettingsSchema, EmbeddingSettingsSchema, EventsSettingsSchema, LifecycleSettingsSchema, LogSettingsSchema, NatsSettingsSchema, SupervisorSettingsSchema, WorldSettingsSchema } from './fleet-settings.js';
+import { LlmSettingsSchema } from './llm-settings.js';
+
+/** The whole of `thymos.toml`. Every default lives here. */
+export const ThymosConfigSchema = z
+  .object({
+    /** Where agents, the world store and pm2 keep their files, relative to this file. @default "data" */
+    data_dir: z.string().min(1).default('data'),
+    domain: DomainSettingsSchema.prefault({}),
+    agent: AgentSettingsSchema.prefault({}),
+    lifecycle: LifecycleSettingsSchema.prefault({}),
+    supervisor: SupervisorSettingsSchema.prefault({}),
+    nats: NatsSettingsSchema.prefault({}),
+    events: EventsSettingsSchema.prefault({}),
+    world: WorldSettingsSchema.prefault({}),
+    embedding: EmbeddingSettingsSchema.prefault({}),
+    memory: MemorySettingsSchema.prefault({}),
+    llm: LlmSettingsSchema.prefault({}),
+    mcp: McpSettingsSchema.prefault({}),
+    log: LogSettingsSchema.prefault({}),
+  })
+  .strict();
+
+export type ThymosConfigInput = z.input<typeof ThymosConfigSchema>;
+export type ThymosSettings = z.infer<typeof ThymosConfigSchema>;
+
+/** A validated configuration with its paths resolved. */
+export interface ThymosConfig extends ThymosSettings {
+  /** Absolute path of the file it came from, or undefined for built-in defaults. */
+  readonly file: string | undefined;
+  /** Absolute data directory. */
+  readonly dataPath: string;
+  /** Absolute path of the application's Pkl module, if any. */
+  readonly domainSchemaPath: string | undefined;
+  /** Absolute path of the application's behaviour module, if any. */
+  readonly behaviorPath: string | undefined;
+  /** Absolute path of the application's relevance module, if any. */
+  readonly relevancePath: string | undefined;
+}
+
+/**
+ * Reads and validates a `thymos.toml`. Errors name the file, the key, what was
+ * expected, what came, and the line.
+ */
+export function loadConfig(file: string): ThymosConfig {
+  const path = resolve(file);
+  let source: string;
+  try {
+    source = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ThymosError(ErrorCode.CONFIG_INVALID, `cannot read config file ${path}: ${(err as Error).message}`, {
+      cause: err,
+      location: { file: path },
+    });
+  }
+  return parseConfig(source, path);
+}
+
+/** `file`, else `$THYMOS_CONFIG`, else `./thymos.toml` if present, else built-in defaults. */
+export function resolveConfigFile(file: string | undefined): ThymosConfig {
+  const path = file ?? (process.env.THYMOS_CONFIG || undefined) ?? (existsSync('thymos.toml') ? 'thymos.toml' : undefined);
+  return path === undefined ? configFromObject({}) : loadConfig(path);
+}
+
+/** Validates configuration text. `file` is used for messages and to resolve relative paths. */
+export function parseConfig(source: string, file?: string): ThymosConfig {
+  const where = file ?? '<config>';
+  let raw: unknown;
+  try {
+    raw = toml.parse(source);
+  } catch (err) {
+    const loc = (err as { location?: { start?: { line?: number; column?: number } } }).location?.start;
+    throw new ThymosError(
+      ErrorCode.CONFIG_INVALID,
+      `${where}${loc?.line ? `:${loc.line}:${loc.column}` : ''}: not valid TOML: ${(err as Error).message}`,
+      { cause: err, location: { file: where, line: loc?.line, column: loc?.column } },
+    );
+  }
+  return fromObject(raw, where, source, file);
+}
+
+/** Validates an already-parsed configuration object (for the library and tests). */
+export function configFromObject(input: ThymosConfigInput, baseDir: string = process.cwd()): ThymosConfig {
+  return fromObject(input, '<object>', undefined, resolve(baseDir, 'thymos.toml'), false);
+}
+
+function fromObject(raw: unknown, where: string, source: string | undefined, file: string | undefined, fromFile = true): ThymosConfig {
+  const result = ThymosConfigSchema.safeParse(raw);
+  if (!result.success) {
+    const issue = result.error.issues[0]!;
+    const keyPath = issue.path.map(String);
+    const line = source === undefined ? undefined : findKeyLine(source, keyPath, issue);
+    const dotted = keyPath.join('.') || '(top level)';
+    throw new ThymosError(
+      ErrorCode.CONFIG_INVALID,
+      `${where}${line ? `:${line}` : ''}: ${dotted}: ${describeIssue(issue, raw)}`,
+      { location: { file: where, line, path: dotted } },
+    );
+  }
+  const base = file === undefined ? process.cwd() : dirname(resolve(file));
+  const settings = result.data;
+  const at = (p: string) => (isAbsolute(p) ? p : resolve(base, p));
+  return Object.freeze({
+    ...settings,
+    file: fromFile && file !== undefined ? resolve(file) : undefined,
+    dataPath: at(settings.data_dir),
+    domainSchemaPath: settings.domain.schema === undefined ? undefined : at(settings.domain.schema),
+    behaviorPath: settings.agent.behavior === undefined ? undefined : at(settings.agent.behavior),
+    relevancePath: settings.supervisor.relevance === undefined ? undefined : at(settings.supervisor.relevance),
+  });
+}
+
+/**
+ * Finds the line of a key in TOML text: the `[table]` header of its parent, then
+ * the `key =` line inside it. Best effort: returns undefined when not found.
+ */
+export function findKeyLine(source: string, path: readonly string[], issue?: { code: string; keys?: readonly string[] }): number | undefined {
+  const keys = issue?.code === 'unrecognized_keys' && issue.keys?.[0] ? [...path, issue.keys[0]] : [...path];
+  if (keys.length === 0) return undefined;
+  const lines = source.split(/\r?\n/);
+  const table = keys.slice(0, -1).join('.');
+  const key = keys[keys.length - 1]!;
+  let current = '';
+  for (let i = 0; i < lines.length; i++) {
+    const text = lines[i]!.trim();
+    const header = /^\[\s*([^\]]+?)\s*\]/.exec(text);
+    if (header) {
+      current = header[1]!.replace(/\s+/g, '');
+      if (current === keys.join('.')) return i + 1;
+      continue;
+    }
+    const m = /^("?)([A-Za-z0-9_\-.]+)\1\s*=/.exec(text);
+    if (!m) continue;
+    const full = current ? `${current}.${m[2]}` : m[2]!;
+    if (full === `${table ? `${table}.` : ''}${key}` || (current === table && m[2] === key)) return i + 1;
+  }
+  return undefined;
+}

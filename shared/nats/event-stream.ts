@@ -1,0 +1,103 @@
+import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { ErrorCode, ThymosError } from '../errors/errors.js';
+import { type EventsSettings } from '../config/fleet-settings.js';
+import { INBOX_STREAM, INBOX_SUBJECTS, inboxConsumerName, type AgentMessage } from '../protocol/agent-message.js';
+import { agentConsumerName, EVENT_STREAM, EVENT_SUBJECTS, eventSubject, type WorldEvent } from '../protocol/world-event.js';
+
+const NS_PER_MS = 1_000_000;
+const CONSUMER_NOT_FOUND = 10014;
+const STREAM_NOT_FOUND = 10059;
+
+const isApiError = (err: unknown, code: number) => err instanceof JetStreamApiError && err.code === code;
+
+/**
+ * Creates the event stream and the agents' inbox stream, or brings their limits in line with `[events]`. Uses only what
+ * nats-server 2.9 has: one subject filter per consumer, no compression, no transforms.
+ */
+export async function ensureEventStream(nc: NatsConnection, settings: EventsSettings): Promise<JetStreamManager> {
+  const jsm = await jetstreamManager(nc);
+  const config = {
+    retention: RetentionPolicy.Limits,
+    storage: StorageType.File,
+    max_age: settings.max_age_s * 1000 * NS_PER_MS,
+    max_bytes: settings.max_bytes,
+    duplicate_window: settings.duplicate_window_s * 1000 * NS_PER_MS,
+  };
+  for (const [name, subjects] of [
+    [EVENT_STREAM, [EVENT_SUBJECTS]],
+    [INBOX_STREAM, [INBOX_SUBJECTS]],
+  ] as const) {
+    try {
+      const c = (await jsm.streams.info(name)).config;
+      if (c.max_age !== config.max_age || c.max_bytes !== config.max_bytes || c.duplicate_window !== config.duplicate_window) {
+        await jsm.streams.update(name, { max_age: config.max_age, max_bytes: config.max_bytes, duplicate_window: config.duplicate_window });
+      }
+    } catch (err) {
+      if (!isApiError(err, STREAM_NOT_FOUND)) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `JetStream: ${(err as Error).message} (is JetStream enabled on the server? nats-server -js)`, { cause: err });
+      await jsm.streams.add({ name, ...config, subjects: [...subjects] });
+    }
+  }
+  return jsm;
+}
+
+/**
+ * The agent's durable consumer on the event stream: explicit acks, one subject filter
+ * (2.9 has no filter lists; which events an agent hears is decided by the agent), and
+ * delivery from its creation on. It keeps what arrives while the agent is Dormant.
+ */
+export async function ensureAgentConsumer(jsm: JetStreamManager, id: string, settings: Pick<EventsSettings, 'ack_wait_s'>): Promise<void> {
+  await ensureConsumer(jsm, EVENT_STREAM, agentConsumerName(id), EVENT_SUBJECTS, DeliverPolicy.New, settings);
+  // Messages addressed to the agent wait in its inbox consumer from its creation on (the
+  // supervisor creates it when it registers the agent; an Archived agent has none).
+  await ensureConsumer(jsm, INBOX_STREAM, inboxConsumerName(id), `thymos.agent.${id}.inbox`, DeliverPolicy.New, settings);
+}
+
+async function ensureConsumer(jsm: JetStreamManager, stream: string, name: string, filter: string, deliver: DeliverPolicy, settings: Pick<EventsSettings, 'ack_wait_s'>): Promise<void> {
+  try {
+    await jsm.consumers.info(stream, name);
+  } catch (err) {
+    if (!isApiError(err, CONSUMER_NOT_FOUND)) throw err;
+    await jsm.consumers.add(stream, {
+      durable_name: name,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: deliver,
+      filter_subject: filter,
+      ack_wait: settings.ack_wait_s * 1000 * NS_PER_MS,
+      max_ack_pending: 10_000,
+    });
+  }
+}
+
+/** Deletes an agent's consumer: an Archived agent stops retaining events. No-op if absent. */
+export async function deleteAgentConsumer(jsm: JetStreamManager, id: string): Promise<void> {
+  for (const [stream, name] of [
+    [EVENT_STREAM, agentConsumerName(id)],
+    [INBOX_STREAM, inboxConsumerName(id)],
+  ] as const) {
+    try {
+      await jsm.consumers.delete(stream, name);
+    } catch (err) {
+      if (!isApiError(err, CONSUMER_NOT_FOUND)) throw err;
+    }
+  }
+}
+
+/** Puts a message in the addressee's inbox; it waits there while the addressee is stopped. */
+export async function sendAgentMessage(nc: NatsConnection, message: AgentMessage): Promise<void> {
+  try {
+    await jetstream(nc).publish(`thymos.agent.${message.to}.inbox`, JSON.stringify(message), { msgID: message.id });
+  } catch (err) {
+    throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `message to ${message.to} not sent: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/** Publishes an event into the stream; resolves once JetStream has stored it (or dropped a duplicate id). */
+export async function publishWorldEvent(nc: NatsConnection, event: WorldEvent): Promise<{ seq: number; duplicate: boolean }> {
+  try {
+    const ack = await jetstream(nc).publish(eventSubject(event.type), JSON.stringify(event), { msgID: event.id });
+    return { seq: ack.seq, duplicate: ack.duplicate };
+  } catch (err) {
+    throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `publishing ${event.type} failed: ${(err as Error).message} (is the fleet up? its supervisor creates the event stream)`, { cause: err });
+  }
+}

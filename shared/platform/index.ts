@@ -1,0 +1,10 @@
+/**
+ * The machine underneath: logging, data locks, deadlines, clean-up order, the embedded SurrealDB, agent tokens and the embedder interface.
+ */
+export { agentTokenPath, bearerMatches, ensureAgentToken, readAgentToken } from './agent-token.js';
+export { CleanupStack } from './cleanup-stack.js';
+export { DataLock, isAlive, readLockPid } from './data-lock.js';
+export { withDeadline } from './deadline.js';
+export { openEmbeddedSurreal, openRemoteSurreal } from './embedded-surreal.js';
+export { dot, type Embedder } from './embedder.js';
+export { createLogger, type Logger, type LoggerOptions } from './logger.js';

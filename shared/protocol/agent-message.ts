@@ -1,0 +1,29 @@
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { AgentIdSchema } from '../domain/domain-schema.js';
+
+/** JetStream stream that keeps agent-to-agent messages until the addressee takes them. */
+export const INBOX_STREAM = 'THYMOS_INBOX';
+export const INBOX_SUBJECTS = 'thymos.agent.*.inbox';
+export const inboxConsumerName = (id: string) => `inbox_${id}`;
+
+/** A message from one agent to another: told, asked (answer wanted), or an answer. */
+export const AgentMessageSchema = z
+  .object({
+    id: z.string().regex(/^[A-Za-z0-9_-]{1,80}$/),
+    from: AgentIdSchema,
+    to: AgentIdSchema,
+    kind: z.enum(['tell', 'ask', 'answer']),
+    text: z.string().min(1).max(8000),
+    ts: z.iso.datetime({ offset: true }),
+    /** For an answer: the id of the question. */
+    in_reply_to: z.string().optional(),
+    /** For a question: where the asker waits for a live answer (it also gets one in its inbox). */
+    reply_subject: z.string().optional(),
+  })
+  .strict();
+export type AgentMessage = z.infer<typeof AgentMessageSchema>;
+
+export function newMessage(fields: Omit<AgentMessage, 'id' | 'ts'> & { id?: string }): AgentMessage {
+  return { ...fields, id: fields.id ?? randomUUID(), ts: new Date().toISOString() };
+}

@@ -1,0 +1,105 @@
+import { z } from 'zod';
+import { WireErrorSchema } from './agent-protocol.js';
+import { AgentIdSchema, LifecycleStateSchema } from '../domain/domain-schema.js';
+import { ReconcileContextSchema } from '../domain/reconcile-context.js';
+
+/** One failed agent in a report. */
+export const AgentFailureSchema = z.object({ id: AgentIdSchema, code: z.string(), message: z.string() });
+export type AgentFailure = z.infer<typeof AgentFailureSchema>;
+
+/**
+ * What a reconcile did, by agent id. An agent taken through two steps in one reconcile
+ * appears in both lists (Archived → Active: `restored` and `started`; Active → Archived:
+ * `stopped` and `archived`).
+ */
+export const ReconcileReportSchema = z.object({
+  started: z.array(AgentIdSchema),
+  stopped: z.array(AgentIdSchema),
+  upgraded: z.array(AgentIdSchema),
+  downgraded: z.array(AgentIdSchema),
+  archived: z.array(AgentIdSchema),
+  restored: z.array(AgentIdSchema),
+  unchanged: z.array(AgentIdSchema),
+  failed: z.array(AgentFailureSchema),
+  /** True when nothing was executed (`--dry-run`): the lists say what would happen. */
+  dry_run: z.boolean(),
+  duration_ms: z.number(),
+});
+export type ReconcileReport = z.infer<typeof ReconcileReportSchema>;
+
+/** One agent as `thymos status` shows it. */
+export const AgentStatusRowSchema = z.object({
+  id: AgentIdSchema,
+  state: LifecycleStateSchema,
+  mode: z.enum(['active', 'passive']).nullable(),
+  pid: z.number().int().nullable(),
+  port: z.number().int().nullable(),
+  score: z.number().nullable(),
+  /** Where the score came from: forced, module, rules, agent, default, pinned. */
+  source: z.string().nullable(),
+  since: z.string(),
+  rss_bytes: z.number().int().nullable(),
+  restarts: z.number().int(),
+  pinned: LifecycleStateSchema.nullable(),
+  last_error: AgentFailureSchema.omit({ id: true }).nullable(),
+});
+export type AgentStatusRow = z.infer<typeof AgentStatusRowSchema>;
+
+export const FleetStatusSchema = z.object({
+  supervisor: z.object({ pid: z.number().int(), started_at: z.string(), metrics_url: z.string(), nats_url: z.string() }),
+  counts: z.object({ active: z.number(), listening: z.number(), dormant: z.number(), archived: z.number() }),
+  agents: z.array(AgentStatusRowSchema),
+});
+export type FleetStatus = z.infer<typeof FleetStatusSchema>;
+
+/** One transition of an agent, as kept in the registry's history. */
+export const TransitionRecordSchema = z.object({
+  id: AgentIdSchema,
+  at: z.string(),
+  from: LifecycleStateSchema,
+  to: LifecycleStateSchema,
+  score: z.number().nullable(),
+  reason: z.string(),
+  ok: z.boolean(),
+  error: z.string().nullable(),
+});
+export type TransitionRecord = z.infer<typeof TransitionRecordSchema>;
+
+/** Requests to `thymos.supervisor.<op>`; the op is the last subject token. */
+export const SupervisorRequestSchemas = {
+  reconcile: z.object({ context: ReconcileContextSchema, dry_run: z.boolean().default(false), progress: z.string().optional() }).strict(),
+  status: z.object({}).strict(),
+  /** Which supervisor process answers: callers of long requests watch it to notice a restart. */
+  ping: z.object({}).strict(),
+  start: z.object({ id: AgentIdSchema, mode: z.enum(['active', 'passive']).default('active'), progress: z.string().optional() }).strict(),
+  stop: z.object({ id: AgentIdSchema, progress: z.string().optional() }).strict(),
+  archive: z.object({ id: AgentIdSchema, progress: z.string().optional() }).strict(),
+  restore: z.object({ id: AgentIdSchema, progress: z.string().optional() }).strict(),
+  /** Stops every running agent with a snapshot (what `thymos down` asks first). */
+  stop_all: z.object({ progress: z.string().optional() }).strict(),
+  history: z.object({ id: AgentIdSchema, limit: z.number().int().min(1).max(1000).default(50) }).strict(),
+} as const;
+export type SupervisorOp = keyof typeof SupervisorRequestSchemas;
+export const SUPERVISOR_OPS = Object.keys(SupervisorRequestSchemas) as SupervisorOp[];
+
+/** The answer to `ping`. */
+export const PingReplySchema = z.object({ pid: z.number().int(), started_at: z.string() });
+export type PingReply = z.infer<typeof PingReplySchema>;
+
+/** Every supervisor reply: a result or an error with a stable code. */
+export const SupervisorReplySchema = z.discriminatedUnion('ok', [
+  z.object({ ok: z.literal(true), result: z.unknown() }),
+  z.object({ ok: z.literal(false), error: WireErrorSchema }),
+]);
+export type SupervisorReply = z.infer<typeof SupervisorReplySchema>;
+
+/** Progress of a long operation, published on the subject the request named. */
+export const ProgressMessageSchema = z.object({
+  id: AgentIdSchema,
+  step: z.string(),
+  done: z.number().int(),
+  total: z.number().int(),
+  ok: z.boolean(),
+  ms: z.number(),
+});
+export type ProgressMessage = z.infer<typeof ProgressMessageSchema>;

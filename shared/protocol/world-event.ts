@@ -1,0 +1,51 @@
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { parseInput } from '../errors/zod-issues.js';
+
+/** JetStream stream that carries every world event. */
+export const EVENT_STREAM = 'THYMOS_EVENTS';
+/** Every event subject: `thymos.events.<type>`. */
+export const EVENT_SUBJECTS = 'thymos.events.>';
+/** An agent's durable consumer on the event stream. */
+export const agentConsumerName = (id: string) => `agent_${id}`;
+
+/** Dot-separated tokens of lower-case letters, digits, `_` and `-`: `tavern.brawl`. */
+const EventTypeSchema = z.string().regex(/^[a-z0-9_-]{1,64}(\.[a-z0-9_-]{1,64}){0,7}$/, 'an event type: dot-separated tokens of a-z, 0-9, _ or -, e.g. "tavern.brawl"');
+
+/** What a game loop or job system publishes; `id` and `ts` are filled in when left out. */
+export const WorldEventInputSchema = z
+  .object({
+    /** Unique per event; a republished id is dropped by the stream (duplicate window). */
+    id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ or -, at most 64').optional(),
+    type: EventTypeSchema,
+    /** ISO 8601 time the event happened. */
+    ts: z.iso.datetime({ offset: true }).optional(),
+    /** Who or what caused it, e.g. "game", "player", an agent id. */
+    source: z.string().min(1).max(128).default('game'),
+    tags: z.array(z.string().min(1).max(64)).max(32).default([]),
+    location: z.string().min(1).max(128).optional(),
+    /** Agent ids or names the event is about. */
+    mentions: z.array(z.string().min(1).max(128)).max(64).default([]),
+    /** What happened. `summary` (a sentence) becomes the memory text when present. */
+    payload: z.record(z.string(), z.unknown()).default({}),
+  })
+  .strict();
+export type WorldEventInput = z.input<typeof WorldEventInputSchema>;
+
+export const WorldEventSchema = WorldEventInputSchema.extend({ id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/), ts: z.iso.datetime({ offset: true }) });
+export type WorldEvent = z.infer<typeof WorldEventSchema>;
+
+/** Validates an event at the edge and fills in its id and time. Errors say which field and what came. */
+export function parseWorldEvent(raw: unknown, where = 'event'): WorldEvent {
+  const e = parseInput(WorldEventInputSchema, raw, where);
+  return Object.freeze({ ...e, id: e.id ?? randomUUID(), ts: e.ts ?? new Date().toISOString() });
+}
+
+export const eventSubject = (type: string) => `thymos.events.${type}`;
+
+/** The sentence an agent remembers for an event. */
+export function eventMemoryText(e: WorldEvent): string {
+  const summary = typeof e.payload.summary === 'string' ? e.payload.summary : undefined;
+  const where = e.location ? ` at ${e.location}` : '';
+  return summary ? `${summary} (${e.type}${where})` : `${e.type}${where}: ${JSON.stringify(e.payload)}`;
+}

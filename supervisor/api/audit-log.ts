@@ -1,0 +1,54 @@
+import { appendFile, mkdir } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import type { Logger } from '../../shared/platform/logger.js';
+
+/** One control action: who asked, what, when, and how it ended. */
+export interface AuditEntry {
+  at: string;
+  /** The op, e.g. `reconcile`, `stop`. */
+  op: string;
+  /** Who sent it, as the request says (`Thymos-By`: program#pid@host); `unknown` when it does not. */
+  by: string;
+  /** The agent it named, if any. */
+  id?: string;
+  /** `ok`, or the error code. */
+  result: string;
+  duration_ms: number;
+  /** A reconcile's dry run, or what changed. */
+  details?: Record<string, unknown>;
+}
+
+/**
+ * Appends control actions to a JSON-lines file (`<data_dir>/logs/audit.jsonl`, mode 0600), in
+ * the order they end. A write that fails is logged and does not fail the action.
+ */
+export class AuditLog {
+  readonly #path: string;
+  readonly #logger: Logger;
+  #tail: Promise<void> = Promise.resolve();
+
+  constructor(path: string, logger: Logger) {
+    this.#path = path;
+    this.#logger = logger;
+  }
+
+  record(entry: AuditEntry): Promise<void> {
+    this.#tail = this.#tail.then(async () => {
+      try {
+        await mkdir(dirname(this.#path), { recursive: true });
+        await appendFile(this.#path, `${JSON.stringify(entry)}\n`, { mode: 0o600 });
+      } catch (err) {
+        this.#logger.warn({ err, entry }, 'audit entry not written');
+      }
+    });
+    return this.#tail;
+  }
+}
+
+/** What a report changed, for an entry's `details`: its non-empty lists of agents (at most 100 each). */
+export function auditDetails(result: unknown): Record<string, unknown> | undefined {
+  if (!result || typeof result !== 'object') return undefined;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(result)) if (Array.isArray(v) && v.length > 0 && v.length <= 100 && v.every((x) => typeof x === 'string')) out[k] = v;
+  return Object.keys(out).length > 0 ? out : undefined;
+}

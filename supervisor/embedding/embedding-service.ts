@@ -1,0 +1,157 @@
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
+import PQueue from 'p-queue';
+import { EmbedRequestSchema, encodeVectors } from '../../shared/protocol/embed-protocol.js';
+import type { Embedder } from '../../shared/platform/embedder.js';
+import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
+import { FastembedEmbedder } from './fastembed-embedder.js';
+import type { Logger } from '../../shared/platform/logger.js';
+import { Subjects } from '../../shared/protocol/fleet-names.js';
+import type { ThymosConfig } from '../../shared/config/thymos-config.js';
+import { thymosRoot } from '../pm2/thymos-bin.js';
+import { parseInput } from '../../shared/errors/zod-issues.js';
+import { parseWireJson } from '../../shared/protocol/parse-json.js';
+
+interface Waiting {
+  text: string;
+  key: string;
+  resolve: (v: Float32Array) => void;
+  reject: (err: unknown) => void;
+}
+
+/**
+ * The fleet's one embedding model, in the supervisor: answers `thymos.embed` with vectors.
+ * Texts of requests that arrive while the model is busy are merged into the next run (up to
+ * `[embedding] batch_max`), one run at a time (p-queue); vectors are cached by content hash,
+ * so a text is embedded once.
+ */
+export class EmbeddingService {
+  readonly #embedder: Embedder;
+  readonly #batchMax: number;
+  readonly #cacheEntries: number;
+  readonly #cache = new Map<string, Float32Array>();
+  readonly #inFlight = new Map<string, Promise<Float32Array>>();
+  readonly #queue = new PQueue({ concurrency: 1 });
+  #waiting: Waiting[] = [];
+  #scheduled = false;
+  #subs: Subscription[] = [];
+  stats = { requests: 0, texts: 0, cached: 0, runs: 0 };
+
+  constructor(embedder: Embedder, options: { batchMax: number; cacheEntries: number }) {
+    this.#embedder = embedder;
+    this.#batchMax = options.batchMax;
+    this.#cacheEntries = options.cacheEntries;
+  }
+
+  /** Loads the configured model. */
+  static async load(config: ThymosConfig): Promise<EmbeddingService> {
+    const e = config.embedding;
+    const embedder = await FastembedEmbedder.load({
+      model: e.model,
+      modelDir: e.model_dir ? resolveFrom(config, e.model_dir) : join(thymosRoot(), 'models', 'glove-100d'),
+      cacheDir: e.cache_dir ? resolveFrom(config, e.cache_dir) : join(config.dataPath, 'models'),
+      maxLength: e.max_length,
+    });
+    return new EmbeddingService(embedder, { batchMax: e.batch_max, cacheEntries: e.cache_entries });
+  }
+
+  get model(): string {
+    return this.#embedder.model;
+  }
+
+  get dims(): number {
+    return this.#embedder.dims;
+  }
+
+  /** Vectors for `texts`, from the cache or the model. */
+  async embed(texts: readonly string[]): Promise<Float32Array[]> {
+    this.stats.texts += texts.length;
+    return Promise.all(
+      texts.map((text) => {
+        const key = createHash('sha256').update(text).digest('base64url');
+        const hit = this.#cache.get(key);
+        if (hit) {
+          this.stats.cached++;
+          this.#cache.delete(key);
+          this.#cache.set(key, hit);
+          return hit;
+        }
+        // The same text asked for again while it waits (ten agents hearing one event) joins it.
+        const inFlight = this.#inFlight.get(key);
+        if (inFlight) {
+          this.stats.cached++;
+          return inFlight;
+        }
+        const pending = new Promise<Float32Array>((resolve, reject) => {
+          this.#waiting.push({ text, key, resolve, reject });
+          this.#schedule();
+        });
+        this.#inFlight.set(key, pending);
+        void pending.finally(() => this.#inFlight.delete(key)).catch(() => undefined);
+        return pending;
+      }),
+    );
+  }
+
+  /** Serves `thymos.embed` and `thymos.embed.info` until `stop()`. */
+  serve(nc: NatsConnection, logger: Logger): void {
+    const info = JSON.stringify({ model: this.model, dims: this.dims });
+    this.#subs.push(nc.subscribe(Subjects.embedInfo, { callback: (_err, msg) => void msg.respond(info) }));
+    this.#subs.push(nc.subscribe(Subjects.embed, { callback: (_err, msg) => void this.#answer(msg, logger) }));
+  }
+
+  stop(): void {
+    for (const s of this.#subs) s.unsubscribe();
+    this.#subs = [];
+  }
+
+  async #answer(msg: Msg, logger: Logger): Promise<void> {
+    this.stats.requests++;
+    let reply: string;
+    try {
+      const raw = parseWireJson(msg.string(), `${Subjects.embed}: request`);
+      const { texts } = parseInput(EmbedRequestSchema, raw, Subjects.embed);
+      const vectors = await this.embed(texts);
+      reply = JSON.stringify({ ok: true, result: { model: this.model, dims: this.dims, vectors: encodeVectors(vectors) } });
+    } catch (err) {
+      const e = toThymosError(err);
+      if (e.code === ErrorCode.INTERNAL) logger.error({ err }, 'embedding failed');
+      reply = JSON.stringify({ ok: false, error: e.toJSON() });
+    }
+    if (msg.reply) msg.respond(reply);
+  }
+
+  #schedule(): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    void this.#queue.add(() => this.#run());
+  }
+
+  /** One model run over the texts waiting now (at most batch_max); more waiting → another run after it. */
+  async #run(): Promise<void> {
+    this.#scheduled = false;
+    const batch = this.#waiting.splice(0, this.#batchMax);
+    if (this.#waiting.length > 0) this.#schedule();
+    if (batch.length === 0) return;
+    this.stats.runs++;
+    try {
+      const vectors = await this.#embedder.embed(batch.map((w) => w.text));
+      batch.forEach((w, i) => {
+        const v = vectors[i]!;
+        if (this.#cacheEntries > 0) {
+          this.#cache.set(w.key, v);
+          if (this.#cache.size > this.#cacheEntries) this.#cache.delete(this.#cache.keys().next().value!);
+        }
+        w.resolve(v);
+      });
+    } catch (err) {
+      const e = new ThymosError(ErrorCode.EMBEDDER_UNAVAILABLE, `the embedding model failed: ${(err as Error).message}`, { cause: err });
+      for (const w of batch) w.reject(e);
+    }
+  }
+}
+
+function resolveFrom(config: ThymosConfig, path: string): string {
+  return config.file ? join(config.file, '..', path) : path;
+}

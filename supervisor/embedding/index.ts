@@ -1,0 +1,4 @@
+/**
+ * The fleet's one embedding model (fastembed), served on NATS.
+ */
+export { EmbeddingService } from './embedding-service.js';

@@ -1,0 +1,185 @@
+import { pathToFileURL } from 'node:url';
+import type { RelevanceInput } from '../../shared/protocol/agent-protocol.js';
+import type { AgentDefinition, Condition, DomainSchema, RelevanceRule } from '../../shared/domain/domain-schema.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import type { ReconcileContext } from '../../shared/domain/reconcile-context.js';
+import type { ScoreSource } from './decide-states.js';
+
+/** What an application's relevance module's `evaluate` receives for one agent. */
+export interface RelevanceModuleInput extends RelevanceInput {
+  id: string;
+  definition: AgentDefinition;
+}
+
+/**
+ * An application's relevance module, named by `[supervisor] relevance` in `thymos.toml`.
+ *
+ * @example
+ * // relevance.js
+ * export function evaluate({ id, global, properties }) {
+ *   return global.boss_fight && id === 'captain_lysa' ? 1 : undefined;
+ * }
+ */
+export interface RelevanceModule {
+  evaluate(input: RelevanceModuleInput): number | undefined | Promise<number | undefined>;
+}
+
+/** Asks a running agent for its own score; resolves undefined when it has none or misses the deadline. */
+export type AskAgent = (id: string, input: RelevanceInput) => Promise<number | undefined>;
+
+export interface Score {
+  score: number;
+  source: ScoreSource;
+}
+
+export interface RelevanceEvaluatorOptions {
+  domain: DomainSchema;
+  defaultScore: number;
+  module?: RelevanceModule | undefined;
+  /** Consulted for running agents only, when neither the module nor the rules score them. */
+  askAgent?: AskAgent | undefined;
+}
+
+/**
+ * Scores agents from a reconcile context. The first source that gives a score wins:
+ * a forced `relevance` property, the application's module, the Pkl rules (the highest
+ * score of the rules that match), the running agent's own answer, the default.
+ */
+export class RelevanceEvaluator {
+  readonly #domain: DomainSchema;
+  readonly #defaultScore: number;
+  readonly #module: RelevanceModule | undefined;
+  readonly #askAgent: AskAgent | undefined;
+  readonly #rulesByAgent = new Map<string, RelevanceRule[]>();
+
+  constructor(options: RelevanceEvaluatorOptions) {
+    this.#domain = options.domain;
+    this.#defaultScore = options.defaultScore;
+    this.#module = options.module;
+    this.#askAgent = options.askAgent;
+    for (const id of Object.keys(options.domain.agents)) {
+      this.#rulesByAgent.set(
+        id,
+        options.domain.relevanceRules.filter((r) => r.agents.length === 0 || r.agents.includes(id)),
+      );
+    }
+  }
+
+  /** Loads `[supervisor] relevance`: a module exporting `evaluate`. */
+  static async loadModule(path: string): Promise<RelevanceModule> {
+    let mod: Partial<RelevanceModule>;
+    try {
+      mod = (await import(pathToFileURL(path).href)) as Partial<RelevanceModule>;
+    } catch (err) {
+      throw new ThymosError(ErrorCode.CONFIG_INVALID, `supervisor.relevance: cannot load ${path}: ${(err as Error).message}`, {
+        cause: err,
+        location: { file: path, path: 'supervisor.relevance' },
+      });
+    }
+    if (typeof mod.evaluate !== 'function') {
+      throw new ThymosError(ErrorCode.CONFIG_INVALID, `supervisor.relevance: ${path} must export a function evaluate(input); found ${typeof mod.evaluate}`, {
+        location: { file: path, path: 'supervisor.relevance' },
+      });
+    }
+    return { evaluate: mod.evaluate.bind(mod) };
+  }
+
+  /** The properties an agent is scored on: its home location as `location`, overlaid by the context's. */
+  propertiesOf(id: string, context: ReconcileContext): Record<string, unknown> {
+    const def = this.#domain.agents[id];
+    const given = context.agents[id] ?? {};
+    return def?.homeLocation != null && given.location === undefined ? { location: def.homeLocation, ...given } : { ...given };
+  }
+
+  /**
+   * Scores one agent. Throws INVALID_INPUT when the application's module fails or
+   * returns something other than a number from 0 to 1 or undefined.
+   */
+  async score(id: string, context: ReconcileContext, running: boolean): Promise<Score> {
+    const properties = this.propertiesOf(id, context);
+    const forced = context.agents[id]?.relevance;
+    if (forced !== undefined) return { score: forced, source: 'forced' };
+    const input: RelevanceInput = { tick: context.tick, global: context.global, properties };
+    if (this.#module) {
+      const definition = this.#domain.agents[id];
+      let value: unknown;
+      try {
+        value = await this.#module.evaluate({ id, definition: definition!, ...input });
+      } catch (err) {
+        throw new ThymosError(ErrorCode.INVALID_INPUT, `relevance module threw for ${id}: ${(err as Error).message}`, { cause: err });
+      }
+      if (value !== undefined) {
+        if (typeof value !== 'number' || !(value >= 0 && value <= 1)) {
+          throw new ThymosError(ErrorCode.INVALID_INPUT, `relevance module returned ${JSON.stringify(value)} for ${id}; expected a number from 0 to 1 or undefined`);
+        }
+        return { score: value, source: 'module' };
+      }
+    }
+    const byRules = this.scoreByRules(id, context.global, properties);
+    if (byRules !== undefined) return { score: byRules, source: 'rules' };
+    if (running && this.#askAgent) {
+      const own = await this.#askAgent(id, input);
+      if (own !== undefined) return { score: own, source: 'agent' };
+    }
+    return { score: this.#defaultScore, source: 'default' };
+  }
+
+  /**
+   * Scores many agents at once. Forced scores and rules are computed synchronously; only
+   * the agents that need the application's module or their own answer wait on a promise,
+   * so a large fleet pays for what it uses. A failing agent gets its error, not a score.
+   */
+  async scoreAll(agents: ReadonlyArray<{ id: string; running: boolean }>, context: ReconcileContext): Promise<Map<string, Score | ThymosError>> {
+    const out = new Map<string, Score | ThymosError>();
+    const pending: Array<Promise<void>> = [];
+    for (const { id, running } of agents) {
+      const forced = context.agents[id]?.relevance;
+      if (forced !== undefined) {
+        out.set(id, { score: forced, source: 'forced' });
+        continue;
+      }
+      if (!this.#module) {
+        const byRules = this.scoreByRules(id, context.global, this.propertiesOf(id, context));
+        if (byRules !== undefined) {
+          out.set(id, { score: byRules, source: 'rules' });
+          continue;
+        }
+        if (!running || !this.#askAgent) {
+          out.set(id, { score: this.#defaultScore, source: 'default' });
+          continue;
+        }
+      }
+      pending.push(
+        this.score(id, context, running).then(
+          (s) => void out.set(id, s),
+          (err: unknown) => void out.set(id, err instanceof ThymosError ? err : new ThymosError(ErrorCode.INTERNAL, String(err), { cause: err })),
+        ),
+      );
+    }
+    await Promise.all(pending);
+    return out;
+  }
+
+  /** The highest score among the Pkl rules that match, or undefined when none does. */
+  scoreByRules(id: string, global: Record<string, unknown>, properties: Record<string, unknown>): number | undefined {
+    let best: number | undefined;
+    for (const rule of this.#rulesByAgent.get(id) ?? []) {
+      if ((best === undefined || rule.score > best) && matches(rule.condition, global, properties)) best = rule.score;
+    }
+    return best;
+  }
+}
+
+function matches(c: Condition, global: Record<string, unknown>, properties: Record<string, unknown>): boolean {
+  const v = properties[c.property];
+  switch (c.kind) {
+    case 'equals':
+      return v === c.value;
+    case 'truthy':
+      return Boolean(v);
+    case 'same_as':
+      return v !== undefined && v !== null && v === global[c.global];
+    case 'at_most':
+      return typeof v === 'number' && v <= c.value;
+  }
+}

@@ -1,0 +1,216 @@
+import { accessSync, constants, mkdirSync } from 'node:fs';
+import { createConnection } from 'node:net';
+import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { isAlive, readLockPid } from '../../shared/platform/data-lock.js';
+import { withDeadline } from '../../shared/platform/deadline.js';
+import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
+import { fleetPaths, Pm2Names } from '../../shared/config/fleet-paths.js';
+import { readFleetInfo, writeFleetInfo } from '../../shared/config/fleet-runtime.js';
+import { connectNats } from '../../shared/nats/nats-connection.js';
+import { SupervisorRequester } from '../../shared/nats/supervisor-requester.js';
+import type { ProgressMessage, ReconcileReport } from '../../shared/protocol/supervisor-protocol.js';
+import type { ThymosConfig } from '../../shared/config/thymos-config.js';
+import { thymosBinPath } from './thymos-bin.js';
+import { freePort } from './free-port.js';
+import { ProcessManager } from './process-manager.js';
+
+export interface UpResult {
+  /** True when the fleet was already running and nothing was started. */
+  alreadyRunning: boolean;
+  natsUrl: string;
+  supervisorPid: number | null;
+  pm2Home: string;
+}
+
+export interface LaunchOptions {
+  /** Called with a line for each step (the CLI prints them). */
+  onStep?: (line: string) => void;
+}
+
+/**
+ * `thymos up`: under the fleet's own PM2_HOME, a nats-server (JetStream, loopback) when
+ * `[nats] url` is unset, then the supervisor; returns once the supervisor answers.
+ */
+export async function upFleet(config: ThymosConfig, options: LaunchOptions = {}): Promise<UpResult> {
+  const step = options.onStep ?? (() => undefined);
+  const paths = fleetPaths(config.dataPath);
+  for (const dir of [paths.data, paths.logs, paths.run]) mkdirSync(dir, { recursive: true });
+  const bin = thymosBinPath();
+  const natsBinary = config.nats.url ? undefined : findNatsServer();
+  const pm = await ProcessManager.connect(paths.pm2Home);
+  try {
+    const running = await pm.describe(Pm2Names.supervisor);
+    let natsUrl: string;
+    if (config.nats.url) {
+      natsUrl = config.nats.url;
+      writeFleetInfo(config, { nats_url: natsUrl, managed_nats: false, nats_port: null });
+    } else {
+      const previous = readFleetInfo(config);
+      const port = config.nats.port || (previous?.managed_nats ? previous.nats_port : null) || (await freePort());
+      natsUrl = `nats://127.0.0.1:${port}`;
+      const nats = await pm.describe(Pm2Names.nats);
+      if (nats?.status !== 'online') {
+        if (nats) await pm.delete(Pm2Names.nats);
+        mkdirSync(paths.nats, { recursive: true });
+        step(`starting nats-server on 127.0.0.1:${port} (JetStream in ${paths.nats})`);
+        await pm.start({
+          name: Pm2Names.nats,
+          script: natsBinary!,
+          args: ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', paths.nats, '-n', 'thymos'],
+          interpreter: 'none',
+          killTimeoutMs: 5000,
+          autorestart: true,
+          restartDelayMs: 200,
+          logFile: join(paths.logs, 'nats-server.log'),
+        });
+        await waitForPort(port, 10_000, join(paths.logs, 'nats-server.log'));
+      }
+      writeFleetInfo(config, { nats_url: natsUrl, managed_nats: true, nats_port: port });
+    }
+    if (running?.status === 'online') {
+      step(`the fleet is already running (supervisor pid ${running.pid})`);
+      return { alreadyRunning: true, natsUrl, supervisorPid: running.pid, pm2Home: paths.pm2Home };
+    }
+    if (running) await pm.delete(Pm2Names.supervisor);
+    step('starting the supervisor');
+    const args = ['supervisor', '--nats-url', natsUrl];
+    if (config.file) args.push('--config', config.file);
+    await pm.start({
+      name: Pm2Names.supervisor,
+      script: bin,
+      args,
+      cwd: config.file ? dirname(config.file) : process.cwd(),
+      waitReady: true,
+      listenTimeoutMs: 60_000,
+      killTimeoutMs: 10_000,
+      autorestart: true,
+      restartDelayMs: 200,
+      logFile: join(paths.logs, 'supervisor.log'),
+    });
+    await waitForSupervisor(natsUrl, 60_000, join(paths.logs, 'supervisor.log'));
+    const sup = await pm.describe(Pm2Names.supervisor);
+    step(`supervisor ready (pid ${sup?.pid}); pm2 ls with PM2_HOME=${paths.pm2Home} shows the fleet`);
+    return { alreadyRunning: false, natsUrl, supervisorPid: sup?.pid ?? null, pm2Home: paths.pm2Home };
+  } finally {
+    pm.disconnect();
+  }
+}
+
+export interface DownResult {
+  /** False when no pm2 daemon ran for this fleet. */
+  wasRunning: boolean;
+  /** What stopping the agents did, or undefined when the supervisor could not be asked. */
+  report: ReconcileReport | undefined;
+}
+
+/**
+ * `thymos down`: asks the supervisor to snapshot and stop every agent, then stops the
+ * supervisor, the managed nats-server and the fleet's pm2 daemon. If the supervisor does
+ * not answer, agents are stopped by pm2 directly (SIGINT: each snapshots on its way out).
+ */
+export async function downFleet(config: ThymosConfig, options: LaunchOptions & { onProgress?: (p: ProgressMessage) => void } = {}): Promise<DownResult> {
+  const step = options.onStep ?? (() => undefined);
+  const paths = fleetPaths(config.dataPath);
+  const daemonPid = readLockPid(join(paths.pm2Home, 'pm2.pid'));
+  if (daemonPid === undefined || !isAlive(daemonPid)) return { wasRunning: false, report: undefined };
+  const pm = await ProcessManager.connect(paths.pm2Home);
+  let report: ReconcileReport | undefined;
+  try {
+    const info = readFleetInfo(config);
+    const natsUrl = config.nats.url ?? info?.nats_url;
+    if (natsUrl && (await pm.describe(Pm2Names.supervisor))?.status === 'online') {
+      step('stopping agents (snapshot, then stop)');
+      const pending = connectNats({ servers: natsUrl, name: 'thymos-down' });
+      const nc = await withDeadline(pending, 3000, () => {
+        void pending.then((late) => late.close()).catch(() => undefined);
+        return undefined;
+      });
+      if (nc) {
+        try {
+          report = await new SupervisorRequester(nc, config.supervisor.request_timeout_ms).request<ReconcileReport>('stop_all', {}, { onProgress: options.onProgress, watch: true });
+        } catch (err) {
+          step(`the supervisor could not stop the agents (${toThymosError(err).message}); stopping them through pm2`);
+        } finally {
+          await nc.close();
+        }
+      }
+    }
+    for (const app of await pm.list()) {
+      if (Pm2Names.agentId(app.name)) {
+        step(`stopping ${app.name}`);
+        await pm.delete(app.name);
+      }
+    }
+    step('stopping the supervisor');
+    await pm.delete(Pm2Names.supervisor);
+    if (await pm.describe(Pm2Names.nats)) {
+      step('stopping nats-server');
+      await pm.delete(Pm2Names.nats);
+    }
+    step('stopping the pm2 daemon');
+    await pm.killDaemon();
+  } finally {
+    pm.disconnect();
+  }
+  return { wasRunning: true, report };
+}
+
+/** Debian installs nats-server in /usr/bin (or /usr/sbin); PATH first. */
+export function findNatsServer(dirs: readonly string[] = [...(process.env.PATH ?? '').split(':').filter(Boolean), '/usr/sbin', '/usr/bin', '/usr/local/bin']): string {
+  for (const dir of dirs) {
+    const candidate = join(dir, 'nats-server');
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  throw new ThymosError(
+    ErrorCode.NATS_SERVER_MISSING,
+    'no nats-server binary found on PATH. Either install it (Debian: apt-get install nats-server) so thymos up can run one, or set [nats] url in thymos.toml to a server you run',
+  );
+}
+
+async function waitForPort(port: number, ms: number, log: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const socket = createConnection({ host: '127.0.0.1', port }, () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    await sleep(100);
+  }
+  throw new ThymosError(ErrorCode.STARTUP_TIMEOUT, `nats-server did not listen on 127.0.0.1:${port} within ${ms} ms (log: ${log})`);
+}
+
+async function waitForSupervisor(natsUrl: string, ms: number, log: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  const pending = connectNats({ servers: natsUrl, name: 'thymos-up' });
+  const nc = await withDeadline(pending, ms, () => {
+    void pending.then((late) => late.close()).catch(() => undefined);
+    return undefined;
+  });
+  if (!nc) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `cannot connect to ${natsUrl} within ${ms} ms`);
+  try {
+    const requester = new SupervisorRequester(nc, 2000);
+    for (;;) {
+      try {
+        await requester.request('status');
+        return;
+      } catch (err) {
+        if (Date.now() > deadline) {
+          throw new ThymosError(ErrorCode.STARTUP_TIMEOUT, `the supervisor did not answer within ${ms} ms: ${toThymosError(err).message} (log: ${log})`);
+        }
+        await sleep(200);
+      }
+    }
+  } finally {
+    await nc.close();
+  }
+}

@@ -1,0 +1,203 @@
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { CleanupStack } from '../../shared/platform/cleanup-stack.js';
+import { DataLock } from '../../shared/platform/data-lock.js';
+import { withDeadline } from '../../shared/platform/deadline.js';
+import { EMPTY_DOMAIN, loadDomainSchema } from '../../shared/domain/domain-schema.js';
+import { ensureEventStream } from '../../shared/nats/event-stream.js';
+import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
+import { fleetPaths } from '../../shared/config/fleet-paths.js';
+import { createLogger } from '../../shared/platform/logger.js';
+import { connectNats } from '../../shared/nats/nats-connection.js';
+import type { ThymosConfig } from '../../shared/config/thymos-config.js';
+import { Subjects } from '../../shared/protocol/fleet-names.js';
+import { SupervisorRequestSchemas } from '../../shared/protocol/supervisor-protocol.js';
+import { thymosBinPath } from '../pm2/thymos-bin.js';
+import { AgentLink } from '../fleet/agent-link.js';
+import { AgentRegistry } from '../fleet/agent-registry.js';
+import { ControlApi } from '../api/control-api.js';
+import { EmbeddingService } from '../embedding/embedding-service.js';
+import { FleetController } from '../fleet/fleet-controller.js';
+import { ProcessManager } from '../pm2/process-manager.js';
+import { RelevanceEvaluator } from '../fleet/relevance-evaluator.js';
+import { SupervisorMetrics } from '../fleet/supervisor-metrics.js';
+import { AuditLog, auditDetails } from '../api/audit-log.js';
+import { openWorldDatabase } from '../world/world-database.js';
+import { worldControlApi } from '../world/world-api.js';
+import { WorldStore } from '../world/world-store.js';
+
+export interface SupervisorOptions {
+  config: ThymosConfig;
+  /** The NATS server to use; `thymos up` passes the one it runs. */
+  natsUrl: string;
+}
+
+export interface RunningSupervisor {
+  controller: FleetController;
+  metricsUrl: string;
+  stop(reason: string): Promise<void>;
+  readonly stopped: Promise<void>;
+}
+
+/**
+ * Runs the supervisor of one fleet until told to stop: takes the fleet's lock, opens the
+ * registry, connects to NATS and pm2, adopts the agents still running, then serves the
+ * control API and `/metrics`. Stopping it leaves agents running (`thymos down` stops them first).
+ */
+export async function runSupervisorProcess(options: SupervisorOptions): Promise<RunningSupervisor> {
+  const { config, natsUrl } = options;
+  const logger = createLogger({ level: config.log.level, bindings: { component: 'supervisor' } });
+  const paths = fleetPaths(config.dataPath);
+  const cleanup = new CleanupStack();
+  try {
+    const lock = DataLock.acquire(paths.data, { file: 'supervisor.pid', name: `the supervisor of ${paths.data}`, code: ErrorCode.SUPERVISOR_ALREADY_RUNNING });
+    cleanup.push(() => lock.release());
+    const domainPromise = config.domainSchemaPath ? loadDomainSchema(config.domainSchemaPath) : Promise.resolve(EMPTY_DOMAIN);
+    domainPromise.catch(() => undefined);
+    const db = await openWorldDatabase(config, paths.world);
+    cleanup.push(() => db.close());
+    const registry = await AgentRegistry.open(db);
+    cleanup.push(() => registry.close());
+    const domain = await domainPromise;
+
+    const pendingNats = connectNats({ servers: natsUrl, name: 'thymos-supervisor' });
+    const nc = await withDeadline(pendingNats, 15_000, () => {
+      void pendingNats.then((late) => late.close()).catch(() => undefined);
+      throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `NATS at ${natsUrl} did not accept a connection within 15000 ms`);
+    });
+    cleanup.push(() => closeNats(nc));
+    if (config.embedding.enabled) {
+      try {
+        const embedding = await EmbeddingService.load(config);
+        embedding.serve(nc, logger);
+        cleanup.push(() => embedding.stop());
+        logger.info({ model: embedding.model, dims: embedding.dims }, 'embedding service ready');
+      } catch (err) {
+        logger.warn({ err: (err as Error).message }, 'no embedding service: agents recall with BM25 only');
+      }
+    }
+    const processes = await ProcessManager.connect(paths.pm2Home);
+    cleanup.push(() => processes.disconnect());
+
+    const link = new AgentLink(nc);
+    const evaluateTimeout = config.supervisor.evaluate_timeout_ms;
+    const evaluator = new RelevanceEvaluator({
+      domain,
+      defaultScore: config.lifecycle.default_score,
+      module: config.relevancePath ? await RelevanceEvaluator.loadModule(config.relevancePath) : undefined,
+      askAgent: async (id, input) => {
+        try {
+          return (await link.control(id, { op: 'evaluate', input }, evaluateTimeout)).score ?? undefined;
+        } catch {
+          return undefined; // no answer in time: the next source decides
+        }
+      },
+    });
+    const metrics = new SupervisorMetrics();
+    const jsm = await ensureEventStream(nc, config.events).catch((err: unknown) => {
+      logger.warn({ err: (err as Error).message }, 'world events are off: the NATS server has no JetStream');
+      return undefined;
+    });
+    const world = await WorldStore.open({ db, tables: domain.worldTables, nc, leaseMs: config.world.lease_ms, maxSubscriptions: config.world.max_subscriptions, logger });
+    cleanup.push(() => world.close());
+    const controller = new FleetController({
+      config,
+      domain,
+      paths,
+      registry,
+      processes,
+      nc,
+      natsUrl,
+      evaluator,
+      metrics,
+      logger,
+      thymosBin: thymosBinPath(),
+      jsm,
+      onStopped: (id) => world.endOwner(id),
+    });
+    await controller.adopt();
+    controller.watchHeartbeats();
+
+    const metricsUrl = await metrics.listen('127.0.0.1', config.supervisor.metrics_port);
+    cleanup.push(() => metrics.close());
+    const startedAt = new Date().toISOString();
+
+    const audit = new AuditLog(paths.audit, logger);
+    const api = new ControlApi(
+      nc,
+      {
+        schemas: SupervisorRequestSchemas,
+        subject: Subjects.supervisor,
+        contextOp: 'reconcile',
+        audit: { log: audit, ops: new Set(['reconcile', 'start', 'stop', 'archive', 'restore', 'stop_all']) },
+        handlers: {
+        reconcile: (r, progress) => controller.reconcile(r.context, { dryRun: r.dry_run, onProgress: progress }),
+        ping: async () => ({ pid: process.pid, started_at: startedAt }),
+        status: async () => ({ supervisor: { pid: process.pid, started_at: startedAt, metrics_url: metricsUrl, nats_url: natsUrl }, ...(await controller.status()) }),
+        start: (r, progress) => controller.operate('start', r.id, { mode: r.mode, onProgress: progress }),
+        stop: (r, progress) => controller.operate('stop', r.id, { onProgress: progress }),
+        archive: (r, progress) => controller.operate('archive', r.id, { onProgress: progress }),
+        restore: (r, progress) => controller.operate('restore', r.id, { onProgress: progress }),
+        stop_all: (_r, progress) => controller.stopAll({ onProgress: progress }),
+        history: (r) => controller.history(r.id, r.limit),
+        },
+      },
+      logger,
+    );
+    api.start();
+    cleanup.push(() => api.stop());
+    const worldApi = worldControlApi(nc, world, logger);
+    worldApi.start();
+    cleanup.push(() => worldApi.stop());
+    await nc.flush();
+
+    mkdirSync(paths.run, { recursive: true });
+    const info = join(paths.run, 'supervisor.json');
+    writeFileSync(`${info}.tmp`, JSON.stringify({ pid: process.pid, started_at: startedAt, metrics_url: metricsUrl, nats_url: natsUrl }, null, 2));
+    renameSync(`${info}.tmp`, info);
+
+    let stopping: Promise<void> | undefined;
+    let markStopped!: () => void;
+    const stopped = new Promise<void>((resolve) => {
+      markStopped = resolve;
+    });
+    const stop = (reason: string) => {
+      stopping ??= (async () => {
+        logger.info({ reason }, 'supervisor stopping');
+        api.stop();
+        worldApi.stop();
+        await controller.idle();
+        await cleanup.run();
+        logger.info('supervisor stopped');
+        markStopped();
+      })();
+      return stopping;
+    };
+    logger.info({ agents: controller.ids.length, nats: natsUrl, metrics: metricsUrl, counts: controller.counts() }, 'supervisor ready');
+    process.send?.('ready');
+    // A reconcile this supervisor's previous run was killed in the middle of is finished now,
+    // behind the same queue as requests, so a status asked meanwhile sees the end of it.
+    void controller.resumeInterrupted().then((resumed) => {
+      if (!resumed) return;
+      const { report } = resumed;
+      void audit.record({
+        at: new Date().toISOString(),
+        op: 'reconcile',
+        by: `supervisor#${process.pid} (finishing the reconcile begun ${resumed.since})`,
+        result: 'ok',
+        duration_ms: report.duration_ms,
+        details: auditDetails(report),
+      });
+    });
+    return { controller, metricsUrl, stop, stopped };
+  } catch (err) {
+    await cleanup.run();
+    logger.flush();
+    throw toThymosError(err);
+  }
+}
+
+async function closeNats(nc: NatsConnection): Promise<void> {
+  await nc.drain().catch(() => nc.close());
+}

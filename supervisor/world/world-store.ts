@@ -1,0 +1,430 @@
+import { randomUUID } from 'node:crypto';
+import type { NatsConnection } from '@nats-io/transport-node';
+import {
+  and,
+  BoundQuery,
+  contains,
+  eq,
+  expr,
+  gt,
+  gte,
+  inside,
+  lt,
+  lte,
+  ne,
+  RecordId,
+  Table,
+  type Expr,
+  type LiveMessage,
+  type LiveSubscription,
+  type Surreal,
+} from 'surrealdb';
+import { z } from 'zod';
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import type { Logger } from '../../shared/platform/logger.js';
+import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
+import { Subjects } from '../../shared/protocol/fleet-names.js';
+import type { WorldChange, WorldQuery, WorldRow, WorldSubscriptionInfo } from '../../shared/protocol/world-protocol.js';
+import {
+  checkWorldFilter,
+  requireWorldTable,
+  WorldFilterSchema,
+  worldRowFieldsSchema,
+  type WorldCondition,
+  type WorldFilter,
+  type WorldTable,
+  type WorldTables,
+} from '../../shared/domain/world-schema.js';
+import { parseInput } from '../../shared/errors/zod-issues.js';
+
+const SUBSCRIPTION_SCHEMA = `
+DEFINE TABLE IF NOT EXISTS live_subscription SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS table ON live_subscription TYPE string;
+DEFINE FIELD IF NOT EXISTS where ON live_subscription TYPE string;
+DEFINE FIELD IF NOT EXISTS owner ON live_subscription TYPE string;
+DEFINE FIELD IF NOT EXISTS key ON live_subscription TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS created_at ON live_subscription TYPE int;
+`;
+
+const FIELD_TYPES: Record<WorldTable['fields'][string]['type'], string> = {
+  string: 'string',
+  number: 'number',
+  boolean: 'bool',
+  strings: 'array<string>',
+};
+
+export interface WorldStoreOptions {
+  db: Surreal;
+  tables: WorldTables;
+  nc: NatsConnection;
+  leaseMs: number;
+  maxSubscriptions: number;
+  logger: Logger;
+}
+
+interface Subscription {
+  sub: string;
+  filter: WorldFilter;
+  owner: string;
+  key: string | undefined;
+  leaseUntil: number;
+  /** The shared live query it listens to, while it runs. */
+  group: LiveGroup | undefined;
+}
+
+/** One `LIVE SELECT` shared by every subscription with the same table and conditions. */
+interface LiveGroup {
+  key: string;
+  table: string;
+  live: LiveSubscription;
+  stopRelay: () => void;
+  members: Set<Subscription>;
+}
+
+/**
+ * The shared world: the tables the application declares in its Pkl schema (`worldTables`),
+ * in the supervisor's database. Reads and writes are structured — table, id, declared fields,
+ * conditions whose values are bound parameters — so nothing from the wire becomes SurrealQL.
+ * Live subscriptions run `LIVE SELECT` — one per distinct table and conditions, shared by
+ * every subscription that asks for the same — and relay each notification on
+ * `thymos.world.live.<sub>`; they are kept in the database and started again when the
+ * supervisor restarts, and end when unsubscribed, when their owner agent stops, or when
+ * their lease is not renewed.
+ */
+export class WorldStore {
+  readonly #o: WorldStoreOptions;
+  readonly #subs = new Map<string, Subscription>();
+  readonly #groups = new Map<string, LiveGroup>();
+  readonly #rowSchemas = new Map<string, { full: z.ZodType<Record<string, unknown>>; partial: z.ZodType<Record<string, unknown>> }>();
+  #sweeper: NodeJS.Timeout | undefined;
+  #closed = false;
+
+  private constructor(options: WorldStoreOptions) {
+    this.#o = options;
+    for (const [name, table] of Object.entries(options.tables)) {
+      this.#rowSchemas.set(name, { full: worldRowFieldsSchema(table), partial: worldRowFieldsSchema(table, true) });
+    }
+  }
+
+  /**
+   * Defines the declared tables (names are checked identifiers from the domain schema,
+   * never from the wire) and restarts the live subscriptions a previous supervisor kept.
+   */
+  static async open(options: WorldStoreOptions): Promise<WorldStore> {
+    const store = new WorldStore(options);
+    await store.#run(SUBSCRIPTION_SCHEMA + Object.entries(options.tables).map(([name, table]) => tableDefinition(name, table)).join(''));
+    await store.#restoreSubscriptions();
+    store.#sweeper = setInterval(() => store.#sweep(), Math.max(250, Math.floor(options.leaseMs / 4)));
+    store.#sweeper.unref();
+    return store;
+  }
+
+  /** The declared tables and their fields. */
+  tables(): WorldTables {
+    return this.#o.tables;
+  }
+
+  async get(tableName: string, id: string): Promise<WorldRow | null> {
+    const table = requireWorldTable(this.#o.tables, tableName);
+    const [rows] = await this.#run<[Array<Record<string, unknown>>]>('SELECT * FROM $rid', { rid: new RecordId(tableName, id) });
+    const row = rows?.[0];
+    return row ? toWorldRow(row, table) : null;
+  }
+
+  /** Writes the whole row: fields not given are removed. */
+  async set(tableName: string, id: string, fields: Record<string, unknown>, by: string): Promise<WorldRow> {
+    const table = requireWorldTable(this.#o.tables, tableName);
+    const valid = this.#validate(tableName, fields, 'full');
+    const [rows] = await this.#run<[Array<Record<string, unknown>>]>('UPSERT $rid CONTENT $row', {
+      rid: new RecordId(tableName, id),
+      row: { ...valid, updated_at: Date.now(), updated_by: by },
+    });
+    return toWorldRow(rows[0]!, table);
+  }
+
+  /** Changes the given fields of an existing row; NOT_FOUND when there is none. */
+  async patch(tableName: string, id: string, fields: Record<string, unknown>, by: string): Promise<WorldRow> {
+    const table = requireWorldTable(this.#o.tables, tableName);
+    const valid = this.#validate(tableName, fields, 'partial');
+    const [rows] = await this.#run<[Array<Record<string, unknown>>]>('UPDATE ONLY $rid MERGE $row', {
+      rid: new RecordId(tableName, id),
+      row: { ...valid, updated_at: Date.now(), updated_by: by },
+    }).catch((err: unknown) => {
+      if (/does not exist|not found/i.test((err as Error).message)) return [[]] as [Array<Record<string, unknown>>];
+      throw err;
+    });
+    const row = Array.isArray(rows) ? rows[0] : rows;
+    if (!row) throw new ThymosError(ErrorCode.NOT_FOUND, `${tableName} has no row ${JSON.stringify(id)} to patch (set creates rows)`);
+    return toWorldRow(row, table);
+  }
+
+  /** Removes a row; false when there was none. */
+  async delete(tableName: string, id: string): Promise<boolean> {
+    requireWorldTable(this.#o.tables, tableName);
+    const [rows] = await this.#run<[unknown[]]>('DELETE $rid RETURN BEFORE', { rid: new RecordId(tableName, id) });
+    return (rows?.length ?? 0) > 0;
+  }
+
+  async query(q: WorldQuery): Promise<WorldRow[]> {
+    const table = checkWorldFilter(this.#o.tables, q);
+    const query = new BoundQuery('SELECT * FROM type::table($world_table)', { world_table: q.table });
+    const condition = conditionOf(q);
+    if (condition) query.append(new BoundQuery(' WHERE ')).append(expr(condition));
+    if (q.order_by) {
+      const field = q.order_by.field;
+      if (field !== 'id' && field !== 'updated_at' && field !== 'updated_by' && !Object.hasOwn(table.fields, field)) {
+        throw new ThymosError(ErrorCode.INVALID_INPUT, `order_by.field: table ${q.table} has no field ${JSON.stringify(field)}`, { location: { path: 'order_by.field' } });
+      }
+      // The field is one the domain declares (a checked identifier), not text from the wire.
+      query.append(new BoundQuery(` ORDER BY \`${field}\` ${q.order_by.direction === 'desc' ? 'DESC' : 'ASC'}`));
+    }
+    query.append(new BoundQuery(' LIMIT $world_limit', { world_limit: q.limit }));
+    const [rows] = await this.#run<[Array<Record<string, unknown>>]>(query.query, query.bindings);
+    return (rows ?? []).map((r) => toWorldRow(r, table));
+  }
+
+  /**
+   * Starts (or, for the same owner and key, replaces the filter of) a live subscription.
+   * Notifications go to `thymos.world.live.<sub>` until it ends.
+   */
+  async subscribe(request: WorldFilter & { owner: string; key?: string | undefined }): Promise<WorldSubscriptionInfo> {
+    checkWorldFilter(this.#o.tables, request);
+    const filter: WorldFilter = { table: request.table, where: request.where };
+    const existing = request.key === undefined ? undefined : [...this.#subs.values()].find((s) => s.owner === request.owner && s.key === request.key);
+    if (!existing && this.#subs.size >= this.#o.maxSubscriptions) {
+      throw new ThymosError(ErrorCode.CAPACITY_EXCEEDED, `the world store already runs ${this.#subs.size} live subscriptions ([world] max_subscriptions = ${this.#o.maxSubscriptions})`);
+    }
+    const sub: Subscription = existing ?? { sub: randomUUID(), filter, owner: request.owner, key: request.key, leaseUntil: 0, group: undefined };
+    sub.leaseUntil = Date.now() + this.#o.leaseMs;
+    if (existing) await this.#stopLive(existing);
+    sub.filter = filter;
+    await this.#run('UPSERT $rid CONTENT $row RETURN NONE', {
+      rid: new RecordId('live_subscription', sub.sub),
+      row: { table: filter.table, where: JSON.stringify(filter.where), owner: sub.owner, key: sub.key, created_at: Date.now() },
+    });
+    this.#subs.set(sub.sub, sub);
+    await this.#startLive(sub);
+    return { sub: sub.sub, subject: Subjects.worldLive(sub.sub), lease_ms: this.#o.leaseMs };
+  }
+
+  /** Extends the lease of each known subscription; returns the ones that no longer exist. */
+  renew(subs: readonly string[]): { unknown: string[] } {
+    const until = Date.now() + this.#o.leaseMs;
+    const unknown: string[] = [];
+    for (const id of subs) {
+      const s = this.#subs.get(id);
+      if (s) s.leaseUntil = until;
+      else unknown.push(id);
+    }
+    return { unknown };
+  }
+
+  async unsubscribe(id: string): Promise<boolean> {
+    const s = this.#subs.get(id);
+    if (!s) return false;
+    await this.#end(s, 'unsubscribed');
+    return true;
+  }
+
+  /** Ends every subscription of an owner (an agent that stopped). */
+  async endOwner(owner: string): Promise<number> {
+    const owned = [...this.#subs.values()].filter((s) => s.owner === owner);
+    for (const s of owned) await this.#end(s, `${owner} stopped`);
+    return owned.length;
+  }
+
+  /** Live subscriptions now running, for status and tests. */
+  subscriptions(): Array<{ sub: string; owner: string; table: string; key: string | null }> {
+    return [...this.#subs.values()].map((s) => ({ sub: s.sub, owner: s.owner, table: s.filter.table, key: s.key ?? null }));
+  }
+
+  /** How many `LIVE SELECT`s run: one per distinct table and conditions. */
+  get liveQueries(): number {
+    return this.#groups.size;
+  }
+
+  /** Stops relaying; the subscriptions stay recorded so the next supervisor restarts them. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#sweeper);
+    for (const s of this.#subs.values()) await this.#stopLive(s);
+  }
+
+  async #restoreSubscriptions(): Promise<void> {
+    const [rows] = await this.#run<[Array<Record<string, unknown> & { id: RecordId }>]>('SELECT * FROM live_subscription');
+    const until = Date.now() + this.#o.leaseMs;
+    for (const row of rows ?? []) {
+      const sub = String(row.id.id);
+      const parsed = WorldFilterSchema.safeParse({ table: row.table, where: parseJsonOrUndefined(String(row.where)) });
+      let valid = parsed.success;
+      if (parsed.success) {
+        try {
+          checkWorldFilter(this.#o.tables, parsed.data);
+        } catch {
+          valid = false;
+        }
+      }
+      if (!parsed.success || !valid) {
+        // The domain changed under it (table or field gone): it cannot run any more.
+        this.#o.logger.warn({ sub, table: row.table }, 'live subscription dropped: its filter no longer fits the world tables');
+        await this.#run('DELETE $rid', { rid: row.id });
+        continue;
+      }
+      const s: Subscription = {
+        sub,
+        filter: parsed.data,
+        owner: String(row.owner),
+        key: typeof row.key === 'string' ? row.key : undefined,
+        leaseUntil: until,
+        group: undefined,
+      };
+      this.#subs.set(sub, s);
+      await this.#startLive(s);
+    }
+    if (this.#subs.size > 0) this.#o.logger.info({ subscriptions: this.#subs.size }, 'live subscriptions restarted');
+  }
+
+  /** Joins the live query of its filter, starting it when it is the first with that filter. */
+  async #startLive(s: Subscription): Promise<void> {
+    const key = JSON.stringify([s.filter.table, s.filter.where]);
+    let group = this.#groups.get(key);
+    if (!group) {
+      const condition = conditionOf(s.filter);
+      let pending = this.#o.db.live(new Table(s.filter.table));
+      if (condition) pending = pending.where(condition);
+      const live = await pending.catch((err: unknown) => {
+        throw new ThymosError(ErrorCode.DATABASE_ERROR, `live query on ${s.filter.table}: ${(err as Error).message}`, { cause: err });
+      });
+      const created: LiveGroup = { key, table: s.filter.table, live, stopRelay: () => undefined, members: new Set() };
+      created.stopRelay = live.subscribe((m) => this.#relay(created, m));
+      // Another request for the same filter may have finished first: keep one live query.
+      const raced = this.#groups.get(key);
+      if (raced) {
+        created.stopRelay();
+        await live.kill().catch(() => undefined);
+        group = raced;
+      } else {
+        this.#groups.set(key, created);
+        group = created;
+      }
+    }
+    group.members.add(s);
+    s.group = group;
+  }
+
+  /** Sends one notification to the subject of every subscription of the group. */
+  #relay(group: LiveGroup, m: LiveMessage): void {
+    if (m.action === 'KILLED') return;
+    const base = {
+      action: m.action === 'CREATE' ? ('create' as const) : m.action === 'UPDATE' ? ('update' as const) : ('delete' as const),
+      table: group.table,
+      id: String(m.recordId.id),
+      row: toWorldRow(m.value, this.#o.tables[group.table]!),
+      at: Date.now(),
+    };
+    for (const s of group.members) {
+      const change: WorldChange = { sub: s.sub, ...base };
+      try {
+        this.#o.nc.publish(Subjects.worldLive(s.sub), JSON.stringify(change));
+      } catch (err) {
+        this.#o.logger.warn({ err: (err as Error).message, sub: s.sub }, 'live notification not relayed');
+      }
+    }
+  }
+
+  /** Leaves its live query, killing it when it was the last member. */
+  async #stopLive(s: Subscription): Promise<void> {
+    const group = s.group;
+    s.group = undefined;
+    if (!group) return;
+    group.members.delete(s);
+    if (group.members.size > 0 || this.#groups.get(group.key) !== group) return;
+    this.#groups.delete(group.key);
+    group.stopRelay();
+    await group.live.kill().catch(() => undefined);
+  }
+
+  async #end(s: Subscription, reason: string): Promise<void> {
+    this.#subs.delete(s.sub);
+    await this.#stopLive(s);
+    await this.#run('DELETE $rid', { rid: new RecordId('live_subscription', s.sub) }).catch(() => undefined);
+    this.#o.logger.debug({ sub: s.sub, owner: s.owner, reason }, 'live subscription ended');
+  }
+
+  #sweep(): void {
+    const now = Date.now();
+    for (const s of this.#subs.values()) {
+      if (s.leaseUntil < now) void this.#end(s, 'lease expired');
+    }
+  }
+
+  #validate(tableName: string, fields: Record<string, unknown>, kind: 'full' | 'partial'): Record<string, unknown> {
+    return parseInput(this.#rowSchemas.get(tableName)![kind], fields, `${tableName} fields`, ['fields']);
+  }
+
+  async #run<T extends unknown[] = unknown[]>(query: string, bindings?: Record<string, unknown>): Promise<T> {
+    if (this.#closed) throw new ThymosError(ErrorCode.DATABASE_ERROR, 'the world store is closed');
+    try {
+      return (await this.#o.db.query(query, bindings)) as T;
+    } catch (err) {
+      throw new ThymosError(ErrorCode.DATABASE_ERROR, `world store: ${(err as Error).message}`, { cause: err });
+    }
+  }
+}
+
+/** `DEFINE` statements of one declared table; OVERWRITE so a changed declaration takes effect. */
+function tableDefinition(name: string, table: WorldTable): string {
+  const fields = Object.entries(table.fields).map(([field, spec]) => {
+    const type = FIELD_TYPES[spec.type];
+    return `DEFINE FIELD OVERWRITE \`${field}\` ON \`${name}\` TYPE ${spec.required ? type : `option<${type}>`};\n`;
+  });
+  return [
+    `DEFINE TABLE OVERWRITE \`${name}\` SCHEMAFULL;\n`,
+    ...fields,
+    `DEFINE FIELD OVERWRITE updated_at ON \`${name}\` TYPE int;\n`,
+    `DEFINE FIELD OVERWRITE updated_by ON \`${name}\` TYPE string;\n`,
+  ].join('');
+}
+
+/** The conditions of a filter as one SDK expression; every value becomes a bound parameter. */
+function conditionOf(filter: WorldFilter): Expr | undefined {
+  if (filter.where.length === 0) return undefined;
+  return and(...filter.where.map((c) => conditionExpr(filter.table, c)));
+}
+
+function conditionExpr(table: string, c: WorldCondition): Expr {
+  const value = c.field === 'id' ? (Array.isArray(c.value) ? c.value.map((v) => new RecordId(table, String(v))) : new RecordId(table, String(c.value))) : c.value;
+  switch (c.op) {
+    case '=':
+      return eq(c.field, value);
+    case '!=':
+      return ne(c.field, value);
+    case '<':
+      return lt(c.field, value);
+    case '<=':
+      return lte(c.field, value);
+    case '>':
+      return gt(c.field, value);
+    case '>=':
+      return gte(c.field, value);
+    case 'contains':
+      return contains(c.field, value);
+    case 'in':
+      return inside(c.field, value);
+  }
+}
+
+/** A stored row as the API returns it: its id as text, declared fields, and provenance. */
+function toWorldRow(row: Record<string, unknown>, table: WorldTable): WorldRow {
+  const rid = row.id;
+  const out: WorldRow = {
+    id: rid instanceof RecordId ? String(rid.id) : String(rid),
+    updated_at: Number(row.updated_at ?? 0),
+    updated_by: String(row.updated_by ?? ''),
+  };
+  for (const field of Object.keys(table.fields)) {
+    if (row[field] !== undefined) out[field] = row[field];
+  }
+  return out;
+}

@@ -1,0 +1,111 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { promisify } from 'node:util';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { killAllAgents, startAgent } from '../../helpers/agent-child.js';
+import { freePort } from '../../helpers/ports.js';
+import { REPO_ROOT, VILLAGE_SCHEMA } from '../../helpers/workspace.js';
+
+const run = promisify(execFile);
+const README = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
+/** The port the README's snippets name. */
+const README_PORT = '4101';
+
+/** The README's shell commands that start with `npx @modelcontextprotocol/inspector`, continuation lines joined. */
+function inspectorSnippets(): string[] {
+  const blocks = [...README.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!.replace(/\\\n\s*/g, ''));
+  return blocks.flatMap((b) => b.split('\n')).filter((l) => l.startsWith('npx @modelcontextprotocol/inspector'));
+}
+
+/** The README's `{"mcpServers": …}` snippets (Claude Desktop's configuration). */
+function mcpServersSnippets(): Array<{ command: string; args: string[] }> {
+  return [...README.matchAll(/`(\{"mcpServers": .*?\}\}\})`/g)].map((m) => Object.values((JSON.parse(m[1]!) as { mcpServers: Record<string, { command: string; args: string[] }> }).mcpServers)[0]!);
+}
+
+/**
+ * A folder with a thymos.toml, inside the repository (under the ignored `.tmp/`) so that `npx`
+ * run there finds the Inspector and mcp-remote among the development dependencies.
+ */
+function workspace(extra: string): string {
+  mkdirSync(join(REPO_ROOT, '.tmp'), { recursive: true });
+  const dir = mkdtempSync(join(REPO_ROOT, '.tmp', 'mcp-clients-'));
+  writeFileSync(join(dir, 'thymos.toml'), ['data_dir = "data"', '[domain]', `schema = ${JSON.stringify(VILLAGE_SCHEMA)}`, '[agent]', 'nats_wait_ms = 200', extra].join('\n'));
+  return dir;
+}
+
+async function shell(line: string, cwd: string): Promise<string> {
+  const { stdout } = await run('bash', ['-c', line], { cwd, timeout: 120_000, maxBuffer: 16 * 1024 * 1024 });
+  return stdout;
+}
+
+async function throughMcpRemote(server: { command: string; args: string[] }, cwd: string): Promise<{ tools: string[]; state: { id: string; status: string } }> {
+  const transport = new StdioClientTransport({ command: server.command, args: server.args, cwd, stderr: 'pipe' });
+  const client = new Client({ name: 'claude-desktop-like', version: '1.0.0' });
+  await client.connect(transport);
+  try {
+    const tools = (await client.listTools()).tools.map((t) => t.name);
+    const state = (await client.callTool({ name: 'get_elder_rowan_state', arguments: {} })).structuredContent as { id: string; status: string };
+    return { tools, state };
+  } finally {
+    await client.close();
+  }
+}
+
+describe('stock MCP clients, configured as the README says', () => {
+  const dirs: string[] = [];
+  let open: { dir: string; port: string };
+  let guarded: { dir: string; port: string; token: string };
+
+  before(async () => {
+    open = { dir: workspace(''), port: String(await freePort()) };
+    guarded = { dir: workspace('[mcp]\nrequire_token = true'), port: String(await freePort()), token: '' };
+    dirs.push(open.dir, guarded.dir);
+    await startAgent({ id: 'elder_rowan', port: Number(open.port), config: join(open.dir, 'thymos.toml') });
+    await startAgent({ id: 'elder_rowan', port: Number(guarded.port), config: join(guarded.dir, 'thymos.toml') });
+    guarded.token = readFileSync(join(guarded.dir, 'data', 'agents', 'elder_rowan', 'mcp-token'), 'utf8').trim();
+  });
+
+  after(async () => {
+    await killAllAgents();
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+
+  test('the MCP Inspector CLI: tools/list, tools/call and resources/read as written', async () => {
+    const snippets = inspectorSnippets().filter((l) => !l.includes('--header'));
+    assert.equal(snippets.length, 3, 'the README shows three Inspector commands for an open agent');
+    const [list, call, read] = await Promise.all(snippets.map((l) => shell(l.replaceAll(README_PORT, open.port), open.dir)));
+    const tools = (JSON.parse(list!) as { tools: Array<{ name: string }> }).tools.map((t) => t.name);
+    for (const name of ['talk_to_elder_rowan', 'remember', 'recall', 'get_elder_rowan_state']) assert.ok(tools.includes(name), `tools/list has ${name}`);
+    assert.match((JSON.parse(call!) as { content: Array<{ text: string }> }).content[0]!.text, /three silver/);
+    const contents = (JSON.parse(read!) as { contents: Array<{ uri: string; text: string }> }).contents;
+    assert.equal(contents[0]!.uri, 'agent://elder_rowan/state');
+    assert.equal((JSON.parse(contents[0]!.text) as { status: string }).status, 'ready');
+  });
+
+  test('Claude Desktop through mcp-remote: the mcpServers snippet as written', async () => {
+    const [plain] = mcpServersSnippets();
+    assert.ok(plain);
+    const { tools, state } = await throughMcpRemote({ command: plain.command, args: plain.args.map((a) => a.replace(README_PORT, open.port)) }, open.dir);
+    assert.ok(tools.includes('talk_to_elder_rowan'));
+    assert.deepEqual([state.id, state.status], ['elder_rowan', 'ready']);
+  });
+
+  test('with [mcp] require_token: the Inspector and mcp-remote with the header the README gives; without it, 401', async () => {
+    const [withHeader] = inspectorSnippets().filter((l) => l.includes('--header'));
+    assert.ok(withHeader, 'the README shows the Inspector with a token');
+    const tools = (JSON.parse(await shell(withHeader.replaceAll(README_PORT, guarded.port), guarded.dir)) as { tools: Array<{ name: string }> }).tools;
+    assert.ok(tools.some((t) => t.name === 'talk_to_elder_rowan'));
+    const bare = withHeader.replace(/ --header .*$/, '').replaceAll(README_PORT, guarded.port);
+    await assert.rejects(shell(bare, guarded.dir), /401|Unauthorized|UNAUTHORIZED|auth_required/i, 'the same command without the header is refused (the Inspector then asks for OAuth)');
+
+    const tokenSnippet = mcpServersSnippets().find((s) => s.args.includes('--header'));
+    assert.ok(tokenSnippet, 'the README shows mcp-remote with a token');
+    const args = tokenSnippet.args.map((a) => a.replace(README_PORT, guarded.port).replace('<token>', guarded.token));
+    const { state } = await throughMcpRemote({ command: tokenSnippet.command, args }, guarded.dir);
+    assert.equal(state.status, 'ready');
+  });
+});

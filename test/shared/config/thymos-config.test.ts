@@ -1,0 +1,100 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { isThymosError, ThymosError } from '../../../shared/errors/errors.js';
+import { loadConfig, parseConfig, ThymosConfigSchema } from '../../../shared/config/thymos-config.js';
+import { REPO_ROOT } from '../../helpers/workspace.js';
+
+function configError(source: string): ThymosError {
+  try {
+    parseConfig(source, '/etc/thymos/thymos.toml');
+  } catch (err) {
+    assert.ok(isThymosError(err, 'CONFIG_INVALID'), String(err));
+    return err;
+  }
+  assert.fail('expected CONFIG_INVALID');
+}
+
+describe('thymos.toml', () => {
+  test('an empty file gives every default, with paths resolved against its folder', () => {
+    const config = parseConfig('', '/srv/game/thymos.toml');
+    assert.equal(config.dataPath, '/srv/game/data');
+    assert.equal(config.agent.host, '127.0.0.1');
+    assert.equal(config.lifecycle.threshold_active, 0.7);
+    assert.equal(config.lifecycle.threshold_listening, 0.4);
+    assert.equal(config.lifecycle.threshold_dormant, 0.1);
+    assert.equal(config.memory.recall_default_k, 5);
+    assert.equal(config.nats.url, undefined);
+    assert.ok(Object.isFrozen(config));
+  });
+
+  test('the repository thymos.toml states every default and names every key', () => {
+    const text = readFileSync(join(REPO_ROOT, 'thymos.toml'), 'utf8');
+    const repo = loadConfig(join(REPO_ROOT, 'thymos.toml'));
+    const defaults = ThymosConfigSchema.parse({});
+    for (const section of ['agent', 'lifecycle', 'supervisor', 'nats', 'events', 'memory', 'mcp', 'log'] as const) {
+      assert.deepEqual(repo[section], defaults[section], section);
+      const keys = Object.keys((ThymosConfigSchema.shape[section] as unknown as { def: { innerType: { shape: object } } }).def.innerType.shape);
+      assert.ok(keys.length > 0, `keys of ${section}`);
+      for (const key of keys) assert.match(text, new RegExp(`^#? ?${key} = `, 'm'), `${section}.${key} is in thymos.toml`);
+    }
+  });
+
+  test('the repository default parses and names the village schema', () => {
+    const config = loadConfig(join(REPO_ROOT, 'thymos.toml'));
+    assert.equal(config.domainSchemaPath, join(REPO_ROOT, 'examples/village/world.pkl'));
+  });
+
+  test('a wrong type names the key, what was expected, what came, and the line', () => {
+    const err = configError('data_dir = "d"\n\n[agent]\nhost = "127.0.0.1"\nshutdown_timeout_ms = "soon"\n');
+    assert.equal(err.message, '/etc/thymos/thymos.toml:5: agent.shutdown_timeout_ms: expected number, received string; got "soon"');
+    assert.deepEqual(err.location, { file: '/etc/thymos/thymos.toml', line: 5, path: 'agent.shutdown_timeout_ms' });
+  });
+
+  test('an unknown key is named with its line, so typos do not pass silently', () => {
+    const err = configError('[lifecycle]\nthreshold_actve = 0.8\n');
+    assert.match(err.message, /^\/etc\/thymos\/thymos\.toml:2: lifecycle: unknown key "threshold_actve"$/);
+  });
+
+  test('an out-of-range value says the range', () => {
+    const err = configError('[lifecycle]\nthreshold_active = 1.5\n');
+    assert.match(err.message, /:2: lifecycle\.threshold_active: Too big: expected number to be <=1; got 1\.5$/);
+  });
+
+  test('thresholds out of order are refused', () => {
+    const err = configError('[lifecycle]\nthreshold_active = 0.3\nthreshold_listening = 0.5\n');
+    assert.match(err.message, /expected threshold_active >= threshold_listening >= threshold_dormant/);
+  });
+
+  test('text that is not TOML gives the line and column of the fault', () => {
+    const err = configError('data_dir = "x"\n[agent\nhost = 1\n');
+    assert.match(err.message, /^\/etc\/thymos\/thymos\.toml:2:\d+: not valid TOML: /);
+    assert.equal(err.location?.line, 2);
+  });
+
+  test('a missing file is a CONFIG_INVALID error that names the path', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'thymos-cfg-'));
+    assert.throws(() => loadConfig(join(dir, 'nope.toml')), (err: unknown) => isThymosError(err, 'CONFIG_INVALID') && /cannot read config file .*nope\.toml/.test(err.message));
+    writeFileSync(join(dir, 'ok.toml'), 'data_dir = "/var/lib/thymos"\n');
+    assert.equal(loadConfig(join(dir, 'ok.toml')).dataPath, '/var/lib/thymos');
+  });
+
+  test('fuzzed configuration text never escapes as anything but CONFIG_INVALID', () => {
+    const pieces = ['[agent]', '[nats]', 'url = ', 'host = ', '"x"', '1', '-1', '1e999', 'true', '[[a]]', '=', '"', '\n', '[memory]', 'recall_max_k = 0', '{a=1}', '[1,2]', '\u0000', '# c'];
+    let seed = 42;
+    const rand = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+    let refused = 0;
+    for (let i = 0; i < 500; i++) {
+      const text = Array.from({ length: 1 + Math.floor(rand() * 8) }, () => pieces[Math.floor(rand() * pieces.length)]).join(rand() < 0.5 ? ' ' : '\n');
+      try {
+        parseConfig(text, 'fuzz.toml');
+      } catch (err) {
+        assert.ok(isThymosError(err, 'CONFIG_INVALID'), `input ${JSON.stringify(text)} threw ${String(err)}`);
+        refused++;
+      }
+    }
+    assert.ok(refused > 100, `most garbage is refused (${refused}/500)`);
+  });
+});

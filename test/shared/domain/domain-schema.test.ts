@@ -1,0 +1,91 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { loadDomainSchema, parseDomainSchema } from '../../../shared/domain/domain-schema.js';
+import { isThymosError } from '../../../shared/errors/errors.js';
+import { REPO_ROOT, VILLAGE_SCHEMA } from '../../helpers/workspace.js';
+
+function world(body: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'thymos-pkl-'));
+  const file = join(dir, 'world.pkl');
+  writeFileSync(file, `amends ${JSON.stringify(join(REPO_ROOT, 'schemas/Thymos.pkl'))}\n${body}\n`);
+  return file;
+}
+
+describe('Pkl domain schema', () => {
+  test('the village amends the base module and evaluates to six agents with personas and rules', async () => {
+    const domain = await loadDomainSchema(VILLAGE_SCHEMA);
+    assert.deepEqual(Object.keys(domain.agents).sort(), ['bram_smith', 'captain_lysa', 'elder_rowan', 'mira_herbalist', 'old_fenn', 'tomas_innkeeper']);
+    const rowan = domain.agents.elder_rowan!;
+    assert.equal(rowan.persona.name, 'Elder Rowan');
+    assert.equal(rowan.homeLocation, 'village_square');
+    assert.deepEqual(rowan.aliases, ['the old badger', 'the elder']);
+    assert.deepEqual(domain.relevanceRules.map((r) => r.condition.kind), ['same_as', 'truthy', 'at_most', 'truthy']);
+    assert.equal(domain.relationshipTypes.knows?.symmetric, true);
+    assert.ok(Object.isFrozen(domain.agents));
+  });
+
+  test("Pkl's own error, with the application's file and line, reaches the user", async () => {
+    const file = world('agents {\n  ["Bad Id"] { persona { name = "x" } }\n}');
+    await assert.rejects(loadDomainSchema(file), (err: unknown) => {
+      assert.ok(isThymosError(err, 'SCHEMA_INVALID'));
+      assert.match(err.message, /Type constraint .* violated/);
+      assert.deepEqual(err.location, { file, line: 3 }, "line 3: the amends line comes first");
+      return true;
+    });
+  });
+
+  test('a relevance score outside 0..1 is refused by the base module', async () => {
+    const file = world('relevanceRules { new { name = "x"; condition = new PropertyTrue { property = "p" }; score = 2 } }');
+    await assert.rejects(loadDomainSchema(file), (err: unknown) => isThymosError(err, 'SCHEMA_INVALID') && /isBetween/.test(err.message));
+  });
+
+  test('JSON that bypasses Pkl is still validated, naming the path', () => {
+    assert.throws(
+      () => parseDomainSchema({ agents: { elder_rowan: { persona: { name: '' } } } }, 'x.json'),
+      (err: unknown) => isThymosError(err, 'SCHEMA_INVALID') && /agents\.elder_rowan\.persona\.name/.test(err.message),
+    );
+  });
+
+  test('world tables and watches are declared in Pkl and checked against each other', async () => {
+    const domain = await loadDomainSchema(VILLAGE_SCHEMA);
+    assert.deepEqual(Object.keys(domain.worldTables), ['quest', 'place']);
+    assert.equal(domain.worldTables.quest!.fields.reward!.type, 'number');
+    assert.deepEqual(domain.worldWatches[0], { table: 'place', where: [{ field: 'danger', op: '>=', value: 3 }], agents: [], agentTags: ['guard'] });
+
+    const cases: Array<[unknown, RegExp]> = [
+      [{ worldTables: { agent: { fields: {} } } }, /worldTables\.agent: agent is kept by Thymos/],
+      [{ worldTables: { quest: { fields: { updated_by: {} } } } }, /worldTables\.quest\.fields\.updated_by: every row already has id, updated_at, updated_by/],
+      [{ worldTables: { Quest: {} } }, /expected a world name/],
+      [{ worldTables: { quest: { fields: { title: {} } } }, worldWatches: [{ table: 'quests' }] }, /worldWatches\.0: worldWatches\.0\.table: no world table "quests"; the domain declares quest/],
+      [{ worldTables: { quest: { fields: { title: {} } } }, worldWatches: [{ table: 'quest', where: [{ field: 'reward', value: 1 }] }] }, /worldWatches\.0\.where\.0\.field: table quest has no field "reward"/],
+      [{ worldTables: { quest: { fields: { reward: { type: 'number' } } } }, worldWatches: [{ table: 'quest', where: [{ field: 'reward', value: 'lots' }] }] }, /where\.0\.value: expected number; got "lots"/],
+    ];
+    for (const [raw, pattern] of cases) {
+      assert.throws(() => parseDomainSchema(raw, 'x.json'), (err: unknown) => isThymosError(err, 'SCHEMA_INVALID') && pattern.test(err.message), JSON.stringify(raw));
+    }
+    const file = world('worldTables { ["quest"] { fields { ["title"] { type = "text" } } } }');
+    await assert.rejects(loadDomainSchema(file), (err: unknown) => isThymosError(err, 'SCHEMA_INVALID') && /"text"/.test(err.message));
+  });
+
+  test('named search strategies: declared in Pkl, not shadowing a method, and an agent names a declared one', async () => {
+    const domain = await loadDomainSchema(VILLAGE_SCHEMA);
+    assert.deepEqual(domain.searchStrategies.by_meaning, { method: 'hybrid', semanticWeight: 0.8 });
+    const elder = { persona: { name: 'Elder Rowan' } };
+    const cases: Array<[unknown, RegExp]> = [
+      [{ searchStrategies: { hybrid: { method: 'vector' } } }, /searchStrategies\.hybrid: hybrid is a search method already/],
+      [{ searchStrategies: { deep: { method: 'sideways' } } }, /searchStrategies\.deep\.method/],
+      [{ searchStrategies: { deep: { semanticWeight: 2 } } }, /searchStrategies\.deep\.semanticWeight/],
+      [{ agents: { elder_rowan: { ...elder, searchStrategy: 'deep' } } }, /agents\.elder_rowan\.searchStrategy: expected bm25, vector, hybrid; got "deep"/],
+    ];
+    for (const [raw, pattern] of cases) {
+      assert.throws(() => parseDomainSchema(raw, 'x.json'), (err: unknown) => isThymosError(err, 'SCHEMA_INVALID') && pattern.test(err.message), JSON.stringify(raw));
+    }
+    const ok = parseDomainSchema({ agents: { elder_rowan: { ...elder, searchStrategy: 'deep' } }, searchStrategies: { deep: { method: 'hybrid' } } });
+    assert.equal(ok.agents.elder_rowan!.searchStrategy, 'deep');
+    const file = world('searchStrategies { ["deep"] { method = "sideways" } }');
+    await assert.rejects(loadDomainSchema(file), (err: unknown) => isThymosError(err, 'SCHEMA_INVALID') && /sideways/.test(err.message));
+  });
+});

@@ -1,0 +1,65 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { Fleet } from '../../../client/fleet-client.js';
+import { decodeVectors } from '../../../shared/protocol/embed-protocol.js';
+import { dot } from '../../../shared/platform/embedder.js';
+import { connectNats, type NatsConnection } from '../../../shared/nats/nats-connection.js';
+import { startTestFleet, type TestFleet } from '../../helpers/fleet.js';
+import { ensureModel } from '../../helpers/embedding-model.js';
+
+let testFleet: TestFleet | undefined;
+let fleet: Fleet;
+let nc: NatsConnection;
+
+type Hit = { id: string; content: string; score: { strategy: string; bm25: number; vector?: number; final: number } };
+const recall = async (id: string, query: string, strategy: string) =>
+  ((await (await fleet.agent(id)).callTool({ name: 'recall', arguments: { query, k: 3, strategy } })).structuredContent as { results: Hit[] }).results;
+
+describe('the fleet embedding service', () => {
+  before(async () => {
+    ensureModel();
+    testFleet = await startTestFleet(['[lifecycle]', 'min_dwell_ms = 0']);
+    fleet = testFleet.fleet;
+    const status = await fleet.status();
+    nc = await connectNats({ servers: status.supervisor.nats_url, name: 'test-embed' });
+    const report = await fleet.reconcile({ agents: { elder_rowan: { relevance: 1 } } });
+    assert.deepEqual(report.failed, []);
+  });
+
+  after(async () => {
+    await nc?.close();
+    await testFleet?.dispose();
+  });
+
+  test('thymos.embed answers with unit vectors of the offline model, the same text twice the same', async () => {
+    const info = JSON.parse((await nc.request('thymos.embed.info', '', { timeout: 5000 })).string()) as { model: string; dims: number };
+    assert.deepEqual(info, { model: 'custom:glove-100d', dims: 100 });
+    const reply = JSON.parse((await nc.request('thymos.embed', JSON.stringify({ texts: ['wolves in the pasture', 'wolves in the pasture', 'a loaf of bread'] }), { timeout: 5000 })).string()) as {
+      ok: boolean;
+      result: { vectors: string; dims: number };
+    };
+    assert.equal(reply.ok, true);
+    const [a, b, c] = decodeVectors(reply.result.vectors, reply.result.dims);
+    assert.ok(Math.abs(dot(a!, a!) - 1) < 1e-4);
+    assert.deepEqual(Array.from(a!), Array.from(b!));
+    assert.ok(dot(a!, c!) < 0.9);
+    for (const bad of ['{nope', JSON.stringify({ texts: [] }), JSON.stringify({ texts: 'x' }), JSON.stringify({ texts: ['a'], extra: 1 })]) {
+      const r = JSON.parse((await nc.request('thymos.embed', bad, { timeout: 5000 })).string()) as { ok: boolean; error: { code: string; message: string } };
+      assert.equal(r.ok, false);
+      assert.equal(r.error.code, 'INVALID_INPUT', r.error.message);
+    }
+  });
+
+  test('a running agent recalls by meaning through the service; BM25 alone finds nothing', async () => {
+    const elder = await fleet.agent('elder_rowan');
+    await elder.callTool({ name: 'remember', arguments: { content: 'Bram seemed dishonest about the missing silver', importance: 0.8 } });
+    assert.deepEqual(await recall('elder_rowan', 'betrayal', 'bm25'), []);
+    const [hit] = await recall('elder_rowan', 'betrayal and deceit', 'vector');
+    assert.match(hit!.content, /dishonest/);
+    assert.equal(hit!.score.strategy, 'vector');
+    assert.ok(hit!.score.vector! > 0);
+    const hybrid = await recall('elder_rowan', 'silver deceit', 'hybrid');
+    assert.match(hybrid[0]!.content, /dishonest/);
+    assert.equal(hybrid[0]!.score.strategy, 'hybrid');
+  });
+});

@@ -1,0 +1,161 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, test } from 'node:test';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect as natsConnect } from '@nats-io/transport-node';
+import type { Fleet } from '../../../client/fleet-client.js';
+import { isThymosError } from '../../../shared/errors/errors.js';
+import { eventually, fleetPids, runThymos, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
+import type { Workspace } from '../../helpers/workspace.js';
+
+let ws: Workspace;
+let fleet: Fleet;
+let testFleet: TestFleet | undefined;
+
+const text = (r: unknown) => ((r as { content: Array<{ text: string }> }).content.map((c) => c.text).join('\n'));
+const memoryCount = async (id: string) => (JSON.parse(text(await (await fleet.agent(id)).callTool({ name: `get_${id}_state`, arguments: {} }))) as { memory_count: number }).memory_count;
+const recall = async (id: string, query: string, k = 100) => text(await (await fleet.agent(id)).callTool({ name: `query_${id}_knowledge`, arguments: { query, k } }));
+const counts = async (ids: string[]) => Object.fromEntries(await Promise.all(ids.map(async (id) => [id, await memoryCount(id)] as const)));
+const running = { tomas_innkeeper: { relevance: 1 }, bram_smith: { relevance: 1 }, elder_rowan: { relevance: 1 }, mira_herbalist: { relevance: 0.5 } };
+const IDS = Object.keys(running);
+
+describe('world events over JetStream', () => {
+  before(async () => {
+    testFleet = await startTestFleet(['[lifecycle]', 'min_dwell_ms = 0', '[events]', 'ack_wait_s = 2']);
+    ({ ws, fleet } = testFleet);
+    const report = await fleet.reconcile({ agents: running });
+    assert.deepEqual(report.failed, []);
+  });
+
+  after(async () => {
+    await testFleet?.dispose();
+  });
+
+  test('a tavern event reaches exactly the agents whose filters match; a Listening agent hears too', async () => {
+    const before = await counts(IDS);
+    await fleet.publish({ type: 'tavern.brawl', location: 'tavern', mentions: ['Bram'], payload: { summary: 'A brawl broke out at the Drowned Lantern' } });
+    await fleet.publish({ type: 'garden.blight', location: 'herb_garden', payload: { summary: 'Grey blight spreads among the silverleaf' } });
+    const expected = { tomas_innkeeper: 1, bram_smith: 1, elder_rowan: 0, mira_herbalist: 1 };
+    const delta = await eventually(async () => {
+      const now = await counts(IDS);
+      const d = Object.fromEntries(IDS.map((id) => [id, now[id]! - before[id]!]));
+      return JSON.stringify(d) === JSON.stringify(expected) ? d : undefined;
+    }, 10_000, 'memories of the events');
+    assert.deepEqual(delta, expected);
+    assert.match(await recall('bram_smith', 'brawl'), /A brawl broke out at the Drowned Lantern \(tavern\.brawl at tavern\)/);
+    assert.match(await recall('mira_herbalist', 'blight'), /Grey blight spreads/);
+    assert.doesNotMatch(await recall('elder_rowan', 'brawl'), /Drowned Lantern/);
+  });
+
+  test('a Dormant agent replays the 100 events it missed when it wakes, and a second restart duplicates none', async () => {
+    const base = await memoryCount('elder_rowan');
+    assert.deepEqual((await fleet.stop('elder_rowan')).stopped, ['elder_rowan']);
+    for (let i = 0; i < 100; i++) {
+      await fleet.publish({ id: `motion-${i}`, type: 'council.vote', tags: ['council'], payload: { summary: `Council motion ${i} carried` } });
+    }
+    await fleet.publish({ id: 'motion-0', type: 'council.vote', tags: ['council'], payload: { summary: 'Council motion 0 carried' } }); // a duplicate id: dropped
+    assert.deepEqual((await fleet.start('elder_rowan')).started, ['elder_rowan']);
+    assert.equal(await memoryCount('elder_rowan'), base + 100, 'heard before it said ready');
+    const found = (await recall('elder_rowan', 'council motion carried', 100)).match(/Council motion \d+ carried/g) ?? [];
+    assert.equal(new Set(found).size, 100);
+    await fleet.stop('elder_rowan');
+    await fleet.start('elder_rowan');
+    assert.equal(await memoryCount('elder_rowan'), base + 100, 'no duplicates after another restart');
+  });
+
+  test('an agent killed with -9 in the middle of its replay loses none and duplicates none', async () => {
+    const base = await memoryCount('elder_rowan');
+    await fleet.stop('elder_rowan');
+    const N = 10_000;
+    for (let i = 0; i < N; i += 500) {
+      await Promise.all(Array.from({ length: Math.min(500, N - i) }, (_, j) => fleet.publish({ id: `decree-${i + j}`, type: 'council.decree', tags: ['council'], payload: { summary: `Decree ${i + j} was read out` } })));
+    }
+    const starting = runThymos(['start', 'elder_rowan'], ws.dir);
+    // Kill it while it is replaying: its consumer has handed out some of the events, not all.
+    const info = JSON.parse(readFileSync(join(ws.dir, 'data', 'run', 'fleet.json'), 'utf8')) as { nats_url: string };
+    const nc = await natsConnect({ servers: info.nats_url });
+    try {
+      const jsm = await jetstreamManager(nc);
+      const startSeq = (await jsm.consumers.info('THYMOS_EVENTS', 'agent_elder_rowan')).delivered.consumer_seq;
+      const deadline = Date.now() + 20_000;
+      for (;;) {
+        const c = await jsm.consumers.info('THYMOS_EVENTS', 'agent_elder_rowan');
+        if (c.delivered.consumer_seq > startSeq && c.num_pending > 0) break;
+        assert.ok(Date.now() < deadline, 'the replay began');
+        await sleep(5);
+      }
+      process.kill(fleetPids(join(ws.dir, 'data')).apps.get('agent-elder-rowan')!, 'SIGKILL');
+    } finally {
+      await nc.close();
+    }
+    const first = await starting;
+    assert.equal(first.code, 1, 'the kill landed before the agent said ready');
+    assert.match(first.stdout, /FAILED +elder_rowan: AGENT_START_FAILED/);
+    await eventually(async () => {
+      const s = (await fleet.status()).agents.find((a) => a.id === 'elder_rowan')!;
+      if (s.state !== 'active') await fleet.start('elder_rowan').catch(() => undefined); // replays the rest; unacked ones return after ack_wait
+      return (await memoryCount('elder_rowan')) === base + N ? true : undefined;
+    }, 60_000, `elder_rowan to hold all ${N} decrees`);
+    await sleep(3000); // past ack_wait: anything redelivered late would show up now
+    assert.equal(await memoryCount('elder_rowan'), base + N, 'none lost, none duplicated');
+  });
+
+  test('an Archived agent stops retaining events; restored, it hears only what comes after', async () => {
+    await fleet.reconcile({ agents: { ...running, old_fenn: { relevance: 1 } } });
+    const before = await memoryCount('old_fenn');
+    await fleet.reconcile({ agents: { ...running, old_fenn: { relevance: 0.01 } } });
+    await fleet.publish({ type: 'river.flood', location: 'river', payload: { summary: 'The river burst its banks while Fenn was away' } });
+    await fleet.reconcile({ agents: { ...running, old_fenn: { relevance: 1 } } });
+    assert.equal(await memoryCount('old_fenn'), before, 'nothing kept while archived');
+    await fleet.publish({ type: 'river.fish', location: 'river', payload: { summary: 'A great pike was caught at the weir' } });
+    await eventually(async () => ((await memoryCount('old_fenn')) === before + 1 ? true : undefined), 10_000, 'the new event');
+  });
+
+  test('agents tell and ask each other; a question to a sleeping agent is answered when it wakes', async () => {
+    const call = async (id: string, name: string, args: Record<string, unknown>) => (await fleet.agent(id)).callTool({ name, arguments: args });
+    const told = await call('bram_smith', 'send_message', { to: 'tomas_innkeeper', message: 'Keep an ale cold for me tonight' });
+    assert.equal(told.isError, undefined, text(told));
+    await eventually(async () => (/bram_smith told me: Keep an ale cold/.test(await recall('tomas_innkeeper', 'ale cold')) ? true : undefined), 10_000, 'the message');
+
+    const live = await call('bram_smith', 'ask_agent', { to: 'elder_rowan', question: 'What burned the mill?', timeout_ms: 10_000 });
+    assert.equal((live.structuredContent as { answered: boolean }).answered, true, text(live));
+    assert.match(text(live), /^Hmm\. Let me think on that\./, 'answered in the elder\'s voice');
+
+    await fleet.stop('elder_rowan');
+    const later = await call('bram_smith', 'ask_agent', { to: 'elder_rowan', question: 'Who tends the river mill?', timeout_ms: 500 });
+    assert.equal((later.structuredContent as { answered: boolean }).answered, false);
+    assert.match(text(later), /It will answer when it wakes/);
+    await fleet.start('elder_rowan');
+    await eventually(async () => (/elder_rowan answered me: Hmm\. Let me think on that\./.test(await recall('bram_smith', 'elder_rowan answered me', 20)) ? true : undefined), 15_000, "the elder's late answer in Bram's memory");
+
+    const self = await call('bram_smith', 'send_message', { to: 'bram_smith', message: 'hello me' });
+    assert.equal(self.isError, true);
+    await fleet.reconcile({ agents: { ...running, mira_herbalist: { relevance: 0.5 } } });
+    const passive = await call('mira_herbalist', 'send_message', { to: 'bram_smith', message: 'hi' });
+    assert.match(text(passive), /AGENT_NOT_ACTIVE/);
+  });
+
+  test('event text carrying SurrealQL is stored as text and changes nothing else', async () => {
+    const before = await memoryCount('tomas_innkeeper');
+    const evil = "x'; DELETE memory; REMOVE TABLE memory; --";
+    await fleet.publish({ type: 'tavern.rumour', location: 'tavern', tags: ["'; DROP"], payload: { summary: evil } });
+    await eventually(async () => ((await memoryCount('tomas_innkeeper')) === before + 1 ? true : undefined), 10_000, 'the rumour');
+    assert.match(await recall('tomas_innkeeper', 'DELETE memory REMOVE TABLE'), /DELETE memory; REMOVE TABLE memory/);
+  });
+
+  test('an invalid event is refused with INVALID_INPUT naming the field, from the library and the CLI (exit 2)', async () => {
+    await assert.rejects(fleet.publish({ type: 'Tavern Brawl' }), (err: unknown) => isThymosError(err, 'INVALID_INPUT') && /type/.test(err.message));
+    await assert.rejects(fleet.publish({ type: 'x', tags: 'a' as unknown as string[] }), (err: unknown) => isThymosError(err, 'INVALID_INPUT') && /tags/.test(err.message));
+    const ok = await runThymos(['publish', 'tavern.song', '{"summary":"A song about the old mill"}', '--location', 'tavern', '--json'], ws.dir);
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.match(ok.stdout, /"seq":\d+/);
+    const bad = await runThymos(['publish', 'tavern.song', '{not json'], ws.dir);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /USAGE: payload: expected a JSON object/);
+    const badType = await runThymos(['publish', 'Bad Type'], ws.dir);
+    assert.equal(badType.code, 2);
+    assert.match(badType.stderr, /INVALID_INPUT: event: type:/);
+  });
+});
