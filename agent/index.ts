@@ -1,7 +1,8 @@
 export type { AgentBehavior, AgentBehaviorContext, CreateBehavior, TalkReply, TalkRequest } from './runtime/agent-behavior.js';
 export { AgentMemory, type NewMemory, type RecallOptions } from './memory/agent-memory.js';
 export { agentResourceUris, THYMOS_VERSION } from './mcp/agent-mcp-server.js';
-export { AGENT_USAGE, AgentOptionsSchema, AgentStartContextSchema, parseAgentArgs, type AgentOptions, type AgentStartContext } from './process/agent-options.js';
+export { AGENT_USAGE, AgentOptionsSchema, parseAgentArgs, type AgentOptions } from './process/agent-options.js';
+export { AgentStartContextSchema, type AgentStartContext } from '../shared/protocol/agent-start-context.js';
 export { agentDataDir, defaultDefinition, resolveConfig, runAgentProcess, type RunningAgent } from './process/agent-process.js';
 export { AgentRuntime } from './runtime/agent-runtime.js';
 export { Bm25Index } from './memory/bm25-index.js';

@@ -12,8 +12,8 @@ import { connectNats, type NatsConnection } from '../shared/nats/nats-connection
 import { parseJsonOrUndefined } from '../shared/protocol/parse-json.js';
 import { parseReconcileContext, type ReconcileContextInput } from '../shared/domain/reconcile-context.js';
 import { SupervisorRequester } from '../shared/nats/supervisor-requester.js';
-import type { FleetStatus, ProgressMessage, ReconcileReport, TransitionRecord } from '../shared/protocol/supervisor-protocol.js';
-import { Subjects } from '../shared/protocol/fleet-names.js';
+import type { FleetStatus, ProgressMessage, ReconcileReport, SupervisorResultSchemas, TransitionRecord } from '../shared/protocol/supervisor-protocol.js';
+import { FleetNames } from '../shared/protocol/fleet-names.js';
 import { loadConfig, type ThymosConfig } from '../shared/config/thymos-config.js';
 import { WorldClient } from '../shared/nats/world-client.js';
 
@@ -93,7 +93,8 @@ const QUICK_MS = 10_000;
 
 class FleetClient implements Fleet {
   readonly #nc: NatsConnection;
-  readonly #requester: SupervisorRequester;
+  readonly #names: FleetNames;
+  readonly #requester: SupervisorRequester<typeof SupervisorResultSchemas>;
   readonly #host: string;
   /** Where agents keep their MCP tokens (`[mcp] require_token`). */
   readonly #dataPath: string;
@@ -102,8 +103,9 @@ class FleetClient implements Fleet {
 
   constructor(nc: NatsConnection, config: ThymosConfig) {
     this.#nc = nc;
-    this.#requester = new SupervisorRequester(nc, config.supervisor.request_timeout_ms);
-    this.world = new WorldClient(nc, { timeoutMs: QUICK_MS, by: 'app', owner: WorldClient.appOwner() });
+    this.#names = new FleetNames(config.fleet.name);
+    this.#requester = SupervisorRequester.control(nc, config.supervisor.request_timeout_ms, this.#names);
+    this.world = new WorldClient(nc, { timeoutMs: QUICK_MS, by: 'app', owner: WorldClient.appOwner(), names: this.#names });
     this.#host = config.agent.host === '0.0.0.0' ? '127.0.0.1' : config.agent.host;
     this.#dataPath = config.dataPath;
   }
@@ -136,7 +138,7 @@ class FleetClient implements Fleet {
 
   async publish(input: WorldEventInput): Promise<{ id: string; seq: number; duplicate: boolean }> {
     const event = parseWorldEvent(input);
-    return { id: event.id, ...(await publishWorldEvent(this.#nc, event)) };
+    return { id: event.id, ...(await publishWorldEvent(this.#nc, event, this.#names)) };
   }
 
   history(id: string, limit = 50): Promise<TransitionRecord[]> {
@@ -144,7 +146,7 @@ class FleetClient implements Fleet {
   }
 
   decisions(onDecision: (decision: EventDecision) => void, options: { agent?: string } = {}): { close(): void } {
-    const subject = options.agent === undefined ? Subjects.allAgentDecisions : Subjects.agentDecision(AgentIdSchema.parse(options.agent));
+    const subject = options.agent === undefined ? this.#names.allAgentDecisions : this.#names.agentDecision(AgentIdSchema.parse(options.agent));
     const sub = this.#nc.subscribe(subject, {
       callback: (err, msg) => {
         if (err) return;

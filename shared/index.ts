@@ -34,7 +34,7 @@ export {
 export { ErrorCode, isThymosError, ThymosError, toThymosError, type ErrorLocation, type WireError } from './errors/errors.js';
 export { createLogger, type Logger, type LoggerOptions } from './platform/logger.js';
 export { connectNats, type NatsConnection, type NatsConnectOptions } from './nats/nats-connection.js';
-export { Subjects } from './protocol/fleet-names.js';
+export { DEFAULT_FLEET_NAMES, FleetNames, FleetNameSchema } from './protocol/fleet-names.js';
 export {
   configFromObject,
   loadConfig,

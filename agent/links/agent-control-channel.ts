@@ -1,27 +1,30 @@
-import type { Msg, NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import {
   AgentControlRequestSchema,
   type AgentControlReply,
+  type AgentControlRequest,
   type AgentStatusMessage,
 } from '../../shared/protocol/agent-protocol.js';
-import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { connectNats } from '../../shared/nats/nats-connection.js';
-import { Subjects } from '../../shared/protocol/fleet-names.js';
+import type { FleetNames } from '../../shared/protocol/fleet-names.js';
+import { serveCoded } from '../../shared/nats/coded-responder.js';
 import { describeIssues } from '../../shared/errors/zod-issues.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
-import { parseWireJson } from '../../shared/protocol/parse-json.js';
 
 export interface AgentControlChannelOptions {
   servers: string;
+  /** The fleet's subjects. */
+  names: FleetNames;
   heartbeatMs: number;
   /** Called for a `shutdown` request, after the reply is sent. */
   onShutdown: () => void;
 }
 
 /**
- * The agent's NATS side: request/reply on `thymos.agent.<id>.control` and heartbeats
- * on `thymos.agent.<id>.status`. NATS being down never stops the agent: the link is
+ * The agent's NATS side: request/reply on `<fleet>.agent.<id>.control` and heartbeats
+ * on `<fleet>.agent.<id>.status`. NATS being down never stops the agent: the link is
  * made in the background, kept up by the client's reconnects, and reported in state.
  */
 export class AgentControlChannel {
@@ -43,7 +46,7 @@ export class AgentControlChannel {
       const nc = this.#nc;
       if (!nc || nc.isClosed()) return;
       try {
-        nc.publish(Subjects.agentDecision(runtime.id), JSON.stringify(decision));
+        nc.publish(this.#options.names.agentDecision(runtime.id), JSON.stringify(decision));
       } catch (err) {
         this.#logger.warn({ err }, 'decision not published');
       }
@@ -75,7 +78,7 @@ export class AgentControlChannel {
     if (!nc || nc.isClosed()) return;
     const msg: AgentStatusMessage = { kind, ts: new Date().toISOString(), state: this.#runtime.getState(), rss_bytes: process.memoryUsage.rss() };
     try {
-      nc.publish(Subjects.agentStatus(this.#runtime.id), JSON.stringify(msg));
+      nc.publish(this.#options.names.agentStatus(this.#runtime.id), JSON.stringify(msg));
     } catch (err) {
       this.#logger.debug({ err }, 'status not published');
     }
@@ -101,7 +104,17 @@ export class AgentControlChannel {
       return;
     }
     this.#nc = nc;
-    nc.subscribe(Subjects.agentControl(this.#runtime.id), { callback: (err, msg) => (err ? this.#logger.warn({ err }, 'control subscription error') : this.#onControl(msg)) });
+    serveCoded(
+      nc,
+      {
+        subject: this.#options.names.agentControl(this.#runtime.id),
+        schema: AgentControlRequestSchema,
+        invalid: (error, raw) =>
+          new ThymosError(ErrorCode.INVALID_INPUT, `control message: ${describeIssues(error, raw)}; expected {"op":"get_state"|"set_mode"|"snapshot"|"shutdown"|"evaluate"}`),
+        handle: (req) => this.#handle(req),
+      },
+      this.#logger,
+    );
     await nc.flush();
     this.#runtime.setNatsLink('connected');
     this.#logger.info({ servers: this.#options.servers }, 'nats connected');
@@ -122,48 +135,26 @@ export class AgentControlChannel {
     }
   }
 
-  #onControl(msg: Msg): void {
-    void this.#answer(msg).catch((err) => this.#logger.error({ err }, 'control reply failed'));
-  }
-
-  async #answer(msg: Msg): Promise<void> {
-    let reply: AgentControlReply;
-    let afterReply: (() => void) | undefined;
-    try {
-      const raw = parseWireJson(msg.string(), 'control message');
-      const parsed = AgentControlRequestSchema.safeParse(raw);
-      if (!parsed.success) {
-        throw new ThymosError(
-          ErrorCode.INVALID_INPUT,
-          `control message: ${describeIssues(parsed.error, raw)}; expected {"op":"get_state"|"set_mode"|"snapshot"|"shutdown"|"evaluate"}`,
-        );
+  /** Answers one valid control request with the fields of its `{ ok: true, … }` reply. */
+  async #handle(req: AgentControlRequest): Promise<Omit<Extract<AgentControlReply, { ok: true }>, 'ok'>> {
+    switch (req.op) {
+      case 'get_state':
+        return { state: this.#runtime.getState() };
+      case 'set_mode': {
+        const state = this.#runtime.setMode(req.mode);
+        this.publishStatus('mode');
+        return { state };
       }
-      const req = parsed.data;
-      switch (req.op) {
-        case 'get_state':
-          reply = { ok: true, state: this.#runtime.getState() };
-          break;
-        case 'set_mode':
-          reply = { ok: true, state: this.#runtime.setMode(req.mode) };
-          this.publishStatus('mode');
-          break;
-        case 'snapshot': {
-          const at = await this.#runtime.snapshot('control');
-          reply = { ok: true, state: this.#runtime.getState(), snapshot_at: at };
-          break;
-        }
-        case 'evaluate':
-          reply = { ok: true, state: this.#runtime.getState(), score: (await this.#runtime.evaluateRelevance(req.input)) ?? null };
-          break;
-        case 'shutdown':
-          reply = { ok: true, state: this.#runtime.getState() };
-          afterReply = this.#options.onShutdown;
-          break;
+      case 'snapshot': {
+        const at = await this.#runtime.snapshot('control');
+        return { state: this.#runtime.getState(), snapshot_at: at };
       }
-    } catch (err) {
-      reply = { ok: false, error: toThymosError(err).toJSON() };
+      case 'evaluate':
+        return { state: this.#runtime.getState(), score: (await this.#runtime.evaluateRelevance(req.input)) ?? null };
+      case 'shutdown':
+        // After the reply has gone out: the shutdown drains this connection.
+        setImmediate(this.#options.onShutdown);
+        return { state: this.#runtime.getState() };
     }
-    if (msg.reply) msg.respond(JSON.stringify(reply));
-    afterReply?.();
   }
 }

@@ -6,7 +6,8 @@ import { hearsEvent, type Listener } from './event-filter.js';
 import { ensureAgentConsumer } from '../../shared/nats/event-stream.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
-import { agentConsumerName, EVENT_STREAM, eventMemoryText, WorldEventSchema, type WorldEvent } from '../../shared/protocol/world-event.js';
+import type { FleetNames } from '../../shared/protocol/fleet-names.js';
+import { eventMemoryText, WorldEventSchema, type WorldEvent } from '../../shared/protocol/world-event.js';
 import type { NewMemory } from '../memory/agent-memory.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
 
@@ -17,6 +18,8 @@ export interface AgentEventListenerOptions {
   replayMax: number;
   /** Redelivery delay of an unacknowledged event, used when the consumer is created. */
   ackWaitS: number;
+  /** The fleet's stream and consumer names. */
+  names: FleetNames;
 }
 
 const BATCH = 256;
@@ -46,8 +49,8 @@ export class AgentEventListener {
   /** Binds the consumer (creating it the first time) and replays every pending event. */
   async catchUp(nc: NatsConnection): Promise<{ replayed: number; skipped: number }> {
     const js = jetstream(nc);
-    await ensureAgentConsumer(await js.jetstreamManager(), this.#runtime.id, { ack_wait_s: this.#options.ackWaitS });
-    const consumer = await js.consumers.get(EVENT_STREAM, agentConsumerName(this.#runtime.id));
+    await ensureAgentConsumer(await js.jetstreamManager(), this.#runtime.id, { ack_wait_s: this.#options.ackWaitS }, this.#options.names);
+    const consumer = await js.consumers.get(this.#options.names.eventStream, this.#options.names.eventConsumer(this.#runtime.id));
     this.#consumer = consumer;
     let skipped = 0;
     let toSkip = Math.max(0, (await consumer.info()).num_pending - this.#options.replayMax);

@@ -1,7 +1,8 @@
 import { jetstream, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
 import { readForever, readPending } from './durable-consumer.js';
 import { createInbox, type NatsConnection } from '@nats-io/transport-node';
-import { AgentMessageSchema, INBOX_STREAM, inboxConsumerName, newMessage, type AgentMessage } from '../../shared/protocol/agent-message.js';
+import { AgentMessageSchema, newMessage, type AgentMessage } from '../../shared/protocol/agent-message.js';
+import type { FleetNames } from '../../shared/protocol/fleet-names.js';
 import { withDeadline } from '../../shared/platform/deadline.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { sendAgentMessage } from '../../shared/nats/event-stream.js';
@@ -18,7 +19,7 @@ export interface Messenger {
 }
 
 /**
- * An agent's inbox: its durable consumer on `thymos.agent.<id>.inbox`. Messages wait there
+ * An agent's inbox: its durable consumer on `<fleet>.agent.<id>.inbox`. Messages wait there
  * while the agent is stopped and are taken in order when it wakes. A `tell` and an `answer`
  * become memories; an `ask` is answered in character when the agent is active (the answer
  * goes to the asker's inbox, and live to an asker still waiting). A message's memory id comes
@@ -28,20 +29,22 @@ const BATCH = 64;
 
 export class AgentInbox implements Messenger {
   readonly #runtime: AgentRuntime;
+  readonly #names: FleetNames;
   readonly #logger: Logger;
   #nc: NatsConnection | undefined;
   #messages: ConsumerMessages | undefined;
   #closed = false;
 
-  constructor(runtime: AgentRuntime, logger: Logger) {
+  constructor(runtime: AgentRuntime, names: FleetNames, logger: Logger) {
     this.#runtime = runtime;
+    this.#names = names;
     this.#logger = logger;
   }
 
   /** Takes every waiting message, then listens. The consumer must exist (the event listener creates both). */
   async open(nc: NatsConnection): Promise<number> {
     this.#nc = nc;
-    const consumer = await jetstream(nc).consumers.get(INBOX_STREAM, inboxConsumerName(this.#runtime.id));
+    const consumer = await jetstream(nc).consumers.get(this.#names.inboxStream, this.#names.inboxConsumer(this.#runtime.id));
     const taken = await readPending(consumer, BATCH, async (msgs) => {
       for (const m of msgs) await this.#take(m);
     }, () => this.#closed);
@@ -57,7 +60,7 @@ export class AgentInbox implements Messenger {
 
   async tell(to: string, text: string): Promise<AgentMessage> {
     const message = newMessage({ from: this.#runtime.id, to, kind: 'tell', text });
-    await sendAgentMessage(this.#connection(), message);
+    await sendAgentMessage(this.#connection(), message, this.#names);
     return message;
   }
 
@@ -70,7 +73,7 @@ export class AgentInbox implements Messenger {
       return undefined;
     })();
     try {
-      await sendAgentMessage(nc, newMessage({ from: this.#runtime.id, to, kind: 'ask', text: question, reply_subject: replySubject }));
+      await sendAgentMessage(nc, newMessage({ from: this.#runtime.id, to, kind: 'ask', text: question, reply_subject: replySubject }), this.#names);
       const text = await withDeadline(first, timeoutMs, () => undefined);
       if (text === undefined) return undefined;
       const raw = parseJsonOrUndefined(text) as { error?: { code: ErrorCode; message: string } } | undefined;
@@ -114,7 +117,7 @@ export class AgentInbox implements Messenger {
     }
     const { reply } = await this.#runtime.talk({ message: msg.text, speaker: msg.from });
     const answer = newMessage({ id: `ans-${msg.id}`.slice(0, 80), from: this.#runtime.id, to: msg.from, kind: 'answer', text: reply, in_reply_to: msg.id });
-    await sendAgentMessage(nc, answer);
+    await sendAgentMessage(nc, answer, this.#names);
     if (msg.reply_subject) nc.publish(msg.reply_subject, JSON.stringify(answer));
   }
 }

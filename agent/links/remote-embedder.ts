@@ -1,40 +1,45 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import { decodeVectors, EmbedInfoSchema, EmbedReplySchema } from '../../shared/protocol/embed-protocol.js';
+import { decodeVectors, EmbedInfoSchema, EmbedOkSchema } from '../../shared/protocol/embed-protocol.js';
 import type { Embedder } from '../../shared/platform/embedder.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { Subjects } from '../../shared/protocol/fleet-names.js';
-import { SupervisorRequester } from '../../shared/nats/supervisor-requester.js';
+import { DEFAULT_FLEET_NAMES, type FleetNames } from '../../shared/protocol/fleet-names.js';
+import { codedRequest, validatedRequest, type Unanswered } from '../../shared/nats/coded-request.js';
 
-/** The fleet's embedding service seen from an agent: `thymos.embed` on NATS. */
+/** The fleet's embedding service seen from an agent: `<fleet>.embed` on NATS. */
 export class RemoteEmbedder implements Embedder {
   readonly model: string;
   readonly dims: number;
-  readonly #requester: SupervisorRequester;
+  readonly #nc: NatsConnection;
+  readonly #names: FleetNames;
   readonly #timeoutMs: number;
 
-  private constructor(nc: NatsConnection, model: string, dims: number, timeoutMs: number) {
+  private constructor(nc: NatsConnection, names: FleetNames, model: string, dims: number, timeoutMs: number) {
     this.model = model;
     this.dims = dims;
+    this.#nc = nc;
+    this.#names = names;
     this.#timeoutMs = timeoutMs;
-    this.#requester = new SupervisorRequester(nc, timeoutMs, () => Subjects.embed);
   }
 
   /** Asks which model the service runs; EMBEDDER_UNAVAILABLE when none answers. */
-  static async connect(nc: NatsConnection, timeoutMs: number): Promise<RemoteEmbedder> {
+  static async connect(nc: NatsConnection, timeoutMs: number, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<RemoteEmbedder> {
     let info;
     try {
-      info = EmbedInfoSchema.parse(JSON.parse((await nc.request(Subjects.embedInfo, '', { timeout: timeoutMs })).string()));
+      info = await validatedRequest(nc, names.embedInfo, undefined, EmbedInfoSchema, { timeoutMs, unanswered: (why, err) => unavailable(names.embedInfo, why, err) });
     } catch (err) {
-      throw new ThymosError(ErrorCode.EMBEDDER_UNAVAILABLE, `no embedding service answers on ${Subjects.embedInfo} ([embedding] enabled, and a model the supervisor could load): ${(err as Error).message}`, { cause: err });
+      throw new ThymosError(ErrorCode.EMBEDDER_UNAVAILABLE, `no embedding service answers on ${names.embedInfo} ([embedding] enabled, and a model the supervisor could load): ${(err as Error).message}`, { cause: err });
     }
-    return new RemoteEmbedder(nc, info.model, info.dims, timeoutMs);
+    return new RemoteEmbedder(nc, names, info.model, info.dims, timeoutMs);
   }
 
   async embed(texts: readonly string[]): Promise<Float32Array[]> {
     if (texts.length === 0) return [];
     const out: Float32Array[] = [];
     for (let i = 0; i < texts.length; i += 1024) {
-      const reply = EmbedReplySchema.parse(await this.#requester.request('embed', { texts: texts.slice(i, i + 1024) }, { timeoutMs: this.#timeoutMs }));
+      const { result: reply } = await codedRequest(this.#nc, this.#names.embed, { texts: texts.slice(i, i + 1024) }, EmbedOkSchema, {
+        timeoutMs: this.#timeoutMs,
+        unanswered: (why, err) => unavailable(this.#names.embed, why, err),
+      });
       if (reply.model !== this.model || reply.dims !== this.dims) {
         throw new ThymosError(ErrorCode.EMBEDDER_UNAVAILABLE, `the embedding service changed model (${this.model} → ${reply.model}); restart the agent to re-embed`);
       }
@@ -42,4 +47,9 @@ export class RemoteEmbedder implements Embedder {
     }
     return out;
   }
+}
+
+function unavailable(subject: string, why: Unanswered, err: unknown): ThymosError {
+  const what = why === 'no-responders' ? 'no embedding service answers' : `the embedding service did not answer in time`;
+  return new ThymosError(ErrorCode.EMBEDDER_UNAVAILABLE, `${what} on ${subject}: ${(err as Error).message}`, { cause: err });
 }

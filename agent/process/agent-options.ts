@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { AgentModeSchema } from '../../shared/protocol/agent-protocol.js';
-import { AgentDefinitionSchema, AgentIdSchema, EventFilterSchema, ConceptTypeSchema, RelationshipTypeSchema, SearchStrategySchema, WorldWatchSchema } from '../../shared/domain/domain-schema.js';
-import { AliasEntrySchema } from '../../shared/domain/alias-table.js';
+import { AgentIdSchema } from '../../shared/domain/domain-schema.js';
+import { AgentStartContextSchema, type AgentStartContext } from '../../shared/protocol/agent-start-context.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { describeIssues } from '../../shared/errors/zod-issues.js';
 
@@ -18,28 +18,6 @@ export const AgentOptionsSchema = z.object({
   natsUrl: z.string().min(1).optional(),
 });
 export type AgentOptions = z.infer<typeof AgentOptionsSchema>;
-
-/**
- * What a supervisor (or a user) may hand an agent at start in `--context FILE`:
- * its definition (so the agent need not evaluate Pkl) and its context properties.
- */
-export const AgentStartContextSchema = z
-  .object({
-    definition: AgentDefinitionSchema.optional(),
-    /** The domain schema's event filters (which world events the agent hears). */
-    eventFilters: z.array(EventFilterSchema).optional(),
-    /** The domain's relationship types (what `link` may relate concepts with). */
-    relationshipTypes: z.record(z.string(), RelationshipTypeSchema).optional(),
-    conceptTypes: z.record(z.string(), ConceptTypeSchema).optional(),
-    searchStrategies: z.record(z.string(), SearchStrategySchema).optional(),
-    /** Every alias of the domain (alias patterns, agents' names and aliases), for concepts and recall. */
-    aliases: z.array(AliasEntrySchema).optional(),
-    /** The domain schema's world watches (standing live queries on world tables). */
-    worldWatches: z.array(WorldWatchSchema).optional(),
-    properties: z.record(z.string(), z.unknown()).default({}),
-  })
-  .strict();
-export type AgentStartContext = z.infer<typeof AgentStartContextSchema>;
 
 export const AGENT_USAGE =
   'usage: thymos agent --agent-id ID --port N [--mode active|passive] [--context FILE] [--config FILE] [--nats-url URL]';

@@ -13,6 +13,7 @@ import { aliasTable } from '../../shared/domain/alias-table.js';
 import { appliesTo } from '../links/event-filter.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
 import { createLogger, type Logger } from '../../shared/platform/logger.js';
+import { FleetNames } from '../../shared/protocol/fleet-names.js';
 import { resolveConfigFile, type ThymosConfig } from '../../shared/config/thymos-config.js';
 import type { AgentBehavior, CreateBehavior } from '../runtime/agent-behavior.js';
 import type { AgentControlChannel } from '../links/agent-control-channel.js';
@@ -151,10 +152,11 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
     let channel: AgentControlChannel | undefined;
     const listeners: Array<{ close(): Promise<void> }> = [];
     if (config.nats.url && natsModule) {
+      const names = new FleetNames(config.fleet.name);
       const { AgentControlChannel } = await natsModule;
       channel = new AgentControlChannel(
         runtime,
-        { servers: config.nats.url, heartbeatMs: config.agent.heartbeat_ms, onShutdown: () => void stop('control') },
+        { servers: config.nats.url, names, heartbeatMs: config.agent.heartbeat_ms, onShutdown: () => void stop('control') },
         logger,
       );
       cleanup.push(() => channel!.close());
@@ -165,7 +167,7 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
       const { AgentEventListener } = await import('../links/agent-event-listener.js');
       const ear = new AgentEventListener(
         runtime,
-        { listener: { id: options.agentId, name: definition.persona.name, tags: definition.tags, aliases: definition.aliases, location }, filters: eventFilters, replayMax: config.events.replay_max, ackWaitS: config.events.ack_wait_s },
+        { listener: { id: options.agentId, name: definition.persona.name, tags: definition.tags, aliases: definition.aliases, location }, filters: eventFilters, replayMax: config.events.replay_max, ackWaitS: config.events.ack_wait_s, names },
         logger,
       );
       cleanup.push(() => ear.close());
@@ -173,7 +175,7 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
       // What arrived while the agent was stopped is heard before it says ready; when NATS
       // comes later, as soon as it does.
       const { AgentInbox } = await import('../links/agent-inbox.js');
-      const inbox = new AgentInbox(runtime, logger);
+      const inbox = new AgentInbox(runtime, names, logger);
       cleanup.push(() => inbox.close());
       listeners.push(inbox);
       const { AgentWorldWatcher } = await import('../links/agent-world-watcher.js');
@@ -202,14 +204,14 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
           runtime.setMessenger(inbox);
         });
         await once('world', async () => {
-          const world = new WorldClient(nc, { timeoutMs: config.supervisor.request_timeout_ms, by: options.agentId, owner: options.agentId });
+          const world = new WorldClient(nc, { timeoutMs: config.supervisor.request_timeout_ms, by: options.agentId, owner: options.agentId, names });
           runtime.setWorld(world);
           await watcher.open(world);
         });
         await once('embedder', async () => {
           if (!config.embedding.enabled) return;
           const { RemoteEmbedder } = await import('../links/remote-embedder.js');
-          await RemoteEmbedder.connect(nc, config.embedding.timeout_ms).then(
+          await RemoteEmbedder.connect(nc, config.embedding.timeout_ms, names).then(
             (embedder) => memory.attachEmbedder(embedder),
             (err: unknown) => logger.warn({ err: (err as Error).message }, 'vector search off: recall uses BM25'),
           );

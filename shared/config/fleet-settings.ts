@@ -1,7 +1,20 @@
 import { z } from 'zod';
+import { DEFAULT_FLEET_NAME, FleetNameSchema } from '../protocol/fleet-names.js';
 import { ms, unit } from './setting-types.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** Which fleet this is. */
+export const FleetSettingsSchema = z
+  .object({
+    /**
+     * The fleet's name: the first token of every NATS subject (`<name>.agent.<id>.control`) and
+     * the prefix of every stream (`<NAME>_EVENTS`), so two fleets can share one NATS server.
+     * @default "thymos"
+     */
+    name: FleetNameSchema.default(DEFAULT_FLEET_NAME),
+  })
+  .strict();
 
 /** Score → state thresholds, damping and capacity. Used by the supervisor. */
 export const LifecycleSettingsSchema = z

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { describeIssue } from '../errors/zod-issues.js';
 import { AgentSettingsSchema, McpSettingsSchema, MemorySettingsSchema } from './agent-settings.js';
-import { DomainSettingsSchema, EmbeddingSettingsSchema, EventsSettingsSchema, LifecycleSettingsSchema, LogSettingsSchema, NatsSettingsSchema, SupervisorSettingsSchema, WorldSettingsSchema } from './fleet-settings.js';
+import { DomainSettingsSchema, EmbeddingSettingsSchema, FleetSettingsSchema, EventsSettingsSchema, LifecycleSettingsSchema, LogSettingsSchema, NatsSettingsSchema, SupervisorSettingsSchema, WorldSettingsSchema } from './fleet-settings.js';
 import { LlmSettingsSchema } from './llm-settings.js';
 
 /** The whole of `thymos.toml`. Every default lives here. */
@@ -13,6 +13,7 @@ export const ThymosConfigSchema = z
   .object({
     /** Where agents, the world store and pm2 keep their files, relative to this file. @default "data" */
     data_dir: z.string().min(1).default('data'),
+    fleet: FleetSettingsSchema.prefault({}),
     domain: DomainSettingsSchema.prefault({}),
     agent: AgentSettingsSchema.prefault({}),
     lifecycle: LifecycleSettingsSchema.prefault({}),

@@ -1,3 +1,5 @@
+import { z } from 'zod';
+
 /**
  * Stable error codes of the Thymos error family. Codes never change meaning once
  * published; callers branch on the code, never on the message text.
@@ -65,6 +67,8 @@ export const ErrorCode = {
   NOT_FOUND: 'NOT_FOUND',
   /** The supervisor handling a long request (reconcile, start, stop…) stopped before it answered; a restarted supervisor finishes an interrupted reconcile by itself. */
   SUPERVISOR_LOST: 'SUPERVISOR_LOST',
+  /** A reply over NATS did not match its protocol's schema (another version of Thymos answered, or a bug); the message names the subject. */
+  INVALID_REPLY: 'INVALID_REPLY',
   /** A failure that no other code describes; a bug if seen. */
   INTERNAL: 'INTERNAL',
 } as const;
@@ -110,13 +114,16 @@ export class ThymosError extends Error {
   }
 }
 
-/** An error as it travels in a NATS reply or an MCP result. */
-export interface WireError {
-  code: ErrorCode;
-  message: string;
-  location?: ErrorLocation;
-  details?: Record<string, unknown>;
-}
+/** An error as it travels in a NATS reply or an MCP result: the one definition both sides validate with. */
+export const WireErrorSchema = z.object({
+  code: z.enum(Object.values(ErrorCode) as [ErrorCode, ...ErrorCode[]]),
+  message: z.string(),
+  location: z
+    .object({ file: z.string().optional(), line: z.number().optional(), column: z.number().optional(), path: z.string().optional() })
+    .optional(),
+  details: z.record(z.string(), z.unknown()).optional(),
+});
+export type WireError = z.infer<typeof WireErrorSchema>;
 
 export function isThymosError(err: unknown, code?: ErrorCode): err is ThymosError {
   return err instanceof ThymosError && (code === undefined || err.code === code);

@@ -2,8 +2,9 @@ import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, JetStreamApiErro
 import type { NatsConnection } from '@nats-io/transport-node';
 import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { type EventsSettings } from '../config/fleet-settings.js';
-import { INBOX_STREAM, INBOX_SUBJECTS, inboxConsumerName, type AgentMessage } from '../protocol/agent-message.js';
-import { agentConsumerName, EVENT_STREAM, EVENT_SUBJECTS, eventSubject, type WorldEvent } from '../protocol/world-event.js';
+import type { AgentMessage } from '../protocol/agent-message.js';
+import { DEFAULT_FLEET_NAMES, type FleetNames } from '../protocol/fleet-names.js';
+import type { WorldEvent } from '../protocol/world-event.js';
 
 const NS_PER_MS = 1_000_000;
 const CONSUMER_NOT_FOUND = 10014;
@@ -15,7 +16,7 @@ const isApiError = (err: unknown, code: number) => err instanceof JetStreamApiEr
  * Creates the event stream and the agents' inbox stream, or brings their limits in line with `[events]`. Uses only what
  * nats-server 2.9 has: one subject filter per consumer, no compression, no transforms.
  */
-export async function ensureEventStream(nc: NatsConnection, settings: EventsSettings): Promise<JetStreamManager> {
+export async function ensureEventStream(nc: NatsConnection, settings: EventsSettings, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<JetStreamManager> {
   const jsm = await jetstreamManager(nc);
   const config = {
     retention: RetentionPolicy.Limits,
@@ -25,8 +26,8 @@ export async function ensureEventStream(nc: NatsConnection, settings: EventsSett
     duplicate_window: settings.duplicate_window_s * 1000 * NS_PER_MS,
   };
   for (const [name, subjects] of [
-    [EVENT_STREAM, [EVENT_SUBJECTS]],
-    [INBOX_STREAM, [INBOX_SUBJECTS]],
+    [names.eventStream, [names.allEvents]],
+    [names.inboxStream, [names.allInboxes]],
   ] as const) {
     try {
       const c = (await jsm.streams.info(name)).config;
@@ -46,11 +47,11 @@ export async function ensureEventStream(nc: NatsConnection, settings: EventsSett
  * (2.9 has no filter lists; which events an agent hears is decided by the agent), and
  * delivery from its creation on. It keeps what arrives while the agent is Dormant.
  */
-export async function ensureAgentConsumer(jsm: JetStreamManager, id: string, settings: Pick<EventsSettings, 'ack_wait_s'>): Promise<void> {
-  await ensureConsumer(jsm, EVENT_STREAM, agentConsumerName(id), EVENT_SUBJECTS, DeliverPolicy.New, settings);
+export async function ensureAgentConsumer(jsm: JetStreamManager, id: string, settings: Pick<EventsSettings, 'ack_wait_s'>, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<void> {
+  await ensureConsumer(jsm, names.eventStream, names.eventConsumer(id), names.allEvents, DeliverPolicy.New, settings);
   // Messages addressed to the agent wait in its inbox consumer from its creation on (the
   // supervisor creates it when it registers the agent; an Archived agent has none).
-  await ensureConsumer(jsm, INBOX_STREAM, inboxConsumerName(id), `thymos.agent.${id}.inbox`, DeliverPolicy.New, settings);
+  await ensureConsumer(jsm, names.inboxStream, names.inboxConsumer(id), names.agentInbox(id), DeliverPolicy.New, settings);
 }
 
 async function ensureConsumer(jsm: JetStreamManager, stream: string, name: string, filter: string, deliver: DeliverPolicy, settings: Pick<EventsSettings, 'ack_wait_s'>): Promise<void> {
@@ -70,10 +71,10 @@ async function ensureConsumer(jsm: JetStreamManager, stream: string, name: strin
 }
 
 /** Deletes an agent's consumer: an Archived agent stops retaining events. No-op if absent. */
-export async function deleteAgentConsumer(jsm: JetStreamManager, id: string): Promise<void> {
+export async function deleteAgentConsumer(jsm: JetStreamManager, id: string, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<void> {
   for (const [stream, name] of [
-    [EVENT_STREAM, agentConsumerName(id)],
-    [INBOX_STREAM, inboxConsumerName(id)],
+    [names.eventStream, names.eventConsumer(id)],
+    [names.inboxStream, names.inboxConsumer(id)],
   ] as const) {
     try {
       await jsm.consumers.delete(stream, name);
@@ -84,18 +85,18 @@ export async function deleteAgentConsumer(jsm: JetStreamManager, id: string): Pr
 }
 
 /** Puts a message in the addressee's inbox; it waits there while the addressee is stopped. */
-export async function sendAgentMessage(nc: NatsConnection, message: AgentMessage): Promise<void> {
+export async function sendAgentMessage(nc: NatsConnection, message: AgentMessage, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<void> {
   try {
-    await jetstream(nc).publish(`thymos.agent.${message.to}.inbox`, JSON.stringify(message), { msgID: message.id });
+    await jetstream(nc).publish(names.agentInbox(message.to), JSON.stringify(message), { msgID: message.id });
   } catch (err) {
     throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `message to ${message.to} not sent: ${(err as Error).message}`, { cause: err });
   }
 }
 
 /** Publishes an event into the stream; resolves once JetStream has stored it (or dropped a duplicate id). */
-export async function publishWorldEvent(nc: NatsConnection, event: WorldEvent): Promise<{ seq: number; duplicate: boolean }> {
+export async function publishWorldEvent(nc: NatsConnection, event: WorldEvent, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<{ seq: number; duplicate: boolean }> {
   try {
-    const ack = await jetstream(nc).publish(eventSubject(event.type), JSON.stringify(event), { msgID: event.id });
+    const ack = await jetstream(nc).publish(names.event(event.type), JSON.stringify(event), { msgID: event.id });
     return { seq: ack.seq, duplicate: ack.duplicate };
   } catch (err) {
     throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `publishing ${event.type} failed: ${(err as Error).message} (is the fleet up? its supervisor creates the event stream)`, { cause: err });

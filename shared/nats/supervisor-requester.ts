@@ -1,11 +1,13 @@
 import { hostname } from 'node:os';
 import { basename } from 'node:path';
 import { createInbox, headers, type NatsConnection } from '@nats-io/transport-node';
+import { z } from 'zod';
 import { ErrorCode, ThymosError } from '../errors/errors.js';
-import { isNoResponders } from './nats-connection.js';
-import { Subjects } from '../protocol/fleet-names.js';
-import { PingReplySchema, ProgressMessageSchema, SupervisorReplySchema, type PingReply, type ProgressMessage } from '../protocol/supervisor-protocol.js';
+import { DEFAULT_FLEET_NAMES, type FleetNames } from '../protocol/fleet-names.js';
 import { parseJsonOrUndefined } from '../protocol/parse-json.js';
+import { PingReplySchema, ProgressMessageSchema, SupervisorResultSchemas, type PingReply, type ProgressMessage } from '../protocol/supervisor-protocol.js';
+import { WorldResultSchemas } from '../protocol/world-protocol.js';
+import { codedRequest } from './coded-request.js';
 
 /** The header that says who sent a control request, for the supervisor's audit log. */
 export const REQUESTER_HEADER = 'Thymos-By';
@@ -15,8 +17,8 @@ const REQUESTER = `${basename(process.argv[1] ?? 'node')}#${process.pid}@${hostn
 const WATCH_EVERY_MS = 1000;
 
 /** Options of one request. */
-export interface RequestOptions {
-  onProgress?: (p: ProgressMessage) => void;
+export interface SupervisorRequestOptions {
+  onProgress?: ((p: ProgressMessage) => void) | undefined;
   timeoutMs?: number;
   /**
    * Fail with SUPERVISOR_LOST as soon as the supervisor that took the request stops (it no
@@ -26,23 +28,43 @@ export interface RequestOptions {
   watch?: boolean;
 }
 
+type Results = Record<string, z.ZodType>;
+/** The `{ ok: true, result }` reply of each op. */
+type Replies<R extends Results> = { [K in keyof R]: z.ZodType<{ result: z.output<R[K]> }> };
+
 /**
- * Sends requests to a fleet's supervisor and turns coded error replies back into
- * ThymosErrors. `subject` maps an op to its subject: the control API by default,
- * `Subjects.world` for the world store.
+ * Sends requests to an API the fleet's supervisor answers — its control API
+ * (`<fleet>.supervisor.<op>`) or the world store (`<fleet>.world.<op>`) — and returns each
+ * result validated by the op's schema in `shared/protocol`; coded error replies become
+ * ThymosErrors with the supervisor's code.
  */
-export class SupervisorRequester {
+export class SupervisorRequester<R extends Results> {
   readonly #nc: NatsConnection;
   readonly #timeoutMs: number;
+  readonly #names: FleetNames;
   readonly #subject: (op: string) => string;
+  readonly #replies: Replies<R>;
 
-  constructor(nc: NatsConnection, timeoutMs: number, subject: (op: string) => string = Subjects.supervisor) {
+  private constructor(nc: NatsConnection, timeoutMs: number, names: FleetNames, subject: (op: string) => string, results: R) {
     this.#nc = nc;
     this.#timeoutMs = timeoutMs;
+    this.#names = names;
     this.#subject = subject;
+    // Object.fromEntries loses the op → schema pairing that Replies<R> states; each entry is built from its own op.
+    this.#replies = Object.fromEntries(Object.entries(results).map(([op, result]) => [op, z.object({ result })])) as unknown as Replies<R>;
   }
 
-  async request<T>(op: string, payload: Record<string, unknown> = {}, options: RequestOptions = {}): Promise<T> {
+  /** The supervisor's control API: reconcile, status, start, stop… */
+  static control(nc: NatsConnection, timeoutMs: number, names: FleetNames = DEFAULT_FLEET_NAMES): SupervisorRequester<typeof SupervisorResultSchemas> {
+    return new SupervisorRequester(nc, timeoutMs, names, (op) => names.supervisor(op), SupervisorResultSchemas);
+  }
+
+  /** The world store's API: tables, get, set, query, subscribe… */
+  static world(nc: NatsConnection, timeoutMs: number, names: FleetNames = DEFAULT_FLEET_NAMES): SupervisorRequester<typeof WorldResultSchemas> {
+    return new SupervisorRequester(nc, timeoutMs, names, (op) => names.world(op), WorldResultSchemas);
+  }
+
+  async request<K extends keyof R & string>(op: K, payload: Record<string, unknown> = {}, options: SupervisorRequestOptions = {}): Promise<z.output<R[K]>> {
     const subject = this.#subject(op);
     let progressSub: ReturnType<NatsConnection['subscribe']> | undefined;
     const body = { ...payload };
@@ -59,26 +81,23 @@ export class SupervisorRequester {
     }
     const timeout = options.timeoutMs ?? this.#timeoutMs;
     const watchdog = options.watch ? await this.#watch(op) : undefined;
-    let text: string;
     try {
       const h = headers();
       h.set(REQUESTER_HEADER, REQUESTER);
-      const pending = this.#nc.request(subject, JSON.stringify(body), { timeout, headers: h });
-      if (watchdog) pending.catch(() => undefined); // lost to the watchdog: its late failure is nobody's
-      text = (await (watchdog ? Promise.race([pending, watchdog.lost]) : pending)).string();
-    } catch (err) {
-      if (err instanceof ThymosError) throw err;
-      if (isNoResponders(err)) {
-        throw new ThymosError(ErrorCode.FLEET_NOT_RUNNING, `no supervisor answers on ${subject}: start the fleet with thymos up`, { cause: err });
-      }
-      throw new ThymosError(ErrorCode.TIMEOUT, `the supervisor did not answer ${op} within ${timeout} ms ([supervisor] request_timeout_ms)`, { cause: err });
+      const reply = await codedRequest(this.#nc, subject, body, this.#replies[op], {
+        timeoutMs: timeout,
+        headers: h,
+        abandon: watchdog?.lost,
+        unanswered: (why, err) =>
+          why === 'no-responders'
+            ? new ThymosError(ErrorCode.FLEET_NOT_RUNNING, `no supervisor answers on ${subject}: start the fleet with thymos up`, { cause: err })
+            : new ThymosError(ErrorCode.TIMEOUT, `the supervisor did not answer ${op} within ${timeout} ms ([supervisor] request_timeout_ms)`, { cause: err }),
+      });
+      return reply.result;
     } finally {
       watchdog?.stop();
       progressSub?.unsubscribe();
     }
-    const reply = SupervisorReplySchema.parse(JSON.parse(text));
-    if (!reply.ok) throw new ThymosError(reply.error.code, reply.error.message, { location: reply.error.location, details: reply.error.details });
-    return reply.result as T;
   }
 
   /**
@@ -115,14 +134,16 @@ export class SupervisorRequester {
     };
   }
 
-  /** The supervisor answering now; 'gone' when none does; undefined when the answer did not come in time. */
+  /** The supervisor answering now; 'gone' when none does; undefined when the answer did not come in time or made no sense. */
   async #ping(): Promise<PingReply | 'gone' | undefined> {
     try {
-      const reply = SupervisorReplySchema.parse(JSON.parse((await this.#nc.request(this.#subject('ping'), '{}', { timeout: 2000 })).string()));
-      const parsed = reply.ok ? PingReplySchema.safeParse(reply.result) : undefined;
-      return parsed?.success ? parsed.data : undefined;
+      const reply = await codedRequest(this.#nc, this.#names.supervisor('ping'), {}, z.object({ result: PingReplySchema }), {
+        timeoutMs: 2000,
+        unanswered: (why) => new ThymosError(why === 'no-responders' ? ErrorCode.FLEET_NOT_RUNNING : ErrorCode.TIMEOUT, why),
+      });
+      return reply.result;
     } catch (err) {
-      return isNoResponders(err) ? 'gone' : undefined;
+      return err instanceof ThymosError && err.code === ErrorCode.FLEET_NOT_RUNNING ? 'gone' : undefined;
     }
   }
 }

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { parseJsonOrUndefined } from '../protocol/parse-json.js';
-import { Subjects } from '../protocol/fleet-names.js';
+import { DEFAULT_FLEET_NAMES, type FleetNames } from '../protocol/fleet-names.js';
 import { SupervisorRequester } from './supervisor-requester.js';
-import { WorldChangeSchema, WorldQuerySchema, WorldSubscriptionSchema, type WorldChange, type WorldQueryInput, type WorldRow } from '../protocol/world-protocol.js';
+import { WorldChangeSchema, WorldQuerySchema, type WorldResultSchemas, type WorldChange, type WorldQueryInput, type WorldRow } from '../protocol/world-protocol.js';
 import { WorldFilterSchema, type WorldFilter, type WorldFilterInput, type WorldTables } from '../domain/world-schema.js';
 import { parseInput } from '../errors/zod-issues.js';
 
@@ -22,6 +22,8 @@ export interface WorldClientOptions {
   by: string;
   /** Owner of live subscriptions: an agent id (they end when it stops) or `app:<name>`. */
   owner: string;
+  /** The fleet's subjects. @default the default fleet's (`thymos.world.<op>`) */
+  names?: FleetNames | undefined;
 }
 
 interface Live {
@@ -36,12 +38,12 @@ interface Live {
 /**
  * The shared world as a game loop, the CLI or an agent sees it: structured reads and writes
  * of the tables the domain declares, and live subscriptions — all through the supervisor on
- * NATS (`thymos.world.<op>`), never SurrealQL. Subscriptions are renewed while this client
+ * NATS (`<fleet>.world.<op>`), never SurrealQL. Subscriptions are renewed while this client
  * lives and made again if the supervisor no longer knows them.
  */
 export class WorldClient {
   readonly #nc: NatsConnection;
-  readonly #requester: SupervisorRequester;
+  readonly #requester: SupervisorRequester<typeof WorldResultSchemas>;
   readonly #options: WorldClientOptions;
   readonly #lives = new Set<Live>();
   #renewer: NodeJS.Timeout | undefined;
@@ -50,7 +52,7 @@ export class WorldClient {
   constructor(nc: NatsConnection, options: WorldClientOptions) {
     this.#nc = nc;
     this.#options = options;
-    this.#requester = new SupervisorRequester(nc, options.timeoutMs, Subjects.world);
+    this.#requester = SupervisorRequester.world(nc, options.timeoutMs, options.names ?? DEFAULT_FLEET_NAMES);
   }
 
   /** A fresh owner name for a game loop or script: `app:<random>`, never an agent id. */
@@ -79,7 +81,7 @@ export class WorldClient {
   }
 
   async delete(table: string, id: string): Promise<boolean> {
-    return (await this.#requester.request<{ deleted: boolean }>('delete', { table, id })).deleted;
+    return (await this.#requester.request('delete', { table, id })).deleted;
   }
 
   /**
@@ -117,9 +119,7 @@ export class WorldClient {
   }
 
   async #open(live: Live): Promise<void> {
-    const info = WorldSubscriptionSchema.parse(
-      await this.#requester.request('subscribe', { ...live.filter, owner: this.#options.owner, ...(live.key ? { key: live.key } : {}) }),
-    );
+    const info = await this.#requester.request('subscribe', { ...live.filter, owner: this.#options.owner, ...(live.key ? { key: live.key } : {}) });
     if (live.sub !== info.sub) {
       live.nats?.unsubscribe();
       live.sub = info.sub;
@@ -159,7 +159,7 @@ export class WorldClient {
     const lives = [...this.#lives];
     if (lives.length === 0) return;
     try {
-      const { unknown } = await this.#requester.request<{ unknown: string[] }>('renew', { subs: lives.map((l) => l.sub) }, { timeoutMs: this.#renewEveryMs });
+      const { unknown } = await this.#requester.request('renew', { subs: lives.map((l) => l.sub) }, { timeoutMs: this.#renewEveryMs });
       const lost = new Set(unknown);
       for (const l of lives) if (lost.has(l.sub) && !l.closed) await this.#open(l);
     } catch {

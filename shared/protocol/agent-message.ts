@@ -2,10 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { AgentIdSchema } from '../domain/domain-schema.js';
 
-/** JetStream stream that keeps agent-to-agent messages until the addressee takes them. */
-export const INBOX_STREAM = 'THYMOS_INBOX';
-export const INBOX_SUBJECTS = 'thymos.agent.*.inbox';
-export const inboxConsumerName = (id: string) => `inbox_${id}`;
 
 /** A message from one agent to another: told, asked (answer wanted), or an answer. */
 export const AgentMessageSchema = z

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AgentIdSchema } from '../domain/domain-schema.js';
-import { ErrorCode } from '../errors/errors.js';
+import { WireErrorSchema } from '../errors/errors.js';
 
 /** `active` answers dialogue; `passive` (Listening) serves reads and hears events only. */
 export const AgentModeSchema = z.enum(['active', 'passive']);
@@ -31,7 +31,7 @@ export type AgentState = z.infer<typeof AgentStateSchema>;
 /** An option a reasoning agent weighed: what, how well it fits (0..1), why. */
 export const ScoredOptionSchema = z.object({ action: z.string(), score: z.number(), reason: z.string() });
 
-/** What an agent decided about a world event it heard, published on `thymos.agent.<id>.decision`. */
+/** What an agent decided about a world event it heard, published on `<fleet>.agent.<id>.decision`. */
 export const EventDecisionSchema = z.object({
   agent: AgentIdSchema,
   /** The world event's id. */
@@ -60,7 +60,7 @@ export const RelevanceInputSchema = z
   .strict();
 export type RelevanceInput = z.infer<typeof RelevanceInputSchema>;
 
-/** Requests on `thymos.agent.<id>.control`. */
+/** Requests on `<fleet>.agent.<id>.control`. */
 export const AgentControlRequestSchema = z.discriminatedUnion('op', [
   z.object({ op: z.literal('get_state') }).strict(),
   z.object({ op: z.literal('set_mode'), mode: AgentModeSchema }).strict(),
@@ -71,28 +71,21 @@ export const AgentControlRequestSchema = z.discriminatedUnion('op', [
 ]);
 export type AgentControlRequest = z.infer<typeof AgentControlRequestSchema>;
 
-export const WireErrorSchema = z.object({
-  code: z.enum(Object.values(ErrorCode) as [ErrorCode, ...ErrorCode[]]),
-  message: z.string(),
-  location: z
-    .object({ file: z.string().optional(), line: z.number().optional(), column: z.number().optional(), path: z.string().optional() })
-    .optional(),
-  details: z.record(z.string(), z.unknown()).optional(),
+/** The fields of a successful reply on `<fleet>.agent.<id>.control`: the agent's state after the operation. */
+export const AgentControlOkSchema = z.object({
+  state: AgentStateSchema,
+  snapshot_at: z.string().optional(),
+  score: z.number().min(0).max(1).nullable().optional(),
 });
 
-/** Replies on `thymos.agent.<id>.control`: the agent's state after the operation, or an error with a code. */
+/** Replies on `<fleet>.agent.<id>.control`: the agent's state after the operation, or an error with a code. */
 export const AgentControlReplySchema = z.discriminatedUnion('ok', [
-  z.object({
-    ok: z.literal(true),
-    state: AgentStateSchema,
-    snapshot_at: z.string().optional(),
-    score: z.number().min(0).max(1).nullable().optional(),
-  }),
+  AgentControlOkSchema.extend({ ok: z.literal(true) }),
   z.object({ ok: z.literal(false), error: WireErrorSchema }),
 ]);
 export type AgentControlReply = z.infer<typeof AgentControlReplySchema>;
 
-/** Messages on `thymos.agent.<id>.status`. */
+/** Messages on `<fleet>.agent.<id>.status`. */
 export const AgentStatusMessageSchema = z.object({
   kind: z.enum(['ready', 'heartbeat', 'mode', 'stopping', 'stopped']),
   ts: z.string(),

@@ -1,18 +1,20 @@
 import { z } from 'zod';
 
-/** A request to `thymos.embed`: texts to turn into vectors. */
+/** A request to `<fleet>.embed`: texts to turn into vectors. */
 export const EmbedRequestSchema = z
   .object({
     texts: z.array(z.string().max(100_000)).min(1).max(1024),
   })
   .strict();
 
-/** `thymos.embed.info` and every embed reply: which model, how long its vectors are. */
+/** `<fleet>.embed.info` and every embed reply: which model, how long its vectors are. */
 export const EmbedInfoSchema = z.object({ model: z.string(), dims: z.number().int().positive() });
 export type EmbedInfo = z.infer<typeof EmbedInfoSchema>;
 
-/** The reply: vectors as little-endian float32, base64, one after another. */
+/** The result: vectors as little-endian float32, base64, one after another. */
 export const EmbedReplySchema = EmbedInfoSchema.extend({ vectors: z.string() });
+/** The fields of a successful reply on `<fleet>.embed`: `{ ok: true, result }`. */
+export const EmbedOkSchema = z.object({ result: EmbedReplySchema });
 
 export function encodeVectors(vectors: readonly Float32Array[]): string {
   const dims = vectors[0]?.length ?? 0;

@@ -1,31 +1,110 @@
+import { z } from 'zod';
+
 /**
- * Every NATS subject Thymos uses, in one place. Agent ids are validated
- * (`AgentIdSchema`) before they reach these functions, so they never carry
- * `.`, `*` or `>`.
+ * A fleet's name: the first token of every subject and the prefix of every stream, so
+ * two fleets can share one NATS. Lower-case, so it is also a valid stream name upper-cased.
  */
-export const Subjects = {
-  /** Request/reply control of one agent: get_state, set_mode, snapshot, shutdown. */
-  agentControl: (id: string) => `thymos.agent.${id}.control`,
-  /** Heartbeats and lifecycle notices of one agent. */
-  agentStatus: (id: string) => `thymos.agent.${id}.status`,
+export const FleetNameSchema = z
+  .string()
+  .regex(/^[a-z][a-z0-9_-]{0,31}$/, 'expected a fleet name: a lower-case letter, then up to 31 of a-z, 0-9, _ or -, e.g. "thymos"');
+
+/** The fleet name when `[fleet] name` is unset; it gives the names Thymos has always used. */
+export const DEFAULT_FLEET_NAME = 'thymos';
+
+/**
+ * Every NATS name a fleet uses — subjects, JetStream streams and durable consumers — in
+ * one place, each derived from the fleet's name (`[fleet] name`). Agent ids are validated
+ * (`AgentIdSchema`) before they reach these functions, so they never carry `.`, `*` or `>`.
+ * A new subject, stream, consumer or bucket is added here, never spelled out elsewhere.
+ *
+ * @example
+ * const names = new FleetNames(config.fleet.name);
+ * names.agentControl('elder_rowan'); // "thymos.agent.elder_rowan.control"
+ */
+export class FleetNames {
+  /** The fleet's name, e.g. `thymos`. */
+  readonly fleet: string;
+  /** JetStream stream that carries every world event, e.g. `THYMOS_EVENTS`. */
+  readonly eventStream: string;
+  /** Every event subject: `<fleet>.events.>`. */
+  readonly allEvents: string;
+  /** JetStream stream that keeps agent-to-agent messages until the addressee takes them, e.g. `THYMOS_INBOX`. */
+  readonly inboxStream: string;
+  /** Every inbox subject: `<fleet>.agent.*.inbox`. */
+  readonly allInboxes: string;
   /** Every agent's status, for the supervisor. */
-  allAgentStatus: 'thymos.agent.*.status',
-  /** Agent-to-agent messages. */
-  agentInbox: (id: string) => `thymos.agent.${id}.inbox`,
-  /** What one agent decided about a world event it heard (`[agent] reason_on_events`). */
-  agentDecision: (id: string) => `thymos.agent.${id}.decision`,
+  readonly allAgentStatus: string;
   /** Every agent's decisions. */
-  allAgentDecisions: 'thymos.agent.*.decision',
-  /** World events: `thymos.events.<kind>[.<more>]`. */
-  events: (kind: string) => `thymos.events.${kind}`,
-  /** The supervisor's control API. */
-  supervisor: (op: string) => `thymos.supervisor.${op}`,
-  /** The world store's API (get, set, query, subscribe…), answered by the supervisor. */
-  world: (op: string) => `thymos.world.${op}`,
+  readonly allAgentDecisions: string;
   /** The fleet's embedding service: texts in, vectors out. */
-  embed: 'thymos.embed',
+  readonly embed: string;
   /** Which model the embedding service runs. */
-  embedInfo: 'thymos.embed.info',
+  readonly embedInfo: string;
+
+  constructor(fleet: string = DEFAULT_FLEET_NAME) {
+    this.fleet = FleetNameSchema.parse(fleet);
+    const streamPrefix = fleet.toUpperCase();
+    this.eventStream = `${streamPrefix}_EVENTS`;
+    this.allEvents = `${fleet}.events.>`;
+    this.inboxStream = `${streamPrefix}_INBOX`;
+    this.allInboxes = `${fleet}.agent.*.inbox`;
+    this.allAgentStatus = `${fleet}.agent.*.status`;
+    this.allAgentDecisions = `${fleet}.agent.*.decision`;
+    this.embed = `${fleet}.embed`;
+    this.embedInfo = `${fleet}.embed.info`;
+    Object.freeze(this);
+  }
+
+  /** Request/reply control of one agent: get_state, set_mode, snapshot, shutdown, evaluate. */
+  agentControl(id: string): string {
+    return `${this.fleet}.agent.${id}.control`;
+  }
+
+  /** Heartbeats and lifecycle notices of one agent. */
+  agentStatus(id: string): string {
+    return `${this.fleet}.agent.${id}.status`;
+  }
+
+  /** Agent-to-agent messages for one agent (kept in the inbox stream). */
+  agentInbox(id: string): string {
+    return `${this.fleet}.agent.${id}.inbox`;
+  }
+
+  /** What one agent decided about a world event it heard (`[agent] reason_on_events`). */
+  agentDecision(id: string): string {
+    return `${this.fleet}.agent.${id}.decision`;
+  }
+
+  /** World events: `<fleet>.events.<type>`. */
+  event(type: string): string {
+    return `${this.fleet}.events.${type}`;
+  }
+
+  /** The supervisor's control API: `<fleet>.supervisor.<op>`. */
+  supervisor(op: string): string {
+    return `${this.fleet}.supervisor.${op}`;
+  }
+
+  /** The world store's API (get, set, query, subscribe…), answered by the supervisor. */
+  world(op: string): string {
+    return `${this.fleet}.world.${op}`;
+  }
+
   /** Notifications of one live query. */
-  worldLive: (sub: string) => `thymos.world.live.${sub}`,
-} as const;
+  worldLive(sub: string): string {
+    return `${this.fleet}.world.live.${sub}`;
+  }
+
+  /** An agent's durable consumer on the event stream. */
+  eventConsumer(id: string): string {
+    return `agent_${id}`;
+  }
+
+  /** An agent's durable consumer on the inbox stream. */
+  inboxConsumer(id: string): string {
+    return `inbox_${id}`;
+  }
+}
+
+/** The names of a fleet that leaves `[fleet] name` unset. */
+export const DEFAULT_FLEET_NAMES = new FleetNames();

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { WireErrorSchema } from './agent-protocol.js';
+import { WireErrorSchema } from '../errors/errors.js';
 import { AgentIdSchema, LifecycleStateSchema } from '../domain/domain-schema.js';
 import { ReconcileContextSchema } from '../domain/reconcile-context.js';
 
@@ -85,6 +85,19 @@ export const SUPERVISOR_OPS = Object.keys(SupervisorRequestSchemas) as Superviso
 /** The answer to `ping`. */
 export const PingReplySchema = z.object({ pid: z.number().int(), started_at: z.string() });
 export type PingReply = z.infer<typeof PingReplySchema>;
+
+/** What each op answers with: the `result` of `{ ok: true, result }`. The requester validates every reply with these. */
+export const SupervisorResultSchemas = {
+  reconcile: ReconcileReportSchema,
+  status: FleetStatusSchema,
+  ping: PingReplySchema,
+  start: ReconcileReportSchema,
+  stop: ReconcileReportSchema,
+  archive: ReconcileReportSchema,
+  restore: ReconcileReportSchema,
+  stop_all: ReconcileReportSchema,
+  history: z.array(TransitionRecordSchema),
+} as const satisfies Record<SupervisorOp, z.ZodType>;
 
 /** Every supervisor reply: a result or an error with a stable code. */
 export const SupervisorReplySchema = z.discriminatedUnion('ok', [

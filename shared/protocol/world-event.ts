@@ -2,12 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { parseInput } from '../errors/zod-issues.js';
 
-/** JetStream stream that carries every world event. */
-export const EVENT_STREAM = 'THYMOS_EVENTS';
-/** Every event subject: `thymos.events.<type>`. */
-export const EVENT_SUBJECTS = 'thymos.events.>';
-/** An agent's durable consumer on the event stream. */
-export const agentConsumerName = (id: string) => `agent_${id}`;
 
 /** Dot-separated tokens of lower-case letters, digits, `_` and `-`: `tavern.brawl`. */
 const EventTypeSchema = z.string().regex(/^[a-z0-9_-]{1,64}(\.[a-z0-9_-]{1,64}){0,7}$/, 'an event type: dot-separated tokens of a-z, 0-9, _ or -, e.g. "tavern.brawl"');
@@ -40,8 +34,6 @@ export function parseWorldEvent(raw: unknown, where = 'event'): WorldEvent {
   const e = parseInput(WorldEventInputSchema, raw, where);
   return Object.freeze({ ...e, id: e.id ?? randomUUID(), ts: e.ts ?? new Date().toISOString() });
 }
-
-export const eventSubject = (type: string) => `thymos.events.${type}`;
 
 /** The sentence an agent remembers for an event. */
 export function eventMemoryText(e: WorldEvent): string {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { WorldFilterSchema, WorldRowIdSchema } from '../domain/world-schema.js';
+import { WorldFilterSchema, WorldRowIdSchema, WorldTableSchema } from '../domain/world-schema.js';
 
 /** Who wrote a row: `app` (the game loop, the CLI) or an agent id. */
 const WriterSchema = z.string().regex(/^[a-z][a-z0-9_:-]{0,63}$/, 'expected a writer name: app or an agent id').default('app');
@@ -39,7 +39,8 @@ export const WorldRequestSchemas = {
 export type WorldOp = keyof typeof WorldRequestSchemas;
 export const WORLD_OPS_API = Object.keys(WorldRequestSchemas) as WorldOp[];
 
-/** A row as the world store returns it. */
+/** A row as the world store returns it: its declared fields and who changed it when. */
+export const WorldRowSchema = z.looseObject({ id: z.string(), updated_at: z.number(), updated_by: z.string() });
 export type WorldRow = { id: string; updated_at: number; updated_by: string } & Record<string, unknown>;
 
 export const WorldSubscriptionSchema = z.object({
@@ -62,3 +63,16 @@ export const WorldChangeSchema = z.object({
   at: z.number(),
 });
 export type WorldChange = z.infer<typeof WorldChangeSchema>;
+
+/** What each world op answers with: the `result` of `{ ok: true, result }`. The requester validates every reply with these. */
+export const WorldResultSchemas = {
+  tables: z.record(z.string(), WorldTableSchema),
+  get: WorldRowSchema.nullable(),
+  set: WorldRowSchema,
+  patch: WorldRowSchema,
+  delete: z.object({ deleted: z.boolean() }),
+  query: z.array(WorldRowSchema),
+  subscribe: WorldSubscriptionSchema,
+  renew: z.object({ unknown: z.array(z.string()) }),
+  unsubscribe: z.object({ ended: z.boolean() }),
+} as const satisfies Record<WorldOp, z.ZodType>;

@@ -1,17 +1,16 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import PQueue from 'p-queue';
 import { EmbedRequestSchema, encodeVectors } from '../../shared/protocol/embed-protocol.js';
 import type { Embedder } from '../../shared/platform/embedder.js';
-import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import { serveCoded, serveConstant } from '../../shared/nats/coded-responder.js';
 import { FastembedEmbedder } from './fastembed-embedder.js';
 import type { Logger } from '../../shared/platform/logger.js';
-import { Subjects } from '../../shared/protocol/fleet-names.js';
+import { DEFAULT_FLEET_NAMES, type FleetNames } from '../../shared/protocol/fleet-names.js';
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import { thymosRoot } from '../pm2/thymos-bin.js';
-import { parseInput } from '../../shared/errors/zod-issues.js';
-import { parseWireJson } from '../../shared/protocol/parse-json.js';
 
 interface Waiting {
   text: string;
@@ -21,7 +20,7 @@ interface Waiting {
 }
 
 /**
- * The fleet's one embedding model, in the supervisor: answers `thymos.embed` with vectors.
+ * The fleet's one embedding model, in the supervisor: answers `<fleet>.embed` with vectors.
  * Texts of requests that arrive while the model is busy are merged into the next run (up to
  * `[embedding] batch_max`), one run at a time (p-queue); vectors are cached by content hash,
  * so a text is embedded once.
@@ -94,32 +93,29 @@ export class EmbeddingService {
     );
   }
 
-  /** Serves `thymos.embed` and `thymos.embed.info` until `stop()`. */
-  serve(nc: NatsConnection, logger: Logger): void {
-    const info = JSON.stringify({ model: this.model, dims: this.dims });
-    this.#subs.push(nc.subscribe(Subjects.embedInfo, { callback: (_err, msg) => void msg.respond(info) }));
-    this.#subs.push(nc.subscribe(Subjects.embed, { callback: (_err, msg) => void this.#answer(msg, logger) }));
+  /** Serves `<fleet>.embed` and `<fleet>.embed.info` until `stop()`. */
+  serve(nc: NatsConnection, logger: Logger, names: FleetNames = DEFAULT_FLEET_NAMES): void {
+    this.#subs.push(serveConstant(nc, names.embedInfo, { model: this.model, dims: this.dims }));
+    this.#subs.push(
+      serveCoded(
+        nc,
+        {
+          subject: names.embed,
+          schema: EmbedRequestSchema,
+          handle: async ({ texts }) => {
+            this.stats.requests++;
+            const vectors = await this.embed(texts);
+            return { result: { model: this.model, dims: this.dims, vectors: encodeVectors(vectors) } };
+          },
+        },
+        logger,
+      ),
+    );
   }
 
   stop(): void {
     for (const s of this.#subs) s.unsubscribe();
     this.#subs = [];
-  }
-
-  async #answer(msg: Msg, logger: Logger): Promise<void> {
-    this.stats.requests++;
-    let reply: string;
-    try {
-      const raw = parseWireJson(msg.string(), `${Subjects.embed}: request`);
-      const { texts } = parseInput(EmbedRequestSchema, raw, Subjects.embed);
-      const vectors = await this.embed(texts);
-      reply = JSON.stringify({ ok: true, result: { model: this.model, dims: this.dims, vectors: encodeVectors(vectors) } });
-    } catch (err) {
-      const e = toThymosError(err);
-      if (e.code === ErrorCode.INTERNAL) logger.error({ err }, 'embedding failed');
-      reply = JSON.stringify({ ok: false, error: e.toJSON() });
-    }
-    if (msg.reply) msg.respond(reply);
   }
 
   #schedule(): void {

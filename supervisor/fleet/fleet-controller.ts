@@ -13,7 +13,9 @@ import { deleteAgentConsumer, ensureAgentConsumer } from '../../shared/nats/even
 import { Pm2Names, type FleetPaths } from '../../shared/config/fleet-paths.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { parseReconcileContext, type ReconcileContext } from '../../shared/domain/reconcile-context.js';
-import { Subjects } from '../../shared/protocol/fleet-names.js';
+import type { FleetNames } from '../../shared/protocol/fleet-names.js';
+import { parseInput } from '../../shared/errors/zod-issues.js';
+import { AgentStartContextSchema, type AgentStartContextInput } from '../../shared/protocol/agent-start-context.js';
 import type { AgentStatusRow, FleetStatus, ProgressMessage, ReconcileReport } from '../../shared/protocol/supervisor-protocol.js';
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import { AgentArchive } from './agent-archive.js';
@@ -35,6 +37,10 @@ export interface FleetControllerOptions {
   registry: AgentRegistry;
   processes: ProcessManager;
   nc: NatsConnection;
+  /** The fleet's subjects, streams and consumers. */
+  names: FleetNames;
+  /** Control requests to agents. */
+  link: AgentLink;
   natsUrl: string;
   evaluator: RelevanceEvaluator;
   metrics: SupervisorMetrics;
@@ -84,7 +90,7 @@ export class FleetController {
   constructor(options: FleetControllerOptions) {
     this.#o = options;
     this.#aliases = aliasTable(options.domain);
-    this.#link = new AgentLink(options.nc);
+    this.#link = options.link;
     this.#ports = new PortAllocator({ min: options.config.supervisor.agent_port_min, max: options.config.supervisor.agent_port_max, host: options.config.agent.host });
     this.#archive = new AgentArchive(options.paths);
     for (const [id, def] of Object.entries(options.domain.agents)) if (def.pinned) this.#pins.set(id, def.pinned);
@@ -155,7 +161,7 @@ export class FleetController {
     const jsm = this.#o.jsm;
     if (!jsm) return;
     const queue = new PQueue({ concurrency: 8 });
-    await Promise.all(ids.map((id) => queue.add(() => ensureAgentConsumer(jsm, id, this.#o.config.events))));
+    await Promise.all(ids.map((id) => queue.add(() => ensureAgentConsumer(jsm, id, this.#o.config.events, this.#o.names))));
   }
 
   /** Level-triggered and idempotent: the same context twice changes nothing the second time. */
@@ -395,7 +401,7 @@ export class FleetController {
         if (entry.state === 'archived' && to !== 'archived') {
           step = 'restore';
           await this.#archive.unpack(id);
-          if (this.#o.jsm) await ensureAgentConsumer(this.#o.jsm, id, this.#o.config.events);
+          if (this.#o.jsm) await ensureAgentConsumer(this.#o.jsm, id, this.#o.config.events, this.#o.names);
           entry = await this.#setState(entry, 'dormant', {}, reason);
           report.restored.push(id);
           metrics.transitions.inc({ kind: 'restore' });
@@ -404,7 +410,7 @@ export class FleetController {
           step = 'archive';
           await this.#archive.pack(id);
           // An Archived agent stops retaining events.
-          if (this.#o.jsm) await deleteAgentConsumer(this.#o.jsm, id);
+          if (this.#o.jsm) await deleteAgentConsumer(this.#o.jsm, id, this.#o.names);
           entry = await this.#setState(entry, 'archived', { port: null }, reason);
           report.archived.push(id);
           metrics.transitions.inc({ kind: 'archive' });
@@ -453,7 +459,13 @@ export class FleetController {
     try {
       mkdirSync(paths.run, { recursive: true });
       const contextFile = join(paths.run, `${id}.context.json`);
-      writeAtomic(contextFile, JSON.stringify({ definition: domain.agents[id], eventFilters: domain.eventFilters, worldWatches: domain.worldWatches, aliases: this.#aliases, relationshipTypes: domain.relationshipTypes, conceptTypes: domain.conceptTypes, searchStrategies: domain.searchStrategies, properties }));
+      // Checked by the schema the agent reads it with, so a supervisor never hands over a context the agent refuses.
+      const startContext = parseInput(
+        AgentStartContextSchema,
+        { definition: domain.agents[id], eventFilters: domain.eventFilters, worldWatches: domain.worldWatches, aliases: this.#aliases, relationshipTypes: domain.relationshipTypes, conceptTypes: domain.conceptTypes, searchStrategies: domain.searchStrategies, properties } satisfies AgentStartContextInput,
+        `${id}: start context`,
+      );
+      writeAtomic(contextFile, JSON.stringify(startContext));
       const args = ['agent', '--agent-id', id, '--port', String(port), '--mode', mode, '--context', contextFile, '--nats-url', this.#o.natsUrl];
       if (config.file) args.push('--config', config.file);
       await processes.start({
@@ -547,7 +559,7 @@ export class FleetController {
 
   /** Listens to heartbeats: keeps RSS and the agents' model totals (for /metrics). */
   watchHeartbeats(): void {
-    const sub = this.#o.nc.subscribe(Subjects.allAgentStatus);
+    const sub = this.#o.nc.subscribe(this.#o.names.allAgentStatus);
     void (async () => {
       for await (const m of sub) {
         const parsed = AgentStatusMessageSchema.safeParse(parseJsonOrUndefined(m.string()));

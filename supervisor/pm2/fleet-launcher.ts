@@ -9,6 +9,7 @@ import { fleetPaths, Pm2Names } from '../../shared/config/fleet-paths.js';
 import { readFleetInfo, writeFleetInfo } from '../../shared/config/fleet-runtime.js';
 import { connectNats } from '../../shared/nats/nats-connection.js';
 import { SupervisorRequester } from '../../shared/nats/supervisor-requester.js';
+import { FleetNames } from '../../shared/protocol/fleet-names.js';
 import type { ProgressMessage, ReconcileReport } from '../../shared/protocol/supervisor-protocol.js';
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import { thymosBinPath } from './thymos-bin.js';
@@ -88,7 +89,7 @@ export async function upFleet(config: ThymosConfig, options: LaunchOptions = {})
       restartDelayMs: 200,
       logFile: join(paths.logs, 'supervisor.log'),
     });
-    await waitForSupervisor(natsUrl, 60_000, join(paths.logs, 'supervisor.log'));
+    await waitForSupervisor(natsUrl, new FleetNames(config.fleet.name), 60_000, join(paths.logs, 'supervisor.log'));
     const sup = await pm.describe(Pm2Names.supervisor);
     step(`supervisor ready (pid ${sup?.pid}); pm2 ls with PM2_HOME=${paths.pm2Home} shows the fleet`);
     return { alreadyRunning: false, natsUrl, supervisorPid: sup?.pid ?? null, pm2Home: paths.pm2Home };
@@ -128,7 +129,7 @@ export async function downFleet(config: ThymosConfig, options: LaunchOptions & {
       });
       if (nc) {
         try {
-          report = await new SupervisorRequester(nc, config.supervisor.request_timeout_ms).request<ReconcileReport>('stop_all', {}, { onProgress: options.onProgress, watch: true });
+          report = await SupervisorRequester.control(nc, config.supervisor.request_timeout_ms, new FleetNames(config.fleet.name)).request('stop_all', {}, { onProgress: options.onProgress, watch: true });
         } catch (err) {
           step(`the supervisor could not stop the agents (${toThymosError(err).message}); stopping them through pm2`);
         } finally {
@@ -189,7 +190,7 @@ async function waitForPort(port: number, ms: number, log: string): Promise<void>
   throw new ThymosError(ErrorCode.STARTUP_TIMEOUT, `nats-server did not listen on 127.0.0.1:${port} within ${ms} ms (log: ${log})`);
 }
 
-async function waitForSupervisor(natsUrl: string, ms: number, log: string): Promise<void> {
+async function waitForSupervisor(natsUrl: string, names: FleetNames, ms: number, log: string): Promise<void> {
   const deadline = Date.now() + ms;
   const pending = connectNats({ servers: natsUrl, name: 'thymos-up' });
   const nc = await withDeadline(pending, ms, () => {
@@ -198,7 +199,7 @@ async function waitForSupervisor(natsUrl: string, ms: number, log: string): Prom
   });
   if (!nc) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `cannot connect to ${natsUrl} within ${ms} ms`);
   try {
-    const requester = new SupervisorRequester(nc, 2000);
+    const requester = SupervisorRequester.control(nc, 2000, names);
     for (;;) {
       try {
         await requester.request('status');

@@ -11,8 +11,8 @@ import { fleetPaths } from '../../shared/config/fleet-paths.js';
 import { createLogger } from '../../shared/platform/logger.js';
 import { connectNats } from '../../shared/nats/nats-connection.js';
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import { Subjects } from '../../shared/protocol/fleet-names.js';
-import { SupervisorRequestSchemas } from '../../shared/protocol/supervisor-protocol.js';
+import { FleetNames } from '../../shared/protocol/fleet-names.js';
+import { SupervisorRequestSchemas, SupervisorResultSchemas } from '../../shared/protocol/supervisor-protocol.js';
 import { thymosBinPath } from '../pm2/thymos-bin.js';
 import { AgentLink } from '../fleet/agent-link.js';
 import { AgentRegistry } from '../fleet/agent-registry.js';
@@ -49,6 +49,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
   const { config, natsUrl } = options;
   const logger = createLogger({ level: config.log.level, bindings: { component: 'supervisor' } });
   const paths = fleetPaths(config.dataPath);
+  const names = new FleetNames(config.fleet.name);
   const cleanup = new CleanupStack();
   try {
     const lock = DataLock.acquire(paths.data, { file: 'supervisor.pid', name: `the supervisor of ${paths.data}`, code: ErrorCode.SUPERVISOR_ALREADY_RUNNING });
@@ -70,7 +71,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     if (config.embedding.enabled) {
       try {
         const embedding = await EmbeddingService.load(config);
-        embedding.serve(nc, logger);
+        embedding.serve(nc, logger, names);
         cleanup.push(() => embedding.stop());
         logger.info({ model: embedding.model, dims: embedding.dims }, 'embedding service ready');
       } catch (err) {
@@ -80,7 +81,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     const processes = await ProcessManager.connect(paths.pm2Home);
     cleanup.push(() => processes.disconnect());
 
-    const link = new AgentLink(nc);
+    const link = new AgentLink(nc, names);
     const evaluateTimeout = config.supervisor.evaluate_timeout_ms;
     const evaluator = new RelevanceEvaluator({
       domain,
@@ -95,11 +96,11 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
       },
     });
     const metrics = new SupervisorMetrics();
-    const jsm = await ensureEventStream(nc, config.events).catch((err: unknown) => {
+    const jsm = await ensureEventStream(nc, config.events, names).catch((err: unknown) => {
       logger.warn({ err: (err as Error).message }, 'world events are off: the NATS server has no JetStream');
       return undefined;
     });
-    const world = await WorldStore.open({ db, tables: domain.worldTables, nc, leaseMs: config.world.lease_ms, maxSubscriptions: config.world.max_subscriptions, logger });
+    const world = await WorldStore.open({ db, tables: domain.worldTables, nc, names, leaseMs: config.world.lease_ms, maxSubscriptions: config.world.max_subscriptions, logger });
     cleanup.push(() => world.close());
     const controller = new FleetController({
       config,
@@ -108,6 +109,8 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
       registry,
       processes,
       nc,
+      names,
+      link,
       natsUrl,
       evaluator,
       metrics,
@@ -128,7 +131,8 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
       nc,
       {
         schemas: SupervisorRequestSchemas,
-        subject: Subjects.supervisor,
+        results: SupervisorResultSchemas,
+        subject: (op) => names.supervisor(op),
         contextOp: 'reconcile',
         audit: { log: audit, ops: new Set(['reconcile', 'start', 'stop', 'archive', 'restore', 'stop_all']) },
         handlers: {
@@ -147,7 +151,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     );
     api.start();
     cleanup.push(() => api.stop());
-    const worldApi = worldControlApi(nc, world, logger);
+    const worldApi = worldControlApi(nc, world, logger, names);
     worldApi.start();
     cleanup.push(() => worldApi.stop());
     await nc.flush();

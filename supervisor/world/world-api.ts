@@ -1,17 +1,18 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../../shared/platform/logger.js';
-import { Subjects } from '../../shared/protocol/fleet-names.js';
-import { WorldRequestSchemas } from '../../shared/protocol/world-protocol.js';
+import { DEFAULT_FLEET_NAMES, type FleetNames } from '../../shared/protocol/fleet-names.js';
+import { WorldRequestSchemas, WorldResultSchemas } from '../../shared/protocol/world-protocol.js';
 import { ControlApi } from '../api/control-api.js';
 import type { WorldStore } from './world-store.js';
 
-/** The world store's API on `thymos.world.<op>`; call `start()` to serve it. */
-export function worldControlApi(nc: NatsConnection, world: WorldStore, logger: Logger): ControlApi<typeof WorldRequestSchemas> {
+/** The world store's API on `<fleet>.world.<op>`; call `start()` to serve it. */
+export function worldControlApi(nc: NatsConnection, world: WorldStore, logger: Logger, names: FleetNames = DEFAULT_FLEET_NAMES): ControlApi<typeof WorldRequestSchemas, typeof WorldResultSchemas> {
   return new ControlApi(
     nc,
     {
       schemas: WorldRequestSchemas,
-      subject: Subjects.world,
+      results: WorldResultSchemas,
+      subject: (op) => names.world(op),
       handlers: {
         tables: async () => world.tables(),
         get: (r) => world.get(r.table, r.id),

@@ -23,7 +23,7 @@ import { z } from 'zod';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
-import { Subjects } from '../../shared/protocol/fleet-names.js';
+import { DEFAULT_FLEET_NAMES, type FleetNames } from '../../shared/protocol/fleet-names.js';
 import type { WorldChange, WorldQuery, WorldRow, WorldSubscriptionInfo } from '../../shared/protocol/world-protocol.js';
 import {
   checkWorldFilter,
@@ -57,6 +57,8 @@ export interface WorldStoreOptions {
   db: Surreal;
   tables: WorldTables;
   nc: NatsConnection;
+  /** The fleet's subjects (live queries are relayed on `<fleet>.world.live.<sub>`). @default the default fleet's */
+  names?: FleetNames;
   leaseMs: number;
   maxSubscriptions: number;
   logger: Logger;
@@ -87,7 +89,7 @@ interface LiveGroup {
  * conditions whose values are bound parameters — so nothing from the wire becomes SurrealQL.
  * Live subscriptions run `LIVE SELECT` — one per distinct table and conditions, shared by
  * every subscription that asks for the same — and relay each notification on
- * `thymos.world.live.<sub>`; they are kept in the database and started again when the
+ * `<fleet>.world.live.<sub>`; they are kept in the database and started again when the
  * supervisor restarts, and end when unsubscribed, when their owner agent stops, or when
  * their lease is not renewed.
  */
@@ -185,7 +187,7 @@ export class WorldStore {
 
   /**
    * Starts (or, for the same owner and key, replaces the filter of) a live subscription.
-   * Notifications go to `thymos.world.live.<sub>` until it ends.
+   * Notifications go to `<fleet>.world.live.<sub>` until it ends.
    */
   async subscribe(request: WorldFilter & { owner: string; key?: string | undefined }): Promise<WorldSubscriptionInfo> {
     checkWorldFilter(this.#o.tables, request);
@@ -204,7 +206,7 @@ export class WorldStore {
     });
     this.#subs.set(sub.sub, sub);
     await this.#startLive(sub);
-    return { sub: sub.sub, subject: Subjects.worldLive(sub.sub), lease_ms: this.#o.leaseMs };
+    return { sub: sub.sub, subject: (this.#o.names ?? DEFAULT_FLEET_NAMES).worldLive(sub.sub), lease_ms: this.#o.leaseMs };
   }
 
   /** Extends the lease of each known subscription; returns the ones that no longer exist. */
@@ -326,7 +328,7 @@ export class WorldStore {
     for (const s of group.members) {
       const change: WorldChange = { sub: s.sub, ...base };
       try {
-        this.#o.nc.publish(Subjects.worldLive(s.sub), JSON.stringify(change));
+        this.#o.nc.publish((this.#o.names ?? DEFAULT_FLEET_NAMES).worldLive(s.sub), JSON.stringify(change));
       } catch (err) {
         this.#o.logger.warn({ err: (err as Error).message, sub: s.sub }, 'live notification not relayed');
       }

@@ -1,0 +1,26 @@
+import { z } from 'zod';
+import { AliasEntrySchema } from '../domain/alias-table.js';
+import { AgentDefinitionSchema, ConceptTypeSchema, EventFilterSchema, RelationshipTypeSchema, SearchStrategySchema, WorldWatchSchema } from '../domain/domain-schema.js';
+
+/**
+ * What a supervisor (or a user) may hand an agent at start in `--context FILE`:
+ * its definition (so the agent need not evaluate Pkl) and its context properties.
+ */
+export const AgentStartContextSchema = z
+  .object({
+    definition: AgentDefinitionSchema.optional(),
+    /** The domain schema's event filters (which world events the agent hears). */
+    eventFilters: z.array(EventFilterSchema).optional(),
+    /** The domain's relationship types (what `link` may relate concepts with). */
+    relationshipTypes: z.record(z.string(), RelationshipTypeSchema).optional(),
+    conceptTypes: z.record(z.string(), ConceptTypeSchema).optional(),
+    searchStrategies: z.record(z.string(), SearchStrategySchema).optional(),
+    /** Every alias of the domain (alias patterns, agents' names and aliases), for concepts and recall. */
+    aliases: z.array(AliasEntrySchema).optional(),
+    /** The domain schema's world watches (standing live queries on world tables). */
+    worldWatches: z.array(WorldWatchSchema).optional(),
+    properties: z.record(z.string(), z.unknown()).default({}),
+  })
+  .strict();
+export type AgentStartContext = z.infer<typeof AgentStartContextSchema>;
+export type AgentStartContextInput = z.input<typeof AgentStartContextSchema>;
