@@ -10,7 +10,7 @@ export type { MemoryRecord, MemorySource, RecallHit } from './memory/memory-reco
 export { MemoryStore } from './memory/memory-store.js';
 export { memoryStrength } from './memory/memory-strength.js';
 export { DialogueBehavior } from './runtime/dialogue-behavior.js';
-export type { Decision, Thought } from './llm/agent-reasoner.js';
+export type { Decision, Thought } from './runtime/agent-reasoner.js';
 export { generateStructured, type GenerateRequest, type GenerateResult, type LlmProvider, type PromptBrief, type TokenUsage } from './llm/llm-provider.js';
 export { OfflineProvider } from './llm/offline-provider.js';
 export { OpenAiCompatibleProvider } from './llm/openai-compatible-provider.js';

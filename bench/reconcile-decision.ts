@@ -1,5 +1,5 @@
 import { parseDomainSchema, type DomainSchema } from '../shared/domain/domain-schema.js';
-import { parseReconcileContext } from '../shared/domain/reconcile-context.js';
+import { parseReconcileContext } from '../shared/protocol/reconcile-context.js';
 import { ThymosConfigSchema } from '../shared/config/thymos-config.js';
 import { decideStates, type ScoredAgent } from '../supervisor/fleet/decide-states.js';
 import { RelevanceEvaluator } from '../supervisor/fleet/relevance-evaluator.js';

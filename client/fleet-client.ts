@@ -10,7 +10,7 @@ import { fleetNatsUrl } from '../shared/config/fleet-runtime.js';
 import { parseWorldEvent, type WorldEventInput } from '../shared/protocol/world-event.js';
 import { connectNats, type NatsConnection } from '../shared/nats/nats-connection.js';
 import { parseJsonOrUndefined } from '../shared/protocol/parse-json.js';
-import { parseReconcileContext, type ReconcileContextInput } from '../shared/domain/reconcile-context.js';
+import { parseReconcileContext, type ReconcileContextInput } from '../shared/protocol/reconcile-context.js';
 import { SupervisorRequester } from '../shared/nats/supervisor-requester.js';
 import type { FleetStatus, ProgressMessage, ReconcileReport, SupervisorResultSchemas, TransitionRecord } from '../shared/protocol/supervisor-protocol.js';
 import { FleetNames } from '../shared/protocol/fleet-names.js';

@@ -34,7 +34,8 @@ export {
 export { ErrorCode, isThymosError, ThymosError, toThymosError, type ErrorLocation, type WireError } from './errors/errors.js';
 export { createLogger, type Logger, type LoggerOptions } from './platform/logger.js';
 export { connectNats, type NatsConnection, type NatsConnectOptions } from './nats/nats-connection.js';
-export { DEFAULT_FLEET_NAMES, FleetNames, FleetNameSchema } from './protocol/fleet-names.js';
+export { DEFAULT_FLEET_NAMES, FleetNames } from './protocol/fleet-names.js';
+export { FleetNameSchema } from './config/fleet-settings.js';
 export {
   configFromObject,
   loadConfig,
@@ -54,7 +55,7 @@ export {
   type AgentContext,
   type ReconcileContext,
   type ReconcileContextInput,
-} from './domain/reconcile-context.js';
+} from './protocol/reconcile-context.js';
 export {
   AgentStatusRowSchema,
   FleetStatusSchema,

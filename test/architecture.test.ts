@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
 import { test } from 'node:test';
 import { REPO_ROOT } from './helpers/workspace.js';
+
+const SIDES = ['agent', 'supervisor', 'shared', 'client', 'cli'] as const;
 
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -14,6 +16,47 @@ function sources(dir: string): string[] {
 function imports(file: string): string[] {
   const text = readFileSync(file, 'utf8');
   return [...text.matchAll(/(?:import|export)[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)].map((m) => (m[1] ?? m[2])!);
+}
+
+/** Repository-relative path of the .ts file a relative import names. */
+function target(file: string, spec: string): string {
+  return relative(REPO_ROOT, resolve(dirname(file), spec)).replace(/\\/g, '/').replace(/\.js$/, '.ts');
+}
+
+const rel = (file: string) => relative(REPO_ROOT, file).replace(/\\/g, '/');
+const allSources = SIDES.flatMap((side) => sources(join(REPO_ROOT, side)));
+/** Folders by concern: every folder one level inside agent/, supervisor/ and shared/. */
+const concernFolders = ['agent', 'supervisor', 'shared'].flatMap((side) =>
+  readdirSync(join(REPO_ROOT, side))
+    .filter((name) => statSync(join(REPO_ROOT, side, name)).isDirectory())
+    .map((name) => `${side}/${name}`),
+);
+
+/** Every relative import of the source tree as an edge between repository-relative files. */
+function edges(): Array<{ from: string; to: string; spec: string }> {
+  return allSources.flatMap((file) => imports(file).filter((spec) => spec.startsWith('.')).map((spec) => ({ from: rel(file), to: target(file, spec), spec })));
+}
+
+/** The circles of a directed graph, each as the path that closes it. */
+function circles(graph: Map<string, Set<string>>): string[] {
+  const found: string[] = [];
+  const state = new Map<string, 'open' | 'done'>();
+  const visit = (node: string, path: string[]) => {
+    state.set(node, 'open');
+    for (const next of graph.get(node) ?? []) {
+      if (state.get(next) === 'open') found.push([...path.slice(path.indexOf(next)), next].join(' → '));
+      else if (!state.has(next)) visit(next, [...path, next]);
+    }
+    state.set(node, 'done');
+  };
+  for (const node of graph.keys()) if (!state.has(node)) visit(node, [node]);
+  return found;
+}
+
+function graphOf(pairs: Array<[string, string]>): Map<string, Set<string>> {
+  const graph = new Map<string, Set<string>>();
+  for (const [a, b] of pairs) if (a !== b) (graph.get(a) ?? graph.set(a, new Set()).get(a)!).add(b);
+  return graph;
 }
 
 test('agent/ and supervisor/ never import each other; shared/ imports neither; client/ speaks only through shared/', () => {
@@ -37,6 +80,102 @@ test('agent/ and supervisor/ never import each other; shared/ imports neither; c
       }
     }
   }
+  assert.deepEqual(offences, []);
+});
+
+test('shared/ is layered: errors, config, domain, protocol, platform, nats — each imports only those before it', () => {
+  const order = ['shared/errors', 'shared/config', 'shared/domain', 'shared/protocol', 'shared/platform', 'shared/nats'];
+  assert.deepEqual(concernFolders.filter((f) => f.startsWith('shared/')).sort(), [...order].sort(), 'every folder of shared/ has its place in the order');
+  const offences = edges()
+    .filter((e) => order.includes(dirname(e.from)) && order.includes(dirname(e.to)))
+    .filter((e) => order.indexOf(dirname(e.to)) > order.indexOf(dirname(e.from)))
+    .map((e) => `${e.from} imports ${e.spec}`);
+  assert.deepEqual(offences, []);
+});
+
+test('no import circles between files, type-only imports included', () => {
+  assert.deepEqual(circles(graphOf(edges().map((e) => [e.from, e.to]))), []);
+});
+
+test('no import circles between folders', () => {
+  const pairs = edges()
+    .filter((e) => !e.from.endsWith('/index.ts') && e.from !== 'index.ts')
+    .map((e): [string, string] => [dirname(e.from), dirname(e.to)]);
+  assert.deepEqual(circles(graphOf(pairs)), []);
+});
+
+test('every concern folder has an index.ts that says what lives there and names every export other folders take from it', () => {
+  const offences: string[] = [];
+  const listed = new Map<string, Set<string>>();
+  for (const folder of concernFolders) {
+    const index = join(REPO_ROOT, folder, 'index.ts');
+    if (!existsSync(index)) {
+      offences.push(`${folder}/index.ts is missing`);
+      continue;
+    }
+    const text = readFileSync(index, 'utf8');
+    if (!/^\/\*\*\s*\n\s*\*\s*\S/.test(text)) offences.push(`${folder}/index.ts does not open with a statement of what lives there`);
+    if (/export \*/.test(text)) offences.push(`${folder}/index.ts re-exports with a wildcard`);
+    const names = new Set([...text.matchAll(/export (?:type )?\{([^}]*)\}/g)].flatMap((m) => m[1]!.split(',').map((n) => n.trim().replace(/^type\s+/, '')).filter(Boolean)));
+    listed.set(folder, names);
+  }
+  for (const file of allSources) {
+    const text = readFileSync(file, 'utf8');
+    for (const m of text.matchAll(/(?:import|export)\s+(?:type\s+)?\{([^}]*)\}\s+from\s+'(\.[^']+)'/g)) {
+      const to = target(file, m[2]!);
+      const folder = dirname(to);
+      if (!listed.has(folder) || dirname(rel(file)) === folder || rel(file) === `${folder}/index.ts`) continue;
+      for (const name of m[1]!.split(',').map((n) => n.trim().replace(/^type\s+/, '').split(/\s+as\s+/)[0]!).filter(Boolean)) {
+        if (!listed.get(folder)!.has(name)) offences.push(`${rel(file)} takes ${name} from ${to}, which ${folder}/index.ts does not name`);
+      }
+    }
+  }
+  assert.deepEqual(offences, []);
+});
+
+test('NATS request/reply goes through the coded helpers only, and no reply is cast', () => {
+  const helpers = new Set(['shared/nats/coded-request.ts', 'shared/nats/coded-responder.ts']);
+  const offences: string[] = [];
+  for (const file of allSources) {
+    const path = rel(file);
+    if (helpers.has(path)) continue;
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .forEach((line, i) => {
+        const at = `${path}:${i + 1}`;
+        if (/\.respond\(/.test(line)) offences.push(`${at}: .respond( outside the coded responder`);
+        if (/\b(nc|#nc|connection\(\)|natsConnection)\)?\.request\(/.test(line)) offences.push(`${at}: NATS .request( outside the coded requester`);
+        if (/\b(reply|msg|m)\b[\w.()]*\s+as\s+[A-Z{]/.test(line) || /\.json<|\bresult as\b/.test(line)) offences.push(`${at}: a reply cast instead of validated`);
+      });
+  }
+  assert.deepEqual(offences, []);
+});
+
+test('subjects and stream names are spelled only in the fleet names module', () => {
+  const offences: string[] = [];
+  for (const file of allSources) {
+    const path = rel(file);
+    if (path === 'shared/protocol/fleet-names.ts') continue;
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .forEach((line, i) => {
+        if (/^\s*(\/\*|\*|\/\/)/.test(line)) return;
+        if (/['"`](thymos\.(agent|events|supervisor|world|embed)\b|THYMOS_(EVENTS|INBOX)\b)/.test(line)) offences.push(`${path}:${i + 1}: ${line.trim()}`);
+      });
+  }
+  assert.deepEqual(offences, []);
+});
+
+test('tests mirror the source folders, and the client and the CLI have their own', () => {
+  const offences: string[] = [];
+  for (const side of ['agent', 'supervisor', 'shared']) {
+    const dir = join(REPO_ROOT, 'test', side);
+    for (const name of readdirSync(dir)) {
+      const path = join(dir, name);
+      if (statSync(path).isDirectory() ? !existsSync(join(REPO_ROOT, side, name)) : true) offences.push(`test/${side}/${name} has no source folder ${side}/${name}`);
+    }
+  }
+  for (const side of ['client', 'cli']) if (!existsSync(join(REPO_ROOT, 'test', side))) offences.push(`test/${side} is missing`);
   assert.deepEqual(offences, []);
 });
 

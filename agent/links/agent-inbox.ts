@@ -9,14 +9,8 @@ import { sendAgentMessage } from '../../shared/nats/event-stream.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
+import type { Messenger } from '../runtime/runtime-ports.js';
 import { onlyAsks, QUESTION_TAG } from '../runtime/dialogue-behavior.js';
-
-/** What an agent's MCP tools use to reach other agents. */
-export interface Messenger {
-  tell(to: string, text: string): Promise<AgentMessage>;
-  /** Resolves with the answer, or `undefined` when none came within `timeoutMs` (it will arrive in the inbox later). */
-  ask(to: string, question: string, timeoutMs: number): Promise<AgentMessage | undefined>;
-}
 
 /**
  * An agent's inbox: its durable consumer on `<fleet>.agent.<id>.inbox`. Messages wait there

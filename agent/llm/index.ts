@@ -2,8 +2,7 @@
  * Models: the provider interface and its implementations (offline, OpenAI-compatible, MCP sampling), per-use settings, prompts and reasoning.
  */
 export { AgentModels, type SamplingClient } from './agent-models.js';
-export { decide, type Decision, think, type Thought } from './agent-reasoner.js';
-export { type BriefMemory, type GenerateRequest, type GenerateResult, generateStructured, type LlmMessage, type LlmProvider, type PromptBrief, type TokenUsage } from './llm-provider.js';
+export { type BriefMemory, type GenerateRequest, type GenerateResult, generateStructured, type LlmMessage, type LlmProvider, type PromptBrief, type ScoredOption, type TokenUsage } from './llm-provider.js';
 export { ANSWER_SHAPES, type DialogueReply, DialogueReplySchema, SummarySchema } from './llm-tasks.js';
 export { OfflineProvider, statements } from './offline-provider.js';
 export { OpenAiCompatibleProvider } from './openai-compatible-provider.js';

@@ -10,7 +10,7 @@ import { AgentStateSchema, ScoredOptionSchema } from '../../shared/protocol/agen
 import { toThymosError } from '../../shared/errors/errors.js';
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import type { SamplingClient } from '../llm/agent-models.js';
-import type { Thought } from '../llm/agent-reasoner.js';
+import type { Thought } from '../runtime/agent-reasoner.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
 import { personaPrompt } from '../llm/persona-prompt.js';
 import type { RecallOptions } from '../memory/agent-memory.js';

@@ -14,7 +14,7 @@ export const AgentSettingsSchema = z
      * @default 5000
      */
     shutdown_timeout_ms: ms(100, 600_000, 5000),
-    /** Interval of heartbeats on `thymos.agent.<id>.status`. @default 2000 */
+    /** Interval of heartbeats on `<fleet>.agent.<id>.status`. @default 2000 */
     heartbeat_ms: ms(100, 600_000, 2000),
     /**
      * How long start-up waits for NATS before the agent says ready without it
@@ -33,7 +33,7 @@ export const AgentSettingsSchema = z
     /**
      * When an active agent hears a world event, it reasons about it (`think`, then `decide`,
      * with the `[llm.reasoning]` model), remembers the decision and publishes it on
-     * `thymos.agent.<id>.decision`. An agent's `reasonOnEvents` in the domain schema wins.
+     * `<fleet>.agent.<id>.decision`. An agent's `reasonOnEvents` in the domain schema wins.
      * @default false
      */
     reason_on_events: z.boolean().default(false),

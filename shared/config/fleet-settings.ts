@@ -1,8 +1,18 @@
 import { z } from 'zod';
-import { DEFAULT_FLEET_NAME, FleetNameSchema } from '../protocol/fleet-names.js';
 import { ms, unit } from './setting-types.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/**
+ * A fleet's name: the first token of every subject and the prefix of every stream, so
+ * two fleets can share one NATS. Lower-case, so it is also a valid stream name upper-cased.
+ */
+export const FleetNameSchema = z
+  .string()
+  .regex(/^[a-z][a-z0-9_-]{0,31}$/, 'expected a fleet name: a lower-case letter, then up to 31 of a-z, 0-9, _ or -, e.g. "thymos"');
+
+/** The fleet name when `[fleet] name` is unset; it gives the names Thymos has always used. */
+export const DEFAULT_FLEET_NAME = 'thymos';
 
 /** Which fleet this is. */
 export const FleetSettingsSchema = z
@@ -153,7 +163,7 @@ export type WorldSettings = z.infer<typeof WorldSettingsSchema>;
 /** The fleet's embedding service (in the supervisor) that makes vector search possible. */
 export const EmbeddingSettingsSchema = z
   .object({
-    /** Whether the supervisor serves `thymos.embed`; off, recall uses BM25 only. @default true */
+    /** Whether the supervisor serves `<fleet>.embed`; off, recall uses BM25 only. @default true */
     enabled: z.boolean().default(true),
     /**
      * `custom` runs the model in `model_dir` (offline; `npm run build:model` builds one from

@@ -1,15 +1,4 @@
-import { z } from 'zod';
-
-/**
- * A fleet's name: the first token of every subject and the prefix of every stream, so
- * two fleets can share one NATS. Lower-case, so it is also a valid stream name upper-cased.
- */
-export const FleetNameSchema = z
-  .string()
-  .regex(/^[a-z][a-z0-9_-]{0,31}$/, 'expected a fleet name: a lower-case letter, then up to 31 of a-z, 0-9, _ or -, e.g. "thymos"');
-
-/** The fleet name when `[fleet] name` is unset; it gives the names Thymos has always used. */
-export const DEFAULT_FLEET_NAME = 'thymos';
+import { DEFAULT_FLEET_NAME, FleetNameSchema } from '../config/fleet-settings.js';
 
 /**
  * Every NATS name a fleet uses — subjects, JetStream streams and durable consumers — in

@@ -3,9 +3,11 @@
  */
 export { type AgentMessage, AgentMessageSchema, newMessage } from './agent-message.js';
 export { AgentControlOkSchema, type AgentControlReply, AgentControlReplySchema, type AgentControlRequest, AgentControlRequestSchema, type AgentMode, AgentModeSchema, type AgentState, AgentStateSchema, type AgentStatusMessage, AgentStatusMessageSchema, type EventDecision, EventDecisionSchema, type RelevanceInput, RelevanceInputSchema, ScoredOptionSchema } from './agent-protocol.js';
+export { type AgentStartContext, type AgentStartContextInput, AgentStartContextSchema } from './agent-start-context.js';
 export { decodeVectors, EmbedInfoSchema, EmbedOkSchema, EmbedRequestSchema, encodeVectors } from './embed-protocol.js';
-export { DEFAULT_FLEET_NAME, DEFAULT_FLEET_NAMES, FleetNames, FleetNameSchema } from './fleet-names.js';
+export { DEFAULT_FLEET_NAMES, FleetNames } from './fleet-names.js';
 export { parseJsonOrUndefined, parseWireJson } from './parse-json.js';
+export { type AgentContext, AgentContextSchema, parseReconcileContext, parseReconcileContextText, type ReconcileContext, type ReconcileContextInput, ReconcileContextSchema } from './reconcile-context.js';
 export { type AgentStatusRow, AgentStatusRowSchema, type FleetStatus, FleetStatusSchema, type PingReply, PingReplySchema, type ProgressMessage, ProgressMessageSchema, type ReconcileReport, ReconcileReportSchema, type SupervisorOp, SupervisorReplySchema, SupervisorRequestSchemas, SupervisorResultSchemas, type TransitionRecord, TransitionRecordSchema } from './supervisor-protocol.js';
 export { eventMemoryText, parseWorldEvent, type WorldEvent, type WorldEventInput, WorldEventSchema } from './world-event.js';
 export { type WorldChange, WorldChangeSchema, type WorldQuery, type WorldQueryInput, WorldQuerySchema, WorldRequestSchemas, WorldResultSchemas, type WorldRow, type WorldSubscriptionInfo } from './world-protocol.js';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { WireErrorSchema } from '../errors/errors.js';
 import { AgentIdSchema, LifecycleStateSchema } from '../domain/domain-schema.js';
-import { ReconcileContextSchema } from '../domain/reconcile-context.js';
+import { ReconcileContextSchema } from './reconcile-context.js';
 
 /** One failed agent in a report. */
 export const AgentFailureSchema = z.object({ id: AgentIdSchema, code: z.string(), message: z.string() });
@@ -65,7 +65,7 @@ export const TransitionRecordSchema = z.object({
 });
 export type TransitionRecord = z.infer<typeof TransitionRecordSchema>;
 
-/** Requests to `thymos.supervisor.<op>`; the op is the last subject token. */
+/** Requests to `<fleet>.supervisor.<op>`; the op is the last subject token. */
 export const SupervisorRequestSchemas = {
   reconcile: z.object({ context: ReconcileContextSchema, dry_run: z.boolean().default(false), progress: z.string().optional() }).strict(),
   status: z.object({}).strict(),

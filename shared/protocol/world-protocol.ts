@@ -13,7 +13,7 @@ export const WorldQuerySchema = WorldFilterSchema.extend({
 export type WorldQuery = z.infer<typeof WorldQuerySchema>;
 export type WorldQueryInput = z.input<typeof WorldQuerySchema>;
 
-/** Requests to `thymos.world.<op>`, answered by the supervisor. */
+/** Requests to `<fleet>.world.<op>`, answered by the supervisor. */
 export const WorldRequestSchemas = {
   tables: z.object({}).strict(),
   get: z.object({ table: z.string().min(1).max(64), id: WorldRowIdSchema }).strict(),
@@ -24,7 +24,7 @@ export const WorldRequestSchemas = {
   delete: z.object({ table: z.string().min(1).max(64), id: WorldRowIdSchema }).strict(),
   query: WorldQuerySchema,
   /**
-   * Starts a live query relayed on `thymos.world.live.<sub>`. `owner` is an agent id (the
+   * Starts a live query relayed on `<fleet>.world.live.<sub>`. `owner` is an agent id (the
    * subscription ends when that agent stops) or any other name; `key` makes it idempotent:
    * the same owner and key get the same subscription back, with the new filter.
    */
@@ -51,7 +51,7 @@ export const WorldSubscriptionSchema = z.object({
 });
 export type WorldSubscriptionInfo = z.infer<typeof WorldSubscriptionSchema>;
 
-/** One notification of a live query, published on `thymos.world.live.<sub>`. */
+/** One notification of a live query, published on `<fleet>.world.live.<sub>`. */
 export const WorldChangeSchema = z.object({
   sub: z.string().uuid(),
   action: z.enum(['create', 'update', 'delete']),

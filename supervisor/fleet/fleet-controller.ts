@@ -12,7 +12,7 @@ import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/error
 import { deleteAgentConsumer, ensureAgentConsumer } from '../../shared/nats/event-stream.js';
 import { Pm2Names, type FleetPaths } from '../../shared/config/fleet-paths.js';
 import type { Logger } from '../../shared/platform/logger.js';
-import { parseReconcileContext, type ReconcileContext } from '../../shared/domain/reconcile-context.js';
+import { parseReconcileContext, type ReconcileContext } from '../../shared/protocol/reconcile-context.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
 import { parseInput } from '../../shared/errors/zod-issues.js';
 import { AgentStartContextSchema, type AgentStartContextInput } from '../../shared/protocol/agent-start-context.js';

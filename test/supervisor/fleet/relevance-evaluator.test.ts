@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { loadDomainSchema, type DomainSchema } from '../../../shared/domain/domain-schema.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
-import { parseReconcileContext } from '../../../shared/domain/reconcile-context.js';
+import { parseReconcileContext } from '../../../shared/protocol/reconcile-context.js';
 import { RelevanceEvaluator } from '../../../supervisor/fleet/relevance-evaluator.js';
 import { VILLAGE_SCHEMA } from '../../helpers/workspace.js';
 

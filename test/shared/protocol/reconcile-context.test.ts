@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { isThymosError } from '../../../shared/errors/errors.js';
-import { parseReconcileContext, parseReconcileContextText } from '../../../shared/domain/reconcile-context.js';
+import { parseReconcileContext, parseReconcileContextText } from '../../../shared/protocol/reconcile-context.js';
 
 const invalid = (raw: unknown, path: RegExp) =>
   assert.throws(() => parseReconcileContext(raw), (err: unknown) => isThymosError(err, 'INVALID_CONTEXT') && path.test(err.message) && path.test(err.location?.path ?? ''));

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { AgentIdSchema } from './domain-schema.js';
+import { AgentIdSchema } from '../domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { describeIssues } from '../errors/zod-issues.js';
-import { parseWireJson } from '../protocol/parse-json.js';
+import { parseWireJson } from './parse-json.js';
 
 /**
  * One agent's properties in a reconcile context. Any keys the application likes;

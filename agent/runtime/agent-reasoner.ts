@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { generateStructured, type BriefMemory, type LlmMessage, type ScoredOption } from './llm-provider.js';
-import { ANSWER_SHAPES } from './llm-tasks.js';
-import type { AgentBehaviorContext } from '../runtime/agent-behavior.js';
-import { SAID_TAG } from '../runtime/dialogue-behavior.js';
-import { goalsLine, memoriesBlock, personaPrompt } from './persona-prompt.js';
+import { generateStructured, type BriefMemory, type LlmMessage, type ScoredOption } from '../llm/llm-provider.js';
+import { ANSWER_SHAPES } from '../llm/llm-tasks.js';
+import type { AgentBehaviorContext } from './agent-behavior.js';
+import { SAID_TAG } from './dialogue-behavior.js';
+import { goalsLine, memoriesBlock, personaPrompt } from '../llm/persona-prompt.js';
 
 /** What an agent weighs when neither the call nor its definition (`actions`) names options. */
 export const DEFAULT_OPTIONS = ['look into it', 'tell someone', 'carry on as before'] as const;
