@@ -2,7 +2,7 @@
  * One agent's state and behaviour: mode, memory and concepts wired together, dialogue and the application's behaviour module.
  */
 export { type AgentBehavior, type AgentBehaviorContext, type CreateBehavior, type TalkReply, type TalkRequest } from './agent-behavior.js';
-export { decide, type Decision, think, type Thought } from './agent-reasoner.js';
+export { type Decision, type Thought } from './agent-reasoner.js';
 export { AgentRuntime } from './agent-runtime.js';
 export { DialogueBehavior, onlyAsks, QUESTION_TAG } from './dialogue-behavior.js';
 export { type Messenger } from './runtime-ports.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ms, unit } from './setting-types.js';
+import { ms } from './setting-types.js';
 
 /** Settings of every agent process. */
 export const AgentSettingsSchema = z

@@ -1,34 +1,31 @@
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { JetStreamManager } from '@nats-io/jetstream';
 import PQueue from 'p-queue';
-import { aliasTable, type AliasEntry } from '../../shared/domain/alias-table.js';
-import { AgentStatusMessageSchema, type AgentMode } from '../../shared/protocol/agent-protocol.js';
-import { isAlive } from '../../shared/platform/data-lock.js';
+import type { ThymosConfig } from '../../shared/config/thymos-config.js';
+import { Pm2Names, type FleetPaths } from '../../shared/config/fleet-paths.js';
+import { aliasTable } from '../../shared/domain/alias-table.js';
 import type { DomainSchema, LifecycleState } from '../../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
-import { deleteAgentConsumer, ensureAgentConsumer } from '../../shared/nats/event-stream.js';
-import { Pm2Names, type FleetPaths } from '../../shared/config/fleet-paths.js';
+import { ensureAgentConsumer } from '../../shared/nats/event-stream.js';
 import type { Logger } from '../../shared/platform/logger.js';
-import { parseReconcileContext, type ReconcileContext } from '../../shared/protocol/reconcile-context.js';
+import type { AgentMode } from '../../shared/protocol/agent-protocol.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
-import { parseInput } from '../../shared/errors/zod-issues.js';
-import { AgentStartContextSchema, type AgentStartContextInput } from '../../shared/protocol/agent-start-context.js';
+import type { ReconcileContext } from '../../shared/protocol/reconcile-context.js';
 import type { AgentStatusRow, FleetStatus, ProgressMessage, ReconcileReport } from '../../shared/protocol/supervisor-protocol.js';
-import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import { AgentArchive } from './agent-archive.js';
-import { AgentLink } from './agent-link.js';
-import type { AgentEntry, AgentRegistry } from './agent-registry.js';
-import { decideStates, STATE_RANK, type Decision, type ScoredAgent } from './decide-states.js';
-import { probeMcp } from './mcp-probe.js';
-import { readAgentToken } from '../../shared/platform/agent-token.js';
-import { PortAllocator } from './port-allocator.js';
 import type { ProcessManager } from '../pm2/process-manager.js';
+import { AgentArchive } from './agent-archive.js';
+import { AgentHeartbeats } from './agent-heartbeats.js';
+import type { AgentLink } from './agent-link.js';
+import type { AgentEntry, AgentRegistry } from './agent-registry.js';
+import { AgentStarter, CONTROL_TIMEOUT_MS } from './agent-starter.js';
+import { AgentTransitions } from './agent-transitions.js';
+import { decideStates, STATE_RANK, type Decision, type ScoredAgent } from './decide-states.js';
+import { fleetPins } from './fleet-pins.js';
+import { PortAllocator } from './port-allocator.js';
+import { ReconcileJournal } from './reconcile-journal.js';
+import { describeMove, emptyReport, RUNNING, sortReport, type Report } from './reconcile-report.js';
 import type { RelevanceEvaluator } from './relevance-evaluator.js';
 import type { SupervisorMetrics } from './supervisor-metrics.js';
-import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
 
 export interface FleetControllerOptions {
   config: ThymosConfig;
@@ -56,8 +53,6 @@ export interface FleetControllerOptions {
 /** Called as each agent's transition finishes. */
 export type ProgressListener = (p: ProgressMessage) => void;
 
-type Report = Omit<ReconcileReport, 'duration_ms' | 'dry_run'>;
-
 /** One agent to move, and the context properties it starts with (its location, say). */
 interface Move {
   entry: AgentEntry;
@@ -66,10 +61,6 @@ interface Move {
   reason: string;
   properties?: Record<string, unknown>;
 }
-
-const RUNNING = (s: LifecycleState) => s === 'active' || s === 'listening';
-/** Deadline of a quick control request to an agent (get_state, set_mode). */
-const CONTROL_TIMEOUT_MS = 5000;
 
 /**
  * Reconciles the fleet: scores agents, decides their states, plans transitions and
@@ -81,21 +72,20 @@ export class FleetController {
   readonly #o: FleetControllerOptions;
   readonly #link: AgentLink;
   readonly #ports: PortAllocator;
-  readonly #archive: AgentArchive;
   readonly #operations = new PQueue({ concurrency: 1 });
-  readonly #rss = new Map<string, number>();
-  readonly #pins = new Map<string, LifecycleState>();
-  readonly #aliases: AliasEntry[];
+  readonly #heartbeats = new AgentHeartbeats();
+  readonly #pins: ReadonlyMap<string, LifecycleState>;
+  readonly #journal: ReconcileJournal;
+  readonly #transitions: AgentTransitions;
 
   constructor(options: FleetControllerOptions) {
     this.#o = options;
-    this.#aliases = aliasTable(options.domain);
     this.#link = options.link;
+    this.#pins = fleetPins(options.domain, options.config);
     this.#ports = new PortAllocator({ min: options.config.supervisor.agent_port_min, max: options.config.supervisor.agent_port_max, host: options.config.agent.host });
-    this.#archive = new AgentArchive(options.paths);
-    for (const [id, def] of Object.entries(options.domain.agents)) if (def.pinned) this.#pins.set(id, def.pinned);
-    for (const [id, state] of Object.entries(options.config.lifecycle.pins)) this.#pins.set(id, state);
-    checkPins(this.#pins, options);
+    this.#journal = new ReconcileJournal(options.paths.run, options.logger);
+    const starter = new AgentStarter({ ...options, ports: this.#ports, aliases: aliasTable(options.domain) });
+    this.#transitions = new AgentTransitions({ ...options, ports: this.#ports, archive: new AgentArchive(options.paths), starter, heartbeats: this.#heartbeats });
   }
 
   get ids(): string[] {
@@ -140,7 +130,7 @@ export class FleetController {
         } else {
           if (app) await processes.delete(app.name).catch(() => undefined);
           if (RUNNING(entry.state)) {
-            await this.#setState(entry, 'dormant', { mode: null, pid: null }, 'not running when the supervisor started');
+            await this.#transitions.setState(entry, 'dormant', { mode: null, pid: null }, 'not running when the supervisor started');
             lost.push(entry.id);
           }
         }
@@ -180,7 +170,7 @@ export class FleetController {
       const decisions = await this.decide(context);
       this.#o.metrics.decisionSeconds.observe((performance.now() - started) / 1000);
       const report = await this.#apply(decisions, context, options);
-      if (!options.dryRun) this.#endJournal();
+      if (!options.dryRun) this.#journal.end();
       const duration = performance.now() - started;
       this.#o.metrics.reconcileSeconds.observe(duration / 1000);
       return { ...report, dry_run: options.dryRun ?? false, duration_ms: Math.round(duration) };
@@ -229,36 +219,10 @@ export class FleetController {
       for (const m of moves) describeMove(report, m.entry.state, m.to, m.entry.id);
       return sortReport(report);
     }
-    if (moves.length > 0) this.#beginJournal(context);
+    if (moves.length > 0) this.#journal.begin(context);
     await this.#runMoves(moves, report, options.onProgress);
     this.#updateCounts();
     return sortReport(report);
-  }
-
-  get #journalFile(): string {
-    return join(this.#o.paths.run, 'reconcile.pending.json');
-  }
-
-  /**
-   * Notes the context of a reconcile that is about to move agents, so a supervisor killed
-   * before it ends finishes it after its restart (`resumeInterrupted`). Written atomically:
-   * a crash leaves the previous file or the new one, never half of one.
-   */
-  #beginJournal(context: ReconcileContext): void {
-    try {
-      mkdirSync(this.#o.paths.run, { recursive: true });
-      writeAtomic(this.#journalFile, JSON.stringify({ at: new Date().toISOString(), context }));
-    } catch (err) {
-      this.#o.logger.warn({ err: (err as Error).message }, 'the reconcile journal was not written: a crash now would leave this reconcile unfinished');
-    }
-  }
-
-  #endJournal(): void {
-    try {
-      rmSync(this.#journalFile, { force: true });
-    } catch (err) {
-      this.#o.logger.warn({ err: (err as Error).message }, 'the reconcile journal was not removed: a restart would run this finished reconcile again (harmless: nothing left to move)');
-    }
   }
 
   /**
@@ -269,31 +233,14 @@ export class FleetController {
    * `reconcile.pending.json.bad` with an error in the log.
    */
   async resumeInterrupted(): Promise<{ since: string; report: ReconcileReport } | undefined> {
-    let text: string;
-    try {
-      text = readFileSync(this.#journalFile, 'utf8');
-    } catch {
-      return undefined;
-    }
     const { logger } = this.#o;
-    try {
-      const raw = JSON.parse(text) as { at?: unknown; context?: unknown };
-      const since = typeof raw.at === 'string' ? raw.at : 'unknown';
-      const context = parseReconcileContext(raw.context, `${this.#journalFile}: context`);
+    const resumed = await this.#journal.resume(async (context, since) => {
       logger.warn({ since }, 'finishing a reconcile interrupted by a supervisor restart');
       const report = await this.reconcile(context);
       logger.info({ since, started: report.started, stopped: report.stopped, failed: report.failed.map((f) => f.id) }, 'interrupted reconcile finished');
-      return { since, report };
-    } catch (err) {
-      const e = toThymosError(err);
-      logger.error({ code: e.code, err: e.message, file: this.#journalFile }, 'the interrupted reconcile could not be finished; its journal is set aside');
-      try {
-        renameSync(this.#journalFile, `${this.#journalFile}.bad`);
-      } catch {
-        // Already gone: nothing to set aside.
-      }
-      return undefined;
-    }
+      return report;
+    });
+    return resumed && { since: resumed.since, report: resumed.result };
   }
 
   /** Moves down first (freeing capacity and ports), then up; each phase with bounded concurrency. */
@@ -308,7 +255,7 @@ export class FleetController {
     const run = (m: (typeof moves)[number]) =>
       queue.add(async () => {
         const t0 = performance.now();
-        const ok = await this.#transition(m.entry.id, m.to, m.score, m.reason, report, m.properties ?? {});
+        const ok = await this.#transitions.run(m.entry.id, m.to, m.score, m.reason, report, m.properties ?? {});
         onProgress?.({ id: m.entry.id, step: `${m.entry.state} → ${m.to}`, done: ++done, total, ok, ms: Math.round(performance.now() - t0) });
       });
     const down = moves.filter((m) => STATE_RANK[m.to] < STATE_RANK[m.entry.state]);
@@ -379,196 +326,9 @@ export class FleetController {
     });
   }
 
-  /** Runs the steps from an agent's state to `to`; records each in the report. Never throws. */
-  async #transition(id: string, to: LifecycleState, score: number | null, reason: string, report: Report, properties: Record<string, unknown>): Promise<boolean> {
-    const from = this.#o.registry.get(id)!.state;
-    const { metrics, logger } = this.#o;
-    let step = 'plan';
-    try {
-      let entry = this.#o.registry.get(id)!;
-      if (RUNNING(entry.state) && RUNNING(to)) {
-        step = 'set_mode';
-        await this.#setMode(entry, to === 'active' ? 'active' : 'passive', reason);
-        (STATE_RANK[to] > STATE_RANK[from] ? report.upgraded : report.downgraded).push(id);
-        metrics.transitions.inc({ kind: STATE_RANK[to] > STATE_RANK[from] ? 'upgrade' : 'downgrade' });
-      } else {
-        if (RUNNING(entry.state)) {
-          step = 'stop';
-          entry = await this.#stop(entry, reason);
-          report.stopped.push(id);
-          metrics.transitions.inc({ kind: 'stop' });
-        }
-        if (entry.state === 'archived' && to !== 'archived') {
-          step = 'restore';
-          await this.#archive.unpack(id);
-          if (this.#o.jsm) await ensureAgentConsumer(this.#o.jsm, id, this.#o.config.events, this.#o.names);
-          entry = await this.#setState(entry, 'dormant', {}, reason);
-          report.restored.push(id);
-          metrics.transitions.inc({ kind: 'restore' });
-        }
-        if (to === 'archived' && entry.state === 'dormant') {
-          step = 'archive';
-          await this.#archive.pack(id);
-          // An Archived agent stops retaining events.
-          if (this.#o.jsm) await deleteAgentConsumer(this.#o.jsm, id, this.#o.names);
-          entry = await this.#setState(entry, 'archived', { port: null }, reason);
-          report.archived.push(id);
-          metrics.transitions.inc({ kind: 'archive' });
-        }
-        if (RUNNING(to) && entry.state === 'dormant') {
-          step = 'start';
-          await this.#start(entry, to === 'active' ? 'active' : 'passive', score, reason, properties);
-          report.started.push(id);
-          metrics.transitions.inc({ kind: 'start' });
-        }
-      }
-      return true;
-    } catch (err) {
-      const e = toThymosError(err);
-      logger.error({ agent: id, step, code: e.code, err: e.message }, 'transition failed');
-      metrics.failures.inc({ kind: step, code: e.code });
-      report.failed.push({ id, code: e.code, message: e.message });
-      const entry = this.#o.registry.get(id)!;
-      await this.#o.registry.update(id, { last_error: { code: e.code, message: e.message } }).catch(() => undefined);
-      await this.#o.registry
-        .recordTransition({ id, at: new Date().toISOString(), from: entry.state, to, score, reason: `${reason} (${step})`, ok: false, error: `${e.code}: ${e.message}` })
-        .catch(() => undefined);
-      return false;
-    }
-  }
-
-  async #start(entry: AgentEntry, mode: AgentMode, score: number | null, reason: string, properties: Record<string, unknown>): Promise<AgentEntry> {
-    const { config, processes, paths, domain, metrics } = this.#o;
-    const id = entry.id;
-    const name = Pm2Names.agent(id);
-    const existing = await processes.describe(name);
-    if (existing?.status === 'online' && existing.pid && isAlive(existing.pid)) {
-      // pm2 still runs it (a start that outlived a supervisor crash): adopt rather than start a second copy.
-      const { state } = await this.#link.control(id, { op: 'set_mode', mode }, CONTROL_TIMEOUT_MS);
-      this.#ports.hold(state.port);
-      return this.#setState(entry, mode === 'active' ? 'active' : 'listening', { mode, pid: existing.pid, port: state.port, last_error: null }, `${reason} (adopted)`);
-    }
-    if (existing) await processes.delete(name);
-
-    const port = await this.#ports.allocate(entry.port);
-    const t0 = performance.now();
-    const budget = config.supervisor.start_timeout_ms;
-    const life = this.#link.waitForLife(id, budget);
-    const phases: Record<string, number> = {};
-    const mark = (phase: string) => (phases[phase] = Math.round(performance.now() - t0));
-    try {
-      mkdirSync(paths.run, { recursive: true });
-      const contextFile = join(paths.run, `${id}.context.json`);
-      // Checked by the schema the agent reads it with, so a supervisor never hands over a context the agent refuses.
-      const startContext = parseInput(
-        AgentStartContextSchema,
-        { definition: domain.agents[id], eventFilters: domain.eventFilters, worldWatches: domain.worldWatches, aliases: this.#aliases, relationshipTypes: domain.relationshipTypes, conceptTypes: domain.conceptTypes, searchStrategies: domain.searchStrategies, properties } satisfies AgentStartContextInput,
-        `${id}: start context`,
-      );
-      writeAtomic(contextFile, JSON.stringify(startContext));
-      const args = ['agent', '--agent-id', id, '--port', String(port), '--mode', mode, '--context', contextFile, '--nats-url', this.#o.natsUrl];
-      if (config.file) args.push('--config', config.file);
-      await processes.start({
-        name,
-        script: this.#o.thymosBin,
-        args,
-        cwd: config.file ? join(config.file, '..') : process.cwd(),
-        waitReady: true,
-        listenTimeoutMs: budget,
-        killTimeoutMs: config.agent.shutdown_timeout_ms + 2000,
-        autorestart: true,
-        restartDelayMs: config.supervisor.restart_delay_ms,
-        logFile: join(paths.logs, `${id}.log`),
-      });
-      mark('pm2_started');
-      const watch = { done: false };
-      try {
-        await Promise.race([life.seen, this.#crashDuringStart(id, name, budget, watch)]);
-      } finally {
-        watch.done = true;
-      }
-      mark('nats_ready');
-      const left = Math.max(1000, budget - (performance.now() - t0));
-      await probeMcp(id, `http://${config.agent.host === '0.0.0.0' ? '127.0.0.1' : config.agent.host}:${port}/mcp`, left, config.mcp.require_token ? readAgentToken(config.dataPath, id) : undefined);
-    } catch (err) {
-      life.cancel();
-      await processes.delete(name).catch(() => undefined);
-      this.#ports.release(port);
-      const e = toThymosError(err);
-      throw new ThymosError(e.code, `${e.message} (log: ${join(paths.logs, `${id}.log`)})`, { cause: err });
-    }
-    mark('mcp_answered');
-    metrics.startupSeconds.observe((performance.now() - t0) / 1000);
-    this.#o.logger.info({ agent: id, port, mode, ms_since_start: phases }, 'agent started');
-    const info = await processes.describe(name);
-    return this.#setState(entry, mode === 'active' ? 'active' : 'listening', { mode, pid: info?.pid ?? null, port, score, last_error: null }, reason);
-  }
-
-  /**
-   * Rejects as soon as pm2 reports that the agent's process exited while starting (a restart,
-   * or an errored app), with the end of its log; never resolves otherwise. Without it a
-   * process that cannot start would be retried by pm2 until the whole start budget ran out.
-   */
-  async #crashDuringStart(id: string, name: string, budget: number, watch: { done: boolean }): Promise<never> {
-    const deadline = performance.now() + budget;
-    while (!watch.done && performance.now() < deadline) {
-      await sleep(250);
-      const app = watch.done ? undefined : await this.#o.processes.describe(name).catch(() => undefined);
-      if (!watch.done && app && (app.restarts > 0 || app.status === 'errored' || app.status === 'stopped')) {
-        throw new ThymosError(ErrorCode.AGENT_START_FAILED, `${id} exited while starting (pm2 status ${app.status}, ${app.restarts} restart(s)); its log ends: ${logTail(join(this.#o.paths.logs, `${id}.log`))}`);
-      }
-    }
-    return new Promise<never>(() => undefined);
-  }
-
-  async #setMode(entry: AgentEntry, mode: AgentMode, reason: string): Promise<AgentEntry> {
-    await this.#link.control(entry.id, { op: 'set_mode', mode }, CONTROL_TIMEOUT_MS);
-    return this.#setState(entry, mode === 'active' ? 'active' : 'listening', { mode }, reason);
-  }
-
-  /** Snapshot acknowledged, then pm2 stops the process (SIGINT, SIGKILL after the budget). */
-  async #stop(entry: AgentEntry, reason: string): Promise<AgentEntry> {
-    const { processes, config } = this.#o;
-    const name = Pm2Names.agent(entry.id);
-    const app = await processes.describe(name);
-    if (app?.status === 'online') {
-      await this.#link.control(entry.id, { op: 'snapshot' }, config.agent.shutdown_timeout_ms).catch((err: unknown) => {
-        const e = toThymosError(err);
-        throw new ThymosError(ErrorCode.SNAPSHOT_FAILED, `${entry.id} was not stopped: its snapshot was not acknowledged (${e.code}: ${e.message})`, { cause: err });
-      });
-    }
-    await processes.delete(name);
-    if (app?.pid && isAlive(app.pid)) {
-      throw new ThymosError(ErrorCode.PROCESS_MANAGER_ERROR, `${entry.id}: pid ${app.pid} still alive after pm2 stopped it`);
-    }
-    this.#ports.release(entry.port);
-    this.#rss.delete(entry.id);
-    return this.#setState(entry, 'dormant', { mode: null, pid: null }, reason);
-  }
-
-  async #setState(entry: AgentEntry, state: LifecycleState, patch: Partial<AgentEntry>, reason: string): Promise<AgentEntry> {
-    const next = await this.#o.registry.update(entry.id, { ...patch, state, since: state === entry.state ? entry.since : Date.now() });
-    if (state !== entry.state && RUNNING(entry.state) && !RUNNING(state)) {
-      await this.#o.onStopped?.(entry.id).catch((err: unknown) => this.#o.logger.warn({ err, id: entry.id }, 'ending the live subscriptions of a stopped agent failed'));
-    }
-    if (state !== entry.state) {
-      await this.#o.registry.recordTransition({ id: entry.id, at: new Date().toISOString(), from: entry.state, to: state, score: next.score, reason, ok: true, error: null });
-    }
-    return next;
-  }
-
   /** Listens to heartbeats: keeps RSS and the agents' model totals (for /metrics). */
   watchHeartbeats(): void {
-    const sub = this.#o.nc.subscribe(this.#o.names.allAgentStatus);
-    void (async () => {
-      for await (const m of sub) {
-        const parsed = AgentStatusMessageSchema.safeParse(parseJsonOrUndefined(m.string()));
-        if (!parsed.success) continue;
-        const { state, rss_bytes } = parsed.data;
-        if (rss_bytes !== undefined) this.#rss.set(state.id, rss_bytes);
-        if (state.llm) this.#o.metrics.observeLlm(state.id, state.llm);
-      }
-    })();
+    this.#heartbeats.watch(this.#o.nc, this.#o.names, this.#o.metrics);
   }
 
   /** The fleet as it is: registry rows with pid, RSS and restarts from pm2. */
@@ -590,7 +350,7 @@ export class FleetController {
           score: e.score,
           source: e.source,
           since: new Date(e.since).toISOString(),
-          rss_bytes: running ? (app?.memory ?? this.#rss.get(e.id) ?? null) : null,
+          rss_bytes: running ? (app?.memory ?? this.#heartbeats.rss(e.id) ?? null) : null,
           restarts: app?.restarts ?? 0,
           pinned: this.#pins.get(e.id) ?? null,
           last_error: e.last_error,
@@ -618,61 +378,6 @@ export class FleetController {
   #updateCounts(): void {
     this.#o.metrics.setCounts(this.counts());
   }
-}
-
-/** Pins from Pkl and `[lifecycle] pins` together must fit the capacity and name defined agents. */
-function checkPins(pins: ReadonlyMap<string, LifecycleState>, o: FleetControllerOptions): void {
-  const { max_active, max_running } = o.config.lifecycle;
-  for (const id of pins.keys()) {
-    if (!o.domain.agents[id]) {
-      throw new ThymosError(ErrorCode.CONFIG_INVALID, `lifecycle.pins: no agent "${id}" in the domain schema`, { location: { file: o.config.file, path: `lifecycle.pins.${id}` } });
-    }
-  }
-  const active = [...pins.values()].filter((s) => s === 'active').length;
-  const running = [...pins.values()].filter((s) => s === 'active' || s === 'listening').length;
-  if (active > max_active || running > max_running) {
-    throw new ThymosError(
-      ErrorCode.CONFIG_INVALID,
-      `pins (Pkl pinned and [lifecycle] pins) hold ${active} agent(s) active and ${running} running; expected at most max_active = ${max_active} and max_running = ${max_running}`,
-      { location: { file: o.config.file, path: 'lifecycle.pins' } },
-    );
-  }
-}
-
-function emptyReport(): Report {
-  return { started: [], stopped: [], upgraded: [], downgraded: [], archived: [], restored: [], unchanged: [], failed: [] };
-}
-
-function sortReport(r: Report): Report {
-  for (const key of ['started', 'stopped', 'upgraded', 'downgraded', 'archived', 'restored', 'unchanged'] as const) r[key].sort();
-  r.failed.sort((a, b) => (a.id < b.id ? -1 : 1));
-  return r;
-}
-
-/** What a move would do, for a dry run. */
-function describeMove(r: Report, from: LifecycleState, to: LifecycleState, id: string): void {
-  if (RUNNING(from) && RUNNING(to)) (STATE_RANK[to] > STATE_RANK[from] ? r.upgraded : r.downgraded).push(id);
-  if (RUNNING(from) && !RUNNING(to)) r.stopped.push(id);
-  if (from === 'archived' && to !== 'archived') r.restored.push(id);
-  if (to === 'archived') r.archived.push(id);
-  if (!RUNNING(from) && RUNNING(to)) r.started.push(id);
-}
-
-/** The last error-looking lines of a log, joined, for an error message. */
-function logTail(file: string, lines = 3): string {
-  try {
-    const text = readFileSync(file, 'utf8').trimEnd().split('\n');
-    const errors = text.filter((l) => /error|thymos:|"level":(50|60)/i.test(l));
-    return (errors.length ? errors : text).slice(-lines).join(' | ').slice(0, 1200);
-  } catch {
-    return '(no log yet)';
-  }
-}
-
-function writeAtomic(file: string, text: string): void {
-  const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, text);
-  renameSync(tmp, file);
 }
 
 function preview(ids: string[]): string {

@@ -1,0 +1,34 @@
+import type { NatsConnection } from '@nats-io/transport-node';
+import { AgentStatusMessageSchema } from '../../shared/protocol/agent-protocol.js';
+import type { FleetNames } from '../../shared/protocol/fleet-names.js';
+import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
+import type { SupervisorMetrics } from './supervisor-metrics.js';
+
+/** What agents' heartbeats say: each running agent's RSS, and its model totals for /metrics. */
+export class AgentHeartbeats {
+  readonly #rss = new Map<string, number>();
+
+  /** Listens on every agent's status subject until the connection closes. */
+  watch(nc: NatsConnection, names: FleetNames, metrics: SupervisorMetrics): void {
+    const sub = nc.subscribe(names.allAgentStatus);
+    void (async () => {
+      for await (const m of sub) {
+        const parsed = AgentStatusMessageSchema.safeParse(parseJsonOrUndefined(m.string()));
+        if (!parsed.success) continue;
+        const { state, rss_bytes } = parsed.data;
+        if (rss_bytes !== undefined) this.#rss.set(state.id, rss_bytes);
+        if (state.llm) metrics.observeLlm(state.id, state.llm);
+      }
+    })();
+  }
+
+  /** The last RSS an agent reported, in bytes. */
+  rss(id: string): number | undefined {
+    return this.#rss.get(id);
+  }
+
+  /** A stopped agent's last figures no longer hold. */
+  forget(id: string): void {
+    this.#rss.delete(id);
+  }
+}

@@ -1,0 +1,171 @@
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ThymosConfig } from '../../shared/config/thymos-config.js';
+import { Pm2Names, type FleetPaths } from '../../shared/config/fleet-paths.js';
+import type { AliasEntry } from '../../shared/domain/alias-table.js';
+import type { DomainSchema } from '../../shared/domain/domain-schema.js';
+import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
+import { parseInput } from '../../shared/errors/zod-issues.js';
+import { readAgentToken } from '../../shared/platform/agent-token.js';
+import { isAlive } from '../../shared/platform/data-lock.js';
+import type { Logger } from '../../shared/platform/logger.js';
+import { writeAtomic } from '../../shared/platform/write-atomic.js';
+import type { AgentMode } from '../../shared/protocol/agent-protocol.js';
+import { AgentStartContextSchema, type AgentStartContextInput } from '../../shared/protocol/agent-start-context.js';
+import type { ProcessManager } from '../pm2/process-manager.js';
+import type { AgentLink } from './agent-link.js';
+import { probeMcp } from './mcp-probe.js';
+import type { PortAllocator } from './port-allocator.js';
+import type { SupervisorMetrics } from './supervisor-metrics.js';
+
+/** Deadline of a quick control request to an agent (get_state, set_mode). */
+export const CONTROL_TIMEOUT_MS = 5000;
+
+export interface AgentStarterOptions {
+  config: ThymosConfig;
+  domain: DomainSchema;
+  paths: FleetPaths;
+  processes: ProcessManager;
+  link: AgentLink;
+  ports: PortAllocator;
+  metrics: SupervisorMetrics;
+  logger: Logger;
+  /** The NATS server agents are told to use. */
+  natsUrl: string;
+  /** The bundled `thymos` command agents run. */
+  thymosBin: string;
+  /** Every alias of the domain, handed to each agent in its start context. */
+  aliases: AliasEntry[];
+}
+
+/** Where a started agent runs. */
+export interface StartedAgent {
+  pid: number | null;
+  port: number;
+  /** True when pm2 already ran it (a start that outlived a supervisor crash) and it was adopted. */
+  adopted: boolean;
+}
+
+/**
+ * Starts one agent process under pm2: a port, its start context (checked by the schema the
+ * agent reads it with), `pm2 start` with wait_ready, then its ready notice on NATS and an MCP
+ * answer on its port. A process that exits while starting fails the start at once with the
+ * end of its log; whatever fails, nothing is left running and the port is released.
+ */
+export class AgentStarter {
+  readonly #o: AgentStarterOptions;
+
+  constructor(options: AgentStarterOptions) {
+    this.#o = options;
+  }
+
+  async start(id: string, mode: AgentMode, preferredPort: number | null, properties: Record<string, unknown>): Promise<StartedAgent> {
+    const { config, processes, paths, metrics, link, ports } = this.#o;
+    const name = Pm2Names.agent(id);
+    const existing = await processes.describe(name);
+    if (existing?.status === 'online' && existing.pid && isAlive(existing.pid)) {
+      // pm2 still runs it (a start that outlived a supervisor crash): adopt rather than start a second copy.
+      const { state } = await link.control(id, { op: 'set_mode', mode }, CONTROL_TIMEOUT_MS);
+      ports.hold(state.port);
+      return { pid: existing.pid, port: state.port, adopted: true };
+    }
+    if (existing) await processes.delete(name);
+
+    const port = await ports.allocate(preferredPort);
+    const t0 = performance.now();
+    const budget = config.supervisor.start_timeout_ms;
+    const life = link.waitForLife(id, budget);
+    const phases: Record<string, number> = {};
+    const mark = (phase: string) => (phases[phase] = Math.round(performance.now() - t0));
+    try {
+      await processes.start({
+        name,
+        script: this.#o.thymosBin,
+        args: this.#args(id, port, mode, properties),
+        cwd: config.file ? join(config.file, '..') : process.cwd(),
+        waitReady: true,
+        listenTimeoutMs: budget,
+        killTimeoutMs: config.agent.shutdown_timeout_ms + 2000,
+        autorestart: true,
+        restartDelayMs: config.supervisor.restart_delay_ms,
+        logFile: join(paths.logs, `${id}.log`),
+      });
+      mark('pm2_started');
+      const watch = { done: false };
+      try {
+        await Promise.race([life.seen, this.#crashDuringStart(id, name, budget, watch)]);
+      } finally {
+        watch.done = true;
+      }
+      mark('nats_ready');
+      const left = Math.max(1000, budget - (performance.now() - t0));
+      await probeMcp(id, `http://${config.agent.host === '0.0.0.0' ? '127.0.0.1' : config.agent.host}:${port}/mcp`, left, config.mcp.require_token ? readAgentToken(config.dataPath, id) : undefined);
+    } catch (err) {
+      life.cancel();
+      await processes.delete(name).catch(() => undefined);
+      ports.release(port);
+      const e = toThymosError(err);
+      throw new ThymosError(e.code, `${e.message} (log: ${join(paths.logs, `${id}.log`)})`, { cause: err });
+    }
+    mark('mcp_answered');
+    metrics.startupSeconds.observe((performance.now() - t0) / 1000);
+    this.#o.logger.info({ agent: id, port, mode, ms_since_start: phases }, 'agent started');
+    const info = await processes.describe(name);
+    return { pid: info?.pid ?? null, port, adopted: false };
+  }
+
+  /** `thymos agent` arguments, with the start context written where the agent reads it. */
+  #args(id: string, port: number, mode: AgentMode, properties: Record<string, unknown>): string[] {
+    const { config, paths, domain } = this.#o;
+    mkdirSync(paths.run, { recursive: true });
+    const contextFile = join(paths.run, `${id}.context.json`);
+    // Checked by the schema the agent reads it with, so a supervisor never hands over a context the agent refuses.
+    const startContext = parseInput(
+      AgentStartContextSchema,
+      {
+        definition: domain.agents[id],
+        eventFilters: domain.eventFilters,
+        worldWatches: domain.worldWatches,
+        aliases: this.#o.aliases,
+        relationshipTypes: domain.relationshipTypes,
+        conceptTypes: domain.conceptTypes,
+        searchStrategies: domain.searchStrategies,
+        properties,
+      } satisfies AgentStartContextInput,
+      `${id}: start context`,
+    );
+    writeAtomic(contextFile, JSON.stringify(startContext));
+    const args = ['agent', '--agent-id', id, '--port', String(port), '--mode', mode, '--context', contextFile, '--nats-url', this.#o.natsUrl];
+    if (config.file) args.push('--config', config.file);
+    return args;
+  }
+
+  /**
+   * Rejects as soon as pm2 reports that the agent's process exited while starting (a restart,
+   * or an errored app), with the end of its log; never resolves otherwise. Without it a
+   * process that cannot start would be retried by pm2 until the whole start budget ran out.
+   */
+  async #crashDuringStart(id: string, name: string, budget: number, watch: { done: boolean }): Promise<never> {
+    const deadline = performance.now() + budget;
+    while (!watch.done && performance.now() < deadline) {
+      await sleep(250);
+      const app = watch.done ? undefined : await this.#o.processes.describe(name).catch(() => undefined);
+      if (!watch.done && app && (app.restarts > 0 || app.status === 'errored' || app.status === 'stopped')) {
+        throw new ThymosError(ErrorCode.AGENT_START_FAILED, `${id} exited while starting (pm2 status ${app.status}, ${app.restarts} restart(s)); its log ends: ${logTail(join(this.#o.paths.logs, `${id}.log`))}`);
+      }
+    }
+    return new Promise<never>(() => undefined);
+  }
+}
+
+/** The last error-looking lines of a log, joined, for an error message. */
+function logTail(file: string, lines = 3): string {
+  try {
+    const text = readFileSync(file, 'utf8').trimEnd().split('\n');
+    const errors = text.filter((l) => /error|thymos:|"level":(50|60)/i.test(l));
+    return (errors.length ? errors : text).slice(-lines).join(' | ').slice(0, 1200);
+  } catch {
+    return '(no log yet)';
+  }
+}

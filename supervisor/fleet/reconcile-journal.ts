@@ -1,0 +1,72 @@
+import { mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { toThymosError } from '../../shared/errors/errors.js';
+import { writeAtomic } from '../../shared/platform/write-atomic.js';
+import type { Logger } from '../../shared/platform/logger.js';
+import { parseReconcileContext, type ReconcileContext } from '../../shared/protocol/reconcile-context.js';
+
+/**
+ * The context of a reconcile that is moving agents, kept in `<data>/run/reconcile.pending.json`
+ * until it ends, so a supervisor killed in the middle finishes it after its restart. Written
+ * atomically: a crash leaves the previous file or the new one, never half of one.
+ */
+export class ReconcileJournal {
+  readonly #dir: string;
+  readonly #file: string;
+  readonly #logger: Logger;
+
+  constructor(runDir: string, logger: Logger) {
+    this.#dir = runDir;
+    this.#file = join(runDir, 'reconcile.pending.json');
+    this.#logger = logger;
+  }
+
+  /** Notes the context of a reconcile that is about to move agents. */
+  begin(context: ReconcileContext): void {
+    try {
+      mkdirSync(this.#dir, { recursive: true });
+      writeAtomic(this.#file, JSON.stringify({ at: new Date().toISOString(), context }));
+    } catch (err) {
+      this.#logger.warn({ err: (err as Error).message }, 'the reconcile journal was not written: a crash now would leave this reconcile unfinished');
+    }
+  }
+
+  /** The reconcile ended: nothing is left to finish. */
+  end(): void {
+    try {
+      rmSync(this.#file, { force: true });
+    } catch (err) {
+      this.#logger.warn({ err: (err as Error).message }, 'the reconcile journal was not removed: a restart would run this finished reconcile again (harmless: nothing left to move)');
+    }
+  }
+
+  /**
+   * Runs `finish` on the context a killed supervisor left unfinished, if there is one.
+   * Resolves to undefined when there is nothing to finish; a journal that cannot be read,
+   * or whose reconcile fails (it no longer fits the domain), is set aside as
+   * `reconcile.pending.json.bad` with an error in the log.
+   */
+  async resume<T>(finish: (context: ReconcileContext, since: string) => Promise<T>): Promise<{ since: string; result: T } | undefined> {
+    let text: string;
+    try {
+      text = readFileSync(this.#file, 'utf8');
+    } catch {
+      return undefined;
+    }
+    try {
+      const raw = JSON.parse(text) as { at?: unknown; context?: unknown };
+      const since = typeof raw.at === 'string' ? raw.at : 'unknown';
+      const context = parseReconcileContext(raw.context, `${this.#file}: context`);
+      return { since, result: await finish(context, since) };
+    } catch (err) {
+      const e = toThymosError(err);
+      this.#logger.error({ code: e.code, err: e.message, file: this.#file }, 'the interrupted reconcile could not be finished; its journal is set aside');
+      try {
+        renameSync(this.#file, `${this.#file}.bad`);
+      } catch {
+        // Already gone: nothing to set aside.
+      }
+      return undefined;
+    }
+  }
+}

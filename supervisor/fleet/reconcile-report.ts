@@ -1,0 +1,29 @@
+import type { LifecycleState } from '../../shared/domain/domain-schema.js';
+import type { ReconcileReport } from '../../shared/protocol/supervisor-protocol.js';
+import { STATE_RANK } from './decide-states.js';
+
+/** A report as it fills up, before its duration and dry-run flag are known. */
+export type Report = Omit<ReconcileReport, 'duration_ms' | 'dry_run'>;
+
+/** Active and Listening agents have a process. */
+export const RUNNING = (s: LifecycleState): boolean => s === 'active' || s === 'listening';
+
+export function emptyReport(): Report {
+  return { started: [], stopped: [], upgraded: [], downgraded: [], archived: [], restored: [], unchanged: [], failed: [] };
+}
+
+/** Every list in id order, so two reports of the same moves are equal. */
+export function sortReport(r: Report): Report {
+  for (const key of ['started', 'stopped', 'upgraded', 'downgraded', 'archived', 'restored', 'unchanged'] as const) r[key].sort();
+  r.failed.sort((a, b) => (a.id < b.id ? -1 : 1));
+  return r;
+}
+
+/** What a move would do, for a dry run. */
+export function describeMove(r: Report, from: LifecycleState, to: LifecycleState, id: string): void {
+  if (RUNNING(from) && RUNNING(to)) (STATE_RANK[to] > STATE_RANK[from] ? r.upgraded : r.downgraded).push(id);
+  if (RUNNING(from) && !RUNNING(to)) r.stopped.push(id);
+  if (from === 'archived' && to !== 'archived') r.restored.push(id);
+  if (to === 'archived') r.archived.push(id);
+  if (!RUNNING(from) && RUNNING(to)) r.started.push(id);
+}
