@@ -3,6 +3,7 @@
  */
 export { AgentModels, type SamplingClient } from './agent-models.js';
 export { type BriefMemory, type GenerateRequest, type GenerateResult, generateStructured, type LlmMessage, type LlmProvider, type PromptBrief, type ScoredOption, type TokenUsage } from './llm-provider.js';
+export { LlmSpending } from './llm-spending.js';
 export { ANSWER_SHAPES, type DialogueReply, DialogueReplySchema, SummarySchema } from './llm-tasks.js';
 export { OfflineProvider, statements } from './offline-provider.js';
 export { OpenAiCompatibleProvider } from './openai-compatible-provider.js';

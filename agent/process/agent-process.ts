@@ -201,11 +201,11 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
         await once('inbox', async () => {
           const taken = await inbox.open(nc);
           if (taken) logger.info({ taken }, 'waiting messages taken');
-          runtime.setMessenger(inbox);
+          runtime.links.setMessenger(inbox);
         });
         await once('world', async () => {
           const world = new WorldClient(nc, { timeoutMs: config.supervisor.request_timeout_ms, by: options.agentId, owner: options.agentId, names });
-          runtime.setWorld(world);
+          runtime.links.setWorld(world);
           await watcher.open(world);
         });
         await once('embedder', async () => {
@@ -259,8 +259,8 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
       channel?.publishStatus('stopping');
       const drained = await runtime.drain(Math.floor(budget * 0.6));
       if (!drained) logger.warn({ in_flight: runtime.inFlight }, 'in-flight calls did not finish in time');
-      runtime.setMessenger(undefined);
-      runtime.setWorld(undefined);
+      runtime.links.setMessenger(undefined);
+      runtime.links.setWorld(undefined);
       for (const l of listeners) await l.close();
       if (config.memory.consolidate_on_passivate) await runtime.consolidateWithin('passivation', config.memory.consolidate_budget_ms);
       await runtime.snapshot(`stop:${reason}`).catch((err) => logger.error({ err }, 'snapshot failed'));

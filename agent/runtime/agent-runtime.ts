@@ -1,21 +1,23 @@
 import { EventEmitter } from 'node:events';
 import type { AgentMode, AgentState, EventDecision } from '../../shared/protocol/agent-protocol.js';
-import { SEARCH_METHODS, type AgentDefinition, type NamedSearchStrategy } from '../../shared/domain/domain-schema.js';
+import type { AgentDefinition, NamedSearchStrategy } from '../../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { Logger } from '../../shared/platform/logger.js';
-import type { AgentMessage } from '../../shared/protocol/agent-message.js';
 import type { RelevanceInput } from '../../shared/protocol/agent-protocol.js';
-import type { WorldClient } from '../../shared/nats/world-client.js';
-import type { WorldQueryInput, WorldRow } from '../../shared/protocol/world-protocol.js';
-import type { Messenger } from './runtime-ports.js';
-import type { CauseStep, ConceptTracker, ConceptView, RelatedConcept } from '../concepts/concept-tracker.js';
-import PQueue from 'p-queue';
-import { generateStructured, type LlmMessage } from '../llm/llm-provider.js';
-import { ANSWER_SHAPES, SummarySchema } from '../llm/llm-tasks.js';
+import { AgentConcepts } from './agent-concepts.js';
+import { AgentLinks } from './agent-links.js';
+import type { RuntimeGate } from './runtime-ports.js';
+import type { ConceptTracker } from '../concepts/concept-tracker.js';
+import { resolveSearchStrategy } from '../memory/search-strategy.js';
+import { LlmSpending } from '../llm/llm-spending.js';
+import { AgentDisposition } from './agent-disposition.js';
+import { CallGate } from './call-gate.js';
+import { EventReactions } from './event-reactions.js';
+import { wordInsight } from './insight-writer.js';
 import type { AgentBehavior, AgentBehaviorContext, TalkReply, TalkRequest } from './agent-behavior.js';
 import type { AgentModels, SamplingClient } from '../llm/agent-models.js';
 import { decide, think, type Decision, type Thought } from './agent-reasoner.js';
-import type { AgentMemory, NewMemory, RecallOptions, SearchStrategy } from '../memory/agent-memory.js';
+import type { AgentMemory, NewMemory, RecallOptions } from '../memory/agent-memory.js';
 import type { MemoryRecord, RecallHit } from '../memory/memory-record.js';
 import type { MemoryStore } from '../memory/memory-store.js';
 import type { ConsolidationReport, ConsolidationScope, MemoryConsolidator } from '../consolidation/memory-consolidator.js';
@@ -50,11 +52,6 @@ interface SavedState {
   disposition?: Record<string, unknown>;
 }
 
-/** Reactions waiting beyond this are dropped (and logged): a burst of events must not queue model calls without end. */
-const REACTION_BACKLOG = 32;
-/** Keys a disposition keeps, and the longest JSON of one value. */
-const DISPOSITION_KEYS = 32;
-const DISPOSITION_VALUE_CHARS = 500;
 
 interface RuntimeEvents {
   /** The agent's state changed (mode, status, NATS link, counts). */
@@ -78,9 +75,10 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
   readonly #memory: AgentMemory;
   readonly #store: MemoryStore;
   readonly #behavior: AgentBehavior;
-  #messenger: Messenger | undefined;
-  #world: WorldClient | undefined;
-  readonly #concepts: ConceptTracker | undefined;
+  /** The shared world and other agents, once NATS is up. */
+  readonly links: AgentLinks;
+  /** The agent's concepts, as its tools read and write them. */
+  readonly concepts: AgentConcepts;
   readonly #consolidator: MemoryConsolidator | undefined;
   readonly #consolidateOnPassivate: boolean;
   readonly #searchStrategies: Readonly<Record<string, NamedSearchStrategy>>;
@@ -91,15 +89,14 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
   #nats: AgentState['nats'] = 'disabled';
   #conversations = 0;
   #lastSnapshotAt: string | null = null;
-  #inFlight = 0;
-  #idle: Array<() => void> = [];
+  readonly #calls = new CallGate();
   /** Aborted (and replaced) when the agent is passivated or stops: cancels model calls in flight. */
   #cancel = new AbortController();
-  #llm: NonNullable<AgentState['llm']> | undefined;
+  readonly #spending = new LlmSpending();
   readonly #models: AgentModels;
   readonly #reasonOnEvents: boolean;
-  readonly #reactions = new PQueue({ concurrency: 1 });
-  #disposition: Record<string, unknown> = {};
+  readonly #reactions: EventReactions;
+  readonly #disposition = new AgentDisposition();
 
   constructor(options: AgentRuntimeOptions) {
     super();
@@ -112,12 +109,20 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
     this.#store = options.store;
     this.#behavior = options.behavior;
     this.#logger = options.logger;
-    this.#concepts = options.concepts;
+    const gate: RuntimeGate = {
+      id: this.id,
+      call: (fn) => this.#call(fn),
+      isActive: () => this.#mode === 'active',
+      requireActive: (refusal) => this.#requireActive(refusal),
+    };
+    this.links = new AgentLinks(gate);
+    this.concepts = new AgentConcepts(gate, options.concepts);
     this.#consolidator = options.consolidator;
     this.#consolidateOnPassivate = options.consolidateOnPassivate ?? false;
     this.#searchStrategies = options.searchStrategies ?? {};
     this.#models = options.models;
     this.#reasonOnEvents = options.reasonOnEvents ?? false;
+    this.#reactions = new EventReactions(options.logger);
   }
 
   get mode(): AgentMode {
@@ -129,7 +134,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
   }
 
   get inFlight(): number {
-    return this.#inFlight;
+    return this.#calls.inFlight;
   }
 
   getState(): AgentState {
@@ -146,8 +151,8 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
       memory_count: this.#memory.count,
       conversations: this.#conversations,
       last_snapshot_at: this.#lastSnapshotAt,
-      ...(this.#llm ? { llm: { ...this.#llm } } : {}),
-      ...(Object.keys(this.#disposition).length > 0 ? { disposition: { ...this.#disposition } } : {}),
+      ...(this.#spending.totals ? { llm: { ...this.#spending.totals } } : {}),
+      ...(Object.keys(this.#disposition.values).length > 0 ? { disposition: { ...this.#disposition.values } } : {}),
     };
   }
 
@@ -164,8 +169,8 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
     if (!snap) return;
     const saved = snap.state as Partial<SavedState>;
     if (typeof saved.conversations === 'number') this.#conversations = saved.conversations;
-    if (saved.llm && typeof saved.llm.calls === 'number') this.#llm = { ...saved.llm, cost: saved.llm.cost ?? 0 };
-    if (saved.disposition && typeof saved.disposition === 'object') this.#disposition = { ...saved.disposition };
+    this.#spending.restore(saved.llm);
+    this.#disposition.restore(saved.disposition);
     this.#lastSnapshotAt = new Date(snap.at).toISOString();
   }
 
@@ -270,88 +275,29 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
    * and the consolidator's draft. Runs inside a consolidation, which the agent's mode allows.
    */
   async wordInsight(sources: readonly string[], draft: string): Promise<string> {
-    const ctx = this.#behaviorContext();
-    const provider = ctx.model('consolidation');
-    const messages: LlmMessage[] = [
-      { role: 'system', content: `You consolidate the memories of ${this.definition.persona.name}. ${ANSWER_SHAPES.summarize}` },
-      { role: 'user', content: `Memories:\n${sources.map((m) => `- ${m}`).join('\n')}\nA draft: ${draft}\nWrite the insight as ${this.definition.persona.name} would remember it.` },
-    ];
-    const { value, result } = await generateStructured(provider, { messages, signal: ctx.signal, brief: { task: 'summarize', sources: [...sources], draft } }, SummarySchema);
-    ctx.spent('consolidation', provider, result);
-    return value.insight;
+    return wordInsight(this.#behaviorContext(), this.definition.persona.name, sources, draft);
   }
 
   /** Queues think-and-decide about a heard event; the decision is remembered and announced. */
   #react(heard: MemoryRecord): void {
-    if (this.#reactions.size >= REACTION_BACKLOG) {
-      this.#logger.warn({ event: heard.source.event, backlog: this.#reactions.size }, 'too many events waiting for a decision; this one is not reasoned about');
-      return;
-    }
-    void this.#reactions
-      .add(async () => {
-        if (this.#mode !== 'active' || this.#status !== 'ready') return;
-        const decision = await this.decide(heard.content);
-        const memory = await this.#rememberAndAnnounce({
-          content: `I heard: ${heard.content}. I decided to ${decision.action} (confidence ${decision.confidence})${decision.reason ? `: ${decision.reason}` : ''}`,
-          tags: ['decision'],
-          importance: 0.5,
-          source: { kind: 'reasoning', by: this.id, event: heard.source.event!, model: decision.thought.model },
-          derived_from: [heard.id],
-        });
-        const { action, confidence, reason, thought } = decision;
-        this.emit('decision', { agent: this.id, event: heard.source.event!, heard: heard.content, action, confidence, reason, steps: thought.steps, options: thought.options, model: thought.model, memory: memory.id });
-      })
-      .catch((err: unknown) => {
-        const code = err instanceof ThymosError ? err.code : undefined;
-        if (code === ErrorCode.CANCELLED || code === ErrorCode.AGENT_NOT_ACTIVE || code === ErrorCode.AGENT_STOPPING) return;
-        this.#logger.warn({ err, event: heard.source.event }, 'reasoning about a heard event failed');
+    this.#reactions.add(heard, async () => {
+      if (this.#mode !== 'active' || this.#status !== 'ready') return;
+      const decision = await this.decide(heard.content);
+      const memory = await this.#rememberAndAnnounce({
+        content: `I heard: ${heard.content}. I decided to ${decision.action} (confidence ${decision.confidence})${decision.reason ? `: ${decision.reason}` : ''}`,
+        tags: ['decision'],
+        importance: 0.5,
+        source: { kind: 'reasoning', by: this.id, event: heard.source.event!, model: decision.thought.model },
+        derived_from: [heard.id],
       });
+      const { action, confidence, reason, thought } = decision;
+      this.emit('decision', { agent: this.id, event: heard.source.event!, heard: heard.content, action, confidence, reason, steps: thought.steps, options: thought.options, model: thought.model, memory: memory.id });
+    });
   }
 
   /** Whether a memory with this id is stored. */
   hasMemory(id: string): boolean {
     return this.#memory.get(id) !== undefined;
-  }
-
-  /** Concepts at or above a tier, or one concept by name or alias; works while listening. */
-  concepts(query: { name?: string | undefined; tier?: 'mentioned' | 'provisional' | 'tracked' | undefined; limit?: number | undefined }): ConceptView[] {
-    const tracker = this.#requireConcepts();
-    if (query.name !== undefined) {
-      const one = tracker.get(query.name);
-      return one ? [one] : [];
-    }
-    return tracker.list(query.tier, query.limit);
-  }
-
-  /** Relates two concepts, or (type `caused_by`) one memory to the memory that caused it. Only while active. */
-  async link(request: { from: string; to: string; type: string; properties?: Record<string, unknown> | undefined; reason?: string | undefined }): Promise<unknown> {
-    return this.#call(async () => {
-      this.#requireActive();
-      const tracker = this.#requireConcepts();
-      if (request.type === 'caused_by') {
-        await tracker.linkCause(request.from, request.to, request.reason ?? '');
-        return { from: request.from, to: request.to, type: 'caused_by', reason: request.reason ?? '' };
-      }
-      return tracker.link(request.from, request.to, request.type, request.properties ?? {});
-    });
-  }
-
-  /** Concepts related to one within `depth` hops. */
-  related(name: string, depth: number, types?: readonly string[]): RelatedConcept[] {
-    return this.#requireConcepts().related(name, depth, types);
-  }
-
-  /** What led to a memory, along `caused_by` links. */
-  causes(memoryId: string, depth: number): CauseStep[] {
-    return this.#requireConcepts().causes(memoryId, depth);
-  }
-
-  /** Records a concept's type and attributes, checked against the domain's concept types. Only while active. */
-  async describeConcept(request: { name: string; type?: string | undefined; attributes?: Record<string, unknown> | undefined }): Promise<ConceptView> {
-    return this.#call(async () => {
-      this.#requireActive();
-      return this.#requireConcepts().describe(request.name, request);
-    });
   }
 
   /**
@@ -394,45 +340,6 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
     if (this.#mode !== 'active') throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.id} is listening (passive): ${refusal}`);
   }
 
-  #requireConcepts(): ConceptTracker {
-    if (!this.#concepts) throw new ThymosError(ErrorCode.INVALID_INPUT, `${this.id} keeps no concepts ([memory] concepts = false)`);
-    return this.#concepts;
-  }
-
-  /** Links the agent to the shared world store (set once NATS is up). */
-  setWorld(world: WorldClient | undefined): void {
-    this.#world = world;
-  }
-
-  /** Rows of a world table, through the supervisor. Works while listening too: it is a read. */
-  async queryWorld(query: WorldQueryInput): Promise<WorldRow[]> {
-    return this.#call(async () => {
-      if (!this.#world) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `${this.id} has no NATS link, so it cannot read the world right now`);
-      return this.#world.query(query);
-    });
-  }
-
-  /** Links the agent to other agents (set once NATS is up). */
-  setMessenger(messenger: Messenger | undefined): void {
-    this.#messenger = messenger;
-  }
-
-  /** Sends a message to another agent's inbox (it waits there if that agent is stopped). Only while active. */
-  async tell(to: string, text: string): Promise<AgentMessage> {
-    return this.#call(async () => this.#requireMessenger('send messages').tell(to, text));
-  }
-
-  /** Asks another agent and waits up to `timeoutMs` for its answer; undefined when none came in time. Only while active. */
-  async ask(to: string, question: string, timeoutMs: number): Promise<AgentMessage | undefined> {
-    return this.#call(async () => this.#requireMessenger('ask other agents').ask(to, question, timeoutMs));
-  }
-
-  #requireMessenger(what: string): Messenger {
-    if (this.#mode !== 'active') throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.id} is listening (passive) and does not ${what} now`);
-    if (!this.#messenger) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `${this.id} has no NATS link, so it cannot ${what} right now`);
-    return this.#messenger;
-  }
-
   /**
    * Memories that match `query`. `strategy` is a search method (bm25, vector, hybrid) or the
    * name of one of the domain's search strategies; unset, the agent's own `searchStrategy`.
@@ -443,15 +350,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
   }
 
   #strategy(name: string | undefined): Pick<RecallOptions, 'strategy' | 'semanticWeight'> {
-    const chosen = name ?? this.definition.searchStrategy ?? undefined;
-    if (chosen === undefined) return {};
-    if ((SEARCH_METHODS as readonly string[]).includes(chosen)) return { strategy: chosen as SearchStrategy };
-    const named = Object.hasOwn(this.#searchStrategies, chosen) ? this.#searchStrategies[chosen] : undefined;
-    if (!named) {
-      const known = [...SEARCH_METHODS, ...Object.keys(this.#searchStrategies)];
-      throw new ThymosError(ErrorCode.INVALID_INPUT, `strategy: expected ${known.join(', ')}; got ${JSON.stringify(chosen)}`, { location: { path: 'strategy' } });
-    }
-    return { strategy: named.method, ...(named.semanticWeight != null ? { semanticWeight: named.semanticWeight } : {}) };
+    return resolveSearchStrategy(name, this.definition.searchStrategy, this.#searchStrategies);
   }
 
   /** The newest `limit` turns of the conversation with `speaker`, oldest first; works while listening. */
@@ -466,7 +365,8 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
   /** Saves the agent's state; memories are already durable. Returns when the database has it. */
   async snapshot(reason: string): Promise<string> {
     const at = Date.now();
-    const saved: SavedState = { conversations: this.#conversations, ...(this.#llm ? { llm: this.#llm } : {}), disposition: this.#disposition };
+    const llm = this.#spending.totals;
+    const saved: SavedState = { conversations: this.#conversations, ...(llm ? { llm } : {}), disposition: this.#disposition.values };
     await this.#store.saveSnapshot({ at, reason, state: { ...saved, mode: this.#mode } });
     this.#lastSnapshotAt = new Date(at).toISOString();
     this.#logger.info({ reason }, 'snapshot saved');
@@ -474,28 +374,12 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
   }
 
   /** Resolves once no call is in flight, or after `timeoutMs`, whichever comes first. */
-  async drain(timeoutMs: number): Promise<boolean> {
-    if (this.#inFlight === 0) return true;
-    return new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => resolve(false), timeoutMs);
-      this.#idle.push(() => {
-        clearTimeout(timer);
-        resolve(true);
-      });
-    });
+  drain(timeoutMs: number): Promise<boolean> {
+    return this.#calls.drain(timeoutMs);
   }
 
-  async #call<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.#status === 'stopping') {
-      throw new ThymosError(ErrorCode.AGENT_STOPPING, `${this.id} is shutting down and takes no new calls`);
-    }
-    this.#inFlight++;
-    try {
-      return await fn();
-    } finally {
-      this.#inFlight--;
-      if (this.#inFlight === 0) for (const wake of this.#idle.splice(0)) wake();
-    }
+  #call<T>(fn: () => Promise<T>): Promise<T> {
+    return this.#calls.run(this.id, this.#status === 'stopping', fn);
   }
 
   async #rememberAndAnnounce(memory: NewMemory): Promise<MemoryRecord> {
@@ -526,24 +410,11 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
       model: (use) => models.provider(use, client),
       spent: (use, provider, result) => {
         if (provider.kind === 'offline') return;
-        const llm = (this.#llm ??= { calls: 0, input_tokens: 0, output_tokens: 0, cost: 0 });
-        llm.calls++;
-        llm.input_tokens += result.usage.input_tokens;
-        llm.output_tokens += result.usage.output_tokens;
-        llm.cost = Math.round((llm.cost + models.cost(use, result.usage)) * 1e6) / 1e6;
+        this.#spending.record(result.usage, models.cost(use, result.usage));
         this.#changed();
       },
-      disposition: this.#disposition,
-      feel: (tone, changes) => {
-        const next: Record<string, unknown> = { ...this.#disposition, mood: tone };
-        for (const [key, value] of Object.entries(changes)) {
-          if (key in next || Object.keys(next).length < DISPOSITION_KEYS) {
-            const json = JSON.stringify(value);
-            if (json !== undefined && json.length <= DISPOSITION_VALUE_CHARS) next[key] = value;
-          }
-        }
-        this.#disposition = next;
-      },
+      disposition: this.#disposition.values,
+      feel: (tone, changes) => this.#disposition.feel(tone, changes),
     };
   }
 

@@ -12,3 +12,14 @@ export interface Messenger {
   /** Resolves with the answer, or `undefined` when none came within `timeoutMs` (it will arrive in the inbox later). */
   ask(to: string, question: string, timeoutMs: number): Promise<AgentMessage | undefined>;
 }
+
+/** How the runtime's parts run a call: counted in flight, refused while stopping, and gated on the mode. */
+export interface RuntimeGate {
+  readonly id: string;
+  /** Runs `fn` as a call in flight; refused with AGENT_STOPPING while the agent stops. */
+  call<T>(fn: () => Promise<T>): Promise<T>;
+  /** Whether the agent is active (holds dialogue, writes memory over MCP). */
+  isActive(): boolean;
+  /** Throws AGENT_NOT_ACTIVE, ending with `refusal`, unless the agent is active. */
+  requireActive(refusal?: string): void;
+}

@@ -1,0 +1,31 @@
+import type { TokenUsage } from './llm-provider.js';
+
+/** What an agent's model calls added up to. */
+export interface LlmTotals {
+  calls: number;
+  input_tokens: number;
+  output_tokens: number;
+  cost: number;
+}
+
+/** Calls to models, their tokens and their cost, kept across restarts; offline answers are not counted. */
+export class LlmSpending {
+  #totals: LlmTotals | undefined;
+
+  /** The totals so far; undefined until a model was called. */
+  get totals(): LlmTotals | undefined {
+    return this.#totals;
+  }
+
+  restore(saved: Partial<LlmTotals> | undefined): void {
+    if (saved && typeof saved.calls === 'number') this.#totals = { calls: saved.calls, input_tokens: saved.input_tokens ?? 0, output_tokens: saved.output_tokens ?? 0, cost: saved.cost ?? 0 };
+  }
+
+  record(usage: TokenUsage, cost: number): void {
+    const t = (this.#totals ??= { calls: 0, input_tokens: 0, output_tokens: 0, cost: 0 });
+    t.calls++;
+    t.input_tokens += usage.input_tokens;
+    t.output_tokens += usage.output_tokens;
+    t.cost = Math.round((t.cost + cost) * 1e6) / 1e6;
+  }
+}

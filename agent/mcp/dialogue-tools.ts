@@ -1,0 +1,102 @@
+import { z } from 'zod';
+import { AgentIdSchema } from '../../shared/domain/domain-schema.js';
+import { guard, hitOut, HitOutSchema, MEMORIES_RESOURCE_LIMIT, memoryOut, MemoryOutSchema, samplingClient, SPEAKER_MAX, type ToolContext } from './tool-kit.js';
+
+/** Dialogue: talk, the conversation so far, and messages to other agents. */
+export function registerDialogueTools(ctx: ToolContext): void {
+  const { server, runtime, id, persona, content } = ctx;
+  server.registerTool(
+    `talk_to_${id}`,
+    {
+      title: `Talk to ${persona.name}`,
+      description: `Say something to ${persona.name}. The reply is in character and grounded in what ${persona.name} remembers. Only while the agent is active.`,
+      inputSchema: {
+        message: content.describe('What you say.'),
+        speaker: z.string().min(1).max(SPEAKER_MAX).optional().describe('Who is speaking; names the conversation thread. Default "stranger".'),
+      },
+      outputSchema: {
+        reply: z.string(),
+        grounding: z.array(HitOutSchema),
+        emotional_tone: z.string().optional(),
+        actions: z.array(z.string()).optional(),
+        state_changes: z.record(z.string(), z.unknown()).optional(),
+        learned: z.array(z.string()).optional(),
+        model: z.string().optional(),
+      },
+    },
+    async ({ message, speaker }, extra) =>
+      guard(async () => {
+        const result = await runtime.talk({ message, speaker: speaker ?? 'stranger', client: samplingClient(server, extra) });
+        return {
+          content: [{ type: 'text', text: result.reply }],
+          structuredContent: {
+            reply: result.reply,
+            grounding: result.grounding.map(hitOut),
+            ...(result.tone !== undefined ? { emotional_tone: result.tone } : {}),
+            ...(result.actions ? { actions: result.actions } : {}),
+            ...(result.state_changes ? { state_changes: result.state_changes } : {}),
+            ...(result.learned ? { learned: result.learned } : {}),
+            ...(result.model ? { model: result.model } : {}),
+          },
+        };
+      }),
+  );
+
+  server.registerTool(
+    'conversation',
+    {
+      title: `${persona.name}'s conversation with someone`,
+      description: `The turns of ${persona.name}'s conversation with one speaker, oldest first: who said what, and for replies the model that wrote them and the memories they drew on (derived_from). Works while listening.`,
+      inputSchema: {
+        speaker: z.string().min(1).max(SPEAKER_MAX).describe('Whose conversation (the speaker named when talking).'),
+        limit: z.number().int().min(1).max(MEMORIES_RESOURCE_LIMIT).optional().describe(`The newest turns to show (default 20, at most ${MEMORIES_RESOURCE_LIMIT}).`),
+      },
+      outputSchema: { turns: z.array(MemoryOutSchema) },
+    },
+    async ({ speaker, limit }) =>
+      guard(async () => {
+        const turns = runtime.conversation(speaker, limit ?? 20).map(memoryOut);
+        const text = turns.length === 0 ? `${persona.name} has not talked with ${speaker}.` : turns.map((t) => t.content).join('\n');
+        return { content: [{ type: 'text', text }], structuredContent: { turns } };
+      }),
+  );
+
+  const to = AgentIdSchema.refine((v) => v !== id, 'another agent than this one').describe('The agent id to reach, e.g. "bram_smith".');
+  server.registerTool(
+    'send_message',
+    {
+      title: 'Send a message to another agent',
+      description: `${persona.name} tells another agent something. It waits in that agent's inbox if it is asleep. Only while active.`,
+      inputSchema: { to, message: content.describe('What to tell.') },
+      outputSchema: { id: z.string(), to: z.string() },
+    },
+    async (args) =>
+      guard(async () => {
+        const sent = await runtime.links.tell(args.to, args.message);
+        return { content: [{ type: 'text', text: `Sent to ${sent.to} (${sent.id}).` }], structuredContent: { id: sent.id, to: sent.to } };
+      }),
+  );
+
+  server.registerTool(
+    'ask_agent',
+    {
+      title: 'Ask another agent',
+      description: `${persona.name} asks another agent and waits for its answer. An agent that is asleep answers when it wakes; the answer then arrives in ${persona.name}'s memory. Only while active.`,
+      inputSchema: {
+        to,
+        question: content.describe('What to ask.'),
+        timeout_ms: z.number().int().min(100).max(60_000).optional().describe('How long to wait for a live answer (default 5000).'),
+      },
+      outputSchema: { answered: z.boolean(), answer: z.string().optional(), id: z.string().optional() },
+    },
+    async (args) =>
+      guard(async () => {
+        const answer = await runtime.links.ask(args.to, args.question, args.timeout_ms ?? 5000);
+        if (!answer) {
+          const text = `No answer from ${args.to} yet: it is not running or did not answer in time. It will answer when it wakes, into ${id}'s inbox.`;
+          return { content: [{ type: 'text', text }], structuredContent: { answered: false } };
+        }
+        return { content: [{ type: 'text', text: answer.text }], structuredContent: { answered: true, answer: answer.text, id: answer.id } };
+      }),
+  );
+}

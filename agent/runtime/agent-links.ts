@@ -1,0 +1,54 @@
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import type { WorldClient } from '../../shared/nats/world-client.js';
+import type { AgentMessage } from '../../shared/protocol/agent-message.js';
+import type { WorldQueryInput, WorldRow } from '../../shared/protocol/world-protocol.js';
+import type { Messenger, RuntimeGate } from './runtime-ports.js';
+
+/**
+ * What an agent reaches through the fleet once NATS is up: the shared world (reads through
+ * the supervisor) and other agents (messages and questions). Both are attached by the agent
+ * process when its links come up, and detached when it stops.
+ */
+export class AgentLinks {
+  readonly #gate: RuntimeGate;
+  #world: WorldClient | undefined;
+  #messenger: Messenger | undefined;
+
+  constructor(gate: RuntimeGate) {
+    this.#gate = gate;
+  }
+
+  /** Links the agent to the shared world store (set once NATS is up). */
+  setWorld(world: WorldClient | undefined): void {
+    this.#world = world;
+  }
+
+  /** Links the agent to other agents (set once NATS is up). */
+  setMessenger(messenger: Messenger | undefined): void {
+    this.#messenger = messenger;
+  }
+
+  /** Rows of a world table, through the supervisor. Works while listening too: it is a read. */
+  queryWorld(query: WorldQueryInput): Promise<WorldRow[]> {
+    return this.#gate.call(async () => {
+      if (!this.#world) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `${this.#gate.id} has no NATS link, so it cannot read the world right now`);
+      return this.#world.query(query);
+    });
+  }
+
+  /** Sends a message to another agent's inbox (it waits there if that agent is stopped). Only while active. */
+  tell(to: string, text: string): Promise<AgentMessage> {
+    return this.#gate.call(async () => this.#requireMessenger('send messages').tell(to, text));
+  }
+
+  /** Asks another agent and waits up to `timeoutMs` for its answer; undefined when none came in time. Only while active. */
+  ask(to: string, question: string, timeoutMs: number): Promise<AgentMessage | undefined> {
+    return this.#gate.call(async () => this.#requireMessenger('ask other agents').ask(to, question, timeoutMs));
+  }
+
+  #requireMessenger(what: string): Messenger {
+    if (!this.#gate.isActive()) throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.#gate.id} is listening (passive) and does not ${what} now`);
+    if (!this.#messenger) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `${this.#gate.id} has no NATS link, so it cannot ${what} right now`);
+    return this.#messenger;
+  }
+}
