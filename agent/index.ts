@@ -3,7 +3,8 @@ export { AgentMemory, type NewMemory, type RecallOptions } from './memory/agent-
 export { agentResourceUris, THYMOS_VERSION } from './mcp/agent-mcp-server.js';
 export { AGENT_USAGE, AgentOptionsSchema, parseAgentArgs, type AgentOptions } from './process/agent-options.js';
 export { AgentStartContextSchema, type AgentStartContext } from '../shared/protocol/agent-start-context.js';
-export { agentDataDir, defaultDefinition, resolveConfig, runAgentProcess, type RunningAgent } from './process/agent-process.js';
+export { agentDataDir, resolveConfig, runAgentProcess, type RunningAgent } from './process/agent-process.js';
+export { defaultDefinition } from './process/agent-assembly.js';
 export { AgentRuntime } from './runtime/agent-runtime.js';
 export { Bm25Index } from './memory/bm25-index.js';
 export type { MemoryRecord, MemorySource, RecallHit } from './memory/memory-record.js';

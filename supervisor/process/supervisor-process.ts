@@ -1,18 +1,19 @@
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { CleanupStack } from '../../shared/platform/cleanup-stack.js';
 import { DataLock } from '../../shared/platform/data-lock.js';
+import { writeAtomic } from '../../shared/platform/write-atomic.js';
 import { withDeadline } from '../../shared/platform/deadline.js';
 import { EMPTY_DOMAIN, loadDomainSchema } from '../../shared/domain/domain-schema.js';
 import { ensureEventStream } from '../../shared/nats/event-stream.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
 import { fleetPaths } from '../../shared/config/fleet-paths.js';
-import { createLogger } from '../../shared/platform/logger.js';
+import { createLogger, type Logger } from '../../shared/platform/logger.js';
 import { connectNats } from '../../shared/nats/nats-connection.js';
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import { FleetNames } from '../../shared/protocol/fleet-names.js';
-import { SupervisorRequestSchemas, SupervisorResultSchemas } from '../../shared/protocol/supervisor-protocol.js';
+import { SupervisorRequestSchemas, SupervisorResultSchemas, type FleetStatus } from '../../shared/protocol/supervisor-protocol.js';
 import { thymosBinPath } from '../pm2/thymos-bin.js';
 import { AgentLink } from '../fleet/agent-link.js';
 import { AgentRegistry } from '../fleet/agent-registry.js';
@@ -68,16 +69,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
       throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `NATS at ${natsUrl} did not accept a connection within 15000 ms`);
     });
     cleanup.push(() => closeNats(nc));
-    if (config.embedding.enabled) {
-      try {
-        const embedding = await EmbeddingService.load(config);
-        embedding.serve(nc, logger, names);
-        cleanup.push(() => embedding.stop());
-        logger.info({ model: embedding.model, dims: embedding.dims }, 'embedding service ready');
-      } catch (err) {
-        logger.warn({ err: (err as Error).message }, 'no embedding service: agents recall with BM25 only');
-      }
-    }
+    if (config.embedding.enabled) await serveEmbedding(config, nc, names, logger, cleanup);
     const processes = await ProcessManager.connect(paths.pm2Home);
     cleanup.push(() => processes.disconnect());
 
@@ -127,28 +119,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     const startedAt = new Date().toISOString();
 
     const audit = new AuditLog(paths.audit, logger);
-    const api = new ControlApi(
-      nc,
-      {
-        schemas: SupervisorRequestSchemas,
-        results: SupervisorResultSchemas,
-        subject: (op) => names.supervisor(op),
-        contextOp: 'reconcile',
-        audit: { log: audit, ops: new Set(['reconcile', 'start', 'stop', 'archive', 'restore', 'stop_all']) },
-        handlers: {
-        reconcile: (r, progress) => controller.reconcile(r.context, { dryRun: r.dry_run, onProgress: progress }),
-        ping: async () => ({ pid: process.pid, started_at: startedAt }),
-        status: async () => ({ supervisor: { pid: process.pid, started_at: startedAt, metrics_url: metricsUrl, nats_url: natsUrl }, ...(await controller.status()) }),
-        start: (r, progress) => controller.operate('start', r.id, { mode: r.mode, onProgress: progress }),
-        stop: (r, progress) => controller.operate('stop', r.id, { onProgress: progress }),
-        archive: (r, progress) => controller.operate('archive', r.id, { onProgress: progress }),
-        restore: (r, progress) => controller.operate('restore', r.id, { onProgress: progress }),
-        stop_all: (_r, progress) => controller.stopAll({ onProgress: progress }),
-        history: (r) => controller.history(r.id, r.limit),
-        },
-      },
-      logger,
-    );
+    const api = supervisorControlApi(nc, names, controller, audit, { pid: process.pid, started_at: startedAt, metrics_url: metricsUrl, nats_url: natsUrl }, logger);
     api.start();
     cleanup.push(() => api.stop());
     const worldApi = worldControlApi(nc, world, logger, names);
@@ -157,9 +128,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     await nc.flush();
 
     mkdirSync(paths.run, { recursive: true });
-    const info = join(paths.run, 'supervisor.json');
-    writeFileSync(`${info}.tmp`, JSON.stringify({ pid: process.pid, started_at: startedAt, metrics_url: metricsUrl, nats_url: natsUrl }, null, 2));
-    renameSync(`${info}.tmp`, info);
+    writeAtomic(join(paths.run, 'supervisor.json'), JSON.stringify({ pid: process.pid, started_at: startedAt, metrics_url: metricsUrl, nats_url: natsUrl }, null, 2));
 
     let stopping: Promise<void> | undefined;
     let markStopped!: () => void;
@@ -182,18 +151,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     process.send?.('ready');
     // A reconcile this supervisor's previous run was killed in the middle of is finished now,
     // behind the same queue as requests, so a status asked meanwhile sees the end of it.
-    void controller.resumeInterrupted().then((resumed) => {
-      if (!resumed) return;
-      const { report } = resumed;
-      void audit.record({
-        at: new Date().toISOString(),
-        op: 'reconcile',
-        by: `supervisor#${process.pid} (finishing the reconcile begun ${resumed.since})`,
-        result: 'ok',
-        duration_ms: report.duration_ms,
-        details: auditDetails(report),
-      });
-    });
+    void finishInterrupted(controller, audit);
     return { controller, metricsUrl, stop, stopped };
   } catch (err) {
     await cleanup.run();
@@ -204,4 +162,64 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
 
 async function closeNats(nc: NatsConnection): Promise<void> {
   await nc.drain().catch(() => nc.close());
+}
+
+/** The fleet's embedding service, when its model loads; without it agents recall with BM25 only. */
+async function serveEmbedding(config: ThymosConfig, nc: NatsConnection, names: FleetNames, logger: Logger, cleanup: CleanupStack): Promise<void> {
+  try {
+    const embedding = await EmbeddingService.load(config);
+    embedding.serve(nc, logger, names);
+    cleanup.push(() => embedding.stop());
+    logger.info({ model: embedding.model, dims: embedding.dims }, 'embedding service ready');
+  } catch (err) {
+    logger.warn({ err: (err as Error).message }, 'no embedding service: agents recall with BM25 only');
+  }
+}
+
+/** The supervisor's control API on `<fleet>.supervisor.<op>`: each op handed to the controller, control actions audited. */
+function supervisorControlApi(
+  nc: NatsConnection,
+  names: FleetNames,
+  controller: FleetController,
+  audit: AuditLog,
+  supervisor: FleetStatus['supervisor'],
+  logger: Logger,
+): ControlApi<typeof SupervisorRequestSchemas, typeof SupervisorResultSchemas> {
+  return new ControlApi(
+    nc,
+    {
+      schemas: SupervisorRequestSchemas,
+      results: SupervisorResultSchemas,
+      subject: (op) => names.supervisor(op),
+      contextOp: 'reconcile',
+      audit: { log: audit, ops: new Set(['reconcile', 'start', 'stop', 'archive', 'restore', 'stop_all']) },
+      handlers: {
+        reconcile: (r, progress) => controller.reconcile(r.context, { dryRun: r.dry_run, onProgress: progress }),
+        ping: async () => ({ pid: supervisor.pid, started_at: supervisor.started_at }),
+        status: async () => ({ supervisor, ...(await controller.status()) }),
+        start: (r, progress) => controller.operate('start', r.id, { mode: r.mode, onProgress: progress }),
+        stop: (r, progress) => controller.operate('stop', r.id, { onProgress: progress }),
+        archive: (r, progress) => controller.operate('archive', r.id, { onProgress: progress }),
+        restore: (r, progress) => controller.operate('restore', r.id, { onProgress: progress }),
+        stop_all: (_r, progress) => controller.stopAll({ onProgress: progress }),
+        history: (r) => controller.history(r.id, r.limit),
+      },
+    },
+    logger,
+  );
+}
+
+/** Finishes the reconcile a killed predecessor left unfinished, and records it in the audit log as this supervisor's. */
+async function finishInterrupted(controller: FleetController, audit: AuditLog): Promise<void> {
+  const resumed = await controller.resumeInterrupted();
+  if (!resumed) return;
+  const { report } = resumed;
+  await audit.record({
+    at: new Date().toISOString(),
+    op: 'reconcile',
+    by: `supervisor#${process.pid} (finishing the reconcile begun ${resumed.since})`,
+    result: 'ok',
+    duration_ms: report.duration_ms,
+    details: auditDetails(report),
+  });
 }

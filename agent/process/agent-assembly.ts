@@ -1,0 +1,142 @@
+import { createHash } from 'node:crypto';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { ThymosConfig } from '../../shared/config/thymos-config.js';
+import { aliasTable } from '../../shared/domain/alias-table.js';
+import { AgentDefinitionSchema, type AgentDefinition, type DomainSchema } from '../../shared/domain/domain-schema.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import type { Logger } from '../../shared/platform/logger.js';
+import type { AgentStartContext } from '../../shared/protocol/agent-start-context.js';
+import { CompromiseExtractor } from '../concepts/concept-extractor.js';
+import { ConceptTracker } from '../concepts/concept-tracker.js';
+import { MemoryConsolidator } from '../consolidation/memory-consolidator.js';
+import { AgentModels } from '../llm/agent-models.js';
+import { AgentMemory } from '../memory/agent-memory.js';
+import type { MemoryStore } from '../memory/memory-store.js';
+import type { AgentBehavior, CreateBehavior } from '../runtime/agent-behavior.js';
+import { AgentRuntime } from '../runtime/agent-runtime.js';
+import { DialogueBehavior } from '../runtime/dialogue-behavior.js';
+import type { AgentOptions } from './agent-options.js';
+
+/** What an agent is made of once its database is open: its memory and runtime. */
+export interface AssembledAgent {
+  memory: AgentMemory;
+  runtime: AgentRuntime;
+}
+
+/**
+ * Builds one agent on its open store from its definition: memory and index, concepts, consolidator, models, behaviour and
+ * runtime, with the state its last snapshot saved.
+ */
+export async function assembleAgent(
+  options: AgentOptions,
+  config: ThymosConfig,
+  store: MemoryStore,
+  startContext: AgentStartContext | undefined,
+  domain: DomainSchema | undefined,
+  resolved: { definition: AgentDefinition; defined: boolean },
+  logger: Logger,
+): Promise<AssembledAgent> {
+  const { definition, defined } = resolved;
+  const memory = await AgentMemory.load(store, config.memory, { logger });
+  let concepts: ConceptTracker | undefined;
+  if (config.memory.concepts) {
+    const aliases = startContext?.aliases ?? (domain ? aliasTable(domain) : []);
+    const relationshipTypes = startContext?.relationshipTypes ?? domain?.relationshipTypes ?? {};
+    const conceptTypes = startContext?.conceptTypes ?? domain?.conceptTypes ?? {};
+    concepts = await ConceptTracker.attach(memory, store, { extractor: new CompromiseExtractor(), settings: config.memory, aliases, relationshipTypes, conceptTypes, logger });
+  }
+  const consolidator = new MemoryConsolidator({ memory, store, concepts, settings: config.memory, logger });
+  await seedKnowledge(memory, store, definition, options.agentId);
+  const models = new AgentModels(options.agentId, config.llm, definition, process.env, { config: config.file, domain: config.domainSchemaPath });
+  const behavior = await loadBehavior(config, options.agentId, definition);
+
+  const runtime = new AgentRuntime({
+    id: options.agentId,
+    definition,
+    defined,
+    mode: options.mode,
+    port: options.port,
+    memory,
+    store,
+    concepts,
+    consolidator,
+    searchStrategies: startContext?.searchStrategies ?? domain?.searchStrategies ?? {},
+    consolidateOnPassivate: config.memory.consolidate_on_passivate,
+    models,
+    reasonOnEvents: definition.reasonOnEvents ?? config.agent.reason_on_events,
+    behavior,
+    logger,
+  });
+  await runtime.restore();
+  if (models.usesModel('consolidation')) consolidator.useWriter((sources, draft) => runtime.wordInsight(sources, draft));
+  return { memory, runtime };
+}
+
+
+/** The agent's definition: from its start context, else the domain, else a default persona. */
+export function resolveDefinition(
+  id: string,
+  fromContext: AgentDefinition | undefined,
+  domain: DomainSchema | undefined,
+  logger: Logger,
+): { definition: AgentDefinition; defined: boolean } {
+  if (fromContext) return { definition: fromContext, defined: true };
+  const found = domain?.agents[id];
+  if (found) return { definition: found, defined: true };
+  logger.info({ agent: id }, 'agent id not defined by the domain schema; running with a default persona');
+  return { definition: defaultDefinition(id), defined: false };
+}
+
+/** The persona of an agent that no schema defines: named after its id, plain-spoken. */
+export function defaultDefinition(id: string): AgentDefinition {
+  const name = id
+    .split('_')
+    .filter(Boolean)
+    .map((w) => w[0]!.toUpperCase() + w.slice(1))
+    .join(' ');
+  return AgentDefinitionSchema.parse({ persona: { name, traits: [], speechStyle: 'plain' } });
+}
+
+/** Stores each `knowledge` fact of the definition once, however often the agent starts. */
+async function seedKnowledge(memory: AgentMemory, store: MemoryStore, definition: AgentDefinition, id: string): Promise<void> {
+  if (definition.knowledge.length === 0) return;
+  const seeded = new Set((await store.getMeta<string[]>('knowledge_seeded')) ?? []);
+  const fresh = definition.knowledge.filter((fact) => !seeded.has(hash(fact)));
+  if (fresh.length === 0) return;
+  await memory.rememberMany(fresh.map((content) => ({ content, importance: 0.7, tags: ['knowledge'], source: { kind: 'knowledge', by: id } })));
+  for (const f of fresh) seeded.add(hash(f));
+  await store.setMeta('knowledge_seeded', [...seeded]);
+}
+
+function hash(text: string): string {
+  return createHash('sha256').update(text).digest('hex').slice(0, 16);
+}
+
+async function loadBehavior(config: ThymosConfig, id: string, definition: AgentDefinition): Promise<AgentBehavior> {
+  if (!config.behaviorPath) return new DialogueBehavior();
+  const path = resolve(config.behaviorPath);
+  let mod: { createBehavior?: CreateBehavior; default?: CreateBehavior };
+  try {
+    mod = (await import(pathToFileURL(path).href)) as typeof mod;
+  } catch (err) {
+    throw new ThymosError(ErrorCode.CONFIG_INVALID, `agent.behavior: cannot load ${path}: ${(err as Error).message}`, {
+      cause: err,
+      location: { file: config.file, path: 'agent.behavior' },
+    });
+  }
+  const create = mod.createBehavior ?? mod.default;
+  if (typeof create !== 'function') {
+    throw new ThymosError(ErrorCode.CONFIG_INVALID, `agent.behavior: ${path} must export a function createBehavior()`, {
+      location: { file: config.file, path: 'agent.behavior' },
+    });
+  }
+  const behavior = await create({ id, definition });
+  if (!behavior || typeof behavior.talk !== 'function') {
+    throw new ThymosError(ErrorCode.CONFIG_INVALID, `agent.behavior: createBehavior() in ${path} must return an object with talk()`, {
+      location: { file: config.file, path: 'agent.behavior' },
+    });
+  }
+  return behavior;
+}
+

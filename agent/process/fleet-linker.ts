@@ -1,0 +1,141 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ThymosConfig } from '../../shared/config/thymos-config.js';
+import type { AgentDefinition, EventFilter, WorldWatch } from '../../shared/domain/domain-schema.js';
+import type { CleanupStack } from '../../shared/platform/cleanup-stack.js';
+import type { Logger } from '../../shared/platform/logger.js';
+import type { AgentStartContext } from '../../shared/protocol/agent-start-context.js';
+import { FleetNames } from '../../shared/protocol/fleet-names.js';
+import type { AgentControlChannel } from '../links/agent-control-channel.js';
+import type { AgentMemory } from '../memory/agent-memory.js';
+import type { AgentRuntime } from '../runtime/agent-runtime.js';
+import type { AgentOptions } from './agent-options.js';
+
+/** What `linkToFleet` needs from the agent being started. */
+export interface FleetLinkParts {
+  options: AgentOptions;
+  config: ThymosConfig & { nats: { url: string } };
+  /** The control channel's module, loading since the process began. */
+  channelModule: Promise<typeof import('../links/agent-control-channel.js')>;
+  runtime: AgentRuntime;
+  memory: AgentMemory;
+  definition: AgentDefinition;
+  startContext: AgentStartContext | undefined;
+  eventFilters: readonly EventFilter[];
+  worldWatches: ReadonlyArray<{ index: number; watch: WorldWatch }>;
+  logger: Logger;
+  cleanup: CleanupStack;
+  /** Marks a start-up phase for the ready log line. */
+  phase: (name: string) => void;
+  /** Called for a `shutdown` control request, after the reply is sent. */
+  onShutdown: () => void;
+  /** True once the agent is stopping: background retries end. */
+  stopping: () => boolean;
+}
+
+/** The agent's links to the fleet, once made: its control channel and the readers to close at stop. */
+export interface FleetLinks {
+  channel: AgentControlChannel;
+  listeners: Array<{ close(): Promise<void> }>;
+}
+
+/**
+ * Links a starting agent to its fleet over NATS: control and heartbeats first (waiting at
+ * most `[agent] nats_wait_ms`), then its event consumer (replaying what it missed), its
+ * inbox, its world watches and the embedding service. When NATS or JetStream is not there
+ * yet the agent still starts; the links are made in the background, step by step, retried
+ * from 1 s doubling to 30 s, never starting a reader twice.
+ */
+export async function linkToFleet(parts: FleetLinkParts): Promise<FleetLinks> {
+  const { options, config, runtime, memory, definition, startContext, eventFilters, worldWatches, logger, cleanup, phase, onShutdown, stopping } = parts;
+  const listeners: Array<{ close(): Promise<void> }> = [];
+  const names = new FleetNames(config.fleet.name);
+  const { AgentControlChannel } = await parts.channelModule;
+  const channel = new AgentControlChannel(
+    runtime,
+    { servers: config.nats.url, names, heartbeatMs: config.agent.heartbeat_ms, onShutdown },
+    logger,
+  );
+  cleanup.push(() => channel.close());
+  const linked = await channel.waitUntilConnected(config.agent.nats_wait_ms);
+  if (!linked) logger.warn({ url: config.nats.url }, 'nats not reachable yet; serving MCP and reconnecting in the background');
+  phase('nats');
+  const location = typeof startContext?.properties.location === 'string' ? startContext.properties.location : definition.homeLocation;
+  const { AgentEventListener } = await import('../links/agent-event-listener.js');
+  const ear = new AgentEventListener(
+    runtime,
+    { listener: { id: options.agentId, name: definition.persona.name, tags: definition.tags, aliases: definition.aliases, location }, filters: eventFilters, replayMax: config.events.replay_max, ackWaitS: config.events.ack_wait_s, names },
+    logger,
+  );
+  cleanup.push(() => ear.close());
+  listeners.push(ear);
+  // What arrived while the agent was stopped is heard before it says ready; when NATS
+  // comes later, as soon as it does.
+  const { AgentInbox } = await import('../links/agent-inbox.js');
+  const inbox = new AgentInbox(runtime, names, logger);
+  cleanup.push(() => inbox.close());
+  listeners.push(inbox);
+  const { AgentWorldWatcher } = await import('../links/agent-world-watcher.js');
+  const { WorldClient } = await import('../../shared/nats/world-client.js');
+  const watcher = new AgentWorldWatcher(runtime, worldWatches, logger);
+  cleanup.push(() => watcher.close());
+  listeners.push(watcher);
+  // Each step runs once: a retry after a failure (JetStream still recovering after a broker
+  // restart, say) picks up at the step that failed, never starting a reader twice.
+  const done = new Set<string>();
+  const once = async (step: string, run: () => Promise<void>) => {
+    if (done.has(step)) return;
+    await run();
+    done.add(step);
+  };
+  const listen = async () => {
+    const nc = await channel.connection();
+    await once('events', async () => {
+      const { replayed, skipped } = await ear.catchUp(nc);
+      if (replayed || skipped) logger.info({ replayed, skipped }, 'missed events replayed');
+      ear.start();
+    });
+    await once('inbox', async () => {
+      const taken = await inbox.open(nc);
+      if (taken) logger.info({ taken }, 'waiting messages taken');
+      runtime.links.setMessenger(inbox);
+    });
+    await once('world', async () => {
+      const world = new WorldClient(nc, { timeoutMs: config.supervisor.request_timeout_ms, by: options.agentId, owner: options.agentId, names });
+      runtime.links.setWorld(world);
+      await watcher.open(world);
+    });
+    await once('embedder', async () => {
+      if (!config.embedding.enabled) return;
+      const { RemoteEmbedder } = await import('../links/remote-embedder.js');
+      await RemoteEmbedder.connect(nc, config.embedding.timeout_ms, names).then(
+        (embedder) => memory.attachEmbedder(embedder),
+        (err: unknown) => logger.warn({ err: (err as Error).message }, 'vector search off: recall uses BM25'),
+      );
+    });
+  };
+  /** Keeps trying (1 s, doubling to 30 s) until every step has run or the agent stops. */
+  const listenUntilDone = async () => {
+    for (let attempt = 0, wait = 1000; !stopping(); attempt++, wait = Math.min(wait * 2, 30_000)) {
+      try {
+        await listen();
+        logger.info('world events, inbox and world watches linked');
+        return;
+      } catch (err) {
+        // A server without JetStream fails every time: say so a few times, then rarely.
+        const level = attempt < 3 || attempt % 20 === 0 ? 'warn' : 'debug';
+        logger[level]({ err: (err as Error).message, retry_in_ms: wait }, 'world events still unavailable');
+        await sleep(wait);
+      }
+    }
+  };
+  if (linked) {
+    await listen().catch((err: unknown) => {
+      logger.warn({ err: (err as Error).message }, 'world events unavailable (JetStream off or recovering, or no event stream yet); retrying in the background');
+      void listenUntilDone();
+    });
+    phase('replay');
+  } else {
+    void listenUntilDone();
+  }
+  return { channel, listeners };
+}
