@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { stemmer } from 'stemmer';
 import type { Logger } from '../../shared/platform/logger.js';
 import { type MemorySettings } from '../../shared/config/agent-settings.js';
 import type { AgentMemory, NewMemory } from '../memory/agent-memory.js';
@@ -9,6 +8,7 @@ import { isCurrent, type MemoryChanges, type MemoryRecord } from '../memory/memo
 import { memoryStrength } from '../memory/memory-strength.js';
 import type { MemoryStore } from '../memory/memory-store.js';
 import { STOP_WORDS } from '../memory/stop-words.js';
+import { JACCARD_MIN, overlaps, parseClaim } from './claims.js';
 
 /** Which memories a consolidation looks at; every part narrows it, none means all. */
 export interface ConsolidationScope {
@@ -50,40 +50,9 @@ export interface ConsolidationReport {
 }
 
 const SNIPPET_CHARS = 100;
-/** Word sets this similar (Jaccard) or more state the same thing, up to negation. */
-const JACCARD_MIN = 0.6;
 const MAX_CONCEPTS_PER_MEMORY = 12;
 const LAST_RUN_META = 'consolidated_at';
 const DAY_MS = 86_400_000;
-
-const NEGATIONS = new Set(['not', 'no', 'never', 'nobody', 'nothing', 'none', 'neither', 'nor', 'without', 'nowhere']);
-/** Words and their opposites: a statement with one contradicts the same statement with the other. */
-const OPPOSITES: ReadonlyArray<readonly [string, string]> = [
-  ['safe', 'dangerous'],
-  ['alive', 'dead'],
-  ['open', 'closed'],
-  ['friend', 'enemy'],
-  ['honest', 'dishonest'],
-  ['true', 'false'],
-  ['present', 'absent'],
-  ['full', 'empty'],
-  ['trust', 'distrust'],
-  ['loyal', 'disloyal'],
-  ['guilty', 'innocent'],
-  ['allowed', 'forbidden'],
-  ['healthy', 'sick'],
-  ['found', 'lost'],
-  ['win', 'lose'],
-  ['like', 'dislike'],
-  ['love', 'hate'],
-];
-/** Stem of a word → [stem of its canonical side, whether it is the opposite side]. */
-const OPPOSITE_OF = new Map<string, [string, boolean]>(
-  OPPOSITES.flatMap(([yes, no]) => [
-    [stemmer(yes), [stemmer(yes), false]],
-    [stemmer(no), [stemmer(yes), true]],
-  ]),
-);
 
 /** Words an insight from its source memories and a draft; undefined keeps the draft. */
 export type InsightWriter = (sources: readonly string[], draft: string) => Promise<string | undefined>;
@@ -398,36 +367,6 @@ function isWhole(scope: ConsolidationScope): boolean {
 function scopeKey(scope: ConsolidationScope): string {
   const parts = (['session', 'tag', 'since', 'until'] as const).filter((k) => scope[k] !== undefined).map((k) => `${k}=${scope[k]}`);
   return parts.length === 0 ? 'all' : parts.join(',');
-}
-
-/** The content words of a statement (stemmed, opposites folded to one side) and whether it is negated overall. */
-function parseClaim(text: string): { words: Set<string>; negated: boolean } {
-  const tokens = text.toLowerCase().replace(/n['’]t\b/g, ' not').replace(/\bcannot\b/g, 'can not').match(/\p{L}+/gu) ?? [];
-  const words = new Set<string>();
-  let negated = false;
-  for (const t of tokens) {
-    if (NEGATIONS.has(t)) {
-      negated = !negated;
-      continue;
-    }
-    if (STOP_WORDS.has(t)) continue;
-    const stem = stemmer(t);
-    const opposite = OPPOSITE_OF.get(stem);
-    if (opposite) {
-      words.add(opposite[0]);
-      if (opposite[1]) negated = !negated;
-    } else {
-      words.add(stem);
-    }
-  }
-  return { words, negated };
-}
-
-/** Mostly the same words: at least two shared and a Jaccard index of at least JACCARD_MIN. */
-function overlaps(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
-  let shared = 0;
-  for (const w of a) if (b.has(w)) shared++;
-  return shared >= 2 && shared / (a.size + b.size - shared) >= JACCARD_MIN;
 }
 
 function clip(text: string, max = SNIPPET_CHARS): string {

@@ -1,24 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/transport-node';
-import {
-  and,
-  BoundQuery,
-  contains,
-  eq,
-  expr,
-  gt,
-  gte,
-  inside,
-  lt,
-  lte,
-  ne,
-  RecordId,
-  Table,
-  type Expr,
-  type LiveMessage,
-  type LiveSubscription,
-  type Surreal,
-} from 'surrealdb';
+import { BoundQuery, expr, RecordId, Table, type LiveMessage, type LiveSubscription, type Surreal } from 'surrealdb';
 import { z } from 'zod';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { Logger } from '../../shared/platform/logger.js';
@@ -30,12 +12,11 @@ import {
   requireWorldTable,
   WorldFilterSchema,
   worldRowFieldsSchema,
-  type WorldCondition,
   type WorldFilter,
-  type WorldTable,
   type WorldTables,
 } from '../../shared/domain/world-schema.js';
 import { parseInput } from '../../shared/errors/zod-issues.js';
+import { conditionOf, tableDefinition, toWorldRow } from './world-surql.js';
 
 const SUBSCRIPTION_SCHEMA = `
 DEFINE TABLE IF NOT EXISTS live_subscription SCHEMAFULL;
@@ -45,13 +26,6 @@ DEFINE FIELD IF NOT EXISTS owner ON live_subscription TYPE string;
 DEFINE FIELD IF NOT EXISTS key ON live_subscription TYPE option<string>;
 DEFINE FIELD IF NOT EXISTS created_at ON live_subscription TYPE int;
 `;
-
-const FIELD_TYPES: Record<WorldTable['fields'][string]['type'], string> = {
-  string: 'string',
-  number: 'number',
-  boolean: 'bool',
-  strings: 'array<string>',
-};
 
 export interface WorldStoreOptions {
   db: Surreal;
@@ -373,60 +347,4 @@ export class WorldStore {
       throw new ThymosError(ErrorCode.DATABASE_ERROR, `world store: ${(err as Error).message}`, { cause: err });
     }
   }
-}
-
-/** `DEFINE` statements of one declared table; OVERWRITE so a changed declaration takes effect. */
-function tableDefinition(name: string, table: WorldTable): string {
-  const fields = Object.entries(table.fields).map(([field, spec]) => {
-    const type = FIELD_TYPES[spec.type];
-    return `DEFINE FIELD OVERWRITE \`${field}\` ON \`${name}\` TYPE ${spec.required ? type : `option<${type}>`};\n`;
-  });
-  return [
-    `DEFINE TABLE OVERWRITE \`${name}\` SCHEMAFULL;\n`,
-    ...fields,
-    `DEFINE FIELD OVERWRITE updated_at ON \`${name}\` TYPE int;\n`,
-    `DEFINE FIELD OVERWRITE updated_by ON \`${name}\` TYPE string;\n`,
-  ].join('');
-}
-
-/** The conditions of a filter as one SDK expression; every value becomes a bound parameter. */
-function conditionOf(filter: WorldFilter): Expr | undefined {
-  if (filter.where.length === 0) return undefined;
-  return and(...filter.where.map((c) => conditionExpr(filter.table, c)));
-}
-
-function conditionExpr(table: string, c: WorldCondition): Expr {
-  const value = c.field === 'id' ? (Array.isArray(c.value) ? c.value.map((v) => new RecordId(table, String(v))) : new RecordId(table, String(c.value))) : c.value;
-  switch (c.op) {
-    case '=':
-      return eq(c.field, value);
-    case '!=':
-      return ne(c.field, value);
-    case '<':
-      return lt(c.field, value);
-    case '<=':
-      return lte(c.field, value);
-    case '>':
-      return gt(c.field, value);
-    case '>=':
-      return gte(c.field, value);
-    case 'contains':
-      return contains(c.field, value);
-    case 'in':
-      return inside(c.field, value);
-  }
-}
-
-/** A stored row as the API returns it: its id as text, declared fields, and provenance. */
-function toWorldRow(row: Record<string, unknown>, table: WorldTable): WorldRow {
-  const rid = row.id;
-  const out: WorldRow = {
-    id: rid instanceof RecordId ? String(rid.id) : String(rid),
-    updated_at: Number(row.updated_at ?? 0),
-    updated_by: String(row.updated_by ?? ''),
-  };
-  for (const field of Object.keys(table.fields)) {
-    if (row[field] !== undefined) out[field] = row[field];
-  }
-  return out;
 }
