@@ -4,12 +4,12 @@ import { type MemorySettings } from '../../shared/config/agent-settings.js';
 import type { Embedder } from '../../shared/platform/embedder.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { Bm25Index } from './bm25-index.js';
-import { entry } from './map-entry.js';
 import { VectorIndex } from './vector-index.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { normaliseSource, type MemoryChanges, type MemoryRecord, type MemorySource, type RecallHit } from './memory-record.js';
 import { memoryStrength } from './memory-strength.js';
 import type { MemoryStore } from './memory-store.js';
+import { ThreadTurns } from './thread-turns.js';
 
 /** A memory to store; everything but the content has a default. */
 export interface NewMemory {
@@ -53,9 +53,6 @@ export interface RecallOptions {
   includeDemoted?: boolean;
 }
 
-const NONE: readonly string[] = [];
-/** The turns before and after a memory in its conversation. */
-type TurnLinks = { prev?: string; next?: string };
 /** BM25 candidates re-ranked by strength; this many per requested result. */
 const CANDIDATES_PER_RESULT = 4;
 const MIN_CANDIDATES = 40;
@@ -91,15 +88,7 @@ export class AgentMemory {
   #toEmbed: MemoryRecord[] = [];
   #embedTimer: NodeJS.Timeout | undefined;
   #expandQuery: ((query: string) => string) | undefined;
-  /** Thread → id of its newest memory. */
-  readonly #lastTurn = new Map<string, string>();
-  /** A memory of a conversation → the turns before and after it. */
-  readonly #turns = new Map<string, TurnLinks>();
-  readonly #around = (id: string): readonly string[] => {
-    const t = this.#turns.get(id);
-    if (!t) return NONE;
-    return t.prev === undefined ? [t.next!] : t.next === undefined ? [t.prev] : [t.prev, t.next];
-  };
+  readonly #turns = new ThreadTurns();
 
   private constructor(store: MemoryStore, settings: MemorySettings, options: AgentMemoryOptions) {
     this.#store = store;
@@ -117,7 +106,7 @@ export class AgentMemory {
     rows.sort((a, b) => a.created_at - b.created_at);
     for (const row of rows) {
       memory.#records.set(row.id, row);
-      memory.#linkTurn(row);
+      memory.#turns.add(row);
     }
     memory.#index.addAll(rows);
     if (options.embedder) await memory.attachEmbedder(options.embedder);
@@ -230,7 +219,7 @@ export class AgentMemory {
       let at = now;
       if (thread !== undefined) {
         // Turns of a thread get strictly increasing times, so a reload links them in the order they were written.
-        const before = turnTimes.get(thread) ?? this.#records.get(this.#lastTurn.get(thread) ?? '')?.created_at ?? -Infinity;
+        const before = turnTimes.get(thread) ?? this.#records.get(this.#turns.last(thread) ?? '')?.created_at ?? -Infinity;
         at = Math.max(now, before + 1);
         turnTimes.set(thread, at);
       }
@@ -243,7 +232,7 @@ export class AgentMemory {
     await this.#store.apply([...fresh.values()], changes);
     for (const r of fresh.values()) {
       this.#records.set(r.id, r);
-      this.#linkTurn(r);
+      this.#turns.add(r);
       this.#index.add(r);
     }
     const updated = changes.map((c) => {
@@ -317,7 +306,7 @@ export class AgentMemory {
       if (!queryVector) strategy = 'bm25';
       else await this.#flushEmbeds();
     }
-    const lexical = strategy === 'vector' ? [] : this.#index.search(query, pool, keep, this.#turns.size > 0 ? this.#around : undefined);
+    const lexical = strategy === 'vector' ? [] : this.#index.search(query, pool, keep, this.#turns.linked ? this.#turns.around : undefined);
     const semantic = queryVector ? this.#vectors!.search(queryVector, pool, keep) : [];
     const bestBm25 = lexical[0]?.score ?? 0;
     const byId = new Map<string, { bm25: number; vector: number; lexRank?: number; vecRank?: number }>();
@@ -359,21 +348,10 @@ export class AgentMemory {
     return top;
   }
 
-  /** Links a memory of a conversation (it has a thread) to the turn before it. */
-  #linkTurn(r: MemoryRecord): void {
-    const thread = r.source.thread;
-    if (thread === undefined) return;
-    const before = this.#lastTurn.get(thread);
-    this.#lastTurn.set(thread, r.id);
-    if (before === undefined) return;
-    entry(this.#turns, r.id, () => ({} as TurnLinks)).prev = before;
-    entry(this.#turns, before, () => ({} as TurnLinks)).next = r.id;
-  }
-
   /** The newest `limit` memories of a conversation thread, oldest first (walked back along the turn links). */
   threadTurns(thread: string, limit: number): MemoryRecord[] {
     const out: MemoryRecord[] = [];
-    for (let id = this.#lastTurn.get(thread); id !== undefined && out.length < limit; id = this.#turns.get(id)?.prev) {
+    for (const id of this.#turns.newest(thread, limit)) {
       const m = this.#records.get(id);
       if (!m) break;
       out.push(m);
