@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
 import { registerConceptTools } from './concept-tools.js';
-import { registerDialogueTools } from './dialogue-tools.js';
+import { registerDialogueTools, registerMessageTools } from './dialogue-tools.js';
 import { registerMemoryTools } from './memory-tools.js';
 import { registerReasoningTools } from './reasoning-tools.js';
 import { registerStateTools } from './state-tools.js';
@@ -53,6 +53,7 @@ export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfi
 
   const ctx: ToolContext = { server, runtime, id, persona, limits, uris, content, k, query };
   registerDialogueTools(ctx);
+  registerMessageTools(ctx);
   registerMemoryTools(ctx);
   registerConceptTools(ctx);
   registerReasoningTools(ctx);

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { AgentIdSchema } from '../../shared/domain/domain-schema.js';
 import { guard, hitOut, HitOutSchema, MEMORIES_RESOURCE_LIMIT, memoryOut, MemoryOutSchema, samplingClient, SPEAKER_MAX, type ToolContext } from './tool-kit.js';
 
-/** Dialogue: talk, the conversation so far, and messages to other agents. */
+/** Dialogue: talk, and the conversation so far. */
 export function registerDialogueTools(ctx: ToolContext): void {
   const { server, runtime, id, persona, content } = ctx;
   server.registerTool(
@@ -60,7 +60,11 @@ export function registerDialogueTools(ctx: ToolContext): void {
         return { content: [{ type: 'text', text }], structuredContent: { turns } };
       }),
   );
+}
 
+/** Messages: tell another agent something, or ask it and wait for the answer. */
+export function registerMessageTools(ctx: ToolContext): void {
+  const { server, runtime, id, persona, content } = ctx;
   const to = AgentIdSchema.refine((v) => v !== id, 'another agent than this one').describe('The agent id to reach, e.g. "bram_smith".');
   server.registerTool(
     'send_message',

@@ -4,7 +4,7 @@ import { type MemorySettings } from '../../shared/config/agent-settings.js';
 import type { Embedder } from '../../shared/platform/embedder.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { Bm25Index } from './bm25-index.js';
-import { VectorIndex } from './vector-index.js';
+import { MemoryVectors } from './memory-vectors.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { normaliseSource, type MemoryChanges, type MemoryRecord, type MemorySource, type RecallHit } from './memory-record.js';
 import { memoryStrength } from './memory-strength.js';
@@ -56,8 +56,6 @@ export interface RecallOptions {
 /** BM25 candidates re-ranked by strength; this many per requested result. */
 const CANDIDATES_PER_RESULT = 4;
 const MIN_CANDIDATES = 40;
-/** Memories written within this window are embedded together. */
-const EMBED_COALESCE_MS = 50;
 
 /**
  * An agent's memory: SurrealDB holds every record durably, an in-process BM25 index
@@ -78,15 +76,11 @@ export class AgentMemory {
   readonly #settings: MemorySettings;
   readonly #index = new Bm25Index();
   readonly #records = new Map<string, MemoryRecord>();
-  #embedder: Embedder | undefined;
-  #vectors: VectorIndex | undefined;
+  #vectors: MemoryVectors | undefined;
   readonly #logger: Logger | undefined;
   #warnedFallback = false;
   readonly #hooks: Record<MemoryEvent, MemoryHook[]> = { created: [], updated: [], accessed: [] };
   readonly #hookQueue = new PQueue({ concurrency: 1 });
-  readonly #embedQueue = new PQueue({ concurrency: 1 });
-  #toEmbed: MemoryRecord[] = [];
-  #embedTimer: NodeJS.Timeout | undefined;
   #expandQuery: ((query: string) => string) | undefined;
   readonly #turns = new ThreadTurns();
 
@@ -118,14 +112,8 @@ export class AgentMemory {
    * answers): stored vectors of its model are loaded, missing ones made in the background.
    */
   async attachEmbedder(embedder: Embedder): Promise<void> {
-    const vectors = new VectorIndex(embedder.dims);
-    const stored = await this.#store.embeddings(embedder.model);
-    for (const [id, v] of stored) if (this.#records.has(id) && v.length === embedder.dims) vectors.set(id, v);
-    this.#embedder = embedder;
-    this.#vectors = vectors;
+    this.#vectors = await MemoryVectors.attach(embedder, this.#store, this.#records, this.#logger);
     this.#warnedFallback = false;
-    const missing = [...this.#records.values()].filter((r) => !vectors.has(r.id));
-    if (missing.length > 0) this.#embedSoon(missing);
   }
 
   /**
@@ -165,7 +153,7 @@ export class AgentMemory {
 
   /** Resolves when every memory so far has its vector (or embedding them failed and was logged). */
   async vectorsReady(): Promise<void> {
-    await this.#flushEmbeds();
+    await this.#vectors?.flush();
   }
 
   /** Whether vector search is available. */
@@ -240,54 +228,10 @@ export class AgentMemory {
       this.#records.set(c.id, record);
       return record;
     });
-    if (this.#embedder) this.#embedSoon([...fresh.values()]);
+    this.#vectors?.embedSoon([...fresh.values()]);
     this.#fire('created', [...fresh.values()]);
     this.#fire('updated', updated);
     return out;
-  }
-
-  /**
-   * Vectors are made after the write is acknowledged: memories written within
-   * EMBED_COALESCE_MS go to the embedding service in one request and their vectors into the
-   * database in one write, one run at a time. A write never waits for the service; a vector
-   * or hybrid recall runs what is pending first, so a fresh memory is found by meaning.
-   */
-  #embedSoon(records: MemoryRecord[]): void {
-    this.#toEmbed.push(...records);
-    if (this.#embedTimer) return;
-    this.#embedTimer = setTimeout(() => void this.#flushEmbeds(), EMBED_COALESCE_MS);
-    this.#embedTimer.unref();
-  }
-
-  /** Embeds what is pending now; resolves when every embedding run so far has finished. */
-  #flushEmbeds(): Promise<void> {
-    clearTimeout(this.#embedTimer);
-    this.#embedTimer = undefined;
-    if (this.#toEmbed.length > 0) {
-      const batch = this.#toEmbed.splice(0);
-      void this.#embedQueue.add(async () => {
-        for (let i = 0; i < batch.length; i += 256) {
-          const part = batch.slice(i, i + 256);
-          const vectors = await this.#embed(part);
-          if (!vectors) continue;
-          await this.#store.setEmbeddings(this.#embedder!.model, vectors).catch((err: unknown) => this.#logger?.warn({ err: (err as Error).message }, 'vectors not stored'));
-          for (const [id, v] of vectors) this.#vectors?.set(id, v);
-        }
-      });
-    }
-    return this.#embedQueue.onIdle();
-  }
-
-  /** Vectors of the memories' contents, or undefined (no embedder, or it failed: logged, and recall uses BM25 for them). */
-  async #embed(records: readonly MemoryRecord[]): Promise<Map<string, Float32Array> | undefined> {
-    if (!this.#embedder || records.length === 0) return undefined;
-    try {
-      const vectors = await this.#embedder.embed(records.map((r) => r.content));
-      return new Map(records.map((r, i) => [r.id, vectors[i]!]));
-    } catch (err) {
-      this.#logger?.warn({ err: (err as Error).message, memories: records.length }, 'memories stored without vectors: the embedder failed');
-      return undefined;
-    }
   }
 
   /**
@@ -304,10 +248,10 @@ export class AgentMemory {
     if (strategy !== 'bm25') {
       queryVector = await this.#queryVector(query);
       if (!queryVector) strategy = 'bm25';
-      else await this.#flushEmbeds();
+      else await this.#vectors?.flush();
     }
     const lexical = strategy === 'vector' ? [] : this.#index.search(query, pool, keep, this.#turns.linked ? this.#turns.around : undefined);
-    const semantic = queryVector ? this.#vectors!.search(queryVector, pool, keep) : [];
+    const semantic = queryVector ? this.#vectors!.index.search(queryVector, pool, keep) : [];
     const bestBm25 = lexical[0]?.score ?? 0;
     const byId = new Map<string, { bm25: number; vector: number; lexRank?: number; vecRank?: number }>();
     lexical.forEach((c, rank) => byId.set(c.id, { bm25: bestBm25 > 0 ? c.score / bestBm25 : 0, vector: 0, lexRank: rank }));
@@ -373,12 +317,12 @@ export class AgentMemory {
   }
 
   async #queryVector(query: string): Promise<Float32Array | undefined> {
-    if (!this.#embedder || !this.#vectors) {
+    if (!this.#vectors) {
       this.#warnFallback('no embedder is configured');
       return undefined;
     }
     try {
-      return (await this.#embedder.embed([query]))[0];
+      return await this.#vectors.query(query);
     } catch (err) {
       this.#warnFallback((err as Error).message);
       return undefined;

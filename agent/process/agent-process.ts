@@ -5,6 +5,7 @@ import { ErrorCode, toThymosError } from '../../shared/errors/errors.js';
 import { agentTokenPath, ensureAgentToken } from '../../shared/platform/agent-token.js';
 import { CleanupStack } from '../../shared/platform/cleanup-stack.js';
 import { DataLock } from '../../shared/platform/data-lock.js';
+import { StopOnce } from '../../shared/platform/stop-once.js';
 import { createLogger } from '../../shared/platform/logger.js';
 import { appliesTo } from '../links/event-filter.js';
 import { MemoryStore } from '../memory/memory-store.js';
@@ -89,26 +90,17 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
     cleanup.push(() => http.close());
     phase('listen');
 
-    let stopReason: string | undefined;
-    let markStopped!: (result: Promise<void>) => void;
-    const stopped = new Promise<void>((resolve) => {
-      markStopped = resolve;
-    });
-    // Declared before `stop`, which a shutdown request may call while the links are still being made.
+    // Declared before the stop, which a shutdown request may run while the links are still being made.
     let links: FleetLinks | undefined;
     let schedule: NodeJS.Timeout | undefined;
-    const stop = (reason: string): Promise<void> => {
-      if (stopReason === undefined) {
-        stopReason = reason;
-        markStopped(shutdownAgent({ config, logger, runtime, channel: links?.channel, listeners: links?.listeners ?? [], http, store, lock, schedule }, reason));
-      }
-      return stopped;
-    };
+    const stopper = new StopOnce((reason) => shutdownAgent({ config, logger, runtime, channel: links?.channel, listeners: links?.listeners ?? [], http, store, lock, schedule }, reason));
+    const stop = (reason: string) => stopper.stop(reason);
 
     links = config.nats.url && natsModule
       ? await linkToFleet({
           options,
-          config: { ...config, nats: { ...config.nats, url: config.nats.url } },
+          config,
+          natsUrl: config.nats.url,
           channelModule: natsModule,
           runtime,
           memory,
@@ -120,7 +112,7 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
           cleanup,
           phase,
           onShutdown: () => void stop('control'),
-          stopping: () => stopReason !== undefined,
+          stopping: () => stopper.asked,
         })
       : undefined;
     const channel = links?.channel;
@@ -143,7 +135,7 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
       `agent ready on http://${config.agent.host}:${options.port}/mcp`,
     );
     process.send?.('ready');
-    return { runtime, config, stop, stopped };
+    return { runtime, config, stop, stopped: stopper.stopped };
   } catch (err) {
     await cleanup.run();
     logger.flush();

@@ -13,7 +13,9 @@ import type { AgentOptions } from './agent-options.js';
 /** What `linkToFleet` needs from the agent being started. */
 export interface FleetLinkParts {
   options: AgentOptions;
-  config: ThymosConfig & { nats: { url: string } };
+  config: ThymosConfig;
+  /** The NATS server or cluster to link to (`[nats] url`, or what the supervisor passed). */
+  natsUrl: string;
   /** The control channel's module, loading since the process began. */
   channelModule: Promise<typeof import('../links/agent-control-channel.js')>;
   runtime: AgentRuntime;
@@ -52,12 +54,12 @@ export async function linkToFleet(parts: FleetLinkParts): Promise<FleetLinks> {
   const { AgentControlChannel } = await parts.channelModule;
   const channel = new AgentControlChannel(
     runtime,
-    { servers: config.nats.url, names, heartbeatMs: config.agent.heartbeat_ms, onShutdown },
+    { servers: parts.natsUrl, names, heartbeatMs: config.agent.heartbeat_ms, onShutdown },
     logger,
   );
   cleanup.push(() => channel.close());
   const linked = await channel.waitUntilConnected(config.agent.nats_wait_ms);
-  if (!linked) logger.warn({ url: config.nats.url }, 'nats not reachable yet; serving MCP and reconnecting in the background');
+  if (!linked) logger.warn({ url: parts.natsUrl }, 'nats not reachable yet; serving MCP and reconnecting in the background');
   phase('nats');
   const location = typeof startContext?.properties.location === 'string' ? startContext.properties.location : definition.homeLocation;
   const { AgentEventListener } = await import('../links/agent-event-listener.js');
@@ -113,21 +115,7 @@ export async function linkToFleet(parts: FleetLinkParts): Promise<FleetLinks> {
       );
     });
   };
-  /** Keeps trying (1 s, doubling to 30 s) until every step has run or the agent stops. */
-  const listenUntilDone = async () => {
-    for (let attempt = 0, wait = 1000; !stopping(); attempt++, wait = Math.min(wait * 2, 30_000)) {
-      try {
-        await listen();
-        logger.info('world events, inbox and world watches linked');
-        return;
-      } catch (err) {
-        // A server without JetStream fails every time: say so a few times, then rarely.
-        const level = attempt < 3 || attempt % 20 === 0 ? 'warn' : 'debug';
-        logger[level]({ err: (err as Error).message, retry_in_ms: wait }, 'world events still unavailable');
-        await sleep(wait);
-      }
-    }
-  };
+  const listenUntilDone = () => retryUntilDone(listen, stopping, logger);
   if (linked) {
     await listen().catch((err: unknown) => {
       logger.warn({ err: (err as Error).message }, 'world events unavailable (JetStream off or recovering, or no event stream yet); retrying in the background');
@@ -138,4 +126,20 @@ export async function linkToFleet(parts: FleetLinkParts): Promise<FleetLinks> {
     void listenUntilDone();
   }
   return { channel, listeners };
+}
+
+/** Keeps trying `link` (1 s, doubling to 30 s) until it has succeeded or the agent stops. */
+async function retryUntilDone(link: () => Promise<void>, stopping: () => boolean, logger: Logger): Promise<void> {
+  for (let attempt = 0, wait = 1000; !stopping(); attempt++, wait = Math.min(wait * 2, 30_000)) {
+    try {
+      await link();
+      logger.info('world events, inbox and world watches linked');
+      return;
+    } catch (err) {
+      // A server without JetStream fails every time: say so a few times, then rarely.
+      const level = attempt < 3 || attempt % 20 === 0 ? 'warn' : 'debug';
+      logger[level]({ err: (err as Error).message, retry_in_ms: wait }, 'world events still unavailable');
+      await sleep(wait);
+    }
+  }
 }

@@ -1,3 +1,4 @@
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { RelevanceInput } from '../../shared/protocol/agent-protocol.js';
 import type { AgentDefinition } from '../../shared/domain/domain-schema.js';
 import type { Logger } from '../../shared/platform/logger.js';
@@ -78,3 +79,18 @@ export interface AgentBehavior {
 
 /** The export an application's behaviour module must have. */
 export type CreateBehavior = (options: { id: string; definition: AgentDefinition }) => AgentBehavior | Promise<AgentBehavior>;
+
+/**
+ * A behaviour's own relevance for a reconcile context, or undefined when it has none. A score
+ * outside 0..1 is INVALID_INPUT naming the agent; a throwing behaviour's error passes through.
+ */
+export async function behaviorRelevance(behavior: AgentBehavior, ctx: AgentBehaviorContext, input: RelevanceInput): Promise<number | undefined> {
+  const evaluate = behavior.evaluateRelevance;
+  if (!evaluate) return undefined;
+  const score = await evaluate.call(behavior, ctx, input);
+  if (score === undefined) return undefined;
+  if (typeof score !== 'number' || !(score >= 0 && score <= 1)) {
+    throw new ThymosError(ErrorCode.INVALID_INPUT, `${ctx.id}: evaluateRelevance returned ${JSON.stringify(score)}; expected a number from 0 to 1 or undefined`);
+  }
+  return score;
+}

@@ -1,9 +1,8 @@
 import { EventEmitter } from 'node:events';
-import type { AgentMode, AgentState, EventDecision } from '../../shared/protocol/agent-protocol.js';
+import type { AgentMode, AgentState, EventDecision, RelevanceInput } from '../../shared/protocol/agent-protocol.js';
 import type { AgentDefinition, NamedSearchStrategy } from '../../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { Logger } from '../../shared/platform/logger.js';
-import type { RelevanceInput } from '../../shared/protocol/agent-protocol.js';
 import { AgentConcepts } from './agent-concepts.js';
 import { AgentLinks } from './agent-links.js';
 import type { RuntimeGate } from './runtime-ports.js';
@@ -14,12 +13,13 @@ import { AgentDisposition } from './agent-disposition.js';
 import { CallGate } from './call-gate.js';
 import { EventReactions } from './event-reactions.js';
 import { wordInsight } from './insight-writer.js';
-import type { AgentBehavior, AgentBehaviorContext, TalkReply, TalkRequest } from './agent-behavior.js';
+import { behaviorRelevance, type AgentBehavior, type AgentBehaviorContext, type TalkReply, type TalkRequest } from './agent-behavior.js';
 import type { AgentModels, SamplingClient } from '../llm/agent-models.js';
 import { decide, think, type Decision, type Thought } from './agent-reasoner.js';
 import type { AgentMemory, NewMemory, RecallOptions } from '../memory/agent-memory.js';
 import type { MemoryRecord, RecallHit } from '../memory/memory-record.js';
 import type { MemoryStore } from '../memory/memory-store.js';
+import { consolidateWithin } from '../consolidation/consolidate-within.js';
 import type { ConsolidationReport, ConsolidationScope, MemoryConsolidator } from '../consolidation/memory-consolidator.js';
 
 export interface AgentRuntimeOptions {
@@ -51,7 +51,6 @@ interface SavedState {
   llm?: AgentState['llm'];
   disposition?: Record<string, unknown>;
 }
-
 
 interface RuntimeEvents {
   /** The agent's state changed (mode, status, NATS link, counts). */
@@ -219,15 +218,8 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
    * The behaviour's own relevance for a reconcile context, or undefined when it has none.
    * A score outside 0..1 or a throwing behaviour is an error the supervisor reports.
    */
-  async evaluateRelevance(input: RelevanceInput): Promise<number | undefined> {
-    const evaluate = this.#behavior.evaluateRelevance;
-    if (!evaluate) return undefined;
-    const score = await evaluate.call(this.#behavior, this.#behaviorContext(), input);
-    if (score === undefined) return undefined;
-    if (typeof score !== 'number' || !(score >= 0 && score <= 1)) {
-      throw new ThymosError(ErrorCode.INVALID_INPUT, `${this.id}: evaluateRelevance returned ${JSON.stringify(score)}; expected a number from 0 to 1 or undefined`);
-    }
-    return score;
+  evaluateRelevance(input: RelevanceInput): Promise<number | undefined> {
+    return behaviorRelevance(this.#behavior, this.#behaviorContext(), input);
   }
 
   async remember(memory: NewMemory): Promise<MemoryRecord> {
@@ -312,27 +304,9 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> {
     });
   }
 
-  /**
-   * Consolidates everything (contradictions among what is new since the last run) for a
-   * schedule or a passivation; waits at most `budgetMs`, and never throws: a failure is logged.
-   */
+  /** A scheduled or passivation consolidation within `budgetMs` (see `consolidateWithin`); never throws. */
   async consolidateWithin(trigger: 'schedule' | 'passivation', budgetMs = Infinity): Promise<void> {
-    if (!this.#consolidator) return;
-    const run = this.#consolidator.consolidate({}, { trigger }).then(
-      () => true,
-      (err: unknown) => {
-        this.#logger.warn({ err: (err as Error).message, trigger }, 'consolidation failed');
-        return true;
-      },
-    );
-    if (!Number.isFinite(budgetMs)) {
-      await run;
-      return;
-    }
-    let timer: NodeJS.Timeout | undefined;
-    const done = await Promise.race([run, new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), budgetMs)))]);
-    clearTimeout(timer);
-    if (!done) this.#logger.warn({ budget_ms: budgetMs, trigger }, 'consolidation ran over its budget; going on without waiting for it');
+    if (this.#consolidator) await consolidateWithin(this.#consolidator, trigger, budgetMs, this.#logger);
   }
 
   /** Writing memory over MCP needs the agent active. */

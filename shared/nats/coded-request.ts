@@ -68,7 +68,7 @@ async function send(nc: NatsConnection, subject: string, body: unknown, options:
     throw options.unanswered(isNoResponders(err) ? 'no-responders' : 'timeout', err);
   }
   try {
-    return parseWireJson(text, `reply on ${subject}`);
+    return parseWireJson(text, 'reply');
   } catch (err) {
     throw invalidReply(subject, (err as Error).message, err);
   }

@@ -8,4 +8,5 @@ export { withDeadline } from './deadline.js';
 export { openEmbeddedSurreal, openRemoteSurreal } from './embedded-surreal.js';
 export { dot, type Embedder } from './embedder.js';
 export { createLogger, type Logger, type LoggerOptions } from './logger.js';
+export { StopOnce } from './stop-once.js';
 export { writeAtomic } from './write-atomic.js';

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { CleanupStack } from '../../shared/platform/cleanup-stack.js';
 import { DataLock } from '../../shared/platform/data-lock.js';
+import { StopOnce } from '../../shared/platform/stop-once.js';
 import { writeAtomic } from '../../shared/platform/write-atomic.js';
 import { withDeadline } from '../../shared/platform/deadline.js';
 import { EMPTY_DOMAIN, loadDomainSchema } from '../../shared/domain/domain-schema.js';
@@ -130,29 +131,20 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     mkdirSync(paths.run, { recursive: true });
     writeAtomic(join(paths.run, 'supervisor.json'), JSON.stringify({ pid: process.pid, started_at: startedAt, metrics_url: metricsUrl, nats_url: natsUrl }, null, 2));
 
-    let stopping: Promise<void> | undefined;
-    let markStopped!: () => void;
-    const stopped = new Promise<void>((resolve) => {
-      markStopped = resolve;
+    const stopper = new StopOnce(async (reason) => {
+      logger.info({ reason }, 'supervisor stopping');
+      api.stop();
+      worldApi.stop();
+      await controller.idle();
+      await cleanup.run();
+      logger.info('supervisor stopped');
     });
-    const stop = (reason: string) => {
-      stopping ??= (async () => {
-        logger.info({ reason }, 'supervisor stopping');
-        api.stop();
-        worldApi.stop();
-        await controller.idle();
-        await cleanup.run();
-        logger.info('supervisor stopped');
-        markStopped();
-      })();
-      return stopping;
-    };
     logger.info({ agents: controller.ids.length, nats: natsUrl, metrics: metricsUrl, counts: controller.counts() }, 'supervisor ready');
     process.send?.('ready');
     // A reconcile this supervisor's previous run was killed in the middle of is finished now,
     // behind the same queue as requests, so a status asked meanwhile sees the end of it.
     void finishInterrupted(controller, audit);
-    return { controller, metricsUrl, stop, stopped };
+    return { controller, metricsUrl, stop: (reason: string) => stopper.stop(reason), stopped: stopper.stopped };
   } catch (err) {
     await cleanup.run();
     logger.flush();

@@ -69,6 +69,7 @@ interface LiveGroup {
  */
 export class WorldStore {
   readonly #o: WorldStoreOptions;
+  readonly #names: FleetNames;
   readonly #subs = new Map<string, Subscription>();
   readonly #groups = new Map<string, LiveGroup>();
   readonly #rowSchemas = new Map<string, { full: z.ZodType<Record<string, unknown>>; partial: z.ZodType<Record<string, unknown>> }>();
@@ -77,6 +78,7 @@ export class WorldStore {
 
   private constructor(options: WorldStoreOptions) {
     this.#o = options;
+    this.#names = options.names ?? DEFAULT_FLEET_NAMES;
     for (const [name, table] of Object.entries(options.tables)) {
       this.#rowSchemas.set(name, { full: worldRowFieldsSchema(table), partial: worldRowFieldsSchema(table, true) });
     }
@@ -180,7 +182,7 @@ export class WorldStore {
     });
     this.#subs.set(sub.sub, sub);
     await this.#startLive(sub);
-    return { sub: sub.sub, subject: (this.#o.names ?? DEFAULT_FLEET_NAMES).worldLive(sub.sub), lease_ms: this.#o.leaseMs };
+    return { sub: sub.sub, subject: this.#names.worldLive(sub.sub), lease_ms: this.#o.leaseMs };
   }
 
   /** Extends the lease of each known subscription; returns the ones that no longer exist. */
@@ -302,7 +304,7 @@ export class WorldStore {
     for (const s of group.members) {
       const change: WorldChange = { sub: s.sub, ...base };
       try {
-        this.#o.nc.publish((this.#o.names ?? DEFAULT_FLEET_NAMES).worldLive(s.sub), JSON.stringify(change));
+        this.#o.nc.publish(this.#names.worldLive(s.sub), JSON.stringify(change));
       } catch (err) {
         this.#o.logger.warn({ err: (err as Error).message, sub: s.sub }, 'live notification not relayed');
       }

@@ -1,0 +1,85 @@
+import PQueue from 'p-queue';
+import type { Embedder } from '../../shared/platform/embedder.js';
+import type { Logger } from '../../shared/platform/logger.js';
+import type { MemoryRecord } from './memory-record.js';
+import type { MemoryStore } from './memory-store.js';
+import { VectorIndex } from './vector-index.js';
+
+/** Memories written within this window are embedded together. */
+const EMBED_COALESCE_MS = 50;
+
+/**
+ * The vectors of an agent's memories for one embedder: stored vectors of its model are loaded,
+ * and vectors are made after a write is acknowledged — memories written within
+ * EMBED_COALESCE_MS go to the embedder in one request and their vectors into the database in
+ * one write, one run at a time. A write never waits for the embedder; a vector or hybrid
+ * recall runs what is pending first (`flush`), so a fresh memory is found by meaning.
+ */
+export class MemoryVectors {
+  readonly index: VectorIndex;
+  readonly #embedder: Embedder;
+  readonly #store: MemoryStore;
+  readonly #logger: Logger | undefined;
+  readonly #queue = new PQueue({ concurrency: 1 });
+  #pending: MemoryRecord[] = [];
+  #timer: NodeJS.Timeout | undefined;
+
+  private constructor(embedder: Embedder, store: MemoryStore, logger: Logger | undefined) {
+    this.index = new VectorIndex(embedder.dims);
+    this.#embedder = embedder;
+    this.#store = store;
+    this.#logger = logger;
+  }
+
+  /** Loads the stored vectors of `records` made by `embedder`'s model, and schedules the missing ones. */
+  static async attach(embedder: Embedder, store: MemoryStore, records: ReadonlyMap<string, MemoryRecord>, logger: Logger | undefined): Promise<MemoryVectors> {
+    const vectors = new MemoryVectors(embedder, store, logger);
+    for (const [id, v] of await store.embeddings(embedder.model)) if (records.has(id) && v.length === embedder.dims) vectors.index.set(id, v);
+    const missing = [...records.values()].filter((r) => !vectors.index.has(r.id));
+    if (missing.length > 0) vectors.embedSoon(missing);
+    return vectors;
+  }
+
+  /** The vector of a query; throws what the embedder throws. */
+  async query(text: string): Promise<Float32Array | undefined> {
+    return (await this.#embedder.embed([text]))[0];
+  }
+
+  /** Queues memories to embed in the next coalesced run. */
+  embedSoon(records: MemoryRecord[]): void {
+    this.#pending.push(...records);
+    if (this.#timer) return;
+    this.#timer = setTimeout(() => void this.flush(), EMBED_COALESCE_MS);
+    this.#timer.unref();
+  }
+
+  /** Embeds what is pending now; resolves when every embedding run so far has finished. */
+  flush(): Promise<void> {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (this.#pending.length > 0) {
+      const batch = this.#pending.splice(0);
+      void this.#queue.add(async () => {
+        for (let i = 0; i < batch.length; i += 256) {
+          const vectors = await this.#embed(batch.slice(i, i + 256));
+          if (!vectors) continue;
+          await this.#store.setEmbeddings(this.#embedder.model, vectors).catch((err: unknown) => this.#logger?.warn({ err: (err as Error).message }, 'vectors not stored'));
+          for (const [id, v] of vectors) this.index.set(id, v);
+        }
+      });
+    }
+    return this.#queue.onIdle();
+  }
+
+  /** Vectors of the memories' contents, or undefined when the embedder failed (logged; recall uses BM25 for them). */
+  async #embed(records: readonly MemoryRecord[]): Promise<Map<string, Float32Array> | undefined> {
+    if (records.length === 0) return undefined;
+    try {
+      const vectors = await this.#embedder.embed(records.map((r) => r.content));
+      return new Map(records.map((r, i) => [r.id, vectors[i]!]));
+    } catch (err) {
+      this.#logger?.warn({ err: (err as Error).message, memories: records.length }, 'memories stored without vectors: the embedder failed');
+      return undefined;
+    }
+  }
+}
