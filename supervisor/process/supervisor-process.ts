@@ -1,15 +1,16 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
+import type { Surreal } from 'surrealdb';
 import { CleanupStack } from '../../shared/platform/cleanup-stack.js';
 import { DataLock } from '../../shared/platform/data-lock.js';
 import { StopOnce } from '../../shared/platform/stop-once.js';
 import { writeAtomic } from '../../shared/platform/write-atomic.js';
 import { withDeadline } from '../../shared/platform/deadline.js';
-import { EMPTY_DOMAIN, loadDomainSchema } from '../../shared/domain/domain-schema.js';
+import { EMPTY_DOMAIN, loadDomainSchema, type DomainSchema } from '../../shared/domain/domain-schema.js';
 import { ensureEventStream } from '../../shared/nats/event-stream.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
-import { fleetPaths } from '../../shared/config/fleet-paths.js';
+import { fleetPaths, type FleetPaths } from '../../shared/config/fleet-paths.js';
 import { createLogger, type Logger } from '../../shared/platform/logger.js';
 import { connectNats } from '../../shared/nats/nats-connection.js';
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
@@ -54,40 +55,16 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
   const names = new FleetNames(config.fleet.name);
   const cleanup = new CleanupStack();
   try {
-    const lock = DataLock.acquire(paths.data, { file: 'supervisor.pid', name: `the supervisor of ${paths.data}`, code: ErrorCode.SUPERVISOR_ALREADY_RUNNING });
-    cleanup.push(() => lock.release());
-    const domainPromise = config.domainSchemaPath ? loadDomainSchema(config.domainSchemaPath) : Promise.resolve(EMPTY_DOMAIN);
-    domainPromise.catch(() => undefined);
-    const db = await openWorldDatabase(config, paths.world);
-    cleanup.push(() => db.close());
-    const registry = await AgentRegistry.open(db);
-    cleanup.push(() => registry.close());
-    const domain = await domainPromise;
+    const { db, registry, domain } = await openFleetState(config, paths, cleanup);
 
-    const pendingNats = connectNats({ servers: natsUrl, name: 'thymos-supervisor' });
-    const nc = await withDeadline(pendingNats, 15_000, () => {
-      void pendingNats.then((late) => late.close()).catch(() => undefined);
-      throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `NATS at ${natsUrl} did not accept a connection within 15000 ms`);
-    });
+    const nc = await connectWithin(natsUrl, NATS_CONNECT_MS);
     cleanup.push(() => closeNats(nc));
     if (config.embedding.enabled) await serveEmbedding(config, nc, names, logger, cleanup);
     const processes = await ProcessManager.connect(paths.pm2Home);
     cleanup.push(() => processes.disconnect());
 
     const link = new AgentLink(nc, names);
-    const evaluateTimeout = config.supervisor.evaluate_timeout_ms;
-    const evaluator = new RelevanceEvaluator({
-      domain,
-      defaultScore: config.lifecycle.default_score,
-      module: config.relevancePath ? await RelevanceEvaluator.loadModule(config.relevancePath) : undefined,
-      askAgent: async (id, input) => {
-        try {
-          return (await link.control(id, { op: 'evaluate', input }, evaluateTimeout)).score ?? undefined;
-        } catch {
-          return undefined; // no answer in time: the next source decides
-        }
-      },
-    });
+    const evaluator = await relevanceEvaluator(config, domain, link);
     const metrics = new SupervisorMetrics();
     const jsm = await ensureEventStream(nc, config.events, names).catch((err: unknown) => {
       logger.warn({ err: (err as Error).message }, 'world events are off: the NATS server has no JetStream');
@@ -117,24 +94,22 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
 
     const metricsUrl = await metrics.listen('127.0.0.1', config.supervisor.metrics_port);
     cleanup.push(() => metrics.close());
-    const startedAt = new Date().toISOString();
+    const self: FleetStatus['supervisor'] = { pid: process.pid, started_at: new Date().toISOString(), metrics_url: metricsUrl, nats_url: natsUrl };
 
     const audit = new AuditLog(paths.audit, logger);
-    const api = supervisorControlApi(nc, names, controller, audit, { pid: process.pid, started_at: startedAt, metrics_url: metricsUrl, nats_url: natsUrl }, logger);
-    api.start();
-    cleanup.push(() => api.stop());
-    const worldApi = worldControlApi(nc, world, logger, names);
-    worldApi.start();
-    cleanup.push(() => worldApi.stop());
+    const apis = [supervisorControlApi(nc, names, controller, audit, self, logger), worldControlApi(nc, world, logger, names)];
+    for (const api of apis) {
+      api.start();
+      cleanup.push(() => api.stop());
+    }
     await nc.flush();
 
     mkdirSync(paths.run, { recursive: true });
-    writeAtomic(join(paths.run, 'supervisor.json'), JSON.stringify({ pid: process.pid, started_at: startedAt, metrics_url: metricsUrl, nats_url: natsUrl }, null, 2));
+    writeAtomic(join(paths.run, 'supervisor.json'), JSON.stringify(self, null, 2));
 
     const stopper = new StopOnce(async (reason) => {
       logger.info({ reason }, 'supervisor stopping');
-      api.stop();
-      worldApi.stop();
+      for (const api of apis) api.stop();
       await controller.idle();
       await cleanup.run();
       logger.info('supervisor stopped');
@@ -150,6 +125,47 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     logger.flush();
     throw toThymosError(err);
   }
+}
+
+/** Takes the fleet's lock and opens its database and registry while the domain schema (a Pkl child process) loads. */
+async function openFleetState(config: ThymosConfig, paths: FleetPaths, cleanup: CleanupStack): Promise<{ db: Surreal; registry: AgentRegistry; domain: DomainSchema }> {
+  const lock = DataLock.acquire(paths.data, { file: 'supervisor.pid', name: `the supervisor of ${paths.data}`, code: ErrorCode.SUPERVISOR_ALREADY_RUNNING });
+  cleanup.push(() => lock.release());
+  const domainPromise = config.domainSchemaPath ? loadDomainSchema(config.domainSchemaPath) : Promise.resolve(EMPTY_DOMAIN);
+  domainPromise.catch(() => undefined);
+  const db = await openWorldDatabase(config, paths.world);
+  cleanup.push(() => db.close());
+  const registry = await AgentRegistry.open(db);
+  cleanup.push(() => registry.close());
+  return { db, registry, domain: await domainPromise };
+}
+
+const NATS_CONNECT_MS = 15_000;
+
+/** A NATS connection within `ms`, or NATS_UNAVAILABLE; a connection that comes late is closed. */
+async function connectWithin(natsUrl: string, ms: number): Promise<NatsConnection> {
+  const pending = connectNats({ servers: natsUrl, name: 'thymos-supervisor' });
+  return withDeadline(pending, ms, () => {
+    void pending.then((late) => late.close()).catch(() => undefined);
+    throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `NATS at ${natsUrl} did not accept a connection within ${ms} ms`);
+  });
+}
+
+/** The fleet's relevance evaluator; an agent asked for its own score that does not answer in time gives none. */
+async function relevanceEvaluator(config: ThymosConfig, domain: DomainSchema, link: AgentLink): Promise<RelevanceEvaluator> {
+  const timeout = config.supervisor.evaluate_timeout_ms;
+  return new RelevanceEvaluator({
+    domain,
+    defaultScore: config.lifecycle.default_score,
+    module: config.relevancePath ? await RelevanceEvaluator.loadModule(config.relevancePath) : undefined,
+    askAgent: async (id, input) => {
+      try {
+        return (await link.control(id, { op: 'evaluate', input }, timeout)).score ?? undefined;
+      } catch {
+        return undefined; // no answer in time: the next source decides
+      }
+    },
+  });
 }
 
 async function closeNats(nc: NatsConnection): Promise<void> {
