@@ -6,11 +6,13 @@ import { agentTokenPath, ensureAgentToken } from '../../shared/platform/agent-to
 import { CleanupStack } from '../../shared/platform/cleanup-stack.js';
 import { DataLock } from '../../shared/platform/data-lock.js';
 import { StopOnce } from '../../shared/platform/stop-once.js';
-import { createLogger } from '../../shared/platform/logger.js';
+import { createLogger, type Logger } from '../../shared/platform/logger.js';
+import { PhaseClock } from '../../shared/platform/phase-clock.js';
 import { appliesTo } from '../links/event-filter.js';
 import { MemoryStore } from '../memory/memory-store.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
 import { assembleAgent, resolveDefinition } from './agent-assembly.js';
+import type { AgentStartContext } from '../../shared/protocol/agent-start-context.js';
 import { readStartContext, type AgentOptions } from './agent-options.js';
 import { shutdownAgent } from './agent-shutdown.js';
 import { linkToFleet, type FleetLinks } from './fleet-linker.js';
@@ -45,14 +47,7 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
     ? Object.freeze({ ...fileConfig, nats: { ...fileConfig.nats, url: options.natsUrl } })
     : fileConfig;
   const logger = createLogger({ level: config.log.level, bindings: { agent: options.agentId } });
-  const started = performance.now();
-  const phases: Record<string, number> = {};
-  let last = started;
-  const phase = (name: string) => {
-    const now = performance.now();
-    phases[name] = Math.round(now - last);
-    last = now;
-  };
+  const clock = new PhaseClock();
   const cleanup = new CleanupStack();
   // The MCP SDK is most of the code an agent loads; compiling it overlaps with the
   // database opening on the engine's own threads instead of preceding it.
@@ -62,33 +57,17 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
   natsModule?.catch(() => undefined);
   try {
     const startContext = options.context ? readStartContext(options.context) : undefined;
-    const dir = agentDataDir(config, options.agentId);
-    const lock = DataLock.acquire(dir, { file: 'agent.pid', name: `agent ${options.agentId}`, code: ErrorCode.AGENT_ALREADY_RUNNING });
-    cleanup.push(() => lock.release());
-
-    // Pkl evaluation (a child process) overlaps with opening the database.
-    const domainPromise: Promise<DomainSchema | undefined> =
-      startContext?.definition || !config.domainSchemaPath ? Promise.resolve(undefined) : loadDomainSchema(config.domainSchemaPath);
-    domainPromise.catch(() => undefined);
-    const store = await MemoryStore.open(join(dir, 'db'), { timeoutMs: config.agent.db_open_timeout_ms });
-    cleanup.push(() => store.close());
-    phase('db_open');
-    const domain = await domainPromise;
-    const { definition, defined } = resolveDefinition(options.agentId, startContext?.definition, domain, logger);
-    const eventFilters = startContext?.eventFilters ?? domain?.eventFilters ?? [];
-    const worldWatches = (startContext?.worldWatches ?? domain?.worldWatches ?? [])
-      .map((watch, index) => ({ index, watch }))
-      .filter(({ watch }) => appliesTo(watch, { id: options.agentId, tags: definition.tags }));
-    phase('domain_schema');
-    const { memory, runtime } = await assembleAgent(options, config, store, startContext, domain, { definition, defined }, logger);
-    phase('memory_load');
+    const state = await openAgentState(options, config, startContext, logger, cleanup, clock);
+    const { store, lock, definition } = state;
+    const { memory, runtime } = await assembleAgent(options, config, store, startContext, state.domain, { definition, defined: state.defined }, logger);
+    clock.mark('memory_load');
 
     const { AgentHttpServer } = await httpModule;
     const token = config.mcp.require_token ? ensureAgentToken(agentTokenPath(config.dataPath, options.agentId)) : undefined;
     const http = new AgentHttpServer(runtime, config, logger, token);
     await http.listen(config.agent.host, options.port);
     cleanup.push(() => http.close());
-    phase('listen');
+    clock.mark('listen');
 
     // Declared before the stop, which a shutdown request may run while the links are still being made.
     let links: FleetLinks | undefined;
@@ -106,32 +85,24 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
           memory,
           definition,
           startContext,
-          eventFilters,
-          worldWatches,
+          eventFilters: state.eventFilters,
+          worldWatches: state.worldWatches,
           logger,
           cleanup,
-          phase,
+          phase: (name) => clock.mark(name),
           onShutdown: () => void stop('control'),
           stopping: () => stopper.asked,
         })
       : undefined;
-    const channel = links?.channel;
 
     const every = config.memory.consolidate_every_s;
     schedule = every > 0 ? setInterval(() => void runtime.consolidateWithin('schedule'), every * 1000) : undefined;
     schedule?.unref();
 
     runtime.setStatus('ready');
-    channel?.publishStatus('ready');
+    links?.channel.publishStatus('ready');
     logger.info(
-      {
-        port: options.port,
-        mode: options.mode,
-        memories: memory.count,
-        ms: Math.round(performance.now() - started),
-        since_process_start_ms: Math.round(performance.now()),
-        phases,
-      },
+      { port: options.port, mode: options.mode, memories: memory.count, ms: clock.elapsed(), since_process_start_ms: Math.round(performance.now()), phases: clock.phases },
       `agent ready on http://${config.agent.host}:${options.port}/mcp`,
     );
     process.send?.('ready');
@@ -141,4 +112,28 @@ export async function runAgentProcess(options: AgentOptions): Promise<RunningAge
     logger.flush();
     throw toThymosError(err);
   }
+}
+
+/**
+ * Takes the agent's data lock and opens its database while the domain schema (a Pkl child
+ * process) loads, then settles who the agent is and which events and world changes reach it.
+ */
+async function openAgentState(options: AgentOptions, config: ThymosConfig, startContext: AgentStartContext | undefined, logger: Logger, cleanup: CleanupStack, clock: PhaseClock) {
+  const dir = agentDataDir(config, options.agentId);
+  const lock = DataLock.acquire(dir, { file: 'agent.pid', name: `agent ${options.agentId}`, code: ErrorCode.AGENT_ALREADY_RUNNING });
+  cleanup.push(() => lock.release());
+  const domainPromise: Promise<DomainSchema | undefined> =
+    startContext?.definition || !config.domainSchemaPath ? Promise.resolve(undefined) : loadDomainSchema(config.domainSchemaPath);
+  domainPromise.catch(() => undefined);
+  const store = await MemoryStore.open(join(dir, 'db'), { timeoutMs: config.agent.db_open_timeout_ms });
+  cleanup.push(() => store.close());
+  clock.mark('db_open');
+  const domain = await domainPromise;
+  const { definition, defined } = resolveDefinition(options.agentId, startContext?.definition, domain, logger);
+  const eventFilters = startContext?.eventFilters ?? domain?.eventFilters ?? [];
+  const worldWatches = (startContext?.worldWatches ?? domain?.worldWatches ?? [])
+    .map((watch, index) => ({ index, watch }))
+    .filter(({ watch }) => appliesTo(watch, { id: options.agentId, tags: definition.tags }));
+  clock.mark('domain_schema');
+  return { lock, store, domain, definition, defined, eventFilters, worldWatches };
 }

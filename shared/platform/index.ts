@@ -1,5 +1,5 @@
 /**
- * The machine underneath: logging, data locks, deadlines, clean-up order, the embedded SurrealDB, agent tokens and the embedder interface.
+ * The machine underneath: logging, data locks, deadlines, clean-up order, start-up phase timing, the embedded SurrealDB, agent tokens and the embedder interface.
  */
 export { agentTokenPath, bearerMatches, ensureAgentToken, readAgentToken } from './agent-token.js';
 export { CleanupStack } from './cleanup-stack.js';
@@ -8,5 +8,6 @@ export { withDeadline } from './deadline.js';
 export { openEmbeddedSurreal, openRemoteSurreal } from './embedded-surreal.js';
 export { dot, type Embedder } from './embedder.js';
 export { createLogger, type Logger, type LoggerOptions } from './logger.js';
+export { PhaseClock } from './phase-clock.js';
 export { StopOnce } from './stop-once.js';
 export { writeAtomic } from './write-atomic.js';
