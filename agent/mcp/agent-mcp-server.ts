@@ -3,9 +3,9 @@ import { ErrorCode as McpErrorCode, McpError, SubscribeRequestSchema, Unsubscrib
 import { z } from 'zod';
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
-import { registerConceptTools } from './concept-tools.js';
+import { registerConceptTools, registerLinkTools } from './concept-tools.js';
 import { registerDialogueTools, registerMessageTools } from './dialogue-tools.js';
-import { registerMemoryTools } from './memory-tools.js';
+import { registerConsolidationTools, registerMemoryTools } from './memory-tools.js';
 import { registerReasoningTools } from './reasoning-tools.js';
 import { registerStateTools } from './state-tools.js';
 import { QUERY_MAX, type ToolContext } from './tool-kit.js';
@@ -55,7 +55,9 @@ export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfi
   registerDialogueTools(ctx);
   registerMessageTools(ctx);
   registerMemoryTools(ctx);
+  registerConsolidationTools(ctx);
   registerConceptTools(ctx);
+  registerLinkTools(ctx);
   registerReasoningTools(ctx);
   registerStateTools(ctx);
 

@@ -31,6 +31,29 @@ export function registerConceptTools(ctx: ToolContext): void {
   );
 
   server.registerTool(
+    'describe_concept',
+    {
+      title: 'Describe a concept',
+      description: `Records what ${persona.name} knows of a person, place or thing: its type and attributes, checked against the concept types the domain declares (declared attributes, types, allowed values, required ones). A new name becomes a concept. Only while active.`,
+      inputSchema: {
+        name: z.string().min(1).max(200).describe('A concept name, alias or key, e.g. "the mill".'),
+        type: z.string().min(1).max(64).optional().describe('A concept type of the domain, e.g. "place".'),
+        attributes: z.record(z.string().min(1).max(64), z.union([z.string().max(1000), z.number(), z.boolean()])).optional().describe('e.g. {"kind": "building"}'),
+      },
+      outputSchema: { concept: ConceptOutSchema },
+    },
+    async (args) =>
+      guard(async () => {
+        const concept = conceptOut(await runtime.concepts.describe(args));
+        return { content: [{ type: 'text', text: `${concept.name} (${concept.type}): ${JSON.stringify(concept.attributes ?? {})}` }], structuredContent: { concept } };
+      }),
+  );
+}
+
+/** Links: relationships between concepts, and the causes between memories. */
+export function registerLinkTools(ctx: ToolContext): void {
+  const { server, runtime } = ctx;
+  server.registerTool(
     'link',
     {
       title: 'Link',
@@ -65,25 +88,6 @@ export function registerConceptTools(ctx: ToolContext): void {
         const causes = runtime.concepts.causes(args.memory, args.depth ?? 5);
         const text = causes.length === 0 ? 'No recorded causes.' : causes.map((c) => `${'  '.repeat(c.hops - 1)}← ${c.content}${c.reason ? ` (${c.reason})` : ''}`).join('\n');
         return { content: [{ type: 'text', text }], structuredContent: { causes } };
-      }),
-  );
-
-  server.registerTool(
-    'describe_concept',
-    {
-      title: 'Describe a concept',
-      description: `Records what ${persona.name} knows of a person, place or thing: its type and attributes, checked against the concept types the domain declares (declared attributes, types, allowed values, required ones). A new name becomes a concept. Only while active.`,
-      inputSchema: {
-        name: z.string().min(1).max(200).describe('A concept name, alias or key, e.g. "the mill".'),
-        type: z.string().min(1).max(64).optional().describe('A concept type of the domain, e.g. "place".'),
-        attributes: z.record(z.string().min(1).max(64), z.union([z.string().max(1000), z.number(), z.boolean()])).optional().describe('e.g. {"kind": "building"}'),
-      },
-      outputSchema: { concept: ConceptOutSchema },
-    },
-    async (args) =>
-      guard(async () => {
-        const concept = conceptOut(await runtime.concepts.describe(args));
-        return { content: [{ type: 'text', text: `${concept.name} (${concept.type}): ${JSON.stringify(concept.attributes ?? {})}` }], structuredContent: { concept } };
       }),
   );
 }

@@ -53,7 +53,11 @@ export function registerMemoryTools(ctx: ToolContext): void {
     },
     async (args) => guard(async () => hitsResult(await runtime.recall(args.query, recallOptions(args, limits.recall_default_k)))),
   );
+}
 
+/** Consolidation: the agent reflects on a scope of its memories. */
+export function registerConsolidationTools(ctx: ToolContext): void {
+  const { server, runtime, persona } = ctx;
   server.registerTool(
     'consolidate',
     {
