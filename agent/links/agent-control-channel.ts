@@ -11,7 +11,7 @@ import { connectNats } from '../../shared/nats/nats-connection.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
 import { serveCoded } from '../../shared/nats/coded-responder.js';
 import { describeIssues } from '../../shared/errors/zod-issues.js';
-import type { AgentRuntime } from '../runtime/agent-runtime.js';
+import type { Controllable } from '../runtime/runtime-ports.js';
 
 export interface AgentControlChannelOptions {
   servers: string;
@@ -28,7 +28,7 @@ export interface AgentControlChannelOptions {
  * made in the background, kept up by the client's reconnects, and reported in state.
  */
 export class AgentControlChannel {
-  readonly #runtime: AgentRuntime;
+  readonly #runtime: Controllable;
   readonly #options: AgentControlChannelOptions;
   readonly #logger: Logger;
   #nc: NatsConnection | undefined;
@@ -36,7 +36,7 @@ export class AgentControlChannel {
   #closed = false;
   readonly #connected: Promise<void>;
 
-  constructor(runtime: AgentRuntime, options: AgentControlChannelOptions, logger: Logger) {
+  constructor(runtime: Controllable, options: AgentControlChannelOptions, logger: Logger) {
     this.#runtime = runtime;
     this.#options = options;
     this.#logger = logger;

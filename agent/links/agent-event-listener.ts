@@ -9,7 +9,7 @@ import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
 import { eventMemoryText, WorldEventSchema, type WorldEvent } from '../../shared/protocol/world-event.js';
 import type { NewMemory } from '../memory/agent-memory.js';
-import type { AgentRuntime } from '../runtime/agent-runtime.js';
+import type { Hearing } from '../runtime/runtime-ports.js';
 
 export interface AgentEventListenerOptions {
   listener: Listener;
@@ -32,7 +32,7 @@ const BATCH = 256;
  * and a crash never loses one.
  */
 export class AgentEventListener {
-  readonly #runtime: AgentRuntime;
+  readonly #runtime: Hearing;
   readonly #options: AgentEventListenerOptions;
   readonly #logger: Logger;
   #consumer: Consumer | undefined;
@@ -40,7 +40,7 @@ export class AgentEventListener {
   #closed = false;
   heard = 0;
 
-  constructor(runtime: AgentRuntime, options: AgentEventListenerOptions, logger: Logger) {
+  constructor(runtime: Hearing, options: AgentEventListenerOptions, logger: Logger) {
     this.#runtime = runtime;
     this.#options = options;
     this.#logger = logger;

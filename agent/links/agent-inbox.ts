@@ -8,8 +8,7 @@ import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { sendAgentMessage } from '../../shared/nats/event-stream.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
-import type { AgentRuntime } from '../runtime/agent-runtime.js';
-import type { Messenger } from '../runtime/runtime-ports.js';
+import type { Conversing, Messenger } from '../runtime/runtime-ports.js';
 import { onlyAsks, QUESTION_TAG } from '../runtime/dialogue-behavior.js';
 
 /**
@@ -22,14 +21,14 @@ import { onlyAsks, QUESTION_TAG } from '../runtime/dialogue-behavior.js';
 const BATCH = 64;
 
 export class AgentInbox implements Messenger {
-  readonly #runtime: AgentRuntime;
+  readonly #runtime: Conversing;
   readonly #names: FleetNames;
   readonly #logger: Logger;
   #nc: NatsConnection | undefined;
   #messages: ConsumerMessages | undefined;
   #closed = false;
 
-  constructor(runtime: AgentRuntime, names: FleetNames, logger: Logger) {
+  constructor(runtime: Conversing, names: FleetNames, logger: Logger) {
     this.#runtime = runtime;
     this.#names = names;
     this.#logger = logger;

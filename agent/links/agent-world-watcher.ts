@@ -3,7 +3,7 @@ import type { Logger } from '../../shared/platform/logger.js';
 import type { WorldClient, WorldSubscription } from '../../shared/nats/world-client.js';
 import type { WorldChange } from '../../shared/protocol/world-protocol.js';
 import type { NewMemory } from '../memory/agent-memory.js';
-import type { AgentRuntime } from '../runtime/agent-runtime.js';
+import type { Hearing } from '../runtime/runtime-ports.js';
 
 const VERB = { create: 'appeared', update: 'changed', delete: 'was removed' } as const;
 
@@ -14,13 +14,13 @@ const VERB = { create: 'appeared', update: 'changed', delete: 'was removed' } as
  * than adding more. They end with the agent (the supervisor ends them when it stops it).
  */
 export class AgentWorldWatcher {
-  readonly #runtime: AgentRuntime;
+  readonly #runtime: Hearing;
   readonly #watches: ReadonlyArray<{ index: number; watch: WorldWatch }>;
   readonly #logger: Logger;
   readonly #subs: WorldSubscription[] = [];
   noticed = 0;
 
-  constructor(runtime: AgentRuntime, watches: ReadonlyArray<{ index: number; watch: WorldWatch }>, logger: Logger) {
+  constructor(runtime: Hearing, watches: ReadonlyArray<{ index: number; watch: WorldWatch }>, logger: Logger) {
     this.#runtime = runtime;
     this.#watches = watches;
     this.#logger = logger;

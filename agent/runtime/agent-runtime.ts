@@ -5,7 +5,7 @@ import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { AgentConcepts } from './agent-concepts.js';
 import { AgentLinks } from './agent-links.js';
-import type { RuntimeGate } from './runtime-ports.js';
+import type { Controllable, Conversing, RuntimeGate } from './runtime-ports.js';
 import type { ConceptTracker } from '../concepts/concept-tracker.js';
 import { resolveSearchStrategy } from '../memory/search-strategy.js';
 import { LlmSpending } from '../llm/llm-spending.js';
@@ -66,7 +66,7 @@ interface RuntimeEvents {
  * both call in here. It owns mode and status, counts in-flight calls so a stop can
  * wait for them, and refuses dialogue while passive.
  */
-export class AgentRuntime extends EventEmitter<RuntimeEvents> {
+export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Conversing, Controllable {
   readonly id: string;
   readonly definition: AgentDefinition;
   readonly defined: boolean;

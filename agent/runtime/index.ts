@@ -5,4 +5,4 @@ export { type AgentBehavior, type AgentBehaviorContext, type CreateBehavior, typ
 export { type Decision, type Thought } from './agent-reasoner.js';
 export { AgentRuntime } from './agent-runtime.js';
 export { DialogueBehavior, onlyAsks, QUESTION_TAG } from './dialogue-behavior.js';
-export { type Messenger } from './runtime-ports.js';
+export { type Controllable, type Conversing, type Hearing, type Messenger } from './runtime-ports.js';

@@ -1,4 +1,8 @@
 import type { AgentMessage } from '../../shared/protocol/agent-message.js';
+import type { AgentMode, AgentState, EventDecision, RelevanceInput } from '../../shared/protocol/agent-protocol.js';
+import type { NewMemory } from '../memory/agent-memory.js';
+import type { MemoryRecord } from '../memory/memory-record.js';
+import type { TalkReply, TalkRequest } from './agent-behavior.js';
 
 /**
  * What the runtime needs from the links the agent process attaches after start-up. The
@@ -22,4 +26,30 @@ export interface RuntimeGate {
   isActive(): boolean;
   /** Throws AGENT_NOT_ACTIVE, ending with `refusal`, unless the agent is active. */
   requireActive(refusal?: string): void;
+}
+
+/** What a link that delivers what the agent hears (world events, world changes) calls. */
+export interface Hearing {
+  readonly id: string;
+  /** Remembers what was heard; `live` marks it as news to react to rather than replayed backlog. */
+  hear(memories: readonly NewMemory[], options?: { live?: boolean }): Promise<MemoryRecord[]>;
+}
+
+/** What the inbox calls: hearing, and talking in character to answer an ask. */
+export interface Conversing extends Hearing {
+  getState(): AgentState;
+  /** Whether a memory with this id exists: an ask already remembered was already answered. */
+  hasMemory(id: string): boolean;
+  talk(request: TalkRequest): Promise<TalkReply>;
+}
+
+/** What the NATS control channel calls, and the decisions it publishes. */
+export interface Controllable {
+  readonly id: string;
+  getState(): AgentState;
+  setMode(mode: AgentMode): AgentState;
+  setNatsLink(link: AgentState['nats']): void;
+  snapshot(reason: string): Promise<string>;
+  evaluateRelevance(input: RelevanceInput): Promise<number | undefined>;
+  on(event: 'decision', listener: (decision: EventDecision) => void): unknown;
 }
