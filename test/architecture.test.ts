@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { test } from 'node:test';
+import ts from 'typescript';
 import { REPO_ROOT } from './helpers/workspace.js';
 
 const SIDES = ['agent', 'supervisor', 'shared', 'client', 'cli'] as const;
@@ -176,6 +177,26 @@ test('tests mirror the source folders, and the client and the CLI have their own
     }
   }
   for (const side of ['client', 'cli']) if (!existsSync(join(REPO_ROOT, 'test', side))) offences.push(`test/${side} is missing`);
+  assert.deepEqual(offences, []);
+});
+
+test('no source file over 400 lines and no function over 80: the hubs stay split', () => {
+  const offences: string[] = [];
+  for (const file of allSources) {
+    const text = readFileSync(file, 'utf8');
+    const lines = text.split('\n').length;
+    if (lines > 400) offences.push(`${rel(file)}: ${lines} lines`);
+    const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+    const line = (pos: number) => source.getLineAndCharacterOfPosition(pos).line + 1;
+    const visit = (node: ts.Node): void => {
+      if (ts.isFunctionLike(node) && 'body' in node && node.body) {
+        const length = line(node.end) - line(node.getStart(source)) + 1;
+        if (length > 80) offences.push(`${rel(file)}:${line(node.getStart(source))} ${node.name?.getText(source) ?? '(anonymous function)'}: ${length} lines`);
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(source);
+  }
   assert.deepEqual(offences, []);
 });
 
