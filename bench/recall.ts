@@ -2,10 +2,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Surreal } from 'surrealdb';
+
 import { createNodeEngines } from '@surrealdb/node';
+import { Surreal } from 'surrealdb';
+
+import type { ConsolidationReport } from '../agent/consolidation/consolidation-report.js';
+import { MemoryConsolidator } from '../agent/consolidation/memory-consolidator.js';
 import { AgentMemory } from '../agent/memory/agent-memory.js';
-import { MemoryConsolidator, type ConsolidationReport } from '../agent/consolidation/memory-consolidator.js';
 import { MemoryStore } from '../agent/memory/memory-store.js';
 import { ThymosConfigSchema } from '../shared/config/thymos-config.js';
 import type { Figure, Scenario } from './scenario.js';

@@ -1,4 +1,5 @@
 import { stemmer } from 'stemmer';
+
 import { STOP_WORDS } from '../memory/stop-words.js';
 
 /**

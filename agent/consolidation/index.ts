@@ -2,4 +2,5 @@
  * Consolidation: contradictions superseded, faded memories compacted, themes summarised.
  */
 export { consolidateWithin } from './consolidate-within.js';
-export { type ConsolidationReport, type ConsolidationScope, MemoryConsolidator } from './memory-consolidator.js';
+export { type ConsolidationReport, type ConsolidationScope } from './consolidation-report.js';
+export { MemoryConsolidator } from './memory-consolidator.js';

@@ -1,53 +1,15 @@
-import { createHash } from 'node:crypto';
-import type { Logger } from '../../shared/platform/logger.js';
 import { type MemorySettings } from '../../shared/config/agent-settings.js';
-import type { AgentMemory, NewMemory } from '../memory/agent-memory.js';
+import type { Logger } from '../../shared/platform/logger.js';
 import type { ConceptTracker } from '../concepts/concept-tracker.js';
+import type { AgentMemory } from '../memory/agent-memory.js';
 import { entry } from '../memory/map-entry.js';
-import { isCurrent, type MemoryChanges, type MemoryRecord } from '../memory/memory-record.js';
-import { memoryStrength } from '../memory/memory-strength.js';
+import { isCurrent, type MemoryRecord } from '../memory/memory-record.js';
 import type { MemoryStore } from '../memory/memory-store.js';
+import { memoryStrength } from '../memory/memory-strength.js';
 import { STOP_WORDS } from '../memory/stop-words.js';
 import { JACCARD_MIN, overlaps, parseClaim } from './claims.js';
-
-/** Which memories a consolidation looks at; every part narrows it, none means all. */
-export interface ConsolidationScope {
-  /** A conversation thread (`source.thread`). */
-  session?: string | undefined;
-  /** Created at or after (ms since the epoch). */
-  since?: number | undefined;
-  /** Created at or before (ms since the epoch). */
-  until?: number | undefined;
-  /** Carries this tag. */
-  tag?: string | undefined;
-}
-
-export type ConsolidationTrigger = 'demand' | 'schedule' | 'passivation';
-
-/** A memory a consolidation wrote. */
-export interface Insight {
-  id: string;
-  kind: 'theme' | 'contradiction' | 'digest';
-  content: string;
-  /** The memories it was made from. */
-  sources: string[];
-}
-
-export interface ConsolidationReport {
-  trigger: ConsolidationTrigger;
-  scope: ConsolidationScope;
-  /** Memories in scope that were considered. */
-  examined: number;
-  insights: Insight[];
-  /** Memories that no longer hold: what replaced each and why. Nothing is deleted or rewritten. */
-  superseded: Array<{ id: string; by: string; reason: string }>;
-  importance: Array<{ id: string; from: number; to: number; reason: string }>;
-  /** Memories that faded below `[memory] demote_below`. */
-  demoted: string[];
-  /** When true, nothing was written: the report says what would have been. */
-  dry_run: boolean;
-  took_ms: number;
-}
+import { Plan } from './consolidation-plan.js';
+import type { ConsolidationReport, ConsolidationScope, ConsolidationTrigger } from './consolidation-report.js';
 
 const SNIPPET_CHARS = 100;
 const MAX_CONCEPTS_PER_MEMORY = 12;
@@ -282,70 +244,6 @@ export class MemoryConsolidator {
       const digest = plan.insight({ kind: 'digest', key: `digest:${d}:${group[0]!.id}`, content, sources: group, tags, importance: Math.max(...group.map((m) => m.importance)) });
       if (digest) for (const m of group) plan.change(m.id, { compacted_into: digest.id });
     }
-  }
-}
-
-/** What one consolidation will write, built up before anything is written. */
-class Plan {
-  readonly created: Array<NewMemory & { derived_from: string[]; insight_key: string }> = [];
-  readonly changes = new Map<string, MemoryChanges>();
-  readonly insights: Insight[] = [];
-  readonly superseded: ConsolidationReport['superseded'] = [];
-  readonly importance: ConsolidationReport['importance'] = [];
-  readonly demoted: string[] = [];
-  readonly #memory: AgentMemory;
-  readonly #now: number;
-  /** Current insights by key. */
-  readonly #insights = new Map<string, MemoryRecord>();
-
-  constructor(memory: AgentMemory, now: number) {
-    this.#memory = memory;
-    this.#now = now;
-    for (const m of memory.all()) if (m.insight_key !== undefined && isCurrent(m)) this.#insights.set(m.insight_key, m);
-  }
-
-  change(id: string, changes: MemoryChanges): void {
-    this.changes.set(id, { ...this.changes.get(id), ...changes });
-  }
-
-  isSuperseded(id: string): boolean {
-    return this.changes.get(id)?.superseded_by !== undefined;
-  }
-
-  supersede(m: MemoryRecord, by: string, reason: string): void {
-    this.change(m.id, { superseded_by: by, superseded_reason: reason, superseded_at: this.#now });
-    this.superseded.push({ id: m.id, by, reason });
-  }
-
-  raiseImportance(m: MemoryRecord, step: number, reason: string): void {
-    const from = this.changes.get(m.id)?.importance ?? m.importance;
-    const to = Math.min(1, Math.round((from + step) * 1000) / 1000);
-    if (to === from) return;
-    this.change(m.id, { importance: to });
-    const earlier = this.importance.find((c) => c.id === m.id);
-    if (earlier) {
-      earlier.to = to;
-      earlier.reason += `; ${reason}`;
-    } else {
-      this.importance.push({ id: m.id, from, to, reason });
-    }
-  }
-
-  /**
-   * Plans an insight memory unless the same one (same key, same sources) is stored already;
-   * a stored one with the same key and other sources is superseded by it. Returns the new
-   * insight with the sources of the one it replaces, or undefined when nothing changed.
-   */
-  insight(input: { kind: Insight['kind']; key: string; content: string; sources: readonly MemoryRecord[]; tags: string[]; importance?: number }): { id: string; previousSources: Set<string> } | undefined {
-    const sources = input.sources.map((m) => m.id);
-    const id = `${input.kind}-${createHash('sha256').update(`${input.key}\n${sources.join('\n')}`).digest('hex').slice(0, 24)}`;
-    if (this.#memory.get(id) || this.insights.some((i) => i.id === id)) return undefined;
-    const before = this.#insights.get(input.key);
-    if (before && !this.isSuperseded(before.id)) this.supersede(before, id, `${input.kind} restated from ${before.derived_from?.length ?? 0} to ${sources.length} source memories`);
-    const importance = input.importance ?? Math.min(1, Math.max(...input.sources.map((m) => m.importance)) + 0.2);
-    this.created.push({ id, content: input.content, importance, tags: input.tags, source: { kind: 'insight', by: `consolidation:${input.kind}` }, derived_from: sources, insight_key: input.key });
-    this.insights.push({ id, kind: input.kind, content: input.content, sources });
-    return { id, previousSources: new Set(before?.derived_from ?? []) };
   }
 }
 

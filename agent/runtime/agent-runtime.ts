@@ -1,26 +1,29 @@
 import { EventEmitter } from 'node:events';
-import type { AgentMode, AgentState, EventDecision, RelevanceInput } from '../../shared/protocol/agent-protocol.js';
+
 import type { AgentDefinition, NamedSearchStrategy } from '../../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { Logger } from '../../shared/platform/logger.js';
-import { AgentConcepts } from './agent-concepts.js';
-import { AgentLinks } from './agent-links.js';
-import type { Controllable, Conversing, RuntimeGate } from './runtime-ports.js';
+import type { AgentMode, AgentState, EventDecision, RelevanceInput } from '../../shared/protocol/agent-protocol.js';
 import type { ConceptTracker } from '../concepts/concept-tracker.js';
-import { resolveSearchStrategy } from '../memory/search-strategy.js';
-import { LlmSpending } from '../llm/llm-spending.js';
-import { AgentDisposition } from './agent-disposition.js';
-import { CallGate } from './call-gate.js';
-import { EventReactions } from './event-reactions.js';
-import { wordInsight } from './insight-writer.js';
-import { behaviorRelevance, type AgentBehavior, type AgentBehaviorContext, type TalkReply, type TalkRequest } from './agent-behavior.js';
+import { consolidateWithin } from '../consolidation/consolidate-within.js';
+import type { ConsolidationReport, ConsolidationScope } from '../consolidation/consolidation-report.js';
+import type { MemoryConsolidator } from '../consolidation/memory-consolidator.js';
 import type { AgentModels, SamplingClient } from '../llm/agent-models.js';
-import { decide, think, type Decision, type Thought } from './agent-reasoner.js';
+import { LlmSpending } from '../llm/llm-spending.js';
 import type { AgentMemory, NewMemory, RecallOptions } from '../memory/agent-memory.js';
 import type { MemoryRecord, RecallHit } from '../memory/memory-record.js';
 import type { MemoryStore } from '../memory/memory-store.js';
-import { consolidateWithin } from '../consolidation/consolidate-within.js';
-import type { ConsolidationReport, ConsolidationScope, MemoryConsolidator } from '../consolidation/memory-consolidator.js';
+import { resolveSearchStrategy } from '../memory/search-strategy.js';
+import { type AgentBehavior, type AgentBehaviorContext, behaviorRelevance, type TalkReply, type TalkRequest } from './agent-behavior.js';
+import { AgentConcepts } from './agent-concepts.js';
+import { AgentDisposition } from './agent-disposition.js';
+import { AgentLinks } from './agent-links.js';
+import { decide, type Decision, think, type Thought } from './agent-reasoner.js';
+import { CallGate } from './call-gate.js';
+import { EventReactions } from './event-reactions.js';
+import { wordInsight } from './insight-writer.js';
+import type { Controllable, Conversing, RuntimeGate } from './runtime-ports.js';
+import { readSavedState, type SavedState } from './saved-state.js';
 
 export interface AgentRuntimeOptions {
   id: string;
@@ -43,13 +46,6 @@ export interface AgentRuntimeOptions {
   models: AgentModels;
   /** Think and decide about each world event heard live while active. @default false */
   reasonOnEvents?: boolean;
-}
-
-/** What the runtime keeps across restarts in its snapshots. */
-interface SavedState {
-  conversations: number;
-  llm?: AgentState['llm'];
-  disposition?: Record<string, unknown>;
 }
 
 interface RuntimeEvents {
@@ -166,8 +162,8 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
   async restore(): Promise<void> {
     const snap = await this.#store.latestSnapshot();
     if (!snap) return;
-    const saved = snap.state as Partial<SavedState>;
-    if (typeof saved.conversations === 'number') this.#conversations = saved.conversations;
+    const saved = readSavedState(snap.state);
+    if (saved.conversations !== undefined) this.#conversations = saved.conversations;
     this.#spending.restore(saved.llm);
     this.#disposition.restore(saved.disposition);
     this.#lastSnapshotAt = new Date(snap.at).toISOString();
