@@ -1,8 +1,10 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
+
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
 import { killAllAgents, startAgent } from '../test/helpers/agent-child.js';
 import { startNatsServer } from '../test/helpers/nats-server.js';
 import { freePort } from '../test/helpers/ports.js';

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+
 import { connect, type Fleet } from '../client/fleet-client.js';
 import { loadConfig } from '../shared/config/thymos-config.js';
 import { downFleet, upFleet } from '../supervisor/pm2/fleet-launcher.js';

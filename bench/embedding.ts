@@ -1,11 +1,12 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+
+import { RemoteEmbedder } from '../agent/links/remote-embedder.js';
 import { AgentMemory, type SearchStrategy } from '../agent/memory/agent-memory.js';
 import { MemoryStore } from '../agent/memory/memory-store.js';
-import { connectNats } from '../shared/nats/nats-connection.js';
-import { RemoteEmbedder } from '../agent/links/remote-embedder.js';
 import { ThymosConfigSchema } from '../shared/config/thymos-config.js';
+import { connectNats } from '../shared/nats/nats-connection.js';
 import { EmbeddingService } from '../supervisor/embedding/embedding-service.js';
 import { ensureModel, loadTestEmbedder } from '../test/helpers/embedding-model.js';
 import { startNatsServer } from '../test/helpers/nats-server.js';

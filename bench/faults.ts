@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
+
 import type { Fleet } from '../client/fleet-client.js';
 import { isThymosError } from '../shared/errors/errors.js';
 import { agentProcesses, hammerWithKills } from '../test/helpers/faults.js';

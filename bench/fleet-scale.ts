@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { freemem, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+
 import { connect } from '../client/fleet-client.js';
 import { loadConfig } from '../shared/config/thymos-config.js';
 import { downFleet, upFleet } from '../supervisor/pm2/fleet-launcher.js';

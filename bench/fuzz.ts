@@ -1,9 +1,11 @@
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
+
 import { connect as natsConnect } from '@nats-io/transport-node';
-import { readAgentToken } from '../shared/platform/agent-token.js';
+
 import { readFleetInfo } from '../shared/config/fleet-runtime.js';
 import { loadConfig } from '../shared/config/thymos-config.js';
+import { readAgentToken } from '../shared/platform/agent-token.js';
 import { fleetPids, startTestFleet } from '../test/helpers/fleet.js';
 import {
   describeTally,
@@ -16,8 +18,8 @@ import {
   fuzzPkl,
   fuzzToml,
   Rng,
-  tally,
   type Tally,
+  tally,
 } from '../test/helpers/fuzz.js';
 import type { Figure, Scenario } from './scenario.js';
 

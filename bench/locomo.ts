@@ -1,12 +1,14 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+
 import { z } from 'zod';
+
 import { AgentMemory, type SearchStrategy } from '../agent/memory/agent-memory.js';
-import type { Embedder } from '../shared/platform/embedder.js';
-import { loadTestEmbedder } from '../test/helpers/embedding-model.js';
 import { MemoryStore } from '../agent/memory/memory-store.js';
 import { ThymosConfigSchema } from '../shared/config/thymos-config.js';
+import type { Embedder } from '../shared/platform/embedder.js';
+import { loadTestEmbedder } from '../test/helpers/embedding-model.js';
 import type { Figure, Scenario, ScenarioOptions } from './scenario.js';
 import { removeDbDir, round } from './stats.js';
 

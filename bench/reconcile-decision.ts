@@ -1,6 +1,6 @@
-import { parseDomainSchema, type DomainSchema } from '../shared/domain/domain-schema.js';
-import { parseReconcileContext } from '../shared/protocol/reconcile-context.js';
 import { ThymosConfigSchema } from '../shared/config/thymos-config.js';
+import { type DomainSchema, parseDomainSchema } from '../shared/domain/domain-schema.js';
+import { parseReconcileContext } from '../shared/protocol/reconcile-context.js';
 import { decideStates, type ScoredAgent } from '../supervisor/fleet/decide-states.js';
 import { RelevanceEvaluator } from '../supervisor/fleet/relevance-evaluator.js';
 import type { Figure, Scenario } from './scenario.js';

@@ -9,17 +9,18 @@ import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+
 import { agentStartupScenario } from './agent-startup.js';
-import { recallScenario } from './recall.js';
-import { eventDeliveryScenario } from './event-delivery.js';
-import { fleetScaleScenario } from './fleet-scale.js';
-import { reconcileDecisionScenario } from './reconcile-decision.js';
 import { embeddingScenario } from './embedding.js';
-import { locomoScenario } from './locomo.js';
-import { worldLiveScenario } from './world-live.js';
+import { eventDeliveryScenario } from './event-delivery.js';
 import { faultsScenario } from './faults.js';
+import { fleetScaleScenario } from './fleet-scale.js';
 import { fuzzScenario } from './fuzz.js';
+import { locomoScenario } from './locomo.js';
+import { recallScenario } from './recall.js';
+import { reconcileDecisionScenario } from './reconcile-decision.js';
 import type { Figure, Scenario, ScenarioResult } from './scenario.js';
+import { worldLiveScenario } from './world-live.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RESULTS = join(ROOT, 'bench', 'results');

@@ -1,5 +1,7 @@
 import { join } from 'node:path';
+
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+
 import type { Fleet } from '../client/fleet-client.js';
 import { REPO_ROOT } from '../test/helpers/workspace.js';
 import { withBenchFleet } from './bench-fleet.js';

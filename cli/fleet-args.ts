@@ -1,6 +1,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
+
 import { resolveConfigFile, type ThymosConfig } from '../shared/config/thymos-config.js';
+import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 

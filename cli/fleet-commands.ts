@@ -1,10 +1,11 @@
 import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+
 import { connect, type Fleet } from '../client/fleet-client.js';
+import { fleetPaths } from '../shared/config/fleet-paths.js';
 import { AgentIdSchema } from '../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
-import { fleetPaths } from '../shared/config/fleet-paths.js';
 import { parseReconcileContextText } from '../shared/protocol/reconcile-context.js';
 import type { FleetStatus, ProgressMessage, ReconcileReport } from '../shared/protocol/supervisor-protocol.js';
 import { downFleet, upFleet } from '../supervisor/pm2/fleet-launcher.js';

@@ -1,8 +1,9 @@
 import { parseArgs } from 'node:util';
-import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
+
 import { fleetNatsUrl } from '../shared/config/fleet-runtime.js';
 import { resolveConfigFile } from '../shared/config/thymos-config.js';
-import { runSupervisorProcess, type RunningSupervisor } from '../supervisor/process/supervisor-process.js';
+import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
+import { type RunningSupervisor, runSupervisorProcess } from '../supervisor/process/supervisor-process.js';
 
 const USAGE = 'usage: thymos supervisor [--config FILE] [--nats-url URL]   (run by thymos up under pm2)';
 

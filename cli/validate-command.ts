@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+
 import { resolveConfig } from '../agent/process/agent-process.js';
 import { EMPTY_DOMAIN, loadDomainSchema } from '../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../shared/errors/errors.js';

@@ -1,21 +1,22 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { readAgentToken } from '../shared/platform/agent-token.js';
-import { EventDecisionSchema, type AgentMode, type EventDecision } from '../shared/protocol/agent-protocol.js';
+
+import { fleetNatsUrl } from '../shared/config/fleet-runtime.js';
+import { loadConfig, type ThymosConfig } from '../shared/config/thymos-config.js';
 import { AgentIdSchema } from '../shared/domain/domain-schema.js';
-import { withDeadline } from '../shared/platform/deadline.js';
 import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
 import { publishWorldEvent } from '../shared/nats/event-stream.js';
-import { fleetNatsUrl } from '../shared/config/fleet-runtime.js';
-import { parseWorldEvent, type WorldEventInput } from '../shared/protocol/world-event.js';
 import { connectNats, type NatsConnection } from '../shared/nats/nats-connection.js';
+import { SupervisorRequester } from '../shared/nats/supervisor-requester.js';
+import { WorldClient } from '../shared/nats/world-client.js';
+import { readAgentToken } from '../shared/platform/agent-token.js';
+import { withDeadline } from '../shared/platform/deadline.js';
+import { type AgentMode, type EventDecision, EventDecisionSchema } from '../shared/protocol/agent-protocol.js';
+import { FleetNames } from '../shared/protocol/fleet-names.js';
 import { parseJsonOrUndefined } from '../shared/protocol/parse-json.js';
 import { parseReconcileContext, type ReconcileContextInput } from '../shared/protocol/reconcile-context.js';
-import { SupervisorRequester } from '../shared/nats/supervisor-requester.js';
 import type { FleetStatus, ProgressMessage, ReconcileReport, SupervisorResultSchemas, TransitionRecord } from '../shared/protocol/supervisor-protocol.js';
-import { FleetNames } from '../shared/protocol/fleet-names.js';
-import { loadConfig, type ThymosConfig } from '../shared/config/thymos-config.js';
-import { WorldClient } from '../shared/nats/world-client.js';
+import { parseWorldEvent, type WorldEventInput } from '../shared/protocol/world-event.js';
 
 export interface ConnectOptions {
   /** How long to wait for NATS before failing with FLEET_NOT_RUNNING. @default 3000 */

@@ -14,8 +14,8 @@
  *
  * usage: node --import tsx scripts/build-embedding-model.ts [--out DIR] [--vocab N] [--if-missing]
  */
-import { createRequire } from 'node:module';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 

@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { test } from 'node:test';
+
 import ts from 'typescript';
+
 import { REPO_ROOT } from './helpers/workspace.js';
 
 const SIDES = ['agent', 'supervisor', 'shared', 'client', 'cli'] as const;

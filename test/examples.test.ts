@@ -4,6 +4,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
+
 import { killFleet } from './helpers/fleet.js';
 import { createWorkspace, REPO_ROOT } from './helpers/workspace.js';
 

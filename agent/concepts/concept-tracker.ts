@@ -1,13 +1,13 @@
+import { type MemorySettings } from '../../shared/config/agent-settings.js';
 import type { AliasEntry } from '../../shared/domain/alias-table.js';
 import type { ConceptType, RelationshipType } from '../../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { Logger } from '../../shared/platform/logger.js';
-import { type MemorySettings } from '../../shared/config/agent-settings.js';
 import type { AgentMemory } from '../memory/agent-memory.js';
-import type { ConceptExtractor } from './concept-extractor.js';
-import type { MemoryRecord } from '../memory/memory-record.js';
 import { entry } from '../memory/map-entry.js';
+import type { MemoryRecord } from '../memory/memory-record.js';
 import type { ConceptRecord, MemoryStore } from '../memory/memory-store.js';
+import type { ConceptExtractor } from './concept-extractor.js';
 
 /** One alias of a concept, with where it came from. */
 export interface ConceptAlias {

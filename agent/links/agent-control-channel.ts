@@ -1,16 +1,17 @@
 import type { NatsConnection } from '@nats-io/transport-node';
+
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import { describeIssues } from '../../shared/errors/zod-issues.js';
+import { serveCoded } from '../../shared/nats/coded-responder.js';
+import { connectNats } from '../../shared/nats/nats-connection.js';
+import type { Logger } from '../../shared/platform/logger.js';
 import {
-  AgentControlRequestSchema,
   type AgentControlReply,
   type AgentControlRequest,
+  AgentControlRequestSchema,
   type AgentStatusMessage,
 } from '../../shared/protocol/agent-protocol.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import type { Logger } from '../../shared/platform/logger.js';
-import { connectNats } from '../../shared/nats/nats-connection.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
-import { serveCoded } from '../../shared/nats/coded-responder.js';
-import { describeIssues } from '../../shared/errors/zod-issues.js';
 import type { Controllable } from '../runtime/runtime-ports.js';
 
 export interface AgentControlChannelOptions {

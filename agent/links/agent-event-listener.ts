@@ -1,15 +1,16 @@
-import { jetstream, type Consumer, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
-import { readForever, readPending } from './durable-consumer.js';
+import { type Consumer, type ConsumerMessages, jetstream, type JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
+
 import type { EventFilter } from '../../shared/domain/domain-schema.js';
-import { hearsEvent, type Listener } from './event-filter.js';
 import { ensureAgentConsumer } from '../../shared/nats/event-stream.js';
 import type { Logger } from '../../shared/platform/logger.js';
-import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
-import { eventMemoryText, WorldEventSchema, type WorldEvent } from '../../shared/protocol/world-event.js';
+import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
+import { eventMemoryText, type WorldEvent, WorldEventSchema } from '../../shared/protocol/world-event.js';
 import type { NewMemory } from '../memory/agent-memory.js';
 import type { Hearing } from '../runtime/runtime-ports.js';
+import { readForever, readPending } from './durable-consumer.js';
+import { hearsEvent, type Listener } from './event-filter.js';
 
 export interface AgentEventListenerOptions {
   listener: Listener;

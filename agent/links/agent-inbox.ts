@@ -1,15 +1,16 @@
-import { jetstream, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
-import { readForever, readPending } from './durable-consumer.js';
+import { type ConsumerMessages, jetstream, type JsMsg } from '@nats-io/jetstream';
 import { createInbox, type NatsConnection } from '@nats-io/transport-node';
-import { AgentMessageSchema, newMessage, type AgentMessage } from '../../shared/protocol/agent-message.js';
-import type { FleetNames } from '../../shared/protocol/fleet-names.js';
-import { withDeadline } from '../../shared/platform/deadline.js';
+
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { sendAgentMessage } from '../../shared/nats/event-stream.js';
+import { withDeadline } from '../../shared/platform/deadline.js';
 import type { Logger } from '../../shared/platform/logger.js';
+import { type AgentMessage, AgentMessageSchema, newMessage } from '../../shared/protocol/agent-message.js';
+import type { FleetNames } from '../../shared/protocol/fleet-names.js';
 import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
-import type { Conversing, Messenger } from '../runtime/runtime-ports.js';
 import { onlyAsks, QUESTION_TAG } from '../runtime/dialogue-behavior.js';
+import type { Conversing, Messenger } from '../runtime/runtime-ports.js';
+import { readForever, readPending } from './durable-consumer.js';
 
 /**
  * An agent's inbox: its durable consumer on `<fleet>.agent.<id>.inbox`. Messages wait there

@@ -1,6 +1,6 @@
 import type { WorldWatch } from '../../shared/domain/domain-schema.js';
-import type { Logger } from '../../shared/platform/logger.js';
 import type { WorldClient, WorldSubscription } from '../../shared/nats/world-client.js';
+import type { Logger } from '../../shared/platform/logger.js';
 import type { WorldChange } from '../../shared/protocol/world-protocol.js';
 import type { NewMemory } from '../memory/agent-memory.js';
 import type { Hearing } from '../runtime/runtime-ports.js';

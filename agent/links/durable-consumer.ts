@@ -1,4 +1,5 @@
 import type { Consumer, ConsumerMessages, JsMsg } from '@nats-io/jetstream';
+
 import type { Logger } from '../../shared/platform/logger.js';
 
 /**

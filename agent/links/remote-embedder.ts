@@ -1,9 +1,10 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import { decodeVectors, EmbedInfoSchema, EmbedOkSchema } from '../../shared/protocol/embed-protocol.js';
-import type { Embedder } from '../../shared/platform/embedder.js';
+
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import { codedRequest, type Unanswered, validatedRequest } from '../../shared/nats/coded-request.js';
+import type { Embedder } from '../../shared/platform/embedder.js';
+import { decodeVectors, EmbedInfoSchema, EmbedOkSchema } from '../../shared/protocol/embed-protocol.js';
 import { DEFAULT_FLEET_NAMES, type FleetNames } from '../../shared/protocol/fleet-names.js';
-import { codedRequest, validatedRequest, type Unanswered } from '../../shared/nats/coded-request.js';
 
 /** The fleet's embedding service seen from an agent: `<fleet>.embed` on NATS. */
 export class RemoteEmbedder implements Embedder {

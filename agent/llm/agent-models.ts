@@ -1,12 +1,12 @@
+import { LLM_USES, type LlmUse } from '../../shared/config/llm-settings.js';
+import { type LlmUseSettings, LlmUseSettingsSchema } from '../../shared/config/llm-settings.js';
 import type { AgentDefinition, LlmOverride } from '../../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { type LlmProvider, type TokenUsage } from './llm-provider.js';
-import { LLM_USES, type LlmUse } from '../../shared/config/llm-settings.js';
-import { createLlmProvider } from './llm-providers.js';
-import { OfflineProvider } from './offline-provider.js';
-import { LlmUseSettingsSchema, type LlmUseSettings } from '../../shared/config/llm-settings.js';
 import { describeIssues } from '../../shared/errors/zod-issues.js';
+import { type LlmProvider, type TokenUsage } from './llm-provider.js';
+import { createLlmProvider } from './llm-providers.js';
 import { McpSamplingProvider, type Sample } from './mcp-sampling-provider.js';
+import { OfflineProvider } from './offline-provider.js';
 
 /** The MCP client a call came from, when it can answer sampling requests. */
 export interface SamplingClient {

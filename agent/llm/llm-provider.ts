@@ -1,4 +1,5 @@
-import { z } from 'zod';
+import { type z } from 'zod';
+
 import type { Persona } from '../../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { describeIssues } from '../../shared/errors/zod-issues.js';

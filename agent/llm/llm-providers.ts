@@ -1,7 +1,7 @@
+import { type LlmUseSettings } from '../../shared/config/llm-settings.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { LlmProvider } from './llm-provider.js';
 import { OpenAiCompatibleProvider } from './openai-compatible-provider.js';
-import { type LlmUseSettings } from '../../shared/config/llm-settings.js';
 
 /**
  * The HTTP provider `[llm.<use>]` configures, or undefined for `offline` and `mcp-sampling`

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+
 import type { ScoredOption } from './llm-provider.js';
 
 /** What a reply in a conversation is: said, how, what the agent does, and what it learned. */

@@ -1,4 +1,5 @@
-import { ErrorCode as McpErrorCode, McpError, type CreateMessageRequest, type CreateMessageResult } from '@modelcontextprotocol/sdk/types.js';
+import { type CreateMessageRequest, type CreateMessageResult, ErrorCode as McpErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { GenerateRequest, GenerateResult, LlmProvider, TokenUsage } from './llm-provider.js';
 

@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { GenerateRequest, GenerateResult, LlmProvider, TokenUsage } from './llm-provider.js';
 

@@ -1,14 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
-import { bearerMatches } from '../../shared/platform/agent-token.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import type { Logger } from '../../shared/platform/logger.js';
+
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import { agentResourceUris, createAgentMcpSession, type AgentMcpSession } from './agent-mcp-server.js';
-import type { AgentRuntime } from '../runtime/agent-runtime.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import { bearerMatches } from '../../shared/platform/agent-token.js';
+import type { Logger } from '../../shared/platform/logger.js';
 import { parseWireJson } from '../../shared/protocol/parse-json.js';
+import type { AgentRuntime } from '../runtime/agent-runtime.js';
+import { type AgentMcpSession, agentResourceUris, createAgentMcpSession } from './agent-mcp-server.js';
 
 interface Session extends AgentMcpSession {
   transport: StreamableHTTPServerTransport;

@@ -1,6 +1,7 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { ErrorCode as McpErrorCode, McpError, SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
 import { registerConceptTools, registerLinkTools } from './concept-tools.js';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+
 import { conceptOut, ConceptOutSchema, guard, RelatedOutSchema, type ToolContext } from './tool-kit.js';
 
 /** Concepts: what the agent's memories are about, their links and causes. */

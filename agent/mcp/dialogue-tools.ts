@@ -1,4 +1,5 @@
 import { z } from 'zod';
+
 import { AgentIdSchema } from '../../shared/domain/domain-schema.js';
 import { guard, hitOut, HitOutSchema, MEMORIES_RESOURCE_LIMIT, memoryOut, MemoryOutSchema, samplingClient, SPEAKER_MAX, type ToolContext } from './tool-kit.js';
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+
 import { guard, HitOutSchema, hitsResult, isoTime, recallFilters, recallOptions, strategy, TAG_MAX, type ToolContext } from './tool-kit.js';
 
 /** Memory: what the agent knows, remember, recall and consolidate. */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+
 import { ScoredOptionSchema } from '../../shared/protocol/agent-protocol.js';
 import { guard, OPTION_MAX, OPTIONS_MAX, samplingClient, SITUATION_MAX, thoughtText, type ToolContext } from './tool-kit.js';
 

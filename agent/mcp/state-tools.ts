@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { WorldQuerySchema } from '../../shared/protocol/world-protocol.js';
+
 import { AgentStateSchema } from '../../shared/protocol/agent-protocol.js';
+import { WorldQuerySchema } from '../../shared/protocol/world-protocol.js';
 import { personaPrompt } from '../llm/persona-prompt.js';
 import { guard, MEMORIES_RESOURCE_LIMIT, memoryOut, QUERY_MAX, type ToolContext } from './tool-kit.js';
 

@@ -1,7 +1,8 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import { CreateMessageResultSchema, type CallToolResult, type ServerNotification, type ServerRequest } from '@modelcontextprotocol/sdk/types.js';
+import { type CallToolResult, CreateMessageResultSchema, type ServerNotification, type ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+
 import type { MemorySettings } from '../../shared/config/agent-settings.js';
 import type { Persona } from '../../shared/domain/domain-schema.js';
 import { toThymosError } from '../../shared/errors/errors.js';

@@ -1,14 +1,16 @@
 import { randomUUID } from 'node:crypto';
+
 import PQueue from 'p-queue';
+
 import { type MemorySettings } from '../../shared/config/agent-settings.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { Embedder } from '../../shared/platform/embedder.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { Bm25Index } from './bm25-index.js';
-import { MemoryVectors } from './memory-vectors.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { normaliseSource, type MemoryChanges, type MemoryRecord, type MemorySource, type RecallHit } from './memory-record.js';
-import { memoryStrength } from './memory-strength.js';
+import { type MemoryChanges, type MemoryRecord, type MemorySource, normaliseSource, type RecallHit } from './memory-record.js';
 import type { MemoryStore } from './memory-store.js';
+import { memoryStrength } from './memory-strength.js';
+import { MemoryVectors } from './memory-vectors.js';
 import { ThreadTurns } from './thread-turns.js';
 
 /** A memory to store; everything but the content has a default. */

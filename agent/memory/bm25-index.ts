@@ -1,5 +1,6 @@
 import MiniSearch from 'minisearch';
 import { stemmer } from 'stemmer';
+
 import { STOP_WORDS } from './stop-words.js';
 
 /**

@@ -1,8 +1,10 @@
-import { RecordId, type Surreal } from 'surrealdb';
-import { openEmbeddedSurreal } from '../../shared/platform/embedded-surreal.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { normaliseSource, type MemoryChanges, type MemoryRecord } from './memory-record.js';
 import { setTimeout as sleep } from 'node:timers/promises';
+
+import { RecordId, type Surreal } from 'surrealdb';
+
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import { openEmbeddedSurreal } from '../../shared/platform/embedded-surreal.js';
+import { type MemoryChanges, type MemoryRecord, normaliseSource } from './memory-record.js';
 
 /**
  * Schema of the private database. Deliberately no DEFINE INDEX: search runs in an

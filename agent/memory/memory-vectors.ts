@@ -1,4 +1,5 @@
 import PQueue from 'p-queue';
+
 import type { Embedder } from '../../shared/platform/embedder.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { MemoryRecord } from './memory-record.js';

@@ -1,4 +1,4 @@
-import { SEARCH_METHODS, type NamedSearchStrategy } from '../../shared/domain/domain-schema.js';
+import { type NamedSearchStrategy, SEARCH_METHODS } from '../../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { RecallOptions, SearchStrategy } from './agent-memory.js';
 

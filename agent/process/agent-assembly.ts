@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import { aliasTable } from '../../shared/domain/alias-table.js';
-import { AgentDefinitionSchema, type AgentDefinition, type DomainSchema } from '../../shared/domain/domain-schema.js';
+import { type AgentDefinition, AgentDefinitionSchema, type DomainSchema } from '../../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { AgentStartContext } from '../../shared/protocol/agent-start-context.js';

@@ -1,11 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+
 import { z } from 'zod';
-import { AgentModeSchema } from '../../shared/protocol/agent-protocol.js';
+
 import { AgentIdSchema } from '../../shared/domain/domain-schema.js';
-import { AgentStartContextSchema, type AgentStartContext } from '../../shared/protocol/agent-start-context.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { describeIssues } from '../../shared/errors/zod-issues.js';
+import { AgentModeSchema } from '../../shared/protocol/agent-protocol.js';
+import { type AgentStartContext, AgentStartContextSchema } from '../../shared/protocol/agent-start-context.js';
 
 /** Options of `thymos agent`. */
 export const AgentOptionsSchema = z.object({

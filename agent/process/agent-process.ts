@@ -1,21 +1,22 @@
 import { join } from 'node:path';
+
 import { resolveConfigFile, type ThymosConfig } from '../../shared/config/thymos-config.js';
-import { loadDomainSchema, type DomainSchema } from '../../shared/domain/domain-schema.js';
+import { type DomainSchema, loadDomainSchema } from '../../shared/domain/domain-schema.js';
 import { ErrorCode, toThymosError } from '../../shared/errors/errors.js';
 import { agentTokenPath, ensureAgentToken } from '../../shared/platform/agent-token.js';
 import { CleanupStack } from '../../shared/platform/cleanup-stack.js';
 import { DataLock } from '../../shared/platform/data-lock.js';
-import { StopOnce } from '../../shared/platform/stop-once.js';
 import { createLogger, type Logger } from '../../shared/platform/logger.js';
 import { PhaseClock } from '../../shared/platform/phase-clock.js';
+import { StopOnce } from '../../shared/platform/stop-once.js';
+import type { AgentStartContext } from '../../shared/protocol/agent-start-context.js';
 import { appliesTo } from '../links/event-filter.js';
 import { MemoryStore } from '../memory/memory-store.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
 import { assembleAgent, resolveDefinition } from './agent-assembly.js';
-import type { AgentStartContext } from '../../shared/protocol/agent-start-context.js';
-import { readStartContext, type AgentOptions } from './agent-options.js';
+import { type AgentOptions, readStartContext } from './agent-options.js';
 import { shutdownAgent } from './agent-shutdown.js';
-import { linkToFleet, type FleetLinks } from './fleet-linker.js';
+import { type FleetLinks, linkToFleet } from './fleet-linker.js';
 
 /** Where an agent keeps its files: `<data_dir>/agents/<id>/`. */
 export function agentDataDir(config: ThymosConfig, id: string): string {

@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import type { AgentDefinition, EventFilter, WorldWatch } from '../../shared/domain/domain-schema.js';
 import type { CleanupStack } from '../../shared/platform/cleanup-stack.js';

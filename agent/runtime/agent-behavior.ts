@@ -1,11 +1,11 @@
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import type { RelevanceInput } from '../../shared/protocol/agent-protocol.js';
-import type { AgentDefinition } from '../../shared/domain/domain-schema.js';
-import type { Logger } from '../../shared/platform/logger.js';
-import type { GenerateResult, LlmProvider } from '../llm/llm-provider.js';
 import { type LlmUse } from '../../shared/config/llm-settings.js';
-import type { NewMemory, RecallOptions } from '../memory/agent-memory.js';
+import type { AgentDefinition } from '../../shared/domain/domain-schema.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import type { Logger } from '../../shared/platform/logger.js';
+import type { RelevanceInput } from '../../shared/protocol/agent-protocol.js';
 import type { SamplingClient } from '../llm/agent-models.js';
+import type { GenerateResult, LlmProvider } from '../llm/llm-provider.js';
+import type { NewMemory, RecallOptions } from '../memory/agent-memory.js';
 import type { MemoryRecord, RecallHit } from '../memory/memory-record.js';
 
 /** One line said to an agent. */

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { generateStructured, type BriefMemory, type LlmMessage } from '../llm/llm-provider.js';
-import { ANSWER_SHAPES, DialogueReplySchema, type DialogueReply } from '../llm/llm-tasks.js';
+
+import { type BriefMemory, generateStructured, type LlmMessage } from '../llm/llm-provider.js';
+import { ANSWER_SHAPES, type DialogueReply, DialogueReplySchema } from '../llm/llm-tasks.js';
 import { statements } from '../llm/offline-provider.js';
-import type { AgentBehavior, AgentBehaviorContext, TalkReply, TalkRequest } from './agent-behavior.js';
+import { goalsLine, memoriesBlock, personaPrompt } from '../llm/persona-prompt.js';
 import type { NewMemory } from '../memory/agent-memory.js';
 import type { MemoryRecord, RecallHit } from '../memory/memory-record.js';
-import { goalsLine, memoriesBlock, personaPrompt } from '../llm/persona-prompt.js';
+import type { AgentBehavior, AgentBehaviorContext, TalkReply, TalkRequest } from './agent-behavior.js';
 
 /** Memories an agent writes of its own words; left out of grounding so it does not quote itself. */
 export const SAID_TAG = 'said';

@@ -1,4 +1,5 @@
 import PQueue from 'p-queue';
+
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { MemoryRecord } from '../memory/memory-record.js';

@@ -1,6 +1,6 @@
-import type { AgentBehaviorContext } from './agent-behavior.js';
 import { generateStructured, type LlmMessage } from '../llm/llm-provider.js';
 import { ANSWER_SHAPES, SummarySchema } from '../llm/llm-tasks.js';
+import type { AgentBehaviorContext } from './agent-behavior.js';
 
 /**
  * An insight in one sentence by the `[llm.consolidation]` model, from its source memories

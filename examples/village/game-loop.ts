@@ -8,7 +8,8 @@
  *   node --import tsx examples/village/game-loop.ts [path/to/thymos.toml]
  */
 import { fileURLToPath } from 'node:url';
-import { connect, downFleet, loadConfig, loadDomainSchema, upFleet, type EventDecision, type FleetStatus, type ReconcileContextInput } from '../../index.js';
+
+import { connect, downFleet, type EventDecision, type FleetStatus, loadConfig, loadDomainSchema, type ReconcileContextInput, upFleet } from '../../index.js';
 
 const configFile = process.argv[2] ?? fileURLToPath(new URL('thymos.toml', import.meta.url));
 const config = loadConfig(configFile);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+
 import { ms } from './setting-types.js';
 
 /** Settings of every agent process. */

@@ -1,5 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+
 import { z } from 'zod';
+
 import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { fleetPaths } from './fleet-paths.js';
 import type { ThymosConfig } from './thymos-config.js';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+
 import { ms } from './setting-types.js';
 
 /** Where a use's text comes from. */

@@ -1,11 +1,13 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
+
 import toml from 'toml';
 import { z } from 'zod';
+
 import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { describeIssue } from '../errors/zod-issues.js';
 import { AgentSettingsSchema, McpSettingsSchema, MemorySettingsSchema } from './agent-settings.js';
-import { DomainSettingsSchema, EmbeddingSettingsSchema, FleetSettingsSchema, EventsSettingsSchema, LifecycleSettingsSchema, LogSettingsSchema, NatsSettingsSchema, SupervisorSettingsSchema, WorldSettingsSchema } from './fleet-settings.js';
+import { DomainSettingsSchema, EmbeddingSettingsSchema, EventsSettingsSchema, FleetSettingsSchema, LifecycleSettingsSchema, LogSettingsSchema, NatsSettingsSchema, SupervisorSettingsSchema, WorldSettingsSchema } from './fleet-settings.js';
 import { LlmSettingsSchema } from './llm-settings.js';
 
 /** The whole of `thymos.toml`. Every default lives here. */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+
 import type { DomainSchema } from './domain-schema.js';
 
 /** A text that names a concept: "the old badger" → elder_rowan (a person called Elder Rowan). */

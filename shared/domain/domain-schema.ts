@@ -1,10 +1,12 @@
 import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
+
 import { z } from 'zod';
-import { ErrorCode, ThymosError } from '../errors/errors.js';
+
 import { LLM_PROVIDERS } from '../config/llm-settings.js';
-import { checkWorldFilter, RESERVED_WORLD_FIELDS, RESERVED_WORLD_TABLES, WorldFilterSchema, WorldNameSchema, WorldTableSchema } from './world-schema.js';
+import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { describeIssues } from '../errors/zod-issues.js';
+import { checkWorldFilter, RESERVED_WORLD_FIELDS, RESERVED_WORLD_TABLES, WorldFilterSchema, WorldNameSchema, WorldTableSchema } from './world-schema.js';
 
 /** Lower-case letters, digits and underscores, starting with a letter; at most 48 characters. */
 export const AgentIdSchema = z

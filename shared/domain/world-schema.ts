@@ -1,4 +1,5 @@
 import { z } from 'zod';
+
 import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { preview } from '../errors/zod-issues.js';
 
@@ -64,8 +65,7 @@ export const WorldRowIdSchema = z
   .string()
   .min(1)
   .max(200)
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: rejecting them is the point
-  .regex(/^[^\u0000-\u001f\u007f]+$/, 'expected a row id without control characters');
+  .regex(/^\P{Cc}+$/u, 'expected a row id without control characters');
 
 /**
  * Checks a filter against the declared tables: the table exists, every field is declared

@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+
 import { ErrorCode, ThymosError } from './errors.js';
 
 /** The value found at `path` inside `root`, or undefined. */

@@ -1,5 +1,6 @@
 import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
 import type { z } from 'zod';
+
 import { ErrorCode, ThymosError, WireErrorSchema } from '../errors/errors.js';
 import { describeIssues } from '../errors/zod-issues.js';
 import { parseWireJson } from '../protocol/parse-json.js';

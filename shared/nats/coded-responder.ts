@@ -1,5 +1,6 @@
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { z } from 'zod';
+
 import { ErrorCode, ThymosError, toThymosError, type WireError } from '../errors/errors.js';
 import { describeIssues } from '../errors/zod-issues.js';
 import type { Logger } from '../platform/logger.js';

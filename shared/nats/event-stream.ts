@@ -1,7 +1,8 @@
-import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamManager } from '@nats-io/jetstream';
+import { AckPolicy, DeliverPolicy, jetstream, JetStreamApiError, type JetStreamManager, jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { ErrorCode, ThymosError } from '../errors/errors.js';
+
 import { type EventsSettings } from '../config/fleet-settings.js';
+import { ErrorCode, ThymosError } from '../errors/errors.js';
 import type { AgentMessage } from '../protocol/agent-message.js';
 import { DEFAULT_FLEET_NAMES, type FleetNames } from '../protocol/fleet-names.js';
 import type { WorldEvent } from '../protocol/world-event.js';

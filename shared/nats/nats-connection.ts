@@ -1,4 +1,4 @@
-import { connect, NoRespondersError, RequestError, type NatsConnection } from '@nats-io/transport-node';
+import { connect, type NatsConnection, NoRespondersError, RequestError } from '@nats-io/transport-node';
 
 export type { NatsConnection };
 

@@ -1,11 +1,13 @@
 import { hostname } from 'node:os';
 import { basename } from 'node:path';
+
 import { createInbox, headers, type NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
+
 import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { DEFAULT_FLEET_NAMES, type FleetNames } from '../protocol/fleet-names.js';
 import { parseJsonOrUndefined } from '../protocol/parse-json.js';
-import { PingReplySchema, ProgressMessageSchema, SupervisorResultSchemas, type PingReply, type ProgressMessage } from '../protocol/supervisor-protocol.js';
+import { type PingReply, PingReplySchema, type ProgressMessage, ProgressMessageSchema, SupervisorResultSchemas } from '../protocol/supervisor-protocol.js';
 import { WorldResultSchemas } from '../protocol/world-protocol.js';
 import { codedRequest } from './coded-request.js';
 

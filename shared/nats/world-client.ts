@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
+
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import { parseJsonOrUndefined } from '../protocol/parse-json.js';
-import { DEFAULT_FLEET_NAMES, type FleetNames } from '../protocol/fleet-names.js';
-import { SupervisorRequester } from './supervisor-requester.js';
-import { WorldChangeSchema, WorldQuerySchema, type WorldResultSchemas, type WorldChange, type WorldQueryInput, type WorldRow } from '../protocol/world-protocol.js';
-import { WorldFilterSchema, type WorldFilter, type WorldFilterInput, type WorldTables } from '../domain/world-schema.js';
+
+import { type WorldFilter, type WorldFilterInput, WorldFilterSchema, type WorldTables } from '../domain/world-schema.js';
 import { parseInput } from '../errors/zod-issues.js';
+import { DEFAULT_FLEET_NAMES, type FleetNames } from '../protocol/fleet-names.js';
+import { parseJsonOrUndefined } from '../protocol/parse-json.js';
+import { type WorldChange, WorldChangeSchema, type WorldQueryInput, WorldQuerySchema, type WorldResultSchemas, type WorldRow } from '../protocol/world-protocol.js';
+import { SupervisorRequester } from './supervisor-requester.js';
 
 /** A running live subscription; `close()` ends it. */
 export interface WorldSubscription {

@@ -1,6 +1,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+
 import { ErrorCode, ThymosError } from '../errors/errors.js';
 
 const TOKEN_FILE = 'mcp-token';

@@ -1,5 +1,6 @@
 import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+
 import { ErrorCode, ThymosError } from '../errors/errors.js';
 
 /** What a lock guards, for its file name and its refusal. */

@@ -1,10 +1,12 @@
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { createRequire } from 'node:module';
+import { join } from 'node:path';
+
 import { createNodeEngines } from '@surrealdb/node';
 import { createRemoteEngines, Surreal } from 'surrealdb';
-import { isAlive, readLockPid } from './data-lock.js';
+
 import { ErrorCode, ThymosError } from '../errors/errors.js';
+import { isAlive, readLockPid } from './data-lock.js';
 
 export interface EmbeddedSurrealOptions {
   namespace: string;

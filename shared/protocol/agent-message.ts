@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
+
 import { z } from 'zod';
+
 import { AgentIdSchema } from '../domain/domain-schema.js';
 
 

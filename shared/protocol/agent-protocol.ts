@@ -1,4 +1,5 @@
 import { z } from 'zod';
+
 import { AgentIdSchema } from '../domain/domain-schema.js';
 import { WireErrorSchema } from '../errors/errors.js';
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+
 import { AliasEntrySchema } from '../domain/alias-table.js';
 import { AgentDefinitionSchema, ConceptTypeSchema, EventFilterSchema, RelationshipTypeSchema, SearchStrategySchema, WorldWatchSchema } from '../domain/domain-schema.js';
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+
 import { AgentIdSchema } from '../domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { describeIssues } from '../errors/zod-issues.js';

@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { WireErrorSchema } from '../errors/errors.js';
+
 import { AgentIdSchema, LifecycleStateSchema } from '../domain/domain-schema.js';
+import { WireErrorSchema } from '../errors/errors.js';
 import { ReconcileContextSchema } from './reconcile-context.js';
 
 /** One failed agent in a report. */

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
+
 import { z } from 'zod';
+
 import { parseInput } from '../errors/zod-issues.js';
 
 

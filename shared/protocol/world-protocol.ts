@@ -1,4 +1,5 @@
 import { z } from 'zod';
+
 import { WorldFilterSchema, WorldRowIdSchema, WorldTableSchema } from '../domain/world-schema.js';
 
 /** Who wrote a row: `app` (the game loop, the CLI) or an agent id. */

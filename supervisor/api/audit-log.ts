@@ -1,5 +1,6 @@
 import { appendFile, mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
+
 import type { Logger } from '../../shared/platform/logger.js';
 
 /** One control action: who asked, what, when, and how it ended. */

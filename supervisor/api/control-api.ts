@@ -1,8 +1,9 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { z } from 'zod';
+
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { describeIssues } from '../../shared/errors/zod-issues.js';
-import { serveCoded, type CodedReply } from '../../shared/nats/coded-responder.js';
+import { type CodedReply, serveCoded } from '../../shared/nats/coded-responder.js';
 import { REQUESTER_HEADER } from '../../shared/nats/supervisor-requester.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { auditDetails, type AuditLog } from './audit-log.js';

@@ -1,16 +1,18 @@
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
+
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import PQueue from 'p-queue';
-import { EmbedRequestSchema, encodeVectors } from '../../shared/protocol/embed-protocol.js';
-import type { Embedder } from '../../shared/platform/embedder.js';
+
+import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { serveCoded, serveConstant } from '../../shared/nats/coded-responder.js';
-import { FastembedEmbedder } from './fastembed-embedder.js';
+import type { Embedder } from '../../shared/platform/embedder.js';
 import type { Logger } from '../../shared/platform/logger.js';
+import { EmbedRequestSchema, encodeVectors } from '../../shared/protocol/embed-protocol.js';
 import { DEFAULT_FLEET_NAMES, type FleetNames } from '../../shared/protocol/fleet-names.js';
-import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import { thymosRoot } from '../pm2/thymos-bin.js';
+import { FastembedEmbedder } from './fastembed-embedder.js';
 
 interface Waiting {
   text: string;

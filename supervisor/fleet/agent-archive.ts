@@ -1,6 +1,8 @@
 import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+
 import { create, extract, list } from 'tar';
+
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 
 /**

@@ -1,4 +1,5 @@
 import type { NatsConnection } from '@nats-io/transport-node';
+
 import { AgentStatusMessageSchema } from '../../shared/protocol/agent-protocol.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
 import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';

@@ -1,7 +1,8 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import { AgentControlOkSchema, AgentStatusMessageSchema, type AgentControlRequest, type AgentState, type AgentStatusMessage } from '../../shared/protocol/agent-protocol.js';
+
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { codedRequest } from '../../shared/nats/coded-request.js';
+import { AgentControlOkSchema, type AgentControlRequest, type AgentState, type AgentStatusMessage, AgentStatusMessageSchema } from '../../shared/protocol/agent-protocol.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
 import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
 

@@ -1,9 +1,10 @@
 import { RecordId, type Surreal } from 'surrealdb';
 import { z } from 'zod';
-import type { AgentMode } from '../../shared/protocol/agent-protocol.js';
-import { LifecycleStateSchema, type LifecycleState } from '../../shared/domain/domain-schema.js';
+
+import { type LifecycleState, LifecycleStateSchema } from '../../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { TransitionRecordSchema, type TransitionRecord } from '../../shared/protocol/supervisor-protocol.js';
+import type { AgentMode } from '../../shared/protocol/agent-protocol.js';
+import { type TransitionRecord, TransitionRecordSchema } from '../../shared/protocol/supervisor-protocol.js';
 
 const SCHEMA = `
 DEFINE TABLE IF NOT EXISTS agent SCHEMAFULL;

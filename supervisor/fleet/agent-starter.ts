@@ -1,8 +1,9 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+
+import { type FleetPaths, Pm2Names } from '../../shared/config/fleet-paths.js';
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import { Pm2Names, type FleetPaths } from '../../shared/config/fleet-paths.js';
 import type { AliasEntry } from '../../shared/domain/alias-table.js';
 import type { DomainSchema } from '../../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
@@ -12,7 +13,7 @@ import { isAlive } from '../../shared/platform/data-lock.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { writeAtomic } from '../../shared/platform/write-atomic.js';
 import type { AgentMode } from '../../shared/protocol/agent-protocol.js';
-import { AgentStartContextSchema, type AgentStartContextInput } from '../../shared/protocol/agent-start-context.js';
+import { type AgentStartContextInput, AgentStartContextSchema } from '../../shared/protocol/agent-start-context.js';
 import type { ProcessManager } from '../pm2/process-manager.js';
 import type { AgentLink } from './agent-link.js';
 import { probeMcp } from './mcp-probe.js';

@@ -1,6 +1,7 @@
 import type { JetStreamManager } from '@nats-io/jetstream';
-import type { ThymosConfig } from '../../shared/config/thymos-config.js';
+
 import { Pm2Names } from '../../shared/config/fleet-paths.js';
+import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import type { LifecycleState } from '../../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
 import { deleteAgentConsumer, ensureAgentConsumer } from '../../shared/nats/event-stream.js';
@@ -13,10 +14,10 @@ import type { AgentArchive } from './agent-archive.js';
 import type { AgentHeartbeats } from './agent-heartbeats.js';
 import type { AgentLink } from './agent-link.js';
 import type { AgentEntry, AgentRegistry } from './agent-registry.js';
-import { CONTROL_TIMEOUT_MS, type AgentStarter } from './agent-starter.js';
+import { type AgentStarter, CONTROL_TIMEOUT_MS } from './agent-starter.js';
 import { STATE_RANK } from './decide-states.js';
 import type { PortAllocator } from './port-allocator.js';
-import { RUNNING, type Report } from './reconcile-report.js';
+import { type Report, RUNNING } from './reconcile-report.js';
 import type { SupervisorMetrics } from './supervisor-metrics.js';
 
 export interface AgentTransitionsOptions {

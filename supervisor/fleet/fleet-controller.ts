@@ -1,8 +1,9 @@
-import type { NatsConnection } from '@nats-io/transport-node';
 import type { JetStreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
 import PQueue from 'p-queue';
+
+import { type FleetPaths, Pm2Names } from '../../shared/config/fleet-paths.js';
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import { Pm2Names, type FleetPaths } from '../../shared/config/fleet-paths.js';
 import { aliasTable } from '../../shared/domain/alias-table.js';
 import type { DomainSchema, LifecycleState } from '../../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
@@ -19,11 +20,11 @@ import type { AgentLink } from './agent-link.js';
 import type { AgentEntry, AgentRegistry } from './agent-registry.js';
 import { AgentStarter, CONTROL_TIMEOUT_MS } from './agent-starter.js';
 import { AgentTransitions } from './agent-transitions.js';
-import { decideStates, STATE_RANK, type Decision, type ScoredAgent } from './decide-states.js';
+import { decideStates, type Decision, type ScoredAgent, STATE_RANK } from './decide-states.js';
 import { fleetPins } from './fleet-pins.js';
 import { PortAllocator } from './port-allocator.js';
 import { ReconcileJournal } from './reconcile-journal.js';
-import { describeMove, emptyReport, RUNNING, sortReport, type Report } from './reconcile-report.js';
+import { describeMove, emptyReport, type Report, RUNNING, sortReport } from './reconcile-report.js';
 import type { RelevanceEvaluator } from './relevance-evaluator.js';
 import type { SupervisorMetrics } from './supervisor-metrics.js';
 

@@ -1,4 +1,5 @@
 import { InitializeResultSchema, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 
 /**

@@ -1,4 +1,5 @@
 import { createServer } from 'node:net';
+
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 
 /**

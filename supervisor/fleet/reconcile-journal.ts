@@ -1,8 +1,9 @@
 import { mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+
 import { toThymosError } from '../../shared/errors/errors.js';
-import { writeAtomic } from '../../shared/platform/write-atomic.js';
 import type { Logger } from '../../shared/platform/logger.js';
+import { writeAtomic } from '../../shared/platform/write-atomic.js';
 import { parseReconcileContext, type ReconcileContext } from '../../shared/protocol/reconcile-context.js';
 
 /**

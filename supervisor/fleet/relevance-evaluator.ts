@@ -1,7 +1,8 @@
 import { pathToFileURL } from 'node:url';
-import type { RelevanceInput } from '../../shared/protocol/agent-protocol.js';
+
 import type { AgentDefinition, Condition, DomainSchema, RelevanceRule } from '../../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import type { RelevanceInput } from '../../shared/protocol/agent-protocol.js';
 import type { ReconcileContext } from '../../shared/protocol/reconcile-context.js';
 import type { ScoreSource } from './decide-states.js';
 

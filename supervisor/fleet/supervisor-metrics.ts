@@ -1,6 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
 import type { LifecycleState } from '../../shared/domain/domain-schema.js';
 
 interface LlmTotals {

@@ -2,19 +2,20 @@ import { accessSync, constants, mkdirSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isAlive, readLockPid } from '../../shared/platform/data-lock.js';
-import { withDeadline } from '../../shared/platform/deadline.js';
-import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
+
 import { fleetPaths, Pm2Names } from '../../shared/config/fleet-paths.js';
 import { readFleetInfo, writeFleetInfo } from '../../shared/config/fleet-runtime.js';
+import type { ThymosConfig } from '../../shared/config/thymos-config.js';
+import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
 import { connectNats } from '../../shared/nats/nats-connection.js';
 import { SupervisorRequester } from '../../shared/nats/supervisor-requester.js';
+import { isAlive, readLockPid } from '../../shared/platform/data-lock.js';
+import { withDeadline } from '../../shared/platform/deadline.js';
 import { FleetNames } from '../../shared/protocol/fleet-names.js';
 import type { ProgressMessage, ReconcileReport } from '../../shared/protocol/supervisor-protocol.js';
-import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import { thymosBinPath } from './thymos-bin.js';
 import { freePort } from './free-port.js';
 import { ProcessManager } from './process-manager.js';
+import { thymosBinPath } from './thymos-bin.js';
 
 export interface UpResult {
   /** True when the fleet was already running and nothing was started. */

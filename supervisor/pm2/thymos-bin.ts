@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 
 /** The root of the Thymos package (where its package.json is), found from this module's location. */

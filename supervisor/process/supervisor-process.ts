@@ -1,33 +1,35 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Surreal } from 'surrealdb';
+
+import { type FleetPaths, fleetPaths } from '../../shared/config/fleet-paths.js';
+import type { ThymosConfig } from '../../shared/config/thymos-config.js';
+import { type DomainSchema, EMPTY_DOMAIN, loadDomainSchema } from '../../shared/domain/domain-schema.js';
+import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
+import { ensureEventStream } from '../../shared/nats/event-stream.js';
+import { connectNats } from '../../shared/nats/nats-connection.js';
 import { CleanupStack } from '../../shared/platform/cleanup-stack.js';
 import { DataLock } from '../../shared/platform/data-lock.js';
+import { withDeadline } from '../../shared/platform/deadline.js';
+import { createLogger, type Logger } from '../../shared/platform/logger.js';
 import { StopOnce } from '../../shared/platform/stop-once.js';
 import { writeAtomic } from '../../shared/platform/write-atomic.js';
-import { withDeadline } from '../../shared/platform/deadline.js';
-import { EMPTY_DOMAIN, loadDomainSchema, type DomainSchema } from '../../shared/domain/domain-schema.js';
-import { ensureEventStream } from '../../shared/nats/event-stream.js';
-import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
-import { fleetPaths, type FleetPaths } from '../../shared/config/fleet-paths.js';
-import { createLogger, type Logger } from '../../shared/platform/logger.js';
-import { connectNats } from '../../shared/nats/nats-connection.js';
-import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import { FleetNames } from '../../shared/protocol/fleet-names.js';
-import { SupervisorRequestSchemas, SupervisorResultSchemas, type FleetStatus } from '../../shared/protocol/supervisor-protocol.js';
-import { thymosBinPath } from '../pm2/thymos-bin.js';
-import { AgentLink } from '../fleet/agent-link.js';
-import { AgentRegistry } from '../fleet/agent-registry.js';
+import { type FleetStatus, SupervisorRequestSchemas, SupervisorResultSchemas } from '../../shared/protocol/supervisor-protocol.js';
+import { auditDetails, AuditLog } from '../api/audit-log.js';
 import { ControlApi } from '../api/control-api.js';
 import { EmbeddingService } from '../embedding/embedding-service.js';
+import { AgentLink } from '../fleet/agent-link.js';
+import { AgentRegistry } from '../fleet/agent-registry.js';
 import { FleetController } from '../fleet/fleet-controller.js';
-import { ProcessManager } from '../pm2/process-manager.js';
 import { RelevanceEvaluator } from '../fleet/relevance-evaluator.js';
 import { SupervisorMetrics } from '../fleet/supervisor-metrics.js';
-import { AuditLog, auditDetails } from '../api/audit-log.js';
-import { openWorldDatabase } from '../world/world-database.js';
+import { ProcessManager } from '../pm2/process-manager.js';
+import { thymosBinPath } from '../pm2/thymos-bin.js';
 import { worldControlApi } from '../world/world-api.js';
+import { openWorldDatabase } from '../world/world-database.js';
 import { WorldStore } from '../world/world-store.js';
 
 export interface SupervisorOptions {

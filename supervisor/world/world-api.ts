@@ -1,4 +1,5 @@
 import type { NatsConnection } from '@nats-io/transport-node';
+
 import type { Logger } from '../../shared/platform/logger.js';
 import { DEFAULT_FLEET_NAMES, type FleetNames } from '../../shared/protocol/fleet-names.js';
 import { WorldRequestSchemas, WorldResultSchemas } from '../../shared/protocol/world-protocol.js';

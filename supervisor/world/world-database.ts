@@ -1,6 +1,7 @@
 import type { Surreal } from 'surrealdb';
-import { openEmbeddedSurreal, openRemoteSurreal } from '../../shared/platform/embedded-surreal.js';
+
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
+import { openEmbeddedSurreal, openRemoteSurreal } from '../../shared/platform/embedded-surreal.js';
 
 /**
  * The fleet's world database: the SurrealDB server of `[world] url` when set, otherwise

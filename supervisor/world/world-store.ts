@@ -1,21 +1,23 @@
 import { randomUUID } from 'node:crypto';
+
 import type { NatsConnection } from '@nats-io/transport-node';
-import { BoundQuery, expr, RecordId, Table, type LiveMessage, type LiveSubscription, type Surreal } from 'surrealdb';
-import { z } from 'zod';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import type { Logger } from '../../shared/platform/logger.js';
-import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
-import { DEFAULT_FLEET_NAMES, type FleetNames } from '../../shared/protocol/fleet-names.js';
-import type { WorldChange, WorldQuery, WorldRow, WorldSubscriptionInfo } from '../../shared/protocol/world-protocol.js';
+import { BoundQuery, expr, type LiveMessage, type LiveSubscription, RecordId, type Surreal, Table } from 'surrealdb';
+import { type z } from 'zod';
+
 import {
   checkWorldFilter,
   requireWorldTable,
+  type WorldFilter,
   WorldFilterSchema,
   worldRowFieldsSchema,
-  type WorldFilter,
   type WorldTables,
 } from '../../shared/domain/world-schema.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { parseInput } from '../../shared/errors/zod-issues.js';
+import type { Logger } from '../../shared/platform/logger.js';
+import { DEFAULT_FLEET_NAMES, type FleetNames } from '../../shared/protocol/fleet-names.js';
+import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
+import type { WorldChange, WorldQuery, WorldRow, WorldSubscriptionInfo } from '../../shared/protocol/world-protocol.js';
 import { conditionOf, tableDefinition, toWorldRow } from './world-surql.js';
 
 const SUBSCRIPTION_SCHEMA = `

@@ -1,4 +1,5 @@
-import { and, contains, eq, gt, gte, inside, lt, lte, ne, RecordId, type Expr } from 'surrealdb';
+import { and, contains, eq, type Expr, gt, gte, inside, lt, lte, ne, RecordId } from 'surrealdb';
+
 import type { WorldCondition, WorldFilter, WorldTable } from '../../shared/domain/world-schema.js';
 import type { WorldRow } from '../../shared/protocol/world-protocol.js';
 

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+
 import { runThymos } from '../helpers/fleet.js';
 import { startNatsServer, type TestNatsServer } from '../helpers/nats-server.js';
 import { createWorkspace, type Workspace } from '../helpers/workspace.js';

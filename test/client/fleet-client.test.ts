@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect as natsConnect, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+
 import { connect, type Fleet } from '../../client/fleet-client.js';
 import { configFromObject } from '../../shared/config/thymos-config.js';
 import { ErrorCode, isThymosError } from '../../shared/errors/errors.js';

@@ -1,7 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { withDeadline } from '../../shared/platform/deadline.js';
+import { type ChildProcess, spawn } from 'node:child_process';
+
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+import { withDeadline } from '../../shared/platform/deadline.js';
 import { THYMOS_BIN } from './workspace.js';
 
 /** An agent started as a child process of the test, exactly as pm2 would start it. */

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+
 import { buildEmbeddingModel } from '../../scripts/build-embedding-model.js';
 import { FastembedEmbedder } from '../../supervisor/embedding/fastembed-embedder.js';
 import { REPO_ROOT } from './workspace.js';

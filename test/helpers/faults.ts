@@ -1,6 +1,7 @@
 import { readdirSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+
 import type { Fleet } from '../../client/fleet-client.js';
 import { isAlive } from '../../shared/platform/data-lock.js';
 

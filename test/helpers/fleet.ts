@@ -2,9 +2,10 @@ import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isAlive } from '../../shared/platform/data-lock.js';
+
 import { connect, type Fleet } from '../../client/fleet-client.js';
 import { loadConfig } from '../../shared/config/thymos-config.js';
+import { isAlive } from '../../shared/platform/data-lock.js';
 import { downFleet, upFleet } from '../../supervisor/pm2/fleet-launcher.js';
 import { createWorkspace, THYMOS_BIN, type Workspace } from './workspace.js';
 

@@ -2,14 +2,16 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { NatsConnection } from '@nats-io/transport-node';
+
+import { parseConfig } from '../../shared/config/thymos-config.js';
 import { loadDomainSchema } from '../../shared/domain/domain-schema.js';
 import { ErrorCode, isThymosError } from '../../shared/errors/errors.js';
 import { isNoResponders } from '../../shared/nats/nats-connection.js';
 import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
-import { parseConfig } from '../../shared/config/thymos-config.js';
 import { REPO_ROOT, VILLAGE_SCHEMA } from './workspace.js';
 
 /**

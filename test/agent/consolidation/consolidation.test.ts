@@ -3,16 +3,17 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { AgentMemory } from '../../../agent/memory/agent-memory.js';
+
 import { CompromiseExtractor } from '../../../agent/concepts/concept-extractor.js';
 import { ConceptTracker } from '../../../agent/concepts/concept-tracker.js';
 import { MemoryConsolidator } from '../../../agent/consolidation/memory-consolidator.js';
+import { AgentMemory } from '../../../agent/memory/agent-memory.js';
 import { MemoryStore } from '../../../agent/memory/memory-store.js';
+import { type MemorySettings } from '../../../shared/config/agent-settings.js';
+import { ThymosConfigSchema } from '../../../shared/config/thymos-config.js';
 import { aliasTable } from '../../../shared/domain/alias-table.js';
 import { parseDomainSchema } from '../../../shared/domain/domain-schema.js';
 import { ErrorCode } from '../../../shared/errors/errors.js';
-import { ThymosConfigSchema } from '../../../shared/config/thymos-config.js';
-import { type MemorySettings } from '../../../shared/config/agent-settings.js';
 
 const DAY = 86_400_000;
 const told = { kind: 'told', by: 't' };

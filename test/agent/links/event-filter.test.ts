@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
-import { loadDomainSchema, type DomainSchema } from '../../../shared/domain/domain-schema.js';
-import { isThymosError } from '../../../shared/errors/errors.js';
+
 import { hearsEvent, type Listener } from '../../../agent/links/event-filter.js';
+import { type DomainSchema, loadDomainSchema } from '../../../shared/domain/domain-schema.js';
+import { isThymosError } from '../../../shared/errors/errors.js';
 import { eventMemoryText, parseWorldEvent } from '../../../shared/protocol/world-event.js';
 import { VILLAGE_SCHEMA } from '../../helpers/workspace.js';
 

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { connect } from '@nats-io/transport-node';
+
 import { killAllAgents, startAgent } from '../../helpers/agent-child.js';
 import { startNatsServer, type TestNatsServer } from '../../helpers/nats-server.js';
 import { freePort } from '../../helpers/ports.js';

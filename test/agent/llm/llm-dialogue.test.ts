@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { killAllAgents, startAgent, type AgentChild } from '../../helpers/agent-child.js';
+
+import { type AgentChild, killAllAgents, startAgent } from '../../helpers/agent-child.js';
 import { eventually } from '../../helpers/fleet.js';
 import { startNatsServer, type TestNatsServer } from '../../helpers/nats-server.js';
 import { freePort } from '../../helpers/ports.js';

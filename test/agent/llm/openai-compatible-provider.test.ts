@@ -2,10 +2,12 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+
 import { z } from 'zod';
-import { ErrorCode } from '../../../shared/errors/errors.js';
+
 import { generateStructured } from '../../../agent/llm/llm-provider.js';
-import { OpenAiCompatibleProvider, type OpenAiCompatibleOptions } from '../../../agent/llm/openai-compatible-provider.js';
+import { type OpenAiCompatibleOptions, OpenAiCompatibleProvider } from '../../../agent/llm/openai-compatible-provider.js';
+import { ErrorCode } from '../../../shared/errors/errors.js';
 
 /** What the stand-in server saw of one request. */
 interface Seen {

@@ -4,8 +4,10 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
+
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+
 import { killAllAgents, startAgent } from '../../helpers/agent-child.js';
 import { freePort } from '../../helpers/ports.js';
 import { REPO_ROOT, VILLAGE_SCHEMA } from '../../helpers/workspace.js';

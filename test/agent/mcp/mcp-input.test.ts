@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { after, before, describe, test } from 'node:test';
+
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { killAllAgents, startAgent, type AgentChild } from '../../helpers/agent-child.js';
+
+import { type AgentChild, killAllAgents, startAgent } from '../../helpers/agent-child.js';
 import { freePort } from '../../helpers/ports.js';
 import { createWorkspace, type Workspace } from '../../helpers/workspace.js';
 

@@ -2,9 +2,11 @@ import assert from 'node:assert/strict';
 import { chmodSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { killAllAgents, startAgent, type AgentChild } from '../../helpers/agent-child.js';
+
+import { type AgentChild, killAllAgents, startAgent } from '../../helpers/agent-child.js';
 import { freePort } from '../../helpers/ports.js';
 import { createWorkspace, type Workspace } from '../../helpers/workspace.js';
 

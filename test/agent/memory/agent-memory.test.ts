@@ -5,12 +5,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+
 import { AgentMemory } from '../../../agent/memory/agent-memory.js';
-import { DataLock } from '../../../shared/platform/data-lock.js';
 import { MemoryStore } from '../../../agent/memory/memory-store.js';
 import { memoryStrength } from '../../../agent/memory/memory-strength.js';
-import { isThymosError } from '../../../shared/errors/errors.js';
 import { ThymosConfigSchema } from '../../../shared/config/thymos-config.js';
+import { isThymosError } from '../../../shared/errors/errors.js';
+import { DataLock } from '../../../shared/platform/data-lock.js';
 
 const AGENT_A = { file: 'agent.pid', name: 'agent a', code: 'AGENT_ALREADY_RUNNING' } as const;
 

@@ -4,12 +4,13 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
+
 import { AgentMemory } from '../../../agent/memory/agent-memory.js';
 import { MemoryStore } from '../../../agent/memory/memory-store.js';
-import { dot, type Embedder } from '../../../shared/platform/embedder.js';
-import { ErrorCode, type ThymosError } from '../../../shared/errors/errors.js';
-import { FastembedEmbedder } from '../../../supervisor/embedding/fastembed-embedder.js';
 import { ThymosConfigSchema } from '../../../shared/config/thymos-config.js';
+import { ErrorCode, type ThymosError } from '../../../shared/errors/errors.js';
+import { dot, type Embedder } from '../../../shared/platform/embedder.js';
+import { FastembedEmbedder } from '../../../supervisor/embedding/fastembed-embedder.js';
 import { loadTestEmbedder } from '../../helpers/embedding-model.js';
 
 const settings = ThymosConfigSchema.parse({}).memory;

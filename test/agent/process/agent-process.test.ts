@@ -1,14 +1,17 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { killAllAgents, startAgent, type AgentChild } from '../../helpers/agent-child.js';
-import { startNatsServer, type TestNatsServer } from '../../helpers/nats-server.js';
+
+import type { AgentState } from '../../../shared/protocol/agent-protocol.js';
+import { type AgentChild, killAllAgents, startAgent } from '../../helpers/agent-child.js';
 import { eventually } from '../../helpers/fleet.js';
+import { startNatsServer, type TestNatsServer } from '../../helpers/nats-server.js';
 import { freePort } from '../../helpers/ports.js';
 import { createWorkspace, type Workspace } from '../../helpers/workspace.js';
 
@@ -22,7 +25,16 @@ function text(result: ToolResult): string {
   return result.content.map((c) => c.text ?? '').join('\n');
 }
 
-async function control(nc: NatsConnection, id: string, body: unknown): Promise<Record<string, any>> {
+/** An agent control reply as it comes off the wire, unchecked (a reply has `state` or `error`; the tests assert which). */
+interface RawControlReply {
+  ok: boolean;
+  state: AgentState;
+  snapshot_at: string;
+  error: { code: string; message: string };
+  [field: string]: unknown;
+}
+
+async function control(nc: NatsConnection, id: string, body: unknown): Promise<RawControlReply> {
   const msg = await nc.request(`thymos.agent.${id}.control`, typeof body === 'string' ? body : JSON.stringify(body), { timeout: 3000 });
   return msg.json();
 }

@@ -2,15 +2,17 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CreateMessageRequestSchema, type CreateMessageRequest } from '@modelcontextprotocol/sdk/types.js';
+import { type CreateMessageRequest, CreateMessageRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { EventDecisionSchema, type EventDecision } from '../../../shared/protocol/agent-protocol.js';
-import { ensureEventStream, publishWorldEvent } from '../../../shared/nats/event-stream.js';
+
 import { loadConfig } from '../../../shared/config/thymos-config.js';
+import { ensureEventStream, publishWorldEvent } from '../../../shared/nats/event-stream.js';
+import { type EventDecision, EventDecisionSchema } from '../../../shared/protocol/agent-protocol.js';
 import { parseWorldEvent } from '../../../shared/protocol/world-event.js';
-import { killAllAgents, startAgent, type AgentChild } from '../../helpers/agent-child.js';
+import { type AgentChild, killAllAgents, startAgent } from '../../helpers/agent-child.js';
 import { eventually } from '../../helpers/fleet.js';
 import { startNatsServer, type TestNatsServer } from '../../helpers/nats-server.js';
 import { freePort } from '../../helpers/ports.js';

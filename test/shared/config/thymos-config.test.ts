@@ -3,8 +3,9 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { isThymosError, ThymosError } from '../../../shared/errors/errors.js';
+
 import { loadConfig, parseConfig, ThymosConfigSchema } from '../../../shared/config/thymos-config.js';
+import { isThymosError, type ThymosError } from '../../../shared/errors/errors.js';
 import { REPO_ROOT } from '../../helpers/workspace.js';
 
 function configError(source: string): ThymosError {

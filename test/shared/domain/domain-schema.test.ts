@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+
 import { loadDomainSchema, parseDomainSchema } from '../../../shared/domain/domain-schema.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
 import { REPO_ROOT, VILLAGE_SCHEMA } from '../../helpers/workspace.js';

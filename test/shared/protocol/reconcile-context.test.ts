@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+
 import { isThymosError } from '../../../shared/errors/errors.js';
 import { parseReconcileContext, parseReconcileContextText } from '../../../shared/protocol/reconcile-context.js';
 

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+
 import type { Fleet } from '../../../client/fleet-client.js';
-import { decodeVectors } from '../../../shared/protocol/embed-protocol.js';
-import { dot } from '../../../shared/platform/embedder.js';
 import { connectNats, type NatsConnection } from '../../../shared/nats/nats-connection.js';
-import { startTestFleet, type TestFleet } from '../../helpers/fleet.js';
+import { dot } from '../../../shared/platform/embedder.js';
+import { decodeVectors } from '../../../shared/protocol/embed-protocol.js';
 import { ensureModel } from '../../helpers/embedding-model.js';
+import { startTestFleet, type TestFleet } from '../../helpers/fleet.js';
 
 let testFleet: TestFleet | undefined;
 let fleet: Fleet;

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+
 import { ThymosConfigSchema } from '../../../shared/config/thymos-config.js';
 import type { LifecycleState } from '../../../shared/domain/domain-schema.js';
-import { decideStates, stateForScore, type ScoredAgent } from '../../../supervisor/fleet/decide-states.js';
+import { decideStates, type ScoredAgent, stateForScore } from '../../../supervisor/fleet/decide-states.js';
 
 const NOW = 1_000_000_000;
 const settings = (over: Record<string, unknown> = {}) => ThymosConfigSchema.parse({ lifecycle: { min_dwell_ms: 10_000, hysteresis: 0.05, ...over } }).lifecycle;

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+
 import type { Fleet } from '../../../client/fleet-client.js';
 import type { FleetStatus } from '../../../shared/protocol/supervisor-protocol.js';
 import { runThymos, startTestFleet, type TestFleet } from '../../helpers/fleet.js';

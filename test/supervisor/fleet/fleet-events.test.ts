@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect as natsConnect } from '@nats-io/transport-node';
+
 import type { Fleet } from '../../../client/fleet-client.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
 import { eventually, fleetPids, runThymos, startTestFleet, type TestFleet } from '../../helpers/fleet.js';

@@ -3,11 +3,12 @@ import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync 
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
+
 import type { Fleet } from '../../../client/fleet-client.js';
 import type { ThymosError } from '../../../shared/errors/errors.js';
 import type { FleetStatus } from '../../../shared/protocol/supervisor-protocol.js';
-import { alive, eventually, fleetPids, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
 import { agentProcesses, hammerWithKills } from '../../helpers/faults.js';
+import { alive, eventually, fleetPids, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
 
 let testFleet: TestFleet | undefined;
 let fleet: Fleet;

@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+
 import { connect as natsConnect, type NatsConnection } from '@nats-io/transport-node';
+
 import type { Fleet } from '../../../client/fleet-client.js';
-import { readAgentToken } from '../../../shared/platform/agent-token.js';
 import { readFleetInfo } from '../../../shared/config/fleet-runtime.js';
 import { loadConfig } from '../../../shared/config/thymos-config.js';
+import { readAgentToken } from '../../../shared/platform/agent-token.js';
 import { eventually, fleetPids, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
 import {
   describeTally,
@@ -18,8 +20,8 @@ import {
   fuzzPkl,
   fuzzToml,
   Rng,
-  tally,
   type Tally,
+  tally,
 } from '../../helpers/fuzz.js';
 
 // Sized for CI; `npm run bench -- fuzz` runs the same campaign ten times larger.

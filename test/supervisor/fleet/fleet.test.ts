@@ -2,10 +2,12 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+
 import { connect as natsConnect } from '@nats-io/transport-node';
+
 import { connect, type Fleet } from '../../../client/fleet-client.js';
-import { isThymosError } from '../../../shared/errors/errors.js';
 import { loadConfig } from '../../../shared/config/thymos-config.js';
+import { isThymosError } from '../../../shared/errors/errors.js';
 import type { FleetStatus, ReconcileReport } from '../../../shared/protocol/supervisor-protocol.js';
 import { findNatsServer } from '../../../supervisor/pm2/fleet-launcher.js';
 import { alive, eventually, fleetPids, killFleet, runThymos } from '../../helpers/fleet.js';

@@ -3,7 +3,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
-import { loadDomainSchema, type DomainSchema } from '../../../shared/domain/domain-schema.js';
+
+import { type DomainSchema, loadDomainSchema } from '../../../shared/domain/domain-schema.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
 import { parseReconcileContext } from '../../../shared/protocol/reconcile-context.js';
 import { RelevanceEvaluator } from '../../../supervisor/fleet/relevance-evaluator.js';

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+
 import { SupervisorMetrics } from '../../../supervisor/fleet/supervisor-metrics.js';
 
 test('/metrics counts model calls, tokens and cost per agent from heartbeat totals, across an agent whose totals start again', async () => {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+
 import type { Fleet } from '../../../client/fleet-client.js';
 import { ErrorCode, type ThymosError } from '../../../shared/errors/errors.js';
 import type { WorldChange } from '../../../shared/protocol/world-protocol.js';

@@ -3,19 +3,21 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+
 import type { Surreal } from 'surrealdb';
+
 import { parseDomainSchema } from '../../../shared/domain/domain-schema.js';
-import { openEmbeddedSurreal, openRemoteSurreal } from '../../../shared/platform/embedded-surreal.js';
 import { ErrorCode, type ThymosError } from '../../../shared/errors/errors.js';
-import { createLogger } from '../../../shared/platform/logger.js';
 import { connectNats, type NatsConnection } from '../../../shared/nats/nats-connection.js';
 import { WorldClient } from '../../../shared/nats/world-client.js';
+import { openEmbeddedSurreal, openRemoteSurreal } from '../../../shared/platform/embedded-surreal.js';
+import { createLogger } from '../../../shared/platform/logger.js';
 import type { WorldChange } from '../../../shared/protocol/world-protocol.js';
-import { freePort } from '../../helpers/ports.js';
-import { startNatsServer, type TestNatsServer } from '../../helpers/nats-server.js';
-import { eventually } from '../../helpers/fleet.js';
 import { worldControlApi } from '../../../supervisor/world/world-api.js';
 import { WorldStore } from '../../../supervisor/world/world-store.js';
+import { eventually } from '../../helpers/fleet.js';
+import { startNatsServer, type TestNatsServer } from '../../helpers/nats-server.js';
+import { freePort } from '../../helpers/ports.js';
 /** Waits until `condition` holds. */
 const until = (condition: () => boolean, ms: number, what: string) => eventually(() => condition() || undefined, ms, what);
 
