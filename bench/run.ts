@@ -20,11 +20,12 @@ import { locomoScenario } from './locomo.js';
 import { recallScenario } from './recall.js';
 import { reconcileDecisionScenario } from './reconcile-decision.js';
 import type { Figure, Scenario, ScenarioResult } from './scenario.js';
+import { wakeScenario } from './wake.js';
 import { worldLiveScenario } from './world-live.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RESULTS = join(ROOT, 'bench', 'results');
-const SCENARIOS: Scenario[] = [agentStartupScenario, recallScenario, reconcileDecisionScenario, fleetScaleScenario, eventDeliveryScenario, worldLiveScenario, embeddingScenario, locomoScenario, faultsScenario, fuzzScenario];
+const SCENARIOS: Scenario[] = [agentStartupScenario, recallScenario, reconcileDecisionScenario, fleetScaleScenario, wakeScenario, eventDeliveryScenario, worldLiveScenario, embeddingScenario, locomoScenario, faultsScenario, fuzzScenario];
 
 interface StoredResult extends ScenarioResult {
   machine: string;
@@ -53,7 +54,7 @@ const HEADLINES: Array<{ scenario: string; metric: RegExp; label: string; goal?:
   { scenario: 'agent-startup', metric: /^spawn → ready/, label: 'Cold start of an agent, spawn → ready, p50 / p95' },
   { scenario: 'agent-startup', metric: /^idle agent RSS/, label: 'Idle agent RSS' },
   { scenario: 'reconcile-decision', metric: /^decision p50, 10,000/, label: 'Reconcile decision at 10,000 agents, p50' },
-  { scenario: 'fleet-scale', metric: /agents Dormant → Active/, label: 'Wake', goal: 'none set' },
+  { scenario: 'wake', metric: /^one agent Dormant|^a player's step: reconcile|agents Dormant → Active in one|^idle agent PSS|^CPU of/, label: 'Wake' },
   { scenario: 'recall', metric: /recall k=10 p50 \/ p95 at 10k/, label: 'Recall at 10,000 memories (BM25), p50 / p95' },
   { scenario: 'event-delivery', metric: /50 agents, p95/, label: 'Event fan-out to 50 agents, p95' },
   { scenario: 'locomo', metric: /— R@5 \/ R@10 \/ R@20/, label: 'LoCoMo evidence recall' },

@@ -11,6 +11,7 @@ import { parseInput } from '../../shared/errors/zod-issues.js';
 import { readAgentToken } from '../../shared/platform/agent-token.js';
 import { isAlive } from '../../shared/platform/data-lock.js';
 import type { Logger } from '../../shared/platform/logger.js';
+import { PhaseClock } from '../../shared/platform/phase-clock.js';
 import { writeAtomic } from '../../shared/platform/write-atomic.js';
 import type { AgentMode } from '../../shared/protocol/agent-protocol.js';
 import { type AgentStartContextInput, AgentStartContextSchema } from '../../shared/protocol/agent-start-context.js';
@@ -46,6 +47,8 @@ export interface StartedAgent {
   port: number;
   /** True when pm2 already ran it (a start that outlived a supervisor crash) and it was adopted. */
   adopted: boolean;
+  /** The start's steps timed: port, context, pm2_start, ready, mcp_probe (the wake trace). */
+  clock: PhaseClock;
 }
 
 /**
@@ -63,27 +66,30 @@ export class AgentStarter {
 
   async start(id: string, mode: AgentMode, preferredPort: number | null, properties: Record<string, unknown>): Promise<StartedAgent> {
     const { config, processes, paths, metrics, link, ports } = this.#o;
+    const clock = new PhaseClock();
     const name = Pm2Names.agent(id);
     const existing = await processes.describe(name);
     if (existing?.status === 'online' && existing.pid && isAlive(existing.pid)) {
       // pm2 still runs it (a start that outlived a supervisor crash): adopt rather than start a second copy.
       const { state } = await link.control(id, { op: 'set_mode', mode }, CONTROL_TIMEOUT_MS);
       ports.hold(state.port);
-      return { pid: existing.pid, port: state.port, adopted: true };
+      return { pid: existing.pid, port: state.port, adopted: true, clock };
     }
     if (existing) await processes.delete(name);
 
     const port = await ports.allocate(preferredPort);
+    clock.mark('port');
     const t0 = performance.now();
     const budget = config.supervisor.start_timeout_ms;
     const life = link.waitForLife(id, budget);
-    const phases: Record<string, number> = {};
-    const mark = (phase: string) => (phases[phase] = Math.round(performance.now() - t0));
+    let pid: number | null = null;
     try {
+      const args = this.#args(id, port, mode, properties);
+      clock.mark('context');
       await processes.start({
         name,
         script: this.#o.thymosBin,
-        args: this.#args(id, port, mode, properties),
+        args,
         cwd: config.file ? join(config.file, '..') : process.cwd(),
         waitReady: true,
         listenTimeoutMs: budget,
@@ -92,14 +98,14 @@ export class AgentStarter {
         restartDelayMs: config.supervisor.restart_delay_ms,
         logFile: join(paths.logs, `${id}.log`),
       });
-      mark('pm2_started');
+      clock.mark('pm2_start');
       const watch = { done: false };
       try {
-        await Promise.race([life.seen, this.#crashDuringStart(id, name, budget, watch)]);
+        pid = (await Promise.race([life.seen, this.#crashDuringStart(id, name, budget, watch)])).state.pid;
       } finally {
         watch.done = true;
       }
-      mark('nats_ready');
+      clock.mark('ready');
       const left = Math.max(1000, budget - (performance.now() - t0));
       await probeMcp(id, `http://${config.agent.host === '0.0.0.0' ? '127.0.0.1' : config.agent.host}:${port}/mcp`, left, config.mcp.require_token ? readAgentToken(config.dataPath, id) : undefined);
     } catch (err) {
@@ -109,11 +115,9 @@ export class AgentStarter {
       const e = toThymosError(err);
       throw new ThymosError(e.code, `${e.message} (log: ${join(paths.logs, `${id}.log`)})`, { cause: err });
     }
-    mark('mcp_answered');
+    clock.mark('mcp_probe');
     metrics.startupSeconds.observe((performance.now() - t0) / 1000);
-    this.#o.logger.info({ agent: id, port, mode, ms_since_start: phases }, 'agent started');
-    const info = await processes.describe(name);
-    return { pid: info?.pid ?? null, port, adopted: false };
+    return { pid, port, adopted: false, clock };
   }
 
   /** `thymos agent` arguments, with the start context written where the agent reads it. */

@@ -7,6 +7,7 @@ import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/error
 import { deleteAgentConsumer, ensureAgentConsumer } from '../../shared/nats/event-stream.js';
 import { isAlive } from '../../shared/platform/data-lock.js';
 import type { Logger } from '../../shared/platform/logger.js';
+import { PhaseClock } from '../../shared/platform/phase-clock.js';
 import type { AgentMode } from '../../shared/protocol/agent-protocol.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
 import type { ProcessManager } from '../pm2/process-manager.js';
@@ -122,10 +123,14 @@ export class AgentTransitions {
   }
 
   async #start(entry: AgentEntry, mode: AgentMode, score: number | null, reason: string, properties: Record<string, unknown>): Promise<AgentEntry> {
-    const { pid, port, adopted } = await this.#o.starter.start(entry.id, mode, entry.port, properties);
+    const { pid, port, adopted, clock } = await this.#o.starter.start(entry.id, mode, entry.port, properties);
     const state = mode === 'active' ? 'active' : 'listening';
-    if (adopted) return this.setState(entry, state, { mode, pid, port, last_error: null }, `${reason} (adopted)`);
-    return this.setState(entry, state, { mode, pid, port, score, last_error: null }, reason);
+    const next = adopted
+      ? await this.setState(entry, state, { mode, pid, port, last_error: null }, `${reason} (adopted)`)
+      : await this.setState(entry, state, { mode, pid, port, score, last_error: null }, reason);
+    clock.mark('registry');
+    this.#o.logger.info({ agent: entry.id, port, mode, pid, adopted, ms: clock.elapsed(), phases: clock.phases }, 'agent started');
+    return next;
   }
 
   async #setMode(entry: AgentEntry, mode: AgentMode, reason: string): Promise<AgentEntry> {
@@ -136,20 +141,27 @@ export class AgentTransitions {
   /** Snapshot acknowledged, then pm2 stops the process (SIGINT, SIGKILL after the budget). */
   async #stop(entry: AgentEntry, reason: string): Promise<AgentEntry> {
     const { processes, config } = this.#o;
+    const clock = new PhaseClock();
     const name = Pm2Names.agent(entry.id);
     const app = await processes.describe(name);
+    clock.mark('describe');
     if (app?.status === 'online') {
       await this.#o.link.control(entry.id, { op: 'snapshot' }, config.agent.shutdown_timeout_ms).catch((err: unknown) => {
         const e = toThymosError(err);
         throw new ThymosError(ErrorCode.SNAPSHOT_FAILED, `${entry.id} was not stopped: its snapshot was not acknowledged (${e.code}: ${e.message})`, { cause: err });
       });
+      clock.mark('snapshot');
     }
     await processes.delete(name);
+    clock.mark('pm2_delete');
     if (app?.pid && isAlive(app.pid)) {
       throw new ThymosError(ErrorCode.PROCESS_MANAGER_ERROR, `${entry.id}: pid ${app.pid} still alive after pm2 stopped it`);
     }
     this.#o.ports.release(entry.port);
     this.#o.heartbeats.forget(entry.id);
-    return this.setState(entry, 'dormant', { mode: null, pid: null }, reason);
+    const next = await this.setState(entry, 'dormant', { mode: null, pid: null }, reason);
+    clock.mark('registry');
+    this.#o.logger.info({ agent: entry.id, ms: clock.elapsed(), phases: clock.phases }, 'agent stopped');
+    return next;
   }
 }

@@ -9,6 +9,7 @@ import type { DomainSchema, LifecycleState } from '../../shared/domain/domain-sc
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
 import { ensureAgentConsumer } from '../../shared/nats/event-stream.js';
 import type { Logger } from '../../shared/platform/logger.js';
+import { PhaseClock } from '../../shared/platform/phase-clock.js';
 import type { AgentMode } from '../../shared/protocol/agent-protocol.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
 import type { ReconcileContext } from '../../shared/protocol/reconcile-context.js';
@@ -166,15 +167,23 @@ export class FleetController {
         );
       }
     }
+    const queued = new PhaseClock();
     return this.#operations.add(async () => {
-      const started = performance.now();
+      queued.mark('queued');
+      const clock = new PhaseClock();
       const decisions = await this.decide(context);
-      this.#o.metrics.decisionSeconds.observe((performance.now() - started) / 1000);
+      clock.mark('decide');
+      this.#o.metrics.decisionSeconds.observe(clock.elapsed() / 1000);
       const report = await this.#apply(decisions, context, options);
       if (!options.dryRun) this.#journal.end();
-      const duration = performance.now() - started;
+      clock.mark('moves');
+      const duration = clock.elapsed();
       this.#o.metrics.reconcileSeconds.observe(duration / 1000);
-      return { ...report, dry_run: options.dryRun ?? false, duration_ms: Math.round(duration) };
+      const moved = report.started.length + report.stopped.length + report.upgraded.length + report.downgraded.length + report.archived.length + report.restored.length;
+      if (moved > 0 || report.failed.length > 0) {
+        this.#o.logger.info({ ms: duration, phases: { ...queued.phases, ...clock.phases }, started: report.started.length, stopped: report.stopped.length, failed: report.failed.length }, 'reconcile done');
+      }
+      return { ...report, dry_run: options.dryRun ?? false, duration_ms: duration };
     });
   }
 

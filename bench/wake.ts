@@ -1,0 +1,211 @@
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import type { Fleet } from '../client/fleet-client.js';
+import { REPO_ROOT } from '../test/helpers/workspace.js';
+import { withBenchFleet } from './bench-fleet.js';
+import type { Figure, Scenario } from './scenario.js';
+import { quantile, round } from './stats.js';
+
+const AGENTS = 50;
+const PLACES = 5;
+/** NPCs that live at the places the player walks between: 4 at each of 5. */
+const NPCS = 20;
+const WALK_STEPS = 15;
+const SINGLE_WAKES = 5;
+const IDLE_SECONDS = 10;
+
+const id = (i: number) => `npc_${String(i).padStart(2, '0')}`;
+const place = (i: number) => `place_${i % PLACES}`;
+
+/** 50 agents; the first 20 live at 5 places, and an NPC is relevant where the player is. */
+function domainPkl(): string {
+  const lines = [`amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}`, 'agents {'];
+  // The agents beyond the walk's NPCs live where the player never goes.
+  for (let i = 0; i < AGENTS; i++) lines.push(`  ["${id(i)}"] { persona { name = "Npc ${i}" }; homeLocation = "${i < NPCS ? place(i) : 'far_away'}" }`);
+  lines.push('}', 'relevanceRules {', '  new { name = "same location"; condition = new SameAs { property = "location"; global = "player_location" }; score = 0.9 }', '}');
+  return lines.join('\n');
+}
+
+/** `Pss:` and `Rss:` of a process from /proc/<pid>/smaps_rollup, in MB. */
+function memoryMb(pid: number): { pss: number; rss: number } {
+  try {
+    const text = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+    const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? Number.NaN) / 1024;
+    return { pss: field('Pss'), rss: field('Rss') };
+  } catch {
+    return { pss: Number.NaN, rss: Number.NaN };
+  }
+}
+
+/** CPU seconds (user + system) a process has used. */
+function cpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+/** A bare `node` spawned and exited, in ms. */
+async function bareSpawnMs(): Promise<number> {
+  const t = performance.now();
+  await new Promise((resolve) => spawn(process.execPath, ['-e', ''], { stdio: 'ignore' }).once('exit', resolve));
+  return performance.now() - t;
+}
+
+/** PSS and RSS of a bare idle `node`, once it has settled. */
+async function bareIdleMb(): Promise<{ pss: number; rss: number }> {
+  const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1 << 30)'], { stdio: 'ignore' });
+  try {
+    await sleep(1000);
+    return memoryMb(child.pid!);
+  } finally {
+    child.kill('SIGKILL');
+  }
+}
+
+/** The JSON lines of a pino log whose message starts with `msg`. */
+function logLines(file: string, msg: string): Array<Record<string, unknown>> {
+  try {
+    return readFileSync(file, 'utf8')
+      .split('\n')
+      .flatMap((line) => {
+        try {
+          const entry = JSON.parse(line) as Record<string, unknown>;
+          return typeof entry.msg === 'string' && entry.msg.startsWith(msg) ? [entry] : [];
+        } catch {
+          return [];
+        }
+      });
+  } catch {
+    return [];
+  }
+}
+
+/** Median of each phase over the entries' `phases`, in the order they first appear. */
+function phaseMedians(entries: Array<Record<string, unknown>>, extra: (e: Record<string, unknown>) => Record<string, number> = () => ({})): string {
+  const byPhase = new Map<string, number[]>();
+  for (const e of entries) {
+    for (const [name, ms] of Object.entries({ ...extra(e), ...(e.phases as Record<string, number>) })) (byPhase.get(name) ?? byPhase.set(name, []).get(name)!).push(ms);
+  }
+  return [...byPhase.entries()].map(([name, values]) => `${name} ${round(quantile(values, 0.5), 0)}`).join(' · ');
+}
+
+async function talk(fleet: Fleet, who: string): Promise<void> {
+  const client = await fleet.agent(who);
+  const result = await client.callTool({ name: `talk_to_${who}`, arguments: { message: 'Good day. What news?', speaker: 'player' } });
+  if (result.isError) throw new Error(`${who} did not answer: ${JSON.stringify(result.content)}`);
+}
+
+/**
+ * Waking, as a game loop sees it: one agent Dormant → Active; a player walking between 5
+ * places where 4 NPCs each live (each step wakes the 4 there, puts the 4 left behind to
+ * sleep, and has each of the 4 answer a talk); 20 and 50 agents in one reconcile; then 50
+ * idle agents' memory (PSS beside RSS) and CPU. Every figure beside a bare `node` of the same
+ * run, and the wake trace (the supervisor's and the agent's phases) from their logs.
+ */
+export const wakeScenario: Scenario = {
+  name: 'wake',
+  title: 'Waking: one agent, a player walking between places, 20 and 50 at once, and 50 idle agents',
+  async run() {
+    const bareSpawn: number[] = [];
+    for (let i = 0; i < 5; i++) bareSpawn.push(await bareSpawnMs());
+    const bare = await bareIdleMb();
+    const toml = ['[lifecycle]', 'min_dwell_ms = 0', `max_running = ${AGENTS}`, `max_active = ${AGENTS}`, '[log]', 'level = "info"'];
+    return withBenchFleet('wake', domainPkl(), toml, async (fleet, data) => {
+      const figures: Figure[] = [];
+      const notes: string[] = [];
+      const force = (ids: string[], relevance: number) => ({ agents: Object.fromEntries(ids.map((a) => [a, { relevance }])) });
+      const all = Array.from({ length: AGENTS }, (_, i) => id(i));
+      const checked = async (what: string, context: Parameters<Fleet['reconcile']>[0], started: number, stopped: number) => {
+        const t = performance.now();
+        const report = await fleet.reconcile(context);
+        const ms = performance.now() - t;
+        if (report.failed.length > 0 || report.started.length !== started || report.stopped.length !== stopped) {
+          throw new Error(`${what}: started ${report.started.length}/${started}, stopped ${report.stopped.length}/${stopped}, failed ${JSON.stringify(report.failed)}`);
+        }
+        return ms;
+      };
+
+      // One agent Dormant → Active, the agent the walk never visits.
+      const single: number[] = [];
+      const lone = id(AGENTS - 1);
+      for (let i = 0; i < SINGLE_WAKES; i++) {
+        single.push(await checked('one wake', force([lone], 1), 1, 0));
+        await checked('one sleep', force([lone], 0.2), 0, 1);
+      }
+      const supervisorLog = join(data, 'logs', 'supervisor.log');
+      const singleStarts = logLines(supervisorLog, 'agent started').filter((e) => e.agent === lone);
+      const singleReady = logLines(join(data, 'logs', `${lone}.log`), 'agent ready');
+      const singleStops = logLines(supervisorLog, 'agent stopped').filter((e) => e.agent === lone);
+
+      // A player walking: each step wakes the 4 NPCs where the player is and puts the others to sleep.
+      const npcs = Array.from({ length: NPCS }, (_, i) => id(i));
+      const locations = Object.fromEntries(npcs.map((n, i) => [n, { location: place(i) }]));
+      const steps: number[] = [];
+      const stepReconciles: number[] = [];
+      for (let s = 0; s <= WALK_STEPS; s++) {
+        const here = `place_${s % PLACES}`;
+        const t = performance.now();
+        const tr = performance.now();
+        await checked(`step ${s}`, { global: { player_location: here }, agents: locations }, NPCS / PLACES, s === 0 ? 0 : NPCS / PLACES);
+        const reconciled = performance.now() - tr;
+        await Promise.all(npcs.filter((_, i) => place(i) === here).map((n) => talk(fleet, n)));
+        // The first step starts from an empty village: it wakes without putting anyone to sleep.
+        if (s > 0) {
+          steps.push(performance.now() - t);
+          stepReconciles.push(reconciled);
+        }
+      }
+      await checked('walk end', force(npcs, 0.2), 0, NPCS / PLACES);
+
+      // Many at once.
+      const twenty = all.slice(NPCS, NPCS + 20);
+      const wake20 = await checked('20 wake', force(twenty, 1), 20, 0);
+      await checked('20 sleep', force(twenty, 0.2), 0, 20);
+      const wake50 = await checked('50 wake', force(all, 1), AGENTS, 0);
+
+      // Idle: 50 running agents, after they have settled.
+      await sleep(3000);
+      const status = await fleet.status();
+      const pids = status.agents.flatMap((a) => (a.pid ? [a.pid] : []));
+      const memory = pids.map(memoryMb);
+      const cpu0 = pids.reduce((sum, p) => sum + cpuSeconds(p), 0);
+      const supervisorCpu0 = cpuSeconds(status.supervisor.pid);
+      await sleep(IDLE_SECONDS * 1000);
+      const cpuIdle = (pids.reduce((sum, p) => sum + cpuSeconds(p), 0) - cpu0) / IDLE_SECONDS;
+      const supervisorIdle = (cpuSeconds(status.supervisor.pid) - supervisorCpu0) / IDLE_SECONDS;
+      const pss = quantile(memory.map((m) => m.pss), 0.5);
+      const rss = quantile(memory.map((m) => m.rss), 0.5);
+
+      const spawnMs = quantile(bareSpawn, 0.5);
+      const singleMs = quantile(single, 0.5);
+      const stepMs = quantile(steps, 0.5);
+      figures.push(
+        { metric: `one agent Dormant → Active, fleet.reconcile returns, median of ${SINGLE_WAKES}`, value: round(singleMs, 0), unit: 'ms', goal: '≤ 250 ms (≤ 150 ms with the pool)' },
+        { metric: 'ratio one wake / bare node spawn → exit (same run)', value: round(singleMs / spawnMs, 1), unit: '×' },
+        { metric: `a player's step: reconcile wakes the 4 NPCs there (20 at 5 places) and each answers a talk, median of ${WALK_STEPS}`, value: round(stepMs, 0), unit: 'ms', goal: '≤ 800 ms (≤ 300 ms with the pool)' },
+        { metric: "a player's step: p95, and the reconcile alone (median)", value: `${round(quantile(steps, 0.95), 0)} / ${round(quantile(stepReconciles, 0.5), 0)}`, unit: 'ms' },
+        { metric: '20 agents Dormant → Active in one reconcile', value: round(wake20, 0), unit: 'ms' },
+        { metric: `${AGENTS} agents Dormant → Active in one reconcile`, value: round(wake50 / 1000, 1), unit: 's', goal: '≤ 8 s (≤ 3 s with the pool)' },
+        { metric: `idle agent PSS / RSS, median of ${pids.length}`, value: `${round(pss, 1)} / ${round(rss, 1)}`, unit: 'MB', goal: 'PSS ≤ 40 MB' },
+        { metric: 'bare idle node PSS / RSS (same run)', value: `${round(bare.pss, 1)} / ${round(bare.rss, 1)}`, unit: 'MB' },
+        { metric: `CPU of ${pids.length} idle agents together, over ${IDLE_SECONDS} s`, value: round(cpuIdle * 100, 1), unit: '% of one core', goal: '≤ 5 %' },
+        { metric: `supervisor CPU while ${pids.length} agents idle`, value: round(supervisorIdle * 100, 1), unit: '% of one core' },
+        { metric: 'bare node spawn → exit, median of 5', value: round(spawnMs, 0), unit: 'ms' },
+      );
+      notes.push(
+        `Wake trace, supervisor side (medians of the ${singleStarts.length} single wakes, ms; each phase from the end of the one before): ${phaseMedians(singleStarts.slice(0, SINGLE_WAKES))}.`,
+        `Stop trace, supervisor side (same agent, ms): ${phaseMedians(singleStops.slice(0, SINGLE_WAKES))}.`,
+        `Wake trace, agent side (same wakes, ms): ${phaseMedians(singleReady.slice(0, SINGLE_WAKES), (e) => ({ boot: Number(e.since_process_start_ms) - Number(e.ms) }))}; boot is Node starting and loading the bundle, before the agent's code runs.`,
+        `The walk: ${NPCS} NPCs at ${PLACES} places, [lifecycle] min_dwell_ms = 0 so the NPCs left behind go Dormant at once; talks to the 4 NPCs of a place run together, each a talk_to_<id> call over MCP with the offline dialogue provider.`,
+      );
+      return { figures, notes };
+    });
+  },
+};
