@@ -21,8 +21,9 @@ import type { AgentLink } from './agent-link.js';
 import type { AgentEntry, AgentRegistry } from './agent-registry.js';
 import { AgentStarter, CONTROL_TIMEOUT_MS } from './agent-starter.js';
 import { AgentTransitions } from './agent-transitions.js';
-import { decideStates, type Decision, type ScoredAgent, STATE_RANK } from './decide-states.js';
+import { decideStates, type Decision, type ScoredAgent } from './decide-states.js';
 import { fleetPins } from './fleet-pins.js';
+import { runMoves } from './move-schedule.js';
 import { PortAllocator } from './port-allocator.js';
 import { ReconcileJournal } from './reconcile-journal.js';
 import { describeMove, emptyReport, type Report, RUNNING, sortReport } from './reconcile-report.js';
@@ -253,25 +254,34 @@ export class FleetController {
     return resumed && { since: resumed.since, report: resumed.result };
   }
 
-  /** Moves down first (freeing capacity and ports), then up; each phase with bounded concurrency. */
-  async #runMoves(
-    moves: Move[],
-    report: Report,
-    onProgress: ProgressListener | undefined,
-  ): Promise<void> {
+  /** The moves side by side, a move up waiting only for the place a move down frees (see runMoves). */
+  async #runMoves(moves: Move[], report: Report, onProgress: ProgressListener | undefined): Promise<void> {
     const total = moves.length;
     let done = 0;
-    const queue = new PQueue({ concurrency: this.#o.config.supervisor.concurrency });
-    const run = (m: (typeof moves)[number]) =>
-      queue.add(async () => {
+    const { lifecycle, supervisor } = this.#o.config;
+    const entries = this.#o.registry.all();
+    const limits = {
+      concurrency: supervisor.concurrency,
+      maxRunning: lifecycle.max_running,
+      maxActive: lifecycle.max_active,
+      running: entries.filter((e) => RUNNING(e.state)).length,
+      active: entries.filter((e) => e.state === 'active').length,
+    };
+    const scheduled = moves.map((m) => ({ ...m, id: m.entry.id, from: m.entry.state }));
+    await runMoves(
+      scheduled,
+      limits,
+      async (m) => {
         const t0 = performance.now();
-        const ok = await this.#transitions.run(m.entry.id, m.to, m.score, m.reason, report, m.properties ?? {});
-        onProgress?.({ id: m.entry.id, step: `${m.entry.state} → ${m.to}`, done: ++done, total, ok, ms: Math.round(performance.now() - t0) });
-      });
-    const down = moves.filter((m) => STATE_RANK[m.to] < STATE_RANK[m.entry.state]);
-    const up = moves.filter((m) => STATE_RANK[m.to] > STATE_RANK[m.entry.state]);
-    await Promise.all(down.map(run));
-    await Promise.all(up.map(run));
+        const ok = await this.#transitions.run(m.id, m.to, m.score, m.reason, report, m.properties ?? {});
+        onProgress?.({ id: m.id, step: `${m.from} → ${m.to}`, done: ++done, total, ok, ms: Math.round(performance.now() - t0) });
+        return ok;
+      },
+      (m, err) => {
+        report.failed.push({ id: m.id, code: err.code, message: `${m.id} stays ${m.from}: ${err.message}` });
+        onProgress?.({ id: m.id, step: `${m.from} → ${m.to}`, done: ++done, total, ok: false, ms: 0 });
+      },
+    );
   }
 
   /** One agent, one command (CLI `start|stop|archive|restore`): bypasses scores, not pins or capacity. */

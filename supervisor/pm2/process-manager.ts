@@ -95,6 +95,11 @@ export class ProcessManager {
           error_file: spec.logFile,
           merge_logs: true,
           time: false,
+          // No @pm2/io inside each app (its metric timers cost an idle agent CPU every second),
+          // and no git probe of the script's folder at each start.
+          pmx: false,
+          automation: false,
+          vizion: false,
         },
         cb,
       ),

@@ -1,0 +1,111 @@
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+
+import type { Fleet } from '../../../client/fleet-client.js';
+import type { ProgressMessage } from '../../../shared/protocol/supervisor-protocol.js';
+import { alive, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
+
+const force = (ups: string[], downs: string[]) => ({
+  agents: Object.fromEntries([...ups.map((id) => [id, { relevance: 1 }]), ...downs.map((id) => [id, { relevance: 0.2 }])]),
+});
+
+/**
+ * The agent processes of one workspace alive now, from /proc: a process counts from the moment
+ * pm2 forks it (its command line names the workspace's thymos.toml), long before pm2 writes
+ * its pid file, and until it has exited.
+ */
+function agentProcesses(configPath: string): number {
+  let count = 0;
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const args = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0');
+      if (args.includes('agent') && args.includes(configPath) && alive(Number(name))) count++;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return count;
+}
+
+/** Samples how many agent processes are alive while `during` runs; the most seen at once. */
+async function mostAgentsAlive(configPath: string, during: Promise<unknown>): Promise<number> {
+  let most = 0;
+  let finished = false;
+  void during.finally(() => (finished = true)).catch(() => undefined);
+  while (!finished) {
+    most = Math.max(most, agentProcesses(configPath));
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  await during;
+  return most;
+}
+
+async function distinctPorts(fleet: Fleet): Promise<void> {
+  const running = (await fleet.status()).agents.filter((a) => a.port !== null);
+  assert.equal(new Set(running.map((a) => a.port)).size, running.length, `ports: ${JSON.stringify(running.map((a) => [a.id, a.port]))}`);
+}
+
+describe('a reconcile runs moves up beside moves down', () => {
+  describe('with room to spare', () => {
+    let tf: TestFleet;
+    before(async () => {
+      tf = await startTestFleet(['[lifecycle]', 'min_dwell_ms = 0', 'max_running = 6', 'max_active = 6']);
+    });
+    after(async () => {
+      await tf?.dispose();
+    });
+
+    test('the agents coming up start before those going down have stopped', async () => {
+      const { fleet } = tf;
+      const first = await fleet.reconcile(force(['elder_rowan', 'bram_smith'], []));
+      assert.deepEqual(first.failed, []);
+      const seen: Array<ProgressMessage & { at: number }> = [];
+      const t0 = performance.now();
+      const report = await fleet.reconcile(force(['mira_herbalist', 'tomas_innkeeper'], ['elder_rowan', 'bram_smith']), {
+        onProgress: (p) => seen.push({ ...p, at: performance.now() - t0 }),
+      });
+      assert.deepEqual(report.failed, []);
+      assert.deepEqual(report.started, ['mira_herbalist', 'tomas_innkeeper']);
+      assert.deepEqual(report.stopped, ['bram_smith', 'elder_rowan']);
+      const downs = seen.filter((p) => /→ dormant$/.test(p.step));
+      const ups = seen.filter((p) => /→ active$/.test(p.step));
+      assert.equal(downs.length, 2);
+      assert.equal(ups.length, 2);
+      const firstUpBegan = Math.min(...ups.map((p) => p.at - p.ms));
+      const lastDownEnded = Math.max(...downs.map((p) => p.at));
+      assert.ok(firstUpBegan < lastDownEnded, `a start began at ${firstUpBegan.toFixed(0)} ms, after the last stop ended at ${lastDownEnded.toFixed(0)} ms`);
+      await distinctPorts(fleet);
+    });
+  });
+
+  describe('at the running limit', () => {
+    let tf: TestFleet;
+    before(async () => {
+      tf = await startTestFleet(['[lifecycle]', 'min_dwell_ms = 0', 'max_running = 2', 'max_active = 2']);
+    });
+    after(async () => {
+      await tf?.dispose();
+    });
+
+    test('a start waits for the place a stop frees: never more agents running than max_running, never one port twice', async () => {
+      const { fleet, ws } = tf;
+      const first = await fleet.reconcile(force(['elder_rowan', 'bram_smith'], []));
+      assert.deepEqual(first.failed, []);
+      for (const [ups, downs] of [
+        [['mira_herbalist', 'tomas_innkeeper'], ['elder_rowan', 'bram_smith']],
+        [['elder_rowan', 'captain_lysa'], ['mira_herbalist', 'tomas_innkeeper']],
+      ] as const) {
+        const reconcile = fleet.reconcile(force([...ups], [...downs]));
+        const most = await mostAgentsAlive(ws.configPath, reconcile);
+        const report = await reconcile;
+        assert.deepEqual(report.failed, []);
+        assert.deepEqual(report.started, [...ups].sort());
+        assert.deepEqual(report.stopped, [...downs].sort());
+        assert.ok(most <= 2, `${most} agent processes alive at once; max_running is 2`);
+        await distinctPorts(fleet);
+      }
+    });
+  });
+});

@@ -1,0 +1,114 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import type { LifecycleState } from '../../../shared/domain/domain-schema.js';
+import type { ThymosError } from '../../../shared/errors/errors.js';
+import { runMoves, type ScheduledMove } from '../../../supervisor/fleet/move-schedule.js';
+
+const move = (id: string, from: LifecycleState, to: LifecycleState): ScheduledMove => ({ id, from, to });
+
+/** Runs the moves with a `run` that settles when told, and records the order things happen in. */
+function harness(outcome: (m: ScheduledMove) => boolean = () => true) {
+  const events: string[] = [];
+  const pending = new Map<string, () => void>();
+  const refusals: Array<{ id: string; code: string }> = [];
+  const finish = (id: string) => {
+    pending.get(id)!();
+    pending.delete(id);
+  };
+  const run = (m: ScheduledMove) =>
+    new Promise<boolean>((resolve) => {
+      events.push(`begin ${m.id}`);
+      pending.set(m.id, () => {
+        events.push(`end ${m.id}`);
+        resolve(outcome(m));
+      });
+    });
+  const refused = (m: ScheduledMove, err: ThymosError) => refusals.push({ id: m.id, code: err.code });
+  return { events, pending, refusals, finish, run, refused };
+}
+
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+test('with places free, moves up begin at once beside moves down', async () => {
+  const h = harness();
+  const done = runMoves([move('a', 'active', 'dormant'), move('b', 'dormant', 'active')], { concurrency: 4, maxRunning: 4, maxActive: 4, running: 1, active: 1 }, h.run, h.refused);
+  await tick();
+  assert.deepEqual(h.events, ['begin a', 'begin b']);
+  h.finish('b');
+  h.finish('a');
+  await done;
+  assert.deepEqual(h.refusals, []);
+});
+
+test('at the running limit a move up waits for the place a move down gives back', async () => {
+  const h = harness();
+  const done = runMoves(
+    [move('a', 'active', 'dormant'), move('b', 'listening', 'dormant'), move('c', 'dormant', 'active'), move('d', 'dormant', 'listening')],
+    { concurrency: 4, maxRunning: 2, maxActive: 2, running: 2, active: 1 },
+    h.run,
+    h.refused,
+  );
+  await tick();
+  assert.deepEqual(h.events, ['begin a', 'begin b']);
+  h.finish('b');
+  await tick();
+  assert.deepEqual(h.events.slice(2), ['end b', 'begin c'], 'the first place freed goes to the first move up waiting');
+  h.finish('a');
+  await tick();
+  assert.deepEqual(h.events.slice(4), ['end a', 'begin d']);
+  h.finish('c');
+  h.finish('d');
+  await done;
+  assert.deepEqual(h.refusals, []);
+});
+
+test('an upgrade to active waits for a downgrade at the active limit; moving between running states takes no running place', async () => {
+  const h = harness();
+  const done = runMoves([move('a', 'active', 'listening'), move('b', 'listening', 'active')], { concurrency: 4, maxRunning: 2, maxActive: 1, running: 2, active: 1 }, h.run, h.refused);
+  await tick();
+  assert.deepEqual(h.events, ['begin a']);
+  h.finish('a');
+  await tick();
+  assert.deepEqual(h.events, ['begin a', 'end a', 'begin b']);
+  h.finish('b');
+  await done;
+});
+
+test('a move down that fails frees nothing: the move up waiting for it is refused with CAPACITY_EXCEEDED', async () => {
+  const h = harness((m) => m.id !== 'a');
+  const done = runMoves([move('a', 'active', 'dormant'), move('c', 'dormant', 'active')], { concurrency: 4, maxRunning: 1, maxActive: 1, running: 1, active: 1 }, h.run, h.refused);
+  await tick();
+  h.finish('a');
+  await done;
+  assert.deepEqual(h.events, ['begin a', 'end a']);
+  assert.deepEqual(h.refusals, [{ id: 'c', code: 'CAPACITY_EXCEEDED' }]);
+});
+
+test('a move up that fails gives its place to the next one waiting', async () => {
+  const h = harness((m) => m.id !== 'c');
+  const done = runMoves([move('c', 'dormant', 'active'), move('d', 'dormant', 'active'), move('a', 'active', 'dormant')], { concurrency: 4, maxRunning: 2, maxActive: 2, running: 1, active: 1 }, h.run, h.refused);
+  await tick();
+  assert.deepEqual(h.events, ['begin a', 'begin c']);
+  h.finish('c');
+  await tick();
+  assert.deepEqual(h.events.slice(2), ['end c', 'begin d'], 'the failed start gave its place back before the stop finished');
+  h.finish('a');
+  h.finish('d');
+  await done;
+  assert.deepEqual(h.refusals, []);
+});
+
+test('each direction runs at most `concurrency` moves at once', async () => {
+  const h = harness();
+  const ups = ['u1', 'u2', 'u3'].map((id) => move(id, 'dormant', 'listening'));
+  const done = runMoves(ups, { concurrency: 2, maxRunning: 10, maxActive: 10, running: 0, active: 0 }, h.run, h.refused);
+  await tick();
+  assert.deepEqual(h.events, ['begin u1', 'begin u2']);
+  h.finish('u1');
+  await tick();
+  assert.deepEqual(h.events.slice(2), ['end u1', 'begin u3']);
+  h.finish('u2');
+  h.finish('u3');
+  await done;
+});
