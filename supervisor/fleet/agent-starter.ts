@@ -21,6 +21,13 @@ import { probeMcp } from './mcp-probe.js';
 import type { PortAllocator } from './port-allocator.js';
 import type { SupervisorMetrics } from './supervisor-metrics.js';
 
+/**
+ * Node flags of every agent process. An agent spends its life mostly idle between short
+ * bursts of work, so a young generation of 1 MB semi-spaces (instead of up to 16) keeps about
+ * 6 MB less resident per agent for a few more, cheaper scavenges during a burst.
+ */
+const AGENT_NODE_ARGS = ['--max-semi-space-size=1'];
+
 /** Deadline of a quick control request to an agent (get_state, set_mode). */
 export const CONTROL_TIMEOUT_MS = 5000;
 
@@ -90,6 +97,7 @@ export class AgentStarter {
         name,
         script: this.#o.thymosBin,
         args,
+        nodeArgs: AGENT_NODE_ARGS,
         cwd: config.file ? join(config.file, '..') : process.cwd(),
         waitReady: true,
         listenTimeoutMs: budget,

@@ -23,6 +23,8 @@ export interface AppSpec {
   env?: Record<string, string>;
   /** Node for JavaScript; `none` for a binary such as nats-server. */
   interpreter?: string;
+  /** Flags for Node itself, before the script. */
+  nodeArgs?: string[];
   /** Wait for `process.send('ready')` (up to `listenTimeoutMs`). */
   waitReady?: boolean;
   listenTimeoutMs?: number;
@@ -86,6 +88,7 @@ export class ProcessManager {
           cwd: spec.cwd,
           env: spec.env ?? {},
           interpreter: spec.interpreter ?? process.execPath,
+          node_args: spec.nodeArgs ?? [],
           wait_ready: spec.waitReady ?? false,
           listen_timeout: spec.listenTimeoutMs,
           kill_timeout: spec.killTimeoutMs,
