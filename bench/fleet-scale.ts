@@ -8,6 +8,7 @@ import { loadConfig } from '../shared/config/thymos-config.js';
 import { downFleet, upFleet } from '../supervisor/pm2/fleet-launcher.js';
 import { fleetPids, killFleet } from '../test/helpers/fleet.js';
 import { REPO_ROOT } from '../test/helpers/workspace.js';
+import { cpuSeconds } from './proc-stats.js';
 import type { Figure, Scenario } from './scenario.js';
 import { quantile, round } from './stats.js';
 
@@ -22,17 +23,6 @@ function rssMb(pid: number): number {
     return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? Number.NaN) / 1024;
   } catch {
     return Number.NaN;
-  }
-}
-
-/** CPU seconds (user + system) a process has used. */
-function cpuSeconds(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return 0;
   }
 }
 

@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Fleet } from '../client/fleet-client.js';
 import { REPO_ROOT } from '../test/helpers/workspace.js';
 import { withBenchFleet } from './bench-fleet.js';
+import { cpuSeconds } from './proc-stats.js';
 import type { Figure, Scenario } from './scenario.js';
 import { quantile, round } from './stats.js';
 
@@ -37,17 +38,6 @@ function memoryMb(pid: number): { pss: number; rss: number } {
     return { pss: field('Pss'), rss: field('Rss') };
   } catch {
     return { pss: Number.NaN, rss: Number.NaN };
-  }
-}
-
-/** CPU seconds (user + system) a process has used. */
-function cpuSeconds(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return 0;
   }
 }
 
