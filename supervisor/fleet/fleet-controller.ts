@@ -23,7 +23,7 @@ import { AgentStarter, CONTROL_TIMEOUT_MS } from './agent-starter.js';
 import { AgentTransitions } from './agent-transitions.js';
 import { decideStates, type Decision, type ScoredAgent } from './decide-states.js';
 import { fleetPins } from './fleet-pins.js';
-import { runMoves } from './move-schedule.js';
+import { moveLimits, runMoves } from './move-schedule.js';
 import { PortAllocator } from './port-allocator.js';
 import { ReconcileJournal } from './reconcile-journal.js';
 import { describeMove, emptyReport, type Report, RUNNING, sortReport } from './reconcile-report.js';
@@ -258,15 +258,7 @@ export class FleetController {
   async #runMoves(moves: Move[], report: Report, onProgress: ProgressListener | undefined): Promise<void> {
     const total = moves.length;
     let done = 0;
-    const { lifecycle, supervisor } = this.#o.config;
-    const entries = this.#o.registry.all();
-    const limits = {
-      concurrency: supervisor.concurrency,
-      maxRunning: lifecycle.max_running,
-      maxActive: lifecycle.max_active,
-      running: entries.filter((e) => RUNNING(e.state)).length,
-      active: entries.filter((e) => e.state === 'active').length,
-    };
+    const limits = moveLimits(this.#o.registry.all().map((e) => e.state), this.#o.config.lifecycle, this.#o.config.supervisor.concurrency);
     const scheduled = moves.map((m) => ({ ...m, id: m.entry.id, from: m.entry.state }));
     await runMoves(
       scheduled,

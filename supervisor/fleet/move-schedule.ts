@@ -22,6 +22,17 @@ export interface MoveLimits {
   active: number;
 }
 
+/** The limits of a reconcile's moves: the fleet's settings, and the states its agents are in now. */
+export function moveLimits(states: readonly LifecycleState[], lifecycle: { max_running: number; max_active: number }, concurrency: number): MoveLimits {
+  return {
+    concurrency,
+    maxRunning: lifecycle.max_running,
+    maxActive: lifecycle.max_active,
+    running: states.filter(RUNNING).length,
+    active: states.filter((s) => s === 'active').length,
+  };
+}
+
 /**
  * A count of free places that moves take and give back; a move that needs one waits for it.
  * Once closed, every move still waiting (and any that asks later) fails: nothing will give one back.
