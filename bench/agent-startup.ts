@@ -9,6 +9,7 @@ import { killAllAgents, startAgent } from '../test/helpers/agent-child.js';
 import { startNatsServer } from '../test/helpers/nats-server.js';
 import { freePort } from '../test/helpers/ports.js';
 import { createWorkspace } from '../test/helpers/workspace.js';
+import { bareNodeSpawnMs } from './proc-stats.js';
 import type { Figure, Scenario } from './scenario.js';
 import { quantile, round } from './stats.js';
 
@@ -17,12 +18,6 @@ const RUNS = 15;
 function rssKb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN);
-}
-
-async function bareNode(): Promise<number> {
-  const t = performance.now();
-  await new Promise((resolve) => spawn(process.execPath, ['-e', ''], { stdio: 'ignore' }).once('exit', resolve));
-  return performance.now() - t;
 }
 
 export const agentStartupScenario: Scenario = {
@@ -36,7 +31,7 @@ export const agentStartupScenario: Scenario = {
     const rss: number[] = [];
     try {
       for (let i = 0; i < RUNS; i++) {
-        bare.push(await bareNode());
+        bare.push(await bareNodeSpawnMs());
         const port = await freePort();
         const t = performance.now();
         const agent = await startAgent({ id: 'elder_rowan', port, config: ws.configPath });

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
 /** CPU seconds (user + system) a process has used. */
@@ -9,4 +10,11 @@ export function cpuSeconds(pid: number): number {
   } catch {
     return 0;
   }
+}
+
+/** A bare `node` spawned and exited, in ms: the floor any Node process start stands on. */
+export async function bareNodeSpawnMs(): Promise<number> {
+  const t = performance.now();
+  await new Promise((resolve) => spawn(process.execPath, ['-e', ''], { stdio: 'ignore' }).once('exit', resolve));
+  return performance.now() - t;
 }

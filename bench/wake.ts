@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Fleet } from '../client/fleet-client.js';
 import { REPO_ROOT } from '../test/helpers/workspace.js';
 import { withBenchFleet } from './bench-fleet.js';
-import { cpuSeconds } from './proc-stats.js';
+import { bareNodeSpawnMs, cpuSeconds } from './proc-stats.js';
 import type { Figure, Scenario } from './scenario.js';
 import { quantile, round } from './stats.js';
 
@@ -39,13 +39,6 @@ function memoryMb(pid: number): { pss: number; rss: number } {
   } catch {
     return { pss: Number.NaN, rss: Number.NaN };
   }
-}
-
-/** A bare `node` spawned and exited, in ms. */
-async function bareSpawnMs(): Promise<number> {
-  const t = performance.now();
-  await new Promise((resolve) => spawn(process.execPath, ['-e', ''], { stdio: 'ignore' }).once('exit', resolve));
-  return performance.now() - t;
 }
 
 /** PSS and RSS of a bare idle `node`, once it has settled. */
@@ -104,7 +97,7 @@ export const wakeScenario: Scenario = {
   title: 'Waking: one agent, a player walking between places, 20 and 50 at once, and 50 idle agents',
   async run() {
     const bareSpawn: number[] = [];
-    for (let i = 0; i < 5; i++) bareSpawn.push(await bareSpawnMs());
+    for (let i = 0; i < 5; i++) bareSpawn.push(await bareNodeSpawnMs());
     const bare = await bareIdleMb();
     const toml = ['[lifecycle]', 'min_dwell_ms = 0', `max_running = ${AGENTS}`, `max_active = ${AGENTS}`, '[log]', 'level = "info"'];
     return withBenchFleet('wake', domainPkl(), toml, async (fleet, data) => {
