@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -89,39 +89,44 @@ export class AgentStarter {
     const t0 = performance.now();
     const budget = config.supervisor.start_timeout_ms;
     const life = link.waitForLife(id, budget);
+    // Watched before pm2 starts it, so an exit at any moment of the start is seen.
+    const exit = await this.#exitDuringStart(id, name);
     let pid: number | null = null;
     try {
       const args = this.#args(id, port, mode, properties);
       clock.mark('context');
-      await processes.start({
-        name,
-        script: this.#o.thymosBin,
-        args,
-        nodeArgs: AGENT_NODE_ARGS,
-        cwd: config.file ? join(config.file, '..') : process.cwd(),
-        waitReady: true,
-        listenTimeoutMs: budget,
-        killTimeoutMs: config.agent.shutdown_timeout_ms + 2000,
-        autorestart: true,
-        restartDelayMs: config.supervisor.restart_delay_ms,
-        logFile: join(paths.logs, `${id}.log`),
-      });
+      await Promise.race([
+        processes.start({
+          name,
+          script: this.#o.thymosBin,
+          args,
+          nodeArgs: AGENT_NODE_ARGS,
+          cwd: config.file ? join(config.file, '..') : process.cwd(),
+          waitReady: true,
+          listenTimeoutMs: budget,
+          killTimeoutMs: config.agent.shutdown_timeout_ms + 2000,
+          autorestart: true,
+          restartDelayMs: config.supervisor.restart_delay_ms,
+          logFile: join(paths.logs, `${id}.log`),
+        }),
+        exit.failed,
+      ]);
       clock.mark('pm2_start');
-      const watch = { done: false };
-      try {
-        pid = (await Promise.race([life.seen, this.#crashDuringStart(id, name, budget, watch)])).state.pid;
-      } finally {
-        watch.done = true;
-      }
+      pid = (await Promise.race([life.seen, exit.failed])).state.pid;
       clock.mark('ready');
       const left = Math.max(1000, budget - (performance.now() - t0));
-      await probeMcp(id, `http://${config.agent.host === '0.0.0.0' ? '127.0.0.1' : config.agent.host}:${port}/mcp`, left, config.mcp.require_token ? readAgentToken(config.dataPath, id) : undefined);
+      await Promise.race([
+        probeMcp(id, `http://${config.agent.host === '0.0.0.0' ? '127.0.0.1' : config.agent.host}:${port}/mcp`, left, config.mcp.require_token ? readAgentToken(config.dataPath, id) : undefined),
+        exit.failed,
+      ]);
     } catch (err) {
       life.cancel();
       await processes.delete(name).catch(() => undefined);
       ports.release(port);
       const e = toThymosError(err);
       throw new ThymosError(e.code, `${e.message} (log: ${join(paths.logs, `${id}.log`)})`, { cause: err });
+    } finally {
+      exit.stop();
     }
     clock.mark('mcp_probe');
     metrics.startupSeconds.observe((performance.now() - t0) / 1000);
@@ -155,21 +160,50 @@ export class AgentStarter {
   }
 
   /**
-   * Rejects as soon as pm2 reports that the agent's process exited while starting (a restart,
-   * or an errored app), with the end of its log; never resolves otherwise. Without it a
-   * process that cannot start would be retried by pm2 until the whole start budget ran out.
+   * `failed` rejects as soon as pm2 reports that the agent's process exited while starting,
+   * with the end of its log; it never resolves. pm2's event bus pushes the exit, so a
+   * process that cannot start fails its start at once instead of being retried by pm2 until
+   * the whole start budget ran out, and nothing is polled while the start goes well.
    */
-  async #crashDuringStart(id: string, name: string, budget: number, watch: { done: boolean }): Promise<never> {
-    const deadline = performance.now() + budget;
-    while (!watch.done && performance.now() < deadline) {
-      await sleep(250);
-      const app = watch.done ? undefined : await this.#o.processes.describe(name).catch(() => undefined);
-      if (!watch.done && app && (app.restarts > 0 || app.status === 'errored' || app.status === 'stopped')) {
-        throw new ThymosError(ErrorCode.AGENT_START_FAILED, `${id} exited while starting (pm2 status ${app.status}, ${app.restarts} restart(s)); its log ends: ${logTail(join(this.#o.paths.logs, `${id}.log`))}`);
-      }
-    }
-    return new Promise<never>(() => undefined);
+  async #exitDuringStart(id: string, name: string): Promise<{ failed: Promise<never>; stop: () => void }> {
+    let fail: (err: Error) => void = () => undefined;
+    const failed = new Promise<never>((_, reject) => (fail = reject));
+    failed.catch(() => undefined);
+    const log = join(this.#o.paths.logs, `${id}.log`);
+    const since = Date.now();
+    const stop = await this.#o.processes.watchExits((exit) => {
+      // A late report of a copy deleted before this start is not this start's exit.
+      if (exit.name !== name || exit.at < since) return;
+      void logTailSettled(log).then((tail) =>
+        fail(new ThymosError(ErrorCode.AGENT_START_FAILED, `${id} exited while starting (exit code ${exit.exitCode ?? 'none'}, pm2 status ${exit.status}, ${exit.restarts} restart(s)); its log ends: ${tail}`)),
+      );
+    });
+    return { failed, stop };
   }
+}
+
+/**
+ * The end of a log a process that just exited wrote: pm2 may still be writing its last lines
+ * when it reports the exit, so the file is read again until it stops growing (at most 1 s).
+ * Only a failed start waits here.
+ */
+async function logTailSettled(file: string): Promise<string> {
+  const size = () => {
+    try {
+      return statSync(file).size;
+    } catch {
+      return -1;
+    }
+  };
+  const deadline = performance.now() + 1000;
+  let last = size();
+  for (;;) {
+    await sleep(50);
+    const now = size();
+    if (now === last || performance.now() > deadline) break;
+    last = now;
+  }
+  return logTail(file);
 }
 
 /** The last error-looking lines of a log, joined, for an error message. */

@@ -46,6 +46,27 @@ interface Pm2Description {
 
 type Callback<T> = (err: Error | null | undefined, value: T) => void;
 
+/** An app's process that exited, as pm2's event bus reports it. */
+export interface AppExit {
+  name: string;
+  /** pm2's status after the exit: `stopped` before a restart, `errored` once it gives up, `stopping` for a stop asked for. */
+  status: string;
+  restarts: number;
+  exitCode: number | null;
+  /** When the daemon saw it (epoch ms). */
+  at: number;
+}
+
+interface BusPacket {
+  event?: string;
+  at?: number;
+  process?: { name?: string; status?: string; restart_time?: number; exit_code?: number };
+}
+
+interface Pm2Bus {
+  on(event: 'process:event', listener: (packet: BusPacket) => void): void;
+}
+
 /** The part of pm2's programmatic API (a `pm2.custom` instance) Thymos uses. */
 interface Pm2Api {
   connect(cb: Callback<unknown>): void;
@@ -54,6 +75,7 @@ interface Pm2Api {
   list(cb: Callback<Pm2Description[]>): void;
   describe(name: string, cb: Callback<Pm2Description[]>): void;
   delete(name: string, cb: Callback<unknown>): void;
+  launchBus(cb: (err: Error | null | undefined, bus: Pm2Bus) => void): void;
 }
 
 /**
@@ -63,6 +85,8 @@ interface Pm2Api {
 export class ProcessManager {
   readonly #pm2: Pm2Api;
   readonly home: string;
+  #bus: Promise<void> | undefined;
+  readonly #exitListeners = new Set<(exit: AppExit) => void>();
 
   private constructor(pm2: Pm2Api, home: string) {
     this.#pm2 = pm2;
@@ -117,6 +141,25 @@ export class ProcessManager {
   async describe(name: string): Promise<ProcessInfo | undefined> {
     const found = await this.#call<Pm2Description[]>('describe', (cb) => this.#pm2.describe(name, cb));
     return found[0] ? toInfo(found[0]) : undefined;
+  }
+
+  /**
+   * Calls `listener` each time a process of one of pm2's apps exits (a crash, a stop, a
+   * delete) until the returned function is called. pm2's event bus pushes the exits: nothing
+   * is polled. Resolves once the bus is connected, so no exit after that is missed.
+   */
+  async watchExits(listener: (exit: AppExit) => void): Promise<() => void> {
+    this.#bus ??= this.#call<Pm2Bus>('launchBus', (cb) => this.#pm2.launchBus(cb)).then((bus) =>
+      bus.on('process:event', (packet) => {
+        if (packet.event !== 'exit' || !packet.process?.name) return;
+        const p = packet.process;
+        const exit: AppExit = { name: p.name ?? '', status: p.status ?? 'unknown', restarts: p.restart_time ?? 0, exitCode: p.exit_code ?? null, at: packet.at ?? Date.now() };
+        for (const l of this.#exitListeners) l(exit);
+      }),
+    );
+    await this.#bus;
+    this.#exitListeners.add(listener);
+    return () => this.#exitListeners.delete(listener);
   }
 
   /** An app as pm2 sees it once it is no longer `launching` (starting, or restarting after a crash), or as it is after `ms`. */
