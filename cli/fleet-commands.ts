@@ -167,6 +167,16 @@ export async function runCallCommand(argv: string[]): Promise<number> {
   return result.isError ? ExitCode.FAILURE : ExitCode.OK;
 }
 
+/** `thymos url ID`: the MCP address of a running agent, for an MCP client. */
+export async function runUrlCommand(argv: string[]): Promise<number> {
+  const usage = 'thymos url ID [--config FILE] [--json]';
+  const args = parseFleetArgs(argv, usage, {}, { min: 1, max: 1 });
+  const id = parseId(args.positionals[0]!, usage);
+  const found = await withFleet(args.config, (f) => f.agentUrl(id));
+  out(args.json ? JSON.stringify({ id, ...found }) : found.url);
+  return ExitCode.OK;
+}
+
 /** `thymos history ID [--lines N]` */
 export async function runHistoryCommand(argv: string[]): Promise<number> {
   const usage = 'thymos history ID [--lines N] [--config FILE] [--json]';

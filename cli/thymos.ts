@@ -22,6 +22,9 @@ usage:
   thymos logs ID|supervisor|nats-server [--follow] [--lines N]
   thymos history ID [--lines N] [--json]
       The agent's last transitions.
+  thymos url ID [--json]
+      The MCP address of a running agent (http://127.0.0.1:PORT/mcp), for an MCP client.
+      An agent keeps its port across wakes while it is free; pin one with [supervisor] agent_ports.
   thymos call ID TOOL ['{"arg":"value"}'] [--json]
       Call one MCP tool on a running agent.
   thymos publish TYPE ['{"summary":"…"}'] [--tags a,b] [--location L] [--mentions a,b] [--source S]
@@ -33,6 +36,9 @@ usage:
       Check thymos.toml and the Pkl domain schema it names.
   thymos supervisor [--config FILE] [--nats-url URL]
       Run the supervisor in the foreground (thymos up runs it under pm2).
+  thymos spare --slot NAME --nats-url URL [--config FILE]
+      A warm spare of the supervisor's pool ([supervisor] pool_size): waits for one claim,
+      then runs that agent. The supervisor starts these under pm2.
 
   Every fleet command takes --config FILE (default: $THYMOS_CONFIG, else ./thymos.toml).
   thymos help | --help
@@ -55,6 +61,7 @@ const FLEET_COMMANDS: Record<string, (c: FleetCommands, argv: string[]) => Promi
   restore: (c, a) => c.runAgentOperationCommand('restore', a),
   logs: (c, a) => c.runLogsCommand(a),
   call: (c, a) => c.runCallCommand(a),
+  url: (c, a) => c.runUrlCommand(a),
   publish: (c, a) => c.runPublishCommand(a),
   history: (c, a) => c.runHistoryCommand(a),
 };
@@ -66,6 +73,10 @@ async function main(argv: string[]): Promise<number> {
     case 'agent': {
       const { runAgentCommand } = await import('./agent-command.js');
       return runAgentCommand(rest);
+    }
+    case 'spare': {
+      const { runSpareCommand } = await import('./spare-command.js');
+      return runSpareCommand(rest);
     }
     case 'supervisor': {
       const { runSupervisorCommand } = await import('./supervisor-command.js');

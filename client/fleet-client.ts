@@ -64,6 +64,8 @@ export interface Fleet {
    * AGENT_NOT_ACTIVE when the agent is Dormant or Archived.
    */
   agent(id: string): Promise<Client>;
+  /** A running agent's MCP address (what `thymos url ID` prints), port and pid; AGENT_NOT_ACTIVE if it does not run. */
+  agentUrl(id: string): Promise<{ url: string; port: number; pid: number | null }>;
   close(): Promise<void>;
 }
 
@@ -158,13 +160,22 @@ class FleetClient implements Fleet {
     return { close: () => sub.unsubscribe() };
   }
 
-  async agent(id: string): Promise<Client> {
+  /**
+   * The address of a running agent's MCP endpoint (`http://127.0.0.1:<port>/mcp`), the one an
+   * MCP client should use, with the agent's pid; AGENT_NOT_ACTIVE if it does not run.
+   */
+  async agentUrl(id: string): Promise<{ url: string; port: number; pid: number | null }> {
     const status = await this.status();
     const row = status.agents.find((a) => a.id === id);
     if (!row) throw new ThymosError(ErrorCode.AGENT_NOT_FOUND, `no agent "${id}" in the fleet`);
     if (row.port === null || (row.state !== 'active' && row.state !== 'listening')) {
       throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${id} is ${row.state}: it has no MCP endpoint until it runs (reconcile or thymos start ${id})`);
     }
+    return { url: `http://${this.#host}:${row.port}/mcp`, port: row.port, pid: row.pid };
+  }
+
+  async agent(id: string): Promise<Client> {
+    const row = await this.agentUrl(id);
     const cached = this.#agents.get(id);
     // A restarted process (new pid) has none of the old sessions: connect afresh.
     if (cached && cached.port === row.port && cached.pid === row.pid) return cached.client;
@@ -172,7 +183,7 @@ class FleetClient implements Fleet {
     const client = new Client({ name: 'thymos-fleet', version: '0.1.0' });
     const token = readAgentToken(this.#dataPath, id);
     const requestInit = token ? { headers: { authorization: `Bearer ${token}` } } : undefined;
-    await client.connect(new StreamableHTTPClientTransport(new URL(`http://${this.#host}:${row.port}/mcp`), requestInit ? { requestInit } : undefined));
+    await client.connect(new StreamableHTTPClientTransport(new URL(row.url), requestInit ? { requestInit } : undefined));
     this.#agents.set(id, { client, port: row.port, pid: row.pid });
     return client;
   }

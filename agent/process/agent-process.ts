@@ -39,15 +39,16 @@ export interface RunningAgent {
 /**
  * Runs one agent in this process until it is told to stop: takes the data lock, opens
  * the private database, builds the index, listens for MCP, links to NATS, and only then
- * tells pm2 it is ready. On SIGINT/SIGTERM it stops taking calls, finishes those in
+ * tells pm2 it is ready. Logs go to stdout (pm2 writes them to the agent's log), or to
+ * `output.logFile` in a claimed spare, whose stdout pm2 writes to the spare's log. On SIGINT/SIGTERM it stops taking calls, finishes those in
  * flight, snapshots, closes the database and exits 0 within the shutdown budget.
  */
-export async function runAgentProcess(options: AgentOptions): Promise<RunningAgent> {
+export async function runAgentProcess(options: AgentOptions, output: { logFile?: string | undefined } = {}): Promise<RunningAgent> {
   const fileConfig = resolveConfig(options.config);
   const config: ThymosConfig = options.natsUrl
     ? Object.freeze({ ...fileConfig, nats: { ...fileConfig.nats, url: options.natsUrl } })
     : fileConfig;
-  const logger = createLogger({ level: config.log.level, bindings: { agent: options.agentId } });
+  const logger = createLogger({ level: config.log.level, bindings: { agent: options.agentId }, file: output.logFile });
   const clock = new PhaseClock();
   const cleanup = new CleanupStack();
   // The MCP SDK is most of the code an agent loads; compiling it overlaps with the

@@ -42,11 +42,23 @@ export function fleetPaths(dataPath: string): FleetPaths {
   });
 }
 
+/** The claim a warm spare took to become agent `id`, kept for pm2's restarts of it: `run/<id>.claim.json`. */
+export function spareClaimFile(paths: FleetPaths, id: string): string {
+  return join(paths.run, `${id}.claim.json`);
+}
+
 /** pm2 app names: one namespace per fleet's daemon, so plain names are enough. */
 export const Pm2Names = {
   nats: 'thymos-nats',
   supervisor: 'thymos-supervisor',
   agent: (id: string) => `agent-${id}`,
+  /** A spare of the warm pool, until a claim renames it `agent-<id>`. */
+  spare: (n: number) => `thymos-spare-${n}`,
+  /** The number of a spare's app name, or undefined if it is not a spare. */
+  spareNumber: (name: string) => {
+    const m = /^thymos-spare-(\d+)$/.exec(name);
+    return m ? Number(m[1]) : undefined;
+  },
   /** The agent id of an app name, or undefined if it is not an agent. */
   agentId: (name: string) => (name.startsWith('agent-') ? name.slice('agent-'.length) : undefined),
 } as const;

@@ -100,8 +100,22 @@ export const SupervisorSettingsSchema = z
     request_timeout_ms: ms(1000, 3_600_000, 300_000),
     /** pm2 restarts a crashed agent after this delay, doubling up to 15 s. @default 200 */
     restart_delay_ms: ms(0, 60_000, 200),
+    /**
+     * Spare agent processes kept warm: started ahead of need with every module an agent loads,
+     * each taken by one wake and then the agent's for life. 0 starts every agent cold. Each
+     * spare costs about 46 MB PSS (105 MB RSS) while it waits; see docs/waking.md. @default 0
+     */
+    pool_size: z.number().int().min(0).max(64).default(0),
+    /**
+     * MCP ports pinned per agent, over the Pkl `port` of its definition: the agent always runs on
+     * its pin (a wake fails with PORT_IN_USE if something else holds it). Unpinned agents keep
+     * the port they had last while it is free. @example { elder_rowan = 7450 }
+     * @default {}
+     */
+    agent_ports: z.record(z.string().regex(/^[a-z][a-z0-9_]{0,47}$/, 'an agent id'), z.number().int().min(1).max(65_535)).default({}),
   })
   .strict()
+  .refine((s) => new Set(Object.values(s.agent_ports)).size === Object.keys(s.agent_ports).length, { message: 'expected each agent in agent_ports on a port of its own', path: ['agent_ports'] })
   .refine((s) => s.agent_port_min <= s.agent_port_max, { message: 'expected agent_port_min <= agent_port_max', path: ['agent_port_max'] });
 
 /** World events on JetStream. */

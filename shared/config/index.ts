@@ -2,7 +2,7 @@
  * Configuration: `thymos.toml` (one schema per section, every default in it), the data directory's layout and the running fleet's recorded addresses.
  */
 export { type MemorySettings } from './agent-settings.js';
-export { type FleetPaths, fleetPaths, Pm2Names } from './fleet-paths.js';
+export { type FleetPaths, fleetPaths, Pm2Names, spareClaimFile } from './fleet-paths.js';
 export { type FleetInfo, fleetNatsUrl, readFleetInfo, writeFleetInfo } from './fleet-runtime.js';
 export { DEFAULT_FLEET_NAME, type EventsSettings, FleetNameSchema, type LifecycleSettings } from './fleet-settings.js';
 export { LLM_PROVIDERS, LLM_USES, type LlmUse, type LlmUseSettings, LlmUseSettingsSchema } from './llm-settings.js';

@@ -45,6 +45,8 @@ export const AgentDefinitionSchema = z.object({
   homeLocation: z.string().nullish(),
   aliases: z.array(z.string()).default([]),
   pinned: LifecycleStateSchema.nullish(),
+  /** Its MCP port, always (`[supervisor] agent_ports` wins). Unset: the port it had last while free. */
+  port: z.number().int().min(1).max(65_535).nullish(),
   knowledge: z.array(z.string()).default([]),
   searchStrategy: z.string().min(1).nullish(),
   /** Per-use model overrides: `dialogue`, `reasoning`, `extraction`, `consolidation`. */

@@ -9,6 +9,8 @@ export interface LoggerOptions {
   bindings?: Record<string, unknown>;
   /** Where lines go: a file descriptor. @default 1 (stdout, which pm2 captures) */
   fd?: number;
+  /** Appends lines to this file instead (created with its folder if missing). */
+  file?: string | undefined;
 }
 
 /**
@@ -18,6 +20,6 @@ export interface LoggerOptions {
 export function createLogger(options: LoggerOptions = {}): Logger {
   return pino(
     { level: options.level ?? 'info', base: { pid: process.pid, ...options.bindings }, timestamp: pino.stdTimeFunctions.isoTime },
-    pino.destination({ fd: options.fd ?? 1, sync: false }),
+    options.file ? pino.destination({ dest: options.file, append: true, mkdir: true, sync: false }) : pino.destination({ fd: options.fd ?? 1, sync: false }),
   );
 }

@@ -64,6 +64,11 @@ export class FleetNames {
     return `${this.fleet}.agent.${id}.decision`;
   }
 
+  /** Where one spare of the warm pool takes its claim: `<fleet>.pool.<slot>.claim`. */
+  spareClaim(slot: string): string {
+    return `${this.fleet}.pool.${slot}.claim`;
+  }
+
   /** World events: `<fleet>.events.<type>`. */
   event(type: string): string {
     return `${this.fleet}.events.${type}`;

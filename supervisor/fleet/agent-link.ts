@@ -5,6 +5,7 @@ import { codedRequest } from '../../shared/nats/coded-request.js';
 import { AgentControlOkSchema, type AgentControlRequest, type AgentState, type AgentStatusMessage, AgentStatusMessageSchema } from '../../shared/protocol/agent-protocol.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
 import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
+import { type SpareClaim, SpareClaimOkSchema } from '../../shared/protocol/spare-protocol.js';
 
 /** The supervisor's side of `<fleet>.agent.<id>.*`: control requests and status notices. */
 export class AgentLink {
@@ -24,6 +25,22 @@ export class AgentLink {
       errorPrefix: `${id}: `,
       unanswered: (why, err) =>
         new ThymosError(why === 'no-responders' ? ErrorCode.NATS_UNAVAILABLE : ErrorCode.TIMEOUT, `${id} did not answer ${request.op} on ${subject} within ${timeoutMs} ms: ${(err as Error).message}`, { cause: err }),
+    });
+  }
+
+  /**
+   * Claims a warm spare for agent `claim.agentId`: resolves with the pid once that agent is
+   * ready in the spare's process. A refusal is the spare's coded error; no answer within
+   * `timeoutMs` (or `abandon` rejecting: the spare exited) fails it.
+   */
+  claimSpare(slot: string, claim: SpareClaim, timeoutMs: number, abandon: Promise<never>): Promise<{ pid: number }> {
+    const subject = this.#names.spareClaim(slot);
+    return codedRequest(this.#nc, subject, claim, SpareClaimOkSchema, {
+      timeoutMs,
+      abandon,
+      errorPrefix: `${claim.agentId} (in ${slot}): `,
+      unanswered: (why, err) =>
+        new ThymosError(why === 'no-responders' ? ErrorCode.AGENT_START_FAILED : ErrorCode.STARTUP_TIMEOUT, `${slot} did not answer the claim for ${claim.agentId} on ${subject} within ${timeoutMs} ms: ${(err as Error).message}`, { cause: err }),
     });
   }
 

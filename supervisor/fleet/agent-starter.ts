@@ -2,7 +2,7 @@ import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import { type FleetPaths, Pm2Names } from '../../shared/config/fleet-paths.js';
+import { type FleetPaths, Pm2Names, spareClaimFile } from '../../shared/config/fleet-paths.js';
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import type { AliasEntry } from '../../shared/domain/alias-table.js';
 import type { DomainSchema } from '../../shared/domain/domain-schema.js';
@@ -17,16 +17,11 @@ import type { AgentMode } from '../../shared/protocol/agent-protocol.js';
 import { type AgentStartContextInput, AgentStartContextSchema } from '../../shared/protocol/agent-start-context.js';
 import type { ProcessManager } from '../pm2/process-manager.js';
 import type { AgentLink } from './agent-link.js';
+import { AGENT_NODE_ARGS, type AgentPool } from './agent-pool.js';
 import { probeMcp } from './mcp-probe.js';
 import type { PortAllocator } from './port-allocator.js';
 import type { SupervisorMetrics } from './supervisor-metrics.js';
 
-/**
- * Node flags of every agent process. An agent spends its life mostly idle between short
- * bursts of work, so a young generation of 1 MB semi-spaces (instead of up to 16) keeps about
- * 6 MB less resident per agent for a few more, cheaper scavenges during a burst.
- */
-const AGENT_NODE_ARGS = ['--max-semi-space-size=1'];
 
 /** Deadline of a quick control request to an agent (get_state, set_mode). */
 export const CONTROL_TIMEOUT_MS = 5000;
@@ -46,6 +41,8 @@ export interface AgentStarterOptions {
   thymosBin: string;
   /** Every alias of the domain, handed to each agent in its start context. */
   aliases: AliasEntry[];
+  /** The warm pool a wake takes a spare from; without one (or when it is empty) agents start cold. */
+  pool?: AgentPool | undefined;
 }
 
 /** Where a started agent runs. */
@@ -54,8 +51,10 @@ export interface StartedAgent {
   port: number;
   /** True when pm2 already ran it (a start that outlived a supervisor crash) and it was adopted. */
   adopted: boolean;
-  /** The start's steps timed: port, context, pm2_start, ready, mcp_probe (the wake trace). */
+  /** The start's steps timed: port, context, pm2_start, ready, mcp_probe; or port, context, claim, mcp_probe (the wake trace). */
   clock: PhaseClock;
+  /** The spare that became the agent, or null for a cold start. */
+  spare?: string | null;
 }
 
 /**
@@ -72,7 +71,7 @@ export class AgentStarter {
   }
 
   async start(id: string, mode: AgentMode, preferredPort: number | null, properties: Record<string, unknown>): Promise<StartedAgent> {
-    const { config, processes, paths, metrics, link, ports } = this.#o;
+    const { processes, paths, metrics, link, ports } = this.#o;
     const clock = new PhaseClock();
     const name = Pm2Names.agent(id);
     const existing = await processes.describe(name);
@@ -84,16 +83,49 @@ export class AgentStarter {
     }
     if (existing) await processes.delete(name);
 
-    const port = await ports.allocate(preferredPort);
+    const port = await ports.allocate(id, preferredPort);
     clock.mark('port');
+    const t0 = performance.now();
+    try {
+      const slot = this.#o.pool?.take();
+      let pid: number | null = null;
+      let claimed = false;
+      if (slot) {
+        try {
+          pid = await this.#claim(slot, id, mode, port, properties, clock);
+          claimed = true;
+        } catch (err) {
+          // The spare is gone with whatever it did; the wake goes on cold, on the same port.
+          this.#o.logger.warn({ agent: id, slot, err: toThymosError(err).message }, 'claiming a spare failed; starting the agent cold');
+          await processes.delete(slot).catch(() => undefined);
+          await processes.delete(name).catch(() => undefined);
+        }
+      }
+      if (!claimed) pid = await this.#cold(id, mode, port, properties, clock);
+      metrics.startupSeconds.observe((performance.now() - t0) / 1000);
+      return { pid, port, adopted: false, clock, spare: claimed ? (slot ?? null) : null };
+    } catch (err) {
+      ports.release(port);
+      const e = toThymosError(err);
+      throw new ThymosError(e.code, `${e.message} (log: ${join(paths.logs, `${id}.log`)})`, { cause: err });
+    }
+  }
+
+  /**
+   * A cold start: `pm2 start thymos agent` with wait_ready, then the agent's ready notice and
+   * an MCP answer. On failure nothing is left running; the caller releases the port.
+   */
+  async #cold(id: string, mode: AgentMode, port: number, properties: Record<string, unknown>, clock: PhaseClock): Promise<number | null> {
+    const { config, processes, paths, link } = this.#o;
+    const name = Pm2Names.agent(id);
     const t0 = performance.now();
     const budget = config.supervisor.start_timeout_ms;
     const life = link.waitForLife(id, budget);
     // Watched before pm2 starts it, so an exit at any moment of the start is seen.
-    const exit = await this.#exitDuringStart(id, name);
-    let pid: number | null = null;
+    const exit = await this.#exitDuringStart(id, [name]);
     try {
-      const args = this.#args(id, port, mode, properties);
+      const args = ['agent', '--agent-id', id, '--port', String(port), '--mode', mode, '--context', this.#writeContext(id, properties), '--nats-url', this.#o.natsUrl];
+      if (config.file) args.push('--config', config.file);
       clock.mark('context');
       await Promise.race([
         processes.start({
@@ -112,30 +144,55 @@ export class AgentStarter {
         exit.failed,
       ]);
       clock.mark('pm2_start');
-      pid = (await Promise.race([life.seen, exit.failed])).state.pid;
+      const pid = (await Promise.race([life.seen, exit.failed])).state.pid;
       clock.mark('ready');
-      const left = Math.max(1000, budget - (performance.now() - t0));
-      await Promise.race([
-        probeMcp(id, `http://${config.agent.host === '0.0.0.0' ? '127.0.0.1' : config.agent.host}:${port}/mcp`, left, config.mcp.require_token ? readAgentToken(config.dataPath, id) : undefined),
-        exit.failed,
-      ]);
+      await Promise.race([this.#probe(id, port, budget - (performance.now() - t0)), exit.failed]);
+      clock.mark('mcp_probe');
+      return pid;
     } catch (err) {
       life.cancel();
       await processes.delete(name).catch(() => undefined);
-      ports.release(port);
-      const e = toThymosError(err);
-      throw new ThymosError(e.code, `${e.message} (log: ${join(paths.logs, `${id}.log`)})`, { cause: err });
+      throw err;
     } finally {
       exit.stop();
     }
-    clock.mark('mcp_probe');
-    metrics.startupSeconds.observe((performance.now() - t0) / 1000);
-    return { pid, port, adopted: false, clock };
   }
 
-  /** `thymos agent` arguments, with the start context written where the agent reads it. */
-  #args(id: string, port: number, mode: AgentMode, properties: Record<string, unknown>): string[] {
-    const { config, paths, domain } = this.#o;
+  /**
+   * A warm start: the spare `slot` is told which agent to be (the claim is also left in
+   * `run/<id>.claim.json`, which pm2's restarts of it read), answers once that agent is ready,
+   * and its MCP endpoint is probed like a cold agent's. Throws if the spare refuses, exits or
+   * does not answer in time; the caller then deletes it and starts the agent cold.
+   */
+  async #claim(slot: string, id: string, mode: AgentMode, port: number, properties: Record<string, unknown>, clock: PhaseClock): Promise<number> {
+    const { config, paths, link } = this.#o;
+    const t0 = performance.now();
+    const budget = config.supervisor.start_timeout_ms;
+    const claim = { agentId: id, port, mode, context: this.#writeContext(id, properties) };
+    writeAtomic(spareClaimFile(paths, id), JSON.stringify(claim));
+    clock.mark('context');
+    // The spare renames its app after the agent as it takes the claim: an exit under either name fails the claim.
+    const exit = await this.#exitDuringStart(id, [slot, Pm2Names.agent(id)]);
+    try {
+      const { pid } = await link.claimSpare(slot, claim, budget, exit.failed);
+      clock.mark('claim');
+      await Promise.race([this.#probe(id, port, budget - (performance.now() - t0)), exit.failed]);
+      clock.mark('mcp_probe');
+      return pid;
+    } finally {
+      exit.stop();
+    }
+  }
+
+  #probe(id: string, port: number, leftMs: number): Promise<void> {
+    const { config } = this.#o;
+    const host = config.agent.host === '0.0.0.0' ? '127.0.0.1' : config.agent.host;
+    return probeMcp(id, `http://${host}:${port}/mcp`, Math.max(1000, leftMs), config.mcp.require_token ? readAgentToken(config.dataPath, id) : undefined);
+  }
+
+  /** The agent's start context, checked by the schema the agent reads it with, written where it reads it; returns the path. */
+  #writeContext(id: string, properties: Record<string, unknown>): string {
+    const { paths, domain } = this.#o;
     mkdirSync(paths.run, { recursive: true });
     const contextFile = join(paths.run, `${id}.context.json`);
     // Checked by the schema the agent reads it with, so a supervisor never hands over a context the agent refuses.
@@ -154,9 +211,7 @@ export class AgentStarter {
       `${id}: start context`,
     );
     writeAtomic(contextFile, JSON.stringify(startContext));
-    const args = ['agent', '--agent-id', id, '--port', String(port), '--mode', mode, '--context', contextFile, '--nats-url', this.#o.natsUrl];
-    if (config.file) args.push('--config', config.file);
-    return args;
+    return contextFile;
   }
 
   /**
@@ -165,7 +220,7 @@ export class AgentStarter {
    * process that cannot start fails its start at once instead of being retried by pm2 until
    * the whole start budget ran out, and nothing is polled while the start goes well.
    */
-  async #exitDuringStart(id: string, name: string): Promise<{ failed: Promise<never>; stop: () => void }> {
+  async #exitDuringStart(id: string, names: readonly string[]): Promise<{ failed: Promise<never>; stop: () => void }> {
     let fail: (err: Error) => void = () => undefined;
     const failed = new Promise<never>((_, reject) => (fail = reject));
     failed.catch(() => undefined);
@@ -173,7 +228,7 @@ export class AgentStarter {
     const since = Date.now();
     const stop = await this.#o.processes.watchExits((exit) => {
       // A late report of a copy deleted before this start is not this start's exit.
-      if (exit.name !== name || exit.at < since) return;
+      if (!names.includes(exit.name) || exit.at < since) return;
       void logTailSettled(log).then((tail) =>
         fail(new ThymosError(ErrorCode.AGENT_START_FAILED, `${id} exited while starting (exit code ${exit.exitCode ?? 'none'}, pm2 status ${exit.status}, ${exit.restarts} restart(s)); its log ends: ${tail}`)),
       );

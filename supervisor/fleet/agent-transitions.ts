@@ -84,7 +84,7 @@ export class AgentTransitions {
         await this.#o.archive.pack(id);
         // An Archived agent stops retaining events.
         if (this.#o.jsm) await deleteAgentConsumer(this.#o.jsm, id, this.#o.names);
-        entry = await this.setState(entry, 'archived', { port: null }, reason);
+        entry = await this.setState(entry, 'archived', {}, reason);
         report.archived.push(id);
         metrics.transitions.inc({ kind: 'archive' });
       }
@@ -123,13 +123,13 @@ export class AgentTransitions {
   }
 
   async #start(entry: AgentEntry, mode: AgentMode, score: number | null, reason: string, properties: Record<string, unknown>): Promise<AgentEntry> {
-    const { pid, port, adopted, clock } = await this.#o.starter.start(entry.id, mode, entry.port, properties);
+    const { pid, port, adopted, clock, spare } = await this.#o.starter.start(entry.id, mode, entry.port, properties);
     const state = mode === 'active' ? 'active' : 'listening';
     const next = adopted
       ? await this.setState(entry, state, { mode, pid, port, last_error: null }, `${reason} (adopted)`)
       : await this.setState(entry, state, { mode, pid, port, score, last_error: null }, reason);
     clock.mark('registry');
-    this.#o.logger.info({ agent: entry.id, port, mode, pid, adopted, ms: clock.elapsed(), phases: clock.phases }, 'agent started');
+    this.#o.logger.info({ agent: entry.id, port, mode, pid, adopted, spare: spare ?? null, ms: clock.elapsed(), phases: clock.phases }, 'agent started');
     return next;
   }
 
@@ -157,7 +157,7 @@ export class AgentTransitions {
     if (app?.pid && isAlive(app.pid)) {
       throw new ThymosError(ErrorCode.PROCESS_MANAGER_ERROR, `${entry.id}: pid ${app.pid} still alive after pm2 stopped it`);
     }
-    this.#o.ports.release(entry.port);
+    this.#o.ports.release(entry.port, entry.id);
     this.#o.heartbeats.forget(entry.id);
     const next = await this.setState(entry, 'dormant', { mode: null, pid: null }, reason);
     clock.mark('registry');

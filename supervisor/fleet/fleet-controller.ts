@@ -18,11 +18,12 @@ import type { ProcessManager } from '../pm2/process-manager.js';
 import { AgentArchive } from './agent-archive.js';
 import { AgentHeartbeats } from './agent-heartbeats.js';
 import type { AgentLink } from './agent-link.js';
+import type { AgentPool } from './agent-pool.js';
 import type { AgentEntry, AgentRegistry } from './agent-registry.js';
 import { AgentStarter, CONTROL_TIMEOUT_MS } from './agent-starter.js';
 import { AgentTransitions } from './agent-transitions.js';
 import { decideStates, type Decision, type ScoredAgent } from './decide-states.js';
-import { fleetPins } from './fleet-pins.js';
+import { fleetPins, fleetPorts } from './fleet-pins.js';
 import { moveLimits, runMoves } from './move-schedule.js';
 import { PortAllocator } from './port-allocator.js';
 import { ReconcileJournal } from './reconcile-journal.js';
@@ -51,6 +52,8 @@ export interface FleetControllerOptions {
   jsm?: JetStreamManager | undefined;
   /** Called when an agent stops running (Dormant or Archived): its live subscriptions end. */
   onStopped?: ((id: string) => Promise<unknown>) | undefined;
+  /** The warm pool wakes take spares from (`[supervisor] pool_size` > 0). */
+  pool?: AgentPool | undefined;
 }
 
 /** Called as each agent's transition finishes. */
@@ -85,7 +88,7 @@ export class FleetController {
     this.#o = options;
     this.#link = options.link;
     this.#pins = fleetPins(options.domain, options.config);
-    this.#ports = new PortAllocator({ min: options.config.supervisor.agent_port_min, max: options.config.supervisor.agent_port_max, host: options.config.agent.host });
+    this.#ports = new PortAllocator({ min: options.config.supervisor.agent_port_min, max: options.config.supervisor.agent_port_max, host: options.config.agent.host, pinned: fleetPorts(options.domain, options.config) });
     this.#journal = new ReconcileJournal(options.paths.run, options.logger);
     const starter = new AgentStarter({ ...options, ports: this.#ports, aliases: aliasTable(options.domain) });
     this.#transitions = new AgentTransitions({ ...options, ports: this.#ports, archive: new AgentArchive(options.paths), starter, heartbeats: this.#heartbeats });
@@ -131,6 +134,7 @@ export class FleetController {
           });
           adopted.push(entry.id);
         } else {
+          this.#ports.remember(entry.id, entry.port);
           if (app) await processes.delete(app.name).catch(() => undefined);
           if (RUNNING(entry.state)) {
             await this.#transitions.setState(entry, 'dormant', { mode: null, pid: null }, 'not running when the supervisor started');
@@ -383,9 +387,7 @@ export class FleetController {
   }
 
   /** Waits for the operation in progress to finish. */
-  async idle(): Promise<void> {
-    await this.#operations.onIdle();
-  }
+  idle = (): Promise<void> => this.#operations.onIdle();
 
   #updateCounts(): void {
     this.#o.metrics.setCounts(this.counts());

@@ -27,3 +27,27 @@ export function fleetPins(domain: DomainSchema, config: ThymosConfig): ReadonlyM
   }
   return pins;
 }
+
+/**
+ * Agents' pinned MCP ports: `port` in the Pkl schema, then `[supervisor] agent_ports` (which
+ * wins). Together they must name defined agents and give each its own port.
+ */
+export function fleetPorts(domain: DomainSchema, config: ThymosConfig): ReadonlyMap<string, number> {
+  const ports = new Map<string, number>();
+  for (const [id, def] of Object.entries(domain.agents)) if (def.port != null) ports.set(id, def.port);
+  for (const [id, port] of Object.entries(config.supervisor.agent_ports)) {
+    if (!domain.agents[id]) {
+      throw new ThymosError(ErrorCode.CONFIG_INVALID, `supervisor.agent_ports: no agent "${id}" in the domain schema`, { location: { file: config.file, path: `supervisor.agent_ports.${id}` } });
+    }
+    ports.set(id, port);
+  }
+  const owners = new Map<number, string>();
+  for (const [id, port] of ports) {
+    const other = owners.get(port);
+    if (other) {
+      throw new ThymosError(ErrorCode.CONFIG_INVALID, `${other} and ${id} are both pinned to port ${port} (Pkl port and [supervisor] agent_ports); expected a port each`, { location: { file: config.file, path: 'supervisor.agent_ports' } });
+    }
+    owners.set(port, id);
+  }
+  return ports;
+}

@@ -2,5 +2,5 @@
  * Processes: pm2 under the fleet's PM2_HOME, `thymos up`/`down`, and finding the bundled `thymos` command.
  */
 export { downFleet, type DownResult, findNatsServer, type LaunchOptions, upFleet, type UpResult } from './fleet-launcher.js';
-export { type AppSpec, type ProcessInfo, ProcessManager } from './process-manager.js';
+export { type AppExit, type AppSpec, type ProcessInfo, ProcessManager } from './process-manager.js';
 export { thymosBinPath, thymosRoot } from './thymos-bin.js';

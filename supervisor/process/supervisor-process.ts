@@ -22,6 +22,7 @@ import { auditDetails, AuditLog } from '../api/audit-log.js';
 import { ControlApi } from '../api/control-api.js';
 import { EmbeddingService } from '../embedding/embedding-service.js';
 import { AgentLink } from '../fleet/agent-link.js';
+import { AgentPool, type AgentPoolOptions } from '../fleet/agent-pool.js';
 import { AgentRegistry } from '../fleet/agent-registry.js';
 import { FleetController } from '../fleet/fleet-controller.js';
 import { RelevanceEvaluator } from '../fleet/relevance-evaluator.js';
@@ -74,7 +75,9 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     });
     const world = await WorldStore.open({ db, tables: domain.worldTables, nc, names, leaseMs: config.world.lease_ms, maxSubscriptions: config.world.max_subscriptions, logger });
     cleanup.push(() => world.close());
-    const controller = new FleetController({
+    let controller: FleetController | undefined;
+    const pool = await openPool({ config, paths, processes, logger, natsUrl, thymosBin: thymosBinPath(), quiet: async () => controller?.idle() }, cleanup);
+    controller = new FleetController({
       config,
       domain,
       paths,
@@ -89,11 +92,11 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
       logger,
       thymosBin: thymosBinPath(),
       jsm,
+      pool,
       onStopped: (id) => world.endOwner(id),
     });
     await controller.adopt();
     controller.watchHeartbeats();
-
     const metricsUrl = await metrics.listen('127.0.0.1', config.supervisor.metrics_port);
     cleanup.push(() => metrics.close());
     const self: FleetStatus['supervisor'] = { pid: process.pid, started_at: new Date().toISOString(), metrics_url: metricsUrl, nats_url: natsUrl };
@@ -105,7 +108,6 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
       cleanup.push(() => api.stop());
     }
     await nc.flush();
-
     mkdirSync(paths.run, { recursive: true });
     writeAtomic(join(paths.run, 'supervisor.json'), JSON.stringify(self, null, 2));
 
@@ -143,6 +145,14 @@ async function openFleetState(config: ThymosConfig, paths: FleetPaths, cleanup: 
 }
 
 const NATS_CONNECT_MS = 15_000;
+
+/** The warm pool when `[supervisor] pool_size` asks for one; spares are started only while no reconcile runs. */
+async function openPool(options: AgentPoolOptions, cleanup: CleanupStack): Promise<AgentPool | undefined> {
+  if (options.config.supervisor.pool_size === 0) return undefined;
+  const pool = await AgentPool.open(options);
+  cleanup.push(() => pool.close());
+  return pool;
+}
 
 /** A NATS connection within `ms`, or NATS_UNAVAILABLE; a connection that comes late is closed. */
 async function connectWithin(natsUrl: string, ms: number): Promise<NatsConnection> {

@@ -1,0 +1,187 @@
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import { type FleetPaths, Pm2Names } from '../../shared/config/fleet-paths.js';
+import type { ThymosConfig } from '../../shared/config/thymos-config.js';
+import type { Logger } from '../../shared/platform/logger.js';
+import type { AppExit, ProcessManager } from '../pm2/process-manager.js';
+
+/** Node flags of every agent process, cold or spare (see agent-starter.ts). */
+export const AGENT_NODE_ARGS = ['--max-semi-space-size=1'];
+
+export interface AgentPoolOptions {
+  config: ThymosConfig;
+  paths: FleetPaths;
+  processes: ProcessManager;
+  logger: Logger;
+  /** The NATS server spares link to. */
+  natsUrl: string;
+  /** The bundled `thymos` command spares run. */
+  thymosBin: string;
+  /** Settles when the fleet has no reconcile or transition running: spares are started then, never beside a wake. */
+  quiet: () => Promise<void>;
+}
+
+/** How the pool has served wakes since the supervisor started. */
+export interface PoolStats {
+  size: number;
+  /** Spares waiting for a claim now. */
+  ready: number;
+  /** Wakes that took a spare, and wakes that found none and started cold. */
+  hits: number;
+  misses: number;
+  /** Time to start one spare until it said ready, ms, the last one. */
+  lastRefillMs: number | null;
+}
+
+/**
+ * The warm pool (`[supervisor] pool_size`): spare agent processes started under pm2 ahead of
+ * need, each waiting for one claim. `take()` hands out a ready spare (or none: the wake starts
+ * cold); the pool then refills one spare at a time, and only when the fleet is quiet, so a
+ * refill never competes with a wake for the CPU. A spare that exits while it waits is deleted
+ * and replaced; one that cannot start backs off as pm2 would (`restart_delay_ms`, doubling up
+ * to 15 s). Spares left by an earlier supervisor are deleted at open and replaced by new ones.
+ */
+export class AgentPool {
+  readonly #o: AgentPoolOptions;
+  readonly #ready: string[] = [];
+  #starting = 0;
+  #next = 1;
+  #hits = 0;
+  #misses = 0;
+  #lastRefillMs: number | null = null;
+  #closed = false;
+  #filling: Promise<void> | undefined;
+  #unwatch: () => void = () => undefined;
+
+  private constructor(options: AgentPoolOptions) {
+    this.#o = options;
+  }
+
+  get size(): number {
+    return this.#o.config.supervisor.pool_size;
+  }
+
+  /** Deletes the spares an earlier supervisor left, then starts filling the pool in the background. */
+  static async open(options: AgentPoolOptions): Promise<AgentPool> {
+    const pool = new AgentPool(options);
+    for (const app of await options.processes.list()) {
+      const n = Pm2Names.spareNumber(app.name);
+      if (n === undefined) continue;
+      pool.#next = Math.max(pool.#next, n + 1);
+      await options.processes.delete(app.name);
+    }
+    pool.#unwatch = await options.processes.watchExits((exit) => pool.#onExit(exit));
+    pool.fill();
+    return pool;
+  }
+
+  /** A ready spare's app name, taken out of the pool, or undefined when none is ready. */
+  take(): string | undefined {
+    if (this.size === 0) return undefined;
+    const slot = this.#ready.shift();
+    if (slot) this.#hits++;
+    else this.#misses++;
+    this.fill();
+    return slot;
+  }
+
+  stats(): PoolStats {
+    return { size: this.size, ready: this.#ready.length, hits: this.#hits, misses: this.#misses, lastRefillMs: this.#lastRefillMs };
+  }
+
+  /** Starts spares until the pool is full, in the background; calling it again while it fills does nothing. */
+  fill(): void {
+    if (this.#closed || this.#filling || this.#ready.length + this.#starting >= this.size) return;
+    this.#filling = this.#fillLoop().finally(() => (this.#filling = undefined));
+  }
+
+  /** Settles once the pool is full (or closed): for tests and benchmarks that measure warm wakes. */
+  async full(timeoutMs: number): Promise<boolean> {
+    const deadline = performance.now() + timeoutMs;
+    while (!this.#closed && this.#ready.length < this.size && performance.now() < deadline) {
+      this.fill();
+      await (this.#filling ?? sleep(50));
+    }
+    return this.#ready.length >= this.size;
+  }
+
+  /** Stops filling and deletes the spares that wait; claimed ones are agents now and stay. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#unwatch();
+    await this.#filling?.catch(() => undefined);
+    for (const slot of this.#ready.splice(0)) await this.#o.processes.delete(slot).catch(() => undefined);
+  }
+
+  async #fillLoop(): Promise<void> {
+    let backoff = this.#o.config.supervisor.restart_delay_ms;
+    while (!this.#closed && this.#ready.length + this.#starting < this.size) {
+      await this.#o.quiet();
+      if (this.#closed) return;
+      if (await this.#startOne()) backoff = this.#o.config.supervisor.restart_delay_ms;
+      else {
+        await sleep(backoff);
+        backoff = Math.min(15_000, Math.max(100, backoff * 2));
+      }
+    }
+  }
+
+  /** Starts one spare and waits for its ready; false (and nothing left running) if it exited instead. */
+  async #startOne(): Promise<boolean> {
+    const { config, paths, processes, logger } = this.#o;
+    const slot = Pm2Names.spare(this.#next++);
+    const t0 = performance.now();
+    this.#starting++;
+    let exited = false;
+    const unwatch = await processes.watchExits((e) => {
+      if (e.name === slot) exited = true;
+    });
+    try {
+      const args = ['spare', '--slot', slot, '--nats-url', this.#o.natsUrl];
+      if (config.file) args.push('--config', config.file);
+      await processes.start({
+        name: slot,
+        script: this.#o.thymosBin,
+        args,
+        nodeArgs: AGENT_NODE_ARGS,
+        cwd: config.file ? join(config.file, '..') : process.cwd(),
+        waitReady: true,
+        listenTimeoutMs: config.supervisor.start_timeout_ms,
+        killTimeoutMs: config.agent.shutdown_timeout_ms + 2000,
+        // A claimed spare is an agent: pm2 restarts it after a crash, as that agent.
+        autorestart: true,
+        restartDelayMs: config.supervisor.restart_delay_ms,
+        logFile: join(paths.logs, 'pool', `${slot}.log`),
+      });
+      if (exited) throw new Error(`${slot} exited while starting (log: ${join(paths.logs, 'pool', `${slot}.log`)})`);
+      if (this.#closed) {
+        await processes.delete(slot);
+        return true;
+      }
+      this.#ready.push(slot);
+      this.#lastRefillMs = Math.round(performance.now() - t0);
+      logger.debug({ slot, ms: this.#lastRefillMs }, 'spare ready');
+      return true;
+    } catch (err) {
+      logger.warn({ slot, err: (err as Error).message }, 'a spare did not start; trying again after a back-off');
+      await processes.delete(slot).catch(() => undefined);
+      return false;
+    } finally {
+      this.#starting--;
+      unwatch();
+    }
+  }
+
+  /** A waiting spare that exited (killed, crashed) is deleted and replaced, never claimed. */
+  #onExit(exit: AppExit): void {
+    const at = this.#ready.indexOf(exit.name);
+    if (at < 0) return;
+    this.#ready.splice(at, 1);
+    this.#o.logger.warn({ slot: exit.name, exit_code: exit.exitCode }, 'a waiting spare exited; replacing it');
+    void this.#o.processes
+      .delete(exit.name)
+      .catch(() => undefined)
+      .finally(() => this.fill());
+  }
+}
