@@ -20,12 +20,12 @@ import { locomoScenario } from './locomo.js';
 import { recallScenario } from './recall.js';
 import { reconcileDecisionScenario } from './reconcile-decision.js';
 import type { Figure, Scenario, ScenarioResult } from './scenario.js';
-import { wakeScenario } from './wake.js';
+import { wakePoolScenario, wakeScenario } from './wake.js';
 import { worldLiveScenario } from './world-live.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RESULTS = join(ROOT, 'bench', 'results');
-const SCENARIOS: Scenario[] = [agentStartupScenario, recallScenario, reconcileDecisionScenario, fleetScaleScenario, wakeScenario, eventDeliveryScenario, worldLiveScenario, embeddingScenario, locomoScenario, faultsScenario, fuzzScenario];
+const SCENARIOS: Scenario[] = [agentStartupScenario, recallScenario, reconcileDecisionScenario, fleetScaleScenario, wakeScenario, wakePoolScenario, eventDeliveryScenario, worldLiveScenario, embeddingScenario, locomoScenario, faultsScenario, fuzzScenario];
 
 interface StoredResult extends ScenarioResult {
   machine: string;

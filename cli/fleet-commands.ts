@@ -69,7 +69,9 @@ export function renderStatus(s: FleetStatus): string {
     ]),
   );
   const c = s.counts;
-  return `${table}\n\n${c.active} active, ${c.listening} listening, ${c.dormant} dormant, ${c.archived} archived · supervisor pid ${s.supervisor.pid} · metrics ${s.supervisor.metrics_url}`;
+  const p = s.supervisor.pool;
+  const pool = p ? ` · pool ${p.ready}/${p.size} ready, ${p.hits} warm and ${p.misses} cold wake(s)` : '';
+  return `${table}\n\n${c.active} active, ${c.listening} listening, ${c.dormant} dormant, ${c.archived} archived · supervisor pid ${s.supervisor.pid} · metrics ${s.supervisor.metrics_url}${pool}`;
 }
 
 /** `thymos reconcile --context FILE|- [--dry-run] [--config FILE] [--json]` */

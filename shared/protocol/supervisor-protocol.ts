@@ -47,7 +47,17 @@ export const AgentStatusRowSchema = z.object({
 export type AgentStatusRow = z.infer<typeof AgentStatusRowSchema>;
 
 export const FleetStatusSchema = z.object({
-  supervisor: z.object({ pid: z.number().int(), started_at: z.string(), metrics_url: z.string(), nats_url: z.string() }),
+  supervisor: z.object({
+    pid: z.number().int(),
+    started_at: z.string(),
+    metrics_url: z.string(),
+    nats_url: z.string(),
+    /** The warm pool (`[supervisor] pool_size`), null when it is off: spares ready now, and wakes that took one (hits) or started cold (misses). */
+    pool: z
+      .object({ size: z.number().int(), ready: z.number().int(), hits: z.number().int(), misses: z.number().int(), lastRefillMs: z.number().nullable() })
+      .nullable()
+      .optional(),
+  }),
   counts: z.object({ active: z.number(), listening: z.number(), dormant: z.number(), archived: z.number() }),
   agents: z.array(AgentStatusRowSchema),
 });

@@ -102,7 +102,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     const self: FleetStatus['supervisor'] = { pid: process.pid, started_at: new Date().toISOString(), metrics_url: metricsUrl, nats_url: natsUrl };
 
     const audit = new AuditLog(paths.audit, logger);
-    const apis = [supervisorControlApi(nc, names, controller, audit, self, logger), worldControlApi(nc, world, logger, names)];
+    const apis = [supervisorControlApi(nc, names, controller, audit, () => ({ ...self, pool: pool?.stats() ?? null }), logger), worldControlApi(nc, world, logger, names)];
     for (const api of apis) {
       api.start();
       cleanup.push(() => api.stop());
@@ -202,7 +202,7 @@ function supervisorControlApi(
   names: FleetNames,
   controller: FleetController,
   audit: AuditLog,
-  supervisor: FleetStatus['supervisor'],
+  supervisor: () => FleetStatus['supervisor'],
   logger: Logger,
 ): ControlApi<typeof SupervisorRequestSchemas, typeof SupervisorResultSchemas> {
   return new ControlApi(
@@ -215,8 +215,8 @@ function supervisorControlApi(
       audit: { log: audit, ops: new Set(['reconcile', 'start', 'stop', 'archive', 'restore', 'stop_all']) },
       handlers: {
         reconcile: (r, progress) => controller.reconcile(r.context, { dryRun: r.dry_run, onProgress: progress }),
-        ping: async () => ({ pid: supervisor.pid, started_at: supervisor.started_at }),
-        status: async () => ({ supervisor, ...(await controller.status()) }),
+        ping: async () => ({ pid: process.pid, started_at: supervisor().started_at }),
+        status: async () => ({ supervisor: supervisor(), ...(await controller.status()) }),
         start: (r, progress) => controller.operate('start', r.id, { mode: r.mode, onProgress: progress }),
         stop: (r, progress) => controller.operate('stop', r.id, { onProgress: progress }),
         archive: (r, progress) => controller.operate('archive', r.id, { onProgress: progress }),
