@@ -77,9 +77,16 @@ describe('stock MCP clients, configured as the README says', () => {
   });
 
   test('the MCP Inspector CLI: tools/list, tools/call and resources/read as written', async () => {
-    const snippets = inspectorSnippets().filter((l) => !l.includes('--header'));
+    const all = inspectorSnippets().filter((l) => !l.includes('--header'));
+    // The fleet's form asks `thymos url` for the address (the pool test checks what it prints): here, the open agent's.
+    const fleetForm = all.filter((l) => l.includes('"$(thymos url elder_rowan)"'));
+    const snippets = all.filter((l) => !fleetForm.includes(l));
     assert.equal(snippets.length, 3, 'the README shows three Inspector commands for an open agent');
-    const [list, call, read] = await Promise.all(snippets.map((l) => shell(l.replaceAll(README_PORT, open.port), open.dir)));
+    assert.equal(fleetForm.length, 1, 'and one for an agent of a fleet');
+    const [list, call, read, fleetList] = await Promise.all(
+      [...snippets, ...fleetForm].map((l) => shell(l.replaceAll(README_PORT, open.port).replace('"$(thymos url elder_rowan)"', `http://127.0.0.1:${open.port}/mcp`), open.dir)),
+    );
+    assert.deepEqual(JSON.parse(fleetList!), JSON.parse(list!), 'the fleet form lists the same tools');
     const tools = (JSON.parse(list!) as { tools: Array<{ name: string }> }).tools.map((t) => t.name);
     for (const name of ['talk_to_elder_rowan', 'remember', 'recall', 'get_elder_rowan_state']) assert.ok(tools.includes(name), `tools/list has ${name}`);
     assert.match((JSON.parse(call!) as { content: Array<{ text: string }> }).content[0]!.text, /three silver/);

@@ -169,6 +169,24 @@ describe('a pool of one', () => {
       const spares = ['elder_rowan', 'bram_smith'].map((id) => startLines(data, id).at(-1)?.spare ?? null);
       assert.equal(spares.filter(Boolean).length, 1, `one from the pool: ${JSON.stringify(spares)}`);
       await eventually(async () => ((await readySpares(pm, data)).size === 1 ? true : undefined), 60_000, 'the pool refilled');
+
+      // A supervisor killed while a spare waits: pm2 restarts it, and the new one replaces the spare.
+      const [oldSpare, oldPid] = [...(await readySpares(pm, data)).entries()][0]!;
+      const supervisorPid = (await tf.fleet.status()).supervisor.pid;
+      process.kill(supervisorPid, 'SIGKILL');
+      await eventually(
+        async () => {
+          const ready = await readySpares(pm, data);
+          return ready.size === 1 && !ready.has(oldSpare) && !alive(oldPid) ? true : undefined;
+        },
+        60_000,
+        'the restarted supervisor to replace the spare',
+      );
+      const status = await eventually(async () => {
+        const s = await tf.fleet.status();
+        return s.supervisor.pid !== supervisorPid ? s : undefined;
+      }, 30_000, 'the restarted supervisor to answer');
+      assert.deepEqual(status.agents.filter((a) => a.pid).map((a) => a.id).sort(), ['bram_smith', 'elder_rowan'], 'it adopted the agents that were spares');
     } finally {
       pm.disconnect();
     }
