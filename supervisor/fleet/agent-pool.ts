@@ -5,9 +5,7 @@ import { type FleetPaths, Pm2Names } from '../../shared/config/fleet-paths.js';
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { AppExit, ProcessManager } from '../pm2/process-manager.js';
-
-/** Node flags of every agent process, cold or spare (see agent-starter.ts). */
-export const AGENT_NODE_ARGS = ['--max-semi-space-size=1'];
+import { agentApp } from './agent-app.js';
 
 export interface AgentPoolOptions {
   config: ThymosConfig;
@@ -96,16 +94,6 @@ export class AgentPool {
     this.#filling = this.#fillLoop().finally(() => (this.#filling = undefined));
   }
 
-  /** Settles once the pool is full (or closed): for tests and benchmarks that measure warm wakes. */
-  async full(timeoutMs: number): Promise<boolean> {
-    const deadline = performance.now() + timeoutMs;
-    while (!this.#closed && this.#ready.length < this.size && performance.now() < deadline) {
-      this.fill();
-      await (this.#filling ?? sleep(50));
-    }
-    return this.#ready.length >= this.size;
-  }
-
   /** Stops filling and deletes the spares that wait; claimed ones are agents now and stay. */
   async close(): Promise<void> {
     this.#closed = true;
@@ -138,22 +126,8 @@ export class AgentPool {
       if (e.name === slot) exited = true;
     });
     try {
-      const args = ['spare', '--slot', slot, '--nats-url', this.#o.natsUrl];
-      if (config.file) args.push('--config', config.file);
-      await processes.start({
-        name: slot,
-        script: this.#o.thymosBin,
-        args,
-        nodeArgs: AGENT_NODE_ARGS,
-        cwd: config.file ? join(config.file, '..') : process.cwd(),
-        waitReady: true,
-        listenTimeoutMs: config.supervisor.start_timeout_ms,
-        killTimeoutMs: config.agent.shutdown_timeout_ms + 2000,
-        // A claimed spare is an agent: pm2 restarts it after a crash, as that agent.
-        autorestart: true,
-        restartDelayMs: config.supervisor.restart_delay_ms,
-        logFile: join(paths.logs, 'pool', `${slot}.log`),
-      });
+      // A claimed spare is an agent: pm2 restarts it after a crash, as that agent.
+      await processes.start(agentApp(config, this.#o.thymosBin, slot, ['spare', '--slot', slot, '--nats-url', this.#o.natsUrl], join(paths.logs, 'pool', `${slot}.log`)));
       if (exited) throw new Error(`${slot} exited while starting (log: ${join(paths.logs, 'pool', `${slot}.log`)})`);
       if (this.#closed) {
         await processes.delete(slot);

@@ -16,8 +16,9 @@ import { writeAtomic } from '../../shared/platform/write-atomic.js';
 import type { AgentMode } from '../../shared/protocol/agent-protocol.js';
 import { type AgentStartContextInput, AgentStartContextSchema } from '../../shared/protocol/agent-start-context.js';
 import type { ProcessManager } from '../pm2/process-manager.js';
+import { agentApp } from './agent-app.js';
 import type { AgentLink } from './agent-link.js';
-import { AGENT_NODE_ARGS, type AgentPool } from './agent-pool.js';
+import type { AgentPool } from './agent-pool.js';
 import { probeMcp } from './mcp-probe.js';
 import type { PortAllocator } from './port-allocator.js';
 import type { SupervisorMetrics } from './supervisor-metrics.js';
@@ -125,22 +126,9 @@ export class AgentStarter {
     const exit = await this.#exitDuringStart(id, [name]);
     try {
       const args = ['agent', '--agent-id', id, '--port', String(port), '--mode', mode, '--context', this.#writeContext(id, properties), '--nats-url', this.#o.natsUrl];
-      if (config.file) args.push('--config', config.file);
       clock.mark('context');
       await Promise.race([
-        processes.start({
-          name,
-          script: this.#o.thymosBin,
-          args,
-          nodeArgs: AGENT_NODE_ARGS,
-          cwd: config.file ? join(config.file, '..') : process.cwd(),
-          waitReady: true,
-          listenTimeoutMs: budget,
-          killTimeoutMs: config.agent.shutdown_timeout_ms + 2000,
-          autorestart: true,
-          restartDelayMs: config.supervisor.restart_delay_ms,
-          logFile: join(paths.logs, `${id}.log`),
-        }),
+        processes.start(agentApp(config, this.#o.thymosBin, name, args, join(paths.logs, `${id}.log`))),
         exit.failed,
       ]);
       clock.mark('pm2_start');

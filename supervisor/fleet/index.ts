@@ -3,7 +3,7 @@
  */
 export { AgentArchive } from './agent-archive.js';
 export { AgentLink } from './agent-link.js';
-export { AGENT_NODE_ARGS, AgentPool, type AgentPoolOptions, type PoolStats } from './agent-pool.js';
+export { AgentPool, type AgentPoolOptions } from './agent-pool.js';
 export { type AgentEntry, AgentRegistry } from './agent-registry.js';
 export { decideStates, type Decision, type DecisionReason, type ScoredAgent, type ScoreSource, STATE_RANK, stateForScore } from './decide-states.js';
 export { FleetController, type FleetControllerOptions, type ProgressListener } from './fleet-controller.js';
