@@ -20,6 +20,11 @@ async function readySpares(pm: ProcessManager, data: string): Promise<Map<string
   return ready;
 }
 
+/** Waits until the supervisor itself counts `n` spares ready (pm2 may show a spare a moment before the pool takes it in). */
+async function poolReady(fleet: TestFleet['fleet'], n: number): Promise<void> {
+  await eventually(async () => ((await fleet.status()).supervisor.pool?.ready ?? 0) >= n || undefined, 60_000, `${n} spare(s) ready in the pool`);
+}
+
 /** The `agent started` lines of the supervisor's log for `id`, oldest first. */
 function startLines(data: string, id: string): Array<{ spare: string | null; pid: number; port: number }> {
   return readFileSync(join(data, 'logs', 'supervisor.log'), 'utf8')
@@ -49,6 +54,7 @@ describe('the warm pool', () => {
     data = join(tf.ws.dir, 'data');
     pm = await ProcessManager.connect(join(data, 'pm2'));
     await eventually(async () => ((await readySpares(pm, data)).size === 2 ? true : undefined), 60_000, 'two ready spares');
+    await poolReady(tf.fleet, 2);
   });
   after(async () => {
     pm?.disconnect();
@@ -93,7 +99,7 @@ describe('the warm pool', () => {
 
   test('a spare killed while it waits is replaced; one killed with a claim in flight leaves the wake to a cold start', async () => {
     const { fleet } = tf;
-    await eventually(async () => ((await readySpares(pm, data)).size === 2 ? true : undefined), 60_000, 'a full pool');
+    await poolReady(fleet, 2);
     const [victim, victimPid] = [...(await readySpares(pm, data)).entries()][0]!;
     process.kill(victimPid, 'SIGKILL');
     await eventually(
@@ -105,6 +111,7 @@ describe('the warm pool', () => {
       'the killed spare replaced',
     );
 
+    await poolReady(fleet, 2);
     // Frozen, a spare takes the claim into its socket and never answers; killed, it is gone with it.
     const spares = await readySpares(pm, data);
     for (const pid of spares.values()) process.kill(pid, 'SIGSTOP');
@@ -124,7 +131,7 @@ describe('the warm pool', () => {
 
   test('a claimed agent killed with -9 comes back as itself through pm2, once', async () => {
     const { fleet } = tf;
-    await eventually(async () => ((await readySpares(pm, data)).size >= 1 ? true : undefined), 60_000, 'a ready spare');
+    await poolReady(fleet, 1);
     assert.deepEqual((await fleet.reconcile(wake('mira_herbalist'))).failed, []);
     assert.ok(startLines(data, 'mira_herbalist').at(-1)?.spare, 'mira_herbalist woke in a spare');
     const before = (await fleet.status()).agents.find((a) => a.id === 'mira_herbalist')!;
@@ -163,7 +170,7 @@ describe('a pool of one', () => {
     const data = join(tf.ws.dir, 'data');
     const pm = await ProcessManager.connect(join(data, 'pm2'));
     try {
-      await eventually(async () => ((await readySpares(pm, data)).size === 1 ? true : undefined), 60_000, 'a ready spare');
+      await poolReady(tf.fleet, 1);
       const report = await tf.fleet.reconcile({ agents: { elder_rowan: { relevance: 1 }, bram_smith: { relevance: 1 } } });
       assert.deepEqual(report.failed, []);
       const spares = ['elder_rowan', 'bram_smith'].map((id) => startLines(data, id).at(-1)?.spare ?? null);
