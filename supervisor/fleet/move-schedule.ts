@@ -74,7 +74,8 @@ class Places {
  * the fleet is under `max_running` (`max_active`), or given back by a move down as it
  * finishes. So the fleet never runs more agents than the limits allow, even for a moment, and
  * a player's step never waits for the previous place's agents to snapshot and stop unless
- * their places are needed. A move up whose place no move down frees fails with
+ * their places are needed. When no move up needs a freed place, the moves down wait until the
+ * moves up are done, so the wakes have the CPU to themselves. A move up whose place no move down frees fails with
  * CAPACITY_EXCEEDED. `run` never throws; it resolves whether the move succeeded.
  */
 export async function runMoves<M extends ScheduledMove>(moves: readonly M[], limits: MoveLimits, run: (move: M) => Promise<boolean>, refused: (move: M, err: ThymosError) => void): Promise<void> {
@@ -87,15 +88,21 @@ export async function runMoves<M extends ScheduledMove>(moves: readonly M[], lim
 
   const down = moves.filter((m) => STATE_RANK[m.to] < STATE_RANK[m.from]);
   const up = moves.filter((m) => !down.includes(m));
+  // When no move up needs a place a move down frees, the moves down start once the moves up are
+  // done: they would only share the CPU with the wakes the caller is waiting for.
+  const placesNeeded = up.filter(startsRunning).length > limits.maxRunning - limits.running || up.filter(startsActive).length > limits.maxActive - limits.active;
+  let upsFinished: () => void = () => undefined;
+  const upsDoneSignal = placesNeeded ? Promise.resolve() : new Promise<void>((resolve) => (upsFinished = resolve));
   const downsDone = Promise.all(
-    down.map((m) =>
-      downs.add(async () => {
+    down.map(async (m) => {
+      await upsDoneSignal;
+      await downs.add(async () => {
         const ok = await run(m);
         // A move that failed left its agent where it was: its places stay taken.
         if (ok && RUNNING(m.from) && !RUNNING(m.to)) runningPlaces.give();
         if (ok && m.from === 'active' && m.to !== 'active') activePlaces.give();
-      }),
-    ),
+      });
+    }),
   ).then(() => {
     runningPlaces.close(new ThymosError(ErrorCode.CAPACITY_EXCEEDED, `the fleet runs as many agents as [lifecycle] max_running (${limits.maxRunning}) allows`));
     activePlaces.close(new ThymosError(ErrorCode.CAPACITY_EXCEEDED, `the fleet has as many active agents as [lifecycle] max_active (${limits.maxActive}) allows`));
@@ -116,5 +123,6 @@ export async function runMoves<M extends ScheduledMove>(moves: readonly M[], lim
       });
     }),
   );
-  await Promise.all([downsDone, upsDone]);
+  await upsDone.finally(upsFinished);
+  await downsDone;
 }

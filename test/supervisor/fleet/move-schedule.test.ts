@@ -30,15 +30,36 @@ function harness(outcome: (m: ScheduledMove) => boolean = () => true) {
 
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
-test('with places free, moves up begin at once beside moves down', async () => {
+test('with places free, moves down wait until the moves up are done', async () => {
   const h = harness();
-  const done = runMoves([move('a', 'active', 'dormant'), move('b', 'dormant', 'active')], { concurrency: 4, maxRunning: 4, maxActive: 4, running: 1, active: 1 }, h.run, h.refused);
+  const done = runMoves(
+    [move('a', 'active', 'dormant'), move('b', 'dormant', 'active'), move('c', 'dormant', 'active')],
+    { concurrency: 4, maxRunning: 4, maxActive: 4, running: 1, active: 1 },
+    h.run,
+    h.refused,
+  );
   await tick();
-  assert.deepEqual(h.events, ['begin a', 'begin b']);
+  assert.deepEqual(h.events, ['begin b', 'begin c'], 'the wakes have the CPU to themselves');
   h.finish('b');
+  await tick();
+  assert.deepEqual(h.events.slice(2), ['end b'], 'one wake still runs');
+  h.finish('c');
+  await tick();
+  assert.deepEqual(h.events.slice(3), ['end c', 'begin a']);
   h.finish('a');
   await done;
   assert.deepEqual(h.refusals, []);
+});
+
+test('a failed move up still lets the moves down run', async () => {
+  const h = harness((m) => m.id !== 'b');
+  const done = runMoves([move('a', 'listening', 'dormant'), move('b', 'dormant', 'active')], { concurrency: 4, maxRunning: 4, maxActive: 4, running: 1, active: 0 }, h.run, h.refused);
+  await tick();
+  h.finish('b');
+  await tick();
+  assert.deepEqual(h.events, ['begin b', 'end b', 'begin a']);
+  h.finish('a');
+  await done;
 });
 
 test('at the running limit a move up waits for the place a move down gives back', async () => {
