@@ -30,6 +30,10 @@ export interface AppSpec {
   listenTimeoutMs?: number;
   /** SIGINT, then SIGKILL after this long. */
   killTimeoutMs: number;
+  /** How often pm2 looks whether a stopped app has exited (its default is 100 ms). */
+  killCheckMs?: number;
+  /** Leave Node's source-map support off (pm2 turns it on in every app by default). */
+  noSourceMaps?: boolean;
   autorestart: boolean;
   /** Exponential back-off base for crash restarts. */
   restartDelayMs?: number;
@@ -116,6 +120,8 @@ export class ProcessManager {
           wait_ready: spec.waitReady ?? false,
           listen_timeout: spec.listenTimeoutMs,
           kill_timeout: spec.killTimeoutMs,
+          kill_retry_time: spec.killCheckMs,
+          disable_source_map_support: spec.noSourceMaps ?? false,
           autorestart: spec.autorestart,
           exp_backoff_restart_delay: spec.restartDelayMs,
           out_file: spec.logFile,
