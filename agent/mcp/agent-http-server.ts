@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
@@ -60,15 +61,8 @@ export class AgentHttpServer {
     return this.#sessions.size;
   }
 
-  /** Binds host:port. A port already in use fails with PORT_IN_USE. */
-  async listen(host: string, port: number): Promise<void> {
-    this.#allowedHosts = new Set([
-      `127.0.0.1:${port}`,
-      `localhost:${port}`,
-      `[::1]:${port}`,
-      `${host}:${port}`,
-      ...this.#config.mcp.allowed_hosts,
-    ]);
+  /** Binds host:port (0: any free port) and resolves to the port bound. A port already in use fails with PORT_IN_USE. */
+  async listen(host: string, port: number): Promise<number> {
     await new Promise<void>((resolve, reject) => {
       const onError = (err: NodeJS.ErrnoException) => {
         this.#server.off('listening', onListening);
@@ -86,6 +80,15 @@ export class AgentHttpServer {
       this.#server.once('listening', onListening);
       this.#server.listen(port, host);
     });
+    const bound = (this.#server.address() as AddressInfo).port;
+    this.#allowedHosts = new Set([
+      `127.0.0.1:${bound}`,
+      `localhost:${bound}`,
+      `[::1]:${bound}`,
+      `${host}:${bound}`,
+      ...this.#config.mcp.allowed_hosts,
+    ]);
+    return bound;
   }
 
   /** Stops accepting connections and closes every session. */

@@ -1,4 +1,4 @@
-import { appendFileSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { fleetPaths, Pm2Names, spareClaimFile } from '../../shared/config/fleet-paths.js';
@@ -10,8 +10,8 @@ import { createLogger } from '../../shared/platform/logger.js';
 import { FleetNames } from '../../shared/protocol/fleet-names.js';
 import { parseWireJson } from '../../shared/protocol/parse-json.js';
 import { type SpareClaim, SpareClaimSchema } from '../../shared/protocol/spare-protocol.js';
-import { MemoryStore } from '../memory/memory-store.js';
 import { resolveConfig, runAgentProcess, type RunningAgent } from './agent-process.js';
+import { rehearseAgent } from './spare-rehearsal.js';
 
 /** Options of `thymos spare`, which the supervisor's warm pool starts under pm2. */
 export interface SpareOptions {
@@ -59,7 +59,8 @@ export async function runSpareProcess(options: SpareOptions): Promise<Spare> {
     import('../links/agent-world-watcher.js'),
     import('../../shared/nats/world-client.js'),
   ]);
-  await warmDatabase(join(paths.run, 'pool', `${options.slot}.warm`));
+  const rehearsal = await rehearseAgent(config, join(paths.run, 'pool', `${options.slot}.warm`), logger);
+  logger.info(rehearsal, 'rehearsed');
   const nc = await connectNats({ servers: options.natsUrl, name: options.slot });
   let settle: { resolve: (a: RunningAgent) => void; reject: (e: Error) => void } = { resolve: () => undefined, reject: () => undefined };
   const agent = new Promise<RunningAgent>((resolve, reject) => (settle = { resolve, reject }));
@@ -121,18 +122,6 @@ async function become(claim: SpareClaim, options: SpareOptions, logs: string): P
     }
     throw e;
   }
-}
-
-/**
- * Opens and closes a throwaway memory database, so the engine's first-use costs (about 90 ms
- * of the first open measured) are paid before a claim rather than by the wake. The folder is
- * the spare's own and removed at once: no agent's data is touched before the claim.
- */
-async function warmDatabase(dir: string): Promise<void> {
-  rmSync(dir, { recursive: true, force: true });
-  const store = await MemoryStore.open(dir, { timeoutMs: 30_000 });
-  await store.close();
-  rmSync(dir, { recursive: true, force: true });
 }
 
 /** The claim a restarted spare starts its agent from. */

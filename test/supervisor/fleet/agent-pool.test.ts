@@ -88,6 +88,11 @@ describe('the warm pool', () => {
     const agentFiles = openFiles(row.pid!).filter((f) => f.startsWith(join(data, 'agents')));
     assert.ok(agentFiles.length > 0, 'it holds its database');
     assert.deepEqual(agentFiles.filter((f) => !f.startsWith(`${mine}/`)), [], 'it holds no other agent’s files');
+    // The embedded engine keeps a closed database's files open until the process exits (surrealdb.js#592):
+    // the rehearsal's own, already deleted, are all that may be left of it.
+    const rehearsal = openFiles(row.pid!).filter((f) => f.includes('.warm'));
+    assert.deepEqual(rehearsal.filter((f) => !(f.startsWith(join(data, 'run', 'pool', `${first.spare}.warm`)) && f.endsWith('(deleted)'))), [], 'only its own rehearsal, deleted');
+    assert.match(readFileSync(join(data, 'logs', 'pool', `${first.spare}.log`), 'utf8'), /"steps":\["initialize","remember","recall","talk","end"\].*"msg":"rehearsed"/);
 
     assert.deepEqual((await fleet.reconcile(sleepAgent('elder_rowan'))).failed, []);
     await eventually(() => (alive(row.pid!) ? undefined : true), 20_000, 'the process that was elder_rowan to exit');

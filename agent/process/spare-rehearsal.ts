@@ -1,0 +1,65 @@
+import { rmSync } from 'node:fs';
+
+import type { ThymosConfig } from '../../shared/config/thymos-config.js';
+import type { Logger } from '../../shared/platform/logger.js';
+import { AgentModels } from '../llm/agent-models.js';
+import { AgentHttpServer } from '../mcp/agent-http-server.js';
+import { MemoryStore } from '../memory/memory-store.js';
+import { assembleAgent, defaultDefinition } from './agent-assembly.js';
+
+/** The made-up agent a spare rehearses with; never a fleet's agent (ids there are the domain's). */
+const REHEARSAL_ID = 'spare_rehearsal';
+
+/**
+ * A spare's dress rehearsal before it says ready: a made-up agent on a throwaway database in
+ * `dir`, served over MCP on a free loopback port, that an MCP client initializes, tells
+ * something, asks for it back and (when dialogue runs offline, so nothing leaves the machine)
+ * talks to. The first run of each of those paths in a process costs tens of milliseconds —
+ * the engine's first open, compiling the MCP request path, the concept extractor's first
+ * sentence — which a claim then no longer pays. Everything is closed and the folder removed
+ * before the spare can be claimed: no agent's data is touched, and nothing of the rehearsal
+ * is left for the agent the spare becomes. The user's behaviour module is not loaded for it.
+ */
+export async function rehearseAgent(config: ThymosConfig, dir: string, logger: Logger): Promise<{ steps: string[]; ms: number }> {
+  const started = performance.now();
+  rmSync(dir, { recursive: true, force: true });
+  const quiet = logger.child({}, { level: 'warn' });
+  const rehearsalConfig: ThymosConfig = { ...config, behaviorPath: undefined };
+  const store = await MemoryStore.open(dir, { timeoutMs: 30_000 });
+  let http: AgentHttpServer | undefined;
+  try {
+    const definition = defaultDefinition(REHEARSAL_ID);
+    const options = { agentId: REHEARSAL_ID, port: 1, mode: 'active' as const };
+    const { runtime } = await assembleAgent(options, rehearsalConfig, store, undefined, undefined, { definition, defined: false }, quiet);
+    runtime.setStatus('ready');
+    http = new AgentHttpServer(runtime, rehearsalConfig, quiet);
+    const port = await http.listen('127.0.0.1', 0);
+    const offline = !new AgentModels(REHEARSAL_ID, config.llm, definition, {}, {}).usesModel('dialogue');
+    const steps = await rehearseMcp(`http://127.0.0.1:${port}/mcp`, offline);
+    return { steps, ms: Math.round(performance.now() - started) };
+  } finally {
+    await http?.close();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** An MCP session the way a client runs one: initialize, a few tool calls, then the session's end; the steps it ran. */
+async function rehearseMcp(url: string, talk: boolean): Promise<string[]> {
+  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+  const post = async (body: object): Promise<void> => {
+    const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', ...body }) });
+    const session = res.headers.get('mcp-session-id');
+    if (session) headers['mcp-session-id'] = session;
+    const text = await res.text();
+    if (!res.ok || text.includes('"isError":true')) throw new Error(`the spare's rehearsal failed: ${'method' in body ? String(body.method) : ''} answered HTTP ${res.status} ${text.slice(0, 200)}`);
+  };
+  const call = (id: number, name: string, args: object) => post({ id, method: 'tools/call', params: { name, arguments: args } });
+  await post({ id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'thymos-spare', version: '0' } } });
+  await post({ method: 'notifications/initialized' });
+  await call(2, 'remember', { content: 'The rehearsal bell rang twice at the old mill before dawn.' });
+  await call(3, 'recall', { query: 'when did the bell ring' });
+  if (talk) await call(4, `talk_to_${REHEARSAL_ID}`, { message: 'Did you hear the bell at the mill?' });
+  await fetch(url, { method: 'DELETE', headers }).then((r) => r.body?.cancel());
+  return ['initialize', 'remember', 'recall', ...(talk ? ['talk'] : []), 'end'];
+}
