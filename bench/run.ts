@@ -21,11 +21,12 @@ import { recallScenario } from './recall.js';
 import { reconcileDecisionScenario } from './reconcile-decision.js';
 import type { Figure, Scenario, ScenarioResult } from './scenario.js';
 import { wakePoolScenario, wakeScenario } from './wake.js';
+import { wakeManyScenario } from './wake-many.js';
 import { worldLiveScenario } from './world-live.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RESULTS = join(ROOT, 'bench', 'results');
-const SCENARIOS: Scenario[] = [agentStartupScenario, recallScenario, reconcileDecisionScenario, fleetScaleScenario, wakeScenario, wakePoolScenario, eventDeliveryScenario, worldLiveScenario, embeddingScenario, locomoScenario, faultsScenario, fuzzScenario];
+const SCENARIOS: Scenario[] = [agentStartupScenario, recallScenario, reconcileDecisionScenario, fleetScaleScenario, wakeScenario, wakePoolScenario, wakeManyScenario, eventDeliveryScenario, worldLiveScenario, embeddingScenario, locomoScenario, faultsScenario, fuzzScenario];
 
 interface StoredResult extends ScenarioResult {
   machine: string;
@@ -55,7 +56,8 @@ const HEADLINES: Array<{ scenario: string; metric: RegExp; label: string; goal?:
   { scenario: 'agent-startup', metric: /^idle agent RSS/, label: 'Idle agent RSS' },
   { scenario: 'reconcile-decision', metric: /^decision p50, 10,000/, label: 'Reconcile decision at 10,000 agents, p50' },
   { scenario: 'wake', metric: /^one agent Dormant|^a player's step: reconcile|agents Dormant → Active in one|^idle agent PSS|^CPU of/, label: 'Wake' },
-  { scenario: 'wake-pool', metric: /^one agent Dormant|^one agent Archived|^a player's step: reconcile|^50 agents Dormant|^pool: refilling/, label: 'Warm wake (pool of 4)' },
+  { scenario: 'wake-pool', metric: /^one agent Dormant|^one agent Archived|^a player's step|^50 agents Dormant|^pool: refilling/, label: 'Warm wake (pool of 4)' },
+  { scenario: 'wake-many', metric: /^50 agents Dormant|^a waiting spare/, label: 'Warm wake (pool of 50)' },
   { scenario: 'recall', metric: /recall k=10 p50 \/ p95 at 10k/, label: 'Recall at 10,000 memories (BM25), p50 / p95' },
   { scenario: 'event-delivery', metric: /50 agents, p95/, label: 'Event fan-out to 50 agents, p95' },
   { scenario: 'locomo', metric: /— R@5 \/ R@10 \/ R@20/, label: 'LoCoMo evidence recall' },

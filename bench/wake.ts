@@ -11,19 +11,20 @@ import { bareNodeSpawnMs, cpuSeconds } from './proc-stats.js';
 import type { Figure, Scenario, ScenarioResult } from './scenario.js';
 import { quantile, round } from './stats.js';
 
-const AGENTS = 50;
+export const AGENTS = 50;
 const PLACES = 5;
 /** NPCs that live at the places the player walks between: 4 at each of 5. */
 const NPCS = 20;
-const WALK_STEPS = 15;
+/** Steps of the walk: odd ones talk after the reconcile returns, even ones to each NPC as soon as its wake is reported. */
+const WALK_STEPS = 20;
 const SINGLE_WAKES = 5;
 const IDLE_SECONDS = 10;
 
-const id = (i: number) => `npc_${String(i).padStart(2, '0')}`;
+export const id = (i: number) => `npc_${String(i).padStart(2, '0')}`;
 const place = (i: number) => `place_${i % PLACES}`;
 
 /** 50 agents; the first 20 live at 5 places, and an NPC is relevant where the player is. */
-function domainPkl(): string {
+export function domainPkl(): string {
   const lines = [`amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}`, 'agents {'];
   // The agents beyond the walk's NPCs live where the player never goes.
   for (let i = 0; i < AGENTS; i++) lines.push(`  ["${id(i)}"] { persona { name = "Npc ${i}" }; homeLocation = "${i < NPCS ? place(i) : 'far_away'}" }`);
@@ -32,7 +33,7 @@ function domainPkl(): string {
 }
 
 /** `Pss:` and `Rss:` of a process from /proc/<pid>/smaps_rollup, in MB. */
-function memoryMb(pid: number): { pss: number; rss: number } {
+export function memoryMb(pid: number): { pss: number; rss: number } {
   try {
     const text = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
     const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? Number.NaN) / 1024;
@@ -201,21 +202,35 @@ async function wakeRun(poolSize: number): Promise<Omit<ScenarioResult, 'name' | 
     const poolBeforeWalk = (await fleet.status()).supervisor.pool;
     const locations = Object.fromEntries(npcs.map((n, i) => [n, { location: place(i) }]));
     const steps: number[] = [];
+    const eagerSteps: number[] = [];
     const stepReconciles: number[] = [];
     const lingered: number[] = [];
     for (let s = 0; s <= WALK_STEPS; s++) {
       const here = `place_${s % PLACES}`;
+      const there = npcs.filter((_, i) => place(i) === here);
       // The player lingers at a place until the pool has refilled (no wait without a pool).
       lingered.push(await refilled(fleet));
+      const context = { global: { player_location: here }, agents: locations };
       const t = performance.now();
-      const tr = performance.now();
-      await checked(`step ${s}`, { global: { player_location: here }, agents: locations }, NPCS / PLACES, s === 0 ? 0 : NPCS / PLACES);
-      const reconciled = performance.now() - tr;
-      await Promise.all(npcs.filter((_, i) => place(i) === here).map((n) => talk(fleet, n)));
-      // The first step starts from an empty village: it wakes without putting anyone to sleep.
-      if (s > 0) {
-        steps.push(performance.now() - t);
-        stepReconciles.push(reconciled);
+      if (s % 2 === 1 || s === 0) {
+        await checked(`step ${s}`, context, there.length, s === 0 ? 0 : there.length);
+        const reconciled = performance.now() - t;
+        await Promise.all(there.map((n) => talk(fleet, n)));
+        // The first step starts from an empty village: it wakes without putting anyone to sleep.
+        if (s > 0) {
+          steps.push(performance.now() - t);
+          stepReconciles.push(reconciled);
+        }
+      } else {
+        // As a game loop that talks to each NPC the moment the fleet reports it awake: the step ends
+        // when the last of them answers, whether or not the NPCs left behind have stopped yet.
+        const talks: Array<Promise<number>> = [];
+        const onProgress = (p: { id: string; step: string; ok: boolean }) => {
+          if (p.ok && p.step.endsWith('→ active')) talks.push(talk(fleet, p.id).then(() => performance.now()));
+        };
+        const report = await fleet.reconcile(context, { onProgress });
+        if (report.failed.length > 0 || talks.length !== there.length) throw new Error(`eager step ${s}: ${talks.length} talks, failed ${JSON.stringify(report.failed)}`);
+        eagerSteps.push(Math.max(...(await Promise.all(talks))) - t);
       }
     }
     await checked('walk end', force(npcs, 0.2), 0, NPCS / PLACES);
@@ -247,8 +262,13 @@ async function wakeRun(poolSize: number): Promise<Omit<ScenarioResult, 'name' | 
       { metric: `one agent Dormant → Active, fleet.reconcile returns, median of ${SINGLE_WAKES}`, value: round(singleMs, 0), unit: 'ms', goal: poolSize ? '≤ 150 ms' : '≤ 250 ms (≤ 150 ms with the pool)' },
       { metric: 'ratio one wake / bare node spawn → exit (same run)', value: round(singleMs / spawnMs, 1), unit: '×' },
       { metric: 'one agent Archived → Active (unpacked, then started), median of 3', value: round(quantile(fromArchive, 0.5), 0), unit: 'ms' },
-      { metric: `a player's step: reconcile wakes the 4 NPCs there (20 at 5 places) and each answers a talk, median of ${WALK_STEPS}`, value: round(stepMs, 0), unit: 'ms', goal: poolSize ? '≤ 300 ms' : '≤ 800 ms (≤ 300 ms with the pool)' },
+      { metric: `a player's step: reconcile wakes the 4 NPCs there (20 at 5 places) and each answers a talk once it returns, median of ${WALK_STEPS / 2}`, value: round(stepMs, 0), unit: 'ms', goal: poolSize ? '≤ 300 ms' : '≤ 800 ms (≤ 300 ms with the pool)' },
       { metric: "a player's step: p95, and the reconcile alone (median)", value: `${round(quantile(steps, 0.95), 0)} / ${round(quantile(stepReconciles, 0.5), 0)}`, unit: 'ms' },
+      {
+        metric: `a player's step, talking to each NPC as soon as onProgress reports it active (the other ${WALK_STEPS / 2} steps): median / p95`,
+        value: `${round(quantile(eagerSteps, 0.5), 0)} / ${round(quantile(eagerSteps, 0.95), 0)}`,
+        unit: 'ms',
+      },
       { metric: '20 agents Dormant → Active in one reconcile', value: round(wake20, 0), unit: 'ms' },
       { metric: `${AGENTS} agents Dormant → Active in one reconcile`, value: round(wake50 / 1000, 1), unit: 's', goal: poolSize ? '≤ 3 s' : '≤ 8 s (≤ 3 s with the pool)' },
       {
