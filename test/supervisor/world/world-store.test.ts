@@ -177,7 +177,7 @@ describe('world store over NATS (real nats-server, embedded SurrealDB)', () => {
     for (let i = 0; i < 150; i++) {
       const body: Record<string, unknown> = {};
       if (Math.random() < 0.9) body.table = pick(['quest', 'location', 'agent', 'x', 3, '']);
-      if (Math.random() < 0.7) body.id = pick(['a', '', 7, 'keep', null]);
+      if (Math.random() < 0.7) body.id = pick(['a', '', 7, 'fuzzed', null]);
       if (Math.random() < 0.5) body.fields = Object.fromEntries([[pick(fields), pick(values)]]);
       if (Math.random() < 0.5) body.where = [{ field: pick(fields), op: pick(['=', 'in', '>', 'contains', 'x']), value: pick(values) }];
       if (Math.random() < 0.3) body.limit = pick(values);
@@ -191,6 +191,7 @@ describe('world store over NATS (real nats-server, embedded SurrealDB)', () => {
       if (!reply.ok) assert.ok([ErrorCode.INVALID_INPUT, ErrorCode.NOT_FOUND].includes(reply.error!.code as 'INVALID_INPUT'), `${op} ${JSON.stringify(body)} → ${JSON.stringify(reply)}`);
     }
     for (const s of store.subscriptions()) await store.unsubscribe(s.sub);
+    // No request named it: a row the fuzz never targeted is untouched whatever else it did.
     assert.equal((await app.get('quest', 'keep'))?.title, 'Keep me');
   });
 
