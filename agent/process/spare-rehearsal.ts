@@ -40,7 +40,20 @@ export async function rehearseAgent(config: ThymosConfig, dir: string, logger: L
   } finally {
     await http?.close();
     await store.close();
-    rmSync(dir, { recursive: true, force: true });
+    removeRehearsal(dir, quiet);
+  }
+}
+
+/**
+ * Removes the rehearsal's database. The engine keeps writing a closed database's files for a
+ * moment (surrealdb.js#592), so a folder that is not empty yet is tried again; one that still
+ * stays is removed by the next spare's rehearsal in the same slot.
+ */
+function removeRehearsal(dir: string, logger: Logger): void {
+  try {
+    rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 20 });
+  } catch (err) {
+    logger.warn({ err: (err as Error).message, dir }, 'the rehearsal database could not be removed yet');
   }
 }
 
