@@ -1,7 +1,6 @@
 import { type Consumer, type ConsumerMessages, jetstream, type JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 
-import type { EventFilter } from '../../shared/domain/domain-schema.js';
 import { ensureAgentConsumer } from '../../shared/nats/event-stream.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
@@ -10,11 +9,8 @@ import { eventMemoryText, type WorldEvent, WorldEventSchema } from '../../shared
 import type { NewMemory } from '../memory/agent-memory.js';
 import type { Hearing } from '../runtime/runtime-ports.js';
 import { readForever, readPending } from './durable-consumer.js';
-import { hearsEvent, type Listener } from './event-filter.js';
 
 export interface AgentEventListenerOptions {
-  listener: Listener;
-  filters: readonly EventFilter[];
   /** Most missed events replayed on wake; older ones are acknowledged unread. */
   replayMax: number;
   /** Redelivery delay of an unacknowledged event, used when the consumer is created. */
@@ -26,8 +22,10 @@ export interface AgentEventListenerOptions {
 const BATCH = 256;
 
 /**
- * An agent's ear on the world: its durable JetStream consumer. On start it replays what
- * arrived while it was stopped, in order; then it keeps listening. Heard events become
+ * An agent's ear on the world: its durable JetStream consumer on the heard stream, where the
+ * supervisor's router puts each event the agent's filters let it hear (so an agent spends
+ * nothing on the events it does not hear). On start it replays what arrived while it was
+ * stopped, in order; then it keeps listening. Heard events become
  * memories whose id derives from the event id, and a message is acknowledged only after
  * its memory is stored — so a redelivery (a crash mid-replay) never makes a second memory
  * and a crash never loses one.
@@ -51,7 +49,7 @@ export class AgentEventListener {
   async catchUp(nc: NatsConnection): Promise<{ replayed: number; skipped: number }> {
     const js = jetstream(nc);
     await ensureAgentConsumer(await js.jetstreamManager(), this.#runtime.id, { ack_wait_s: this.#options.ackWaitS }, this.#options.names);
-    const consumer = await js.consumers.get(this.#options.names.eventStream, this.#options.names.eventConsumer(this.#runtime.id));
+    const consumer = await js.consumers.get(this.#options.names.heardStream, this.#options.names.heardConsumer(this.#runtime.id));
     this.#consumer = consumer;
     let skipped = 0;
     let toSkip = Math.max(0, (await consumer.info()).num_pending - this.#options.replayMax);
@@ -98,7 +96,7 @@ export class AgentEventListener {
         this.#logger.warn({ subject: m.subject, seq: m.seq }, 'malformed event ignored');
         continue;
       }
-      if (hearsEvent(this.#options.filters, this.#options.listener, parsed.data)) memories.push(toMemory(parsed.data));
+      memories.push(toMemory(parsed.data));
     }
     if (memories.length > 0) await this.#runtime.hear(memories, { live });
     this.heard += memories.length;

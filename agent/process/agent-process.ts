@@ -2,6 +2,7 @@ import { join } from 'node:path';
 
 import { resolveConfigFile, type ThymosConfig } from '../../shared/config/thymos-config.js';
 import { type DomainSchema, loadDomainSchema } from '../../shared/domain/domain-schema.js';
+import { appliesTo } from '../../shared/domain/event-filter.js';
 import { ErrorCode, toThymosError } from '../../shared/errors/errors.js';
 import { agentTokenPath, ensureAgentToken } from '../../shared/platform/agent-token.js';
 import { CleanupStack } from '../../shared/platform/cleanup-stack.js';
@@ -10,7 +11,6 @@ import { createLogger, type Logger } from '../../shared/platform/logger.js';
 import { PhaseClock } from '../../shared/platform/phase-clock.js';
 import { StopOnce } from '../../shared/platform/stop-once.js';
 import type { AgentStartContext } from '../../shared/protocol/agent-start-context.js';
-import { appliesTo } from '../links/event-filter.js';
 import { MemoryStore } from '../memory/memory-store.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
 import { assembleAgent, resolveDefinition } from './agent-assembly.js';
@@ -85,9 +85,6 @@ export async function runAgentProcess(options: AgentOptions, output: { logFile?:
           channelModule: natsModule,
           runtime,
           memory,
-          definition,
-          startContext,
-          eventFilters: state.eventFilters,
           worldWatches: state.worldWatches,
           logger,
           cleanup,
@@ -132,10 +129,9 @@ async function openAgentState(options: AgentOptions, config: ThymosConfig, start
   clock.mark('db_open');
   const domain = await domainPromise;
   const { definition, defined } = resolveDefinition(options.agentId, startContext?.definition, domain, logger);
-  const eventFilters = startContext?.eventFilters ?? domain?.eventFilters ?? [];
   const worldWatches = (startContext?.worldWatches ?? domain?.worldWatches ?? [])
     .map((watch, index) => ({ index, watch }))
     .filter(({ watch }) => appliesTo(watch, { id: options.agentId, tags: definition.tags }));
   clock.mark('domain_schema');
-  return { lock, store, domain, definition, defined, eventFilters, worldWatches };
+  return { lock, store, domain, definition, defined, worldWatches };
 }

@@ -1,10 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import type { AgentDefinition, EventFilter, WorldWatch } from '../../shared/domain/domain-schema.js';
+import type { WorldWatch } from '../../shared/domain/domain-schema.js';
 import type { CleanupStack } from '../../shared/platform/cleanup-stack.js';
 import type { Logger } from '../../shared/platform/logger.js';
-import type { AgentStartContext } from '../../shared/protocol/agent-start-context.js';
 import { FleetNames } from '../../shared/protocol/fleet-names.js';
 import type { AgentControlChannel } from '../links/agent-control-channel.js';
 import type { AgentMemory } from '../memory/agent-memory.js';
@@ -21,9 +20,6 @@ export interface FleetLinkParts {
   channelModule: Promise<typeof import('../links/agent-control-channel.js')>;
   runtime: AgentRuntime;
   memory: AgentMemory;
-  definition: AgentDefinition;
-  startContext: AgentStartContext | undefined;
-  eventFilters: readonly EventFilter[];
   worldWatches: ReadonlyArray<{ index: number; watch: WorldWatch }>;
   logger: Logger;
   cleanup: CleanupStack;
@@ -49,7 +45,7 @@ export interface FleetLinks {
  * from 1 s doubling to 30 s, never starting a reader twice.
  */
 export async function linkToFleet(parts: FleetLinkParts): Promise<FleetLinks> {
-  const { options, config, runtime, memory, definition, startContext, eventFilters, worldWatches, logger, cleanup, phase, onShutdown, stopping } = parts;
+  const { options, config, runtime, memory, worldWatches, logger, cleanup, phase, onShutdown, stopping } = parts;
   const listeners: Array<{ close(): Promise<void> }> = [];
   const names = new FleetNames(config.fleet.name);
   const { AgentControlChannel } = await parts.channelModule;
@@ -62,11 +58,10 @@ export async function linkToFleet(parts: FleetLinkParts): Promise<FleetLinks> {
   const linked = await channel.waitUntilConnected(config.agent.nats_wait_ms);
   if (!linked) logger.warn({ url: parts.natsUrl }, 'nats not reachable yet; serving MCP and reconnecting in the background');
   phase('nats');
-  const location = typeof startContext?.properties.location === 'string' ? startContext.properties.location : definition.homeLocation;
   const { AgentEventListener } = await import('../links/agent-event-listener.js');
   const ear = new AgentEventListener(
     runtime,
-    { listener: { id: options.agentId, name: definition.persona.name, tags: definition.tags, aliases: definition.aliases, location }, filters: eventFilters, replayMax: config.events.replay_max, ackWaitS: config.events.ack_wait_s, names },
+    { replayMax: config.events.replay_max, ackWaitS: config.events.ack_wait_s, names },
     logger,
   );
   cleanup.push(() => ear.close());

@@ -14,45 +14,55 @@ const STREAM_NOT_FOUND = 10059;
 const isApiError = (err: unknown, code: number) => err instanceof JetStreamApiError && err.code === code;
 
 /**
- * Creates the event stream and the agents' inbox stream, or brings their limits in line with `[events]`. Uses only what
- * nats-server 2.9 has: one subject filter per consumer, no compression, no transforms.
+ * Creates the event stream, the heard stream (each event copied once per agent that hears it)
+ * and the agents' inbox stream, or brings their limits in line with `[events]`. Uses only what
+ * nats-server 2.9 has: one subject filter per consumer, no compression, no transforms. The heard
+ * stream keeps a copy only while its agent's consumer has not acknowledged it (interest
+ * retention), so copies do not pile up beside the events themselves.
  */
 export async function ensureEventStream(nc: NatsConnection, settings: EventsSettings, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<JetStreamManager> {
   const jsm = await jetstreamManager(nc);
-  const config = {
-    retention: RetentionPolicy.Limits,
+  const limits = {
     storage: StorageType.File,
     max_age: settings.max_age_s * 1000 * NS_PER_MS,
     max_bytes: settings.max_bytes,
     duplicate_window: settings.duplicate_window_s * 1000 * NS_PER_MS,
   };
-  for (const [name, subjects] of [
-    [names.eventStream, [names.allEvents]],
-    [names.inboxStream, [names.allInboxes]],
+  for (const [name, subjects, retention] of [
+    [names.eventStream, [names.allEvents], RetentionPolicy.Limits],
+    [names.heardStream, [names.allHeard], RetentionPolicy.Interest],
+    [names.inboxStream, [names.allInboxes], RetentionPolicy.Limits],
   ] as const) {
     try {
       const c = (await jsm.streams.info(name)).config;
-      if (c.max_age !== config.max_age || c.max_bytes !== config.max_bytes || c.duplicate_window !== config.duplicate_window) {
-        await jsm.streams.update(name, { max_age: config.max_age, max_bytes: config.max_bytes, duplicate_window: config.duplicate_window });
+      if (c.max_age !== limits.max_age || c.max_bytes !== limits.max_bytes || c.duplicate_window !== limits.duplicate_window) {
+        await jsm.streams.update(name, { max_age: limits.max_age, max_bytes: limits.max_bytes, duplicate_window: limits.duplicate_window });
       }
     } catch (err) {
       if (!isApiError(err, STREAM_NOT_FOUND)) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `JetStream: ${(err as Error).message} (is JetStream enabled on the server? nats-server -js)`, { cause: err });
-      await jsm.streams.add({ name, ...config, subjects: [...subjects] });
+      await jsm.streams.add({ name, ...limits, retention, subjects: [...subjects] });
     }
   }
   return jsm;
 }
 
 /**
- * The agent's durable consumer on the event stream: explicit acks, one subject filter
- * (2.9 has no filter lists; which events an agent hears is decided by the agent), and
- * delivery from its creation on. It keeps what arrives while the agent is Dormant.
+ * The agent's durable consumers: on the heard stream (the events the router found it hears)
+ * and on the inbox stream, with explicit acks and delivery from their creation on. They keep
+ * what arrives while the agent is Dormant; the supervisor creates them when it registers the
+ * agent (an Archived agent has none).
  */
 export async function ensureAgentConsumer(jsm: JetStreamManager, id: string, settings: Pick<EventsSettings, 'ack_wait_s'>, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<void> {
-  await ensureConsumer(jsm, names.eventStream, names.eventConsumer(id), names.allEvents, DeliverPolicy.New, settings);
-  // Messages addressed to the agent wait in its inbox consumer from its creation on (the
-  // supervisor creates it when it registers the agent; an Archived agent has none).
+  await ensureConsumer(jsm, names.heardStream, names.heardConsumer(id), names.agentHeard(id), DeliverPolicy.New, settings);
   await ensureConsumer(jsm, names.inboxStream, names.inboxConsumer(id), names.agentInbox(id), DeliverPolicy.New, settings);
+}
+
+/**
+ * The router's durable consumer on the event stream. Created with the fleet's first supervisor,
+ * it routes every event published from then on; while no supervisor runs, events wait in it.
+ */
+export async function ensureRouterConsumer(jsm: JetStreamManager, settings: Pick<EventsSettings, 'ack_wait_s'>, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<void> {
+  await ensureConsumer(jsm, names.eventStream, names.routerConsumer, names.allEvents, DeliverPolicy.New, settings);
 }
 
 async function ensureConsumer(jsm: JetStreamManager, stream: string, name: string, filter: string, deliver: DeliverPolicy, settings: Pick<EventsSettings, 'ack_wait_s'>): Promise<void> {
@@ -71,10 +81,25 @@ async function ensureConsumer(jsm: JetStreamManager, stream: string, name: strin
   }
 }
 
+/**
+ * Deletes the per-agent consumers that earlier versions kept on the event stream itself (each
+ * agent read every event and filtered it): the router has taken their place. Returns their names.
+ */
+export async function deleteUnroutedConsumers(jsm: JetStreamManager, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<string[]> {
+  const deleted: string[] = [];
+  for await (const c of jsm.consumers.list(names.eventStream)) {
+    if (c.name === names.routerConsumer) continue;
+    if (!c.name.startsWith('agent_')) continue;
+    await jsm.consumers.delete(names.eventStream, c.name);
+    deleted.push(c.name);
+  }
+  return deleted;
+}
+
 /** Deletes an agent's consumer: an Archived agent stops retaining events. No-op if absent. */
 export async function deleteAgentConsumer(jsm: JetStreamManager, id: string, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<void> {
   for (const [stream, name] of [
-    [names.eventStream, names.eventConsumer(id)],
+    [names.heardStream, names.heardConsumer(id)],
     [names.inboxStream, names.inboxConsumer(id)],
   ] as const) {
     try {

@@ -3,7 +3,7 @@
  */
 export { codedRequest, type Unanswered, validatedRequest } from './coded-request.js';
 export { type CodedReply, serveCoded, serveConstant } from './coded-responder.js';
-export { deleteAgentConsumer, ensureAgentConsumer, ensureEventStream, publishWorldEvent, sendAgentMessage } from './event-stream.js';
+export { deleteAgentConsumer, deleteUnroutedConsumers, ensureAgentConsumer, ensureEventStream, ensureRouterConsumer, publishWorldEvent, sendAgentMessage } from './event-stream.js';
 export { connectNats, type NatsConnection, type NatsConnectOptions } from './nats-connection.js';
 export { REQUESTER_HEADER, SupervisorRequester } from './supervisor-requester.js';
 export { WorldClient, type WorldClientOptions, type WorldSubscription } from './world-client.js';

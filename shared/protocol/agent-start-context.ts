@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 import { AliasEntrySchema } from '../domain/alias-table.js';
-import { AgentDefinitionSchema, ConceptTypeSchema, EventFilterSchema, RelationshipTypeSchema, SearchStrategySchema, WorldWatchSchema } from '../domain/domain-schema.js';
+import { AgentDefinitionSchema, ConceptTypeSchema, RelationshipTypeSchema, SearchStrategySchema, WorldWatchSchema } from '../domain/domain-schema.js';
 
 /**
  * What a supervisor (or a user) may hand an agent at start in `--context FILE`:
@@ -10,8 +10,6 @@ import { AgentDefinitionSchema, ConceptTypeSchema, EventFilterSchema, Relationsh
 export const AgentStartContextSchema = z
   .object({
     definition: AgentDefinitionSchema.optional(),
-    /** The domain schema's event filters (which world events the agent hears). */
-    eventFilters: z.array(EventFilterSchema).optional(),
     /** The domain's relationship types (what `link` may relate concepts with). */
     relationshipTypes: z.record(z.string(), RelationshipTypeSchema).optional(),
     conceptTypes: z.record(z.string(), ConceptTypeSchema).optional(),

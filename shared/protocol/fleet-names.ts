@@ -17,6 +17,12 @@ export class FleetNames {
   readonly eventStream: string;
   /** Every event subject: `<fleet>.events.>`. */
   readonly allEvents: string;
+  /** JetStream stream of the events each agent hears, routed by the supervisor, e.g. `THYMOS_HEARD`. */
+  readonly heardStream: string;
+  /** Every agent's heard subject: `<fleet>.agent.*.heard`. */
+  readonly allHeard: string;
+  /** The supervisor's durable consumer on the event stream, which routes each event to its hearers. */
+  readonly routerConsumer = 'router';
   /** JetStream stream that keeps agent-to-agent messages until the addressee takes them, e.g. `THYMOS_INBOX`. */
   readonly inboxStream: string;
   /** Every inbox subject: `<fleet>.agent.*.inbox`. */
@@ -35,6 +41,8 @@ export class FleetNames {
     const streamPrefix = fleet.toUpperCase();
     this.eventStream = `${streamPrefix}_EVENTS`;
     this.allEvents = `${fleet}.events.>`;
+    this.heardStream = `${streamPrefix}_HEARD`;
+    this.allHeard = `${fleet}.agent.*.heard`;
     this.inboxStream = `${streamPrefix}_INBOX`;
     this.allInboxes = `${fleet}.agent.*.inbox`;
     this.allAgentStatus = `${fleet}.agent.*.status`;
@@ -89,9 +97,14 @@ export class FleetNames {
     return `${this.fleet}.world.live.${sub}`;
   }
 
-  /** An agent's durable consumer on the event stream. */
-  eventConsumer(id: string): string {
-    return `agent_${id}`;
+  /** The events routed to one agent, the ones its filters let it hear (kept in the heard stream). */
+  agentHeard(id: string): string {
+    return `${this.fleet}.agent.${id}.heard`;
+  }
+
+  /** An agent's durable consumer on the heard stream. */
+  heardConsumer(id: string): string {
+    return `heard_${id}`;
   }
 
   /** An agent's durable consumer on the inbox stream. */

@@ -188,7 +188,6 @@ export class AgentStarter {
       AgentStartContextSchema,
       {
         definition: domain.agents[id],
-        eventFilters: domain.eventFilters,
         worldWatches: domain.worldWatches,
         aliases: this.#o.aliases,
         relationshipTypes: domain.relationshipTypes,

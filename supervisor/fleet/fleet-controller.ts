@@ -147,7 +147,7 @@ export class FleetController {
         if (id) logger.warn({ app: name }, 'pm2 runs an agent the domain schema does not define; leaving it alone');
       }
       await this.#ensureConsumers(registry.all().filter((e) => e.state !== 'archived').map((e) => e.id));
-      this.#updateCounts();
+      this.#o.metrics.setCounts(this.counts());
       logger.info({ adopted, lost }, 'fleet adopted');
       return { adopted, lost };
     });
@@ -229,14 +229,15 @@ export class FleetController {
       if (d.state === entry.state) report.unchanged.push(d.id);
       else moves.push({ entry: { ...entry, score: d.score, source: d.source }, to: d.state, score: d.score, reason: d.reason, properties: this.#o.evaluator.propertiesOf(d.id, context) });
     }
-    if (!options.dryRun) await this.#o.registry.updateScores(rescored);
     if (options.dryRun) {
       for (const m of moves) describeMove(report, m.entry.state, m.to, m.entry.id);
       return sortReport(report);
     }
+    await this.#o.registry.updateScores(rescored);
+    this.#o.evaluator.observe(context);
     if (moves.length > 0) this.#journal.begin(context);
     await this.#runMoves(moves, report, options.onProgress);
-    this.#updateCounts();
+    this.#o.metrics.setCounts(this.counts());
     return sortReport(report);
   }
 
@@ -322,7 +323,7 @@ export class FleetController {
       const report = emptyReport();
       if (to === entry.state) report.unchanged.push(id);
       else await this.#runMoves([{ entry, to, score: entry.score, reason: `command ${op}` }], report, options.onProgress);
-      this.#updateCounts();
+      this.#o.metrics.setCounts(this.counts());
       return { ...sortReport(report), dry_run: false, duration_ms: Math.round(performance.now() - started) };
     });
   }
@@ -337,7 +338,7 @@ export class FleetController {
         .filter((e) => RUNNING(e.state))
         .map((entry) => ({ entry, to: 'dormant' as const, score: entry.score, reason: 'fleet down' }));
       await this.#runMoves(moves, report, options.onProgress);
-      this.#updateCounts();
+      this.#o.metrics.setCounts(this.counts());
       return { ...sortReport(report), dry_run: false, duration_ms: Math.round(performance.now() - started) };
     });
   }
@@ -388,10 +389,6 @@ export class FleetController {
 
   /** Waits for the operation in progress to finish. */
   idle = (): Promise<void> => this.#operations.onIdle();
-
-  #updateCounts(): void {
-    this.#o.metrics.setCounts(this.counts());
-  }
 }
 
 function preview(ids: string[]): string {

@@ -52,6 +52,8 @@ export class RelevanceEvaluator {
   readonly #module: RelevanceModule | undefined;
   readonly #askAgent: AskAgent | undefined;
   readonly #rulesByAgent = new Map<string, RelevanceRule[]>();
+  /** Each agent's location as the last applied reconcile context that named it gave it. */
+  readonly #locations = new Map<string, string | null>();
 
   constructor(options: RelevanceEvaluatorOptions) {
     this.#domain = options.domain;
@@ -86,6 +88,18 @@ export class RelevanceEvaluator {
   }
 
   /** The properties an agent is scored on: its home location as `location`, overlaid by the context's. */
+  /** Remembers the locations an applied (not dry-run) reconcile context gives its agents. */
+  observe(context: ReconcileContext): void {
+    for (const [id, given] of Object.entries(context.agents)) {
+      if ('location' in given) this.#locations.set(id, typeof given.location === 'string' ? given.location : null);
+    }
+  }
+
+  /** Where an agent is now: as the last applied context that named its location said, else its home. */
+  locationOf(id: string): string | null {
+    return this.#locations.has(id) ? this.#locations.get(id)! : (this.#domain.agents[id]?.homeLocation ?? null);
+  }
+
   propertiesOf(id: string, context: ReconcileContext): Record<string, unknown> {
     const def = this.#domain.agents[id];
     const given = context.agents[id] ?? {};

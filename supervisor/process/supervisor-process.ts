@@ -24,6 +24,7 @@ import { EmbeddingService } from '../embedding/embedding-service.js';
 import { AgentLink } from '../fleet/agent-link.js';
 import { AgentPool, type AgentPoolOptions } from '../fleet/agent-pool.js';
 import { AgentRegistry } from '../fleet/agent-registry.js';
+import { EventRouter, type EventRouterOptions } from '../fleet/event-router.js';
 import { FleetController } from '../fleet/fleet-controller.js';
 import { RelevanceEvaluator } from '../fleet/relevance-evaluator.js';
 import { SupervisorMetrics } from '../fleet/supervisor-metrics.js';
@@ -97,6 +98,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     });
     await controller.adopt();
     controller.watchHeartbeats();
+    if (jsm) await startRouter({ nc, names, domain, settings: config.events, registry, evaluator, logger }, cleanup);
     const metricsUrl = await metrics.listen('127.0.0.1', config.supervisor.metrics_port);
     cleanup.push(() => metrics.close());
     const self: FleetStatus['supervisor'] = { pid: process.pid, started_at: new Date().toISOString(), metrics_url: metricsUrl, nats_url: natsUrl };
@@ -129,6 +131,17 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     logger.flush();
     throw toThymosError(err);
   }
+}
+
+/** Routes each world event to the agents that hear it: registered, not Archived, filters matched where they are now. */
+async function startRouter(
+  o: Omit<EventRouterOptions, 'hearers' | 'locationOf'> & { registry: AgentRegistry; evaluator: RelevanceEvaluator },
+  cleanup: CleanupStack,
+): Promise<void> {
+  const { registry, evaluator, ...options } = o;
+  const hearers = () => registry.all().flatMap((e) => (e.state === 'archived' ? [] : [e.id]));
+  const router = await EventRouter.start({ ...options, hearers, locationOf: (id) => evaluator.locationOf(id) });
+  cleanup.push(() => router.close());
 }
 
 /** Takes the fleet's lock and opens its database and registry while the domain schema (a Pkl child process) loads. */

@@ -9,9 +9,13 @@ import { type CreateMessageRequest, CreateMessageRequestSchema } from '@modelcon
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 
 import { loadConfig } from '../../../shared/config/thymos-config.js';
+import { loadDomainSchema } from '../../../shared/domain/domain-schema.js';
 import { ensureEventStream, publishWorldEvent } from '../../../shared/nats/event-stream.js';
+import { createLogger } from '../../../shared/platform/logger.js';
 import { type EventDecision, EventDecisionSchema } from '../../../shared/protocol/agent-protocol.js';
+import { DEFAULT_FLEET_NAMES } from '../../../shared/protocol/fleet-names.js';
 import { parseWorldEvent } from '../../../shared/protocol/world-event.js';
+import { EventRouter } from '../../../supervisor/fleet/event-router.js';
 import { type AgentChild, killAllAgents, startAgent } from '../../helpers/agent-child.js';
 import { eventually } from '../../helpers/fleet.js';
 import { startNatsServer, type TestNatsServer } from '../../helpers/nats-server.js';
@@ -57,6 +61,7 @@ describe('offline dialogue and reasoning', () => {
   let ws: Workspace;
   let warden: AgentChild;
   let client: Client;
+  let router: EventRouter | undefined;
   const decisions: EventDecision[] = [];
   const call = async (c: Client, name: string, args: Record<string, unknown> = {}) => (await c.callTool({ name, arguments: args })) as ToolResult;
 
@@ -65,7 +70,10 @@ describe('offline dialogue and reasoning', () => {
     ws = createWorkspace({ natsUrl: nats.url, schema: null });
     ws.writeConfig(`${loadConfigText(ws)}\n[domain]\nschema = ${JSON.stringify(writeWorld(ws.dir))}\n`);
     nc = await connect({ servers: nats.url });
-    await ensureEventStream(nc, loadConfig(ws.configPath).events);
+    const config = loadConfig(ws.configPath);
+    await ensureEventStream(nc, config.events);
+    // Events reach agents through a supervisor's router; here one runs on its own.
+    router = await EventRouter.start({ nc, names: DEFAULT_FLEET_NAMES, domain: await loadDomainSchema(config.domainSchemaPath!), settings: config.events, hearers: () => ['warden', 'scribe'], locationOf: () => null, logger: createLogger({ level: 'silent' }) });
     nc.subscribe('thymos.agent.*.decision', {
       callback: (_err, msg) => {
         decisions.push(EventDecisionSchema.parse(msg.json()));
@@ -76,6 +84,7 @@ describe('offline dialogue and reasoning', () => {
   });
 
   after(async () => {
+    await router?.close();
     await nc?.close();
     await killAllAgents();
     await nats?.stop();

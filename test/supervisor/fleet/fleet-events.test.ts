@@ -51,6 +51,73 @@ describe('world events over JetStream', () => {
     assert.doesNotMatch(await recall('elder_rowan', 'brawl'), /Drowned Lantern/);
   });
 
+  test('an agent that moves hears the events of where it is now, from then on; the others spend nothing on them', async () => {
+    const heardBy = async (summary: string, location: string) => {
+      const before = await counts(IDS);
+      await fleet.publish({ type: 'square.news', location, payload: { summary } });
+      // A marker every running agent hears (it mentions them all) closes the round: what was routed before it has arrived.
+      await fleet.publish({ type: 'roll.call', mentions: ['tomas_innkeeper', 'bram_smith', 'elder_rowan', 'mira_herbalist'], payload: { summary: `Roll call after ${summary}` } });
+      const after = await eventually(async () => {
+        const now = await counts(IDS);
+        return IDS.every((id) => now[id]! > before[id]!) ? now : undefined;
+      }, 10_000, 'the roll call');
+      return IDS.filter((id) => after[id]! - before[id]! === 2).sort();
+    };
+    assert.deepEqual(await heardBy('A juggler performs by the well', 'village_square'), ['elder_rowan']);
+    const moved = await fleet.reconcile({ agents: { ...running, elder_rowan: { relevance: 1, location: 'tavern' } } });
+    assert.deepEqual(moved.failed, []);
+    assert.deepEqual(await heardBy('A bard sings of the old war', 'tavern'), ['elder_rowan', 'tomas_innkeeper'], 'the elder, now at the tavern, hears it');
+    assert.deepEqual(await heardBy('The juggler drops a torch', 'village_square'), [], 'and no longer what happens at the square');
+    await fleet.reconcile({ agents: { ...running, elder_rowan: { relevance: 1, location: 'village_square' } } });
+    assert.deepEqual(await heardBy('The juggler bows', 'village_square'), ['elder_rowan']);
+    const info = JSON.parse(readFileSync(join(ws.dir, 'data', 'run', 'fleet.json'), 'utf8')) as { nats_url: string };
+    const nc = await natsConnect({ servers: info.nats_url });
+    try {
+      const jsm = await jetstreamManager(nc);
+      // Only copies for hearers are stored; none waits unread for an agent that does not hear it.
+      assert.equal((await jsm.consumers.info('THYMOS_HEARD', 'heard_bram_smith')).num_pending, 0);
+      const consumers: string[] = [];
+      for await (const c of jsm.consumers.list('THYMOS_EVENTS')) consumers.push(c.name);
+      assert.deepEqual(consumers, ['router'], 'agents read the events routed to them, not the event stream');
+    } finally {
+      await nc.close();
+    }
+  });
+
+  test('the supervisor killed with -9 while it routes: pm2 restarts it and every event reaches its hearer once', async () => {
+    const base = await memoryCount('tomas_innkeeper');
+    const supervisorBefore = (await fleet.status()).supervisor.pid;
+    const info = JSON.parse(readFileSync(join(ws.dir, 'data', 'run', 'fleet.json'), 'utf8')) as { nats_url: string };
+    const nc = await natsConnect({ servers: info.nats_url });
+    const N = 2000;
+    try {
+      const jsm = await jetstreamManager(nc);
+      const startSeq = (await jsm.consumers.info('THYMOS_EVENTS', 'router')).delivered.consumer_seq;
+      // Published straight to JetStream, so the publisher does not need the supervisor.
+      const publishing = (async () => {
+        for (let i = 0; i < N; i += 200) {
+          await Promise.all(Array.from({ length: 200 }, (_, j) => fleet.publish({ id: `round-${i + j}`, type: 'tavern.round', location: 'tavern', payload: { summary: `Round ${i + j} is poured` } })));
+        }
+      })();
+      const deadline = Date.now() + 20_000;
+      let delivered = startSeq;
+      while (delivered <= startSeq + 50) {
+        delivered = (await jsm.consumers.info('THYMOS_EVENTS', 'router')).delivered.consumer_seq;
+        assert.ok(Date.now() < deadline, 'the routing began');
+        await sleep(5);
+      }
+      process.kill(supervisorBefore, 'SIGKILL');
+      assert.ok(delivered < startSeq + N, 'the kill landed before every event reached the router');
+      await publishing;
+    } finally {
+      await nc.close();
+    }
+    await eventually(async () => ((await fleet.status()).supervisor.pid !== supervisorBefore ? true : undefined), 60_000, 'a new supervisor');
+    await eventually(async () => ((await memoryCount('tomas_innkeeper')) === base + N ? true : undefined), 60_000, `tomas_innkeeper to hold all ${N} rounds`);
+    await sleep(3000); // past ack_wait: a copy routed twice and delivered late would show up now
+    assert.equal(await memoryCount('tomas_innkeeper'), base + N, 'none lost, none doubled');
+  });
+
   test('a Dormant agent replays the 100 events it missed when it wakes, and a second restart duplicates none', async () => {
     const base = await memoryCount('elder_rowan');
     assert.deepEqual((await fleet.stop('elder_rowan')).stopped, ['elder_rowan']);
@@ -80,10 +147,10 @@ describe('world events over JetStream', () => {
     const nc = await natsConnect({ servers: info.nats_url });
     try {
       const jsm = await jetstreamManager(nc);
-      const startSeq = (await jsm.consumers.info('THYMOS_EVENTS', 'agent_elder_rowan')).delivered.consumer_seq;
+      const startSeq = (await jsm.consumers.info('THYMOS_HEARD', 'heard_elder_rowan')).delivered.consumer_seq;
       const deadline = Date.now() + 20_000;
       for (;;) {
-        const c = await jsm.consumers.info('THYMOS_EVENTS', 'agent_elder_rowan');
+        const c = await jsm.consumers.info('THYMOS_HEARD', 'heard_elder_rowan');
         if (c.delivered.consumer_seq > startSeq && c.num_pending > 0) break;
         assert.ok(Date.now() < deadline, 'the replay began');
         await sleep(5);

@@ -41,7 +41,8 @@ describe('a fleet named by [fleet] name', () => {
 
     const jsm = await jetstreamManager(nc);
     const streams = (await jsm.streams.names().next()).sort();
-    assert.deepEqual(streams, ['NORTH_EVENTS', 'NORTH_INBOX']);
+    assert.deepEqual(streams, ['NORTH_EVENTS', 'NORTH_HEARD', 'NORTH_INBOX']);
+    assert.deepEqual((await jsm.streams.info('NORTH_HEARD')).config.subjects, ['north.agent.*.heard']);
     assert.deepEqual((await jsm.streams.info('NORTH_EVENTS')).config.subjects, ['north.events.>']);
 
     const agent = await fleet.agent('tomas_innkeeper');

@@ -1,0 +1,122 @@
+import { type ConsumerMessages, jetstream, type JetStreamClient, type JsMsg } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+
+import type { EventsSettings } from '../../shared/config/fleet-settings.js';
+import type { DomainSchema } from '../../shared/domain/domain-schema.js';
+import { hearsEvent, type Listener } from '../../shared/domain/event-filter.js';
+import { deleteUnroutedConsumers, ensureRouterConsumer } from '../../shared/nats/event-stream.js';
+import type { Logger } from '../../shared/platform/logger.js';
+import type { FleetNames } from '../../shared/protocol/fleet-names.js';
+import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
+import { WorldEventSchema } from '../../shared/protocol/world-event.js';
+
+export interface EventRouterOptions {
+  nc: NatsConnection;
+  names: FleetNames;
+  domain: DomainSchema;
+  settings: Pick<EventsSettings, 'ack_wait_s'>;
+  /** The agents that keep what they hear now: registered and not Archived. */
+  hearers: () => readonly string[];
+  /** Where an agent is now (its `sameLocation` filters compare the event's location with it). */
+  locationOf: (id: string) => string | null;
+  logger: Logger;
+}
+
+/** Events routed at once; the next waits until one of them is copied to all its hearers. */
+const IN_FLIGHT = 256;
+
+/**
+ * Reads the event stream once, with its own durable consumer, and copies each event to the
+ * heard subject of every agent whose filters let it hear it — evaluated here with the agent's
+ * current location — so an agent spends nothing on the events it does not hear. Each copy's
+ * JetStream message id is `<event id>:<agent id>`, so a copy published twice (the supervisor
+ * killed before it acknowledged the event) is stored once; an event is acknowledged only once
+ * every copy is stored, so nothing is lost. While no supervisor runs, events wait in the
+ * router's consumer and are routed, in order, when one starts. An agent's copies are published
+ * in the order of the events; a copy that fails to publish is published again after the
+ * consumer's ack wait, and may then arrive after later ones.
+ */
+export class EventRouter {
+  readonly #o: EventRouterOptions;
+  readonly #js: JetStreamClient;
+  #messages: ConsumerMessages | undefined;
+  #inFlight = new Set<Promise<void>>();
+  #done: Promise<void> = Promise.resolve();
+  /** Events routed, and the copies made of them. */
+  readonly counts = { events: 0, copies: 0, malformed: 0 };
+
+  private constructor(options: EventRouterOptions) {
+    this.#o = options;
+    this.#js = jetstream(options.nc);
+  }
+
+  /** Creates the router's consumer (the first time), retires per-agent consumers of earlier versions and starts routing. */
+  static async start(options: EventRouterOptions): Promise<EventRouter> {
+    const router = new EventRouter(options);
+    const jsm = await router.#js.jetstreamManager();
+    await ensureRouterConsumer(jsm, options.settings, options.names);
+    const retired = await deleteUnroutedConsumers(jsm, options.names);
+    if (retired.length > 0) options.logger.info({ consumers: retired }, 'per-agent consumers of the event stream retired: events are routed now');
+    const consumer = await router.#js.consumers.get(options.names.eventStream, options.names.routerConsumer);
+    router.#messages = await consumer.consume({ max_messages: IN_FLIGHT });
+    router.#done = router.#run(router.#messages);
+    return router;
+  }
+
+  /** Whom an event reaches: the hearers whose filters match it where they are now. */
+  hearersOf(event: { tags: readonly string[]; location?: string | null | undefined; mentions: readonly string[] }): string[] {
+    const { domain } = this.#o;
+    return this.#o.hearers().filter((id) => {
+      const listener = this.#listener(id);
+      return listener !== undefined && hearsEvent(domain.eventFilters, listener, event);
+    });
+  }
+
+  /** Stops taking events; copies already on their way finish. */
+  async close(): Promise<void> {
+    await this.#messages?.close();
+    await this.#done;
+    await Promise.allSettled(this.#inFlight);
+  }
+
+  async #run(messages: ConsumerMessages): Promise<void> {
+    try {
+      for await (const m of messages) {
+        if (this.#inFlight.size >= IN_FLIGHT) await Promise.race(this.#inFlight);
+        const routed = this.#route(m);
+        this.#inFlight.add(routed);
+        void routed.finally(() => this.#inFlight.delete(routed));
+      }
+    } catch (err) {
+      this.#o.logger.warn({ err }, 'event router stopped');
+    }
+  }
+
+  /** Publishes the copies of one event (without waiting, so the next event's follow in order) and acknowledges it once all are stored. */
+  async #route(m: JsMsg): Promise<void> {
+    const parsed = WorldEventSchema.safeParse(parseJsonOrUndefined(m.string()));
+    if (!parsed.success) {
+      // publishWorldEvent validates; this came from elsewhere. Nobody can hear it.
+      this.counts.malformed++;
+      this.#o.logger.warn({ subject: m.subject, seq: m.seq }, 'malformed event not routed');
+      m.ack();
+      return;
+    }
+    const event = parsed.data;
+    const hearers = this.hearersOf(event);
+    try {
+      await Promise.all(hearers.map((id) => this.#js.publish(this.#o.names.agentHeard(id), m.data, { msgID: `${event.id}:${id}` })));
+      m.ack();
+      this.counts.events++;
+      this.counts.copies += hearers.length;
+    } catch (err) {
+      this.#o.logger.error({ err, event: event.id, seq: m.seq }, 'event not routed; it will be routed again after the ack wait');
+    }
+  }
+
+  #listener(id: string): Listener | undefined {
+    const def = this.#o.domain.agents[id];
+    if (!def) return undefined;
+    return { id, name: def.persona.name, tags: def.tags, aliases: def.aliases, location: this.#o.locationOf(id) };
+  }
+}
