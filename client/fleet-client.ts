@@ -2,7 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 import { fleetNatsUrl } from '../shared/config/fleet-runtime.js';
-import { loadConfig, type ThymosConfig } from '../shared/config/thymos-config.js';
+import { agentMcpUrl, loadConfig, type ThymosConfig } from '../shared/config/thymos-config.js';
 import { AgentIdSchema } from '../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
 import { publishWorldEvent } from '../shared/nats/event-stream.js';
@@ -98,9 +98,8 @@ class FleetClient implements Fleet {
   readonly #nc: NatsConnection;
   readonly #names: FleetNames;
   readonly #requester: SupervisorRequester<typeof SupervisorResultSchemas>;
-  readonly #host: string;
-  /** Where agents keep their MCP tokens (`[mcp] require_token`). */
-  readonly #dataPath: string;
+  /** Where agents are reached, and where they keep their MCP tokens (`[mcp] require_token`). */
+  readonly #config: ThymosConfig;
   readonly #agents = new Map<string, { client: Client; port: number; pid: number | null }>();
   readonly world: WorldClient;
 
@@ -109,8 +108,7 @@ class FleetClient implements Fleet {
     this.#names = new FleetNames(config.fleet.name);
     this.#requester = SupervisorRequester.control(nc, config.supervisor.request_timeout_ms, this.#names);
     this.world = new WorldClient(nc, { timeoutMs: QUICK_MS, by: 'app', owner: WorldClient.appOwner(), names: this.#names });
-    this.#host = config.agent.host === '0.0.0.0' ? '127.0.0.1' : config.agent.host;
-    this.#dataPath = config.dataPath;
+    this.#config = config;
   }
 
   async reconcile(context: ReconcileContextInput, options: OperationOptions & { dryRun?: boolean } = {}): Promise<ReconcileReport> {
@@ -171,7 +169,7 @@ class FleetClient implements Fleet {
     if (row.port === null || (row.state !== 'active' && row.state !== 'listening')) {
       throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${id} is ${row.state}: it has no MCP endpoint until it runs (reconcile or thymos start ${id})`);
     }
-    return { url: `http://${this.#host}:${row.port}/mcp`, port: row.port, pid: row.pid };
+    return { url: agentMcpUrl(this.#config, row.port), port: row.port, pid: row.pid };
   }
 
   async agent(id: string): Promise<Client> {
@@ -181,7 +179,7 @@ class FleetClient implements Fleet {
     if (cached && cached.port === row.port && cached.pid === row.pid) return cached.client;
     if (cached) await cached.client.close().catch(() => undefined);
     const client = new Client({ name: 'thymos-fleet', version: '0.1.0' });
-    const token = readAgentToken(this.#dataPath, id);
+    const token = readAgentToken(this.#config.dataPath, id);
     const requestInit = token ? { headers: { authorization: `Bearer ${token}` } } : undefined;
     await client.connect(new StreamableHTTPClientTransport(new URL(row.url), requestInit ? { requestInit } : undefined));
     this.#agents.set(id, { client, port: row.port, pid: row.pid });

@@ -146,3 +146,12 @@ export function findKeyLine(source: string, path: readonly string[], issue?: { c
   }
   return undefined;
 }
+
+/**
+ * The address an MCP client reaches an agent on at `port`: `[agent] host`, or loopback when
+ * agents listen on every interface.
+ */
+export function agentMcpUrl(config: ThymosConfig, port: number): string {
+  const host = config.agent.host === '0.0.0.0' ? '127.0.0.1' : config.agent.host;
+  return `http://${host}:${port}/mcp`;
+}

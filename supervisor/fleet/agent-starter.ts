@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import { type FleetPaths, Pm2Names, spareClaimFile } from '../../shared/config/fleet-paths.js';
-import type { ThymosConfig } from '../../shared/config/thymos-config.js';
+import { agentMcpUrl, type ThymosConfig } from '../../shared/config/thymos-config.js';
 import type { AliasEntry } from '../../shared/domain/alias-table.js';
 import type { DomainSchema } from '../../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
@@ -174,8 +174,7 @@ export class AgentStarter {
 
   #probe(id: string, port: number, leftMs: number): Promise<void> {
     const { config } = this.#o;
-    const host = config.agent.host === '0.0.0.0' ? '127.0.0.1' : config.agent.host;
-    return probeMcp(id, `http://${host}:${port}/mcp`, Math.max(1000, leftMs), config.mcp.require_token ? readAgentToken(config.dataPath, id) : undefined);
+    return probeMcp(id, agentMcpUrl(config, port), Math.max(1000, leftMs), config.mcp.require_token ? readAgentToken(config.dataPath, id) : undefined);
   }
 
   /** The agent's start context, checked by the schema the agent reads it with, written where it reads it; returns the path. */

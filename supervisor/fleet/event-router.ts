@@ -3,7 +3,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 
 import type { EventsSettings } from '../../shared/config/fleet-settings.js';
 import type { DomainSchema } from '../../shared/domain/domain-schema.js';
-import { hearsEvent, type Listener } from '../../shared/domain/event-filter.js';
+import { type HeardEvent, hearsEvent, type Listener } from '../../shared/domain/event-filter.js';
 import { deleteUnroutedConsumers, ensureRouterConsumer } from '../../shared/nats/event-stream.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
@@ -42,8 +42,6 @@ export class EventRouter {
   #messages: ConsumerMessages | undefined;
   #inFlight = new Set<Promise<void>>();
   #done: Promise<void> = Promise.resolve();
-  /** Events routed, and the copies made of them. */
-  readonly counts = { events: 0, copies: 0, malformed: 0 };
 
   private constructor(options: EventRouterOptions) {
     this.#o = options;
@@ -64,7 +62,7 @@ export class EventRouter {
   }
 
   /** Whom an event reaches: the hearers whose filters match it where they are now. */
-  hearersOf(event: { tags: readonly string[]; location?: string | null | undefined; mentions: readonly string[] }): string[] {
+  #hearersOf(event: HeardEvent): string[] {
     const { domain } = this.#o;
     return this.#o.hearers().filter((id) => {
       const listener = this.#listener(id);
@@ -97,18 +95,15 @@ export class EventRouter {
     const parsed = WorldEventSchema.safeParse(parseJsonOrUndefined(m.string()));
     if (!parsed.success) {
       // publishWorldEvent validates; this came from elsewhere. Nobody can hear it.
-      this.counts.malformed++;
       this.#o.logger.warn({ subject: m.subject, seq: m.seq }, 'malformed event not routed');
       m.ack();
       return;
     }
     const event = parsed.data;
-    const hearers = this.hearersOf(event);
+    const hearers = this.#hearersOf(event);
     try {
       await Promise.all(hearers.map((id) => this.#js.publish(this.#o.names.agentHeard(id), m.data, { msgID: `${event.id}:${id}` })));
       m.ack();
-      this.counts.events++;
-      this.counts.copies += hearers.length;
     } catch (err) {
       this.#o.logger.error({ err, event: event.id, seq: m.seq }, 'event not routed; it will be routed again after the ack wait');
     }

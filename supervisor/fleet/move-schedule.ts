@@ -91,22 +91,6 @@ export async function runMoves<M extends ScheduledMove>(moves: readonly M[], lim
   // When no move up needs a place a move down frees, the moves down start once the moves up are
   // done: they would only share the CPU with the wakes the caller is waiting for.
   const placesNeeded = up.filter(startsRunning).length > limits.maxRunning - limits.running || up.filter(startsActive).length > limits.maxActive - limits.active;
-  let upsFinished: () => void = () => undefined;
-  const upsDoneSignal = placesNeeded ? Promise.resolve() : new Promise<void>((resolve) => (upsFinished = resolve));
-  const downsDone = Promise.all(
-    down.map(async (m) => {
-      await upsDoneSignal;
-      await downs.add(async () => {
-        const ok = await run(m);
-        // A move that failed left its agent where it was: its places stay taken.
-        if (ok && RUNNING(m.from) && !RUNNING(m.to)) runningPlaces.give();
-        if (ok && m.from === 'active' && m.to !== 'active') activePlaces.give();
-      });
-    }),
-  ).then(() => {
-    runningPlaces.close(new ThymosError(ErrorCode.CAPACITY_EXCEEDED, `the fleet runs as many agents as [lifecycle] max_running (${limits.maxRunning}) allows`));
-    activePlaces.close(new ThymosError(ErrorCode.CAPACITY_EXCEEDED, `the fleet has as many active agents as [lifecycle] max_active (${limits.maxActive}) allows`));
-  });
   const upsDone = Promise.all(
     up.map(async (m) => {
       try {
@@ -123,6 +107,19 @@ export async function runMoves<M extends ScheduledMove>(moves: readonly M[], lim
       });
     }),
   );
-  await upsDone.finally(upsFinished);
-  await downsDone;
+  const downsDone = Promise.all(
+    down.map(async (m) => {
+      if (!placesNeeded) await upsDone;
+      await downs.add(async () => {
+        const ok = await run(m);
+        // A move that failed left its agent where it was: its places stay taken.
+        if (ok && RUNNING(m.from) && !RUNNING(m.to)) runningPlaces.give();
+        if (ok && m.from === 'active' && m.to !== 'active') activePlaces.give();
+      });
+    }),
+  ).then(() => {
+    runningPlaces.close(new ThymosError(ErrorCode.CAPACITY_EXCEEDED, `the fleet runs as many agents as [lifecycle] max_running (${limits.maxRunning}) allows`));
+    activePlaces.close(new ThymosError(ErrorCode.CAPACITY_EXCEEDED, `the fleet has as many active agents as [lifecycle] max_active (${limits.maxActive}) allows`));
+  });
+  await Promise.all([upsDone, downsDone]);
 }

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { after, before } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import { connect, type Fleet } from '../../client/fleet-client.js';
@@ -135,4 +136,16 @@ export async function startTestFleet(extra: string[]): Promise<TestFleet> {
     throw err;
   }
   return { ws, fleet, dispose };
+}
+
+/** A test fleet started before the tests of the enclosing `describe` and disposed after them; the returned function gives it inside a test. */
+export function suiteFleet(extra: string[]): () => TestFleet {
+  let tf: TestFleet | undefined;
+  before(async () => {
+    tf = await startTestFleet(extra);
+  });
+  after(async () => {
+    await tf?.dispose();
+  });
+  return () => tf!;
 }

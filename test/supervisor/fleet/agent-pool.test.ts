@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { ProcessManager } from '../../../supervisor/pm2/process-manager.js';
-import { alive, eventually, fleetPids, runThymos, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
+import { alive, eventually, fleetPids, runThymos, startTestFleet, suiteFleet, type TestFleet } from '../../helpers/fleet.js';
 
 const wake = (id: string) => ({ agents: { [id]: { relevance: 1 } } });
 const sleepAgent = (id: string) => ({ agents: { [id]: { relevance: 0.2 } } });
@@ -163,15 +163,10 @@ describe('the warm pool', () => {
 });
 
 describe('a pool of one', () => {
-  let tf: TestFleet;
-  before(async () => {
-    tf = await startTestFleet(['[supervisor]', 'pool_size = 1', '[lifecycle]', 'min_dwell_ms = 0']);
-  });
-  after(async () => {
-    await tf?.dispose();
-  });
+  const suite = suiteFleet(['[supervisor]', 'pool_size = 1', '[lifecycle]', 'min_dwell_ms = 0']);
 
   test('two wakes in one reconcile: one takes the spare, the other starts cold; down leaves no spare behind', async () => {
+    const tf = suite();
     const data = join(tf.ws.dir, 'data');
     const pm = await ProcessManager.connect(join(data, 'pm2'));
     try {

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 
 import type { Fleet } from '../../../client/fleet-client.js';
 import type { ProgressMessage } from '../../../shared/protocol/supervisor-protocol.js';
-import { alive, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
+import { alive, suiteFleet } from '../../helpers/fleet.js';
 
 const force = (ups: string[], downs: string[]) => ({
   agents: Object.fromEntries([...ups.map((id) => [id, { relevance: 1 }]), ...downs.map((id) => [id, { relevance: 0.2 }])]),
@@ -49,16 +49,10 @@ async function distinctPorts(fleet: Fleet): Promise<void> {
 
 describe('a reconcile runs moves up beside moves down', () => {
   describe('with room to spare', () => {
-    let tf: TestFleet;
-    before(async () => {
-      tf = await startTestFleet(['[lifecycle]', 'min_dwell_ms = 0', 'max_running = 6', 'max_active = 6']);
-    });
-    after(async () => {
-      await tf?.dispose();
-    });
+    const tf = suiteFleet(['[lifecycle]', 'min_dwell_ms = 0', 'max_running = 6', 'max_active = 6']);
 
     test('with places to spare, the agents coming up start first and those going down stop once they are up', async () => {
-      const { fleet } = tf;
+      const { fleet } = tf();
       const first = await fleet.reconcile(force(['elder_rowan', 'bram_smith'], []));
       assert.deepEqual(first.failed, []);
       const seen: Array<ProgressMessage & { at: number }> = [];
@@ -83,16 +77,10 @@ describe('a reconcile runs moves up beside moves down', () => {
   });
 
   describe('at the running limit', () => {
-    let tf: TestFleet;
-    before(async () => {
-      tf = await startTestFleet(['[lifecycle]', 'min_dwell_ms = 0', 'max_running = 2', 'max_active = 2']);
-    });
-    after(async () => {
-      await tf?.dispose();
-    });
+    const tf = suiteFleet(['[lifecycle]', 'min_dwell_ms = 0', 'max_running = 2', 'max_active = 2']);
 
     test('a start waits for the place a stop frees: never more agents running than max_running, never one port twice', async () => {
-      const { fleet, ws } = tf;
+      const { fleet, ws } = tf();
       const first = await fleet.reconcile(force(['elder_rowan', 'bram_smith'], []));
       assert.deepEqual(first.failed, []);
       for (const [ups, downs] of [
