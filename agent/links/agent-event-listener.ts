@@ -73,7 +73,7 @@ export class AgentEventListener {
   start(): void {
     const consumer = this.#consumer;
     if (!consumer || this.#closed) return;
-    readForever(consumer, BATCH, (m) => this.#hear([m], true), this.#logger, 'event').then(
+    readForever(consumer, BATCH, (msgs) => this.#hear(msgs, true), this.#logger, 'event').then(
       (messages) => {
         this.#messages = messages;
         if (this.#closed) void messages.close();

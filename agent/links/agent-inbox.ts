@@ -42,7 +42,11 @@ export class AgentInbox implements Messenger {
     const taken = await readPending(consumer, BATCH, async (msgs) => {
       for (const m of msgs) await this.#take(m);
     }, () => this.#closed);
-    this.#messages = await readForever(consumer, BATCH, (m) => this.#take(m), this.#logger, 'inbox message');
+    // Live, each message is on its own: one that fails is redelivered without holding back the rest.
+    const takeEach = async (msgs: JsMsg[]) => {
+      for (const m of msgs) await this.#take(m).catch((err: unknown) => this.#logger.error({ err, seq: m.seq }, 'inbox message not handled; it will be redelivered'));
+    };
+    this.#messages = await readForever(consumer, BATCH, takeEach, this.#logger, 'inbox message');
     if (this.#closed) await this.#messages.close().catch(() => undefined);
     return taken;
   }

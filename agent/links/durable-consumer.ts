@@ -22,14 +22,30 @@ export async function readPending(consumer: Consumer, batch: number, handle: (ms
 }
 
 /**
- * Then keeps taking, one message at a time and in order, until the returned stream is
- * closed. A message whose handling fails is left unacknowledged: JetStream delivers it again.
+ * Then keeps taking, in order, until the returned stream is closed. What arrives while a batch
+ * is being handled is handled next as one batch (up to `batch`): a burst costs one `handle` per
+ * batch rather than per message, and a lone message waits for nothing. Messages of a batch whose
+ * handling fails are left unacknowledged: JetStream delivers them again.
  */
-export async function readForever(consumer: Consumer, batch: number, handle: (m: JsMsg) => Promise<void>, logger: Logger, what: string): Promise<ConsumerMessages> {
+export async function readForever(consumer: Consumer, batch: number, handle: (msgs: JsMsg[]) => Promise<void>, logger: Logger, what: string): Promise<ConsumerMessages> {
   const messages = await consumer.consume({ max_messages: batch });
+  const waiting: JsMsg[] = [];
+  let running: Promise<void> | undefined;
+  const drain = async () => {
+    // One turn of the event loop first, so that messages already received join the first batch.
+    await new Promise((resolve) => setImmediate(resolve));
+    while (waiting.length > 0) {
+      const msgs = waiting.splice(0, batch);
+      await handle(msgs).catch((err: unknown) => logger.error({ err, seqs: [msgs[0]!.seq, msgs.at(-1)!.seq] }, `${what} not handled; it will be redelivered`));
+    }
+    running = undefined;
+  };
   void (async () => {
     for await (const m of messages) {
-      await handle(m).catch((err: unknown) => logger.error({ err, seq: m.seq }, `${what} not handled; it will be redelivered`));
+      waiting.push(m);
+      running ??= drain();
+      // A full batch waits for the one being handled: what is read ahead stays bounded.
+      if (waiting.length >= batch) await running;
     }
   })().catch((err: unknown) => logger.warn({ err }, `${what} consumer stopped`));
   return messages;

@@ -36,6 +36,8 @@ export class AgentHttpServer {
   readonly #sessions = new Map<string, Session>();
   readonly #server: Server;
   #allowedHosts = new Set<string>();
+  /** Resources changed since the last notifications went out. */
+  readonly #changed = new Set<string>();
 
   /** The bearer token `/mcp` asks for (`[mcp] require_token`); none when unset. */
   readonly #token: string | undefined;
@@ -214,10 +216,23 @@ export class AgentHttpServer {
     }
   }
 
+  /**
+   * Tells the sessions subscribed to `uri` that it changed: once for every change made in the
+   * same turn of the event loop (a batch of heard events is one notification), and nothing at
+   * all when no session subscribes.
+   */
   #notify(uri: string): void {
+    if (![...this.#sessions.values()].some((s) => s.subscriptions.has(uri))) return;
+    if (this.#changed.size === 0) setImmediate(() => this.#sendChanges());
+    this.#changed.add(uri);
+  }
+
+  #sendChanges(): void {
+    const uris = [...this.#changed];
+    this.#changed.clear();
     for (const s of this.#sessions.values()) {
-      if (s.subscriptions.has(uri)) {
-        s.server.server.sendResourceUpdated({ uri }).catch((err: unknown) => this.#logger.debug({ err }, 'resource notification not delivered'));
+      for (const uri of uris) {
+        if (s.subscriptions.has(uri)) s.server.server.sendResourceUpdated({ uri }).catch((err: unknown) => this.#logger.debug({ err }, 'resource notification not delivered'));
       }
     }
   }

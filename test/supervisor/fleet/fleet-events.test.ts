@@ -20,6 +20,22 @@ const text = (r: unknown) => ((r as { content: Array<{ text: string }> }).conten
 const memoryCount = async (id: string) => (JSON.parse(text(await (await fleet.agent(id)).callTool({ name: `get_${id}_state`, arguments: {} }))) as { memory_count: number }).memory_count;
 const recall = async (id: string, query: string, k = 100) => text(await (await fleet.agent(id)).callTool({ name: `query_${id}_knowledge`, arguments: { query, k } }));
 const counts = async (ids: string[]) => Object.fromEntries(await Promise.all(ids.map(async (id) => [id, await memoryCount(id)] as const)));
+/** Resolves once the router has routed every event and `id` has taken every copy it was sent. */
+async function settled(id: string): Promise<void> {
+  const info = JSON.parse(readFileSync(join(ws.dir, 'data', 'run', 'fleet.json'), 'utf8')) as { nats_url: string };
+  const nc = await natsConnect({ servers: info.nats_url });
+  try {
+    const jsm = await jetstreamManager(nc);
+    await eventually(async () => {
+      const router = await jsm.consumers.info('THYMOS_EVENTS', 'router');
+      const heard = await jsm.consumers.info('THYMOS_HEARD', `heard_${id}`);
+      return router.num_pending + router.num_ack_pending + heard.num_pending + heard.num_ack_pending === 0 ? true : undefined;
+    }, 30_000, `every event routed and taken by ${id}`);
+  } finally {
+    await nc.close();
+  }
+}
+
 const running = { tomas_innkeeper: { relevance: 1 }, bram_smith: { relevance: 1 }, elder_rowan: { relevance: 1 }, mira_herbalist: { relevance: 0.5 } };
 const IDS = Object.keys(running);
 
@@ -173,6 +189,8 @@ describe('world events over JetStream', () => {
 
   test('an Archived agent stops retaining events; restored, it hears only what comes after', async () => {
     await fleet.reconcile({ agents: { ...running, old_fenn: { relevance: 1 } } });
+    // Events of the tests before may still be on their way to Fenn: counted once they are in.
+    await settled('old_fenn');
     const before = await memoryCount('old_fenn');
     await fleet.reconcile({ agents: { ...running, old_fenn: { relevance: 0.01 } } });
     await fleet.publish({ type: 'river.flood', location: 'river', payload: { summary: 'The river burst its banks while Fenn was away' } });
