@@ -2,12 +2,12 @@ import { type MemorySettings } from '../../shared/config/agent-settings.js';
 import type { AliasEntry } from '../../shared/domain/alias-table.js';
 import type { ConceptType, RelationshipType } from '../../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import type { ConceptExtractor } from '../../shared/platform/concept-extractor.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { AgentMemory } from '../memory/agent-memory.js';
 import { entry } from '../memory/map-entry.js';
 import type { MemoryRecord } from '../memory/memory-record.js';
 import type { ConceptRecord, MemoryStore } from '../memory/memory-store.js';
-import type { ConceptExtractor } from './concept-extractor.js';
 
 /** One alias of a concept, with where it came from. */
 export interface ConceptAlias {
@@ -135,13 +135,13 @@ export class ConceptTracker {
   async notice(records: readonly MemoryRecord[]): Promise<void> {
     const changed = new Map<string, ConceptRecord>();
     const mentions: Array<{ memory: string; concept: string }> = [];
+    // One request for the whole batch (a replay hands over hundreds); the extractor yields as it goes.
+    const extracted = await this.#extractor.extract(records.map((r) => r.content));
     for (const [i, record] of records.entries()) {
-      // A batch (a replay hands over hundreds) yields now and then so the agent keeps answering.
-      if (i % 16 === 15) await new Promise((resolve) => setImmediate(resolve));
       const found = new Map<string, { name: string; type: string }>();
       const hits = this.#aliasHits(record.content);
       for (const hit of hits) found.set(hit.concept, this.#names.get(hit.concept) ?? { name: hit.text, type: hit.type });
-      for (const c of await this.#extractor.extract(record.content)) {
+      for (const c of extracted[i] ?? []) {
         const lower = c.name.toLowerCase();
         // "Rowan" found inside the alias "Elder Rowan" is that concept, already counted.
         if (hits.some((h) => h.text.toLowerCase().includes(lower))) continue;

@@ -1,5 +1,4 @@
 /**
  * Concepts: what a memory is about, extracted, aliased, related and kept as graph edges.
  */
-export { CompromiseExtractor } from './concept-extractor.js';
 export { type CauseStep, ConceptTracker, type ConceptView, type RelatedConcept } from './concept-tracker.js';

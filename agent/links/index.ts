@@ -1,4 +1,5 @@
 /**
- * The agent's links to the fleet: control and heartbeats, heard events, the inbox, world watches and the remote embedder.
+ * The agent's links to the fleet: control and heartbeats, heard events, the inbox, world watches, the remote embedder and the shared concept extractor.
  */
 export { type AgentControlChannel } from './agent-control-channel.js';
+export { SharedConceptExtractor } from './shared-concept-extractor.js';

@@ -6,9 +6,9 @@ import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import { aliasTable } from '../../shared/domain/alias-table.js';
 import { type AgentDefinition, AgentDefinitionSchema, type DomainSchema } from '../../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import { CompromiseExtractor, type ConceptExtractor } from '../../shared/platform/concept-extractor.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { AgentStartContext } from '../../shared/protocol/agent-start-context.js';
-import { CompromiseExtractor } from '../concepts/concept-extractor.js';
 import { ConceptTracker } from '../concepts/concept-tracker.js';
 import { MemoryConsolidator } from '../consolidation/memory-consolidator.js';
 import { AgentModels } from '../llm/agent-models.js';
@@ -37,6 +37,7 @@ export async function assembleAgent(
   domain: DomainSchema | undefined,
   resolved: { definition: AgentDefinition; defined: boolean },
   logger: Logger,
+  extractor: ConceptExtractor = new CompromiseExtractor(),
 ): Promise<AssembledAgent> {
   const { definition, defined } = resolved;
   const memory = await AgentMemory.load(store, config.memory, { logger });
@@ -45,7 +46,7 @@ export async function assembleAgent(
     const aliases = startContext?.aliases ?? (domain ? aliasTable(domain) : []);
     const relationshipTypes = startContext?.relationshipTypes ?? domain?.relationshipTypes ?? {};
     const conceptTypes = startContext?.conceptTypes ?? domain?.conceptTypes ?? {};
-    concepts = await ConceptTracker.attach(memory, store, { extractor: new CompromiseExtractor(), settings: config.memory, aliases, relationshipTypes, conceptTypes, logger });
+    concepts = await ConceptTracker.attach(memory, store, { extractor, settings: config.memory, aliases, relationshipTypes, conceptTypes, logger });
   }
   const consolidator = new MemoryConsolidator({ memory, store, concepts, settings: config.memory, logger });
   await seedKnowledge(memory, store, definition, options.agentId);

@@ -11,6 +11,7 @@ import { createLogger, type Logger } from '../../shared/platform/logger.js';
 import { PhaseClock } from '../../shared/platform/phase-clock.js';
 import { StopOnce } from '../../shared/platform/stop-once.js';
 import type { AgentStartContext } from '../../shared/protocol/agent-start-context.js';
+import { SharedConceptExtractor } from '../links/shared-concept-extractor.js';
 import { MemoryStore } from '../memory/memory-store.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
 import { assembleAgent, resolveDefinition } from './agent-assembly.js';
@@ -61,7 +62,9 @@ export async function runAgentProcess(options: AgentOptions, output: { logFile?:
     const startContext = options.context ? readStartContext(options.context) : undefined;
     const state = await openAgentState(options, config, startContext, logger, cleanup, clock);
     const { store, lock, definition } = state;
-    const { memory, runtime } = await assembleAgent(options, config, store, startContext, state.domain, { definition, defined: state.defined }, logger);
+    // Concepts come from the fleet's concept service once NATS is linked; the tagger here until then.
+    const concepts = new SharedConceptExtractor(logger);
+    const { memory, runtime } = await assembleAgent(options, config, store, startContext, state.domain, { definition, defined: state.defined }, logger, concepts);
     clock.mark('memory_load');
 
     const { AgentHttpServer } = await httpModule;
@@ -85,6 +88,7 @@ export async function runAgentProcess(options: AgentOptions, output: { logFile?:
           channelModule: natsModule,
           runtime,
           memory,
+          concepts,
           worldWatches: state.worldWatches,
           logger,
           cleanup,

@@ -6,6 +6,7 @@ import type { CleanupStack } from '../../shared/platform/cleanup-stack.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { FleetNames } from '../../shared/protocol/fleet-names.js';
 import type { AgentControlChannel } from '../links/agent-control-channel.js';
+import type { SharedConceptExtractor } from '../links/shared-concept-extractor.js';
 import type { AgentMemory } from '../memory/agent-memory.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
 import type { AgentOptions } from './agent-options.js';
@@ -20,6 +21,8 @@ export interface FleetLinkParts {
   channelModule: Promise<typeof import('../links/agent-control-channel.js')>;
   runtime: AgentRuntime;
   memory: AgentMemory;
+  /** The agent's concept extractor, linked to the fleet's concept service once NATS is there. */
+  concepts: SharedConceptExtractor;
   worldWatches: ReadonlyArray<{ index: number; watch: WorldWatch }>;
   logger: Logger;
   cleanup: CleanupStack;
@@ -40,7 +43,8 @@ export interface FleetLinks {
 /**
  * Links a starting agent to its fleet over NATS: control and heartbeats first (waiting at
  * most `[agent] nats_wait_ms`), then its event consumer (replaying what it missed), its
- * inbox, its world watches and the embedding service. When NATS or JetStream is not there
+ * inbox, its world watches and the embedding and concept services (the concept service is
+ * linked before the replay, so that what the replay hands over is extracted there). When NATS or JetStream is not there
  * yet the agent still starts; the links are made in the background, step by step, retried
  * from 1 s doubling to 30 s, never starting a reader twice.
  */
@@ -87,6 +91,7 @@ export async function linkToFleet(parts: FleetLinkParts): Promise<FleetLinks> {
   };
   const listen = async () => {
     const nc = await channel.connection();
+    parts.concepts.link(nc, names);
     await once('events', async () => {
       const { replayed, skipped } = await ear.catchUp(nc);
       if (replayed || skipped) logger.info({ replayed, skipped }, 'missed events replayed');

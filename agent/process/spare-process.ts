@@ -10,6 +10,7 @@ import { createLogger } from '../../shared/platform/logger.js';
 import { FleetNames } from '../../shared/protocol/fleet-names.js';
 import { parseWireJson } from '../../shared/protocol/parse-json.js';
 import { type SpareClaim, SpareClaimSchema } from '../../shared/protocol/spare-protocol.js';
+import { SharedConceptExtractor } from '../links/shared-concept-extractor.js';
 import { resolveConfig, runAgentProcess, type RunningAgent } from './agent-process.js';
 import { rehearseAgent } from './spare-rehearsal.js';
 
@@ -59,9 +60,11 @@ export async function runSpareProcess(options: SpareOptions): Promise<Spare> {
     import('../links/agent-world-watcher.js'),
     import('../../shared/nats/world-client.js'),
   ]);
-  const rehearsal = await rehearseAgent(config, join(paths.run, 'pool', `${options.slot}.warm`), logger);
-  logger.info(rehearsal, 'rehearsed');
   const nc = await connectNats({ servers: options.natsUrl, name: options.slot });
+  const concepts = new SharedConceptExtractor(logger);
+  concepts.link(nc, new FleetNames(config.fleet.name));
+  const rehearsal = await rehearseAgent(config, join(paths.run, 'pool', `${options.slot}.warm`), logger, concepts);
+  logger.info(rehearsal, 'rehearsed');
   let settle: { resolve: (a: RunningAgent) => void; reject: (e: Error) => void } = { resolve: () => undefined, reject: () => undefined };
   const agent = new Promise<RunningAgent>((resolve, reject) => (settle = { resolve, reject }));
   let claimed = false;

@@ -1,6 +1,7 @@
 import { rmSync } from 'node:fs';
 
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
+import type { ConceptExtractor } from '../../shared/platform/concept-extractor.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { AgentModels } from '../llm/agent-models.js';
 import { AgentHttpServer } from '../mcp/agent-http-server.js';
@@ -15,12 +16,12 @@ const REHEARSAL_ID = 'spare_rehearsal';
  * `dir`, served over MCP on a free loopback port, that an MCP client initializes, tells
  * something, asks for it back and (when dialogue runs offline, so nothing leaves the machine)
  * talks to. The first run of each of those paths in a process costs tens of milliseconds —
- * the engine's first open, compiling the MCP request path, the concept extractor's first
- * sentence — which a claim then no longer pays. Everything is closed and the folder removed
+ * the engine's first open, compiling the MCP request path, the first request to the concept
+ * service (`extractor`) — which a claim then no longer pays. Everything is closed and the folder removed
  * before the spare can be claimed: no agent's data is touched, and nothing of the rehearsal
  * is left for the agent the spare becomes. The user's behaviour module is not loaded for it.
  */
-export async function rehearseAgent(config: ThymosConfig, dir: string, logger: Logger): Promise<{ steps: string[]; ms: number }> {
+export async function rehearseAgent(config: ThymosConfig, dir: string, logger: Logger, extractor?: ConceptExtractor): Promise<{ steps: string[]; ms: number }> {
   const started = performance.now();
   rmSync(dir, { recursive: true, force: true });
   const quiet = logger.child({}, { level: 'warn' });
@@ -30,7 +31,7 @@ export async function rehearseAgent(config: ThymosConfig, dir: string, logger: L
   try {
     const definition = defaultDefinition(REHEARSAL_ID);
     const options = { agentId: REHEARSAL_ID, port: 1, mode: 'active' as const };
-    const { runtime } = await assembleAgent(options, rehearsalConfig, store, undefined, undefined, { definition, defined: false }, quiet);
+    const { runtime } = await assembleAgent(options, rehearsalConfig, store, undefined, undefined, { definition, defined: false }, quiet, extractor);
     runtime.setStatus('ready');
     http = new AgentHttpServer(runtime, rehearsalConfig, quiet);
     const port = await http.listen('127.0.0.1', 0);

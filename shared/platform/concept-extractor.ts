@@ -1,23 +1,38 @@
-
 /** A concept found in a text. */
 export interface ExtractedConcept {
   name: string;
   type: string;
 }
 
-/** Finds the concepts a memory mentions. Replaceable: an application may bring its own. */
+/**
+ * Finds the concepts texts mention, one list per text in order. Implemented in-process by
+ * `CompromiseExtractor` and, for agents, by a client of the fleet's concept service
+ * (`<fleet>.concepts` on NATS), which extracts a text once for every agent that hears it.
+ */
 export interface ConceptExtractor {
-  extract(text: string): ExtractedConcept[] | Promise<ExtractedConcept[]>;
+  extract(texts: readonly string[]): Promise<ExtractedConcept[][]>;
 }
+
+/** Texts extracted between two turns of the event loop, so a long batch never holds up the process. */
+const YIELD_EVERY = 16;
 
 /**
  * People, places and organisations by compromise's English tagger: offline, no model. The
- * library loads on first use, so an agent that never stores a memory never pays for it.
+ * library loads on first use, so a process that never extracts never pays for it.
  */
 export class CompromiseExtractor implements ConceptExtractor {
   #nlp: Promise<typeof import('compromise').default> | undefined;
 
-  async extract(text: string): Promise<ExtractedConcept[]> {
+  async extract(texts: readonly string[]): Promise<ExtractedConcept[][]> {
+    const out: ExtractedConcept[][] = [];
+    for (const [i, text] of texts.entries()) {
+      if (i % YIELD_EVERY === YIELD_EVERY - 1) await new Promise((resolve) => setImmediate(resolve));
+      out.push(await this.#one(text));
+    }
+    return out;
+  }
+
+  async #one(text: string): Promise<ExtractedConcept[]> {
     // Names are capitalised in English: a text without a capital letter has none to find.
     if (!/\p{Lu}/u.test(text)) return [];
     this.#nlp ??= import('compromise').then((m) => m.default);

@@ -1,8 +1,9 @@
 /**
- * The machine underneath: logging, data locks, deadlines, clean-up order, start-up phase timing, the embedded SurrealDB, agent tokens and the embedder interface.
+ * The machine underneath: logging, data locks, deadlines, clean-up order, start-up phase timing, the embedded SurrealDB, agent tokens, the embedder interface and the concept extractor.
  */
 export { agentTokenPath, bearerMatches, ensureAgentToken, readAgentToken } from './agent-token.js';
 export { CleanupStack } from './cleanup-stack.js';
+export { CompromiseExtractor, type ConceptExtractor, type ExtractedConcept } from './concept-extractor.js';
 export { DataLock, isAlive, readLockPid } from './data-lock.js';
 export { withDeadline } from './deadline.js';
 export { openEmbeddedSurreal, openRemoteSurreal } from './embedded-surreal.js';

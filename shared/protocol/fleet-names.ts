@@ -35,6 +35,8 @@ export class FleetNames {
   readonly embed: string;
   /** Which model the embedding service runs. */
   readonly embedInfo: string;
+  /** The fleet's concept service: texts in, the people, places and organisations each names out. */
+  readonly concepts: string;
 
   constructor(fleet: string = DEFAULT_FLEET_NAME) {
     this.fleet = FleetNameSchema.parse(fleet);
@@ -49,6 +51,7 @@ export class FleetNames {
     this.allAgentDecisions = `${fleet}.agent.*.decision`;
     this.embed = `${fleet}.embed`;
     this.embedInfo = `${fleet}.embed.info`;
+    this.concepts = `${fleet}.concepts`;
     Object.freeze(this);
   }
 

@@ -4,6 +4,7 @@
 export { type AgentMessage, AgentMessageSchema, newMessage } from './agent-message.js';
 export { AgentControlOkSchema, type AgentControlReply, AgentControlReplySchema, type AgentControlRequest, AgentControlRequestSchema, type AgentMode, AgentModeSchema, type AgentState, AgentStateSchema, type AgentStatusMessage, AgentStatusMessageSchema, type EventDecision, EventDecisionSchema, type RelevanceInput, RelevanceInputSchema, ScoredOptionSchema } from './agent-protocol.js';
 export { type AgentStartContext, type AgentStartContextInput, AgentStartContextSchema } from './agent-start-context.js';
+export { CONCEPT_TEXTS_MAX, ConceptOkSchema, ConceptRequestSchema } from './concept-protocol.js';
 export { decodeVectors, EmbedInfoSchema, EmbedOkSchema, EmbedRequestSchema, encodeVectors } from './embed-protocol.js';
 export { DEFAULT_FLEET_NAMES, FleetNames } from './fleet-names.js';
 export { parseJsonOrUndefined, parseWireJson } from './parse-json.js';

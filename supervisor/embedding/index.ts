@@ -1,4 +1,6 @@
 /**
- * The fleet's one embedding model (fastembed), served on NATS.
+ * The fleet's text models, served on NATS: the one embedding model (fastembed) and the concept
+ * extractor, so that agents share them instead of each loading its own.
  */
+export { ConceptService } from './concept-service.js';
 export { EmbeddingService } from './embedding-service.js';

@@ -11,6 +11,7 @@ import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/error
 import { ensureEventStream } from '../../shared/nats/event-stream.js';
 import { connectNats } from '../../shared/nats/nats-connection.js';
 import { CleanupStack } from '../../shared/platform/cleanup-stack.js';
+import { CompromiseExtractor } from '../../shared/platform/concept-extractor.js';
 import { DataLock } from '../../shared/platform/data-lock.js';
 import { withDeadline } from '../../shared/platform/deadline.js';
 import { createLogger, type Logger } from '../../shared/platform/logger.js';
@@ -20,6 +21,7 @@ import { FleetNames } from '../../shared/protocol/fleet-names.js';
 import { type FleetStatus, SupervisorRequestSchemas, SupervisorResultSchemas } from '../../shared/protocol/supervisor-protocol.js';
 import { auditDetails, AuditLog } from '../api/audit-log.js';
 import { ControlApi } from '../api/control-api.js';
+import { ConceptService } from '../embedding/concept-service.js';
 import { EmbeddingService } from '../embedding/embedding-service.js';
 import { AgentLink } from '../fleet/agent-link.js';
 import { AgentPool, type AgentPoolOptions } from '../fleet/agent-pool.js';
@@ -63,7 +65,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
 
     const nc = await connectWithin(natsUrl, NATS_CONNECT_MS);
     cleanup.push(() => closeNats(nc));
-    if (config.embedding.enabled) await serveEmbedding(config, nc, names, logger, cleanup);
+    await serveTextModels(config, nc, names, logger, cleanup);
     const processes = await ProcessManager.connect(paths.pm2Home);
     cleanup.push(() => processes.disconnect());
 
@@ -197,8 +199,18 @@ async function closeNats(nc: NatsConnection): Promise<void> {
   await nc.drain().catch(() => nc.close());
 }
 
-/** The fleet's embedding service, when its model loads; without it agents recall with BM25 only. */
-async function serveEmbedding(config: ThymosConfig, nc: NatsConnection, names: FleetNames, logger: Logger, cleanup: CleanupStack): Promise<void> {
+/**
+ * The fleet's concept service (unless `[memory] concepts` is off; an agent that finds none
+ * extracts on its own) and its embedding service, when `[embedding]` is enabled and its model
+ * loads (without it agents recall with BM25 only).
+ */
+async function serveTextModels(config: ThymosConfig, nc: NatsConnection, names: FleetNames, logger: Logger, cleanup: CleanupStack): Promise<void> {
+  if (config.memory.concepts) {
+    const concepts = new ConceptService(new CompromiseExtractor());
+    concepts.serve(nc, logger, names);
+    cleanup.push(() => concepts.stop());
+  }
+  if (!config.embedding.enabled) return;
   try {
     const embedding = await EmbeddingService.load(config);
     embedding.serve(nc, logger, names);

@@ -4,13 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 
-import { CompromiseExtractor } from '../../../agent/concepts/concept-extractor.js';
 import { ConceptTracker } from '../../../agent/concepts/concept-tracker.js';
 import { AgentMemory } from '../../../agent/memory/agent-memory.js';
 import { MemoryStore } from '../../../agent/memory/memory-store.js';
 import { ThymosConfigSchema } from '../../../shared/config/thymos-config.js';
 import { aliasTable } from '../../../shared/domain/alias-table.js';
 import { parseDomainSchema } from '../../../shared/domain/domain-schema.js';
+import { CompromiseExtractor } from '../../../shared/platform/concept-extractor.js';
 
 const settings = ThymosConfigSchema.parse({}).memory;
 const told = { kind: 'told', by: 't' };

@@ -4,7 +4,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 
-import { CompromiseExtractor } from '../../../agent/concepts/concept-extractor.js';
 import { ConceptTracker } from '../../../agent/concepts/concept-tracker.js';
 import { MemoryConsolidator } from '../../../agent/consolidation/memory-consolidator.js';
 import { AgentMemory } from '../../../agent/memory/agent-memory.js';
@@ -14,6 +13,7 @@ import { ThymosConfigSchema } from '../../../shared/config/thymos-config.js';
 import { aliasTable } from '../../../shared/domain/alias-table.js';
 import { parseDomainSchema } from '../../../shared/domain/domain-schema.js';
 import { ErrorCode } from '../../../shared/errors/errors.js';
+import { CompromiseExtractor } from '../../../shared/platform/concept-extractor.js';
 
 const DAY = 86_400_000;
 const told = { kind: 'told', by: 't' };

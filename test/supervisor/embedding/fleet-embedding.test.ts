@@ -16,7 +16,7 @@ type Hit = { id: string; content: string; score: { strategy: string; bm25: numbe
 const recall = async (id: string, query: string, strategy: string) =>
   ((await (await fleet.agent(id)).callTool({ name: 'recall', arguments: { query, k: 3, strategy } })).structuredContent as { results: Hit[] }).results;
 
-describe('the fleet embedding service', () => {
+describe('the fleet’s embedding and concept services', () => {
   before(async () => {
     ensureModel();
     testFleet = await startTestFleet(['[lifecycle]', 'min_dwell_ms = 0']);
@@ -46,6 +46,22 @@ describe('the fleet embedding service', () => {
     assert.ok(dot(a!, c!) < 0.9);
     for (const bad of ['{nope', JSON.stringify({ texts: [] }), JSON.stringify({ texts: 'x' }), JSON.stringify({ texts: ['a'], extra: 1 })]) {
       const r = JSON.parse((await nc.request('thymos.embed', bad, { timeout: 5000 })).string()) as { ok: boolean; error: { code: string; message: string } };
+      assert.equal(r.ok, false);
+      assert.equal(r.error.code, 'INVALID_INPUT', r.error.message);
+    }
+  });
+
+  test('thymos.concepts answers with the people and places each text names, and refuses bad requests', async () => {
+    const reply = JSON.parse((await nc.request('thymos.concepts', JSON.stringify({ texts: ['Mira walked to Millbrook with Bram', 'no names here'] }), { timeout: 5000 })).string()) as {
+      ok: boolean;
+      result: { concepts: Array<Array<{ name: string; type: string }>> };
+    };
+    assert.equal(reply.ok, true);
+    assert.equal(reply.result.concepts.length, 2);
+    assert.ok(reply.result.concepts[0]!.some((c) => c.name === 'Mira' && c.type === 'person'), JSON.stringify(reply.result.concepts[0]));
+    assert.deepEqual(reply.result.concepts[1], []);
+    for (const bad of ['{nope', JSON.stringify({ texts: [] }), JSON.stringify({ texts: ['x'.repeat(100_001)] }), JSON.stringify({ texts: ['a'], extra: 1 })]) {
+      const r = JSON.parse((await nc.request('thymos.concepts', bad, { timeout: 5000 })).string()) as { ok: boolean; error: { code: string; message: string } };
       assert.equal(r.ok, false);
       assert.equal(r.error.code, 'INVALID_INPUT', r.error.message);
     }

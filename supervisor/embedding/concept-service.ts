@@ -1,0 +1,88 @@
+import { createHash } from 'node:crypto';
+
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+
+import { serveCoded } from '../../shared/nats/coded-responder.js';
+import type { ConceptExtractor, ExtractedConcept } from '../../shared/platform/concept-extractor.js';
+import type { Logger } from '../../shared/platform/logger.js';
+import { ConceptRequestSchema } from '../../shared/protocol/concept-protocol.js';
+import { DEFAULT_FLEET_NAMES, type FleetNames } from '../../shared/protocol/fleet-names.js';
+
+/** Texts whose concepts are kept, by content hash: an event heard by many agents is extracted once. */
+const CACHE_ENTRIES = 20_000;
+
+/**
+ * The fleet's concept extractor, in the supervisor: answers `<fleet>.concepts` with the people,
+ * places and organisations each text names. Agents ask here instead of loading the tagger
+ * themselves, so the ten agents that hear one event cost one extraction, not ten; a text already
+ * being extracted for one request is waited for by the next. Results are cached by content hash.
+ */
+export class ConceptService {
+  readonly #extractor: ConceptExtractor;
+  readonly #cache = new Map<string, ExtractedConcept[]>();
+  readonly #inFlight = new Map<string, Promise<ExtractedConcept[]>>();
+  #sub: Subscription | undefined;
+  stats = { requests: 0, texts: 0, cached: 0 };
+
+  constructor(extractor: ConceptExtractor) {
+    this.#extractor = extractor;
+  }
+
+  /** The concepts of each text, from the cache or the extractor, in order. */
+  async extract(texts: readonly string[]): Promise<ExtractedConcept[][]> {
+    this.stats.texts += texts.length;
+    const fresh: Array<{ text: string; resolve: (c: ExtractedConcept[]) => void; reject: (err: unknown) => void }> = [];
+    const results = texts.map((text) => {
+      const key = createHash('sha256').update(text).digest('base64url');
+      const hit = this.#cache.get(key) ?? this.#inFlight.get(key);
+      if (hit) {
+        this.stats.cached++;
+        return hit;
+      }
+      const pending = new Promise<ExtractedConcept[]>((resolve, reject) => fresh.push({ text, resolve, reject }));
+      this.#inFlight.set(key, pending);
+      void pending.then(
+        (concepts) => this.#remember(key, concepts),
+        () => this.#inFlight.delete(key),
+      );
+      return pending;
+    });
+    if (fresh.length > 0) {
+      try {
+        const found = await this.#extractor.extract(fresh.map((f) => f.text));
+        fresh.forEach((f, i) => f.resolve(found[i] ?? []));
+      } catch (err) {
+        for (const f of fresh) f.reject(err);
+      }
+    }
+    return Promise.all(results);
+  }
+
+  /** Serves `<fleet>.concepts` until `stop()`. */
+  serve(nc: NatsConnection, logger: Logger, names: FleetNames = DEFAULT_FLEET_NAMES): void {
+    this.#sub = serveCoded(
+      nc,
+      {
+        subject: names.concepts,
+        schema: ConceptRequestSchema,
+        handle: async ({ texts }) => {
+          this.stats.requests++;
+          return { result: { concepts: await this.extract(texts) } };
+        },
+      },
+      logger,
+    );
+  }
+
+  stop(): void {
+    this.#sub?.unsubscribe();
+    this.#sub = undefined;
+  }
+
+  #remember(key: string, concepts: ExtractedConcept[]): void {
+    this.#inFlight.delete(key);
+    this.#cache.delete(key);
+    this.#cache.set(key, concepts);
+    if (this.#cache.size > CACHE_ENTRIES) this.#cache.delete(this.#cache.keys().next().value!);
+  }
+}
