@@ -9,7 +9,7 @@ import { connect as natsConnect } from '@nats-io/transport-node';
 
 import type { Fleet } from '../../../client/fleet-client.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
-import { eventually, fleetPids, runThymos, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
+import { alive, eventually, fleetPids, runThymos, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
 import type { Workspace } from '../../helpers/workspace.js';
 
 let ws: Workspace;
@@ -20,10 +20,11 @@ const text = (r: unknown) => ((r as { content: Array<{ text: string }> }).conten
 const memoryCount = async (id: string) => (JSON.parse(text(await (await fleet.agent(id)).callTool({ name: `get_${id}_state`, arguments: {} }))) as { memory_count: number }).memory_count;
 const recall = async (id: string, query: string, k = 100) => text(await (await fleet.agent(id)).callTool({ name: `query_${id}_knowledge`, arguments: { query, k } }));
 const counts = async (ids: string[]) => Object.fromEntries(await Promise.all(ids.map(async (id) => [id, await memoryCount(id)] as const)));
+const natsUrl = () => (JSON.parse(readFileSync(join(ws.dir, 'data', 'run', 'fleet.json'), 'utf8')) as { nats_url: string }).nats_url;
+
 /** Resolves once the router has routed every event and `id` has taken every copy it was sent. */
 async function settled(id: string): Promise<void> {
-  const info = JSON.parse(readFileSync(join(ws.dir, 'data', 'run', 'fleet.json'), 'utf8')) as { nats_url: string };
-  const nc = await natsConnect({ servers: info.nats_url });
+  const nc = await natsConnect({ servers: natsUrl() });
   try {
     const jsm = await jetstreamManager(nc);
     await eventually(async () => {
@@ -131,6 +132,68 @@ describe('world events over JetStream', () => {
     await eventually(async () => ((await fleet.status()).supervisor.pid !== supervisorBefore ? true : undefined), 60_000, 'a new supervisor');
     await eventually(async () => ((await memoryCount('tomas_innkeeper')) === base + N ? true : undefined), 60_000, `tomas_innkeeper to hold all ${N} rounds`);
     await sleep(3000); // past ack_wait: a copy routed twice and delivered late would show up now
+    assert.equal(await memoryCount('tomas_innkeeper'), base + N, 'none lost, none doubled');
+  });
+
+  test('nats-server killed with -9 while the router routes: pm2 restarts it and every event reaches its hearer once', async () => {
+    await settled('tomas_innkeeper');
+    const base = await memoryCount('tomas_innkeeper');
+    const nc = await natsConnect({ servers: natsUrl() });
+    const N = 2000;
+    let natsPid: number | undefined;
+    try {
+      const jsm = await jetstreamManager(nc);
+      const startSeq = (await jsm.consumers.info('THYMOS_EVENTS', 'router')).delivered.consumer_seq;
+      for (let i = 0; i < N; i += 200) {
+        await Promise.all(Array.from({ length: 200 }, (_, j) => fleet.publish({ id: `toast-${i + j}`, type: 'tavern.toast', location: 'tavern', payload: { summary: `Toast ${i + j} is raised` } })));
+      }
+      await eventually(async () => ((await jsm.consumers.info('THYMOS_EVENTS', 'router')).delivered.consumer_seq > startSeq + 50 ? true : undefined), 20_000, 'the routing began');
+      natsPid = fleetPids(join(ws.dir, 'data')).apps.get('thymos-nats');
+      assert.ok(natsPid);
+      const routed = (await jsm.consumers.info('THYMOS_EVENTS', 'router')).delivered.consumer_seq;
+      process.kill(natsPid, 'SIGKILL');
+      assert.ok(routed < startSeq + N, 'the kill landed before every event reached the router');
+    } finally {
+      await nc.close().catch(() => undefined);
+    }
+    await eventually(() => {
+      const pid = fleetPids(join(ws.dir, 'data')).apps.get('thymos-nats');
+      return pid && pid !== natsPid && alive(pid) ? true : undefined;
+    }, 20_000, 'pm2 to restart nats-server');
+    await eventually(async () => ((await memoryCount('tomas_innkeeper')) === base + N ? true : undefined), 90_000, `tomas_innkeeper to hold all ${N} toasts`);
+    await settled('tomas_innkeeper');
+    assert.equal(await memoryCount('tomas_innkeeper'), base + N, 'none lost, none doubled');
+  });
+
+  test('an agent killed with -9 while it hears a burst of 1,000 live events: restarted by pm2, it holds each once', async () => {
+    await settled('tomas_innkeeper');
+    const base = await memoryCount('tomas_innkeeper');
+    const pid = fleetPids(join(ws.dir, 'data')).apps.get('agent-tomas-innkeeper');
+    assert.ok(pid);
+    const nc = await natsConnect({ servers: natsUrl() });
+    const N = 1000;
+    try {
+      const jsm = await jetstreamManager(nc);
+      const startSeq = (await jsm.consumers.info('THYMOS_HEARD', 'heard_tomas_innkeeper')).delivered.consumer_seq;
+      const publishing = (async () => {
+        for (let i = 0; i < N; i += 100) {
+          await Promise.all(Array.from({ length: 100 }, (_, j) => fleet.publish({ id: `song-${i + j}`, type: 'tavern.song', location: 'tavern', payload: { summary: `Song ${i + j} is sung` } })));
+        }
+      })();
+      await eventually(async () => {
+        const c = await jsm.consumers.info('THYMOS_HEARD', 'heard_tomas_innkeeper');
+        return c.delivered.consumer_seq > startSeq + 20 ? true : undefined;
+      }, 20_000, 'the hearing began');
+      process.kill(pid, 'SIGKILL');
+      await publishing;
+    } finally {
+      await nc.close();
+    }
+    await eventually(async () => {
+      const now = fleetPids(join(ws.dir, 'data')).apps.get('agent-tomas-innkeeper');
+      return now && now !== pid && alive(now) && (await memoryCount('tomas_innkeeper').catch(() => 0)) === base + N ? true : undefined;
+    }, 90_000, `tomas_innkeeper, restarted, to hold all ${N} songs`);
+    await settled('tomas_innkeeper');
     assert.equal(await memoryCount('tomas_innkeeper'), base + N, 'none lost, none doubled');
   });
 
