@@ -74,7 +74,7 @@ export const MemorySettingsSchema = z
     semantic_weight: z.number().min(0).max(1).default(0.5),
     /** The k of reciprocal rank fusion, 1 / (k + rank): larger flattens the ranks. @default 60 */
     rrf_k: z.number().min(1).max(1000).default(60),
-    /** Find the people, places and organisations memories mention, and resolve aliases in recall. @default true */
+    /** Find the people, places and organisations memories mention (the supervisor serves the fleet's concept service for it), and resolve aliases in recall. @default true */
     concepts: z.boolean().default(true),
     /** Mentions that make a concept provisional. @default 2 */
     concept_provisional_mentions: z.number().int().min(1).max(1_000_000).default(2),
