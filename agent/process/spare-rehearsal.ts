@@ -5,6 +5,7 @@ import type { ConceptExtractor } from '../../shared/platform/concept-extractor.j
 import type { Logger } from '../../shared/platform/logger.js';
 import { AgentModels } from '../llm/agent-models.js';
 import { AgentHttpServer } from '../mcp/agent-http-server.js';
+import type { AgentMemory } from '../memory/agent-memory.js';
 import { MemoryStore } from '../memory/memory-store.js';
 import { assembleAgent, defaultDefinition } from './agent-assembly.js';
 
@@ -28,10 +29,12 @@ export async function rehearseAgent(config: ThymosConfig, dir: string, logger: L
   const rehearsalConfig: ThymosConfig = { ...config, behaviorPath: undefined };
   const store = await MemoryStore.open(dir, { timeoutMs: 30_000 });
   let http: AgentHttpServer | undefined;
+  let memory: AgentMemory | undefined;
   try {
     const definition = defaultDefinition(REHEARSAL_ID);
     const options = { agentId: REHEARSAL_ID, port: 1, mode: 'active' as const };
-    const { runtime } = await assembleAgent(options, rehearsalConfig, store, undefined, undefined, { definition, defined: false }, quiet, extractor);
+    const { runtime, memory: assembled } = await assembleAgent(options, rehearsalConfig, store, undefined, undefined, { definition, defined: false }, quiet, extractor);
+    memory = assembled;
     runtime.setStatus('ready');
     http = new AgentHttpServer(runtime, rehearsalConfig, quiet);
     const port = await http.listen('127.0.0.1', 0);
@@ -40,22 +43,33 @@ export async function rehearseAgent(config: ThymosConfig, dir: string, logger: L
     return { steps, ms: Math.round(performance.now() - started) };
   } finally {
     await http?.close();
+    // The memory hooks (concepts) still running would write to the database after it closed.
+    await memory?.settle().catch(() => undefined);
     await store.close();
     removeRehearsal(dir, quiet);
   }
 }
 
+/** How long a rehearsal's database may take to be removable after it closed. */
+const REMOVE_WITHIN_MS = 10_000;
+
 /**
  * Removes the rehearsal's database. The engine keeps writing a closed database's files for a
- * moment (surrealdb.js#592), so a folder that is not empty yet is tried again; one that still
- * stays is removed by the next spare's rehearsal in the same slot.
+ * moment (surrealdb.js#592), so a folder that is not empty yet is removed in the background,
+ * tried every 100 ms for up to 10 s; one that still stays is removed by the next spare's
+ * rehearsal in the same slot.
  */
 function removeRehearsal(dir: string, logger: Logger): void {
-  try {
-    rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 20 });
-  } catch (err) {
-    logger.warn({ err: (err as Error).message, dir }, 'the rehearsal database could not be removed yet');
-  }
+  const deadline = Date.now() + REMOVE_WITHIN_MS;
+  const attempt = () => {
+    try {
+      rmSync(dir, { recursive: true, force: true });
+    } catch (err) {
+      if (Date.now() < deadline) setTimeout(attempt, 100).unref();
+      else logger.warn({ err: (err as Error).message, dir }, 'the rehearsal database could not be removed yet');
+    }
+  };
+  attempt();
 }
 
 /** An MCP session the way a client runs one: initialize, a few tool calls, then the session's end; the steps it ran. */
