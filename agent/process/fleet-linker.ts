@@ -44,9 +44,9 @@ export interface FleetLinks {
  * Links a starting agent to its fleet over NATS: control and heartbeats first (waiting at
  * most `[agent] nats_wait_ms`), then its event consumer (replaying what it missed), its
  * inbox, its world watches and the embedding and concept services (the concept service is
- * linked before the replay, so that what the replay hands over is extracted there). When NATS or JetStream is not there
- * yet the agent still starts; the links are made in the background, step by step, retried
- * from 1 s doubling to 30 s, never starting a reader twice.
+ * linked before the replay, so that what the replay hands over is extracted there). When
+ * NATS or JetStream is not there yet the agent still starts; the links are made in the
+ * background, step by step, retried from 1 s doubling to 30 s, never starting a reader twice.
  */
 export async function linkToFleet(parts: FleetLinkParts): Promise<FleetLinks> {
   const { options, config, runtime, memory, worldWatches, logger, cleanup, phase, onShutdown, stopping } = parts;

@@ -1,5 +1,3 @@
-import { createHash } from 'node:crypto';
-
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 
 import { serveCoded } from '../../shared/nats/coded-responder.js';
@@ -7,6 +5,7 @@ import type { ConceptExtractor, ExtractedConcept } from '../../shared/platform/c
 import type { Logger } from '../../shared/platform/logger.js';
 import { ConceptRequestSchema } from '../../shared/protocol/concept-protocol.js';
 import { DEFAULT_FLEET_NAMES, type FleetNames } from '../../shared/protocol/fleet-names.js';
+import { TextCache } from './text-cache.js';
 
 /** Texts whose concepts are kept, by content hash: an event heard by many agents is extracted once. */
 const CACHE_ENTRIES = 20_000;
@@ -19,10 +18,10 @@ const CACHE_ENTRIES = 20_000;
  */
 export class ConceptService {
   readonly #extractor: ConceptExtractor;
-  readonly #cache = new Map<string, ExtractedConcept[]>();
+  readonly #cache = new TextCache<ExtractedConcept[]>(CACHE_ENTRIES);
   readonly #inFlight = new Map<string, Promise<ExtractedConcept[]>>();
   #sub: Subscription | undefined;
-  stats = { requests: 0, texts: 0, cached: 0 };
+  stats = { texts: 0 };
 
   constructor(extractor: ConceptExtractor) {
     this.#extractor = extractor;
@@ -33,16 +32,16 @@ export class ConceptService {
     this.stats.texts += texts.length;
     const fresh: Array<{ text: string; resolve: (c: ExtractedConcept[]) => void; reject: (err: unknown) => void }> = [];
     const results = texts.map((text) => {
-      const key = createHash('sha256').update(text).digest('base64url');
+      const key = TextCache.key(text);
       const hit = this.#cache.get(key) ?? this.#inFlight.get(key);
-      if (hit) {
-        this.stats.cached++;
-        return hit;
-      }
+      if (hit) return hit;
       const pending = new Promise<ExtractedConcept[]>((resolve, reject) => fresh.push({ text, resolve, reject }));
       this.#inFlight.set(key, pending);
       void pending.then(
-        (concepts) => this.#remember(key, concepts),
+        (concepts) => {
+          this.#inFlight.delete(key);
+          this.#cache.set(key, concepts);
+        },
         () => this.#inFlight.delete(key),
       );
       return pending;
@@ -65,10 +64,7 @@ export class ConceptService {
       {
         subject: names.concepts,
         schema: ConceptRequestSchema,
-        handle: async ({ texts }) => {
-          this.stats.requests++;
-          return { result: { concepts: await this.extract(texts) } };
-        },
+        handle: async ({ texts }) => ({ result: { concepts: await this.extract(texts) } }),
       },
       logger,
     );
@@ -77,12 +73,5 @@ export class ConceptService {
   stop(): void {
     this.#sub?.unsubscribe();
     this.#sub = undefined;
-  }
-
-  #remember(key: string, concepts: ExtractedConcept[]): void {
-    this.#inFlight.delete(key);
-    this.#cache.delete(key);
-    this.#cache.set(key, concepts);
-    if (this.#cache.size > CACHE_ENTRIES) this.#cache.delete(this.#cache.keys().next().value!);
   }
 }

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
@@ -13,6 +12,7 @@ import { EmbedRequestSchema, encodeVectors } from '../../shared/protocol/embed-p
 import { DEFAULT_FLEET_NAMES, type FleetNames } from '../../shared/protocol/fleet-names.js';
 import { thymosRoot } from '../pm2/thymos-bin.js';
 import { FastembedEmbedder } from './fastembed-embedder.js';
+import { TextCache } from './text-cache.js';
 
 interface Waiting {
   text: string;
@@ -30,8 +30,7 @@ interface Waiting {
 export class EmbeddingService {
   readonly #embedder: Embedder;
   readonly #batchMax: number;
-  readonly #cacheEntries: number;
-  readonly #cache = new Map<string, Float32Array>();
+  readonly #cache: TextCache<Float32Array>;
   readonly #inFlight = new Map<string, Promise<Float32Array>>();
   readonly #queue = new PQueue({ concurrency: 1 });
   #waiting: Waiting[] = [];
@@ -42,7 +41,7 @@ export class EmbeddingService {
   constructor(embedder: Embedder, options: { batchMax: number; cacheEntries: number }) {
     this.#embedder = embedder;
     this.#batchMax = options.batchMax;
-    this.#cacheEntries = options.cacheEntries;
+    this.#cache = new TextCache(options.cacheEntries);
   }
 
   /** Loads the configured model. */
@@ -70,12 +69,10 @@ export class EmbeddingService {
     this.stats.texts += texts.length;
     return Promise.all(
       texts.map((text) => {
-        const key = createHash('sha256').update(text).digest('base64url');
+        const key = TextCache.key(text);
         const hit = this.#cache.get(key);
         if (hit) {
           this.stats.cached++;
-          this.#cache.delete(key);
-          this.#cache.set(key, hit);
           return hit;
         }
         // The same text asked for again while it waits (ten agents hearing one event) joins it.
@@ -137,10 +134,7 @@ export class EmbeddingService {
       const vectors = await this.#embedder.embed(batch.map((w) => w.text));
       batch.forEach((w, i) => {
         const v = vectors[i]!;
-        if (this.#cacheEntries > 0) {
-          this.#cache.set(w.key, v);
-          if (this.#cache.size > this.#cacheEntries) this.#cache.delete(this.#cache.keys().next().value!);
-        }
+        this.#cache.set(w.key, v);
         w.resolve(v);
       });
     } catch (err) {
