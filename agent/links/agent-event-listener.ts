@@ -4,11 +4,13 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { ensureAgentConsumer } from '../../shared/nats/event-stream.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
+import { readHints } from '../../shared/protocol/heard-hints.js';
 import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
 import { eventMemoryText, type WorldEvent, WorldEventSchema } from '../../shared/protocol/world-event.js';
 import type { NewMemory } from '../memory/agent-memory.js';
 import type { Hearing } from '../runtime/runtime-ports.js';
 import { readForever, readPending } from './durable-consumer.js';
+import type { HintBook } from './hint-book.js';
 
 export interface AgentEventListenerOptions {
   /** Most missed events replayed on wake; older ones are acknowledged unread. */
@@ -17,6 +19,8 @@ export interface AgentEventListenerOptions {
   ackWaitS: number;
   /** The fleet's stream and consumer names. */
   names: FleetNames;
+  /** Where the concepts and vector a copy carries go, for the extractor and embedder to take. */
+  hints?: HintBook;
 }
 
 const BATCH = 256;
@@ -96,7 +100,9 @@ export class AgentEventListener {
         this.#logger.warn({ subject: m.subject, seq: m.seq }, 'malformed event ignored');
         continue;
       }
-      memories.push(toMemory(parsed.data));
+      const memory = toMemory(parsed.data);
+      this.#options.hints?.put(memory.content, readHints(m.headers));
+      memories.push(memory);
     }
     if (memories.length > 0) await this.#runtime.hear(memories, { live });
     this.heard += memories.length;

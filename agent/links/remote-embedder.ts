@@ -5,35 +5,49 @@ import { codedRequest, type Unanswered, validatedRequest } from '../../shared/na
 import type { Embedder } from '../../shared/platform/embedder.js';
 import { decodeVectors, EmbedInfoSchema, EmbedOkSchema } from '../../shared/protocol/embed-protocol.js';
 import { DEFAULT_FLEET_NAMES, type FleetNames } from '../../shared/protocol/fleet-names.js';
+import type { HintBook } from './hint-book.js';
 
-/** The fleet's embedding service seen from an agent: `<fleet>.embed` on NATS. */
+/**
+ * The fleet's embedding service seen from an agent: `<fleet>.embed` on NATS. A text whose
+ * vector came with a heard event (`hints`) is not asked for.
+ */
 export class RemoteEmbedder implements Embedder {
   readonly model: string;
   readonly dims: number;
   readonly #nc: NatsConnection;
   readonly #names: FleetNames;
   readonly #timeoutMs: number;
+  readonly #hints: HintBook | undefined;
 
-  private constructor(nc: NatsConnection, names: FleetNames, model: string, dims: number, timeoutMs: number) {
+  private constructor(nc: NatsConnection, names: FleetNames, model: string, dims: number, timeoutMs: number, hints: HintBook | undefined) {
     this.model = model;
     this.dims = dims;
     this.#nc = nc;
     this.#names = names;
     this.#timeoutMs = timeoutMs;
+    this.#hints = hints;
   }
 
   /** Asks which model the service runs; EMBEDDER_UNAVAILABLE when none answers. */
-  static async connect(nc: NatsConnection, timeoutMs: number, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<RemoteEmbedder> {
+  static async connect(nc: NatsConnection, timeoutMs: number, names: FleetNames = DEFAULT_FLEET_NAMES, hints?: HintBook): Promise<RemoteEmbedder> {
     let info;
     try {
       info = await validatedRequest(nc, names.embedInfo, undefined, EmbedInfoSchema, { timeoutMs, unanswered: (why, err) => unavailable(names.embedInfo, why, err) });
     } catch (err) {
       throw new ThymosError(ErrorCode.EMBEDDER_UNAVAILABLE, `no embedding service answers on ${names.embedInfo} ([embedding] enabled, and a model the supervisor could load): ${(err as Error).message}`, { cause: err });
     }
-    return new RemoteEmbedder(nc, names, info.model, info.dims, timeoutMs);
+    return new RemoteEmbedder(nc, names, info.model, info.dims, timeoutMs, hints);
   }
 
   async embed(texts: readonly string[]): Promise<Float32Array[]> {
+    const out = texts.map((text) => this.#hints?.takeVector(text, this.model, this.dims));
+    const asked = texts.flatMap((text, i) => (out[i] ? [] : [{ text, i }]));
+    const vectors = await this.#ask(asked.map((a) => a.text));
+    asked.forEach((a, k) => (out[a.i] = vectors[k]));
+    return out as Float32Array[];
+  }
+
+  async #ask(texts: readonly string[]): Promise<Float32Array[]> {
     if (texts.length === 0) return [];
     const out: Float32Array[] = [];
     for (let i = 0; i < texts.length; i += 1024) {

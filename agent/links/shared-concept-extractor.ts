@@ -6,6 +6,7 @@ import { CompromiseExtractor, type ConceptExtractor, type ExtractedConcept } fro
 import type { Logger } from '../../shared/platform/logger.js';
 import { CONCEPT_TEXTS_MAX, ConceptOkSchema } from '../../shared/protocol/concept-protocol.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
+import type { HintBook } from './hint-book.js';
 
 /** How long an agent waits for the concept service before it extracts on its own. */
 const SERVICE_TIMEOUT_MS = 5000;
@@ -17,12 +18,14 @@ const REQUEST_CHARS_MAX = 256_000;
  * supervisor) once `link` names a connection, which extracts a text once for every agent that
  * hears it and spares each agent the tagger's load and memory; the tagger in this process while
  * unlinked, or when the service does not answer (no supervisor, a timeout), so a memory's
- * concepts are never lost to the fleet's state.
+ * concepts are never lost to the fleet's state. A text whose concepts came with a heard event
+ * (`hints`) is asked of neither.
  */
 export class SharedConceptExtractor implements ConceptExtractor {
   readonly #local: ConceptExtractor;
   readonly #logger: Logger;
   #service: { nc: NatsConnection; names: FleetNames } | undefined;
+  #hints: HintBook | undefined;
   #unanswered = 0;
 
   constructor(logger: Logger, local: ConceptExtractor = new CompromiseExtractor()) {
@@ -30,12 +33,21 @@ export class SharedConceptExtractor implements ConceptExtractor {
     this.#logger = logger;
   }
 
-  /** From now on, asks the fleet's concept service on `nc` first. */
-  link(nc: NatsConnection, names: FleetNames): void {
+  /** From now on, takes what `hints` holds, then asks the fleet's concept service on `nc`. */
+  link(nc: NatsConnection, names: FleetNames, hints?: HintBook): void {
     this.#service = { nc, names };
+    this.#hints = hints;
   }
 
   async extract(texts: readonly string[]): Promise<ExtractedConcept[][]> {
+    const out = texts.map((text) => this.#hints?.takeConcepts(text));
+    const asked = texts.flatMap((text, i) => (out[i] ? [] : [{ text, i }]));
+    const found = await this.#extract(asked.map((a) => a.text));
+    asked.forEach((a, k) => (out[a.i] = found[k]));
+    return out as ExtractedConcept[][];
+  }
+
+  async #extract(texts: readonly string[]): Promise<ExtractedConcept[][]> {
     const service = this.#service;
     if (!service || texts.length === 0) return this.#local.extract(texts);
     try {

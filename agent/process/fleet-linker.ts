@@ -6,6 +6,7 @@ import type { CleanupStack } from '../../shared/platform/cleanup-stack.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { FleetNames } from '../../shared/protocol/fleet-names.js';
 import type { AgentControlChannel } from '../links/agent-control-channel.js';
+import { HintBook } from '../links/hint-book.js';
 import type { SharedConceptExtractor } from '../links/shared-concept-extractor.js';
 import type { AgentMemory } from '../memory/agent-memory.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
@@ -49,7 +50,7 @@ export interface FleetLinks {
  * background, step by step, retried from 1 s doubling to 30 s, never starting a reader twice.
  */
 export async function linkToFleet(parts: FleetLinkParts): Promise<FleetLinks> {
-  const { options, config, runtime, memory, worldWatches, logger, cleanup, phase, onShutdown, stopping } = parts;
+  const { options, config, runtime, memory, logger, cleanup, phase, onShutdown, stopping } = parts;
   const listeners: Array<{ close(): Promise<void> }> = [];
   const names = new FleetNames(config.fleet.name);
   const { AgentControlChannel } = await parts.channelModule;
@@ -62,25 +63,8 @@ export async function linkToFleet(parts: FleetLinkParts): Promise<FleetLinks> {
   const linked = await channel.waitUntilConnected(config.agent.nats_wait_ms);
   if (!linked) logger.warn({ url: parts.natsUrl }, 'nats not reachable yet; serving MCP and reconnecting in the background');
   phase('nats');
-  const { AgentEventListener } = await import('../links/agent-event-listener.js');
-  const ear = new AgentEventListener(
-    runtime,
-    { replayMax: config.events.replay_max, ackWaitS: config.events.ack_wait_s, names },
-    logger,
-  );
-  cleanup.push(() => ear.close());
-  listeners.push(ear);
-  // What arrived while the agent was stopped is heard before it says ready; when NATS
-  // comes later, as soon as it does.
-  const { AgentInbox } = await import('../links/agent-inbox.js');
-  const inbox = new AgentInbox(runtime, names, logger);
-  cleanup.push(() => inbox.close());
-  listeners.push(inbox);
-  const { AgentWorldWatcher } = await import('../links/agent-world-watcher.js');
+  const { ear, inbox, watcher, hints } = await openReaders(parts, names, listeners);
   const { WorldClient } = await import('../../shared/nats/world-client.js');
-  const watcher = new AgentWorldWatcher(runtime, worldWatches, logger);
-  cleanup.push(() => watcher.close());
-  listeners.push(watcher);
   // Each step runs once: a retry after a failure (JetStream still recovering after a broker
   // restart, say) picks up at the step that failed, never starting a reader twice.
   const done = new Set<string>();
@@ -91,7 +75,7 @@ export async function linkToFleet(parts: FleetLinkParts): Promise<FleetLinks> {
   };
   const listen = async () => {
     const nc = await channel.connection();
-    parts.concepts.link(nc, names);
+    parts.concepts.link(nc, names, hints);
     await once('events', async () => {
       const { replayed, skipped } = await ear.catchUp(nc);
       if (replayed || skipped) logger.info({ replayed, skipped }, 'missed events replayed');
@@ -110,7 +94,7 @@ export async function linkToFleet(parts: FleetLinkParts): Promise<FleetLinks> {
     await once('embedder', async () => {
       if (!config.embedding.enabled) return;
       const { RemoteEmbedder } = await import('../links/remote-embedder.js');
-      await RemoteEmbedder.connect(nc, config.embedding.timeout_ms, names).then(
+      await RemoteEmbedder.connect(nc, config.embedding.timeout_ms, names, hints).then(
         (embedder) => memory.attachEmbedder(embedder),
         (err: unknown) => logger.warn({ err: (err as Error).message }, 'vector search off: recall uses BM25'),
       );
@@ -127,6 +111,26 @@ export async function linkToFleet(parts: FleetLinkParts): Promise<FleetLinks> {
     void listenUntilDone();
   }
   return { channel, listeners };
+}
+
+/** The agent's readers of the fleet, not yet reading: its event consumer, inbox and world watches, and the hints heard events bring. */
+async function openReaders(parts: FleetLinkParts, names: FleetNames, listeners: Array<{ close(): Promise<void> }>) {
+  const { config, runtime, worldWatches, logger, cleanup } = parts;
+  const { AgentEventListener } = await import('../links/agent-event-listener.js');
+  // What the router found in a heard event's text, so that neither service is asked again.
+  const hints = new HintBook();
+  const ear = new AgentEventListener(runtime, { replayMax: config.events.replay_max, ackWaitS: config.events.ack_wait_s, names, hints }, logger);
+  // What arrived while the agent was stopped is heard before it says ready; when NATS
+  // comes later, as soon as it does.
+  const { AgentInbox } = await import('../links/agent-inbox.js');
+  const inbox = new AgentInbox(runtime, names, logger);
+  const { AgentWorldWatcher } = await import('../links/agent-world-watcher.js');
+  const watcher = new AgentWorldWatcher(runtime, worldWatches, logger);
+  for (const reader of [ear, inbox, watcher]) {
+    cleanup.push(() => reader.close());
+    listeners.push(reader);
+  }
+  return { ear, inbox, watcher, hints };
 }
 
 /** Keeps trying `link` (1 s, doubling to 30 s) until it has succeeded or the agent stops. */

@@ -10,7 +10,8 @@ export const ConceptRequestSchema = z
   })
   .strict();
 
-const ExtractedConceptSchema = z.object({ name: z.string().min(1).max(1000), type: z.string().min(1).max(100) });
+/** One concept found in a text. */
+export const ExtractedConceptSchema = z.object({ name: z.string().min(1).max(1000), type: z.string().min(1).max(100) });
 
 /** The fields of a successful reply on `<fleet>.concepts`: one list of concepts per text, in order. */
 export const ConceptOkSchema = z.object({ result: z.object({ concepts: z.array(z.array(ExtractedConceptSchema)) }) });

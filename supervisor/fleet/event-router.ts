@@ -7,8 +7,9 @@ import { type HeardEvent, hearsEvent, type Listener } from '../../shared/domain/
 import { deleteUnroutedConsumers, ensureRouterConsumer } from '../../shared/nats/event-stream.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
+import { type HeardHints, hintHeaders } from '../../shared/protocol/heard-hints.js';
 import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
-import { WorldEventSchema } from '../../shared/protocol/world-event.js';
+import { eventMemoryText, type WorldEvent, WorldEventSchema } from '../../shared/protocol/world-event.js';
 
 export interface EventRouterOptions {
   nc: NatsConnection;
@@ -19,8 +20,16 @@ export interface EventRouterOptions {
   hearers: () => readonly string[];
   /** Where an agent is now (its `sameLocation` filters compare the event's location with it). */
   locationOf: (id: string) => string | null;
+  /**
+   * What the fleet's concept and embedding services make of an event's memory text, sent with
+   * each copy so that its hearers ask neither (undefined: copies carry no hints).
+   */
+  hints?: (text: string) => Promise<HeardHints>;
   logger: Logger;
 }
+
+/** How long a copy waits for its hints; past it, copies go without and hearers ask the services. */
+const HINTS_WAIT_MS = 200;
 
 /** Events routed at once; the next waits until one of them is copied to all its hearers. */
 const IN_FLIGHT = 256;
@@ -34,13 +43,16 @@ const IN_FLIGHT = 256;
  * every copy is stored, so nothing is lost. While no supervisor runs, events wait in the
  * router's consumer and are routed, in order, when one starts. An agent's copies are published
  * in the order of the events; a copy that fails to publish is published again after the
- * consumer's ack wait, and may then arrive after later ones.
+ * consumer's ack wait, and may then arrive after later ones. Copies carry the event's concepts
+ * and vector as headers when the supervisor serves them (`heard-hints`), found once per event.
  */
 export class EventRouter {
   readonly #o: EventRouterOptions;
   readonly #js: JetStreamClient;
   #messages: ConsumerMessages | undefined;
   #inFlight = new Set<Promise<void>>();
+  /** The last event whose copies are being published: the next one's wait for it, so that copies keep the events' order. */
+  #tail: Promise<unknown> = Promise.resolve();
   #done: Promise<void> = Promise.resolve();
 
   private constructor(options: EventRouterOptions) {
@@ -90,7 +102,11 @@ export class EventRouter {
     }
   }
 
-  /** Publishes the copies of one event (without waiting, so the next event's follow in order) and acknowledges it once all are stored. */
+  /**
+   * Publishes the copies of one event once its hints are found and the previous event's copies
+   * are on their way (so an agent's copies keep the events' order), and acknowledges it once all
+   * are stored.
+   */
   async #route(m: JsMsg): Promise<void> {
     const parsed = WorldEventSchema.safeParse(parseJsonOrUndefined(m.string()));
     if (!parsed.success) {
@@ -101,11 +117,30 @@ export class EventRouter {
     }
     const event = parsed.data;
     const hearers = this.#hearersOf(event);
+    const hints = hearers.length > 0 ? this.#hintsOf(event) : undefined;
+    const published = this.#tail.then(async () => {
+      const headers = hintHeaders((await hints) ?? {});
+      return hearers.map((id) => this.#js.publish(this.#o.names.agentHeard(id), m.data, { msgID: `${event.id}:${id}`, ...(headers ? { headers } : {}) }));
+    });
+    this.#tail = published;
     try {
-      await Promise.all(hearers.map((id) => this.#js.publish(this.#o.names.agentHeard(id), m.data, { msgID: `${event.id}:${id}` })));
+      await Promise.all(await published);
       m.ack();
     } catch (err) {
       this.#o.logger.error({ err, event: event.id, seq: m.seq }, 'event not routed; it will be routed again after the ack wait');
+    }
+  }
+
+  /** The event's hints, or none when finding them fails or takes longer than HINTS_WAIT_MS. */
+  async #hintsOf(event: WorldEvent): Promise<HeardHints | undefined> {
+    const find = this.#o.hints;
+    if (!find) return undefined;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), HINTS_WAIT_MS)));
+    try {
+      return await Promise.race([find(eventMemoryText(event)).catch((err: unknown) => void this.#o.logger.debug({ err }, 'event hints not found')), late]);
+    } finally {
+      clearTimeout(timer);
     }
   }
 

@@ -65,7 +65,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
 
     const nc = await connectWithin(natsUrl, NATS_CONNECT_MS);
     cleanup.push(() => closeNats(nc));
-    await serveTextModels(config, nc, names, logger, cleanup);
+    const hints = eventHints(await serveTextModels(config, nc, names, logger, cleanup));
     const processes = await ProcessManager.connect(paths.pm2Home);
     cleanup.push(() => processes.disconnect());
 
@@ -100,7 +100,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     });
     await controller.adopt();
     controller.watchHeartbeats();
-    if (jsm) await startRouter({ nc, names, domain, settings: config.events, registry, evaluator, logger }, cleanup);
+    if (jsm) await startRouter({ nc, names, domain, settings: config.events, registry, evaluator, hints, logger }, cleanup);
     const metricsUrl = await metrics.listen('127.0.0.1', config.supervisor.metrics_port);
     cleanup.push(() => metrics.close());
     const self: FleetStatus['supervisor'] = { pid: process.pid, started_at: new Date().toISOString(), metrics_url: metricsUrl, nats_url: natsUrl };
@@ -161,6 +161,12 @@ async function openFleetState(config: ThymosConfig, paths: FleetPaths, cleanup: 
 
 const NATS_CONNECT_MS = 15_000;
 
+/** The text models the supervisor serves to the fleet. */
+interface TextModels {
+  concepts?: ConceptService;
+  embedding?: EmbeddingService;
+}
+
 /** The warm pool when `[supervisor] pool_size` asks for one; spares are started only while no reconcile runs. */
 async function openPool(options: AgentPoolOptions, cleanup: CleanupStack): Promise<AgentPool | undefined> {
   if (options.config.supervisor.pool_size === 0) return undefined;
@@ -204,7 +210,8 @@ async function closeNats(nc: NatsConnection): Promise<void> {
  * extracts on its own) and its embedding service, when `[embedding]` is enabled and its model
  * loads (without it agents recall with BM25 only).
  */
-async function serveTextModels(config: ThymosConfig, nc: NatsConnection, names: FleetNames, logger: Logger, cleanup: CleanupStack): Promise<void> {
+async function serveTextModels(config: ThymosConfig, nc: NatsConnection, names: FleetNames, logger: Logger, cleanup: CleanupStack): Promise<TextModels> {
+  const served: TextModels = {};
   if (config.memory.concepts) {
     const tagger = new CompromiseExtractor();
     const concepts = new ConceptService(tagger);
@@ -212,16 +219,29 @@ async function serveTextModels(config: ThymosConfig, nc: NatsConnection, names: 
     // The tagger's first use loads its lexicon (~0.5 s of CPU): now, rather than under the first events.
     void tagger.extract(['Mira met Bram at the mill.']).catch(() => undefined);
     cleanup.push(() => concepts.stop());
+    served.concepts = concepts;
   }
-  if (!config.embedding.enabled) return;
+  if (!config.embedding.enabled) return served;
   try {
     const embedding = await EmbeddingService.load(config);
     embedding.serve(nc, logger, names);
     cleanup.push(() => embedding.stop());
     logger.info({ model: embedding.model, dims: embedding.dims }, 'embedding service ready');
+    served.embedding = embedding;
   } catch (err) {
     logger.warn({ err: (err as Error).message }, 'no embedding service: agents recall with BM25 only');
   }
+  return served;
+}
+
+/** What the router sends with each event's copies: its concepts and vector from the services the supervisor runs. */
+function eventHints({ concepts, embedding }: TextModels): EventRouterOptions['hints'] {
+  if (!concepts && !embedding) return undefined;
+  return async (text) => {
+    const [found, vectors] = await Promise.all([concepts?.extract([text]).catch(() => undefined), embedding?.embed([text]).catch(() => undefined)]);
+    const values = vectors?.[0];
+    return { concepts: found?.[0], vector: values && embedding ? { model: embedding.model, values } : undefined };
+  };
 }
 
 /** The supervisor's control API on `<fleet>.supervisor.<op>`: each op handed to the controller, control actions audited. */

@@ -1,12 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
+import type { Msg } from '@nats-io/transport-node';
+
 import type { Fleet } from '../../../client/fleet-client.js';
 import { connectNats, type NatsConnection } from '../../../shared/nats/nats-connection.js';
 import { dot } from '../../../shared/platform/embedder.js';
 import { decodeVectors } from '../../../shared/protocol/embed-protocol.js';
+import { HintHeaders, readHints } from '../../../shared/protocol/heard-hints.js';
 import { ensureModel } from '../../helpers/embedding-model.js';
-import { startTestFleet, type TestFleet } from '../../helpers/fleet.js';
+import { eventually, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
 
 let testFleet: TestFleet | undefined;
 let fleet: Fleet;
@@ -78,5 +81,30 @@ describe('the fleet’s embedding and concept services', () => {
     const hybrid = await recall('elder_rowan', 'silver deceit', 'hybrid');
     assert.match(hybrid[0]!.content, /dishonest/);
     assert.equal(hybrid[0]!.score.strategy, 'hybrid');
+  });
+
+  test('a heard event comes with its concepts and vector: the hearer asks neither service, and recalls it by meaning and by name', async () => {
+    // Requests for the event's text; the recall below asks for its query's vector, as it should.
+    const asked: string[] = [];
+    const services = [nc.subscribe('thymos.embed'), nc.subscribe('thymos.concepts')];
+    for (const sub of services) void (async () => { for await (const m of sub) if (m.string().includes('Margaret')) asked.push(m.subject); })();
+    const copies = nc.subscribe('thymos.agent.elder_rowan.heard', { max: 1 });
+    await nc.flush();
+    const summary = 'Margaret the tanner fled the village with the tithe chest';
+    await fleet.publish({ type: 'council.news', tags: ['council'], payload: { summary } });
+    let copy: Msg | undefined;
+    for await (const m of copies) copy = m;
+    const hints = readHints(copy!.headers);
+    assert.ok(hints.concepts?.some((c) => c.name === 'Margaret'), copy!.headers?.get(HintHeaders.concepts));
+    assert.equal(hints.vector?.model, 'custom:glove-100d');
+    assert.equal(hints.vector?.values.length, 100);
+    const elder = await fleet.agent('elder_rowan');
+    const concepts = async () => ((await elder.callTool({ name: 'concepts', arguments: { name: 'Margaret' } })).structuredContent as { concepts: Array<{ name: string }> }).concepts;
+    await eventually(async () => ((await concepts()).length === 1 ? true : undefined), 20_000, 'the heard event’s concept Margaret');
+    const hits = await recall('elder_rowan', 'escaped with stolen money', 'vector');
+    assert.ok(hits.some((h) => h.content.includes('Margaret')), JSON.stringify(hits));
+    await nc.flush();
+    for (const sub of services) sub.unsubscribe();
+    assert.deepEqual(asked, []);
   });
 });

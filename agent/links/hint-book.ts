@@ -1,0 +1,47 @@
+import type { HeardHints } from '../../shared/protocol/heard-hints.js';
+
+/** Texts whose hints are kept at most: a replay hands over 256 at a time, and hints are taken soon after. */
+const ENTRIES_MAX = 1024;
+
+/**
+ * The hints that came with heard events (`Thymos-Concepts`, `Thymos-Vector`), by memory text,
+ * until the agent's concept extractor and embedder take them instead of asking the fleet's
+ * services. Each hint is taken once; the oldest texts go first past ENTRIES_MAX, and a text
+ * with no hint left is simply asked for.
+ */
+export class HintBook {
+  readonly #byText = new Map<string, HeardHints>();
+
+  put(text: string, hints: HeardHints): void {
+    if (!hints.concepts && !hints.vector) return;
+    this.#byText.delete(text);
+    this.#byText.set(text, { ...hints });
+    if (this.#byText.size > ENTRIES_MAX) this.#byText.delete(this.#byText.keys().next().value!);
+  }
+
+  /** The concepts found in `text`, if a hint said. */
+  takeConcepts(text: string): HeardHints['concepts'] {
+    const hints = this.#byText.get(text);
+    const concepts = hints?.concepts;
+    if (concepts) this.#drop(text, hints, 'concepts');
+    return concepts;
+  }
+
+  /** The vector of `text` by `model` with `dims` values, if a hint said. */
+  takeVector(text: string, model: string, dims: number): Float32Array | undefined {
+    const hints = this.#byText.get(text);
+    const vector = hints?.vector;
+    if (!vector) return undefined;
+    this.#drop(text, hints, 'vector');
+    return vector.model === model && vector.values.length === dims ? vector.values : undefined;
+  }
+
+  get size(): number {
+    return this.#byText.size;
+  }
+
+  #drop(text: string, hints: HeardHints, kind: keyof HeardHints): void {
+    delete hints[kind];
+    if (!hints.concepts && !hints.vector) this.#byText.delete(text);
+  }
+}

@@ -1,0 +1,89 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+
+import type { Msg } from '@nats-io/transport-node';
+
+import { EventsSettingsSchema } from '../../../shared/config/fleet-settings.js';
+import { DomainSchemaSchema } from '../../../shared/domain/domain-schema.js';
+import { ensureEventStream, publishWorldEvent } from '../../../shared/nats/event-stream.js';
+import { connectNats, type NatsConnection } from '../../../shared/nats/nats-connection.js';
+import { createLogger } from '../../../shared/platform/logger.js';
+import { FleetNames } from '../../../shared/protocol/fleet-names.js';
+import type { HeardHints } from '../../../shared/protocol/heard-hints.js';
+import { readHints } from '../../../shared/protocol/heard-hints.js';
+import { EventRouter } from '../../../supervisor/fleet/event-router.js';
+import { startNatsServer, type TestNatsServer } from '../../helpers/nats-server.js';
+
+const domain = DomainSchemaSchema.parse({
+  agents: { ada: { persona: { name: 'Ada' } }, bo: { persona: { name: 'Bo' } } },
+  eventFilters: [{ eventTags: ['news'] }],
+});
+
+describe('the event router’s hints', () => {
+  let nats: TestNatsServer;
+  let nc: NatsConnection;
+
+  before(async () => {
+    nats = await startNatsServer({ jetstream: true });
+    nc = await connectNats({ servers: nats.url, name: 'test-router' });
+  });
+  after(async () => {
+    await nc?.close();
+    await nats?.stop();
+  });
+
+  /** Routes `summaries` with `hints` and resolves with each hearer's copies, in the order they were stored. */
+  async function route(fleet: string, hints: ((text: string) => Promise<HeardHints>) | undefined, summaries: string[]): Promise<Map<string, Msg[]>> {
+    const names = new FleetNames(fleet);
+    const settings = EventsSettingsSchema.parse({});
+    await ensureEventStream(nc, settings, names);
+    const copies = new Map<string, Msg[]>([['ada', []], ['bo', []]]);
+    const sub = nc.subscribe(names.allHeard, { max: summaries.length * 2 });
+    const seen = (async () => {
+      for await (const m of sub) copies.get(m.subject.split('.')[2]!)!.push(m);
+    })();
+    await nc.flush();
+    const router = await EventRouter.start({ nc, names, domain, settings, hearers: () => ['ada', 'bo'], locationOf: () => null, hints, logger: createLogger({ level: 'silent' }) });
+    try {
+      for (const [i, summary] of summaries.entries()) await publishWorldEvent(nc, { id: `e${i}`, type: 'town.news', tags: ['news'], source: 'test', ts: new Date().toISOString(), payload: { summary } } as never, names);
+      await seen;
+    } finally {
+      await router.close();
+    }
+    return copies;
+  }
+
+  test('each copy carries the event’s concepts and vector, found once per event', async () => {
+    const asked: string[] = [];
+    const copies = await route('hinta', async (text) => {
+      asked.push(text);
+      return { concepts: [{ name: 'Ada', type: 'person' }], vector: { model: 'm', values: Float32Array.of(0.6, 0.8) } };
+    }, ['Ada saw wolves', 'Bo baked bread']);
+    assert.deepEqual(asked, ['Ada saw wolves (town.news)', 'Bo baked bread (town.news)']);
+    for (const id of ['ada', 'bo']) {
+      const got = copies.get(id)!;
+      assert.equal(got.length, 2);
+      const hints = readHints(got[0]!.headers);
+      assert.deepEqual(hints.concepts, [{ name: 'Ada', type: 'person' }]);
+      assert.deepEqual(Array.from(hints.vector!.values).map((v) => Math.round(v * 10) / 10), [0.6, 0.8]);
+    }
+  });
+
+  test('hints that fail or come late are left out; the copies still go, in the events’ order', async () => {
+    let n = 0;
+    const copies = await route('hintb', (text) => {
+      n++;
+      // The first never answers, the second fails, the third answers at once.
+      if (n === 1) return new Promise(() => undefined);
+      if (n === 2) return Promise.reject(new Error('service down'));
+      return Promise.resolve({ concepts: [{ name: text.slice(0, 5), type: 'person' }] });
+    }, ['first news', 'second news', 'third news']);
+    for (const id of ['ada', 'bo']) {
+      const got = copies.get(id)!;
+      assert.deepEqual(got.map((m) => (JSON.parse(m.string()) as { id: string }).id), ['e0', 'e1', 'e2']);
+      assert.deepEqual(readHints(got[0]!.headers), {});
+      assert.deepEqual(readHints(got[1]!.headers), {});
+      assert.deepEqual(readHints(got[2]!.headers).concepts, [{ name: 'third', type: 'person' }]);
+    }
+  });
+});
