@@ -31,8 +31,10 @@ export async function runUpCommand(argv: string[]): Promise<number> {
   const args = parseFleetArgs(argv, 'thymos up [--config FILE] [--json]');
   const result = await upFleet(args.config, { onStep: args.json ? undefined : err });
   if (args.json) out(JSON.stringify(result));
-  else out(result.alreadyRunning ? `thymos: the fleet is already running (supervisor pid ${result.supervisorPid}, NATS ${result.natsUrl})` : `thymos: fleet up (supervisor pid ${result.supervisorPid}, NATS ${result.natsUrl})`);
-  return ExitCode.OK;
+  else if (result.alreadyRunning) err(`thymos: the fleet is already running (supervisor pid ${result.supervisorPid}, NATS ${result.natsUrl})`);
+  else out(`thymos: fleet up (supervisor pid ${result.supervisorPid}, NATS ${result.natsUrl})`);
+  // Already running is a conflict, not a start: a script that runs `up` learns it started nothing.
+  return result.alreadyRunning ? ExitCode.CONFLICT : ExitCode.OK;
 }
 
 /** `thymos down [--config FILE] [--json]` */

@@ -1,7 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-import { fleetNatsUrl } from '../shared/config/fleet-runtime.js';
+import { fleetNatsUrl, readFleetInfo } from '../shared/config/fleet-runtime.js';
 import { agentMcpUrl, loadConfig, type ThymosConfig } from '../shared/config/thymos-config.js';
 import { AgentIdSchema } from '../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
@@ -11,6 +11,7 @@ import { SupervisorRequester } from '../shared/nats/supervisor-requester.js';
 import { WorldClient } from '../shared/nats/world-client.js';
 import { readAgentToken } from '../shared/platform/agent-token.js';
 import { withDeadline } from '../shared/platform/deadline.js';
+import { refusesConnections } from '../shared/platform/port-probe.js';
 import { type AgentMode, type EventDecision, EventDecisionSchema } from '../shared/protocol/agent-protocol.js';
 import { FleetNames } from '../shared/protocol/fleet-names.js';
 import { parseJsonOrUndefined } from '../shared/protocol/parse-json.js';
@@ -82,6 +83,11 @@ export interface Fleet {
 export async function connect(config: ThymosConfig | string, options: ConnectOptions = {}): Promise<Fleet> {
   const cfg = typeof config === 'string' ? loadConfig(config) : config;
   const url = fleetNatsUrl(cfg);
+  const managed = cfg.nats.url ? undefined : readFleetInfo(cfg);
+  // The fleet's own nats-server: when nothing listens on its port the fleet is down, and waiting tells nothing more.
+  if (managed?.managed_nats && managed.nats_port && (await refusesConnections('127.0.0.1', managed.nats_port))) {
+    throw new ThymosError(ErrorCode.FLEET_NOT_RUNNING, `the fleet is not running: nothing listens on 127.0.0.1:${managed.nats_port}, its NATS port (data/run/fleet.json); start it with thymos up`);
+  }
   const ms = options.connectTimeoutMs ?? 3000;
   const pending = connectNats({ servers: url, name: 'thymos-client' });
   const nc = await withDeadline(pending, ms, () => undefined);

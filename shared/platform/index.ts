@@ -1,5 +1,5 @@
 /**
- * The machine underneath: logging, data locks, deadlines, clean-up order, start-up phase timing, the embedded SurrealDB, agent tokens, the embedder interface and the concept extractor.
+ * The machine underneath: logging, data locks, deadlines, port probes, clean-up order, start-up phase timing, the embedded SurrealDB, agent tokens, the embedder interface and the concept extractor.
  */
 export { agentTokenPath, bearerMatches, ensureAgentToken, readAgentToken } from './agent-token.js';
 export { CleanupStack } from './cleanup-stack.js';
@@ -10,5 +10,6 @@ export { openEmbeddedSurreal, openRemoteSurreal } from './embedded-surreal.js';
 export { dot, type Embedder } from './embedder.js';
 export { createLogger, type Logger, type LoggerOptions } from './logger.js';
 export { PhaseClock } from './phase-clock.js';
+export { refusesConnections } from './port-probe.js';
 export { StopOnce } from './stop-once.js';
 export { writeAtomic } from './write-atomic.js';

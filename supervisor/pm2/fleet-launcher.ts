@@ -71,7 +71,6 @@ export async function upFleet(config: ThymosConfig, options: LaunchOptions = {})
       writeFleetInfo(config, { nats_url: natsUrl, managed_nats: true, nats_port: port });
     }
     if (running?.status === 'online') {
-      step(`the fleet is already running (supervisor pid ${running.pid})`);
       return { alreadyRunning: true, natsUrl, supervisorPid: running.pid, pm2Home: paths.pm2Home };
     }
     if (running) await pm.delete(Pm2Names.supervisor);

@@ -50,7 +50,7 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
     ws.dispose();
   });
 
-  test('thymos up starts nats-server and the supervisor under the fleet PM2_HOME; a second up says it is running', async () => {
+  test('thymos up starts nats-server and the supervisor under the fleet PM2_HOME; a second up says it is running, on one line of stderr, and exits 3', async () => {
     const first = await runThymos(['up'], ws.dir);
     assert.equal(first.code, 0, first.stderr);
     assert.match(first.stdout, /fleet up \(supervisor pid \d+, NATS nats:\/\/127\.0\.0\.1:\d+\)/);
@@ -58,9 +58,10 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
     assert.ok(daemon && alive(daemon), 'pm2 daemon runs under <data>/pm2');
     assert.deepEqual([...apps.keys()].sort(), ['thymos-nats', 'thymos-supervisor']);
     const second = await runThymos(['up'], ws.dir);
-    assert.equal(second.code, 0, second.stderr);
-    assert.match(second.stdout, /already running \(supervisor pid (\d+)/);
-    assert.equal(Number(/pid (\d+)/.exec(second.stdout)![1]), apps.get('thymos-supervisor'));
+    assert.equal(second.code, 3, second.stderr);
+    assert.equal(second.stdout, '');
+    assert.match(second.stderr, /^thymos: the fleet is already running \(supervisor pid (\d+), NATS nats:\/\/127\.0\.0\.1:\d+\)\n$/, 'one line on stderr');
+    assert.equal(Number(/pid (\d+)/.exec(second.stderr)![1]), apps.get('thymos-supervisor'));
     fleet = await connect(loadConfig(ws.configPath));
   });
 
@@ -340,7 +341,7 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
     assert.match(snapshots, /"msg":"stopped"/);
     const status = await runThymos(['status'], ws.dir);
     assert.equal(status.code, 1);
-    assert.match(status.stderr, /FLEET_NOT_RUNNING/);
+    assert.match(status.stderr, /FLEET_NOT_RUNNING: the fleet is not running: nothing listens on 127\.0\.0\.1:\d+, its NATS port \(data\/run\/fleet\.json\); start it with thymos up/);
     const again = await runThymos(['down'], ws.dir);
     assert.match(again.stdout, /not running/);
   });
