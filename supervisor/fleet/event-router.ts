@@ -1,5 +1,5 @@
 import { type ConsumerMessages, jetstream, type JetStreamClient, type JsMsg } from '@nats-io/jetstream';
-import type { NatsConnection } from '@nats-io/transport-node';
+import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
 
 import type { EventsSettings } from '../../shared/config/fleet-settings.js';
 import type { DomainSchema } from '../../shared/domain/domain-schema.js';
@@ -119,10 +119,11 @@ export class EventRouter {
     const hearers = this.#hearersOf(event);
     const hints = hearers.length > 0 ? this.#hintsOf(event) : undefined;
     const published = this.#tail.then(async () => {
-      const headers = hintHeaders((await hints) ?? {});
+      const headers = this.#headers(await hints);
       return hearers.map((id) => this.#js.publish(this.#o.names.agentHeard(id), m.data, { msgID: `${event.id}:${id}`, ...(headers ? { headers } : {}) }));
     });
-    this.#tail = published;
+    // A failure here is this event's alone: the next event's copies still go.
+    this.#tail = published.catch(() => undefined);
     try {
       await Promise.all(await published);
       m.ack();
@@ -141,6 +142,16 @@ export class EventRouter {
       return await Promise.race([find(eventMemoryText(event)).catch((err: unknown) => void this.#o.logger.debug({ err }, 'event hints not found')), late]);
     } finally {
       clearTimeout(timer);
+    }
+  }
+
+  /** The headers of an event's copies; hints that cannot be sent are left out rather than holding the copies up. */
+  #headers(hints: HeardHints | undefined): MsgHdrs | undefined {
+    try {
+      return hints ? hintHeaders(hints) : undefined;
+    } catch (err) {
+      this.#o.logger.debug({ err }, 'event hints left out');
+      return undefined;
     }
   }
 
