@@ -5,7 +5,7 @@ import { codedRequest, type Unanswered, validatedRequest } from '../../shared/na
 import type { Embedder } from '../../shared/platform/embedder.js';
 import { decodeVectors, EmbedInfoSchema, EmbedOkSchema } from '../../shared/protocol/embed-protocol.js';
 import { DEFAULT_FLEET_NAMES, type FleetNames } from '../../shared/protocol/fleet-names.js';
-import type { HintBook } from './hint-book.js';
+import { answerWithHints, type HintBook } from './hint-book.js';
 
 /**
  * The fleet's embedding service seen from an agent: `<fleet>.embed` on NATS. A text whose
@@ -40,11 +40,7 @@ export class RemoteEmbedder implements Embedder {
   }
 
   async embed(texts: readonly string[]): Promise<Float32Array[]> {
-    const out = texts.map((text) => this.#hints?.takeVector(text, this.model, this.dims));
-    const asked = texts.flatMap((text, i) => (out[i] ? [] : [{ text, i }]));
-    const vectors = await this.#ask(asked.map((a) => a.text));
-    asked.forEach((a, k) => (out[a.i] = vectors[k]));
-    return out as Float32Array[];
+    return answerWithHints(texts, (text) => this.#hints?.takeVector(text, this.model, this.dims), (rest) => this.#ask(rest));
   }
 
   async #ask(texts: readonly string[]): Promise<Float32Array[]> {

@@ -6,7 +6,7 @@ import { CompromiseExtractor, type ConceptExtractor, type ExtractedConcept } fro
 import type { Logger } from '../../shared/platform/logger.js';
 import { CONCEPT_TEXTS_MAX, ConceptOkSchema } from '../../shared/protocol/concept-protocol.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
-import type { HintBook } from './hint-book.js';
+import { answerWithHints, type HintBook } from './hint-book.js';
 
 /** How long an agent waits for the concept service before it extracts on its own. */
 const SERVICE_TIMEOUT_MS = 5000;
@@ -40,11 +40,7 @@ export class SharedConceptExtractor implements ConceptExtractor {
   }
 
   async extract(texts: readonly string[]): Promise<ExtractedConcept[][]> {
-    const out = texts.map((text) => this.#hints?.takeConcepts(text));
-    const asked = texts.flatMap((text, i) => (out[i] ? [] : [{ text, i }]));
-    const found = await this.#extract(asked.map((a) => a.text));
-    asked.forEach((a, k) => (out[a.i] = found[k]));
-    return out as ExtractedConcept[][];
+    return answerWithHints(texts, (text) => this.#hints?.takeConcepts(text), (rest) => this.#extract(rest));
   }
 
   async #extract(texts: readonly string[]): Promise<ExtractedConcept[][]> {

@@ -34,7 +34,7 @@ const ModelSchema = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, 'printabl
 export function hintHeaders(hints: HeardHints): MsgHdrs | undefined {
   const h = natsHeaders();
   let any = false;
-  if (hints.concepts && hints.concepts.length <= CONCEPTS_MAX && ConceptsHintSchema.safeParse(hints.concepts).success) {
+  if (hints.concepts && ConceptsHintSchema.safeParse(hints.concepts).success) {
     // Header values are one line of ASCII: JSON escapes line breaks; the rest is escaped here.
     h.set(HintHeaders.concepts, JSON.stringify(hints.concepts).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
     any = true;
@@ -56,7 +56,7 @@ export function readHints(headers: MsgHdrs | undefined): HeardHints {
   if (!headers) return {};
   const out: HeardHints = {};
   const concepts = ConceptsHintSchema.safeParse(parseJsonOrUndefined(headers.get(HintHeaders.concepts)));
-  if (headers.has(HintHeaders.concepts) && concepts.success) out.concepts = concepts.data;
+  if (concepts.success) out.concepts = concepts.data;
   const model = ModelSchema.safeParse(headers.get(HintHeaders.vectorModel));
   const encoded = headers.get(HintHeaders.vector);
   if (model.success && /^[A-Za-z0-9+/]+={0,2}$/.test(encoded) && encoded.length <= Math.ceil((DIMS_MAX * 4) / 3) + 4) {

@@ -5,6 +5,7 @@ import type { EventsSettings } from '../../shared/config/fleet-settings.js';
 import type { DomainSchema } from '../../shared/domain/domain-schema.js';
 import { type HeardEvent, hearsEvent, type Listener } from '../../shared/domain/event-filter.js';
 import { deleteUnroutedConsumers, ensureRouterConsumer } from '../../shared/nats/event-stream.js';
+import { withDeadline } from '../../shared/platform/deadline.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
 import { type HeardHints, hintHeaders } from '../../shared/protocol/heard-hints.js';
@@ -136,13 +137,8 @@ export class EventRouter {
   async #hintsOf(event: WorldEvent): Promise<HeardHints | undefined> {
     const find = this.#o.hints;
     if (!find) return undefined;
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), HINTS_WAIT_MS)));
-    try {
-      return await Promise.race([find(eventMemoryText(event)).catch((err: unknown) => void this.#o.logger.debug({ err }, 'event hints not found')), late]);
-    } finally {
-      clearTimeout(timer);
-    }
+    const found = find(eventMemoryText(event)).catch((err: unknown) => void this.#o.logger.debug({ err }, 'event hints not found'));
+    return withDeadline(found, HINTS_WAIT_MS, () => undefined);
   }
 
   /** The headers of an event's copies; hints that cannot be sent are left out rather than holding the copies up. */

@@ -9,6 +9,7 @@ import { connect as natsConnect } from '@nats-io/transport-node';
 
 import type { Fleet } from '../../../client/fleet-client.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
+import type { WorldEventInput } from '../../../shared/protocol/world-event.js';
 import { alive, eventually, fleetPids, runThymos, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
 import type { Workspace } from '../../helpers/workspace.js';
 
@@ -21,6 +22,11 @@ const memoryCount = async (id: string) => (JSON.parse(text(await (await fleet.ag
 const recall = async (id: string, query: string, k = 100) => text(await (await fleet.agent(id)).callTool({ name: `query_${id}_knowledge`, arguments: { query, k } }));
 const counts = async (ids: string[]) => Object.fromEntries(await Promise.all(ids.map(async (id) => [id, await memoryCount(id)] as const)));
 const natsUrl = () => (JSON.parse(readFileSync(join(ws.dir, 'data', 'run', 'fleet.json'), 'utf8')) as { nats_url: string }).nats_url;
+
+/** Publishes `n` events made by `event(i)`, `inFlight` at a time. */
+async function publishMany(n: number, inFlight: number, event: (i: number) => WorldEventInput): Promise<void> {
+  for (let i = 0; i < n; i += inFlight) await Promise.all(Array.from({ length: Math.min(inFlight, n - i) }, (_, j) => fleet.publish(event(i + j))));
+}
 
 /** Resolves once the router has routed every event and `id` has taken every copy it was sent. */
 async function settled(id: string): Promise<void> {
@@ -84,8 +90,7 @@ describe('world events over JetStream', () => {
     assert.deepEqual(await heardBy('The juggler drops a torch', 'village_square'), [], 'and no longer what happens at the square');
     await fleet.reconcile({ agents: { ...running, elder_rowan: { relevance: 1, location: 'village_square' } } });
     assert.deepEqual(await heardBy('The juggler bows', 'village_square'), ['elder_rowan']);
-    const info = JSON.parse(readFileSync(join(ws.dir, 'data', 'run', 'fleet.json'), 'utf8')) as { nats_url: string };
-    const nc = await natsConnect({ servers: info.nats_url });
+    const nc = await natsConnect({ servers: natsUrl() });
     try {
       const jsm = await jetstreamManager(nc);
       // Only copies for hearers are stored; none waits unread for an agent that does not hear it.
@@ -101,18 +106,13 @@ describe('world events over JetStream', () => {
   test('the supervisor killed with -9 while it routes: pm2 restarts it and every event reaches its hearer once', async () => {
     const base = await memoryCount('tomas_innkeeper');
     const supervisorBefore = (await fleet.status()).supervisor.pid;
-    const info = JSON.parse(readFileSync(join(ws.dir, 'data', 'run', 'fleet.json'), 'utf8')) as { nats_url: string };
-    const nc = await natsConnect({ servers: info.nats_url });
+    const nc = await natsConnect({ servers: natsUrl() });
     const N = 2000;
     try {
       const jsm = await jetstreamManager(nc);
       const startSeq = (await jsm.consumers.info('THYMOS_EVENTS', 'router')).delivered.consumer_seq;
       // Published straight to JetStream, so the publisher does not need the supervisor.
-      const publishing = (async () => {
-        for (let i = 0; i < N; i += 200) {
-          await Promise.all(Array.from({ length: 200 }, (_, j) => fleet.publish({ id: `round-${i + j}`, type: 'tavern.round', location: 'tavern', payload: { summary: `Round ${i + j} is poured` } })));
-        }
-      })();
+      const publishing = publishMany(N, 200, (i) => ({ id: `round-${i}`, type: 'tavern.round', location: 'tavern', payload: { summary: `Round ${i} is poured` } }));
       const deadline = Date.now() + 20_000;
       let delivered = startSeq;
       while (delivered <= startSeq + 50) {
@@ -141,9 +141,7 @@ describe('world events over JetStream', () => {
     try {
       const jsm = await jetstreamManager(nc);
       const startSeq = (await jsm.consumers.info('THYMOS_EVENTS', 'router')).delivered.consumer_seq;
-      for (let i = 0; i < N; i += 200) {
-        await Promise.all(Array.from({ length: 200 }, (_, j) => fleet.publish({ id: `toast-${i + j}`, type: 'tavern.toast', location: 'tavern', payload: { summary: `Toast ${i + j} is raised` } })));
-      }
+      await publishMany(N, 200, (i) => ({ id: `toast-${i}`, type: 'tavern.toast', location: 'tavern', payload: { summary: `Toast ${i} is raised` } }));
       await eventually(async () => ((await jsm.consumers.info('THYMOS_EVENTS', 'router')).delivered.consumer_seq > startSeq + 50 ? true : undefined), 20_000, 'the routing began');
       natsPid = fleetPids(join(ws.dir, 'data')).apps.get('thymos-nats');
       assert.ok(natsPid);
@@ -172,11 +170,7 @@ describe('world events over JetStream', () => {
     try {
       const jsm = await jetstreamManager(nc);
       const startSeq = (await jsm.consumers.info('THYMOS_HEARD', 'heard_tomas_innkeeper')).delivered.consumer_seq;
-      const publishing = (async () => {
-        for (let i = 0; i < N; i += 100) {
-          await Promise.all(Array.from({ length: 100 }, (_, j) => fleet.publish({ id: `song-${i + j}`, type: 'tavern.song', location: 'tavern', payload: { summary: `Song ${i + j} is sung` } })));
-        }
-      })();
+      const publishing = publishMany(N, 100, (i) => ({ id: `song-${i}`, type: 'tavern.song', location: 'tavern', payload: { summary: `Song ${i} is sung` } }));
       await eventually(async () => {
         const c = await jsm.consumers.info('THYMOS_HEARD', 'heard_tomas_innkeeper');
         return c.delivered.consumer_seq > startSeq + 20 ? true : undefined;
@@ -219,8 +213,7 @@ describe('world events over JetStream', () => {
     }
     const starting = runThymos(['start', 'elder_rowan'], ws.dir);
     // Kill it while it is replaying: its consumer has handed out some of the events, not all.
-    const info = JSON.parse(readFileSync(join(ws.dir, 'data', 'run', 'fleet.json'), 'utf8')) as { nats_url: string };
-    const nc = await natsConnect({ servers: info.nats_url });
+    const nc = await natsConnect({ servers: natsUrl() });
     try {
       const jsm = await jetstreamManager(nc);
       const startSeq = (await jsm.consumers.info('THYMOS_HEARD', 'heard_elder_rowan')).delivered.consumer_seq;
