@@ -2,12 +2,14 @@ import { type MemorySettings } from '../../shared/config/agent-settings.js';
 import type { AliasEntry } from '../../shared/domain/alias-table.js';
 import type { ConceptType, RelationshipType } from '../../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import type { ConceptExtractor } from '../../shared/platform/concept-extractor.js';
+import type { ConceptExtractor, ExtractedConcept } from '../../shared/platform/concept-extractor.js';
 import type { Logger } from '../../shared/platform/logger.js';
-import type { AgentMemory } from '../memory/agent-memory.js';
+import type { AgentMemory, ConceptCompanionWrite } from '../memory/agent-memory.js';
 import { entry } from '../memory/map-entry.js';
 import type { MemoryRecord } from '../memory/memory-record.js';
-import type { ConceptRecord, MemoryStore } from '../memory/memory-store.js';
+import type { ConceptRecord, ConceptWrite, MemoryStore } from '../memory/memory-store.js';
+import { checkDescription, checkRelationship } from './concept-checks.js';
+import { type CauseStep, type RelatedConcept, walkCauses, walkRelated } from './concept-walks.js';
 
 /** One alias of a concept, with where it came from. */
 export interface ConceptAlias {
@@ -15,23 +17,6 @@ export interface ConceptAlias {
   type: string;
   /** `domain` (alias patterns), `agent` (an agent's name or aliases) or `extracted`. */
   source: string;
-}
-
-/** A concept reached from another through typed relationships. */
-export interface RelatedConcept {
-  key: string;
-  name: string;
-  hops: number;
-  /** The relationships walked, e.g. [{ type: 'trusts', to: 'bram_smith', properties: { strength: 0.8 } }]. */
-  path: Array<{ type: string; to: string; properties: Record<string, unknown> }>;
-}
-
-/** A memory's causes, walked back along `caused_by` links. */
-export interface CauseStep {
-  memory: string;
-  content: string;
-  reason: string;
-  hops: number;
 }
 
 export const MAX_HOPS = 5;
@@ -74,6 +59,8 @@ export class ConceptTracker {
   #conceptTypes: Readonly<Record<string, ConceptType>> = {};
   readonly #edges = new Map<string, Array<{ type: string; to: string; properties: Record<string, unknown> }>>();
   readonly #causes = new Map<string, Array<{ cause: string; reason: string }>>();
+  /** New memories whose concepts were written with them: the created hook skips them. */
+  readonly #written = new WeakSet<MemoryRecord>();
 
   private constructor(store: MemoryStore, extractor: ConceptExtractor, settings: MemorySettings, logger: Logger | undefined) {
     this.#store = store;
@@ -111,6 +98,7 @@ export class ConceptTracker {
     tracker.#names = new Map(options.aliases.map((a) => [a.target, { name: a.name, type: a.type }]));
     tracker.#rebuildPattern();
     memory.on('created', (records) => tracker.notice(records));
+    memory.setConceptCompanion({ ready: (records, at) => tracker.#ready(records, at) });
     memory.setQueryExpander((q) => tracker.expand(q));
     await tracker.#backfill();
     return tracker;
@@ -131,25 +119,53 @@ export class ConceptTracker {
     }
   }
 
-  /** Finds and counts the concepts of new memories (the created hook). */
-  async notice(records: readonly MemoryRecord[]): Promise<void> {
-    const changed = new Map<string, ConceptRecord>();
-    const mentions: Array<{ memory: string; concept: string }> = [];
+  /** Finds and counts the concepts of new memories (the created hook), but for those written with their concepts. */
+  async notice(all: readonly MemoryRecord[]): Promise<void> {
+    const records = all.filter((r) => !this.#written.has(r));
+    if (records.length === 0) return;
     // One request for the whole batch (a replay hands over hundreds); the extractor yields as it goes.
     const extracted = await this.#extractor.extract(records.map((r) => r.content));
+    const plan = this.#count(records, extracted, Date.now());
+    try {
+      await this.#store.saveConcepts(plan.concepts, plan.mentions, plan.extracted, plan.at);
+    } catch (err) {
+      this.#uncount(plan);
+      throw err;
+    }
+  }
+
+  /** The concepts of new memories that the extractor has at hand at once, to be written with them (`AgentMemory.setConceptCompanion`). */
+  #ready(records: readonly MemoryRecord[], at: number): ConceptCompanionWrite | undefined {
+    const known = this.#extractor.known;
+    if (!known) return undefined;
+    const found = records.flatMap((record) => {
+      const concepts = known.call(this.#extractor, record.content);
+      return concepts ? [{ record, concepts }] : [];
+    });
+    if (found.length === 0) return undefined;
+    const plan = this.#count(
+      found.map((f) => f.record),
+      found.map((f) => f.concepts),
+      at,
+    );
+    return {
+      ...plan,
+      written: () => {
+        for (const f of found) this.#written.add(f.record);
+      },
+      failed: () => this.#uncount(plan),
+    };
+  }
+
+  /**
+   * Counts the concepts `records` mention in the tracker's view at once (so concurrent counts
+   * build on each other) and returns what to store; `#uncount` takes it back if storing fails.
+   */
+  #count(records: readonly MemoryRecord[], extracted: ReadonlyArray<readonly ExtractedConcept[] | undefined>, at: number): ConceptWrite {
+    const changed = new Map<string, ConceptRecord>();
+    const mentions: Array<{ memory: string; concept: string }> = [];
     for (const [i, record] of records.entries()) {
-      const found = new Map<string, { name: string; type: string }>();
-      const hits = this.#aliasHits(record.content);
-      for (const hit of hits) found.set(hit.concept, this.#names.get(hit.concept) ?? { name: hit.text, type: hit.type });
-      for (const c of extracted[i] ?? []) {
-        const lower = c.name.toLowerCase();
-        // "Rowan" found inside the alias "Elder Rowan" is that concept, already counted.
-        if (hits.some((h) => h.text.toLowerCase().includes(lower))) continue;
-        const alias = this.#aliases.get(lower);
-        const key = alias?.concept ?? conceptKey(c.name);
-        if (key && !found.has(key)) found.set(key, alias ? (this.#names.get(key) ?? { name: c.name, type: alias.type }) : c);
-      }
-      for (const [key, { name, type }] of found) {
+      for (const [key, { name, type }] of this.#found(record, extracted[i] ?? [])) {
         if (this.#mentioned(key).has(record.id)) continue;
         this.#addMention(key, record.id);
         const before = this.#concepts.get(key);
@@ -162,9 +178,42 @@ export class ConceptTracker {
         mentions.push({ memory: record.id, concept: key });
       }
     }
-    await this.#store.saveConcepts([...changed.values()], mentions, records.map((r) => r.id));
     const promoted = [...changed.values()].filter((c) => c.tier === 'tracked' && c.mentions === this.#settings.concept_tracked_mentions);
     if (promoted.length > 0) this.#logger?.debug({ concepts: promoted.map((c) => c.key) }, 'concepts now tracked');
+    return { concepts: [...changed.values()], mentions, extracted: records.map((r) => r.id), at };
+  }
+
+  /** Takes back what `#count` counted when it was not stored: the mentions go, and each concept loses what they added. */
+  #uncount(plan: ConceptWrite): void {
+    for (const m of plan.mentions) {
+      this.#mentions.get(m.concept)?.delete(m.memory);
+      this.#byMemory.get(m.memory)?.delete(m.concept);
+      const c = this.#concepts.get(m.concept);
+      if (!c) continue;
+      if (c.mentions <= 1) {
+        this.#concepts.delete(m.concept);
+        continue;
+      }
+      const uncounted = { ...c, mentions: c.mentions - 1, significance: Math.max(0, c.significance - (this.#memory.get(m.memory)?.importance ?? 0)) };
+      uncounted.tier = this.#tier(uncounted);
+      this.#concepts.set(m.concept, uncounted);
+    }
+  }
+
+  /** The concepts one memory mentions: the domain's aliases in its text, then what the extractor found. */
+  #found(record: MemoryRecord, extracted: readonly ExtractedConcept[]): Map<string, { name: string; type: string }> {
+    const found = new Map<string, { name: string; type: string }>();
+    const hits = this.#aliasHits(record.content);
+    for (const hit of hits) found.set(hit.concept, this.#names.get(hit.concept) ?? { name: hit.text, type: hit.type });
+    for (const c of extracted) {
+      const lower = c.name.toLowerCase();
+      // "Rowan" found inside the alias "Elder Rowan" is that concept, already counted.
+      if (hits.some((h) => h.text.toLowerCase().includes(lower))) continue;
+      const alias = this.#aliases.get(lower);
+      const key = alias?.concept ?? conceptKey(c.name);
+      if (key && !found.has(key)) found.set(key, alias ? (this.#names.get(key) ?? { name: c.name, type: alias.type }) : c);
+    }
+    return found;
   }
 
   /**
@@ -188,22 +237,7 @@ export class ConceptTracker {
    * missing ones take their defaults; a symmetric type is stored both ways.
    */
   async link(fromName: string, toName: string, type: string, properties: Record<string, unknown> = {}, at = Date.now()): Promise<{ from: string; to: string; type: string; properties: Record<string, unknown> }> {
-    const spec = Object.hasOwn(this.#types, type) ? this.#types[type] : undefined;
-    if (!spec) {
-      const declared = Object.keys(this.#types);
-      throw new ThymosError(ErrorCode.INVALID_INPUT, `type: no relationship type ${JSON.stringify(type)}; the domain declares ${declared.length ? declared.join(', ') : 'none'}${type === 'caused_by' ? '' : ' (caused_by links memories)'}`, { location: { path: 'type' } });
-    }
-    const props: Record<string, unknown> = {};
-    for (const [name, value] of Object.entries(properties)) {
-      const p = Object.hasOwn(spec.properties, name) ? spec.properties[name] : undefined;
-      if (!p) throw new ThymosError(ErrorCode.INVALID_INPUT, `properties.${name}: ${type} has no property ${JSON.stringify(name)}; it declares ${Object.keys(spec.properties).join(', ') || 'none'}`, { location: { path: `properties.${name}` } });
-      if (typeof value !== p.type) throw new ThymosError(ErrorCode.INVALID_INPUT, `properties.${name}: expected ${p.type}; got ${JSON.stringify(value)}`, { location: { path: `properties.${name}` } });
-      if (typeof value === 'number' && ((p.min != null && value < p.min) || (p.max != null && value > p.max))) {
-        throw new ThymosError(ErrorCode.INVALID_INPUT, `properties.${name}: expected ${p.min ?? '-∞'} to ${p.max ?? '∞'}; got ${value}`, { location: { path: `properties.${name}` } });
-      }
-      props[name] = value;
-    }
-    for (const [name, p] of Object.entries(spec.properties)) if (!(name in props) && p.defaultValue != null) props[name] = p.defaultValue;
+    const { spec, properties: props } = checkRelationship(this.#types, type, properties);
     const from = this.#conceptFor(fromName, at);
     const to = this.#conceptFor(toName, at);
     if (from.key === to.key) throw new ThymosError(ErrorCode.INVALID_INPUT, `to: a concept is not related to itself (${from.key})`, { location: { path: 'to' } });
@@ -230,45 +264,13 @@ export class ConceptTracker {
   /** Concepts reachable from one within `depth` hops (at most 5), nearest first, optionally along some types only. */
   related(name: string, depth = 1, types?: readonly string[]): RelatedConcept[] {
     const start = this.get(name)?.key ?? this.#aliases.get(name.toLowerCase())?.concept ?? conceptKey(name);
-    const limit = Math.min(Math.max(1, depth), MAX_HOPS);
-    const seen = new Set([start]);
-    const out: RelatedConcept[] = [];
-    let frontier: RelatedConcept[] = [{ key: start, name: '', hops: 0, path: [] }];
-    for (let hop = 1; hop <= limit && frontier.length > 0; hop++) {
-      const next: RelatedConcept[] = [];
-      for (const node of frontier) {
-        for (const e of this.#edges.get(node.key) ?? []) {
-          if ((types && !types.includes(e.type)) || seen.has(e.to)) continue;
-          seen.add(e.to);
-          const reached = { key: e.to, name: this.#concepts.get(e.to)?.name ?? this.#names.get(e.to)?.name ?? e.to, hops: hop, path: [...node.path, e] };
-          next.push(reached);
-          out.push(reached);
-        }
-      }
-      frontier = next;
-    }
-    return out;
+    return walkRelated(start, Math.min(Math.max(1, depth), MAX_HOPS), (key) => this.#edges.get(key) ?? [], (key) => this.#concepts.get(key)?.name ?? this.#names.get(key)?.name ?? key, types);
   }
 
   /** The causes of a memory, walked back up to `depth` (at most 5) links. */
   causes(memoryId: string, depth = MAX_HOPS): CauseStep[] {
     if (!this.#memory.get(memoryId)) throw new ThymosError(ErrorCode.NOT_FOUND, `memory: no memory ${JSON.stringify(memoryId)}`, { location: { path: 'memory' } });
-    const out: CauseStep[] = [];
-    const seen = new Set([memoryId]);
-    let frontier = [memoryId];
-    for (let hop = 1; hop <= Math.min(depth, MAX_HOPS) && frontier.length > 0; hop++) {
-      const next: string[] = [];
-      for (const id of frontier) {
-        for (const c of this.#causes.get(id) ?? []) {
-          if (seen.has(c.cause)) continue;
-          seen.add(c.cause);
-          next.push(c.cause);
-          out.push({ memory: c.cause, content: this.#memory.get(c.cause)?.content ?? '', reason: c.reason, hops: hop });
-        }
-      }
-      frontier = next;
-    }
-    return out;
+    return walkCauses(memoryId, Math.min(depth, MAX_HOPS), (id) => this.#causes.get(id) ?? [], (id) => this.#memory.get(id)?.content ?? '');
   }
 
   #conceptFor(name: string, at: number): ConceptRecord {
@@ -336,27 +338,7 @@ export class ConceptTracker {
   async describe(name: string, input: { type?: string | undefined; attributes?: Record<string, unknown> | undefined }, at = Date.now()): Promise<ConceptView> {
     const concept = { ...this.#conceptFor(name, at) };
     const type = input.type ?? concept.type;
-    const declared = Object.keys(this.#conceptTypes);
-    const spec = Object.hasOwn(this.#conceptTypes, type) ? this.#conceptTypes[type] : undefined;
-    if (!spec && declared.length > 0) {
-      throw new ThymosError(ErrorCode.INVALID_INPUT, `type: no concept type ${JSON.stringify(type)}; the domain declares ${declared.join(', ')}`, { location: { path: 'type' } });
-    }
-    const attributes: Record<string, string | number | boolean> = { ...(input.type && input.type !== concept.type ? {} : concept.attributes) };
-    for (const [key, value] of Object.entries(input.attributes ?? {})) {
-      const path = `attributes.${key}`;
-      const a = spec && Object.hasOwn(spec.attributes, key) ? spec.attributes[key] : undefined;
-      if (spec && !a) throw new ThymosError(ErrorCode.INVALID_INPUT, `${path}: ${type} has no attribute ${JSON.stringify(key)}; it declares ${Object.keys(spec.attributes).join(', ') || 'none'}`, { location: { path } });
-      const expected = a?.type ?? (typeof value === 'number' || typeof value === 'boolean' ? typeof value : 'string');
-      if (typeof value !== expected) throw new ThymosError(ErrorCode.INVALID_INPUT, `${path}: expected ${expected}; got ${JSON.stringify(value)}`, { location: { path } });
-      if (a?.allowedValues && !a.allowedValues.includes(String(value))) {
-        throw new ThymosError(ErrorCode.INVALID_INPUT, `${path}: expected one of ${a.allowedValues.join(', ')}; got ${JSON.stringify(value)}`, { location: { path } });
-      }
-      attributes[key] = value as string | number | boolean;
-    }
-    const missing = Object.entries(spec?.attributes ?? {}).filter(([key, a]) => a.required && !(key in attributes)).map(([key]) => key);
-    if (missing.length > 0) {
-      throw new ThymosError(ErrorCode.INVALID_INPUT, `attributes: ${type} requires ${missing.join(', ')}`, { location: { path: `attributes.${missing[0]}` } });
-    }
+    const attributes = checkDescription(this.#conceptTypes, type, input.type && input.type !== concept.type ? {} : (concept.attributes ?? {}), input.attributes ?? {});
     const described: ConceptRecord = { ...concept, type, attributes, last_seen: Math.max(concept.last_seen, at) };
     await this.#store.saveConcepts([described], []);
     this.#concepts.set(described.key, described);

@@ -1,4 +1,5 @@
 /**
  * Concepts: what a memory is about, extracted, aliased, related and kept as graph edges.
  */
-export { type CauseStep, ConceptTracker, type ConceptView, type RelatedConcept } from './concept-tracker.js';
+export { ConceptTracker, type ConceptView } from './concept-tracker.js';
+export type { CauseStep, RelatedConcept } from './concept-walks.js';

@@ -40,7 +40,11 @@ export class RemoteEmbedder implements Embedder {
   }
 
   async embed(texts: readonly string[]): Promise<Float32Array[]> {
-    return answerWithHints(texts, (text) => this.#hints?.takeVector(text, this.model, this.dims), (rest) => this.#ask(rest));
+    return answerWithHints(texts, (text) => this.known(text), (rest) => this.#ask(rest));
+  }
+
+  known(text: string): Float32Array | undefined {
+    return this.#hints?.takeVector(text, this.model, this.dims);
   }
 
   async #ask(texts: readonly string[]): Promise<Float32Array[]> {

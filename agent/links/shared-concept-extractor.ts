@@ -40,7 +40,11 @@ export class SharedConceptExtractor implements ConceptExtractor {
   }
 
   async extract(texts: readonly string[]): Promise<ExtractedConcept[][]> {
-    return answerWithHints(texts, (text) => this.#hints?.takeConcepts(text), (rest) => this.#extract(rest));
+    return answerWithHints(texts, (text) => this.known(text), (rest) => this.#extract(rest));
+  }
+
+  known(text: string): ExtractedConcept[] | undefined {
+    return this.#hints?.takeConcepts(text);
   }
 
   async #extract(texts: readonly string[]): Promise<ExtractedConcept[][]> {

@@ -8,7 +8,7 @@ import type { Embedder } from '../../shared/platform/embedder.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { Bm25Index } from './bm25-index.js';
 import { type MemoryChanges, type MemoryRecord, type MemorySource, normaliseSource, type RecallHit } from './memory-record.js';
-import type { MemoryStore } from './memory-store.js';
+import type { ConceptWrite, MemoryStore } from './memory-store.js';
 import { memoryStrength } from './memory-strength.js';
 import { MemoryVectors } from './memory-vectors.js';
 import { ThreadTurns } from './thread-turns.js';
@@ -67,6 +67,21 @@ const MIN_CANDIDATES = 40;
 /** Called after memories were stored (`created`), changed by a consolidation (`updated`) or returned by a reinforcing recall (`accessed`). */
 export type MemoryHook = (records: readonly MemoryRecord[]) => Promise<void> | void;
 
+/**
+ * Finds, for new memories about to be written, the concepts that are at hand at once (they
+ * came with a heard event), so they go into the memories' own transaction; `written` runs
+ * once that transaction is stored.
+ */
+export interface ConceptCompanion {
+  ready(records: readonly MemoryRecord[], at: number): ConceptCompanionWrite | undefined;
+}
+
+/** Concepts ready for new memories: stored with them, then `written`, or `failed` when their write failed. */
+export interface ConceptCompanionWrite extends ConceptWrite {
+  written(): void;
+  failed(): void;
+}
+
 export interface AgentMemoryOptions {
   /** Makes vector and hybrid recall possible; without it they fall back to BM25. */
   embedder?: Embedder | undefined;
@@ -85,6 +100,7 @@ export class AgentMemory {
   readonly #hookQueue = new PQueue({ concurrency: 1 });
   #expandQuery: ((query: string) => string) | undefined;
   readonly #turns = new ThreadTurns();
+  #concepts: ConceptCompanion | undefined;
 
   private constructor(store: MemoryStore, settings: MemorySettings, options: AgentMemoryOptions) {
     this.#store = store;
@@ -141,6 +157,11 @@ export class AgentMemory {
   /** Resolves when every hook queued so far has run. */
   settle(): Promise<void> {
     return this.#hookQueue.onIdle();
+  }
+
+  /** Writes the concepts `companion` has ready for new memories in the memories' own transaction. */
+  setConceptCompanion(companion: ConceptCompanion | undefined): void {
+    this.#concepts = companion;
   }
 
   /** Rewrites a recall query before searching (alias resolution adds the names an alias stands for). */
@@ -219,8 +240,17 @@ export class AgentMemory {
       fresh.set(record.id, record);
       out.push(record);
     }
-    await this.#store.apply([...fresh.values()], changes);
-    for (const r of fresh.values()) {
+    const created = [...fresh.values()];
+    // What is at hand now (vectors and concepts that came with a heard event) goes in the same write.
+    const vectors = this.#vectors?.known(created);
+    const concepts = this.#concepts?.ready(created, now);
+    try {
+      await this.#store.apply(created, changes, { vectors, concepts });
+    } catch (err) {
+      concepts?.failed();
+      throw err;
+    }
+    for (const r of created) {
       this.#records.set(r.id, r);
       this.#turns.add(r);
       this.#index.add(r);
@@ -230,8 +260,10 @@ export class AgentMemory {
       this.#records.set(c.id, record);
       return record;
     });
-    this.#vectors?.embedSoon([...fresh.values()]);
-    this.#fire('created', [...fresh.values()]);
+    concepts?.written();
+    if (vectors) this.#vectors?.adopt(vectors.byId);
+    this.#vectors?.embedSoon(vectors ? created.filter((r) => !vectors.byId.has(r.id)) : created);
+    this.#fire('created', created);
     this.#fire('updated', updated);
     return out;
   }

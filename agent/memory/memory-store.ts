@@ -90,6 +90,23 @@ export interface ConceptRecord {
   attributes?: Record<string, string | number | boolean>;
 }
 
+/** The concepts new memories mention, found before they were written (see `MemoryStore.apply`). */
+export interface ConceptWrite {
+  /** Concepts whose counts changed, whole. */
+  concepts: readonly ConceptRecord[];
+  mentions: ReadonlyArray<{ memory: string; concept: string }>;
+  /** Memories whose concepts were found (stored with `concepts_at`, so a restart does not find them again). */
+  extracted: readonly string[];
+  at: number;
+}
+
+/** What is written with new memories in their transaction. */
+export interface WrittenWith {
+  /** Vectors made by `model`, by memory id. */
+  vectors?: { model: string; byId: ReadonlyMap<string, Float32Array> } | undefined;
+  concepts?: ConceptWrite | undefined;
+}
+
 /** A saved agent state, newest first when listed. */
 export interface SnapshotRecord {
   at: number;
@@ -123,19 +140,31 @@ export class MemoryStore {
 
   /**
    * Inserts memories and changes the lineage or importance of stored ones, in one
-   * transaction: a consolidation is stored whole or not at all.
+   * transaction: a consolidation is stored whole or not at all. `with` adds what was ready
+   * for the new memories at once (their vectors, the concepts they mention) to that same
+   * transaction, so a heard event costs one write instead of three.
    */
-  async apply(records: readonly MemoryRecord[], changes: ReadonlyArray<{ id: string; changes: MemoryChanges }>): Promise<void> {
+  async apply(records: readonly MemoryRecord[], changes: ReadonlyArray<{ id: string; changes: MemoryChanges }>, withNew: WrittenWith = {}): Promise<void> {
     if (records.length === 0 && changes.length === 0) return;
-    const rows = records.map(({ id, ...rest }) => ({ ...defined(rest), id: new RecordId('memory', id) }));
+    const { vectors, concepts } = withNew;
+    const extracted = new Set(concepts?.extracted);
+    const rows = records.map(({ id, ...rest }) => {
+      const vector = vectors?.byId.get(id);
+      return {
+        ...defined(rest),
+        id: new RecordId('memory', id),
+        ...(vector ? { embedding: Array.from(vector), embedding_model: vectors!.model } : {}),
+        ...(extracted.has(id) ? { concepts_at: concepts!.at } : {}),
+      };
+    });
     const updates = changes.map((c) => ({ id: new RecordId('memory', c.id), set: defined(c.changes) }));
-    if (updates.length === 0) {
+    if (updates.length === 0 && !concepts) {
       await this.#run('INSERT INTO memory $rows RETURN NONE', { rows });
       return;
     }
     await this.#run(
-      'BEGIN TRANSACTION; IF array::len($rows) > 0 { INSERT INTO memory $rows RETURN NONE; }; FOR $u IN $updates { UPDATE $u.id MERGE $u.set RETURN NONE; }; COMMIT TRANSACTION;',
-      { rows, updates },
+      'BEGIN TRANSACTION; IF array::len($rows) > 0 { INSERT INTO memory $rows RETURN NONE; }; FOR $u IN $updates { UPDATE $u.id MERGE $u.set RETURN NONE; }; FOR $c IN $concepts { UPSERT $c.id CONTENT $c.row RETURN NONE; }; IF array::len($mentions) > 0 { INSERT RELATION INTO mentions $mentions RETURN NONE; }; COMMIT TRANSACTION;',
+      { rows, updates, ...conceptBindings(concepts?.concepts ?? [], concepts?.mentions ?? []) },
     );
   }
 
@@ -184,12 +213,7 @@ export class MemoryStore {
     if (concepts.length === 0 && mentions.length === 0 && extracted.length === 0) return;
     await this.#run(
       'BEGIN TRANSACTION; FOR $c IN $concepts { UPSERT $c.id CONTENT $c.row RETURN NONE; }; IF array::len($mentions) > 0 { INSERT RELATION INTO mentions $mentions RETURN NONE; }; IF array::len($extracted) > 0 { UPDATE $extracted SET concepts_at = $at RETURN NONE; }; COMMIT TRANSACTION;',
-      {
-        concepts: concepts.map(conceptRow),
-        mentions: mentions.map((m) => ({ in: new RecordId('memory', m.memory), out: new RecordId('concept', m.concept) })),
-        extracted: extracted.map((id) => new RecordId('memory', id)),
-        at,
-      },
+      { ...conceptBindings(concepts, mentions), extracted: extracted.map((id) => new RecordId('memory', id)), at },
     );
   }
 
@@ -311,6 +335,13 @@ export class MemoryStore {
 /** The object without its undefined entries (SurrealDB fields are NONE when absent). */
 function defined<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+function conceptBindings(concepts: readonly ConceptRecord[], mentions: ReadonlyArray<{ memory: string; concept: string }>): { concepts: unknown[]; mentions: unknown[] } {
+  return {
+    concepts: concepts.map(conceptRow),
+    mentions: mentions.map((m) => ({ in: new RecordId('memory', m.memory), out: new RecordId('concept', m.concept) })),
+  };
 }
 
 function conceptRow({ key, attributes, ...row }: ConceptRecord): { id: RecordId; row: Record<string, unknown> } {

@@ -46,8 +46,28 @@ export class MemoryVectors {
     return (await this.#embedder.embed([text]))[0];
   }
 
+  /**
+   * The vectors of `records` the embedder has at hand without asking (`Embedder.known`), for
+   * the memories' own write; call `adopt` once it is stored, and `embedSoon` for the others.
+   */
+  known(records: readonly MemoryRecord[]): { model: string; byId: Map<string, Float32Array> } | undefined {
+    if (!this.#embedder.known) return undefined;
+    const byId = new Map<string, Float32Array>();
+    for (const r of records) {
+      const v = this.#embedder.known(r.content);
+      if (v) byId.set(r.id, v);
+    }
+    return byId.size > 0 ? { model: this.#embedder.model, byId } : undefined;
+  }
+
+  /** Indexes vectors stored with their memories (see `known`). */
+  adopt(byId: ReadonlyMap<string, Float32Array>): void {
+    for (const [id, v] of byId) this.index.set(id, v);
+  }
+
   /** Queues memories to embed in the next coalesced run. */
   embedSoon(records: MemoryRecord[]): void {
+    if (records.length === 0) return;
     this.#pending.push(...records);
     if (this.#timer) return;
     this.#timer = setTimeout(() => void this.flush(), EMBED_COALESCE_MS);

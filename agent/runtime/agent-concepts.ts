@@ -1,5 +1,6 @@
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import type { CauseStep, ConceptTracker, ConceptView, RelatedConcept } from '../concepts/concept-tracker.js';
+import type { ConceptTracker, ConceptView } from '../concepts/concept-tracker.js';
+import type { CauseStep, RelatedConcept } from '../concepts/concept-walks.js';
 import type { RuntimeGate } from './runtime-ports.js';
 
 /** The agent's concepts as its tools see them: reads work while listening; writes need it active. */

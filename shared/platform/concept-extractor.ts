@@ -11,6 +11,11 @@ export interface ExtractedConcept {
  */
 export interface ConceptExtractor {
   extract(texts: readonly string[]): Promise<ExtractedConcept[][]>;
+  /**
+   * The concepts of `text` when they are at hand without asking or tagging (they came with a
+   * heard event), taken once; undefined otherwise. Lets a memory and its concepts be written together.
+   */
+  known?(text: string): ExtractedConcept[] | undefined;
 }
 
 /** Texts extracted between two turns of the event loop, so a long batch never holds up the process. */

@@ -9,6 +9,11 @@ export interface Embedder {
   readonly dims: number;
   /** One unit-length vector per text, in order. */
   embed(texts: readonly string[]): Promise<Float32Array[]>;
+  /**
+   * The vector of `text` when it is at hand without asking (it came with a heard event), taken
+   * once; undefined otherwise. Lets a memory and its vector be written together.
+   */
+  known?(text: string): Float32Array | undefined;
 }
 
 /** Dot product of two vectors of the same length (the cosine, for unit vectors). */

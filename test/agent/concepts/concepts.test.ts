@@ -142,3 +142,80 @@ describe('concepts and aliases', () => {
     await store.close();
   });
 });
+
+describe('concepts and vectors at hand are written with their memory', () => {
+  /** An extractor and an embedder that know some texts already (as a heard event's hints make them) and count what they are asked. */
+  function knowing(known: Map<string, { concepts: Array<{ name: string; type: string }>; vector: Float32Array }>) {
+    const asked = { extract: 0, embed: 0 };
+    const extractor = {
+      extract: async (texts: readonly string[]) => {
+        asked.extract += texts.length;
+        return new CompromiseExtractor().extract(texts);
+      },
+      known: (text: string) => known.get(text)?.concepts,
+    };
+    const embedder = {
+      model: 'test-model',
+      dims: 2,
+      embed: async (texts: readonly string[]) => {
+        asked.embed += texts.length;
+        return texts.map(() => Float32Array.of(1, 0));
+      },
+      known: (text: string) => known.get(text)?.vector,
+    };
+    return { asked, extractor, embedder };
+  }
+
+  test('one transaction: no extraction and no embedding asked, kept across a reload, not found again at restart', async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'thymos-together-')), 'db');
+    const text = 'Wolves were seen near Millbrook';
+    const { asked, extractor, embedder } = knowing(new Map([[text, { concepts: [{ name: 'Millbrook', type: 'place' }], vector: Float32Array.of(0, 1) }]]));
+    const store = await MemoryStore.open(dir, { timeoutMs: 10_000 });
+    const writes: string[] = [];
+    for (const name of ['apply', 'saveConcepts', 'setEmbeddings'] as const) {
+      const original = store[name].bind(store) as (...a: unknown[]) => Promise<void>;
+      (store as unknown as Record<string, unknown>)[name] = (...a: unknown[]) => (writes.push(name), original(...a));
+    }
+    const memory = await AgentMemory.load(store, settings, { embedder });
+    const tracker = await ConceptTracker.attach(memory, store, { extractor, settings, aliases: [] });
+    writes.length = 0;
+    await memory.remember({ id: 'ev-1', content: text, importance: 0.8, source: { kind: 'event', by: 'world' } });
+    await memory.settle();
+    await memory.vectorsReady();
+    assert.deepEqual(writes, ['apply'], 'the memory, its vector and its concepts in one write');
+    assert.deepEqual(asked, { extract: 0, embed: 0 });
+    assert.equal(tracker.get('millbrook')?.mentions, 1);
+    assert.deepEqual(tracker.get('millbrook')?.memories, ['ev-1']);
+    assert.equal((await memory.recall('anything', { k: 1, strategy: 'vector', reinforce: false }))[0]?.memory.id, 'ev-1', 'its vector is indexed');
+    // What a restart would load, read back from the database.
+    assert.deepEqual(await store.withoutConcepts(), [], 'a restart does not extract it again');
+    assert.deepEqual([...(await store.embeddings('test-model')).get('ev-1')!], [0, 1]);
+    const again = await ConceptTracker.attach(await AgentMemory.load(store, settings), store, { extractor, settings, aliases: [] });
+    assert.deepEqual(again.get('millbrook')?.memories, ['ev-1']);
+    assert.deepEqual(asked, { extract: 0, embed: 1 }, "only the recall's query was embedded");
+    await store.close();
+  });
+
+  test('a text without hints is extracted and embedded as before; a failed write takes back what it counted', async () => {
+    const known = 'Mira met the council';
+    const { asked, extractor, embedder } = knowing(new Map([[known, { concepts: [{ name: 'Mira', type: 'person' }], vector: Float32Array.of(0, 1) }]]));
+    const store = await MemoryStore.open(join(mkdtempSync(join(tmpdir(), 'thymos-together-')), 'db'), { timeoutMs: 10_000 });
+    const memory = await AgentMemory.load(store, settings, { embedder });
+    const tracker = await ConceptTracker.attach(memory, store, { extractor, settings, aliases: [] });
+    const apply = store.apply.bind(store);
+    store.apply = () => Promise.reject(new Error('disk full'));
+    await assert.rejects(memory.remember({ id: 'm1', content: known, source: told }), /disk full/);
+    assert.equal(tracker.get('mira'), undefined, 'nothing counted for a memory that was not stored');
+    store.apply = apply;
+    await memory.rememberMany([
+      { id: 'm2', content: 'Mira walked to the mill', source: told },
+      { id: 'm3', content: known, source: told },
+    ]);
+    await memory.settle();
+    await memory.vectorsReady();
+    assert.deepEqual(asked, { extract: 1, embed: 1 }, 'only the text without hints is asked for');
+    assert.deepEqual(tracker.get('mira')?.memories.sort(), ['m2', 'm3'], 'both counts build on each other');
+    assert.equal(tracker.get('mira')?.mentions, 2);
+    await store.close();
+  });
+});
