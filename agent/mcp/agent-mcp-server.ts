@@ -1,5 +1,5 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { ErrorCode as McpErrorCode, McpError, SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { type CallToolResult, ErrorCode as McpErrorCode, McpError, SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
@@ -9,7 +9,7 @@ import { registerDialogueTools, registerMessageTools } from './dialogue-tools.js
 import { registerConsolidationTools, registerMemoryTools } from './memory-tools.js';
 import { registerReasoningTools } from './reasoning-tools.js';
 import { registerStateTools } from './state-tools.js';
-import { QUERY_MAX, type ToolContext } from './tool-kit.js';
+import { codedSdkToolError, QUERY_MAX, type ToolContext } from './tool-kit.js';
 
 /** Version reported to MCP clients. */
 export const THYMOS_VERSION = '0.1.0';
@@ -43,6 +43,9 @@ export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfi
       instructions: `${persona.name} (${id}), an agent of a Thymos fleet. Talk with talk_to_${id}; read with get_${id}_state, query_${id}_knowledge and recall.`,
     },
   );
+  // The SDK answers refused arguments and unknown tool names itself, as bare `MCP error -32602`
+  // text; this is its one hook for that answer (a method TypeScript calls private).
+  (server as unknown as { createToolError: (message: string) => CallToolResult }).createToolError = codedSdkToolError;
   const subscriptions = new Set<string>();
 
   const content = z

@@ -5,7 +5,7 @@ import { z } from 'zod';
 
 import type { MemorySettings } from '../../shared/config/agent-settings.js';
 import type { Persona } from '../../shared/domain/domain-schema.js';
-import { toThymosError } from '../../shared/errors/errors.js';
+import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
 import type { ConceptView } from '../concepts/concept-tracker.js';
 import type { SamplingClient } from '../llm/agent-models.js';
 import type { RecallOptions } from '../memory/agent-memory.js';
@@ -131,13 +131,31 @@ export async function guard(fn: () => Promise<CallToolResult>): Promise<CallTool
   try {
     return await fn();
   } catch (err) {
-    const e = toThymosError(err);
-    return {
-      isError: true,
-      content: [{ type: 'text', text: `${e.code}: ${e.message}` }],
-      _meta: { 'thymos/error': e.toJSON() },
-    };
+    return toolError(toThymosError(err));
   }
+}
+
+/** A tool result that carries an error: its code and message as text, and again in `_meta["thymos/error"]`. */
+export function toolError(e: ThymosError): CallToolResult {
+  return {
+    isError: true,
+    content: [{ type: 'text', text: `${e.code}: ${e.message}` }],
+    _meta: { 'thymos/error': e.toJSON() },
+  };
+}
+
+/**
+ * The errors the MCP SDK answers itself before a tool runs (arguments its schema refuses, a tool
+ * name nobody registered) as coded tool errors like every other: `INVALID_INPUT` and `NOT_FOUND`
+ * instead of a bare `MCP error -32602`.
+ */
+export function codedSdkToolError(message: string): CallToolResult {
+  const invalid = /^MCP error -32602: Input validation error: Invalid arguments for tool (\S+): ([\s\S]*)$/.exec(message);
+  if (invalid) return toolError(new ThymosError(ErrorCode.INVALID_INPUT, `arguments of ${invalid[1]}: ${invalid[2]}`, { location: { path: 'arguments' } }));
+  const missing = /^MCP error -32602: Tool (\S+) (not found|disabled)$/.exec(message);
+  if (missing) return toolError(new ThymosError(ErrorCode.NOT_FOUND, `no tool ${JSON.stringify(missing[1])} on this agent; tools/list (or thymos tools ID) names its tools`, { location: { path: 'name' } }));
+  const other = /^MCP error -32602: (?!Output validation)([\s\S]*)$/.exec(message);
+  return toolError(other ? new ThymosError(ErrorCode.INVALID_INPUT, other[1]!) : new ThymosError(ErrorCode.INTERNAL, message));
 }
 
 export function hitsResult(hits: RecallHit[]): CallToolResult {

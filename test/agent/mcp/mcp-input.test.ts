@@ -59,10 +59,13 @@ describe('bad input at the MCP edge', () => {
     ws.dispose();
   });
 
-  test('an unknown tool is an error result that names it', async () => {
-    const result = (await client.callTool({ name: 'steal_gold', arguments: {} })) as { isError?: boolean; content: Array<{ text: string }> };
+  type ToolResult = { isError?: boolean; content: Array<{ text: string }>; _meta?: { 'thymos/error'?: { code: string; location?: { path?: string } } } };
+
+  test('an unknown tool is a NOT_FOUND error result that names it, coded like every other error', async () => {
+    const result = (await client.callTool({ name: 'steal_gold', arguments: {} })) as ToolResult;
     assert.equal(result.isError, true);
-    assert.match(result.content[0]!.text, /steal_gold/);
+    assert.match(result.content[0]!.text, /^NOT_FOUND: no tool "steal_gold" on this agent; tools\/list/);
+    assert.deepEqual([result._meta?.['thymos/error']?.code, result._meta?.['thymos/error']?.location?.path], ['NOT_FOUND', 'name']);
   });
 
   test('wrong argument types and out-of-range values are refused and store nothing', async () => {
@@ -78,9 +81,11 @@ describe('bad input at the MCP edge', () => {
       {},
     ];
     for (const args of cases) {
-      const result = (await client.callTool({ name: 'remember', arguments: args })) as { isError?: boolean; content: Array<{ text: string }> };
+      const result = (await client.callTool({ name: 'remember', arguments: args })) as ToolResult;
       assert.equal(result.isError, true, JSON.stringify(args).slice(0, 80));
-      assert.match(result.content[0]!.text, /validation|expected|Invalid/i);
+      // Refused by the tool's schema before it runs, and coded as the README says: INVALID_INPUT, not a bare -32602.
+      assert.match(result.content[0]!.text, /^INVALID_INPUT: arguments of remember: .*(expected|Invalid|Too)/is);
+      assert.equal(result._meta?.['thymos/error']?.code, 'INVALID_INPUT');
     }
     const recall = (await client.callTool({ name: 'recall', arguments: { query: 'x', k: 0 } })) as { isError?: boolean };
     assert.equal(recall.isError, true);
