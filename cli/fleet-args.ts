@@ -2,6 +2,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 
 import { resolveConfigFile, type ThymosConfig } from '../shared/config/thymos-config.js';
 import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
+import { type CommandSpec, usageLine } from './command-book.js';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
@@ -13,18 +14,20 @@ export interface FleetArgs {
 }
 
 /**
- * Parses a fleet command's arguments: `--config FILE` and `--json` for every command,
- * plus its own options and positionals. Errors are USAGE errors that quote the usage line.
+ * Parses a fleet command's arguments against its entry in the command book (`--config FILE`,
+ * `--json` and its own options) and counts its positionals. Errors are USAGE errors that quote
+ * the usage line. `only` narrows the options (a `world` subcommand takes some of them).
  */
-export function parseFleetArgs(argv: string[], usage: string, options: Options = {}, positionals: { min: number; max: number } = { min: 0, max: 0 }): FleetArgs {
+export function parseFleetArgs(argv: string[], spec: CommandSpec, positionals: { min: number; max: number } = { min: 0, max: 0 }, only?: readonly string[]): FleetArgs {
+  const usage = usageLine(spec);
+  const options: Options = {};
+  for (const [name, o] of Object.entries(spec.options)) {
+    if (only && !only.includes(name) && name !== 'config' && name !== 'json') continue;
+    options[name] = { type: o.type, ...(o.short ? { short: o.short } : {}), ...(o.multiple ? { multiple: true } : {}) };
+  }
   let parsed: { values: Record<string, string | boolean | undefined>; positionals: string[] };
   try {
-    parsed = parseArgs({
-      args: argv,
-      options: { config: { type: 'string' }, json: { type: 'boolean' }, ...options },
-      strict: true,
-      allowPositionals: positionals.max > 0,
-    }) as typeof parsed;
+    parsed = parseArgs({ args: argv, options, strict: true, allowPositionals: positionals.max > 0 }) as typeof parsed;
   } catch (err) {
     throw new ThymosError(ErrorCode.USAGE, `${(err as Error).message}\nusage: ${usage}`, { cause: err });
   }

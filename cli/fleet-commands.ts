@@ -5,16 +5,19 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { connect, type Fleet } from '../client/fleet-client.js';
 import { fleetPaths } from '../shared/config/fleet-paths.js';
 import { AgentIdSchema } from '../shared/domain/domain-schema.js';
-import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
+import { ErrorCode, ThymosError, type WireError, WireErrorSchema } from '../shared/errors/errors.js';
 import { parseReconcileContextText } from '../shared/protocol/reconcile-context.js';
 import type { FleetStatus, ProgressMessage, ReconcileReport } from '../shared/protocol/supervisor-protocol.js';
 import { downFleet, upFleet } from '../supervisor/pm2/fleet-launcher.js';
-import { ExitCode } from './exit-codes.js';
+import { commandNamed, type CommandSpec, suggest, usageLine } from './command-book.js';
+import { ExitCode, exitCodeFor } from './exit-codes.js';
 import { parseFleetArgs } from './fleet-args.js';
 import { formatAge, formatBytes, renderTable } from './table.js';
 
 const out = (text: string) => process.stdout.write(`${text}\n`);
 const err = (text: string) => process.stderr.write(`${text}\n`);
+/** A command's entry in the book (every command this file runs has one). */
+const book = (name: string): CommandSpec => commandNamed(name)!;
 const progress = (p: ProgressMessage) => err(`[${p.done}/${p.total}] ${p.id}: ${p.step} ${p.ok ? 'done' : 'FAILED'} (${p.ms} ms)`);
 
 async function withFleet<T>(config: Parameters<typeof connect>[0], run: (fleet: Fleet) => Promise<T>): Promise<T> {
@@ -28,7 +31,7 @@ async function withFleet<T>(config: Parameters<typeof connect>[0], run: (fleet: 
 
 /** `thymos up [--config FILE] [--json]` */
 export async function runUpCommand(argv: string[]): Promise<number> {
-  const args = parseFleetArgs(argv, 'thymos up [--config FILE] [--json]');
+  const args = parseFleetArgs(argv, book('up'));
   const result = await upFleet(args.config, { onStep: args.json ? undefined : err });
   if (args.json) out(JSON.stringify(result));
   else if (result.alreadyRunning) err(`thymos: the fleet is already running (supervisor pid ${result.supervisorPid}, NATS ${result.natsUrl})`);
@@ -39,7 +42,7 @@ export async function runUpCommand(argv: string[]): Promise<number> {
 
 /** `thymos down [--config FILE] [--json]` */
 export async function runDownCommand(argv: string[]): Promise<number> {
-  const args = parseFleetArgs(argv, 'thymos down [--config FILE] [--json]');
+  const args = parseFleetArgs(argv, book('down'));
   const result = await downFleet(args.config, { onStep: args.json ? undefined : err, onProgress: progress });
   if (args.json) out(JSON.stringify(result));
   else if (!result.wasRunning) out('thymos: the fleet is not running');
@@ -49,7 +52,7 @@ export async function runDownCommand(argv: string[]): Promise<number> {
 
 /** `thymos status [--config FILE] [--json]` */
 export async function runStatusCommand(argv: string[]): Promise<number> {
-  const args = parseFleetArgs(argv, 'thymos status [--config FILE] [--json]');
+  const args = parseFleetArgs(argv, book('status'));
   const status = await withFleet(args.config, (f) => f.status());
   out(args.json ? JSON.stringify(status, null, 2) : renderStatus(status));
   return ExitCode.OK;
@@ -78,8 +81,9 @@ export function renderStatus(s: FleetStatus): string {
 
 /** `thymos reconcile --context FILE|- [--dry-run] [--config FILE] [--json]` */
 export async function runReconcileCommand(argv: string[]): Promise<number> {
-  const usage = 'thymos reconcile --context FILE|- [--dry-run] [--config FILE] [--json]';
-  const args = parseFleetArgs(argv, usage, { context: { type: 'string' }, 'dry-run': { type: 'boolean' } });
+  const spec = book('reconcile');
+  const usage = usageLine(spec);
+  const args = parseFleetArgs(argv, spec);
   const source = args.values.context as string | undefined;
   if (!source) throw new ThymosError(ErrorCode.USAGE, `--context is required (a JSON file, or - for stdin)\nusage: ${usage}`);
   let text: string;
@@ -107,8 +111,9 @@ export function renderReport(r: ReconcileReport): string {
 
 /** `thymos start|stop|archive|restore ID` */
 export async function runAgentOperationCommand(op: 'start' | 'stop' | 'archive' | 'restore', argv: string[]): Promise<number> {
-  const usage = `thymos ${op} ID${op === 'start' ? ' [--mode active|passive]' : ''} [--config FILE] [--json]`;
-  const args = parseFleetArgs(argv, usage, op === 'start' ? { mode: { type: 'string' } } : {}, { min: 1, max: 1 });
+  const spec = book(op);
+  const usage = usageLine(spec);
+  const args = parseFleetArgs(argv, spec, { min: 1, max: 1 });
   const id = parseId(args.positionals[0]!, usage);
   const mode = args.values.mode as string | undefined;
   if (mode !== undefined && mode !== 'active' && mode !== 'passive') throw new ThymosError(ErrorCode.USAGE, `--mode: expected active or passive, got ${JSON.stringify(mode)}\nusage: ${usage}`);
@@ -119,8 +124,9 @@ export async function runAgentOperationCommand(op: 'start' | 'stop' | 'archive' 
 
 /** `thymos logs ID|supervisor|nats-server [--follow] [--lines N]` */
 export async function runLogsCommand(argv: string[]): Promise<number> {
-  const usage = 'thymos logs ID|supervisor|nats-server [--follow] [--lines N] [--config FILE]';
-  const args = parseFleetArgs(argv, usage, { follow: { type: 'boolean', short: 'f' }, lines: { type: 'string', short: 'n' } }, { min: 1, max: 1 });
+  const spec = book('logs');
+  const usage = usageLine(spec);
+  const args = parseFleetArgs(argv, spec, { min: 1, max: 1 });
   const name = args.positionals[0]!;
   if (name !== 'supervisor' && name !== 'nats-server') parseId(name, usage);
   const lines = args.values.lines === undefined ? 50 : Number(args.values.lines);
@@ -148,8 +154,9 @@ export async function runLogsCommand(argv: string[]): Promise<number> {
 
 /** `thymos call ID TOOL [JSON]`: one MCP tool call on a running agent. */
 export async function runCallCommand(argv: string[]): Promise<number> {
-  const usage = "thymos call ID TOOL ['{\"arg\":\"value\"}'] [--config FILE] [--json]";
-  const args = parseFleetArgs(argv, usage, {}, { min: 2, max: 3 });
+  const spec = book('call');
+  const usage = usageLine(spec);
+  const args = parseFleetArgs(argv, spec, { min: 2, max: 3 });
   const [rawId, tool, json] = args.positionals as [string, string, string | undefined];
   const id = parseId(rawId, usage);
   let toolArgs: Record<string, unknown> = {};
@@ -163,18 +170,57 @@ export async function runCallCommand(argv: string[]): Promise<number> {
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new ThymosError(ErrorCode.USAGE, `tool arguments: expected a JSON object\nusage: ${usage}`);
     toolArgs = parsed as Record<string, unknown>;
   }
-  const result = await withFleet(args.config, async (f) => (await f.agent(id)).callTool({ name: tool, arguments: toolArgs }));
-  if (args.json) out(JSON.stringify(result, null, 2));
-  else {
-    for (const c of (result.content as Array<{ type: string; text?: string }>) ?? []) out(c.type === 'text' ? c.text! : JSON.stringify(c));
+  const { result, tools } = await withFleet(args.config, async (f) => {
+    const client = await f.agent(id);
+    const answer = await client.callTool({ name: tool, arguments: toolArgs });
+    // A tool the agent does not have: name the ones it has, nearest first.
+    const unknownTool = toolErrorOf(answer)?.code === ErrorCode.NOT_FOUND && toolErrorOf(answer)?.location?.path === 'name';
+    return { result: answer, tools: unknownTool ? (await client.listTools()).tools.map((t) => t.name) : undefined };
+  });
+  if (tools) {
+    const near = suggest(tool, tools);
+    throw new ThymosError(ErrorCode.NOT_FOUND, `${id} has no tool ${JSON.stringify(tool)}${near ? `; did you mean ${near}?` : ''}\nits tools: ${tools.join(', ')} (thymos tools ${id} says what each takes)`);
   }
-  return result.isError ? ExitCode.FAILURE : ExitCode.OK;
+  if (args.json) out(JSON.stringify(result, null, 2));
+  const failure = result.isError ? (toolErrorOf(result) ?? { code: ErrorCode.INTERNAL }) : undefined;
+  const texts = ((result.content as Array<{ type: string; text?: string }>) ?? []).map((c) => (c.type === 'text' ? c.text! : JSON.stringify(c)));
+  if (!args.json) (failure ? err : out)(failure ? texts.map((t) => `thymos: ${t}`).join('\n') : texts.join('\n'));
+  return failure ? exitCodeFor(failure.code as ErrorCode) : ExitCode.OK;
+}
+
+/** The coded error an agent's tool result carries in `_meta["thymos/error"]`, if any. */
+function toolErrorOf(result: { isError?: unknown; _meta?: Record<string, unknown> | undefined }): WireError | undefined {
+  if (result.isError !== true) return undefined;
+  const parsed = WireErrorSchema.safeParse(result._meta?.['thymos/error']);
+  return parsed.success ? parsed.data : undefined;
+}
+
+/** `thymos tools ID`: a running agent's tools, what each does and what it takes. */
+export async function runToolsCommand(argv: string[]): Promise<number> {
+  const spec = book('tools');
+  const args = parseFleetArgs(argv, spec, { min: 1, max: 1 });
+  const id = parseId(args.positionals[0]!, usageLine(spec));
+  const { tools } = await withFleet(args.config, async (f) => (await f.agent(id)).listTools());
+  if (args.json) {
+    out(JSON.stringify(tools, null, 2));
+    return ExitCode.OK;
+  }
+  const argsOf = (t: (typeof tools)[number]) => {
+    const required = new Set(t.inputSchema.required ?? []);
+    return Object.keys(t.inputSchema.properties ?? {})
+      .map((name) => (required.has(name) ? `${name}*` : name))
+      .join(', ');
+  };
+  const firstSentence = (text: string | undefined) => (text ?? '').split(/(?<=\.)\s/)[0]!.replace(/\s+/g, ' ');
+  out(renderTable(['TOOL', 'ARGUMENTS (* required)', 'WHAT IT DOES'], tools.map((t) => [t.name, argsOf(t) || '-', firstSentence(t.description)])));
+  return ExitCode.OK;
 }
 
 /** `thymos url ID`: the MCP address of a running agent, for an MCP client. */
 export async function runUrlCommand(argv: string[]): Promise<number> {
-  const usage = 'thymos url ID [--config FILE] [--json]';
-  const args = parseFleetArgs(argv, usage, {}, { min: 1, max: 1 });
+  const spec = book('url');
+  const usage = usageLine(spec);
+  const args = parseFleetArgs(argv, spec, { min: 1, max: 1 });
   const id = parseId(args.positionals[0]!, usage);
   const found = await withFleet(args.config, (f) => f.agentUrl(id));
   out(args.json ? JSON.stringify({ id, ...found }) : found.url);
@@ -183,8 +229,9 @@ export async function runUrlCommand(argv: string[]): Promise<number> {
 
 /** `thymos history ID [--lines N]` */
 export async function runHistoryCommand(argv: string[]): Promise<number> {
-  const usage = 'thymos history ID [--lines N] [--config FILE] [--json]';
-  const args = parseFleetArgs(argv, usage, { lines: { type: 'string', short: 'n' } }, { min: 1, max: 1 });
+  const spec = book('history');
+  const usage = usageLine(spec);
+  const args = parseFleetArgs(argv, spec, { min: 1, max: 1 });
   const id = parseId(args.positionals[0]!, usage);
   const limit = args.values.lines === undefined ? 20 : Number(args.values.lines);
   if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new ThymosError(ErrorCode.USAGE, `--lines: expected 1 to 1000, got ${JSON.stringify(args.values.lines)}`);
@@ -205,13 +252,9 @@ function parseId(raw: string, usage: string): string {
 
 /** `thymos publish TYPE ['{"summary":"…"}'] [--tags a,b] [--location L] [--mentions a,b] [--source S] [--id ID]` */
 export async function runPublishCommand(argv: string[]): Promise<number> {
-  const usage = "thymos publish TYPE ['{\"summary\":\"…\"}'] [--tags a,b] [--location L] [--mentions a,b] [--source S] [--id ID] [--json]";
-  const args = parseFleetArgs(
-    argv,
-    usage,
-    { tags: { type: 'string' }, location: { type: 'string' }, mentions: { type: 'string' }, source: { type: 'string' }, id: { type: 'string' } },
-    { min: 1, max: 2 },
-  );
+  const spec = book('publish');
+  const usage = usageLine(spec);
+  const args = parseFleetArgs(argv, spec, { min: 1, max: 2 });
   const [type, json] = args.positionals as [string, string | undefined];
   let payload: unknown = {};
   if (json !== undefined) {

@@ -2,19 +2,13 @@ import { connect, type Fleet } from '../client/fleet-client.js';
 import type { WorldConditionInput, WorldTable, WorldTables } from '../shared/domain/world-schema.js';
 import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
 import type { WorldQueryInput, WorldRow } from '../shared/protocol/world-protocol.js';
+import { commandNamed, usageLine } from './command-book.js';
 import { ExitCode } from './exit-codes.js';
 import { parseFleetArgs } from './fleet-args.js';
 import { renderTable } from './table.js';
 
-const USAGE = `thymos world tables
-       thymos world get TABLE ID
-       thymos world set TABLE ID '{"field":"value"}'
-       thymos world patch TABLE ID '{"field":"value"}'
-       thymos world delete TABLE ID
-       thymos world query TABLE [--where FIELD=VALUE]… [--order FIELD[:desc]] [--limit N]
-  --where takes FIELD OP VALUE with OP one of = != < <= > >= ~ (~ is contains),
-  or a JSON condition such as '{"field":"status","op":"in","value":["open","taken"]}'.
-  Every command takes --config FILE and --json.`;
+const SPEC = commandNamed('world')!;
+const USAGE = `${usageLine(SPEC)}\n${SPEC.details}`;
 
 const out = (text: string) => process.stdout.write(`${text}\n`);
 const usage = (message: string) => new ThymosError(ErrorCode.USAGE, `${message}\nusage: ${USAGE}`);
@@ -25,12 +19,7 @@ export async function runWorldCommand(argv: string[]): Promise<number> {
   const arity: Record<string, number> = { tables: 0, get: 2, set: 3, patch: 3, delete: 2, query: 1 };
   if (sub === undefined || !Object.hasOwn(arity, sub)) throw usage(`world: expected one of ${Object.keys(arity).join(', ')}, got ${JSON.stringify(sub ?? '')}`);
   const n = arity[sub]!;
-  const args = parseFleetArgs(
-    rest,
-    USAGE,
-    sub === 'query' ? { where: { type: 'string', multiple: true }, order: { type: 'string' }, limit: { type: 'string' } } : {},
-    { min: n, max: n },
-  );
+  const args = parseFleetArgs(rest, SPEC, { min: n, max: n }, sub === 'query' ? ['where', 'order', 'limit'] : []);
   const [table, id, json] = args.positionals as [string, string, string];
   const fleet = await connect(args.config);
   try {

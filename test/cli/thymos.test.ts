@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
+import { commandHelp, COMMANDS, usageLine } from '../../cli/command-book.js';
 import { runThymos } from '../helpers/fleet.js';
 import { startNatsServer, type TestNatsServer } from '../helpers/nats-server.js';
 import { createWorkspace, type Workspace } from '../helpers/workspace.js';
@@ -30,6 +32,66 @@ describe('the thymos command without a running fleet', () => {
     const unknown = await runThymos(['reconcle'], ws.dir);
     assert.equal(unknown.code, 2);
     assert.match(unknown.stderr, /unknown command "reconcle"/);
+  });
+
+  test('every command has its own --help and help CMD: usage, each of its options, an example; every option it lists is one it takes', async () => {
+    for (const spec of COMMANDS) {
+      const [flag, asked] = await Promise.all([runThymos([spec.name, '--help'], ws.dir), runThymos(['help', spec.name], ws.dir)]);
+      assert.equal(flag.code, 0, `${spec.name} --help: ${flag.stderr}`);
+      assert.equal(asked.stdout, flag.stdout, `help ${spec.name} prints what ${spec.name} --help prints`);
+      assert.ok(flag.stdout.startsWith(`usage: ${usageLine(spec)}\n`), `${spec.name} --help starts with its usage line`);
+      for (const option of Object.keys(spec.options)) assert.match(flag.stdout, new RegExp(`\\n  (-\\w, )?--${option}\\b`), `${spec.name} --help names --${option}`);
+      assert.match(flag.stdout, new RegExp(`\\nexamples?:\\n  .*\\bthymos ${spec.name}\\b`), `${spec.name} --help has an example`);
+      assert.equal(flag.stdout, `${commandHelp(spec)}\n`);
+      if (Object.keys(spec.options).length === 0) continue;
+      // Every listed option parses: the first option refused is the unknown one put last.
+      const given = Object.entries(spec.options).flatMap(([name, o]) => [`--${name}`, ...(o.type === 'string' ? ['x'] : []), ...(o.short ? [`-${o.short}`, ...(o.type === 'string' ? ['3'] : [])] : [])]);
+      const probe = await runThymos([spec.name, ...(spec.name === 'world' ? ['query'] : []), ...given, '--zz-unknown'], ws.dir);
+      assert.equal(probe.code, 2, `${spec.name}: ${probe.stderr}`);
+      assert.match(probe.stderr, /Unknown option '--zz-unknown'/, `${spec.name} takes every option its help lists`);
+    }
+  });
+
+  test('a mistyped command or option is answered with the nearest one; help of an unknown command says so', async () => {
+    const command = await runThymos(['stauts'], ws.dir);
+    assert.equal(command.code, 2);
+    assert.match(command.stderr, /unknown command "stauts"; did you mean status\?/);
+    const option = await runThymos(['reconcile', '--contxt', 'context.json'], ws.dir);
+    assert.equal(option.code, 2);
+    assert.match(option.stderr, /Unknown option '--contxt' \(did you mean --context\?\)/);
+    const agentOption = await runThymos(['agent', '--agent_id', 'x'], ws.dir);
+    assert.match(agentOption.stderr, /did you mean --agent-id\?/);
+    const nothingNear = await runThymos(['frobnicate'], ws.dir);
+    assert.doesNotMatch(nothingNear.stderr, /did you mean/);
+    const help = await runThymos(['help', 'reconcle'], ws.dir);
+    assert.equal(help.code, 2);
+    assert.match(help.stderr, /did you mean reconcile\?/);
+  });
+
+  test('completion: bash completes commands, options and files; zsh takes the script and registers it', async () => {
+    const bash = await runThymos(['completion', 'bash'], ws.dir);
+    assert.equal(bash.code, 0, bash.stderr);
+    writeFileSync(join(ws.dir, 'thymos.bash'), bash.stdout);
+    const complete = (...words: string[]) =>
+      execFileSync('bash', ['-c', `source thymos.bash; COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _thymos; printf '%s\n' "\${COMPREPLY[@]}"`], { cwd: ws.dir, encoding: 'utf8' })
+        .split('\n')
+        .filter(Boolean)
+        .sort();
+    assert.deepEqual(complete('thymos', 'rec'), ['reconcile']);
+    assert.deepEqual(complete('thymos', 'reconcile', '--c'), ['--config', '--context']);
+    assert.deepEqual(complete('thymos', 'logs', '--f'), ['--follow']);
+    assert.deepEqual(complete('thymos', 'help', 'to'), ['tools']);
+    assert.ok(complete('thymos', 'validate', '--config', 'thymos.t').includes('thymos.toml'), 'a file after --config');
+    const zsh = await runThymos(['completion', 'zsh'], ws.dir);
+    assert.equal(zsh.code, 0, zsh.stderr);
+    assert.ok(zsh.stdout.startsWith('#compdef thymos\n'));
+    writeFileSync(join(ws.dir, '_thymos'), zsh.stdout);
+    execFileSync('zsh', ['-n', '_thymos'], { cwd: ws.dir });
+    const registered = execFileSync('zsh', ['-f', '-c', 'autoload -U compinit && compinit -u -D && source ./_thymos && print -r -- $_comps[thymos]'], { cwd: ws.dir, encoding: 'utf8' });
+    assert.equal(registered.trim(), '_thymos');
+    const wrong = await runThymos(['completion', 'fish'], ws.dir);
+    assert.equal(wrong.code, 2);
+    assert.match(wrong.stderr, /expected bash or zsh/);
   });
 
   test('validate passes the village project and names the file, line and key of a bad setting with exit 2', async () => {

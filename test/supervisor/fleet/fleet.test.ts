@@ -237,6 +237,19 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
     assert.deepEqual([back.stopped, back.archived, back.failed], [['old_fenn'], ['old_fenn'], []]);
   });
 
+  test('thymos tools lists what an agent takes; call names the right tool for a wrong one and refuses bad arguments with exit 2', async () => {
+    const tools = await runThymos(['tools', 'elder_rowan'], ws.dir);
+    assert.equal(tools.code, 0, tools.stderr);
+    assert.match(tools.stdout, /^talk_to_elder_rowan +message\*.*speaker/m);
+    assert.match(tools.stdout, /^recall +query\*/m);
+    const wrong = await runThymos(['call', 'elder_rowan', 'talk_to_elder', '{"message":"hi"}'], ws.dir);
+    assert.equal(wrong.code, 2);
+    assert.match(wrong.stderr, /NOT_FOUND: elder_rowan has no tool "talk_to_elder"; did you mean talk_to_elder_rowan\?\nits tools: .*get_elder_rowan_state/);
+    const bad = await runThymos(['call', 'elder_rowan', 'talk_to_elder_rowan', '{"message":5}'], ws.dir);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /^thymos: INVALID_INPUT: arguments of talk_to_elder_rowan: .*message/s);
+  });
+
   test('thymos call and thymos logs reach one agent', async () => {
     const call = await runThymos(['call', 'elder_rowan', 'talk_to_elder_rowan', '{"message":"Good day","speaker":"player"}'], ws.dir);
     assert.equal(call.code, 0, call.stderr);

@@ -1,0 +1,252 @@
+import { closest, distance } from 'fastest-levenshtein';
+
+/** One option of a command, as `node:util` parseArgs takes it, with what it is for. */
+export interface OptionSpec {
+  type: 'string' | 'boolean';
+  short?: string;
+  multiple?: boolean;
+  /** The value's placeholder in help: FILE, N, URL… */
+  value?: string;
+  /** Shown without brackets in the usage line. */
+  required?: boolean;
+  help: string;
+}
+
+/** A `thymos` command: what it takes, what it does, and an example, for its help, suggestions and completion. */
+export interface CommandSpec {
+  name: string;
+  /** What follows the name besides options, e.g. `ID TOOL [JSON]`. */
+  args: string;
+  summary: string;
+  /** More lines for `thymos help CMD`. */
+  details?: string;
+  options: Record<string, OptionSpec>;
+  examples: string[];
+}
+
+const config: OptionSpec = { type: 'string', value: 'FILE', help: 'the thymos.toml to use (default: $THYMOS_CONFIG, else ./thymos.toml)' };
+const json: OptionSpec = { type: 'boolean', help: 'print JSON instead of text' };
+const fleet = { config, json };
+const lines = (what: string): OptionSpec => ({ type: 'string', short: 'n', value: 'N', help: what });
+
+const ONE_AGENT = 'One agent, one transition; pins and capacity still apply.';
+
+/** Every command, in the order the global help lists them. */
+export const COMMANDS: readonly CommandSpec[] = [
+  {
+    name: 'up',
+    args: '',
+    summary: 'Start the fleet under pm2: a nats-server (unless [nats] url is set), then the supervisor',
+    details: 'pm2 runs with PM2_HOME=<data_dir>/pm2. Returns when the supervisor answers; exits 3 if the fleet is already running.',
+    options: fleet,
+    examples: ['thymos up', 'thymos up --config ops/thymos.toml'],
+  },
+  {
+    name: 'down',
+    args: '',
+    summary: 'Snapshot and stop every agent, then the supervisor, nats-server and the pm2 daemon',
+    options: fleet,
+    examples: ['thymos down'],
+  },
+  {
+    name: 'status',
+    args: '',
+    summary: 'Every agent: state, mode, pid, port, score, since, RSS',
+    options: fleet,
+    examples: ['thymos status', 'thymos status --json'],
+  },
+  {
+    name: 'reconcile',
+    args: '',
+    summary: 'Score every agent from a context and move the fleet to match; prints what changed',
+    options: {
+      context: { type: 'string', value: 'FILE|-', required: true, help: 'the context as JSON: a file, or - for stdin (required)' },
+      'dry-run': { type: 'boolean', help: 'say what would change, change nothing' },
+      ...fleet,
+    },
+    examples: ['thymos reconcile --context context.json', `echo '{"player_location":"tavern"}' | thymos reconcile --context - --dry-run`],
+  },
+  {
+    name: 'start',
+    args: 'ID',
+    summary: 'Start one agent (Active, or Listening with --mode passive)',
+    details: ONE_AGENT,
+    options: { mode: { type: 'string', value: 'active|passive', help: 'how it runs (default: active)' }, ...fleet },
+    examples: ['thymos start elder_rowan', 'thymos start bram_smith --mode passive'],
+  },
+  { name: 'stop', args: 'ID', summary: 'Snapshot and stop one agent (Dormant)', details: ONE_AGENT, options: fleet, examples: ['thymos stop elder_rowan'] },
+  { name: 'archive', args: 'ID', summary: "Archive one agent: stopped, its folder packed into data/archive/<id>.tar.gz", details: ONE_AGENT, options: fleet, examples: ['thymos archive mira_herbalist'] },
+  { name: 'restore', args: 'ID', summary: 'Unpack an archived agent: Dormant again, memory intact', details: ONE_AGENT, options: fleet, examples: ['thymos restore mira_herbalist'] },
+  {
+    name: 'logs',
+    args: 'ID|supervisor|nats-server',
+    summary: "Print a process's log: an agent's, the supervisor's or nats-server's",
+    options: { follow: { type: 'boolean', short: 'f', help: 'keep printing what is written' }, lines: lines('lines to print first (default: 50)'), config },
+    examples: ['thymos logs elder_rowan --follow', 'thymos logs supervisor -n 200'],
+  },
+  {
+    name: 'history',
+    args: 'ID',
+    summary: "The agent's last transitions, kept in the registry",
+    options: { lines: lines('transitions to print, 1 to 1000 (default: 20)'), ...fleet },
+    examples: ['thymos history elder_rowan --lines 5'],
+  },
+  {
+    name: 'url',
+    args: 'ID',
+    summary: 'The MCP address of a running agent (http://127.0.0.1:PORT/mcp), for an MCP client',
+    details: 'An agent keeps its port across wakes while it is free; pin one with [supervisor] agent_ports.',
+    options: fleet,
+    examples: ['thymos url elder_rowan', 'npx @modelcontextprotocol/inspector --cli "$(thymos url elder_rowan)" --method tools/list'],
+  },
+  {
+    name: 'tools',
+    args: 'ID',
+    summary: "A running agent's MCP tools: name, what it does, its arguments (* required)",
+    options: fleet,
+    examples: ['thymos tools elder_rowan', 'thymos tools elder_rowan --json'],
+  },
+  {
+    name: 'call',
+    args: "ID TOOL ['{\"arg\":\"value\"}']",
+    summary: 'Call one MCP tool on a running agent and print its answer',
+    details: 'Arguments are one JSON object. A tool name the agent does not have, or arguments its schema refuses, exit 2 with what it expects (see thymos tools ID).',
+    options: fleet,
+    examples: [`thymos call elder_rowan talk_to_elder_rowan '{"message":"Who tends the mill?","speaker":"player"}'`, `thymos call bram_smith recall '{"query":"wolves"}' --json`],
+  },
+  {
+    name: 'publish',
+    args: "TYPE ['{\"summary\":\"…\"}']",
+    summary: 'Publish a world event; agents whose event filters match remember it (Dormant ones on waking)',
+    options: {
+      tags: { type: 'string', value: 'a,b', help: 'tags the event carries' },
+      location: { type: 'string', value: 'L', help: 'where it happened' },
+      mentions: { type: 'string', value: 'a,b', help: 'agents it names' },
+      source: { type: 'string', value: 'S', help: 'who published it (default: game)' },
+      id: { type: 'string', value: 'ID', help: 'its id: an event published twice with one id is kept once' },
+      ...fleet,
+    },
+    examples: [`thymos publish tavern.brawl '{"summary":"A brawl broke out at the Drowned Lantern"}' --location tavern --mentions bram_smith`],
+  },
+  {
+    name: 'world',
+    args: 'tables | get TABLE ID | set TABLE ID JSON | patch TABLE ID JSON | delete TABLE ID | query TABLE',
+    summary: 'Read and write the shared world tables the Pkl schema declares (worldTables)',
+    details:
+      'query takes --where FIELD OP VALUE with OP one of = != < <= > >= ~ (~ is contains), or a JSON condition\n' +
+      'such as \'{"field":"status","op":"in","value":["open","taken"]}\'; --order FIELD[:desc]; --limit N.',
+    options: {
+      where: { type: 'string', multiple: true, value: 'FIELD=VALUE', help: 'query only: a condition, repeatable' },
+      order: { type: 'string', value: 'FIELD[:desc]', help: 'query only: the order of the rows' },
+      limit: { type: 'string', value: 'N', help: 'query only: rows at most' },
+      ...fleet,
+    },
+    examples: ['thymos world tables', `thymos world set quest wolves '{"title":"Wolves at the mill","status":"open"}'`, 'thymos world query quest --where status=open --order title'],
+  },
+  {
+    name: 'validate',
+    args: '',
+    summary: 'Check thymos.toml and the Pkl domain schema it names; prints what they define',
+    options: fleet,
+    examples: ['thymos validate', 'thymos validate --config examples/village/thymos.toml --json'],
+  },
+  {
+    name: 'agent',
+    args: '',
+    summary: 'Run one agent in the foreground (the supervisor runs agents for you)',
+    details: 'MCP on http://127.0.0.1:PORT/mcp, private memory under <data_dir>/agents/ID/, control on NATS when [nats] url is set.',
+    options: {
+      'agent-id': { type: 'string', value: 'ID', required: true, help: 'the agent to run (required)' },
+      port: { type: 'string', value: 'N', required: true, help: 'its MCP port on 127.0.0.1 (required)' },
+      mode: { type: 'string', value: 'active|passive', help: 'how it runs (default: active)' },
+      context: { type: 'string', value: 'FILE', help: 'a start context as JSON' },
+      config,
+      'nats-url': { type: 'string', value: 'URL', help: 'the NATS server to use instead of [nats] url' },
+    },
+    examples: ['thymos agent --agent-id elder_rowan --port 7401'],
+  },
+  {
+    name: 'supervisor',
+    args: '',
+    summary: 'Run the supervisor in the foreground (thymos up runs it under pm2)',
+    options: { config, 'nats-url': { type: 'string', value: 'URL', help: 'the NATS server to use instead of the fleet one' } },
+    examples: ['thymos supervisor --nats-url nats://127.0.0.1:4222'],
+  },
+  {
+    name: 'spare',
+    args: '',
+    summary: "A warm spare of the supervisor's pool ([supervisor] pool_size); the supervisor starts these",
+    details: 'Waits for one claim, then runs that agent.',
+    options: {
+      slot: { type: 'string', value: 'NAME', required: true, help: 'its slot in the pool: letters, digits and - (required)' },
+      'nats-url': { type: 'string', value: 'URL', required: true, help: 'the NATS server its claim comes on (required)' },
+      config,
+    },
+    examples: ['thymos spare --slot 1 --nats-url nats://127.0.0.1:4222'],
+  },
+  {
+    name: 'completion',
+    args: 'bash|zsh',
+    summary: 'Print a shell completion script for commands and their options',
+    options: {},
+    examples: ['source <(thymos completion bash)            # in ~/.bashrc', 'thymos completion zsh > "${fpath[1]}/_thymos"   # then restart zsh'],
+  },
+  { name: 'help', args: '[COMMAND]', summary: "This list, or one command's options and examples", options: {}, examples: ['thymos help call'] },
+  { name: 'version', args: '', summary: 'Print the version', options: {}, examples: ['thymos version'] },
+];
+
+export function commandNamed(name: string): CommandSpec | undefined {
+  return COMMANDS.find((c) => c.name === name);
+}
+
+/** The nearest of `candidates` to a mistyped `word`, when it is near enough to be what was meant. */
+export function suggest(word: string, candidates: readonly string[]): string | undefined {
+  if (candidates.length === 0 || word === '') return undefined;
+  const best = closest(word, [...candidates]);
+  const d = distance(word, best);
+  return d > 0 && (d <= Math.max(1, Math.floor(best.length / 3)) || best.startsWith(word)) ? best : undefined;
+}
+
+/** `thymos NAME ARGS [--option VALUE]…` */
+export function usageLine(spec: CommandSpec): string {
+  const options = Object.entries(spec.options).map(([name, o]) => {
+    const flag = `--${name}${o.value ? ` ${o.value}` : ''}`;
+    return `${o.required ? flag : `[${flag}]`}${o.multiple ? '…' : ''}`;
+  });
+  return ['thymos', spec.name, spec.args, ...options].filter(Boolean).join(' ');
+}
+
+/** What `thymos CMD --help` and `thymos help CMD` print. */
+export function commandHelp(spec: CommandSpec): string {
+  const options = Object.entries(spec.options).map(([name, o]) => [`${o.short ? `-${o.short}, ` : ''}--${name}${o.value ? ` ${o.value}` : ''}`, o.help]);
+  const width = Math.max(0, ...options.map(([flag]) => flag!.length));
+  return [
+    `usage: ${usageLine(spec)}`,
+    '',
+    `${spec.summary}.`,
+    ...(spec.details ? [spec.details] : []),
+    ...(options.length ? ['', 'options:', ...options.map(([flag, help]) => `  ${flag!.padEnd(width)}  ${help}`)] : []),
+    '',
+    spec.examples.length > 1 ? 'examples:' : 'example:',
+    ...spec.examples.map((e) => `  ${e}`),
+  ].join('\n');
+}
+
+/** What `thymos help` prints. */
+export function globalHelp(): string {
+  const width = Math.max(...COMMANDS.map((c) => c.name.length));
+  return [
+    'thymos — runs fleets of agents as processes',
+    '',
+    'usage: thymos COMMAND [ARGS] [OPTIONS]',
+    '',
+    'commands:',
+    ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
+    '',
+    "`thymos help COMMAND` or `thymos COMMAND --help` shows a command's arguments, options and an example.",
+    'Every fleet command takes --config FILE (default: $THYMOS_CONFIG, else ./thymos.toml).',
+    '',
+    'exit codes: 0 ok, 1 failure (a reconcile with any failed agent too), 2 bad arguments, config,',
+    'schema, context or tool arguments, 3 already running, port in use, agent pinned or capacity reached',
+  ].join('\n');
+}
