@@ -100,10 +100,11 @@ export async function runReconcileCommand(argv: string[]): Promise<number> {
 
 export function renderReport(r: ReconcileReport): string {
   const lines: string[] = [];
+  // Names, not counts: which agents moved is what a reader of the report wants to know.
   for (const key of ['started', 'stopped', 'upgraded', 'downgraded', 'archived', 'restored'] as const) {
     if (r[key].length) lines.push(`${key.padEnd(10)} ${r[key].join(', ')}`);
   }
-  lines.push(`${'unchanged'.padEnd(10)} ${r.unchanged.length}`);
+  if (r.unchanged.length) lines.push(`${'unchanged'.padEnd(10)} ${r.unchanged.join(', ')}`);
   for (const f of r.failed) lines.push(`FAILED     ${f.id}: ${f.code}: ${f.message}`);
   lines.push(`${r.dry_run ? 'dry run: nothing was changed; ' : ''}${r.duration_ms} ms`);
   return lines.join('\n');

@@ -1,3 +1,4 @@
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { resolveConfigFile, type ThymosConfig } from '../../shared/config/thymos-config.js';
@@ -71,6 +72,8 @@ export async function runAgentProcess(options: AgentOptions, output: { logFile?:
     const token = config.mcp.require_token ? ensureAgentToken(agentTokenPath(config.dataPath, options.agentId)) : undefined;
     const http = new AgentHttpServer(runtime, config, logger, token);
     await http.listen(config.agent.host, options.port);
+    // From here on events may be replayed and acknowledged: the folder is kept whatever happens.
+    state.started.listening = true;
     cleanup.push(() => http.close());
     clock.mark('listen');
 
@@ -123,6 +126,11 @@ export async function runAgentProcess(options: AgentOptions, output: { logFile?:
  */
 async function openAgentState(options: AgentOptions, config: ThymosConfig, startContext: AgentStartContext | undefined, logger: Logger, cleanup: CleanupStack, clock: PhaseClock) {
   const dir = agentDataDir(config, options.agentId);
+  // A first start refused before it could take anything in (a port in use, a bad context) leaves
+  // no folder behind: pushed first, this runs last, after the database is closed.
+  const fresh = !existsSync(dir);
+  const started = { listening: false };
+  cleanup.push(() => fresh && !started.listening && rmSync(dir, { recursive: true, force: true }));
   const lock = DataLock.acquire(dir, { file: 'agent.pid', name: `agent ${options.agentId}`, code: ErrorCode.AGENT_ALREADY_RUNNING });
   cleanup.push(() => lock.release());
   const domainPromise: Promise<DomainSchema | undefined> =
@@ -137,5 +145,5 @@ async function openAgentState(options: AgentOptions, config: ThymosConfig, start
     .map((watch, index) => ({ index, watch }))
     .filter(({ watch }) => appliesTo(watch, { id: options.agentId, tags: definition.tags }));
   clock.mark('domain_schema');
-  return { lock, store, domain, definition, defined, worldWatches };
+  return { lock, store, domain, definition, defined, worldWatches, started };
 }

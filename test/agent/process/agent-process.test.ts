@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -311,13 +311,17 @@ describe('agent process', () => {
     assert.equal(await agent.stop(), 0);
   });
 
-  test('a port in use fails with PORT_IN_USE and leaves the agent data free for the next start', async () => {
+  test('a port in use fails with PORT_IN_USE, leaves no folder for an agent that never ran, and the data free for the next start', async () => {
     const holder = await startAgent({ id: 'mira_herbalist', port: await freePort(), config: ws.configPath });
     const blocked = await startAgent({ id: 'tomas_innkeeper', port: holder.port, config: ws.configPath, waitReady: false });
     assert.equal(await blocked.exited, 3);
     assert.match(blocked.output(), /PORT_IN_USE: port \d+ on 127\.0\.0\.1 is already in use/);
+    assert.equal(existsSync(join(ws.dir, 'data', 'agents', 'tomas_innkeeper')), false, 'a refused first start leaves no data/agents/<id>/');
     const retry = await startAgent({ id: 'tomas_innkeeper', port: await freePort(), config: ws.configPath });
     assert.equal(await retry.stop(), 0);
+    const again = await startAgent({ id: 'tomas_innkeeper', port: holder.port, config: ws.configPath, waitReady: false });
+    assert.equal(await again.exited, 3);
+    assert.ok(existsSync(join(ws.dir, 'data', 'agents', 'tomas_innkeeper', 'db')), 'the folder of an agent that has run is kept');
     assert.equal(await holder.stop(), 0);
   });
 
