@@ -1,7 +1,7 @@
 import type { ConceptType, RelationshipType } from '../../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 
-const invalid = (path: string, message: string) => new ThymosError(ErrorCode.INVALID_INPUT, `${path}: ${message}`, { location: { path } });
+const invalid = (path: string, message: string, at = path) => new ThymosError(ErrorCode.INVALID_INPUT, `${path}: ${message}`, { location: { path: at } });
 
 /**
  * A relationship's properties checked against its declared type: declared, of the right type
@@ -51,6 +51,6 @@ export function checkDescription(
     attributes[key] = value as string | number | boolean;
   }
   const missing = Object.entries(spec?.attributes ?? {}).filter(([key, a]) => a.required && !(key in attributes)).map(([key]) => key);
-  if (missing.length > 0) throw invalid(`attributes.${missing[0]}`, `${type} requires ${missing.join(', ')}`);
+  if (missing.length > 0) throw invalid('attributes', `${type} requires ${missing.join(', ')}`, `attributes.${missing[0]}`);
   return attributes;
 }
