@@ -128,6 +128,8 @@ describe('faults on a real fleet: kills, a broker restart, damaged and unwritabl
     }
     const client = await fleet.agent('mira_herbalist');
     await eventually(async () => (structured<{ nats: string }>(await client.callTool({ name: 'get_mira_herbalist_state', arguments: {} })).nats === 'connected' ? true : undefined), 20_000, 'mira to reconnect');
+    // The supervisor reconnects on its own clock: an agent being back says nothing of it.
+    await eventually(() => fleet.status(), 30_000, 'the supervisor to answer again');
     const started = await fleet.start('elder_rowan');
     assert.deepEqual(started.started, ['elder_rowan']);
     const elder = await fleet.agent('elder_rowan');
