@@ -129,7 +129,7 @@ export class ConceptTracker {
     try {
       await this.#store.saveConcepts(plan.concepts, plan.mentions, plan.extracted, plan.at);
     } catch (err) {
-      this.#uncount(plan);
+      this.#uncount(plan, records);
       throw err;
     }
   }
@@ -153,7 +153,7 @@ export class ConceptTracker {
       written: () => {
         for (const f of found) this.#written.add(f.record);
       },
-      failed: () => this.#uncount(plan),
+      failed: () => this.#uncount(plan, records),
     };
   }
 
@@ -183,8 +183,13 @@ export class ConceptTracker {
     return { concepts: [...changed.values()], mentions, extracted: records.map((r) => r.id), at };
   }
 
-  /** Takes back what `#count` counted when it was not stored: the mentions go, and each concept loses what they added. */
-  #uncount(plan: ConceptWrite): void {
+  /**
+   * Takes back what `#count` counted for `records` when it was not stored: the mentions go, and
+   * each concept loses what they added (the records themselves say their importance: an unstored
+   * memory is not in the agent's memory to ask).
+   */
+  #uncount(plan: ConceptWrite, records: readonly MemoryRecord[]): void {
+    const importance = new Map(records.map((r) => [r.id, r.importance]));
     for (const m of plan.mentions) {
       this.#mentions.get(m.concept)?.delete(m.memory);
       this.#byMemory.get(m.memory)?.delete(m.concept);
@@ -194,7 +199,7 @@ export class ConceptTracker {
         this.#concepts.delete(m.concept);
         continue;
       }
-      const uncounted = { ...c, mentions: c.mentions - 1, significance: Math.max(0, c.significance - (this.#memory.get(m.memory)?.importance ?? 0)) };
+      const uncounted = { ...c, mentions: c.mentions - 1, significance: Math.max(0, c.significance - (importance.get(m.memory) ?? 0)) };
       uncounted.tier = this.#tier(uncounted);
       this.#concepts.set(m.concept, uncounted);
     }

@@ -203,9 +203,14 @@ describe('concepts and vectors at hand are written with their memory', () => {
     const memory = await AgentMemory.load(store, settings, { embedder });
     const tracker = await ConceptTracker.attach(memory, store, { extractor, settings, aliases: [] });
     const apply = store.apply.bind(store);
+    await memory.remember({ id: 'm0', content: 'Mira sold herbs', importance: 0.3, source: told });
+    await memory.settle();
+    const before = tracker.get('mira');
     store.apply = () => Promise.reject(new Error('disk full'));
-    await assert.rejects(memory.remember({ id: 'm1', content: known, source: told }), /disk full/);
-    assert.equal(tracker.get('mira'), undefined, 'nothing counted for a memory that was not stored');
+    await assert.rejects(memory.remember({ id: 'm1', content: known, importance: 0.9, source: told }), /disk full/);
+    const after = tracker.get('mira');
+    const counted = (c: typeof after) => c && { mentions: c.mentions, significance: Math.round(c.significance * 1000) / 1000, tier: c.tier, memories: c.memories };
+    assert.deepEqual(counted(after), counted(before), 'nothing counted for a memory that was not stored: mentions, significance and tier as they were');
     store.apply = apply;
     await memory.rememberMany([
       { id: 'm2', content: 'Mira walked to the mill', source: told },
@@ -213,9 +218,9 @@ describe('concepts and vectors at hand are written with their memory', () => {
     ]);
     await memory.settle();
     await memory.vectorsReady();
-    assert.deepEqual(asked, { extract: 1, embed: 1 }, 'only the text without hints is asked for');
-    assert.deepEqual(tracker.get('mira')?.memories.sort(), ['m2', 'm3'], 'both counts build on each other');
-    assert.equal(tracker.get('mira')?.mentions, 2);
+    assert.deepEqual(asked, { extract: 2, embed: 2 }, 'only the texts without hints are asked for');
+    assert.deepEqual(tracker.get('mira')?.memories.sort(), ['m0', 'm2', 'm3'], 'the counts build on each other');
+    assert.equal(tracker.get('mira')?.mentions, 3);
     await store.close();
   });
 });
