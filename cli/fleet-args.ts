@@ -14,11 +14,11 @@ export interface FleetArgs {
 }
 
 /**
- * Parses a fleet command's arguments against its entry in the command book (`--config FILE`,
- * `--json` and its own options) and counts its positionals. Errors are USAGE errors that quote
- * the usage line. `only` narrows the options (a `world` subcommand takes some of them).
+ * Parses a command's arguments against its entry in the command book and counts its
+ * positionals. Errors are USAGE errors that quote the usage line. `only` narrows the options
+ * (a `world` subcommand takes some of them; `--config` and `--json` always).
  */
-export function parseFleetArgs(argv: string[], spec: CommandSpec, positionals: { min: number; max: number } = { min: 0, max: 0 }, only?: readonly string[]): FleetArgs {
+export function parseCommandArgs(argv: string[], spec: CommandSpec, positionals: { min: number; max: number } = { min: 0, max: 0 }, only?: readonly string[]): Omit<FleetArgs, 'config' | 'json'> {
   const usage = usageLine(spec);
   const options: Options = {};
   for (const [name, o] of Object.entries(spec.options)) {
@@ -35,10 +35,11 @@ export function parseFleetArgs(argv: string[], spec: CommandSpec, positionals: {
   if (n < positionals.min || n > positionals.max) {
     throw new ThymosError(ErrorCode.USAGE, `expected ${positionals.min === positionals.max ? positionals.min : `${positionals.min} to ${positionals.max}`} argument(s), got ${n}\nusage: ${usage}`);
   }
-  return {
-    config: resolveConfigFile(parsed.values.config as string | undefined),
-    json: parsed.values.json === true,
-    values: parsed.values,
-    positionals: parsed.positionals,
-  };
+  return parsed;
+}
+
+/** `parseCommandArgs` for a command that talks to a fleet: its config file resolved, `--json` read. */
+export function parseFleetArgs(argv: string[], spec: CommandSpec, positionals: { min: number; max: number } = { min: 0, max: 0 }, only?: readonly string[]): FleetArgs {
+  const parsed = parseCommandArgs(argv, spec, positionals, only);
+  return { ...parsed, config: resolveConfigFile(parsed.values.config as string | undefined), json: parsed.values.json === true };
 }

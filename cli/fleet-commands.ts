@@ -175,7 +175,8 @@ export async function runCallCommand(argv: string[]): Promise<number> {
     const client = await f.agent(id);
     const answer = await client.callTool({ name: tool, arguments: toolArgs });
     // A tool the agent does not have: name the ones it has, nearest first.
-    const unknownTool = toolErrorOf(answer)?.code === ErrorCode.NOT_FOUND && toolErrorOf(answer)?.location?.path === 'name';
+    const failure = toolErrorOf(answer);
+    const unknownTool = failure?.code === ErrorCode.NOT_FOUND && failure.location?.path === 'name';
     return { result: answer, tools: unknownTool ? (await client.listTools()).tools.map((t) => t.name) : undefined };
   });
   if (tools) {

@@ -1,10 +1,8 @@
-import { parseArgs } from 'node:util';
-
 import type { RunningAgent } from '../agent/process/agent-process.js';
 import { runSpareProcess } from '../agent/process/spare-process.js';
 import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
-
-const SPARE_USAGE = 'usage: thymos spare --slot NAME --nats-url URL [--config FILE]';
+import { commandNamed, usageLine } from './command-book.js';
+import { parseCommandArgs } from './fleet-args.js';
 
 /**
  * `thymos spare …`: a warm spare of the supervisor's pool (`[supervisor] pool_size`). It waits
@@ -12,16 +10,12 @@ const SPARE_USAGE = 'usage: thymos spare --slot NAME --nats-url URL [--config FI
  * spare that is never claimed exits 0 on a signal.
  */
 export async function runSpareCommand(argv: string[]): Promise<number> {
-  let values: Record<string, string | boolean | undefined>;
-  try {
-    ({ values } = parseArgs({ args: argv, options: { slot: { type: 'string' }, 'nats-url': { type: 'string' }, config: { type: 'string' } }, strict: true, allowPositionals: false }));
-  } catch (err) {
-    throw new ThymosError(ErrorCode.USAGE, `${(err as Error).message}\n${SPARE_USAGE}`, { cause: err });
-  }
+  const spec = commandNamed('spare')!;
+  const { values } = parseCommandArgs(argv, spec);
   const slot = values.slot;
   const natsUrl = values['nats-url'];
   if (typeof slot !== 'string' || !/^[a-z0-9-]{1,64}$/.test(slot) || typeof natsUrl !== 'string' || natsUrl === '') {
-    throw new ThymosError(ErrorCode.USAGE, `--slot (letters, digits and -) and --nats-url are required\n${SPARE_USAGE}`);
+    throw new ThymosError(ErrorCode.USAGE, `--slot (letters, digits and -) and --nats-url are required\nusage: ${usageLine(spec)}`);
   }
   let agent: RunningAgent | undefined;
   let close: (() => Promise<void>) | undefined;

@@ -1,17 +1,11 @@
-import { parseArgs } from 'node:util';
-
 import { resolveConfig } from '../agent/process/agent-process.js';
 import { EMPTY_DOMAIN, loadDomainSchema } from '../shared/domain/domain-schema.js';
-import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
+import { commandNamed } from './command-book.js';
+import { parseCommandArgs } from './fleet-args.js';
 
 /** `thymos validate`: checks thymos.toml and the domain schema, prints what they define. */
 export async function runValidateCommand(argv: string[]): Promise<number> {
-  let values: { config?: string; json?: boolean };
-  try {
-    ({ values } = parseArgs({ args: argv, options: { config: { type: 'string' }, json: { type: 'boolean' } }, strict: true }));
-  } catch (err) {
-    throw new ThymosError(ErrorCode.USAGE, `${(err as Error).message}\nusage: thymos validate [--config FILE] [--json]`);
-  }
+  const { values } = parseCommandArgs(argv, commandNamed('validate')!) as { values: { config?: string; json?: boolean } };
   const config = resolveConfig(values.config);
   const domain = config.domainSchemaPath ? await loadDomainSchema(config.domainSchemaPath) : EMPTY_DOMAIN;
   const summary = {

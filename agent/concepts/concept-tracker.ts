@@ -136,10 +136,8 @@ export class ConceptTracker {
 
   /** The concepts of new memories that the extractor has at hand at once, to be written with them (`AgentMemory.setConceptCompanion`). */
   #ready(records: readonly MemoryRecord[], at: number): ConceptCompanionWrite | undefined {
-    const known = this.#extractor.known;
-    if (!known) return undefined;
     const found = records.flatMap((record) => {
-      const concepts = known.call(this.#extractor, record.content);
+      const concepts = this.#extractor.known?.(record.content);
       return concepts ? [{ record, concepts }] : [];
     });
     if (found.length === 0) return undefined;

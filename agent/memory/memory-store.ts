@@ -140,7 +140,7 @@ export class MemoryStore {
 
   /**
    * Inserts memories and changes the lineage or importance of stored ones, in one
-   * transaction: a consolidation is stored whole or not at all. `with` adds what was ready
+   * transaction: a consolidation is stored whole or not at all. `withNew` adds what was ready
    * for the new memories at once (their vectors, the concepts they mention) to that same
    * transaction, so a heard event costs one write instead of three.
    */
