@@ -24,6 +24,9 @@ export function connectNats(options: NatsConnectOptions): Promise<NatsConnection
     maxReconnectAttempts: -1,
     reconnectTimeWait: options.reconnectTimeWaitMs ?? 250,
     pingInterval: 10_000,
+    // Every request would otherwise build two Error objects with stacks up front, used only if
+    // it fails: a third of the router's CPU when it copies an event to 50 hearers.
+    noAsyncTraces: true,
   });
 }
 
