@@ -37,7 +37,8 @@ export const COMMANDS: readonly CommandSpec[] = [
     name: 'up',
     args: '',
     summary: 'Start the fleet under pm2: a nats-server (unless [nats] url is set), then the supervisor',
-    details: 'pm2 runs with PM2_HOME=<data_dir>/pm2. Returns when the supervisor answers; exits 3 if the fleet is already running.',
+    details:
+      'pm2 runs with PM2_HOME=<data_dir>/pm2. The config and the domain are checked first (exit 2) and a NATS port another process holds is PORT_IN_USE (exit 3), so nothing starts; a process that exits while starting fails up with its own error and what up started is stopped. Returns when the supervisor answers; exits 3 if the fleet is already running.',
     options: fleet,
     examples: ['thymos up', 'thymos up --config ops/thymos.toml'],
   },

@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fleetPaths, Pm2Names } from '../../shared/config/fleet-paths.js';
 import { readFleetInfo, writeFleetInfo } from '../../shared/config/fleet-runtime.js';
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
+import { loadDomainSchema } from '../../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
 import { connectNats } from '../../shared/nats/nats-connection.js';
 import { SupervisorRequester } from '../../shared/nats/supervisor-requester.js';
@@ -13,7 +14,8 @@ import { isAlive, readLockPid } from '../../shared/platform/data-lock.js';
 import { withDeadline } from '../../shared/platform/deadline.js';
 import { FleetNames } from '../../shared/protocol/fleet-names.js';
 import type { ProgressMessage, ReconcileReport } from '../../shared/protocol/supervisor-protocol.js';
-import { freePort } from './free-port.js';
+import { AppLaunch } from './app-launch.js';
+import { freePort, portTaken } from './free-port.js';
 import { ProcessManager } from './process-manager.js';
 import { thymosBinPath } from './thymos-bin.js';
 
@@ -32,44 +34,26 @@ export interface LaunchOptions {
 
 /**
  * `thymos up`: under the fleet's own PM2_HOME, a nats-server (JetStream, loopback) when
- * `[nats] url` is unset, then the supervisor; returns once the supervisor answers.
+ * `[nats] url` is unset, then the supervisor; returns once the supervisor answers. The config
+ * and the domain are checked first (as `thymos validate` does) and the NATS port must be free,
+ * so bad input starts nothing; a process that exits while it starts fails `up` at once with
+ * its own error, and whatever `up` started is stopped again.
  */
 export async function upFleet(config: ThymosConfig, options: LaunchOptions = {}): Promise<UpResult> {
   const step = options.onStep ?? (() => undefined);
   const paths = fleetPaths(config.dataPath);
-  for (const dir of [paths.data, paths.logs, paths.run]) mkdirSync(dir, { recursive: true });
-  const bin = thymosBinPath();
+  if (config.domainSchemaPath) await loadDomainSchema(config.domainSchemaPath);
   const natsBinary = config.nats.url ? undefined : findNatsServer();
+  const bin = thymosBinPath();
+  for (const dir of [paths.data, paths.logs, paths.run]) mkdirSync(dir, { recursive: true });
+  const daemonPid = readLockPid(join(paths.pm2Home, 'pm2.pid'));
+  const daemonWasUp = daemonPid !== undefined && isAlive(daemonPid);
   const pm = await ProcessManager.connect(paths.pm2Home);
+  const launch = await AppLaunch.begin(pm);
   try {
     const running = await pm.describe(Pm2Names.supervisor);
-    let natsUrl: string;
-    if (config.nats.url) {
-      natsUrl = config.nats.url;
-      writeFleetInfo(config, { nats_url: natsUrl, managed_nats: false, nats_port: null });
-    } else {
-      const previous = readFleetInfo(config);
-      const port = config.nats.port || (previous?.managed_nats ? previous.nats_port : null) || (await freePort());
-      natsUrl = `nats://127.0.0.1:${port}`;
-      const nats = await pm.describe(Pm2Names.nats);
-      if (nats?.status !== 'online') {
-        if (nats) await pm.delete(Pm2Names.nats);
-        mkdirSync(paths.nats, { recursive: true });
-        step(`starting nats-server on 127.0.0.1:${port} (JetStream in ${paths.nats})`);
-        await pm.start({
-          name: Pm2Names.nats,
-          script: natsBinary!,
-          args: ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', paths.nats, '-n', 'thymos'],
-          interpreter: 'none',
-          killTimeoutMs: 5000,
-          autorestart: true,
-          restartDelayMs: 200,
-          logFile: join(paths.logs, 'nats-server.log'),
-        });
-        await waitForPort(port, 10_000, join(paths.logs, 'nats-server.log'));
-      }
-      writeFleetInfo(config, { nats_url: natsUrl, managed_nats: true, nats_port: port });
-    }
+    const natsUrl = config.nats.url ?? (await ensureNats(config, pm, launch, natsBinary!, step));
+    if (config.nats.url) writeFleetInfo(config, { nats_url: natsUrl, managed_nats: false, nats_port: null });
     if (running?.status === 'online') {
       return { alreadyRunning: true, natsUrl, supervisorPid: running.pid, pm2Home: paths.pm2Home };
     }
@@ -77,25 +61,68 @@ export async function upFleet(config: ThymosConfig, options: LaunchOptions = {})
     step('starting the supervisor');
     const args = ['supervisor', '--nats-url', natsUrl];
     if (config.file) args.push('--config', config.file);
-    await pm.start({
-      name: Pm2Names.supervisor,
-      script: bin,
-      args,
-      cwd: config.file ? dirname(config.file) : process.cwd(),
-      waitReady: true,
-      listenTimeoutMs: 60_000,
-      killTimeoutMs: 10_000,
-      autorestart: true,
-      restartDelayMs: 200,
-      logFile: join(paths.logs, 'supervisor.log'),
-    });
-    await waitForSupervisor(natsUrl, new FleetNames(config.fleet.name), 60_000, join(paths.logs, 'supervisor.log'));
+    const logFile = join(paths.logs, 'supervisor.log');
+    const spec = { name: Pm2Names.supervisor, script: bin, args, cwd: config.file ? dirname(config.file) : process.cwd() };
+    await launch.start(
+      { ...spec, waitReady: true, listenTimeoutMs: 60_000, killTimeoutMs: 10_000, autorestart: true, restartDelayMs: 200, logFile },
+      'the supervisor',
+      (signal) => waitForSupervisor(natsUrl, new FleetNames(config.fleet.name), 60_000, logFile, signal),
+    );
     const sup = await pm.describe(Pm2Names.supervisor);
     step(`supervisor ready (pid ${sup?.pid}); pm2 ls with PM2_HOME=${paths.pm2Home} shows the fleet`);
     return { alreadyRunning: false, natsUrl, supervisorPid: sup?.pid ?? null, pm2Home: paths.pm2Home };
+  } catch (err) {
+    step('stopping what was started');
+    await launch.undo();
+    if (!daemonWasUp) await pm.killDaemon().catch(() => undefined);
+    throw err;
   } finally {
+    launch.end();
     pm.disconnect();
   }
+}
+
+/**
+ * The fleet's own nats-server: on the port of `[nats] port`, else the one its last run used
+ * (`data/run/fleet.json`), else a free one; started unless it is online. A port another
+ * process holds fails at once, naming where the port comes from.
+ */
+async function ensureNats(config: ThymosConfig, pm: ProcessManager, launch: AppLaunch, binary: string, step: (line: string) => void): Promise<string> {
+  const paths = fleetPaths(config.dataPath);
+  const previous = readFleetInfo(config);
+  const remembered = previous?.managed_nats ? previous.nats_port : null;
+  const port = config.nats.port || remembered || (await freePort());
+  const natsUrl = `nats://127.0.0.1:${port}`;
+  const nats = await pm.describe(Pm2Names.nats);
+  if (nats?.status !== 'online') {
+    if (nats) await pm.delete(Pm2Names.nats);
+    if (await portTaken(port)) {
+      const where = config.nats.port ? `[nats] port in ${config.file ?? 'the configuration'}` : `remembered from the fleet's last run in ${paths.fleetFile}`;
+      const fix = config.nats.port ? 'set another [nats] port' : `delete ${paths.fleetFile} to have a free port chosen`;
+      throw new ThymosError(ErrorCode.PORT_IN_USE, `127.0.0.1:${port}, the fleet's NATS port (${where}), is in use by another process: stop it, or ${fix}`, {
+        details: { port },
+      });
+    }
+    mkdirSync(paths.nats, { recursive: true });
+    step(`starting nats-server on 127.0.0.1:${port} (JetStream in ${paths.nats})`);
+    const logFile = join(paths.logs, 'nats-server.log');
+    await launch.start(
+      {
+        name: Pm2Names.nats,
+        script: binary,
+        args: ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', paths.nats, '-n', 'thymos'],
+        interpreter: 'none',
+        killTimeoutMs: 5000,
+        autorestart: true,
+        restartDelayMs: 200,
+        logFile,
+      },
+      'nats-server',
+      (signal) => waitForPort(port, 10_000, logFile, signal),
+    );
+  }
+  writeFleetInfo(config, { nats_url: natsUrl, managed_nats: true, nats_port: port });
+  return natsUrl;
 }
 
 export interface DownResult {
@@ -174,9 +201,9 @@ export function findNatsServer(dirs: readonly string[] = [...(process.env.PATH ?
   );
 }
 
-async function waitForPort(port: number, ms: number, log: string): Promise<void> {
+async function waitForPort(port: number, ms: number, log: string, signal: AbortSignal): Promise<void> {
   const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
+  while (Date.now() < deadline && !signal.aborted) {
     const ok = await new Promise<boolean>((resolve) => {
       const socket = createConnection({ host: '127.0.0.1', port }, () => {
         socket.destroy();
@@ -190,7 +217,7 @@ async function waitForPort(port: number, ms: number, log: string): Promise<void>
   throw new ThymosError(ErrorCode.STARTUP_TIMEOUT, `nats-server did not listen on 127.0.0.1:${port} within ${ms} ms (log: ${log})`);
 }
 
-async function waitForSupervisor(natsUrl: string, names: FleetNames, ms: number, log: string): Promise<void> {
+async function waitForSupervisor(natsUrl: string, names: FleetNames, ms: number, log: string, signal: AbortSignal): Promise<void> {
   const deadline = Date.now() + ms;
   const pending = connectNats({ servers: natsUrl, name: 'thymos-up' });
   const nc = await withDeadline(pending, ms, () => {
@@ -205,6 +232,7 @@ async function waitForSupervisor(natsUrl: string, names: FleetNames, ms: number,
         await requester.request('status');
         return;
       } catch (err) {
+        if (signal.aborted) return;
         if (Date.now() > deadline) {
           throw new ThymosError(ErrorCode.STARTUP_TIMEOUT, `the supervisor did not answer within ${ms} ms: ${toThymosError(err).message} (log: ${log})`);
         }

@@ -12,3 +12,12 @@ export function freePort(): Promise<number> {
     });
   });
 }
+
+/** Whether another process holds `port` on 127.0.0.1 (binding it fails with EADDRINUSE). */
+export function portTaken(port: number): Promise<boolean> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', (err: NodeJS.ErrnoException) => (err.code === 'EADDRINUSE' ? resolve(true) : reject(err)));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(false)));
+  });
+}
