@@ -1,8 +1,9 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { type CallToolResult, ErrorCode as McpErrorCode, McpError, SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { type CallToolResult, ErrorCode as McpErrorCode, type LoggingLevel, LoggingLevelSchema, McpError, SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
+import { logFeedOf, type Logger, type LogRecord } from '../../shared/platform/logger.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
 import { registerConceptTools, registerLinkTools } from './concept-tools.js';
 import { registerDialogueTools, registerMessageTools } from './dialogue-tools.js';
@@ -24,6 +25,26 @@ export interface AgentMcpSession {
   server: McpServer;
   /** URIs this session subscribed to. */
   subscriptions: Set<string>;
+  /** Ends what the session listens to (its log records); called once it is closed. */
+  close(): void;
+}
+
+/** The least pino level (10 trace … 60 fatal) each MCP logging level takes. */
+const PINO_MIN: Record<LoggingLevel, number> = { debug: 10, info: 30, notice: 40, warning: 40, error: 50, critical: 60, alert: 60, emergency: 60 };
+
+/**
+ * logging/setLevel with any level, so that an unknown one is refused here as invalid params
+ * naming the levels (the SDK's own schema refuses it as an internal error).
+ */
+const SetLevelRequest = z.object({ method: z.literal('logging/setLevel'), params: z.looseObject({ level: z.unknown() }) });
+
+/** The MCP level of a pino record. */
+function mcpLevel(level: number): LoggingLevel {
+  if (level >= 60) return 'critical';
+  if (level >= 50) return 'error';
+  if (level >= 40) return 'warning';
+  if (level >= 30) return 'info';
+  return 'debug';
 }
 
 /**
@@ -31,7 +52,7 @@ export interface AgentMcpSession {
  * `query_<id>_knowledge`, `get_<id>_state`, `remember`, `recall`; resources
  * `agent://<id>/state` (subscribable) and `agent://<id>/memories`; prompt `persona`.
  */
-export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfig): AgentMcpSession {
+export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfig, logger?: Logger): AgentMcpSession {
   const id = runtime.id;
   const persona = runtime.definition.persona;
   const limits = config.memory;
@@ -39,7 +60,7 @@ export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfi
   const server = new McpServer(
     { name: `thymos-agent-${id}`, title: persona.name, version: THYMOS_VERSION },
     {
-      capabilities: { resources: { subscribe: true, listChanged: false }, tools: {}, prompts: {} },
+      capabilities: { resources: { subscribe: true, listChanged: false }, tools: {}, prompts: {}, logging: {} },
       instructions: `${persona.name} (${id}), an agent of a Thymos fleet. Talk with talk_to_${id}; read with get_${id}_state, query_${id}_knowledge and recall.`,
     },
   );
@@ -78,5 +99,22 @@ export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfi
     return {};
   });
 
-  return { server, subscriptions };
+  // logging/setLevel: from then on the session gets the agent's own log records at that level
+  // and above, of those the agent writes ([log] level); nothing before it asks.
+  const feed = logger ? logFeedOf(logger) : undefined;
+  let unlisten: (() => void) | undefined;
+  server.server.setRequestHandler(SetLevelRequest, async (request) => {
+    const level = LoggingLevelSchema.safeParse(request.params.level);
+    if (!level.success) {
+      throw new McpError(McpErrorCode.InvalidParams, `logging/setLevel: level ${JSON.stringify(request.params.level)} is not one of ${LoggingLevelSchema.options.join(', ')}`);
+    }
+    unlisten?.();
+    unlisten = feed?.listen(PINO_MIN[level.data], (record: LogRecord) => {
+      const { level, pid: _pid, agent: _agent, ...data } = record;
+      server.server.sendLoggingMessage({ level: mcpLevel(level), logger: `thymos-agent-${id}`, data }).catch(() => undefined);
+    });
+    return {};
+  });
+
+  return { server, subscriptions, close: () => unlisten?.() };
 }

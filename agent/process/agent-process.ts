@@ -50,7 +50,7 @@ export async function runAgentProcess(options: AgentOptions, output: { logFile?:
   const config: ThymosConfig = options.natsUrl
     ? Object.freeze({ ...fileConfig, nats: { ...fileConfig.nats, url: options.natsUrl } })
     : fileConfig;
-  const logger = createLogger({ level: config.log.level, bindings: { agent: options.agentId }, file: output.logFile });
+  const logger = createLogger({ level: config.log.level, bindings: { agent: options.agentId }, file: output.logFile, feed: true });
   const clock = new PhaseClock();
   const cleanup = new CleanupStack();
   // The MCP SDK is most of the code an agent loads; compiling it overlaps with the

@@ -8,7 +8,7 @@ export { DataLock, isAlive, readLockPid } from './data-lock.js';
 export { withDeadline } from './deadline.js';
 export { openEmbeddedSurreal, openRemoteSurreal } from './embedded-surreal.js';
 export { dot, type Embedder } from './embedder.js';
-export { createLogger, type Logger, type LoggerOptions } from './logger.js';
+export { createLogger, LogFeed, logFeedOf, type Logger, type LoggerOptions, type LogRecord } from './logger.js';
 export { PhaseClock } from './phase-clock.js';
 export { refusesConnections } from './port-probe.js';
 export { StopOnce } from './stop-once.js';

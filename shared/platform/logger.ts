@@ -11,6 +11,53 @@ export interface LoggerOptions {
   fd?: number;
   /** Appends lines to this file instead (created with its folder if missing). */
   file?: string | undefined;
+  /** Also hand every line written to a `LogFeed` (found with `logFeedOf`), for listeners such as MCP sessions. */
+  feed?: boolean;
+}
+
+/** A log line as pino writes it: numeric `level` (10 trace … 60 fatal), `msg`, `time` and the bindings. */
+export interface LogRecord {
+  level: number;
+  msg?: string;
+  [key: string]: unknown;
+}
+
+/**
+ * The lines a logger writes, handed to whoever listens: each listener takes the records at or
+ * above its own level. Only what the logger writes (its own level and above) passes through;
+ * with nobody listening a line costs one call.
+ */
+export class LogFeed {
+  readonly #listeners = new Set<{ min: number; take: (record: LogRecord) => void }>();
+
+  /** Calls `take` with each record of level `min` or above until the returned function is called. */
+  listen(min: number, take: (record: LogRecord) => void): () => void {
+    const listener = { min, take };
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** pino's stream interface: one JSON line per call. */
+  write(line: string): void {
+    if (this.#listeners.size === 0) return;
+    let record: LogRecord;
+    try {
+      record = JSON.parse(line) as LogRecord;
+    } catch {
+      return;
+    }
+    for (const l of this.#listeners) {
+      if (record.level >= l.min) l.take(record);
+    }
+  }
+}
+
+const feeds = new WeakMap<object, LogFeed>();
+
+/** The feed of the logger (or of the logger it is a child of) created with `feed: true`. */
+export function logFeedOf(logger: Logger): LogFeed | undefined {
+  const stream = (logger as unknown as Record<symbol, unknown>)[pino.symbols.streamSym];
+  return typeof stream === 'object' && stream !== null ? feeds.get(stream) : undefined;
 }
 
 /**
@@ -18,8 +65,16 @@ export interface LoggerOptions {
  * and rely on pino's level check, so a disabled level costs a function call.
  */
 export function createLogger(options: LoggerOptions = {}): Logger {
-  return pino(
-    { level: options.level ?? 'info', base: { pid: process.pid, ...options.bindings }, timestamp: pino.stdTimeFunctions.isoTime },
-    options.file ? pino.destination({ dest: options.file, append: true, mkdir: true, sync: false }) : pino.destination({ fd: options.fd ?? 1, sync: false }),
-  );
+  const level = options.level ?? 'info';
+  const destination = options.file ? pino.destination({ dest: options.file, append: true, mkdir: true, sync: false }) : pino.destination({ fd: options.fd ?? 1, sync: false });
+  const settings = { level, base: { pid: process.pid, ...options.bindings }, timestamp: pino.stdTimeFunctions.isoTime };
+  if (!options.feed || level === 'silent') return pino(settings, destination);
+  const feed = new LogFeed();
+  const streams = pino.multistream([
+    { level, stream: destination },
+    { level, stream: feed },
+  ]);
+  feeds.set(streams, feed);
+  // logger.flush() flushes a stream that has flush(); multistream has none of its own.
+  return pino(settings, Object.assign(streams, { flush: (cb?: (err?: Error) => void) => destination.flush(cb) }));
 }
