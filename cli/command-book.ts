@@ -27,6 +27,7 @@ export interface CommandSpec {
 const config: OptionSpec = { type: 'string', value: 'FILE', help: 'the thymos.toml to use (default: $THYMOS_CONFIG, else ./thymos.toml)' };
 const json: OptionSpec = { type: 'boolean', help: 'print JSON instead of text' };
 const fleet = { config, json };
+const strict: OptionSpec = { type: 'boolean', help: 'treat warnings (an unset api_key_env variable) as errors: exit 2' };
 const lines = (what: string): OptionSpec => ({ type: 'string', short: 'n', value: 'N', help: what });
 
 const ONE_AGENT = 'One agent, one transition; pins and capacity still apply.';
@@ -39,8 +40,8 @@ export const COMMANDS: readonly CommandSpec[] = [
     summary: 'Start the fleet under pm2: a nats-server (unless [nats] url is set), then the supervisor',
     details:
       'pm2 runs with PM2_HOME=<data_dir>/pm2. The config and the domain are checked first (exit 2) and a NATS port another process holds is PORT_IN_USE (exit 3), so nothing starts; a process that exits while starting fails up with its own error and what up started is stopped. Returns when the supervisor answers; exits 3 if the fleet is already running.',
-    options: fleet,
-    examples: ['thymos up', 'thymos up --config ops/thymos.toml'],
+    options: { ...fleet, strict },
+    examples: ['thymos up', 'thymos up --config ops/thymos.toml', 'thymos up --strict'],
   },
   {
     name: 'down',
@@ -148,8 +149,9 @@ export const COMMANDS: readonly CommandSpec[] = [
     name: 'validate',
     args: '',
     summary: 'Check thymos.toml and the Pkl domain schema it names; prints what they define',
-    options: fleet,
-    examples: ['thymos validate', 'thymos validate --config examples/village/thymos.toml --json'],
+    details: 'Warnings (an api_key_env variable unset in this environment) go to stderr and into the JSON as warnings; with --strict they are errors.',
+    options: { ...fleet, strict },
+    examples: ['thymos validate', 'thymos validate --config examples/village/thymos.toml --json', 'thymos validate --strict'],
   },
   {
     name: 'agent',

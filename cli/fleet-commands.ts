@@ -32,7 +32,8 @@ async function withFleet<T>(config: Parameters<typeof connect>[0], run: (fleet: 
 /** `thymos up [--config FILE] [--json]` */
 export async function runUpCommand(argv: string[]): Promise<number> {
   const args = parseFleetArgs(argv, book('up'));
-  const result = await upFleet(args.config, { onStep: args.json ? undefined : err });
+  const strict = args.values.strict === true;
+  const result = await upFleet(args.config, { onStep: args.json ? undefined : err, onWarning: (w) => err(`thymos: warning: ${w.message}`), strict });
   if (args.json) out(JSON.stringify(result));
   else if (result.alreadyRunning) err(`thymos: the fleet is already running (supervisor pid ${result.supervisorPid}, NATS ${result.natsUrl})`);
   else out(`thymos: fleet up (supervisor pid ${result.supervisorPid}, NATS ${result.natsUrl})`);

@@ -1,13 +1,17 @@
 import { resolveConfig } from '../agent/process/agent-process.js';
 import { EMPTY_DOMAIN, loadDomainSchema } from '../shared/domain/domain-schema.js';
+import { fleetWarnings, strictFailure } from '../shared/domain/fleet-checks.js';
 import { commandNamed } from './command-book.js';
 import { parseCommandArgs } from './fleet-args.js';
 
 /** `thymos validate`: checks thymos.toml and the domain schema, prints what they define. */
 export async function runValidateCommand(argv: string[]): Promise<number> {
-  const { values } = parseCommandArgs(argv, commandNamed('validate')!) as { values: { config?: string; json?: boolean } };
+  const { values } = parseCommandArgs(argv, commandNamed('validate')!) as { values: { config?: string; json?: boolean; strict?: boolean } };
   const config = resolveConfig(values.config);
   const domain = config.domainSchemaPath ? await loadDomainSchema(config.domainSchemaPath) : EMPTY_DOMAIN;
+  const warnings = fleetWarnings(config, domain);
+  if (values.strict && warnings.length > 0) throw strictFailure(warnings, config.file);
+  for (const w of warnings) process.stderr.write(`thymos: warning: ${w.message}\n`);
   const summary = {
     config: config.file ?? '(built-in defaults)',
     data_dir: config.dataPath,
@@ -19,6 +23,7 @@ export async function runValidateCommand(argv: string[]): Promise<number> {
     event_filters: domain.eventFilters.length,
     world_tables: Object.keys(domain.worldTables),
     world_watches: domain.worldWatches.length,
+    warnings,
   };
   if (values.json) {
     process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);

@@ -15,7 +15,11 @@ export function createLlmProvider(use: string, settings: LlmUseSettings, env: No
   if (settings.api_key_env) {
     apiKey = env[settings.api_key_env];
     if (!apiKey) {
-      throw new ThymosError(ErrorCode.CONFIG_INVALID, `llm.${use}.api_key_env: the environment variable ${settings.api_key_env} is not set`, { location: { file, path: `llm.${use}.api_key_env` } });
+      throw new ThymosError(
+        ErrorCode.CONFIG_INVALID,
+        `llm.${use}.api_key_env: the environment variable ${settings.api_key_env} is not set in this agent's environment, which in a fleet is the supervisor's (the one \`thymos up\` ran in): export it, then run \`thymos down\` and \`thymos up\``,
+        { location: { file, path: `llm.${use}.api_key_env` } },
+      );
     }
   }
   return new OpenAiCompatibleProvider({

@@ -4,4 +4,5 @@
 export { type AliasEntry, AliasEntrySchema, aliasTable } from './alias-table.js';
 export { type AgentDefinition, AgentDefinitionSchema, type AgentId, AgentIdSchema, type ConceptType, ConceptTypeSchema, type Condition, type DomainSchema, DomainSchemaSchema, EMPTY_DOMAIN, type EventFilter, EventFilterSchema, type LifecycleState, LifecycleStateSchema, type LlmOverride, loadDomainSchema, type NamedSearchStrategy, parseDomainSchema, type Persona, pklBinaryPath, type RelationshipType, RelationshipTypeSchema, type RelevanceRule, SEARCH_METHODS, SearchStrategySchema, type WorldWatch, WorldWatchSchema } from './domain-schema.js';
 export { appliesTo, type HeardEvent, hearsEvent, type Listener } from './event-filter.js';
+export { type FleetWarning, fleetWarnings, strictFailure } from './fleet-checks.js';
 export { checkWorldFilter, requireWorldTable, type WorldCondition, type WorldConditionInput, WorldConditionSchema, type WorldFilter, type WorldFilterInput, WorldFilterSchema, worldRowFieldsSchema, WorldRowIdSchema, type WorldTable, type WorldTables, WorldTableSchema } from './world-schema.js';

@@ -6,7 +6,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fleetPaths, Pm2Names } from '../../shared/config/fleet-paths.js';
 import { readFleetInfo, writeFleetInfo } from '../../shared/config/fleet-runtime.js';
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import { loadDomainSchema } from '../../shared/domain/domain-schema.js';
+import { EMPTY_DOMAIN, loadDomainSchema } from '../../shared/domain/domain-schema.js';
+import { type FleetWarning, fleetWarnings, strictFailure } from '../../shared/domain/fleet-checks.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
 import { connectNats } from '../../shared/nats/nats-connection.js';
 import { SupervisorRequester } from '../../shared/nats/supervisor-requester.js';
@@ -30,6 +31,10 @@ export interface UpResult {
 export interface LaunchOptions {
   /** Called with a line for each step (the CLI prints them). */
   onStep?: (line: string) => void;
+  /** Called with each warning about the config and the domain (default: as a step). */
+  onWarning?: (warning: FleetWarning) => void;
+  /** Warnings are errors: `up` fails with CONFIG_INVALID before it starts anything. */
+  strict?: boolean;
 }
 
 /**
@@ -42,7 +47,10 @@ export interface LaunchOptions {
 export async function upFleet(config: ThymosConfig, options: LaunchOptions = {}): Promise<UpResult> {
   const step = options.onStep ?? (() => undefined);
   const paths = fleetPaths(config.dataPath);
-  if (config.domainSchemaPath) await loadDomainSchema(config.domainSchemaPath);
+  const domain = config.domainSchemaPath ? await loadDomainSchema(config.domainSchemaPath) : EMPTY_DOMAIN;
+  const warnings = fleetWarnings(config, domain);
+  if (options.strict && warnings.length > 0) throw strictFailure(warnings, config.file);
+  for (const w of warnings) (options.onWarning ?? ((x: FleetWarning) => step(`warning: ${x.message}`)))(w);
   const natsBinary = config.nats.url ? undefined : findNatsServer();
   const bin = thymosBinPath();
   for (const dir of [paths.data, paths.logs, paths.run]) mkdirSync(dir, { recursive: true });

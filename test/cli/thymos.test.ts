@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
@@ -101,6 +101,27 @@ describe('the thymos command without a running fleet', () => {
     const bad = await runThymos(['validate', '--config', 'bad.toml'], ws.dir);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /CONFIG_INVALID: .*bad\.toml:2: fleet\.name: expected a fleet name/);
+  });
+
+  test('an api_key_env variable that is not set is a warning that says who reads it and when; --strict makes it CONFIG_INVALID, exit 2', async () => {
+    const variable = 'THYMOS_TEST_KEY_NOBODY_SETS';
+    const llm = ['[llm.dialogue]', 'provider = "openai-compatible"', 'base_url = "http://127.0.0.1:9/v1"', 'model = "m"', `api_key_env = "${variable}"`];
+    writeFileSync(join(ws.dir, 'keyed.toml'), `${readFileSync(ws.configPath, 'utf8')}\n${llm.join('\n')}\n`);
+    const warned = await runThymos(['validate', '--config', 'keyed.toml', '--json'], ws.dir);
+    assert.equal(warned.code, 0, warned.stderr);
+    assert.match(warned.stderr, new RegExp(`^thymos: warning: llm\\.dialogue\\.api_key_env: the environment variable ${variable} is not set\\. Each agent reads it when it starts, from the environment the supervisor passes on, which is the one \`thymos up\` ran in`));
+    assert.deepEqual((JSON.parse(warned.stdout) as { warnings: { paths: string[] }[] }).warnings.map((w) => w.paths), [['llm.dialogue.api_key_env']]);
+    const strict = await runThymos(['validate', '--config', 'keyed.toml', '--strict'], ws.dir);
+    assert.equal(strict.code, 2);
+    assert.match(strict.stderr, new RegExp(`CONFIG_INVALID: llm\\.dialogue\\.api_key_env: the environment variable ${variable} is not set.*--strict makes warnings errors`));
+    process.env[variable] = 'set';
+    try {
+      const quiet = await runThymos(['validate', '--config', 'keyed.toml', '--strict'], ws.dir);
+      assert.equal(quiet.code, 0, quiet.stderr);
+      assert.equal(quiet.stderr, '');
+    } finally {
+      delete process.env[variable];
+    }
   });
 
   test('status with no supervisor on the configured NATS says the fleet is not running, and how to start it', async () => {

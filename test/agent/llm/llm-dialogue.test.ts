@@ -207,7 +207,7 @@ agents {
     try {
       const failed = await startAgent({ id: 'mira_herbalist', port: await freePort(), config: bad.configPath, waitReady: false });
       assert.notEqual(await failed.exited, 0);
-      assert.match(failed.output(), /CONFIG_INVALID[^\n]*llm\.dialogue\.api_key_env: the environment variable THYMOS_TEST_UNSET_KEY is not set/);
+      assert.match(failed.output(), /CONFIG_INVALID[^\n]*llm\.dialogue\.api_key_env: the environment variable THYMOS_TEST_UNSET_KEY is not set in this agent's environment, which in a fleet is the supervisor's[^\n]*thymos down/);
     } finally {
       bad.dispose();
     }

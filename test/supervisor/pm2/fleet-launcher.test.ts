@@ -85,4 +85,21 @@ describe('thymos up fails fast, says why and leaves nothing running', () => {
     assert.match(r.stderr, /stopping what was started/);
     assertNothingRuns(data);
   });
+
+  test('an unset api_key_env variable: up --strict starts nothing (exit 2); up warns on stderr and starts the fleet', async () => {
+    const variable = 'THYMOS_TEST_KEY_NOBODY_SETS';
+    const ws = workspace(['[llm.reasoning]', 'provider = "openai-compatible"', 'base_url = "http://127.0.0.1:9/v1"', 'model = "m"', `api_key_env = "${variable}"`].join('\n'));
+    const data = join(ws.dir, 'data');
+    const strict = await runThymos(['up', '--strict'], ws.dir);
+    assert.equal(strict.code, 2, strict.stderr);
+    assert.match(strict.stderr, new RegExp(`CONFIG_INVALID: llm\\.reasoning\\.api_key_env: the environment variable ${variable} is not set`));
+    assertNothingRuns(data);
+    const up = await runThymos(['up'], ws.dir);
+    assert.equal(up.code, 0, up.stderr);
+    assert.match(up.stderr, new RegExp(`^thymos: warning: llm\\.reasoning\\.api_key_env: the environment variable ${variable} is not set\\..*thymos down\` and \`thymos up\``, 'm'));
+    assert.match(up.stdout, /fleet up/);
+    const down = await runThymos(['down'], ws.dir);
+    assert.equal(down.code, 0, down.stderr);
+    assertNothingRuns(data);
+  });
 });

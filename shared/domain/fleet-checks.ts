@@ -1,0 +1,52 @@
+import { LLM_USES } from '../config/llm-settings.js';
+import type { ThymosConfig } from '../config/thymos-config.js';
+import { ErrorCode, ThymosError } from '../errors/errors.js';
+import type { DomainSchema } from './domain-schema.js';
+
+/** Something the config and the domain allow that will fail later: where it is, and what to do. */
+export interface FleetWarning {
+  /** Dotted paths of the keys concerned, e.g. `llm.dialogue.api_key_env`. */
+  paths: string[];
+  message: string;
+}
+
+/**
+ * What `thymos validate` and `thymos up` warn about (`--strict` makes each an error): API key
+ * variables an `openai-compatible` model needs that are not set in `env`. Each agent reads its
+ * key when it starts, from the environment the supervisor hands it — the one `thymos up` ran in.
+ */
+export function fleetWarnings(config: ThymosConfig, domain: DomainSchema, env: NodeJS.ProcessEnv = process.env): FleetWarning[] {
+  const needed = new Map<string, string[]>();
+  const need = (variable: string, path: string) => needed.set(variable, [...(needed.get(variable) ?? []), path]);
+  for (const use of LLM_USES) {
+    const s = config.llm[use];
+    if (s.provider === 'openai-compatible' && s.api_key_env) need(s.api_key_env, `llm.${use}.api_key_env`);
+  }
+  for (const [id, def] of Object.entries(domain.agents)) {
+    for (const use of LLM_USES) {
+      const own = def.llm?.[use];
+      const provider = own?.provider ?? config.llm[use].provider;
+      if (provider === 'openai-compatible' && own?.apiKeyEnv) need(own.apiKeyEnv, `agents.${id}.llm.${use}.apiKeyEnv`);
+    }
+  }
+  const out: FleetWarning[] = [];
+  for (const [variable, paths] of needed) {
+    if (env[variable]) continue;
+    out.push({
+      paths,
+      message:
+        `${paths.join(', ')}: the environment variable ${variable} is not set. Each agent reads it when it starts, from the environment ` +
+        `the supervisor passes on, which is the one \`thymos up\` ran in; until it is set there the agents that use it fail to start. ` +
+        `Export it, then run \`thymos down\` and \`thymos up\`.`,
+    });
+  }
+  return out;
+}
+
+/** The error `--strict` makes of warnings: CONFIG_INVALID with each of them. */
+export function strictFailure(warnings: readonly FleetWarning[], file: string | undefined): ThymosError {
+  return new ThymosError(ErrorCode.CONFIG_INVALID, `${warnings.map((w) => w.message).join(' ')} (--strict makes warnings errors)`, {
+    location: { ...(file ? { file } : {}), path: warnings[0]!.paths[0]! },
+    details: { warnings },
+  });
+}
