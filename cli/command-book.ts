@@ -61,12 +61,14 @@ export const COMMANDS: readonly CommandSpec[] = [
     name: 'reconcile',
     args: '',
     summary: 'Score every agent from a context and move the fleet to match; prints what changed',
+    details: 'Context properties that no relevance rule uses and contextProperties does not declare are warnings on stderr (and warnings in --json): likely typos.',
     options: {
       context: { type: 'string', value: 'FILE|-', required: true, help: 'the context as JSON: a file, or - for stdin (required)' },
       'dry-run': { type: 'boolean', help: 'say what would change, change nothing' },
+      strict: { type: 'boolean', help: 'a context property nothing declares or uses is an error (INVALID_CONTEXT, exit 2), not a warning' },
       ...fleet,
     },
-    examples: ['thymos reconcile --context context.json', `echo '{"player_location":"tavern"}' | thymos reconcile --context - --dry-run`],
+    examples: ['thymos reconcile --context context.json', `echo '{"global":{"player_location":"tavern"}}' | thymos reconcile --context - --dry-run`, 'thymos reconcile --context context.json --strict'],
   },
   {
     name: 'start',

@@ -94,7 +94,8 @@ export async function runReconcileCommand(argv: string[]): Promise<number> {
     throw new ThymosError(ErrorCode.USAGE, `--context ${source}: cannot read: ${(e as Error).message}`, { cause: e });
   }
   const context = parseReconcileContextText(text, source === '-' ? 'stdin' : source);
-  const report = await withFleet(args.config, (f) => f.reconcile(context, { dryRun: args.values['dry-run'] === true, onProgress: progress }));
+  const report = await withFleet(args.config, (f) => f.reconcile(context, { dryRun: args.values['dry-run'] === true, strict: args.values.strict === true, onProgress: progress }));
+  for (const w of report.warnings ?? []) err(`thymos: warning: ${w}`);
   out(args.json ? JSON.stringify(report, null, 2) : renderReport(report));
   return report.failed.length > 0 ? ExitCode.FAILURE : ExitCode.OK;
 }

@@ -35,8 +35,8 @@ export interface OperationOptions {
  * touches pm2 or SurrealDB.
  */
 export interface Fleet {
-  /** Scores every agent from `context` and reconciles the fleet; invalid context → INVALID_CONTEXT. */
-  reconcile(context: ReconcileContextInput, options?: OperationOptions & { dryRun?: boolean }): Promise<ReconcileReport>;
+  /** Scores every agent from `context` and reconciles the fleet; invalid context → INVALID_CONTEXT. Properties nothing reads come back as `warnings` (INVALID_CONTEXT with `strict`). */
+  reconcile(context: ReconcileContextInput, options?: OperationOptions & { dryRun?: boolean; strict?: boolean }): Promise<ReconcileReport>;
   status(): Promise<FleetStatus>;
   start(id: string, options?: OperationOptions & { mode?: AgentMode }): Promise<ReconcileReport>;
   stop(id: string, options?: OperationOptions): Promise<ReconcileReport>;
@@ -117,9 +117,9 @@ class FleetClient implements Fleet {
     this.#config = config;
   }
 
-  async reconcile(context: ReconcileContextInput, options: OperationOptions & { dryRun?: boolean } = {}): Promise<ReconcileReport> {
+  async reconcile(context: ReconcileContextInput, options: OperationOptions & { dryRun?: boolean; strict?: boolean } = {}): Promise<ReconcileReport> {
     const valid = parseReconcileContext(context);
-    return this.#requester.request('reconcile', { context: valid, dry_run: options.dryRun ?? false }, { onProgress: options.onProgress, watch: true });
+    return this.#requester.request('reconcile', { context: valid, dry_run: options.dryRun ?? false, strict: options.strict ?? false }, { onProgress: options.onProgress, watch: true });
   }
 
   status(): Promise<FleetStatus> {

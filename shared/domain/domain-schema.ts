@@ -124,6 +124,15 @@ export const ConditionSchema = z.discriminatedUnion('kind', [
 ]);
 export type Condition = z.infer<typeof ConditionSchema>;
 
+/** The properties of a reconcile context something reads: of each agent's entry (`agent`) and of `global`. */
+export const ContextPropertiesSchema = z
+  .object({
+    agent: z.array(z.string().min(1)).default([]),
+    global: z.array(z.string().min(1)).default([]),
+  })
+  .strict();
+export type ContextProperties = z.infer<typeof ContextPropertiesSchema>;
+
 export const RelevanceRuleSchema = z.object({
   name: z.string().min(1),
   condition: ConditionSchema,
@@ -160,6 +169,8 @@ export const DomainSchemaSchema = z.object({
   worldTables: z.record(WorldNameSchema, WorldTableSchema).default({}),
   worldWatches: z.array(WorldWatchSchema).default([]),
   searchStrategies: z.record(WorldNameSchema, SearchStrategySchema).default({}),
+  /** Context properties besides those the rules use: of each agent's entry and of `global`. */
+  contextProperties: ContextPropertiesSchema.prefault({}),
 });
 export type DomainSchema = z.infer<typeof DomainSchemaSchema>;
 
@@ -226,6 +237,7 @@ export function parseDomainSchema(raw: unknown, file = '<domain schema>'): Domai
   }
   checkWorldDeclarations(result.data, file);
   checkSearchStrategies(result.data, file);
+  checkReferences(result.data, file);
   return deepFreeze(result.data);
 }
 
@@ -283,4 +295,39 @@ function deepFreeze<T>(value: T): T {
     for (const v of Object.values(value)) deepFreeze(v);
   }
   return value;
+}
+
+/** Agent properties Thymos reads from a reconcile context itself: a forced score and where the agent is. */
+export const BUILT_IN_AGENT_PROPERTIES: readonly string[] = ['relevance', 'location'];
+
+/**
+ * What the domain names exists: the agents of relevance rules, event filters and world
+ * watches are agents of the schema; once `contextProperties` declares any property, the
+ * properties the rules test are among those declared.
+ */
+export function checkReferences(domain: DomainSchema, file: string): void {
+  const fail = (path: string, message: string) => {
+    throw new ThymosError(ErrorCode.SCHEMA_INVALID, `domain schema ${file}: ${path}: ${message}`, { location: { file, path } });
+  };
+  const ids = Object.keys(domain.agents);
+  const known = (id: string) => Object.hasOwn(domain.agents, id);
+  const expected = ids.length > 0 ? `expected one of ${ids.slice(0, 10).join(', ')}${ids.length > 10 ? ', …' : ''}` : 'the schema defines no agents';
+  const lists = [
+    ...domain.relevanceRules.map((r, i) => ({ path: `relevanceRules[${i}] (${r.name}).agents`, agents: r.agents })),
+    ...domain.eventFilters.map((f, i) => ({ path: `eventFilters[${i}].agents`, agents: f.agents })),
+    ...domain.worldWatches.map((w, i) => ({ path: `worldWatches[${i}].agents`, agents: w.agents })),
+  ];
+  for (const { path, agents } of lists) {
+    for (const id of agents) if (!known(id)) fail(path, `no agent "${id}"; ${expected}`);
+  }
+  const declared = domain.contextProperties;
+  if (declared.agent.length === 0 && declared.global.length === 0) return;
+  const agentProps = new Set([...BUILT_IN_AGENT_PROPERTIES, ...declared.agent]);
+  domain.relevanceRules.forEach((r, i) => {
+    const path = `relevanceRules[${i}] (${r.name}).condition`;
+    if (!agentProps.has(r.condition.property)) fail(`${path}.property`, `"${r.condition.property}" is not in contextProperties.agent (${[...agentProps].join(', ')})`);
+    if (r.condition.kind === 'same_as' && !declared.global.includes(r.condition.global)) {
+      fail(`${path}.global`, `"${r.condition.global}" is not in contextProperties.global (${declared.global.join(', ') || 'none declared'})`);
+    }
+  });
 }

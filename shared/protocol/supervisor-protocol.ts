@@ -22,6 +22,8 @@ export const ReconcileReportSchema = z.object({
   restored: z.array(AgentIdSchema),
   unchanged: z.array(AgentIdSchema),
   failed: z.array(AgentFailureSchema),
+  /** What the context carried that nothing reads (a reconcile's only): likely typos. */
+  warnings: z.array(z.string()).optional(),
   /** True when nothing was executed (`--dry-run`): the lists say what would happen. */
   dry_run: z.boolean(),
   duration_ms: z.number(),
@@ -78,7 +80,7 @@ export type TransitionRecord = z.infer<typeof TransitionRecordSchema>;
 
 /** Requests to `<fleet>.supervisor.<op>`; the op is the last subject token. */
 export const SupervisorRequestSchemas = {
-  reconcile: z.object({ context: ReconcileContextSchema, dry_run: z.boolean().default(false), progress: z.string().optional() }).strict(),
+  reconcile: z.object({ context: ReconcileContextSchema, dry_run: z.boolean().default(false), strict: z.boolean().default(false), progress: z.string().optional() }).strict(),
   status: z.object({}).strict(),
   /** Which supervisor process answers: callers of long requests watch it to notice a restart. */
   ping: z.object({}).strict(),

@@ -162,16 +162,14 @@ export class FleetController {
   }
 
   /** Level-triggered and idempotent: the same context twice changes nothing the second time. */
-  reconcile(context: ReconcileContext, options: { dryRun?: boolean; onProgress?: ProgressListener } = {}): Promise<ReconcileReport> {
-    for (const id of Object.keys(context.agents)) {
-      if (!this.#o.domain.agents[id]) {
-        return Promise.reject(
-          new ThymosError(ErrorCode.INVALID_CONTEXT, `context: agents.${id}: no agent "${id}" in the domain schema; expected one of ${preview(this.ids)}`, {
-            location: { path: `agents.${id}` },
-          }),
-        );
-      }
+  reconcile(context: ReconcileContext, options: { dryRun?: boolean; strict?: boolean; onProgress?: ProgressListener } = {}): Promise<ReconcileReport> {
+    let warnings: string[];
+    try {
+      warnings = this.#o.evaluator.checkContext(context, options.strict);
+    } catch (err) {
+      return Promise.reject(err as Error);
     }
+    for (const w of warnings) this.#o.logger.warn(w);
     const queued = new PhaseClock();
     return this.#operations.add(async () => {
       queued.mark('queued');
@@ -188,7 +186,7 @@ export class FleetController {
       if (moved > 0 || report.failed.length > 0) {
         this.#o.logger.info({ ms: duration, phases: { ...queued.phases, ...clock.phases }, started: report.started.length, stopped: report.stopped.length, failed: report.failed.length }, 'reconcile done');
       }
-      return { ...report, dry_run: options.dryRun ?? false, duration_ms: duration };
+      return { ...report, warnings, dry_run: options.dryRun ?? false, duration_ms: duration };
     });
   }
 

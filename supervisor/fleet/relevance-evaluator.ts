@@ -1,7 +1,11 @@
 import { pathToFileURL } from 'node:url';
 
-import type { AgentDefinition, Condition, DomainSchema, RelevanceRule } from '../../shared/domain/domain-schema.js';
+import { closest, distance } from 'fastest-levenshtein';
+import { z } from 'zod';
+
+import { type AgentDefinition, BUILT_IN_AGENT_PROPERTIES, type Condition, type DomainSchema, type RelevanceRule } from '../../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import { describeIssues } from '../../shared/errors/zod-issues.js';
 import type { RelevanceInput } from '../../shared/protocol/agent-protocol.js';
 import type { ReconcileContext } from '../../shared/protocol/reconcile-context.js';
 import type { ScoreSource } from './decide-states.js';
@@ -23,7 +27,15 @@ export interface RelevanceModuleInput extends RelevanceInput {
  */
 export interface RelevanceModule {
   evaluate(input: RelevanceModuleInput): number | undefined | Promise<number | undefined>;
+  /**
+   * The context properties `evaluate` reads, so that reconcile can tell a typo from a property
+   * in use. Without it (and without `contextProperties` in the Pkl domain) context properties
+   * are not checked, since a module cannot be inspected.
+   */
+  contextProperties?: { agent?: string[]; global?: string[] };
 }
+
+const ModulePropertiesSchema = z.object({ agent: z.array(z.string()).optional(), global: z.array(z.string()).optional() }).strict().optional();
 
 /** Asks a running agent for its own score; resolves undefined when it has none or misses the deadline. */
 export type AskAgent = (id: string, input: RelevanceInput) => Promise<number | undefined>;
@@ -52,6 +64,8 @@ export class RelevanceEvaluator {
   readonly #module: RelevanceModule | undefined;
   readonly #askAgent: AskAgent | undefined;
   readonly #rulesByAgent = new Map<string, RelevanceRule[]>();
+  /** The context properties something reads, or undefined when that cannot be known (a module that does not say). */
+  readonly #known: { agent: Set<string>; global: Set<string> } | undefined;
   /** Each agent's location as the last applied reconcile context that named it gave it. */
   readonly #locations = new Map<string, string | null>();
 
@@ -60,6 +74,7 @@ export class RelevanceEvaluator {
     this.#defaultScore = options.defaultScore;
     this.#module = options.module;
     this.#askAgent = options.askAgent;
+    this.#known = knownProperties(options.domain, options.module);
     for (const id of Object.keys(options.domain.agents)) {
       this.#rulesByAgent.set(
         id,
@@ -84,10 +99,45 @@ export class RelevanceEvaluator {
         location: { file: path, path: 'supervisor.relevance' },
       });
     }
-    return { evaluate: mod.evaluate.bind(mod) };
+    const declared = ModulePropertiesSchema.safeParse(mod.contextProperties);
+    if (!declared.success) {
+      throw new ThymosError(ErrorCode.CONFIG_INVALID, `supervisor.relevance: ${path} exports contextProperties that are not { agent?: string[], global?: string[] }: ${describeIssues(declared.error, mod.contextProperties)}`, {
+        location: { file: path, path: 'supervisor.relevance' },
+      });
+    }
+    return { evaluate: mod.evaluate.bind(mod), ...(declared.data ? { contextProperties: declared.data } : {}) };
   }
 
-  /** The properties an agent is scored on: its home location as `location`, overlaid by the context's. */
+  /**
+   * Checks a context before it is used: an agent the schema does not define is INVALID_CONTEXT;
+   * returns a warning for each property nothing declares or uses (with `strict`, they are
+   * INVALID_CONTEXT instead), naming the declared one it is likely a typo of.
+   */
+  checkContext(context: ReconcileContext, strict = false): string[] {
+    const ids = Object.keys(this.#domain.agents);
+    for (const id of Object.keys(context.agents)) {
+      if (!Object.hasOwn(this.#domain.agents, id)) {
+        const expected = `${ids.slice(0, 8).join(', ')}${ids.length > 8 ? `, … (${ids.length})` : ''}`;
+        throw new ThymosError(ErrorCode.INVALID_CONTEXT, `context: agents.${id}: no agent "${id}" in the domain schema; expected one of ${expected}`, { location: { path: `agents.${id}` } });
+      }
+    }
+    const known = this.#known;
+    if (!known) return [];
+    const warnings: string[] = [];
+    const check = (path: string, name: string, set: Set<string>, where: string) => {
+      if (set.has(name)) return;
+      const near = set.size > 0 ? closest(name, [...set]) : undefined;
+      const hint = near !== undefined && distance(name, near) <= Math.max(2, Math.floor(name.length / 3)) ? ` (did you mean ${near}?)` : '';
+      warnings.push(`context: ${path}: no relevance rule uses "${name}" and contextProperties.${where} does not declare it, so it changes no score${hint}`);
+    };
+    for (const name of Object.keys(context.global)) check(`global.${name}`, name, known.global, 'global');
+    for (const [id, props] of Object.entries(context.agents)) for (const name of Object.keys(props)) check(`agents.${id}.${name}`, name, known.agent, 'agent');
+    if (strict && warnings.length > 0) {
+      throw new ThymosError(ErrorCode.INVALID_CONTEXT, `${warnings.join('; ')} (--strict makes these errors)`, { details: { warnings } });
+    }
+    return warnings;
+  }
+
   /** Remembers the locations an applied (not dry-run) reconcile context gives its agents. */
   observe(context: ReconcileContext): void {
     for (const [id, given] of Object.entries(context.agents)) {
@@ -183,6 +233,19 @@ export class RelevanceEvaluator {
     }
     return best;
   }
+}
+
+/** The context properties the rules, the Pkl declarations and the module read; undefined when a module reads what it does not say. */
+function knownProperties(domain: DomainSchema, module: RelevanceModule | undefined): { agent: Set<string>; global: Set<string> } | undefined {
+  const declared = domain.contextProperties;
+  if (module && !module.contextProperties && declared.agent.length === 0 && declared.global.length === 0) return undefined;
+  const agent = new Set([...BUILT_IN_AGENT_PROPERTIES, ...declared.agent, ...(module?.contextProperties?.agent ?? [])]);
+  const global = new Set([...declared.global, ...(module?.contextProperties?.global ?? [])]);
+  for (const r of domain.relevanceRules) {
+    agent.add(r.condition.property);
+    if (r.condition.kind === 'same_as') global.add(r.condition.global);
+  }
+  return { agent, global };
 }
 
 function matches(c: Condition, global: Record<string, unknown>, properties: Record<string, unknown>): boolean {

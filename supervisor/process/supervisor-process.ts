@@ -262,7 +262,7 @@ function supervisorControlApi(
       contextOp: 'reconcile',
       audit: { log: audit, ops: new Set(['reconcile', 'start', 'stop', 'archive', 'restore', 'stop_all']) },
       handlers: {
-        reconcile: (r, progress) => controller.reconcile(r.context, { dryRun: r.dry_run, onProgress: progress }),
+        reconcile: (r, progress) => controller.reconcile(r.context, { dryRun: r.dry_run, strict: r.strict, onProgress: progress }),
         ping: async () => ({ pid: process.pid, started_at: supervisor().started_at }),
         status: async () => ({ supervisor: supervisor(), ...(await controller.status()) }),
         start: (r, progress) => controller.operate('start', r.id, { mode: r.mode, onProgress: progress }),

@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { commandHelp, COMMANDS, usageLine } from '../../cli/command-book.js';
 import { runThymos } from '../helpers/fleet.js';
 import { startNatsServer, type TestNatsServer } from '../helpers/nats-server.js';
-import { createWorkspace, type Workspace } from '../helpers/workspace.js';
+import { createWorkspace, REPO_ROOT, type Workspace } from '../helpers/workspace.js';
 
 /** The compiled `thymos` command, run as a user runs it, in a project folder with no fleet up. */
 describe('the thymos command without a running fleet', () => {
@@ -122,6 +122,24 @@ describe('the thymos command without a running fleet', () => {
     } finally {
       delete process.env[variable];
     }
+  });
+
+  test('validate fails a relevance rule that names an agent the schema lacks, and once contextProperties declares any, a rule testing an undeclared property', async () => {
+    const base = [`amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}`, 'agents { ["ana"] { persona { name = "Ana" } } }'];
+    const check = async (lines: string[]) => {
+      writeFileSync(join(ws.dir, 'refs.pkl'), [...base, ...lines].join('\n'));
+      writeFileSync(join(ws.dir, 'refs.toml'), 'data_dir = "data"\n[domain]\nschema = "refs.pkl"\n');
+      return runThymos(['validate', '--config', 'refs.toml'], ws.dir);
+    };
+    const stranger = await check(['relevanceRules { new { name = "boss"; condition = new PropertyTrue { property = "in_party" }; score = 1.0; agents { "anna" } } }']);
+    assert.equal(stranger.code, 2);
+    assert.match(stranger.stderr, /SCHEMA_INVALID: domain schema .*refs\.pkl: relevanceRules\[0\] \(boss\)\.agents: no agent "anna"; expected one of ana/);
+    const rule = 'relevanceRules { new { name = "near"; condition = new SameAs { property = "location"; global = "player_location" }; score = 0.9 } }';
+    const undeclared = await check([rule, 'contextProperties { global { "weather" } }']);
+    assert.equal(undeclared.code, 2);
+    assert.match(undeclared.stderr, /relevanceRules\[0\] \(near\)\.condition\.global: "player_location" is not in contextProperties\.global \(weather\)/);
+    const declared = await check([rule, 'contextProperties { global { "weather"; "player_location" } }']);
+    assert.equal(declared.code, 0, declared.stderr);
   });
 
   test('status with no supervisor on the configured NATS says the fleet is not running, and how to start it', async () => {

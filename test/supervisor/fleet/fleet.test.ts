@@ -23,7 +23,7 @@ export function createBehavior({ id }) {
   };
 }
 `;
-const RELEVANCE = `export function evaluate({ id, global }) { return global.alarm && id === 'captain_lysa' ? 0.95 : undefined; }\n`;
+const RELEVANCE = `export const contextProperties = { global: ['alarm'] };\nexport function evaluate({ id, global }) { return global.alarm && id === 'captain_lysa' ? 0.95 : undefined; }\n`;
 
 let ws: Workspace;
 let data: string;
@@ -76,6 +76,19 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
     assert.deepEqual(status.counts, { active: 0, listening: 0, dormant: 6, archived: 0 });
   });
 
+  test('reconcile warns on stderr about context properties nothing reads, naming the likely meant one; --strict refuses them with exit 2', async () => {
+    writeFileSync(join(ws.dir, 'typo.json'), JSON.stringify({ global: { player_loction: 'forge', alarm: false }, agents: { bram_smith: { in_pary: true } } }));
+    const warned = await runThymos(['reconcile', '--context', 'typo.json', '--dry-run', '--json'], ws.dir);
+    assert.equal(warned.code, 0, warned.stderr);
+    assert.match(warned.stderr, /^thymos: warning: context: global\.player_loction: no relevance rule uses "player_loction" .* \(did you mean player_location\?\)$/m);
+    assert.match(warned.stderr, /^thymos: warning: context: agents\.bram_smith\.in_pary: .*\(did you mean in_party\?\)$/m);
+    assert.doesNotMatch(warned.stderr, /alarm/, 'what the relevance module says it reads is known');
+    assert.equal((JSON.parse(warned.stdout) as ReconcileReport).warnings?.length, 2);
+    const strict = await runThymos(['reconcile', '--context', 'typo.json', '--strict'], ws.dir);
+    assert.equal(strict.code, 2);
+    assert.match(strict.stderr, /INVALID_CONTEXT: context: global\.player_loction: .*--strict makes these errors/);
+  });
+
   test('a second supervisor on the same fleet refuses with SUPERVISOR_ALREADY_RUNNING', async () => {
     const info = JSON.parse(readFileSync(join(data, 'run', 'fleet.json'), 'utf8')) as { nats_url: string };
     const second = await runThymos(['supervisor', '--nats-url', info.nats_url], ws.dir);
@@ -99,6 +112,7 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
       restored: [],
       unchanged: ['captain_lysa', 'tomas_innkeeper'],
       failed: [],
+      warnings: [],
       dry_run: false,
       duration_ms: 0,
     });

@@ -90,3 +90,36 @@ describe('RelevanceEvaluator', () => {
     }
   });
 });
+
+describe('context properties nothing reads', () => {
+  const typos = { global: { player_loction: 'forge' }, agents: { bram_smith: { in_pary: true, location: 'forge', relevance: 0.5 }, mira_herbalist: { active_quest: true } } };
+
+  test('a property no rule uses and nothing declares is a warning naming its path and the likely meant one; strict makes them INVALID_CONTEXT', () => {
+    const e = new RelevanceEvaluator({ domain, defaultScore: 0.2 });
+    assert.deepEqual(e.checkContext(ctx(typos)), [
+      'context: global.player_loction: no relevance rule uses "player_loction" and contextProperties.global does not declare it, so it changes no score (did you mean player_location?)',
+      'context: agents.bram_smith.in_pary: no relevance rule uses "in_pary" and contextProperties.agent does not declare it, so it changes no score (did you mean in_party?)',
+    ]);
+    assert.deepEqual(e.checkContext(ctx({ global: { player_location: 'forge' }, agents: { bram_smith: { in_party: true, ticks_since_talk: 1 } } })), [], 'what the rules use, and location and relevance, pass');
+    assert.throws(
+      () => e.checkContext(ctx(typos), true),
+      (err) => isThymosError(err, 'INVALID_CONTEXT') && /player_loction.*in_pary.*--strict makes these errors/.test(err.message),
+    );
+    assert.throws(() => e.checkContext(ctx({ agents: { nobody: {} } })), (err) => isThymosError(err, 'INVALID_CONTEXT') && /agents\.nobody: no agent "nobody"/.test(err.message));
+  });
+
+  test('a module that does not say what it reads turns the check off; one that exports contextProperties adds to what is known', () => {
+    const silent = new RelevanceEvaluator({ domain, defaultScore: 0.2, module: { evaluate: () => undefined } });
+    assert.deepEqual(silent.checkContext(ctx(typos)), []);
+    const saying = new RelevanceEvaluator({ domain, defaultScore: 0.2, module: { evaluate: () => undefined, contextProperties: { global: ['player_loction'] } } });
+    assert.deepEqual(saying.checkContext(ctx(typos)).map((w) => w.split(':')[1]!.trim()), ['agents.bram_smith.in_pary']);
+  });
+
+  test('loadModule keeps the contextProperties a module exports and refuses ones of the wrong shape', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'thymos-relevance-'));
+    writeFileSync(join(dir, 'ok.mjs'), 'export const contextProperties = { global: ["alarm"] };\nexport function evaluate() { return undefined; }\n');
+    writeFileSync(join(dir, 'bad.mjs'), 'export const contextProperties = { global: "alarm" };\nexport function evaluate() { return undefined; }\n');
+    assert.deepEqual((await RelevanceEvaluator.loadModule(join(dir, 'ok.mjs'))).contextProperties, { global: ['alarm'] });
+    await assert.rejects(RelevanceEvaluator.loadModule(join(dir, 'bad.mjs')), (err) => isThymosError(err, 'CONFIG_INVALID') && /contextProperties that are not \{ agent\?: string\[\], global\?: string\[\] \}.*global/.test(err.message));
+  });
+});
