@@ -23,8 +23,18 @@ export const PersonaSchema = z.object({
   speechStyle: z.string().default('plain'),
   background: z.string().default(''),
   greeting: z.string().nullish(),
+  /** How a model is told who it is: the domain's `prompts["persona"]` filled in for this persona (set when the domain is read). */
+  prompt: z.string().nullish(),
 });
 export type Persona = z.infer<typeof PersonaSchema>;
+
+/** The placeholders a `prompts["persona"]` template may use, and what each is filled with. */
+const PERSONA_PLACEHOLDERS: Record<string, (p: Persona) => string> = {
+  name: (p) => p.name,
+  traits: (p) => p.traits.join(', '),
+  speechStyle: (p) => p.speechStyle,
+  background: (p) => p.background,
+};
 
 /** An agent's own model for one use, over `[llm.<use>]` of thymos.toml; unset keys keep the file's. */
 export const LlmOverrideSchema = z
@@ -165,7 +175,8 @@ export const DomainSchemaSchema = z.object({
   eventFilters: z.array(EventFilterSchema).default([]),
   relevanceRules: z.array(RelevanceRuleSchema).default([]),
   aliasPatterns: z.array(AliasPatternSchema).default([]),
-  prompts: z.record(z.string(), z.string()).default({}),
+  /** Prompt templates: `persona`, filled per agent into `persona.prompt`. */
+  prompts: z.object({ persona: z.string().min(1).optional() }).strict().default({}),
   worldTables: z.record(WorldNameSchema, WorldTableSchema).default({}),
   worldWatches: z.array(WorldWatchSchema).default([]),
   searchStrategies: z.record(WorldNameSchema, SearchStrategySchema).default({}),
@@ -238,6 +249,7 @@ export function parseDomainSchema(raw: unknown, file = '<domain schema>'): Domai
   checkWorldDeclarations(result.data, file);
   checkSearchStrategies(result.data, file);
   checkReferences(result.data, file);
+  fillPersonaPrompts(result.data, file);
   return deepFreeze(result.data);
 }
 
@@ -330,4 +342,21 @@ export function checkReferences(domain: DomainSchema, file: string): void {
       fail(`${path}.global`, `"${r.condition.global}" is not in contextProperties.global (${declared.global.join(', ') || 'none declared'})`);
     }
   });
+}
+
+/** Fills `prompts["persona"]` for every agent; a placeholder it does not know is SCHEMA_INVALID naming the ones it does. */
+function fillPersonaPrompts(domain: DomainSchema, file: string): void {
+  const template = domain.prompts.persona;
+  if (template === undefined) return;
+  for (const unknown of template.matchAll(/\{(\w+)\}/g)) {
+    if (!Object.hasOwn(PERSONA_PLACEHOLDERS, unknown[1]!)) {
+      const known = Object.keys(PERSONA_PLACEHOLDERS).map((k) => `{${k}}`).join(', ');
+      throw new ThymosError(ErrorCode.SCHEMA_INVALID, `domain schema ${file}: prompts.persona: unknown placeholder {${unknown[1]}}; expected ${known}`, {
+        location: { file, path: 'prompts.persona' },
+      });
+    }
+  }
+  for (const agent of Object.values(domain.agents)) {
+    agent.persona.prompt ??= template.replace(/\{(\w+)\}/g, (_m, key: string) => PERSONA_PLACEHOLDERS[key]!(agent.persona));
+  }
 }

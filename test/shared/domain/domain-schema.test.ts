@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 
+import { personaPrompt } from '../../../agent/llm/persona-prompt.js';
 import { loadDomainSchema, parseDomainSchema } from '../../../shared/domain/domain-schema.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
 import { REPO_ROOT, VILLAGE_SCHEMA } from '../../helpers/workspace.js';
@@ -88,5 +89,34 @@ describe('Pkl domain schema', () => {
     assert.equal(ok.agents.elder_rowan!.searchStrategy, 'deep');
     const file = world('searchStrategies { ["deep"] { method = "sideways" } }');
     await assert.rejects(loadDomainSchema(file), (err: unknown) => isThymosError(err, 'SCHEMA_INVALID') && /sideways/.test(err.message));
+  });
+});
+
+describe('the persona prompt template', () => {
+  test("the village's prompts.persona is filled in for each agent, and the model's persona prompt starts with it", async () => {
+    const domain = await loadDomainSchema(VILLAGE_SCHEMA);
+    const bram = domain.agents.bram_smith!.persona;
+    assert.equal(bram.prompt, `You are ${bram.name}. You are ${bram.traits.join(', ')}. You speak in a ${bram.speechStyle} way.`);
+    const text = personaPrompt(bram, 'Right now: at the forge');
+    assert.ok(text.startsWith(`${bram.prompt}\nBackground: ${bram.background}\nRight now: at the forge\n`), text);
+  });
+
+  test('a template with {background} keeps it where it is; without prompts the built-in lines stay', () => {
+    const agents = { ana: { persona: { name: 'Ana', traits: ['wry'], background: 'Keeps bees.' } } };
+    const filled = parseDomainSchema({ agents, prompts: { persona: '{name} ({traits}): {background}' } }).agents.ana!.persona;
+    assert.equal(filled.prompt, 'Ana (wry): Keeps bees.');
+    assert.equal(personaPrompt(filled).split('\n')[0], 'Ana (wry): Keeps bees.');
+    assert.doesNotMatch(personaPrompt(filled), /Background:/);
+    const plain = parseDomainSchema({ agents }).agents.ana!.persona;
+    assert.equal(plain.prompt, undefined);
+    assert.match(personaPrompt(plain), /^You are Ana\.\nYou are wry\.\nYou speak in a plain way\.\nBackground: Keeps bees\./);
+  });
+
+  test('an unknown placeholder or prompt name is SCHEMA_INVALID naming what is known', () => {
+    assert.throws(
+      () => parseDomainSchema({ prompts: { persona: 'You are {nmae}.' } }, 'w.pkl'),
+      (e) => isThymosError(e, 'SCHEMA_INVALID') && /prompts\.persona: unknown placeholder \{nmae\}; expected \{name\}, \{traits\}, \{speechStyle\}, \{background\}/.test(e.message),
+    );
+    assert.throws(() => parseDomainSchema({ prompts: { greeting: 'Hi' } }, 'w.pkl'), (e) => isThymosError(e, 'SCHEMA_INVALID') && /prompts.*greeting/.test(e.message));
   });
 });
