@@ -31,6 +31,8 @@ export interface GenerateRequest {
 export interface BriefMemory {
   content: string;
   strength: number;
+  /** Where it came from (`told`, `dialogue`, `event`, `insight`, …), when known. */
+  kind?: string;
 }
 
 /** An option of a decision with how well it fits (0..1) and why. */

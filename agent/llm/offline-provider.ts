@@ -89,11 +89,16 @@ function textOf(answer: Answer): string {
   return answer.insight;
 }
 
-/** The persona's opener, the facts recall found (one for a brief speech style), and a closer in its style. */
+/**
+ * The persona's opener, the facts recall found (one for a brief speech style), and a closer in
+ * its style. The agent's own insights (consolidation's summaries) are not recited as things it
+ * recalls: they stay in a model's prompt, where they inform rather than get quoted.
+ */
 export function reply(persona: Persona, speaker: string, message: string, memories: readonly BriefMemory[]): DialogueReply {
   const [opener, tone] = persona.traits.map((t) => OPENERS[t.toLowerCase()]).find(Boolean) ?? ['Well.', 'neutral'];
   const style = persona.speechStyle.toLowerCase();
-  const facts = (BRIEF_STYLE.test(style) ? memories.slice(0, 1) : memories).map((m) => sentence(m.content));
+  const spoken = memories.filter((m) => m.kind !== 'insight');
+  const facts = (BRIEF_STYLE.test(style) ? spoken.slice(0, 1) : spoken).map((m) => sentence(m.content));
   const closer = facts.length > 0 ? CLOSERS.find(([word]) => word.test(style))?.[1] : undefined;
   const body = facts.length > 0 ? `I recall this: ${facts.join(' ')}` : `I know nothing of ${quoteTopic(message)}.`;
   return {

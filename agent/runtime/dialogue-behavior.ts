@@ -50,7 +50,7 @@ export class DialogueBehavior implements AgentBehavior {
   async talk(ctx: AgentBehaviorContext, request: TalkRequest): Promise<TalkReply> {
     const provider = ctx.model('dialogue');
     const grounding = await groundingFor(ctx, request, GROUNDING);
-    const memories = grounding.map((h) => ({ content: h.memory.content, strength: h.score.strength }));
+    const memories = grounding.map((h) => ({ content: h.memory.content, strength: h.score.strength, kind: h.memory.source.kind }));
     const messages: LlmMessage[] = [{ role: 'system', content: systemPrompt(ctx, memories) }];
     const echo = heardLine(request);
     for (const m of ctx.recentTurns(request.speaker, RECENT_TURNS)) {

@@ -43,14 +43,14 @@ function printFleet(status: FleetStatus): void {
   }
 }
 
-/** Where the player walks, who joins, and what the player says. */
+/** Where the player walks, who joins, what the player says and to whom. */
 const walk = [
-  { at: 'village_square', say: 'Elder, the mill wheel creaks again, and Hal the miller says its axle is cracked. Who tends the mill?' },
-  { at: 'forge', say: 'Bram, will you come with me to the northern pass?', joins: 'bram_smith' },
-  { at: 'herb_garden', say: 'Mira, where does silverleaf grow?' },
-  { at: 'tavern', say: 'Any news of strangers, Tomas?' },
-  { at: 'gatehouse', say: 'Captain, what troubles the north road?', news: { type: 'village.alarm', tags: ['danger'], payload: { summary: 'Wolves took two sheep from the north pasture' } } },
-  { at: 'village_square', say: 'Elder, what did I tell you about the mill?' },
+  { at: 'village_square', to: 'elder_rowan', say: 'Elder, the mill wheel creaks again, and Hal the miller says its axle is cracked. Who tends the mill?' },
+  { at: 'forge', to: 'bram_smith', say: 'Bram, will you come with me to the northern pass?', joins: 'bram_smith' },
+  { at: 'herb_garden', to: 'mira_herbalist', say: 'Mira, where does silverleaf grow?' },
+  { at: 'tavern', to: 'tomas_innkeeper', say: 'Any news of strangers, Tomas?' },
+  { at: 'gatehouse', to: 'captain_lysa', say: 'Captain, what troubles the north road?', news: { type: 'village.alarm', tags: ['danger'], payload: { summary: 'Wolves took two sheep from the north pasture' } } },
+  { at: 'village_square', to: 'elder_rowan', say: 'Elder, what did I tell you about the mill?' },
 ] as const;
 
 console.log(`Starting the Ashford fleet (${configFile})`);
@@ -111,7 +111,9 @@ try {
       if (!party.has(id) && ago > 3 && home?.source === 'default') check(`tick ${tick}: ${id}, not seen for ${ago} ticks, is dormant`, state(id) === 'dormant');
     }
 
-    for (const id of status.agents.filter((a) => a.state === 'active').map((a) => a.id)) {
+    // The line goes to the one it is addressed to; the others present (Bram, in the party) do not answer it.
+    for (const id of [step.to]) {
+      check(`tick ${tick}: ${id}, spoken to, is active`, state(id) === 'active');
       const npc = await fleet.agent(id);
       const answer = await npc.callTool({ name: `talk_to_${id}`, arguments: { message: step.say, speaker: 'player' } });
       check(`tick ${tick}: ${id} answers`, !answer.isError, text(answer));
