@@ -60,6 +60,10 @@ export interface GenerateResult {
   /** `stop`, `length`, … as the provider says. */
   finish_reason: string;
   usage: TokenUsage;
+  /** How many calls to the model this result adds up (repairs included). @default 1 */
+  calls?: number;
+  /** The structured fields could not be had and the model's prose was used as it was. */
+  prose?: boolean;
 }
 
 export interface LlmCapabilities {
@@ -95,28 +99,49 @@ export async function generateStructured<T>(
   provider: LlmProvider,
   request: GenerateRequest,
   schema: z.ZodType<T>,
-  options: { repairs?: number } = {},
+  options: {
+    repairs?: number;
+    /** What to make of the model's last answer when it is prose and no repair brings JSON; undefined: fail. */
+    prose?: (text: string) => T | undefined;
+    /** Told once what every call cost, whether the answer fit, fell back to prose, or failed. */
+    spent?: (result: GenerateResult) => void;
+  } = {},
 ): Promise<{ value: T; result: GenerateResult }> {
   const messages = [...request.messages];
   const usage: TokenUsage = { input_tokens: 0, output_tokens: 0 };
   const repairs = options.repairs ?? 1;
   let problem = '';
-  for (let attempt = 0; attempt <= repairs; attempt++) {
-    const result = await provider.generate({ ...request, messages, json: true });
-    usage.input_tokens += result.usage.input_tokens;
-    usage.output_tokens += result.usage.output_tokens;
-    let parsed: unknown;
-    try {
-      parsed = jsonIn(result.text);
-    } catch (err) {
-      problem = `not JSON: ${(err as Error).message}`;
-      messages.push({ role: 'assistant', content: result.text }, { role: 'user', content: `That was ${problem}. Answer again with only the JSON object.` });
-      continue;
+  let last: GenerateResult | undefined;
+  let calls = 0;
+  let prose = false;
+  try {
+    for (let attempt = 0; attempt <= repairs; attempt++) {
+      const result = await provider.generate({ ...request, messages, json: true });
+      calls++;
+      last = result;
+      usage.input_tokens += result.usage.input_tokens;
+      usage.output_tokens += result.usage.output_tokens;
+      let parsed: unknown;
+      try {
+        parsed = jsonIn(result.text);
+      } catch (err) {
+        problem = `not JSON: ${(err as Error).message}`;
+        messages.push({ role: 'assistant', content: result.text }, { role: 'user', content: `That was ${problem}. Answer again with only the JSON object.` });
+        continue;
+      }
+      const checked = schema.safeParse(parsed);
+      if (checked.success) return { value: checked.data, result: { ...result, usage, calls } };
+      problem = describeIssues(checked.error, parsed);
+      messages.push({ role: 'assistant', content: result.text }, { role: 'user', content: `That JSON does not fit: ${problem}. Answer again with only the corrected JSON object.` });
     }
-    const checked = schema.safeParse(parsed);
-    if (checked.success) return { value: checked.data, result: { ...result, usage } };
-    problem = describeIssues(checked.error, parsed);
-    messages.push({ role: 'assistant', content: result.text }, { role: 'user', content: `That JSON does not fit: ${problem}. Answer again with only the corrected JSON object.` });
+    const text = last?.text.trim() ?? '';
+    const fallback = text && problem.startsWith('not JSON') ? options.prose?.(text) : undefined;
+    if (fallback !== undefined) {
+      prose = true;
+      return { value: fallback, result: { ...last!, usage, calls, prose } };
+    }
+    throw new ThymosError(ErrorCode.LLM_OUTPUT_INVALID, `the model's output did not fit after ${repairs + 1} attempt(s): ${problem}`);
+  } finally {
+    if (last) options.spent?.({ ...last, usage, calls, prose });
   }
-  throw new ThymosError(ErrorCode.LLM_OUTPUT_INVALID, `the model's output did not fit after ${repairs + 1} attempt(s): ${problem}`);
 }

@@ -6,6 +6,8 @@ export interface LlmTotals {
   input_tokens: number;
   output_tokens: number;
   cost: number;
+  /** Replies a model gave in prose, used as they were because no repair brought the structured answer. */
+  prose_replies?: number;
 }
 
 /** Calls to models, their tokens and their cost, kept across restarts; offline answers are not counted. */
@@ -18,12 +20,16 @@ export class LlmSpending {
   }
 
   restore(saved: Partial<LlmTotals> | undefined): void {
-    if (saved && typeof saved.calls === 'number') this.#totals = { calls: saved.calls, input_tokens: saved.input_tokens ?? 0, output_tokens: saved.output_tokens ?? 0, cost: saved.cost ?? 0 };
+    if (saved && typeof saved.calls === 'number') {
+      this.#totals = { calls: saved.calls, input_tokens: saved.input_tokens ?? 0, output_tokens: saved.output_tokens ?? 0, cost: saved.cost ?? 0, ...(saved.prose_replies ? { prose_replies: saved.prose_replies } : {}) };
+    }
   }
 
-  record(usage: TokenUsage, cost: number): void {
+  /** Adds `calls` calls (a repair is a call too) and, when the answer was prose used as it was, one prose reply. */
+  record(usage: TokenUsage, cost: number, calls = 1, prose = false): void {
     const t = (this.#totals ??= { calls: 0, input_tokens: 0, output_tokens: 0, cost: 0 });
-    t.calls++;
+    t.calls += calls;
+    if (prose) t.prose_replies = (t.prose_replies ?? 0) + 1;
     t.input_tokens += usage.input_tokens;
     t.output_tokens += usage.output_tokens;
     t.cost = Math.round((t.cost + cost) * 1e6) / 1e6;

@@ -47,8 +47,7 @@ export async function think(ctx: AgentBehaviorContext, situation: string, option
     options: z.array(z.object({ action, score: z.number().min(0).max(1), reason: z.string().default('') })).min(1),
   });
   const brief = { task: 'think' as const, persona: ctx.definition.persona, situation, memories, options: choices };
-  const { value, result } = await generateStructured(provider, { messages, signal: ctx.signal, brief }, schema);
-  ctx.spent('reasoning', provider, result);
+  const { value, result } = await generateStructured(provider, { messages, signal: ctx.signal, brief }, schema, { spent: (r) => ctx.spent('reasoning', provider, r) });
   const scored = new Map(value.options.map((o) => [o.action, o]));
   const all = choices.map((c) => scored.get(c) ?? { action: c, score: 0, reason: 'not weighed' });
   all.sort((a, b) => b.score - a.score);
@@ -65,8 +64,7 @@ export async function decide(ctx: AgentBehaviorContext, thought: Thought): Promi
   ];
   const schema = z.object({ action: z.enum(thought.options.map((o) => o.action) as [string, ...string[]]), confidence: z.number().min(0).max(1), reason: z.string().default('') });
   const brief = { task: 'decide' as const, persona: ctx.definition.persona, situation: thought.situation, options: thought.options };
-  const { value, result } = await generateStructured(provider, { messages, signal: ctx.signal, brief }, schema);
-  ctx.spent('reasoning', provider, result);
+  const { value } = await generateStructured(provider, { messages, signal: ctx.signal, brief }, schema, { spent: (r) => ctx.spent('reasoning', provider, r) });
   return { ...value, thought };
 }
 

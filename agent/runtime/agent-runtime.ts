@@ -380,7 +380,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
       model: (use) => models.provider(use, client),
       spent: (use, provider, result) => {
         if (provider.kind === 'offline') return;
-        this.#spending.record(result.usage, models.cost(use, result.usage));
+        this.#spending.record(result.usage, models.cost(use, result.usage), result.calls, result.prose);
         this.#changed();
       },
       disposition: this.#disposition.values,

@@ -58,9 +58,12 @@ export class DialogueBehavior implements AgentBehavior {
     }
     messages.push({ role: 'user', content: `${request.speaker}: ${request.message}` });
     const brief = { task: 'dialogue' as const, persona: ctx.definition.persona, speaker: request.speaker, message: request.message, memories };
-    const { value, result } = await generateStructured(provider, { messages, signal: ctx.signal, brief }, DialogueReplySchema);
+    // A model that answers in prose even after a repair is still heard: its text is the reply.
+    const { value, result } = await generateStructured(provider, { messages, signal: ctx.signal, brief }, DialogueReplySchema, {
+      prose: (text) => ({ message: text, emotional_tone: 'neutral', actions: [], state_changes: {}, learned: [] }),
+      spent: (r) => ctx.spent('dialogue', provider, r),
+    });
     const model = provider.kind === 'offline' ? 'offline' : `${provider.kind}:${result.model}`;
-    ctx.spent('dialogue', provider, result);
     ctx.feel(value.emotional_tone, value.state_changes);
     await ctx.rememberAll(exchange(ctx.id, request, value, grounding, model));
     return {

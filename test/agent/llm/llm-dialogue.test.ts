@@ -102,6 +102,25 @@ describe('dialogue through an openai-compatible model', () => {
     assert.match(JSON.stringify(remembered.structuredContent), /I told player: Under the old bridge, traveller\./);
   });
 
+  test('a model that answers in prose even after the repair is heard: its words are the reply, both calls are counted, and the state says so', async () => {
+    answer = (_chat, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          model: 'stand-in-1',
+          choices: [{ index: 0, message: { role: 'assistant', content: 'The mill? Hal keeps it, as his father did.' }, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 100, completion_tokens: 10 },
+        }),
+      );
+    const before = requests.length;
+    const reply = await call('talk_to_elder_rowan', { message: 'Who keeps the mill?', speaker: 'player' });
+    assert.equal(reply.isError, undefined, JSON.stringify(reply));
+    assert.equal(reply.structuredContent!.reply, 'The mill? Hal keeps it, as his father did.');
+    assert.equal(requests.length - before, 2, 'asked once, then once more with the repair');
+    const state = (await call('get_elder_rowan_state', {})).structuredContent!;
+    // The first test's call (180 + 20 tokens, 0.12), then two prose answers of 100 + 10 tokens.
+    assert.deepEqual(state.llm, { calls: 3, input_tokens: 380, output_tokens: 40, cost: 0.25, prose_replies: 1 });
+  });
+
   test('passivating the agent cancels the model call in flight and closes its request', async () => {
     answer = () => undefined; // the model hangs
     const before = requests.length;

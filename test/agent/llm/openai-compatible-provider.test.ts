@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { z } from 'zod';
 
-import { generateStructured } from '../../../agent/llm/llm-provider.js';
+import { type GenerateResult, generateStructured } from '../../../agent/llm/llm-provider.js';
 import { type OpenAiCompatibleOptions, OpenAiCompatibleProvider } from '../../../agent/llm/openai-compatible-provider.js';
 import { ErrorCode } from '../../../shared/errors/errors.js';
 
@@ -108,10 +108,23 @@ describe('openai-compatible provider against a local chat-completions server', (
     assert.match(repair.content, /"sleepy"/);
 
     queue.push(json(completion('no json here')), json(completion('{"message": 3}')));
+    const spent: GenerateResult[] = [];
     await assert.rejects(
-      generateStructured(provider(), { messages: [{ role: 'user', content: 'Where?' }] }, Reply),
+      generateStructured(provider(), { messages: [{ role: 'user', content: 'Where?' }] }, Reply, { spent: (r) => spent.push(r), prose: (text) => ({ message: text, emotional_tone: 'calm' as const }) }),
       (err: { code?: string; message: string }) => err.code === ErrorCode.LLM_OUTPUT_INVALID && /after 2 attempt/.test(err.message),
+      'JSON that does not fit is not prose: it fails',
     );
+    assert.deepEqual(spent.map((r) => [r.calls, r.prose, r.usage]), [[2, false, { input_tokens: 24, output_tokens: 10 }]], 'a failed answer still counts both calls');
+  });
+
+  test('prose after the repair is used as it is when the caller allows it, and counted as two calls and a prose answer', async () => {
+    const Reply = z.object({ message: z.string() });
+    queue.push(json(completion('Go north, friend.')), json(completion('North. Past the mill.')));
+    const spent: GenerateResult[] = [];
+    const { value, result } = await generateStructured(provider(), { messages: [{ role: 'user', content: 'Where?' }] }, Reply, { spent: (r) => spent.push(r), prose: (text) => ({ message: text }) });
+    assert.deepEqual(value, { message: 'North. Past the mill.' });
+    assert.deepEqual([result.calls, result.prose], [2, true]);
+    assert.deepEqual(spent.map((r) => [r.calls, r.prose]), [[2, true]]);
   });
 
   test('429 and 5xx are retried with backoff; a 400 is not; retries give up with the status', async () => {
