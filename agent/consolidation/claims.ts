@@ -10,6 +10,19 @@ import { STOP_WORDS } from '../memory/stop-words.js';
 /** Word sets this similar (Jaccard) or more state the same thing, up to negation. */
 export const JACCARD_MIN = 0.6;
 
+/** The tag of a memory of what the agent itself said in a conversation. */
+export const SAID_TAG = 'said';
+/** The tag of a heard line that only asks. */
+export const QUESTION_TAG = 'question';
+
+/**
+ * Whether a memory states something the agent holds: not its own replies ("I know nothing of
+ * the reed bank" is no belief that the reed bank is wrong) and not the questions it heard.
+ */
+export function holdsClaim(tags: readonly string[]): boolean {
+  return !tags.includes(SAID_TAG) && !tags.includes(QUESTION_TAG);
+}
+
 const NEGATIONS = new Set(['not', 'no', 'never', 'nobody', 'nothing', 'none', 'neither', 'nor', 'without', 'nowhere']);
 /** Words and their opposites: a statement with one contradicts the same statement with the other. */
 const OPPOSITES: ReadonlyArray<readonly [string, string]> = [

@@ -7,7 +7,7 @@ import { isCurrent, type MemoryRecord } from '../memory/memory-record.js';
 import type { MemoryStore } from '../memory/memory-store.js';
 import { memoryStrength } from '../memory/memory-strength.js';
 import { STOP_WORDS } from '../memory/stop-words.js';
-import { JACCARD_MIN, overlaps, parseClaim } from './claims.js';
+import { holdsClaim, JACCARD_MIN, overlaps, parseClaim } from './claims.js';
 import { Plan } from './consolidation-plan.js';
 import type { ConsolidationReport, ConsolidationScope, ConsolidationTrigger } from './consolidation-report.js';
 
@@ -182,7 +182,7 @@ export class MemoryConsolidator {
   #contradictions(memories: readonly MemoryRecord[], plan: Plan, freshSince: number): void {
     const claims = new Map<string, { m: MemoryRecord; words: Set<string>; negated: boolean }>();
     for (const m of this.#memory.all()) {
-      if (m.insight_key !== undefined || !isCurrent(m)) continue;
+      if (m.insight_key !== undefined || !isCurrent(m) || !holdsClaim(m.tags)) continue;
       const claim = parseClaim(m.content);
       if (claim.words.size >= 2) claims.set(m.id, { m, ...claim });
     }

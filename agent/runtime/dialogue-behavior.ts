@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 
+import { QUESTION_TAG, SAID_TAG } from '../consolidation/claims.js';
 import { type BriefMemory, generateStructured, type LlmMessage } from '../llm/llm-provider.js';
 import { ANSWER_SHAPES, type DialogueReply, DialogueReplySchema } from '../llm/llm-tasks.js';
 import { statements } from '../llm/offline-provider.js';
@@ -8,10 +9,9 @@ import type { NewMemory } from '../memory/agent-memory.js';
 import type { MemoryRecord, RecallHit } from '../memory/memory-record.js';
 import type { AgentBehavior, AgentBehaviorContext, TalkReply, TalkRequest } from './agent-behavior.js';
 
-/** Memories an agent writes of its own words; left out of grounding so it does not quote itself. */
-export const SAID_TAG = 'said';
-/** Lines said to the agent that only asked something; they tell nothing, so they ground nothing. */
-export const QUESTION_TAG = 'question';
+// Its own words (SAID_TAG) are left out of grounding so it does not quote itself; lines that
+// only asked (QUESTION_TAG) tell nothing, so they ground nothing.
+export { QUESTION_TAG, SAID_TAG };
 /** Facts an agent took from a conversation. */
 const LEARNED_TAG = 'learned';
 const GROUNDING = 5;

@@ -126,10 +126,11 @@ describe('faults on a real fleet: kills, a broker restart, damaged and unwritabl
     for (const w of words.slice(3)) {
       await eventually(() => fleet.publish({ id: `outage-${w}`, type: 'council.notice', tags: ['council'], payload: { summary: `The ${w} outage notice was posted` } }), 20_000, `publishing after the restart (${w})`);
     }
+    // The supervisor reconnects on its own clock: the client publishing again says nothing of
+    // it, and asking for an agent's address is a request to the supervisor.
+    await eventually(() => fleet.status(), 30_000, 'the supervisor to answer again');
     const client = await fleet.agent('mira_herbalist');
     await eventually(async () => (structured<{ nats: string }>(await client.callTool({ name: 'get_mira_herbalist_state', arguments: {} })).nats === 'connected' ? true : undefined), 20_000, 'mira to reconnect');
-    // The supervisor reconnects on its own clock: an agent being back says nothing of it.
-    await eventually(() => fleet.status(), 30_000, 'the supervisor to answer again');
     const started = await fleet.start('elder_rowan');
     assert.deepEqual(started.started, ['elder_rowan']);
     const elder = await fleet.agent('elder_rowan');
