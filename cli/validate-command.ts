@@ -1,6 +1,5 @@
 import { resolveConfig } from '../agent/process/agent-process.js';
-import { EMPTY_DOMAIN, loadDomainSchema } from '../shared/domain/domain-schema.js';
-import { fleetWarnings, strictFailure } from '../shared/domain/fleet-checks.js';
+import { checkFleet } from '../shared/domain/fleet-checks.js';
 import { commandNamed } from './command-book.js';
 import { parseCommandArgs } from './fleet-args.js';
 
@@ -8,9 +7,7 @@ import { parseCommandArgs } from './fleet-args.js';
 export async function runValidateCommand(argv: string[]): Promise<number> {
   const { values } = parseCommandArgs(argv, commandNamed('validate')!) as { values: { config?: string; json?: boolean; strict?: boolean } };
   const config = resolveConfig(values.config);
-  const domain = config.domainSchemaPath ? await loadDomainSchema(config.domainSchemaPath) : EMPTY_DOMAIN;
-  const warnings = fleetWarnings(config, domain);
-  if (values.strict && warnings.length > 0) throw strictFailure(warnings, config.file);
+  const { domain, warnings } = await checkFleet(config, values.strict);
   for (const w of warnings) process.stderr.write(`thymos: warning: ${w.message}\n`);
   const summary = {
     config: config.file ?? '(built-in defaults)',

@@ -8,7 +8,8 @@ import type { Logger } from '../../shared/platform/logger.js';
 import { type AgentMessage, AgentMessageSchema, newMessage } from '../../shared/protocol/agent-message.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
 import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
-import { onlyAsks, QUESTION_TAG } from '../runtime/dialogue-behavior.js';
+import { QUESTION_TAG } from '../consolidation/claims.js';
+import { onlyAsks } from '../runtime/dialogue-behavior.js';
 import type { Conversing, Messenger } from '../runtime/runtime-ports.js';
 import { readForever, readPending } from './durable-consumer.js';
 

@@ -1,10 +1,10 @@
 import { z } from 'zod';
 
+import { SAID_TAG } from '../consolidation/claims.js';
 import { type BriefMemory, generateStructured, type LlmMessage, type ScoredOption } from '../llm/llm-provider.js';
 import { ANSWER_SHAPES } from '../llm/llm-tasks.js';
 import { goalsLine, memoriesBlock, personaPrompt } from '../llm/persona-prompt.js';
 import type { AgentBehaviorContext } from './agent-behavior.js';
-import { SAID_TAG } from './dialogue-behavior.js';
 
 /** What an agent weighs when neither the call nor its definition (`actions`) names options. */
 export const DEFAULT_OPTIONS = ['look into it', 'tell someone', 'carry on as before'] as const;

@@ -9,9 +9,6 @@ import type { NewMemory } from '../memory/agent-memory.js';
 import type { MemoryRecord, RecallHit } from '../memory/memory-record.js';
 import type { AgentBehavior, AgentBehaviorContext, TalkReply, TalkRequest } from './agent-behavior.js';
 
-// Its own words (SAID_TAG) are left out of grounding so it does not quote itself; lines that
-// only asked (QUESTION_TAG) tell nothing, so they ground nothing.
-export { QUESTION_TAG, SAID_TAG };
 /** Facts an agent took from a conversation. */
 const LEARNED_TAG = 'learned';
 const GROUNDING = 5;
@@ -29,6 +26,7 @@ export function heardLine(request: TalkRequest): string {
  */
 export async function groundingFor(ctx: AgentBehaviorContext, request: TalkRequest, k: number): Promise<RecallHit[]> {
   const echo = heardLine(request);
+  // Its own words are left out so it does not quote itself; lines that only asked tell nothing.
   const grounds = (m: MemoryRecord) => !m.tags.includes(SAID_TAG) && !m.tags.includes(QUESTION_TAG) && m.content !== echo;
   const hits = await ctx.recall(request.message, { k: k + 2, filter: grounds });
   const told = new Set(hits.filter((h) => h.memory.tags.includes(LEARNED_TAG)).flatMap((h) => h.memory.derived_from ?? []));

@@ -309,6 +309,11 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
+/** The agent ids an error offers as expected: the first eight, then how many in all. */
+export function agentIdsPreview(ids: readonly string[]): string {
+  return ids.length > 8 ? `${ids.slice(0, 8).join(', ')}, … (${ids.length})` : ids.join(', ') || '(none defined)';
+}
+
 /** Agent properties Thymos reads from a reconcile context itself: a forced score and where the agent is. */
 export const BUILT_IN_AGENT_PROPERTIES: readonly string[] = ['relevance', 'location'];
 
@@ -321,9 +326,8 @@ export function checkReferences(domain: DomainSchema, file: string): void {
   const fail = (path: string, message: string) => {
     throw new ThymosError(ErrorCode.SCHEMA_INVALID, `domain schema ${file}: ${path}: ${message}`, { location: { file, path } });
   };
-  const ids = Object.keys(domain.agents);
   const known = (id: string) => Object.hasOwn(domain.agents, id);
-  const expected = ids.length > 0 ? `expected one of ${ids.slice(0, 10).join(', ')}${ids.length > 10 ? ', …' : ''}` : 'the schema defines no agents';
+  const expected = `expected one of ${agentIdsPreview(Object.keys(domain.agents))}`;
   const lists = [
     ...domain.relevanceRules.map((r, i) => ({ path: `relevanceRules[${i}] (${r.name}).agents`, agents: r.agents })),
     ...domain.eventFilters.map((f, i) => ({ path: `eventFilters[${i}].agents`, agents: f.agents })),

@@ -1,7 +1,7 @@
 import { LLM_USES } from '../config/llm-settings.js';
 import type { ThymosConfig } from '../config/thymos-config.js';
 import { ErrorCode, ThymosError } from '../errors/errors.js';
-import type { DomainSchema } from './domain-schema.js';
+import { type DomainSchema, EMPTY_DOMAIN, loadDomainSchema } from './domain-schema.js';
 
 /** Something the config and the domain allow that will fail later: where it is, and what to do. */
 export interface FleetWarning {
@@ -43,8 +43,20 @@ export function fleetWarnings(config: ThymosConfig, domain: DomainSchema, env: N
   return out;
 }
 
+/**
+ * What `thymos validate` and `thymos up` check before anything runs: the domain evaluates
+ * (SCHEMA_INVALID otherwise), and the warnings about it; with `strict` a warning is
+ * CONFIG_INVALID instead.
+ */
+export async function checkFleet(config: ThymosConfig, strict = false): Promise<{ domain: DomainSchema; warnings: FleetWarning[] }> {
+  const domain = config.domainSchemaPath ? await loadDomainSchema(config.domainSchemaPath) : EMPTY_DOMAIN;
+  const warnings = fleetWarnings(config, domain);
+  if (strict && warnings.length > 0) throw strictFailure(warnings, config.file);
+  return { domain, warnings };
+}
+
 /** The error `--strict` makes of warnings: CONFIG_INVALID with each of them. */
-export function strictFailure(warnings: readonly FleetWarning[], file: string | undefined): ThymosError {
+function strictFailure(warnings: readonly FleetWarning[], file: string | undefined): ThymosError {
   return new ThymosError(ErrorCode.CONFIG_INVALID, `${warnings.map((w) => w.message).join(' ')} (--strict makes warnings errors)`, {
     location: { ...(file ? { file } : {}), path: warnings[0]!.paths[0]! },
     details: { warnings },

@@ -1,6 +1,5 @@
-import { mkdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 
 import { type FleetPaths, Pm2Names, spareClaimFile } from '../../shared/config/fleet-paths.js';
 import { agentMcpUrl, type ThymosConfig } from '../../shared/config/thymos-config.js';
@@ -15,6 +14,7 @@ import { PhaseClock } from '../../shared/platform/phase-clock.js';
 import { writeAtomic } from '../../shared/platform/write-atomic.js';
 import type { AgentMode } from '../../shared/protocol/agent-protocol.js';
 import { type AgentStartContextInput, AgentStartContextSchema } from '../../shared/protocol/agent-start-context.js';
+import { settledLog } from '../pm2/log-tail.js';
 import type { ProcessManager } from '../pm2/process-manager.js';
 import { agentApp } from './agent-app.js';
 import type { AgentLink } from './agent-link.js';
@@ -215,7 +215,7 @@ export class AgentStarter {
     const stop = await this.#o.processes.watchExits((exit) => {
       // A late report of a copy deleted before this start is not this start's exit.
       if (!names.includes(exit.name) || exit.at < since) return;
-      void logTailSettled(log).then((tail) =>
+      void settledLog(log).then(logTail).then((tail) =>
         fail(new ThymosError(ErrorCode.AGENT_START_FAILED, `${id} exited while starting (exit code ${exit.exitCode ?? 'none'}, pm2 status ${exit.status}, ${exit.restarts} restart(s)); its log ends: ${tail}`)),
       );
     });
@@ -223,37 +223,10 @@ export class AgentStarter {
   }
 }
 
-/**
- * The end of a log a process that just exited wrote: pm2 may still be writing its last lines
- * when it reports the exit, so the file is read again until it stops growing (at most 1 s).
- * Only a failed start waits here.
- */
-async function logTailSettled(file: string): Promise<string> {
-  const size = () => {
-    try {
-      return statSync(file).size;
-    } catch {
-      return -1;
-    }
-  };
-  const deadline = performance.now() + 1000;
-  let last = size();
-  for (;;) {
-    await sleep(50);
-    const now = size();
-    if (now === last || performance.now() > deadline) break;
-    last = now;
-  }
-  return logTail(file);
-}
-
-/** The last error-looking lines of a log, joined, for an error message. */
-function logTail(file: string, lines = 3): string {
-  try {
-    const text = readFileSync(file, 'utf8').trimEnd().split('\n');
-    const errors = text.filter((l) => /error|thymos:|"level":(50|60)/i.test(l));
-    return (errors.length ? errors : text).slice(-lines).join(' | ').slice(0, 1200);
-  } catch {
-    return '(no log yet)';
-  }
+/** The last error-looking lines of a log's text, joined, for an error message. */
+function logTail(log: string, lines = 3): string {
+  const text = log.trimEnd().split('\n');
+  if (text.length === 1 && text[0] === '') return '(no log yet)';
+  const errors = text.filter((l) => /error|thymos:|"level":(50|60)/i.test(l));
+  return (errors.length ? errors : text).slice(-lines).join(' | ').slice(0, 1200);
 }

@@ -5,7 +5,7 @@ import PQueue from 'p-queue';
 import { type FleetPaths, Pm2Names } from '../../shared/config/fleet-paths.js';
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import { aliasTable } from '../../shared/domain/alias-table.js';
-import type { DomainSchema, LifecycleState } from '../../shared/domain/domain-schema.js';
+import { agentIdsPreview, type DomainSchema, type LifecycleState } from '../../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
 import { ensureAgentConsumer } from '../../shared/nats/event-stream.js';
 import type { Logger } from '../../shared/platform/logger.js';
@@ -282,7 +282,7 @@ export class FleetController {
   /** One agent, one command (CLI `start|stop|archive|restore`): bypasses scores, not pins or capacity. */
   operate(op: 'start' | 'stop' | 'archive' | 'restore', id: string, options: { mode?: AgentMode; onProgress?: ProgressListener } = {}): Promise<ReconcileReport> {
     if (!this.#o.domain.agents[id]) {
-      return Promise.reject(new ThymosError(ErrorCode.AGENT_NOT_FOUND, `no agent "${id}" in the domain schema; expected one of ${preview(this.ids)}`));
+      return Promise.reject(new ThymosError(ErrorCode.AGENT_NOT_FOUND, `no agent "${id}" in the domain schema; expected one of ${agentIdsPreview(this.ids)}`));
     }
     return this.#operations.add(async () => {
       const started = performance.now();
@@ -389,6 +389,3 @@ export class FleetController {
   idle = (): Promise<void> => this.#operations.onIdle();
 }
 
-function preview(ids: string[]): string {
-  return ids.length > 8 ? `${ids.slice(0, 8).join(', ')}, … (${ids.length})` : ids.join(', ') || '(none defined)';
-}

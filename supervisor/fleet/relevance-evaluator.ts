@@ -3,7 +3,7 @@ import { pathToFileURL } from 'node:url';
 import { closest, distance } from 'fastest-levenshtein';
 import { z } from 'zod';
 
-import { type AgentDefinition, BUILT_IN_AGENT_PROPERTIES, type Condition, type DomainSchema, type RelevanceRule } from '../../shared/domain/domain-schema.js';
+import { type AgentDefinition, agentIdsPreview, BUILT_IN_AGENT_PROPERTIES, type Condition, type DomainSchema, type RelevanceRule } from '../../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { describeIssues } from '../../shared/errors/zod-issues.js';
 import type { RelevanceInput } from '../../shared/protocol/agent-protocol.js';
@@ -114,10 +114,9 @@ export class RelevanceEvaluator {
    * INVALID_CONTEXT instead), naming the declared one it is likely a typo of.
    */
   checkContext(context: ReconcileContext, strict = false): string[] {
-    const ids = Object.keys(this.#domain.agents);
     for (const id of Object.keys(context.agents)) {
       if (!Object.hasOwn(this.#domain.agents, id)) {
-        const expected = `${ids.slice(0, 8).join(', ')}${ids.length > 8 ? `, … (${ids.length})` : ''}`;
+        const expected = agentIdsPreview(Object.keys(this.#domain.agents));
         throw new ThymosError(ErrorCode.INVALID_CONTEXT, `context: agents.${id}: no agent "${id}" in the domain schema; expected one of ${expected}`, { location: { path: `agents.${id}` } });
       }
     }

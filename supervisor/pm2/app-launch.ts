@@ -1,11 +1,6 @@
-import { closeSync, openSync, readSync, statSync } from 'node:fs';
-import { setTimeout as sleep } from 'node:timers/promises';
-
 import { ErrorCode, ThymosError, WireErrorSchema } from '../../shared/errors/errors.js';
+import { logOffset, settledLog } from './log-tail.js';
 import type { AppExit, AppSpec, ProcessManager } from './process-manager.js';
-
-/** How long an exited app's log is given to show the line that says why. */
-const LOG_SETTLE_MS = 1500;
 
 /** A Thymos process's last word before it exits: `thymos: CODE: message` (see cli/thymos.ts). */
 const THYMOS_FAILURE = /^thymos: ([A-Z_]+): (.+)$/;
@@ -36,17 +31,25 @@ export class AppLaunch {
   }
 
   /**
-   * Starts `spec` and waits for `ready` (given a signal that aborts once the app has exited),
+   * Starts `spec` and waits for `ready` (given a signal that aborts once the app has exited;
+   * `ready` then throws),
    * failing as soon as the app's process exits before that. `what` names it in messages.
    */
   async start(spec: AppSpec, what: string, ready: (signal: AbortSignal) => Promise<void>): Promise<void> {
-    const from = sizeOf(spec.logFile);
+    const from = logOffset(spec.logFile);
+    const since = Date.now();
     const abort = new AbortController();
     const exited = new Promise<never>((_resolve, reject) => {
       this.#exits.set(spec.name, (exit) => {
+        // A late report of a copy deleted before this start is not this start's exit.
+        if (exit.at < since) return;
         this.#exits.delete(spec.name);
-        abort.abort();
-        void lastWords(spec.logFile, from, what, exit).then(reject, reject);
+        // The start fails with the app's own words first; only then does the wait for it stop,
+        // so that a stopped wait can never pass for a ready app.
+        void lastWords(spec.logFile, from, what, exit).then((err) => {
+          reject(err);
+          abort.abort();
+        });
       });
     });
     exited.catch(() => undefined);
@@ -70,48 +73,19 @@ export class AppLaunch {
   }
 }
 
-function sizeOf(file: string): number {
-  try {
-    return statSync(file).size;
-  } catch {
-    return 0;
-  }
-}
-
-function readFrom(file: string, from: number): string {
-  let fd: number | undefined;
-  try {
-    fd = openSync(file, 'r');
-    const length = Math.max(0, statSync(file).size - from);
-    const buffer = Buffer.alloc(Math.min(length, 64 * 1024));
-    const read = readSync(fd, buffer, 0, buffer.length, Math.max(from, from + length - buffer.length));
-    return buffer.subarray(0, read).toString('utf8');
-  } catch {
-    return '';
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
-}
-
 /** The error an app that exited while starting leaves: its own code and words when its log has them. */
 async function lastWords(logFile: string, from: number, what: string, exit: AppExit): Promise<ThymosError> {
-  const deadline = performance.now() + LOG_SETTLE_MS;
-  let lines: string[] = [];
-  for (;;) {
-    lines = readFrom(logFile, from).split('\n').map((l) => l.trimEnd()).filter(Boolean);
-    const thymos = lines.map((l) => THYMOS_FAILURE.exec(l)).findLast((m) => m !== null);
-    if (thymos) {
-      const known = WireErrorSchema.shape.code.safeParse(thymos[1]);
-      const code = known.success ? known.data : ErrorCode.PROCESS_MANAGER_ERROR;
-      return new ThymosError(code, `${what} exited as it started: ${thymos[2]} (log: ${logFile})`);
-    }
-    const nats = lines.map((l) => NATS_FAILURE.exec(l)).findLast((m) => m !== null);
-    if (nats) {
-      const code = /address already in use/i.test(nats[1]!) ? ErrorCode.PORT_IN_USE : ErrorCode.PROCESS_MANAGER_ERROR;
-      return new ThymosError(code, `${what} exited as it started: ${nats[1]} (log: ${logFile})`);
-    }
-    if (performance.now() > deadline) break;
-    await sleep(50);
+  const lines = (await settledLog(logFile, from)).split('\n').map((l) => l.trimEnd()).filter(Boolean);
+  const thymos = lines.map((l) => THYMOS_FAILURE.exec(l)).findLast((m) => m !== null);
+  if (thymos) {
+    const known = WireErrorSchema.shape.code.safeParse(thymos[1]);
+    const code = known.success ? known.data : ErrorCode.PROCESS_MANAGER_ERROR;
+    return new ThymosError(code, `${what} exited as it started: ${thymos[2]} (log: ${logFile})`);
+  }
+  const nats = lines.map((l) => NATS_FAILURE.exec(l)).findLast((m) => m !== null);
+  if (nats) {
+    const code = /address already in use/i.test(nats[1]!) ? ErrorCode.PORT_IN_USE : ErrorCode.PROCESS_MANAGER_ERROR;
+    return new ThymosError(code, `${what} exited as it started: ${nats[1]} (log: ${logFile})`);
   }
   const tail = lines.slice(-3).join(' | ') || 'nothing in its log';
   return new ThymosError(ErrorCode.PROCESS_MANAGER_ERROR, `${what} exited as it started (exit code ${exit.exitCode ?? 'unknown'}): ${tail} (log: ${logFile})`);

@@ -6,8 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fleetPaths, Pm2Names } from '../../shared/config/fleet-paths.js';
 import { readFleetInfo, writeFleetInfo } from '../../shared/config/fleet-runtime.js';
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import { EMPTY_DOMAIN, loadDomainSchema } from '../../shared/domain/domain-schema.js';
-import { type FleetWarning, fleetWarnings, strictFailure } from '../../shared/domain/fleet-checks.js';
+import { checkFleet, type FleetWarning } from '../../shared/domain/fleet-checks.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
 import { connectNats } from '../../shared/nats/nats-connection.js';
 import { SupervisorRequester } from '../../shared/nats/supervisor-requester.js';
@@ -47,9 +46,7 @@ export interface LaunchOptions {
 export async function upFleet(config: ThymosConfig, options: LaunchOptions = {}): Promise<UpResult> {
   const step = options.onStep ?? (() => undefined);
   const paths = fleetPaths(config.dataPath);
-  const domain = config.domainSchemaPath ? await loadDomainSchema(config.domainSchemaPath) : EMPTY_DOMAIN;
-  const warnings = fleetWarnings(config, domain);
-  if (options.strict && warnings.length > 0) throw strictFailure(warnings, config.file);
+  const { warnings } = await checkFleet(config, options.strict);
   for (const w of warnings) (options.onWarning ?? ((x: FleetWarning) => step(`warning: ${x.message}`)))(w);
   const natsBinary = config.nats.url ? undefined : findNatsServer();
   const bin = thymosBinPath();
@@ -240,7 +237,7 @@ async function waitForSupervisor(natsUrl: string, names: FleetNames, ms: number,
         await requester.request('status');
         return;
       } catch (err) {
-        if (signal.aborted) return;
+        signal.throwIfAborted();
         if (Date.now() > deadline) {
           throw new ThymosError(ErrorCode.STARTUP_TIMEOUT, `the supervisor did not answer within ${ms} ms: ${toThymosError(err).message} (log: ${log})`);
         }
