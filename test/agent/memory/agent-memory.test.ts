@@ -4,7 +4,6 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 
 import { AgentMemory } from '../../../agent/memory/agent-memory.js';
 import { MemoryStore } from '../../../agent/memory/memory-store.js';
@@ -12,6 +11,7 @@ import { memoryStrength } from '../../../agent/memory/memory-strength.js';
 import { ThymosConfigSchema } from '../../../shared/config/thymos-config.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
 import { DataLock } from '../../../shared/platform/data-lock.js';
+import { reopen } from '../../helpers/reopen.js';
 
 const AGENT_A = { file: 'agent.pid', name: 'agent a', code: 'AGENT_ALREADY_RUNNING' } as const;
 
@@ -29,10 +29,7 @@ describe('agent memory', () => {
     const memory = await AgentMemory.load(store, settings);
     await memory.rememberMany(Array.from({ length: 400 }, (_, i) => ({ content: `ledger line ${i}`, source: { kind: 'told', by: 'test' } })));
     await store.close();
-    // @surrealdb/node releases the surrealkv lock a moment after close() resolves; an
-    // immediate reopen in the same process hangs. Agents never reopen in-process.
-    await sleep(500);
-    const reopened = await MemoryStore.open(dir, { timeoutMs: 10_000 });
+    const reopened = await reopen((timeoutMs) => MemoryStore.open(dir, { timeoutMs }));
     assert.equal(await reopened.count(), 400);
     const again = await AgentMemory.load(reopened, settings);
     assert.equal(again.count, 400);

@@ -9,9 +9,11 @@ import { AgentMemory } from '../../../agent/memory/agent-memory.js';
 import { MemoryStore } from '../../../agent/memory/memory-store.js';
 import { ThymosConfigSchema } from '../../../shared/config/thymos-config.js';
 import { ErrorCode, type ThymosError } from '../../../shared/errors/errors.js';
+import { openEmbeddedSurreal } from '../../../shared/platform/embedded-surreal.js';
 import { dot, type Embedder } from '../../../shared/platform/embedder.js';
 import { FastembedEmbedder } from '../../../supervisor/embedding/fastembed-embedder.js';
 import { loadTestEmbedder } from '../../helpers/embedding-model.js';
+import { reopen } from '../../helpers/reopen.js';
 
 const settings = ThymosConfigSchema.parse({}).memory;
 const told = { kind: 'told', by: 't' };
@@ -86,6 +88,30 @@ describe('vector and hybrid recall with the offline model through fastembed', ()
     assert.equal(again.calls, 0);
     assert.equal((await reloaded.recall('harvest', { k: 5, strategy: 'vector', reinforce: false })).length, 5);
     await store.close();
+  });
+
+  test('a vector is stored as bytes and read back exactly, and one stored as an array by an older version still loads', async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'thymos-vec-')), 'db');
+    // What databases written before vectors went in as bytes hold: the field typed as an array.
+    const old = await openEmbeddedSurreal(dir, { namespace: 'thymos', database: 'agent', schema: 'DEFINE TABLE memory SCHEMAFULL; DEFINE FIELD embedding ON memory TYPE option<array<float>>; DEFINE FIELD embedding_model ON memory TYPE option<string>; DEFINE FIELD content ON memory TYPE string;', timeoutMs: 10_000 });
+    await old.query('CREATE memory:legacy SET content = "old", embedding = [0.5, -0.25, 1.5], embedding_model = "m"');
+    await old.close();
+    const store = await reopen((timeoutMs) => MemoryStore.open(dir, { timeoutMs }));
+    // A view into a larger buffer: only its own floats may be stored.
+    const backing = Float32Array.from([9, 0.1, -2.5, 3.75, 1e-7, 9]);
+    const view = backing.subarray(1, 5);
+    await store.apply([{ id: 'fresh', content: 'new', importance: 0.5, emotional_weight: 0, tags: [], source: { kind: 'told', by: 't' }, created_at: 1, last_accessed: 1, access_count: 0 }], [], { vectors: { model: 'm', byId: new Map([['fresh', view]]) } });
+    await store.apply([{ id: 'later', content: 'embedded later', importance: 0.5, emotional_weight: 0, tags: [], source: { kind: 'told', by: 't' }, created_at: 1, last_accessed: 1, access_count: 0 }], []);
+    await store.setEmbeddings('m', new Map([['later', Float32Array.from([1, -1])]]));
+    const stored = await store.embeddings('m');
+    assert.deepEqual([...stored.get('fresh')!], [...view]);
+    assert.deepEqual([...stored.get('later')!], [1, -1]);
+    assert.deepEqual([...stored.get('legacy')!], [0.5, -0.25, 1.5]);
+    await store.close();
+    const raw = await reopen((timeoutMs) => openEmbeddedSurreal(dir, { namespace: 'thymos', database: 'agent', timeoutMs }));
+    const [kinds] = await raw.query<[Array<{ id: unknown; bytes: boolean }>]>('SELECT id, type::is_bytes(embedding) AS bytes FROM memory ORDER BY id');
+    assert.deepEqual(kinds.map((k) => k.bytes), [true, true, false], 'fresh and later are bytes; legacy stays an array');
+    await raw.close();
   });
 
   test('a write never waits for the embedder; a vector recall waits for the vectors of earlier writes', async () => {
