@@ -7,7 +7,8 @@
  * words are kept; each vector is scaled by a smooth inverse frequency weight a / (a + p(w)),
  * p from the word's frequency rank (Zipf), so "the" and "of" barely count.
  *
- * The ONNX graph takes fastembed's inputs (input_ids, attention_mask, token_type_ids) and
+ * Two forms of one model: `vectors.f32` (the rows, float32 little-endian) that Thymos reads
+ * itself, and an ONNX graph for fastembed's custom-model path. The ONNX graph takes fastembed's inputs (input_ids, attention_mask, token_type_ids) and
  * returns last_hidden_state of shape [batch, 1, 100]: the mask-weighted sum of the word
  * vectors. fastembed takes the first token's vector as the sentence embedding and
  * normalises it — here that first (only) position is the whole sentence.
@@ -21,6 +22,7 @@ import { parseArgs } from 'node:util';
 
 const require = createRequire(import.meta.url);
 const MODEL_FILE = 'model.onnx';
+const VECTORS_FILE = 'vectors.f32';
 const MAX_LENGTH = 128;
 const SIF_A = 1e-3;
 
@@ -106,6 +108,8 @@ export function buildEmbeddingModel({ out, vocab }: BuildOptions): number {
   rmSync(staging, { recursive: true, force: true });
   mkdirSync(staging, { recursive: true });
   writeFileSync(join(staging, MODEL_FILE), onnx.ModelProto.encode(model).finish());
+  // The same rows for Thymos's own reader (supervisor/embedding/static-embedder.ts), which needs no ONNX Runtime.
+  writeFileSync(join(staging, VECTORS_FILE), new Uint8Array(matrix.buffer));
   writeFileSync(join(staging, 'tokenizer.json'), JSON.stringify(tokenizer));
   writeFileSync(join(staging, 'config.json'), JSON.stringify({ pad_token_id: 0, hidden_size: dims, model_type: 'thymos-static-glove' }));
   writeFileSync(join(staging, 'tokenizer_config.json'), JSON.stringify({ model_max_length: MAX_LENGTH, pad_token: '[PAD]', unk_token: '[UNK]' }));
@@ -121,7 +125,7 @@ export function buildEmbeddingModel({ out, vocab }: BuildOptions): number {
 
 if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith('build-embedding-model.ts')) {
   const { values } = parseArgs({ options: { out: { type: 'string', default: 'models/glove-100d' }, vocab: { type: 'string', default: '50000' }, 'if-missing': { type: 'boolean' } } });
-  if (values['if-missing'] && existsSync(join(values.out!, MODEL_FILE))) process.exit(0);
+  if (values['if-missing'] && [MODEL_FILE, VECTORS_FILE].every((f) => existsSync(join(values.out!, f)))) process.exit(0);
   const vocab = Number(values.vocab);
   if (!Number.isInteger(vocab) || vocab < 100) {
     process.stderr.write(`--vocab: expected a whole number of at least 100, got ${JSON.stringify(values.vocab)}\n`);

@@ -12,6 +12,7 @@ import { EmbedRequestSchema, encodeVectors } from '../../shared/protocol/embed-p
 import { DEFAULT_FLEET_NAMES, type FleetNames } from '../../shared/protocol/fleet-names.js';
 import { thymosRoot } from '../pm2/thymos-bin.js';
 import { FastembedEmbedder } from './fastembed-embedder.js';
+import { StaticEmbedder } from './static-embedder.js';
 import { TextCache } from './text-cache.js';
 
 interface Waiting {
@@ -44,15 +45,17 @@ export class EmbeddingService {
     this.#cache = new TextCache(options.cacheEntries);
   }
 
-  /** Loads the configured model. */
+  /**
+   * Loads the configured model: a static model Thymos built (the offline default) is read in
+   * JavaScript; any other custom ONNX model, or a named fastembed model, runs in fastembed.
+   */
   static async load(config: ThymosConfig): Promise<EmbeddingService> {
     const e = config.embedding;
-    const embedder = await FastembedEmbedder.load({
-      model: e.model,
-      modelDir: e.model_dir ? resolveFrom(config, e.model_dir) : join(thymosRoot(), 'models', 'glove-100d'),
-      cacheDir: e.cache_dir ? resolveFrom(config, e.cache_dir) : join(config.dataPath, 'models'),
-      maxLength: e.max_length,
-    });
+    const modelDir = e.model_dir ? resolveFrom(config, e.model_dir) : join(thymosRoot(), 'models', 'glove-100d');
+    const embedder =
+      e.model === 'custom' && StaticEmbedder.isStaticModel(modelDir)
+        ? StaticEmbedder.load(modelDir, { maxLength: e.max_length })
+        : await FastembedEmbedder.load({ model: e.model, modelDir, cacheDir: e.cache_dir ? resolveFrom(config, e.cache_dir) : join(config.dataPath, 'models'), maxLength: e.max_length });
     return new EmbeddingService(embedder, { batchMax: e.batch_max, cacheEntries: e.cache_entries });
   }
 

@@ -34,7 +34,17 @@ export class FastembedEmbedder implements Embedder {
 
   /** Loads the model (downloading a named one if it is not cached); EMBEDDER_UNAVAILABLE says why when it cannot. */
   static async load(options: FastembedOptions): Promise<FastembedEmbedder> {
-    const { EmbeddingModel, FlagEmbedding } = await import('fastembed');
+    let fastembed: typeof import('fastembed');
+    try {
+      fastembed = await import('fastembed');
+    } catch (err) {
+      throw new ThymosError(
+        ErrorCode.EMBEDDER_UNAVAILABLE,
+        `[embedding] model ${JSON.stringify(options.model)} runs in fastembed, which is not installed: npm install fastembed (on Linux x64 with ONNXRUNTIME_NODE_INSTALL_CUDA=skip, or ONNX Runtime's install downloads GPU libraries), or use the offline model (model = "custom")`,
+        { cause: err },
+      );
+    }
+    const { EmbeddingModel, FlagEmbedding } = fastembed;
     const custom = options.model === 'custom';
     if (!custom && !(Object.values(EmbeddingModel) as string[]).includes(options.model)) {
       throw new ThymosError(ErrorCode.EMBEDDER_UNAVAILABLE, `[embedding] model: no fastembed model ${JSON.stringify(options.model)}; expected "custom" or one of ${Object.values(EmbeddingModel).filter((m) => m !== 'custom').join(', ')}`);

@@ -1,0 +1,47 @@
+import assert from 'node:assert/strict';
+import { cpSync, mkdtempSync, truncateSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+
+import { ErrorCode, type ThymosError } from '../../../shared/errors/errors.js';
+import { dot } from '../../../shared/platform/embedder.js';
+import { StaticEmbedder } from '../../../supervisor/embedding/static-embedder.js';
+import { ensureModel, loadTestEmbedder } from '../../helpers/embedding-model.js';
+
+describe('the offline model read without ONNX Runtime', () => {
+  test('gives the vectors fastembed gives for the same model, punctuation, case, unknown words and long texts included', async () => {
+    const dir = ensureModel();
+    const own = StaticEmbedder.load(dir, { maxLength: 128 });
+    const fast = await loadTestEmbedder();
+    assert.equal(own.model, fast.model, 'one name, so vectors stored by either stay valid');
+    assert.equal(own.dims, fast.dims);
+    const texts = [
+      'The wolves attacked the sheep',
+      'WOLVES, at the Mill-Gate!? (again)…',
+      "Don't tell Bram about the smugglers' cove",
+      'zxqv unknownword 1234 the',
+      'Ünïcödé café — «quoted» text; semi:colon',
+      Array.from({ length: 300 }, (_, i) => ['harvest', 'river', 'mill', 'bread', 'wolf'][i % 5]).join(' '),
+    ];
+    const [a, b] = [await own.embed(texts), await fast.embed(texts)];
+    texts.forEach((t, i) => assert.ok(dot(a[i]!, b[i]!) > 0.99999, `${JSON.stringify(t.slice(0, 40))}: cosine ${dot(a[i]!, b[i]!)}`));
+  });
+
+  test('a text of only unknown words is the zero vector, as in fastembed, not NaN', async () => {
+    const own = StaticEmbedder.load(ensureModel(), { maxLength: 128 });
+    const [v] = await own.embed(['qqqzzz ...']);
+    assert.ok(v!.every((x) => x === 0));
+  });
+
+  test('a missing or damaged model is EMBEDDER_UNAVAILABLE naming the file', () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'thymos-static-')), 'm');
+    assert.equal(StaticEmbedder.isStaticModel(dir), false);
+    assert.throws(() => StaticEmbedder.load(dir, { maxLength: 128 }), (e: ThymosError) => e.code === ErrorCode.EMBEDDER_UNAVAILABLE && /m\/tokenizer\.json/.test(e.message));
+    cpSync(ensureModel(), dir, { recursive: true });
+    truncateSync(join(dir, 'vectors.f32'), 1000);
+    assert.throws(() => StaticEmbedder.load(dir, { maxLength: 128 }), (e: ThymosError) => e.code === ErrorCode.EMBEDDER_UNAVAILABLE && /vectors\.f32 holds 1000 bytes, expected 50002 tokens × 100 floats/.test(e.message));
+    writeFileSync(join(dir, 'config.json'), '{not json');
+    assert.throws(() => StaticEmbedder.load(dir, { maxLength: 128 }), (e: ThymosError) => e.code === ErrorCode.EMBEDDER_UNAVAILABLE && /is damaged/.test(e.message));
+  });
+});
