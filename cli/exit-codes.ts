@@ -26,6 +26,7 @@ export function exitCodeFor(code: ErrorCode): number {
     case ErrorCode.SUPERVISOR_ALREADY_RUNNING:
     case ErrorCode.AGENT_PINNED:
     case ErrorCode.CAPACITY_EXCEEDED:
+    case ErrorCode.FILE_EXISTS:
       return ExitCode.CONFLICT;
     default:
       return ExitCode.FAILURE;

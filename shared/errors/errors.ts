@@ -39,6 +39,10 @@ export const ErrorCode = {
   AGENT_PINNED: 'AGENT_PINNED',
   /** No fleet is running for this data directory (`thymos up` starts one). */
   FLEET_NOT_RUNNING: 'FLEET_NOT_RUNNING',
+  /** A file that would be written is there already (`thymos init` over a project). */
+  FILE_EXISTS: 'FILE_EXISTS',
+  /** A file could not be written (permissions, a full disk); what was written of it is taken back. */
+  WRITE_FAILED: 'WRITE_FAILED',
   /** Another live supervisor already owns this fleet. */
   SUPERVISOR_ALREADY_RUNNING: 'SUPERVISOR_ALREADY_RUNNING',
   /** The agent's process exited while starting; the message carries the end of its log. */
