@@ -1,6 +1,5 @@
-import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 
 import { connect, type Fleet } from '../client/fleet-client.js';
 import { fleetPaths } from '../shared/config/fleet-paths.js';
@@ -125,34 +124,26 @@ export async function runAgentOperationCommand(op: 'start' | 'stop' | 'archive' 
   return report.failed.length > 0 ? ExitCode.FAILURE : ExitCode.OK;
 }
 
-/** `thymos logs ID|supervisor|nats-server [--follow] [--lines N]` */
+/** `thymos logs ID|supervisor|nats-server|--all [--follow] [--lines N] [--json]` */
 export async function runLogsCommand(argv: string[]): Promise<number> {
   const spec = book('logs');
   const usage = usageLine(spec);
-  const args = parseFleetArgs(argv, spec, { min: 1, max: 1 });
-  const name = args.positionals[0]!;
-  if (name !== 'supervisor' && name !== 'nats-server') parseId(name, usage);
+  const args = parseFleetArgs(argv, spec, { min: 0, max: 1 });
+  const all = args.values.all === true;
+  const name = args.positionals[0];
+  if (all === (name !== undefined)) throw new ThymosError(ErrorCode.USAGE, `expected one process (an agent id, supervisor or nats-server) or --all, not ${all ? 'both' : 'neither'}\nusage: ${usage}`);
+  if (name !== undefined && name !== 'supervisor' && name !== 'nats-server') parseId(name, usage);
   const lines = args.values.lines === undefined ? 50 : Number(args.values.lines);
   if (!Number.isInteger(lines) || lines < 0) throw new ThymosError(ErrorCode.USAGE, `--lines: expected a whole number, got ${JSON.stringify(args.values.lines)}\nusage: ${usage}`);
-  const file = join(fleetPaths(args.config.dataPath).logs, `${name}.log`);
-  if (!existsSync(file)) throw new ThymosError(ErrorCode.AGENT_NOT_FOUND, `no log for ${name}: expected ${file} (has it ever run?)`);
-  const text = readFileSync(file, 'utf8');
-  const tail = text.split('\n');
-  if (tail.at(-1) === '') tail.pop();
-  if (lines > 0) out(tail.slice(-lines).join('\n'));
-  if (!args.values.follow) return ExitCode.OK;
-  let offset = statSync(file).size;
-  for (;;) {
-    await sleep(250);
-    const size = existsSync(file) ? statSync(file).size : 0;
-    if (size < offset) offset = 0; // truncated or rotated
-    if (size > offset) {
-      await new Promise<void>((resolve, reject) => {
-        createReadStream(file, { start: offset, end: size - 1 }).on('data', (c) => process.stdout.write(c)).on('end', resolve).on('error', reject);
-      });
-      offset = size;
-    }
-  }
+  // pino-pretty is loaded only here, not by every fleet command.
+  const { lineFormatter, logFiles, showLogs } = await import('./log-view.js');
+  const dir = fleetPaths(args.config.dataPath).logs;
+  const file = name === undefined ? undefined : join(dir, `${name}.log`);
+  if (file && !existsSync(file)) throw new ThymosError(ErrorCode.AGENT_NOT_FOUND, `no log for ${name}: expected ${file} (has it ever run?)`);
+  if (!file && logFiles(dir).size === 0) throw new ThymosError(ErrorCode.AGENT_NOT_FOUND, `no logs in ${dir} (has the fleet ever run?)`);
+  const format = lineFormatter({ json: args.json, colour: process.stdout.isTTY === true && !process.env.NO_COLOR, label: all });
+  await showLogs(() => (file ? new Map([[name!, file]]) : logFiles(dir)), lines, args.values.follow === true, format, (text) => process.stdout.write(text));
+  return ExitCode.OK;
 }
 
 /** `thymos call ID TOOL [JSON]`: one MCP tool call on a running agent. */

@@ -148,7 +148,6 @@ export class AgentHttpServer {
         sendJsonRpcError(res, 400, JSONRPC_PARSE_ERROR, (err as Error).message, ErrorCode.INVALID_INPUT);
         return;
       }
-      if (this.#logger.isLevelEnabled('debug')) this.#logger.debug({ session: sessionId ?? null, ...describeRpc(parsed) }, 'mcp request');
       if (sessionId === undefined) {
         if (!isInitializeRequest(parsed)) {
           sendJsonRpcError(res, 400, JSONRPC_INVALID_REQUEST, 'expected an initialize request, or an mcp-session-id header from one', ErrorCode.INVALID_INPUT);
@@ -283,15 +282,4 @@ function readBody(req: IncomingMessage, limit: number): Promise<{ kind: 'ok'; te
 function sendJsonRpcError(res: ServerResponse, status: number, code: number, message: string, thymosCode: ErrorCode): void {
   res.writeHead(status, { 'content-type': 'application/json' });
   res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message, data: { code: thymosCode } } }));
-}
-
-/** What a JSON-RPC body asks, for a debug line: its method (or methods, for a batch) and the tool or resource it names. */
-function describeRpc(body: unknown): { method: string | string[] | null; tool?: string; uri?: string } {
-  if (Array.isArray(body)) return { method: body.map((m) => describeRpc(m).method).flat().filter((m): m is string => typeof m === 'string') };
-  if (typeof body !== 'object' || body === null) return { method: null };
-  const { method, params } = body as { method?: unknown; params?: { name?: unknown; uri?: unknown } };
-  const out: { method: string | null; tool?: string; uri?: string } = { method: typeof method === 'string' ? method : null };
-  if (typeof params?.name === 'string') out.tool = params.name;
-  if (typeof params?.uri === 'string') out.uri = params.uri;
-  return out;
 }

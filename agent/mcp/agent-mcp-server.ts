@@ -9,6 +9,7 @@ import { registerConceptTools, registerLinkTools } from './concept-tools.js';
 import { registerDialogueTools, registerMessageTools } from './dialogue-tools.js';
 import { registerConsolidationTools, registerMemoryTools } from './memory-tools.js';
 import { registerReasoningTools } from './reasoning-tools.js';
+import { logRequests } from './request-log.js';
 import { registerStateTools } from './state-tools.js';
 import { codedSdkToolError, QUERY_MAX, type ToolContext } from './tool-kit.js';
 
@@ -116,5 +117,6 @@ export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfi
     return {};
   });
 
+  if (logger) logRequests(server.server, logger, config.log.mcp_arguments);
   return { server, subscriptions, close: () => unlisten?.() };
 }

@@ -206,6 +206,11 @@ export const LogSettingsSchema = z
   .object({
     /** @default "info" */
     level: z.enum(LOG_LEVELS).default('info'),
+    /**
+     * Put a tool call's arguments into its `mcp request` debug line. Off, the line says which
+     * tool, how long and how it ended, never what was said. @default false
+     */
+    mcp_arguments: z.boolean().default(false),
   })
   .strict();
 

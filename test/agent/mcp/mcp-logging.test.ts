@@ -63,7 +63,17 @@ describe('MCP logging on an agent', () => {
     }, 20_000, 'a log message about the tool call');
     assert.equal(line.level, 'debug');
     assert.equal(line.logger, 'thymos-agent-tomas_innkeeper');
-    assert.deepEqual([(line.data as { msg: string }).msg, (line.data as { method: string }).method], ['mcp request', 'tools/call']);
+    const data = line.data as { msg: string; method: string; ms: number; code: string; arguments?: unknown };
+    assert.deepEqual([data.msg, data.method, data.code], ['mcp request', 'tools/call', 'ok']);
+    assert.ok(typeof data.ms === 'number' && data.ms >= 0, `ms: ${data.ms}`);
+    assert.equal(data.arguments, undefined, 'no arguments unless [log] mcp_arguments');
+  });
+
+  test('the line of a refused call carries its code, and not what was said', async () => {
+    await client.callTool({ name: 'talk_to_tomas_innkeeper', arguments: { message: '', speaker: 'a secret speaker' } });
+    const line = await eventually(async () => messages.find((m) => (m.data as { tool?: string; code?: string }).tool === 'talk_to_tomas_innkeeper'), 20_000, 'the line of the refused call');
+    assert.equal((line.data as { code: string }).code, 'INVALID_INPUT');
+    assert.doesNotMatch(JSON.stringify(line.data), /a secret speaker/);
   });
 
   test('a higher level leaves the debug lines out; an unknown level is refused as invalid params', async () => {

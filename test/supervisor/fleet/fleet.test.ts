@@ -273,7 +273,13 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
     assert.match(off.stderr, /AGENT_NOT_ACTIVE: old_fenn is archived/);
     const logs = await runThymos(['logs', 'elder_rowan', '--lines', '200'], ws.dir);
     assert.equal(logs.code, 0);
-    assert.match(logs.stdout, /agent ready on http:\/\/127\.0\.0\.1:\d+\/mcp/);
+    // Readable by default (pino-pretty, one line each), as written with --json.
+    assert.match(logs.stdout, /^\[\d{4}-\d\d-\d\d [\d:.]+\] INFO: agent ready on http:\/\/127\.0\.0\.1:\d+\/mcp \{/m);
+    const raw = await runThymos(['logs', 'elder_rowan', '--lines', '200', '--json'], ws.dir);
+    assert.match(raw.stdout, /^\{"level":30,.*"msg":"agent ready on http:\/\/127\.0\.0\.1:\d+\/mcp"/m);
+    const neither = await runThymos(['logs'], ws.dir);
+    assert.equal(neither.code, 2);
+    assert.match(neither.stderr, /expected one process \(an agent id, supervisor or nats-server\) or --all, not neither/);
   });
 
   test('an agent killed with -9 is restarted by pm2 and answers again on the same port', async () => {
