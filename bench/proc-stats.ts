@@ -1,15 +1,10 @@
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+
+import { cpuSeconds as processCpuSeconds } from '../shared/platform/process-usage.js';
 
 /** CPU seconds (user + system) a process has used. */
 export function cpuSeconds(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return 0;
-  }
+  return processCpuSeconds(pid) ?? 0;
 }
 
 /** A bare `node` spawned and exited, in ms: the floor any Node process start stands on. */

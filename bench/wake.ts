@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import type { Fleet } from '../client/fleet-client.js';
+import { memoryBytes } from '../shared/platform/process-usage.js';
 import { REPO_ROOT } from '../test/helpers/workspace.js';
 import { withBenchFleet } from './bench-fleet.js';
 import { bareNodeSpawnMs, cpuSeconds } from './proc-stats.js';
@@ -34,13 +35,8 @@ export function domainPkl(): string {
 
 /** `Pss:` and `Rss:` of a process from /proc/<pid>/smaps_rollup, in MB. */
 export function memoryMb(pid: number): { pss: number; rss: number } {
-  try {
-    const text = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
-    const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? Number.NaN) / 1024;
-    return { pss: field('Pss'), rss: field('Rss') };
-  } catch {
-    return { pss: Number.NaN, rss: Number.NaN };
-  }
+  const usage = memoryBytes(pid);
+  return usage ? { pss: usage.pss / 2 ** 20, rss: usage.rss / 2 ** 20 } : { pss: Number.NaN, rss: Number.NaN };
 }
 
 /** PSS and RSS of a bare idle `node`, once it has settled. */

@@ -1,5 +1,5 @@
 /**
- * The machine underneath: logging, data locks, deadlines, port probes, clean-up order, start-up phase timing, the embedded SurrealDB, agent tokens, the embedder interface and the concept extractor.
+ * The machine underneath: logging, data locks, deadlines, port probes, clean-up order, start-up phase timing, the embedded SurrealDB, agent tokens, the embedder interface, the concept extractor and a process's CPU and memory from /proc.
  */
 export { agentTokenPath, bearerMatches, ensureAgentToken, readAgentToken } from './agent-token.js';
 export { CleanupStack } from './cleanup-stack.js';
@@ -11,5 +11,6 @@ export { dot, type Embedder } from './embedder.js';
 export { createLogger, LogFeed, logFeedOf, type Logger, type LoggerOptions, type LogRecord } from './logger.js';
 export { PhaseClock } from './phase-clock.js';
 export { refusesConnections } from './port-probe.js';
+export { cpuSeconds, memoryBytes } from './process-usage.js';
 export { StopOnce } from './stop-once.js';
 export { writeAtomic } from './write-atomic.js';

@@ -45,6 +45,8 @@ export const AgentStatusRowSchema = z.object({
   restarts: z.number().int(),
   pinned: LifecycleStateSchema.nullable(),
   last_error: AgentFailureSchema.omit({ id: true }).nullable(),
+  /** World events routed to it (to hear now, or on waking) since the supervisor started. */
+  events_routed: z.number().int().default(0),
 });
 export type AgentStatusRow = z.infer<typeof AgentStatusRowSchema>;
 

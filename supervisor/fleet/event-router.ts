@@ -26,6 +26,8 @@ export interface EventRouterOptions {
    * each copy so that its hearers ask neither (undefined: copies carry no hints).
    */
   hints?: (text: string) => Promise<HeardHints>;
+  /** Told the hearers of each event once its copies are stored. */
+  onRouted?: (hearers: readonly string[]) => void;
   logger: Logger;
 }
 
@@ -128,6 +130,7 @@ export class EventRouter {
     try {
       await Promise.all(await published);
       m.ack();
+      if (hearers.length > 0) this.#o.onRouted?.(hearers);
     } catch (err) {
       this.#o.logger.error({ err, event: event.id, seq: m.seq }, 'event not routed; it will be routed again after the ack wait');
     }

@@ -369,6 +369,7 @@ export class FleetController {
           restarts: app?.restarts ?? 0,
           pinned: this.#pins.get(e.id) ?? null,
           last_error: e.last_error,
+          events_routed: this.#o.metrics.routedTo(e.id),
         };
       });
     return { counts: this.counts(), agents };

@@ -39,6 +39,8 @@ export class SupervisorMetrics {
   readonly llmCalls = new Counter({ name: 'thymos_llm_calls_total', help: 'Model calls of agents (offline answers not counted)', labelNames: ['agent'] as const, registers: [this.registry] });
   readonly llmTokens = new Counter({ name: 'thymos_llm_tokens_total', help: 'Model tokens of agents, by direction', labelNames: ['agent', 'direction'] as const, registers: [this.registry] });
   readonly llmCost = new Counter({ name: 'thymos_llm_cost_total', help: 'What model calls cost, by the [llm.<use>] prices', labelNames: ['agent'] as const, registers: [this.registry] });
+  readonly routed = new Counter({ name: 'thymos_events_routed_total', help: 'World events routed to each agent that hears them (stored for it, heard now or on waking)', labelNames: ['agent'] as const, registers: [this.registry] });
+  readonly #routedTo = new Map<string, number>();
   /** The last totals each agent reported; the counters grow by the difference. */
   readonly #llmSeen = new Map<string, LlmTotals>();
   #server: Server | undefined;
@@ -59,6 +61,19 @@ export class SupervisorMetrics {
     grow(this.llmTokens, { agent, direction: 'output' }, totals.output_tokens - from.output_tokens);
     grow(this.llmCost, { agent }, totals.cost - from.cost);
     this.#llmSeen.set(agent, { ...totals });
+  }
+
+  /** Counts one event routed to each of `agents`. */
+  countRouted(agents: readonly string[]): void {
+    for (const agent of agents) {
+      this.routed.inc({ agent });
+      this.#routedTo.set(agent, (this.#routedTo.get(agent) ?? 0) + 1);
+    }
+  }
+
+  /** Events routed to `agent` since this supervisor started. */
+  routedTo(agent: string): number {
+    return this.#routedTo.get(agent) ?? 0;
   }
 
   setCounts(counts: Record<LifecycleState, number>): void {
