@@ -35,6 +35,14 @@ const ONE_AGENT = 'One agent, one transition; pins and capacity still apply.';
 /** Every command, in the order the global help lists them. */
 export const COMMANDS: readonly CommandSpec[] = [
   {
+    name: 'init',
+    args: '[DIR]',
+    summary: 'Start a project in DIR (default: here): thymos.toml, a Pkl domain, a context and a loop script',
+    details: 'Writes thymos.toml, world.pkl (amending the installed schemas/Thymos.pkl by a path that works from DIR), context.json, loop.mjs, README.md and .gitignore. Never overwrites: a folder that has any of them is FILE_EXISTS (exit 3) and nothing is written.',
+    options: { json },
+    examples: ['thymos init', 'thymos init my-town'],
+  },
+  {
     name: 'up',
     args: '',
     summary: 'Start the fleet under pm2: a nats-server (unless [nats] url is set), then the supervisor',
@@ -56,6 +64,20 @@ export const COMMANDS: readonly CommandSpec[] = [
     summary: 'Every agent: state, mode, pid, port, score, since, RSS',
     options: fleet,
     examples: ['thymos status', 'thymos status --json'],
+  },
+  {
+    name: 'top',
+    args: '',
+    summary: 'The fleet, live: state, mode, score, pid, port, PSS, CPU, restarts, last move and events per second',
+    details:
+      'Redraws every --interval on the terminal until q (or Ctrl-C). Keys sort: c cpu, m memory, e events, p score, s state, i id. PSS and CPU are read from /proc on Linux (elsewhere they show -, and RSS comes from pm2). Events per second are the world events routed to the agent. Without a terminal, or with --once, it prints one frame measured over one interval (--json: its rows).',
+    options: {
+      interval: { type: 'string', value: 'MS', help: 'time between frames, 200 to 60000 (default: 1000)' },
+      sort: { type: 'string', value: 'KEY', help: 'cpu, memory, events, score, state or id (default: cpu)' },
+      once: { type: 'boolean', help: 'print one frame and exit' },
+      ...fleet,
+    },
+    examples: ['thymos top', 'thymos top --sort memory --interval 2000', 'thymos top --once'],
   },
   {
     name: 'reconcile',
@@ -84,9 +106,16 @@ export const COMMANDS: readonly CommandSpec[] = [
   {
     name: 'logs',
     args: 'ID|supervisor|nats-server',
-    summary: "Print a process's log: an agent's, the supervisor's or nats-server's",
-    options: { follow: { type: 'boolean', short: 'f', help: 'keep printing what is written' }, lines: lines('lines to print first (default: 50)'), config },
-    examples: ['thymos logs elder_rowan --follow', 'thymos logs supervisor -n 200'],
+    summary: "Print a process's log readably (an agent's, the supervisor's or nats-server's), or the whole fleet's with --all",
+    details: 'Lines are shown through pino-pretty, one a line, coloured on a terminal (NO_COLOR turns colours off); --json prints them as written. With --all every log in <data_dir>/logs is read, merged by time and each line labelled with its process; with --follow, agents started later are followed too.',
+    options: {
+      follow: { type: 'boolean', short: 'f', help: 'keep printing what is written' },
+      lines: lines('lines to print first, of each log (default: 50)'),
+      all: { type: 'boolean', help: 'every process of the fleet, each line labelled with its name' },
+      json: { type: 'boolean', help: 'the lines as written (pino JSON), not made readable' },
+      config,
+    },
+    examples: ['thymos logs elder_rowan --follow', 'thymos logs supervisor -n 200', 'thymos logs --all -f', 'thymos logs bram_smith --json | jq .msg'],
   },
   {
     name: 'history',

@@ -71,6 +71,14 @@ async function main(argv: string[]): Promise<number> {
       const { runWorldCommand } = await import('./world-command.js');
       return runWorldCommand(rest);
     }
+    case 'top': {
+      const { runTopCommand } = await import('./top-command.js');
+      return runTopCommand(rest);
+    }
+    case 'init': {
+      const { runInitCommand } = await import('./init-command.js');
+      return runInitCommand(rest);
+    }
     case 'validate': {
       const { runValidateCommand } = await import('./validate-command.js');
       return runValidateCommand(rest);

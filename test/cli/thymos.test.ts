@@ -80,7 +80,7 @@ describe('the thymos command without a running fleet', () => {
     assert.deepEqual(complete('thymos', 'rec'), ['reconcile']);
     assert.deepEqual(complete('thymos', 'reconcile', '--c'), ['--config', '--context']);
     assert.deepEqual(complete('thymos', 'logs', '--f'), ['--follow']);
-    assert.deepEqual(complete('thymos', 'help', 'to'), ['tools']);
+    assert.deepEqual(complete('thymos', 'help', 'to'), ['tools', 'top']);
     assert.ok(complete('thymos', 'validate', '--config', 'thymos.t').includes('thymos.toml'), 'a file after --config');
     const zsh = await runThymos(['completion', 'zsh'], ws.dir);
     assert.equal(zsh.code, 0, zsh.stderr);

@@ -1,0 +1,114 @@
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import { ensureModel } from '../helpers/embedding-model.js';
+import { eventually, killFleet } from '../helpers/fleet.js';
+import { REPO_ROOT } from '../helpers/workspace.js';
+
+/**
+ * The README's "Your own project", as a user outside the repository does it: the packed
+ * package installed into an empty folder (no .npmrc there, nothing from the repository on the
+ * path), then init, validate, up, reconcile, tools, the loop script, top and down.
+ */
+describe('a project of its own, from the packed package', () => {
+  const root = mkdtempSync(join(tmpdir(), 'thymos-own-'));
+  const project = join(root, 'my-town');
+  /** The environment of a user's shell: none of the npm variables `npm test` sets, nor THYMOS_CONFIG. */
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_|^THYMOS_/i.test(k)));
+  const run = (cmd: string, args: string[], cwd = project) => spawnSync(cmd, args, { cwd, env, encoding: 'utf8', timeout: 300_000 });
+  const thymos = (...args: string[]) => run(join(project, 'node_modules', '.bin', 'thymos'), args);
+
+  before(() => {
+    ensureModel();
+    mkdirSync(project);
+    // dist is built by npm test's pretest; --ignore-scripts keeps pack from building it again.
+    execFileSync('npm', ['pack', '--ignore-scripts', '--pack-destination', root], { cwd: REPO_ROOT, env, stdio: 'ignore' });
+    const tgz = readdirSync(root).find((f) => f.endsWith('.tgz'))!;
+    execFileSync('npm', ['init', '-y'], { cwd: project, env, stdio: 'ignore' });
+    const install = run('npm', ['install', join(root, tgz), '--no-audit', '--no-fund', '--prefer-offline']);
+    assert.equal(install.status, 0, `npm install: ${install.stderr}`);
+    assert.doesNotMatch(install.stderr, /EBADENGINE/, 'no dependency refuses the Node versions the README names');
+  });
+
+  after(async () => {
+    thymos('down');
+    await killFleet(join(project, 'data'));
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  test('the install brings no ONNX Runtime (nothing downloads), and the offline model comes with the package', () => {
+    assert.equal(existsSync(join(project, 'node_modules', 'onnxruntime-node')), false);
+    assert.equal(existsSync(join(project, 'node_modules', 'thymos', 'models', 'glove-100d', 'vectors.f32')), true);
+  });
+
+  test('init, validate, up, reconcile, tools, the loop script, top and down all work there', async () => {
+    const init = thymos('init');
+    assert.equal(init.status, 0, init.stderr);
+    assert.match(readFileSync(join(project, 'world.pkl'), 'utf8'), /amends "\.\/node_modules\/thymos\/schemas\/Thymos\.pkl"/);
+    assert.equal(thymos('init').status, 3, 'a second init overwrites nothing');
+
+    const validate = thymos('validate');
+    assert.equal(validate.status, 0, validate.stderr);
+    assert.match(validate.stdout, /agents \(2\): gate_guard, baker/);
+
+    const up = thymos('up');
+    assert.equal(up.status, 0, up.stderr);
+    assert.match(up.stdout, /fleet up/);
+
+    const reconcile = thymos('reconcile', '--context', 'context.json');
+    assert.equal(reconcile.status, 0, reconcile.stderr);
+    assert.match(reconcile.stdout, /started\s+gate_guard/);
+
+    const tools = thymos('tools', 'gate_guard');
+    assert.equal(tools.status, 0, tools.stderr);
+    assert.match(tools.stdout, /talk_to_gate_guard/);
+
+    // The library from an ES module of the project's own: the loop walks to the market and talks to the baker.
+    const loop = run(process.execPath, ['loop.mjs']);
+    assert.equal(loop.status, 0, loop.stderr);
+    assert.match(loop.stdout, /tick 1: the player is at the market; started baker/);
+
+    // Vector search works with the packaged model and no fastembed: the supervisor serves it.
+    assert.match(readFileSync(join(project, 'data', 'logs', 'supervisor.log'), 'utf8'), /"model":"custom:glove-100d","dims":100,"msg":"embedding service ready"/);
+    const recall = thymos('call', 'baker', 'recall', JSON.stringify({ query: 'bread and flour', strategy: 'vector' }), '--json');
+    assert.equal(recall.status, 0, recall.stderr);
+    const hits = (JSON.parse(recall.stdout) as { structuredContent: { results: Array<{ content: string; score: { strategy: string; vector?: number } }> } }).structuredContent.results;
+    assert.equal(hits[0]?.score.strategy, 'vector');
+    assert.ok((hits[0]?.score.vector ?? 0) > 0, `a vector score: ${JSON.stringify(hits[0]?.score)}`);
+
+    const top = thymos('top', '--once', '--interval', '300');
+    assert.equal(top.status, 0, top.stderr);
+    assert.match(top.stdout, /gate_guard\s+\S+\s/);
+    assert.match(top.stdout, /baker\s+active/);
+
+    // Live, on a terminal: tmux runs it; it draws, redraws, re-sorts on a key and quits on q.
+    const tmux = (...args: string[]) => run('tmux', ['-L', `thymos-top-${process.pid}`, ...args]);
+    const screen = () => tmux('capture-pane', '-p', '-t', 'top').stdout;
+    try {
+      const bin = join(project, 'node_modules', '.bin', 'thymos');
+      assert.equal(tmux('new-session', '-d', '-s', 'top', '-x', '160', '-y', '20', `${bin} top --interval 300; echo "top exited $?"; sleep 600`).status, 0);
+      const first = await eventually(() => screen().match(/thymos top — (\d\d:\d\d:\d\d)/)?.[1], 30_000, 'a first frame');
+      await eventually(() => { const t = screen().match(/thymos top — (\d\d:\d\d:\d\d)/)?.[1]; return t && t !== first ? t : undefined; }, 30_000, 'a later frame in its place');
+      assert.match(screen(), /sorted by cpu/);
+      tmux('send-keys', '-t', 'top', 'm');
+      await eventually(() => (/sorted by memory/.test(screen()) ? true : undefined), 10_000, 'sorted by memory after m');
+      assert.match(screen(), /baker\s+active\s+active/);
+      tmux('send-keys', '-t', 'top', 'q');
+      await eventually(() => (/top exited 0/.test(screen()) ? true : undefined), 10_000, 'top to quit on q with 0');
+    } finally {
+      tmux('kill-server');
+    }
+
+    const logs = thymos('logs', '--all', '-n', '5');
+    assert.equal(logs.status, 0, logs.stderr);
+    assert.match(logs.stdout, /^supervisor\s+\| \[\d{4}-\d\d-\d\d [\d:.]+\] INFO: /m);
+
+    const down = thymos('down');
+    assert.equal(down.status, 0, down.stderr);
+    await eventually(() => (existsSync(join(project, 'data', 'pm2', 'pm2.pid')) ? undefined : true), 20_000, 'the pm2 daemon gone');
+  });
+});
