@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, openSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -15,7 +15,8 @@ import { ErrorCode, ThymosError } from '../../../shared/errors/errors.js';
 import { createLogger, logFeedOf,type LogRecord } from '../../../shared/platform/logger.js';
 
 async function session(withArguments: boolean, level: 'debug' | 'info' = 'debug') {
-  const logger = createLogger({ level, feed: true, file: join(mkdtempSync(join(tmpdir(), 'thymos-rl-')), 'x.log') });
+  // An open descriptor, not a path: pino's file stream opens asynchronously and throws at exit if it never got there.
+  const logger = createLogger({ level, feed: true, fd: openSync(join(mkdtempSync(join(tmpdir(), 'thymos-rl-')), 'x.log'), 'a') });
   const lines: LogRecord[] = [];
   logFeedOf(logger)?.listen(0, (r) => void lines.push(r));
   const server = new McpServer({ name: 's', version: '1' });
