@@ -130,7 +130,8 @@ async function openAgentState(options: AgentOptions, config: ThymosConfig, start
   // no folder behind: pushed first, this runs last, after the database is closed.
   const fresh = !existsSync(dir);
   const started = { listening: false };
-  cleanup.push(() => fresh && !started.listening && rmSync(dir, { recursive: true, force: true }));
+  // The engine may still be writing its last files a moment after close: ENOTEMPTY is tried again.
+  cleanup.push(() => fresh && !started.listening && rmSync(dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 50 }));
   const lock = DataLock.acquire(dir, { file: 'agent.pid', name: `agent ${options.agentId}`, code: ErrorCode.AGENT_ALREADY_RUNNING });
   cleanup.push(() => lock.release());
   const domainPromise: Promise<DomainSchema | undefined> =
