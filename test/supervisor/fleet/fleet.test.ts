@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -11,7 +12,7 @@ import { isThymosError } from '../../../shared/errors/errors.js';
 import type { FleetStatus, ReconcileReport } from '../../../shared/protocol/supervisor-protocol.js';
 import { findNatsServer } from '../../../supervisor/pm2/fleet-launcher.js';
 import { alive, eventually, fleetPids, killFleet, runThymos } from '../../helpers/fleet.js';
-import { createWorkspace, type Workspace } from '../../helpers/workspace.js';
+import { createWorkspace, THYMOS_BIN, type Workspace } from '../../helpers/workspace.js';
 
 const BEHAVIOR = `
 import { existsSync } from 'node:fs';
@@ -280,6 +281,39 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
     const neither = await runThymos(['logs'], ws.dir);
     assert.equal(neither.code, 2);
     assert.match(neither.stderr, /expected one process \(an agent id, supervisor or nats-server\) or --all, not neither/);
+  });
+
+  test('thymos top redraws on a terminal, re-sorts on a key and quits on q; logs --all -f follows every process, labelled', async () => {
+    const tmux = (...args: string[]) => spawnSync('tmux', ['-L', `thymos-fleet-${process.pid}`, ...args], { cwd: ws.dir, encoding: 'utf8' });
+    const screen = () => tmux('capture-pane', '-p', '-t', 'top').stdout;
+    const clock = () => /thymos top — (\d\d:\d\d:\d\d)/.exec(screen())?.[1];
+    try {
+      assert.equal(tmux('new-session', '-d', '-s', 'top', '-x', '160', '-y', '24', `${process.execPath} ${THYMOS_BIN} top --interval 250 --sort state; echo "top exited $?"; sleep 600`).status, 0);
+      const first = await eventually(clock, 30_000, 'a first frame');
+      await eventually(() => { const now = clock(); return now && now !== first ? now : undefined; }, 30_000, 'a later frame drawn in its place');
+      assert.match(screen(), /sorted by state/);
+      assert.match(screen(), /elder_rowan\s+active/);
+      tmux('send-keys', '-t', 'top', 'i');
+      await eventually(() => (/sorted by id/.test(screen()) ? true : undefined), 10_000, 'sorted by id after i');
+      tmux('send-keys', '-t', 'top', 'q');
+      await eventually(() => (/top exited 0/.test(screen()) ? true : undefined), 10_000, 'top quitting on q with 0');
+    } finally {
+      tmux('kill-server');
+    }
+
+    const follow = spawn(process.execPath, [THYMOS_BIN, 'logs', '--all', '-f', '-n', '1'], { cwd: ws.dir });
+    let text = '';
+    follow.stdout.on('data', (c: Buffer) => (text += c.toString('utf8')));
+    try {
+      await eventually(() => (/^supervisor +\| /m.test(text) ? true : undefined), 20_000, 'the last line of each log');
+      const before = text.length;
+      // A dry run that would move an agent writes its line and moves nothing.
+      const planned = await fleet.reconcile({ agents: { elder_rowan: { relevance: 0 } } }, { dryRun: true });
+      assert.ok(planned.stopped.length + planned.archived.length > 0, JSON.stringify(planned));
+      await eventually(() => (text.length > before && /^supervisor +\| .*reconcile done/m.test(text.slice(before)) ? true : undefined), 20_000, 'a new supervisor line followed');
+    } finally {
+      follow.kill('SIGKILL');
+    }
   });
 
   test('an agent killed with -9 is restarted by pm2 and answers again on the same port', async () => {
