@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -7,6 +8,8 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect as natsConnect } from '@nats-io/transport-node';
 
 import type { Fleet } from '../client/fleet-client.js';
+import { Pm2Names } from '../shared/config/fleet-paths.js';
+import { fleetPids } from '../test/helpers/fleet.js';
 import { REPO_ROOT } from '../test/helpers/workspace.js';
 import { withBenchFleet } from './bench-fleet.js';
 import { cpuSeconds } from './proc-stats.js';
@@ -114,8 +117,18 @@ export const eventDeliveryScenario: Scenario = {
           });
           await client.subscribeResource({ uri: `agent://${id}/memories` });
         }
+        const pids = { hearers: (await fleet.status()).agents.filter((a) => active.includes(a.id)).map((a) => a.pid ?? 0), supervisor: [(await fleet.status()).supervisor.pid], nats: [fleetPids(data).apps.get(Pm2Names.nats) ?? 0] };
+        const cpu0 = { hearers: cpuOf(pids.hearers), supervisor: cpuOf(pids.supervisor), nats: cpuOf(pids.nats), client: process.cpuUsage(), at: performance.now() };
         const delays: number[] = [];
         for (let i = 0; i < EVENTS; i++) delays.push(...(await deliver(fleet, active, waiters, i)));
+        const spent = { hearers: cpuOf(pids.hearers) - cpu0.hearers, supervisor: cpuOf(pids.supervisor) - cpu0.supervisor, nats: cpuOf(pids.nats) - cpu0.nats, client: (process.cpuUsage(cpu0.client).user + process.cpuUsage(cpu0.client).system) / 1e6 };
+        const wall = (performance.now() - cpu0.at) / 1000;
+        const per = (x: number) => round((x / EVENTS) * 1000, 1);
+        figures.push({
+          metric: `CPU per lone event that ${size} agents hear: all hearers together / supervisor / nats-server / this client (its MCP sessions); all of it as a share of the 2 cores over the run`,
+          value: `${per(spent.hearers)} / ${per(spent.supervisor)} / ${per(spent.nats)} / ${per(spent.client)} ms; ${Math.round(((spent.hearers + spent.supervisor + spent.nats + spent.client) / wall / availableParallelism()) * 100)} %`,
+          unit: '',
+        });
         figures.push({ metric: `published → remembered, ${size} agents, p50`, value: round(quantile(delays, 0.5), 1), unit: 'ms' });
         figures.push({ metric: `published → remembered, ${size} agents, p95`, value: round(quantile(delays, 0.95), 1), unit: 'ms', goal: size === 50 ? '≤ 150 ms' : undefined });
         if (size !== n) continue;
