@@ -100,6 +100,7 @@ export class ConceptTracker {
     memory.on('created', (records) => tracker.notice(records));
     memory.setConceptCompanion({ ready: (records, at) => tracker.#ready(records, at) });
     memory.setQueryExpander((q) => tracker.expand(q));
+    memory.setCauseWalker((id, hops) => (tracker.#memory.get(id) ? tracker.causes(id, hops) : []));
     await tracker.#backfill();
     return tracker;
   }

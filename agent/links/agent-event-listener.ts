@@ -118,5 +118,6 @@ function toMemory(e: WorldEvent): NewMemory {
     importance,
     tags: [...new Set(['event', e.type, ...e.tags])].slice(0, 32),
     source: { kind: 'event', by: e.source, event: e.id },
+    occurred_at: Date.parse(e.ts),
   };
 }

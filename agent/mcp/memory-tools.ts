@@ -27,6 +27,7 @@ export function registerMemoryTools(ctx: ToolContext): void {
         importance: z.number().min(0).max(1).optional().describe('0..1, default 0.5; important memories fade slower.'),
         emotional_weight: z.number().min(0).max(1).optional().describe('0..1, default 0; emotional memories fade slower.'),
         tags: z.array(z.string().min(1).max(TAG_MAX)).max(limits.max_tags).optional(),
+        occurred_at: isoTime.optional().describe('When what it tells happened (ISO 8601), if not now: recall filters and ranks by it.'),
       },
       outputSchema: { id: z.string(), memory_count: z.number() },
     },
@@ -37,6 +38,7 @@ export function registerMemoryTools(ctx: ToolContext): void {
           importance: args.importance,
           emotional_weight: args.emotional_weight,
           tags: args.tags,
+          occurred_at: args.occurred_at,
           source: { kind: 'told', by: extra.sessionId ? `mcp:${extra.sessionId}` : 'mcp' },
         });
         const out = { id: record.id, memory_count: runtime.getState().memory_count };

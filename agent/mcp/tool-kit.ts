@@ -9,7 +9,7 @@ import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/error
 import type { ConceptView } from '../concepts/concept-tracker.js';
 import type { SamplingClient } from '../llm/agent-models.js';
 import type { RecallOptions } from '../memory/agent-memory.js';
-import type { MemoryRecord, RecallHit } from '../memory/memory-record.js';
+import { type MemoryRecord, occurredAt, type RecallHit } from '../memory/memory-record.js';
 import type { Thought } from '../runtime/agent-reasoner.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
 
@@ -37,13 +37,21 @@ export const SITUATION_MAX = 4000;
 export const OPTIONS_MAX = 20;
 export const OPTION_MAX = 200;
 
-export const ScoreSchema = z.object({ strategy: z.enum(['bm25', 'vector', 'hybrid']), bm25: z.number(), vector: z.number().optional(), strength: z.number(), final: z.number() });
+export const ScoreSchema = z.object({
+  strategy: z.enum(['bm25', 'vector', 'hybrid', 'cascade']),
+  bm25: z.number(),
+  vector: z.number().optional(),
+  stages: z.array(z.enum(['structural', 'temporal', 'lexical', 'causal', 'semantic'])).optional(),
+  fuzzy: z.boolean().optional(),
+  strength: z.number(),
+  final: z.number(),
+});
 export const strategy = z
   .string()
   .min(1)
   .max(48)
   .optional()
-  .describe("bm25 matches words, vector matches meaning, hybrid fuses both, or the name of one of the domain's search strategies (default: the agent's searchStrategy, else [memory] search_strategy). Without an embedder, bm25.");
+  .describe("bm25 matches words, vector matches meaning, hybrid fuses both, cascade narrows by who, when and why before words and meaning (meaning alone is marked fuzzy), or the name of one of the domain's search strategies (default: the agent's searchStrategy, else [memory] search_strategy). Without an embedder, bm25.");
 export const MemoryOutSchema = z.object({
   id: z.string(),
   content: z.string(),
@@ -52,6 +60,7 @@ export const MemoryOutSchema = z.object({
   tags: z.array(z.string()),
   source: z.object({ kind: z.string(), by: z.string(), thread: z.string().optional(), event: z.string().optional(), model: z.string().optional() }),
   created_at: z.string(),
+  occurred_at: z.string().optional(),
   access_count: z.number(),
   derived_from: z.array(z.string()).optional(),
   superseded_by: z.string().optional(),
@@ -84,8 +93,8 @@ export const isoTime = z.iso.datetime({ offset: true }).transform((s) => Date.pa
 export const recallFilters = {
   tags: z.array(z.string().min(1).max(TAG_MAX)).max(32).optional().describe('Only memories with every one of these tags.'),
   source: z.string().min(1).max(64).optional().describe('Only memories of this source kind: told, dialogue, knowledge, event, world, insight, …'),
-  since: isoTime.optional().describe('Only memories created at or after this time (ISO 8601).'),
-  until: isoTime.optional().describe('Only memories created at or before this time (ISO 8601).'),
+  since: isoTime.optional().describe('Only memories of what happened at or after this time (ISO 8601): occurred_at, else when stored.'),
+  until: isoTime.optional().describe('Only memories of what happened at or before this time (ISO 8601): occurred_at, else when stored.'),
   include_superseded: z.boolean().optional().describe('Also memories a newer one superseded (default false).'),
   include_faded: z.boolean().optional().describe('Also memories demoted because they faded (default false).'),
 };
@@ -104,8 +113,8 @@ export function recallOptions(args: RecallFilterArgs & { k?: number | undefined;
           filter: (m: MemoryRecord) =>
             (!tags || tags.every((t) => m.tags.includes(t))) &&
             (source === undefined || m.source.kind === source) &&
-            (since === undefined || m.created_at >= since) &&
-            (until === undefined || m.created_at <= until),
+            (since === undefined || occurredAt(m) >= since) &&
+            (until === undefined || occurredAt(m) <= until),
         }
       : {}),
   };
@@ -176,6 +185,7 @@ export function memoryOut(m: MemoryRecord): z.infer<typeof MemoryOutSchema> {
     tags: m.tags,
     source: m.source,
     created_at: new Date(m.created_at).toISOString(),
+    ...(m.occurred_at !== undefined ? { occurred_at: new Date(m.occurred_at).toISOString() } : {}),
     access_count: m.access_count,
     ...(m.derived_from ? { derived_from: m.derived_from } : {}),
     ...(m.superseded_by !== undefined ? { superseded_by: m.superseded_by, superseded_reason: m.superseded_reason ?? '' } : {}),

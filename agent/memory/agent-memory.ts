@@ -1,5 +1,3 @@
-import { randomUUID } from 'node:crypto';
-
 import PQueue from 'p-queue';
 
 import { type MemorySettings } from '../../shared/config/agent-settings.js';
@@ -7,7 +5,9 @@ import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { Embedder } from '../../shared/platform/embedder.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { Bm25Index } from './bm25-index.js';
-import { type MemoryChanges, type MemoryRecord, type MemorySource, normaliseSource, type RecallHit } from './memory-record.js';
+import { cascadeRecall, type CascadeSources, type CascadeStage, type CascadeTuning } from './cascade-recall.js';
+import { fuseRankings, type Relevance } from './fused-ranking.js';
+import { type MemoryChanges, type MemoryRecord, type MemorySource, newRecord, recallFilter,type RecallHit } from './memory-record.js';
 import type { ConceptWrite, MemoryStore } from './memory-store.js';
 import { memoryStrength } from './memory-strength.js';
 import { MemoryVectors } from './memory-vectors.js';
@@ -30,9 +30,11 @@ export interface NewMemory {
   source: MemorySource;
   /** Memories this one was made from: an insight's sources, or the turn a learned fact was told in. */
   derived_from?: readonly string[];
+  /** When what it tells happened (ms), if not now. */
+  occurred_at?: number;
 }
 
-export type SearchStrategy = 'bm25' | 'vector' | 'hybrid';
+export type SearchStrategy = 'bm25' | 'vector' | 'hybrid' | 'cascade';
 
 export type MemoryEvent = 'created' | 'updated' | 'accessed';
 
@@ -53,6 +55,8 @@ export interface RecallOptions {
   includeSuperseded?: boolean;
   /** Consider demoted (faded) memories too. @default false */
   includeDemoted?: boolean;
+  /** The cascade's parameters to change for this recall (benchmarks and ablations). @default `CASCADE` */
+  cascade?: Partial<CascadeTuning>;
 }
 
 /** BM25 candidates re-ranked by strength; this many per requested result. */
@@ -101,6 +105,9 @@ export class AgentMemory {
   #expandQuery: ((query: string) => string) | undefined;
   readonly #turns = new ThreadTurns();
   #concepts: ConceptCompanion | undefined;
+  #causes: ((id: string, hops: number) => ReadonlyArray<{ memory: string; hops: number }>) | undefined;
+  /** Who memories are by, lower-cased → as written: the names the cascade's structural stage looks for. */
+  readonly #speakers = new Map<string, string>();
 
   private constructor(store: MemoryStore, settings: MemorySettings, options: AgentMemoryOptions) {
     this.#store = store;
@@ -119,6 +126,7 @@ export class AgentMemory {
     for (const row of rows) {
       memory.#records.set(row.id, row);
       memory.#turns.add(row);
+      memory.#speakers.set(row.source.by.toLowerCase(), row.source.by);
     }
     memory.#index.addAll(rows);
     if (options.embedder) await memory.attachEmbedder(options.embedder);
@@ -165,6 +173,11 @@ export class AgentMemory {
   }
 
   /** Rewrites a recall query before searching (alias resolution adds the names an alias stands for). */
+  /** The causes of a memory (the concept tracker keeps `caused_by` links), for the cascade's causal stage. */
+  setCauseWalker(causes: ((id: string, hops: number) => ReadonlyArray<{ memory: string; hops: number }>) | undefined): void {
+    this.#causes = causes;
+  }
+
   setQueryExpander(expand: ((query: string) => string) | undefined): void {
     this.#expandQuery = expand;
   }
@@ -234,7 +247,7 @@ export class AgentMemory {
         at = Math.max(now, before + 1);
         turnTimes.set(thread, at);
       }
-      const record = this.#toRecord(input, at);
+      const record = newRecord(input, at);
       if (input.derived_from) record.derived_from = [...input.derived_from];
       if (input.insight_key) record.insight_key = input.insight_key;
       fresh.set(record.id, record);
@@ -254,6 +267,7 @@ export class AgentMemory {
       this.#records.set(r.id, r);
       this.#turns.add(r);
       this.#index.add(r);
+      this.#speakers.set(r.source.by.toLowerCase(), r.source.by);
     }
     const updated = changes.map((c) => {
       const record = { ...this.#records.get(c.id)!, ...c.changes };
@@ -275,39 +289,33 @@ export class AgentMemory {
   async recall(rawQuery: string, options: RecallOptions): Promise<RecallHit[]> {
     const query = this.#expandQuery ? this.#expandQuery(rawQuery) : rawQuery;
     const now = options.now ?? Date.now();
-    const keep = this.#recallFilter(options);
+    const keep = recallFilter((id) => this.#records.get(id), options);
     const pool = Math.max(MIN_CANDIDATES, options.k * CANDIDATES_PER_RESULT);
+    const around = this.#turns.linked ? this.#turns.around : undefined;
     let strategy = options.strategy ?? this.#settings.search_strategy;
-    let queryVector: Float32Array | undefined;
-    if (strategy !== 'bm25') {
-      queryVector = await this.#queryVector(query);
-      if (!queryVector) strategy = 'bm25';
-      else await this.#vectors?.flush();
+    let found: Array<Relevance & { stages?: CascadeStage[]; fuzzy?: boolean }>;
+    if (strategy === 'cascade') {
+      found = await cascadeRecall(query, this.#cascadeSources(around), { k: options.k, now, keep, pool, tuning: options.cascade });
+    } else {
+      let queryVector: Float32Array | undefined;
+      if (strategy !== 'bm25') {
+        queryVector = await this.#queryVector(query);
+        if (!queryVector) strategy = 'bm25';
+        else await this.#vectors?.flush();
+      }
+      const lexical = strategy === 'vector' ? [] : this.#index.search(query, pool, keep, around);
+      const semantic = queryVector ? this.#vectors!.index.search(queryVector, pool, keep) : [];
+      found = fuseRankings(strategy, lexical, semantic, options.semanticWeight ?? this.#settings.semantic_weight, this.#settings.rrf_k, queryVector !== undefined);
     }
-    const lexical = strategy === 'vector' ? [] : this.#index.search(query, pool, keep, this.#turns.linked ? this.#turns.around : undefined);
-    const semantic = queryVector ? this.#vectors!.index.search(queryVector, pool, keep) : [];
-    const bestBm25 = lexical[0]?.score ?? 0;
-    const byId = new Map<string, { bm25: number; vector: number; lexRank?: number; vecRank?: number }>();
-    lexical.forEach((c, rank) => byId.set(c.id, { bm25: bestBm25 > 0 ? c.score / bestBm25 : 0, vector: 0, lexRank: rank }));
-    semantic.forEach((c, rank) => {
-      const entry = byId.get(c.id) ?? { bm25: 0, vector: 0 };
-      entry.vector = Math.max(0, c.score);
-      entry.vecRank = rank;
-      byId.set(c.id, entry);
-    });
-    const w = options.semanticWeight ?? this.#settings.semantic_weight;
-    const k = this.#settings.rrf_k;
-    const fused = (e: { lexRank?: number; vecRank?: number }) =>
-      (e.lexRank === undefined ? 0 : (1 - w) / (k + e.lexRank + 1)) + (e.vecRank === undefined ? 0 : w / (k + e.vecRank + 1));
-    const bestFused = strategy === 'hybrid' ? Math.max(...[...byId.values()].map(fused), 0) : 0;
     const hits: RecallHit[] = [];
-    for (const [id, e] of byId) {
-      const memory = this.#records.get(id);
+    for (const f of found) {
+      const memory = this.#records.get(f.id);
       if (!memory) continue;
-      const relevance = strategy === 'bm25' ? e.bm25 : strategy === 'vector' ? e.vector : bestFused > 0 ? fused(e) / bestFused : 0;
       const strength = memoryStrength(memory, now, this.#settings);
-      const score: RecallHit['score'] = { strategy, bm25: round(e.bm25), strength: round(strength), final: round(relevance * strength) };
-      if (queryVector) score.vector = round(e.vector);
+      const score: RecallHit['score'] = { strategy, bm25: round(f.bm25), strength: round(strength), final: round(f.relevance * strength) };
+      if (f.vector !== undefined) score.vector = round(f.vector);
+      if (f.stages) score.stages = f.stages;
+      if (f.fuzzy) score.fuzzy = true;
       hits.push({ memory, score });
     }
     hits.sort((a, b) => b.score.final - a.score.final || b.memory.created_at - a.memory.created_at);
@@ -337,18 +345,25 @@ export class AgentMemory {
     return out.reverse();
   }
 
-  /** Which memories a recall considers: current ones (unless asked otherwise) that pass the caller's filter. */
-  #recallFilter(options: RecallOptions): ((id: string) => boolean) | undefined {
-    const { filter, includeSuperseded = false, includeDemoted = false } = options;
-    if (!filter && includeSuperseded && includeDemoted) return undefined;
-    return (id) => {
-      const m = this.#records.get(id);
-      if (!m) return false;
-      if (!includeSuperseded && m.superseded_by !== undefined) return false;
-      if (!includeDemoted && m.demoted_at !== undefined) return false;
-      return filter ? filter(m) : true;
+  /** What the cascade reads: the index, records, who they are by, and the causes the concept tracker keeps. */
+  #cascadeSources(around: ((id: string) => readonly string[]) | undefined): CascadeSources {
+    const vectors = this.#vectors;
+    return {
+      lexical: (q, limit, keep) => this.#index.search(q, limit, keep, around),
+      semantic: vectors
+        ? async (q, limit, keep) => {
+            const v = await this.#queryVector(q);
+            if (!v) return [];
+            await vectors.flush();
+            return vectors.index.search(v, limit, keep);
+          }
+        : undefined,
+      get: (id) => this.#records.get(id),
+      speakers: () => this.#speakers,
+      causes: this.#causes,
     };
   }
+
 
   async #queryVector(query: string): Promise<Float32Array | undefined> {
     if (!this.#vectors) {
@@ -376,19 +391,7 @@ export class AgentMemory {
     return all.slice(0, limit);
   }
 
-  #toRecord(input: NewMemory, now: number): MemoryRecord {
-    return {
-      id: input.id ?? randomUUID(),
-      content: input.content,
-      importance: input.importance ?? 0.5,
-      emotional_weight: input.emotional_weight ?? 0,
-      tags: [...(input.tags ?? [])],
-      source: normaliseSource(input.source),
-      created_at: now,
-      last_accessed: now,
-      access_count: 0,
-    };
-  }
+
 }
 
 function round(x: number): number {

@@ -24,6 +24,7 @@ DEFINE FIELD IF NOT EXISTS source.thread ON memory TYPE option<string>;
 DEFINE FIELD IF NOT EXISTS source.event ON memory TYPE option<string>;
 DEFINE FIELD IF NOT EXISTS source.model ON memory TYPE option<string>;
 DEFINE FIELD IF NOT EXISTS created_at ON memory TYPE int;
+DEFINE FIELD IF NOT EXISTS occurred_at ON memory TYPE option<int>;
 DEFINE FIELD IF NOT EXISTS last_accessed ON memory TYPE int;
 DEFINE FIELD IF NOT EXISTS access_count ON memory TYPE int;
 DEFINE FIELD OVERWRITE embedding ON memory TYPE option<bytes | array<float>>;
@@ -366,7 +367,7 @@ function conceptRow({ key, attributes, ...row }: ConceptRecord): { id: RecordId;
   return { id: new RecordId('concept', key), row: attributes ? { ...row, attributes: JSON.stringify(attributes) } : row };
 }
 
-const OPTIONAL_NUMBERS = ['superseded_at', 'demoted_at'] as const;
+const OPTIONAL_NUMBERS = ['occurred_at', 'superseded_at', 'demoted_at'] as const;
 const OPTIONAL_TEXTS = ['insight_key', 'superseded_by', 'superseded_reason', 'compacted_into'] as const;
 
 function fromRow(row: MemoryRow): MemoryRecord {

@@ -75,7 +75,7 @@ export type AgentDefinition = z.infer<typeof AgentDefinitionSchema>;
 
 const ScalarSchema = z.union([z.string(), z.number(), z.boolean()]);
 
-export const SEARCH_METHODS = ['bm25', 'vector', 'hybrid'] as const;
+export const SEARCH_METHODS = ['bm25', 'vector', 'hybrid', 'cascade'] as const;
 
 /** A named way of searching memory. */
 export const SearchStrategySchema = z.object({

@@ -1,0 +1,281 @@
+import * as chrono from 'chrono-node';
+
+import type { Bm25Hit } from './bm25-index.js';
+import { type MemoryRecord, occurredAt } from './memory-record.js';
+import { STOP_WORDS } from './stop-words.js';
+
+/**
+ * The few parameters of the cascade, named. Fitted once on the LoCoMo dev split at round
+ * values (docs/benchmarks.md, "LoCoMo": each with its figure), never per conversation.
+ */
+export const CASCADE = {
+  /** A memory said or done by the one agent or speaker the query names scores this much more (× 1 + it). */
+  structuralBoost: 1,
+  /** A memory of what happened within the time the query names scores this much more (× 1 + it). */
+  temporalBoost: 1,
+  /** Share of the best normalised score in its episode (same thread, same day) that every memory of the episode gains. */
+  episodeWeight: 0.5,
+  /** Pseudo-relevance feedback: the words of the best `feedbackDocs` matches, `feedbackTerms` of them, searched again at this weight. */
+  feedbackWeight: 0.3,
+  feedbackDocs: 5,
+  feedbackTerms: 10,
+  /** Score a cause lends to the memory it caused, per hop back (≤ 5 hops). */
+  causalDecay: 0.5,
+  causalHops: 5,
+  /** Score of a memory only the semantic stage found, against the weakest lexical one it joins. */
+  semanticShare: 0.5,
+};
+
+/** The cascade's parameters; a recall may change some (benchmarks and ablations do). */
+export type CascadeTuning = typeof CASCADE;
+
+export type CascadeStage = 'structural' | 'temporal' | 'lexical' | 'causal' | 'semantic';
+
+/** What the cascade reads of an agent's memory. */
+export interface CascadeSources {
+  /** BM25 matches (with conversational context), best first. */
+  lexical(query: string, limit: number, keep?: (id: string) => boolean): Bm25Hit[];
+  /** Vector matches, best first; undefined without an embedder. */
+  semantic?: ((query: string, limit: number, keep?: (id: string) => boolean) => Promise<Array<{ id: string; score: number }>>) | undefined;
+  get(id: string): MemoryRecord | undefined;
+  /** Who memories are by (speakers, agents, event sources), lower-cased → as written. */
+  speakers(): ReadonlyMap<string, string>;
+  /** The causes of a memory, walked back up to `hops` links. */
+  causes?: ((id: string, hops: number) => ReadonlyArray<{ memory: string; hops: number }>) | undefined;
+}
+
+export interface CascadeHit {
+  id: string;
+  /** 0..1, normalised to the best hit. */
+  relevance: number;
+  /** BM25 relevance, normalised to the best lexical match. */
+  bm25: number;
+  /** The stages that found or lifted it. */
+  stages: CascadeStage[];
+  /** Found only by meaning: a guess, not a match. */
+  fuzzy: boolean;
+}
+
+/** What the query says of time: a window, or an order among the matches. */
+export interface TimeConstraint {
+  from?: number;
+  to?: number;
+  /** "the first time" / "the last time": the earliest or latest of the matches. */
+  order?: 'earliest' | 'latest';
+}
+
+const ANCHOR = /\b(before|after|since|until)\s+(.+?)(?:[?.!,;]|$)/i;
+
+/**
+ * The time a query names, against `now`: dates and relative expressions ("yesterday", "last
+ * May", "on 8 May 2023", "three days ago") through chrono; "before/after <something>" anchored
+ * on when the best match for that something happened (`anchor`); "the first/last time".
+ */
+export function timeConstraint(query: string, now: number, anchor: (phrase: string) => number | undefined): TimeConstraint | undefined {
+  const out: TimeConstraint = {};
+  const words = query.toLowerCase();
+  if (/\b(first|earliest)\b/.test(words)) out.order = 'earliest';
+  else if (/\b(last|latest|most recent)\s+time\b/.test(words)) out.order = 'latest';
+  const parsed = chrono.parse(lastMonthAsDate(query, now), new Date(now), { forwardDate: false })[0];
+  if (parsed) {
+    const start = startOf(parsed.start);
+    // A date without a time of day is the whole day; a month, the whole month; a year, the year.
+    const end = parsed.end?.date().getTime() ?? endOf(parsed.start, start);
+    const before = /\b(before|until|by)\s*$/i.test(query.slice(0, parsed.index));
+    const after = /\b(after|since)\s*$/i.test(query.slice(0, parsed.index));
+    if (before) out.to = start;
+    else if (after) out.from = end;
+    else Object.assign(out, { from: start, to: end });
+  } else {
+    const m = ANCHOR.exec(query);
+    const at = m ? anchor(m[2]!) : undefined;
+    if (m && at !== undefined) {
+      if (/before|until/i.test(m[1]!)) out.to = at;
+      else out.from = at;
+    }
+  }
+  return out.from !== undefined || out.to !== undefined || out.order ? out : undefined;
+}
+
+const MONTHS = ['january', 'february', 'march', 'april', 'may', 'june', 'july', 'august', 'september', 'october', 'november', 'december'];
+
+/** "last May" as the May before `now` ("May 2023"), which chrono does not read. */
+function lastMonthAsDate(query: string, now: number): string {
+  return query.replace(new RegExp(`\\blast\\s+(${MONTHS.join('|')})\\b`, 'i'), (_, month: string) => {
+    const m = MONTHS.indexOf(month.toLowerCase());
+    const today = new Date(now);
+    return `${month} ${today.getMonth() > m ? today.getFullYear() : today.getFullYear() - 1}`;
+  });
+}
+
+/** When what a date names begins: a day without a time of day begins at midnight, a month on its first. */
+function startOf(start: chrono.ParsedComponents): number {
+  const d = start.date();
+  if (start.isCertain('hour')) return d.getTime();
+  if (start.isCertain('day') || !start.isCertain('month')) return new Date(d.getFullYear(), d.getMonth(), d.getDate()).getTime();
+  return new Date(d.getFullYear(), d.getMonth(), 1).getTime();
+}
+
+function endOf(start: chrono.ParsedComponents, at: number): number {
+  if (start.isCertain('hour')) return at + 3_600_000;
+  if (start.isCertain('day')) return at + 86_400_000;
+  if (start.isCertain('month')) {
+    const d = new Date(at);
+    return new Date(d.getFullYear(), d.getMonth() + 1, 1).getTime();
+  }
+  if (start.isCertain('year')) return new Date(new Date(at).getFullYear() + 1, 0, 1).getTime();
+  return at + 86_400_000;
+}
+
+/** Words of a text that carry meaning: lower-case, no stop words, three letters or more. */
+function contentWords(text: string): string[] {
+  return text.toLowerCase().match(/[\p{L}][\p{L}'-]+/gu)?.filter((w) => w.length > 2 && !STOP_WORDS.has(w)) ?? [];
+}
+
+/**
+ * Recall by precision, most exact first (RUM): structural (the agents and speakers the query
+ * names), temporal (the time it names), lexical (BM25 with conversational context, lifted by
+ * the best match of the same episode and by pseudo-relevance feedback), causal (the causes of
+ * what was found, ≤ 5 hops), and semantic only to fill what the others left, flagged fuzzy.
+ */
+export async function cascadeRecall(
+  query: string,
+  sources: CascadeSources,
+  options: { k: number; now: number; keep?: ((id: string) => boolean) | undefined; pool: number; tuning?: Partial<CascadeTuning> | undefined },
+): Promise<CascadeHit[]> {
+  const { k, keep, pool } = options;
+  const t: CascadeTuning = { ...CASCADE, ...options.tuning };
+  const scores = new Map<string, { score: number; bm25: number; stages: Set<CascadeStage> }>();
+  const entryOf = (id: string) => {
+    let e = scores.get(id);
+    if (!e) scores.set(id, (e = { score: 0, bm25: 0, stages: new Set() }));
+    return e;
+  };
+  const lexical = sources.lexical(query, Math.max(pool, 200), keep);
+  const best = lexical[0]?.score ?? 0;
+  for (const h of lexical) {
+    const e = entryOf(h.id);
+    e.bm25 = best > 0 ? h.score / best : 0;
+    e.score = e.bm25;
+    e.stages.add('lexical');
+  }
+  if (t.feedbackWeight > 0) feedback(query, lexical, sources, keep, entryOf, t);
+  if (t.episodeWeight > 0) episodes(scores, sources, t.episodeWeight);
+
+  const named = [...sources.speakers()].filter(([lower]) => new RegExp(`\\b${escape(lower)}\\b`, 'i').test(query)).map(([, name]) => name);
+  if (named.length === 1 && t.structuralBoost > 0) {
+    for (const [id, e] of scores) {
+      if (sources.get(id)?.source.by === named[0]) {
+        e.score *= 1 + t.structuralBoost;
+        e.stages.add('structural');
+      }
+    }
+  }
+
+  const time = timeConstraint(query, options.now, (phrase) => {
+    const top = sources.lexical(phrase, 1, keep)[0];
+    const m = top && sources.get(top.id);
+    return m ? occurredAt(m) : undefined;
+  });
+  if (time && t.temporalBoost > 0) temporal(time, scores, sources, t.temporalBoost);
+
+  if (sources.causes && t.causalDecay > 0) {
+    const top = [...scores].sort((a, b) => b[1].score - a[1].score).slice(0, k);
+    for (const [id, e] of top) {
+      for (const c of sources.causes(id, t.causalHops)) {
+        if (keep && !keep(c.memory)) continue;
+        const lent = e.score * t.causalDecay ** c.hops;
+        const cause = entryOf(c.memory);
+        if (lent > cause.score) cause.score = lent;
+        cause.stages.add('causal');
+      }
+    }
+  }
+
+  let ranked = [...scores].filter(([, e]) => e.score > 0).sort((a, b) => b[1].score - a[1].score);
+  const fuzzy = new Set<string>();
+  if (ranked.length < k && sources.semantic && t.semanticShare > 0) {
+    // The last resort: meaning alone, below every match the exact stages found.
+    const floor = (ranked.at(-1)?.[1].score ?? 1) * t.semanticShare;
+    for (const h of await sources.semantic(query, k, keep)) {
+      if (scores.has(h.id) || h.score <= 0) continue;
+      fuzzy.add(h.id);
+      ranked.push([h.id, { score: floor * h.score, bm25: 0, stages: new Set(['semantic']) }]);
+    }
+    ranked = ranked.sort((a, b) => b[1].score - a[1].score);
+  }
+  const top = ranked[0]?.[1].score ?? 0;
+  return ranked.slice(0, Math.max(k, pool)).map(([id, e]) => ({ id, relevance: top > 0 ? e.score / top : 0, bm25: e.bm25, stages: [...e.stages], fuzzy: fuzzy.has(id) }));
+}
+
+/** Pseudo-relevance feedback: the telling words of the best matches, searched again, lift what they find. */
+function feedback(query: string, lexical: readonly Bm25Hit[], sources: CascadeSources, keep: ((id: string) => boolean) | undefined, entryOf: (id: string) => { score: number; stages: Set<CascadeStage> }, t: CascadeTuning): void {
+  const asked = new Set(contentWords(query));
+  const weight = new Map<string, number>();
+  const best = lexical[0]?.score ?? 0;
+  for (const h of lexical.slice(0, t.feedbackDocs)) {
+    const text = sources.get(h.id)?.content ?? '';
+    for (const w of new Set(contentWords(text))) if (!asked.has(w)) weight.set(w, (weight.get(w) ?? 0) + h.score / best);
+  }
+  // Words in one feedback document only say little about the query; those in several, more.
+  const terms = [...weight].filter(([, w]) => w > 0).sort((a, b) => b[1] - a[1]).slice(0, t.feedbackTerms).map(([w]) => w);
+  if (terms.length === 0) return;
+  const again = sources.lexical(terms.join(' '), 200, keep);
+  const top = again[0]?.score ?? 0;
+  for (const h of again) {
+    const e = entryOf(h.id);
+    e.score += t.feedbackWeight * (top > 0 ? h.score / top : 0);
+    e.stages.add('lexical');
+  }
+}
+
+/** Every memory gains a share of the best score in its episode: the same thread on the same day, or the same event source. */
+function episodes(scores: Map<string, { score: number }>, sources: CascadeSources, weight: number): void {
+  const episodeOf = (id: string) => {
+    const m = sources.get(id);
+    if (!m) return undefined;
+    const day = Math.floor(occurredAt(m) / 86_400_000);
+    return `${m.source.thread ?? m.source.by}@${day}`;
+  };
+  const bestIn = new Map<string, number>();
+  for (const [id, e] of scores) {
+    const ep = episodeOf(id);
+    if (ep !== undefined) bestIn.set(ep, Math.max(bestIn.get(ep) ?? 0, e.score));
+  }
+  const top = Math.max(0, ...bestIn.values());
+  if (top === 0) return;
+  for (const [id, e] of scores) {
+    const ep = episodeOf(id);
+    if (ep !== undefined) e.score += weight * (bestIn.get(ep)! / top);
+  }
+}
+
+/** Lifts what happened within the window; "first"/"last" lifts the earliest or latest of the matches. */
+function temporal(time: TimeConstraint, scores: Map<string, { score: number; stages: Set<CascadeStage> }>, sources: CascadeSources, boost: number): void {
+  const within = (at: number) => (time.from === undefined || at >= time.from) && (time.to === undefined || at < time.to);
+  const dated = [...scores].flatMap(([id, e]) => {
+    const m = sources.get(id);
+    return m && e.score > 0 ? [{ id, e, at: occurredAt(m) }] : [];
+  });
+  if (time.from !== undefined || time.to !== undefined) {
+    for (const d of dated) {
+      if (!within(d.at)) continue;
+      d.e.score *= 1 + boost;
+      d.e.stages.add('temporal');
+    }
+  }
+  if (time.order) {
+    // Among the strongest matches (within half the best score), the earliest or latest.
+    const best = Math.max(0, ...dated.map((d) => d.e.score));
+    const strong = dated.filter((d) => d.e.score >= best / 2).sort((a, b) => (time.order === 'earliest' ? a.at - b.at : b.at - a.at));
+    const pick = strong[0];
+    if (pick) {
+      pick.e.score = best * (1 + boost);
+      pick.e.stages.add('temporal');
+    }
+  }
+}
+
+function escape(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}

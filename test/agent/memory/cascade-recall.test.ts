@@ -1,0 +1,101 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+
+import { ConceptTracker } from '../../../agent/concepts/concept-tracker.js';
+import { AgentMemory } from '../../../agent/memory/agent-memory.js';
+import { timeConstraint } from '../../../agent/memory/cascade-recall.js';
+import { MemoryStore } from '../../../agent/memory/memory-store.js';
+import { ThymosConfigSchema } from '../../../shared/config/thymos-config.js';
+import { CompromiseExtractor } from '../../../shared/platform/concept-extractor.js';
+import { loadTestEmbedder } from '../../helpers/embedding-model.js';
+
+const settings = ThymosConfigSchema.parse({}).memory;
+const DAY = 86_400_000;
+/** A fixed clock: Wednesday 15 May 2024, noon UTC. */
+const NOW = Date.UTC(2024, 4, 15, 12);
+const openMemory = async (embedder?: Awaited<ReturnType<typeof loadTestEmbedder>>) => {
+  const store = await MemoryStore.open(join(mkdtempSync(join(tmpdir(), 'thymos-cascade-')), 'db'), { timeoutMs: 10_000 });
+  return { store, memory: await AgentMemory.load(store, settings, { embedder }) };
+};
+const ids = (hits: Awaited<ReturnType<AgentMemory['recall']>>) => hits.map((h) => h.memory.id);
+
+describe('the cascade recall', () => {
+  test('time in a query: relative dates against the clock, months, before and after a date or a thing, first and last', () => {
+    const at = (phrase: string) => (phrase.includes('wolves') ? NOW - 3 * DAY : undefined);
+    const day = (q: string) => timeConstraint(q, NOW, at);
+    const yesterday = day('What did Bram say yesterday?')!;
+    assert.equal(new Date(yesterday.from!).getDate(), 14);
+    assert.equal(yesterday.to! - yesterday.from!, DAY);
+    const may = day('Who came to the mill last May?')!;
+    assert.deepEqual([new Date(may.from!).getFullYear(), new Date(may.from!).getMonth(), new Date(may.to!).getMonth()], [2023, 4, 5]);
+    assert.deepEqual(Object.keys(day('What happened before 2 March 2024?')!), ['to']);
+    assert.deepEqual(day('What happened after the wolves came?'), { from: NOW - 3 * DAY });
+    assert.equal(day('When did Mira first visit the mill?')?.order, 'earliest');
+    assert.equal(day('What did he say the last time?')?.order, 'latest');
+    assert.equal(day('What does Bram forge?'), undefined);
+    assert.equal(day('What happened after the storm?'), undefined, 'an anchor nothing matches constrains nothing');
+  });
+
+  test('structural and temporal stages: the named speaker and the named day lift their memories, and the breakdown says so', async () => {
+    const { store, memory } = await openMemory();
+    await memory.rememberMany([
+      { id: 'bram-old', content: 'The mill wheel needs a new axle', source: { kind: 'dialogue', by: 'Bram' }, occurred_at: NOW - 30 * DAY },
+      { id: 'mira-yday', content: 'The mill wheel squeaks again', source: { kind: 'dialogue', by: 'Mira' }, occurred_at: NOW - DAY },
+      { id: 'bram-yday', content: 'I fixed the mill wheel this morning', source: { kind: 'dialogue', by: 'Bram' }, occurred_at: NOW - DAY + 3600_000 },
+      { id: 'other', content: 'Bread is dear this month', source: { kind: 'dialogue', by: 'Tomas' }, occurred_at: NOW - DAY },
+    ], NOW);
+    const hits = await memory.recall('What did Bram say about the mill wheel yesterday?', { k: 3, strategy: 'cascade', reinforce: false, now: NOW });
+    assert.equal(hits[0]?.memory.id, 'bram-yday');
+    assert.deepEqual(hits[0]?.score.stages?.slice().sort(), ['lexical', 'structural', 'temporal']);
+    assert.equal(hits[0]?.score.strategy, 'cascade');
+    assert.ok(ids(hits).indexOf('bram-old') < 0 || ids(hits).indexOf('bram-old') > 0);
+    const first = await memory.recall('When did Bram first talk of the mill wheel?', { k: 1, strategy: 'cascade', reinforce: false, now: NOW });
+    assert.equal(first[0]?.memory.id, 'bram-old', 'the first time: the earliest of the strong matches');
+    await store.close();
+  });
+
+  test('the causal stage brings in what caused a match, up to five links back', async () => {
+    const { store, memory } = await openMemory();
+    const tracker = await ConceptTracker.attach(memory, store, { extractor: new CompromiseExtractor(), settings, aliases: [] });
+    await memory.rememberMany([
+      { id: 'c1', content: 'A hard frost split the sluice gate', source: { kind: 'told', by: 'x' } },
+      { id: 'c2', content: 'Water rushed through the broken gate', source: { kind: 'told', by: 'x' } },
+      { id: 'c3', content: 'The lower field flooded overnight', source: { kind: 'told', by: 'x' } },
+      { id: 'effect', content: 'The barley harvest was lost', source: { kind: 'told', by: 'x' } },
+      { id: 'noise', content: 'Tomas brewed a new ale', source: { kind: 'told', by: 'x' } },
+    ]);
+    await tracker.linkCause('effect', 'c3', 'the flood drowned it');
+    await tracker.linkCause('c3', 'c2');
+    await tracker.linkCause('c2', 'c1');
+    const hits = await memory.recall('Why was the barley harvest lost?', { k: 5, strategy: 'cascade', reinforce: false });
+    assert.equal(hits[0]?.memory.id, 'effect');
+    for (const cause of ['c1', 'c2', 'c3']) {
+      const hit = hits.find((h) => h.memory.id === cause);
+      assert.ok(hit?.score.stages?.includes('causal'), `${cause} found by its causal link: ${JSON.stringify(hit?.score)}`);
+    }
+    assert.ok(!ids(hits).includes('noise'));
+    await store.close();
+  });
+
+  test('meaning alone fills only what the exact stages left, flagged fuzzy; a wrong or empty query never throws', async () => {
+    const { store, memory } = await openMemory(await loadTestEmbedder());
+    await memory.rememberMany([
+      { id: 'wolves', content: 'A pack of wolves killed two lambs', source: { kind: 'told', by: 'x' } },
+      { id: 'bread', content: 'Tomas bakes bread at dawn', source: { kind: 'told', by: 'x' } },
+    ]);
+    await memory.vectorsReady();
+    const hits = await memory.recall('predators attacked the sheep', { k: 1, strategy: 'cascade', reinforce: false });
+    assert.equal(hits[0]?.memory.id, 'wolves');
+    assert.equal(hits[0]?.score.fuzzy, true);
+    assert.deepEqual(hits[0]?.score.stages, ['semantic']);
+    const exact = await memory.recall('Tomas bakes bread', { k: 1, strategy: 'cascade', reinforce: false });
+    assert.equal(exact[0]?.score.fuzzy, undefined, 'a word match is not fuzzy');
+    for (const q of ['', '   ', '???', 'before', 'after after before', 'the the the', '\u0000', 'x'.repeat(2000), 'between 31 February and never']) {
+      await assert.doesNotReject(memory.recall(q, { k: 3, strategy: 'cascade', reinforce: false }), `query ${JSON.stringify(q.slice(0, 20))}`);
+    }
+    await store.close();
+  });
+});
