@@ -57,6 +57,19 @@ describe('the cascade recall', () => {
     await store.close();
   });
 
+  test('an alias names the speaker too: the concept tracker adds the name it stands for', async () => {
+    const { store, memory } = await openMemory();
+    await ConceptTracker.attach(memory, store, { extractor: new CompromiseExtractor(), settings, aliases: [{ alias: 'the smith', target: 'bram_smith', name: 'Bram', type: 'person', source: 'domain' }] });
+    await memory.rememberMany([
+      { id: 'mira', content: 'The anvil cracked in the cold', source: { kind: 'dialogue', by: 'Mira' } },
+      { id: 'bram', content: 'The anvil is mended now', source: { kind: 'dialogue', by: 'Bram' } },
+    ]);
+    const hits = await memory.recall('What did the smith say of the anvil?', { k: 2, strategy: 'cascade', reinforce: false });
+    assert.equal(hits[0]?.memory.id, 'bram');
+    assert.ok(hits[0]?.score.stages?.includes('structural'));
+    await store.close();
+  });
+
   test('the causal stage brings in what caused a match, up to five links back', async () => {
     const { store, memory } = await openMemory();
     const tracker = await ConceptTracker.attach(memory, store, { extractor: new CompromiseExtractor(), settings, aliases: [] });
