@@ -15,6 +15,7 @@ import type { Figure, Scenario } from './scenario.js';
 import { quantile, removeDbDir, round, seeded, timed } from './stats.js';
 
 const SIZES = [1_000, 10_000];
+const SCALE = 100_000;
 const QUERIES = 200;
 const FTS_QUERIES = 20;
 
@@ -48,7 +49,7 @@ async function inProcess(n: number, texts: string[], queries: string[]): Promise
   const memory = await AgentMemory.load(store, settings);
   for (let i = 0; i < n; i += 1000) {
     // Memories of 100 conversations, so each is indexed with the turns around it.
-    await memory.rememberMany(texts.slice(i, i + 1000).map((content, j) => ({ content, source: { kind: 'bench', by: 'bench', thread: `t${(i + j) % 100}` } })));
+    await memory.rememberMany(texts.slice(i, i + 1000).map((content, j) => benchMemory(content, i + j)));
   }
   const loadMs = await timed(async () => {
     await AgentMemory.load(store, settings);
@@ -63,6 +64,7 @@ async function inProcess(n: number, texts: string[], queries: string[]): Promise
     recall.push(await timed(() => memory.recall(q, { k: 10 })));
     query.push(await timed(() => memory.recall(q, { k: 10, reinforce: false })));
   }
+  const cascade = await cascadeTimes(memory, queries);
   const consolidator = new MemoryConsolidator({ memory, store, settings });
   let report: ConsolidationReport | undefined;
   const consolidateMs = await timed(async () => {
@@ -82,7 +84,48 @@ async function inProcess(n: number, texts: string[], queries: string[]): Promise
     },
     { metric: `in-process BM25 — query k=10 p50 / p95 at ${label} (read only)`, value: `${round(quantile(query, 0.5))} / ${round(quantile(query, 0.95))}`, unit: 'ms' },
     { metric: `in-process BM25 — rebuild at start from ${label} rows`, value: round(loadMs, 0), unit: 'ms' },
+    ...cascadeFigures(cascade, label),
   ];
+}
+
+/** A synthetic memory: one of 20 speakers, in one of 100 conversations, said on one of 365 days before 2026-01-01. */
+function benchMemory(content: string, i: number) {
+  return { content, source: { kind: 'bench', by: `speaker${i % 20}`, thread: `t${i % 100}` }, occurred_at: Date.UTC(2025, 0, 1) + (i % 365) * 86_400_000 };
+}
+
+/** Read-only cascade recalls: the plain queries (lexical, episodes, feedback), and the same naming a speaker and a month (structural and temporal stages too). */
+async function cascadeTimes(memory: AgentMemory, queries: readonly string[]): Promise<{ plain: number[]; narrowed: number[] }> {
+  const plain: number[] = [];
+  const narrowed: number[] = [];
+  const now = Date.UTC(2026, 0, 1);
+  for (const [i, q] of queries.entries()) {
+    plain.push(await timed(() => memory.recall(q, { k: 10, reinforce: false, strategy: 'cascade', now })));
+    narrowed.push(await timed(() => memory.recall(`What did speaker${i % 20} say of ${q} last May?`, { k: 10, reinforce: false, strategy: 'cascade', now })));
+  }
+  return { plain, narrowed };
+}
+
+function cascadeFigures(t: { plain: number[]; narrowed: number[] }, label: string): Figure[] {
+  return [
+    { metric: `cascade — query k=10 p50 / p95 at ${label} (read only)`, value: `${round(quantile(t.plain, 0.5))} / ${round(quantile(t.plain, 0.95))}`, unit: 'ms' },
+    { metric: `cascade naming a speaker and a month (structural and temporal stages) — query k=10 p50 / p95 at ${label}`, value: `${round(quantile(t.narrowed, 0.5))} / ${round(quantile(t.narrowed, 0.95))}`, unit: 'ms', goal: label === '100k' ? '≤ 50 ms (structural)' : undefined },
+  ];
+}
+
+/** BM25 and the cascade at 100k memories (no SurrealDB full-text or consolidation: both take minutes there). */
+async function atScale(n: number, texts: string[], queries: string[]): Promise<Figure[]> {
+  const settings = ThymosConfigSchema.parse({}).memory;
+  const dir = mkdtempSync(join(tmpdir(), 'thymos-bench-'));
+  const store = await MemoryStore.open(join(dir, 'db'), { timeoutMs: 60_000 });
+  const memory = await AgentMemory.load(store, settings);
+  for (let i = 0; i < n; i += 1000) await memory.rememberMany(texts.slice(i, i + 1000).map((content, j) => benchMemory(content, i + j)));
+  const query: number[] = [];
+  for (const q of queries) query.push(await timed(() => memory.recall(q, { k: 10, reinforce: false })));
+  const cascade = await cascadeTimes(memory, queries);
+  await store.close();
+  await removeDbDir(dir);
+  const label = `${n / 1000}k`;
+  return [{ metric: `in-process BM25 — query k=10 p50 / p95 at ${label} (read only)`, value: `${round(quantile(query, 0.5))} / ${round(quantile(query, 0.95))}`, unit: 'ms' }, ...cascadeFigures(cascade, label)];
 }
 
 async function surrealFts(n: number, texts: string[], queries: string[]): Promise<Figure[]> {
@@ -129,6 +172,9 @@ export const recallScenario: Scenario = {
       figures.push(...(await inProcess(n, texts.slice(0, n), queries)));
       figures.push(...(await surrealFts(n, texts.slice(0, n), queries)));
     }
+    const rand = seeded(SCALE);
+    const texts = corpus(SCALE, rand);
+    figures.push(...(await atScale(SCALE, texts, queriesFrom(texts, QUERIES, rand))));
     return {
       figures,
       notes: [
