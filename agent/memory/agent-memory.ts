@@ -7,7 +7,7 @@ import type { Logger } from '../../shared/platform/logger.js';
 import { Bm25Index } from './bm25-index.js';
 import { cascadeRecall, type CascadeSources, type CascadeStage, type CascadeTuning } from './cascade-recall.js';
 import { fuseRankings, type Relevance } from './fused-ranking.js';
-import { type MemoryChanges, type MemoryRecord, type MemorySource, newRecord, recallFilter,type RecallHit } from './memory-record.js';
+import { type MemoryChanges, type MemoryRecord, type MemorySource, newRecord, recallFilter, type RecallHit } from './memory-record.js';
 import type { ConceptWrite, MemoryStore } from './memory-store.js';
 import { memoryStrength } from './memory-strength.js';
 import { MemoryVectors } from './memory-vectors.js';
@@ -172,12 +172,12 @@ export class AgentMemory {
     this.#concepts = companion;
   }
 
-  /** Rewrites a recall query before searching (alias resolution adds the names an alias stands for). */
   /** The causes of a memory (the concept tracker keeps `caused_by` links), for the cascade's causal stage. */
   setCauseWalker(causes: ((id: string, hops: number) => ReadonlyArray<{ memory: string; hops: number }>) | undefined): void {
     this.#causes = causes;
   }
 
+  /** Rewrites a recall query before searching (alias resolution adds the names an alias stands for). */
   setQueryExpander(expand: ((query: string) => string) | undefined): void {
     this.#expandQuery = expand;
   }

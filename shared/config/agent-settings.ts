@@ -66,10 +66,11 @@ export const MemorySettingsSchema = z
     emotion_boost: z.number().min(0).max(100).default(1),
     /**
      * How a recall searches when the caller does not say: `bm25` (words), `vector` (meaning,
-     * needs an embedder) or `hybrid` (both, fused by reciprocal rank). Without an embedder,
-     * `vector` and `hybrid` fall back to `bm25`. @default "bm25"
+     * needs an embedder), `hybrid` (both, fused by reciprocal rank) or `cascade` (who, when and
+     * why before words, meaning only to fill). Without an embedder, `vector` and `hybrid` fall
+     * back to `bm25`. @default "bm25"
      */
-    search_strategy: z.enum(['bm25', 'vector', 'hybrid']).default('bm25'),
+    search_strategy: z.enum(['bm25', 'vector', 'hybrid', 'cascade']).default('bm25'),
     /** Share of the vector ranking in a hybrid recall, 0..1. @default 0.5 */
     semantic_weight: z.number().min(0).max(1).default(0.5),
     /** The k of reciprocal rank fusion, 1 / (k + rank): larger flattens the ranks. @default 60 */

@@ -80,7 +80,7 @@ describe('Pkl domain schema', () => {
       [{ searchStrategies: { hybrid: { method: 'vector' } } }, /searchStrategies\.hybrid: hybrid is a search method already/],
       [{ searchStrategies: { deep: { method: 'sideways' } } }, /searchStrategies\.deep\.method/],
       [{ searchStrategies: { deep: { semanticWeight: 2 } } }, /searchStrategies\.deep\.semanticWeight/],
-      [{ agents: { elder_rowan: { ...elder, searchStrategy: 'deep' } } }, /agents\.elder_rowan\.searchStrategy: expected bm25, vector, hybrid; got "deep"/],
+      [{ agents: { elder_rowan: { ...elder, searchStrategy: 'deep' } } }, /agents\.elder_rowan\.searchStrategy: expected bm25, vector, hybrid, cascade; got "deep"/],
     ];
     for (const [raw, pattern] of cases) {
       assert.throws(() => parseDomainSchema(raw, 'x.json'), (err: unknown) => isThymosError(err, 'SCHEMA_INVALID') && pattern.test(err.message), JSON.stringify(raw));
@@ -89,6 +89,7 @@ describe('Pkl domain schema', () => {
     assert.equal(ok.agents.elder_rowan!.searchStrategy, 'deep');
     const file = world('searchStrategies { ["deep"] { method = "sideways" } }');
     await assert.rejects(loadDomainSchema(file), (err: unknown) => isThymosError(err, 'SCHEMA_INVALID') && /sideways/.test(err.message));
+    assert.deepEqual((await loadDomainSchema(world('searchStrategies { ["exact_first"] { method = "cascade" } }'))).searchStrategies.exact_first, { method: 'cascade' });
   });
 });
 
