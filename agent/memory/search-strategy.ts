@@ -3,7 +3,7 @@ import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { RecallOptions, SearchStrategy } from './agent-memory.js';
 
 /**
- * The search a recall runs: `name` is a method (bm25, vector, hybrid) or one of the domain's
+ * The search a recall runs: `name` is a method (bm25, vector, hybrid, cascade) or one of the domain's
  * named strategies; unset, the agent's own `fallback`; neither, the memory's default.
  */
 export function resolveSearchStrategy(

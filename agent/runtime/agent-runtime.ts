@@ -311,7 +311,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
   }
 
   /**
-   * Memories that match `query`. `strategy` is a search method (bm25, vector, hybrid) or the
+   * Memories that match `query`. `strategy` is a search method (bm25, vector, hybrid, cascade) or the
    * name of one of the domain's search strategies; unset, the agent's own `searchStrategy`.
    */
   async recall(query: string, options: Omit<RecallOptions, 'strategy'> & { strategy?: string | undefined }): Promise<RecallHit[]> {

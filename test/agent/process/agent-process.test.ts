@@ -208,7 +208,7 @@ describe('agent process', () => {
       // No embedding service here: the hybrid strategy falls back to BM25 and says so.
       assert.equal((named.structuredContent!.results as Array<{ score: { strategy: string } }>)[0]?.score.strategy, 'bm25');
       const unknown = await call(client, 'recall', { query: 'nails', strategy: 'sideways' });
-      assert.match(text(unknown), /^INVALID_INPUT: strategy: expected bm25, vector, hybrid, by_meaning; got "sideways"/);
+      assert.match(text(unknown), /^INVALID_INPUT: strategy: expected bm25, vector, hybrid, cascade, by_meaning; got "sideways"/);
 
       const cave = await call(client, 'describe_concept', { name: 'the mill', type: 'place', attributes: { kind: 'cave' } });
       assert.match(text(cave), /^INVALID_INPUT: attributes\.kind: expected one of building, outdoors; got "cave"/);
