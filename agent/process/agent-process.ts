@@ -4,12 +4,13 @@ import { join } from 'node:path';
 import { resolveConfigFile, type ThymosConfig } from '../../shared/config/thymos-config.js';
 import { type DomainSchema, loadDomainSchema } from '../../shared/domain/domain-schema.js';
 import { appliesTo } from '../../shared/domain/event-filter.js';
-import { ErrorCode, toThymosError } from '../../shared/errors/errors.js';
+import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
 import { agentTokenPath, ensureAgentToken } from '../../shared/platform/agent-token.js';
 import { CleanupStack } from '../../shared/platform/cleanup-stack.js';
 import { DataLock } from '../../shared/platform/data-lock.js';
 import { createLogger, type Logger } from '../../shared/platform/logger.js';
 import { PhaseClock } from '../../shared/platform/phase-clock.js';
+import { portTaken } from '../../shared/platform/port-probe.js';
 import { StopOnce } from '../../shared/platform/stop-once.js';
 import type { AgentStartContext } from '../../shared/protocol/agent-start-context.js';
 import { SharedConceptExtractor } from '../links/shared-concept-extractor.js';
@@ -129,6 +130,11 @@ async function openAgentState(options: AgentOptions, config: ThymosConfig, start
   // A first start refused before it could take anything in (a port in use, a bad context) leaves
   // no folder behind: pushed first, this runs last, after the database is closed.
   const fresh = !existsSync(dir);
+  // A first start on a port another process holds is refused before it makes anything: the
+  // database engine may write its files a moment after close, after the folder was removed.
+  if (fresh && options.port !== 0 && (await portTaken(config.agent.host, options.port))) {
+    throw new ThymosError(ErrorCode.PORT_IN_USE, `port ${options.port} on ${config.agent.host} is already in use; choose another with --port`, { details: { port: options.port } });
+  }
   const started = { listening: false };
   // The engine may still be writing its last files a moment after close: ENOTEMPTY is tried again.
   cleanup.push(() => fresh && !started.listening && rmSync(dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 50 }));

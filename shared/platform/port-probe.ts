@@ -1,4 +1,4 @@
-import { connect } from 'node:net';
+import { connect, createServer } from 'node:net';
 
 /**
  * Whether `host:port` refuses a TCP connection right now (nothing listens there), within `ms`.
@@ -16,5 +16,14 @@ export function refusesConnections(host: string, port: number, ms = 500): Promis
     const timer = setTimeout(() => done(false), ms);
     socket.once('connect', () => done(false));
     socket.once('error', (err: NodeJS.ErrnoException) => done(err.code === 'ECONNREFUSED'));
+  });
+}
+
+/** Whether another process holds `host:port` now (binding it fails with EADDRINUSE); other bind errors are thrown. */
+export function portTaken(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', (err: NodeJS.ErrnoException) => (err.code === 'EADDRINUSE' ? resolve(true) : reject(err)));
+    server.listen({ host, port, exclusive: true }, () => server.close(() => resolve(false)));
   });
 }

@@ -1,6 +1,8 @@
 import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:net';
 
+import { portTaken as portTakenOn } from '../../shared/platform/port-probe.js';
+
 /** A port free on 127.0.0.1 right now (the kernel picks it). */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -15,9 +17,5 @@ export function freePort(): Promise<number> {
 
 /** Whether another process holds `port` on 127.0.0.1 (binding it fails with EADDRINUSE). */
 export function portTaken(port: number): Promise<boolean> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', (err: NodeJS.ErrnoException) => (err.code === 'EADDRINUSE' ? resolve(true) : reject(err)));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(false)));
-  });
+  return portTakenOn('127.0.0.1', port);
 }
