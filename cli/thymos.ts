@@ -23,6 +23,18 @@ const FLEET_COMMANDS: Record<string, (c: FleetCommands, argv: string[]) => Promi
   tools: (c, a) => c.runToolsCommand(a),
 };
 
+/** Commands with a module of their own, loaded only when one of them runs. */
+const OWN_MODULE_COMMANDS: Record<string, (argv: string[]) => Promise<number> | number> = {
+  agent: async (a) => (await import('./agent-command.js')).runAgentCommand(a),
+  spare: async (a) => (await import('./spare-command.js')).runSpareCommand(a),
+  supervisor: async (a) => (await import('./supervisor-command.js')).runSupervisorCommand(a),
+  world: async (a) => (await import('./world-command.js')).runWorldCommand(a),
+  top: async (a) => (await import('./top-command.js')).runTopCommand(a),
+  init: async (a) => (await import('./init-command.js')).runInitCommand(a),
+  validate: async (a) => (await import('./validate-command.js')).runValidateCommand(a),
+  completion: async (a) => (await import('./completion.js')).runCompletionCommand(a),
+};
+
 /** `--help` or `-h` among a command's arguments (before a `--`). */
 function asksForHelp(argv: readonly string[]): boolean {
   const end = argv.indexOf('--');
@@ -54,39 +66,8 @@ async function main(argv: string[]): Promise<number> {
     return ExitCode.OK;
   }
   if (command !== undefined && Object.hasOwn(FLEET_COMMANDS, command)) return FLEET_COMMANDS[command]!(await import('./fleet-commands.js'), rest);
+  if (command !== undefined && Object.hasOwn(OWN_MODULE_COMMANDS, command)) return OWN_MODULE_COMMANDS[command]!(rest);
   switch (command) {
-    case 'agent': {
-      const { runAgentCommand } = await import('./agent-command.js');
-      return runAgentCommand(rest);
-    }
-    case 'spare': {
-      const { runSpareCommand } = await import('./spare-command.js');
-      return runSpareCommand(rest);
-    }
-    case 'supervisor': {
-      const { runSupervisorCommand } = await import('./supervisor-command.js');
-      return runSupervisorCommand(rest);
-    }
-    case 'world': {
-      const { runWorldCommand } = await import('./world-command.js');
-      return runWorldCommand(rest);
-    }
-    case 'top': {
-      const { runTopCommand } = await import('./top-command.js');
-      return runTopCommand(rest);
-    }
-    case 'init': {
-      const { runInitCommand } = await import('./init-command.js');
-      return runInitCommand(rest);
-    }
-    case 'validate': {
-      const { runValidateCommand } = await import('./validate-command.js');
-      return runValidateCommand(rest);
-    }
-    case 'completion': {
-      const { runCompletionCommand } = await import('./completion.js');
-      return runCompletionCommand(rest);
-    }
     case 'help': {
       const [about, ...extra] = rest;
       if (extra.length > 0) throw new ThymosError(ErrorCode.USAGE, 'usage: thymos help [COMMAND]');

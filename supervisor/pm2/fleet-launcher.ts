@@ -12,10 +12,11 @@ import { connectNats } from '../../shared/nats/nats-connection.js';
 import { SupervisorRequester } from '../../shared/nats/supervisor-requester.js';
 import { isAlive, readLockPid } from '../../shared/platform/data-lock.js';
 import { withDeadline } from '../../shared/platform/deadline.js';
+import { portTaken } from '../../shared/platform/port-probe.js';
 import { FleetNames } from '../../shared/protocol/fleet-names.js';
 import type { ProgressMessage, ReconcileReport } from '../../shared/protocol/supervisor-protocol.js';
 import { AppLaunch } from './app-launch.js';
-import { freePort, portTaken } from './free-port.js';
+import { freePort } from './free-port.js';
 import { ProcessManager } from './process-manager.js';
 import { thymosBinPath } from './thymos-bin.js';
 
@@ -101,7 +102,7 @@ async function ensureNats(config: ThymosConfig, pm: ProcessManager, launch: AppL
   const nats = await pm.describe(Pm2Names.nats);
   if (nats?.status !== 'online') {
     if (nats) await pm.delete(Pm2Names.nats);
-    if (await portTaken(port)) {
+    if (await portTaken('127.0.0.1', port)) {
       const where = config.nats.port ? `[nats] port in ${config.file ?? 'the configuration'}` : `remembered from the fleet's last run in ${paths.fleetFile}`;
       const fix = config.nats.port ? 'set another [nats] port' : `delete ${paths.fleetFile} to have a free port chosen`;
       throw new ThymosError(ErrorCode.PORT_IN_USE, `127.0.0.1:${port}, the fleet's NATS port (${where}), is in use by another process: stop it, or ${fix}`, {

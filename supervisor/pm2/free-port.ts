@@ -1,7 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:net';
 
-import { portTaken as portTakenOn } from '../../shared/platform/port-probe.js';
 
 /** A port free on 127.0.0.1 right now (the kernel picks it). */
 export function freePort(): Promise<number> {
@@ -13,9 +12,4 @@ export function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
-}
-
-/** Whether another process holds `port` on 127.0.0.1 (binding it fails with EADDRINUSE). */
-export function portTaken(port: number): Promise<boolean> {
-  return portTakenOn('127.0.0.1', port);
 }
