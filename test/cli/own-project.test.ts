@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { ensureModel } from '../helpers/embedding-model.js';
 import { eventually, killFleet } from '../helpers/fleet.js';
+import { terminal } from '../helpers/terminal.js';
 import { REPO_ROOT } from '../helpers/workspace.js';
 
 /**
@@ -91,21 +92,18 @@ describe('a project of its own, from the packed package', () => {
     assert.match(top.stdout, /baker\s+active/);
 
     // Live, on a terminal: tmux runs it; it draws, redraws, re-sorts on a key and quits on q.
-    const tmux = (...args: string[]) => run('tmux', ['-L', `thymos-top-${process.pid}`, ...args]);
-    const screen = () => tmux('capture-pane', '-p', '-t', 'top').stdout;
+    const live = terminal('top', `${join(project, 'node_modules', '.bin', 'thymos')} top --interval 300`, { cwd: project, env, height: 20 });
     try {
-      const bin = join(project, 'node_modules', '.bin', 'thymos');
-      assert.equal(tmux('new-session', '-d', '-s', 'top', '-x', '160', '-y', '20', `${bin} top --interval 300; echo "top exited $?"; sleep 600`).status, 0);
-      const first = await eventually(() => screen().match(/thymos top — (\d\d:\d\d:\d\d)/)?.[1], 30_000, 'a first frame');
-      await eventually(() => { const t = screen().match(/thymos top — (\d\d:\d\d:\d\d)/)?.[1]; return t && t !== first ? t : undefined; }, 30_000, 'a later frame in its place');
-      assert.match(screen(), /sorted by cpu/);
-      tmux('send-keys', '-t', 'top', 'm');
-      await eventually(() => (/sorted by memory/.test(screen()) ? true : undefined), 10_000, 'sorted by memory after m');
-      assert.match(screen(), /baker\s+active\s+active/);
-      tmux('send-keys', '-t', 'top', 'q');
-      await eventually(() => (/top exited 0/.test(screen()) ? true : undefined), 10_000, 'top to quit on q with 0');
+      const first = await live.until(/thymos top — (\d\d:\d\d:\d\d)/, 30_000, 'a first frame');
+      await eventually(() => { const t = /thymos top — (\d\d:\d\d:\d\d)/.exec(live.screen())?.[1]; return t && t !== first ? t : undefined; }, 30_000, 'a later frame in its place');
+      assert.match(live.screen(), /sorted by cpu/);
+      live.keys('m');
+      await live.until(/sorted by memory/, 10_000, 'sorted by memory after m');
+      assert.match(live.screen(), /baker\s+active\s+active/);
+      live.keys('q');
+      await live.until(/exited 0/, 10_000, 'top to quit on q with 0');
     } finally {
-      tmux('kill-server');
+      live.close();
     }
 
     const logs = thymos('logs', '--all', '-n', '5');

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -12,6 +12,7 @@ import { isThymosError } from '../../../shared/errors/errors.js';
 import type { FleetStatus, ReconcileReport } from '../../../shared/protocol/supervisor-protocol.js';
 import { findNatsServer } from '../../../supervisor/pm2/fleet-launcher.js';
 import { alive, eventually, fleetPids, killFleet, runThymos } from '../../helpers/fleet.js';
+import { terminal } from '../../helpers/terminal.js';
 import { createWorkspace, THYMOS_BIN, type Workspace } from '../../helpers/workspace.js';
 
 const BEHAVIOR = `
@@ -284,21 +285,18 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
   });
 
   test('thymos top redraws on a terminal, re-sorts on a key and quits on q; logs --all -f follows every process, labelled', async () => {
-    const tmux = (...args: string[]) => spawnSync('tmux', ['-L', `thymos-fleet-${process.pid}`, ...args], { cwd: ws.dir, encoding: 'utf8' });
-    const screen = () => tmux('capture-pane', '-p', '-t', 'top').stdout;
-    const clock = () => /thymos top — (\d\d:\d\d:\d\d)/.exec(screen())?.[1];
+    const top = terminal('top', `${process.execPath} ${THYMOS_BIN} top --interval 250 --sort state`, { cwd: ws.dir });
     try {
-      assert.equal(tmux('new-session', '-d', '-s', 'top', '-x', '160', '-y', '24', `${process.execPath} ${THYMOS_BIN} top --interval 250 --sort state; echo "top exited $?"; sleep 600`).status, 0);
-      const first = await eventually(clock, 30_000, 'a first frame');
-      await eventually(() => { const now = clock(); return now && now !== first ? now : undefined; }, 30_000, 'a later frame drawn in its place');
-      assert.match(screen(), /sorted by state/);
-      assert.match(screen(), /elder_rowan\s+active/);
-      tmux('send-keys', '-t', 'top', 'i');
-      await eventually(() => (/sorted by id/.test(screen()) ? true : undefined), 10_000, 'sorted by id after i');
-      tmux('send-keys', '-t', 'top', 'q');
-      await eventually(() => (/top exited 0/.test(screen()) ? true : undefined), 10_000, 'top quitting on q with 0');
+      const first = await top.until(/thymos top — (\d\d:\d\d:\d\d)/, 30_000, 'a first frame');
+      await eventually(() => { const now = /thymos top — (\d\d:\d\d:\d\d)/.exec(top.screen())?.[1]; return now && now !== first ? now : undefined; }, 30_000, 'a later frame drawn in its place');
+      assert.match(top.screen(), /sorted by state/);
+      assert.match(top.screen(), /elder_rowan\s+active/);
+      top.keys('i');
+      await top.until(/sorted by id/, 10_000, 'sorted by id after i');
+      top.keys('q');
+      await top.until(/exited 0/, 10_000, 'top quitting on q with 0');
     } finally {
-      tmux('kill-server');
+      top.close();
     }
 
     const follow = spawn(process.execPath, [THYMOS_BIN, 'logs', '--all', '-f', '-n', '1'], { cwd: ws.dir });
