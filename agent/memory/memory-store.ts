@@ -122,6 +122,8 @@ export interface SnapshotRecord {
 export class MemoryStore {
   readonly #db: Surreal;
   #closed = false;
+  /** Queries sent and not yet answered: close waits for them (the engine panics on a connection closed under a query). */
+  readonly #inFlight = new Set<Promise<unknown>>();
 
   private constructor(db: Surreal) {
     this.#db = db;
@@ -303,9 +305,11 @@ export class MemoryStore {
     await this.#run('UPSERT $id CONTENT { data: $data } RETURN NONE', { id: new RecordId('meta', key), data: value });
   }
 
+  /** Refuses new queries, waits for those in flight (a background hook's, say), then closes the database. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    await Promise.allSettled([...this.#inFlight]);
     await this.#db.close();
   }
 
@@ -320,7 +324,13 @@ export class MemoryStore {
     for (let attempt = 0; ; attempt++) {
       if (this.#closed) throw new ThymosError(ErrorCode.DATABASE_ERROR, 'the memory database is closed');
       try {
-        return (await this.#db.query(query, bindings)) as T;
+        const sent = this.#db.query(query, bindings);
+        this.#inFlight.add(sent);
+        try {
+          return (await sent) as T;
+        } finally {
+          this.#inFlight.delete(sent);
+        }
       } catch (err) {
         const message = (err as Error).message;
         if (attempt < CONFLICT_RETRIES && /transaction conflict|can be retried/i.test(message)) {
