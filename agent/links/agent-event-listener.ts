@@ -21,6 +21,8 @@ export interface AgentEventListenerOptions {
   names: FleetNames;
   /** Where the concepts and vector a copy carries go, for the extractor and embedder to take. */
   hints?: HintBook;
+  /** A live event is recallable at once and stored within this (0: stored first); acknowledged once stored. */
+  storeDelayMs?: number;
 }
 
 const BATCH = 256;
@@ -104,9 +106,21 @@ export class AgentEventListener {
       this.#options.hints?.put(memory.content, readHints(m.headers));
       memories.push(memory);
     }
-    if (memories.length > 0) await this.#runtime.hear(memories, { live });
+    const delay = live ? (this.#options.storeDelayMs ?? 0) : 0;
+    // Between half the delay and all of it, at random: agents that hear the same events do not all write at once.
+    if (memories.length > 0) await this.#runtime.hear(memories, delay > 0 ? { live, storeWithinMs: delay * (0.5 + Math.random() / 2) } : { live });
     this.heard += memories.length;
-    for (const m of msgs) m.ack();
+    if (delay === 0) {
+      for (const m of msgs) m.ack();
+      return;
+    }
+    // Acknowledged once stored: a crash before that has them delivered again, and the memory ids keep them one each.
+    this.#runtime.stored().then(
+      () => {
+        for (const m of msgs) m.ack();
+      },
+      (err: unknown) => this.#logger.warn({ err: (err as Error).message, events: msgs.length }, 'heard events not stored before closing; they will be delivered again'),
+    );
   }
 }
 

@@ -5,13 +5,16 @@ import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { Embedder } from '../../shared/platform/embedder.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { Bm25Index } from './bm25-index.js';
-import { cascadeRecall, type CascadeSources, type CascadeStage, type CascadeTuning } from './cascade-recall.js';
+import { cascadeRecall, type CascadeSources, type CascadeStage } from './cascade-recall.js';
 import { fuseRankings, type Relevance } from './fused-ranking.js';
 import { type MemoryChanges, type MemoryRecord, type MemorySource, newRecord, recallFilter, type RecallHit } from './memory-record.js';
 import type { ConceptWrite, MemoryStore } from './memory-store.js';
 import { memoryStrength } from './memory-strength.js';
 import { MemoryVectors } from './memory-vectors.js';
+import type { RecallOptions } from './search-strategy.js';
 import { ThreadTurns } from './thread-turns.js';
+
+export type { RecallOptions, SearchStrategy } from './search-strategy.js';
 
 /** A memory to store; everything but the content has a default. */
 export interface NewMemory {
@@ -34,40 +37,12 @@ export interface NewMemory {
   occurred_at?: number;
 }
 
-export type SearchStrategy = 'bm25' | 'vector' | 'hybrid' | 'cascade';
-
 export type MemoryEvent = 'created' | 'updated' | 'accessed';
-
-export interface RecallOptions {
-  /** How many memories to return. */
-  k: number;
-  /** @default `[memory] search_strategy` */
-  strategy?: SearchStrategy;
-  /** Share of the vector ranking in a hybrid recall. @default `[memory] semantic_weight` */
-  semanticWeight?: number;
-  /** Time of the query (ms); tests pass it to see the forgetting curve. @default Date.now() */
-  now?: number;
-  /** Reinforce what is returned (access count + 1, last accessed = now). @default true */
-  reinforce?: boolean;
-  /** Only memories for which this returns true are considered. */
-  filter?: (memory: MemoryRecord) => boolean;
-  /** Consider memories a newer one superseded too. @default false */
-  includeSuperseded?: boolean;
-  /** Consider demoted (faded) memories too. @default false */
-  includeDemoted?: boolean;
-  /** The cascade's parameters to change for this recall (benchmarks and ablations). @default `CASCADE` */
-  cascade?: Partial<CascadeTuning>;
-}
 
 /** BM25 candidates re-ranked by strength; this many per requested result. */
 const CANDIDATES_PER_RESULT = 4;
 const MIN_CANDIDATES = 40;
 
-/**
- * An agent's memory: SurrealDB holds every record durably, an in-process BM25 index
- * answers queries, and a map keeps records for scoring. A write is acknowledged only
- * after the database has it; the index follows in the same call.
- */
 /** Called after memories were stored (`created`), changed by a consolidation (`updated`) or returned by a reinforcing recall (`accessed`). */
 export type MemoryHook = (records: readonly MemoryRecord[]) => Promise<void> | void;
 
@@ -92,6 +67,12 @@ export interface AgentMemoryOptions {
   logger?: Logger | undefined;
 }
 
+/**
+ * An agent's memory: SurrealDB holds every record durably, an in-process BM25 index
+ * answers queries, and a map keeps records for scoring. A write resolves once the database
+ * has it and the index follows in the same call, except one given `storeWithinMs` (what an
+ * agent hears live), which is recallable at once and stored within that time (`stored`).
+ */
 export class AgentMemory {
   readonly #store: MemoryStore;
   readonly #settings: MemorySettings;
@@ -121,6 +102,7 @@ export class AgentMemory {
    */
   static async load(store: MemoryStore, settings: MemorySettings, options: AgentMemoryOptions = {}): Promise<AgentMemory> {
     const memory = new AgentMemory(store, settings, options);
+    store.onLateWriteError((err, writes) => options.logger?.warn({ err: (err as Error).message, writes }, 'storing heard memories failed; trying again'));
     const rows = await store.all();
     rows.sort((a, b) => a.created_at - b.created_at);
     for (const row of rows) {
@@ -219,8 +201,13 @@ export class AgentMemory {
    * Stores several memories in one database write. Inputs whose `id` is already stored (or
    * repeated within the call) are not written again; the stored record is returned for them.
    */
-  async rememberMany(inputs: readonly NewMemory[], now = Date.now()): Promise<MemoryRecord[]> {
-    return this.commit(inputs, [], now);
+  async rememberMany(inputs: readonly NewMemory[], now = Date.now(), storeWithinMs?: number): Promise<MemoryRecord[]> {
+    return this.commit(inputs, [], now, storeWithinMs);
+  }
+
+  /** Resolves once every memory so far is in the database (those written with `storeWithinMs` wait for it). */
+  stored(): Promise<void> {
+    return this.#store.stored();
   }
 
   /**
@@ -228,7 +215,7 @@ export class AgentMemory {
    * what a consolidation writes. New inputs with a known id are kept as they are.
    * Changes to unknown memories are NOT_FOUND, and nothing is written.
    */
-  async commit(inputs: readonly (NewMemory & { insight_key?: string })[], changes: ReadonlyArray<{ id: string; changes: MemoryChanges }>, now = Date.now()): Promise<MemoryRecord[]> {
+  async commit(inputs: readonly (NewMemory & { insight_key?: string })[], changes: ReadonlyArray<{ id: string; changes: MemoryChanges }>, now = Date.now(), storeWithinMs?: number): Promise<MemoryRecord[]> {
     for (const c of changes) if (!this.#records.has(c.id)) throw new ThymosError(ErrorCode.NOT_FOUND, `no memory ${JSON.stringify(c.id)} to change`);
     const fresh = new Map<string, MemoryRecord>();
     const out: MemoryRecord[] = [];
@@ -258,7 +245,8 @@ export class AgentMemory {
     const vectors = this.#vectors?.known(created);
     const concepts = this.#concepts?.ready(created, now);
     try {
-      await this.#store.apply(created, changes, { vectors, concepts });
+      if (storeWithinMs !== undefined && changes.length === 0) void this.#store.applySoon(created, { vectors, concepts }, storeWithinMs);
+      else await this.#store.apply(created, changes, { vectors, concepts });
     } catch (err) {
       concepts?.failed();
       throw err;
@@ -364,7 +352,6 @@ export class AgentMemory {
     };
   }
 
-
   async #queryVector(query: string): Promise<Float32Array | undefined> {
     if (!this.#vectors) {
       this.#warnFallback('no embedder is configured');
@@ -390,8 +377,6 @@ export class AgentMemory {
     all.sort((a, b) => b.created_at - a.created_at);
     return all.slice(0, limit);
   }
-
-
 }
 
 function round(x: number): number {

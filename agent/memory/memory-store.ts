@@ -4,7 +4,11 @@ import { RecordId, type Surreal } from 'surrealdb';
 
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { openEmbeddedSurreal } from '../../shared/platform/embedded-surreal.js';
-import { type MemoryChanges, type MemoryRecord, normaliseSource } from './memory-record.js';
+import type { MemoryChanges, MemoryRecord } from './memory-record.js';
+import { conceptBindings, type ConceptRecord, conceptRow, fromRow, type MemoryRow, type MemoryWrite, type StoredVector, storedVector, vectorBytes, writeBindings, type WrittenWith } from './memory-rows.js';
+import { WriteBehind } from './write-behind.js';
+
+export type { ConceptRecord, ConceptWrite, WrittenWith } from './memory-rows.js';
 
 /**
  * Schema of the private database. Deliberately no DEFINE INDEX: search runs in an
@@ -69,45 +73,6 @@ DEFINE TABLE IF NOT EXISTS meta SCHEMALESS;
 /** How often a write that lost a transaction conflict is tried again. */
 const CONFLICT_RETRIES = 5;
 
-interface MemoryRow extends Omit<MemoryRecord, 'id'> {
-  id: RecordId;
-}
-
-/** A concept as stored: a person, place or thing the agent's memories mention. */
-export interface ConceptRecord {
-  /** Stable key: an agent id, an alias target, or the lower-cased name with _ for spaces. */
-  key: string;
-  name: string;
-  type: string;
-  /** mentioned → provisional → tracked, by mentions and significance. */
-  tier: 'mentioned' | 'provisional' | 'tracked';
-  /** How many memories mention it. */
-  mentions: number;
-  /** Sum of the importance of those memories. */
-  significance: number;
-  first_seen: number;
-  last_seen: number;
-  /** What is known of it, checked against the domain's concept type (stored as JSON text). */
-  attributes?: Record<string, string | number | boolean>;
-}
-
-/** The concepts new memories mention, found before they were written (see `MemoryStore.apply`). */
-export interface ConceptWrite {
-  /** Concepts whose counts changed, whole. */
-  concepts: readonly ConceptRecord[];
-  mentions: ReadonlyArray<{ memory: string; concept: string }>;
-  /** Memories whose concepts were found (stored with `concepts_at`, so a restart does not find them again). */
-  extracted: readonly string[];
-  at: number;
-}
-
-/** What is written with new memories in their transaction. */
-export interface WrittenWith {
-  /** Vectors made by `model`, by memory id. */
-  vectors?: { model: string; byId: ReadonlyMap<string, Float32Array> } | undefined;
-  concepts?: ConceptWrite | undefined;
-}
-
 /** A saved agent state, newest first when listed. */
 export interface SnapshotRecord {
   at: number;
@@ -124,6 +89,8 @@ export class MemoryStore {
   #closed = false;
   /** Queries sent and not yet answered: close waits for them (the engine panics on a connection closed under a query). */
   readonly #inFlight = new Set<Promise<unknown>>();
+  readonly #later = new WriteBehind<MemoryWrite>((writes) => this.#writeNow(writes), { maxItems: 256, onError: (err, n) => this.#reportLate?.(err, n) });
+  #reportLate: ((err: unknown, writes: number) => void) | undefined;
 
   private constructor(db: Surreal) {
     this.#db = db;
@@ -149,25 +116,45 @@ export class MemoryStore {
    */
   async apply(records: readonly MemoryRecord[], changes: ReadonlyArray<{ id: string; changes: MemoryChanges }>, withNew: WrittenWith = {}): Promise<void> {
     if (records.length === 0 && changes.length === 0) return;
-    const { vectors, concepts } = withNew;
-    const extracted = new Set(concepts?.extracted);
-    const rows = records.map(({ id, ...rest }) => {
-      const vector = vectors?.byId.get(id);
-      return {
-        ...defined(rest),
-        id: new RecordId('memory', id),
-        ...(vector ? { embedding: vectorBytes(vector), embedding_model: vectors!.model } : {}),
-        ...(extracted.has(id) ? { concepts_at: concepts!.at } : {}),
-      };
-    });
-    const updates = changes.map((c) => ({ id: new RecordId('memory', c.id), set: defined(c.changes) }));
-    if (updates.length === 0 && !concepts) {
-      await this.#run('INSERT INTO memory $rows RETURN NONE', { rows });
+    await this.#later.flush();
+    await this.#writeNow([{ records, changes, withNew }]);
+  }
+
+  /**
+   * New memories written within `delayMs`, with those of other `applySoon` calls made meanwhile,
+   * in one transaction (up to 256 calls): resolves once they are stored. A write that fails is
+   * tried again until it succeeds or the store closes. Every other query of the store first
+   * writes what waits, so reads see it and later writes land after it.
+   */
+  applySoon(records: readonly MemoryRecord[], withNew: WrittenWith, delayMs: number): Promise<void> {
+    if (records.length === 0) return Promise.resolve();
+    return this.#later.add({ records, changes: [], withNew }, delayMs);
+  }
+
+  /** Resolves once every `applySoon` so far is stored. */
+  stored(): Promise<void> {
+    return this.#later.settled();
+  }
+
+  /** Writes what `applySoon` left waiting now. */
+  async writePending(): Promise<void> {
+    await this.#later.flush();
+  }
+
+  /** Called when a write of `applySoon` failed (it is tried again). */
+  onLateWriteError(report: (err: unknown, writes: number) => void): void {
+    this.#reportLate = report;
+  }
+
+  async #writeNow(writes: readonly MemoryWrite[]): Promise<void> {
+    const { rows, updates, concepts, mentions } = writeBindings(writes);
+    if (updates.length === 0 && concepts.length === 0 && mentions.length === 0) {
+      await this.#query('INSERT INTO memory $rows RETURN NONE', { rows });
       return;
     }
-    await this.#run(
+    await this.#query(
       'BEGIN TRANSACTION; IF array::len($rows) > 0 { INSERT INTO memory $rows RETURN NONE; }; FOR $u IN $updates { UPDATE $u.id MERGE $u.set RETURN NONE; }; FOR $c IN $concepts { UPSERT $c.id CONTENT $c.row RETURN NONE; }; IF array::len($mentions) > 0 { INSERT RELATION INTO mentions $mentions RETURN NONE; }; COMMIT TRANSACTION;',
-      { rows, updates, ...conceptBindings(concepts?.concepts ?? [], concepts?.mentions ?? []) },
+      { rows, updates, concepts, mentions },
     );
   }
 
@@ -305,12 +292,19 @@ export class MemoryStore {
     await this.#run('UPSERT $id CONTENT { data: $data } RETURN NONE', { id: new RecordId('meta', key), data: value });
   }
 
-  /** Refuses new queries, waits for those in flight (a background hook's, say), then closes the database. */
+  /** Writes what `applySoon` left waiting, refuses new queries, waits for those in flight (a background hook's, say), then closes the database. */
   async close(): Promise<void> {
     if (this.#closed) return;
+    await this.#later.close();
     this.#closed = true;
     await Promise.allSettled([...this.#inFlight]);
     await this.#db.close();
+  }
+
+  /** Runs a query once what `applySoon` left waiting is written (see `#query`). */
+  async #run<T extends unknown[] = unknown[]>(query: string, bindings?: Record<string, unknown>): Promise<T> {
+    if (this.#later.size > 0) await this.#later.flush();
+    return this.#query<T>(query, bindings);
   }
 
   /**
@@ -320,7 +314,7 @@ export class MemoryStore {
    * Every write here is an upsert, a keyed insert or one transaction, so running it again
    * after a rollback writes it once.
    */
-  async #run<T extends unknown[] = unknown[]>(query: string, bindings?: Record<string, unknown>): Promise<T> {
+  async #query<T extends unknown[] = unknown[]>(query: string, bindings?: Record<string, unknown>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       if (this.#closed) throw new ThymosError(ErrorCode.DATABASE_ERROR, 'the memory database is closed');
       try {
@@ -343,57 +337,3 @@ export class MemoryStore {
   }
 }
 
-/**
- * A vector as stored: its float32 values as little-endian bytes (as the embedding service sends
- * them), one CBOR byte string. An array of 384 numbers cost a hearer's write about 0.9 ms of CPU
- * more, each number encoded and then parsed by SurrealDB on its own.
- */
-function vectorBytes(v: Float32Array): Uint8Array {
-  return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
-}
-
-/** Bytes from `vectorBytes`, or an array of numbers as memories written before it were stored. */
-type StoredVector = ArrayBuffer | Uint8Array | number[];
-
-function storedVector(stored: StoredVector): Float32Array {
-  if (Array.isArray(stored)) return Float32Array.from(stored);
-  const bytes = stored instanceof Uint8Array ? stored : new Uint8Array(stored);
-  return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
-}
-
-/** The object without its undefined entries (SurrealDB fields are NONE when absent). */
-function defined<T extends object>(o: T): Partial<T> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
-}
-
-function conceptBindings(concepts: readonly ConceptRecord[], mentions: ReadonlyArray<{ memory: string; concept: string }>): { concepts: unknown[]; mentions: unknown[] } {
-  return {
-    concepts: concepts.map(conceptRow),
-    mentions: mentions.map((m) => ({ in: new RecordId('memory', m.memory), out: new RecordId('concept', m.concept) })),
-  };
-}
-
-function conceptRow({ key, attributes, ...row }: ConceptRecord): { id: RecordId; row: Record<string, unknown> } {
-  return { id: new RecordId('concept', key), row: attributes ? { ...row, attributes: JSON.stringify(attributes) } : row };
-}
-
-const OPTIONAL_NUMBERS = ['occurred_at', 'superseded_at', 'demoted_at'] as const;
-const OPTIONAL_TEXTS = ['insight_key', 'superseded_by', 'superseded_reason', 'compacted_into'] as const;
-
-function fromRow(row: MemoryRow): MemoryRecord {
-  const record = {
-    id: String(row.id.id),
-    content: row.content,
-    importance: Number(row.importance),
-    emotional_weight: Number(row.emotional_weight),
-    tags: row.tags,
-    source: normaliseSource(row.source),
-    created_at: Number(row.created_at),
-    last_accessed: Number(row.last_accessed),
-    access_count: Number(row.access_count),
-  } as MemoryRecord;
-  if (Array.isArray(row.derived_from)) record.derived_from = row.derived_from;
-  for (const f of OPTIONAL_NUMBERS) if (row[f] != null) record[f] = Number(row[f]);
-  for (const f of OPTIONAL_TEXTS) if (row[f] != null) record[f] = row[f];
-  return record;
-}

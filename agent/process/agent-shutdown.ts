@@ -12,7 +12,7 @@ export interface AgentShutdownParts {
   /** The readers of events, inbox and world watches. */
   listeners: ReadonlyArray<{ close(): Promise<void> }>;
   http: { close(): Promise<void> };
-  store: { close(): Promise<void> };
+  store: { writePending(): Promise<void>; close(): Promise<void> };
   lock: { release(): void };
   /** The consolidation schedule, when there is one. */
   schedule: NodeJS.Timeout | undefined;
@@ -40,6 +40,8 @@ export async function shutdownAgent(parts: AgentShutdownParts, reason: string): 
   runtime.links.setMessenger(undefined);
   runtime.links.setWorld(undefined);
   for (const l of listeners) await l.close();
+  // What was heard live and waits to be stored is stored now, and acknowledged while the connection is open.
+  await parts.store.writePending().catch((err: unknown) => logger.error({ err }, 'storing what was heard failed; it will be delivered again'));
   if (config.memory.consolidate_on_passivate) await runtime.consolidateWithin('passivation', config.memory.consolidate_budget_ms);
   await runtime.snapshot(`stop:${reason}`).catch((err: unknown) => logger.error({ err }, 'snapshot failed'));
   await parts.http.close();

@@ -119,7 +119,7 @@ async function openReaders(parts: FleetLinkParts, names: FleetNames, listeners: 
   const { AgentEventListener } = await import('../links/agent-event-listener.js');
   // What the router found in a heard event's text, so that neither service is asked again.
   const hints = new HintBook();
-  const ear = new AgentEventListener(runtime, { replayMax: config.events.replay_max, ackWaitS: config.events.ack_wait_s, names, hints }, logger);
+  const ear = new AgentEventListener(runtime, { replayMax: config.events.replay_max, ackWaitS: config.events.ack_wait_s, storeDelayMs: config.events.store_delay_ms, names, hints }, logger);
   // What arrived while the agent was stopped is heard before it says ready; when NATS
   // comes later, as soon as it does.
   const { AgentInbox } = await import('../links/agent-inbox.js');

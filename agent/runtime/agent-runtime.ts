@@ -227,15 +227,21 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
 
   /**
    * Stores what the agent heard (world events). Unlike `remember`, works in passive mode:
-   * Listening agents hear and remember too. Ids make it idempotent.
+   * Listening agents hear and remember too. Ids make it idempotent. With `storeWithinMs` the
+   * memories are recallable and announced at once and stored within that time (`stored`).
    */
-  async hear(memories: readonly NewMemory[], options: { live?: boolean } = {}): Promise<MemoryRecord[]> {
+  async hear(memories: readonly NewMemory[], options: { live?: boolean; storeWithinMs?: number } = {}): Promise<MemoryRecord[]> {
     const reacting = options.live === true && this.#reasonOnEvents && this.#mode === 'active' && this.#status === 'ready';
     // Only memories new to this agent are reasoned about: a redelivered event is stored once and decided once.
     const known = reacting ? new Set(memories.flatMap((m) => (m.id !== undefined && this.#memory.get(m.id) ? [m.id] : []))) : undefined;
-    const records = await this.#rememberAllAndAnnounce(memories);
+    const records = await this.#rememberAllAndAnnounce(memories, options.storeWithinMs);
     if (known) for (const r of records) if (!known.has(r.id) && r.source.event !== undefined) this.#react(r);
     return records;
+  }
+
+  /** Resolves once everything heard so far is in the database. */
+  stored(): Promise<void> {
+    return this.#memory.stored();
   }
 
   /**
@@ -353,14 +359,11 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
   }
 
   async #rememberAndAnnounce(memory: NewMemory): Promise<MemoryRecord> {
-    const record = await this.#memory.remember(memory);
-    this.emit('memory', record);
-    this.#changed();
-    return record;
+    return (await this.#rememberAllAndAnnounce([memory]))[0]!;
   }
 
-  async #rememberAllAndAnnounce(memories: readonly NewMemory[]): Promise<MemoryRecord[]> {
-    const records = await this.#memory.rememberMany(memories);
+  async #rememberAllAndAnnounce(memories: readonly NewMemory[], storeWithinMs?: number): Promise<MemoryRecord[]> {
+    const records = await this.#memory.rememberMany(memories, Date.now(), storeWithinMs);
     for (const r of records) this.emit('memory', r);
     this.#changed();
     return records;

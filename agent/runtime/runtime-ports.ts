@@ -31,8 +31,13 @@ export interface RuntimeGate {
 /** What a link that delivers what the agent hears (world events, world changes) calls. */
 export interface Hearing {
   readonly id: string;
-  /** Remembers what was heard; `live` marks it as news to react to rather than replayed backlog. */
-  hear(memories: readonly NewMemory[], options?: { live?: boolean }): Promise<MemoryRecord[]>;
+  /**
+   * Remembers what was heard; `live` marks it as news to react to rather than replayed backlog.
+   * With `storeWithinMs` it resolves once the memories are recallable; `stored` says when they are in the database.
+   */
+  hear(memories: readonly NewMemory[], options?: { live?: boolean; storeWithinMs?: number }): Promise<MemoryRecord[]>;
+  /** Resolves once everything heard so far is in the database. */
+  stored(): Promise<void>;
 }
 
 /** What the inbox calls: hearing, and talking in character to answer an ask. */

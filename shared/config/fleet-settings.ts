@@ -131,8 +131,16 @@ export const EventsSettingsSchema = z
     ack_wait_s: z.number().int().min(1).max(3600).default(30),
     /** Most missed events an agent replays when it wakes; older ones beyond it are skipped. @default 10000 */
     replay_max: z.number().int().min(0).max(10_000_000).default(10_000),
+    /**
+     * An event an agent hears live is recallable at once and written to its database within this
+     * time, with the others heard meanwhile in one write; it is acknowledged once written, so a
+     * crash in between has it delivered again (after `ack_wait_s`). 0: written before it is
+     * announced. Must be under `ack_wait_s`. @default 500
+     */
+    store_delay_ms: z.number().int().min(0).max(10_000).default(1000),
   })
-  .strict();
+  .strict()
+  .refine((e) => e.store_delay_ms < e.ack_wait_s * 1000, { message: 'store_delay_ms must be under ack_wait_s (in ms): an event not yet written would be delivered again', path: ['store_delay_ms'] });
 export type EventsSettings = z.infer<typeof EventsSettingsSchema>;
 
 export const NatsSettingsSchema = z

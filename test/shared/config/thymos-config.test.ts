@@ -69,6 +69,12 @@ describe('thymos.toml', () => {
     assert.match(err.message, /expected threshold_active >= threshold_listening >= threshold_dormant/);
   });
 
+  test('a store delay at or over the acknowledgement wait is refused: the events would come again before they are stored', () => {
+    const err = configError('[events]\nack_wait_s = 2\nstore_delay_ms = 2000\n');
+    assert.match(err.message, /events\.store_delay_ms: store_delay_ms must be under ack_wait_s/);
+    assert.equal(ThymosConfigSchema.parse({ events: { ack_wait_s: 2, store_delay_ms: 1999 } }).events.store_delay_ms, 1999);
+  });
+
   test('text that is not TOML gives the line and column of the fault', () => {
     const err = configError('data_dir = "x"\n[agent\nhost = 1\n');
     assert.match(err.message, /^\/etc\/thymos\/thymos\.toml:2:\d+: not valid TOML: /);

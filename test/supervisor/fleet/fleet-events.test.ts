@@ -48,7 +48,7 @@ const IDS = Object.keys(running);
 
 describe('world events over JetStream', () => {
   before(async () => {
-    testFleet = await startTestFleet(['[lifecycle]', 'min_dwell_ms = 0', '[events]', 'ack_wait_s = 2']);
+    testFleet = await startTestFleet(['[lifecycle]', 'min_dwell_ms = 0', '[events]', 'ack_wait_s = 2', 'store_delay_ms = 1500']);
     ({ ws, fleet } = testFleet);
     const report = await fleet.reconcile({ agents: running });
     assert.deepEqual(report.failed, []);
@@ -186,6 +186,33 @@ describe('world events over JetStream', () => {
     }, 90_000, `tomas_innkeeper, restarted, to hold all ${N} songs`);
     await settled('tomas_innkeeper');
     assert.equal(await memoryCount('tomas_innkeeper'), base + N, 'none lost, none doubled');
+  });
+
+  test('an agent killed with -9 after it announced live events but before it stored them: they come again and are stored once', async () => {
+    let round = 0;
+    let base = 0;
+    const nc = await natsConnect({ servers: natsUrl() });
+    try {
+      const jsm = await jetstreamManager(nc);
+      // A round shows the window when its events are recallable while unacknowledged (stored within 1.5 s, acknowledged after); a slow round is tried again.
+      for (let caught = false; !caught; round++) {
+        assert.ok(round < 5, 'caught live events recallable and not yet stored');
+        await settled('tomas_innkeeper');
+        base = await memoryCount('tomas_innkeeper');
+        await publishMany(30, 10, (i) => ({ id: `ballad-${round}-${i}`, type: 'tavern.song', location: 'tavern', payload: { summary: `Ballad ${round}.${i} is sung` } }));
+        await eventually(async () => ((await memoryCount('tomas_innkeeper')) === base + 30 ? true : undefined), 10_000, 'the ballads recallable');
+        caught = (await jsm.consumers.info('THYMOS_HEARD', 'heard_tomas_innkeeper')).num_ack_pending > 0;
+        if (caught) process.kill(fleetPids(join(ws.dir, 'data')).apps.get('agent-tomas-innkeeper')!, 'SIGKILL');
+      }
+    } finally {
+      await nc.close();
+    }
+    await eventually(async () => ((await memoryCount('tomas_innkeeper').catch(() => 0)) >= 30 ? true : undefined), 60_000, 'tomas_innkeeper back');
+    await settled('tomas_innkeeper');
+    const held = (await recall('tomas_innkeeper', `ballad ${round - 1} sung`, 100)).match(new RegExp(`Ballad ${round - 1}\\.\\d+ is sung`, 'g')) ?? [];
+    assert.equal(new Set(held).size, 30, 'every ballad of the round is held after the restart');
+    assert.equal(held.length, 30, 'and none twice');
+    assert.equal(await memoryCount('tomas_innkeeper'), base + 30, 'nothing else lost or doubled');
   });
 
   test('a Dormant agent replays the 100 events it missed when it wakes, and a second restart duplicates none', async () => {
