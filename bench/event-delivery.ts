@@ -51,6 +51,23 @@ async function memoryCount(fleet: Fleet, id: string): Promise<number> {
   return (JSON.parse((state.contents[0] as { text: string }).text) as { memory_count: number }).memory_count;
 }
 
+/** Resolves once every copy the hearers took is acknowledged: their memories are in their databases (acknowledged after the write). */
+async function allStored(natsUrl: string, hearers: readonly string[]): Promise<void> {
+  const nc = await natsConnect({ servers: natsUrl });
+  try {
+    const jsm = await jetstreamManager(nc);
+    const deadline = performance.now() + 60_000;
+    for (;;) {
+      const pending = await Promise.all(hearers.map(async (id) => (await jsm.consumers.info('THYMOS_HEARD', `heard_${id}`)).num_ack_pending));
+      if (pending.every((n) => n === 0)) return;
+      if (performance.now() > deadline) throw new Error(`hearers still storing after 60 s: ${pending.join(', ')}`);
+      await sleep(50);
+    }
+  } finally {
+    await nc.close();
+  }
+}
+
 /** CPU seconds of each process, read from /proc. */
 const cpuOf = (pids: readonly number[]) => pids.reduce((sum, p) => sum + cpuSeconds(p), 0);
 
@@ -78,6 +95,7 @@ async function hearingCost(fleet: Fleet, ids: readonly string[]): Promise<Figure
   const deadline = performance.now() + 120_000;
   const behind = async () => (await Promise.all(hearers.map(async (id) => (await memoryCount(fleet, id)) - before.get(id)! < LOCAL_EVENTS))).some(Boolean);
   while ((await behind()) && performance.now() < deadline) await sleep(250);
+  await allStored(status.supervisor.nats_url, hearers);
   const busy = sample();
   const seconds = (busy.at - idle1.at) / 1000;
   const idleRate = (k: 'hearers' | 'others' | 'supervisor') => ((idle1[k] - idle0[k]) / (idle1.at - idle0.at)) * 1000;
@@ -121,6 +139,7 @@ export const eventDeliveryScenario: Scenario = {
         const cpu0 = { hearers: cpuOf(pids.hearers), supervisor: cpuOf(pids.supervisor), nats: cpuOf(pids.nats), client: process.cpuUsage(), at: performance.now() };
         const delays: number[] = [];
         for (let i = 0; i < EVENTS; i++) delays.push(...(await deliver(fleet, active, waiters, i)));
+        await allStored((await fleet.status()).supervisor.nats_url, active);
         const spent = { hearers: cpuOf(pids.hearers) - cpu0.hearers, supervisor: cpuOf(pids.supervisor) - cpu0.supervisor, nats: cpuOf(pids.nats) - cpu0.nats, client: (process.cpuUsage(cpu0.client).user + process.cpuUsage(cpu0.client).system) / 1e6 };
         const wall = (performance.now() - cpu0.at) / 1000;
         const per = (x: number) => round((x / EVENTS) * 1000, 1);
@@ -183,7 +202,7 @@ export const eventDeliveryScenario: Scenario = {
         await nc.close();
       }
       notes.push(
-        `${EVENTS} events per size, one at a time; a delay is from the publish call to the MCP notification that the agent's memories changed, so it includes JetStream storage, the router's copy to each hearer, delivery to its durable consumer, the SurrealDB write and the notification. The other agents of the fleet were Dormant (their consumers retain what they hear). CPU figures are read from /proc/<pid>/stat; the supervisor's include the embedding service answering the hearers' vector requests, except the router-only ones, taken while every agent is Dormant.`,
+        `${EVENTS} events per size, one at a time; a delay is from the publish call to the MCP notification that the agent's memories changed, so it includes JetStream storage, the router's copy to each hearer, delivery to its durable consumer, the memory made recallable (index and records) and the notification; the SurrealDB write follows within [events] store_delay_ms (1000 ms, each agent between half of it and all of it), together with the others heard meanwhile, and the copy is acknowledged after it. The CPU figures are read once every hearer has acknowledged every copy, so they include those writes. The other agents of the fleet were Dormant (their consumers retain what they hear). CPU figures are read from /proc/<pid>/stat; the supervisor's include the embedding service answering the hearers' vector requests, except the router-only ones, taken while every agent is Dormant.`,
         'Replay fetches 256 events at a time, writes each batch in one SurrealDB statement and acknowledges it after the write.',
       );
     });
