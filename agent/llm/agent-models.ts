@@ -1,5 +1,5 @@
 import { LLM_USES, type LlmUse } from '../../shared/config/llm-settings.js';
-import { type LlmUseSettings, LlmUseSettingsSchema } from '../../shared/config/llm-settings.js';
+import { LLM_USE_SCHEMAS, type LlmContextSettings, type LlmUseSettings } from '../../shared/config/llm-settings.js';
 import type { AgentDefinition, LlmOverride } from '../../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { describeIssues } from '../../shared/errors/zod-issues.js';
@@ -40,6 +40,12 @@ export class AgentModels {
     return this.#settings.get(use)!;
   }
 
+  /** How much of what the agent remembers a use's prompt may carry (its schema gives both a default). */
+  contextBudget(use: 'dialogue' | 'reasoning'): LlmContextSettings {
+    const { context_tokens, context_min_relevance } = this.settings(use);
+    return { context_tokens: context_tokens!, context_min_relevance: context_min_relevance! };
+  }
+
   /** Whether a use runs on something other than the offline composer (sampling counts: a client may have a model). */
   usesModel(use: LlmUse): boolean {
     return this.settings(use).provider !== 'offline';
@@ -76,7 +82,7 @@ function overlay(id: string, use: LlmUse, base: LlmUseSettings, o: LlmOverride, 
   if (o.apiKeyEnv != null) raw.api_key_env = o.apiKeyEnv;
   if (o.temperature != null) raw.temperature = o.temperature;
   if (o.maxTokens != null) raw.max_tokens = o.maxTokens;
-  const parsed = LlmUseSettingsSchema.safeParse(raw);
+  const parsed = LLM_USE_SCHEMAS[use].safeParse(raw);
   if (!parsed.success) {
     const path = `agents.${id}.llm.${use}`;
     throw new ThymosError(ErrorCode.CONFIG_INVALID, `${path}: with [llm.${use}] of thymos.toml under it, ${describeIssues(parsed.error, raw)}`, { location: { file, path } });

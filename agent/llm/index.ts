@@ -7,4 +7,4 @@ export { LlmSpending } from './llm-spending.js';
 export { ANSWER_SHAPES, type DialogueReply, DialogueReplySchema, SummarySchema } from './llm-tasks.js';
 export { OfflineProvider, statements } from './offline-provider.js';
 export { OpenAiCompatibleProvider } from './openai-compatible-provider.js';
-export { goalsLine, memoriesBlock, personaPrompt } from './persona-prompt.js';
+export { goalsLine, personaPrompt } from './persona-prompt.js';

@@ -1,5 +1,4 @@
 import type { AgentDefinition, Persona } from '../../shared/domain/domain-schema.js';
-import type { BriefMemory } from './llm-provider.js';
 
 /**
  * A system prompt that puts a model in the persona's character, with `more` lines before the
@@ -21,10 +20,4 @@ export function personaPrompt(p: Persona, ...more: Array<string | undefined>): s
 /** The agent's goals as a prompt line, when it has any. */
 export function goalsLine(definition: AgentDefinition): string | undefined {
   return definition.goals.length > 0 ? `Your goals: ${definition.goals.join('; ')}.` : undefined;
-}
-
-/** Recalled memories with their strength, as a prompt block; `none` when there are none. */
-export function memoriesBlock(memories: readonly BriefMemory[], none?: string): string | undefined {
-  if (memories.length === 0) return none;
-  return `What you remember (strength 0..1, weaker is hazier):\n${memories.map((m) => `- ${m.content} (strength ${m.strength})`).join('\n')}`;
 }

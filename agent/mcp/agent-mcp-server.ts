@@ -6,7 +6,7 @@ import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import { logFeedOf, type Logger, type LogRecord } from '../../shared/platform/logger.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
 import { registerConceptTools, registerLinkTools } from './concept-tools.js';
-import { registerDialogueTools, registerMessageTools } from './dialogue-tools.js';
+import { registerContextTool, registerDialogueTools, registerMessageTools } from './dialogue-tools.js';
 import { registerConsolidationTools, registerMemoryTools } from './memory-tools.js';
 import { registerReasoningTools } from './reasoning-tools.js';
 import { logRequests } from './request-log.js';
@@ -79,6 +79,7 @@ export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfi
 
   const ctx: ToolContext = { server, runtime, id, persona, limits, uris, content, k, query };
   registerDialogueTools(ctx);
+  registerContextTool(ctx);
   registerMessageTools(ctx);
   registerMemoryTools(ctx);
   registerConsolidationTools(ctx);

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 
 import { AgentIdSchema } from '../../shared/domain/domain-schema.js';
+import { CONTEXT_TIERS } from '../runtime/context-packet.js';
 import { guard, hitOut, HitOutSchema, MEMORIES_RESOURCE_LIMIT, memoryOut, MemoryOutSchema, samplingClient, SPEAKER_MAX, type ToolContext } from './tool-kit.js';
 
 /** Dialogue: talk, and the conversation so far. */
@@ -59,6 +60,40 @@ export function registerDialogueTools(ctx: ToolContext): void {
         const turns = runtime.conversation(speaker, limit ?? 20).map(memoryOut);
         const text = turns.length === 0 ? `${persona.name} has not talked with ${speaker}.` : turns.map((t) => t.content).join('\n');
         return { content: [{ type: 'text', text }], structuredContent: { turns } };
+      }),
+  );
+}
+
+/** The context packet a message would give the dialogue or reasoning model, to see why the agent says what it says. */
+export function registerContextTool(ctx: ToolContext): void {
+  const { server, runtime, persona, content } = ctx;
+  const Item = z.object({ id: z.string(), tier: z.enum(CONTEXT_TIERS), content: z.string(), relevance: z.number(), strength: z.number(), tokens: z.number(), thread: z.string().optional(), by: z.string(), occurred_at: z.number() });
+  server.registerTool(
+    'context',
+    {
+      title: `What ${persona.name} would have in mind`,
+      description: `The context packet ${persona.name}'s model would be given for a message: what it knows, summaries, earlier turns and open questions, filled in that order within the use's token budget ([llm.dialogue] or [llm.reasoning] context_tokens, counted as characters / 4), with what was left out and why. Nothing is remembered or reinforced. Works while listening.`,
+      inputSchema: {
+        message: content.describe('What is said to the agent (dialogue) or what happened (reasoning).'),
+        use: z.enum(['dialogue', 'reasoning']).optional().describe('Whose prompt: talk (dialogue, the default) or think (reasoning).'),
+        speaker: z.string().min(1).max(SPEAKER_MAX).optional().describe('Who is speaking, for dialogue: that conversation\'s turns come in. Default "stranger".'),
+      },
+      outputSchema: {
+        use: z.enum(['dialogue', 'reasoning']),
+        query: z.string(),
+        budget_tokens: z.number(),
+        used_tokens: z.number(),
+        token_count: z.string(),
+        min_relevance: z.number(),
+        items: z.array(Item),
+        left_out: z.array(Item.pick({ id: true, tier: true, relevance: true, tokens: true }).extend({ why: z.enum(['budget', 'relevance', 'covered']) })),
+      },
+    },
+    async ({ message, use, speaker }) =>
+      guard(async () => {
+        const packet = await runtime.context(message, use ?? 'dialogue', speaker);
+        const text = [`${packet.used_tokens} of ${packet.budget_tokens} tokens (${packet.token_count}); ${packet.left_out.length} left out.`, ...packet.items.map((i) => `[${i.tier}] ${i.content}`)].join('\n');
+        return { content: [{ type: 'text', text }], structuredContent: { ...packet } };
       }),
   );
 }

@@ -1,4 +1,4 @@
-import { type LlmUse } from '../../shared/config/llm-settings.js';
+import { type LlmContextSettings, type LlmUse } from '../../shared/config/llm-settings.js';
 import type { AgentDefinition } from '../../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { Logger } from '../../shared/platform/logger.js';
@@ -49,6 +49,8 @@ export interface AgentBehaviorContext {
   readonly signal: AbortSignal;
   /** The provider of a use for this call (`[llm.<use>]` with the agent's overrides). */
   model(use: LlmUse): LlmProvider;
+  /** How much of what the agent remembers a use's prompt may carry (`[llm.<use>] context_tokens`, `context_min_relevance`). */
+  contextBudget(use: 'dialogue' | 'reasoning'): LlmContextSettings;
   /** Counts a model call's tokens and cost, for the agent's state and metrics (offline calls cost nothing and are not counted). */
   spent(use: LlmUse, provider: LlmProvider, result: GenerateResult): void;
   /** How the agent is now: its mood and what replies changed (`state_changes`); kept across restarts. */

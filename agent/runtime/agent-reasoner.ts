@@ -1,10 +1,11 @@
 import { z } from 'zod';
 
 import { SAID_TAG } from '../consolidation/claims.js';
-import { type BriefMemory, generateStructured, type LlmMessage, type ScoredOption } from '../llm/llm-provider.js';
+import { generateStructured, type LlmMessage, type ScoredOption } from '../llm/llm-provider.js';
 import { ANSWER_SHAPES } from '../llm/llm-tasks.js';
-import { goalsLine, memoriesBlock, personaPrompt } from '../llm/persona-prompt.js';
+import { goalsLine, personaPrompt } from '../llm/persona-prompt.js';
 import type { AgentBehaviorContext } from './agent-behavior.js';
+import { buildContext, contextBlocks } from './context-packet.js';
 
 /** What an agent weighs when neither the call nor its definition (`actions`) names options. */
 export const DEFAULT_OPTIONS = ['look into it', 'tell someone', 'carry on as before'] as const;
@@ -28,7 +29,7 @@ export interface Decision {
 
 /**
  * `think(situation)`: the steps of the reasoning and every option scored, from the persona,
- * its goals and what recall finds for the situation. Runs on `[llm.reasoning]` (offline:
+ * its goals and the context packet for the situation (`[llm.reasoning] context_tokens`). Runs on `[llm.reasoning]` (offline:
  * options scored by how much of them the situation and the memories speak of). A model's
  * answer must score the given options, no others; one that does not is repaired once.
  */
@@ -37,8 +38,9 @@ export async function think(ctx: AgentBehaviorContext, situation: string, option
   const provider = ctx.model('reasoning');
   const hits = await ctx.recall(situation, { k: GROUNDING, filter: (m) => !m.tags.includes(SAID_TAG) });
   const memories = hits.map((h) => ({ content: h.memory.content, strength: h.score.strength }));
+  const packet = await buildContext(ctx, 'reasoning', situation, ctx.contextBudget('reasoning'));
   const messages: LlmMessage[] = [
-    { role: 'system', content: prompt(ctx, memories, `Your options: ${choices.map((o) => JSON.stringify(o)).join(', ')}.`, ANSWER_SHAPES.think) },
+    { role: 'system', content: prompt(ctx, contextBlocks(packet), `Your options: ${choices.map((o) => JSON.stringify(o)).join(', ')}.`, ANSWER_SHAPES.think) },
     { role: 'user', content: `What happened: ${situation}\nThink it through, then score every option.` },
   ];
   const action = z.enum(choices as [string, ...string[]]);
@@ -73,6 +75,6 @@ function optionsFor(ctx: AgentBehaviorContext, given: readonly string[] | undefi
   return [...new Set(source.map((o) => o.trim()).filter(Boolean))];
 }
 
-function prompt(ctx: AgentBehaviorContext, memories: readonly BriefMemory[], ...more: string[]): string {
-  return personaPrompt(ctx.definition.persona, goalsLine(ctx.definition), memoriesBlock(memories), ...more);
+function prompt(ctx: AgentBehaviorContext, context: readonly string[], ...more: string[]): string {
+  return personaPrompt(ctx.definition.persona, goalsLine(ctx.definition), ...context, ...more);
 }

@@ -3,7 +3,7 @@ import { EventEmitter } from 'node:events';
 import type { AgentDefinition, NamedSearchStrategy } from '../../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { Logger } from '../../shared/platform/logger.js';
-import type { AgentMode, AgentState, EventDecision, RelevanceInput } from '../../shared/protocol/agent-protocol.js';
+import type { AgentMode, AgentState, RelevanceInput } from '../../shared/protocol/agent-protocol.js';
 import type { ConceptTracker } from '../concepts/concept-tracker.js';
 import { consolidateWithin } from '../consolidation/consolidate-within.js';
 import type { ConsolidationReport, ConsolidationScope } from '../consolidation/consolidation-report.js';
@@ -20,9 +20,10 @@ import { AgentDisposition } from './agent-disposition.js';
 import { AgentLinks } from './agent-links.js';
 import { decide, type Decision, think, type Thought } from './agent-reasoner.js';
 import { CallGate } from './call-gate.js';
+import { buildContext, type ContextPacket } from './context-packet.js';
 import { EventReactions } from './event-reactions.js';
 import { wordInsight } from './insight-writer.js';
-import type { Controllable, Conversing, RuntimeGate } from './runtime-ports.js';
+import type { Controllable, Conversing, RuntimeEvents, RuntimeGate } from './runtime-ports.js';
 import { readSavedState, type SavedState } from './saved-state.js';
 
 export interface AgentRuntimeOptions {
@@ -46,15 +47,6 @@ export interface AgentRuntimeOptions {
   models: AgentModels;
   /** Think and decide about each world event heard live while active. @default false */
   reasonOnEvents?: boolean;
-}
-
-interface RuntimeEvents {
-  /** The agent's state changed (mode, status, NATS link, counts). */
-  state: [AgentState];
-  /** A memory was stored. */
-  memory: [MemoryRecord];
-  /** The agent decided what to do about a world event it heard. */
-  decision: [EventDecision];
 }
 
 /**
@@ -245,6 +237,14 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
   }
 
   /**
+   * What `talk` (use `dialogue`, the conversation with `speaker`) or `think` (use `reasoning`)
+   * would put in front of the model for `message`: the context packet, within the use's budget.
+   */
+  async context(message: string, use: ContextPacket['use'], speaker = 'stranger'): Promise<ContextPacket> {
+    return buildContext(this.#behaviorContext(), use, message, this.#models.contextBudget(use), use === 'dialogue' ? speaker : undefined);
+  }
+
+  /**
    * `think(situation)` with the `[llm.reasoning]` model: steps and every option scored.
    * Options default to the agent's `actions`. Only while active: reasoning may spend tokens.
    */
@@ -381,6 +381,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
       recentTurns: (thread, limit) => this.#memory.threadTurns(thread, limit),
       signal: this.#cancel.signal,
       model: (use) => models.provider(use, client),
+      contextBudget: (use) => models.contextBudget(use),
       spent: (use, provider, result) => {
         if (provider.kind === 'offline') return;
         this.#spending.record(result.usage, models.cost(use, result.usage), result.calls, result.prose);

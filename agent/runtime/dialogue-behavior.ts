@@ -1,18 +1,18 @@
 import { randomUUID } from 'node:crypto';
 
 import { QUESTION_TAG, SAID_TAG } from '../consolidation/claims.js';
-import { type BriefMemory, generateStructured, type LlmMessage } from '../llm/llm-provider.js';
+import { generateStructured, type LlmMessage } from '../llm/llm-provider.js';
 import { ANSWER_SHAPES, type DialogueReply, DialogueReplySchema } from '../llm/llm-tasks.js';
 import { statements } from '../llm/offline-provider.js';
-import { goalsLine, memoriesBlock, personaPrompt } from '../llm/persona-prompt.js';
+import { goalsLine, personaPrompt } from '../llm/persona-prompt.js';
 import type { NewMemory } from '../memory/agent-memory.js';
 import type { MemoryRecord, RecallHit } from '../memory/memory-record.js';
 import type { AgentBehavior, AgentBehaviorContext, TalkReply, TalkRequest } from './agent-behavior.js';
+import { buildContext, contextBlocks, type ContextPacket } from './context-packet.js';
 
 /** Facts an agent took from a conversation. */
 const LEARNED_TAG = 'learned';
 const GROUNDING = 5;
-const RECENT_TURNS = 6;
 
 /** What was said to the agent, as it is remembered. */
 export function heardLine(request: TalkRequest): string {
@@ -36,9 +36,11 @@ export async function groundingFor(ctx: AgentBehaviorContext, request: TalkReque
 /**
  * How agents talk unless an application brings its own behaviour: through the
  * `[llm.dialogue]` provider (offline by default). The prompt holds the persona (traits,
- * speech style, background, goals), the agent's disposition, what recall finds for the
- * message with each memory's strength, and the recent turns of this conversation; the answer
- * is `{message, emotional_tone, actions, state_changes, learned}`.
+ * speech style, background, goals), the agent's disposition and the context packet for the
+ * message (`buildContext`: facts, summaries, turns and open questions within
+ * `[llm.dialogue] context_tokens`, this conversation's turns as messages); the answer is
+ * `{message, emotional_tone, actions, state_changes, learned}`. The offline composer is
+ * briefed with what recall finds for the message.
  *
  * The conversation is an append-only thread per speaker: the heard line, then the reply with
  * the model that wrote it and the memories it drew on (`derived_from`). Each learned fact
@@ -49,10 +51,11 @@ export class DialogueBehavior implements AgentBehavior {
     const provider = ctx.model('dialogue');
     const grounding = await groundingFor(ctx, request, GROUNDING);
     const memories = grounding.map((h) => ({ content: h.memory.content, strength: h.score.strength, kind: h.memory.source.kind }));
-    const messages: LlmMessage[] = [{ role: 'system', content: systemPrompt(ctx, memories) }];
+    const packet = await buildContext(ctx, 'dialogue', request.message, ctx.contextBudget('dialogue'), request.speaker);
+    const messages: LlmMessage[] = [{ role: 'system', content: systemPrompt(ctx, packet) }];
     const echo = heardLine(request);
-    for (const m of ctx.recentTurns(request.speaker, RECENT_TURNS)) {
-      if (m.content !== echo) messages.push({ role: m.source.by === ctx.id ? 'assistant' : 'user', content: m.content });
+    for (const turn of packet.items) {
+      if (turn.thread !== undefined && turn.content !== echo) messages.push({ role: turn.by === ctx.id ? 'assistant' : 'user', content: turn.content });
     }
     messages.push({ role: 'user', content: `${request.speaker}: ${request.message}` });
     const brief = { task: 'dialogue' as const, persona: ctx.definition.persona, speaker: request.speaker, message: request.message, memories };
@@ -99,13 +102,13 @@ export function onlyAsks(line: string): boolean {
   return /\?\s*$/.test(line) && statements(line).length === 0;
 }
 
-function systemPrompt(ctx: AgentBehaviorContext, memories: readonly BriefMemory[]): string {
+function systemPrompt(ctx: AgentBehaviorContext, packet: ContextPacket): string {
   const disposition = Object.entries(ctx.disposition).map(([k, v]) => `${k} ${typeof v === 'string' ? v : JSON.stringify(v)}`);
   return personaPrompt(
     ctx.definition.persona,
     goalsLine(ctx.definition),
     disposition.length > 0 ? `How you are now: ${disposition.join('; ')}.` : undefined,
-    memoriesBlock(memories, 'You remember nothing about this.'),
+    ...(contextBlocks(packet).length > 0 ? contextBlocks(packet) : ['You remember nothing about this.']),
     ANSWER_SHAPES.dialogue,
   );
 }

@@ -4,5 +4,6 @@
 export { type AgentBehavior, type AgentBehaviorContext, type CreateBehavior, type TalkReply, type TalkRequest } from './agent-behavior.js';
 export { type Decision, type Thought } from './agent-reasoner.js';
 export { AgentRuntime } from './agent-runtime.js';
+export { buildContext, CONTEXT_TIERS, type ContextItem, type ContextPacket, type ContextTier, countTokens, TOKEN_COUNT } from './context-packet.js';
 export { DialogueBehavior, onlyAsks } from './dialogue-behavior.js';
 export { type Controllable, type Conversing, type Hearing, type Messenger } from './runtime-ports.js';

@@ -58,3 +58,13 @@ export interface Controllable {
   evaluateRelevance(input: RelevanceInput): Promise<number | undefined>;
   on(event: 'decision', listener: (decision: EventDecision) => void): unknown;
 }
+
+/** What an agent's runtime tells those who listen. */
+export interface RuntimeEvents {
+  /** The agent's state changed (mode, status, NATS link, counts). */
+  state: [AgentState];
+  /** A memory was stored. */
+  memory: [MemoryRecord];
+  /** The agent decided what to do about a world event it heard. */
+  decision: [EventDecision];
+}

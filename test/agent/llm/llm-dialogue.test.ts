@@ -102,6 +102,31 @@ describe('dialogue through an openai-compatible model', () => {
     assert.match(JSON.stringify(remembered.structuredContent), /I told player: Under the old bridge, traveller\./);
   });
 
+  test('the context tool shows the packet the model was given: tiers within the budget, the conversation as turns, what was left out', async () => {
+    const packet = (await call('context', { message: 'Where did the miller hide the silver coins?', speaker: 'player' })).structuredContent as {
+      budget_tokens: number;
+      used_tokens: number;
+      token_count: string;
+      items: Array<{ id: string; tier: string; content: string; thread?: string }>;
+      left_out: unknown[];
+    };
+    assert.equal(packet.budget_tokens, 1500, '[llm.dialogue] context_tokens default');
+    assert.equal(packet.token_count, 'ceil(characters / 4)');
+    assert.ok(packet.used_tokens > 0 && packet.used_tokens <= packet.budget_tokens);
+    const fact = packet.items.find((i) => /silver coins under the old bridge/.test(i.content));
+    assert.equal(fact?.tier, 'facts');
+    // The exchange of the first test is the player's conversation: its turns come in as turns, in order.
+    const turns = packet.items.filter((i) => i.thread === 'player').map((i) => i.content);
+    assert.ok(turns.length >= 2 && /player said to me/.test(turns[0]!), JSON.stringify(turns));
+    // What the model was given in that first exchange carried the same fact under the packet's heading.
+    assert.match(requests[0]!.messages[0]!.content, /What you know \(strength 0\.\.1, weaker is hazier\):\n- The miller hid/);
+    const reasoning = (await call('context', { message: 'Thieves were seen at the old bridge', use: 'reasoning' })).structuredContent as { use: string; items: Array<{ thread?: string }> };
+    assert.equal(reasoning.use, 'reasoning');
+    assert.ok(reasoning.items.every((i) => i.thread === undefined), 'no conversation in a reasoning packet');
+    const refused = await call('context', { message: '' });
+    assert.equal(refused.isError, true, 'an empty message is refused at the edge');
+  });
+
   test('a model that answers in prose even after the repair is heard: its words are the reply, both calls are counted, and the state says so', async () => {
     answer = (_chat, res) =>
       res.writeHead(200, { 'content-type': 'application/json' }).end(
