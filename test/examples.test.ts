@@ -33,8 +33,9 @@ test('the village game loop walks the player through Ashford, passes its own che
 });
 
 test('the village passes the same checks with its NPCs talking through an OpenAI-compatible endpoint, set in thymos.toml only', async () => {
-  // Stands in for the model server: it answers with the memories the prompt gave it, so what
-  // an NPC says comes from what Thymos recalled and put in the prompt.
+  // Stands in for the model server: it answers with the memories the prompt gave it (the lines of
+  // the system prompt's context, then the conversation's earlier turns), so what an NPC says comes
+  // from what Thymos recalled and put in the prompt.
   let calls = 0;
   const server = createServer((req, res) => {
     let raw = '';
@@ -42,7 +43,9 @@ test('the village passes the same checks with its NPCs talking through an OpenAI
     req.on('end', () => {
       calls++;
       const chat = JSON.parse(raw) as { model: string; messages: Array<{ role: string; content: string }> };
-      const remembered = (chat.messages[0]?.content ?? '').split('\n').filter((l) => l.startsWith('- ')).map((l) => l.slice(2).replace(/ \(strength [\d.]+\)$/, ''));
+      const lines = (chat.messages[0]?.content ?? '').split('\n').filter((l) => l.startsWith('- ')).map((l) => l.slice(2).replace(/ \(strength [\d.]+\)$/, ''));
+      const earlier = chat.messages.slice(1, -1).filter((m) => m.role === 'user').map((m) => m.content);
+      const remembered = [...lines, ...earlier];
       const message = remembered.length > 0 ? `I remember: ${remembered.join(' ')}` : 'I do not know.';
       res.writeHead(200, { 'content-type': 'application/json' }).end(
         JSON.stringify({ model: chat.model, choices: [{ index: 0, message: { role: 'assistant', content: JSON.stringify({ message, emotional_tone: 'calm' }) }, finish_reason: 'stop' }], usage: { prompt_tokens: 100, completion_tokens: 20 } }),
