@@ -123,8 +123,9 @@ export class MemoryStore {
   /**
    * New memories written within `delayMs`, with those of other `applySoon` calls made meanwhile,
    * in one transaction (up to 256 calls): resolves once they are stored. A write that fails is
-   * tried again until it succeeds or the store closes. Every other query of the store first
-   * writes what waits, so reads see it and later writes land after it.
+   * tried again until it succeeds or the store closes; a closed store throws at once. Every
+   * other query of the store first writes what waits, so reads see it and later writes land
+   * after it.
    */
   applySoon(records: readonly MemoryRecord[], withNew: WrittenWith, delayMs: number): Promise<void> {
     if (records.length === 0) return Promise.resolve();

@@ -51,9 +51,9 @@ export class WriteBehind<T> {
     return this.#items.length + (this.#writing ? 1 : 0);
   }
 
-  /** Queues `item` to be written within `delayMs`; resolves once it is. */
+  /** Queues `item` to be written within `delayMs`; resolves once it is. Throws at once when the queue is closed. */
   add(item: T, delayMs: number): Promise<void> {
-    if (this.#closed) return Promise.reject(new Error('the write queue is closed'));
+    if (this.#closed) throw new Error('the write queue is closed');
     this.#items.push(item);
     const queued = (this.#queued ??= waiting());
     if (this.#items.length === 1) this.#delayMs = delayMs;

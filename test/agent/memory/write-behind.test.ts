@@ -85,7 +85,7 @@ describe('write-behind queue', () => {
     await queue.close();
     await waiting;
     assert.deepEqual(r.calls, [[1]]);
-    await assert.rejects(queue.add(2, 10), /closed/);
+    assert.throws(() => queue.add(2, 10), /closed/, 'refused at once, so the caller keeps its item (a heard event stays unacknowledged)');
 
     const failing = recorder();
     failing.state.failing = true;
@@ -112,6 +112,14 @@ describe('memories stored within a delay', () => {
     const again = await reopen((timeoutMs) => MemoryStore.open(dir, { timeoutMs }));
     assert.deepEqual((await again.all()).map((m) => m.id), ['ev-1']);
     await again.close();
+  });
+
+  test('hearing after the store closed fails at once and leaves nothing recallable that is not stored', async () => {
+    const store = await MemoryStore.open(dbDir(), { timeoutMs: 10_000 });
+    const memory = await AgentMemory.load(store, settings);
+    await store.close();
+    await assert.rejects(memory.rememberMany([{ id: 'ev-late', content: 'A late bell rang', source: { kind: 'event', by: 'game', event: 'late' } }], Date.now(), 1000), /closed/);
+    assert.equal(memory.get('ev-late'), undefined);
   });
 
   test('memories heard close together wait together; a redelivered one stays one memory; close stores what waits', async () => {
