@@ -1,14 +1,14 @@
 import { join } from 'node:path';
 
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import type { AppSpec } from '../pm2/process-manager.js';
+import { type AppSpec, IDLE_PROCESS_NODE_ARGS } from '../pm2/process-manager.js';
 
 /**
- * Node flags of every agent process, cold or spare. An agent spends its life mostly idle
- * between short bursts of work, so a young generation of 1 MB semi-spaces (instead of up to 16)
- * keeps about 6 MB less resident per agent for a few more, cheaper scavenges during a burst.
+ * Node flags of every agent process, cold or spare: those of every idle fleet process, and a
+ * young generation of 1 MB semi-spaces (instead of up to 16), which keeps about 6 MB less
+ * resident per agent for a few more, cheaper scavenges during a burst.
  */
-const AGENT_NODE_ARGS = ['--max-semi-space-size=1'];
+const AGENT_NODE_ARGS = [...IDLE_PROCESS_NODE_ARGS, '--max-semi-space-size=1'];
 
 /**
  * How pm2 runs a process that is or becomes an agent (`thymos agent`, or a warm spare, which pm2

@@ -17,7 +17,7 @@ import { FleetNames } from '../../shared/protocol/fleet-names.js';
 import type { ProgressMessage, ReconcileReport } from '../../shared/protocol/supervisor-protocol.js';
 import { AppLaunch } from './app-launch.js';
 import { freePort } from './free-port.js';
-import { ProcessManager } from './process-manager.js';
+import { IDLE_PROCESS_NODE_ARGS, ProcessManager } from './process-manager.js';
 import { thymosBinPath } from './thymos-bin.js';
 
 export interface UpResult {
@@ -68,7 +68,7 @@ export async function upFleet(config: ThymosConfig, options: LaunchOptions = {})
     const args = ['supervisor', '--nats-url', natsUrl];
     if (config.file) args.push('--config', config.file);
     const logFile = join(paths.logs, 'supervisor.log');
-    const spec = { name: Pm2Names.supervisor, script: bin, args, cwd: config.file ? dirname(config.file) : process.cwd() };
+    const spec = { name: Pm2Names.supervisor, script: bin, args, nodeArgs: [...IDLE_PROCESS_NODE_ARGS], cwd: config.file ? dirname(config.file) : process.cwd() };
     await launch.start(
       { ...spec, waitReady: true, listenTimeoutMs: 60_000, killTimeoutMs: 10_000, autorestart: true, restartDelayMs: 200, logFile },
       'the supervisor',

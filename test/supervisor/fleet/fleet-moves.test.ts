@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 
 import type { Fleet } from '../../../client/fleet-client.js';
+import { Pm2Names } from '../../../shared/config/fleet-paths.js';
 import type { ProgressMessage } from '../../../shared/protocol/supervisor-protocol.js';
 import { alive, suiteFleet } from '../../helpers/fleet.js';
 
@@ -73,6 +75,25 @@ describe('a reconcile runs moves up beside moves down', () => {
       const firstDownBegan = Math.min(...downs.map((p) => p.at - p.ms));
       assert.ok(firstDownBegan > lastUpEnded - 50, `a stop began at ${firstDownBegan.toFixed(0)} ms, well before the last start ended at ${lastUpEnded.toFixed(0)} ms`);
       await distinctPorts(fleet);
+    });
+
+    test('the supervisor and every agent keep their compiled handlers between events: pm2 runs them with the idle-process Node flags', async () => {
+      const { fleet, ws } = tf();
+      const agent = (await fleet.status()).agents.find((a) => a.pid !== null);
+      assert.ok(agent, 'a running agent');
+      // pm2 overwrites a process's command line with its title, so its own record says what it ran.
+      type Described = Array<{ pm2_env?: { node_args?: string[] } }>;
+      type Pm2 = { connect(cb: (err?: Error | null) => void): void; describe(name: string, cb: (err: Error | null, found: Described) => void): void; disconnect(): void };
+      const { default: pm2Module } = (await import('pm2')) as unknown as { default: { custom: new (opts: { pm2_home: string }) => Pm2 } };
+      const pm2 = new pm2Module.custom({ pm2_home: join(ws.dir, 'data', 'pm2') });
+      await new Promise<void>((resolve, reject) => pm2.connect((err) => (err ? reject(err) : resolve())));
+      try {
+        const nodeArgs = (name: string) => new Promise<string[]>((resolve, reject) => pm2.describe(name, (err, found) => (err ? reject(err) : resolve(found[0]?.pm2_env?.node_args ?? []))));
+        assert.deepEqual(await nodeArgs(Pm2Names.supervisor), ['--no-flush-bytecode']);
+        assert.deepEqual(await nodeArgs(Pm2Names.agent(agent.id)), ['--no-flush-bytecode', '--max-semi-space-size=1']);
+      } finally {
+        pm2.disconnect();
+      }
     });
   });
 
