@@ -58,7 +58,7 @@ const HEADLINES: Array<{ scenario: string; metric: RegExp; label: string; goal?:
   { scenario: 'wake', metric: /^one agent Dormant|^a player's step: reconcile|agents Dormant → Active in one|^idle agent PSS|^CPU of/, label: 'Wake' },
   { scenario: 'wake-pool', metric: /^one agent Dormant|^one agent Archived|^a player's step|^50 agents Dormant|^pool: refilling/, label: 'Warm wake (pool of 4)' },
   { scenario: 'wake-many', metric: /^50 agents Dormant|^a waiting spare/, label: 'Warm wake (pool of 50)' },
-  { scenario: 'recall', metric: /recall k=10 p50 \/ p95 at 10k/, label: 'Recall at 10,000 memories (BM25), p50 / p95' },
+  { scenario: 'recall', metric: /^the default strategy .* recall k=10 p50 \/ p95 at 10k/, label: 'Recall at 10,000 memories (the default strategy, cascade), p50 / p95' },
   { scenario: 'event-delivery', metric: /50 agents, p95|5 of 50 agents hear|^CPU per event in each agent/, label: 'Events' },
   { scenario: 'locomo', metric: /— R@5 \/ R@10 \/ R@20/, label: 'LoCoMo evidence recall' },
   { scenario: 'faults', metric: /./, label: 'Faults' },

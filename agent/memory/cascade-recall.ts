@@ -2,7 +2,6 @@ import * as chrono from 'chrono-node';
 
 import type { Bm25Hit } from './bm25-index.js';
 import { type MemoryRecord, occurredAt } from './memory-record.js';
-import { STOP_WORDS } from './stop-words.js';
 
 /**
  * The few parameters of the cascade, named. Fitted once on the LoCoMo dev split at round
@@ -15,10 +14,6 @@ export const CASCADE = {
   temporalBoost: 1,
   /** Share of the best normalised score in its episode (same thread, same day) that every memory of the episode gains. */
   episodeWeight: 0.5,
-  /** Pseudo-relevance feedback: the words of the best `feedbackDocs` matches, `feedbackTerms` of them, searched again at this weight. */
-  feedbackWeight: 0.3,
-  feedbackDocs: 5,
-  feedbackTerms: 10,
   /** Score a cause lends to the memory it caused, per hop back (≤ 5 hops). */
   causalDecay: 0.5,
   causalHops: 5,
@@ -127,16 +122,11 @@ function endOf(start: chrono.ParsedComponents, at: number): number {
   return at + 86_400_000;
 }
 
-/** Words of a text that carry meaning: lower-case, no stop words, three letters or more. */
-function contentWords(text: string): string[] {
-  return text.toLowerCase().match(/[\p{L}][\p{L}'-]+/gu)?.filter((w) => w.length > 2 && !STOP_WORDS.has(w)) ?? [];
-}
-
 /**
  * Recall by precision, most exact first (RUM): structural (the agents and speakers the query
  * names), temporal (the time it names), lexical (BM25 with conversational context, lifted by
- * the best match of the same episode and by pseudo-relevance feedback), causal (the causes of
- * what was found, ≤ 5 hops), and semantic only to fill what the others left, flagged fuzzy.
+ * the best match of the same episode), causal (the causes of what was found, ≤ 5 hops), and
+ * semantic only to fill what the others left, flagged fuzzy.
  */
 export async function cascadeRecall(
   query: string,
@@ -151,7 +141,8 @@ export async function cascadeRecall(
     if (!e) scores.set(id, (e = { score: 0, bm25: 0, stages: new Set() }));
     return e;
   };
-  const lexical = sources.lexical(query, Math.max(pool, 200), keep);
+  // As many matches as the recall ranks again by strength: a longer list found no more (LoCoMo) and cost most at 100k.
+  const lexical = sources.lexical(query, pool, keep);
   const best = lexical[0]?.score ?? 0;
   for (const h of lexical) {
     const e = entryOf(h.id);
@@ -159,7 +150,6 @@ export async function cascadeRecall(
     e.score = e.bm25;
     e.stages.add('lexical');
   }
-  if (t.feedbackWeight > 0) feedback(query, lexical, sources, keep, entryOf, t);
   if (t.episodeWeight > 0) episodes(scores, sources, t.episodeWeight);
 
   const named = [...sources.speakers()].filter(([lower]) => new RegExp(`\\b${escape(lower)}\\b`, 'i').test(query)).map(([, name]) => name);
@@ -206,27 +196,6 @@ export async function cascadeRecall(
   }
   const top = ranked[0]?.[1].score ?? 0;
   return ranked.slice(0, Math.max(k, pool)).map(([id, e]) => ({ id, relevance: top > 0 ? e.score / top : 0, bm25: e.bm25, stages: [...e.stages], fuzzy: fuzzy.has(id) }));
-}
-
-/** Pseudo-relevance feedback: the telling words of the best matches, searched again, lift what they find. */
-function feedback(query: string, lexical: readonly Bm25Hit[], sources: CascadeSources, keep: ((id: string) => boolean) | undefined, entryOf: (id: string) => { score: number; stages: Set<CascadeStage> }, t: CascadeTuning): void {
-  const asked = new Set(contentWords(query));
-  const weight = new Map<string, number>();
-  const best = lexical[0]?.score ?? 0;
-  for (const h of lexical.slice(0, t.feedbackDocs)) {
-    const text = sources.get(h.id)?.content ?? '';
-    for (const w of new Set(contentWords(text))) if (!asked.has(w)) weight.set(w, (weight.get(w) ?? 0) + h.score / best);
-  }
-  // Words in one feedback document only say little about the query; those in several, more.
-  const terms = [...weight].filter(([, w]) => w > 0).sort((a, b) => b[1] - a[1]).slice(0, t.feedbackTerms).map(([w]) => w);
-  if (terms.length === 0) return;
-  const again = sources.lexical(terms.join(' '), 200, keep);
-  const top = again[0]?.score ?? 0;
-  for (const h of again) {
-    const e = entryOf(h.id);
-    e.score += t.feedbackWeight * (top > 0 ? h.score / top : 0);
-    e.stages.add('lexical');
-  }
 }
 
 /** Every memory gains a share of the best score in its episode: the same thread on the same day, or the same event source. */

@@ -65,12 +65,12 @@ export const MemorySettingsSchema = z
     /** Emotional weight (0..1) multiplies stability by (1 + emotion_boost · weight). @default 1 */
     emotion_boost: z.number().min(0).max(100).default(1),
     /**
-     * How a recall searches when the caller does not say: `bm25` (words), `vector` (meaning,
-     * needs an embedder), `hybrid` (both, fused by reciprocal rank) or `cascade` (who, when and
-     * why before words, meaning only to fill). Without an embedder, `vector` and `hybrid` fall
-     * back to `bm25`. @default "bm25"
+     * How a recall searches when the caller does not say: `cascade` (who, when and why before
+     * words, meaning only to fill), `bm25` (words), `vector` (meaning, needs an embedder) or
+     * `hybrid` (both, fused by reciprocal rank). Without an embedder, `vector` and `hybrid` fall
+     * back to `bm25`. @default "cascade"
      */
-    search_strategy: z.enum(['bm25', 'vector', 'hybrid', 'cascade']).default('bm25'),
+    search_strategy: z.enum(['bm25', 'vector', 'hybrid', 'cascade']).default('cascade'),
     /** Share of the vector ranking in a hybrid recall, 0..1. @default 0.5 */
     semantic_weight: z.number().min(0).max(1).default(0.5),
     /** The k of reciprocal rank fusion, 1 / (k + rank): larger flattens the ranks. @default 60 */
