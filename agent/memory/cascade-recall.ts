@@ -198,13 +198,17 @@ export async function cascadeRecall(
   return ranked.slice(0, Math.max(k, pool)).map(([id, e]) => ({ id, relevance: top > 0 ? e.score / top : 0, bm25: e.bm25, stages: [...e.stages], fuzzy: fuzzy.has(id) }));
 }
 
-/** Every memory gains a share of the best score in its episode: the same thread on the same day, or the same event source. */
+/**
+ * Every memory gains a share of the best score in its episode: the turns of one conversation
+ * thread on one day. A memory of no thread (a heard event, a note) is an episode of its own:
+ * the events one game loop publishes in a day share a source, not a subject.
+ */
 function episodes(scores: Map<string, { score: number }>, sources: CascadeSources, weight: number): void {
   const episodeOf = (id: string) => {
     const m = sources.get(id);
     if (!m) return undefined;
-    const day = Math.floor(occurredAt(m) / 86_400_000);
-    return `${m.source.thread ?? m.source.by}@${day}`;
+    if (m.source.thread === undefined) return `memory:${id}`;
+    return `thread:${m.source.thread}@${Math.floor(occurredAt(m) / 86_400_000)}`;
   };
   const bestIn = new Map<string, number>();
   for (const [id, e] of scores) {

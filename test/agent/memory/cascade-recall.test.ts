@@ -93,6 +93,26 @@ describe('the cascade recall', () => {
     await store.close();
   });
 
+  test('an episode is a conversation thread on one day: its turns share its best match, while events of one source stand alone', async () => {
+    const { store, memory } = await openMemory();
+    const game = { kind: 'event', by: 'game' } as const;
+    await memory.rememberMany([
+      { id: 'wolves', content: 'Wolves took two sheep from the north pasture by the village', source: game, occurred_at: NOW - 2 * 3600_000 },
+      { id: 'traveller', content: 'A traveller walked in by the north road', source: game, occurred_at: NOW - 3600_000 },
+      { id: 'turn-1', content: 'Mira: wolves at the north pasture again, two sheep gone', source: { kind: 'dialogue', by: 'Mira', thread: 'talk' }, occurred_at: NOW - 1800_000 },
+      { id: 'turn-2', content: 'Bram: then the village needs a watch by night', source: { kind: 'dialogue', by: 'Bram', thread: 'talk' }, occurred_at: NOW - 1700_000 },
+    ], NOW);
+    const hits = await memory.recall('wolves at the north pasture', { k: 4, strategy: 'cascade', reinforce: false, now: NOW });
+    assert.equal(hits[0]?.memory.id, 'wolves');
+    const score = (id: string) => hits.find((h) => h.memory.id === id)?.score;
+    // Every memory's own best lifts it alike, so a memory alone keeps its share of the best BM25 score.
+    const traveller = score('traveller')!;
+    assert.ok(Math.abs(traveller.final - traveller.bm25) < 0.001, `sharing a source with the best match lifts nothing: ${JSON.stringify(traveller)}`);
+    const turn2 = score('turn-2')!;
+    assert.ok(turn2.final > turn2.bm25 + 0.1, `a turn of the thread that holds a strong match rises with it: ${JSON.stringify(turn2)}`);
+    await store.close();
+  });
+
   test('meaning alone fills only what the exact stages left, flagged fuzzy; a wrong or empty query never throws', async () => {
     const { store, memory } = await openMemory(await loadTestEmbedder());
     await memory.rememberMany([
