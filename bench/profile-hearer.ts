@@ -8,8 +8,8 @@
  *
  *   node --import tsx bench/profile-hearer.ts
  *
- * Settings from the environment: N agents (10), EVENTS per window (100), GAP ms between events
- * (150), PROFILE path (no profile when unset), SERIES=1 prints each event's fastest, median and
+ * Settings from the environment: N agents (10), WARM events first (40), EVENTS per window (100),
+ * GAP ms between events (150; 0: no idle window, so nothing subtracted), PROFILE path (no profile when unset), SERIES=1 prints each event's fastest, median and
  * slowest hearer.
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -17,17 +17,25 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { type JetStreamManager, jetstreamManager } from '@nats-io/jetstream';
+import { connect as natsConnect } from '@nats-io/transport-node';
 import WebSocket from 'ws';
 
 import type { Fleet } from '../client/fleet-client.js';
 import { REPO_ROOT } from '../test/helpers/workspace.js';
 import { withBenchFleet } from './bench-fleet.js';
+import { cpuSeconds } from './proc-stats.js';
 import { quantile, round } from './stats.js';
 
 const N = Number(process.env.N ?? 10);
 const EVENTS = Number(process.env.EVENTS ?? 100);
 const GAP = Number(process.env.GAP ?? 150);
-const WARM_UP = 40;
+const WARM_UP = Number(process.env.WARM ?? 40);
+/** Events published together in each round (0: one at a time, each waited for). */
+const BURST = Number(process.env.BURST ?? 0);
+/** Events in a measured window. */
+let notes = 0;
+const PER_WINDOW = EVENTS * Math.max(1, BURST);
 
 function domainPkl(n: number): string {
   const lines = [`amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}`, 'agents {'];
@@ -86,6 +94,26 @@ async function inspect(pid: number): Promise<{ send(method: string, params?: obj
   };
 }
 
+/** Resolves once every hearer has taken and acknowledged all its copies (acknowledged once stored). */
+async function allAcknowledged(jsm: JetStreamManager, ids: readonly string[]): Promise<void> {
+  const deadline = performance.now() + 60_000;
+  for (;;) {
+    const infos = await Promise.all(ids.map((id) => jsm.consumers.info('THYMOS_HEARD', `heard_${id}`)));
+    if (infos.every((c) => c.num_pending === 0 && c.num_ack_pending === 0)) return;
+    if (performance.now() > deadline) throw new Error('hearers still storing after 60 s');
+    await sleep(50);
+  }
+}
+
+/** BURST events published together; resolves once every hearer stored them all, then pauses GAP ms. */
+async function oneBurst(fleet: Fleet, jsm: JetStreamManager, ids: readonly string[], i: number): Promise<number[]> {
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: BURST }, (_, j) => fleet.publish({ type: 'bench.tick', tags: ['bench'], payload: { summary: `Bench event ${i}.${j} about the wolves near the mill` } })));
+  await allAcknowledged(jsm, ids);
+  await sleep(GAP);
+  return [performance.now() - t0];
+}
+
 /** Publishes one event and resolves with each hearer's delay until it announced the event, then pauses GAP ms. */
 async function oneEvent(fleet: Fleet, ids: readonly string[], waiters: Map<string, () => void>, i: number): Promise<number[]> {
   const t0 = performance.now();
@@ -108,8 +136,8 @@ async function cpuPerEvent(pid: number, idleMs: number, run: () => Promise<void>
   const busyStart = performance.now();
   await run();
   const b1 = threadCpu(pid);
-  const scale = (performance.now() - busyStart) / idleWall;
-  return new Map([...b1].map(([name, ms]) => [name, (ms - (b0.get(name) ?? 0) - ((i1.get(name) ?? 0) - (i0.get(name) ?? 0)) * scale) / EVENTS]));
+  const scale = idleWall > 0 ? (performance.now() - busyStart) / idleWall : 0;
+  return new Map([...b1].map(([name, ms]) => [name, (ms - (b0.get(name) ?? 0) - ((i1.get(name) ?? 0) - (i0.get(name) ?? 0)) * scale) / PER_WINDOW]));
 }
 
 async function main(): Promise<void> {
@@ -121,33 +149,44 @@ async function main(): Promise<void> {
     for (const id of ids) {
       const client = await fleet.agent(id);
       client.setNotificationHandler(ResourceUpdatedNotificationSchema, (note) => {
-        if (note.params.uri === `agent://${id}/memories`) waiters.get(id)?.();
+        if (note.params.uri === `agent://${id}/memories`) { notes++; waiters.get(id)?.(); }
       });
       await client.subscribeResource({ uri: `agent://${id}/memories` });
     }
-    let i = 0;
-    for (; i < WARM_UP; i++) await oneEvent(fleet, ids, waiters, i);
-    const pid = (await fleet.status()).agents.find((a) => a.id === ids[0])!.pid!;
-    const delays: number[] = [];
-    const cpu = await cpuPerEvent(pid, EVENTS * GAP, async () => {
-      for (const end = i + EVENTS; i < end; i++) delays.push(...(await oneEvent(fleet, ids, waiters, i)));
-    });
-    for (const [name, ms] of cpu) console.log(`${name.padEnd(16)} ${round(ms, 2)} ms per event`);
-    console.log(`all threads      ${round([...cpu.values()].reduce((a, b) => a + b, 0), 2)} ms per event (idle subtracted)`);
-    console.log(`published → announced by all ${N}: p50 ${round(quantile(delays, 0.5), 1)} ms, p95 ${round(quantile(delays, 0.95), 1)} ms`);
-    const path = process.env.PROFILE;
-    if (!path) return;
-    const session = await inspect(pid);
+    const nc = await natsConnect({ servers: (await fleet.status()).supervisor.nats_url });
+    const jsm = await jetstreamManager(nc);
+    const oneRound = (n: number) => (BURST > 0 ? oneBurst(fleet, jsm, ids, n) : oneEvent(fleet, ids, waiters, n));
     try {
-      await session.send('Profiler.enable');
-      await session.send('Profiler.setSamplingInterval', { interval: 200 });
-      await session.send('Profiler.start');
-      for (const end = i + EVENTS; i < end; i++) await oneEvent(fleet, ids, waiters, i);
-      const { profile } = await session.send('Profiler.stop');
-      writeFileSync(path, JSON.stringify(profile));
-      console.log(`profile of ${EVENTS} events written to ${path}`);
+      let i = 0;
+      for (; i < WARM_UP; i++) await oneRound(i);
+      const pids = (await fleet.status()).agents.map((a) => a.pid ?? 0);
+      const pid = (await fleet.status()).agents.find((a) => a.id === ids[0])!.pid!;
+      const delays: number[] = [];
+      const all0 = pids.reduce((sum, p) => sum + cpuSeconds(p), 0);
+      const cpu = await cpuPerEvent(pid, EVENTS * GAP, async () => {
+        for (const end = i + EVENTS; i < end; i++) delays.push(...(await oneRound(i)));
+      });
+      for (const [name, ms] of cpu) console.log(`${name.padEnd(16)} ${round(ms, 2)} ms per event`);
+      console.log(`all threads      ${round([...cpu.values()].reduce((a, b) => a + b, 0), 2)} ms per event (idle subtracted)`);
+      console.log(`all ${N} hearers together: ${round(((pids.reduce((sum, p) => sum + cpuSeconds(p), 0) - all0) / PER_WINDOW) * 1000, 1)} ms per event (idle not subtracted)`);
+      console.log(`${BURST > 0 ? `${BURST} events published together → stored by all` : 'published → announced by all'} ${N}: p50 ${round(quantile(delays, 0.5), 1)} ms, p95 ${round(quantile(delays, 0.95), 1)} ms`);
+      console.log('notifications per event per hearer', notes / (i * Math.max(1, BURST)) / N);
+      const path = process.env.PROFILE;
+      if (!path) return;
+      const session = await inspect(pid);
+      try {
+        await session.send('Profiler.enable');
+        await session.send('Profiler.setSamplingInterval', { interval: 200 });
+        await session.send('Profiler.start');
+        for (const end = i + EVENTS; i < end; i++) await oneRound(i);
+        const { profile } = await session.send('Profiler.stop');
+        writeFileSync(path, JSON.stringify(profile));
+        console.log(`profile of ${EVENTS} events written to ${path}`);
+      } finally {
+        session.close();
+      }
     } finally {
-      session.close();
+      await nc.close();
     }
   });
 }

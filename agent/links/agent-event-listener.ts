@@ -4,7 +4,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { ensureAgentConsumer } from '../../shared/nats/event-stream.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
-import { readHints } from '../../shared/protocol/heard-hints.js';
+import { moreFollows, readHints } from '../../shared/protocol/heard-hints.js';
 import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
 import { eventMemoryText, type WorldEvent, WorldEventSchema } from '../../shared/protocol/world-event.js';
 import type { NewMemory } from '../memory/agent-memory.js';
@@ -26,6 +26,12 @@ export interface AgentEventListenerOptions {
 }
 
 const BATCH = 256;
+/**
+ * A copy the router made while later events waited (a burst) waits up to this for them, so that a
+ * burst is heard in a few batches (one write, one index pass, one notification each) rather than
+ * one event at a time. A lone event, or the last of a burst, waits for nothing.
+ */
+const BURST_GATHER_MS = 25;
 
 /**
  * An agent's ear on the world: its durable JetStream consumer on the heard stream, where the
@@ -79,7 +85,7 @@ export class AgentEventListener {
   start(): void {
     const consumer = this.#consumer;
     if (!consumer || this.#closed) return;
-    readForever(consumer, BATCH, (msgs) => this.#hear(msgs, true), this.#logger, 'event').then(
+    readForever(consumer, BATCH, (msgs) => this.#hear(msgs, true), this.#logger, 'event', { ms: BURST_GATHER_MS, more: (m) => moreFollows(m.headers) }).then(
       (messages) => {
         this.#messages = messages;
         if (this.#closed) void messages.close();
@@ -96,6 +102,8 @@ export class AgentEventListener {
   /** `live`: heard as it happened, not replayed at start-up; only live events are reasoned about. */
   async #hear(msgs: readonly JsMsg[], live = false): Promise<void> {
     const memories: NewMemory[] = [];
+    const again = msgs.filter((m) => m.redelivered);
+    if (again.length > 0) this.#logger.info({ events: again.length, first: again[0]!.seq, deliveries: again[0]!.info.deliveryCount }, 'events delivered again (not acknowledged in time)');
     for (const m of msgs) {
       const parsed = WorldEventSchema.safeParse(parseJsonOrUndefined(m.string()));
       if (!parsed.success) {

@@ -21,20 +21,42 @@ export async function readPending(consumer: Consumer, batch: number, handle: (ms
   return taken;
 }
 
+/** Waiting for the rest of a burst: at most `ms` for a batch, while its newest message says more follow. */
+export interface Gathering {
+  ms: number;
+  more: (m: JsMsg) => boolean;
+}
+
 /**
  * Then keeps taking, in order, until the returned stream is closed. What arrives while a batch
  * is being handled is handled next as one batch (up to `batch`): a burst costs one `handle` per
- * batch rather than per message, and a lone message waits for nothing. Messages of a batch whose
- * handling fails are left unacknowledged: JetStream delivers them again.
+ * batch rather than per message, and a lone message waits for nothing. With `gather`, a batch
+ * whose newest message says more follow waits up to `gather.ms` for them. Messages of a batch
+ * whose handling fails are left unacknowledged: JetStream delivers them again.
  */
-export async function readForever(consumer: Consumer, batch: number, handle: (msgs: JsMsg[]) => Promise<void>, logger: Logger, what: string): Promise<ConsumerMessages> {
+export async function readForever(consumer: Consumer, batch: number, handle: (msgs: JsMsg[]) => Promise<void>, logger: Logger, what: string, gather?: Gathering): Promise<ConsumerMessages> {
   const messages = await consumer.consume({ max_messages: batch });
   const waiting: JsMsg[] = [];
   let running: Promise<void> | undefined;
+  let arrived: (() => void) | undefined;
+  /** Resolves when the next message arrives or after `ms`. */
+  const nextArrival = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      arrived = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
   const drain = async () => {
     // One turn of the event loop first, so that messages already received join the first batch.
     await new Promise((resolve) => setImmediate(resolve));
     while (waiting.length > 0) {
+      if (gather) {
+        const until = performance.now() + gather.ms;
+        while (waiting.length < batch && gather.more(waiting.at(-1)!) && performance.now() < until) await nextArrival(until - performance.now());
+        arrived = undefined;
+      }
       const msgs = waiting.splice(0, batch);
       await handle(msgs).catch((err: unknown) => logger.error({ err, seqs: [msgs[0]!.seq, msgs.at(-1)!.seq] }, `${what} not handled; it will be redelivered`));
     }
@@ -43,6 +65,7 @@ export async function readForever(consumer: Consumer, batch: number, handle: (ms
   void (async () => {
     for await (const m of messages) {
       waiting.push(m);
+      arrived?.();
       running ??= drain();
       // A full batch waits for the one being handled: what is read ahead stays bounded.
       if (waiting.length >= batch) await running;

@@ -20,6 +20,8 @@ export const HintHeaders = {
   concepts: 'Thymos-Concepts',
   vectorModel: 'Thymos-Vector-Model',
   vector: 'Thymos-Vector',
+  /** "1" on a copy the router made while later events already waited to be copied: a burst is under way. */
+  more: 'Thymos-More',
 } as const;
 
 /** Most concepts a hint carries; a text with more has its concepts asked for as usual. */
@@ -30,10 +32,14 @@ const DIMS_MAX = 4096;
 const ConceptsHintSchema = z.array(ExtractedConceptSchema).max(CONCEPTS_MAX);
 const ModelSchema = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces');
 
-/** The headers that carry `hints`, or undefined when there is nothing to carry. */
-export function hintHeaders(hints: HeardHints): MsgHdrs | undefined {
+/** The headers that carry `hints` (and `more`: later events follow), or undefined when there is nothing to carry. */
+export function hintHeaders(hints: HeardHints, more = false): MsgHdrs | undefined {
   const h = natsHeaders();
   let any = false;
+  if (more) {
+    h.set(HintHeaders.more, '1');
+    any = true;
+  }
   if (hints.concepts && ConceptsHintSchema.safeParse(hints.concepts).success) {
     // Header values are one line of ASCII: JSON escapes line breaks; the rest is escaped here.
     h.set(HintHeaders.concepts, JSON.stringify(hints.concepts).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
@@ -46,6 +52,11 @@ export function hintHeaders(hints: HeardHints): MsgHdrs | undefined {
     any = true;
   }
   return any ? h : undefined;
+}
+
+/** Whether the router had later events waiting when it made this copy (a hearer may wait a moment for them). */
+export function moreFollows(headers: MsgHdrs | undefined): boolean {
+  return headers?.get(HintHeaders.more) === '1';
 }
 
 /**

@@ -7,7 +7,7 @@ export { type AgentStartContext, type AgentStartContextInput, AgentStartContextS
 export { CONCEPT_TEXTS_MAX, ConceptOkSchema, ConceptRequestSchema } from './concept-protocol.js';
 export { decodeVectors, EmbedInfoSchema, EmbedOkSchema, EmbedRequestSchema, encodeVectors } from './embed-protocol.js';
 export { DEFAULT_FLEET_NAMES, FleetNames } from './fleet-names.js';
-export { type HeardHints, HintHeaders, hintHeaders, readHints } from './heard-hints.js';
+export { type HeardHints, HintHeaders, hintHeaders, moreFollows, readHints } from './heard-hints.js';
 export { parseJsonOrUndefined, parseWireJson } from './parse-json.js';
 export { type AgentContext, AgentContextSchema, parseReconcileContext, parseReconcileContextText, type ReconcileContext, type ReconcileContextInput, ReconcileContextSchema } from './reconcile-context.js';
 export { type SpareClaim, SpareClaimOkSchema, SpareClaimSchema } from './spare-protocol.js';

@@ -54,6 +54,8 @@ export class EventRouter {
   readonly #js: JetStreamClient;
   #messages: ConsumerMessages | undefined;
   #inFlight = new Set<Promise<void>>();
+  /** Events taken from the stream so far: one taken after the event being copied means a burst. */
+  #taken = 0;
   /** The last event whose copies are being published: the next one's wait for it, so that copies keep the events' order. */
   #tail: Promise<unknown> = Promise.resolve();
   #done: Promise<void> = Promise.resolve();
@@ -96,7 +98,7 @@ export class EventRouter {
     try {
       for await (const m of messages) {
         if (this.#inFlight.size >= IN_FLIGHT) await Promise.race(this.#inFlight);
-        const routed = this.#route(m);
+        const routed = this.#route(m, ++this.#taken);
         this.#inFlight.add(routed);
         void routed.finally(() => this.#inFlight.delete(routed));
       }
@@ -110,7 +112,7 @@ export class EventRouter {
    * are on their way (so an agent's copies keep the events' order), and acknowledges it once all
    * are stored.
    */
-  async #route(m: JsMsg): Promise<void> {
+  async #route(m: JsMsg, nth: number): Promise<void> {
     const parsed = WorldEventSchema.safeParse(parseJsonOrUndefined(m.string()));
     if (!parsed.success) {
       // publishWorldEvent validates; this came from elsewhere. Nobody can hear it.
@@ -122,7 +124,8 @@ export class EventRouter {
     const hearers = this.#hearersOf(event);
     const hints = hearers.length > 0 ? this.#hintsOf(event) : undefined;
     const published = this.#tail.then(async () => {
-      const headers = this.#headers(await hints);
+      // Later events already taken or waiting: the copies say so, and hearers gather them into one batch.
+      const headers = this.#headers(await hints, this.#taken > nth || m.info.pending > 0);
       return hearers.map((id) => this.#js.publish(this.#o.names.agentHeard(id), m.data, { msgID: `${event.id}:${id}`, ...(headers ? { headers } : {}) }));
     });
     // A failure here is this event's alone: the next event's copies still go.
@@ -145,9 +148,9 @@ export class EventRouter {
   }
 
   /** The headers of an event's copies; hints that cannot be sent are left out rather than holding the copies up. */
-  #headers(hints: HeardHints | undefined): MsgHdrs | undefined {
+  #headers(hints: HeardHints | undefined, more: boolean): MsgHdrs | undefined {
     try {
-      return hints ? hintHeaders(hints) : undefined;
+      return hintHeaders(hints ?? {}, more);
     } catch (err) {
       this.#o.logger.debug({ err }, 'event hints left out');
       return undefined;

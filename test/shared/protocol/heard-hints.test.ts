@@ -4,7 +4,7 @@ import { test } from 'node:test';
 
 import { headers } from '@nats-io/transport-node';
 
-import { HintHeaders, hintHeaders, readHints } from '../../../shared/protocol/heard-hints.js';
+import { HintHeaders, hintHeaders, moreFollows, readHints } from '../../../shared/protocol/heard-hints.js';
 
 test('hints travel as headers and come back as sent, names with accents too', () => {
   const values = Float32Array.from({ length: 100 }, (_, i) => Math.sin(i));
@@ -22,6 +22,16 @@ test('nothing to carry is no headers; an empty list of concepts is carried (the 
   assert.equal(hintHeaders({ vector: { model: 'bad model', values: Float32Array.of(1) } }), undefined);
   assert.deepEqual(readHints(hintHeaders({ concepts: [] })), { concepts: [] });
   assert.deepEqual(readHints(undefined), {});
+});
+
+test('a copy made in a burst says more follow, alone or beside hints; anything else in the header is not a burst', () => {
+  assert.equal(moreFollows(hintHeaders({}, true)), true);
+  assert.equal(moreFollows(hintHeaders({ concepts: [] }, true)), true);
+  assert.equal(moreFollows(hintHeaders({ concepts: [] })), false);
+  assert.equal(moreFollows(undefined), false);
+  const h = headers();
+  h.set(HintHeaders.more, 'yes');
+  assert.equal(moreFollows(h), false);
 });
 
 test('malformed hints are dropped, never thrown: the hearer asks the services instead', () => {

@@ -10,7 +10,7 @@ import { connectNats, type NatsConnection } from '../../../shared/nats/nats-conn
 import { createLogger } from '../../../shared/platform/logger.js';
 import { FleetNames } from '../../../shared/protocol/fleet-names.js';
 import type { HeardHints } from '../../../shared/protocol/heard-hints.js';
-import { readHints } from '../../../shared/protocol/heard-hints.js';
+import { moreFollows, readHints } from '../../../shared/protocol/heard-hints.js';
 import { EventRouter } from '../../../supervisor/fleet/event-router.js';
 import { startNatsServer, type TestNatsServer } from '../../helpers/nats-server.js';
 
@@ -32,8 +32,11 @@ describe('the event router’s hints', () => {
     await nats?.stop();
   });
 
-  /** Routes `summaries` with `hints` and resolves with each hearer's copies, in the order they were stored. */
-  async function route(fleet: string, hints: ((text: string) => Promise<HeardHints>) | undefined, summaries: string[]): Promise<Map<string, Msg[]>> {
+  /**
+   * Routes `summaries` with `hints` and resolves with each hearer's copies, in the order they
+   * were stored. `waiting`: the events are published while the router is stopped (a burst it finds).
+   */
+  async function route(fleet: string, hints: ((text: string) => Promise<HeardHints>) | undefined, summaries: string[], waiting = false): Promise<Map<string, Msg[]>> {
     const names = new FleetNames(fleet);
     const settings = EventsSettingsSchema.parse({});
     await ensureEventStream(nc, settings, names);
@@ -43,9 +46,18 @@ describe('the event router’s hints', () => {
       for await (const m of sub) copies.get(m.subject.split('.')[2]!)!.push(m);
     })();
     await nc.flush();
-    const router = await EventRouter.start({ nc, names, domain, settings, hearers: () => ['ada', 'bo'], locationOf: () => null, hints, logger: createLogger({ level: 'silent' }) });
-    try {
+    const publish = async () => {
       for (const [i, summary] of summaries.entries()) await publishWorldEvent(nc, { id: `e${i}`, type: 'town.news', tags: ['news'], source: 'test', ts: new Date().toISOString(), payload: { summary } } as never, names);
+    };
+    const start = () => EventRouter.start({ nc, names, domain, settings, hearers: () => ['ada', 'bo'], locationOf: () => null, hints, logger: createLogger({ level: 'silent' }) });
+    if (waiting) {
+      // The router's consumer takes what is published once it exists: one that ran and stopped finds the burst waiting.
+      await (await start()).close();
+      await publish();
+    }
+    const router = await start();
+    try {
+      if (!waiting) await publish();
       await seen;
     } finally {
       await router.close();
@@ -85,5 +97,12 @@ describe('the event router’s hints', () => {
       assert.deepEqual(readHints(got[1]!.headers), {});
       assert.deepEqual(readHints(got[2]!.headers).concepts, [{ name: 'third', type: 'person' }]);
     }
+  });
+
+  test('copies made while later events wait say more follow, the last of a burst and a lone event do not', async () => {
+    const burst = await route('moreb', undefined, ['one', 'two', 'three', 'four'], true);
+    for (const id of ['ada', 'bo']) assert.deepEqual(burst.get(id)!.map((m) => moreFollows(m.headers)), [true, true, true, false]);
+    const lone = await route('morel', undefined, ['alone']);
+    assert.deepEqual(lone.get('ada')!.map((m) => moreFollows(m.headers)), [false]);
   });
 });

@@ -1,0 +1,85 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import { AckPolicy, type ConsumerMessages, jetstream, jetstreamManager, type JsMsg } from '@nats-io/jetstream';
+import { headers } from '@nats-io/transport-node';
+
+import { readForever } from '../../../agent/links/durable-consumer.js';
+import { connectNats, type NatsConnection } from '../../../shared/nats/nats-connection.js';
+import { createLogger } from '../../../shared/platform/logger.js';
+import { startNatsServer, type TestNatsServer } from '../../helpers/nats-server.js';
+
+async function until(what: string, fn: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await fn()) return;
+    await sleep(20);
+  }
+  assert.fail(`timed out waiting for ${what}`);
+}
+
+describe('reading a durable consumer: a burst gathered into one batch', () => {
+  let nats: TestNatsServer;
+  let nc: NatsConnection;
+  const open: ConsumerMessages[] = [];
+
+  before(async () => {
+    nats = await startNatsServer({ jetstream: true });
+    nc = await connectNats({ servers: nats.url, name: 'test-consumer' });
+  });
+  after(async () => {
+    for (const m of open) await m.close();
+    await nc?.close();
+    await nats?.stop();
+  });
+
+  /** A fresh stream and consumer read with `readForever`, gathering while a message's `More` header is "1", for up to `ms`. */
+  async function reader(name: string, ms: number) {
+    const jsm = await jetstreamManager(nc);
+    await jsm.streams.add({ name, subjects: [`${name}.>`] });
+    await jsm.consumers.add(name, { durable_name: 'c', ack_policy: AckPolicy.Explicit });
+    const batches: string[][] = [];
+    const handle = async (msgs: JsMsg[]) => {
+      batches.push(msgs.map((m) => m.string()));
+      for (const m of msgs) m.ack();
+    };
+    const consumer = await jetstream(nc).consumers.get(name, 'c');
+    open.push(await readForever(consumer, 256, handle, createLogger({ level: 'silent' }), 'test', { ms, more: (m) => m.headers?.get('More') === '1' }));
+    const js = jetstream(nc);
+    const send = async (text: string, more: boolean) => {
+      const h = headers();
+      if (more) h.set('More', '1');
+      await js.publish(`${name}.x`, text, { headers: h });
+    };
+    const ackPending = async () => (await jsm.consumers.info(name, 'c')).num_ack_pending;
+    return { batches, send, ackPending };
+  }
+
+  test('messages that say more follow wait for the rest; the one that does not closes the batch', async () => {
+    const r = await reader('burst', 60_000);
+    await r.send('a', true);
+    await until('the first message delivered', async () => (await r.ackPending()) === 1);
+    await r.send('b', true);
+    await until('the second message delivered', async () => (await r.ackPending()) === 2);
+    assert.deepEqual(r.batches, [], 'a burst under way is not handled yet');
+    await r.send('c', false);
+    await until('the burst handled', () => r.batches.flat().length === 3);
+    assert.deepEqual(r.batches, [['a', 'b', 'c']]);
+  });
+
+  test('a lone message waits for nothing; a burst that stops short is handled after the wait', async () => {
+    const lone = await reader('lone', 60_000);
+    await lone.send('d', false);
+    await until('the lone message handled', () => lone.batches.length === 1);
+    assert.deepEqual(lone.batches, [['d']]);
+
+    const cut = await reader('cut', 50);
+    await cut.send('e', true);
+    await until('the cut-short burst handled', () => cut.batches.length === 1);
+    assert.deepEqual(cut.batches, [['e']]);
+    await cut.send('f', false);
+    await until('the next message handled', () => cut.batches.length === 2);
+    assert.deepEqual(cut.batches, [['e'], ['f']]);
+  });
+});
