@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 
 import { AckPolicy, type ConsumerMessages, jetstream, jetstreamManager, type JsMsg } from '@nats-io/jetstream';
 import { headers } from '@nats-io/transport-node';
@@ -8,16 +7,11 @@ import { headers } from '@nats-io/transport-node';
 import { readForever } from '../../../agent/links/durable-consumer.js';
 import { connectNats, type NatsConnection } from '../../../shared/nats/nats-connection.js';
 import { createLogger } from '../../../shared/platform/logger.js';
+import { eventually } from '../../helpers/fleet.js';
 import { startNatsServer, type TestNatsServer } from '../../helpers/nats-server.js';
 
-async function until(what: string, fn: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await fn()) return;
-    await sleep(20);
-  }
-  assert.fail(`timed out waiting for ${what}`);
-}
+/** Waits, with a deadline, until `fn` holds. */
+const until = (what: string, fn: () => boolean | Promise<boolean>) => eventually(async () => ((await fn()) ? true : undefined), 10_000, what);
 
 describe('reading a durable consumer: a burst gathered into one batch', () => {
   let nats: TestNatsServer;
