@@ -10,6 +10,8 @@ import { buildContext, contextBlocks } from './context-packet.js';
 /** What an agent weighs when neither the call nor its definition (`actions`) names options. */
 export const DEFAULT_OPTIONS = ['look into it', 'tell someone', 'carry on as before'] as const;
 const GROUNDING = 5;
+/** The tag of the memory an agent keeps of each decision about a heard event. */
+export const DECISION_TAG = 'decision';
 
 export interface Thought {
   situation: string;
@@ -36,7 +38,9 @@ export interface Decision {
 export async function think(ctx: AgentBehaviorContext, situation: string, options?: readonly string[]): Promise<Thought> {
   const choices = optionsFor(ctx, options);
   const provider = ctx.model('reasoning');
-  const hits = await ctx.recall(situation, { k: GROUNDING, filter: (m) => !m.tags.includes(SAID_TAG) });
+  // What it said and what it decided before are not evidence about the situation: an earlier
+  // decision holds its action's words and would vote for itself whatever happened.
+  const hits = await ctx.recall(situation, { k: GROUNDING, filter: (m) => !m.tags.includes(SAID_TAG) && !m.tags.includes(DECISION_TAG) });
   const memories = hits.map((h) => ({ content: h.memory.content, strength: h.score.strength }));
   const packet = await buildContext(ctx, 'reasoning', situation, ctx.contextBudget('reasoning'));
   const messages: LlmMessage[] = [

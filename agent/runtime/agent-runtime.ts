@@ -18,7 +18,7 @@ import { type AgentBehavior, type AgentBehaviorContext, behaviorRelevance, type 
 import { AgentConcepts } from './agent-concepts.js';
 import { AgentDisposition } from './agent-disposition.js';
 import { AgentLinks } from './agent-links.js';
-import { decide, type Decision, think, type Thought } from './agent-reasoner.js';
+import { decide, type Decision, DECISION_TAG, think, type Thought } from './agent-reasoner.js';
 import { CallGate } from './call-gate.js';
 import { buildContext, type ContextPacket } from './context-packet.js';
 import { EventReactions } from './event-reactions.js';
@@ -279,7 +279,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
       const decision = await this.decide(heard.content);
       const memory = await this.#rememberAndAnnounce({
         content: `I heard: ${heard.content}. I decided to ${decision.action} (confidence ${decision.confidence})${decision.reason ? `: ${decision.reason}` : ''}`,
-        tags: ['decision'],
+        tags: [DECISION_TAG],
         importance: 0.5,
         source: { kind: 'reasoning', by: this.id, event: heard.source.event!, model: decision.thought.model },
         derived_from: [heard.id],

@@ -172,6 +172,10 @@ describe('offline dialogue and reasoning', () => {
     const refused = await call(client, 'decide', { situation: 'anything' });
     assert.match(refused.content[0]!.text!, /^AGENT_NOT_ACTIVE: warden is listening \(passive\): it does not reason now/);
     await nc.request('thymos.agent.warden.control', JSON.stringify({ op: 'set_mode', mode: 'active' }), { timeout: 3000 });
+
+    // Its earlier decision is not evidence: it holds the patrol's words and would vote for the patrol again.
+    const next = (await call(client, 'decide', { situation: 'Watch sighting: a bear by the mill', options: ['chase the bear from the mill', 'send a patrol to the north road'] })).structuredContent!;
+    assert.equal(next.action, 'chase the bear from the mill', JSON.stringify(next));
   });
 
   test('told something, stopped (Dormant) and started again, the agent answers with it', async () => {
