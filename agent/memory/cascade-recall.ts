@@ -17,6 +17,11 @@ export const CASCADE = {
   /** Score a cause lends to the memory it caused, per hop back (≤ 5 hops). */
   causalDecay: 0.5,
   causalHops: 5,
+  /**
+   * Weight of meaning among what the exact stages kept: each of the first `pool` adds this ×
+   * its cosine to the query (min–max normalised among them) to its score normalised to the best.
+   */
+  semanticWeight: 0.3,
   /** Score of a memory only the semantic stage found, against the weakest lexical one it joins. */
   semanticShare: 0.5,
 };
@@ -30,6 +35,11 @@ export type CascadeStage = 'structural' | 'temporal' | 'lexical' | 'causal' | 's
 export interface CascadeSources {
   /** BM25 matches (with conversational context), best first. */
   lexical(query: string, limit: number, keep?: (id: string) => boolean): Bm25Hit[];
+  /**
+   * Cosine to the query of each memory given (those with a vector), for ranking by meaning
+   * within what the exact stages kept; undefined when no vector came in time.
+   */
+  meaning?: ((query: string, ids: readonly string[]) => Promise<ReadonlyMap<string, number> | undefined>) | undefined;
   /** Vector matches, best first; undefined without an embedder. */
   semantic?: ((query: string, limit: number, keep?: (id: string) => boolean) => Promise<Array<{ id: string; score: number }>>) | undefined;
   get(id: string): MemoryRecord | undefined;
@@ -49,6 +59,15 @@ export interface CascadeHit {
   stages: CascadeStage[];
   /** Found only by meaning: a guess, not a match. */
   fuzzy: boolean;
+  /** Cosine to the query, when meaning ranked it. */
+  vector?: number;
+}
+
+interface Entry {
+  score: number;
+  bm25: number;
+  stages: Set<CascadeStage>;
+  vector?: number;
 }
 
 /** What the query says of time: a window, or an order among the matches. */
@@ -125,8 +144,8 @@ function endOf(start: chrono.ParsedComponents, at: number): number {
 /**
  * Recall by precision, most exact first (RUM): structural (the agents and speakers the query
  * names), temporal (the time it names), lexical (BM25 with conversational context, lifted by
- * the best match of the same episode), causal (the causes of what was found, ≤ 5 hops), and
- * semantic only to fill what the others left, flagged fuzzy.
+ * the best match of the same episode), causal (the causes of what was found, ≤ 5 hops), then
+ * meaning within what those kept, and semantic alone only to fill what the others left, flagged fuzzy.
  */
 export async function cascadeRecall(
   query: string,
@@ -135,7 +154,7 @@ export async function cascadeRecall(
 ): Promise<CascadeHit[]> {
   const { k, keep, pool } = options;
   const t: CascadeTuning = { ...CASCADE, ...options.tuning };
-  const scores = new Map<string, { score: number; bm25: number; stages: Set<CascadeStage> }>();
+  const scores = new Map<string, Entry>();
   const entryOf = (id: string) => {
     let e = scores.get(id);
     if (!e) scores.set(id, (e = { score: 0, bm25: 0, stages: new Set() }));
@@ -182,7 +201,13 @@ export async function cascadeRecall(
     }
   }
 
-  let ranked = [...scores].filter(([, e]) => e.score > 0).sort((a, b) => b[1].score - a[1].score);
+  let ranked = await byMeaning(
+    query,
+    [...scores].filter(([, e]) => e.score > 0).sort((a, b) => b[1].score - a[1].score),
+    sources,
+    pool,
+    t.semanticWeight,
+  );
   const fuzzy = new Set<string>();
   if (ranked.length < k && sources.semantic && t.semanticShare > 0) {
     // The last resort: meaning alone, below every match the exact stages found.
@@ -190,12 +215,49 @@ export async function cascadeRecall(
     for (const h of await sources.semantic(query, k, keep)) {
       if (scores.has(h.id) || h.score <= 0) continue;
       fuzzy.add(h.id);
-      ranked.push([h.id, { score: floor * h.score, bm25: 0, stages: new Set(['semantic']) }]);
+      ranked.push([h.id, { score: floor * h.score, bm25: 0, stages: new Set(['semantic']), vector: h.score }]);
     }
     ranked = ranked.sort((a, b) => b[1].score - a[1].score);
   }
   const top = ranked[0]?.[1].score ?? 0;
-  return ranked.slice(0, Math.max(k, pool)).map(([id, e]) => ({ id, relevance: top > 0 ? e.score / top : 0, bm25: e.bm25, stages: [...e.stages], fuzzy: fuzzy.has(id) }));
+  return ranked.slice(0, Math.max(k, pool)).map(([id, e]) => ({
+    id,
+    relevance: top > 0 ? e.score / top : 0,
+    bm25: e.bm25,
+    stages: [...e.stages],
+    fuzzy: fuzzy.has(id),
+    ...(e.vector !== undefined ? { vector: e.vector } : {}),
+  }));
+}
+
+/**
+ * Meaning within what the exact stages kept: scores normalised to the best, and each of the
+ * first `pool` gains `weight` × its cosine to the query, min–max normalised among them (a
+ * memory with no vector yet takes their median). A memory meaning moved up is marked
+ * `semantic`. Without vectors in time, the ranking stays as the exact stages left it.
+ */
+async function byMeaning(query: string, ranked: Array<[string, Entry]>, sources: CascadeSources, pool: number, weight: number): Promise<Array<[string, Entry]>> {
+  const top = ranked[0]?.[1].score ?? 0;
+  for (const [, e] of ranked) e.score = top > 0 ? e.score / top : 0;
+  const kept = ranked.slice(0, pool);
+  if (!sources.meaning || weight <= 0 || kept.length < 2) return ranked;
+  const cosines = await sources.meaning(query, kept.map(([id]) => id));
+  const values = [...(cosines?.values() ?? [])].sort((a, b) => a - b);
+  const lo = values[0] ?? 0;
+  const span = (values.at(-1) ?? 0) - lo;
+  if (!cosines || span <= 0) return ranked;
+  const median = values[Math.floor(values.length / 2)]!;
+  for (const [id, e] of kept) {
+    const c = cosines.get(id);
+    if (c !== undefined) e.vector = c;
+    e.score += (weight * ((c ?? median) - lo)) / span;
+  }
+  const before = new Map(kept.map(([id], rank) => [id, rank]));
+  const reranked = [...kept].sort((a, b) => b[1].score - a[1].score);
+  reranked.forEach(([id, e], rank) => {
+    if (rank < before.get(id)!) e.stages.add('semantic');
+  });
+  return [...reranked, ...ranked.slice(pool)];
 }
 
 /**

@@ -1,6 +1,6 @@
 import PQueue from 'p-queue';
 
-import type { Embedder } from '../../shared/platform/embedder.js';
+import { dot, type Embedder } from '../../shared/platform/embedder.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { MemoryRecord } from './memory-record.js';
 import type { MemoryStore } from './memory-store.js';
@@ -44,6 +44,25 @@ export class MemoryVectors {
   /** The vector of a query; throws what the embedder throws. */
   async query(text: string): Promise<Float32Array | undefined> {
     return (await this.#embedder.embed([text]))[0];
+  }
+
+  /**
+   * Cosines of `records` to `query` for ranking within one recall: the query and any record
+   * not embedded yet are asked for in one request (those vectors are not kept: the background
+   * run stores them), so the ranking does not depend on how far that run has got. Throws what
+   * the embedder throws.
+   */
+  async cosines(query: string, records: readonly MemoryRecord[]): Promise<Map<string, number>> {
+    const missing = records.filter((r) => !this.index.has(r.id));
+    const [q, ...made] = await this.#embedder.embed([query, ...missing.map((r) => r.content)]);
+    const out = new Map<string, number>();
+    if (!q) return out;
+    missing.forEach((r, i) => out.set(r.id, dot(q, made[i]!)));
+    for (const r of records) {
+      const c = this.index.cosine(q, r.id);
+      if (c !== undefined) out.set(r.id, c);
+    }
+    return out;
   }
 
   /**

@@ -34,6 +34,12 @@ export class VectorIndex {
     return this.#rows.has(id);
   }
 
+  /** The cosine of `id`'s vector to `query`; undefined when `id` has none. */
+  cosine(query: Float32Array, id: string): number | undefined {
+    const row = this.#rows.get(id);
+    return row === undefined ? undefined : dot(query, this.#matrix, row * this.#dims);
+  }
+
   /** Adds (or replaces) the vector of `id`. */
   set(id: string, vector: Float32Array): void {
     if (vector.length !== this.#dims) throw new Error(`vector of ${vector.length} dimensions for an index of ${this.#dims}`);

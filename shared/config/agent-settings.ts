@@ -66,13 +66,18 @@ export const MemorySettingsSchema = z
     emotion_boost: z.number().min(0).max(100).default(1),
     /**
      * How a recall searches when the caller does not say: `cascade` (who, when and why before
-     * words, meaning only to fill), `bm25` (words), `vector` (meaning, needs an embedder) or
+     * words, then meaning among what those found), `bm25` (words), `vector` (meaning, needs an embedder) or
      * `hybrid` (both, fused by reciprocal rank). Without an embedder, `vector` and `hybrid` fall
      * back to `bm25`. @default "cascade"
      */
     search_strategy: z.enum(['bm25', 'vector', 'hybrid', 'cascade']).default('cascade'),
     /** Share of the vector ranking in a hybrid recall, 0..1. @default 0.5 */
     semantic_weight: z.number().min(0).max(1).default(0.5),
+    /**
+     * Longest a cascade recall waits for the query's vector to rank by meaning within what its
+     * exact stages kept; later, it ranks without meaning (and logs it once). 0: never by meaning. @default 50
+     */
+    semantic_wait_ms: z.number().int().min(0).max(60_000).default(50),
     /** The k of reciprocal rank fusion, 1 / (k + rank): larger flattens the ranks. @default 60 */
     rrf_k: z.number().min(1).max(1000).default(60),
     /** Find the people, places and organisations memories mention (the supervisor serves the fleet's concept service for it), and resolve aliases in recall. @default true */

@@ -10,15 +10,16 @@ import { timeConstraint } from '../../../agent/memory/cascade-recall.js';
 import { MemoryStore } from '../../../agent/memory/memory-store.js';
 import { ThymosConfigSchema } from '../../../shared/config/thymos-config.js';
 import { CompromiseExtractor } from '../../../shared/platform/concept-extractor.js';
+import type { Embedder } from '../../../shared/platform/embedder.js';
 import { loadTestEmbedder } from '../../helpers/embedding-model.js';
 
 const settings = ThymosConfigSchema.parse({}).memory;
 const DAY = 86_400_000;
 /** A fixed clock: Wednesday 15 May 2024, noon UTC. */
 const NOW = Date.UTC(2024, 4, 15, 12);
-const openMemory = async (embedder?: Awaited<ReturnType<typeof loadTestEmbedder>>) => {
+const openMemory = async (embedder?: Embedder, memorySettings = settings) => {
   const store = await MemoryStore.open(join(mkdtempSync(join(tmpdir(), 'thymos-cascade-')), 'db'), { timeoutMs: 10_000 });
-  return { store, memory: await AgentMemory.load(store, settings, { embedder }) };
+  return { store, memory: await AgentMemory.load(store, memorySettings, { embedder }) };
 };
 const ids = (hits: Awaited<ReturnType<AgentMemory['recall']>>) => hits.map((h) => h.memory.id);
 
@@ -130,5 +131,48 @@ describe('the cascade recall', () => {
       await assert.doesNotReject(memory.recall(q, { k: 3, strategy: 'cascade', reinforce: false }), `query ${JSON.stringify(q.slice(0, 20))}`);
     }
     await store.close();
+  });
+
+  test('meaning ranks within what the exact stages kept, at once for a memory not embedded yet, and never makes a recall wait past semantic_wait_ms', async () => {
+    const real = await loadTestEmbedder();
+    let gate: (() => void) | undefined;
+    const held = new Promise<void>((resolve) => (gate = resolve));
+    let hold = false;
+    const embedder: Embedder = { model: real.model, dims: real.dims, embed: async (texts) => (hold ? held.then(() => real.embed(texts)) : real.embed(texts)) };
+    const told = { kind: 'told', by: 'x' } as const;
+    const memories = [
+      { id: 'howl', content: 'Wolves howled at the moon', source: told },
+      { id: 'lambs', content: 'Wolves killed the lambs and ewes in the pasture', source: told },
+    ];
+    const query = 'wolves attacked the flock';
+    const plain = await openMemory();
+    await plain.memory.rememberMany(memories);
+    const byWords = await plain.memory.recall(query, { k: 2, strategy: 'cascade', reinforce: false });
+    assert.deepEqual(ids(byWords), ['howl', 'lambs'], 'without vectors the shorter match leads');
+    await plain.store.close();
+
+    const { store, memory } = await openMemory(embedder);
+    await memory.rememberMany(memories);
+    // No vectorsReady: the memories' own vectors may not be made yet; the recall asks for them with the query.
+    const byMeaning = await memory.recall(query, { k: 2, strategy: 'cascade', reinforce: false });
+    assert.deepEqual(ids(byMeaning), ['lambs', 'howl'], 'the match nearer in meaning rises');
+    assert.ok(byMeaning[0]!.score.stages?.includes('semantic'), `meaning lifted it: ${JSON.stringify(byMeaning[0]!.score)}`);
+    assert.ok(byMeaning[0]!.score.vector! > byMeaning[1]!.score.vector!, 'each carries its cosine to the query');
+    assert.equal(byMeaning[0]!.score.fuzzy, undefined, 'a word match ranked by meaning is still a match');
+
+    // An embedder that does not answer: the recall comes back (the embedder cannot answer before the gate opens) as words ranked it.
+    await memory.vectorsReady();
+    hold = true;
+    const late = await memory.recall(query, { k: 2, strategy: 'cascade', reinforce: false });
+    assert.deepEqual(ids(late), ['howl', 'lambs']);
+    assert.ok(late.every((h) => h.score.vector === undefined && !h.score.stages?.includes('semantic')));
+    gate!();
+    await store.close();
+
+    const off = await openMemory(real, { ...settings, semantic_wait_ms: 0 });
+    await off.memory.rememberMany(memories);
+    await off.memory.vectorsReady();
+    assert.deepEqual(ids(await off.memory.recall(query, { k: 2, strategy: 'cascade', reinforce: false })), ['howl', 'lambs'], 'semantic_wait_ms = 0 ranks by words alone');
+    await off.store.close();
   });
 });
