@@ -2,7 +2,6 @@ import PQueue from 'p-queue';
 
 import { type MemorySettings } from '../../shared/config/agent-settings.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { withDeadline } from '../../shared/platform/deadline.js';
 import type { Embedder } from '../../shared/platform/embedder.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { Bm25Index } from './bm25-index.js';
@@ -82,7 +81,6 @@ export class AgentMemory {
   #vectors: MemoryVectors | undefined;
   readonly #logger: Logger | undefined;
   #warnedFallback = false;
-  #warnedLate = false;
   readonly #hooks: Record<MemoryEvent, MemoryHook[]> = { created: [], updated: [], accessed: [] };
   readonly #hookQueue = new PQueue({ concurrency: 1 });
   #expandQuery: ((query: string) => string) | undefined;
@@ -124,7 +122,6 @@ export class AgentMemory {
   async attachEmbedder(embedder: Embedder): Promise<void> {
     this.#vectors = await MemoryVectors.attach(embedder, this.#store, this.#records, this.#logger);
     this.#warnedFallback = false;
-    this.#warnedLate = false;
   }
 
   /**
@@ -341,7 +338,10 @@ export class AgentMemory {
     const vectors = this.#vectors;
     return {
       lexical: (q, limit, keep) => this.#index.search(q, limit, keep, around),
-      meaning: vectors && this.#settings.semantic_wait_ms > 0 ? (q, ids) => this.#meaning(vectors, q, ids) : undefined,
+      meaning:
+        vectors && this.#settings.semantic_wait_ms > 0
+          ? (q, ids) => vectors.cosinesWithin(q, ids.flatMap((id) => this.#records.get(id) ?? []), this.#settings.semantic_wait_ms)
+          : undefined,
       semantic: vectors
         ? async (q, limit, keep) => {
             const v = await this.#queryVector(q);
@@ -354,24 +354,6 @@ export class AgentMemory {
       speakers: () => this.#speakers,
       causes: this.#causes,
     };
-  }
-
-  /** Cosines for the cascade's ranking by meaning, waiting at most `[memory] semantic_wait_ms`; undefined (logged) when late or failed. */
-  async #meaning(vectors: MemoryVectors, query: string, ids: readonly string[]): Promise<ReadonlyMap<string, number> | undefined> {
-    const records = ids.flatMap((id) => this.#records.get(id) ?? []);
-    const waitMs = this.#settings.semantic_wait_ms;
-    const asked = vectors.cosines(query, records);
-    try {
-      return await withDeadline(asked, waitMs, () => {
-        asked.catch(() => undefined);
-        if (!this.#warnedLate) this.#logger?.warn({ wait_ms: waitMs }, 'recall ranked without meaning: the query vector came later than [memory] semantic_wait_ms');
-        this.#warnedLate = true;
-        return undefined;
-      });
-    } catch (err) {
-      this.#warnFallback((err as Error).message);
-      return undefined;
-    }
   }
 
   async #queryVector(query: string): Promise<Float32Array | undefined> {

@@ -201,24 +201,15 @@ export async function cascadeRecall(
     }
   }
 
-  let ranked = await byMeaning(
+  const ranked = await byMeaning(
     query,
     [...scores].filter(([, e]) => e.score > 0).sort((a, b) => b[1].score - a[1].score),
     sources,
     pool,
     t.semanticWeight,
   );
-  const fuzzy = new Set<string>();
-  if (ranked.length < k && sources.semantic && t.semanticShare > 0) {
-    // The last resort: meaning alone, below every match the exact stages found.
-    const floor = (ranked.at(-1)?.[1].score ?? 1) * t.semanticShare;
-    for (const h of await sources.semantic(query, k, keep)) {
-      if (scores.has(h.id) || h.score <= 0) continue;
-      fuzzy.add(h.id);
-      ranked.push([h.id, { score: floor * h.score, bm25: 0, stages: new Set(['semantic']), vector: h.score }]);
-    }
-    ranked = ranked.sort((a, b) => b[1].score - a[1].score);
-  }
+  const fuzzy = ranked.length < k && sources.semantic && t.semanticShare > 0 ? await fill(query, ranked, scores, sources.semantic, k, keep, t.semanticShare) : new Set<string>();
+  if (fuzzy.size > 0) ranked.sort((a, b) => b[1].score - a[1].score);
   const top = ranked[0]?.[1].score ?? 0;
   return ranked.slice(0, Math.max(k, pool)).map(([id, e]) => ({
     id,
@@ -228,6 +219,26 @@ export async function cascadeRecall(
     fuzzy: fuzzy.has(id),
     ...(e.vector !== undefined ? { vector: e.vector } : {}),
   }));
+}
+
+/** The last resort: meaning alone, below every match the exact stages found, flagged fuzzy. Adds to `ranked`; returns what it added. */
+async function fill(
+  query: string,
+  ranked: Array<[string, Entry]>,
+  scores: ReadonlyMap<string, Entry>,
+  semantic: NonNullable<CascadeSources['semantic']>,
+  k: number,
+  keep: ((id: string) => boolean) | undefined,
+  share: number,
+): Promise<Set<string>> {
+  const fuzzy = new Set<string>();
+  const floor = (ranked.at(-1)?.[1].score ?? 1) * share;
+  for (const h of await semantic(query, k, keep)) {
+    if (scores.has(h.id) || h.score <= 0) continue;
+    fuzzy.add(h.id);
+    ranked.push([h.id, { score: floor * h.score, bm25: 0, stages: new Set(['semantic']), vector: h.score }]);
+  }
+  return fuzzy;
 }
 
 /**

@@ -1,5 +1,6 @@
 import PQueue from 'p-queue';
 
+import { withDeadline } from '../../shared/platform/deadline.js';
 import { dot, type Embedder } from '../../shared/platform/embedder.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { MemoryRecord } from './memory-record.js';
@@ -24,6 +25,7 @@ export class MemoryVectors {
   readonly #queue = new PQueue({ concurrency: 1 });
   #pending: MemoryRecord[] = [];
   #timer: NodeJS.Timeout | undefined;
+  #warnedMeaning = false;
 
   private constructor(embedder: Embedder, store: MemoryStore, logger: Logger | undefined) {
     this.index = new VectorIndex(embedder.dims);
@@ -63,6 +65,27 @@ export class MemoryVectors {
       if (c !== undefined) out.set(r.id, c);
     }
     return out;
+  }
+
+  /**
+   * `cosines` within `waitMs`, for a recall that must not wait on the embedder: undefined when
+   * the answer comes later or the embedder fails (either logged once).
+   */
+  async cosinesWithin(query: string, records: readonly MemoryRecord[], waitMs: number): Promise<Map<string, number> | undefined> {
+    const asked = this.cosines(query, records);
+    const skip = (why: Record<string, unknown>, message: string) => {
+      if (!this.#warnedMeaning) this.#logger?.warn(why, message);
+      this.#warnedMeaning = true;
+      return undefined;
+    };
+    try {
+      return await withDeadline(asked, waitMs, () => {
+        asked.catch(() => undefined);
+        return skip({ wait_ms: waitMs }, 'recall ranked without meaning: the query vector came later than [memory] semantic_wait_ms');
+      });
+    } catch (err) {
+      return skip({ err: (err as Error).message }, 'recall ranked without meaning: the embedder failed');
+    }
   }
 
   /**
