@@ -309,15 +309,16 @@ export class AgentMemory {
     hits.sort((a, b) => b.score.final - a.score.final || b.memory.created_at - a.memory.created_at);
     const top = hits.slice(0, options.k);
     if (options.reinforce !== false && top.length > 0) {
-      await this.#store.touch(
-        top.map((h) => h.memory.id),
-        now,
-      );
-      for (const h of top) {
-        const updated = { ...h.memory, access_count: h.memory.access_count + 1, last_accessed: now };
-        this.#records.set(updated.id, updated);
-      }
-      this.#fire('accessed', top.map((h) => this.#records.get(h.memory.id)!));
+      // Counted on the records as they are now: a recall that ran meanwhile has counted too.
+      const reinforced = top.map((h) => {
+        const current = this.#records.get(h.memory.id) ?? h.memory;
+        return { ...current, access_count: current.access_count + 1, last_accessed: now };
+      });
+      for (const r of reinforced) this.#records.set(r.id, r);
+      const written = this.#store.reinforce(reinforced, this.#settings.reinforce_write_ms);
+      // Written behind, a failed write is tried again and reported by the store (onLateWriteError).
+      if (this.#settings.reinforce_write_ms === 0) await written;
+      this.#fire('accessed', reinforced);
     }
     return top;
   }

@@ -47,10 +47,13 @@ export interface WrittenWith {
 }
 
 
+/** What a write may change in a stored memory: what consolidation changes, and a recall's reinforcement (absolute values). */
+export type StoredChanges = MemoryChanges & Partial<Pick<MemoryRecord, 'access_count' | 'last_accessed'>>;
+
 /** New memories and changes to stored ones, with what is written alongside the new ones. */
 export interface MemoryWrite {
   records: readonly MemoryRecord[];
-  changes: ReadonlyArray<{ id: string; changes: MemoryChanges }>;
+  changes: ReadonlyArray<{ id: string; changes: StoredChanges }>;
   withNew: WrittenWith;
 }
 

@@ -4,8 +4,8 @@ import { RecordId, type Surreal } from 'surrealdb';
 
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { openEmbeddedSurreal } from '../../shared/platform/embedded-surreal.js';
-import type { MemoryChanges, MemoryRecord } from './memory-record.js';
-import { conceptBindings, type ConceptRecord, conceptRow, fromRow, type MemoryRow, type MemoryWrite, type StoredVector, storedVector, vectorBytes, writeBindings, type WrittenWith } from './memory-rows.js';
+import type { MemoryRecord } from './memory-record.js';
+import { conceptBindings, type ConceptRecord, conceptRow, fromRow, type MemoryRow, type MemoryWrite, type StoredChanges, type StoredVector, storedVector, vectorBytes, writeBindings, type WrittenWith } from './memory-rows.js';
 import { WriteBehind } from './write-behind.js';
 
 export type { ConceptRecord, ConceptWrite, WrittenWith } from './memory-rows.js';
@@ -114,7 +114,7 @@ export class MemoryStore {
    * for the new memories at once (their vectors, the concepts they mention) to that same
    * transaction, so a heard event costs one write instead of three.
    */
-  async apply(records: readonly MemoryRecord[], changes: ReadonlyArray<{ id: string; changes: MemoryChanges }>, withNew: WrittenWith = {}): Promise<void> {
+  async apply(records: readonly MemoryRecord[], changes: ReadonlyArray<{ id: string; changes: StoredChanges }>, withNew: WrittenWith = {}): Promise<void> {
     if (records.length === 0 && changes.length === 0) return;
     await this.#later.flush();
     await this.#writeNow([{ records, changes, withNew }]);
@@ -190,13 +190,17 @@ export class MemoryStore {
     return rows?.[0]?.n ?? 0;
   }
 
-  /** Marks memories as accessed now: access_count + 1, last_accessed = at. */
-  async touch(ids: readonly string[], at: number): Promise<void> {
-    if (ids.length === 0) return;
-    await this.#run('UPDATE $ids SET access_count += 1, last_accessed = $at RETURN NONE', {
-      ids: ids.map((id) => new RecordId('memory', id)),
-      at,
-    });
+  /**
+   * Stores how often and when memories were last recalled (their counts and times as they are
+   * now, so writes that wait may be merged and a retry writes nothing twice): within `delayMs`
+   * with whatever else waits (see `applySoon`), or at once when it is 0. Throws at once when
+   * the store is closed.
+   */
+  reinforce(records: ReadonlyArray<Pick<MemoryRecord, 'id' | 'access_count' | 'last_accessed'>>, delayMs: number): Promise<void> {
+    if (this.#closed) throw new ThymosError(ErrorCode.DATABASE_ERROR, 'the memory database is closed');
+    const changes = records.map(({ id, access_count, last_accessed }) => ({ id, changes: { access_count, last_accessed } }));
+    if (changes.length === 0) return Promise.resolve();
+    return delayMs > 0 ? this.#later.add({ records: [], changes, withNew: {} }, delayMs) : this.apply([], changes);
   }
 
   /** Writes concepts (whole records, by key) and the memory → concept mentions, in one request. */

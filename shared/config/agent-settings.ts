@@ -78,6 +78,13 @@ export const MemorySettingsSchema = z
      * exact stages kept; later, it ranks without meaning (and logs it once). 0: never by meaning. @default 50
      */
     semantic_wait_ms: z.number().int().min(0).max(60_000).default(50),
+    /**
+     * Longest a recall's reinforcement (each returned memory's access count and time) waits to
+     * be written, with the other writes made meanwhile; the recall does not wait for it. A kill -9
+     * loses at most this long's reinforcements, never a memory. 0: written before the recall
+     * returns. @default 1000
+     */
+    reinforce_write_ms: z.number().int().min(0).max(60_000).default(1000),
     /** The k of reciprocal rank fusion, 1 / (k + rank): larger flattens the ranks. @default 60 */
     rrf_k: z.number().min(1).max(1000).default(60),
     /** Find the people, places and organisations memories mention (the supervisor serves the fleet's concept service for it), and resolve aliases in recall. @default true */

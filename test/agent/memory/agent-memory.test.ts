@@ -42,12 +42,12 @@ describe('agent memory', () => {
     const store = await MemoryStore.open(join(tempDir(), 'db'), { timeoutMs: 10_000 });
     const memory = await AgentMemory.load(store, settings);
     const [record] = await memory.rememberMany([{ content: 'The well rope frays', source: { kind: 'told', by: 'test' } }]);
-    const results = await Promise.allSettled(Array.from({ length: 60 }, (_, i) => store.touch([record!.id], 1_000 + i)));
+    const results = await Promise.allSettled(Array.from({ length: 60 }, (_, i) => store.reinforce([{ id: record!.id, access_count: i + 1, last_accessed: 1_000 + i }], 0)));
     assert.deepEqual(results.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason)), []);
     const [row] = (await store.all()).filter((m) => m.id === record!.id);
-    // A retry never applies an increment twice. (SurrealDB itself has been seen to lose an odd
-    // concurrent `+= 1` without any error, so the count is not asserted to be exactly 60.)
-    assert.ok(row!.access_count > 0 && row!.access_count <= 60, `access_count ${row!.access_count}`);
+    // One of the 60 writes landed last, whole: its count and its time belong together.
+    assert.ok(row!.access_count >= 1 && row!.access_count <= 60, `access_count ${row!.access_count}`);
+    assert.equal(row!.last_accessed, 1_000 + row!.access_count - 1);
     await store.close();
   });
 
@@ -71,6 +71,24 @@ describe('agent memory', () => {
     assert.equal(memory.get(old.id)!.access_count, 1, 'a read-only query does not reinforce');
     assert.deepEqual(await memory.recall('the of and', { k: 5 }), [], 'stop words alone match nothing');
     await store.close();
+  });
+
+  test('a recall writes its reinforcement behind: recalls at once each count, and the counts reach the database by close', async () => {
+    const dir = join(tempDir(), 'db');
+    const store = await MemoryStore.open(dir, { timeoutMs: 10_000 });
+    const memory = await AgentMemory.load(store, { ...settings, reinforce_write_ms: 60_000 });
+    const well = await memory.remember({ content: 'The well rope frays in the frost', source: { kind: 'told', by: 't' } });
+    const hits = await Promise.all(Array.from({ length: 3 }, () => memory.recall('well rope', { k: 1 })));
+    assert.deepEqual(hits.map((h) => h[0]?.memory.id), [well.id, well.id, well.id]);
+    assert.equal(memory.get(well.id)!.access_count, 3, 'three recalls at once count three times');
+    await store.close();
+    const reopened = await reopen((timeoutMs) => MemoryStore.open(dir, { timeoutMs }));
+    const again = await AgentMemory.load(reopened, { ...settings, reinforce_write_ms: 0 });
+    assert.equal(again.get(well.id)!.access_count, 3, 'a minute-long write delay still writes at close');
+    await again.recall('frost', { k: 1 });
+    assert.equal((await reopened.all()).find((m) => m.id === well.id)!.access_count, 4);
+    await reopened.close();
+    assert.throws(() => reopened.reinforce([{ id: well.id, access_count: 5, last_accessed: 1 }], 0), /memory database is closed/);
   });
 
   test('recall matches word forms: painted finds painting, wolf finds wolves', async () => {
