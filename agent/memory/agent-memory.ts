@@ -337,15 +337,21 @@ export class AgentMemory {
   /** What the cascade reads: the index, records, who they are by, and the causes the concept tracker keeps. */
   #cascadeSources(around: ((id: string) => readonly string[]) | undefined): CascadeSources {
     const vectors = this.#vectors;
+    // The query's vector once ranking by meaning has it: filling after it asks for it no second time.
+    let asked: { text: string; vector: Float32Array } | undefined;
     return {
       lexical: (q, limit, keep) => this.#index.search(q, limit, keep, around),
       meaning:
         vectors && this.#settings.semantic_wait_ms > 0
-          ? (q, ids) => vectors.cosinesWithin(q, ids.flatMap((id) => this.#records.get(id) ?? []), this.#settings.semantic_wait_ms)
+          ? async (q, ids) => {
+              const got = await vectors.cosinesWithin(q, ids.flatMap((id) => this.#records.get(id) ?? []), this.#settings.semantic_wait_ms);
+              if (got) asked = { text: q, vector: got.query };
+              return got?.cosines;
+            }
           : undefined,
       semantic: vectors
         ? async (q, limit, keep) => {
-            const v = await this.#queryVector(q);
+            const v = asked?.text === q ? asked.vector : await this.#queryVector(q);
             if (!v) return [];
             await vectors.flush();
             return vectors.index.search(v, limit, keep);

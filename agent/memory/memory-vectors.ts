@@ -51,27 +51,27 @@ export class MemoryVectors {
   /**
    * Cosines of `records` to `query` for ranking within one recall: the query and any record
    * not embedded yet are asked for in one request (those vectors are not kept: the background
-   * run stores them), so the ranking does not depend on how far that run has got. Throws what
-   * the embedder throws.
+   * run stores them), so the ranking does not depend on how far that run has got. Returns the
+   * query's vector with them, for the rest of the recall. Throws what the embedder throws.
    */
-  async cosines(query: string, records: readonly MemoryRecord[]): Promise<Map<string, number>> {
+  async cosines(query: string, records: readonly MemoryRecord[]): Promise<{ query: Float32Array; cosines: Map<string, number> } | undefined> {
     const missing = records.filter((r) => !this.index.has(r.id));
     const [q, ...made] = await this.#embedder.embed([query, ...missing.map((r) => r.content)]);
-    const out = new Map<string, number>();
-    if (!q) return out;
-    missing.forEach((r, i) => out.set(r.id, dot(q, made[i]!)));
+    if (!q) return undefined;
+    const cosines = new Map<string, number>();
+    missing.forEach((r, i) => cosines.set(r.id, dot(q, made[i]!)));
     for (const r of records) {
       const c = this.index.cosine(q, r.id);
-      if (c !== undefined) out.set(r.id, c);
+      if (c !== undefined) cosines.set(r.id, c);
     }
-    return out;
+    return { query: q, cosines };
   }
 
   /**
    * `cosines` within `waitMs`, for a recall that must not wait on the embedder: undefined when
    * the answer comes later or the embedder fails (either logged once).
    */
-  async cosinesWithin(query: string, records: readonly MemoryRecord[], waitMs: number): Promise<Map<string, number> | undefined> {
+  async cosinesWithin(query: string, records: readonly MemoryRecord[], waitMs: number): Promise<Awaited<ReturnType<MemoryVectors['cosines']>>> {
     const asked = this.cosines(query, records);
     const skip = (why: Record<string, unknown>, message: string) => {
       if (!this.#warnedMeaning) this.#logger?.warn(why, message);

@@ -131,6 +131,22 @@ describe('the cascade recall', () => {
       await assert.doesNotReject(memory.recall(q, { k: 3, strategy: 'cascade', reinforce: false }), `query ${JSON.stringify(q.slice(0, 20))}`);
     }
     await store.close();
+
+    // Ranking by meaning and filling in one recall ask for the query's vector once.
+    const real = await loadTestEmbedder();
+    const asked: string[] = [];
+    const counting: Embedder = { model: real.model, dims: real.dims, embed: (texts) => (asked.push(...texts), real.embed(texts)) };
+    const both = await openMemory(counting);
+    await both.memory.rememberMany([
+      { id: 'wolves', content: 'A pack of wolves killed two lambs', source: { kind: 'told', by: 'x' } },
+      { id: 'watch', content: 'The watch saw wolves near the sheep fold', source: { kind: 'told', by: 'x' } },
+      { id: 'bread', content: 'Tomas bakes bread at dawn', source: { kind: 'told', by: 'x' } },
+    ]);
+    await both.memory.vectorsReady();
+    const three = await both.memory.recall('wolves near the sheep', { k: 3, strategy: 'cascade', reinforce: false });
+    assert.deepEqual(three.map((h) => [h.memory.id, h.score.fuzzy ?? false]), [['watch', false], ['wolves', false], ['bread', true]]);
+    assert.equal(asked.filter((t) => t === 'wolves near the sheep').length, 1);
+    await both.store.close();
   });
 
   test('meaning ranks within what the exact stages kept, at once for a memory not embedded yet, and never makes a recall wait past semantic_wait_ms', async () => {
