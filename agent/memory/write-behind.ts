@@ -21,10 +21,11 @@ function waiting(): Waiting {
 
 /**
  * Writes that may wait a little so that those made close together go as one: `add` queues an
- * item and resolves once a write holding it succeeded. A write starts `delayMs` after the first
- * item queued (the delay of that item), at `maxItems` items, or at `flush`. A write that fails
- * keeps its items first in line and is tried again after the delay, or at the next `flush`,
- * which rejects with its error; items are never dropped while the queue is open.
+ * item and resolves once a write holding it succeeded. A write starts when the item queued
+ * with the earliest deadline (its `delayMs` after it was added) is due, at `maxItems` items,
+ * or at `flush`. A write that fails keeps its items first in line and is tried again when they
+ * are due but not within RETRY_MS of the failure, or at the next `flush`, which rejects with
+ * its error; items are never dropped while the queue is open.
  */
 export class WriteBehind<T> {
   readonly #write: (items: T[]) => Promise<void>;
@@ -33,7 +34,10 @@ export class WriteBehind<T> {
   #items: T[] = [];
   /** Settles when the items now queued are written. */
   #queued: Waiting | undefined;
-  #delayMs = 0;
+  /** When the items queued are due to be written (performance.now()): the earliest of their deadlines. */
+  #due = 0;
+  /** No write is tried again before this, after one failed (performance.now()). */
+  #retryAt = 0;
   #timer: NodeJS.Timeout | undefined;
   /** The write in progress: resolves to its error, if it failed. */
   #writing: Promise<unknown> | undefined;
@@ -56,7 +60,13 @@ export class WriteBehind<T> {
     if (this.#closed) throw new Error('the write queue is closed');
     this.#items.push(item);
     const queued = (this.#queued ??= waiting());
-    if (this.#items.length === 1) this.#delayMs = delayMs;
+    const due = performance.now() + delayMs;
+    if (this.#items.length === 1 || due < this.#due) {
+      // An item due sooner than those waiting brings their write forward.
+      this.#due = due;
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
     if (this.#items.length >= this.#maxItems) void this.flush().catch(() => undefined);
     else this.#schedule();
     return queued.promise;
@@ -93,7 +103,7 @@ export class WriteBehind<T> {
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       void this.flush().catch(() => undefined);
-    }, this.#delayMs);
+    }, Math.max(0, this.#due - performance.now(), this.#retryAt - performance.now()));
   }
 
   #start(): Promise<unknown> {
@@ -106,6 +116,7 @@ export class WriteBehind<T> {
     this.#inWrite = batch;
     const writing = this.#write(items).then(
       () => {
+        this.#retryAt = 0;
         batch.resolve();
         return undefined;
       },
@@ -114,7 +125,7 @@ export class WriteBehind<T> {
         this.#items = [...items, ...this.#items];
         if (this.#queued) this.#queued.promise.then(batch.resolve, batch.reject);
         else this.#queued = batch;
-        this.#delayMs = Math.max(this.#delayMs, RETRY_MS);
+        this.#retryAt = performance.now() + RETRY_MS;
         this.#onError?.(err, items.length);
         return err;
       },

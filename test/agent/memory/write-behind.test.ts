@@ -36,6 +36,18 @@ describe('write-behind queue', () => {
     assert.equal(queue.size, 0);
   });
 
+  test('an item due sooner brings forward the write of those already waiting', async () => {
+    const r = recorder();
+    const queue = new WriteBehind<number>(r.write, { maxItems: 100 });
+    const slow = queue.add(1, 60_000);
+    const soon = queue.add(2, 20);
+    const deadline = new Promise<string>((resolve) => setTimeout(() => resolve('still waiting after 10 s'), 10_000).unref());
+    assert.equal(await Promise.race([soon.then(() => 'written'), deadline]), 'written');
+    await slow;
+    assert.deepEqual(r.calls, [[1, 2]], 'one write holds both');
+    await queue.close();
+  });
+
   test('maxItems writes at once without waiting for the delay', async () => {
     const r = recorder();
     const queue = new WriteBehind<number>(r.write, { maxItems: 3 });
