@@ -87,6 +87,8 @@ export interface SnapshotRecord {
 export class MemoryStore {
   readonly #db: Surreal;
   #closed = false;
+  /** Set when close begins: what waits is being written, and nothing more is queued. */
+  #closing = false;
   /** Queries sent and not yet answered: close waits for them (the engine panics on a connection closed under a query). */
   readonly #inFlight = new Set<Promise<unknown>>();
   readonly #later = new WriteBehind<MemoryWrite>((writes) => this.#writeNow(writes), { maxItems: 256, onError: (err, n) => this.#reportLate?.(err, n) });
@@ -197,7 +199,7 @@ export class MemoryStore {
    * the store is closed.
    */
   reinforce(records: ReadonlyArray<Pick<MemoryRecord, 'id' | 'access_count' | 'last_accessed'>>, delayMs: number): Promise<void> {
-    if (this.#closed) throw new ThymosError(ErrorCode.DATABASE_ERROR, 'the memory database is closed');
+    if (this.#closing) throw new ThymosError(ErrorCode.DATABASE_ERROR, 'the memory database is closed');
     const changes = records.map(({ id, access_count, last_accessed }) => ({ id, changes: { access_count, last_accessed } }));
     if (changes.length === 0) return Promise.resolve();
     return delayMs > 0 ? this.#later.add({ records: [], changes, withNew: {} }, delayMs) : this.apply([], changes);
@@ -300,6 +302,7 @@ export class MemoryStore {
   /** Writes what `applySoon` left waiting, refuses new queries, waits for those in flight (a background hook's, say), then closes the database. */
   async close(): Promise<void> {
     if (this.#closed) return;
+    this.#closing = true;
     await this.#later.close();
     this.#closed = true;
     await Promise.allSettled([...this.#inFlight]);
