@@ -253,10 +253,11 @@ async function byMeaning(query: string, ranked: Array<[string, Entry]>, sources:
   const kept = ranked.slice(0, pool);
   if (!sources.meaning || weight <= 0 || kept.length < 2) return ranked;
   const cosines = await sources.meaning(query, kept.map(([id]) => id));
-  const values = [...(cosines?.values() ?? [])].sort((a, b) => a - b);
+  if (!cosines) return ranked;
+  const values = [...cosines.values()].sort((a, b) => a - b);
   const lo = values[0] ?? 0;
   const span = (values.at(-1) ?? 0) - lo;
-  if (!cosines || span <= 0) return ranked;
+  if (span <= 0) return ranked;
   const median = values[Math.floor(values.length / 2)]!;
   for (const [id, e] of kept) {
     const c = cosines.get(id);

@@ -7,6 +7,12 @@ import type { MemoryRecord } from './memory-record.js';
 import type { MemoryStore } from './memory-store.js';
 import { VectorIndex } from './vector-index.js';
 
+/** The query's vector and the cosine to it of each memory asked about (those with a vector). */
+export interface QueryCosines {
+  query: Float32Array;
+  cosines: Map<string, number>;
+}
+
 /** Memories written within this window are embedded together. */
 const EMBED_COALESCE_MS = 50;
 
@@ -54,7 +60,7 @@ export class MemoryVectors {
    * run stores them), so the ranking does not depend on how far that run has got. Returns the
    * query's vector with them, for the rest of the recall. Throws what the embedder throws.
    */
-  async cosines(query: string, records: readonly MemoryRecord[]): Promise<{ query: Float32Array; cosines: Map<string, number> } | undefined> {
+  async cosines(query: string, records: readonly MemoryRecord[]): Promise<QueryCosines | undefined> {
     const missing = records.filter((r) => !this.index.has(r.id));
     const [q, ...made] = await this.#embedder.embed([query, ...missing.map((r) => r.content)]);
     if (!q) return undefined;
@@ -71,7 +77,7 @@ export class MemoryVectors {
    * `cosines` within `waitMs`, for a recall that must not wait on the embedder: undefined when
    * the answer comes later or the embedder fails (either logged once).
    */
-  async cosinesWithin(query: string, records: readonly MemoryRecord[], waitMs: number): Promise<Awaited<ReturnType<MemoryVectors['cosines']>>> {
+  async cosinesWithin(query: string, records: readonly MemoryRecord[], waitMs: number): Promise<QueryCosines | undefined> {
     const asked = this.cosines(query, records);
     const skip = (why: Record<string, unknown>, message: string) => {
       if (!this.#warnedMeaning) this.#logger?.warn(why, message);
