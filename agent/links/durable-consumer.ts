@@ -1,5 +1,6 @@
 import type { Consumer, ConsumerMessages, JsMsg } from '@nats-io/jetstream';
 
+import { consumeLong, LONG_PULL, type PullTiming } from '../../shared/nats/long-pull.js';
 import type { Logger } from '../../shared/platform/logger.js';
 
 /**
@@ -32,10 +33,19 @@ export interface Gathering {
  * is being handled is handled next as one batch (up to `batch`): a burst costs one `handle` per
  * batch rather than per message, and a lone message waits for nothing. With `gather`, a batch
  * whose newest message says more follow waits up to `gather.ms` for them. Messages of a batch
- * whose handling fails are left unacknowledged: JetStream delivers them again.
+ * whose handling fails are left unacknowledged: JetStream delivers them again. Pulls are made
+ * with `timing` (LONG_PULL: see there why).
  */
-export async function readForever(consumer: Consumer, batch: number, handle: (msgs: JsMsg[]) => Promise<void>, logger: Logger, what: string, gather?: Gathering): Promise<ConsumerMessages> {
-  const messages = await consumer.consume({ max_messages: batch });
+export async function readForever(
+  consumer: Consumer,
+  batch: number,
+  handle: (msgs: JsMsg[]) => Promise<void>,
+  logger: Logger,
+  what: string,
+  gather?: Gathering,
+  timing: PullTiming = LONG_PULL,
+): Promise<ConsumerMessages> {
+  const messages = await consumeLong(consumer, { max_messages: batch }, logger, what, timing);
   const waiting: JsMsg[] = [];
   let running: Promise<void> | undefined;
   let arrived: (() => void) | undefined;

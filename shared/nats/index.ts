@@ -1,9 +1,10 @@
 /**
- * Talking over NATS: the connection, one coded request/reply helper for each side, the event and inbox streams, and the world store's client.
+ * Talking over NATS: the connection, one coded request/reply helper for each side, the event and inbox streams and the long pulls that read them, and the world store's client.
  */
 export { codedRequest, type Unanswered, validatedRequest } from './coded-request.js';
 export { type CodedReply, serveCoded, serveConstant } from './coded-responder.js';
 export { deleteAgentConsumer, deleteUnroutedConsumers, ensureAgentConsumer, ensureEventStream, ensureRouterConsumer, publishWorldEvent, sendAgentMessage } from './event-stream.js';
+export { consumeLong, LONG_PULL, type PullTiming } from './long-pull.js';
 export { connectNats, type NatsConnection, type NatsConnectOptions } from './nats-connection.js';
 export { REQUESTER_HEADER, SupervisorRequester } from './supervisor-requester.js';
 export { WorldClient, type WorldClientOptions, type WorldSubscription } from './world-client.js';

@@ -5,6 +5,7 @@ import type { EventsSettings } from '../../shared/config/fleet-settings.js';
 import type { DomainSchema } from '../../shared/domain/domain-schema.js';
 import { type HeardEvent, hearsEvent, type Listener } from '../../shared/domain/event-filter.js';
 import { deleteUnroutedConsumers, ensureRouterConsumer } from '../../shared/nats/event-stream.js';
+import { consumeLong } from '../../shared/nats/long-pull.js';
 import { withDeadline } from '../../shared/platform/deadline.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
@@ -73,7 +74,7 @@ export class EventRouter {
     const retired = await deleteUnroutedConsumers(jsm, options.names);
     if (retired.length > 0) options.logger.info({ consumers: retired }, 'per-agent consumers of the event stream retired: events are routed now');
     const consumer = await router.#js.consumers.get(options.names.eventStream, options.names.routerConsumer);
-    router.#messages = await consumer.consume({ max_messages: IN_FLIGHT });
+    router.#messages = await consumeLong(consumer, { max_messages: IN_FLIGHT }, options.logger, 'router');
     router.#done = router.#run(router.#messages);
     return router;
   }
