@@ -10,7 +10,8 @@ import { killFleet } from '../test/helpers/fleet.js';
 /**
  * Runs `run` against a real fleet in a temp folder: `world.pkl` and `thymos.toml` (data in
  * `data/`, plus `toml` lines) are written, the fleet comes up, and whatever happens it is
- * brought down and its processes killed by pid.
+ * brought down and its processes killed by pid. The folder is removed, unless KEEP is set in the
+ * environment (its path is printed): the fleet's logs stay for a look.
  */
 export async function withBenchFleet<T>(name: string, pkl: string, toml: string[], run: (fleet: Fleet, data: string) => Promise<T>): Promise<T> {
   const dir = mkdtempSync(join(tmpdir(), `thymos-bench-${name}-`));
@@ -31,6 +32,7 @@ export async function withBenchFleet<T>(name: string, pkl: string, toml: string[
     return result;
   } finally {
     await killFleet(data);
-    rmSync(dir, { recursive: true, force: true });
+    if (process.env.KEEP) console.log('kept', dir);
+    else rmSync(dir, { recursive: true, force: true });
   }
 }

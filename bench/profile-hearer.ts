@@ -10,7 +10,7 @@
  *
  * Settings from the environment: N agents (10), WARM events first (40), EVENTS per window (100),
  * GAP ms between events (150; 0: no idle window, so nothing subtracted), PROFILE path (no profile when unset), SERIES=1 prints each event's fastest, median and
- * slowest hearer.
+ * slowest hearer, KEEP=1 keeps the fleet's folder (its logs) and prints where.
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -117,7 +117,13 @@ async function oneBurst(fleet: Fleet, jsm: JetStreamManager, ids: readonly strin
 /** Publishes one event and resolves with each hearer's delay until it announced the event, then pauses GAP ms. */
 async function oneEvent(fleet: Fleet, ids: readonly string[], waiters: Map<string, () => void>, i: number): Promise<number[]> {
   const t0 = performance.now();
-  const arrivals = ids.map((id) => new Promise<number>((resolve) => waiters.set(id, () => resolve(performance.now() - t0))));
+  const heard = (id: string, resolve: (ms: number) => void) => () => {
+    const ms = performance.now() - t0;
+    // A hearer over a second late is named, with the time, to find in its log (KEEP=1 keeps the logs).
+    if (ms > 1000) console.log('slow', id, i, Math.round(ms), new Date().toISOString());
+    resolve(ms);
+  };
+  const arrivals = ids.map((id) => new Promise<number>((resolve) => waiters.set(id, heard(id, resolve))));
   await fleet.publish({ type: 'bench.tick', tags: ['bench'], payload: { summary: `Bench event ${i} about the wolves near the mill` } });
   const delays = (await Promise.all(arrivals)).sort((a, b) => a - b);
   if (process.env.SERIES) console.log(i, Math.round(delays[0]!), Math.round(quantile(delays, 0.5)), Math.round(delays.at(-1)!));
