@@ -6,6 +6,7 @@ import type { Embedder } from '../../shared/platform/embedder.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { Bm25Index } from './bm25-index.js';
 import { cascadeRecall, type CascadeSources, type CascadeStage } from './cascade-recall.js';
+import { EpisodeIndex } from './episode-index.js';
 import { fuseRankings, type Relevance } from './fused-ranking.js';
 import { type MemoryChanges, type MemoryRecord, type MemorySource, newRecord, recallFilter, type RecallHit } from './memory-record.js';
 import type { ConceptWrite, MemoryStore } from './memory-store.js';
@@ -77,6 +78,7 @@ export class AgentMemory {
   readonly #store: MemoryStore;
   readonly #settings: MemorySettings;
   readonly #index = new Bm25Index();
+  readonly #episodes = new EpisodeIndex();
   readonly #records = new Map<string, MemoryRecord>();
   #vectors: MemoryVectors | undefined;
   readonly #logger: Logger | undefined;
@@ -105,12 +107,7 @@ export class AgentMemory {
     store.onLateWriteError((err, writes) => options.logger?.warn({ err: (err as Error).message, writes }, 'storing heard memories failed; trying again'));
     const rows = await store.all();
     rows.sort((a, b) => a.created_at - b.created_at);
-    for (const row of rows) {
-      memory.#records.set(row.id, row);
-      memory.#turns.add(row);
-      memory.#speakers.set(row.source.by.toLowerCase(), row.source.by);
-    }
-    memory.#index.addAll(rows);
+    for (const row of rows) memory.#track(row);
     if (options.embedder) await memory.attachEmbedder(options.embedder);
     return memory;
   }
@@ -251,12 +248,7 @@ export class AgentMemory {
       concepts?.failed();
       throw err;
     }
-    for (const r of created) {
-      this.#records.set(r.id, r);
-      this.#turns.add(r);
-      this.#index.add(r);
-      this.#speakers.set(r.source.by.toLowerCase(), r.source.by);
-    }
+    for (const r of created) this.#track(r);
     const updated = changes.map((c) => {
       const record = { ...this.#records.get(c.id)!, ...c.changes };
       this.#records.set(c.id, record);
@@ -334,6 +326,15 @@ export class AgentMemory {
     return out.reverse();
   }
 
+  /** Keeps a stored memory in the map and the indexes: its words, its thread's links, its episode's words, its speaker. */
+  #track(r: MemoryRecord): void {
+    this.#records.set(r.id, r);
+    this.#index.add(r);
+    this.#turns.add(r);
+    this.#episodes.add(r);
+    this.#speakers.set(r.source.by.toLowerCase(), r.source.by);
+  }
+
   /** What the cascade reads: the index, records, who they are by, and the causes the concept tracker keeps. */
   #cascadeSources(around: ((id: string) => readonly string[]) | undefined): CascadeSources {
     const vectors = this.#vectors;
@@ -358,6 +359,7 @@ export class AgentMemory {
           }
         : undefined,
       get: (id) => this.#records.get(id),
+      episodes: (q, episodes) => this.#episodes.scores(q, episodes),
       speakers: () => this.#speakers,
       causes: this.#causes,
     };

@@ -74,10 +74,6 @@ export class Bm25Index {
     this.#search.add(doc);
   }
 
-  addAll(docs: readonly IndexedText[]): void {
-    this.#search.addAll(docs);
-  }
-
   /**
    * The best `limit` matches of `query`, best first. Terms that are all stop words match nothing.
    * With `around` (a memory's neighbouring turns in its conversation), each match also lends
@@ -125,6 +121,11 @@ export function narrowQuery(query: string, limit: number, size: number, occurren
   const kept = words.filter((w) => w.count <= bar);
   if (kept.length === 0 || kept.length === words.length || kept.reduce((n, w) => n + w.count, 0) < limit) return query;
   return kept.map((w) => w.word).join(' ');
+}
+
+/** The terms of `text` as the index counts them (tokenised, stop words out, stemmed). */
+export function indexTerms(text: string): string[] {
+  return tokenize(text).flatMap((word) => normaliseTerm(word) ?? []);
 }
 
 /** Lower case, stop words out, then the Porter stem: "painting", "painted" and "paints" meet at "paint". */

@@ -1,6 +1,7 @@
 import * as chrono from 'chrono-node';
 
 import type { Bm25Hit } from './bm25-index.js';
+import { episodeOf } from './episode-index.js';
 import { type MemoryRecord, occurredAt } from './memory-record.js';
 
 /**
@@ -12,8 +13,11 @@ export const CASCADE = {
   structuralBoost: 1,
   /** A memory of what happened within the time the query names scores this much more (× 1 + it). */
   temporalBoost: 1,
-  /** Share of the best normalised score in its episode (same thread, same day) that every memory of the episode gains. */
-  episodeWeight: 0.5,
+  /**
+   * Share of its episode's score (the query's BM25 score in all the turns of one thread on one
+   * day, normalised to the best episode among the matches) that every memory of it gains.
+   */
+  episodeWeight: 1,
   /** Score a cause lends to the memory it caused, per hop back (≤ 5 hops). */
   causalDecay: 0.5,
   causalHops: 5,
@@ -43,6 +47,8 @@ export interface CascadeSources {
   /** Vector matches, best first; undefined without an embedder. */
   semantic?: ((query: string, limit: number, keep?: (id: string) => boolean) => Promise<Array<{ id: string; score: number }>>) | undefined;
   get(id: string): MemoryRecord | undefined;
+  /** BM25 score of the query in each episode given, its turns taken as one document (EpisodeIndex). */
+  episodes(query: string, episodes: ReadonlySet<string>): ReadonlyMap<string, number>;
   /** Who memories are by (speakers, agents, event sources), lower-cased → as written. */
   speakers(): ReadonlyMap<string, string>;
   /** The causes of a memory, walked back up to `hops` links. */
@@ -144,7 +150,7 @@ function endOf(start: chrono.ParsedComponents, at: number): number {
 /**
  * Recall by precision, most exact first (RUM): structural (the agents and speakers the query
  * names), temporal (the time it names), lexical (BM25 with conversational context, lifted by
- * the best match of the same episode), causal (the causes of what was found, ≤ 5 hops), then
+ * the score of its whole episode), causal (the causes of what was found, ≤ 5 hops), then
  * meaning within what those kept, and semantic alone only to fill what the others left, flagged fuzzy.
  */
 export async function cascadeRecall(
@@ -169,7 +175,7 @@ export async function cascadeRecall(
     e.score = e.bm25;
     e.stages.add('lexical');
   }
-  if (t.episodeWeight > 0) episodes(scores, sources, t.episodeWeight);
+  if (t.episodeWeight > 0) episodes(query, scores, sources, t.episodeWeight);
 
   const named = [...sources.speakers()].filter(([lower]) => new RegExp(`\\b${escape(lower)}\\b`, 'i').test(query)).map(([, name]) => name);
   if (named.length === 1 && t.structuralBoost > 0) {
@@ -273,27 +279,24 @@ async function byMeaning(query: string, ranked: Array<[string, Entry]>, sources:
 }
 
 /**
- * Every memory gains a share of the best score in its episode: the turns of one conversation
- * thread on one day. A memory of no thread (a heard event, a note) is an episode of its own:
- * the events one game loop publishes in a day share a source, not a subject.
+ * Every memory gains a share of its episode's score: the BM25 score of the query in the whole
+ * episode (the turns of one conversation thread on one day, as one document), normalised to the
+ * best episode among the matches, so the turns of a session that holds the query's words
+ * between them rise together. A memory of no thread (a heard event, a note) is an episode of its
+ * own and gains its own normalised score: the events one game loop publishes in a day share a
+ * source, not a subject.
  */
-function episodes(scores: Map<string, { score: number }>, sources: CascadeSources, weight: number): void {
-  const episodeOf = (id: string) => {
+function episodes(query: string, scores: Map<string, { score: number }>, sources: CascadeSources, weight: number): void {
+  const episodeOfId = new Map<string, string | undefined>();
+  for (const id of scores.keys()) {
     const m = sources.get(id);
-    if (!m) return undefined;
-    if (m.source.thread === undefined) return `memory:${id}`;
-    return `thread:${m.source.thread}@${Math.floor(occurredAt(m) / 86_400_000)}`;
-  };
-  const bestIn = new Map<string, number>();
-  for (const [id, e] of scores) {
-    const ep = episodeOf(id);
-    if (ep !== undefined) bestIn.set(ep, Math.max(bestIn.get(ep) ?? 0, e.score));
+    episodeOfId.set(id, m && episodeOf(m));
   }
-  const top = Math.max(0, ...bestIn.values());
-  if (top === 0) return;
+  const texts = sources.episodes(query, new Set([...episodeOfId.values()].filter((ep) => ep !== undefined)));
+  const top = Math.max(0, ...texts.values());
   for (const [id, e] of scores) {
-    const ep = episodeOf(id);
-    if (ep !== undefined) e.score += weight * (bestIn.get(ep)! / top);
+    const ep = episodeOfId.get(id);
+    e.score += weight * (ep === undefined ? e.score : top > 0 ? (texts.get(ep) ?? 0) / top : 0);
   }
 }
 

@@ -7,6 +7,7 @@ import { describe, test } from 'node:test';
 import { ConceptTracker } from '../../../agent/concepts/concept-tracker.js';
 import { AgentMemory } from '../../../agent/memory/agent-memory.js';
 import { timeConstraint } from '../../../agent/memory/cascade-recall.js';
+import { EpisodeIndex, episodeOf } from '../../../agent/memory/episode-index.js';
 import { MemoryStore } from '../../../agent/memory/memory-store.js';
 import { ThymosConfigSchema } from '../../../shared/config/thymos-config.js';
 import { CompromiseExtractor } from '../../../shared/platform/concept-extractor.js';
@@ -112,6 +113,40 @@ describe('the cascade recall', () => {
     const turn2 = score('turn-2')!;
     assert.ok(turn2.final > turn2.bm25 + 0.1, `a turn of the thread that holds a strong match rises with it: ${JSON.stringify(turn2)}`);
     await store.close();
+  });
+
+  test('an episode is scored as one document: the turns of a session that holds the query words between them rise above those of a session with the best single turn', async () => {
+    const { store, memory } = await openMemory();
+    const said = (by: string, thread: string) => ({ kind: 'dialogue', by, thread }) as const;
+    await memory.rememberMany([
+      { id: 'm1', content: 'the mill wheel stopped at dawn', source: said('Mira', 'morning'), occurred_at: NOW - 5 * 3600_000 },
+      { id: 'm2', content: 'its axle cracked in the frost', source: said('Bram', 'morning'), occurred_at: NOW - 5 * 3600_000 + 60_000 },
+      { id: 'm3', content: 'then we send for a smith today', source: said('Mira', 'morning'), occurred_at: NOW - 5 * 3600_000 + 120_000 },
+      { id: 'e1', content: 'the mill wheel and its axle are painted green', source: said('Tomas', 'evening'), occurred_at: NOW - 3600_000 },
+      { id: 'e2', content: 'the paint is still wet, mind your sleeves', source: said('Anna', 'evening'), occurred_at: NOW - 3600_000 + 60_000 },
+    ], NOW);
+    const query = 'mill wheel axle frost';
+    const rank = (hits: Awaited<ReturnType<AgentMemory['recall']>>, id: string) => ids(hits).indexOf(id);
+    const alone = await memory.recall(query, { k: 5, strategy: 'cascade', reinforce: false, now: NOW, cascade: { episodeWeight: 0 } });
+    assert.equal(alone[0]?.memory.id, 'e1', 'the best single turn is in the evening');
+    assert.ok(rank(alone, 'e2') < rank(alone, 'm3'), `by its neighbours alone the evening's reply leads: ${ids(alone).join(' ')}`);
+    const hits = await memory.recall(query, { k: 5, strategy: 'cascade', reinforce: false, now: NOW });
+    assert.ok(rank(hits, 'm3') < rank(hits, 'e2'), `the morning holds every word of the query between its turns: ${ids(hits).join(' ')}`);
+    await store.close();
+
+    // The index itself: only threaded memories, one document per thread and day, only the episodes asked for.
+    const index = new EpisodeIndex();
+    index.add({ content: 'wolves at the fold', source: { kind: 'dialogue', by: 'Mira', thread: 't' }, created_at: NOW, occurred_at: NOW });
+    index.add({ content: 'two sheep gone', source: { kind: 'dialogue', by: 'Bram', thread: 't' }, created_at: NOW, occurred_at: NOW + 60_000 });
+    index.add({ content: 'wolves again', source: { kind: 'dialogue', by: 'Mira', thread: 't' }, created_at: NOW, occurred_at: NOW + DAY });
+    index.add({ content: 'wolves and sheep', source: { kind: 'event', by: 'game' }, created_at: NOW });
+    assert.equal(index.size, 2, 'two days of one thread; the event is no episode');
+    const today = episodeOf({ source: { kind: 'dialogue', by: 'Mira', thread: 't' }, created_at: NOW })!;
+    const tomorrow = episodeOf({ source: { kind: 'dialogue', by: 'Mira', thread: 't' }, created_at: NOW + DAY })!;
+    const scores = index.scores('wolves took sheep', [today, tomorrow, 'nowhere@0']);
+    assert.deepEqual([...scores.keys()], [today, tomorrow]);
+    assert.ok(scores.get(today)! > scores.get(tomorrow)!, 'the day that holds both words scores higher');
+    assert.deepEqual(index.scores('', [today]), new Map([[today, 0]]));
   });
 
   test('meaning alone fills only what the exact stages left, flagged fuzzy; a wrong or empty query never throws', async () => {
