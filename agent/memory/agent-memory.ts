@@ -326,12 +326,11 @@ export class AgentMemory {
     return out.reverse();
   }
 
-  /** Keeps a stored memory in the map and the indexes: its words, its thread's links, its episode's words, its speaker. */
+  /** Keeps a stored memory in the map and the indexes: its words, its thread's links, its episode, its speaker. */
   #track(r: MemoryRecord): void {
     this.#records.set(r.id, r);
-    this.#index.add(r);
     this.#turns.add(r);
-    this.#episodes.add(r);
+    this.#episodes.add(r, this.#index.add(r));
     this.#speakers.set(r.source.by.toLowerCase(), r.source.by);
   }
 
@@ -341,7 +340,7 @@ export class AgentMemory {
     // The query's vector once ranking by meaning has it: filling after it asks for it no second time.
     let asked: { text: string; vector: Float32Array } | undefined;
     return {
-      lexical: (q, limit, keep) => this.#index.search(q, limit, keep, around),
+      lexical: (q, limit, keep) => this.#index.match(q, limit, keep, around),
       meaning:
         vectors && this.#settings.semantic_wait_ms > 0
           ? async (q, ids) => {
@@ -359,7 +358,7 @@ export class AgentMemory {
           }
         : undefined,
       get: (id) => this.#records.get(id),
-      episodes: (q, episodes) => this.#episodes.scores(q, episodes),
+      episodes: (episodes, termsOf) => this.#episodes.scores(episodes, termsOf),
       speakers: () => this.#speakers,
       causes: this.#causes,
     };

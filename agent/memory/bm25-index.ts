@@ -1,4 +1,4 @@
-import MiniSearch from 'minisearch';
+import MiniSearch, { type SearchResult } from 'minisearch';
 import { stemmer } from 'stemmer';
 
 import { STOP_WORDS } from './stop-words.js';
@@ -34,6 +34,13 @@ export interface Bm25Hit {
   score: number;
 }
 
+/** BM25 matches, best first, and what any memory holds of the query's terms. */
+export interface Bm25Matches {
+  hits: Bm25Hit[];
+  /** The query's (normalised) terms memory `id` holds; undefined when it holds none. */
+  termsOf(id: string): readonly string[] | undefined;
+}
+
 /**
  * In-process full-text index over an agent's memories (MiniSearch, BM25+ ranking).
  * It is rebuilt from the database when the agent starts and kept in step on every
@@ -43,6 +50,8 @@ export class Bm25Index {
   readonly #search: MiniSearch<IndexedText>;
   /** How often each normalised term occurs in what was indexed. */
   readonly #occurrences = new Map<string, number>();
+  /** The content terms of the memory being added. */
+  #adding = new Set<string>();
 
   constructor() {
     this.#search = new MiniSearch<IndexedText>({
@@ -52,9 +61,10 @@ export class Bm25Index {
         const value = (doc as unknown as Record<string, unknown>)[field];
         return Array.isArray(value) ? value.join(' ') : value;
       },
-      processTerm: (term) => {
+      processTerm: (term, field) => {
         const t = normaliseTerm(term);
         if (t) this.#occurrences.set(t, (this.#occurrences.get(t) ?? 0) + 1);
+        if (t && field === 'content') this.#adding.add(t);
         return t;
       },
       searchOptions: {
@@ -70,8 +80,11 @@ export class Bm25Index {
     return this.#search.documentCount;
   }
 
-  add(doc: IndexedText): void {
+  /** Indexes a memory; returns the distinct terms of its content. */
+  add(doc: IndexedText): ReadonlySet<string> {
+    const terms = (this.#adding = new Set());
     this.#search.add(doc);
+    return terms;
   }
 
   /**
@@ -81,15 +94,26 @@ export class Bm25Index {
    * question before it.
    */
   search(rawQuery: string, limit: number, filter?: (id: string) => boolean, around?: (id: string) => readonly string[]): Bm25Hit[] {
+    return this.match(rawQuery, limit, filter, around).hits;
+  }
+
+  /** `search`, and what any memory holds of the query's terms (for scoring episodes from the same search). */
+  match(rawQuery: string, limit: number, filter?: (id: string) => boolean, around?: (id: string) => readonly string[]): Bm25Matches {
     const query = narrowQuery(rawQuery, limit, this.size, (t) => this.#occurrences.get(t) ?? 0);
-    if (!around) {
-      const results = this.#search.search(query, filter ? { filter: (r) => filter(r.id as string) } : undefined);
-      return results.slice(0, limit).map((r) => ({ id: r.id as string, score: r.score }));
-    }
-    const results = this.#search.search(query);
-    const raw = new Map<string, number>();
-    for (const r of results) raw.set(r.id as string, r.score);
-    const scored = (id: string) => (raw.get(id) ?? 0) + CONTEXT_WEIGHT * around(id).reduce((sum, n) => sum + (raw.get(n) ?? 0), 0);
+    const filtered = !around && filter ? { filter: (r: SearchResult) => filter(r.id as string) } : undefined;
+    const results = this.#search.search(query, filtered);
+    // Every result by id, made when first asked (neighbours' scores, or what an episode holds).
+    let raw: Map<string, SearchResult> | undefined;
+    const byId = (id: string) => {
+      if (!raw) {
+        raw = new Map();
+        for (const r of results) raw.set(r.id as string, r);
+      }
+      return raw.get(id);
+    };
+    const termsOf = (id: string) => byId(id)?.queryTerms;
+    if (!around) return { hits: results.slice(0, limit).map((r) => ({ id: r.id as string, score: r.score })), termsOf };
+    const scored = (id: string) => (byId(id)?.score ?? 0) + CONTEXT_WEIGHT * around(id).reduce((sum, n) => sum + (byId(n)?.score ?? 0), 0);
     // Rescored: the best matches and their neighbours (a document further down, next to none
     // of them, is left out: it would need two strong neighbours of its own). Widened when the
     // filter leaves too few.
@@ -101,7 +125,7 @@ export class Bm25Index {
       }
       const out: Bm25Hit[] = [];
       for (const id of candidates) if (!filter || filter(id)) out.push({ id, score: scored(id) });
-      if (out.length >= limit || head >= results.length) return out.sort((a, b) => b.score - a.score).slice(0, limit);
+      if (out.length >= limit || head >= results.length) return { hits: out.sort((a, b) => b.score - a.score).slice(0, limit), termsOf };
     }
   }
 }
@@ -121,11 +145,6 @@ export function narrowQuery(query: string, limit: number, size: number, occurren
   const kept = words.filter((w) => w.count <= bar);
   if (kept.length === 0 || kept.length === words.length || kept.reduce((n, w) => n + w.count, 0) < limit) return query;
   return kept.map((w) => w.word).join(' ');
-}
-
-/** The terms of `text` as the index counts them (tokenised, stop words out, stemmed). */
-export function indexTerms(text: string): string[] {
-  return tokenize(text).flatMap((word) => normaliseTerm(word) ?? []);
 }
 
 /** Lower case, stop words out, then the Porter stem: "painting", "painted" and "paints" meet at "paint". */

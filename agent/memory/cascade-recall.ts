@@ -1,6 +1,6 @@
 import * as chrono from 'chrono-node';
 
-import type { Bm25Hit } from './bm25-index.js';
+import type { Bm25Matches } from './bm25-index.js';
 import { episodeOf } from './episode-index.js';
 import { type MemoryRecord, occurredAt } from './memory-record.js';
 
@@ -37,8 +37,8 @@ export type CascadeStage = 'structural' | 'temporal' | 'lexical' | 'causal' | 's
 
 /** What the cascade reads of an agent's memory. */
 export interface CascadeSources {
-  /** BM25 matches (with conversational context), best first. */
-  lexical(query: string, limit: number, keep?: (id: string) => boolean): Bm25Hit[];
+  /** BM25 matches (with conversational context), best first, and the query's terms each memory holds. */
+  lexical(query: string, limit: number, keep?: (id: string) => boolean): Bm25Matches;
   /**
    * Cosine to the query of each memory given (those with a vector), for ranking by meaning
    * within what the exact stages kept; undefined when no vector came in time.
@@ -47,8 +47,8 @@ export interface CascadeSources {
   /** Vector matches, best first; undefined without an embedder. */
   semantic?: ((query: string, limit: number, keep?: (id: string) => boolean) => Promise<Array<{ id: string; score: number }>>) | undefined;
   get(id: string): MemoryRecord | undefined;
-  /** BM25 score of the query in each episode given, its turns taken as one document (EpisodeIndex). */
-  episodes(query: string, episodes: ReadonlySet<string>): ReadonlyMap<string, number>;
+  /** BM25 score of each episode given, its turns taken as one document (EpisodeIndex), from a search's matches. */
+  episodes(episodes: ReadonlySet<string>, termsOf: Bm25Matches['termsOf']): ReadonlyMap<string, number>;
   /** Who memories are by (speakers, agents, event sources), lower-cased → as written. */
   speakers(): ReadonlyMap<string, string>;
   /** The causes of a memory, walked back up to `hops` links. */
@@ -167,7 +167,7 @@ export async function cascadeRecall(
     return e;
   };
   // As many matches as the recall ranks again by strength: a longer list found no more (LoCoMo) and cost most at 100k.
-  const lexical = sources.lexical(query, pool, keep);
+  const { hits: lexical, termsOf } = sources.lexical(query, pool, keep);
   const best = lexical[0]?.score ?? 0;
   for (const h of lexical) {
     const e = entryOf(h.id);
@@ -175,7 +175,7 @@ export async function cascadeRecall(
     e.score = e.bm25;
     e.stages.add('lexical');
   }
-  if (t.episodeWeight > 0) episodes(query, scores, sources, t.episodeWeight);
+  if (t.episodeWeight > 0) episodes(scores, sources, termsOf, t.episodeWeight);
 
   const named = [...sources.speakers()].filter(([lower]) => new RegExp(`\\b${escape(lower)}\\b`, 'i').test(query)).map(([, name]) => name);
   if (named.length === 1 && t.structuralBoost > 0) {
@@ -188,7 +188,7 @@ export async function cascadeRecall(
   }
 
   const time = timeConstraint(query, options.now, (phrase) => {
-    const top = sources.lexical(phrase, 1, keep)[0];
+    const top = sources.lexical(phrase, 1, keep).hits[0];
     const m = top && sources.get(top.id);
     return m ? occurredAt(m) : undefined;
   });
@@ -286,13 +286,13 @@ async function byMeaning(query: string, ranked: Array<[string, Entry]>, sources:
  * own and gains its own normalised score: the events one game loop publishes in a day share a
  * source, not a subject.
  */
-function episodes(query: string, scores: Map<string, { score: number }>, sources: CascadeSources, weight: number): void {
+function episodes(scores: Map<string, { score: number }>, sources: CascadeSources, termsOf: Bm25Matches['termsOf'], weight: number): void {
   const episodeOfId = new Map<string, string | undefined>();
   for (const id of scores.keys()) {
     const m = sources.get(id);
     episodeOfId.set(id, m && episodeOf(m));
   }
-  const texts = sources.episodes(query, new Set([...episodeOfId.values()].filter((ep) => ep !== undefined)));
+  const texts = sources.episodes(new Set([...episodeOfId.values()].filter((ep) => ep !== undefined)), termsOf);
   const top = Math.max(0, ...texts.values());
   for (const [id, e] of scores) {
     const ep = episodeOfId.get(id);

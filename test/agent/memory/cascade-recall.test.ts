@@ -6,6 +6,7 @@ import { describe, test } from 'node:test';
 
 import { ConceptTracker } from '../../../agent/concepts/concept-tracker.js';
 import { AgentMemory } from '../../../agent/memory/agent-memory.js';
+import { Bm25Index } from '../../../agent/memory/bm25-index.js';
 import { timeConstraint } from '../../../agent/memory/cascade-recall.js';
 import { EpisodeIndex, episodeOf } from '../../../agent/memory/episode-index.js';
 import { MemoryStore } from '../../../agent/memory/memory-store.js';
@@ -134,19 +135,25 @@ describe('the cascade recall', () => {
     assert.ok(rank(hits, 'm3') < rank(hits, 'e2'), `the morning holds every word of the query between its turns: ${ids(hits).join(' ')}`);
     await store.close();
 
-    // The index itself: only threaded memories, one document per thread and day, only the episodes asked for.
+    // The index itself: only threaded memories, one episode per thread and day, scored from one search's matches.
     const index = new EpisodeIndex();
-    index.add({ content: 'wolves at the fold', source: { kind: 'dialogue', by: 'Mira', thread: 't' }, created_at: NOW, occurred_at: NOW });
-    index.add({ content: 'two sheep gone', source: { kind: 'dialogue', by: 'Bram', thread: 't' }, created_at: NOW, occurred_at: NOW + 60_000 });
-    index.add({ content: 'wolves again', source: { kind: 'dialogue', by: 'Mira', thread: 't' }, created_at: NOW, occurred_at: NOW + DAY });
-    index.add({ content: 'wolves and sheep', source: { kind: 'event', by: 'game' }, created_at: NOW });
+    const words = new Bm25Index();
+    const keep = (id: string, content: string, at: number, thread?: string) => {
+      const m = { id, content, tags: [], source: thread ? { kind: 'dialogue', by: 'Mira', thread } : { kind: 'event', by: 'game' }, created_at: at, occurred_at: at };
+      index.add(m, words.add(m));
+    };
+    keep('a', 'wolves at the fold', NOW, 't');
+    keep('b', 'two sheep gone', NOW + 60_000, 't');
+    keep('c', 'wolves again', NOW + DAY, 't');
+    keep('d', 'wolves and sheep', NOW, undefined);
     assert.equal(index.size, 2, 'two days of one thread; the event is no episode');
     const today = episodeOf({ source: { kind: 'dialogue', by: 'Mira', thread: 't' }, created_at: NOW })!;
     const tomorrow = episodeOf({ source: { kind: 'dialogue', by: 'Mira', thread: 't' }, created_at: NOW + DAY })!;
-    const scores = index.scores('wolves took sheep', [today, tomorrow, 'nowhere@0']);
+    const scores = index.scores(new Set([today, tomorrow, 'nowhere@0']), words.match('wolves took sheep', 10).termsOf);
     assert.deepEqual([...scores.keys()], [today, tomorrow]);
+    assert.ok(scores.get(tomorrow)! > 0);
     assert.ok(scores.get(today)! > scores.get(tomorrow)!, 'the day that holds both words scores higher');
-    assert.deepEqual(index.scores('', [today]), new Map([[today, 0]]));
+    assert.deepEqual(index.scores(new Set([today]), words.match('', 10).termsOf), new Map([[today, 0]]));
   });
 
   test('meaning alone fills only what the exact stages left, flagged fuzzy; a wrong or empty query never throws', async () => {
