@@ -14,14 +14,16 @@ import { ThymosConfigSchema } from '../../../shared/config/thymos-config.js';
 import { CompromiseExtractor } from '../../../shared/platform/concept-extractor.js';
 import type { Embedder } from '../../../shared/platform/embedder.js';
 import { loadTestEmbedder } from '../../helpers/embedding-model.js';
+import { reopen } from '../../helpers/reopen.js';
 
 const settings = ThymosConfigSchema.parse({}).memory;
 const DAY = 86_400_000;
 /** A fixed clock: Wednesday 15 May 2024, noon UTC. */
 const NOW = Date.UTC(2024, 4, 15, 12);
 const openMemory = async (embedder?: Embedder, memorySettings = settings) => {
-  const store = await MemoryStore.open(join(mkdtempSync(join(tmpdir(), 'thymos-cascade-')), 'db'), { timeoutMs: 10_000 });
-  return { store, memory: await AgentMemory.load(store, memorySettings, { embedder }) };
+  const path = join(mkdtempSync(join(tmpdir(), 'thymos-cascade-')), 'db');
+  const store = await MemoryStore.open(path, { timeoutMs: 10_000 });
+  return { path, store, memory: await AgentMemory.load(store, memorySettings, { embedder }) };
 };
 const ids = (hits: Awaited<ReturnType<AgentMemory['recall']>>) => hits.map((h) => h.memory.id);
 
@@ -117,7 +119,7 @@ describe('the cascade recall', () => {
   });
 
   test('an episode is scored as one document: the turns of a session that holds the query words between them rise above those of a session with the best single turn', async () => {
-    const { store, memory } = await openMemory();
+    const { path, store, memory } = await openMemory();
     const said = (by: string, thread: string) => ({ kind: 'dialogue', by, thread }) as const;
     await memory.rememberMany([
       { id: 'm1', content: 'the mill wheel stopped at dawn', source: said('Mira', 'morning'), occurred_at: NOW - 5 * 3600_000 },
@@ -134,6 +136,11 @@ describe('the cascade recall', () => {
     const hits = await memory.recall(query, { k: 5, strategy: 'cascade', reinforce: false, now: NOW });
     assert.ok(rank(hits, 'm3') < rank(hits, 'e2'), `the morning holds every word of the query between its turns: ${ids(hits).join(' ')}`);
     await store.close();
+    // Rebuilt from the database at start, the episodes rank as they did.
+    const reopened = await reopen((timeoutMs) => MemoryStore.open(path, { timeoutMs }));
+    const loaded = await AgentMemory.load(reopened, settings);
+    assert.deepEqual(ids(await loaded.recall(query, { k: 5, strategy: 'cascade', reinforce: false, now: NOW })), ids(hits));
+    await reopened.close();
 
     // The index itself: only threaded memories, one episode per thread and day, scored from one search's matches.
     const index = new EpisodeIndex();
