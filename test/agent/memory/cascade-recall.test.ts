@@ -98,7 +98,7 @@ describe('the cascade recall', () => {
     await store.close();
   });
 
-  test('an episode is a conversation thread on one day: its turns share its best match, while events of one source stand alone', async () => {
+  test('an episode is a conversation thread on one day: its turns rise with its score, while events of one source stand alone', async () => {
     const { store, memory } = await openMemory();
     const game = { kind: 'event', by: 'game' } as const;
     await memory.rememberMany([
@@ -110,7 +110,7 @@ describe('the cascade recall', () => {
     const hits = await memory.recall('wolves at the north pasture', { k: 4, strategy: 'cascade', reinforce: false, now: NOW });
     assert.equal(hits[0]?.memory.id, 'wolves');
     const score = (id: string) => hits.find((h) => h.memory.id === id)?.score;
-    // Every memory's own best lifts it alike, so a memory alone keeps its share of the best BM25 score.
+    // A memory of no thread is lifted by its own score, so it keeps its share of the best BM25 score.
     const traveller = score('traveller')!;
     assert.ok(Math.abs(traveller.final - traveller.bm25) < 0.001, `sharing a source with the best match lifts nothing: ${JSON.stringify(traveller)}`);
     const turn2 = score('turn-2')!;
