@@ -1,3 +1,4 @@
+import { entry } from './map-entry.js';
 import { type MemoryRecord, occurredAt } from './memory-record.js';
 
 const DAY_MS = 86_400_000;
@@ -43,9 +44,7 @@ export class EpisodeIndex {
   add(m: Pick<MemoryRecord, 'id' | 'source' | 'created_at' | 'occurred_at'>, terms: Iterable<string>): void {
     const episode = episodeOf(m);
     if (episode === undefined) return;
-    const members = this.#members.get(episode);
-    if (members) members.push(m.id);
-    else this.#members.set(episode, [m.id]);
+    entry(this.#members, episode, () => [] as string[]).push(m.id);
     this.#memories++;
     const thread = m.source.thread!;
     let open = this.#open.get(thread);
