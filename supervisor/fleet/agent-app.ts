@@ -8,7 +8,7 @@ import { type AppSpec, IDLE_PROCESS_NODE_ARGS } from '../pm2/process-manager.js'
  * young generation of 1 MB semi-spaces (instead of up to 16), which keeps about 6 MB less
  * resident per agent for a few more, cheaper scavenges during a burst.
  */
-const AGENT_NODE_ARGS = [...IDLE_PROCESS_NODE_ARGS, '--max-semi-space-size=1'];
+export const AGENT_NODE_ARGS: readonly string[] = [...IDLE_PROCESS_NODE_ARGS, '--max-semi-space-size=1'];
 
 /**
  * How pm2 runs a process that is or becomes an agent (`thymos agent`, or a warm spare, which pm2
@@ -21,7 +21,7 @@ export function agentApp(config: ThymosConfig, thymosBin: string, name: string, 
     name,
     script: thymosBin,
     args: config.file ? [...args, '--config', config.file] : args,
-    nodeArgs: AGENT_NODE_ARGS,
+    nodeArgs: [...AGENT_NODE_ARGS],
     cwd: config.file ? join(config.file, '..') : process.cwd(),
     waitReady: true,
     listenTimeoutMs: config.supervisor.start_timeout_ms,
