@@ -106,10 +106,10 @@ async function hearingCost(fleet: Fleet, ids: readonly string[], notified: Map<s
   const others = ids.filter((id) => !hearers.includes(id));
   const groups = { hearers: hearers.map((id) => pidOf.get(id)!), others: others.map((id) => pidOf.get(id)!), supervisor: [status.supervisor.pid] };
   const sample = () => ({ hearers: cpuOf(groups.hearers), others: cpuOf(groups.others), supervisor: cpuOf(groups.supervisor), at: performance.now() });
+  const before = new Map(await Promise.all(hearers.map(async (id) => [id, await memoryCount(fleet, id)] as const)));
   const idle0 = sample();
   await sleep(3000);
   const idle1 = sample();
-  const before = new Map(await Promise.all(hearers.map(async (id) => [id, await memoryCount(fleet, id)] as const)));
   const notes0 = hearers.reduce((n, id) => n + (notified.get(id) ?? 0), 0);
   for (let i = 0; i < LOCAL_EVENTS; i += 50) {
     await Promise.all(Array.from({ length: 50 }, (_, j) => fleet.publish({ type: 'bench.local', tags: ['local'], location: 'place_0', payload: { summary: `Local news ${i + j}` } })));

@@ -14,6 +14,7 @@ import {
   JSONRPCResultResponseSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 
+import { Rng } from '../../helpers/fuzz.js';
 import { REPO_ROOT } from '../../helpers/workspace.js';
 
 /**
@@ -30,25 +31,12 @@ const GUARDS = [
   { name: 'isJSONRPCErrorResponse', guard: isJSONRPCErrorResponse, schema: JSONRPCErrorResponseSchema },
 ] as const;
 
-/** A small deterministic generator, so that a failure names a case that comes back. */
-function random(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
-
 const VALUES: unknown[] = [undefined, null, 0, 7, 1.5, -1, '', 'x', '2.0', 'notifications/resources/updated', true, [], [1], {}, { code: -32601, message: 'no' }, { code: 1.5, message: 'no' }, { uri: 'agent://a/memories' }, { _meta: { progressToken: 1 } }];
 const KEYS = ['jsonrpc', 'id', 'method', 'params', 'result', 'error', 'extra'];
 
 /** Messages of every kind and many malformed ones: each key absent or given one of VALUES. */
 function messages(count: number): unknown[] {
-  const next = random(19);
-  const pick = <T>(xs: readonly T[]) => xs[Math.floor(next() * xs.length)]!;
+  const r = new Rng(19);
   const out: unknown[] = [
     { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'agent://a/memories' } },
     { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'x', arguments: {} } },
@@ -62,8 +50,8 @@ function messages(count: number): unknown[] {
   while (out.length < count) {
     const m: Record<string, unknown> = {};
     for (const key of KEYS) {
-      if (next() < 0.45) continue;
-      m[key] = key === 'jsonrpc' && next() < 0.8 ? '2.0' : pick(VALUES);
+      if (r.chance(0.45)) continue;
+      m[key] = key === 'jsonrpc' && r.chance(0.8) ? '2.0' : r.pick(VALUES);
     }
     out.push(m);
   }
