@@ -125,7 +125,7 @@ export const EventsSettingsSchema = z
     max_age_s: z.number().int().min(1).max(31_536_000).default(604_800),
     /** Largest size of the event stream; the oldest events go first. @default 268435456 */
     max_bytes: z.number().int().min(1_048_576).max(2 ** 42).default(268_435_456),
-    /** A republished event id within this window is dropped. @default 120 */
+    /** A republished event id within this window is dropped; at most `max_age_s`. @default 120 */
     duplicate_window_s: z.number().int().min(1).max(86_400).default(120),
     /** An event handed to an agent and not acknowledged (it crashed) is delivered again after this. @default 30 */
     ack_wait_s: z.number().int().min(1).max(3600).default(30),
@@ -135,12 +135,13 @@ export const EventsSettingsSchema = z
      * An event an agent hears live is recallable at once and written to its database within this
      * time, with the others heard meanwhile in one write; it is acknowledged once written, so a
      * crash in between has it delivered again (after `ack_wait_s`). 0: written before it is
-     * announced. Must be under `ack_wait_s`. @default 500
+     * announced. Must be under `ack_wait_s`. @default 1000
      */
     store_delay_ms: z.number().int().min(0).max(10_000).default(1000),
   })
   .strict()
-  .refine((e) => e.store_delay_ms < e.ack_wait_s * 1000, { message: 'store_delay_ms must be under ack_wait_s (in ms): an event not yet written would be delivered again', path: ['store_delay_ms'] });
+  .refine((e) => e.store_delay_ms < e.ack_wait_s * 1000, { message: 'store_delay_ms must be under ack_wait_s (in ms): an event not yet written would be delivered again', path: ['store_delay_ms'] })
+  .refine((e) => e.duplicate_window_s <= e.max_age_s, { message: 'duplicate_window_s must be at most max_age_s: JetStream keeps no event ids longer than the events', path: ['duplicate_window_s'] });
 export type EventsSettings = z.infer<typeof EventsSettingsSchema>;
 
 export const NatsSettingsSchema = z

@@ -75,6 +75,12 @@ describe('thymos.toml', () => {
     assert.equal(ThymosConfigSchema.parse({ events: { ack_wait_s: 2, store_delay_ms: 1999 } }).events.store_delay_ms, 1999);
   });
 
+  test('a duplicate window longer than events are kept is refused before nats-server refuses the stream', () => {
+    const err = configError('[events]\nmax_age_s = 60\n');
+    assert.match(err.message, /events\.duplicate_window_s: duplicate_window_s must be at most max_age_s/);
+    assert.equal(ThymosConfigSchema.parse({ events: { max_age_s: 60, duplicate_window_s: 60 } }).events.duplicate_window_s, 60);
+  });
+
   test('text that is not TOML gives the line and column of the fault', () => {
     const err = configError('data_dir = "x"\n[agent\nhost = 1\n');
     assert.match(err.message, /^\/etc\/thymos\/thymos\.toml:2:\d+: not valid TOML: /);
