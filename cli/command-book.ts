@@ -43,6 +43,15 @@ export const COMMANDS: readonly CommandSpec[] = [
     examples: ['thymos init', 'thymos init my-town'],
   },
   {
+    name: 'setup',
+    args: '',
+    summary: 'Check and install what the fleet needs from this machine: nats-server, unless [nats] url is set',
+    details:
+      'Run as root on Debian or Ubuntu, a missing nats-server is installed from the Debian package (apt-get), said before it is. As a plain user, on macOS or without apt, nothing is installed: NATS_SERVER_MISSING names the command to run (sudo apt-get install nats-server, brew install nats-server) or [nats] url, exit 4. Installs nothing when nats-server is there.',
+    options: fleet,
+    examples: ['thymos setup', 'sudo npx thymos setup', 'thymos setup --config examples/village/thymos.toml --json'],
+  },
+  {
     name: 'up',
     args: '',
     summary: 'Start the fleet under pm2: a nats-server (unless [nats] url is set), then the supervisor',

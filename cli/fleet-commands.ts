@@ -5,11 +5,11 @@ import { connect, type Fleet } from '../client/fleet-client.js';
 import { fleetPaths } from '../shared/config/fleet-paths.js';
 import { AgentIdSchema } from '../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError, type WireError, WireErrorSchema } from '../shared/errors/errors.js';
+import { ExitCode, exitCodeFor } from '../shared/errors/exit-codes.js';
 import { parseReconcileContextText } from '../shared/protocol/reconcile-context.js';
 import type { FleetStatus, ProgressMessage, ReconcileReport } from '../shared/protocol/supervisor-protocol.js';
 import { downFleet, upFleet } from '../supervisor/pm2/fleet-launcher.js';
 import { commandNamed, type CommandSpec, suggest, usageLine } from './command-book.js';
-import { ExitCode, exitCodeFor } from './exit-codes.js';
 import { parseFleetArgs } from './fleet-args.js';
 import { formatAge, formatBytes, renderTable } from './table.js';
 

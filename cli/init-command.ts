@@ -2,9 +2,9 @@ import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join, relative, resolve, sep } from 'node:path';
 
 import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
+import { ExitCode } from '../shared/errors/exit-codes.js';
 import { thymosRoot } from '../supervisor/pm2/thymos-bin.js';
 import { commandNamed } from './command-book.js';
-import { ExitCode } from './exit-codes.js';
 import { parseCommandArgs } from './fleet-args.js';
 
 /** The Pkl module an application amends, as a path from `dir` (Pkl resolves `amends` from the file). */
@@ -85,24 +85,30 @@ const LOOP_SCRIPT = `// A small loop with Thymos as a library: bring the fleet u
 // tick, and talk to whoever is Active there. Run: node loop.mjs (after npm install thymos).
 import { fileURLToPath } from 'node:url';
 
-import { connect, loadConfig, upFleet } from 'thymos';
+import { connect, exitWithError, loadConfig, upFleet } from 'thymos';
 
-const config = loadConfig(fileURLToPath(new URL('./thymos.toml', import.meta.url)));
-await upFleet(config); // starts nothing when \`thymos up\` already did
-const fleet = await connect(config);
-try {
-  const walk = [['gate', 'gate_guard'], ['market', 'baker']];
-  for (const [tick, [place, npc]] of walk.entries()) {
-    const report = await fleet.reconcile({ tick, global: { player_location: place } });
-    console.log(\`tick \${tick}: the player is at the \${place}; started \${report.started.join(', ') || 'nothing'}\`);
-    const agent = await fleet.agent(npc);
-    const reply = await agent.callTool({ name: \`talk_to_\${npc}\`, arguments: { message: 'What news?', speaker: 'player' } });
-    console.log(\`  \${npc}: \${reply.structuredContent?.reply ?? reply.content?.[0]?.text}\`);
+async function main() {
+  const config = loadConfig(fileURLToPath(new URL('./thymos.toml', import.meta.url)));
+  await upFleet(config); // starts nothing when \`thymos up\` already did
+  const fleet = await connect(config);
+  try {
+    const walk = [['gate', 'gate_guard'], ['market', 'baker']];
+    for (const [tick, [place, npc]] of walk.entries()) {
+      const report = await fleet.reconcile({ tick, global: { player_location: place } });
+      console.log(\`tick \${tick}: the player is at the \${place}; started \${report.started.join(', ') || 'nothing'}\`);
+      const agent = await fleet.agent(npc);
+      const reply = await agent.callTool({ name: \`talk_to_\${npc}\`, arguments: { message: 'What news?', speaker: 'player' } });
+      console.log(\`  \${npc}: \${reply.structuredContent?.reply ?? reply.content?.[0]?.text}\`);
+    }
+  } finally {
+    await fleet.close();
   }
-} finally {
-  await fleet.close();
+  // The fleet keeps running: thymos status, thymos top, and thymos down to stop it.
 }
-// The fleet keeps running: thymos status, thymos top, and thymos down to stop it.
+
+// A Thymos error (nats-server missing, a bad thymos.toml) ends the loop as the thymos command
+// does: one line, \`thymos: CODE: message\`, and the exit status of its code.
+main().catch(exitWithError);
 `;
 
 const readme = (name: string) => `# ${name}
@@ -111,6 +117,7 @@ A fleet of [Thymos](https://www.npmjs.com/package/thymos) agents: each agent in 
 its own process when the context makes it relevant.
 
 \`\`\`sh
+npx thymos setup                                 # nats-server: found, or installed (as root, Debian), or the command to run
 npx thymos validate                              # check thymos.toml and world.pkl
 npx thymos up                                    # nats-server and the supervisor, under pm2 in data/pm2
 npx thymos reconcile --context context.json      # wake the agents near the player
@@ -148,7 +155,7 @@ export function runInitCommand(argv: string[]): number {
   else {
     const cd = relative(process.cwd(), dir);
     const go = cd === '' ? '' : `cd ${cd.startsWith('..') ? dir : cd} && `;
-    process.stdout.write(`thymos: a new project in ${dir}: ${Object.keys(files).join(', ')}\nnext: ${go}npx thymos validate && npx thymos up && npx thymos reconcile --context context.json\n`);
+    process.stdout.write(`thymos: a new project in ${dir}: ${Object.keys(files).join(', ')}\nnext: ${go}npx thymos setup && npx thymos validate && npx thymos up && npx thymos reconcile --context context.json\n`);
   }
   return ExitCode.OK;
 }

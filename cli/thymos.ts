@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { ErrorCode, ThymosError, toThymosError } from '../shared/errors/errors.js';
+import { ExitCode, exitCodeFor } from '../shared/errors/exit-codes.js';
 import { commandHelp, commandNamed, COMMANDS, globalHelp, suggest } from './command-book.js';
-import { ExitCode, exitCodeFor } from './exit-codes.js';
 
 type FleetCommands = typeof import('./fleet-commands.js');
 
@@ -32,6 +32,7 @@ const OWN_MODULE_COMMANDS: Record<string, (argv: string[]) => Promise<number> | 
   top: async (a) => (await import('./top-command.js')).runTopCommand(a),
   init: async (a) => (await import('./init-command.js')).runInitCommand(a),
   validate: async (a) => (await import('./validate-command.js')).runValidateCommand(a),
+  setup: async (a) => (await import('./setup-command.js')).runSetupCommand(a),
   completion: async (a) => (await import('./completion.js')).runCompletionCommand(a),
 };
 

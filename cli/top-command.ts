@@ -2,10 +2,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import { connect, type Fleet } from '../client/fleet-client.js';
 import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
+import { ExitCode } from '../shared/errors/exit-codes.js';
 import { cpuSeconds, memoryBytes } from '../shared/platform/process-usage.js';
 import type { AgentStatusRow, FleetStatus } from '../shared/protocol/supervisor-protocol.js';
 import { commandNamed, usageLine } from './command-book.js';
-import { ExitCode } from './exit-codes.js';
 import { parseFleetArgs } from './fleet-args.js';
 import { formatAge, formatBytes, renderTable } from './table.js';
 

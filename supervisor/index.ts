@@ -8,6 +8,16 @@ export { FleetController, type FleetControllerOptions, type ProgressListener } f
 export { PortAllocator } from './fleet/port-allocator.js';
 export { type AskAgent, RelevanceEvaluator, type RelevanceModule, type RelevanceModuleInput, type Score } from './fleet/relevance-evaluator.js';
 export { SupervisorMetrics } from './fleet/supervisor-metrics.js';
-export { downFleet, type DownResult, findNatsServer, type LaunchOptions, upFleet, type UpResult } from './pm2/fleet-launcher.js';
+export { downFleet, type DownResult, type LaunchOptions, upFleet, type UpResult } from './pm2/fleet-launcher.js';
+export {
+  ensureNatsServer,
+  type EnsuredNatsServer,
+  type EnsureNatsServerOptions,
+  findNatsServer,
+  type HostFacts,
+  hostFacts,
+  natsServerInstallCommand,
+  natsServerVersion,
+} from './pm2/nats-server-binary.js';
 export { type AppSpec, type ProcessInfo, ProcessManager } from './pm2/process-manager.js';
 export { type RunningSupervisor, runSupervisorProcess, type SupervisorOptions } from './process/supervisor-process.js';

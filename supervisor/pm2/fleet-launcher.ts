@@ -1,4 +1,4 @@
-import { accessSync, constants, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -17,6 +17,7 @@ import { FleetNames } from '../../shared/protocol/fleet-names.js';
 import type { ProgressMessage, ReconcileReport } from '../../shared/protocol/supervisor-protocol.js';
 import { AppLaunch } from './app-launch.js';
 import { freePort } from './free-port.js';
+import { findNatsServer } from './nats-server-binary.js';
 import { IDLE_PROCESS_NODE_ARGS, ProcessManager } from './process-manager.js';
 import { thymosBinPath } from './thymos-bin.js';
 
@@ -188,23 +189,6 @@ export async function downFleet(config: ThymosConfig, options: LaunchOptions & {
     pm.disconnect();
   }
   return { wasRunning: true, report };
-}
-
-/** Debian installs nats-server in /usr/bin (or /usr/sbin); PATH first. */
-export function findNatsServer(dirs: readonly string[] = [...(process.env.PATH ?? '').split(':').filter(Boolean), '/usr/sbin', '/usr/bin', '/usr/local/bin']): string {
-  for (const dir of dirs) {
-    const candidate = join(dir, 'nats-server');
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // not here
-    }
-  }
-  throw new ThymosError(
-    ErrorCode.NATS_SERVER_MISSING,
-    'no nats-server binary found on PATH. Either install it (Debian: apt-get install nats-server) so thymos up can run one, or set [nats] url in thymos.toml to a server you run',
-  );
 }
 
 async function waitForPort(port: number, ms: number, log: string, signal: AbortSignal): Promise<void> {

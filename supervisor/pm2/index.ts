@@ -1,7 +1,17 @@
 /**
- * Processes: pm2 under the fleet's PM2_HOME, `thymos up`/`down`, and finding the bundled `thymos` command.
+ * Processes: pm2 under the fleet's PM2_HOME, `thymos up`/`down`, the nats-server binary (found, or installed where it may be), and finding the bundled `thymos` command.
  */
-export { downFleet, type DownResult, findNatsServer, type LaunchOptions, upFleet, type UpResult } from './fleet-launcher.js';
+export { downFleet, type DownResult, type LaunchOptions, upFleet, type UpResult } from './fleet-launcher.js';
 export { logOffset, settledLog } from './log-tail.js';
+export {
+  type EnsuredNatsServer,
+  ensureNatsServer,
+  type EnsureNatsServerOptions,
+  findNatsServer,
+  type HostFacts,
+  hostFacts,
+  natsServerInstallCommand,
+  natsServerVersion,
+} from './nats-server-binary.js';
 export { type AppExit, type AppSpec, IDLE_PROCESS_NODE_ARGS, type ProcessInfo, ProcessManager } from './process-manager.js';
 export { thymosBinPath, thymosRoot } from './thymos-bin.js';

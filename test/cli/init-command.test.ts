@@ -18,7 +18,7 @@ describe('thymos init', () => {
     assert.deepEqual(readdirSync(dir).sort(), ['.gitignore', 'README.md', 'context.json', 'loop.mjs', 'thymos.toml', 'world.pkl']);
     const schema = relative(dir, join(REPO_ROOT, 'schemas', 'Thymos.pkl'));
     assert.match(readFileSync(join(dir, 'world.pkl'), 'utf8'), new RegExp(`amends "${schema.replace(/[.]/g, '\\.')}"`));
-    assert.match(made.stdout, /next: cd town && npx thymos validate && npx thymos up/);
+    assert.match(made.stdout, /next: cd town && npx thymos setup && npx thymos validate && npx thymos up/);
     const valid = await runThymos(['validate', '--json'], dir);
     assert.equal(valid.code, 0, valid.stderr);
     assert.deepEqual((JSON.parse(valid.stdout) as { agents: string[] }).agents, ['gate_guard', 'baker']);

@@ -10,7 +10,7 @@ import { connect, type Fleet } from '../../../client/fleet-client.js';
 import { loadConfig } from '../../../shared/config/thymos-config.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
 import type { FleetStatus, ReconcileReport } from '../../../shared/protocol/supervisor-protocol.js';
-import { findNatsServer } from '../../../supervisor/pm2/fleet-launcher.js';
+import { findNatsServer, type HostFacts } from '../../../supervisor/pm2/nats-server-binary.js';
 import { alive, eventually, fleetPids, killFleet, runThymos } from '../../helpers/fleet.js';
 import { terminal } from '../../helpers/terminal.js';
 import { createWorkspace, THYMOS_BIN, type Workspace } from '../../helpers/workspace.js';
@@ -412,9 +412,20 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
   });
 });
 
-test('a missing nats-server binary is a clear error naming both ways out', () => {
-  assert.throws(
-    () => findNatsServer(['/nonexistent']),
-    (err: unknown) => isThymosError(err, 'NATS_SERVER_MISSING') && /apt-get install nats-server/.test(err.message) && /\[nats\] url/.test(err.message),
-  );
+test('a missing nats-server binary is one line naming the command to run on that host, and [nats] url', () => {
+  const missing = (host: Partial<HostFacts>) => {
+    try {
+      findNatsServer({ platform: 'linux', root: false, apt: true, dirs: ['/nonexistent'], ...host });
+    } catch (err) {
+      assert.ok(isThymosError(err, 'NATS_SERVER_MISSING'), String(err));
+      assert.doesNotMatch(err.message, /\n/);
+      assert.match(err.message, /\[nats\] url/);
+      return err.message;
+    }
+    assert.fail('nats-server was found in /nonexistent');
+  };
+  assert.match(missing({}), /run `sudo apt-get install nats-server`/);
+  assert.match(missing({ root: true }), /run `apt-get install nats-server`/);
+  assert.match(missing({ platform: 'darwin', apt: false }), /run `brew install nats-server`/);
+  assert.match(missing({ apt: false }), /install nats-server \(https:\/\/github\.com\/nats-io\/nats-server\/releases\) on your PATH/);
 });

@@ -1,6 +1,9 @@
-import { ErrorCode } from '../shared/errors/errors.js';
+import { ErrorCode } from './errors.js';
 
-/** Process exit codes of the `thymos` command. */
+/**
+ * Process exit codes of the `thymos` command, of the examples and of a game loop that ends
+ * with `exitWithError`: the same code means the same thing wherever a Thymos program stops.
+ */
 export const ExitCode = {
   OK: 0,
   /** A failure while running. */
@@ -9,9 +12,14 @@ export const ExitCode = {
   BAD_INPUT: 2,
   /** Something else holds what was asked for: the agent's data or its port. */
   CONFLICT: 3,
+  /** A program Thymos runs is not installed (nats-server, pkl): the message names the command that installs it. */
+  MISSING_PROGRAM: 4,
 } as const;
 
-export function exitCodeFor(code: ErrorCode): number {
+export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
+
+/** The exit status a program ends with when an error of this code stops it. */
+export function exitCodeFor(code: ErrorCode): ExitCode {
   switch (code) {
     case ErrorCode.USAGE:
     case ErrorCode.CONFIG_INVALID:
@@ -28,6 +36,9 @@ export function exitCodeFor(code: ErrorCode): number {
     case ErrorCode.CAPACITY_EXCEEDED:
     case ErrorCode.FILE_EXISTS:
       return ExitCode.CONFLICT;
+    case ErrorCode.NATS_SERVER_MISSING:
+    case ErrorCode.PKL_UNAVAILABLE:
+      return ExitCode.MISSING_PROGRAM;
     default:
       return ExitCode.FAILURE;
   }

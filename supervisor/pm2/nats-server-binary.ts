@@ -1,0 +1,125 @@
+import { execFile } from 'node:child_process';
+import { accessSync, constants, existsSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+
+/**
+ * What decides how nats-server can be installed here. Read from the running system by
+ * `hostFacts()`; a test or a caller may pass its own.
+ */
+export interface HostFacts {
+  platform: NodeJS.Platform;
+  /** The process runs as root (uid 0), so it may install a system package. */
+  root: boolean;
+  /** Debian's package manager is there (`/usr/bin/apt-get`). */
+  apt: boolean;
+  /** Directories searched for the binary, in order. */
+  dirs: readonly string[];
+}
+
+/**
+ * The system as this process sees it. Debian's package puts the binary in /usr/sbin, which a
+ * plain user's PATH often lacks, so /usr/sbin is searched after PATH.
+ */
+export function hostFacts(env: NodeJS.ProcessEnv = process.env): HostFacts {
+  const path = (env.PATH ?? '').split(delimiter).filter(Boolean);
+  return {
+    platform: process.platform,
+    root: process.getuid?.() === 0,
+    apt: existsSync('/usr/bin/apt-get'),
+    dirs: [...path, ...(path.includes('/usr/sbin') ? [] : ['/usr/sbin'])],
+  };
+}
+
+/** The exact command that installs nats-server on this host, or undefined where none is known. */
+export function natsServerInstallCommand(host: HostFacts): string | undefined {
+  if (host.platform === 'darwin') return 'brew install nats-server';
+  if (host.platform === 'linux' && host.apt) return host.root ? 'apt-get install nats-server' : 'sudo apt-get install nats-server';
+  return undefined;
+}
+
+/** The nats-server binary in the host's directories, or undefined. */
+export function locateNatsServer(host: HostFacts = hostFacts()): string | undefined {
+  for (const dir of host.dirs) {
+    const candidate = join(dir, 'nats-server');
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+/** NATS_SERVER_MISSING, one line naming the command to run on this host and the other way out. */
+function missing(host: HostFacts, why = 'nats-server is not installed'): ThymosError {
+  const command = natsServerInstallCommand(host);
+  const install = command ? `run \`${command}\`` : 'install nats-server (https://github.com/nats-io/nats-server/releases) on your PATH';
+  return new ThymosError(ErrorCode.NATS_SERVER_MISSING, `${why}; ${install}, or set [nats] url in thymos.toml to a NATS server you run`, {
+    details: { install_command: command ?? null, searched: host.dirs },
+  });
+}
+
+/**
+ * The nats-server binary `thymos up` runs when `[nats] url` is unset. Missing, it is
+ * NATS_SERVER_MISSING: one line naming the command that installs it here
+ * (`sudo apt-get install nats-server`, `brew install nats-server`) or `[nats] url`.
+ */
+export function findNatsServer(host: HostFacts = hostFacts()): string {
+  const found = locateNatsServer(host);
+  if (found === undefined) throw missing(host);
+  return found;
+}
+
+export interface EnsureNatsServerOptions {
+  /** Called with each line to show: what is installed, before it is. */
+  onStep?: (line: string) => void;
+  host?: HostFacts;
+}
+
+export interface EnsuredNatsServer {
+  path: string;
+  /** True when this call installed it. */
+  installed: boolean;
+}
+
+/**
+ * Finds nats-server, installing Debian's package first when it is missing and this process
+ * may install it (Linux, apt, root). It says what it installs before it does, and installs
+ * nothing when the binary is there, so a second run only finds it. Where it cannot install
+ * (not root, no apt, macOS) it installs nothing and fails with NATS_SERVER_MISSING naming
+ * the command to run; apt-get either installs the package or leaves the system as it was.
+ */
+export async function ensureNatsServer(options: EnsureNatsServerOptions = {}): Promise<EnsuredNatsServer> {
+  const host = options.host ?? hostFacts();
+  const found = locateNatsServer(host);
+  if (found !== undefined) return { path: found, installed: false };
+  if (!(host.platform === 'linux' && host.apt && host.root)) throw missing(host);
+  const step = options.onStep ?? (() => undefined);
+  step('nats-server is not installed: installing the Debian package nats-server (apt-get update, apt-get install -y nats-server)');
+  await aptGet(['update', '-qq'], host);
+  await aptGet(['install', '-y', '-qq', 'nats-server'], host);
+  const path = locateNatsServer(host);
+  if (path === undefined) throw missing(host, 'apt-get installed the nats-server package but no nats-server binary is in the searched directories');
+  step(`installed ${path}`);
+  return { path, installed: true };
+}
+
+function aptGet(args: string[], host: HostFacts): Promise<void> {
+  return new Promise((resolve, reject) => {
+    execFile('/usr/bin/apt-get', args, { env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }, maxBuffer: 16 * 1024 * 1024 }, (err, _stdout, stderr) => {
+      if (!err) return resolve();
+      const last = stderr.trim().split('\n').filter(Boolean).at(-1) ?? err.message.split('\n')[0];
+      reject(missing(host, `apt-get ${args.filter((a) => !a.startsWith('-')).join(' ')} failed (${last})`));
+    });
+  });
+}
+
+/** The version `nats-server --version` prints (`v2.9.10`), or undefined when it cannot run or says none. */
+export function natsServerVersion(path: string): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    execFile(path, ['--version'], { timeout: 5000 }, (err, stdout) => resolve(err ? undefined : /v\d+\.\d+\.\d+\S*/.exec(stdout)?.[0]));
+  });
+}
