@@ -1,6 +1,8 @@
 /**
  * Thymos as a library. A game loop uses `upFleet`/`downFleet` and `connect` (the fleet
  * API); the agent side is exported for applications that embed or extend agents.
+ * Narrower entry points load less: `thymos/client` (connect and the fleet API, without
+ * SurrealDB, pm2 or the MCP server side), `thymos/supervisor` and `thymos/agent`.
  */
 export {
   type AgentBehavior,
@@ -40,6 +42,9 @@ export {
   ErrorCode,
   type EventDecision,
   EventDecisionSchema,
+  ExitCode,
+  exitCodeFor,
+  exitWithError,
   FleetNames,
   type FleetStatus,
   FleetStatusSchema,

@@ -1,5 +1,4 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 
 import { fleetNatsUrl, readFleetInfo } from '../shared/config/fleet-runtime.js';
 import { agentMcpUrl, loadConfig, type ThymosConfig } from '../shared/config/thymos-config.js';
@@ -184,6 +183,12 @@ class FleetClient implements Fleet {
     // A restarted process (new pid) has none of the old sessions: connect afresh.
     if (cached && cached.port === row.port && cached.pid === row.pid) return cached.client;
     if (cached) await cached.client.close().catch(() => undefined);
+    // The MCP client side (and its JSON Schema validator) loads with the first agent asked for:
+    // a loop that only reconciles and publishes never pays for it at import.
+    const [{ Client }, { StreamableHTTPClientTransport }] = await Promise.all([
+      import('@modelcontextprotocol/sdk/client/index.js'),
+      import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+    ]);
     const client = new Client({ name: 'thymos-fleet', version: '0.1.0' });
     const token = readAgentToken(this.#config.dataPath, id);
     const requestInit = token ? { headers: { authorization: `Bearer ${token}` } } : undefined;

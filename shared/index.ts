@@ -39,6 +39,8 @@ export {
   type WorldTables,
 } from './domain/world-schema.js';
 export { ErrorCode, type ErrorLocation, isThymosError, ThymosError, toThymosError, type WireError } from './errors/errors.js';
+export { ExitCode, exitCodeFor } from './errors/exit-codes.js';
+export { exitWithError } from './errors/exit-with-error.js';
 export { connectNats, type NatsConnection, type NatsConnectOptions } from './nats/nats-connection.js';
 export { SupervisorRequester } from './nats/supervisor-requester.js';
 export { WorldClient, type WorldClientOptions, type WorldSubscription } from './nats/world-client.js';

@@ -3,6 +3,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { test } from 'node:test';
 
+import { build } from 'esbuild';
 import ts from 'typescript';
 
 import { REPO_ROOT } from './helpers/workspace.js';
@@ -214,5 +215,30 @@ test('every code folder has an index.ts that names its exports (no wildcard re-e
   for (const dir of ['agent', 'shared', 'supervisor', 'client']) {
     const text = readFileSync(join(REPO_ROOT, dir, 'index.ts'), 'utf8');
     assert.doesNotMatch(text, /export \*/, `${dir}/index.ts`);
+  }
+});
+
+test('thymos/client reaches neither SurrealDB, nor pm2, nor the MCP server side, through any import, lazy ones and packages included', async () => {
+  // esbuild follows every import a bundler would, dynamic ones and those inside packages, and
+  // drops type-only ones, as Node does: what it reads is all `thymos/client` can ever load.
+  const { metafile } = await build({ entryPoints: [join(REPO_ROOT, 'client', 'index.ts')], absWorkingDir: REPO_ROOT, bundle: true, platform: 'node', format: 'esm', write: false, metafile: true, outdir: 'out', logLevel: 'silent' });
+  const inputs = Object.keys(metafile.inputs);
+  assert.ok(inputs.some((p) => p.startsWith('node_modules/@modelcontextprotocol/sdk/dist/esm/client/')), 'the graph reaches the MCP client, so packages are followed');
+  // The SDK's client shares three helper files that live under server/ (zod-compat,
+  // zod-json-schema-compat, auth/errors); the server side is the rest of that folder.
+  const sharedHelpers = /server\/(zod-compat|zod-json-schema-compat|auth\/errors)\.js$/;
+  const forbidden = [/^node_modules\/surrealdb\//, /^node_modules\/@surrealdb\//, /^node_modules\/pm2\//, /^node_modules\/(express|hono|@hono)\//, /^node_modules\/@modelcontextprotocol\/sdk\/dist\/esm\/server\//];
+  assert.deepEqual(inputs.filter((p) => forbidden.some((f) => f.test(p)) && !sharedHelpers.test(p)), []);
+  assert.deepEqual(inputs.filter((p) => /^(agent|supervisor|cli)\//.test(p)), [], 'nor the agent, supervisor or CLI folders');
+});
+
+test('each entry point in package.json exports names a folder index that is built', () => {
+  const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { exports: Record<string, { types: string; default: string } | string> };
+  assert.deepEqual(Object.keys(pkg.exports).sort(), ['.', './agent', './client', './package.json', './supervisor']);
+  for (const [entry, to] of Object.entries(pkg.exports)) {
+    if (typeof to === 'string') continue;
+    const source = to.default.replace(/^\.\/dist\//, '').replace(/\.js$/, '.ts');
+    assert.ok(existsSync(join(REPO_ROOT, source)), `${entry} → ${to.default}: ${source} exists`);
+    assert.equal(to.types, to.default.replace(/\.js$/, '.d.ts'), `${entry}: types beside the code`);
   }
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -44,6 +44,25 @@ describe('a project of its own, from the packed package', () => {
   test('the install brings no ONNX Runtime (nothing downloads), and the offline model comes with the package', () => {
     assert.equal(existsSync(join(project, 'node_modules', 'onnxruntime-node')), false);
     assert.equal(existsSync(join(project, 'node_modules', 'thymos', 'models', 'glove-100d', 'vectors.f32')), true);
+  });
+
+  test("thymos/client loads without SurrealDB's native engine; thymos, thymos/supervisor and thymos/agent are there for who embeds them", () => {
+    const probe = (spec: string) => {
+      const script = `const m = await import(${JSON.stringify(spec)}); const maps = (await import('node:fs')).readFileSync('/proc/self/maps', 'utf8');
+        process.stdout.write(JSON.stringify({ names: Object.keys(m).sort(), native: maps.split('\\n').filter((l) => /surrealdb/.test(l) && l.endsWith('.node')).length }));`;
+      const out = run(process.execPath, ['--input-type=module', '-e', script]);
+      assert.equal(out.status, 0, `${spec}: ${out.stderr}`);
+      return JSON.parse(out.stdout) as { names: string[]; native: number };
+    };
+    const client = probe('thymos/client');
+    assert.equal(client.native, 0, 'no @surrealdb/node library mapped');
+    for (const name of ['connect', 'loadConfig', 'ThymosError', 'isThymosError', 'exitWithError', 'WorldClient']) assert.ok(client.names.includes(name), `thymos/client exports ${name}`);
+    assert.ok(!client.names.includes('upFleet'), 'upFleet (pm2) is not on the client');
+    const all = probe('thymos');
+    assert.ok(all.native > 0, 'the full package maps the native engine, so the probe can see it');
+    for (const name of client.names) assert.ok(all.names.includes(name), `thymos still exports ${name}`);
+    assert.ok(probe('thymos/supervisor').names.includes('upFleet'));
+    assert.ok(probe('thymos/agent').names.includes('runAgentProcess'));
   });
 
   test('init, validate, up, reconcile, tools, the loop script, top and down all work there', async () => {
@@ -109,6 +128,14 @@ describe('a project of its own, from the packed package', () => {
     const logs = thymos('logs', '--all', '-n', '5');
     assert.equal(logs.status, 0, logs.stderr);
     assert.match(logs.stdout, /^supervisor\s+\| \[\d{4}-\d\d-\d\d [\d:.]+\] INFO: /m);
+
+    // The loop script ends on a Thymos error as the command does: one line, the code's exit status.
+    mkdirSync(join(project, 'broken'));
+    writeFileSync(join(project, 'broken', 'loop.mjs'), readFileSync(join(project, 'loop.mjs')));
+    writeFileSync(join(project, 'broken', 'thymos.toml'), '[lifecycle]\nthreshold_active = "high"\n');
+    const broken = run(process.execPath, ['loop.mjs'], join(project, 'broken'));
+    assert.equal(broken.status, 2, broken.stderr);
+    assert.match(broken.stderr, /^thymos: CONFIG_INVALID: [^\n]*thymos\.toml[^\n]*lifecycle\.threshold_active[^\n]*\n$/);
 
     const down = thymos('down');
     assert.equal(down.status, 0, down.stderr);
