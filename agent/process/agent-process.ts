@@ -7,6 +7,7 @@ import { appliesTo } from '../../shared/domain/event-filter.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
 import { agentTokenPath, ensureAgentToken } from '../../shared/platform/agent-token.js';
 import { CleanupStack } from '../../shared/platform/cleanup-stack.js';
+import { flushCompileCache } from '../../shared/platform/compile-cache.js';
 import { DataLock } from '../../shared/platform/data-lock.js';
 import { createLogger, type Logger } from '../../shared/platform/logger.js';
 import { PhaseClock } from '../../shared/platform/phase-clock.js';
@@ -113,6 +114,7 @@ export async function runAgentProcess(options: AgentOptions, output: { logFile?:
       `agent ready on http://${config.agent.host}:${options.port}/mcp`,
     );
     process.send?.('ready');
+    setImmediate(flushCompileCache);
     return { runtime, config, stop, stopped: stopper.stopped };
   } catch (err) {
     await cleanup.run();

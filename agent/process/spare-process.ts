@@ -6,6 +6,7 @@ import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/error
 import { describeIssues } from '../../shared/errors/zod-issues.js';
 import { serveCoded } from '../../shared/nats/coded-responder.js';
 import { connectNats } from '../../shared/nats/nats-connection.js';
+import { flushCompileCache } from '../../shared/platform/compile-cache.js';
 import { createLogger } from '../../shared/platform/logger.js';
 import { FleetNames } from '../../shared/protocol/fleet-names.js';
 import { parseWireJson } from '../../shared/protocol/parse-json.js';
@@ -96,6 +97,8 @@ export async function runSpareProcess(options: SpareOptions): Promise<Spare> {
   );
   logger.info({ slot: options.slot }, 'spare ready');
   process.send?.('ready');
+  // Everything an agent runs is compiled by now (the rehearsal ran the MCP path): keep it for the next start.
+  setImmediate(flushCompileCache);
   return {
     agent,
     close: async () => {

@@ -24,6 +24,8 @@ export interface FleetPaths {
   readonly fleetFile: string;
   /** JetStream storage of a managed nats-server. */
   readonly nats: string;
+  /** Node's compile cache for agents and spares, where Node has one (≥ 22.1): `cache/compile/`. */
+  readonly compileCache: string;
 }
 
 export function fleetPaths(dataPath: string): FleetPaths {
@@ -39,6 +41,7 @@ export function fleetPaths(dataPath: string): FleetPaths {
     run,
     fleetFile: join(run, 'fleet.json'),
     nats: join(dataPath, 'nats'),
+    compileCache: join(dataPath, 'cache', 'compile'),
   });
 }
 

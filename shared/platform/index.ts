@@ -1,8 +1,9 @@
 /**
- * The machine underneath: logging, data locks, deadlines, port probes, clean-up order, start-up phase timing, the embedded SurrealDB, agent tokens, the embedder interface, the concept extractor and a process's CPU and memory from /proc.
+ * The machine underneath: logging, data locks, deadlines, port probes, clean-up order, start-up phase timing, the embedded SurrealDB, agent tokens, the embedder interface, the concept extractor, a process's CPU and memory from /proc, and Node's compile cache.
  */
 export { agentTokenPath, bearerMatches, ensureAgentToken, readAgentToken } from './agent-token.js';
 export { CleanupStack } from './cleanup-stack.js';
+export { compileCacheAvailable, flushCompileCache } from './compile-cache.js';
 export { CompromiseExtractor, type ConceptExtractor, type ExtractedConcept } from './concept-extractor.js';
 export { DataLock, isAlive, readLockPid } from './data-lock.js';
 export { withDeadline } from './deadline.js';

@@ -1,6 +1,8 @@
 import { join } from 'node:path';
 
+import { fleetPaths } from '../../shared/config/fleet-paths.js';
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
+import { compileCacheAvailable } from '../../shared/platform/compile-cache.js';
 import { type AppSpec, IDLE_PROCESS_NODE_ARGS } from '../pm2/process-manager.js';
 
 /**
@@ -14,7 +16,10 @@ export const AGENT_NODE_ARGS: readonly string[] = [...IDLE_PROCESS_NODE_ARGS, '-
  * How pm2 runs a process that is or becomes an agent (`thymos agent`, or a warm spare, which pm2
  * restarts after a crash as the agent it became): the bundled command with `args` (and the
  * fleet's `--config`), waiting for its ready within the start budget, stopped within the agent's
- * shutdown budget, restarted with the fleet's back-off, both output streams to `logFile`.
+ * shutdown budget, restarted with the fleet's back-off, both output streams to `logFile`. Where
+ * Node keeps compiled code on disk (≥ 22.1; pm2 runs agents on the supervisor's own Node), agents
+ * share one compile cache under the data directory, so a start reads the bundle's compiled code
+ * instead of compiling it again.
  */
 export function agentApp(config: ThymosConfig, thymosBin: string, name: string, args: string[], logFile: string): AppSpec {
   return {
@@ -22,6 +27,7 @@ export function agentApp(config: ThymosConfig, thymosBin: string, name: string, 
     script: thymosBin,
     args: config.file ? [...args, '--config', config.file] : args,
     nodeArgs: [...AGENT_NODE_ARGS],
+    ...(compileCacheAvailable() ? { env: { NODE_COMPILE_CACHE: fleetPaths(config.dataPath).compileCache } } : {}),
     cwd: config.file ? join(config.file, '..') : process.cwd(),
     waitReady: true,
     listenTimeoutMs: config.supervisor.start_timeout_ms,

@@ -3,6 +3,7 @@ import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
+import { compileCacheAvailable } from '../../../shared/platform/compile-cache.js';
 import { ProcessManager } from '../../../supervisor/pm2/process-manager.js';
 import { alive, eventually, fleetPids, runThymos, startTestFleet, suiteFleet, type TestFleet } from '../../helpers/fleet.js';
 
@@ -59,6 +60,21 @@ describe('the warm pool', () => {
   after(async () => {
     pm?.disconnect();
     await tf?.dispose();
+  });
+
+  test('spares keep compiled code in one cache under the data directory where Node has one (22.1 and later), and none where it has not', async () => {
+    const cache = join(data, 'cache', 'compile');
+    const [pid] = (await readySpares(pm, data)).values();
+    assert.ok(pid, 'a ready spare');
+    const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+    if (compileCacheAvailable()) {
+      assert.ok(env.includes(`NODE_COMPILE_CACHE=${cache}`), `the spare's environment names the cache: ${env.filter((e) => e.startsWith('NODE_')).join(' ')}`);
+      // A spare writes the cache once it is ready, not only at exit.
+      await eventually(() => (existsSync(cache) && readdirSync(cache, { recursive: true }).length > 1 ? true : undefined), 30_000, 'compiled code in the cache');
+    } else {
+      assert.deepEqual(env.filter((e) => e.startsWith('NODE_COMPILE_CACHE=')), [], `Node ${process.version} has no compile cache to name`);
+      assert.equal(existsSync(cache), false);
+    }
   });
 
   test('a wake takes a spare: pm2, status, url and logs name the agent, it holds only its own files, and it keeps its port', async () => {
