@@ -8,8 +8,8 @@ export function cpuSeconds(pid: number): number {
 }
 
 /** A bare `node` spawned and exited, in ms: the floor any Node process start stands on. */
-export async function bareNodeSpawnMs(): Promise<number> {
+export async function bareNodeSpawnMs(node = process.execPath): Promise<number> {
   const t = performance.now();
-  await new Promise((resolve) => spawn(process.execPath, ['-e', ''], { stdio: 'ignore' }).once('exit', resolve));
+  await new Promise((resolve) => spawn(node, ['-e', ''], { stdio: 'ignore' }).once('exit', resolve));
   return performance.now() - t;
 }

@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 import { agentStartupScenario } from './agent-startup.js';
+import { clientImportScenario } from './client-import.js';
 import { embeddingScenario } from './embedding.js';
 import { eventDeliveryScenario } from './event-delivery.js';
 import { faultsScenario } from './faults.js';
@@ -26,7 +27,7 @@ import { worldLiveScenario } from './world-live.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RESULTS = join(ROOT, 'bench', 'results');
-const SCENARIOS: Scenario[] = [agentStartupScenario, recallScenario, reconcileDecisionScenario, fleetScaleScenario, wakeScenario, wakePoolScenario, wakeManyScenario, eventDeliveryScenario, worldLiveScenario, embeddingScenario, locomoScenario, faultsScenario, fuzzScenario];
+const SCENARIOS: Scenario[] = [agentStartupScenario, clientImportScenario, recallScenario, reconcileDecisionScenario, fleetScaleScenario, wakeScenario, wakePoolScenario, wakeManyScenario, eventDeliveryScenario, worldLiveScenario, embeddingScenario, locomoScenario, faultsScenario, fuzzScenario];
 
 interface StoredResult extends ScenarioResult {
   machine: string;
@@ -53,7 +54,9 @@ function commit(): string {
 /** The headline figures, in the order the summary shows them: scenario, metric pattern, label, goal when the figure has none. */
 const HEADLINES: Array<{ scenario: string; metric: RegExp; label: string; goal?: string }> = [
   { scenario: 'agent-startup', metric: /^spawn → ready/, label: 'Cold start of an agent, spawn → ready, p50 / p95' },
+  { scenario: 'agent-startup', metric: /^cold start p50 \/ p95, Node/, label: 'Cold start' },
   { scenario: 'agent-startup', metric: /^idle agent RSS/, label: 'Idle agent RSS' },
+  { scenario: 'client-import', metric: /^ratio thymos\/client|^processes that mapped/, label: 'Importing thymos/client' },
   { scenario: 'reconcile-decision', metric: /^decision p50, 10,000/, label: 'Reconcile decision at 10,000 agents, p50' },
   { scenario: 'wake', metric: /^one agent Dormant|^a player's step: reconcile|agents Dormant → Active in one|^idle agent PSS|^CPU of/, label: 'Wake' },
   { scenario: 'wake-pool', metric: /^one agent Dormant|^one agent Archived|^a player's step|^50 agents Dormant|^pool: refilling/, label: 'Warm wake (pool of 4)' },
@@ -106,7 +109,7 @@ function render(results: StoredResult[]): string {
 }
 
 async function main(): Promise<void> {
-  const { values, positionals: wanted } = parseArgs({ args: process.argv.slice(2), options: { data: { type: 'string' }, render: { type: 'boolean' } }, allowPositionals: true });
+  const { values, positionals: wanted } = parseArgs({ args: process.argv.slice(2), options: { data: { type: 'string' }, node: { type: 'string' }, render: { type: 'boolean' } }, allowPositionals: true });
   // --render: no scenario runs; docs/benchmarks.md is written again from the stored results.
   const chosen = values.render ? [] : wanted.length === 0 ? SCENARIOS.filter((s) => !s.needsData || values.data) : SCENARIOS.filter((s) => wanted.includes(s.name));
   if (chosen.length === 0 && !values.render) {
@@ -117,7 +120,7 @@ async function main(): Promise<void> {
   const json: unknown[] = [];
   for (const scenario of chosen) {
     process.stdout.write(`running ${scenario.name}…\n`);
-    const { json: machineReadable, ...result } = await scenario.run({ data: values.data });
+    const { json: machineReadable, ...result } = await scenario.run({ data: values.data, node: values.node });
     if (machineReadable !== undefined) json.push(machineReadable);
     const stored: StoredResult = {
       name: scenario.name,

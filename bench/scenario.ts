@@ -18,9 +18,10 @@ export interface ScenarioResult {
   json?: unknown;
 }
 
-/** What `npm run bench` passes on: `--data PATH` for scenarios that read a data set. */
+/** What `npm run bench` passes on: `--data PATH` for scenarios that read a data set, `--node PATH` for a second Node to compare with. */
 export interface ScenarioOptions {
   data?: string | undefined;
+  node?: string | undefined;
 }
 
 export interface Scenario {

@@ -31,6 +31,10 @@ export interface StartAgentOptions {
   /** Resolve on 'ready' (default) or as soon as it is spawned. */
   waitReady?: boolean;
   timeoutMs?: number;
+  /** The Node binary to run it with. @default process.execPath */
+  node?: string;
+  /** Its environment. @default process.env */
+  env?: NodeJS.ProcessEnv;
 }
 
 const running = new Set<ChildProcess>();
@@ -40,7 +44,7 @@ export async function startAgent(options: StartAgentOptions): Promise<AgentChild
   const args = [THYMOS_BIN, 'agent', '--agent-id', options.id, '--port', String(options.port), '--config', options.config];
   if (options.mode) args.push('--mode', options.mode);
   if (options.context) args.push('--context', options.context);
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+  const child = spawn(options.node ?? process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe', 'ipc'], env: options.env ?? process.env });
   running.add(child);
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
