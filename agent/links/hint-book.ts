@@ -1,3 +1,5 @@
+import { LRUCache } from 'lru-cache';
+
 import type { HeardHints } from '../../shared/protocol/heard-hints.js';
 
 /** Texts whose hints are kept at most: a replay hands over 256 at a time, and hints are taken soon after. */
@@ -10,18 +12,18 @@ const ENTRIES_MAX = 1024;
  * with no hint left is simply asked for.
  */
 export class HintBook {
-  readonly #byText = new Map<string, HeardHints>();
+  // Read with peek(): taking a hint must not make its text newer, so a text heard again is
+  // what keeps it, and the oldest heard goes first.
+  readonly #byText = new LRUCache<string, HeardHints>({ max: ENTRIES_MAX });
 
   put(text: string, hints: HeardHints): void {
     if (!hints.concepts && !hints.vector) return;
-    this.#byText.delete(text);
     this.#byText.set(text, { ...hints });
-    if (this.#byText.size > ENTRIES_MAX) this.#byText.delete(this.#byText.keys().next().value!);
   }
 
   /** The concepts found in `text`, if a hint said. */
   takeConcepts(text: string): HeardHints['concepts'] {
-    const hints = this.#byText.get(text);
+    const hints = this.#byText.peek(text);
     const concepts = hints?.concepts;
     if (concepts) this.#drop(text, hints, 'concepts');
     return concepts;
@@ -29,7 +31,7 @@ export class HintBook {
 
   /** The vector of `text` by `model` with `dims` values, if a hint said. */
   takeVector(text: string, model: string, dims: number): Float32Array | undefined {
-    const hints = this.#byText.get(text);
+    const hints = this.#byText.peek(text);
     const vector = hints?.vector;
     if (!vector) return undefined;
     this.#drop(text, hints, 'vector');

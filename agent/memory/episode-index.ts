@@ -1,3 +1,5 @@
+import { LRUCache } from 'lru-cache';
+
 import { entry } from './map-entry.js';
 import { type MemoryRecord, occurredAt } from './memory-record.js';
 
@@ -33,8 +35,8 @@ export class EpisodeIndex {
   #memories = 0;
   /** Term → how many episodes hold it. */
   readonly #holders = new Map<string, number>();
-  /** Thread → its latest episode and the terms counted for it, the least recent thread first. */
-  readonly #open = new Map<string, { episode: string; terms: Set<string> }>();
+  /** Thread → its latest episode and the terms counted for it; the least recent thread leaves first. */
+  readonly #open = new LRUCache<string, { episode: string; terms: Set<string> }>({ max: OPEN_THREADS });
 
   get size(): number {
     return this.#members.size;
@@ -48,10 +50,10 @@ export class EpisodeIndex {
     this.#memories++;
     const thread = m.source.thread!;
     let open = this.#open.get(thread);
-    this.#open.delete(thread);
-    if (open?.episode !== episode) open = { episode, terms: new Set() };
-    this.#open.set(thread, open);
-    if (this.#open.size > OPEN_THREADS) this.#open.delete(this.#open.keys().next().value!);
+    if (open?.episode !== episode) {
+      open = { episode, terms: new Set() };
+      this.#open.set(thread, open);
+    }
     for (const term of terms) {
       if (open.terms.has(term)) continue;
       open.terms.add(term);

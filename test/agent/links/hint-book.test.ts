@@ -34,3 +34,16 @@ test('the book keeps the latest 1,024 texts; nothing is kept for no hints', () =
   assert.equal(book.takeVector('text 0', 'm', 2), undefined);
   assert.deepEqual(Array.from(book.takeVector('text 1099', 'm', 2)!), [1099, 1099]);
 });
+
+test('taking a hint does not keep its text longer; hearing the text again does', () => {
+  const book = new HintBook();
+  book.put('first', { concepts: [{ name: 'Gate', type: 'place' }], vector: vector(0) });
+  book.put('second', { vector: vector(0) });
+  assert.ok(book.takeConcepts('first'), 'first still holds its vector');
+  for (let i = 0; i < 1023; i++) book.put(`text ${i}`, { vector: vector(i) });
+  assert.equal(book.takeVector('first', 'm', 2), undefined, 'first, put first, went first though a hint of it was taken last');
+  book.put('second', { vector: vector(2) });
+  book.put('text 1023', { vector: vector(1023) });
+  assert.deepEqual(Array.from(book.takeVector('second', 'm', 2)!), [2, 2], 'heard again, second is newer than text 0');
+  assert.equal(book.takeVector('text 0', 'm', 2), undefined);
+});
