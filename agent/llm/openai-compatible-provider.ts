@@ -1,5 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 
+import pRetry, { AbortError } from 'p-retry';
+
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { GenerateRequest, GenerateResult, LlmProvider, TokenUsage } from './llm-provider.js';
 
@@ -13,7 +15,7 @@ export interface OpenAiCompatibleOptions {
   maxTokens: number;
   /** A call (all its attempts) is abandoned after this long: TIMEOUT. */
   timeoutMs: number;
-  /** Attempts after the first on 429, 5xx or a refused connection. */
+  /** Attempts after the first on 429 or 5xx; a refused connection or a network failure is not retried (LLM_UNAVAILABLE at once). */
   maxRetries: number;
   /** First backoff; doubles each retry, and a `Retry-After` header wins when shorter than the timeout. @default 500 */
   backoffMs?: number;
@@ -68,28 +70,41 @@ export class OpenAiCompatibleProvider implements LlmProvider {
     };
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: onText ? 'text/event-stream' : 'application/json' };
     if (o.apiKey) headers.authorization = `Bearer ${o.apiKey}`;
-    let backoff = o.backoffMs ?? 500;
-    for (let attempt = 0; ; attempt++) {
-      let response: Response;
-      try {
-        response = await fetch(this.#url, { method: 'POST', headers, body: JSON.stringify(body), signal });
-        if (response.ok) return await (onText ? this.#readStream(response, onText) : this.#readJson(response));
-      } catch (err) {
-        throw this.#failure(err, request.signal, deadline, attempt);
-      }
-      const detail = (await response.text().catch(() => '')).slice(0, 300);
-      const retriable = response.status === 429 || response.status >= 500;
-      if (!retriable || attempt >= o.maxRetries) {
-        throw new ThymosError(ErrorCode.LLM_UNAVAILABLE, `${this.#url} answered ${response.status}${attempt > 0 ? ` after ${attempt + 1} attempts` : ''}: ${detail}`);
-      }
-      const after = Number(response.headers.get('retry-after'));
-      const wait = Number.isFinite(after) && after > 0 ? Math.min(after * 1000, o.timeoutMs) : backoff;
-      backoff *= 2;
-      try {
-        await sleep(wait, undefined, { signal });
-      } catch (err) {
-        throw this.#failure(err, request.signal, deadline, attempt);
-      }
+    const backoff = o.backoffMs ?? 500;
+    let attempt = 0;
+    let retryAfterMs: number | undefined;
+    try {
+      // The wait between attempts is ours (onFailedAttempt, minTimeout 0): p-retry's back-off
+      // cannot follow a Retry-After shorter than itself. No `signal` for p-retry: fetch and the
+      // wait already end on it, and p-retry would also throw away an answer that arrived in full
+      // as the signal fired.
+      return await pRetry(
+        async (n) => {
+          attempt = n - 1;
+          let response: Response;
+          try {
+            response = await fetch(this.#url, { method: 'POST', headers, body: JSON.stringify(body), signal });
+            if (response.ok) return await (onText ? this.#readStream(response, onText) : this.#readJson(response));
+          } catch (err) {
+            throw new AbortError(this.#failure(err, request.signal, deadline, attempt));
+          }
+          const detail = (await response.text().catch(() => '')).slice(0, 300);
+          const failure = new ThymosError(ErrorCode.LLM_UNAVAILABLE, `${this.#url} answered ${response.status}${attempt > 0 ? ` after ${attempt + 1} attempts` : ''}: ${detail}`);
+          if (response.status !== 429 && response.status < 500) throw new AbortError(failure);
+          const after = Number(response.headers.get('retry-after'));
+          retryAfterMs = Number.isFinite(after) && after > 0 ? Math.min(after * 1000, o.timeoutMs) : undefined;
+          throw failure;
+        },
+        {
+          retries: o.maxRetries,
+          minTimeout: 0,
+          onFailedAttempt: async ({ retriesLeft, retriesConsumed }) => {
+            if (retriesLeft > 0) await sleep(retryAfterMs ?? backoff * 2 ** retriesConsumed, undefined, { signal });
+          },
+        },
+      );
+    } catch (err) {
+      throw this.#failure(err, request.signal, deadline, attempt);
     }
   }
 

@@ -1,4 +1,4 @@
-import { setTimeout as sleep } from 'node:timers/promises';
+import pRetry, { AbortError } from 'p-retry';
 
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import type { WorldWatch } from '../../shared/domain/domain-schema.js';
@@ -135,16 +135,37 @@ async function openReaders(parts: FleetLinkParts, names: FleetNames, listeners: 
 
 /** Keeps trying `link` (1 s, doubling to 30 s) until it has succeeded or the agent stops. */
 async function retryUntilDone(link: () => Promise<void>, stopping: () => boolean, logger: Logger): Promise<void> {
-  for (let attempt = 0, wait = 1000; !stopping(); attempt++, wait = Math.min(wait * 2, 30_000)) {
-    try {
-      await link();
+  const stopped = new Error('the agent is stopping');
+  await pRetry(
+    async () => {
+      if (stopping()) throw new AbortError(stopped);
+      await link().catch((err: unknown) => {
+        throw retriable(err);
+      });
       logger.info('world events, inbox and world watches linked');
-      return;
-    } catch (err) {
-      // A server without JetStream fails every time: say so a few times, then rarely.
-      const level = attempt < 3 || attempt % 20 === 0 ? 'warn' : 'debug';
-      logger[level]({ err: (err as Error).message, retry_in_ms: wait }, 'world events still unavailable');
-      await sleep(wait);
-    }
-  }
+    },
+    {
+      retries: Number.POSITIVE_INFINITY,
+      minTimeout: 1000,
+      factor: 2,
+      maxTimeout: 30_000,
+      onFailedAttempt: ({ error, attemptNumber }) => {
+        const attempt = attemptNumber - 1;
+        // A server without JetStream fails every time: say so a few times, then rarely.
+        const level = attempt < 3 || attempt % 20 === 0 ? 'warn' : 'debug';
+        logger[level]({ err: error.message, retry_in_ms: Math.min(1000 * 2 ** attempt, 30_000) }, 'world events still unavailable');
+      },
+    },
+  ).catch((err: unknown) => {
+    if (err !== stopped) throw err;
+  });
+}
+
+/**
+ * p-retry gives up at once on a TypeError or a thrown non-Error, taking it for a bug; linking
+ * is tried again whatever it threw, until it works or the agent stops.
+ */
+function retriable(err: unknown): Error {
+  if (err instanceof Error && !(err instanceof TypeError)) return err;
+  return new Error(err instanceof Error ? err.message : String(err), { cause: err });
 }

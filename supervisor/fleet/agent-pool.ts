@@ -1,5 +1,6 @@
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+
+import pRetry, { AbortError } from 'p-retry';
 
 import { type FleetPaths, Pm2Names } from '../../shared/config/fleet-paths.js';
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
@@ -103,16 +104,29 @@ export class AgentPool {
   }
 
   async #fillLoop(): Promise<void> {
-    let backoff = this.#o.config.supervisor.restart_delay_ms;
-    while (!this.#closed && this.#ready.length + this.#starting < this.size) {
-      await this.#o.quiet();
-      if (this.#closed) return;
-      if (await this.#startOne()) backoff = this.#o.config.supervisor.restart_delay_ms;
-      else {
-        await sleep(backoff);
-        backoff = Math.min(15_000, Math.max(100, backoff * 2));
-      }
+    // A spare that did not start is tried again after restart_delay_ms (at least 100 ms), doubling
+    // up to 15 s; anything else (the pool's quiet wait, pm2 itself) ends the filling.
+    const delay = Math.max(100, this.#o.config.supervisor.restart_delay_ms);
+    while (this.#wanting) {
+      await pRetry(
+        async () => {
+          if (!this.#wanting) return;
+          try {
+            await this.#o.quiet();
+            if (this.#closed || (await this.#startOne())) return;
+          } catch (err) {
+            throw new AbortError(err instanceof Error ? err : String(err));
+          }
+          throw new Error('the spare did not start');
+        },
+        { retries: Number.POSITIVE_INFINITY, minTimeout: delay, factor: 2, maxTimeout: Math.max(15_000, delay) },
+      );
     }
+  }
+
+  /** True while the pool is open and short of spares. */
+  get #wanting(): boolean {
+    return !this.#closed && this.#ready.length + this.#starting < this.size;
   }
 
   /** Starts one spare and waits for its ready; false (and nothing left running) if it exited instead. */

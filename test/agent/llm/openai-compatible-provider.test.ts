@@ -140,6 +140,34 @@ describe('openai-compatible provider against a local chat-completions server', (
     await assert.rejects(provider().generate({ messages: [{ role: 'user', content: 'Hi' }] }), (err: { code?: string; message: string }) => err.code === ErrorCode.LLM_UNAVAILABLE && /answered 400: \{"error":"bad model"\}/.test(err.message));
   });
 
+  test('a Retry-After shorter than the back-off is waited instead, and a 400 after a 503 is not retried', async () => {
+    queue.push(json('{"error":"slow down"}', 503, { 'retry-after': '1' }), json(completion('After a second.')));
+    // Waiting the back-off (60 s) would time the call out (5 s).
+    assert.equal((await provider({ backoffMs: 60_000, timeoutMs: 5000 }).generate({ messages: [{ role: 'user', content: 'Hi' }] })).text, 'After a second.');
+
+    const before = seen.length;
+    queue.push(json('{"error":"down"}', 503), json('{"error":"bad model"}', 400));
+    await assert.rejects(provider().generate({ messages: [{ role: 'user', content: 'Hi' }] }), (err: { code?: string; message: string }) => err.code === ErrorCode.LLM_UNAVAILABLE && /answered 400 after 2 attempts/.test(err.message));
+    assert.equal(seen.length - before, 2);
+  });
+
+  test('the wait between attempts ends with the call: cancelled by the caller, or timed out, and nothing more is sent', async () => {
+    let before = seen.length;
+    queue.push(json('{"error":"down"}', 503));
+    const controller = new AbortController();
+    const call = provider({ backoffMs: 60_000, timeoutMs: 120_000 }).generate({ messages: [{ role: 'user', content: 'Hi' }], signal: controller.signal });
+    const deadline = Date.now() + 5000;
+    while (seen.length === before && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    controller.abort();
+    await assert.rejects(call, (err: { code?: string }) => err.code === ErrorCode.CANCELLED);
+    assert.equal(seen.length - before, 1);
+
+    before = seen.length;
+    queue.push(json('{"error":"down"}', 503));
+    await assert.rejects(provider({ backoffMs: 60_000, timeoutMs: 300 }).generate({ messages: [{ role: 'user', content: 'Hi' }] }), (err: { code?: string }) => err.code === ErrorCode.TIMEOUT);
+    assert.equal(seen.length - before, 1);
+  });
+
   test('a server that hangs times out, and the request is closed', async () => {
     queue.push(() => undefined);
     const started = Date.now();
