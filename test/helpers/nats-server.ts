@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import { withDeadline } from '../../shared/platform/deadline.js';
+import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
 
 /** A real nats-server on a random loopback port, stopped by its pid. */
 export interface TestNatsServer {
@@ -33,9 +34,10 @@ export async function startNatsServer(options: { jetstream?: boolean } = {}): Pr
     while (Date.now() < deadline) {
       if (child.exitCode !== null) throw new Error(`nats-server exited: ${stderr}`);
       const file = readdirSync(dir).find((f) => f.endsWith('.ports'));
-      if (file) {
-        const ports = JSON.parse(readFileSync(join(dir, file), 'utf8')) as { nats: string[] };
-        port = Number(new URL(ports.nats[0]!).port);
+      // nats-server creates the file before it writes it: an empty or partial one is read again.
+      const ports = file ? (parseJsonOrUndefined(readFileSync(join(dir, file), 'utf8')) as { nats?: string[] } | undefined) : undefined;
+      if (ports?.nats?.[0]) {
+        port = Number(new URL(ports.nats[0]).port);
         return;
       }
       await sleep(20);
