@@ -53,8 +53,8 @@ function commit(): string {
 
 /** The headline figures, in the order the summary shows them: scenario, metric pattern, label, goal when the figure has none. */
 const HEADLINES: Array<{ scenario: string; metric: RegExp; label: string; goal?: string }> = [
-  { scenario: 'agent-startup', metric: /^spawn → ready/, label: 'Cold start of an agent, spawn → ready, p50 / p95' },
-  { scenario: 'agent-startup', metric: /^cold start p50 \/ p95, Node/, label: 'Cold start' },
+  { scenario: 'agent-startup', metric: /^spawn → ready|^ratio agent ready \/ bare node \(p50\), Node v20/, label: 'Cold start of an agent' },
+  { scenario: 'agent-startup', metric: /^cold start p50 \/ p95, Node/, label: 'Agent' },
   { scenario: 'agent-startup', metric: /^idle agent RSS/, label: 'Idle agent RSS' },
   { scenario: 'client-import', metric: /^ratio thymos\/client|^processes that mapped/, label: 'Importing thymos/client' },
   { scenario: 'reconcile-decision', metric: /^decision p50, 10,000/, label: 'Reconcile decision at 10,000 agents, p50' },
