@@ -226,9 +226,14 @@ export class RelevanceEvaluator {
 
   /** The highest score among the Pkl rules that match, or undefined when none does. */
   scoreByRules(id: string, global: Record<string, unknown>, properties: Record<string, unknown>): number | undefined {
+    const rules = this.#rulesByAgent.get(id);
+    if (!rules?.length) return undefined;
+    // A rule may test the agent itself (its homeLocation and tags) where its context entry says nothing of them.
+    const def = this.#domain.agents[id];
+    const seen = def ? { homeLocation: def.homeLocation ?? null, tags: def.tags, ...properties } : properties;
     let best: number | undefined;
-    for (const rule of this.#rulesByAgent.get(id) ?? []) {
-      if ((best === undefined || rule.score > best) && matches(rule.condition, global, properties)) best = rule.score;
+    for (const rule of rules) {
+      if ((best === undefined || rule.score > best) && matches(rule.condition, global, seen)) best = rule.score;
     }
     return best;
   }
@@ -247,15 +252,19 @@ function knownProperties(domain: DomainSchema, module: RelevanceModule | undefin
   return { agent, global };
 }
 
+/** Whether a condition holds; a list property (an agent's `tags`) equals each value it holds and is true when not empty. */
 function matches(c: Condition, global: Record<string, unknown>, properties: Record<string, unknown>): boolean {
   const v = properties[c.property];
+  const holds = (x: unknown) => (Array.isArray(v) ? v.includes(x) : v === x);
   switch (c.kind) {
     case 'equals':
-      return v === c.value;
+      return holds(c.value);
     case 'truthy':
-      return Boolean(v);
-    case 'same_as':
-      return v !== undefined && v !== null && v === global[c.global];
+      return Array.isArray(v) ? v.length > 0 : Boolean(v);
+    case 'same_as': {
+      const g = global[c.global];
+      return g !== undefined && g !== null && holds(g);
+    }
     case 'at_most':
       return typeof v === 'number' && v <= c.value;
   }

@@ -34,6 +34,22 @@ describe('RelevanceEvaluator', () => {
     assert.equal((await e.score('old_fenn', c, false)).score, 0.9);
   });
 
+  test("a rule may test the agent itself: its tags (a tag it holds) and its homeLocation, unless its context entry gives them", async () => {
+    const rules: DomainSchema['relevanceRules'] = [
+      { name: 'guards on alarm', condition: { kind: 'equals', property: 'tags', value: 'guard' }, score: 0.8, agents: [] },
+      { name: 'the council meets at home', condition: { kind: 'same_as', property: 'homeLocation', global: 'meeting_place' }, score: 0.7, agents: [] },
+      { name: 'tagged at all', condition: { kind: 'truthy', property: 'tags' }, score: 0.3, agents: [] },
+    ];
+    const e = new RelevanceEvaluator({ domain: { ...domain, relevanceRules: rules }, defaultScore: 0.1 });
+    const home = (id: string) => domain.agents[id]!.homeLocation!;
+    const c = ctx({ global: { meeting_place: home('elder_rowan') }, agents: { tomas_innkeeper: { tags: ['guard'] }, bram_smith: { tags: [] } } });
+    assert.deepEqual(await e.score('captain_lysa', c, false), { score: 0.8, source: 'rules' }, 'tagged guard in the domain');
+    assert.deepEqual(await e.score('tomas_innkeeper', c, false), { score: 0.8, source: 'rules' }, 'the context entry gives its own tags');
+    assert.deepEqual(await e.score('elder_rowan', c, false), { score: 0.7, source: 'rules' }, 'its home is the meeting place');
+    assert.deepEqual(await e.score('mira_herbalist', c, false), { score: 0.3, source: 'rules' }, 'a tag, so truthy; not a guard, not at home');
+    assert.deepEqual(await e.score('bram_smith', c, false), { score: 0.1, source: 'default' }, 'an empty list is not truthy');
+  });
+
   test('an explicit relevance wins over the module, the rules and the agent', async () => {
     const e = new RelevanceEvaluator({ domain, defaultScore: 0.2, module: { evaluate: () => 0.1 }, askAgent: async () => 0.3 });
     assert.deepEqual(await e.score('bram_smith', ctx({ agents: { bram_smith: { relevance: 0.55, in_party: true } } }), true), { score: 0.55, source: 'forced' });
