@@ -10,8 +10,8 @@ export { type AskAgent, RelevanceEvaluator, type RelevanceModule, type Relevance
 export { SupervisorMetrics } from './fleet/supervisor-metrics.js';
 export { downFleet, type DownResult, type LaunchOptions, upFleet, type UpResult } from './pm2/fleet-launcher.js';
 export {
-  ensureNatsServer,
   type EnsuredNatsServer,
+  ensureNatsServer,
   type EnsureNatsServerOptions,
   findNatsServer,
   type HostFacts,
