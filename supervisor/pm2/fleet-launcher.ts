@@ -52,7 +52,13 @@ export async function upFleet(config: ThymosConfig, options: LaunchOptions = {})
   for (const w of warnings) (options.onWarning ?? ((x: FleetWarning) => step(`warning: ${x.message}`)))(w);
   const natsBinary = config.nats.url ? undefined : findNatsServer();
   const bin = thymosBinPath();
-  for (const dir of [paths.data, paths.logs, paths.run]) mkdirSync(dir, { recursive: true });
+  for (const dir of [paths.data, paths.logs, paths.run]) {
+    try {
+      mkdirSync(dir, { recursive: true });
+    } catch (err) {
+      throw new ThymosError(ErrorCode.WRITE_FAILED, `cannot create ${dir} (data_dir${config.file ? ` of ${config.file}` : ''}): ${(err as Error).message}`, { cause: err });
+    }
+  }
   const daemonPid = readLockPid(join(paths.pm2Home, 'pm2.pid'));
   const daemonWasUp = daemonPid !== undefined && isAlive(daemonPid);
   const pm = await ProcessManager.connect(paths.pm2Home);

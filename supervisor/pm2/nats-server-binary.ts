@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
-import { accessSync, constants, existsSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { delimiter, isAbsolute, join } from 'node:path';
 
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 
@@ -23,7 +23,9 @@ export interface HostFacts {
  * plain user's PATH often lacks, so /usr/sbin is searched after PATH.
  */
 export function hostFacts(env: NodeJS.ProcessEnv = process.env): HostFacts {
-  const path = (env.PATH ?? '').split(delimiter).filter(Boolean);
+  // Relative entries (`.`, an empty one) are skipped, as Go's exec.LookPath does: a nats-server
+  // in whatever folder the command runs from is not the one to run.
+  const path = (env.PATH ?? '').split(delimiter).filter((dir) => isAbsolute(dir));
   return {
     platform: process.platform,
     root: process.getuid?.() === 0,
@@ -39,13 +41,14 @@ export function natsServerInstallCommand(host: HostFacts): string | undefined {
   return undefined;
 }
 
-/** The nats-server binary in the host's directories, or undefined. */
+/** The nats-server binary (an executable file, by its absolute path) in the host's directories, or undefined. */
 export function locateNatsServer(host: HostFacts = hostFacts()): string | undefined {
   for (const dir of host.dirs) {
+    if (!isAbsolute(dir)) continue;
     const candidate = join(dir, 'nats-server');
     try {
       accessSync(candidate, constants.X_OK);
-      return candidate;
+      if (statSync(candidate).isFile()) return candidate;
     } catch {
       // not here
     }
@@ -74,7 +77,7 @@ export function findNatsServer(host: HostFacts = hostFacts()): string {
 }
 
 export interface EnsureNatsServerOptions {
-  /** Called with each line to show: what is installed, before it is. */
+  /** Called with each line to show: what is installed, before it is. @default a line on stderr */
   onStep?: (line: string) => void;
   host?: HostFacts;
 }
@@ -87,32 +90,45 @@ export interface EnsuredNatsServer {
 
 /**
  * Finds nats-server, installing Debian's package first when it is missing and this process
- * may install it (Linux, apt, root). It says what it installs before it does, and installs
- * nothing when the binary is there, so a second run only finds it. Where it cannot install
- * (not root, no apt, macOS) it installs nothing and fails with NATS_SERVER_MISSING naming
- * the command to run; apt-get either installs the package or leaves the system as it was.
+ * may install it (Linux, apt, root). It says what it installs, and what the package brings,
+ * before it does; it installs nothing when the binary is there, so a second run only finds
+ * it. Where it cannot install (not root, no apt, macOS) it installs nothing and fails with
+ * NATS_SERVER_MISSING naming the command to run. A failed apt-get is NATS_SERVER_MISSING with
+ * apt-get's own last line; apt-get and dpkg leave the package either installed or not (an
+ * interrupted dpkg asks for `dpkg --configure -a`, as apt-get then says).
  */
 export async function ensureNatsServer(options: EnsureNatsServerOptions = {}): Promise<EnsuredNatsServer> {
   const host = options.host ?? hostFacts();
   const found = locateNatsServer(host);
   if (found !== undefined) return { path: found, installed: false };
   if (!(host.platform === 'linux' && host.apt && host.root)) throw missing(host);
-  const step = options.onStep ?? (() => undefined);
-  step('nats-server is not installed: installing the Debian package nats-server (apt-get update, apt-get install -y nats-server)');
+  const step = options.onStep ?? ((line: string) => void process.stderr.write(`${line}\n`));
+  step(
+    'nats-server is not installed: installing Debian\'s package (apt-get update; apt-get install -y --no-install-recommends nats-server). ' +
+      "The package also adds a system user 'nats' and a nats-server.service that systemd starts on 127.0.0.1:4222; Thymos runs its own nats-server under pm2 and does not use it (systemctl disable --now nats-server stops it)",
+  );
   await aptGet(['update', '-qq'], host);
-  await aptGet(['install', '-y', '-qq', 'nats-server'], host);
+  await aptGet(['install', '-y', '-qq', '--no-install-recommends', 'nats-server'], host);
   const path = locateNatsServer(host);
   if (path === undefined) throw missing(host, 'apt-get installed the nats-server package but no nats-server binary is in the searched directories');
   step(`installed ${path}`);
   return { path, installed: true };
 }
 
+/**
+ * Runs apt-get as root with an environment of its own: the caller's PATH (npm puts every
+ * node_modules/.bin first) must not choose what the package's scripts run, nor APT_CONFIG,
+ * LD_PRELOAD or DPKG_* change what gets installed.
+ */
 function aptGet(args: string[], host: HostFacts): Promise<void> {
+  const env = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', DEBIAN_FRONTEND: 'noninteractive', LC_ALL: 'C' };
   return new Promise((resolve, reject) => {
-    execFile('/usr/bin/apt-get', args, { env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }, maxBuffer: 16 * 1024 * 1024 }, (err, _stdout, stderr) => {
+    execFile('/usr/bin/apt-get', args, { env, maxBuffer: 16 * 1024 * 1024 }, (err, _stdout, stderr) => {
       if (!err) return resolve();
-      const last = stderr.trim().split('\n').filter(Boolean).at(-1) ?? err.message.split('\n')[0];
-      reject(missing(host, `apt-get ${args.filter((a) => !a.startsWith('-')).join(' ')} failed (${last})`));
+      const what = `apt-get ${args.filter((a) => !a.startsWith('-')).join(' ')}`;
+      const last = stderr.trim().split('\n').filter(Boolean).at(-1);
+      const how = err.signal ? `was stopped by ${err.signal}` : `failed${typeof err.code === 'number' ? ` (exit ${err.code})` : ''}`;
+      reject(missing(host, `${what} ${how}${last ? `: ${last}` : ''}`));
     });
   });
 }
