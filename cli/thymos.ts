@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { ErrorCode, ThymosError, toThymosError } from '../shared/errors/errors.js';
-import { ExitCode, exitCodeFor } from '../shared/errors/exit-codes.js';
+import { ExitCode } from '../shared/errors/exit-codes.js';
+import { exitWithError } from '../shared/errors/exit-with-error.js';
 import { commandHelp, commandNamed, COMMANDS, globalHelp, suggest } from './command-book.js';
 
 type FleetCommands = typeof import('./fleet-commands.js');
@@ -100,9 +101,5 @@ main(process.argv.slice(2)).then(
     // A long-running command (agent) returns -1 and exits on its own later.
     if (code >= 0) process.exit(code);
   },
-  (err: unknown) => {
-    const e = withOptionSuggestion(toThymosError(err), process.argv[2]);
-    process.stderr.write(`thymos: ${e.code}: ${e.message}\n`);
-    process.exit(exitCodeFor(e.code));
-  },
+  (err: unknown) => exitWithError(withOptionSuggestion(toThymosError(err), process.argv[2])),
 );
