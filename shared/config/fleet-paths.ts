@@ -24,7 +24,7 @@ export interface FleetPaths {
   readonly fleetFile: string;
   /** JetStream storage of a managed nats-server. */
   readonly nats: string;
-  /** Node's compile cache for agents and spares, where Node has one (≥ 22.1): `cache/compile/`. */
+  /** Node's compile cache for agents and spares, where Node has one (≥ 22.10): `cache/compile/`. */
   readonly compileCache: string;
 }
 

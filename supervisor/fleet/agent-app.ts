@@ -17,7 +17,7 @@ export const AGENT_NODE_ARGS: readonly string[] = [...IDLE_PROCESS_NODE_ARGS, '-
  * restarts after a crash as the agent it became): the bundled command with `args` (and the
  * fleet's `--config`), waiting for its ready within the start budget, stopped within the agent's
  * shutdown budget, restarted with the fleet's back-off, both output streams to `logFile`. Where
- * Node keeps compiled code on disk (≥ 22.1; pm2 runs agents on the supervisor's own Node), agents
+ * Node keeps compiled code on disk (≥ 22.10; pm2 runs agents on the supervisor's own Node), agents
  * share one compile cache under the data directory, so a start reads the bundle's compiled code
  * instead of compiling it again.
  */

@@ -62,7 +62,7 @@ describe('the warm pool', () => {
     await tf?.dispose();
   });
 
-  test('spares keep compiled code in one cache under the data directory where Node has one (22.1 and later), and none where it has not', async () => {
+  test('spares keep compiled code in one cache under the data directory where Node has one (22.10 and later), and none where it has not', async () => {
     const cache = join(data, 'cache', 'compile');
     const [pid] = (await readySpares(pm, data)).values();
     assert.ok(pid, 'a ready spare');
