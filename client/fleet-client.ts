@@ -18,6 +18,9 @@ import { parseReconcileContext, type ReconcileContextInput } from '../shared/pro
 import type { FleetStatus, ProgressMessage, ReconcileReport, SupervisorResultSchemas, TransitionRecord } from '../shared/protocol/supervisor-protocol.js';
 import { parseWorldEvent, type WorldEventInput } from '../shared/protocol/world-event.js';
 
+/** An MCP client connected to one running agent (the SDK's own `Client`): `callTool`, `readResource`, `listTools`… */
+export type AgentClient = Client;
+
 export interface ConnectOptions {
   /** How long to wait for NATS before failing with FLEET_NOT_RUNNING. @default 3000 */
   connectTimeoutMs?: number;
@@ -63,7 +66,7 @@ export interface Fleet {
    * An MCP client connected to a running agent (cached until `close()`). Fails with
    * AGENT_NOT_ACTIVE when the agent is Dormant or Archived.
    */
-  agent(id: string): Promise<Client>;
+  agent(id: string): Promise<AgentClient>;
   /** A running agent's MCP address (what `thymos url ID` prints), port and pid; AGENT_NOT_ACTIVE if it does not run. */
   agentUrl(id: string): Promise<{ url: string; port: number; pid: number | null }>;
   close(): Promise<void>;

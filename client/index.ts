@@ -1,12 +1,12 @@
 /**
  * `thymos/client`: what a game loop or a job loop needs to drive a running fleet — connect,
- * reconcile, publish, an MCP client per agent, the world store, status — and the types and
- * errors of those calls. It loads neither SurrealDB nor pm2 nor the MCP server side (the
+ * reconcile, publish, an MCP client per agent, the world store, status — the config and the
+ * domain schema a loop reads, and the types and errors of those calls. It loads neither SurrealDB nor pm2 nor the MCP server side (the
  * architecture test holds it to that); `upFleet`/`downFleet` come from `thymos` or
  * `thymos/supervisor`.
  */
 export { loadConfig, type ThymosConfig } from '../shared/config/thymos-config.js';
-export { type LifecycleState } from '../shared/domain/domain-schema.js';
+export { type AgentDefinition, type DomainSchema, type LifecycleState, loadDomainSchema } from '../shared/domain/domain-schema.js';
 export { type WorldFilterInput } from '../shared/domain/world-schema.js';
 export { ErrorCode, type ErrorLocation, isThymosError, ThymosError, type WireError } from '../shared/errors/errors.js';
 export { ExitCode, exitCodeFor } from '../shared/errors/exit-codes.js';
@@ -25,4 +25,4 @@ export {
 } from '../shared/protocol/supervisor-protocol.js';
 export { type WorldEventInput } from '../shared/protocol/world-event.js';
 export { type WorldChange, type WorldQueryInput, type WorldRow } from '../shared/protocol/world-protocol.js';
-export { connect, type ConnectOptions, type Fleet, type OperationOptions } from './fleet-client.js';
+export { type AgentClient, connect, type ConnectOptions, type Fleet, type OperationOptions } from './fleet-client.js';

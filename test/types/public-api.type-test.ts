@@ -17,6 +17,7 @@ type Values<M> = { [K in keyof M]: M[K] extends abstract new (...args: never[]) 
 expectTypeOf<Values<typeof ClientEntry>>().toEqualTypeOf<
   | 'connect'
   | 'loadConfig'
+  | 'loadDomainSchema'
   | 'ErrorCode'
   | 'isThymosError'
   | 'ThymosError'
@@ -45,7 +46,10 @@ expectTypeOf<Fleet['publish']>().toEqualTypeOf<(event: ClientEntry.WorldEventInp
 expectTypeOf<Fleet['world']>().toEqualTypeOf<ClientEntry.WorldClient>();
 expectTypeOf<Fleet['history']>().toEqualTypeOf<(id: string, limit?: number) => Promise<ClientEntry.TransitionRecord[]>>();
 expectTypeOf<Fleet['decisions']>().toEqualTypeOf<(onDecision: (decision: ClientEntry.EventDecision) => void, options?: { agent?: string }) => { close(): void }>();
-expectTypeOf<Fleet['agent']>().toEqualTypeOf<(id: string) => Promise<Client>>();
+expectTypeOf<Fleet['agent']>().toEqualTypeOf<(id: string) => Promise<ClientEntry.AgentClient>>();
+expectTypeOf<ClientEntry.AgentClient>().toEqualTypeOf<Client>();
+expectTypeOf<typeof ClientEntry.loadDomainSchema>().returns.toEqualTypeOf<Promise<ClientEntry.DomainSchema>>();
+expectTypeOf<ClientEntry.DomainSchema['agents'][string]>().toEqualTypeOf<ClientEntry.AgentDefinition>();
 expectTypeOf<Fleet['agentUrl']>().toEqualTypeOf<(id: string) => Promise<{ url: string; port: number; pid: number | null }>>();
 expectTypeOf<ClientEntry.OperationOptions>().toEqualTypeOf<{ onProgress?: (p: ClientEntry.ProgressMessage) => void }>();
 
@@ -102,7 +106,6 @@ expectTypeOf<Values<typeof Root>>().toEqualTypeOf<
   | 'DEFAULT_FLEET_NAMES'
   | 'DomainSchemaSchema'
   | 'FleetNames'
-  | 'loadDomainSchema'
   | 'ThymosConfigSchema'
   | 'downFleet'
   | 'upFleet'
