@@ -17,6 +17,7 @@ export function registerDialogueTools(ctx: ToolContext): void {
         speaker: z.string().min(1).max(SPEAKER_MAX).optional().describe('Who is speaking; names the conversation thread. Default "stranger".'),
       },
       outputSchema: {
+        greeting: z.string().optional().describe("The persona's greeting, when this line opened the conversation with the speaker."),
         reply: z.string(),
         grounding: z.array(HitOutSchema),
         emotional_tone: z.string().optional(),
@@ -30,8 +31,9 @@ export function registerDialogueTools(ctx: ToolContext): void {
       guard(async () => {
         const result = await runtime.talk({ message, speaker: speaker ?? 'stranger', client: samplingClient(server, extra) });
         return {
-          content: [{ type: 'text', text: result.reply }],
+          content: [{ type: 'text', text: result.greeting !== undefined ? `${result.greeting}\n${result.reply}` : result.reply }],
           structuredContent: {
+            ...(result.greeting !== undefined ? { greeting: result.greeting } : {}),
             reply: result.reply,
             grounding: result.grounding.map(hitOut),
             ...(result.tone !== undefined ? { emotional_tone: result.tone } : {}),

@@ -20,6 +20,8 @@ export interface TalkRequest {
 
 /** What the agent answers, with the memories it drew on. */
 export interface TalkReply {
+  /** The persona's greeting, when this talk opened the conversation with its speaker. */
+  greeting?: string;
   reply: string;
   /** Memories recall found for the message and the reply used. */
   grounding: RecallHit[];

@@ -12,6 +12,8 @@ import { buildContext, contextBlocks, type ContextPacket } from './context-packe
 
 /** Facts an agent took from a conversation. */
 const LEARNED_TAG = 'learned';
+/** The persona's greeting, said when a conversation opens. */
+const GREETING_TAG = 'greeting';
 const GROUNDING = 5;
 
 /** What was said to the agent, as it is remembered. */
@@ -42,7 +44,9 @@ export async function groundingFor(ctx: AgentBehaviorContext, request: TalkReque
  * `{message, emotional_tone, actions, state_changes, learned}`. The offline composer is
  * briefed with what recall finds for the message.
  *
- * The conversation is an append-only thread per speaker: the heard line, then the reply with
+ * The conversation is an append-only thread per speaker. The first talk with a speaker opens it
+ * with the persona's `greeting`, when it has one (a turn of the agent's, and `greeting` in the
+ * reply). Then each exchange: the heard line, then the reply with
  * the model that wrote it and the memories it drew on (`derived_from`). Each learned fact
  * becomes a memory of its own that points to the turn it was told in.
  */
@@ -57,6 +61,8 @@ export class DialogueBehavior implements AgentBehavior {
     for (const turn of packet.items) {
       if (turn.thread !== undefined && turn.content !== echo) messages.push({ role: turn.by === ctx.id ? 'assistant' : 'user', content: turn.content });
     }
+    const greeting = openingGreeting(ctx, request.speaker);
+    if (greeting !== undefined) messages.push({ role: 'assistant', content: greeting });
     messages.push({ role: 'user', content: `${request.speaker}: ${request.message}` });
     const brief = { task: 'dialogue' as const, persona: ctx.definition.persona, speaker: request.speaker, message: request.message, memories };
     // A model that answers in prose even after a repair is still heard: its text is the reply.
@@ -66,8 +72,10 @@ export class DialogueBehavior implements AgentBehavior {
     });
     const model = provider.kind === 'offline' ? 'offline' : `${provider.kind}:${result.model}`;
     ctx.feel(value.emotional_tone, value.state_changes);
-    await ctx.rememberAll(exchange(ctx.id, request, value, grounding, model));
+    // One write: a talk that fails stores nothing, so the next one opens the conversation again.
+    await ctx.rememberAll([...(greeting !== undefined ? [greetingTurn(ctx.id, request.speaker, greeting)] : []), ...exchange(ctx.id, request, value, grounding, model)]);
     return {
+      ...(greeting !== undefined ? { greeting } : {}),
       reply: value.message,
       grounding,
       tone: value.emotional_tone,
@@ -77,6 +85,20 @@ export class DialogueBehavior implements AgentBehavior {
       model,
     };
   }
+}
+
+/**
+ * The persona's greeting when this talk opens the conversation with `speaker` (its thread has
+ * no turn yet), else undefined: a speaker is greeted once, not at every line.
+ */
+function openingGreeting(ctx: AgentBehaviorContext, speaker: string): string | undefined {
+  const greeting = ctx.definition.persona.greeting;
+  return greeting && ctx.recentTurns(speaker, 1).length === 0 ? greeting : undefined;
+}
+
+/** The greeting as the conversation's first turn, said by the agent. */
+function greetingTurn(self: string, speaker: string, greeting: string): NewMemory {
+  return { content: `I told ${speaker}: ${greeting}`, tags: ['dialogue', SAID_TAG, GREETING_TAG], importance: 0.1, source: { kind: 'dialogue', by: self, thread: speaker } };
 }
 
 /** The turns of one exchange, in order, and the facts learned from it. */

@@ -92,6 +92,9 @@ describe('dialogue through an openai-compatible model', () => {
     assert.match(system.content, /measured, archaic/);
     assert.match(system.content, /- The miller hid the silver coins under the old bridge \(strength [01](\.\d+)?\)/);
     assert.equal(chat.messages.at(-1)!.content, 'player: Where did the miller hide the silver coins?');
+    // The line opened the conversation: the model was told the elder had greeted the player, and the reply carries it.
+    assert.deepEqual(chat.messages.at(-2), { role: 'assistant', content: 'Well met, traveller. Sit, and speak plainly.' });
+    assert.equal(reply.structuredContent!.greeting, 'Well met, traveller. Sit, and speak plainly.');
     assert.deepEqual(chat.response_format, { type: 'json_object' });
 
     const state = (await call('get_elder_rowan_state', {})).structuredContent!;
@@ -115,9 +118,9 @@ describe('dialogue through an openai-compatible model', () => {
     assert.ok(packet.used_tokens > 0 && packet.used_tokens <= packet.budget_tokens);
     const fact = packet.items.find((i) => /silver coins under the old bridge/.test(i.content));
     assert.equal(fact?.tier, 'facts');
-    // The exchange of the first test is the player's conversation: its turns come in as turns, in order.
+    // The exchange of the first test is the player's conversation: its turns come in as turns, in order, the greeting first.
     const turns = packet.items.filter((i) => i.thread === 'player').map((i) => i.content);
-    assert.ok(turns.length >= 2 && /player said to me/.test(turns[0]!), JSON.stringify(turns));
+    assert.ok(turns.length >= 3 && /^I told player: Well met, traveller/.test(turns[0]!) && /player said to me/.test(turns[1]!), JSON.stringify(turns));
     // What the model was given in that first exchange carried the same fact under the packet's heading.
     assert.match(requests[0]!.messages[0]!.content, /What you know \(strength 0\.\.1, weaker is hazier\):\n- The miller hid/);
     const reasoning = (await call('context', { message: 'Thieves were seen at the old bridge', use: 'reasoning' })).structuredContent as { use: string; items: Array<{ thread?: string }> };

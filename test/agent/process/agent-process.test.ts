@@ -127,10 +127,12 @@ describe('agent process', () => {
       const before = (await call(client, 'get_elder_rowan_state')).structuredContent as { memory_count: number; conversations: number };
       const result = await call(client, 'talk_to_elder_rowan', { message: 'Tell me about the dragon and the mill', speaker: 'player' });
       assert.equal(result.isError, undefined, text(result));
-      assert.match(text(result), /^Hmm\. Let me think on that\./);
+      // The first line to the player opens the conversation: his greeting, then the reply.
+      assert.equal(result.structuredContent?.greeting, 'Well met, traveller. Sit, and speak plainly.');
+      assert.match(text(result), /^Well met, traveller\. Sit, and speak plainly\.\nHmm\. Let me think on that\./);
       assert.match(text(result), /A dragon burned the mill at dawn/);
       const after = (await call(client, 'get_elder_rowan_state')).structuredContent as { memory_count: number; conversations: number };
-      assert.equal(after.memory_count, before.memory_count + 2);
+      assert.equal(after.memory_count, before.memory_count + 3, 'the greeting, the heard line and the reply');
       assert.equal(after.conversations, before.conversations + 1);
       const memories = JSON.parse(((await client.readResource({ uri: 'agent://elder_rowan/memories' })).contents[0] as { text: string }).text) as Array<{ content: string; source: { thread?: string } }>;
       assert.ok(memories.some((m) => m.content === 'player said to me: Tell me about the dragon and the mill' && m.source.thread === 'player'));

@@ -33,7 +33,7 @@ function writeWorld(dir: string): string {
     `amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}
 agents {
   ["warden"] {
-    persona { name = "Warden Hale"; traits { "disciplined"; "suspicious" }; speechStyle = "clipped, military" }
+    persona { name = "Warden Hale"; traits { "disciplined"; "suspicious" }; speechStyle = "clipped, military"; greeting = "Halt. State your business." }
     tags { "guard" }
     goals { "keep the village safe" }
     actions { "raise the alarm"; "send a patrol to the north road"; "carry on with the watch" }
@@ -95,6 +95,9 @@ describe('offline dialogue and reasoning', () => {
     const asked = await call(client, 'talk_to_warden', { message: 'Warden, what comes down the north road in winter?', speaker: 'player' });
     assert.equal(asked.isError, undefined, JSON.stringify(asked));
     const out = asked.structuredContent!;
+    // The first line to the player opens the conversation: the persona's greeting comes first, once.
+    assert.equal(out.greeting, 'Halt. State your business.');
+    assert.equal(asked.content[0]!.text, `Halt. State your business.\n${String(out.reply)}`);
     // Disciplined opener, the fact recall found, and a clipped style: one fact, the military closer.
     assert.equal(out.reply, 'Report, then. I recall this: Wolves come down the north road in a hard winter. That is all.');
     assert.equal(out.emotional_tone, 'stern');
@@ -103,6 +106,7 @@ describe('offline dialogue and reasoning', () => {
 
     const told = await call(client, 'talk_to_warden', { message: 'Warden, the east gate hinge is broken. Can you send a smith?', speaker: 'player' });
     assert.deepEqual(told.structuredContent!.learned, ['player told me: the east gate hinge is broken.']);
+    assert.equal(told.structuredContent!.greeting, undefined, 'the player was greeted already');
 
     const memories = await memoriesOf(client, 'warden');
     const learned = memories.find((m) => m.tags.includes('learned'))!;
@@ -115,15 +119,17 @@ describe('offline dialogue and reasoning', () => {
     const thread = ((await call(client, 'conversation', { speaker: 'player' })).structuredContent!.turns as Memory[]);
     assert.deepEqual(
       thread.map((m) => m.source.by),
-      ['player', 'warden', 'player', 'warden'],
+      ['warden', 'player', 'warden', 'player', 'warden'],
     );
-    const firstReply = thread[1]!;
+    assert.equal(thread[0]!.content, 'I told player: Halt. State your business.');
+    const firstReply = thread[2]!;
     assert.equal(firstReply.source.model, 'offline');
     const knowledge = memories.find((m) => m.source.kind === 'knowledge')!;
     assert.deepEqual(firstReply.derived_from, [knowledge.id]);
 
     // Asked later, the learned fact grounds the answer, and the line it came from is not repeated beside it.
     const later = await call(client, 'talk_to_warden', { message: 'What is broken at the east gate?', speaker: 'captain' });
+    assert.equal(later.structuredContent!.greeting, 'Halt. State your business.', 'a new speaker opens a conversation of their own');
     assert.match(later.structuredContent!.reply as string, /player told me: the east gate hinge is broken\./);
     assert.doesNotMatch(later.structuredContent!.reply as string, /player said to me/);
 
