@@ -1,11 +1,12 @@
 import { type ConsumerMessages, jetstream, type JsMsg } from '@nats-io/jetstream';
-import { createInbox, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import { ErrorCode, isThymosError, ThymosError } from '../../shared/errors/errors.js';
+import { codedRequest } from '../../shared/nats/coded-request.js';
+import { serveCoded } from '../../shared/nats/coded-responder.js';
 import { sendAgentMessage } from '../../shared/nats/event-stream.js';
-import { withDeadline } from '../../shared/platform/deadline.js';
 import type { Logger } from '../../shared/platform/logger.js';
-import { type AgentMessage, AgentMessageSchema, newMessage } from '../../shared/protocol/agent-message.js';
+import { type AgentMessage, AgentMessageSchema, AskReplySchema, newMessage } from '../../shared/protocol/agent-message.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
 import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
 import { QUESTION_TAG } from '../consolidation/claims.js';
@@ -16,9 +17,15 @@ import { readForever, readPending } from './durable-consumer.js';
 /**
  * An agent's inbox: its durable consumer on `<fleet>.agent.<id>.inbox`. Messages wait there
  * while the agent is stopped and are taken in order when it wakes. A `tell` and an `answer`
- * become memories; an `ask` is answered in character when the agent is active (the answer
- * goes to the asker's inbox, and live to an asker still waiting). A message's memory id comes
- * from the message id, so a redelivery is remembered once.
+ * become memories; an `ask` is answered in character when the agent is active, into the
+ * asker's inbox.
+ *
+ * A question to a running agent goes live too: a coded request on `<fleet>.agent.<id>.ask`,
+ * answered with the answer or at once with the code of what stopped it (AGENT_NOT_ACTIVE, the
+ * talk's own error). Nobody answering there means the agent is not running: the question then
+ * waits in its inbox. A message's memory id comes from the message id, and an answer's id from
+ * the question's, so a question heard twice (live, then redelivered) is remembered once and
+ * its answer stored once by the asker.
  */
 const BATCH = 64;
 
@@ -28,6 +35,7 @@ export class AgentInbox implements Messenger {
   readonly #logger: Logger;
   #nc: NatsConnection | undefined;
   #messages: ConsumerMessages | undefined;
+  #asks: Subscription | undefined;
   #closed = false;
 
   constructor(runtime: Conversing, names: FleetNames, logger: Logger) {
@@ -36,9 +44,10 @@ export class AgentInbox implements Messenger {
     this.#logger = logger;
   }
 
-  /** Takes every waiting message, then listens. The consumer must exist (the event listener creates both). */
+  /** Answers questions live, takes every waiting message, then listens. The consumer must exist (the event listener creates both). */
   async open(nc: NatsConnection): Promise<number> {
     this.#nc = nc;
+    this.#asks = serveCoded(nc, { subject: this.#names.agentAsk(this.#runtime.id), schema: AgentMessageSchema, handle: async (msg) => ({ answer: await this.#answerLive(msg) }) }, this.#logger);
     const consumer = await jetstream(nc).consumers.get(this.#names.inboxStream, this.#names.inboxConsumer(this.#runtime.id));
     const taken = await readPending(consumer, BATCH, async (msgs) => {
       for (const m of msgs) await this.#take(m);
@@ -48,12 +57,13 @@ export class AgentInbox implements Messenger {
       for (const m of msgs) await this.#take(m).catch((err: unknown) => this.#logger.error({ err, seq: m.seq }, 'inbox message not handled; it will be redelivered'));
     };
     this.#messages = await readForever(consumer, BATCH, takeEach, this.#logger, 'inbox message');
-    if (this.#closed) await this.#messages.close().catch(() => undefined);
+    if (this.#closed) await this.close();
     return taken;
   }
 
   async close(): Promise<void> {
     this.#closed = true;
+    this.#asks?.unsubscribe();
     await this.#messages?.close().catch(() => undefined);
   }
 
@@ -65,21 +75,21 @@ export class AgentInbox implements Messenger {
 
   async ask(to: string, question: string, timeoutMs: number): Promise<AgentMessage | undefined> {
     const nc = this.#connection();
-    const replySubject = createInbox();
-    const sub = nc.subscribe(replySubject, { max: 1 });
-    const first = (async () => {
-      for await (const m of sub) return m.string();
-      return undefined;
-    })();
+    const message = newMessage({ from: this.#runtime.id, to, kind: 'ask', text: question });
     try {
-      await sendAgentMessage(nc, newMessage({ from: this.#runtime.id, to, kind: 'ask', text: question, reply_subject: replySubject }), this.#names);
-      const text = await withDeadline(first, timeoutMs, () => undefined);
-      if (text === undefined) return undefined;
-      const raw = parseJsonOrUndefined(text) as { error?: { code: ErrorCode; message: string } } | undefined;
-      if (raw?.error) throw new ThymosError(raw.error.code, raw.error.message);
-      return AgentMessageSchema.parse(raw);
-    } finally {
-      sub.unsubscribe();
+      const { answer } = await codedRequest(nc, this.#names.agentAsk(to), message, AskReplySchema, {
+        timeoutMs,
+        errorPrefix: `${to}: `,
+        unanswered: (why, err) => new ThymosError(ErrorCode.TIMEOUT, `${to} did not answer within ${timeoutMs} ms`, { cause: err, details: { unanswered: why } }),
+      });
+      return answer;
+    } catch (err) {
+      const why = isThymosError(err, ErrorCode.TIMEOUT) ? err.details?.unanswered : undefined;
+      // Not running: the question waits in its inbox and is answered when the agent wakes.
+      if (why === 'no-responders') await sendAgentMessage(nc, message, this.#names);
+      // Running but slow: it still answers, into this agent's inbox.
+      if (why !== undefined) return undefined;
+      throw err;
     }
   }
 
@@ -96,27 +106,40 @@ export class AgentInbox implements Messenger {
       return;
     }
     const msg = parsed.data;
-    const memoryId = `msg-${msg.id}`;
-    const source = { kind: 'message', by: msg.from, thread: msg.from };
-    if (msg.kind === 'ask' && !this.#runtime.hasMemory(memoryId)) await this.#answer(msg);
-    const content =
-      msg.kind === 'tell' ? `${msg.from} told me: ${msg.text}` : msg.kind === 'answer' ? `${msg.from} answered me: ${msg.text}` : `${msg.from} asked me: ${msg.text}`;
-    const tags = ['message', msg.kind, ...(msg.kind === 'ask' && onlyAsks(msg.text) ? [QUESTION_TAG] : [])];
-    await this.#runtime.hear([{ id: memoryId, content, tags, importance: 0.5, source }]);
+    if (msg.kind === 'ask' && !this.#runtime.hasMemory(memoryIdOf(msg)) && this.#runtime.getState().mode === 'active') await this.#answer(msg);
+    await this.#hear(msg);
     m.ack();
   }
 
-  async #answer(msg: AgentMessage): Promise<void> {
-    const nc = this.#connection();
-    if (this.#runtime.getState().mode !== 'active') {
-      if (msg.reply_subject) {
-        nc.publish(msg.reply_subject, JSON.stringify({ error: { code: ErrorCode.AGENT_NOT_ACTIVE, message: `${this.#runtime.id} is listening and does not answer now` } }));
-      }
-      return;
+  /** A question asked live: remembered, then answered, or refused with the code of what stopped it. */
+  async #answerLive(msg: AgentMessage): Promise<AgentMessage> {
+    if (msg.kind !== 'ask' || msg.to !== this.#runtime.id) {
+      throw new ThymosError(ErrorCode.INVALID_INPUT, `${this.#names.agentAsk(this.#runtime.id)}: expected a question (kind "ask") to ${this.#runtime.id}`);
     }
+    const answered = this.#runtime.hasMemory(memoryIdOf(msg));
+    await this.#hear(msg);
+    if (this.#runtime.getState().mode !== 'active') throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.#runtime.id} is listening and does not answer now`);
+    if (answered) throw new ThymosError(ErrorCode.INVALID_INPUT, `${this.#runtime.id} was asked this question (${msg.id}) before; its answer went to ${msg.from}'s inbox`);
+    return this.#answer(msg);
+  }
+
+  /** Answers in character, into the asker's inbox. */
+  async #answer(msg: AgentMessage): Promise<AgentMessage> {
     const { reply } = await this.#runtime.talk({ message: msg.text, speaker: msg.from });
     const answer = newMessage({ id: `ans-${msg.id}`.slice(0, 80), from: this.#runtime.id, to: msg.from, kind: 'answer', text: reply, in_reply_to: msg.id });
-    await sendAgentMessage(nc, answer, this.#names);
-    if (msg.reply_subject) nc.publish(msg.reply_subject, JSON.stringify(answer));
+    await sendAgentMessage(this.#connection(), answer, this.#names);
+    return answer;
   }
+
+  async #hear(msg: AgentMessage): Promise<void> {
+    const content =
+      msg.kind === 'tell' ? `${msg.from} told me: ${msg.text}` : msg.kind === 'answer' ? `${msg.from} answered me: ${msg.text}` : `${msg.from} asked me: ${msg.text}`;
+    const tags = ['message', msg.kind, ...(msg.kind === 'ask' && onlyAsks(msg.text) ? [QUESTION_TAG] : [])];
+    await this.#runtime.hear([{ id: memoryIdOf(msg), content, tags, importance: 0.5, source: { kind: 'message', by: msg.from, thread: msg.from } }]);
+  }
+}
+
+/** The memory a message becomes: one per message id, however often it is delivered. */
+function memoryIdOf(msg: AgentMessage): string {
+  return `msg-${msg.id}`;
 }

@@ -16,11 +16,12 @@ export const AgentMessageSchema = z
     ts: z.iso.datetime({ offset: true }),
     /** For an answer: the id of the question. */
     in_reply_to: z.string().optional(),
-    /** For a question: where the asker waits for a live answer (it also gets one in its inbox). */
-    reply_subject: z.string().optional(),
   })
   .strict();
 export type AgentMessage = z.infer<typeof AgentMessageSchema>;
+
+/** A running agent's live answer to a question (`<fleet>.agent.<id>.ask`); a refusal is a coded error. */
+export const AskReplySchema = z.object({ ok: z.literal(true), answer: AgentMessageSchema.extend({ kind: z.literal('answer') }) });
 
 export function newMessage(fields: Omit<AgentMessage, 'id' | 'ts'> & { id?: string }): AgentMessage {
   return { ...fields, id: fields.id ?? randomUUID(), ts: new Date().toISOString() };

@@ -70,6 +70,11 @@ export class FleetNames {
     return `${this.fleet}.agent.${id}.inbox`;
   }
 
+  /** Where a running agent answers a question live (coded request/reply): `<fleet>.agent.<id>.ask`. */
+  agentAsk(id: string): string {
+    return `${this.fleet}.agent.${id}.ask`;
+  }
+
   /** What one agent decided about a world event it heard (`[agent] reason_on_events`). */
   agentDecision(id: string): string {
     return `${this.fleet}.agent.${id}.decision`;
