@@ -5,7 +5,7 @@ import { test } from 'node:test';
 
 import ts from 'typescript';
 
-import { REPO_ROOT } from '../helpers/workspace.js';
+import { REPO_ROOT } from './helpers/workspace.js';
 
 /** Where `thymos.toml` and the Pkl domain are given their shape: every field of a `z.object({…})` there is a promise to a user. */
 const SCHEMA_FILES = ['shared/config', 'shared/domain/domain-schema.ts', 'shared/domain/world-schema.ts'];
