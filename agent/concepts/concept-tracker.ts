@@ -10,12 +10,13 @@ import type { MemoryRecord } from '../memory/memory-record.js';
 import type { ConceptRecord, ConceptWrite, MemoryStore } from '../memory/memory-store.js';
 import { checkDescription, checkRelationship } from './concept-checks.js';
 import { type CauseStep, type RelatedConcept, walkCauses, walkRelated } from './concept-walks.js';
+import { conceptKey, learnAliases } from './learned-aliases.js';
 
 /** One alias of a concept, with where it came from. */
 export interface ConceptAlias {
   text: string;
   type: string;
-  /** `domain` (alias patterns), `agent` (an agent's name or aliases) or `extracted`. */
+  /** `domain` (alias patterns), `agent` (an agent's name or aliases) or `extracted` (another name a text gave it). */
   source: string;
 }
 
@@ -30,8 +31,6 @@ export interface ConceptView extends ConceptRecord {
 }
 
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-/** The key of a name: lower case, runs of anything but letters and digits as one _. */
-export const conceptKey = (name: string) => name.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, '_').replace(/^_+|_+$/g, '');
 
 /**
  * Keeps an agent's concepts: runs as a memory-created hook, finds the people, places and
@@ -128,7 +127,7 @@ export class ConceptTracker {
     const extracted = await this.#extractor.extract(records.map((r) => r.content));
     const plan = this.#count(records, extracted, Date.now());
     try {
-      await this.#store.saveConcepts(plan.concepts, plan.mentions, plan.extracted, plan.at);
+      await this.#store.saveConcepts(plan.concepts, plan.mentions, plan.extracted, plan.at, plan.aliases);
     } catch (err) {
       this.#uncount(plan, records);
       throw err;
@@ -161,6 +160,8 @@ export class ConceptTracker {
    * build on each other) and returns what to store; `#uncount` takes it back if storing fails.
    */
   #count(records: readonly MemoryRecord[], extracted: ReadonlyArray<readonly ExtractedConcept[] | undefined>, at: number): ConceptWrite {
+    const aliases = learnAliases(extracted, this.#aliases, (key) => this.#concepts.get(key)?.type);
+    if (aliases.length > 0) this.#rebuildPattern();
     const changed = new Map<string, ConceptRecord>();
     const mentions: Array<{ memory: string; concept: string }> = [];
     for (const [i, record] of records.entries()) {
@@ -179,7 +180,7 @@ export class ConceptTracker {
     }
     const promoted = [...changed.values()].filter((c) => c.tier === 'tracked' && c.mentions === this.#settings.concept_tracked_mentions);
     if (promoted.length > 0) this.#logger?.debug({ concepts: promoted.map((c) => c.key) }, 'concepts now tracked');
-    return { concepts: [...changed.values()], mentions, extracted: records.map((r) => r.id), at };
+    return { concepts: [...changed.values()], mentions, extracted: records.map((r) => r.id), at, ...(aliases.length > 0 ? { aliases } : {}) };
   }
 
   /**
@@ -188,6 +189,8 @@ export class ConceptTracker {
    * memory is not in the agent's memory to ask).
    */
   #uncount(plan: ConceptWrite, records: readonly MemoryRecord[]): void {
+    for (const a of plan.aliases ?? []) this.#aliases.delete(a.text.toLowerCase().replace(/\s+/g, ' '));
+    if (plan.aliases?.length) this.#rebuildPattern();
     const importance = new Map(records.map((r) => [r.id, r.importance]));
     for (const m of plan.mentions) {
       this.#mentions.get(m.concept)?.delete(m.memory);
@@ -208,7 +211,9 @@ export class ConceptTracker {
   #found(record: MemoryRecord, extracted: readonly ExtractedConcept[]): Map<string, { name: string; type: string }> {
     const found = new Map<string, { name: string; type: string }>();
     const hits = this.#aliasHits(record.content);
-    for (const hit of hits) found.set(hit.concept, this.#names.get(hit.concept) ?? { name: hit.text, type: hit.type });
+    // An alias the text itself gave ("Hal, whom they call the grey miller") names the concept by the name beside it.
+    const named = new Map(extracted.map((c) => [this.#aliases.get(c.name.toLowerCase())?.concept ?? conceptKey(c.name), { name: c.name, type: c.type }]));
+    for (const hit of hits) found.set(hit.concept, this.#names.get(hit.concept) ?? named.get(hit.concept) ?? { name: hit.text, type: hit.type });
     for (const c of extracted) {
       const lower = c.name.toLowerCase();
       // "Rowan" found inside the alias "Elder Rowan" is that concept, already counted.

@@ -37,6 +37,16 @@ export interface ConceptWrite {
   /** Memories whose concepts were found (stored with `concepts_at`, so a restart does not find them again). */
   extracted: readonly string[];
   at: number;
+  /** Other names of concepts the texts gave (source `extracted`), new to the agent. */
+  aliases?: readonly AliasRow[];
+}
+
+/** One alias as stored: one record per alias text. */
+export interface AliasRow {
+  text: string;
+  concept: string;
+  type: string;
+  source: string;
 }
 
 /** What is written with new memories in their transaction. */
@@ -58,8 +68,8 @@ export interface MemoryWrite {
 }
 
 /** The bindings of one transaction that stores `writes` in order (a later concept row replaces an earlier one). */
-export function writeBindings(writes: readonly MemoryWrite[]): { rows: unknown[]; updates: unknown[]; concepts: unknown[]; mentions: unknown[] } {
-  const out = { rows: [] as unknown[], updates: [] as unknown[], concepts: [] as unknown[], mentions: [] as unknown[] };
+export function writeBindings(writes: readonly MemoryWrite[]): { rows: unknown[]; updates: unknown[]; concepts: unknown[]; mentions: unknown[]; aliases: unknown[] } {
+  const out = { rows: [] as unknown[], updates: [] as unknown[], concepts: [] as unknown[], mentions: [] as unknown[], aliases: [] as unknown[] };
   for (const { records, changes, withNew } of writes) {
     const { vectors, concepts } = withNew;
     const extracted = new Set(concepts?.extracted);
@@ -76,8 +86,14 @@ export function writeBindings(writes: readonly MemoryWrite[]): { rows: unknown[]
     const bound = conceptBindings(concepts?.concepts ?? [], concepts?.mentions ?? []);
     out.concepts.push(...bound.concepts);
     out.mentions.push(...bound.mentions);
+    out.aliases.push(...aliasBindings(concepts?.aliases ?? []));
   }
   return out;
+}
+
+/** Alias rows for an UPSERT: the record id is the lower-case text, so an alias is stored once. */
+export function aliasBindings(aliases: readonly AliasRow[]): Array<{ id: RecordId; row: AliasRow }> {
+  return aliases.map((a) => ({ id: new RecordId('alias', a.text.toLowerCase()), row: a }));
 }
 
 /**

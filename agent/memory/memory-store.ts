@@ -5,10 +5,10 @@ import { RecordId, type Surreal } from 'surrealdb';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { openEmbeddedSurreal } from '../../shared/platform/embedded-surreal.js';
 import type { MemoryRecord } from './memory-record.js';
-import { conceptBindings, type ConceptRecord, conceptRow, fromRow, type MemoryRow, type MemoryWrite, type StoredChanges, type StoredVector, storedVector, vectorBytes, writeBindings, type WrittenWith } from './memory-rows.js';
+import { aliasBindings, type AliasRow, conceptBindings, type ConceptRecord, conceptRow, fromRow, type MemoryRow, type MemoryWrite, type StoredChanges, type StoredVector, storedVector, vectorBytes, writeBindings, type WrittenWith } from './memory-rows.js';
 import { WriteBehind } from './write-behind.js';
 
-export type { ConceptRecord, ConceptWrite, WrittenWith } from './memory-rows.js';
+export type { AliasRow, ConceptRecord, ConceptWrite, WrittenWith } from './memory-rows.js';
 
 /**
  * Schema of the private database. Deliberately no DEFINE INDEX: search runs in an
@@ -150,14 +150,16 @@ export class MemoryStore {
   }
 
   async #writeNow(writes: readonly MemoryWrite[]): Promise<void> {
-    const { rows, updates, concepts, mentions } = writeBindings(writes);
-    if (updates.length === 0 && concepts.length === 0 && mentions.length === 0) {
+    const { rows, updates, concepts, mentions, aliases } = writeBindings(writes);
+    if (updates.length === 0 && concepts.length === 0 && mentions.length === 0 && aliases.length === 0) {
       await this.#query('INSERT INTO memory $rows RETURN NONE', { rows });
       return;
     }
+    // Aliases only when a text gave some: the common write parses no statement for them.
+    const saveAliases = aliases.length > 0 ? ' FOR $a IN $aliases { UPSERT $a.id CONTENT $a.row RETURN NONE; };' : '';
     await this.#query(
-      'BEGIN TRANSACTION; IF array::len($rows) > 0 { INSERT INTO memory $rows RETURN NONE; }; FOR $u IN $updates { UPDATE $u.id MERGE $u.set RETURN NONE; }; FOR $c IN $concepts { UPSERT $c.id CONTENT $c.row RETURN NONE; }; IF array::len($mentions) > 0 { INSERT RELATION INTO mentions $mentions RETURN NONE; }; COMMIT TRANSACTION;',
-      { rows, updates, concepts, mentions },
+      `BEGIN TRANSACTION; IF array::len($rows) > 0 { INSERT INTO memory $rows RETURN NONE; }; FOR $u IN $updates { UPDATE $u.id MERGE $u.set RETURN NONE; }; FOR $c IN $concepts { UPSERT $c.id CONTENT $c.row RETURN NONE; }; IF array::len($mentions) > 0 { INSERT RELATION INTO mentions $mentions RETURN NONE; };${saveAliases} COMMIT TRANSACTION;`,
+      { rows, updates, concepts, mentions, ...(aliases.length > 0 ? { aliases } : {}) },
     );
   }
 
@@ -206,20 +208,18 @@ export class MemoryStore {
   }
 
   /** Writes concepts (whole records, by key) and the memory → concept mentions, in one request. */
-  async saveConcepts(concepts: readonly ConceptRecord[], mentions: ReadonlyArray<{ memory: string; concept: string }>, extracted: readonly string[] = [], at = Date.now()): Promise<void> {
-    if (concepts.length === 0 && mentions.length === 0 && extracted.length === 0) return;
+  async saveConcepts(concepts: readonly ConceptRecord[], mentions: ReadonlyArray<{ memory: string; concept: string }>, extracted: readonly string[] = [], at = Date.now(), aliases: readonly AliasRow[] = []): Promise<void> {
+    if (concepts.length === 0 && mentions.length === 0 && extracted.length === 0 && aliases.length === 0) return;
     await this.#run(
-      'BEGIN TRANSACTION; FOR $c IN $concepts { UPSERT $c.id CONTENT $c.row RETURN NONE; }; IF array::len($mentions) > 0 { INSERT RELATION INTO mentions $mentions RETURN NONE; }; IF array::len($extracted) > 0 { UPDATE $extracted SET concepts_at = $at RETURN NONE; }; COMMIT TRANSACTION;',
-      { ...conceptBindings(concepts, mentions), extracted: extracted.map((id) => new RecordId('memory', id)), at },
+      'BEGIN TRANSACTION; FOR $c IN $concepts { UPSERT $c.id CONTENT $c.row RETURN NONE; }; IF array::len($mentions) > 0 { INSERT RELATION INTO mentions $mentions RETURN NONE; }; IF array::len($extracted) > 0 { UPDATE $extracted SET concepts_at = $at RETURN NONE; }; FOR $a IN $aliases { UPSERT $a.id CONTENT $a.row RETURN NONE; }; COMMIT TRANSACTION;',
+      { ...conceptBindings(concepts, mentions), extracted: extracted.map((id) => new RecordId('memory', id)), at, aliases: aliasBindings(aliases) },
     );
   }
 
   /** Records aliases (idempotent: one record per alias text). */
-  async saveAliases(aliases: ReadonlyArray<{ text: string; concept: string; type: string; source: string }>): Promise<void> {
+  async saveAliases(aliases: readonly AliasRow[]): Promise<void> {
     if (aliases.length === 0) return;
-    await this.#run('FOR $a IN $aliases { UPSERT $a.id CONTENT $a.row RETURN NONE; }', {
-      aliases: aliases.map((a) => ({ id: new RecordId('alias', a.text.toLowerCase()), row: a })),
-    });
+    await this.#run('FOR $a IN $aliases { UPSERT $a.id CONTENT $a.row RETURN NONE; }', { aliases: aliasBindings(aliases) });
   }
 
   /** Everything the concept tracker keeps: concepts, aliases, mentions, relationships and causes, in one request. */

@@ -2,6 +2,36 @@
 export interface ExtractedConcept {
   name: string;
   type: string;
+  /** Other names the text gives it: "the old badger" in "Rowan, whom they call the old badger". */
+  aliases?: string[];
+}
+
+/** An alias phrase's other name: up to four words ("the old badger"), or a quoted one, ending the clause. */
+const OTHER_NAME = String.raw`["“']?((?:the\s+|a\s+)?[\p{L}'-]+(?:\s+[\p{L}'-]+){0,3}?)["”']?(?=\s*(?:[,.;:!?)]|$))`;
+const NAME = String.raw`(\p{Lu}[\p{L}'-]*(?:\s+\p{Lu}[\p{L}'-]*){0,3})`;
+/**
+ * How English gives someone another name: "Rowan, whom they call the old badger," "Hal, known
+ * as the miller," "Mira, called Silverleaf by the children". The name must be one the tagger
+ * found; the other name ends where the clause does.
+ */
+const ALIAS_PHRASES = [
+  new RegExp(String.raw`${NAME},?\s+(?:whom|who|that)\s+(?:[\p{L}'-]+\s+){0,3}?(?:call|calls|called|name|names|named)\s+${OTHER_NAME}`, 'gu'),
+  new RegExp(String.raw`${NAME},?\s+(?:also\s+|better\s+|otherwise\s+)?(?:known\s+as|called|nicknamed)\s+${OTHER_NAME}`, 'gu'),
+];
+/** Words an other name cannot be, alone: "called him", "known as it". */
+const NOT_A_NAME = new Set(['him', 'her', 'it', 'them', 'me', 'you', 'us', 'that', 'this', 'so', 'one']);
+
+/** The other names `text` gives the concepts in `found` (keyed by lower-case name), added to them. */
+export function addAliasPhrases(text: string, found: ReadonlyMap<string, ExtractedConcept>): void {
+  for (const phrase of ALIAS_PHRASES) {
+    for (const m of text.matchAll(phrase)) {
+      const name = m[1]!.trim().toLowerCase();
+      const alias = m[2]!.trim().replace(/\s+/g, ' ');
+      const concept = found.get(name) ?? [...found.values()].find((c) => c.name.toLowerCase().endsWith(` ${name}`) || name.endsWith(` ${c.name.toLowerCase()}`));
+      if (!concept || alias.length < 2 || NOT_A_NAME.has(alias.toLowerCase()) || alias.toLowerCase() === concept.name.toLowerCase()) continue;
+      if (!(concept.aliases ?? []).some((a) => a.toLowerCase() === alias.toLowerCase())) concept.aliases = [...(concept.aliases ?? []), alias].slice(0, 8);
+    }
+  }
 }
 
 /**
@@ -22,8 +52,9 @@ export interface ConceptExtractor {
 const YIELD_EVERY = 16;
 
 /**
- * People, places and organisations by compromise's English tagger: offline, no model. The
- * library loads on first use, so a process that never extracts never pays for it.
+ * People, places and organisations by compromise's English tagger, and the other names a text
+ * gives them by its alias phrases: offline, no model. The library loads on first use, so a
+ * process that never extracts never pays for it.
  */
 export class CompromiseExtractor implements ConceptExtractor {
   #nlp: Promise<typeof import('compromise').default> | undefined;
@@ -54,6 +85,7 @@ export class CompromiseExtractor implements ConceptExtractor {
     add(doc.people().out('array') as string[], 'person');
     add(doc.places().out('array') as string[], 'place');
     add(doc.organizations().out('array') as string[], 'organization');
+    addAliasPhrases(text, found);
     return [...found.values()];
   }
 }

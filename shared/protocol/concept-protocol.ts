@@ -10,8 +10,15 @@ export const ConceptRequestSchema = z
   })
   .strict();
 
-/** One concept found in a text. */
-export const ExtractedConceptSchema = z.object({ name: z.string().min(1).max(1000), type: z.string().min(1).max(100) });
+/** Most other names a text gives one concept. */
+export const CONCEPT_ALIASES_MAX = 8;
+
+/** One concept found in a text, with the other names the text gives it ("Rowan, whom they call the old badger"). */
+export const ExtractedConceptSchema = z.object({
+  name: z.string().min(1).max(1000),
+  type: z.string().min(1).max(100),
+  aliases: z.array(z.string().min(2).max(200)).max(CONCEPT_ALIASES_MAX).optional(),
+});
 
 /** The fields of a successful reply on `<fleet>.concepts`: one list of concepts per text, in order. */
 export const ConceptOkSchema = z.object({ result: z.object({ concepts: z.array(z.array(ExtractedConceptSchema)) }) });

@@ -4,7 +4,7 @@
 export { type AgentMessage, AgentMessageSchema, AskReplySchema, newMessage } from './agent-message.js';
 export { AgentControlOkSchema, type AgentControlReply, AgentControlReplySchema, type AgentControlRequest, AgentControlRequestSchema, type AgentMode, AgentModeSchema, type AgentState, AgentStateSchema, type AgentStatusMessage, AgentStatusMessageSchema, type EventDecision, EventDecisionSchema, type RelevanceInput, RelevanceInputSchema, ScoredOptionSchema } from './agent-protocol.js';
 export { type AgentStartContext, type AgentStartContextInput, AgentStartContextSchema } from './agent-start-context.js';
-export { CONCEPT_TEXTS_MAX, ConceptOkSchema, ConceptRequestSchema } from './concept-protocol.js';
+export { CONCEPT_ALIASES_MAX, CONCEPT_TEXTS_MAX, ConceptOkSchema, ConceptRequestSchema, ExtractedConceptSchema } from './concept-protocol.js';
 export { decodeVectors, EmbedInfoSchema, EmbedOkSchema, EmbedRequestSchema, encodeVectors } from './embed-protocol.js';
 export { DEFAULT_FLEET_NAMES, FleetNames } from './fleet-names.js';
 export { type HeardHints, HintHeaders, hintHeaders, moreFollows, readHints } from './heard-hints.js';

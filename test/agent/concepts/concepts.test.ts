@@ -86,6 +86,28 @@ describe('concepts and aliases', () => {
     await store.close();
   });
 
+  test('another name a text gives someone is learned as an extracted alias: it finds their memories, holds across a reload, and never takes a name the domain gave', async () => {
+    const { store, memory, tracker, warnings } = await setup();
+    await memory.remember({ id: 'fence', content: 'Hal, whom the children call the grey miller, mended the fence.', source: told });
+    await memory.remember({ id: 'flour', content: 'Hal ground the last of the flour', source: told });
+    // "the smith" is the domain's: a text calling someone else so leaves it with Bram.
+    await memory.remember({ id: 'claim', content: 'Tomas, known as the smith, poured the ale.', source: told });
+    await memory.settle();
+    const hal = tracker.get('the grey miller');
+    assert.equal(hal?.key, 'hal', 'the alias names Hal');
+    assert.equal(hal?.name, 'Hal', 'by the name the text gave beside it');
+    assert.deepEqual(hal?.aliases, [{ text: 'the grey miller', type: 'person', source: 'extracted' }]);
+    assert.deepEqual(hal?.memories.sort(), ['fence', 'flour']);
+    assert.equal(tracker.get('the smith')?.key, 'bram_smith');
+    const hits = await memory.recall('what did the grey miller grind', { k: 3, reinforce: false });
+    assert.ok(hits.some((h) => h.memory.id === 'flour'), `the alias finds a memory that only names Hal: ${JSON.stringify(hits.map((h) => h.memory.id))}`);
+
+    const again = await ConceptTracker.attach(await AgentMemory.load(store, settings), store, { extractor: new CompromiseExtractor(), settings, aliases: aliasTable(domain) });
+    assert.equal(again.get('the grey miller')?.key, 'hal', 'stored with the concepts');
+    assert.deepEqual(warnings, []);
+    await store.close();
+  });
+
   test('a failing hook is logged and never fails the write', async () => {
     const { store, memory } = await setup();
     const warnings: string[] = [];
