@@ -3,3 +3,4 @@
  */
 export { ConceptTracker, type ConceptView } from './concept-tracker.js';
 export type { CauseStep, RelatedConcept } from './concept-walks.js';
+export { ModelConceptExtractor, type ModelConceptExtractorOptions } from './model-concept-extractor.js';

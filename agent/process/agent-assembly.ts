@@ -10,8 +10,10 @@ import { CompromiseExtractor, type ConceptExtractor } from '../../shared/platfor
 import type { Logger } from '../../shared/platform/logger.js';
 import type { AgentStartContext } from '../../shared/protocol/agent-start-context.js';
 import { ConceptTracker } from '../concepts/concept-tracker.js';
+import { ModelConceptExtractor } from '../concepts/model-concept-extractor.js';
 import { MemoryConsolidator } from '../consolidation/memory-consolidator.js';
 import { AgentModels } from '../llm/agent-models.js';
+import type { GenerateResult, LlmProvider } from '../llm/llm-provider.js';
 import { AgentMemory } from '../memory/agent-memory.js';
 import type { MemoryStore } from '../memory/memory-store.js';
 import type { AgentBehavior, CreateBehavior } from '../runtime/agent-behavior.js';
@@ -41,16 +43,21 @@ export async function assembleAgent(
 ): Promise<AssembledAgent> {
   const { definition, defined } = resolved;
   const memory = await AgentMemory.load(store, config.memory, { logger });
+  const models = new AgentModels(options.agentId, config.llm, definition, process.env, { config: config.file, domain: config.domainSchemaPath });
+  // What the extraction model spends is counted once the runtime that counts it exists.
+  let account: ((provider: LlmProvider, result: GenerateResult) => void) | undefined;
   let concepts: ConceptTracker | undefined;
   if (config.memory.concepts) {
     const aliases = startContext?.aliases ?? (domain ? aliasTable(domain) : []);
     const relationshipTypes = startContext?.relationshipTypes ?? domain?.relationshipTypes ?? {};
     const conceptTypes = startContext?.conceptTypes ?? domain?.conceptTypes ?? {};
-    concepts = await ConceptTracker.attach(memory, store, { extractor, settings: config.memory, aliases, relationshipTypes, conceptTypes, logger });
+    const finder = models.usesModel('extraction')
+      ? new ModelConceptExtractor({ provider: () => models.provider('extraction'), fallback: extractor, conceptTypes: Object.keys(conceptTypes), spent: (p, r) => account?.(p, r), logger })
+      : extractor;
+    concepts = await ConceptTracker.attach(memory, store, { extractor: finder, settings: config.memory, aliases, relationshipTypes, conceptTypes, logger });
   }
   const consolidator = new MemoryConsolidator({ memory, store, concepts, settings: config.memory, logger });
   await seedKnowledge(memory, store, definition, options.agentId);
-  const models = new AgentModels(options.agentId, config.llm, definition, process.env, { config: config.file, domain: config.domainSchemaPath });
   const behavior = await loadBehavior(config, options.agentId, definition);
 
   const runtime = new AgentRuntime({
@@ -71,6 +78,7 @@ export async function assembleAgent(
     logger,
   });
   await runtime.restore();
+  account = (provider, result) => runtime.account('extraction', provider, result);
   if (models.usesModel('consolidation')) consolidator.useWriter((sources, draft) => runtime.wordInsight(sources, draft));
   return { memory, runtime };
 }

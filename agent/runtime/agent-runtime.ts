@@ -202,10 +202,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
     });
   }
 
-  /**
-   * The behaviour's own relevance for a reconcile context, or undefined when it has none.
-   * A score outside 0..1 or a throwing behaviour is an error the supervisor reports.
-   */
+  /** The behaviour's own relevance for a reconcile context, or undefined; a score outside 0..1 or a throw is an error the supervisor reports. */
   evaluateRelevance(input: RelevanceInput): Promise<number | undefined> {
     return behaviorRelevance(this.#behavior, this.#behaviorContext(), input);
   }
@@ -370,7 +367,6 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
   }
 
   #behaviorContext(client?: SamplingClient): AgentBehaviorContext {
-    const models = this.#models;
     return {
       id: this.id,
       definition: this.definition,
@@ -380,16 +376,19 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
       rememberAll: (memories) => this.#rememberAllAndAnnounce(memories),
       recentTurns: (thread, limit) => this.#memory.threadTurns(thread, limit),
       signal: this.#cancel.signal,
-      model: (use) => models.provider(use, client),
-      contextBudget: (use) => models.contextBudget(use),
-      spent: (use, provider, result) => {
-        if (provider.kind === 'offline') return;
-        this.#spending.record(result.usage, models.cost(use, result.usage), result.calls, result.prose);
-        this.#changed();
-      },
+      model: (use) => this.#models.provider(use, client),
+      contextBudget: (use) => this.#models.contextBudget(use),
+      spent: (use, provider, result) => this.account(use, provider, result),
       disposition: this.#disposition.values,
       feel: (tone, changes) => this.#disposition.feel(tone, changes),
     };
+  }
+
+  /** Counts a model call's tokens and cost in the agent's state and metrics; offline answers cost nothing and are not counted. */
+  account(...[use, provider, result]: Parameters<AgentBehaviorContext['spent']>): void {
+    if (provider.kind === 'offline') return;
+    this.#spending.record(result.usage, this.#models.cost(use, result.usage), result.calls, result.prose);
+    this.#changed();
   }
 
   #changed(): void {

@@ -249,6 +249,42 @@ agents {
     }
   });
 
+  test('with [llm.extraction] set, the model finds what a memory names and the other names it gives them; a failing model leaves them to the offline extractor', async () => {
+    const port = (server.address() as AddressInfo).port;
+    const own = createWorkspace({ extra: `[llm.extraction]\nprovider = "openai-compatible"\nbase_url = "http://127.0.0.1:${port}/v1"\nmodel = "extractor"\nmax_retries = 0` });
+    // The stand-in reads the numbered texts it is given and names Hal, the grey miller, in those that mention him.
+    answer = (chat, res) => {
+      const texts = chat.messages.at(-1)!.content.split('\n').map((line) => ({ concepts: /Hal\b/.test(line) ? [{ name: 'Hal', type: 'person', aliases: ['the grey miller'] }, { name: 'Mill Guild', type: 'organization' }] : [] }));
+      res.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({ model: 'extractor', choices: [{ index: 0, message: { role: 'assistant', content: JSON.stringify({ texts }) }, finish_reason: 'stop' }], usage: { prompt_tokens: 60, completion_tokens: 20 } }),
+      );
+    };
+    const before = requests.length;
+    try {
+      const mira = await startAgent({ id: 'mira_herbalist', port: await freePort(), config: own.configPath });
+      const c = await mira.client();
+      const describe = async (name: string) => ((await c.callTool({ name: 'concepts', arguments: { name } })) as ToolResult).structuredContent!.concepts as Array<{ key: string; name: string; type: string; aliases: Array<{ text: string; source: string }> }>;
+      await c.callTool({ name: 'remember', arguments: { content: 'Hal ground the flour for the guild at dawn' } });
+      const hal = await eventually(async () => (await describe('the grey miller'))[0], 15_000, 'Hal, known by the alias the model gave');
+      assert.deepEqual([hal.key, hal.name, hal.type], ['hal', 'Hal', 'person']);
+      assert.deepEqual(hal.aliases.map((a) => [a.text, a.source]), [['the grey miller', 'extracted']]);
+      assert.equal((await describe('Mill Guild'))[0]?.type, 'organization', 'a concept the offline tagger would not find');
+      const asked = requests.slice(before).find((r) => /Hal ground the flour/.test(r.messages.at(-1)!.content))!;
+      assert.match(asked.messages[0]!.content, /people, places and organisations/);
+      assert.match(asked.messages.at(-1)!.content, /^\d+\. Hal ground the flour for the guild at dawn$/m);
+      const state = (await c.callTool({ name: 'get_mira_herbalist_state', arguments: {} })) as ToolResult;
+      assert.ok((state.structuredContent!.llm as { calls: number }).calls >= 1, 'the extraction calls are counted');
+
+      answer = (_chat, res) => res.writeHead(503).end('overloaded');
+      await c.callTool({ name: 'remember', arguments: { content: 'Mira met Tomas at the tavern' } });
+      const tomas = await eventually(async () => (await describe('Tomas'))[0], 15_000, 'Tomas, found offline when the model failed');
+      assert.equal(tomas.type, 'person');
+      await mira.stop();
+    } finally {
+      own.dispose();
+    }
+  });
+
   test('a key variable that is not set stops the agent from starting, naming the variable', async () => {
     const bad = createWorkspace({ extra: '[llm.dialogue]\nprovider = "openai-compatible"\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\napi_key_env = "THYMOS_TEST_UNSET_KEY"' });
     try {
