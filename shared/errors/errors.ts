@@ -129,13 +129,19 @@ export const WireErrorSchema = z.object({
 });
 export type WireError = z.infer<typeof WireErrorSchema>;
 
+/**
+ * Whether `err` is a ThymosError (of `code`, when given). An error from another copy of Thymos
+ * in the same process (a plugin with its own node_modules) counts too: it has the class's name
+ * and one of its codes, though not this copy's prototype.
+ */
 export function isThymosError(err: unknown, code?: ErrorCode): err is ThymosError {
-  return err instanceof ThymosError && (code === undefined || err.code === code);
+  const thymos = err instanceof ThymosError || (err instanceof Error && err.name === 'ThymosError' && Object.hasOwn(ErrorCode, (err as { code?: unknown }).code as string));
+  return thymos && (code === undefined || (err as ThymosError).code === code);
 }
 
 /** Wraps anything thrown into a ThymosError, keeping the original as `cause`. */
 export function toThymosError(err: unknown, code: ErrorCode = ErrorCode.INTERNAL): ThymosError {
-  if (err instanceof ThymosError) return err;
+  if (isThymosError(err)) return err;
   const message = err instanceof Error ? err.message : String(err);
   return new ThymosError(code, message, { cause: err });
 }
