@@ -10,7 +10,7 @@ import type { MemoryRecord } from '../memory/memory-record.js';
 import type { ConceptRecord, ConceptWrite, MemoryStore } from '../memory/memory-store.js';
 import { checkDescription, checkRelationship } from './concept-checks.js';
 import { type CauseStep, type RelatedConcept, walkCauses, walkRelated } from './concept-walks.js';
-import { conceptKey, learnAliases } from './learned-aliases.js';
+import { aliasKey, conceptKey, learnAliases } from './learned-aliases.js';
 
 /** One alias of a concept, with where it came from. */
 export interface ConceptAlias {
@@ -189,7 +189,7 @@ export class ConceptTracker {
    * memory is not in the agent's memory to ask).
    */
   #uncount(plan: ConceptWrite, records: readonly MemoryRecord[]): void {
-    for (const a of plan.aliases ?? []) this.#aliases.delete(a.text.toLowerCase().replace(/\s+/g, ' '));
+    for (const a of plan.aliases ?? []) this.#aliases.delete(aliasKey(a.text));
     if (plan.aliases?.length) this.#rebuildPattern();
     const importance = new Map(records.map((r) => [r.id, r.importance]));
     for (const m of plan.mentions) {
@@ -212,8 +212,8 @@ export class ConceptTracker {
     const found = new Map<string, { name: string; type: string }>();
     const hits = this.#aliasHits(record.content);
     // An alias the text itself gave ("Hal, whom they call the grey miller") names the concept by the name beside it.
-    const named = new Map(extracted.map((c) => [this.#aliases.get(c.name.toLowerCase())?.concept ?? conceptKey(c.name), { name: c.name, type: c.type }]));
-    for (const hit of hits) found.set(hit.concept, this.#names.get(hit.concept) ?? named.get(hit.concept) ?? { name: hit.text, type: hit.type });
+    const beside = (concept: string) => extracted.find((c) => (this.#aliases.get(c.name.toLowerCase())?.concept ?? conceptKey(c.name)) === concept);
+    for (const hit of hits) found.set(hit.concept, this.#names.get(hit.concept) ?? beside(hit.concept) ?? { name: hit.text, type: hit.type });
     for (const c of extracted) {
       const lower = c.name.toLowerCase();
       // "Rowan" found inside the alias "Elder Rowan" is that concept, already counted.
@@ -368,7 +368,7 @@ export class ConceptTracker {
     if (!this.#aliasPattern) return [];
     const hits: Array<ConceptAlias & { concept: string }> = [];
     for (const m of text.matchAll(this.#aliasPattern)) {
-      const alias = this.#aliases.get(m[1]!.toLowerCase().replace(/\s+/g, ' '));
+      const alias = this.#aliases.get(aliasKey(m[1]!));
       if (alias) hits.push(alias);
     }
     return hits;

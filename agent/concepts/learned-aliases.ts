@@ -4,6 +4,9 @@ import type { AliasRow } from '../memory/memory-store.js';
 /** The key of a name: lower case, runs of anything but letters and digits as one _. */
 export const conceptKey = (name: string) => name.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, '_').replace(/^_+|_+$/g, '');
 
+/** How an alias is looked up: lower case, runs of white space as one space. */
+export const aliasKey = (text: string) => text.toLowerCase().replace(/\s+/g, ' ');
+
 /**
  * The other names texts gave their concepts ("Rowan, whom they call the old badger"), new to
  * the agent: each is added to `known` at once (source `extracted`), so the same batch already
@@ -21,7 +24,7 @@ export function learnAliases(
     const concept = known.get(c.name.toLowerCase())?.concept ?? conceptKey(c.name);
     if (!concept) continue;
     for (const text of c.aliases) {
-      const lower = text.toLowerCase().replace(/\s+/g, ' ');
+      const lower = aliasKey(text);
       if (known.has(lower) || !conceptKey(text) || conceptKey(text) === concept) continue;
       const alias = { text, concept, type: typeOf(concept) ?? c.type, source: 'extracted' };
       known.set(lower, alias);

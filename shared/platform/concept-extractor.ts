@@ -1,3 +1,5 @@
+import { CONCEPT_ALIASES_MAX } from '../protocol/concept-protocol.js';
+
 /** A concept found in a text. */
 export interface ExtractedConcept {
   name: string;
@@ -29,7 +31,7 @@ export function addAliasPhrases(text: string, found: ReadonlyMap<string, Extract
       const alias = m[2]!.trim().replace(/\s+/g, ' ');
       const concept = found.get(name) ?? [...found.values()].find((c) => c.name.toLowerCase().endsWith(` ${name}`) || name.endsWith(` ${c.name.toLowerCase()}`));
       if (!concept || alias.length < 2 || NOT_A_NAME.has(alias.toLowerCase()) || alias.toLowerCase() === concept.name.toLowerCase()) continue;
-      if (!(concept.aliases ?? []).some((a) => a.toLowerCase() === alias.toLowerCase())) concept.aliases = [...(concept.aliases ?? []), alias].slice(0, 8);
+      if (!(concept.aliases ?? []).some((a) => a.toLowerCase() === alias.toLowerCase())) concept.aliases = [...(concept.aliases ?? []), alias].slice(0, CONCEPT_ALIASES_MAX);
     }
   }
 }

@@ -23,9 +23,7 @@ export interface HostFacts {
  * plain user's PATH often lacks, so /usr/sbin is searched after PATH.
  */
 export function hostFacts(env: NodeJS.ProcessEnv = process.env): HostFacts {
-  // Relative entries (`.`, an empty one) are skipped, as Go's exec.LookPath does: a nats-server
-  // in whatever folder the command runs from is not the one to run.
-  const path = (env.PATH ?? '').split(delimiter).filter((dir) => isAbsolute(dir));
+  const path = (env.PATH ?? '').split(delimiter).filter(Boolean);
   return {
     platform: process.platform,
     root: process.getuid?.() === 0,
@@ -44,6 +42,8 @@ export function natsServerInstallCommand(host: HostFacts): string | undefined {
 /** The nats-server binary (an executable file, by its absolute path) in the host's directories, or undefined. */
 export function locateNatsServer(host: HostFacts = hostFacts()): string | undefined {
   for (const dir of host.dirs) {
+    // Relative entries (`.`) are skipped, as Go's exec.LookPath does: a nats-server in whatever
+    // folder the command runs from is not the one to run.
     if (!isAbsolute(dir)) continue;
     const candidate = join(dir, 'nats-server');
     try {
