@@ -16,3 +16,4 @@ export type { AgentBehavior, AgentBehaviorContext, CreateBehavior, TalkReply, Ta
 export type { Decision, Thought } from './runtime/agent-reasoner.js';
 export { AgentRuntime } from './runtime/agent-runtime.js';
 export { DialogueBehavior } from './runtime/dialogue-behavior.js';
+export type { ScriptContext, ScriptFunction } from './tools/script-executor.js';

@@ -8,7 +8,7 @@ import ts from 'typescript';
 import { REPO_ROOT } from './helpers/workspace.js';
 
 /** Where `thymos.toml` and the Pkl domain are given their shape: every field of a `z.object({…})` there is a promise to a user. */
-const SCHEMA_FILES = ['shared/config', 'shared/domain/domain-schema.ts', 'shared/domain/world-schema.ts'];
+const SCHEMA_FILES = ['shared/config', 'shared/domain/domain-schema.ts', 'shared/domain/world-schema.ts', 'shared/domain/tool-schema.ts'];
 
 /**
  * Fields no code reads by their declared name, each with why that is right (`file field`).

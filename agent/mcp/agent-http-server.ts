@@ -11,6 +11,7 @@ import { bearerMatches } from '../../shared/platform/agent-token.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { parseWireJson } from '../../shared/protocol/parse-json.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
+import type { ToolCaller } from '../tools/tool-caller.js';
 import { type AgentMcpSession, agentResourceUris, createAgentMcpSession } from './agent-mcp-server.js';
 
 interface Session extends AgentMcpSession {
@@ -42,8 +43,12 @@ export class AgentHttpServer {
   /** The bearer token `/mcp` asks for (`[mcp] require_token`); none when unset. */
   readonly #token: string | undefined;
 
-  constructor(runtime: AgentRuntime, config: ThymosConfig, logger: Logger, token?: string) {
+  /** The agent's declared tools, served beside its own. */
+  readonly #tools: ToolCaller | undefined;
+
+  constructor(runtime: AgentRuntime, config: ThymosConfig, logger: Logger, token?: string, tools?: ToolCaller) {
     this.#token = token;
+    this.#tools = tools;
     this.#runtime = runtime;
     this.#config = config;
     this.#logger = logger;
@@ -175,7 +180,7 @@ export class AgentHttpServer {
   }
 
   #open(): Session {
-    const mcp = createAgentMcpSession(this.#runtime, this.#config, this.#logger);
+    const mcp = createAgentMcpSession(this.#runtime, this.#config, this.#logger, this.#tools);
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {

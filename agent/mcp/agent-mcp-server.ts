@@ -5,7 +5,9 @@ import { z } from 'zod';
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import { logFeedOf, type Logger, type LogRecord } from '../../shared/platform/logger.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
+import type { ToolCaller } from '../tools/tool-caller.js';
 import { registerConceptTools, registerLinkTools } from './concept-tools.js';
+import { registerDeclaredTools } from './declared-tools.js';
 import { registerContextTool, registerDialogueTools, registerMessageTools } from './dialogue-tools.js';
 import { registerConsolidationTools, registerMemoryTools } from './memory-tools.js';
 import { registerReasoningTools } from './reasoning-tools.js';
@@ -53,7 +55,7 @@ function mcpLevel(level: number): LoggingLevel {
  * `query_<id>_knowledge`, `get_<id>_state`, `remember`, `recall`; resources
  * `agent://<id>/state` (subscribable) and `agent://<id>/memories`; prompt `persona`.
  */
-export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfig, logger?: Logger): AgentMcpSession {
+export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfig, logger?: Logger, tools?: ToolCaller): AgentMcpSession {
   const id = runtime.id;
   const persona = runtime.definition.persona;
   const limits = config.memory;
@@ -87,6 +89,7 @@ export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfi
   registerLinkTools(ctx);
   registerReasoningTools(ctx);
   registerStateTools(ctx);
+  if (tools && Object.keys(tools.tools).length > 0) registerDeclaredTools(server, id, tools);
 
   server.server.setRequestHandler(SubscribeRequestSchema, async (request) => {
     const uri = request.params.uri;

@@ -4,6 +4,7 @@ import { RecordId, type Surreal } from 'surrealdb';
 
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { openEmbeddedSurreal } from '../../shared/platform/embedded-surreal.js';
+import type { CallStatus, ToolCallRecord } from '../../shared/protocol/tool-call.js';
 import type { MemoryRecord } from './memory-record.js';
 import { aliasBindings, type AliasRow, conceptBindings, type ConceptRecord, conceptRow, fromRow, type MemoryRow, type MemoryWrite, type StoredChanges, type StoredVector, storedVector, vectorBytes, writeBindings, type WrittenWith } from './memory-rows.js';
 import { WriteBehind } from './write-behind.js';
@@ -68,6 +69,9 @@ DEFINE FIELD IF NOT EXISTS at ON snapshot TYPE int;
 DEFINE FIELD IF NOT EXISTS reason ON snapshot TYPE string;
 DEFINE FIELD IF NOT EXISTS state ON snapshot TYPE string;
 DEFINE TABLE IF NOT EXISTS meta SCHEMALESS;
+DEFINE TABLE IF NOT EXISTS tool_call SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS status ON tool_call TYPE string;
+DEFINE FIELD IF NOT EXISTS record ON tool_call TYPE string;
 `;
 
 /** How often a write that lost a transaction conflict is tried again. */
@@ -297,6 +301,21 @@ export class MemoryStore {
 
   async setMeta(key: string, value: unknown): Promise<void> {
     await this.#run('UPSERT $id CONTENT { data: $data } RETURN NONE', { id: new RecordId('meta', key), data: value });
+  }
+
+  /** Saves a tool call's record under its id (again as it moves on: running, then ok or failed). */
+  async saveCall(record: ToolCallRecord): Promise<void> {
+    await this.#run('UPSERT $id CONTENT { status: $status, record: $record } RETURN NONE', { id: new RecordId('tool_call', record.call_id), status: record.status, record: JSON.stringify(record) });
+  }
+
+  async getCall(id: string): Promise<ToolCallRecord | undefined> {
+    const [rows] = await this.#run<[Array<{ record: string }>]>('SELECT record FROM $id', { id: new RecordId('tool_call', id) });
+    return rows?.[0] ? (JSON.parse(rows[0].record) as ToolCallRecord) : undefined;
+  }
+
+  async callsWithStatus(status: CallStatus): Promise<ToolCallRecord[]> {
+    const [rows] = await this.#run<[Array<{ record: string }>]>('SELECT record FROM tool_call WHERE status = $status', { status });
+    return (rows ?? []).map((r) => JSON.parse(r.record) as ToolCallRecord);
   }
 
   /** Writes what `applySoon` left waiting, refuses new queries, waits for those in flight (a background hook's, say), then closes the database. */

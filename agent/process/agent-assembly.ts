@@ -5,6 +5,7 @@ import { pathToFileURL } from 'node:url';
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import { aliasTable } from '../../shared/domain/alias-table.js';
 import { type AgentDefinition, AgentDefinitionSchema, type DomainSchema } from '../../shared/domain/domain-schema.js';
+import { grantedTools } from '../../shared/domain/tool-schema.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { CompromiseExtractor, type ConceptExtractor } from '../../shared/platform/concept-extractor.js';
 import type { Logger } from '../../shared/platform/logger.js';
@@ -19,12 +20,15 @@ import type { MemoryStore } from '../memory/memory-store.js';
 import type { AgentBehavior, CreateBehavior } from '../runtime/agent-behavior.js';
 import { AgentRuntime } from '../runtime/agent-runtime.js';
 import { DialogueBehavior } from '../runtime/dialogue-behavior.js';
+import { ToolCaller } from '../tools/tool-caller.js';
 import type { AgentOptions } from './agent-options.js';
 
 /** What an agent is made of once its database is open: its memory and runtime. */
 export interface AssembledAgent {
   memory: AgentMemory;
   runtime: AgentRuntime;
+  /** The declared tools its capabilities grant, behind the governed path. */
+  tools: ToolCaller;
 }
 
 /**
@@ -80,7 +84,21 @@ export async function assembleAgent(
   await runtime.restore();
   account = (provider, result) => runtime.account('extraction', provider, result);
   if (models.usesModel('consolidation')) consolidator.useWriter((sources, draft) => runtime.wordInsight(sources, draft));
-  return { memory, runtime };
+  const tools = new ToolCaller({
+    agent: options.agentId,
+    tools: startContext?.tools ?? (domain ? grantedTools(domain.tools, definition.capabilities) : {}),
+    gate: runtime.gate,
+    calls: store,
+    // A call is remembered whatever the mode: a Listening agent's read-only calls too.
+    remember: (memories) => runtime.hear(memories),
+    world: () => runtime.links.toolWorld(),
+    allowAdmin: config.tools.allow_admin,
+    env: process.env,
+    logger,
+  });
+  const interrupted = await tools.recover();
+  if (interrupted) logger.warn({ calls: interrupted }, 'tool calls cut off by the last stop marked interrupted');
+  return { memory, runtime, tools };
 }
 
 

@@ -67,12 +67,12 @@ export async function runAgentProcess(options: AgentOptions, output: { logFile?:
     const { store, lock, definition } = state;
     // Concepts come from the fleet's concept service once NATS is linked; the tagger here until then.
     const concepts = new SharedConceptExtractor(logger);
-    const { memory, runtime } = await assembleAgent(options, config, store, startContext, state.domain, { definition, defined: state.defined }, logger, concepts);
+    const { memory, runtime, tools } = await assembleAgent(options, config, store, startContext, state.domain, { definition, defined: state.defined }, logger, concepts);
     clock.mark('memory_load');
 
     const { AgentHttpServer } = await httpModule;
     const token = config.mcp.require_token ? ensureAgentToken(agentTokenPath(config.dataPath, options.agentId)) : undefined;
-    const http = new AgentHttpServer(runtime, config, logger, token);
+    const http = new AgentHttpServer(runtime, config, logger, token, tools);
     await http.listen(config.agent.host, options.port);
     // From here on events may be replayed and acknowledged: the folder is kept whatever happens.
     state.started.listening = true;

@@ -5,6 +5,7 @@ import type { WorldWatch } from '../../shared/domain/domain-schema.js';
 import type { CleanupStack } from '../../shared/platform/cleanup-stack.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { FleetNames } from '../../shared/protocol/fleet-names.js';
+import { parseWorldEvent } from '../../shared/protocol/world-event.js';
 import type { AgentControlChannel } from '../links/agent-control-channel.js';
 import { HintBook } from '../links/hint-book.js';
 import type { SharedConceptExtractor } from '../links/shared-concept-extractor.js';
@@ -88,7 +89,11 @@ export async function linkToFleet(parts: FleetLinkParts): Promise<FleetLinks> {
     });
     await once('world', async () => {
       const world = new WorldClient(nc, { timeoutMs: config.supervisor.request_timeout_ms, by: options.agentId, owner: options.agentId, names });
-      runtime.links.setWorld(world);
+      const { publishWorldEvent } = await import('../../shared/nats/event-stream.js');
+      runtime.links.setWorld(world, async (input) => {
+        const event = parseWorldEvent({ source: options.agentId, ...input }, 'event');
+        return { id: event.id, ...(await publishWorldEvent(nc, event, names)) };
+      });
       await watcher.open(world);
     });
     await once('embedder', async () => {

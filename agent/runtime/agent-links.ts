@@ -1,8 +1,12 @@
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { WorldClient } from '../../shared/nats/world-client.js';
 import type { AgentMessage } from '../../shared/protocol/agent-message.js';
+import type { WorldEventInput } from '../../shared/protocol/world-event.js';
 import type { WorldQueryInput, WorldRow } from '../../shared/protocol/world-protocol.js';
 import type { Messenger, RuntimeGate } from './runtime-ports.js';
+
+/** Publishes a world event as the agent; resolves with its id and stream sequence. */
+export type EventPublisher = (event: WorldEventInput) => Promise<{ id: string; seq: number; duplicate: boolean }>;
 
 /**
  * What an agent reaches through the fleet once NATS is up: the shared world (reads through
@@ -12,15 +16,23 @@ import type { Messenger, RuntimeGate } from './runtime-ports.js';
 export class AgentLinks {
   readonly #gate: RuntimeGate;
   #world: WorldClient | undefined;
+  #publish: EventPublisher | undefined;
   #messenger: Messenger | undefined;
 
   constructor(gate: RuntimeGate) {
     this.#gate = gate;
   }
 
-  /** Links the agent to the shared world store (set once NATS is up). */
-  setWorld(world: WorldClient | undefined): void {
+  /** Links the agent to the shared world store and the event stream (set once NATS is up). */
+  setWorld(world: WorldClient | undefined, publish?: EventPublisher): void {
     this.#world = world;
+    this.#publish = publish;
+  }
+
+  /** What a Script tool reaches: the world store and the event stream; NATS_UNAVAILABLE until the agent is linked. */
+  toolWorld(): { world: WorldClient; publish: EventPublisher } {
+    if (!this.#world || !this.#publish) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `${this.#gate.id} has no NATS link, so its tools cannot reach the world right now`);
+    return { world: this.#world, publish: this.#publish };
   }
 
   /** Links the agent to other agents (set once NATS is up). */

@@ -64,6 +64,8 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
   readonly #behavior: AgentBehavior;
   /** The shared world and other agents, once NATS is up. */
   readonly links: AgentLinks;
+  /** How calls into the agent are counted and gated on its mode (its declared tools run through it). */
+  readonly gate: RuntimeGate;
   /** The agent's concepts, as its tools read and write them. */
   readonly concepts: AgentConcepts;
   readonly #consolidator: MemoryConsolidator | undefined;
@@ -96,12 +98,13 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
     this.#store = options.store;
     this.#behavior = options.behavior;
     this.#logger = options.logger;
-    const gate: RuntimeGate = {
+    const gate: RuntimeGate = (this.gate = {
       id: this.id,
       call: (fn) => this.#call(fn),
       isActive: () => this.#mode === 'active',
       requireActive: (refusal) => this.#requireActive(refusal),
-    };
+      signal: () => this.#cancel.signal,
+    });
     this.links = new AgentLinks(gate);
     this.concepts = new AgentConcepts(gate, options.concepts);
     this.#consolidator = options.consolidator;
@@ -287,9 +290,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
   }
 
   /** Whether a memory with this id is stored. */
-  hasMemory(id: string): boolean {
-    return this.#memory.get(id) !== undefined;
-  }
+  hasMemory = (id: string): boolean => this.#memory.get(id) !== undefined;
 
   /**
    * Consolidates the memories in `scope` now: themes, contradictions, fading. Writing needs the

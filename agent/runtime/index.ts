@@ -2,8 +2,9 @@
  * One agent's state and behaviour: mode, memory and concepts wired together, dialogue and the application's behaviour module.
  */
 export { type AgentBehavior, type AgentBehaviorContext, type CreateBehavior, type TalkReply, type TalkRequest } from './agent-behavior.js';
+export { type EventPublisher } from './agent-links.js';
 export { type Decision, type Thought } from './agent-reasoner.js';
 export { AgentRuntime } from './agent-runtime.js';
 export { buildContext, CONTEXT_TIERS, type ContextItem, type ContextPacket, type ContextTier, countTokens, TOKEN_COUNT } from './context-packet.js';
 export { DialogueBehavior, onlyAsks } from './dialogue-behavior.js';
-export { type Controllable, type Conversing, type Hearing, type Messenger } from './runtime-ports.js';
+export { type Controllable, type Conversing, type Hearing, type Messenger, type RuntimeGate } from './runtime-ports.js';

@@ -26,6 +26,8 @@ export interface RuntimeGate {
   isActive(): boolean;
   /** Throws AGENT_NOT_ACTIVE, ending with `refusal`, unless the agent is active. */
   requireActive(refusal?: string): void;
+  /** Aborts when the agent is passivated or stops: what is in flight should end. */
+  signal(): AbortSignal;
 }
 
 /** What a link that delivers what the agent hears (world events, world changes) calls. */

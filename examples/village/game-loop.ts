@@ -95,9 +95,8 @@ async function main(): Promise<number> {
       if ('news' in step) {
         await fleet.publish({ ...step.news, tags: [...step.news.tags] });
         console.log(`  news: ${step.news.payload.summary}`);
-        // The shared world changes too: the pasture is dangerous and the captain posts a quest.
+        // The shared world changes too: the pasture is dangerous.
         await fleet.world.set('place', 'north_pasture', { name: 'North pasture', danger: 5 });
-        await fleet.world.set('quest', 'wolves', { title: 'Drive the wolves from the north pasture', status: 'open', giver: 'captain_lysa', location: 'north_pasture', reward: 40 });
       }
       const status = await fleet.status();
       printFleet(status);
@@ -126,6 +125,13 @@ async function main(): Promise<number> {
       if ('news' in step) {
         // NPCs talk among themselves: the captain asks the elder, who is asleep; he answers when he wakes.
         const captain = await fleet.agent('captain_lysa');
+        // The captain acts: she posts the quest through her declared post_quest tool, saying why.
+        const posted = await captain.callTool({
+          name: 'post_quest',
+          arguments: { id: 'wolves', title: 'Drive the wolves from the north pasture', location: 'north_pasture', reward: 40, reason: 'wolves took sheep from the north pasture' },
+        });
+        check('the captain posts the wolves quest with her post_quest tool', !posted.isError, text(posted));
+        console.log(`  captain_lysa posts a quest (post_quest): ${text(posted)}`);
         const asked = await captain.callTool({ name: 'ask_agent', arguments: { to: 'elder_rowan', question: 'Elder, what should be done about the wolves?', timeout_ms: 300 } });
         console.log(`  captain_lysa asks elder_rowan about the wolves: ${text(asked)}`);
       }
@@ -166,6 +172,9 @@ async function main(): Promise<number> {
     const openQuests = await fleet.world.query({ table: 'quest', where: [{ field: 'status', value: 'open' }], order_by: { field: 'reward', direction: 'desc' } });
     check('the quest board lists the open wolves quest', openQuests.some((q) => q.id === 'wolves' && q.giver === 'captain_lysa'), JSON.stringify(openQuests));
     check('the game loop saw the quest posted, live', questNews.some((n) => n.endsWith(' wolves')), questNews.join(', '));
+    // What she did is in her memory, with why: a tool_call record.
+    const did = await (await fleet.agent('captain_lysa')).callTool({ name: 'recall', arguments: { query: 'post_quest wolves', source: 'tool_call' } });
+    check('the captain remembers posting the quest, and why', /post_quest .*wolves.*because wolves took sheep/.test(text(did)), text(did).slice(0, 300));
     const watched = text(await (await fleet.agent('captain_lysa')).callTool({ name: 'query_captain_lysa_knowledge', arguments: { query: 'place north_pasture danger', k: 3 } }));
     check('the captain, who watches dangerous places, remembers the north pasture turning dangerous', /place north_pasture (appeared|changed) \(name: North pasture; danger: 5\)/.test(watched), watched.slice(0, 200));
     const history = await fleet.history('elder_rowan');

@@ -145,3 +145,12 @@ export const McpSettingsSchema = z
 
 export type MemorySettings = z.infer<typeof MemorySettingsSchema>;
 export type AgentSettings = z.infer<typeof AgentSettingsSchema>;
+
+/** `[tools]`: how agents run the tools the domain declares. */
+export const ToolsSettingsSchema = z
+  .object({
+    /** Run tools of permission `admin`; without it such a call is refused with TOOL_DENIED. @default false */
+    allow_admin: z.boolean().default(false),
+  })
+  .strict();
+export type ToolsSettings = z.infer<typeof ToolsSettingsSchema>;

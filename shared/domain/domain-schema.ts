@@ -1,11 +1,13 @@
 import { execFile } from 'node:child_process';
 import { createRequire } from 'node:module';
+import { dirname, resolve } from 'node:path';
 
 import { z } from 'zod';
 
 import { LLM_PROVIDERS } from '../config/llm-settings.js';
 import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { describeIssues } from '../errors/zod-issues.js';
+import { resolveScriptPaths, ToolNameSchema, toolProblems, ToolSchema } from './tool-schema.js';
 import { checkWorldFilter, RESERVED_WORLD_FIELDS, RESERVED_WORLD_TABLES, WorldFilterSchema, WorldNameSchema, WorldTableSchema } from './world-schema.js';
 
 /** Lower-case letters, digits and underscores, starting with a letter; at most 48 characters. */
@@ -70,6 +72,8 @@ export const AgentDefinitionSchema = z.object({
   actions: z.array(z.string().min(1)).default([]),
   /** Reason about heard events; unset: `[agent] reason_on_events`. */
   reasonOnEvents: z.boolean().nullish(),
+  /** Which of the domain's tools it may call: `[!][tag:]pattern`, the last match deciding. */
+  capabilities: z.array(z.string().min(1)).default([]),
 });
 export type AgentDefinition = z.infer<typeof AgentDefinitionSchema>;
 
@@ -182,6 +186,8 @@ export const DomainSchemaSchema = z.object({
   searchStrategies: z.record(WorldNameSchema, SearchStrategySchema).default({}),
   /** Context properties besides those the rules use: of each agent's entry and of `global`. */
   contextProperties: ContextPropertiesSchema.prefault({}),
+  /** Tools agents may be granted through their capabilities. */
+  tools: z.record(ToolNameSchema, ToolSchema).default({}),
 });
 export type DomainSchema = z.infer<typeof DomainSchemaSchema>;
 
@@ -203,6 +209,19 @@ export function pklBinaryPath(): string {
 }
 
 /**
+ * What a domain module may `read`: files, external properties (`-p`), module paths and packages;
+ * never `env:`, so no secret can land in the evaluated domain or an agent's start file. A tool's
+ * secret is named (`new Secret { env = "…" }`) and read only when a call runs.
+ */
+export const PKL_ALLOWED_RESOURCES = '^file:,^prop:,^modulepath:,^package:,^projectpackage:';
+
+/** The environment pkl runs in: what it needs to start, nothing an application keeps there. */
+function pklEnvironment(): NodeJS.ProcessEnv {
+  const keep = ['PATH', 'HOME', 'TMPDIR', 'LANG', 'LC_ALL', 'JAVA_HOME'];
+  return Object.fromEntries(keep.flatMap((k) => (process.env[k] !== undefined ? [[k, process.env[k]]] : [])));
+}
+
+/**
  * Evaluates an application's Pkl module with `pkl eval -f json` and validates it.
  * Pkl's own error (with file and line) becomes the message of a SCHEMA_INVALID error.
  */
@@ -211,8 +230,8 @@ export async function loadDomainSchema(file: string, options: { timeoutMs?: numb
   const stdout = await new Promise<string>((resolvePromise, reject) => {
     execFile(
       binary,
-      ['eval', '--format', 'json', '--no-cache', file],
-      { timeout: options.timeoutMs ?? 30_000, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' },
+      ['eval', '--format', 'json', '--no-cache', '--allowed-resources', PKL_ALLOWED_RESOURCES, file],
+      { timeout: options.timeoutMs ?? 30_000, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8', env: pklEnvironment() },
       (err, out, errOut) => {
         if (!err) return resolvePromise(out);
         if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'EACCES') {
@@ -249,8 +268,16 @@ export function parseDomainSchema(raw: unknown, file = '<domain schema>'): Domai
   checkWorldDeclarations(result.data, file);
   checkSearchStrategies(result.data, file);
   checkReferences(result.data, file);
+  checkTools(result.data, file);
   fillPersonaPrompts(result.data, file);
   return deepFreeze(result.data);
+}
+
+/** Tool names, fields, executors and the agents' capabilities hold together; Script paths become absolute. */
+function checkTools(domain: DomainSchema, file: string): void {
+  const [problem] = toolProblems(domain.tools, domain.agents, file);
+  if (problem) throw new ThymosError(ErrorCode.SCHEMA_INVALID, `domain schema ${file}: ${problem[0]}: ${problem[1]}`, { location: { file, path: problem[0] } });
+  resolveScriptPaths(domain.tools, file.startsWith('<') ? process.cwd() : dirname(resolve(file)));
 }
 
 /** Named strategies do not shadow the three methods; an agent's strategy is a method or a declared name. */

@@ -73,6 +73,16 @@ export const ErrorCode = {
   SUPERVISOR_LOST: 'SUPERVISOR_LOST',
   /** A reply over NATS did not match its protocol's schema (another version of Thymos answered, or a bug); the message names the subject. */
   INVALID_REPLY: 'INVALID_REPLY',
+  /** A tool call was refused: not granted, an admin tool without `[tools] allow_admin`, its approval refused or timed out, or approved by its own caller. */
+  TOOL_DENIED: 'TOOL_DENIED',
+  /** A tool did not finish within its `timeoutMs`. */
+  TOOL_TIMEOUT: 'TOOL_TIMEOUT',
+  /** A tool's executor failed: the service answered non-2xx (its status in `details`), could not be reached, or the script threw. */
+  TOOL_FAILED: 'TOOL_FAILED',
+  /** A tool's result was larger than its `outputLimitBytes`. */
+  TOOL_OUTPUT_TOO_LARGE: 'TOOL_OUTPUT_TOO_LARGE',
+  /** A tool's result did not match the `output` it declares. */
+  TOOL_OUTPUT_INVALID: 'TOOL_OUTPUT_INVALID',
   /** A failure that no other code describes; a bug if seen. */
   INTERNAL: 'INTERNAL',
 } as const;

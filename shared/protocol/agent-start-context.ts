@@ -2,6 +2,7 @@ import { z } from 'zod';
 
 import { AliasEntrySchema } from '../domain/alias-table.js';
 import { AgentDefinitionSchema, ConceptTypeSchema, RelationshipTypeSchema, SearchStrategySchema, WorldWatchSchema } from '../domain/domain-schema.js';
+import { ToolNameSchema, ToolSchema } from '../domain/tool-schema.js';
 
 /**
  * What a supervisor (or a user) may hand an agent at start in `--context FILE`:
@@ -18,6 +19,8 @@ export const AgentStartContextSchema = z
     aliases: z.array(AliasEntrySchema).optional(),
     /** The domain schema's world watches (standing live queries on world tables). */
     worldWatches: z.array(WorldWatchSchema).optional(),
+    /** The tools its capabilities grant, by name (Script paths absolute; secrets only named, never their values). */
+    tools: z.record(ToolNameSchema, ToolSchema).optional(),
     properties: z.record(z.string(), z.unknown()).default({}),
   })
   .strict();

@@ -12,5 +12,6 @@ export { parseJsonOrUndefined, parseWireJson } from './parse-json.js';
 export { type AgentContext, AgentContextSchema, parseReconcileContext, parseReconcileContextText, type ReconcileContext, type ReconcileContextInput, ReconcileContextSchema } from './reconcile-context.js';
 export { type SpareClaim, SpareClaimOkSchema, SpareClaimSchema } from './spare-protocol.js';
 export { type AgentStatusRow, AgentStatusRowSchema, type FleetStatus, FleetStatusSchema, type PingReply, PingReplySchema, type ProgressMessage, ProgressMessageSchema, type ReconcileReport, ReconcileReportSchema, type SupervisorOp, SupervisorReplySchema, SupervisorRequestSchemas, SupervisorResultSchemas, type TransitionRecord, TransitionRecordSchema } from './supervisor-protocol.js';
+export { type CallStatus, CallStatusSchema, type ToolCallRecord, ToolCallRecordSchema } from './tool-call.js';
 export { eventMemoryText, parseWorldEvent, type WorldEvent, type WorldEventInput, WorldEventSchema } from './world-event.js';
 export { type WorldChange, WorldChangeSchema, type WorldQuery, type WorldQueryInput, WorldQuerySchema, WorldRequestSchemas, WorldResultSchemas, type WorldRow, type WorldSubscriptionInfo } from './world-protocol.js';

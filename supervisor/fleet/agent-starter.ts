@@ -5,6 +5,7 @@ import { type FleetPaths, Pm2Names, spareClaimFile } from '../../shared/config/f
 import { agentMcpUrl, type ThymosConfig } from '../../shared/config/thymos-config.js';
 import type { AliasEntry } from '../../shared/domain/alias-table.js';
 import type { DomainSchema } from '../../shared/domain/domain-schema.js';
+import { grantedTools } from '../../shared/domain/tool-schema.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
 import { parseInput } from '../../shared/errors/zod-issues.js';
 import { readAgentToken } from '../../shared/platform/agent-token.js';
@@ -192,6 +193,7 @@ export class AgentStarter {
         relationshipTypes: domain.relationshipTypes,
         conceptTypes: domain.conceptTypes,
         searchStrategies: domain.searchStrategies,
+        tools: domain.agents[id] ? grantedTools(domain.tools, domain.agents[id].capabilities) : {},
         properties,
       } satisfies AgentStartContextInput,
       `${id}: start context`,

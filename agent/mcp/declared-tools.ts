@@ -1,0 +1,96 @@
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+
+import { needsReason, type Tool } from '../../shared/domain/tool-schema.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import type { ToolCallRecord } from '../../shared/protocol/tool-call.js';
+import type { ToolCaller } from '../tools/tool-caller.js';
+import { inputShape, outputShape, toolAnnotations } from '../tools/tool-shapes.js';
+import { guard, toolError } from './tool-kit.js';
+
+/** URI of the catalogue of an agent's declared tools. */
+export const toolsUri = (id: string) => `agent://${id}/tools`;
+
+/** Who an MCP session's caller is, as its calls record: `mcp:<client name>`. */
+function callerOf(server: McpServer): string {
+  const name = server.server.getClientVersion()?.name;
+  return `mcp:${name ? name.replace(/[^\w.@-]/g, '_').slice(0, 64) : 'unknown'}`;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** What a finished call answers: its result (structured when the tool declares output), or its coded error; the record in `_meta`. */
+export function callResult(record: ToolCallRecord, tool: Tool): CallToolResult {
+  const meta = { 'thymos/call': { call_id: record.call_id, status: record.status, idempotency_key: record.idempotency_key } };
+  if (record.error) {
+    const e = new ThymosError(record.error.code, record.error.message, { ...(record.error.details ? { details: record.error.details } : {}) });
+    const out = toolError(e);
+    return { ...out, _meta: { ...out._meta, ...meta } };
+  }
+  const text = typeof record.result === 'string' ? record.result : JSON.stringify(record.result);
+  return {
+    content: [{ type: 'text', text }],
+    ...(tool.output && isObject(record.result) ? { structuredContent: record.result } : {}),
+    _meta: meta,
+  };
+}
+
+/** What a model or a person reads about one tool: no executor details. */
+export function catalogueEntry(name: string, tool: Tool) {
+  return {
+    name,
+    description: tool.description,
+    tags: tool.tags,
+    examples: tool.examples,
+    input: z.toJSONSchema(z.object(inputShape(tool))),
+    ...(tool.output ? { output: z.toJSONSchema(z.object(outputShape(tool)!)) } : {}),
+    sideEffect: tool.sideEffect,
+    permission: tool.permission,
+    reasonRequired: needsReason(tool),
+    idempotent: tool.idempotencyKey != null,
+  };
+}
+
+/**
+ * Registers the tools the agent's capabilities grant, each with the JSON Schema of its input
+ * (and output), MCP's annotations for its classes, and the governed path behind it; `get_call`
+ * for the record of one call; and the catalogue resource `agent://<id>/tools`. An agent granted no tool has none of these.
+ */
+export function registerDeclaredTools(server: McpServer, id: string, caller: ToolCaller): void {
+  for (const [name, tool] of Object.entries(caller.tools)) {
+    const output = outputShape(tool);
+    server.registerTool(
+      name,
+      {
+        description: `${tool.description}${needsReason(tool) ? ' Give a reason.' : ''}`,
+        inputSchema: inputShape(tool),
+        ...(output ? { outputSchema: output } : {}),
+        annotations: { title: name, ...toolAnnotations(tool) },
+        _meta: { 'thymos/tool': { sideEffect: tool.sideEffect, permission: tool.permission, tags: tool.tags } },
+      },
+      async (args: Record<string, unknown>, extra) => guard(async () => callResult(await caller.call(name, args, { caller: callerOf(server), signal: extra.signal }), tool)),
+    );
+  }
+  server.registerTool(
+    'get_call',
+    {
+      title: 'One tool call',
+      description: "The record of one of this agent's tool calls by its call_id: status, arguments, reason, caller, result or error.",
+      inputSchema: { call_id: z.string().min(1).max(64).describe('The call_id a tool call answered with.') },
+      annotations: { readOnlyHint: true },
+    },
+    async ({ call_id }) =>
+      guard(async () => {
+        const record = await caller.getCall(call_id);
+        if (!record) throw new ThymosError(ErrorCode.NOT_FOUND, `${id} has no call ${JSON.stringify(call_id)}`, { location: { path: 'call_id' } });
+        return { content: [{ type: 'text', text: JSON.stringify(record) }], structuredContent: record };
+      }),
+  );
+  const uri = toolsUri(id);
+  server.registerResource('tools', uri, { title: `Tools of ${id}`, description: 'The declared tools this agent may call: name, description, tags, example phrasings, input schema, classes.', mimeType: 'application/json' }, async () => ({
+    contents: [{ uri, mimeType: 'application/json', text: JSON.stringify(Object.entries(caller.tools).map(([name, tool]) => catalogueEntry(name, tool))) }],
+  }));
+}

@@ -1,0 +1,20 @@
+import type { WorldClient } from '../../shared/nats/world-client.js';
+import type { EventPublisher } from '../runtime/agent-links.js';
+
+/** What an executor gets for one call, besides the validated input. */
+export interface ExecutorContext {
+  /** The tool's name. */
+  tool: string;
+  agent: string;
+  caller: string;
+  reason: string | undefined;
+  callId: string;
+  /** From the tool's `idempotencyKey` template, else the call id: a repeated call carries the same key. */
+  idempotencyKey: string;
+  /** Fires at the tool's timeout, or when the agent stops or the caller cancels. */
+  signal: AbortSignal;
+  /** The value of a named environment variable; TOOL_FAILED when it is unset. */
+  secret(env: string): string;
+  /** The world store and the event stream, for a Script; NATS_UNAVAILABLE until the agent is linked. */
+  world(): { world: WorldClient; publish: EventPublisher };
+}

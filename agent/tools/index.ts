@@ -1,0 +1,7 @@
+/**
+ * The agent's declared tools: the governed path every call takes (validate, reason, permission and mode, run, record), the Http and Script executors, and the input and output shapes MCP advertises.
+ */
+export { type ExecutorContext } from './executor-context.js';
+export { type ScriptContext, type ScriptFunction } from './script-executor.js';
+export { type CallRequest, type CallStore, ToolCaller, type ToolCallerOptions } from './tool-caller.js';
+export { inputShape, outputShape, toolAnnotations } from './tool-shapes.js';

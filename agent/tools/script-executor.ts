@@ -1,0 +1,65 @@
+import { pathToFileURL } from 'node:url';
+
+import type { ScriptExecutor, Tool } from '../../shared/domain/tool-schema.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import type { WorldClient } from '../../shared/nats/world-client.js';
+import type { EventPublisher } from '../runtime/agent-links.js';
+import type { ExecutorContext } from './executor-context.js';
+
+/** What a Script tool's function is called with, after its validated input. */
+export interface ScriptContext {
+  agent: string;
+  tool: string;
+  caller: string;
+  reason: string | undefined;
+  callId: string;
+  idempotencyKey: string;
+  /** Fires at the tool's timeout (or when the agent stops): stop work and return. */
+  signal: AbortSignal;
+  /** The shared world store, as the agent (reads and writes through the supervisor). */
+  world: Pick<WorldClient, 'get' | 'query' | 'set' | 'patch' | 'delete' | 'tables'>;
+  /** Publishes a world event as the agent. */
+  publish: EventPublisher;
+}
+
+/** A Script tool's function. */
+export type ScriptFunction = (input: Record<string, unknown>, context: ScriptContext) => unknown;
+
+/**
+ * Runs a Script tool: the named export of the application's compiled module (loaded once,
+ * as Node caches modules), called with the input and a context. What it returns is the
+ * result; what it throws is TOOL_FAILED with its message (a ThymosError keeps its code). A
+ * function that ignores the signal is answered TOOL_TIMEOUT at the timeout all the same, and
+ * whatever it still does after that is not recorded.
+ */
+export async function runScript(tool: Tool, input: Record<string, unknown>, ctx: ExecutorContext): Promise<unknown> {
+  const exec = tool.executor as ScriptExecutor;
+  let mod: Record<string, unknown>;
+  try {
+    mod = (await import(pathToFileURL(exec.path).href)) as Record<string, unknown>;
+  } catch (err) {
+    throw new ThymosError(ErrorCode.TOOL_FAILED, `${ctx.tool}: cannot load ${exec.path}: ${(err as Error).message}`);
+  }
+  const fn = mod[exec.export];
+  if (typeof fn !== 'function') throw new ThymosError(ErrorCode.TOOL_FAILED, `${ctx.tool}: ${exec.path} has no function export named ${JSON.stringify(exec.export)} (it exports ${Object.keys(mod).join(', ') || 'nothing'})`);
+  const context: ScriptContext = {
+    agent: ctx.agent,
+    tool: ctx.tool,
+    caller: ctx.caller,
+    reason: ctx.reason,
+    callId: ctx.callId,
+    idempotencyKey: ctx.idempotencyKey,
+    signal: ctx.signal,
+    get world() {
+      return ctx.world().world;
+    },
+    publish: (event) => ctx.world().publish(event),
+  };
+  try {
+    return await (fn as ScriptFunction)(input, context);
+  } catch (err) {
+    if (ctx.signal.aborted) throw ctx.signal.reason;
+    if (err instanceof ThymosError) throw err;
+    throw new ThymosError(ErrorCode.TOOL_FAILED, `${ctx.tool}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}

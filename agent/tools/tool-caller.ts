@@ -1,0 +1,209 @@
+import { randomUUID } from 'node:crypto';
+
+import { z } from 'zod';
+
+import { keyFields, type Tool } from '../../shared/domain/tool-schema.js';
+import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
+import { describeIssues } from '../../shared/errors/zod-issues.js';
+import type { Logger } from '../../shared/platform/logger.js';
+import type { CallStatus, ToolCallRecord } from '../../shared/protocol/tool-call.js';
+import type { NewMemory } from '../memory/agent-memory.js';
+import type { RuntimeGate } from '../runtime/runtime-ports.js';
+import type { ExecutorContext } from './executor-context.js';
+import { runHttp } from './http-executor.js';
+import { runScript } from './script-executor.js';
+import { SecretRedactor } from './secret-redactor.js';
+import { inputShape, outputShape } from './tool-shapes.js';
+
+/** Where an agent keeps its calls: its own database. */
+export interface CallStore {
+  saveCall(record: ToolCallRecord): Promise<void>;
+  getCall(id: string): Promise<ToolCallRecord | undefined>;
+  callsWithStatus(status: CallStatus): Promise<ToolCallRecord[]>;
+}
+
+export interface ToolCallerOptions {
+  agent: string;
+  /** The tools the agent's capabilities grant, by name. */
+  tools: Readonly<Record<string, Tool>>;
+  gate: RuntimeGate;
+  calls: CallStore;
+  /** Stores memories whatever the agent's mode (a Listening agent's read-only calls are remembered too). */
+  remember(memories: NewMemory[]): Promise<unknown>;
+  world: ExecutorContext['world'];
+  allowAdmin: boolean;
+  env: NodeJS.ProcessEnv;
+  logger: Logger;
+  /** Told of every call that ends (or waits), for metrics and the calls resource. */
+  onCall?(record: ToolCallRecord): void;
+}
+
+/** Who asks for a call, and how they may cancel it. */
+export interface CallRequest {
+  caller: string;
+  signal?: AbortSignal | undefined;
+}
+
+const RECORD_TEXT_MAX = 600;
+
+/**
+ * The one governed path of a declared tool's call: validate the input, check the reason,
+ * check permission and mode (a Listening agent runs only read-only tools; `admin` tools only
+ * with `[tools] allow_admin`), run the executor within its timeout and output limit, and
+ * record the call — in the agent's database and as a `tool_call` memory, with the value of
+ * every secret its tools use removed. The call is saved as `running` before the executor
+ * starts: after a crash it is found `interrupted`, not run again.
+ */
+export class ToolCaller {
+  readonly #o: ToolCallerOptions;
+  readonly #inputs = new Map<string, z.ZodObject>();
+  readonly #redactor: SecretRedactor;
+
+  constructor(options: ToolCallerOptions) {
+    this.#o = options;
+    this.#redactor = new SecretRedactor(Object.values(options.tools), options.env);
+  }
+
+  get tools(): Readonly<Record<string, Tool>> {
+    return this.#o.tools;
+  }
+
+  /** Removes the value of every secret the agent's tools use from `value` (deeply). */
+  redact<T>(value: T): T {
+    return this.#redactor.redact(value);
+  }
+
+  /** Marks calls cut off by a crash (`running` when the agent starts) as `interrupted`; returns how many. */
+  async recover(): Promise<number> {
+    const cut = await this.#o.calls.callsWithStatus('running');
+    for (const r of cut) await this.#o.calls.saveCall({ ...r, status: 'interrupted', error: new ThymosError(ErrorCode.TOOL_FAILED, `${r.tool} was cut off by the agent stopping; whether it took effect is not known`).toJSON() });
+    return cut.length;
+  }
+
+  getCall(id: string): Promise<ToolCallRecord | undefined> {
+    return this.#o.calls.getCall(id);
+  }
+
+  /** Runs one call through the governed path; the record says how it ended (a refused or failed call is a record too). */
+  async call(name: string, args: Record<string, unknown>, request: CallRequest): Promise<ToolCallRecord> {
+    return this.#o.gate.call(async () => {
+      const tool = this.#o.tools[name];
+      if (!tool) throw new ThymosError(ErrorCode.NOT_FOUND, `${this.#o.agent} has no tool ${JSON.stringify(name)}; its tools: ${Object.keys(this.#o.tools).join(', ') || 'none granted'}`, { location: { path: 'name' } });
+      const { reason, ...input } = this.#validate(name, tool, args);
+      const callId = randomUUID();
+      const record: ToolCallRecord = {
+        call_id: callId,
+        agent: this.#o.agent,
+        tool: name,
+        arguments: input,
+        ...(typeof reason === 'string' ? { reason } : {}),
+        caller: request.caller,
+        status: 'running',
+        requested_at: new Date().toISOString(),
+        idempotency_key: idempotencyKey(tool, input, callId),
+      };
+      const refusal = this.#refusal(name, tool);
+      if (refusal) return this.#finish(record, tool, { error: refusal, status: 'refused' }, 0);
+      await this.#o.calls.saveCall(record);
+      const started = performance.now();
+      try {
+        const result = await this.#run(name, tool, record, request.signal);
+        return await this.#finish(record, tool, { result, status: 'ok' }, performance.now() - started);
+      } catch (err) {
+        return this.#finish(record, tool, { error: toThymosError(err, ErrorCode.TOOL_FAILED), status: 'failed' }, performance.now() - started);
+      }
+    });
+  }
+
+  #validate(name: string, tool: Tool, args: Record<string, unknown>): Record<string, unknown> {
+    let schema = this.#inputs.get(name);
+    if (!schema) this.#inputs.set(name, (schema = z.object(inputShape(tool)).strict()));
+    const parsed = schema.safeParse(args);
+    if (!parsed.success) {
+      throw new ThymosError(ErrorCode.INVALID_INPUT, `arguments of ${name}: ${describeIssues(parsed.error, args)}`, { location: { path: ['arguments', ...(parsed.error.issues[0]?.path ?? []).map(String)].join('.') } });
+    }
+    return parsed.data as Record<string, unknown>;
+  }
+
+  /** Why this call may not run now, or undefined. */
+  #refusal(name: string, tool: Tool): ThymosError | undefined {
+    if (tool.permission === 'admin' && !this.#o.allowAdmin) return new ThymosError(ErrorCode.TOOL_DENIED, `${name} is an admin tool; it runs only with [tools] allow_admin = true`);
+    if (tool.sideEffect !== 'read_only' && !this.#o.gate.isActive()) return new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.#o.agent} is listening (passive): it runs only read-only tools now, and ${name} is ${tool.sideEffect}`);
+    if (tool.permission === 'confirm') return new ThymosError(ErrorCode.TOOL_DENIED, `${name} needs a person's approval (permission "confirm"), and this agent cannot ask for one yet`);
+    return undefined;
+  }
+
+  async #run(name: string, tool: Tool, record: ToolCallRecord, callerSignal: AbortSignal | undefined): Promise<unknown> {
+    const timeout = new AbortController();
+    const timer = setTimeout(() => timeout.abort(new ThymosError(ErrorCode.TOOL_TIMEOUT, `${name} did not finish within ${tool.timeoutMs} ms (timeoutMs)`)), tool.timeoutMs);
+    const signal = AbortSignal.any([timeout.signal, this.#o.gate.signal(), ...(callerSignal ? [callerSignal] : [])]);
+    const ctx: ExecutorContext = {
+      tool: name,
+      agent: this.#o.agent,
+      caller: record.caller,
+      reason: record.reason,
+      callId: record.call_id,
+      idempotencyKey: record.idempotency_key,
+      signal,
+      secret: (env) => {
+        const value = this.#o.env[env];
+        if (!value) throw new ThymosError(ErrorCode.TOOL_FAILED, `${name}: the environment variable ${env} that holds its secret is not set in the agent's environment`);
+        return value;
+      },
+      world: this.#o.world,
+    };
+    const aborted = new Promise<never>((_, reject) => {
+      if (signal.aborted) reject(signal.reason as Error);
+      signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
+    });
+    aborted.catch(() => undefined);
+    try {
+      const result = await Promise.race([tool.executor.kind === 'http' ? runHttp(tool, record.arguments, ctx) : runScript(tool, record.arguments, ctx), aborted]);
+      return checkOutput(name, tool, result);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async #finish(record: ToolCallRecord, tool: Tool, outcome: { status: CallStatus; result?: unknown; error?: ThymosError }, ms: number): Promise<ToolCallRecord> {
+    const done: ToolCallRecord = this.redact({
+      ...record,
+      status: outcome.status,
+      finished_at: new Date().toISOString(),
+      duration_ms: Math.round(ms),
+      ...(outcome.result !== undefined ? { result: outcome.result } : {}),
+      ...(outcome.error ? { error: outcome.error.toJSON() } : {}),
+    });
+    await this.#o.calls.saveCall(done);
+    await this.#o.remember([{ id: `call_${done.call_id}`, content: recordText(done), tags: ['tool_call', done.tool, ...tool.tags], importance: 0.5, source: { kind: 'tool_call', by: done.caller } }]);
+    this.#o.logger.info({ tool: done.tool, call: done.call_id, caller: done.caller, status: done.status, ms: done.duration_ms, ...(done.error ? { code: done.error.code } : {}) }, 'tool call');
+    this.#o.onCall?.(done);
+    return done;
+  }
+}
+
+/** The call's idempotency key: the tool's template filled from the input, else the call id. */
+function idempotencyKey(tool: Tool, input: Record<string, unknown>, callId: string): string {
+  if (!tool.idempotencyKey) return callId;
+  let key = tool.idempotencyKey;
+  for (const f of keyFields(tool.idempotencyKey)) key = key.replaceAll(`{${f}}`, input[f] === undefined ? '' : typeof input[f] === 'string' ? input[f] : JSON.stringify(input[f]));
+  return key;
+}
+
+/** The result within the declared `output` (and the output limit, for what a Script returns). */
+function checkOutput(name: string, tool: Tool, result: unknown): unknown {
+  const size = Buffer.byteLength(typeof result === 'string' ? result : (JSON.stringify(result) ?? ''));
+  if (size > tool.outputLimitBytes) throw new ThymosError(ErrorCode.TOOL_OUTPUT_TOO_LARGE, `${name}: the result is ${size} bytes, over ${tool.outputLimitBytes} (outputLimitBytes)`, { details: { limit: tool.outputLimitBytes } });
+  const shape = outputShape(tool);
+  if (!shape) return result ?? null;
+  const parsed = z.object(shape).safeParse(result);
+  if (!parsed.success) throw new ThymosError(ErrorCode.TOOL_OUTPUT_INVALID, `${name}: the result does not match its declared output: ${describeIssues(parsed.error, result)}`);
+  return parsed.data;
+}
+
+/** The sentence a call is remembered by: what, with what, for whom, why, and how it ended. */
+function recordText(r: ToolCallRecord): string {
+  const clip = (s: string) => (s.length > RECORD_TEXT_MAX ? `${s.slice(0, RECORD_TEXT_MAX)}…` : s);
+  const ended = r.status === 'ok' ? `ok: ${clip(typeof r.result === 'string' ? r.result : JSON.stringify(r.result))}` : `${r.status}: ${r.error ? `${r.error.code} ${clip(r.error.message)}` : ''}`;
+  return `Tool call ${r.tool} ${clip(JSON.stringify(r.arguments))} for ${r.caller}${r.reason ? `, because ${r.reason}` : ''} — ${ended}`;
+}

@@ -1,0 +1,171 @@
+import { isAbsolute, resolve } from 'node:path';
+
+import { z } from 'zod';
+
+import { type Capability, grants, parseCapability } from './capabilities.js';
+import { parseUrlTemplate } from './http-url.js';
+
+/** A tool name, as model APIs allow for function names. */
+export const ToolNameSchema = z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'expected a tool name: letters, digits, _ or -, at most 64');
+
+/**
+ * Names an agent's MCP endpoint has or will have for itself: its built-in tools, and those
+ * intent resolution and approvals take. `talk_to_*`, `query_*_knowledge` and `get_*_state`
+ * are kept too, since every agent has its own.
+ */
+export const RESERVED_TOOL_NAMES: readonly string[] = Object.freeze([
+  'act', 'resolve_intent', 'get_call', 'approve', 'refuse', 'remember', 'recall', 'consolidate', 'think', 'decide', 'concepts', 'describe_concept',
+  'link', 'causes', 'conversation', 'context', 'send_message', 'ask_agent', 'query_world',
+]);
+const RESERVED_TOOL_PATTERN = /^(talk_to_.*|query_.*_knowledge|get_.*_state)$/;
+
+export const ToolFieldSchema = z
+  .object({
+    type: z.enum(['string', 'number', 'integer', 'boolean', 'enum']).default('string'),
+    list: z.boolean().default(false),
+    required: z.boolean().default(true),
+    description: z.string().nullish(),
+    values: z.array(z.string()).nullish(),
+    pattern: z.string().min(1).nullish(),
+    min: z.number().nullish(),
+    max: z.number().nullish(),
+    maxItems: z.number().int().min(1).default(100),
+  })
+  .strict();
+export type ToolField = z.infer<typeof ToolFieldSchema>;
+
+/** A value read from an environment variable when a call runs, never written anywhere. */
+export const SecretSchema = z.object({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected an environment variable name'), prefix: z.string().default('') }).strict();
+export type Secret = z.infer<typeof SecretSchema>;
+
+export const HttpExecutorSchema = z
+  .object({
+    kind: z.literal('http'),
+    method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']).default('GET'),
+    url: z.string().min(1),
+    headers: z.record(z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'expected an HTTP header name'), z.union([z.string().regex(/^[^\r\n]*$/, 'expected a header value on one line'), SecretSchema])).default({}),
+    body: z.array(z.string()).nullish(),
+  })
+  .strict();
+export type HttpExecutor = z.infer<typeof HttpExecutorSchema>;
+
+export const ScriptExecutorSchema = z
+  .object({
+    kind: z.literal('script'),
+    /** Absolute once the domain is read: relative paths are taken from the domain schema file's folder. */
+    path: z.string().min(1),
+    export: z.string().min(1).default('default'),
+  })
+  .strict();
+export type ScriptExecutor = z.infer<typeof ScriptExecutorSchema>;
+
+export const SIDE_EFFECTS = ['read_only', 'writes_local', 'writes_external', 'irreversible'] as const;
+export const PERMISSIONS = ['safe', 'confirm', 'admin'] as const;
+
+export const ToolSchema = z
+  .object({
+    description: z.string().min(1),
+    tags: z.array(z.string().min(1)).default([]),
+    examples: z.array(z.string().min(1)).default([]),
+    input: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_-]{0,63}$/, 'expected a field name'), ToolFieldSchema).default({}),
+    output: z.record(z.string().min(1), ToolFieldSchema).nullish(),
+    sideEffect: z.enum(SIDE_EFFECTS),
+    permission: z.enum(PERMISSIONS).default('safe'),
+    executor: z.discriminatedUnion('kind', [HttpExecutorSchema, ScriptExecutorSchema]),
+    timeoutMs: z.number().int().min(1).max(600_000).default(10_000),
+    outputLimitBytes: z.number().int().min(1).max(16 * 1024 * 1024).default(65_536),
+    idempotencyKey: z.string().min(1).nullish(),
+    reasonRequired: z.boolean().nullish(),
+  })
+  .strict();
+export type Tool = z.infer<typeof ToolSchema>;
+export type Tools = Readonly<Record<string, Tool>>;
+
+/** Whether a call of `tool` must give a reason: as declared, else for anything not read-only. */
+export function needsReason(tool: Tool): boolean {
+  return tool.reasonRequired ?? tool.sideEffect !== 'read_only';
+}
+
+/** The input fields an `idempotencyKey` template names. */
+export function keyFields(template: string): string[] {
+  return [...template.matchAll(/\{([^{}]*)\}/g)].map((m) => m[1]!);
+}
+
+/** Each problem of the domain's tools and capabilities, as `[path, message]`. */
+export function toolProblems(tools: Record<string, Tool>, agents: Readonly<Record<string, { capabilities: readonly string[] }>>, file: string): Array<[string, string]> {
+  const problems: Array<[string, string]> = [];
+  for (const [name, tool] of Object.entries(tools)) {
+    const at = `tools.${name}`;
+    if (RESERVED_TOOL_NAMES.includes(name) || RESERVED_TOOL_PATTERN.test(name)) problems.push([at, `${name} is the name of one of Thymos's own tools (${RESERVED_TOOL_NAMES.join(', ')}, talk_to_*, query_*_knowledge, get_*_state); choose another`]);
+    for (const [field, spec] of Object.entries(tool.input)) problems.push(...fieldProblems(`${at}.input.${field}`, spec));
+    for (const [field, spec] of Object.entries(tool.output ?? {})) problems.push(...fieldProblems(`${at}.output.${field}`, spec));
+    if (tool.sideEffect === 'irreversible' && tool.permission === 'safe') problems.push([`${at}.permission`, 'an irreversible tool needs permission "confirm" or "admin"']);
+    if (tool.input.reason) problems.push([`${at}.input.reason`, '"reason" is the argument every call may give (required unless the tool is read-only); name the field otherwise']);
+    for (const f of keyFields(tool.idempotencyKey ?? '')) if (!tool.input[f]) problems.push([`${at}.idempotencyKey`, `{${f}} is not an input field (${Object.keys(tool.input).join(', ') || 'none'})`]);
+    if (tool.executor.kind === 'http') problems.push(...httpProblems(at, tool));
+    if (tool.executor.kind === 'script' && !/\.(m?js|cjs)$/.test(tool.executor.path)) problems.push([`${at}.executor.path`, `expected a compiled JavaScript module (.js, .mjs or .cjs); got ${JSON.stringify(tool.executor.path)}`]);
+  }
+  for (const [id, agent] of Object.entries(agents)) {
+    agent.capabilities.forEach((text, i) => {
+      const path = `agents.${id}.capabilities[${i}]`;
+      let c: Capability;
+      try {
+        c = parseCapability(text);
+      } catch (err) {
+        return problems.push([path, (err as Error).message]);
+      }
+      if (!c.literal) return;
+      const known = c.scope === 'name' ? Object.keys(tools) : [...new Set(Object.values(tools).flatMap((t) => t.tags))];
+      if (!known.some(c.matches)) problems.push([path, `no tool ${c.scope === 'name' ? 'is named' : 'has the tag'} ${JSON.stringify(c.glob)}; expected one of ${known.join(', ') || `(no tools declared in ${file})`}`]);
+    });
+  }
+  return problems;
+}
+
+function fieldProblems(at: string, f: ToolField): Array<[string, string]> {
+  const out: Array<[string, string]> = [];
+  if (f.type === 'enum' && !f.values?.length) out.push([`${at}.values`, 'an enum field lists its values']);
+  if (f.type !== 'enum' && f.values) out.push([`${at}.values`, `values are for type "enum"; this field is ${f.type}`]);
+  if (f.pattern != null) {
+    if (f.type !== 'string') out.push([`${at}.pattern`, `a pattern is for strings; this field is ${f.type}`]);
+    try {
+      new RegExp(`^(?:${f.pattern})$`, 'u');
+    } catch (err) {
+      out.push([`${at}.pattern`, `not a JavaScript regular expression: ${(err as Error).message}`]);
+    }
+  }
+  if (f.type === 'boolean' && (f.min != null || f.max != null)) out.push([at, 'min and max are for numbers and strings']);
+  if (f.min != null && f.max != null && f.min > f.max) out.push([at, `min ${f.min} is above max ${f.max}`]);
+  return out;
+}
+
+function httpProblems(at: string, tool: Tool): Array<[string, string]> {
+  const http = tool.executor as HttpExecutor;
+  const out: Array<[string, string]> = [];
+  try {
+    const template = parseUrlTemplate(http.url);
+    for (const [field, where] of template.fields) {
+      const spec = tool.input[field];
+      if (!spec) out.push([`${at}.executor.url`, `{${field}} is not an input field (${Object.keys(tool.input).join(', ') || 'none'})`]);
+      else if (where === 'path' && (!spec.required || spec.list)) out.push([`${at}.executor.url`, `{${field}} stands in the path, so it must be one required value`]);
+    }
+  } catch (err) {
+    out.push([`${at}.executor.url`, (err as Error).message]);
+  }
+  for (const field of http.body ?? []) if (!tool.input[field]) out.push([`${at}.executor.body`, `${field} is not an input field (${Object.keys(tool.input).join(', ') || 'none'})`]);
+  if (http.body && (http.method === 'GET' || http.method === 'DELETE')) out.push([`${at}.executor.body`, `a ${http.method} request has no body`]);
+  return out;
+}
+
+/** Makes each Script's path absolute, from the folder of the domain schema file. */
+export function resolveScriptPaths(tools: Record<string, Tool>, baseDir: string): void {
+  for (const tool of Object.values(tools)) {
+    if (tool.executor.kind === 'script' && !isAbsolute(tool.executor.path)) tool.executor.path = resolve(baseDir, tool.executor.path);
+  }
+}
+
+/** The tools `capabilities` grant, by name. */
+export function grantedTools(tools: Tools, capabilities: readonly string[]): Record<string, Tool> {
+  const parsed = capabilities.map((c) => parseCapability(c));
+  return Object.fromEntries(Object.entries(tools).filter(([name, tool]) => grants(parsed, { name, scopes: { tag: tool.tags } })));
+}

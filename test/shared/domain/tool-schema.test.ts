@@ -1,0 +1,140 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+
+import { grants, parseCapability } from '../../../shared/domain/capabilities.js';
+import { loadDomainSchema, parseDomainSchema } from '../../../shared/domain/domain-schema.js';
+import { fillUrl, parseUrlTemplate, UrlInputError } from '../../../shared/domain/http-url.js';
+import { grantedTools } from '../../../shared/domain/tool-schema.js';
+import { isThymosError } from '../../../shared/errors/errors.js';
+import { Rng } from '../../helpers/fuzz.js';
+import { REPO_ROOT } from '../../helpers/workspace.js';
+
+function pkl(body: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'thymos-tools-'));
+  const file = join(dir, 'world.pkl');
+  writeFileSync(file, `amends ${JSON.stringify(join(REPO_ROOT, 'schemas/Thymos.pkl'))}\n${body}\n`);
+  return file;
+}
+
+const http = (url: string) => ({ kind: 'http', url });
+const tool = (extra: Record<string, unknown> = {}) => ({ description: 'a tool', sideEffect: 'read_only', executor: http('http://127.0.0.1:8787/x'), ...extra });
+
+function refused(raw: unknown, path: RegExp, message: RegExp): void {
+  assert.throws(
+    () => parseDomainSchema(raw, 'world.pkl'),
+    (err: unknown) => isThymosError(err, 'SCHEMA_INVALID') && path.test(err.location?.path ?? '') && message.test(err.message),
+    `expected SCHEMA_INVALID at ${path} saying ${message}`,
+  );
+}
+
+describe('capabilities: [!][scope:]pattern, the last match deciding', () => {
+  const tools = { lookup_order: ['orders'], refund: ['orders', 'refunds'], refund_over_limit: ['refunds'], post_quest: [] as string[] };
+  const granted = (caps: string[]) => Object.entries(tools).filter(([name, tags]) => grants(caps.map((c) => parseCapability(c)), { name, scopes: { tag: tags } })).map(([n]) => n);
+
+  test('names, globs, tags and negation', () => {
+    assert.deepEqual(granted([]), [], 'no capabilities, no tools');
+    assert.deepEqual(granted(['lookup_order']), ['lookup_order']);
+    assert.deepEqual(granted(['refund*']), ['refund', 'refund_over_limit']);
+    assert.deepEqual(granted(['tag:refunds', '!refund_over_limit']), ['refund']);
+    assert.deepEqual(granted(['!refund_over_limit', 'tag:refunds']), ['refund', 'refund_over_limit'], 'order matters: the last match wins');
+    assert.deepEqual(granted(['*', '!tag:orders']), ['refund_over_limit', 'post_quest']);
+    assert.deepEqual(granted(['?ost_quest']), ['post_quest']);
+  });
+
+  test('a bad pattern or an unknown scope is an error naming what is expected', () => {
+    assert.throws(() => parseCapability('!'), /expected \[!\]\[scope:\]pattern/);
+    assert.throws(() => parseCapability('memory:x'), /unknown scope "memory:"; expected tag:/);
+    assert.equal(parseCapability('memory:threads/*', ['memory']).scope, 'memory', 'another user of the grammar brings its own scopes');
+  });
+});
+
+describe('tools in the domain schema', () => {
+  test('a Pkl domain declares tools and grants them; Script paths are taken from its folder', async () => {
+    const file = pkl(`
+agents { ["desk"] { persona { name = "Desk" }; capabilities { "tag:orders"; "!refund" } } }
+tools {
+  ["lookup_order"] { description = "Look up"; tags { "orders" }; input { ["order_id"] { pattern = #"[A-Z]{2}-\\d{4}"# } }; sideEffect = "read_only"; executor = new Http { url = "http://127.0.0.1:8787/orders/{order_id}" } }
+  ["refund"] { description = "Refund"; tags { "orders" }; sideEffect = "irreversible"; permission = "confirm"; executor = new Script { path = "tools/refund.js" } }
+}`);
+    const domain = await loadDomainSchema(file);
+    assert.deepEqual(Object.keys(grantedTools(domain.tools, domain.agents.desk!.capabilities)), ['lookup_order']);
+    const refund = domain.tools.refund!.executor;
+    assert.equal(refund.kind === 'script' && refund.path, join(file, '..', 'tools', 'refund.js'));
+  });
+
+  test("a tool name outside model APIs' rule, or one of Thymos's own, is refused", async () => {
+    await assert.rejects(loadDomainSchema(pkl(`tools { ["look up"] { description = "x"; sideEffect = "read_only"; executor = new Http { url = "http://127.0.0.1/x" } } }`)), (e: unknown) => isThymosError(e, 'SCHEMA_INVALID'));
+    for (const name of ['act', 'resolve_intent', 'get_call', 'recall', 'talk_to_anyone', 'get_x_state']) refused({ tools: { [name]: tool() } }, new RegExp(`^tools\\.${name}$`), /Thymos's own tools/);
+  });
+
+  test('fields, classes, keys and executors that do not hold together are refused where they are', () => {
+    refused({ tools: { t: tool({ sideEffect: 'irreversible' }) } }, /tools\.t\.permission/, /irreversible tool needs permission "confirm"/);
+    refused({ tools: { t: tool({ input: { kind: { type: 'enum' } } }) } }, /tools\.t\.input\.kind\.values/, /lists its values/);
+    refused({ tools: { t: tool({ input: { n: { type: 'number', pattern: 'x' } } }) } }, /pattern/, /for strings/);
+    refused({ tools: { t: tool({ input: { s: { pattern: '(' } } }) } }, /pattern/, /not a JavaScript regular expression/);
+    refused({ tools: { t: tool({ input: { reason: {} } }) } }, /input\.reason/, /"reason" is the argument/);
+    refused({ tools: { t: tool({ idempotencyKey: '{nope}' }) } }, /idempotencyKey/, /\{nope\} is not an input field/);
+    refused({ tools: { t: tool({ executor: { kind: 'script', path: 'tools.ts' } }) } }, /executor\.path/, /compiled JavaScript/);
+    refused({ tools: { t: tool({ executor: { kind: 'http', method: 'GET', url: 'http://127.0.0.1/x', body: ['a'] }, input: { a: {} } }) } }, /executor\.body/, /GET request has no body/);
+  });
+
+  test('an Http URL keeps its origin fixed: placeholders only in path segments and query values', () => {
+    const withUrl = (url: string, input: Record<string, unknown> = { id: {}, opt: { required: false } }) => ({ tools: { t: tool({ executor: http(url), input }) } });
+    for (const [url, message] of [
+      ['http://{id}.example.test/x', /host and port are fixed/],
+      ['http://127.0.0.1:{id}/x', /host and port are fixed/],
+      ['http://user:{id}@127.0.0.1/x', /(host and port are fixed|no user or password)/],
+      ['http://127.0.0.1/x?{id}=1', /query key is fixed/],
+      ['http://127.0.0.1/x#{id}', /no fragment/],
+      ['ftp://127.0.0.1/{id}', /expected http/],
+      ['http://127.0.0.1/{missing}', /\{missing\} is not an input field/],
+      ['http://127.0.0.1/{opt}', /must be one required value/],
+      ['http://127.0.0.1/{id', /unmatched/],
+    ] as const) {
+      refused(withUrl(url), /executor\.url/, message);
+    }
+    parseDomainSchema(withUrl('https://127.0.0.1:8443/a/{id}/b?x={opt}&y=fixed'));
+  });
+
+  test('a capability that names no tool or tag is a likely typo, refused naming what exists', () => {
+    refused({ agents: { desk: { persona: { name: 'D' }, capabilities: ['lookup_ordr'] } }, tools: { lookup_order: tool() } }, /agents\.desk\.capabilities\[0\]/, /no tool is named "lookup_ordr"; expected one of lookup_order/);
+    refused({ agents: { desk: { persona: { name: 'D' }, capabilities: ['tag:billing'] } }, tools: { lookup_order: tool({ tags: ['orders'] }) } }, /capabilities\[0\]/, /no tool has the tag "billing"/);
+    parseDomainSchema({ agents: { desk: { persona: { name: 'D' }, capabilities: ['billing_*'] } }, tools: { lookup_order: tool() } });
+  });
+
+  test('Pkl cannot read the environment: a secret never lands in the evaluated domain', async () => {
+    process.env.THYMOS_TEST_SECRET = 'do-not-read';
+    await assert.rejects(loadDomainSchema(pkl('prompts { ["persona"] = read("env:THYMOS_TEST_SECRET").text }')), (e: unknown) => isThymosError(e, 'SCHEMA_INVALID') && /env:THYMOS_TEST_SECRET/.test(e.message) && !e.message.includes('do-not-read'));
+    delete process.env.THYMOS_TEST_SECRET;
+  });
+});
+
+describe('Http URL filling', () => {
+  const template = parseUrlTemplate('http://127.0.0.1:8787/orders/{id}/items?expand={expand}&v=2');
+
+  test('values are percent-encoded into their place; dot segments are refused', () => {
+    assert.equal(fillUrl(template, { id: 'AB 12/3', expand: 'a&b=c' }).href, 'http://127.0.0.1:8787/orders/AB%2012%2F3/items?expand=a%26b%3Dc&v=2');
+    assert.equal(fillUrl(template, { id: 'x' }).href, 'http://127.0.0.1:8787/orders/x/items?v=2', 'an absent optional query value drops its parameter');
+    assert.equal(fillUrl(template, { id: 'x', expand: ['a', 'b'] }).search, '?expand=a&expand=b&v=2');
+    for (const id of ['.', '..', '%2e', '%2E%2e', '%252e%252e', '']) assert.throws(() => fillUrl(template, { id }), UrlInputError, JSON.stringify(id));
+  });
+
+  test('fuzzed values never change the origin or the number of path segments', () => {
+    const r = new Rng(43);
+    const alphabet = ['/', '\\', '.', '..', '%', '%2f', '%2e', '@', ':', '?', '#', '&', '=', '\r', '\n', ' ', 'evil.test', '\u0000', '\u202e', 'é', 'a', '{', '}'];
+    for (let i = 0; i < 2000; i++) {
+      const id = Array.from({ length: 1 + r.int(6) }, () => alphabet[r.int(alphabet.length)]).join('');
+      try {
+        const url = fillUrl(template, { id, expand: id });
+        assert.equal(url.origin, 'http://127.0.0.1:8787');
+        assert.equal(url.pathname.split('/').length, 4, `${JSON.stringify(id)} → ${url.pathname}`);
+        assert.equal([...url.searchParams.keys()].join(','), 'expand,v');
+      } catch (err) {
+        assert.ok(err instanceof UrlInputError, `${JSON.stringify(id)}: ${(err as Error).message}`);
+      }
+    }
+  });
+});
