@@ -35,6 +35,9 @@ const OWN_MODULE_COMMANDS: Record<string, (argv: string[]) => Promise<number> | 
   validate: async (a) => (await import('./validate-command.js')).runValidateCommand(a),
   setup: async (a) => (await import('./setup-command.js')).runSetupCommand(a),
   completion: async (a) => (await import('./completion.js')).runCompletionCommand(a),
+  approvals: async (a) => (await import('./approvals-command.js')).runApprovalsCommand(a),
+  approve: async (a) => (await import('./approvals-command.js')).runDecideCommand('approve', a),
+  refuse: async (a) => (await import('./approvals-command.js')).runDecideCommand('refuse', a),
 };
 
 /** `--help` or `-h` among a command's arguments (before a `--`). */

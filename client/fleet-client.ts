@@ -6,7 +6,7 @@ import { AgentIdSchema } from '../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
 import { publishWorldEvent } from '../shared/nats/event-stream.js';
 import { connectNats, type NatsConnection } from '../shared/nats/nats-connection.js';
-import { SupervisorRequester } from '../shared/nats/supervisor-requester.js';
+import { REQUESTER, REQUESTER_HEADER, SupervisorRequester } from '../shared/nats/supervisor-requester.js';
 import { WorldClient } from '../shared/nats/world-client.js';
 import { readAgentToken } from '../shared/platform/agent-token.js';
 import { withDeadline } from '../shared/platform/deadline.js';
@@ -16,6 +16,7 @@ import { FleetNames } from '../shared/protocol/fleet-names.js';
 import { parseJsonOrUndefined } from '../shared/protocol/parse-json.js';
 import { parseReconcileContext, type ReconcileContextInput } from '../shared/protocol/reconcile-context.js';
 import type { FleetStatus, ProgressMessage, ReconcileReport, SupervisorResultSchemas, TransitionRecord } from '../shared/protocol/supervisor-protocol.js';
+import type { CallDecisionReport, PendingCall } from '../shared/protocol/tool-call.js';
 import { parseWorldEvent, type WorldEventInput } from '../shared/protocol/world-event.js';
 
 /** An MCP client connected to one running agent (the SDK's own `Client`): `callTool`, `readResource`, `listTools`… */
@@ -67,6 +68,18 @@ export interface Fleet {
    * AGENT_NOT_ACTIVE when the agent is Dormant or Archived.
    */
   agent(id: string): Promise<AgentClient>;
+  /**
+   * The tool calls that wait for a person's approval (tools of permission `confirm`), oldest
+   * first; one agent's when `id` is given. Decide with `approve` or `refuse`.
+   */
+  approvals(id?: string): Promise<PendingCall[]>;
+  /**
+   * Approves a pending call: the agent runs it now if it is awake, else when it wakes. Audited
+   * with this process as the approver; a call this process made is refused (TOOL_DENIED).
+   */
+  approve(id: string, callId: string, options: { reason: string }): Promise<CallDecisionReport>;
+  /** Refuses a pending call: it never runs, and its caller finds it refused. Audited like `approve`. */
+  refuse(id: string, callId: string, options: { reason: string }): Promise<CallDecisionReport>;
   /** A running agent's MCP address (what `thymos url ID` prints), port and pid; AGENT_NOT_ACTIVE if it does not run. */
   agentUrl(id: string): Promise<{ url: string; port: number; pid: number | null }>;
   close(): Promise<void>;
@@ -150,6 +163,18 @@ class FleetClient implements Fleet {
     return { id: event.id, ...(await publishWorldEvent(this.#nc, event, this.#names)) };
   }
 
+  approvals(id?: string): Promise<PendingCall[]> {
+    return this.#requester.request('approvals', id === undefined ? {} : { id }, { timeoutMs: QUICK_MS });
+  }
+
+  approve(id: string, callId: string, options: { reason: string }): Promise<CallDecisionReport> {
+    return this.#requester.request('approve', { id, call_id: callId, reason: options.reason });
+  }
+
+  refuse(id: string, callId: string, options: { reason: string }): Promise<CallDecisionReport> {
+    return this.#requester.request('refuse', { id, call_id: callId, reason: options.reason });
+  }
+
   history(id: string, limit = 50): Promise<TransitionRecord[]> {
     return this.#requester.request('history', { id, limit }, { timeoutMs: QUICK_MS });
   }
@@ -194,8 +219,9 @@ class FleetClient implements Fleet {
     ]);
     const client = new Client({ name: 'thymos-fleet', version: '0.1.0' });
     const token = readAgentToken(this.#config.dataPath, id);
-    const requestInit = token ? { headers: { authorization: `Bearer ${token}` } } : undefined;
-    await client.connect(new StreamableHTTPClientTransport(new URL(row.url), requestInit ? { requestInit } : undefined));
+    // Its calls are recorded as made by this process (`Thymos-By`), which then cannot approve them.
+    const headers: Record<string, string> = { [REQUESTER_HEADER]: REQUESTER, ...(token ? { authorization: `Bearer ${token}` } : {}) };
+    await client.connect(new StreamableHTTPClientTransport(new URL(row.url), { requestInit: { headers } }));
     this.#agents.set(id, { client, port: row.port, pid: row.pid });
     return client;
   }

@@ -23,6 +23,7 @@ export {
   ReconcileReportSchema,
   type TransitionRecord,
 } from '../shared/protocol/supervisor-protocol.js';
+export { type CallDecisionReport, type PendingCall, type ToolCallRecord } from '../shared/protocol/tool-call.js';
 export { type WorldEventInput } from '../shared/protocol/world-event.js';
 export { type WorldChange, type WorldQueryInput, type WorldRow } from '../shared/protocol/world-protocol.js';
 export { type AgentClient, connect, type ConnectOptions, type Fleet, type OperationOptions } from './fleet-client.js';

@@ -12,6 +12,7 @@ import {
   type AgentStatusMessage,
 } from '../../shared/protocol/agent-protocol.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
+import type { ApprovalDecision, ToolCallRecord } from '../../shared/protocol/tool-call.js';
 import type { Controllable } from '../runtime/runtime-ports.js';
 
 export interface AgentControlChannelOptions {
@@ -21,6 +22,8 @@ export interface AgentControlChannelOptions {
   heartbeatMs: number;
   /** Called for a `shutdown` request, after the reply is sent. */
   onShutdown: () => void;
+  /** Applies a person's decision on a pending tool call (`decide_call`); unset, the agent has no tools to decide on. */
+  decideCall?: (callId: string, decision: ApprovalDecision) => Promise<ToolCallRecord>;
 }
 
 /**
@@ -111,7 +114,7 @@ export class AgentControlChannel {
         subject: this.#options.names.agentControl(this.#runtime.id),
         schema: AgentControlRequestSchema,
         invalid: (error, raw) =>
-          new ThymosError(ErrorCode.INVALID_INPUT, `control message: ${describeIssues(error, raw)}; expected {"op":"get_state"|"set_mode"|"snapshot"|"shutdown"|"evaluate"}`),
+          new ThymosError(ErrorCode.INVALID_INPUT, `control message: ${describeIssues(error, raw)}; expected {"op":"get_state"|"set_mode"|"snapshot"|"shutdown"|"evaluate"|"decide_call"}`),
         handle: (req) => this.#handle(req),
       },
       this.#logger,
@@ -156,6 +159,10 @@ export class AgentControlChannel {
         // After the reply has gone out: the shutdown drains this connection.
         setImmediate(this.#options.onShutdown);
         return { state: this.#runtime.getState() };
+      case 'decide_call': {
+        if (!this.#options.decideCall) throw new ThymosError(ErrorCode.NOT_FOUND, `${this.#runtime.id} has no declared tools, so no call ${JSON.stringify(req.call_id)}`);
+        return { state: this.#runtime.getState(), call: await this.#options.decideCall(req.call_id, req.decision) };
+      }
     }
   }
 }

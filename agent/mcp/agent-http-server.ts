@@ -13,6 +13,7 @@ import { parseWireJson } from '../../shared/protocol/parse-json.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
 import type { ToolCaller } from '../tools/tool-caller.js';
 import { type AgentMcpSession, agentResourceUris, createAgentMcpSession } from './agent-mcp-server.js';
+import { callsUri } from './declared-tools.js';
 
 interface Session extends AgentMcpSession {
   transport: StreamableHTTPServerTransport;
@@ -62,6 +63,7 @@ export class AgentHttpServer {
     this.#server.keepAliveTimeout = 5000;
     runtime.on('state', () => this.#notify(agentResourceUris(runtime.id).state));
     runtime.on('memory', () => this.#notify(agentResourceUris(runtime.id).memories));
+    tools?.listen(() => this.#notify(callsUri(runtime.id)));
   }
 
   get sessionCount(): number {

@@ -7,7 +7,7 @@ import { logFeedOf, type Logger, type LogRecord } from '../../shared/platform/lo
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
 import type { ToolCaller } from '../tools/tool-caller.js';
 import { registerConceptTools, registerLinkTools } from './concept-tools.js';
-import { registerDeclaredTools } from './declared-tools.js';
+import { callsUri, registerDeclaredTools } from './declared-tools.js';
 import { registerContextTool, registerDialogueTools, registerMessageTools } from './dialogue-tools.js';
 import { registerConsolidationTools, registerMemoryTools } from './memory-tools.js';
 import { registerReasoningTools } from './reasoning-tools.js';
@@ -89,13 +89,13 @@ export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfi
   registerLinkTools(ctx);
   registerReasoningTools(ctx);
   registerStateTools(ctx);
-  if (tools && Object.keys(tools.tools).length > 0) registerDeclaredTools(server, id, tools);
+  const hasTools = tools !== undefined && Object.keys(tools.tools).length > 0;
+  if (hasTools) registerDeclaredTools(server, id, tools);
 
+  const subscribable = [uris.state, uris.memories, ...(hasTools ? [callsUri(id)] : [])];
   server.server.setRequestHandler(SubscribeRequestSchema, async (request) => {
     const uri = request.params.uri;
-    if (uri !== uris.state && uri !== uris.memories) {
-      throw new McpError(McpErrorCode.InvalidParams, `no resource ${uri}; expected ${uris.state} or ${uris.memories}`);
-    }
+    if (!subscribable.includes(uri)) throw new McpError(McpErrorCode.InvalidParams, `no resource ${uri}; expected ${subscribable.join(', ')}`);
     subscriptions.add(uri);
     return {};
   });

@@ -1,9 +1,11 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 
 import { needsReason, type Tool } from '../../shared/domain/tool-schema.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import { REQUESTER_HEADER } from '../../shared/protocol/fleet-names.js';
 import type { ToolCallRecord } from '../../shared/protocol/tool-call.js';
 import type { ToolCaller } from '../tools/tool-caller.js';
 import { inputShape, outputShape, toolAnnotations } from '../tools/tool-shapes.js';
@@ -11,9 +13,17 @@ import { guard, toolError } from './tool-kit.js';
 
 /** URI of the catalogue of an agent's declared tools. */
 export const toolsUri = (id: string) => `agent://${id}/tools`;
+/** URI of an agent's tool calls: those waiting for approval and the latest; subscribe to hear of each change. */
+export const callsUri = (id: string) => `agent://${id}/calls`;
 
-/** Who an MCP session's caller is, as its calls record: `mcp:<client name>`. */
-function callerOf(server: McpServer): string {
+/**
+ * Who made a call, as its record keeps it: the `Thymos-By` a Thymos client sends
+ * (program#pid@host, what the supervisor's audit log knows it by), else `mcp:<client name>`.
+ * Both are what the client says of itself.
+ */
+function callerOf(server: McpServer, extra: RequestHandlerExtra<ServerRequest, ServerNotification>): string {
+  const by = extra.requestInfo?.headers[REQUESTER_HEADER.toLowerCase()];
+  if (typeof by === 'string' && /^[\w.@#:/-]{1,200}$/.test(by)) return by;
   const name = server.server.getClientVersion()?.name;
   return `mcp:${name ? name.replace(/[^\w.@-]/g, '_').slice(0, 64) : 'unknown'}`;
 }
@@ -29,6 +39,10 @@ export function callResult(record: ToolCallRecord, tool: Tool): CallToolResult {
     const e = new ThymosError(record.error.code, record.error.message, { ...(record.error.details ? { details: record.error.details } : {}) });
     const out = toolError(e);
     return { ...out, _meta: { ...out._meta, ...meta } };
+  }
+  if (record.status === 'pending') {
+    const waiting = { status: 'pending', call_id: record.call_id, expires_at: record.expires_at ?? '' };
+    return { content: [{ type: 'text', text: `${JSON.stringify(waiting)}\n${record.tool} waits for a person's approval; get_call or the resource ${callsUri(record.agent)} tells when it is decided.` }], structuredContent: waiting, _meta: meta };
   }
   const text = typeof record.result === 'string' ? record.result : JSON.stringify(record.result);
   return {
@@ -61,7 +75,8 @@ export function catalogueEntry(name: string, tool: Tool) {
  */
 export function registerDeclaredTools(server: McpServer, id: string, caller: ToolCaller): void {
   for (const [name, tool] of Object.entries(caller.tools)) {
-    const output = outputShape(tool);
+    // A `confirm` call answers `{ status: "pending", call_id }` first, so it advertises no output schema; its result is checked against `output` all the same.
+    const output = tool.permission === 'confirm' ? undefined : outputShape(tool);
     server.registerTool(
       name,
       {
@@ -71,7 +86,7 @@ export function registerDeclaredTools(server: McpServer, id: string, caller: Too
         annotations: { title: name, ...toolAnnotations(tool) },
         _meta: { 'thymos/tool': { sideEffect: tool.sideEffect, permission: tool.permission, tags: tool.tags } },
       },
-      async (args: Record<string, unknown>, extra) => guard(async () => callResult(await caller.call(name, args, { caller: callerOf(server), signal: extra.signal }), tool)),
+      async (args: Record<string, unknown>, extra) => guard(async () => callResult(await caller.call(name, args, { caller: callerOf(server, extra), signal: extra.signal }), tool)),
     );
   }
   server.registerTool(
@@ -88,6 +103,13 @@ export function registerDeclaredTools(server: McpServer, id: string, caller: Too
         if (!record) throw new ThymosError(ErrorCode.NOT_FOUND, `${id} has no call ${JSON.stringify(call_id)}`, { location: { path: 'call_id' } });
         return { content: [{ type: 'text', text: JSON.stringify(record) }], structuredContent: record };
       }),
+  );
+  const calls = callsUri(id);
+  server.registerResource(
+    'calls',
+    calls,
+    { title: `Tool calls of ${id}`, description: 'Its calls that wait for approval, and its latest calls, newest first. Subscribe to be told when one changes; get_call reads one.', mimeType: 'application/json' },
+    async () => ({ contents: [{ uri: calls, mimeType: 'application/json', text: JSON.stringify(await caller.calls()) }] }),
   );
   const uri = toolsUri(id);
   server.registerResource('tools', uri, { title: `Tools of ${id}`, description: 'The declared tools this agent may call: name, description, tags, example phrasings, input schema, classes.', mimeType: 'application/json' }, async () => ({

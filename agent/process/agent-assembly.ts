@@ -93,8 +93,16 @@ export async function assembleAgent(
     remember: (memories) => runtime.hear(memories),
     world: () => runtime.links.toolWorld(),
     allowAdmin: config.tools.allow_admin,
+    approvalTimeoutS: config.tools.approval_timeout_s,
     env: process.env,
     logger,
+  });
+  // An approved call that changes something waits for the agent to be Active: it runs when the agent next becomes so.
+  let mode = runtime.mode;
+  runtime.on('state', (s) => {
+    if (s.mode === mode) return;
+    mode = s.mode;
+    if (mode === 'active') void tools.runApproved();
   });
   const interrupted = await tools.recover();
   if (interrupted) logger.warn({ calls: interrupted }, 'tool calls cut off by the last stop marked interrupted');

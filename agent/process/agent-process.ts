@@ -95,6 +95,7 @@ export async function runAgentProcess(options: AgentOptions, output: { logFile?:
           memory,
           concepts,
           worldWatches: state.worldWatches,
+          tools,
           logger,
           cleanup,
           phase: (name) => clock.mark(name),

@@ -11,6 +11,7 @@ import { HintBook } from '../links/hint-book.js';
 import type { SharedConceptExtractor } from '../links/shared-concept-extractor.js';
 import type { AgentMemory } from '../memory/agent-memory.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
+import type { ToolCaller } from '../tools/tool-caller.js';
 import type { AgentOptions } from './agent-options.js';
 
 /** What `linkToFleet` needs from the agent being started. */
@@ -26,6 +27,8 @@ export interface FleetLinkParts {
   /** The agent's concept extractor, linked to the fleet's concept service once NATS is there. */
   concepts: SharedConceptExtractor;
   worldWatches: ReadonlyArray<{ index: number; watch: WorldWatch }>;
+  /** Its declared tools: their pending calls go to the supervisor's approvals, decisions come back on the control channel. */
+  tools: ToolCaller;
   logger: Logger;
   cleanup: CleanupStack;
   /** Marks a start-up phase for the ready log line. */
@@ -57,7 +60,7 @@ export async function linkToFleet(parts: FleetLinkParts): Promise<FleetLinks> {
   const { AgentControlChannel } = await parts.channelModule;
   const channel = new AgentControlChannel(
     runtime,
-    { servers: parts.natsUrl, names, heartbeatMs: config.agent.heartbeat_ms, onShutdown },
+    { servers: parts.natsUrl, names, heartbeatMs: config.agent.heartbeat_ms, onShutdown, decideCall: (id, decision) => parts.tools.decide(id, decision) },
     logger,
   );
   cleanup.push(() => channel.close());
@@ -95,6 +98,11 @@ export async function linkToFleet(parts: FleetLinkParts): Promise<FleetLinks> {
         return { id: event.id, ...(await publishWorldEvent(nc, event, names)) };
       });
       await watcher.open(world);
+    });
+    await once('approvals', async () => {
+      const { SupervisorRequester } = await import('../../shared/nats/supervisor-requester.js');
+      const supervisor = SupervisorRequester.control(nc, config.supervisor.request_timeout_ms, names);
+      await parts.tools.link(async (call) => (await supervisor.request('call_pending', { call })).decision);
     });
     await once('embedder', async () => {
       if (!config.embedding.enabled) return;

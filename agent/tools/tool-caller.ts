@@ -6,7 +6,7 @@ import { keyFields, type Tool } from '../../shared/domain/tool-schema.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
 import { describeIssues } from '../../shared/errors/zod-issues.js';
 import type { Logger } from '../../shared/platform/logger.js';
-import type { CallStatus, ToolCallRecord } from '../../shared/protocol/tool-call.js';
+import type { ApprovalDecision, CallStatus, PendingCall, ToolCallRecord } from '../../shared/protocol/tool-call.js';
 import type { NewMemory } from '../memory/agent-memory.js';
 import type { RuntimeGate } from '../runtime/runtime-ports.js';
 import type { ExecutorContext } from './executor-context.js';
@@ -32,11 +32,14 @@ export interface ToolCallerOptions {
   remember(memories: NewMemory[]): Promise<unknown>;
   world: ExecutorContext['world'];
   allowAdmin: boolean;
+  /** How long a `confirm` call waits for approval (`[tools] approval_timeout_s`). */
+  approvalTimeoutS: number;
   env: NodeJS.ProcessEnv;
   logger: Logger;
-  /** Told of every call that ends (or waits), for metrics and the calls resource. */
-  onCall?(record: ToolCallRecord): void;
 }
+
+/** Hands a pending call to the supervisor; resolves with the decision when one was made already (decided while the agent slept). */
+export type SubmitPending = (call: PendingCall) => Promise<ApprovalDecision | null>;
 
 /** Who asks for a call, and how they may cancel it. */
 export interface CallRequest {
@@ -45,6 +48,7 @@ export interface CallRequest {
 }
 
 const RECORD_TEXT_MAX = 600;
+const RECENT_CALLS = 50;
 
 /**
  * The one governed path of a declared tool's call: validate the input, check the reason,
@@ -58,10 +62,33 @@ export class ToolCaller {
   readonly #o: ToolCallerOptions;
   readonly #inputs = new Map<string, z.ZodObject>();
   readonly #redactor: SecretRedactor;
+  #submit: SubmitPending | undefined;
+  /** Approved calls being run now: a second pass over the pending ones skips them. */
+  readonly #runningApproved = new Set<string>();
+  readonly #listeners = new Set<(record: ToolCallRecord) => void>();
+  #recent: ToolCallRecord[] = [];
 
   constructor(options: ToolCallerOptions) {
     this.#o = options;
     this.#redactor = new SecretRedactor(Object.values(options.tools), options.env);
+  }
+
+  /** Calls `listener` with each call's record as it changes (pending, decided, running, ended); returns how to stop. */
+  listen(listener: (record: ToolCallRecord) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  async #save(record: ToolCallRecord): Promise<void> {
+    await this.#o.calls.saveCall(record);
+    this.#recent = [record, ...this.#recent.filter((r) => r.call_id !== record.call_id)].slice(0, RECENT_CALLS);
+    for (const l of this.#listeners) l(record);
+  }
+
+  /** The calls waiting for approval, then the latest of this run (at most 50), newest first. */
+  async calls(): Promise<{ pending: ToolCallRecord[]; recent: ToolCallRecord[] }> {
+    const pending = (await this.#o.calls.callsWithStatus('pending')).sort((a, b) => b.requested_at.localeCompare(a.requested_at));
+    return { pending, recent: this.#recent };
   }
 
   get tools(): Readonly<Record<string, Tool>> {
@@ -104,15 +131,92 @@ export class ToolCaller {
       };
       const refusal = this.#refusal(name, tool);
       if (refusal) return this.#finish(record, tool, { error: refusal, status: 'refused' }, 0);
-      await this.#o.calls.saveCall(record);
-      const started = performance.now();
-      try {
-        const result = await this.#run(name, tool, record, request.signal);
-        return await this.#finish(record, tool, { result, status: 'ok' }, performance.now() - started);
-      } catch (err) {
-        return this.#finish(record, tool, { error: toThymosError(err, ErrorCode.TOOL_FAILED), status: 'failed' }, performance.now() - started);
-      }
+      if (tool.permission === 'confirm') return this.#await(record);
+      return this.#runAndFinish(tool, record, request.signal);
     });
+  }
+
+  /** Saves the call as running, runs it, and records how it ended. */
+  async #runAndFinish(tool: Tool, record: ToolCallRecord, signal?: AbortSignal): Promise<ToolCallRecord> {
+    const running: ToolCallRecord = { ...record, status: 'running' };
+    await this.#save(running);
+    const started = performance.now();
+    try {
+      const result = await this.#run(record.tool, tool, running, signal);
+      return await this.#finish(running, tool, { result, status: 'ok' }, performance.now() - started);
+    } catch (err) {
+      return this.#finish(running, tool, { error: toThymosError(err, ErrorCode.TOOL_FAILED), status: 'failed' }, performance.now() - started);
+    }
+  }
+
+  /**
+   * A `confirm` call: kept as `pending` in the agent's database with its deadline, and handed to
+   * the supervisor, where a person approves or refuses it. It answers at once with the record.
+   */
+  async #await(record: ToolCallRecord): Promise<ToolCallRecord> {
+    const pending: ToolCallRecord = { ...record, status: 'pending', expires_at: new Date(Date.parse(record.requested_at) + this.#o.approvalTimeoutS * 1000).toISOString() };
+    await this.#save(pending);
+    void this.#hand(pending);
+    return pending;
+  }
+
+  /** Hands a pending call to the supervisor and applies a decision that was made already; a failure waits for the next link. */
+  async #hand(record: ToolCallRecord): Promise<void> {
+    if (!this.#submit) return;
+    try {
+      const decision = await this.#submit(pendingCall(record));
+      if (decision) await this.decide(record.call_id, decision);
+    } catch (err) {
+      this.#o.logger.warn({ call: record.call_id, err: (err as Error).message }, 'pending call not handed to the supervisor yet; handed again when the agent links');
+    }
+  }
+
+  /**
+   * Links the agent's approvals to the supervisor: every call still pending is handed over
+   * (again: the supervisor keeps each once), and a decision made while the agent slept is applied.
+   */
+  async link(submit: SubmitPending): Promise<void> {
+    this.#submit = submit;
+    for (const r of await this.#o.calls.callsWithStatus('pending')) {
+      if (r.decided_by === undefined) await this.#hand(r);
+    }
+    await this.runApproved();
+  }
+
+  /**
+   * A person's decision on a pending call. A refusal ends it; an approval runs it now when the
+   * agent may (a tool with side effects waits until the agent is Active), in the background:
+   * the record answered is the call as it stands, and `get_call` or the calls resource tell
+   * the rest. A decision on a call no longer pending changes nothing, so one delivered twice
+   * runs nothing twice.
+   */
+  async decide(callId: string, decision: ApprovalDecision): Promise<ToolCallRecord> {
+    const record = await this.#o.calls.getCall(callId);
+    if (!record) throw new ThymosError(ErrorCode.NOT_FOUND, `${this.#o.agent} has no call ${JSON.stringify(callId)}`, { location: { path: 'call_id' } });
+    if (record.status !== 'pending' || record.decided_by !== undefined) return record;
+    const decided: ToolCallRecord = { ...record, decided_by: decision.by, decision_reason: decision.reason };
+    const tool = this.#o.tools[record.tool];
+    if (!tool) return this.#finish(decided, undefined, { status: 'refused', error: new ThymosError(ErrorCode.TOOL_DENIED, `${record.tool} is no longer granted to ${this.#o.agent}`) }, 0);
+    if (!decision.approved) return this.#finish(decided, tool, { status: 'refused', error: new ThymosError(ErrorCode.TOOL_DENIED, `${record.tool} was refused by ${decision.by}: ${decision.reason}`) }, 0);
+    if (record.expires_at && Date.parse(decision.at) > Date.parse(record.expires_at)) {
+      return this.#finish(decided, tool, { status: 'refused', error: new ThymosError(ErrorCode.TOOL_DENIED, `${record.tool} was approved after its deadline ${record.expires_at}`) }, 0);
+    }
+    await this.#save(decided);
+    void this.runApproved();
+    return decided;
+  }
+
+  /** Runs the approved calls that wait, those the agent's mode allows now. */
+  async runApproved(): Promise<void> {
+    for (const r of await this.#o.calls.callsWithStatus('pending')) {
+      const tool = this.#o.tools[r.tool];
+      if (r.decided_by === undefined || !tool || this.#runningApproved.has(r.call_id) || (tool.sideEffect !== 'read_only' && !this.#o.gate.isActive())) continue;
+      this.#runningApproved.add(r.call_id);
+      await this.#o.gate
+        .call(() => this.#runAndFinish(tool, r))
+        .catch((err: unknown) => this.#o.logger.warn({ call: r.call_id, err: (err as Error).message }, 'approved call not run'))
+        .finally(() => this.#runningApproved.delete(r.call_id));
+    }
   }
 
   #validate(name: string, tool: Tool, args: Record<string, unknown>): Record<string, unknown> {
@@ -129,7 +233,6 @@ export class ToolCaller {
   #refusal(name: string, tool: Tool): ThymosError | undefined {
     if (tool.permission === 'admin' && !this.#o.allowAdmin) return new ThymosError(ErrorCode.TOOL_DENIED, `${name} is an admin tool; it runs only with [tools] allow_admin = true`);
     if (tool.sideEffect !== 'read_only' && !this.#o.gate.isActive()) return new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.#o.agent} is listening (passive): it runs only read-only tools now, and ${name} is ${tool.sideEffect}`);
-    if (tool.permission === 'confirm') return new ThymosError(ErrorCode.TOOL_DENIED, `${name} needs a person's approval (permission "confirm"), and this agent cannot ask for one yet`);
     return undefined;
   }
 
@@ -165,7 +268,7 @@ export class ToolCaller {
     }
   }
 
-  async #finish(record: ToolCallRecord, tool: Tool, outcome: { status: CallStatus; result?: unknown; error?: ThymosError }, ms: number): Promise<ToolCallRecord> {
+  async #finish(record: ToolCallRecord, tool: Tool | undefined, outcome: { status: CallStatus; result?: unknown; error?: ThymosError }, ms: number): Promise<ToolCallRecord> {
     const done: ToolCallRecord = this.redact({
       ...record,
       status: outcome.status,
@@ -174,12 +277,17 @@ export class ToolCaller {
       ...(outcome.result !== undefined ? { result: outcome.result } : {}),
       ...(outcome.error ? { error: outcome.error.toJSON() } : {}),
     });
-    await this.#o.calls.saveCall(done);
-    await this.#o.remember([{ id: `call_${done.call_id}`, content: recordText(done), tags: ['tool_call', done.tool, ...tool.tags], importance: 0.5, source: { kind: 'tool_call', by: done.caller } }]);
+    await this.#save(done);
+    await this.#o.remember([{ id: `call_${done.call_id}`, content: recordText(done), tags: ['tool_call', done.tool, ...(tool?.tags ?? [])], importance: 0.5, source: { kind: 'tool_call', by: done.caller } }]);
     this.#o.logger.info({ tool: done.tool, call: done.call_id, caller: done.caller, status: done.status, ms: done.duration_ms, ...(done.error ? { code: done.error.code } : {}) }, 'tool call');
-    this.#o.onCall?.(done);
     return done;
   }
+}
+
+/** What the supervisor keeps of a pending call. */
+function pendingCall(r: ToolCallRecord): PendingCall {
+  const { call_id, agent, tool, arguments: args, reason, caller, requested_at, expires_at } = r;
+  return { call_id, agent, tool, arguments: args, ...(reason !== undefined ? { reason } : {}), caller, requested_at, expires_at: expires_at! };
 }
 
 /** The call's idempotency key: the tool's template filled from the input, else the call id. */

@@ -151,6 +151,11 @@ export const ToolsSettingsSchema = z
   .object({
     /** Run tools of permission `admin`; without it such a call is refused with TOOL_DENIED. @default false */
     allow_admin: z.boolean().default(false),
+    /**
+     * How long a `confirm` call waits for a person's approval, counted while the agent is
+     * Dormant too; then it is refused. @default 86400
+     */
+    approval_timeout_s: z.number().int().min(1).max(30 * 86_400).default(86_400),
   })
   .strict();
 export type ToolsSettings = z.infer<typeof ToolsSettingsSchema>;

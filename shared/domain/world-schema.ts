@@ -9,7 +9,7 @@ export const WorldNameSchema = z
   .regex(/^[a-z][a-z0-9_]{0,47}$/, 'expected a world name: a lower-case letter, then lower-case letters, digits or _ (at most 48)');
 
 /** Tables the world database keeps for Thymos itself; a domain cannot declare them. */
-export const RESERVED_WORLD_TABLES = Object.freeze(['agent', 'transition', 'live_subscription']);
+export const RESERVED_WORLD_TABLES = Object.freeze(['agent', 'transition', 'live_subscription', 'approval']);
 /** Fields every world row carries: its id and who last wrote it, when. */
 export const RESERVED_WORLD_FIELDS = Object.freeze(['id', 'updated_at', 'updated_by']);
 

@@ -6,5 +6,5 @@ export { type CodedReply, serveCoded, serveConstant } from './coded-responder.js
 export { deleteAgentConsumer, deleteUnroutedConsumers, ensureAgentConsumer, ensureEventStream, ensureRouterConsumer, publishWorldEvent, sendAgentMessage } from './event-stream.js';
 export { consumeLong, LONG_PULL, type PullTiming } from './long-pull.js';
 export { connectNats, type NatsConnection, type NatsConnectOptions } from './nats-connection.js';
-export { REQUESTER_HEADER, SupervisorRequester } from './supervisor-requester.js';
+export { REQUESTER, REQUESTER_HEADER, SupervisorRequester } from './supervisor-requester.js';
 export { WorldClient, type WorldClientOptions, type WorldSubscription } from './world-client.js';

@@ -5,16 +5,15 @@ import { createInbox, headers, type NatsConnection } from '@nats-io/transport-no
 import { z } from 'zod';
 
 import { ErrorCode, ThymosError } from '../errors/errors.js';
-import { DEFAULT_FLEET_NAMES, type FleetNames } from '../protocol/fleet-names.js';
+import { DEFAULT_FLEET_NAMES, type FleetNames, REQUESTER_HEADER } from '../protocol/fleet-names.js';
 import { parseJsonOrUndefined } from '../protocol/parse-json.js';
 import { type PingReply, PingReplySchema, type ProgressMessage, ProgressMessageSchema, SupervisorResultSchemas } from '../protocol/supervisor-protocol.js';
 import { WorldResultSchemas } from '../protocol/world-protocol.js';
 import { codedRequest } from './coded-request.js';
 
-/** The header that says who sent a control request, for the supervisor's audit log. */
-export const REQUESTER_HEADER = 'Thymos-By';
+export { REQUESTER_HEADER };
 /** This process, as the audit log names it: program, pid and host (self-declared, not authenticated). */
-const REQUESTER = `${basename(process.argv[1] ?? 'node')}#${process.pid}@${hostname()}`;
+export const REQUESTER = `${basename(process.argv[1] ?? 'node')}#${process.pid}@${hostname()}`;
 /** How often a watched request checks that the supervisor it went to still runs. */
 const WATCH_EVERY_MS = 1000;
 

@@ -2,6 +2,7 @@ import { z } from 'zod';
 
 import { AgentIdSchema } from '../domain/domain-schema.js';
 import { WireErrorSchema } from '../errors/errors.js';
+import { ApprovalDecisionSchema, ToolCallRecordSchema } from './tool-call.js';
 
 /** `active` answers dialogue; `passive` (Listening) serves reads and hears events only. */
 export const AgentModeSchema = z.enum(['active', 'passive']);
@@ -69,6 +70,8 @@ export const AgentControlRequestSchema = z.discriminatedUnion('op', [
   z.object({ op: z.literal('shutdown') }).strict(),
   /** The agent's own relevance, when its behaviour scores itself; `score: null` when it does not. */
   z.object({ op: z.literal('evaluate'), input: RelevanceInputSchema }).strict(),
+  /** A person's decision on one of its pending tool calls, from the supervisor: an approved call runs. */
+  z.object({ op: z.literal('decide_call'), call_id: z.string().min(1).max(64), decision: ApprovalDecisionSchema }).strict(),
 ]);
 export type AgentControlRequest = z.infer<typeof AgentControlRequestSchema>;
 
@@ -77,6 +80,8 @@ export const AgentControlOkSchema = z.object({
   state: AgentStateSchema,
   snapshot_at: z.string().optional(),
   score: z.number().min(0).max(1).nullable().optional(),
+  /** The call `decide_call` decided, as it stands after the decision. */
+  call: ToolCallRecordSchema.optional(),
 });
 
 /** Replies on `<fleet>.agent.<id>.control`: the agent's state after the operation, or an error with a code. */

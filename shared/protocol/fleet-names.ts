@@ -1,5 +1,8 @@
 import { DEFAULT_FLEET_NAME, FleetNameSchema } from '../config/fleet-settings.js';
 
+/** The header that says who sent a request (program#pid@host): on NATS requests to the supervisor, and on a Thymos client's MCP requests to an agent. */
+export const REQUESTER_HEADER = 'Thymos-By';
+
 /**
  * Every NATS name a fleet uses — subjects, JetStream streams and durable consumers — in
  * one place, each derived from the fleet's name (`[fleet] name`). Agent ids are validated

@@ -6,12 +6,12 @@ export { AgentControlOkSchema, type AgentControlReply, AgentControlReplySchema, 
 export { type AgentStartContext, type AgentStartContextInput, AgentStartContextSchema } from './agent-start-context.js';
 export { CONCEPT_ALIASES_MAX, CONCEPT_TEXTS_MAX, ConceptOkSchema, ConceptRequestSchema, ExtractedConceptSchema } from './concept-protocol.js';
 export { decodeVectors, EmbedInfoSchema, EmbedOkSchema, EmbedRequestSchema, encodeVectors } from './embed-protocol.js';
-export { DEFAULT_FLEET_NAMES, FleetNames } from './fleet-names.js';
+export { DEFAULT_FLEET_NAMES, FleetNames, REQUESTER_HEADER } from './fleet-names.js';
 export { type HeardHints, HintHeaders, hintHeaders, moreFollows, readHints } from './heard-hints.js';
 export { parseJsonOrUndefined, parseWireJson } from './parse-json.js';
 export { type AgentContext, AgentContextSchema, parseReconcileContext, parseReconcileContextText, type ReconcileContext, type ReconcileContextInput, ReconcileContextSchema } from './reconcile-context.js';
 export { type SpareClaim, SpareClaimOkSchema, SpareClaimSchema } from './spare-protocol.js';
 export { type AgentStatusRow, AgentStatusRowSchema, type FleetStatus, FleetStatusSchema, type PingReply, PingReplySchema, type ProgressMessage, ProgressMessageSchema, type ReconcileReport, ReconcileReportSchema, type SupervisorOp, SupervisorReplySchema, SupervisorRequestSchemas, SupervisorResultSchemas, type TransitionRecord, TransitionRecordSchema } from './supervisor-protocol.js';
-export { type CallStatus, CallStatusSchema, type ToolCallRecord, ToolCallRecordSchema } from './tool-call.js';
+export { type ApprovalDecision, ApprovalDecisionSchema, type CallDecisionReport, CallDecisionReportSchema, type CallStatus, CallStatusSchema, type PendingCall, PendingCallSchema, type ToolCallRecord, ToolCallRecordSchema } from './tool-call.js';
 export { eventMemoryText, parseWorldEvent, type WorldEvent, type WorldEventInput, WorldEventSchema } from './world-event.js';
 export { type WorldChange, WorldChangeSchema, type WorldQuery, type WorldQueryInput, WorldQuerySchema, WorldRequestSchemas, WorldResultSchemas, type WorldRow, type WorldSubscriptionInfo } from './world-protocol.js';

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { AgentIdSchema, LifecycleStateSchema } from '../domain/domain-schema.js';
 import { WireErrorSchema } from '../errors/errors.js';
 import { ReconcileContextSchema } from './reconcile-context.js';
+import { ApprovalDecisionSchema, CallDecisionReportSchema, PendingCallSchema } from './tool-call.js';
 
 /** One failed agent in a report. */
 export const AgentFailureSchema = z.object({ id: AgentIdSchema, code: z.string(), message: z.string() });
@@ -93,6 +94,12 @@ export const SupervisorRequestSchemas = {
   /** Stops every running agent with a snapshot (what `thymos down` asks first). */
   stop_all: z.object({ progress: z.string().optional() }).strict(),
   history: z.object({ id: AgentIdSchema, limit: z.number().int().min(1).max(1000).default(50) }).strict(),
+  /** An agent's call that waits for approval (sent by the agent; again when it wakes): answered with the decision, if one was made. */
+  call_pending: z.object({ call: PendingCallSchema }).strict(),
+  /** The calls waiting for approval, of one agent or all. */
+  approvals: z.object({ id: AgentIdSchema.optional() }).strict(),
+  approve: z.object({ id: AgentIdSchema, call_id: z.string().min(1).max(64), reason: z.string().trim().min(1).max(2000) }).strict(),
+  refuse: z.object({ id: AgentIdSchema, call_id: z.string().min(1).max(64), reason: z.string().trim().min(1).max(2000) }).strict(),
 } as const;
 export type SupervisorOp = keyof typeof SupervisorRequestSchemas;
 export const SUPERVISOR_OPS = Object.keys(SupervisorRequestSchemas) as SupervisorOp[];
@@ -112,6 +119,10 @@ export const SupervisorResultSchemas = {
   restore: ReconcileReportSchema,
   stop_all: ReconcileReportSchema,
   history: z.array(TransitionRecordSchema),
+  call_pending: z.object({ decision: ApprovalDecisionSchema.nullable() }),
+  approvals: z.array(PendingCallSchema),
+  approve: CallDecisionReportSchema,
+  refuse: CallDecisionReportSchema,
 } as const satisfies Record<SupervisorOp, z.ZodType>;
 
 /** Every supervisor reply: a result or an error with a stable code. */

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 
+import { AgentIdSchema } from '../domain/domain-schema.js';
+import { ToolNameSchema } from '../domain/tool-schema.js';
 import { WireErrorSchema } from '../errors/errors.js';
 
 /**
@@ -28,5 +30,43 @@ export const ToolCallRecordSchema = z.object({
   idempotency_key: z.string(),
   result: z.unknown().optional(),
   error: WireErrorSchema.optional(),
+  /** A pending call's deadline: unanswered by then (`[tools] approval_timeout_s`), it is refused. */
+  expires_at: z.string().optional(),
+  /** Who approved or refused it, and why. */
+  decided_by: z.string().optional(),
+  decision_reason: z.string().optional(),
 });
 export type ToolCallRecord = z.infer<typeof ToolCallRecordSchema>;
+
+/** A person's answer to a pending call, as the supervisor hands it to the agent. */
+export const ApprovalDecisionSchema = z.object({
+  approved: z.boolean(),
+  /** Who decided (`Thymos-By` of the request), or `thymos` when the call timed out. */
+  by: z.string().min(1),
+  reason: z.string().min(1).max(2000),
+  at: z.string(),
+});
+export type ApprovalDecision = z.infer<typeof ApprovalDecisionSchema>;
+
+/** A call waiting at the supervisor, as `thymos approvals` lists it. */
+export const PendingCallSchema = z.object({
+  call_id: z.string().min(1).max(64),
+  agent: AgentIdSchema,
+  tool: ToolNameSchema,
+  arguments: z.record(z.string(), z.unknown()),
+  reason: z.string().optional(),
+  caller: z.string(),
+  requested_at: z.string(),
+  expires_at: z.string(),
+});
+export type PendingCall = z.infer<typeof PendingCallSchema>;
+
+/** What an approval or a refusal did: the decision and whether the agent has it yet (a Dormant agent gets it when it wakes). */
+export const CallDecisionReportSchema = z.object({
+  call_id: z.string(),
+  agent: z.string(),
+  tool: z.string(),
+  decision: z.enum(['approved', 'refused']),
+  delivered: z.boolean(),
+});
+export type CallDecisionReport = z.infer<typeof CallDecisionReportSchema>;

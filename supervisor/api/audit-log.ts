@@ -46,10 +46,16 @@ export class AuditLog {
   }
 }
 
-/** What a report changed, for an entry's `details`: its non-empty lists of agents (at most 100 each). */
+const AUDITED_FIELDS = new Set(['call_id', 'tool', 'decision', 'delivered']);
+
+/** What a report changed, for an entry's `details`: its non-empty lists of agents (at most 100 each), and an approval's call, tool and decision. */
 export function auditDetails(result: unknown): Record<string, unknown> | undefined {
   if (!result || typeof result !== 'object') return undefined;
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(result)) if (Array.isArray(v) && v.length > 0 && v.length <= 100 && v.every((x) => typeof x === 'string')) out[k] = v;
+  for (const [k, v] of Object.entries(result)) {
+    if (Array.isArray(v) && v.length > 0 && v.length <= 100 && v.every((x) => typeof x === 'string')) out[k] = v;
+    // An approval's: which call, of which tool, decided how, and whether the agent has it yet.
+    else if (AUDITED_FIELDS.has(k) && (typeof v === 'string' || typeof v === 'boolean')) out[k] = v;
+  }
   return Object.keys(out).length > 0 ? out : undefined;
 }

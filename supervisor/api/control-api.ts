@@ -1,4 +1,4 @@
-import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { z } from 'zod';
 
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
@@ -10,9 +10,14 @@ import { auditDetails, type AuditLog } from './audit-log.js';
 
 type Schemas = Record<string, z.ZodType>;
 
+/** Who sent a request, as it says (`Thymos-By`: program#pid@host); `unknown` when it does not. */
+function requesterOf(msg: Msg): string {
+  return msg.headers?.get(REQUESTER_HEADER) || 'unknown';
+}
+
 /** Handles one validated request; the result goes back as `{ ok: true, result }`, typed by the op's result schema. */
 export type ControlHandlers<S extends Schemas, R extends { [K in keyof S]: z.ZodType }> = {
-  [K in keyof S]: (request: z.output<S[K]>, progress: (p: unknown) => void) => Promise<z.input<R[K]>>;
+  [K in keyof S]: (request: z.output<S[K]>, progress: (p: unknown) => void, by: string) => Promise<z.input<R[K]>>;
 };
 
 export interface ControlApiOptions<S extends Schemas, R extends { [K in keyof S]: z.ZodType }> {
@@ -69,12 +74,12 @@ export class ControlApi<S extends Schemas, R extends { [K in keyof S]: z.ZodType
                 location: { path: error.issues[0]?.path.slice(1).map(String).join('.') },
               })
           : undefined,
-        handle: async (request) => {
+        handle: async (request, msg) => {
           const progressSubject = (request as { progress?: string }).progress;
           const progress = (p: unknown) => {
             if (progressSubject) this.#nc.publish(progressSubject, JSON.stringify(p));
           };
-          return { result: await handlers[op](request, progress) };
+          return { result: await handlers[op](request, progress, requesterOf(msg)) };
         },
         onReply: audit?.ops.has(op)
           ? (reply: CodedReply, request, msg, ms) => {
@@ -82,7 +87,7 @@ export class ControlApi<S extends Schemas, R extends { [K in keyof S]: z.ZodType
               return audit.log.record({
                 at: new Date().toISOString(),
                 op,
-                by: msg.headers?.get(REQUESTER_HEADER) || 'unknown',
+                by: requesterOf(msg),
                 ...(typeof id === 'string' ? { id } : {}),
                 result: reply.ok ? 'ok' : reply.error.code,
                 duration_ms: Math.round(ms),

@@ -19,6 +19,7 @@ import { StopOnce } from '../../shared/platform/stop-once.js';
 import { writeAtomic } from '../../shared/platform/write-atomic.js';
 import { FleetNames } from '../../shared/protocol/fleet-names.js';
 import { type FleetStatus, SupervisorRequestSchemas, SupervisorResultSchemas } from '../../shared/protocol/supervisor-protocol.js';
+import { ApprovalBook } from '../api/approval-book.js';
 import { auditDetails, AuditLog } from '../api/audit-log.js';
 import { ControlApi } from '../api/control-api.js';
 import { ConceptService } from '../embedding/concept-service.js';
@@ -62,7 +63,6 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
   const cleanup = new CleanupStack();
   try {
     const { db, registry, domain } = await openFleetState(config, paths, cleanup);
-
     const nc = await connectWithin(natsUrl, NATS_CONNECT_MS);
     cleanup.push(() => closeNats(nc));
     const hints = eventHints(await serveTextModels(config, nc, names, logger, cleanup));
@@ -106,7 +106,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     const self: FleetStatus['supervisor'] = { pid: process.pid, started_at: new Date().toISOString(), metrics_url: metricsUrl, nats_url: natsUrl };
 
     const audit = new AuditLog(paths.audit, logger);
-    const apis = [supervisorControlApi(nc, names, controller, audit, () => ({ ...self, pool: pool?.stats() ?? null }), logger), worldControlApi(nc, world, logger, names)];
+    const apis = [supervisorControlApi(nc, names, { controller, approvals: await openApprovals(db, link, config, logger, cleanup) }, audit, () => ({ ...self, pool: pool?.stats() ?? null }), logger), worldControlApi(nc, world, logger, names)];
     for (const api of apis) {
       api.start();
       cleanup.push(() => api.stop());
@@ -244,11 +244,19 @@ function eventHints({ concepts, embedding }: TextModels): EventRouterOptions['hi
   };
 }
 
+/** The calls waiting for approval: decisions go to running agents over their control subject; past their deadline, calls are refused. */
+async function openApprovals(db: Surreal, link: AgentLink, config: ThymosConfig, logger: Logger, cleanup: CleanupStack): Promise<ApprovalBook> {
+  const approvals = await ApprovalBook.open(db, (agent, call_id, decision) => link.control(agent, { op: 'decide_call', call_id, decision }, config.supervisor.request_timeout_ms), logger);
+  approvals.startSweeping();
+  cleanup.push(() => approvals.stop());
+  return approvals;
+}
+
 /** The supervisor's control API on `<fleet>.supervisor.<op>`: each op handed to the controller, control actions audited. */
 function supervisorControlApi(
   nc: NatsConnection,
   names: FleetNames,
-  controller: FleetController,
+  { controller, approvals }: { controller: FleetController; approvals: ApprovalBook },
   audit: AuditLog,
   supervisor: () => FleetStatus['supervisor'],
   logger: Logger,
@@ -260,7 +268,7 @@ function supervisorControlApi(
       results: SupervisorResultSchemas,
       subject: (op) => names.supervisor(op),
       contextOp: 'reconcile',
-      audit: { log: audit, ops: new Set(['reconcile', 'start', 'stop', 'archive', 'restore', 'stop_all']) },
+      audit: { log: audit, ops: new Set(['reconcile', 'start', 'stop', 'archive', 'restore', 'stop_all', 'approve', 'refuse']) },
       handlers: {
         reconcile: (r, progress) => controller.reconcile(r.context, { dryRun: r.dry_run, strict: r.strict, onProgress: progress }),
         ping: async () => ({ pid: process.pid, started_at: supervisor().started_at }),
@@ -271,6 +279,10 @@ function supervisorControlApi(
         restore: (r, progress) => controller.operate('restore', r.id, { onProgress: progress }),
         stop_all: (_r, progress) => controller.stopAll({ onProgress: progress }),
         history: (r) => controller.history(r.id, r.limit),
+        call_pending: async (r) => ({ decision: await approvals.submit(r.call) }),
+        approvals: async (r) => approvals.pending(r.id),
+        approve: (r, _progress, by) => approvals.decide(r.id, r.call_id, true, by, r.reason),
+        refuse: (r, _progress, by) => approvals.decide(r.id, r.call_id, false, by, r.reason),
       },
     },
     logger,

@@ -117,9 +117,9 @@ export interface TestFleet {
   dispose(): Promise<void>;
 }
 
-/** Starts a fleet on a fresh workspace with `extra` TOML (see `createWorkspace`). */
-export async function startTestFleet(extra: string[]): Promise<TestFleet> {
-  const ws = createWorkspace({ extra: extra.join('\n') });
+/** Starts a fleet on a fresh workspace with `extra` TOML (see `createWorkspace`), on the village's domain or `schema`. */
+export async function startTestFleet(extra: string[], options: { schema?: string } = {}): Promise<TestFleet> {
+  const ws = createWorkspace({ extra: extra.join('\n'), ...(options.schema ? { schema: options.schema } : {}) });
   const config = loadConfig(ws.configPath);
   let fleet: Fleet | undefined;
   const dispose = async () => {

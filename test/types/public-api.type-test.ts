@@ -35,7 +35,10 @@ expectTypeOf<Values<typeof ClientEntry>>().toEqualTypeOf<
 expectTypeOf<typeof ClientEntry.connect>().toEqualTypeOf<(config: ClientEntry.ThymosConfig | string, options?: ClientEntry.ConnectOptions) => Promise<ClientEntry.Fleet>>();
 expectTypeOf<ClientEntry.ConnectOptions>().toEqualTypeOf<{ connectTimeoutMs?: number }>();
 type Fleet = ClientEntry.Fleet;
-expectTypeOf<keyof Fleet>().toEqualTypeOf<'reconcile' | 'status' | 'start' | 'stop' | 'archive' | 'restore' | 'publish' | 'world' | 'history' | 'decisions' | 'agent' | 'agentUrl' | 'close'>();
+expectTypeOf<keyof Fleet>().toEqualTypeOf<'reconcile' | 'status' | 'start' | 'stop' | 'archive' | 'restore' | 'publish' | 'world' | 'history' | 'decisions' | 'approvals' | 'approve' | 'refuse' | 'agent' | 'agentUrl' | 'close'>();
+expectTypeOf<Fleet['approvals']>().toEqualTypeOf<(id?: string) => Promise<ClientEntry.PendingCall[]>>();
+expectTypeOf<Fleet['approve']>().toEqualTypeOf<(id: string, callId: string, options: { reason: string }) => Promise<ClientEntry.CallDecisionReport>>();
+expectTypeOf<Fleet['refuse']>().toEqualTypeOf<Fleet['approve']>();
 expectTypeOf<Fleet['reconcile']>().toEqualTypeOf<(context: ClientEntry.ReconcileContextInput, options?: ClientEntry.OperationOptions & { dryRun?: boolean; strict?: boolean }) => Promise<ClientEntry.ReconcileReport>>();
 expectTypeOf<Fleet['status']>().toEqualTypeOf<() => Promise<ClientEntry.FleetStatus>>();
 expectTypeOf<Fleet['start']>().toEqualTypeOf<(id: string, options?: ClientEntry.OperationOptions & { mode?: ClientEntry.AgentMode }) => Promise<ClientEntry.ReconcileReport>>();

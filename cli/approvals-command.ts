@@ -1,0 +1,52 @@
+import { connect } from '../client/fleet-client.js';
+import { AgentIdSchema } from '../shared/domain/domain-schema.js';
+import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
+import { ExitCode } from '../shared/errors/exit-codes.js';
+import { commandNamed, usageLine } from './command-book.js';
+import { parseFleetArgs } from './fleet-args.js';
+import { renderTable } from './table.js';
+
+const out = (text: string) => process.stdout.write(`${text}\n`);
+
+function agentId(raw: string, usage: string): string {
+  const r = AgentIdSchema.safeParse(raw);
+  if (!r.success) throw new ThymosError(ErrorCode.USAGE, `ID: expected an agent id (lower-case letters, digits, _), got ${JSON.stringify(raw)}\nusage: ${usage}`);
+  return r.data;
+}
+
+/** `thymos approvals [ID]`: the tool calls that wait for a person's approval. */
+export async function runApprovalsCommand(argv: string[]): Promise<number> {
+  const spec = commandNamed('approvals')!;
+  const args = parseFleetArgs(argv, spec, { min: 0, max: 1 });
+  const id = args.positionals[0] === undefined ? undefined : agentId(args.positionals[0], usageLine(spec));
+  const fleet = await connect(args.config);
+  try {
+    const pending = await fleet.approvals(id);
+    if (args.json) out(JSON.stringify(pending, null, 2));
+    else if (pending.length === 0) out(id ? `no call of ${id} waits for approval` : 'no call waits for approval');
+    else out(renderTable(['AGENT', 'CALL', 'TOOL', 'ARGUMENTS', 'REASON', 'CALLER', 'EXPIRES'], pending.map((p) => [p.agent, p.call_id, p.tool, JSON.stringify(p.arguments).slice(0, 80), p.reason ?? '', p.caller, p.expires_at])));
+    return ExitCode.OK;
+  } finally {
+    await fleet.close();
+  }
+}
+
+/** `thymos approve|refuse ID CALL --reason TEXT`: decides one pending call, as this user (audited). */
+export async function runDecideCommand(decision: 'approve' | 'refuse', argv: string[]): Promise<number> {
+  const spec = commandNamed(decision)!;
+  const usage = usageLine(spec);
+  const args = parseFleetArgs(argv, spec, { min: 2, max: 2 });
+  const id = agentId(args.positionals[0]!, usage);
+  const callId = args.positionals[1]!;
+  const reason = typeof args.values.reason === 'string' ? args.values.reason.trim() : '';
+  if (!reason) throw new ThymosError(ErrorCode.USAGE, `--reason: say why the call is ${decision === 'approve' ? 'approved' : 'refused'}; it goes into the audit log\nusage: ${usage}`);
+  const fleet = await connect(args.config);
+  try {
+    const report = await fleet[decision](id, callId, { reason });
+    if (args.json) out(JSON.stringify(report));
+    else out(`${report.call_id} (${report.tool} of ${report.agent}) ${report.decision}; ${report.delivered ? 'the agent has the decision' : `${report.agent} is not running: it gets the decision when it wakes`}`);
+    return ExitCode.OK;
+  } finally {
+    await fleet.close();
+  }
+}

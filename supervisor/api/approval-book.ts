@@ -1,0 +1,142 @@
+import { RecordId, type Surreal } from 'surrealdb';
+
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import type { Logger } from '../../shared/platform/logger.js';
+import { type ApprovalDecision, ApprovalDecisionSchema, type CallDecisionReport, type PendingCall, PendingCallSchema } from '../../shared/protocol/tool-call.js';
+
+const SCHEMA = `
+DEFINE TABLE IF NOT EXISTS approval SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS agent ON approval TYPE string;
+DEFINE FIELD IF NOT EXISTS call ON approval TYPE string;
+DEFINE FIELD IF NOT EXISTS decision ON approval TYPE option<string>;
+DEFINE FIELD IF NOT EXISTS updated ON approval TYPE int;
+`;
+
+/** How long a decided call is kept, so an agent that asks again (after a lost reply) gets the same answer. */
+const DECIDED_KEPT_MS = 7 * 86_400_000;
+
+interface Entry {
+  call: PendingCall;
+  decision: ApprovalDecision | undefined;
+  updated: number;
+}
+
+/** Delivers a decision to a running agent; rejects when the agent does not run or does not answer. */
+export type DeliverDecision = (agent: string, callId: string, decision: ApprovalDecision) => Promise<unknown>;
+
+/** Who is taken for the same party: a call made over MCP by a Thymos client records its `Thymos-By` as the caller. */
+const party = (who: string) => who.replace(/^mcp:/, '');
+
+/**
+ * The calls that wait for a person's approval, kept by the supervisor in the world database so
+ * that a Dormant agent's call can be decided and a restarted supervisor still has them. Agents
+ * hand their `confirm` calls in (again each time they wake); a person approves or refuses
+ * through the control API (CLI, library); the decision goes to the agent now if it runs, else
+ * when it next hands the call in. A call not decided by its deadline is refused. A decision is
+ * made once: deciding a decided call is an error, and handing a decided call in again answers
+ * the same decision, so nothing runs twice.
+ */
+export class ApprovalBook {
+  readonly #db: Surreal;
+  readonly #deliver: DeliverDecision;
+  readonly #logger: Logger;
+  readonly #entries = new Map<string, Entry>();
+  #sweeper: NodeJS.Timeout | undefined;
+
+  private constructor(db: Surreal, deliver: DeliverDecision, logger: Logger) {
+    this.#db = db;
+    this.#deliver = deliver;
+    this.#logger = logger;
+  }
+
+  static async open(db: Surreal, deliver: DeliverDecision, logger: Logger): Promise<ApprovalBook> {
+    const book = new ApprovalBook(db, deliver, logger);
+    await db.query(SCHEMA);
+    const [rows] = await db.query<[Array<{ call: string; decision?: string | null; updated: number }>]>('SELECT call, decision, updated FROM approval');
+    for (const row of rows ?? []) {
+      const call = PendingCallSchema.safeParse(JSON.parse(row.call));
+      const decision = row.decision ? ApprovalDecisionSchema.safeParse(JSON.parse(row.decision)) : undefined;
+      if (!call.success || decision?.success === false) {
+        logger.warn({ row: row.call.slice(0, 200) }, 'approval row is malformed; skipped');
+        continue;
+      }
+      book.#entries.set(call.data.call_id, { call: call.data, decision: decision?.data, updated: row.updated });
+    }
+    return book;
+  }
+
+  /** Refuses calls past their deadline every `everyMs` (and forgets decisions kept long enough). */
+  startSweeping(everyMs = 1000): void {
+    this.#sweeper = setInterval(() => void this.sweep().catch((err: unknown) => this.#logger.warn({ err }, 'approval sweep failed')), everyMs);
+    this.#sweeper.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.#sweeper);
+  }
+
+  /** An agent hands a pending call in: kept (once), and answered with its decision if one was made. */
+  async submit(call: PendingCall): Promise<ApprovalDecision | null> {
+    const known = this.#entries.get(call.call_id);
+    if (known) return known.decision ?? null;
+    await this.#save({ call, decision: undefined, updated: Date.now() });
+    this.#logger.info({ agent: call.agent, call: call.call_id, tool: call.tool, caller: call.caller }, 'tool call waits for approval');
+    return null;
+  }
+
+  /** The calls not decided yet, oldest first; one agent's when `agent` is given. */
+  pending(agent?: string): PendingCall[] {
+    return [...this.#entries.values()]
+      .filter((e) => !e.decision && (agent === undefined || e.call.agent === agent))
+      .map((e) => e.call)
+      .sort((a, b) => a.requested_at.localeCompare(b.requested_at));
+  }
+
+  /**
+   * Approves or refuses one pending call as `by`. Refused: a call not known (NOT_FOUND), of
+   * another agent, decided already (INVALID_INPUT), or made by `by` itself (TOOL_DENIED).
+   */
+  async decide(agent: string, callId: string, approved: boolean, by: string, reason: string): Promise<CallDecisionReport> {
+    const entry = this.#entries.get(callId);
+    if (!entry || entry.call.agent !== agent) {
+      throw new ThymosError(ErrorCode.NOT_FOUND, `no call ${JSON.stringify(callId)} of ${agent} waits for approval; thymos approvals ${agent} lists those that do`, { location: { path: 'call_id' } });
+    }
+    if (entry.decision) throw new ThymosError(ErrorCode.INVALID_INPUT, `call ${callId} was ${entry.decision.approved ? 'approved' : 'refused'} already by ${entry.decision.by}`, { location: { path: 'call_id' } });
+    if (party(entry.call.caller) === party(by)) throw new ThymosError(ErrorCode.TOOL_DENIED, `${by} made call ${callId}, and nobody approves or refuses a call they made`);
+    return this.#decide(entry, { approved, by, reason, at: new Date().toISOString() });
+  }
+
+  /** Refuses every pending call past its deadline; forgets decisions older than a week. */
+  async sweep(now = Date.now()): Promise<void> {
+    for (const entry of [...this.#entries.values()]) {
+      if (!entry.decision && Date.parse(entry.call.expires_at) <= now) {
+        await this.#decide(entry, { approved: false, by: 'thymos', reason: `no decision by ${entry.call.expires_at} ([tools] approval_timeout_s)`, at: new Date(now).toISOString() });
+      } else if (entry.decision && now - entry.updated > DECIDED_KEPT_MS) {
+        this.#entries.delete(entry.call.call_id);
+        await this.#db.query('DELETE $id RETURN NONE', { id: new RecordId('approval', entry.call.call_id) });
+      }
+    }
+  }
+
+  async #decide(entry: Entry, decision: ApprovalDecision): Promise<CallDecisionReport> {
+    await this.#save({ ...entry, decision, updated: Date.now() });
+    const { agent, call_id, tool } = entry.call;
+    this.#logger.info({ agent, call: call_id, tool, approved: decision.approved, by: decision.by }, 'tool call decided');
+    const delivered = await this.#deliver(agent, call_id, decision).then(
+      () => true,
+      (err: unknown) => {
+        this.#logger.info({ agent, call: call_id, err: (err as Error).message }, 'decision kept until the agent hands the call in again');
+        return false;
+      },
+    );
+    return { call_id, agent, tool, decision: decision.approved ? 'approved' : 'refused', delivered };
+  }
+
+  async #save(entry: Entry): Promise<void> {
+    await this.#db.query('UPSERT $id CONTENT $row RETURN NONE', {
+      id: new RecordId('approval', entry.call.call_id),
+      row: { agent: entry.call.agent, call: JSON.stringify(entry.call), decision: entry.decision ? JSON.stringify(entry.decision) : undefined, updated: entry.updated },
+    });
+    this.#entries.set(entry.call.call_id, entry);
+  }
+}
