@@ -24,6 +24,8 @@ export interface AgentControlChannelOptions {
   onShutdown: () => void;
   /** Applies a person's decision on a pending tool call (`decide_call`); unset, the agent has no tools to decide on. */
   decideCall?: (callId: string, decision: ApprovalDecision) => Promise<ToolCallRecord>;
+  /** Its tool calls so far, by tool and status, for the supervisor's metrics. */
+  toolCalls?: () => NonNullable<AgentStatusMessage['tool_calls']>;
 }
 
 /**
@@ -80,7 +82,8 @@ export class AgentControlChannel {
   publishStatus(kind: AgentStatusMessage['kind']): void {
     const nc = this.#nc;
     if (!nc || nc.isClosed()) return;
-    const msg: AgentStatusMessage = { kind, ts: new Date().toISOString(), state: this.#runtime.getState(), rss_bytes: process.memoryUsage.rss() };
+    const calls = this.#options.toolCalls?.() ?? [];
+    const msg: AgentStatusMessage = { kind, ts: new Date().toISOString(), state: this.#runtime.getState(), rss_bytes: process.memoryUsage.rss(), ...(calls.length ? { tool_calls: calls } : {}) };
     try {
       nc.publish(this.#options.names.agentStatus(this.#runtime.id), JSON.stringify(msg));
     } catch (err) {

@@ -60,7 +60,7 @@ export async function linkToFleet(parts: FleetLinkParts): Promise<FleetLinks> {
   const { AgentControlChannel } = await parts.channelModule;
   const channel = new AgentControlChannel(
     runtime,
-    { servers: parts.natsUrl, names, heartbeatMs: config.agent.heartbeat_ms, onShutdown, decideCall: (id, decision) => parts.tools.decide(id, decision) },
+    { servers: parts.natsUrl, names, heartbeatMs: config.agent.heartbeat_ms, onShutdown, decideCall: (id, decision) => parts.tools.decide(id, decision), toolCalls: () => parts.tools.counts() },
     logger,
   );
   cleanup.push(() => channel.close());

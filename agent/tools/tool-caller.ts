@@ -67,6 +67,7 @@ export class ToolCaller {
   readonly #runningApproved = new Set<string>();
   readonly #listeners = new Set<(record: ToolCallRecord) => void>();
   #recent: ToolCallRecord[] = [];
+  readonly #counts = new Map<string, number>();
 
   constructor(options: ToolCallerOptions) {
     this.#o = options;
@@ -79,8 +80,17 @@ export class ToolCaller {
     return () => this.#listeners.delete(listener);
   }
 
+  /** The calls of this process by tool and status (a call counts once, as it ends or waits). */
+  counts(): Array<{ tool: string; status: CallStatus; count: number }> {
+    return [...this.#counts].map(([key, count]) => {
+      const [tool, status] = key.split(' ') as [string, CallStatus];
+      return { tool, status, count };
+    });
+  }
+
   async #save(record: ToolCallRecord): Promise<void> {
     await this.#o.calls.saveCall(record);
+    if (record.status !== 'running') this.#counts.set(`${record.tool} ${record.status}`, (this.#counts.get(`${record.tool} ${record.status}`) ?? 0) + 1);
     this.#recent = [record, ...this.#recent.filter((r) => r.call_id !== record.call_id)].slice(0, RECENT_CALLS);
     for (const l of this.#listeners) l(record);
   }

@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 import { AgentIdSchema } from '../domain/domain-schema.js';
 import { WireErrorSchema } from '../errors/errors.js';
-import { ApprovalDecisionSchema, ToolCallRecordSchema } from './tool-call.js';
+import { ApprovalDecisionSchema, CallStatusSchema, ToolCallRecordSchema } from './tool-call.js';
 
 /** `active` answers dialogue; `passive` (Listening) serves reads and hears events only. */
 export const AgentModeSchema = z.enum(['active', 'passive']);
@@ -97,5 +97,7 @@ export const AgentStatusMessageSchema = z.object({
   ts: z.string(),
   state: AgentStateSchema,
   rss_bytes: z.number().int().optional(),
+  /** Its declared tools' calls since the process started, by tool and how they ended; absent when it made none. */
+  tool_calls: z.array(z.object({ tool: z.string(), status: CallStatusSchema, count: z.number().int().min(0) })).max(10_000).optional(),
 });
 export type AgentStatusMessage = z.infer<typeof AgentStatusMessageSchema>;

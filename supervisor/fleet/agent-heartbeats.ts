@@ -5,7 +5,7 @@ import type { FleetNames } from '../../shared/protocol/fleet-names.js';
 import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
 import type { SupervisorMetrics } from './supervisor-metrics.js';
 
-/** What agents' heartbeats say: each running agent's RSS, and its model totals for /metrics. */
+/** What agents' heartbeats say: each running agent's RSS, and its model totals and tool calls for /metrics. */
 export class AgentHeartbeats {
   readonly #rss = new Map<string, number>();
 
@@ -16,9 +16,10 @@ export class AgentHeartbeats {
       for await (const m of sub) {
         const parsed = AgentStatusMessageSchema.safeParse(parseJsonOrUndefined(m.string()));
         if (!parsed.success) continue;
-        const { state, rss_bytes } = parsed.data;
+        const { state, rss_bytes, tool_calls } = parsed.data;
         if (rss_bytes !== undefined) this.#rss.set(state.id, rss_bytes);
         if (state.llm) metrics.observeLlm(state.id, state.llm);
+        if (tool_calls) metrics.observeToolCalls(state.id, state.started_at, tool_calls);
       }
     })();
   }

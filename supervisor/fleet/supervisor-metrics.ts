@@ -40,7 +40,10 @@ export class SupervisorMetrics {
   readonly llmTokens = new Counter({ name: 'thymos_llm_tokens_total', help: 'Model tokens of agents, by direction', labelNames: ['agent', 'direction'] as const, registers: [this.registry] });
   readonly llmCost = new Counter({ name: 'thymos_llm_cost_total', help: 'What model calls cost, by the [llm.<use>] prices', labelNames: ['agent'] as const, registers: [this.registry] });
   readonly routed = new Counter({ name: 'thymos_events_routed_total', help: 'World events routed to each agent that hears them (stored for it, heard now or on waking)', labelNames: ['agent'] as const, registers: [this.registry] });
+  readonly toolCalls = new Counter({ name: 'thymos_tool_calls_total', help: 'Calls of declared tools, by agent, tool and how they ended (pending: waiting for approval)', labelNames: ['agent', 'tool', 'status'] as const, registers: [this.registry] });
   readonly #routedTo = new Map<string, number>();
+  /** Per agent: the process it last reported from (its started_at) and the counts it reported. */
+  readonly #toolsSeen = new Map<string, { process: string; counts: Map<string, number> }>();
   /** The last totals each agent reported; the counters grow by the difference. */
   readonly #llmSeen = new Map<string, LlmTotals>();
   #server: Server | undefined;
@@ -61,6 +64,21 @@ export class SupervisorMetrics {
     grow(this.llmTokens, { agent, direction: 'output' }, totals.output_tokens - from.output_tokens);
     grow(this.llmCost, { agent }, totals.cost - from.cost);
     this.#llmSeen.set(agent, { ...totals });
+  }
+
+  /**
+   * Takes an agent's tool call counts from its heartbeat. They count from its process start:
+   * a new process (another `startedAt`) counts from zero again.
+   */
+  observeToolCalls(agent: string, startedAt: string, calls: ReadonlyArray<{ tool: string; status: string; count: number }>): void {
+    let seen = this.#toolsSeen.get(agent);
+    if (seen?.process !== startedAt) this.#toolsSeen.set(agent, (seen = { process: startedAt, counts: new Map() }));
+    for (const { tool, status, count } of calls) {
+      const key = `${tool} ${status}`;
+      const by = count - (seen.counts.get(key) ?? 0);
+      if (by > 0) this.toolCalls.inc({ agent, tool, status }, by);
+      seen.counts.set(key, count);
+    }
   }
 
   /** Counts one event routed to each of `agents`. */

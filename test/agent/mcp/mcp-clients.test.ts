@@ -95,6 +95,27 @@ describe('stock MCP clients, configured as the README says', () => {
     assert.equal((JSON.parse(contents[0]!.text) as { status: string }).status, 'ready');
   });
 
+  test('the MCP Inspector CLI lists a declared tool with its schema and classes, and a call of it without reason is refused', async () => {
+    const port = String(await freePort());
+    await startAgent({ id: 'captain_lysa', port: Number(port), config: join(open.dir, 'thymos.toml') });
+    const inspector = `npx @modelcontextprotocol/inspector --cli http://127.0.0.1:${port}/mcp`;
+    const listed = JSON.parse(await shell(`${inspector} --method tools/list`, open.dir)) as { tools: Array<{ name: string; inputSchema: { properties: Record<string, { pattern?: string }>; required?: string[] }; annotations?: Record<string, boolean> }> };
+    const postQuest = listed.tools.find((t) => t.name === 'post_quest');
+    assert.ok(postQuest, 'post_quest is listed');
+    assert.equal(postQuest.inputSchema.properties.id!.pattern, '^(?:[a-z][a-z0-9_]{0,47})$');
+    assert.ok(postQuest.inputSchema.required?.includes('reason'), 'reason is required of a tool that writes');
+    assert.equal(postQuest.annotations?.readOnlyHint, false);
+    // The Inspector prints the error result and exits 5 (tool_is_error).
+    const failed = await shell(`${inspector} --method tools/call --tool-name post_quest --tool-arg id=wolves --tool-arg 'title=Wolves' --tool-arg location=north_pasture --tool-arg reward=40`, open.dir).then(
+      () => assert.fail('a call without reason succeeded'),
+      (err: { code?: number; stdout?: string }) => err,
+    );
+    assert.equal(failed.code, 5);
+    const refused = JSON.parse(failed.stdout!) as { isError?: boolean; content: Array<{ text: string }> };
+    assert.equal(refused.isError, true);
+    assert.match(refused.content[0]!.text, /^INVALID_INPUT: .*reason/s);
+  });
+
   test('Claude Desktop through mcp-remote: the mcpServers snippet as written', async () => {
     const [plain] = mcpServersSnippets();
     assert.ok(plain);

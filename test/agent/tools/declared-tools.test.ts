@@ -10,6 +10,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 
 import { type AgentChild, killAllAgents, startAgent } from '../../helpers/agent-child.js';
 import { eventually } from '../../helpers/fleet.js';
+import { describeTally, fuzzMcpTools, Rng, tally } from '../../helpers/fuzz.js';
 import { freePort } from '../../helpers/ports.js';
 import { createWorkspace, REPO_ROOT, type Workspace } from '../../helpers/workspace.js';
 
@@ -253,6 +254,15 @@ describe('declared tools on a real agent: Http and Script executors through the 
     for (const f of filesUnder(join(ws.dir, 'data'))) assert.ok(!readFileSync(f).includes(SECRET), `not in ${f}`);
     agent = await startAgent({ id: 'desk', port: agent.port, config: ws.configPath, env: { ...process.env, ORDERS_TOKEN: SECRET } });
     client = await agent.client();
+  });
+
+  test('fuzzed calls of the declared tools are answered, accepted or with a stable code, and the agent keeps serving', async () => {
+    const t = tally('declared tool calls');
+    await fuzzMcpTools(client, 300, new Rng(47), t);
+    assert.equal(t.cases, 300);
+    assert.ok(t.accepted > 0 && Object.keys(t.refused).length > 0, describeTally(t));
+    const r = await call(client, 'lookup_order', { order_id: 'AB-1234' });
+    assert.deepEqual(r.structuredContent, { status: 'shipped', items: 2 });
   });
 
   test('a Listening agent runs read-only tools and refuses the others', async () => {

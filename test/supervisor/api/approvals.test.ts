@@ -108,6 +108,8 @@ describe('confirm tools: a pending call is approved, refused or timed out at the
     assert.match(done.decided_by ?? '', /#\d+@/);
     assert.equal(refunds(), 1);
     await eventually(() => (updates.includes('agent://desk/calls') ? true : undefined), 10_000, 'a calls resource notification');
+    const metricsUrl = (await tf.fleet.status()).supervisor.metrics_url;
+    await eventually(async () => ((await (await fetch(metricsUrl)).text()).includes('thymos_tool_calls_total{agent="desk",tool="refund",status="ok"} 1') ? true : undefined), 10_000, 'the call counted in /metrics');
     const again = await cli('approve', 'desk', pending!.call_id, '--reason', 'again');
     assert.equal(again.code, 2, `deciding twice is refused: ${again.stderr}`);
     assert.equal(refunds(), 1, 'nothing ran twice');
