@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { LLM_PROVIDERS } from '../config/llm-settings.js';
 import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { describeIssues } from '../errors/zod-issues.js';
+import { pklErrorLocation, withPklLine } from './pkl-lines.js';
 import { resolveScriptPaths, ToolNameSchema, toolProblems, ToolSchema } from './tool-schema.js';
 import { checkWorldFilter, RESERVED_WORLD_FIELDS, RESERVED_WORLD_TABLES, WorldFilterSchema, WorldNameSchema, WorldTableSchema } from './world-schema.js';
 
@@ -256,8 +257,16 @@ export async function loadDomainSchema(file: string, options: { timeoutMs?: numb
   return parseDomainSchema(raw, file);
 }
 
-/** Validates an evaluated domain schema (JSON from Pkl, or an object built in code). */
+/** Validates an evaluated domain schema (JSON from Pkl, or an object built in code); an error names the Pkl line where it can. */
 export function parseDomainSchema(raw: unknown, file = '<domain schema>'): DomainSchema {
+  try {
+    return checkedDomain(raw, file);
+  } catch (err) {
+    throw withPklLine(err, file);
+  }
+}
+
+function checkedDomain(raw: unknown, file: string): DomainSchema {
   const result = DomainSchemaSchema.safeParse(raw);
   if (!result.success) {
     const path = result.error.issues[0]?.path.map(String).join('.');
@@ -314,18 +323,6 @@ function checkWorldDeclarations(domain: DomainSchema, file: string): void {
       fail(`worldWatches.${i}`, (err as Error).message);
     }
   });
-}
-
-/** The first location in a Pkl error that points into the application's files rather than the base module. */
-function pklErrorLocation(text: string, file: string): { file: string; line?: number } {
-  const re = /\(file:\/\/([^,)]+), line (\d+)\)/g;
-  let first: { file: string; line: number } | undefined;
-  for (let m = re.exec(text); m; m = re.exec(text)) {
-    const loc = { file: decodeURIComponent(m[1]!), line: Number(m[2]) };
-    first ??= loc;
-    if (!loc.file.endsWith('/schemas/Thymos.pkl')) return loc;
-  }
-  return first ?? { file };
 }
 
 function deepFreeze<T>(value: T): T {

@@ -33,6 +33,7 @@ function ordersService(): Server {
       if (url.pathname === '/orders/AB-1234') return json(200, { status: 'shipped', items: 2 });
       if (url.pathname === '/orders/ZZ-0000') return json(404, { error: 'no such order' });
       if (url.pathname === '/echo') return json(200, { authorization: req.headers.authorization ?? '' });
+      if (url.pathname === '/echo-fail') return json(500, { error: `bad token ${req.headers.authorization ?? ''}` });
       if (url.pathname === '/slow') return void setTimeout(() => json(200, { late: true }), 5000);
       if (url.pathname === '/big') return json(200, { blob: 'x'.repeat(10_000) });
       if (url.pathname === '/away') {
@@ -48,7 +49,7 @@ function ordersService(): Server {
 function domain(port: number): string {
   return `amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}
 agents {
-  ["desk"] { persona { name = "Desk" }; capabilities { "tag:orders"; "echo"; "slow"; "big"; "away"; "note"; "wait_a_while"; "shout"; "purge"; "!forbidden_*" } }
+  ["desk"] { persona { name = "Desk" }; capabilities { "tag:orders"; "echo"; "echo_fail"; "slow"; "big"; "away"; "note"; "wait_a_while"; "shout"; "purge"; "!forbidden_*" } }
   ["bystander"] { persona { name = "Bystander" } }
 }
 local service = "http://127.0.0.1:${port}"
@@ -79,6 +80,11 @@ tools {
     description = "Echoes the Authorization header back"
     sideEffect = "read_only"
     executor = new Http { url = "\\(service)/echo"; headers { ["Authorization"] = new Secret { env = "ORDERS_TOKEN"; prefix = "Bearer " } } }
+  }
+  ["echo_fail"] {
+    description = "Fails, echoing the Authorization header"
+    sideEffect = "read_only"
+    executor = new Http { url = "\\(service)/echo-fail"; headers { ["Authorization"] = new Secret { env = "ORDERS_TOKEN" } } }
   }
   ["slow"] { description = "Answers after 5 s"; sideEffect = "read_only"; timeoutMs = 300; executor = new Http { url = "\\(service)/slow" } }
   ["big"] { description = "A large answer"; sideEffect = "read_only"; outputLimitBytes = 1000; executor = new Http { url = "\\(service)/big" } }
@@ -247,6 +253,10 @@ describe('declared tools on a real agent: Http and Script executors through the 
     const r = await call(client, 'echo', {});
     assert.ok(!JSON.stringify(r).includes(SECRET), 'the echoed header is redacted in the result');
     assert.match(JSON.stringify(r), /\[secret ORDERS_TOKEN\]/);
+    const failed = await call(client, 'echo_fail', {});
+    assert.equal(errorOf(failed)?.code, 'TOOL_FAILED');
+    assert.ok(!JSON.stringify(failed).includes(SECRET), 'nor in an error that quotes it');
+    assert.match(errorOf(failed)!.message, /bad token \[secret ORDERS_TOKEN\]/);
     const memories = (await client.readResource({ uri: 'agent://desk/memories' })).contents[0] as { text: string };
     assert.ok(!memories.text.includes(SECRET));
     await agent.stop();

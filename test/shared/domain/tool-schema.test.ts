@@ -105,6 +105,22 @@ tools {
     parseDomainSchema({ agents: { desk: { persona: { name: 'D' }, capabilities: ['billing_*'] } }, tools: { lookup_order: tool() } });
   });
 
+  test('a check made after evaluation names the Pkl file and the line the tool is declared on', async () => {
+    const file = pkl(`
+agents { ["desk"] { persona { name = "Desk" } } }
+tools {
+  ["lookup"] {
+    description = "Look up"
+    input { ["id"] {} }
+    sideEffect = "read_only"
+    executor = new Http {
+      url = "http://{id}.example.test/x"
+    }
+  }
+}`);
+    await assert.rejects(loadDomainSchema(file), (e: unknown) => isThymosError(e, 'SCHEMA_INVALID') && e.location?.line === 10 && e.message.startsWith(`domain schema ${file}:10: tools.lookup.executor.url:`));
+  });
+
   test('Pkl cannot read the environment: a secret never lands in the evaluated domain', async () => {
     process.env.THYMOS_TEST_SECRET = 'do-not-read';
     await assert.rejects(loadDomainSchema(pkl('prompts { ["persona"] = read("env:THYMOS_TEST_SECRET").text }')), (e: unknown) => isThymosError(e, 'SCHEMA_INVALID') && /env:THYMOS_TEST_SECRET/.test(e.message) && !e.message.includes('do-not-read'));
