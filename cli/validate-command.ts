@@ -1,5 +1,5 @@
 import { resolveConfig } from '../agent/process/agent-process.js';
-import { checkFleet } from '../shared/domain/fleet-checks.js';
+import { checkFleet, toolGrants } from '../shared/domain/fleet-checks.js';
 import { commandNamed } from './command-book.js';
 import { parseCommandArgs } from './fleet-args.js';
 
@@ -20,6 +20,8 @@ export async function runValidateCommand(argv: string[]): Promise<number> {
     event_filters: domain.eventFilters.length,
     world_tables: Object.keys(domain.worldTables),
     world_watches: domain.worldWatches.length,
+    /** Each declared tool with the agents granted it. */
+    tools: toolGrants(domain),
     warnings,
   };
   if (values.json) {
@@ -32,7 +34,8 @@ export async function runValidateCommand(argv: string[]): Promise<number> {
         `agents (${summary.agents.length}): ${summary.agents.join(', ') || '-'}\n` +
         `concept types: ${summary.concept_types.join(', ') || '-'}; relationship types: ${summary.relationship_types.join(', ') || '-'}\n` +
         `relevance rules: ${summary.relevance_rules}; event filters: ${summary.event_filters}\n` +
-        `world tables: ${summary.world_tables.join(', ') || '-'}; world watches: ${summary.world_watches}\n`,
+        `world tables: ${summary.world_tables.join(', ') || '-'}; world watches: ${summary.world_watches}\n` +
+        `tools (${Object.keys(summary.tools).length}): ${Object.entries(summary.tools).map(([name, ids]) => `${name} (${ids.join(', ') || 'granted to nobody'})`).join(', ') || '-'}\n`,
     );
   }
   return 0;

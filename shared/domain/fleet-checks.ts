@@ -2,6 +2,7 @@ import { LLM_USES } from '../config/llm-settings.js';
 import type { ThymosConfig } from '../config/thymos-config.js';
 import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { type DomainSchema, EMPTY_DOMAIN, loadDomainSchema } from './domain-schema.js';
+import { grantedTools } from './tool-schema.js';
 
 /** Something the config and the domain allow that will fail later: where it is, and what to do. */
 export interface FleetWarning {
@@ -12,7 +13,8 @@ export interface FleetWarning {
 
 /**
  * What `thymos validate` and `thymos up` warn about (`--strict` makes each an error): API key
- * variables an `openai-compatible` model needs that are not set in `env`. Each agent reads its
+ * variables an `openai-compatible` model needs that are not set in `env`, declared tools granted to
+ * no agent, and the variables of granted tools' secrets that are not set. Each agent reads its
  * key when it starts, from the environment the supervisor hands it — the one `thymos up` ran in.
  */
 export function fleetWarnings(config: ThymosConfig, domain: DomainSchema, env: NodeJS.ProcessEnv = process.env): FleetWarning[] {
@@ -40,6 +42,34 @@ export function fleetWarnings(config: ThymosConfig, domain: DomainSchema, env: N
         `Export it, then run \`thymos down\` and \`thymos up\`.`,
     });
   }
+  return [...out, ...toolWarnings(domain, env)];
+}
+
+/** Declared tools no agent is granted, and secrets granted tools read from variables that are not set. */
+function toolWarnings(domain: DomainSchema, env: NodeJS.ProcessEnv): FleetWarning[] {
+  const out: FleetWarning[] = [];
+  const grantedTo = toolGrants(domain);
+  for (const [name, tool] of Object.entries(domain.tools)) {
+    if (grantedTo[name]!.length === 0) {
+      out.push({ paths: [`tools.${name}`], message: `tools.${name}: no agent's capabilities grant it, so nothing can call it.` });
+      continue;
+    }
+    if (tool.executor.kind !== 'http') continue;
+    for (const [header, value] of Object.entries(tool.executor.headers)) {
+      if (typeof value === 'string' || env[value.env]) continue;
+      out.push({
+        paths: [`tools.${name}.executor.headers.${header}`],
+        message: `tools.${name}.executor.headers.${header}: the environment variable ${value.env} is not set, so every call of ${name} fails (TOOL_FAILED) until it is set where \`thymos up\` runs.`,
+      });
+    }
+  }
+  return out;
+}
+
+/** Each declared tool with the agents its capabilities grant it to. */
+export function toolGrants(domain: DomainSchema): Record<string, string[]> {
+  const out: Record<string, string[]> = Object.fromEntries(Object.keys(domain.tools).map((n) => [n, []]));
+  for (const [id, def] of Object.entries(domain.agents)) for (const name of Object.keys(grantedTools(domain.tools, def.capabilities))) out[name]!.push(id);
   return out;
 }
 

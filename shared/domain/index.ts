@@ -5,7 +5,7 @@ export { type AliasEntry, AliasEntrySchema, aliasTable } from './alias-table.js'
 export { type Capability, type Grantable, grants, parseCapability } from './capabilities.js';
 export { type AgentDefinition, AgentDefinitionSchema, type AgentId, AgentIdSchema, agentIdsPreview, BUILT_IN_AGENT_PROPERTIES, type ConceptType, ConceptTypeSchema, type Condition, type ContextProperties, ContextPropertiesSchema, type DomainSchema, DomainSchemaSchema, EMPTY_DOMAIN, type EventFilter, EventFilterSchema, type LifecycleState, LifecycleStateSchema, type LlmOverride, loadDomainSchema, type NamedSearchStrategy, parseDomainSchema, type Persona, pklBinaryPath, type RelationshipType, RelationshipTypeSchema, type RelevanceRule, SEARCH_METHODS, SearchStrategySchema, type WorldWatch, WorldWatchSchema } from './domain-schema.js';
 export { appliesTo, type HeardEvent, hearsEvent, type Listener } from './event-filter.js';
-export { checkFleet, type FleetWarning, fleetWarnings } from './fleet-checks.js';
+export { checkFleet, type FleetWarning, fleetWarnings, toolGrants } from './fleet-checks.js';
 export { fillUrl, parseUrlTemplate, UrlInputError, type UrlTemplate } from './http-url.js';
 export { grantedTools, type HttpExecutor, keyFields, needsReason, PERMISSIONS, RESERVED_TOOL_NAMES, type ScriptExecutor, type Secret, SIDE_EFFECTS, type Tool, type ToolField, ToolFieldSchema, ToolNameSchema, type Tools, ToolSchema } from './tool-schema.js';
 export { checkWorldFilter, requireWorldTable, type WorldCondition, type WorldConditionInput, WorldConditionSchema, type WorldFilter, type WorldFilterInput, WorldFilterSchema, worldRowFieldsSchema, WorldRowIdSchema, type WorldTable, type WorldTables, WorldTableSchema } from './world-schema.js';

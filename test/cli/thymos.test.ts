@@ -133,7 +133,7 @@ describe('the thymos command without a running fleet', () => {
     };
     const stranger = await check(['relevanceRules { new { name = "boss"; condition = new PropertyTrue { property = "in_party" }; score = 1.0; agents { "anna" } } }']);
     assert.equal(stranger.code, 2);
-    assert.match(stranger.stderr, /SCHEMA_INVALID: domain schema .*refs\.pkl: relevanceRules\[0\] \(boss\)\.agents: no agent "anna"; expected one of ana/);
+    assert.match(stranger.stderr, /SCHEMA_INVALID: domain schema .*refs\.pkl:3: relevanceRules\[0\] \(boss\)\.agents: no agent "anna"; expected one of ana/);
     const rule = 'relevanceRules { new { name = "near"; condition = new SameAs { property = "location"; global = "player_location" }; score = 0.9 } }';
     const undeclared = await check([rule, 'contextProperties { global { "weather" } }']);
     assert.equal(undeclared.code, 2);

@@ -4,8 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 
+import { configFromObject } from '../../../shared/config/thymos-config.js';
 import { grants, parseCapability } from '../../../shared/domain/capabilities.js';
 import { loadDomainSchema, parseDomainSchema } from '../../../shared/domain/domain-schema.js';
+import { fleetWarnings, toolGrants } from '../../../shared/domain/fleet-checks.js';
 import { fillUrl, parseUrlTemplate, UrlInputError } from '../../../shared/domain/http-url.js';
 import { grantedTools } from '../../../shared/domain/tool-schema.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
@@ -125,6 +127,24 @@ tools {
     process.env.THYMOS_TEST_SECRET = 'do-not-read';
     await assert.rejects(loadDomainSchema(pkl('prompts { ["persona"] = read("env:THYMOS_TEST_SECRET").text }')), (e: unknown) => isThymosError(e, 'SCHEMA_INVALID') && /env:THYMOS_TEST_SECRET/.test(e.message) && !e.message.includes('do-not-read'));
     delete process.env.THYMOS_TEST_SECRET;
+  });
+});
+
+describe('what validate and up warn about tools', () => {
+  test('a tool granted to nobody, and the unset variable of a granted tool\'s secret', () => {
+    const domain = parseDomainSchema({
+      agents: { desk: { persona: { name: 'D' }, capabilities: ['lookup'] } },
+      tools: {
+        lookup: tool({ executor: { kind: 'http', url: 'http://127.0.0.1/x', headers: { Authorization: { env: 'LOOKUP_TOKEN' }, Accept: 'text/plain' } } }),
+        orphan: tool(),
+      },
+    });
+    const config = configFromObject({});
+    assert.deepEqual(toolGrants(domain), { lookup: ['desk'], orphan: [] });
+    const warnings = fleetWarnings(config, domain, {});
+    assert.deepEqual(warnings.map((w) => w.paths[0]).sort(), ['tools.lookup.executor.headers.Authorization', 'tools.orphan']);
+    assert.match(warnings.find((w) => w.paths[0] === 'tools.orphan')!.message, /no agent's capabilities grant it/);
+    assert.deepEqual(fleetWarnings(config, domain, { LOOKUP_TOKEN: 'x' }).map((w) => w.paths[0]), ['tools.orphan']);
   });
 });
 
