@@ -14,6 +14,16 @@ function agentId(raw: string, usage: string): string {
   return r.data;
 }
 
+/**
+ * Text a caller chose, made safe to show a person deciding on it: control characters (which
+ * could move the cursor and redraw the table), invisible and direction-changing characters are
+ * shown as `\u{…}` escapes. Arguments are shown whole, never cut.
+ */
+export function printable(text: string): string {
+  // eslint-disable-next-line no-control-regex -- control characters are what it finds
+  return text.replace(/[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]/gu, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
+}
+
 /** `thymos approvals [ID]`: the tool calls that wait for a person's approval. */
 export async function runApprovalsCommand(argv: string[]): Promise<number> {
   const spec = commandNamed('approvals')!;
@@ -24,7 +34,7 @@ export async function runApprovalsCommand(argv: string[]): Promise<number> {
     const pending = await fleet.approvals(id);
     if (args.json) out(JSON.stringify(pending, null, 2));
     else if (pending.length === 0) out(id ? `no call of ${id} waits for approval` : 'no call waits for approval');
-    else out(renderTable(['AGENT', 'CALL', 'TOOL', 'ARGUMENTS', 'REASON', 'CALLER', 'EXPIRES'], pending.map((p) => [p.agent, p.call_id, p.tool, JSON.stringify(p.arguments).slice(0, 80), p.reason ?? '', p.caller, p.expires_at])));
+    else out(renderTable(['AGENT', 'CALL', 'TOOL', 'ARGUMENTS', 'REASON', 'CALLER', 'EXPIRES'], pending.map((p) => [p.agent, p.call_id, p.tool, printable(JSON.stringify(p.arguments)), printable(p.reason ?? ''), printable(p.caller), p.expires_at])));
     return ExitCode.OK;
   } finally {
     await fleet.close();

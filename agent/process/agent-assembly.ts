@@ -94,6 +94,7 @@ export async function assembleAgent(
     world: () => runtime.links.toolWorld(),
     allowAdmin: config.tools.allow_admin,
     approvalTimeoutS: config.tools.approval_timeout_s,
+    maxPending: config.tools.max_pending,
     env: process.env,
     logger,
   });

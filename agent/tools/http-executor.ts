@@ -51,7 +51,7 @@ export async function runHttp(tool: Tool, input: Record<string, unknown>, ctx: E
       url = next;
       continue;
     }
-    const text = await readCapped(res, tool.outputLimitBytes, ctx.tool);
+    const text = ctx.redact(await readCapped(res, tool.outputLimitBytes, ctx.tool));
     if (!res.ok) {
       throw new ThymosError(ErrorCode.TOOL_FAILED, `${ctx.tool}: the service answered ${res.status} ${res.statusText}${text ? `: ${text.slice(0, 300)}` : ''}`, { details: { status: res.status } });
     }

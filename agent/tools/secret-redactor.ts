@@ -1,10 +1,28 @@
 import type { Tool } from '../../shared/domain/tool-schema.js';
 
 /**
+ * The ways a secret's value is likely to come back: as set, trimmed (as a header sends it),
+ * percent-encoded, escaped inside a JSON string, and in base64. Only those: a service that
+ * transforms a token otherwise (hashes, truncates, splits it) is not covered.
+ */
+function forms(value: string): Set<string> {
+  const out = new Set<string>();
+  for (const v of new Set([value, value.trim()])) {
+    if (v.length === 0) continue;
+    out.add(v);
+    out.add(encodeURIComponent(v));
+    out.add(JSON.stringify(v).slice(1, -1));
+    out.add(Buffer.from(v).toString('base64').replace(/=+$/, ''));
+    out.add(Buffer.from(v).toString('base64url'));
+  }
+  return out;
+}
+
+/**
  * Removes the values of the secrets an agent's tools use (the environment variables their
  * `Secret`s name) from whatever is kept or sent: results, errors, records, memories and logs.
- * A service may echo a header back; its value becomes `[secret ENV]`. Values are read from the
- * environment when the redactor is made and again when they change.
+ * A service may echo a header back; its value (in the forms `forms` lists) becomes
+ * `[secret ENV]`. Values are read from the environment each time, so a changed one is covered.
  */
 export class SecretRedactor {
   readonly #names: string[];
@@ -21,7 +39,7 @@ export class SecretRedactor {
   redact<T>(value: T): T {
     const secrets = this.#names.flatMap((name) => {
       const v = this.#env[name];
-      return v ? [[v, `[secret ${name}]`] as const] : [];
+      return v ? [...forms(v)].map((form) => [form, `[secret ${name}]`] as const) : [];
     });
     if (secrets.length === 0) return value;
     // Longest first: a secret that contains another is removed whole.

@@ -2,13 +2,15 @@ import { randomUUID } from 'node:crypto';
 
 import { z } from 'zod';
 
+import { fillUrl, parseUrlTemplate, UrlInputError, wellFormed } from '../../shared/domain/http-url.js';
 import { keyFields, type Tool } from '../../shared/domain/tool-schema.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
 import { describeIssues } from '../../shared/errors/zod-issues.js';
 import type { Logger } from '../../shared/platform/logger.js';
-import type { ApprovalDecision, CallStatus, PendingCall, ToolCallRecord } from '../../shared/protocol/tool-call.js';
+import type { ApprovalDecision, CallStatus, ToolCallRecord } from '../../shared/protocol/tool-call.js';
 import type { NewMemory } from '../memory/agent-memory.js';
 import type { RuntimeGate } from '../runtime/runtime-ports.js';
+import { CallApprovals, type SubmitPending } from './call-approvals.js';
 import type { ExecutorContext } from './executor-context.js';
 import { runHttp } from './http-executor.js';
 import { runScript } from './script-executor.js';
@@ -34,12 +36,11 @@ export interface ToolCallerOptions {
   allowAdmin: boolean;
   /** How long a `confirm` call waits for approval (`[tools] approval_timeout_s`). */
   approvalTimeoutS: number;
+  /** How many calls may wait for approval at once (`[tools] max_pending`). */
+  maxPending: number;
   env: NodeJS.ProcessEnv;
   logger: Logger;
 }
-
-/** Hands a pending call to the supervisor; resolves with the decision when one was made already (decided while the agent slept). */
-export type SubmitPending = (call: PendingCall) => Promise<ApprovalDecision | null>;
 
 /** Who asks for a call, and how they may cancel it. */
 export interface CallRequest {
@@ -48,7 +49,11 @@ export interface CallRequest {
 }
 
 const RECORD_TEXT_MAX = 600;
+/** The shortest secret a tool sends: a shorter one would be found (and replaced) all over ordinary text. */
+const SECRET_MIN_CHARS = 8;
 const RECENT_CALLS = 50;
+/** The most a call waiting for approval may carry in arguments: the supervisor keeps them, and a person reads them. */
+const PENDING_ARGUMENTS_MAX_BYTES = 64 * 1024;
 
 /**
  * The one governed path of a declared tool's call: validate the input, check the reason,
@@ -62,9 +67,7 @@ export class ToolCaller {
   readonly #o: ToolCallerOptions;
   readonly #inputs = new Map<string, z.ZodObject>();
   readonly #redactor: SecretRedactor;
-  #submit: SubmitPending | undefined;
-  /** Approved calls being run now: a second pass over the pending ones skips them. */
-  readonly #runningApproved = new Set<string>();
+  readonly #approvals: CallApprovals;
   readonly #listeners = new Set<(record: ToolCallRecord) => void>();
   #recent: ToolCallRecord[] = [];
   readonly #counts = new Map<string, number>();
@@ -72,6 +75,45 @@ export class ToolCaller {
   constructor(options: ToolCallerOptions) {
     this.#o = options;
     this.#redactor = new SecretRedactor(Object.values(options.tools), options.env);
+    this.#approvals = new CallApprovals({
+      agent: options.agent,
+      tools: options.tools,
+      gate: options.gate,
+      logger: options.logger,
+      allowAdmin: options.allowAdmin,
+      callsWithStatus: (status) => options.calls.callsWithStatus(status),
+      getCall: (id) => options.calls.getCall(id),
+      save: (record) => this.#save(record),
+      refuse: (record, tool, error) => this.#finish(record, tool, { status: 'refused', error }, 0),
+      run: async (tool, record) => {
+        try {
+          this.#validate(record.tool, tool, { ...record.arguments, ...(record.reason !== undefined ? { reason: record.reason } : {}) });
+        } catch (err) {
+          return this.#finish(record, tool, { status: 'refused', error: toThymosError(err) }, 0);
+        }
+        return this.#runAndFinish(tool, record);
+      },
+    });
+  }
+
+  /** Links the agent's approvals to the supervisor (see `CallApprovals`). */
+  link(submit: SubmitPending): Promise<void> {
+    return this.#approvals.link(submit);
+  }
+
+  /** A person's decision on a pending call, from the supervisor (see `CallApprovals.decide`). */
+  decide(callId: string, decision: ApprovalDecision): Promise<ToolCallRecord> {
+    return this.#approvals.decide(callId, decision);
+  }
+
+  /** Runs the approved calls the agent's mode allows now. */
+  runApproved(): Promise<void> {
+    return this.#approvals.runApproved();
+  }
+
+  /** Stops handing pending calls to the supervisor (the agent is stopping). */
+  close(): void {
+    this.#approvals.close();
   }
 
   /** Calls `listener` with each call's record as it changes (pending, decided, running, ended); returns how to stop. */
@@ -90,7 +132,11 @@ export class ToolCaller {
 
   async #save(record: ToolCallRecord): Promise<void> {
     await this.#o.calls.saveCall(record);
-    if (record.status !== 'running') this.#counts.set(`${record.tool} ${record.status}`, (this.#counts.get(`${record.tool} ${record.status}`) ?? 0) + 1);
+    // A call counts once as it waits (not again when decided) and once as it ends.
+    if (record.status !== 'running' && !(record.status === 'pending' && record.decided_by !== undefined)) {
+      const key = `${record.tool} ${record.status}`;
+      this.#counts.set(key, (this.#counts.get(key) ?? 0) + 1);
+    }
     this.#recent = [record, ...this.#recent.filter((r) => r.call_id !== record.call_id)].slice(0, RECENT_CALLS);
     for (const l of this.#listeners) l(record);
   }
@@ -141,7 +187,7 @@ export class ToolCaller {
       };
       const refusal = this.#refusal(name, tool);
       if (refusal) return this.#finish(record, tool, { error: refusal, status: 'refused' }, 0);
-      if (tool.permission === 'confirm') return this.#await(record);
+      if (tool.permission === 'confirm') return this.#await(record, tool);
       return this.#runAndFinish(tool, record, request.signal);
     });
   }
@@ -151,82 +197,30 @@ export class ToolCaller {
     const running: ToolCallRecord = { ...record, status: 'running' };
     await this.#save(running);
     const started = performance.now();
+    let outcome: { status: CallStatus; result?: unknown; error?: ThymosError };
     try {
-      const result = await this.#run(record.tool, tool, running, signal);
-      return await this.#finish(running, tool, { result, status: 'ok' }, performance.now() - started);
+      outcome = { result: await this.#run(record.tool, tool, running, signal), status: 'ok' };
     } catch (err) {
-      return this.#finish(running, tool, { error: toThymosError(err, ErrorCode.TOOL_FAILED), status: 'failed' }, performance.now() - started);
+      outcome = { error: toThymosError(err, ErrorCode.TOOL_FAILED), status: 'failed' };
     }
+    // Recording is not part of the call: a failure to record never turns a call that ran into a failed one.
+    return this.#finish(running, tool, outcome, performance.now() - started);
   }
 
   /**
    * A `confirm` call: kept as `pending` in the agent's database with its deadline, and handed to
    * the supervisor, where a person approves or refuses it. It answers at once with the record.
    */
-  async #await(record: ToolCallRecord): Promise<ToolCallRecord> {
+  async #await(record: ToolCallRecord, tool: Tool): Promise<ToolCallRecord> {
+    if (Buffer.byteLength(JSON.stringify(record.arguments)) > PENDING_ARGUMENTS_MAX_BYTES) {
+      throw new ThymosError(ErrorCode.INVALID_INPUT, `arguments of ${record.tool}: over ${PENDING_ARGUMENTS_MAX_BYTES} bytes, too large for a call that waits for a person's approval`, { location: { path: 'arguments' } });
+    }
+    const waiting = (await this.#o.calls.callsWithStatus('pending')).length;
+    if (waiting >= this.#o.maxPending) return this.#finish(record, tool, { status: 'refused', error: new ThymosError(ErrorCode.TOOL_DENIED, `${this.#o.agent} has ${waiting} calls waiting for approval already ([tools] max_pending = ${this.#o.maxPending})`) }, 0);
     const pending: ToolCallRecord = { ...record, status: 'pending', expires_at: new Date(Date.parse(record.requested_at) + this.#o.approvalTimeoutS * 1000).toISOString() };
     await this.#save(pending);
-    void this.#hand(pending);
+    void this.#approvals.hand(pending);
     return pending;
-  }
-
-  /** Hands a pending call to the supervisor and applies a decision that was made already; a failure waits for the next link. */
-  async #hand(record: ToolCallRecord): Promise<void> {
-    if (!this.#submit) return;
-    try {
-      const decision = await this.#submit(pendingCall(record));
-      if (decision) await this.decide(record.call_id, decision);
-    } catch (err) {
-      this.#o.logger.warn({ call: record.call_id, err: (err as Error).message }, 'pending call not handed to the supervisor yet; handed again when the agent links');
-    }
-  }
-
-  /**
-   * Links the agent's approvals to the supervisor: every call still pending is handed over
-   * (again: the supervisor keeps each once), and a decision made while the agent slept is applied.
-   */
-  async link(submit: SubmitPending): Promise<void> {
-    this.#submit = submit;
-    for (const r of await this.#o.calls.callsWithStatus('pending')) {
-      if (r.decided_by === undefined) await this.#hand(r);
-    }
-    await this.runApproved();
-  }
-
-  /**
-   * A person's decision on a pending call. A refusal ends it; an approval runs it now when the
-   * agent may (a tool with side effects waits until the agent is Active), in the background:
-   * the record answered is the call as it stands, and `get_call` or the calls resource tell
-   * the rest. A decision on a call no longer pending changes nothing, so one delivered twice
-   * runs nothing twice.
-   */
-  async decide(callId: string, decision: ApprovalDecision): Promise<ToolCallRecord> {
-    const record = await this.#o.calls.getCall(callId);
-    if (!record) throw new ThymosError(ErrorCode.NOT_FOUND, `${this.#o.agent} has no call ${JSON.stringify(callId)}`, { location: { path: 'call_id' } });
-    if (record.status !== 'pending' || record.decided_by !== undefined) return record;
-    const decided: ToolCallRecord = { ...record, decided_by: decision.by, decision_reason: decision.reason };
-    const tool = this.#o.tools[record.tool];
-    if (!tool) return this.#finish(decided, undefined, { status: 'refused', error: new ThymosError(ErrorCode.TOOL_DENIED, `${record.tool} is no longer granted to ${this.#o.agent}`) }, 0);
-    if (!decision.approved) return this.#finish(decided, tool, { status: 'refused', error: new ThymosError(ErrorCode.TOOL_DENIED, `${record.tool} was refused by ${decision.by}: ${decision.reason}`) }, 0);
-    if (record.expires_at && Date.parse(decision.at) > Date.parse(record.expires_at)) {
-      return this.#finish(decided, tool, { status: 'refused', error: new ThymosError(ErrorCode.TOOL_DENIED, `${record.tool} was approved after its deadline ${record.expires_at}`) }, 0);
-    }
-    await this.#save(decided);
-    void this.runApproved();
-    return decided;
-  }
-
-  /** Runs the approved calls that wait, those the agent's mode allows now. */
-  async runApproved(): Promise<void> {
-    for (const r of await this.#o.calls.callsWithStatus('pending')) {
-      const tool = this.#o.tools[r.tool];
-      if (r.decided_by === undefined || !tool || this.#runningApproved.has(r.call_id) || (tool.sideEffect !== 'read_only' && !this.#o.gate.isActive())) continue;
-      this.#runningApproved.add(r.call_id);
-      await this.#o.gate
-        .call(() => this.#runAndFinish(tool, r))
-        .catch((err: unknown) => this.#o.logger.warn({ call: r.call_id, err: (err as Error).message }, 'approved call not run'))
-        .finally(() => this.#runningApproved.delete(r.call_id));
-    }
   }
 
   #validate(name: string, tool: Tool, args: Record<string, unknown>): Record<string, unknown> {
@@ -236,7 +230,17 @@ export class ToolCaller {
     if (!parsed.success) {
       throw new ThymosError(ErrorCode.INVALID_INPUT, `arguments of ${name}: ${describeIssues(parsed.error, args)}`, { location: { path: ['arguments', ...(parsed.error.issues[0]?.path ?? []).map(String)].join('.') } });
     }
-    return parsed.data as Record<string, unknown>;
+    const input = parsed.data as Record<string, unknown>;
+    // Where an Http call would go is settled before anything is saved or waits for approval.
+    if (tool.executor.kind === 'http') {
+      try {
+        fillUrl(parseUrlTemplate(tool.executor.url), input);
+      } catch (err) {
+        if (err instanceof UrlInputError) throw new ThymosError(ErrorCode.INVALID_INPUT, `arguments of ${name}: ${err.message}`, { location: { path: `arguments.${err.field}` } });
+        throw err;
+      }
+    }
+    return input;
   }
 
   /** Why this call may not run now, or undefined. */
@@ -259,10 +263,12 @@ export class ToolCaller {
       idempotencyKey: record.idempotency_key,
       signal,
       secret: (env) => {
-        const value = this.#o.env[env];
+        const value = this.#o.env[env]?.trim();
         if (!value) throw new ThymosError(ErrorCode.TOOL_FAILED, `${name}: the environment variable ${env} that holds its secret is not set in the agent's environment`);
+        if (value.length < SECRET_MIN_CHARS) throw new ThymosError(ErrorCode.TOOL_FAILED, `${name}: the secret in ${env} is shorter than ${SECRET_MIN_CHARS} characters, too short to be kept out of what is recorded`);
         return value;
       },
+      redact: (value) => this.redact(value),
       world: this.#o.world,
     };
     const aborted = new Promise<never>((_, reject) => {
@@ -272,7 +278,8 @@ export class ToolCaller {
     aborted.catch(() => undefined);
     try {
       const result = await Promise.race([tool.executor.kind === 'http' ? runHttp(tool, record.arguments, ctx) : runScript(tool, record.arguments, ctx), aborted]);
-      return checkOutput(name, tool, result);
+      // Secrets are taken out before anything quotes or cuts the result (an output error shows a part of it).
+      return checkOutput(name, tool, this.redact(result));
     } finally {
       clearTimeout(timer);
     }
@@ -294,17 +301,17 @@ export class ToolCaller {
   }
 }
 
-/** What the supervisor keeps of a pending call. */
-function pendingCall(r: ToolCallRecord): PendingCall {
-  const { call_id, agent, tool, arguments: args, reason, caller, requested_at, expires_at } = r;
-  return { call_id, agent, tool, arguments: args, ...(reason !== undefined ? { reason } : {}), caller, requested_at, expires_at: expires_at! };
-}
-
-/** The call's idempotency key: the tool's template filled from the input, else the call id. */
+/**
+ * The call's idempotency key: the tool's template filled from the input (each value
+ * percent-encoded, so the key is plain ASCII fit for a header), else the call id.
+ */
 function idempotencyKey(tool: Tool, input: Record<string, unknown>, callId: string): string {
   if (!tool.idempotencyKey) return callId;
   let key = tool.idempotencyKey;
-  for (const f of keyFields(tool.idempotencyKey)) key = key.replaceAll(`{${f}}`, input[f] === undefined ? '' : typeof input[f] === 'string' ? input[f] : JSON.stringify(input[f]));
+  for (const f of keyFields(tool.idempotencyKey)) {
+    const v = input[f];
+    key = key.replaceAll(`{${f}}`, v === undefined ? '' : encodeURIComponent(wellFormed(typeof v === 'string' ? v : JSON.stringify(v))));
+  }
   return key;
 }
 

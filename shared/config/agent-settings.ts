@@ -156,6 +156,8 @@ export const ToolsSettingsSchema = z
      * Dormant too; then it is refused. @default 86400
      */
     approval_timeout_s: z.number().int().min(1).max(30 * 86_400).default(86_400),
+    /** How many calls of one agent may wait for approval at once; another is refused (TOOL_DENIED). @default 100 */
+    max_pending: z.number().int().min(1).max(10_000).default(100),
   })
   .strict();
 export type ToolsSettings = z.infer<typeof ToolsSettingsSchema>;

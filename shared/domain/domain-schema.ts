@@ -210,11 +210,13 @@ export function pklBinaryPath(): string {
 }
 
 /**
- * What a domain module may `read`: files, external properties (`-p`), module paths and packages;
- * never `env:`, so no secret can land in the evaluated domain or an agent's start file. A tool's
+ * What a domain module may `read`: files (not under /proc, /dev or /sys, where another process's
+ * environment can be read, and with no percent-escape but %20 that could hide such a path),
+ * external properties (`-p`), module paths and packages; never `env:`, so no secret can land in
+ * the evaluated domain or an agent's start file. A tool's
  * secret is named (`new Secret { env = "…" }`) and read only when a call runs.
  */
-export const PKL_ALLOWED_RESOURCES = '^file:,^prop:,^modulepath:,^package:,^projectpackage:';
+export const PKL_ALLOWED_RESOURCES = '^file:(?!.*%(?!20))(?!/*(?:[^/]*/+)?(?:proc|dev|sys)/),^prop:,^modulepath:,^package:,^projectpackage:';
 
 /** The environment pkl runs in: what it needs to start, nothing an application keeps there. */
 function pklEnvironment(): NodeJS.ProcessEnv {

@@ -72,21 +72,40 @@ export class UrlInputError extends Error {
   }
 }
 
+/** `s` with every lone surrogate (text no encoding can carry) replaced by U+FFFD. */
+export function wellFormed(s: string): string {
+  return s.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
+}
+
+/** A value percent-encoded; a string with a lone surrogate is refused, not changed. */
+function encode(field: string, value: string): string {
+  if (wellFormed(value) !== value) throw new UrlInputError(field, `${field}: the value is not well-formed text (a lone surrogate)`);
+  return encodeURIComponent(value);
+}
+
 function text(value: unknown): string {
   return typeof value === 'string' ? value : JSON.stringify(value);
 }
 
-function safeDecode(s: string): string {
-  try {
-    return decodeURIComponent(s);
-  } catch {
-    return s;
+/** `s` percent-decoded until it no longer changes (at most 5 times): what a server that decodes more than once may see. */
+function decodeFully(s: string): string {
+  let out = s;
+  for (let i = 0; i < 5; i++) {
+    let next: string;
+    try {
+      next = decodeURIComponent(out);
+    } catch {
+      return out;
+    }
+    if (next === out) return out;
+    out = next;
   }
+  return out;
 }
 
 /**
  * The URL for one call: every placeholder percent-encoded from `input`. A path value that is
- * (or decodes to) `.` or `..` is refused; a query placeholder of an absent optional field drops
+ * (or decodes, once or more, to) `.` or `..`, or holds `/`, `\` or NUL, is refused; a query placeholder of an absent optional field drops
  * the parameter when the value is the placeholder alone; a list in a query value repeats the
  * parameter. The result is checked to keep the template's origin and number of path segments.
  */
@@ -99,9 +118,11 @@ export function fillUrl(template: UrlTemplate, input: Readonly<Record<string, un
           const value = input[p.field];
           if (value === undefined || value === null || Array.isArray(value)) throw new UrlInputError(p.field, `${p.field}: a path segment needs one value`);
           const raw = text(value);
-          const decoded = safeDecode(safeDecode(raw));
-          if (raw === '' || decoded === '.' || decoded === '..') throw new UrlInputError(p.field, `${p.field}: ${JSON.stringify(raw)} cannot stand in a path segment`);
-          return encodeURIComponent(raw);
+          const decoded = decodeFully(raw);
+          // Servers that decode %2F or %5C before they resolve dot segments would read a separator: none may come from input.
+          // eslint-disable-next-line no-control-regex -- NUL is one of the characters refused
+          if (raw === '' || decoded === '.' || decoded === '..' || /[/\\\u0000]/.test(decoded)) throw new UrlInputError(p.field, `${p.field}: ${JSON.stringify(raw)} cannot stand in a path segment (no /, \\, . or .., encoded or not)`);
+          return encode(p.field, raw);
         })
         .join(''),
     )
@@ -113,7 +134,7 @@ export function fillUrl(template: UrlTemplate, input: Readonly<Record<string, un
     if (only !== undefined && (value === undefined || value === null)) continue;
     const values = Array.isArray(value) ? value : [undefined];
     for (const v of values) {
-      const filled = q.value.map((p) => ('text' in p ? p.text : encodeURIComponent(text(v !== undefined ? v : (input[p.field] ?? ''))))).join('');
+      const filled = q.value.map((p) => ('text' in p ? p.text : encode(p.field, text(v !== undefined ? v : (input[p.field] ?? ''))))).join('');
       params.push(q.value.length === 0 ? q.key : `${q.key}=${filled}`);
     }
   }

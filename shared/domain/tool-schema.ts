@@ -19,6 +19,12 @@ export const RESERVED_TOOL_NAMES: readonly string[] = Object.freeze([
 ]);
 const RESERVED_TOOL_PATTERN = /^(talk_to_.*|query_.*_knowledge|get_.*_state)$/;
 
+/** A field of a tool's input or output: a name a JSON object can carry as its own key. */
+const FieldNameSchema = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_-]{0,63}$/, 'expected a field name: a letter or _, then letters, digits, _ or -')
+  .refine((name) => !['__proto__', 'constructor', 'prototype'].includes(name), 'expected a field name other than __proto__, constructor or prototype');
+
 export const ToolFieldSchema = z
   .object({
     type: z.enum(['string', 'number', 'integer', 'boolean', 'enum']).default('string'),
@@ -59,6 +65,15 @@ export const ScriptExecutorSchema = z
   .strict();
 export type ScriptExecutor = z.infer<typeof ScriptExecutorSchema>;
 
+/**
+ * The fields of an input or output by name. A `__proto__` key is refused before the record is
+ * read: zod would drop it without a word, and a field declared must never vanish.
+ */
+const fieldRecord = z
+  .unknown()
+  .refine((v) => !(v !== null && typeof v === 'object' && Object.hasOwn(v, '__proto__')), 'expected field names other than __proto__')
+  .pipe(z.record(FieldNameSchema, ToolFieldSchema));
+
 export const SIDE_EFFECTS = ['read_only', 'writes_local', 'writes_external', 'irreversible'] as const;
 export const PERMISSIONS = ['safe', 'confirm', 'admin'] as const;
 
@@ -67,8 +82,8 @@ export const ToolSchema = z
     description: z.string().min(1),
     tags: z.array(z.string().min(1)).default([]),
     examples: z.array(z.string().min(1)).default([]),
-    input: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_-]{0,63}$/, 'expected a field name'), ToolFieldSchema).default({}),
-    output: z.record(z.string().min(1), ToolFieldSchema).nullish(),
+    input: fieldRecord.default({}),
+    output: fieldRecord.nullish(),
     sideEffect: z.enum(SIDE_EFFECTS),
     permission: z.enum(PERMISSIONS).default('safe'),
     executor: z.discriminatedUnion('kind', [HttpExecutorSchema, ScriptExecutorSchema]),
@@ -100,8 +115,8 @@ export function toolProblems(tools: Record<string, Tool>, agents: Readonly<Recor
     for (const [field, spec] of Object.entries(tool.input)) problems.push(...fieldProblems(`${at}.input.${field}`, spec));
     for (const [field, spec] of Object.entries(tool.output ?? {})) problems.push(...fieldProblems(`${at}.output.${field}`, spec));
     if (tool.sideEffect === 'irreversible' && tool.permission === 'safe') problems.push([`${at}.permission`, 'an irreversible tool needs permission "confirm" or "admin"']);
-    if (tool.input.reason) problems.push([`${at}.input.reason`, '"reason" is the argument every call may give (required unless the tool is read-only); name the field otherwise']);
-    for (const f of keyFields(tool.idempotencyKey ?? '')) if (!tool.input[f]) problems.push([`${at}.idempotencyKey`, `{${f}} is not an input field (${Object.keys(tool.input).join(', ') || 'none'})`]);
+    if (Object.hasOwn(tool.input, 'reason')) problems.push([`${at}.input.reason`, '"reason" is the argument every call may give (required unless the tool is read-only); name the field otherwise']);
+    for (const f of keyFields(tool.idempotencyKey ?? '')) if (!Object.hasOwn(tool.input, f)) problems.push([`${at}.idempotencyKey`, `{${f}} is not an input field (${Object.keys(tool.input).join(', ') || 'none'})`]);
     if (tool.executor.kind === 'http') problems.push(...httpProblems(at, tool));
     if (tool.executor.kind === 'script' && !/\.(m?js|cjs)$/.test(tool.executor.path)) problems.push([`${at}.executor.path`, `expected a compiled JavaScript module (.js, .mjs or .cjs); got ${JSON.stringify(tool.executor.path)}`]);
   }
@@ -114,9 +129,11 @@ export function toolProblems(tools: Record<string, Tool>, agents: Readonly<Recor
       } catch (err) {
         return problems.push([path, (err as Error).message]);
       }
-      if (!c.literal) return;
       const known = c.scope === 'name' ? Object.keys(tools) : [...new Set(Object.values(tools).flatMap((t) => t.tags))];
-      if (!known.some(c.matches)) problems.push([path, `no tool ${c.scope === 'name' ? 'is named' : 'has the tag'} ${JSON.stringify(c.glob)}; expected one of ${known.join(', ') || `(no tools declared in ${file})`}`]);
+      if (!known.some(c.matches)) {
+        const what = c.literal ? `no tool ${c.scope === 'name' ? 'is named' : 'has the tag'} ${JSON.stringify(c.glob)}` : `${JSON.stringify(c.text)} matches no tool ${c.scope === 'name' ? 'name' : 'tag'}`;
+        problems.push([path, `${what}; expected one of ${known.join(', ') || `(no tools declared in ${file})`}`]);
+      }
     });
   }
   return problems;
@@ -136,6 +153,9 @@ function fieldProblems(at: string, f: ToolField): Array<[string, string]> {
   }
   if (f.type === 'boolean' && (f.min != null || f.max != null)) out.push([at, 'min and max are for numbers and strings']);
   if (f.min != null && f.max != null && f.min > f.max) out.push([at, `min ${f.min} is above max ${f.max}`]);
+  if (f.type === 'string' || f.type === 'enum') {
+    for (const [k, v] of [['min', f.min], ['max', f.max]] as const) if (v != null && !(Number.isInteger(v) && v >= 0)) out.push([`${at}.${k}`, `a string's ${k} is a length: a whole number from 0; got ${v}`]);
+  }
   return out;
 }
 
@@ -145,14 +165,14 @@ function httpProblems(at: string, tool: Tool): Array<[string, string]> {
   try {
     const template = parseUrlTemplate(http.url);
     for (const [field, where] of template.fields) {
-      const spec = tool.input[field];
+      const spec = Object.hasOwn(tool.input, field) ? tool.input[field] : undefined;
       if (!spec) out.push([`${at}.executor.url`, `{${field}} is not an input field (${Object.keys(tool.input).join(', ') || 'none'})`]);
       else if (where === 'path' && (!spec.required || spec.list)) out.push([`${at}.executor.url`, `{${field}} stands in the path, so it must be one required value`]);
     }
   } catch (err) {
     out.push([`${at}.executor.url`, (err as Error).message]);
   }
-  for (const field of http.body ?? []) if (!tool.input[field]) out.push([`${at}.executor.body`, `${field} is not an input field (${Object.keys(tool.input).join(', ') || 'none'})`]);
+  for (const field of http.body ?? []) if (!Object.hasOwn(tool.input, field)) out.push([`${at}.executor.body`, `${field} is not an input field (${Object.keys(tool.input).join(', ') || 'none'})`]);
   if (http.body && (http.method === 'GET' || http.method === 'DELETE')) out.push([`${at}.executor.body`, `a ${http.method} request has no body`]);
   return out;
 }

@@ -56,8 +56,8 @@ export const PendingCallSchema = z.object({
   arguments: z.record(z.string(), z.unknown()),
   reason: z.string().optional(),
   caller: z.string(),
-  requested_at: z.string(),
-  expires_at: z.string(),
+  requested_at: z.iso.datetime({ offset: true }),
+  expires_at: z.iso.datetime({ offset: true }),
 });
 export type PendingCall = z.infer<typeof PendingCallSchema>;
 

@@ -21,6 +21,12 @@ interface Entry {
   updated: number;
 }
 
+/** `[tools] approval_timeout_s` and `max_pending`: the supervisor holds calls to them whatever an agent says. */
+export interface ApprovalLimits {
+  approvalTimeoutS: number;
+  maxPending: number;
+}
+
 /** Delivers a decision to a running agent; rejects when the agent does not run or does not answer. */
 export type DeliverDecision = (agent: string, callId: string, decision: ApprovalDecision) => Promise<unknown>;
 
@@ -43,14 +49,17 @@ export class ApprovalBook {
   readonly #entries = new Map<string, Entry>();
   #sweeper: NodeJS.Timeout | undefined;
 
-  private constructor(db: Surreal, deliver: DeliverDecision, logger: Logger) {
+  readonly #limits: ApprovalLimits;
+
+  private constructor(db: Surreal, deliver: DeliverDecision, limits: ApprovalLimits, logger: Logger) {
     this.#db = db;
     this.#deliver = deliver;
+    this.#limits = limits;
     this.#logger = logger;
   }
 
-  static async open(db: Surreal, deliver: DeliverDecision, logger: Logger): Promise<ApprovalBook> {
-    const book = new ApprovalBook(db, deliver, logger);
+  static async open(db: Surreal, deliver: DeliverDecision, limits: ApprovalLimits, logger: Logger): Promise<ApprovalBook> {
+    const book = new ApprovalBook(db, deliver, limits, logger);
     await db.query(SCHEMA);
     const [rows] = await db.query<[Array<{ call: string; decision?: string | null; updated: number }>]>('SELECT call, decision, updated FROM approval');
     for (const row of rows ?? []) {
@@ -75,11 +84,21 @@ export class ApprovalBook {
     clearInterval(this.#sweeper);
   }
 
-  /** An agent hands a pending call in: kept (once), and answered with its decision if one was made. */
+  /**
+   * An agent hands a pending call in: kept (once), and answered with its decision if one was
+   * made. Its deadline is at most `approval_timeout_s` from now, whatever the call says; an agent
+   * with `max_pending` calls waiting already is refused (INVALID_INPUT).
+   */
   async submit(call: PendingCall): Promise<ApprovalDecision | null> {
     const known = this.#entries.get(call.call_id);
-    if (known) return known.decision ?? null;
-    await this.#save({ call, decision: undefined, updated: Date.now() });
+    if (known) return known.call.agent === call.agent ? (known.decision ?? null) : null;
+    if (this.pending(call.agent).length >= this.#limits.maxPending) {
+      throw new ThymosError(ErrorCode.INVALID_INPUT, `${call.agent} has ${this.#limits.maxPending} calls waiting for approval already ([tools] max_pending)`);
+    }
+    const latest = Date.now() + this.#limits.approvalTimeoutS * 1000;
+    const asked = Date.parse(call.expires_at);
+    const expires_at = new Date(Number.isFinite(asked) ? Math.min(asked, latest) : latest).toISOString();
+    await this.#save({ call: { ...call, expires_at }, decision: undefined, updated: Date.now() });
     this.#logger.info({ agent: call.agent, call: call.call_id, tool: call.tool, caller: call.caller }, 'tool call waits for approval');
     return null;
   }
@@ -103,13 +122,16 @@ export class ApprovalBook {
     }
     if (entry.decision) throw new ThymosError(ErrorCode.INVALID_INPUT, `call ${callId} was ${entry.decision.approved ? 'approved' : 'refused'} already by ${entry.decision.by}`, { location: { path: 'call_id' } });
     if (party(entry.call.caller) === party(by)) throw new ThymosError(ErrorCode.TOOL_DENIED, `${by} made call ${callId}, and nobody approves or refuses a call they made`);
+    if (Date.parse(entry.call.expires_at) <= Date.now()) throw new ThymosError(ErrorCode.INVALID_INPUT, `call ${callId} expired at ${entry.call.expires_at}; it is refused`, { location: { path: 'call_id' } });
     return this.#decide(entry, { approved, by, reason, at: new Date().toISOString() });
   }
 
   /** Refuses every pending call past its deadline; forgets decisions older than a week. */
   async sweep(now = Date.now()): Promise<void> {
-    for (const entry of [...this.#entries.values()]) {
-      if (!entry.decision && Date.parse(entry.call.expires_at) <= now) {
+    for (const id of [...this.#entries.keys()]) {
+      const entry = this.#entries.get(id);
+      if (!entry) continue;
+      if (!entry.decision && !(Date.parse(entry.call.expires_at) > now)) {
         await this.#decide(entry, { approved: false, by: 'thymos', reason: `no decision by ${entry.call.expires_at} ([tools] approval_timeout_s)`, at: new Date(now).toISOString() });
       } else if (entry.decision && now - entry.updated > DECIDED_KEPT_MS) {
         this.#entries.delete(entry.call.call_id);
@@ -119,7 +141,10 @@ export class ApprovalBook {
   }
 
   async #decide(entry: Entry, decision: ApprovalDecision): Promise<CallDecisionReport> {
-    await this.#save({ ...entry, decision, updated: Date.now() });
+    // Taken before anything is awaited: a second decision arriving meanwhile finds this one.
+    const decided = { ...entry, decision, updated: Date.now() };
+    this.#entries.set(entry.call.call_id, decided);
+    await this.#save(decided);
     const { agent, call_id, tool } = entry.call;
     this.#logger.info({ agent, call: call_id, tool, approved: decision.approved, by: decision.by }, 'tool call decided');
     const delivered = await this.#deliver(agent, call_id, decision).then(

@@ -19,6 +19,7 @@ import { StopOnce } from '../../shared/platform/stop-once.js';
 import { writeAtomic } from '../../shared/platform/write-atomic.js';
 import { FleetNames } from '../../shared/protocol/fleet-names.js';
 import { type FleetStatus, SupervisorRequestSchemas, SupervisorResultSchemas } from '../../shared/protocol/supervisor-protocol.js';
+import type { ApprovalDecision } from '../../shared/protocol/tool-call.js';
 import { ApprovalBook } from '../api/approval-book.js';
 import { auditDetails, AuditLog } from '../api/audit-log.js';
 import { ControlApi } from '../api/control-api.js';
@@ -246,7 +247,8 @@ function eventHints({ concepts, embedding }: TextModels): EventRouterOptions['hi
 
 /** The calls waiting for approval: decisions go to running agents over their control subject; past their deadline, calls are refused. */
 async function openApprovals(db: Surreal, link: AgentLink, config: ThymosConfig, logger: Logger, cleanup: CleanupStack): Promise<ApprovalBook> {
-  const approvals = await ApprovalBook.open(db, (agent, call_id, decision) => link.control(agent, { op: 'decide_call', call_id, decision }, config.supervisor.request_timeout_ms), logger);
+  const deliver = (agent: string, call_id: string, decision: ApprovalDecision) => link.control(agent, { op: 'decide_call', call_id, decision }, config.supervisor.request_timeout_ms);
+  const approvals = await ApprovalBook.open(db, deliver, { approvalTimeoutS: config.tools.approval_timeout_s, maxPending: config.tools.max_pending }, logger);
   approvals.startSweeping();
   cleanup.push(() => approvals.stop());
   return approvals;

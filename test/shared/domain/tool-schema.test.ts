@@ -79,6 +79,9 @@ tools {
     refused({ tools: { t: tool({ input: { s: { pattern: '(' } } }) } }, /pattern/, /not a JavaScript regular expression/);
     refused({ tools: { t: tool({ input: { reason: {} } }) } }, /input\.reason/, /"reason" is the argument/);
     refused({ tools: { t: tool({ idempotencyKey: '{nope}' }) } }, /idempotencyKey/, /\{nope\} is not an input field/);
+    refused({ tools: { t: tool({ idempotencyKey: '{toString}' }) } }, /idempotencyKey/, /\{toString\} is not an input field/);
+    refused({ tools: { t: tool({ input: JSON.parse('{"__proto__": {}}') as object }) } }, /tools\.t\.input/, /other than __proto__/);
+    refused({ tools: { t: tool({ input: { s: { min: -3, max: 2.5 } } }) } }, /tools\.t\.input\.s\.min/, /a whole number from 0/);
     refused({ tools: { t: tool({ executor: { kind: 'script', path: 'tools.ts' } }) } }, /executor\.path/, /compiled JavaScript/);
     refused({ tools: { t: tool({ executor: { kind: 'http', method: 'GET', url: 'http://127.0.0.1/x', body: ['a'] }, input: { a: {} } }) } }, /executor\.body/, /GET request has no body/);
   });
@@ -104,7 +107,9 @@ tools {
   test('a capability that names no tool or tag is a likely typo, refused naming what exists', () => {
     refused({ agents: { desk: { persona: { name: 'D' }, capabilities: ['lookup_ordr'] } }, tools: { lookup_order: tool() } }, /agents\.desk\.capabilities\[0\]/, /no tool is named "lookup_ordr"; expected one of lookup_order/);
     refused({ agents: { desk: { persona: { name: 'D' }, capabilities: ['tag:billing'] } }, tools: { lookup_order: tool({ tags: ['orders'] }) } }, /capabilities\[0\]/, /no tool has the tag "billing"/);
-    parseDomainSchema({ agents: { desk: { persona: { name: 'D' }, capabilities: ['billing_*'] } }, tools: { lookup_order: tool() } });
+    refused({ agents: { desk: { persona: { name: 'D' }, capabilities: ['billing_*'] } }, tools: { lookup_order: tool() } }, /capabilities\[0\]/, /"billing_\*" matches no tool name/);
+    refused({ agents: { desk: { persona: { name: 'D' }, capabilities: ['{lookup_order,x}'] } }, tools: { lookup_order: tool() } }, /capabilities\[0\]/, /matches no tool name/);
+    parseDomainSchema({ agents: { desk: { persona: { name: 'D' }, capabilities: ['lookup_*'] } }, tools: { lookup_order: tool() } });
   });
 
   test('a check made after evaluation names the Pkl file and the line the tool is declared on', async () => {
@@ -127,6 +132,9 @@ tools {
     process.env.THYMOS_TEST_SECRET = 'do-not-read';
     await assert.rejects(loadDomainSchema(pkl('prompts { ["persona"] = read("env:THYMOS_TEST_SECRET").text }')), (e: unknown) => isThymosError(e, 'SCHEMA_INVALID') && /env:THYMOS_TEST_SECRET/.test(e.message) && !e.message.includes('do-not-read'));
     delete process.env.THYMOS_TEST_SECRET;
+    for (const path of ['/proc/self/environ', 'file:///%70roc/self/environ', `/proc/${process.pid}/environ`]) {
+      await assert.rejects(loadDomainSchema(pkl(`prompts { ["persona"] = read(${JSON.stringify(path)}).text }`)), (e: unknown) => isThymosError(e, 'SCHEMA_INVALID') && /resource allowlist/.test(e.message), path);
+    }
   });
 });
 
@@ -152,10 +160,13 @@ describe('Http URL filling', () => {
   const template = parseUrlTemplate('http://127.0.0.1:8787/orders/{id}/items?expand={expand}&v=2');
 
   test('values are percent-encoded into their place; dot segments are refused', () => {
-    assert.equal(fillUrl(template, { id: 'AB 12/3', expand: 'a&b=c' }).href, 'http://127.0.0.1:8787/orders/AB%2012%2F3/items?expand=a%26b%3Dc&v=2');
+    assert.equal(fillUrl(template, { id: 'AB 12:3', expand: 'a&b=c/d' }).href, 'http://127.0.0.1:8787/orders/AB%2012%3A3/items?expand=a%26b%3Dc%2Fd&v=2');
     assert.equal(fillUrl(template, { id: 'x' }).href, 'http://127.0.0.1:8787/orders/x/items?v=2', 'an absent optional query value drops its parameter');
     assert.equal(fillUrl(template, { id: 'x', expand: ['a', 'b'] }).search, '?expand=a&expand=b&v=2');
-    for (const id of ['.', '..', '%2e', '%2E%2e', '%252e%252e', '']) assert.throws(() => fillUrl(template, { id }), UrlInputError, JSON.stringify(id));
+    for (const id of ['.', '..', '%2e', '%2E%2e', '%252e%252e', '', '../admin', '..%2fadmin', 'a/b', 'a\\b', '..%5Cadmin', '%25252F', 'a\u0000', '\ud800']) {
+      assert.throws(() => fillUrl(template, { id }), UrlInputError, JSON.stringify(id));
+    }
+    assert.throws(() => fillUrl(template, { id: 'x', expand: '\udc00' }), UrlInputError, 'a lone surrogate in a query value');
   });
 
   test('fuzzed values never change the origin or the number of path segments', () => {

@@ -1,0 +1,113 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+
+import { ToolCaller } from '../../../agent/tools/tool-caller.js';
+import { parseDomainSchema } from '../../../shared/domain/domain-schema.js';
+import { ErrorCode, ThymosError } from '../../../shared/errors/errors.js';
+import { createLogger } from '../../../shared/platform/logger.js';
+import type { ApprovalDecision, CallStatus, ToolCallRecord } from '../../../shared/protocol/tool-call.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'thymos-call-approvals-'));
+const RUNS = `__thymosRuns${process.pid}`;
+writeFileSync(
+  join(dir, 'tools.mjs'),
+  `export async function act(input, ctx) {
+  globalThis.${RUNS} ??= {};
+  globalThis.${RUNS}[input.name] = (globalThis.${RUNS}[input.name] ?? 0) + 1;
+  if (input.slow) await new Promise((r) => setTimeout(r, 300));
+  return 'done ' + input.name;
+}
+`,
+);
+const runs = () => (globalThis as unknown as Record<string, Record<string, number> | undefined>)[RUNS] ?? {};
+
+/** A ToolCaller over an in-memory store, with a mode the test switches. */
+function caller(options: { failRemember?: boolean } = {}) {
+  const domain = parseDomainSchema(
+    {
+      tools: {
+        do_it: {
+          description: 'Acts',
+          input: { name: {}, slow: { type: 'boolean', required: false } },
+          sideEffect: 'writes_external',
+          permission: 'confirm',
+          executor: { kind: 'script', path: 'tools.mjs', export: 'act' },
+        },
+      },
+    },
+    join(dir, 'world.pkl'),
+  );
+  const rows = new Map<string, ToolCallRecord>();
+  const mode = { active: true };
+  const tools = new ToolCaller({
+    agent: 'desk',
+    tools: domain.tools,
+    gate: { id: 'desk', call: (fn) => fn(), isActive: () => mode.active, requireActive: () => undefined, signal: () => new AbortController().signal },
+    calls: {
+      saveCall: async (r) => void rows.set(r.call_id, structuredClone(r)),
+      getCall: async (id) => structuredClone(rows.get(id)),
+      callsWithStatus: async (status: CallStatus) => [...rows.values()].filter((r) => r.status === status).map((r) => structuredClone(r)),
+    },
+    remember: async () => {
+      if (options.failRemember) throw new ThymosError(ErrorCode.DATABASE_ERROR, 'memory store busy');
+    },
+    world: () => {
+      throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, 'no world here');
+    },
+    allowAdmin: false,
+    approvalTimeoutS: 60,
+    maxPending: 3,
+    env: {},
+    logger: createLogger({ level: 'silent' }),
+  });
+  return { tools, rows, mode };
+}
+
+const approve = (by = 'alice'): ApprovalDecision => ({ approved: true, by, reason: 'fine', at: new Date().toISOString() });
+
+describe('the approvals of an agent\'s calls', () => {
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('approved calls run once each, however the passes over them overlap', async () => {
+    const { tools, rows, mode } = caller();
+    const ask = async (name: string, slow = false) => (await tools.call('do_it', { name, slow, reason: 'test' }, { caller: 'bob' })).call_id;
+    const [y, x, z] = [await ask('Y', true), await ask('X'), await ask('Z')];
+    mode.active = false;
+    await tools.decide(y, approve());
+    await tools.decide(x, approve());
+    await tools.runApproved();
+    assert.deepEqual(runs(), {}, 'a Listening agent runs no approved call with side effects');
+    mode.active = true;
+    const first = tools.runApproved();
+    await new Promise((r) => setTimeout(r, 50));
+    await tools.decide(z, approve());
+    await tools.decide(x, approve('mallory'));
+    await first;
+    await tools.runApproved();
+    assert.deepEqual(runs(), { X: 1, Y: 1, Z: 1 });
+    assert.deepEqual([...rows.values()].map((r) => r.status), ['ok', 'ok', 'ok']);
+    assert.equal(rows.get(x)!.decided_by, 'alice', 'the second decision changed nothing');
+    const counts = Object.fromEntries(tools.counts().map((c) => [c.status, c.count]));
+    assert.deepEqual(counts, { pending: 3, ok: 3 }, 'each call counts once as it waits and once as it ends');
+  });
+
+  test('a call that ran stays ok when recording its memory fails', async () => {
+    const { tools, rows } = caller({ failRemember: true });
+    const callId = (await tools.call('do_it', { name: 'W', reason: 'test' }, { caller: 'bob' })).call_id;
+    await tools.decide(callId, approve());
+    await tools.runApproved();
+    assert.equal(rows.get(callId)!.status, 'ok');
+    assert.equal(runs().W, 1);
+  });
+
+  test('no more than [tools] max_pending calls wait at once', async () => {
+    const { tools } = caller();
+    for (const n of ['a', 'b', 'c']) assert.equal((await tools.call('do_it', { name: n, reason: 'test' }, { caller: 'bob' })).status, 'pending');
+    const fourth = await tools.call('do_it', { name: 'd', reason: 'test' }, { caller: 'bob' });
+    assert.equal(fourth.status, 'refused');
+    assert.match(fourth.error!.message, /max_pending = 3/);
+  });
+});
