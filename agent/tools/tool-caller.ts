@@ -219,8 +219,9 @@ export class ToolCaller {
     if (waiting >= this.#o.maxPending) return this.#finish(record, tool, { status: 'refused', error: new ThymosError(ErrorCode.TOOL_DENIED, `${this.#o.agent} has ${waiting} calls waiting for approval already ([tools] max_pending = ${this.#o.maxPending})`) }, 0);
     const pending: ToolCallRecord = { ...record, status: 'pending', expires_at: new Date(Date.parse(record.requested_at) + this.#o.approvalTimeoutS * 1000).toISOString() };
     await this.#save(pending);
-    void this.#approvals.hand(pending);
-    return pending;
+    // Handed in before the caller hears "pending", so the supervisor lists it by then (a failure is tried again within 10 s).
+    await this.#approvals.hand(pending);
+    return (await this.#o.calls.getCall(pending.call_id)) ?? pending;
   }
 
   #validate(name: string, tool: Tool, args: Record<string, unknown>): Record<string, unknown> {

@@ -85,7 +85,10 @@ describe('confirm tools: a pending call is approved, refused or timed out at the
   test('a confirm call answers pending at once, runs nothing, and is listed at the supervisor with its caller', async () => {
     const callId = await askRefund('AB-1');
     assert.equal(refunds(), 0);
-    const listed = await tf.fleet.approvals();
+    const listed = await eventually(async () => {
+      const all = await tf.fleet.approvals();
+      return all.some((p) => p.call_id === callId) ? all : undefined;
+    }, 20_000, 'the call listed at the supervisor');
     const mine = listed.find((p) => p.call_id === callId)!;
     assert.ok(mine, JSON.stringify(listed));
     assert.deepEqual([mine.agent, mine.tool, mine.caller, mine.reason], ['desk', 'refund', REQUESTER, 'order AB-1 arrived broken']);
