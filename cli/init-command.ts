@@ -79,6 +79,18 @@ eventFilters {
 relevanceRules {
   new { name = "where the player is"; condition = new SameAs { property = "location"; global = "player_location" }; score = 0.9 }
 }
+
+// What agents can do: tools declared as data, granted by an agent's \`capabilities\` (see the
+// README's "Tools" section). A Script tool calls a function of your own compiled module:
+// tools {
+//   ["post_notice"] {
+//     description = "Pin a notice on the town board"
+//     input { ["text"] { max = 200 } }
+//     sideEffect = "writes_external"
+//     executor = new Script { path = "tools/notice.js"; export = "postNotice" }
+//   }
+// }
+// and in the agent: capabilities { "post_notice" }
 `;
 
 const LOOP_SCRIPT = `// A small loop with Thymos as a library: bring the fleet up, tell it where the player is each

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -104,10 +104,11 @@ tools {
 }
 
 const SCRIPT = `
+import { writeFileSync } from 'node:fs';
 export async function waitAWhile(input, ctx) {
   await new Promise((resolve, reject) => {
     const t = setTimeout(resolve, 5000);
-    ctx.signal.addEventListener('abort', () => { clearTimeout(t); globalThis.aborted = (globalThis.aborted ?? 0) + 1; reject(ctx.signal.reason); });
+    ctx.signal.addEventListener('abort', () => { clearTimeout(t); writeFileSync(new URL('./aborted.txt', import.meta.url), String(ctx.signal.reason?.code)); reject(ctx.signal.reason); });
   });
   return 'done';
 }
@@ -240,6 +241,8 @@ describe('declared tools on a real agent: Http and Script executors through the 
     const slow = await call(client, 'wait_a_while', { reason: 'testing the timeout' });
     assert.equal(errorOf(slow)?.code, 'TOOL_TIMEOUT');
     assert.ok(Date.now() - t0 < 4000, 'answered at the timeout, not when the script would have ended');
+    const aborted = await eventually(() => (existsSync(join(ws.dir, 'aborted.txt')) ? readFileSync(join(ws.dir, 'aborted.txt'), 'utf8') : undefined), 10_000, 'the script told of the abort');
+    assert.equal(aborted, 'TOOL_TIMEOUT', "the script's signal fired with the timeout as its reason");
   });
 
   test('an admin tool is refused without [tools] allow_admin, and recorded as refused', async () => {

@@ -39,7 +39,8 @@ describe("the supervisor's approval book", () => {
 
   after(async () => {
     await db.close();
-    rmSync(dir, { recursive: true, force: true });
+    // The engine may still write its last files a moment after close: ENOTEMPTY is tried again.
+    rmSync(dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 50 });
   });
 
   test('two people deciding one call at once: one decision wins, the other is refused', async () => {
