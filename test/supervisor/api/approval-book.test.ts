@@ -11,6 +11,7 @@ import { openEmbeddedSurreal } from '../../../shared/platform/embedded-surreal.j
 import { createLogger } from '../../../shared/platform/logger.js';
 import type { ApprovalDecision, PendingCall } from '../../../shared/protocol/tool-call.js';
 import { ApprovalBook } from '../../../supervisor/api/approval-book.js';
+import { eventually } from '../../helpers/fleet.js';
 
 const logger = createLogger({ level: 'silent' });
 let n = 0;
@@ -39,8 +40,15 @@ describe("the supervisor's approval book", () => {
 
   after(async () => {
     await db.close();
-    // The engine may still write its last files a moment after close: ENOTEMPTY is tried again.
-    rmSync(dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 50 });
+    // The engine may go on writing its last files for a while after close (surrealdb.js#592): removed once it has stopped.
+    await eventually(() => {
+      try {
+        rmSync(dir, { recursive: true, force: true });
+        return true;
+      } catch {
+        return undefined;
+      }
+    }, 60_000, 'the database folder removed');
   });
 
   test('two people deciding one call at once: one decision wins, the other is refused', async () => {
