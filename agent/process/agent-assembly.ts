@@ -105,7 +105,8 @@ export async function assembleAgent(
     mode = s.mode;
     if (mode === 'active') void tools.runApproved();
   });
-  const interrupted = await tools.recover();
+  // An agent granted no tool has made no call: its start does not pay for the look.
+  const interrupted = Object.keys(tools.tools).length > 0 ? await tools.recover() : 0;
   if (interrupted) logger.warn({ calls: interrupted }, 'tool calls cut off by the last stop marked interrupted');
   return { memory, runtime, tools };
 }

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -49,7 +49,7 @@ function ordersService(): Server {
 function domain(port: number): string {
   return `amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}
 agents {
-  ["desk"] { persona { name = "Desk" }; capabilities { "tag:orders"; "echo"; "echo_fail"; "slow"; "big"; "away"; "note"; "wait_a_while"; "shout"; "purge"; "!forbidden_*" } }
+  ["desk"] { persona { name = "Desk" }; capabilities { "tag:orders"; "echo"; "echo_fail"; "slow"; "big"; "away"; "note"; "wait_a_while"; "hang"; "shout"; "purge"; "!forbidden_*" } }
   ["bystander"] { persona { name = "Bystander" } }
 }
 local service = "http://127.0.0.1:${port}"
@@ -97,6 +97,7 @@ tools {
     executor = new Http { method = "POST"; url = "\\(service)/notes"; body { "order_id"; "text" } }
   }
   ["wait_a_while"] { description = "A script that ignores nothing"; sideEffect = "writes_local"; timeoutMs = 300; executor = new Script { path = "tools.mjs"; export = "waitAWhile" } }
+  ["hang"] { description = "A script that waits until stopped"; input { ["token"] { pattern = "hang-[0-9a-f]{32}" } }; sideEffect = "writes_external"; timeoutMs = 60000; executor = new Script { path = "tools.mjs"; export = "hang" } }
   ["shout"] { description = "A script that shouts"; input { ["word"] {} }; sideEffect = "read_only"; executor = new Script { path = "tools.mjs"; export = "shout" } }
   ["purge"] { description = "Deletes everything"; sideEffect = "irreversible"; permission = "admin"; executor = new Script { path = "tools.mjs"; export = "shout" } }
 }
@@ -111,6 +112,11 @@ export async function waitAWhile(input, ctx) {
     ctx.signal.addEventListener('abort', () => { clearTimeout(t); writeFileSync(new URL('./aborted.txt', import.meta.url), String(ctx.signal.reason?.code)); reject(ctx.signal.reason); });
   });
   return 'done';
+}
+export async function hang(input, ctx) {
+  writeFileSync(new URL('./hanging.txt', import.meta.url), ctx.callId);
+  await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+  return 'woke';
 }
 export function shout(input, ctx) {
   if (input.word === 'fail') throw new Error('no shouting today');
@@ -276,6 +282,22 @@ describe('declared tools on a real agent: Http and Script executors through the 
     assert.ok(t.accepted > 0 && Object.keys(t.refused).length > 0, describeTally(t));
     const r = await call(client, 'lookup_order', { order_id: 'AB-1234' });
     assert.deepEqual(r.structuredContent, { status: 'shipped', items: 2 });
+  });
+
+  test('a call cut off by a crash is found interrupted at the next start, and not run again', async () => {
+    // Only a caller that knows the token's shape makes it hang (a fuzzed call never does).
+    void call(client, 'hang', { token: `hang-${'0'.repeat(32)}`, reason: 'testing a crash' }).catch(() => undefined);
+    const callId = await eventually(() => (existsSync(join(ws.dir, 'hanging.txt')) ? readFileSync(join(ws.dir, 'hanging.txt'), 'utf8') : undefined), 10_000, 'the call running');
+    // Killed as a crash would: the client is left open (closing it would cancel the call first).
+    process.kill(agent.pid, 'SIGKILL');
+    assert.equal(await agent.exited, 'SIGKILL');
+    rmSync(join(ws.dir, 'hanging.txt'));
+    agent = await startAgent({ id: 'desk', port: agent.port, config: ws.configPath, env: { ...process.env, ORDERS_TOKEN: SECRET } });
+    client = await agent.client();
+    const record = (await call(client, 'get_call', { call_id: callId })).structuredContent as { status: string; error?: { message: string } };
+    assert.equal(record.status, 'interrupted', JSON.stringify(record));
+    assert.match(record.error!.message, /whether it took effect is not known/);
+    assert.equal(existsSync(join(ws.dir, 'hanging.txt')), false, 'not run again');
   });
 
   test('a Listening agent runs read-only tools and refuses the others', async () => {
