@@ -1,18 +1,12 @@
 import { connect } from '../client/fleet-client.js';
-import { AgentIdSchema } from '../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
 import { ExitCode } from '../shared/errors/exit-codes.js';
 import { commandNamed, usageLine } from './command-book.js';
-import { parseFleetArgs } from './fleet-args.js';
+import { parseFleetArgs, parseId } from './fleet-args.js';
 import { renderTable } from './table.js';
 
 const out = (text: string) => process.stdout.write(`${text}\n`);
 
-function agentId(raw: string, usage: string): string {
-  const r = AgentIdSchema.safeParse(raw);
-  if (!r.success) throw new ThymosError(ErrorCode.USAGE, `ID: expected an agent id (lower-case letters, digits, _), got ${JSON.stringify(raw)}\nusage: ${usage}`);
-  return r.data;
-}
 
 /**
  * Text a caller chose, made safe to show a person deciding on it: control characters (which
@@ -28,7 +22,7 @@ export function printable(text: string): string {
 export async function runApprovalsCommand(argv: string[]): Promise<number> {
   const spec = commandNamed('approvals')!;
   const args = parseFleetArgs(argv, spec, { min: 0, max: 1 });
-  const id = args.positionals[0] === undefined ? undefined : agentId(args.positionals[0], usageLine(spec));
+  const id = args.positionals[0] === undefined ? undefined : parseId(args.positionals[0], usageLine(spec));
   const fleet = await connect(args.config);
   try {
     const pending = await fleet.approvals(id);
@@ -46,7 +40,7 @@ export async function runDecideCommand(decision: 'approve' | 'refuse', argv: str
   const spec = commandNamed(decision)!;
   const usage = usageLine(spec);
   const args = parseFleetArgs(argv, spec, { min: 2, max: 2 });
-  const id = agentId(args.positionals[0]!, usage);
+  const id = parseId(args.positionals[0]!, usage);
   const callId = args.positionals[1]!;
   const reason = typeof args.values.reason === 'string' ? args.values.reason.trim() : '';
   if (!reason) throw new ThymosError(ErrorCode.USAGE, `--reason: say why the call is ${decision === 'approve' ? 'approved' : 'refused'}; it goes into the audit log\nusage: ${usage}`);

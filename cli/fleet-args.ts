@@ -1,6 +1,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 
 import { resolveConfigFile, type ThymosConfig } from '../shared/config/thymos-config.js';
+import { AgentIdSchema } from '../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
 import { type CommandSpec, usageLine } from './command-book.js';
 
@@ -42,4 +43,11 @@ export function parseCommandArgs(argv: string[], spec: CommandSpec, positionals:
 export function parseFleetArgs(argv: string[], spec: CommandSpec, positionals: { min: number; max: number } = { min: 0, max: 0 }, only?: readonly string[]): FleetArgs {
   const parsed = parseCommandArgs(argv, spec, positionals, only);
   return { ...parsed, config: resolveConfigFile(parsed.values.config as string | undefined), json: parsed.values.json === true };
+}
+
+/** An agent id from the command line; a USAGE error quoting `usage` otherwise. */
+export function parseId(raw: string, usage: string): string {
+  const r = AgentIdSchema.safeParse(raw);
+  if (!r.success) throw new ThymosError(ErrorCode.USAGE, `ID: expected an agent id (lower-case letters, digits, _), got ${JSON.stringify(raw)}\nusage: ${usage}`);
+  return r.data;
 }

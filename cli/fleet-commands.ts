@@ -3,14 +3,13 @@ import { join } from 'node:path';
 
 import { connect, type Fleet } from '../client/fleet-client.js';
 import { fleetPaths } from '../shared/config/fleet-paths.js';
-import { AgentIdSchema } from '../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError, type WireError, WireErrorSchema } from '../shared/errors/errors.js';
 import { ExitCode, exitCodeFor } from '../shared/errors/exit-codes.js';
 import { parseReconcileContextText } from '../shared/protocol/reconcile-context.js';
 import type { FleetStatus, ProgressMessage, ReconcileReport } from '../shared/protocol/supervisor-protocol.js';
 import { downFleet, upFleet } from '../supervisor/pm2/fleet-launcher.js';
 import { commandNamed, type CommandSpec, suggest, usageLine } from './command-book.js';
-import { parseFleetArgs } from './fleet-args.js';
+import { parseFleetArgs, parseId } from './fleet-args.js';
 import { formatAge, formatBytes, renderTable } from './table.js';
 
 const out = (text: string) => process.stdout.write(`${text}\n`);
@@ -239,11 +238,6 @@ export async function runHistoryCommand(argv: string[]): Promise<number> {
   return ExitCode.OK;
 }
 
-function parseId(raw: string, usage: string): string {
-  const r = AgentIdSchema.safeParse(raw);
-  if (!r.success) throw new ThymosError(ErrorCode.USAGE, `ID: expected an agent id (lower-case letters, digits, _), got ${JSON.stringify(raw)}\nusage: ${usage}`);
-  return r.data;
-}
 
 /** `thymos publish TYPE ['{"summary":"…"}'] [--tags a,b] [--location L] [--mentions a,b] [--source S] [--id ID]` */
 export async function runPublishCommand(argv: string[]): Promise<number> {
