@@ -15,6 +15,8 @@ export interface ExecutorContext {
   signal: AbortSignal;
   /** The value of a named environment variable; TOOL_FAILED when it is unset. */
   secret(env: string): string;
+  /** One of the agent's own environment variables, as it is (for what a Subprocess passes through). */
+  env(name: string): string | undefined;
   /** Takes the value of every secret the agent's tools use out of `value`, before it is quoted or cut. */
   redact<T>(value: T): T;
   /** The world store and the event stream, for a Script; NATS_UNAVAILABLE until the agent is linked. */

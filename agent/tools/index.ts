@@ -1,5 +1,5 @@
 /**
- * The agent's declared tools: the governed path every call takes (validate, reason, permission and mode, run, record), the Http and Script executors, and the input and output shapes MCP advertises.
+ * The agent's declared tools: the governed path every call takes (validate, reason, permission and mode, run, record), the Http, Script and Subprocess executors, and the input and output shapes MCP advertises.
  */
 export { type ExecutorContext } from './executor-context.js';
 export { type ScriptContext, type ScriptFunction } from './script-executor.js';

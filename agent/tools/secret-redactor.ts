@@ -1,4 +1,4 @@
-import type { Tool } from '../../shared/domain/tool-schema.js';
+import { type Tool, toolSecrets } from '../../shared/domain/tool-schema.js';
 
 /**
  * The ways a secret's value is likely to come back: as set, trimmed (as a header sends it),
@@ -30,7 +30,7 @@ export class SecretRedactor {
 
   constructor(tools: readonly Tool[], env: NodeJS.ProcessEnv) {
     const names = new Set<string>();
-    for (const t of tools) if (t.executor.kind === 'http') for (const v of Object.values(t.executor.headers)) if (typeof v !== 'string') names.add(v.env);
+    for (const t of tools) for (const { secret } of toolSecrets(t)) names.add(secret.env);
     this.#names = [...names];
     this.#env = env;
   }

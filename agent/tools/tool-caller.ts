@@ -15,6 +15,7 @@ import type { ExecutorContext } from './executor-context.js';
 import { runHttp } from './http-executor.js';
 import { runScript } from './script-executor.js';
 import { SecretRedactor } from './secret-redactor.js';
+import { runSubprocess, subprocessArgs } from './subprocess-executor.js';
 import { inputShape, outputShape } from './tool-shapes.js';
 
 /** Where an agent keeps its calls: its own database. */
@@ -47,6 +48,13 @@ export interface CallRequest {
   caller: string;
   signal?: AbortSignal | undefined;
 }
+
+/** What runs a call, by the executor's kind. */
+const EXECUTORS: Record<Tool['executor']['kind'], (tool: Tool, input: Record<string, unknown>, ctx: ExecutorContext) => Promise<unknown>> = {
+  http: runHttp,
+  script: runScript,
+  subprocess: runSubprocess,
+};
 
 const RECORD_TEXT_MAX = 600;
 /** The shortest secret a tool sends: a shorter one would be found (and replaced) all over ordinary text. */
@@ -232,7 +240,8 @@ export class ToolCaller {
       throw new ThymosError(ErrorCode.INVALID_INPUT, `arguments of ${name}: ${describeIssues(parsed.error, args)}`, { location: { path: ['arguments', ...(parsed.error.issues[0]?.path ?? []).map(String)].join('.') } });
     }
     const input = parsed.data as Record<string, unknown>;
-    // Where an Http call would go is settled before anything is saved or waits for approval.
+    // Where an Http call would go, and a program's arguments, are settled before anything is saved or waits for approval.
+    if (tool.executor.kind === 'subprocess') subprocessArgs(name, tool.executor, input);
     if (tool.executor.kind === 'http') {
       try {
         fillUrl(parseUrlTemplate(tool.executor.url), input);
@@ -269,6 +278,7 @@ export class ToolCaller {
         if (value.length < SECRET_MIN_CHARS) throw new ThymosError(ErrorCode.TOOL_FAILED, `${name}: the secret in ${env} is shorter than ${SECRET_MIN_CHARS} characters, too short to be kept out of what is recorded`);
         return value;
       },
+      env: (variable) => this.#o.env[variable],
       redact: (value) => this.redact(value),
       world: this.#o.world,
     };
@@ -278,7 +288,7 @@ export class ToolCaller {
     });
     aborted.catch(() => undefined);
     try {
-      const result = await Promise.race([tool.executor.kind === 'http' ? runHttp(tool, record.arguments, ctx) : runScript(tool, record.arguments, ctx), aborted]);
+      const result = await Promise.race([EXECUTORS[tool.executor.kind](tool, record.arguments, ctx), aborted]);
       // Secrets are taken out before anything quotes or cuts the result (an output error shows a part of it).
       return checkOutput(name, tool, this.redact(result));
     } finally {

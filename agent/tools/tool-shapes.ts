@@ -58,6 +58,6 @@ export function toolAnnotations(tool: Tool): ToolAnnotations {
     readOnlyHint: tool.sideEffect === 'read_only',
     destructiveHint: tool.sideEffect === 'irreversible',
     idempotentHint: tool.idempotencyKey != null,
-    openWorldHint: tool.executor.kind === 'http',
+    openWorldHint: tool.executor.kind !== 'script',
   };
 }

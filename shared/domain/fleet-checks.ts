@@ -2,7 +2,7 @@ import { LLM_USES } from '../config/llm-settings.js';
 import type { ThymosConfig } from '../config/thymos-config.js';
 import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { type DomainSchema, EMPTY_DOMAIN, loadDomainSchema } from './domain-schema.js';
-import { grantedTools } from './tool-schema.js';
+import { grantedTools, toolSecrets } from './tool-schema.js';
 
 /** Something the config and the domain allow that will fail later: where it is, and what to do. */
 export interface FleetWarning {
@@ -54,12 +54,11 @@ function toolWarnings(domain: DomainSchema, env: NodeJS.ProcessEnv): FleetWarnin
       out.push({ paths: [`tools.${name}`], message: `tools.${name}: no agent's capabilities grant it, so nothing can call it.` });
       continue;
     }
-    if (tool.executor.kind !== 'http') continue;
-    for (const [header, value] of Object.entries(tool.executor.headers)) {
-      if (typeof value === 'string' || env[value.env]) continue;
+    for (const { path, secret } of toolSecrets(tool)) {
+      if (env[secret.env]) continue;
       out.push({
-        paths: [`tools.${name}.executor.headers.${header}`],
-        message: `tools.${name}.executor.headers.${header}: the environment variable ${value.env} is not set, so every call of ${name} fails (TOOL_FAILED) until it is set where \`thymos up\` runs.`,
+        paths: [`tools.${name}.${path}`],
+        message: `tools.${name}.${path}: the environment variable ${secret.env} is not set, so every call of ${name} fails (TOOL_FAILED) until it is set where \`thymos up\` runs.`,
       });
     }
   }

@@ -65,6 +65,30 @@ export const ScriptExecutorSchema = z
   .strict();
 export type ScriptExecutor = z.infer<typeof ScriptExecutorSchema>;
 
+const EnvNameSchema = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected an environment variable name');
+
+/** An argument filled from one input field; `allowDash` lets its value start with `-`. */
+export const SubprocessArgSchema = z.object({ field: z.string().min(1), allowDash: z.boolean().default(false) }).strict();
+export type SubprocessArg = z.infer<typeof SubprocessArgSchema>;
+
+export const SubprocessExecutorSchema = z
+  .object({
+    kind: z.literal('subprocess'),
+    /** Absolute once the domain is read when it names a path (has a `/`); a bare name is looked up on the agent's PATH when a call runs. */
+    command: z.string().min(1),
+    args: z.array(z.union([z.string(), SubprocessArgSchema])).default([]),
+    /** Absolute once the domain is read; unset, the domain schema file's folder. */
+    cwd: z.string().min(1).nullish(),
+    /** The agent's environment variables the program gets as they are; no other passes. */
+    env: z.array(EnvNameSchema).default([]),
+    /** Variables set from secrets in the agent's environment, taken out of what is recorded. */
+    secrets: z.record(EnvNameSchema, SecretSchema).default({}),
+    /** The input fields sent as a JSON object on standard input; unset, nothing is. */
+    stdin: z.array(z.string()).nullish(),
+  })
+  .strict();
+export type SubprocessExecutor = z.infer<typeof SubprocessExecutorSchema>;
+
 /**
  * The fields of an input or output by name. A `__proto__` key is refused before the record is
  * read: zod would drop it without a word, and a field declared must never vanish.
@@ -86,7 +110,7 @@ export const ToolSchema = z
     output: fieldRecord.nullish(),
     sideEffect: z.enum(SIDE_EFFECTS),
     permission: z.enum(PERMISSIONS).default('safe'),
-    executor: z.discriminatedUnion('kind', [HttpExecutorSchema, ScriptExecutorSchema]),
+    executor: z.discriminatedUnion('kind', [HttpExecutorSchema, ScriptExecutorSchema, SubprocessExecutorSchema]),
     timeoutMs: z.number().int().min(1).max(600_000).default(10_000),
     outputLimitBytes: z.number().int().min(1).max(16 * 1024 * 1024).default(65_536),
     idempotencyKey: z.string().min(1).nullish(),
@@ -118,6 +142,7 @@ export function toolProblems(tools: Record<string, Tool>, agents: Readonly<Recor
     if (Object.hasOwn(tool.input, 'reason')) problems.push([`${at}.input.reason`, '"reason" is the argument every call may give (required unless the tool is read-only); name the field otherwise']);
     for (const f of keyFields(tool.idempotencyKey ?? '')) if (!Object.hasOwn(tool.input, f)) problems.push([`${at}.idempotencyKey`, `{${f}} is not an input field (${Object.keys(tool.input).join(', ') || 'none'})`]);
     if (tool.executor.kind === 'http') problems.push(...httpProblems(at, tool));
+    if (tool.executor.kind === 'subprocess') problems.push(...subprocessProblems(at, tool));
     if (tool.executor.kind === 'script' && !/\.(m?js|cjs)$/.test(tool.executor.path)) problems.push([`${at}.executor.path`, `expected a compiled JavaScript module (.js, .mjs or .cjs); got ${JSON.stringify(tool.executor.path)}`]);
   }
   for (const [id, agent] of Object.entries(agents)) {
@@ -177,10 +202,47 @@ function httpProblems(at: string, tool: Tool): Array<[string, string]> {
   return out;
 }
 
-/** Makes each Script's path absolute, from the folder of the domain schema file. */
+/** What fills one argument of a Subprocess: the input field it names, or undefined for a literal. */
+export function argField(arg: string | SubprocessArg): SubprocessArg | undefined {
+  if (typeof arg !== 'string') return arg;
+  const m = /^\{([^{}]+)\}$/.exec(arg);
+  return m ? { field: m[1]!, allowDash: false } : undefined;
+}
+
+function subprocessProblems(at: string, tool: Tool): Array<[string, string]> {
+  const exec = tool.executor as SubprocessExecutor;
+  const fields = Object.keys(tool.input).join(', ') || 'none';
+  const out: Array<[string, string]> = [];
+  if (exec.command.includes('\0') || /^\{.*\}$/.test(exec.command)) out.push([`${at}.executor.command`, 'the command is fixed: a path or a program name, never filled from input']);
+  exec.args.forEach((arg, i) => {
+    const filled = argField(arg);
+    if (filled && !Object.hasOwn(tool.input, filled.field)) out.push([`${at}.executor.args[${i}]`, `{${filled.field}} is not an input field (${fields})`]);
+    else if (!filled && typeof arg === 'string' && /\{[A-Za-z_][A-Za-z0-9_-]*\}/.test(arg)) out.push([`${at}.executor.args[${i}]`, `input fills whole arguments only: write ${JSON.stringify(arg)} as two arguments, the option and "{field}"`]);
+    if (typeof arg === 'string' && arg.includes('\0')) out.push([`${at}.executor.args[${i}]`, 'an argument cannot hold a NUL character']);
+  });
+  for (const field of exec.stdin ?? []) if (!Object.hasOwn(tool.input, field)) out.push([`${at}.executor.stdin`, `${field} is not an input field (${fields})`]);
+  for (const name of Object.keys(exec.secrets)) if (exec.env.includes(name)) out.push([`${at}.executor.secrets.${name}`, `${name} is passed through by env as well; name it in one of the two`]);
+  for (const name of [...exec.env, ...Object.keys(exec.secrets)]) if (name.startsWith('THYMOS_')) out.push([`${at}.executor.env`, `${name}: THYMOS_ variables are Thymos's own (THYMOS_IDEMPOTENCY_KEY, THYMOS_CALL_ID, THYMOS_TOOL, THYMOS_AGENT)`]);
+  return out;
+}
+
+/** Every secret a tool reads, with where it is declared (relative to the tool). */
+export function toolSecrets(tool: Tool): Array<{ path: string; secret: Secret }> {
+  const e = tool.executor;
+  if (e.kind === 'http') return Object.entries(e.headers).flatMap(([h, v]) => (typeof v === 'string' ? [] : [{ path: `executor.headers.${h}`, secret: v }]));
+  if (e.kind === 'subprocess') return Object.entries(e.secrets).map(([name, secret]) => ({ path: `executor.secrets.${name}`, secret }));
+  return [];
+}
+
+/** Makes each Script's path, and each Subprocess's command path and folder, absolute from the folder of the domain schema file. */
 export function resolveScriptPaths(tools: Record<string, Tool>, baseDir: string): void {
   for (const tool of Object.values(tools)) {
-    if (tool.executor.kind === 'script' && !isAbsolute(tool.executor.path)) tool.executor.path = resolve(baseDir, tool.executor.path);
+    const e = tool.executor;
+    if (e.kind === 'script' && !isAbsolute(e.path)) e.path = resolve(baseDir, e.path);
+    if (e.kind === 'subprocess') {
+      if (e.command.includes('/') && !isAbsolute(e.command)) e.command = resolve(baseDir, e.command);
+      e.cwd = e.cwd ? resolve(baseDir, e.cwd) : baseDir;
+    }
   }
 }
 

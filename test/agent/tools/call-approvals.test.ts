@@ -4,11 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 
-import { ToolCaller } from '../../../agent/tools/tool-caller.js';
-import { parseDomainSchema } from '../../../shared/domain/domain-schema.js';
-import { ErrorCode, ThymosError } from '../../../shared/errors/errors.js';
-import { createLogger } from '../../../shared/platform/logger.js';
-import type { ApprovalDecision, CallStatus, ToolCallRecord } from '../../../shared/protocol/tool-call.js';
+import type { ApprovalDecision } from '../../../shared/protocol/tool-call.js';
+import { memoryToolCaller } from '../../helpers/tool-caller.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'thymos-call-approvals-'));
 const RUNS = `__thymosRuns${process.pid}`;
@@ -26,44 +23,19 @@ const runs = () => (globalThis as unknown as Record<string, Record<string, numbe
 
 /** A ToolCaller over an in-memory store, with a mode the test switches. */
 function caller(options: { failRemember?: boolean } = {}) {
-  const domain = parseDomainSchema(
+  return memoryToolCaller(
     {
-      tools: {
-        do_it: {
-          description: 'Acts',
-          input: { name: {}, slow: { type: 'boolean', required: false } },
-          sideEffect: 'writes_external',
-          permission: 'confirm',
-          executor: { kind: 'script', path: 'tools.mjs', export: 'act' },
-        },
+      do_it: {
+        description: 'Acts',
+        input: { name: {}, slow: { type: 'boolean', required: false } },
+        sideEffect: 'writes_external',
+        permission: 'confirm',
+        executor: { kind: 'script', path: 'tools.mjs', export: 'act' },
       },
     },
-    join(dir, 'world.pkl'),
+    dir,
+    options,
   );
-  const rows = new Map<string, ToolCallRecord>();
-  const mode = { active: true };
-  const tools = new ToolCaller({
-    agent: 'desk',
-    tools: domain.tools,
-    gate: { id: 'desk', call: (fn) => fn(), isActive: () => mode.active, requireActive: () => undefined, signal: () => new AbortController().signal },
-    calls: {
-      saveCall: async (r) => void rows.set(r.call_id, structuredClone(r)),
-      getCall: async (id) => structuredClone(rows.get(id)),
-      callsWithStatus: async (status: CallStatus) => [...rows.values()].filter((r) => r.status === status).map((r) => structuredClone(r)),
-    },
-    remember: async () => {
-      if (options.failRemember) throw new ThymosError(ErrorCode.DATABASE_ERROR, 'memory store busy');
-    },
-    world: () => {
-      throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, 'no world here');
-    },
-    allowAdmin: false,
-    approvalTimeoutS: 60,
-    maxPending: 3,
-    env: {},
-    logger: createLogger({ level: 'silent' }),
-  });
-  return { tools, rows, mode };
 }
 
 const approve = (by = 'alice'): ApprovalDecision => ({ approved: true, by, reason: 'fine', at: new Date().toISOString() });

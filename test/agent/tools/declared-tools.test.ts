@@ -49,7 +49,7 @@ function ordersService(): Server {
 function domain(port: number): string {
   return `amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}
 agents {
-  ["desk"] { persona { name = "Desk" }; capabilities { "tag:orders"; "echo"; "echo_fail"; "slow"; "big"; "away"; "note"; "wait_a_while"; "hang"; "shout"; "purge"; "!forbidden_*" } }
+  ["desk"] { persona { name = "Desk" }; capabilities { "tag:orders"; "echo"; "echo_fail"; "slow"; "big"; "away"; "note"; "wait_a_while"; "hang"; "shout"; "purge"; "stamp"; "!forbidden_*" } }
   ["bystander"] { persona { name = "Bystander" } }
 }
 local service = "http://127.0.0.1:${port}"
@@ -99,6 +99,7 @@ tools {
   ["wait_a_while"] { description = "A script that ignores nothing"; sideEffect = "writes_local"; timeoutMs = 300; executor = new Script { path = "tools.mjs"; export = "waitAWhile" } }
   ["hang"] { description = "A script that waits until stopped"; input { ["token"] { pattern = "hang-[0-9a-f]{32}" } }; sideEffect = "writes_external"; timeoutMs = 60000; executor = new Script { path = "tools.mjs"; export = "hang" } }
   ["shout"] { description = "A script that shouts"; input { ["word"] {} }; sideEffect = "read_only"; executor = new Script { path = "tools.mjs"; export = "shout" } }
+  ["stamp"] { description = "A program that stamps a word"; input { ["word"] {} }; sideEffect = "read_only"; executor = new Subprocess { command = ${JSON.stringify(process.execPath)}; args { "stamp.mjs"; "{word}" } } }
   ["purge"] { description = "Deletes everything"; sideEffect = "irreversible"; permission = "admin"; executor = new Script { path = "tools.mjs"; export = "shout" } }
 }
 `;
@@ -146,6 +147,7 @@ describe('declared tools on a real agent: Http and Script executors through the 
     ws = createWorkspace({ schema: null });
     writeFileSync(join(ws.dir, 'tools.pkl'), domain((service.address() as AddressInfo).port));
     writeFileSync(join(ws.dir, 'tools.mjs'), SCRIPT);
+    writeFileSync(join(ws.dir, 'stamp.mjs'), "process.stdout.write('stamped ' + process.argv[2] + ' for ' + process.env.THYMOS_AGENT)");
     ws.writeConfig(['data_dir = "data"', '[domain]', 'schema = "tools.pkl"', '[agent]', 'nats_wait_ms = 200', '[log]', 'level = "debug"', '[memory]', 'concepts = false'].join('\n'));
     agent = await startAgent({ id: 'desk', port: await freePort(), config: ws.configPath, env: { ...process.env, ORDERS_TOKEN: SECRET } });
     client = await agent.client();
@@ -251,6 +253,14 @@ describe('declared tools on a real agent: Http and Script executors through the 
     assert.equal(aborted, 'TOOL_TIMEOUT', "the script's signal fired with the timeout as its reason");
   });
 
+  test('Subprocess: a program run by the agent, its option-looking input refused over MCP', async () => {
+    const r = await call(client, 'stamp', { word: 'wax' });
+    assert.equal((r.content[0] as { text: string }).text, 'stamped wax for desk');
+    const injected = await call(client, 'stamp', { word: '--inspect=0.0.0.0:9229' });
+    assert.equal(errorOf(injected)?.code, 'INVALID_INPUT');
+    assert.match(errorOf(injected)!.message, /starts with "-"/);
+  });
+
   test('an admin tool is refused without [tools] allow_admin, and recorded as refused', async () => {
     const r = await call(client, 'purge', { reason: 'cleaning up' });
     assert.equal(errorOf(r)?.code, 'TOOL_DENIED');
@@ -323,6 +333,7 @@ describe('an agent without capabilities has none of the declared tools', () => {
     ws = createWorkspace({ schema: null });
     writeFileSync(join(ws.dir, 'tools.pkl'), domain(9));
     writeFileSync(join(ws.dir, 'tools.mjs'), SCRIPT);
+    writeFileSync(join(ws.dir, 'stamp.mjs'), "process.stdout.write('stamped ' + process.argv[2] + ' for ' + process.env.THYMOS_AGENT)");
     ws.writeConfig(['data_dir = "data"', '[domain]', 'schema = "tools.pkl"', '[agent]', 'nats_wait_ms = 200'].join('\n'));
     const agent = await startAgent({ id: 'bystander', port: await freePort(), config: ws.configPath });
     const names = (await (await agent.client()).listTools()).tools.map((t) => t.name);

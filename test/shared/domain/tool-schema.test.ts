@@ -60,11 +60,18 @@ agents { ["desk"] { persona { name = "Desk" }; capabilities { "tag:orders"; "!re
 tools {
   ["lookup_order"] { description = "Look up"; tags { "orders" }; input { ["order_id"] { pattern = #"[A-Z]{2}-\\d{4}"# } }; sideEffect = "read_only"; executor = new Http { url = "http://127.0.0.1:8787/orders/{order_id}" } }
   ["refund"] { description = "Refund"; tags { "orders" }; sideEffect = "irreversible"; permission = "confirm"; executor = new Script { path = "tools/refund.js" } }
+  ["convert"] { description = "Convert"; input { ["src"] {} ["shift"] { type = "integer" } }; sideEffect = "writes_local"; executor = new Subprocess { command = "bin/convert"; args { "--from"; "{src}"; new Arg { field = "shift"; allowDash = true } }; cwd = "work"; env { "PATH" } } }
+  ["git_log"] { description = "History"; sideEffect = "read_only"; executor = new Subprocess { command = "git"; args { "log" }; secrets { ["GH_TOKEN"] = new Secret { env = "DEPLOY_GH_TOKEN" } } } }
 }`);
     const domain = await loadDomainSchema(file);
     assert.deepEqual(Object.keys(grantedTools(domain.tools, domain.agents.desk!.capabilities)), ['lookup_order']);
     const refund = domain.tools.refund!.executor;
     assert.equal(refund.kind === 'script' && refund.path, join(file, '..', 'tools', 'refund.js'));
+    const convert = domain.tools.convert!.executor;
+    assert.ok(convert.kind === 'subprocess');
+    assert.deepEqual([convert.command, convert.cwd, convert.args, convert.env], [join(file, '..', 'bin', 'convert'), join(file, '..', 'work'), ['--from', '{src}', { field: 'shift', allowDash: true }], ['PATH']]);
+    const git = domain.tools.git_log!.executor;
+    assert.deepEqual(git.kind === 'subprocess' && [git.command, git.cwd, git.secrets], ['git', join(file, '..'), { GH_TOKEN: { env: 'DEPLOY_GH_TOKEN', prefix: '' } }], 'a bare name is looked up on PATH when called; the folder defaults to the file\'s');
   });
 
   test("a tool name outside model APIs' rule, or one of Thymos's own, is refused", async () => {
@@ -84,6 +91,14 @@ tools {
     refused({ tools: { t: tool({ input: { s: { min: -3, max: 2.5 } } }) } }, /tools\.t\.input\.s\.min/, /a whole number from 0/);
     refused({ tools: { t: tool({ executor: { kind: 'script', path: 'tools.ts' } }) } }, /executor\.path/, /compiled JavaScript/);
     refused({ tools: { t: tool({ executor: { kind: 'http', method: 'GET', url: 'http://127.0.0.1/x', body: ['a'] }, input: { a: {} } }) } }, /executor\.body/, /GET request has no body/);
+    const run = (executor: Record<string, unknown>, input: Record<string, unknown> = { a: {} }) => ({ tools: { t: tool({ input, executor: { kind: 'subprocess', command: '/bin/echo', ...executor } }) } });
+    refused(run({ args: ['--out={a}'] }), /executor\.args\[0\]/, /input fills whole arguments only/);
+    refused(run({ args: ['{nope}'] }), /executor\.args\[0\]/, /\{nope\} is not an input field \(a\)/);
+    refused(run({ args: [{ field: 'nope' }] }), /executor\.args\[0\]/, /\{nope\} is not an input field/);
+    refused(run({ command: '{a}' }), /executor\.command/, /never filled from input/);
+    refused(run({ stdin: ['b'] }), /executor\.stdin/, /b is not an input field/);
+    refused(run({ env: ['THYMOS_SECRET'] }), /executor\.env/, /THYMOS_ variables are Thymos's own/);
+    refused(run({ env: ['TOKEN'], secrets: { TOKEN: { env: 'X' } } }), /executor\.secrets\.TOKEN/, /passed through by env as well/);
   });
 
   test('an Http URL keeps its origin fixed: placeholders only in path segments and query values', () => {
@@ -141,16 +156,17 @@ tools {
 describe('what validate and up warn about tools', () => {
   test('a tool granted to nobody, and the unset variable of a granted tool\'s secret', () => {
     const domain = parseDomainSchema({
-      agents: { desk: { persona: { name: 'D' }, capabilities: ['lookup'] } },
+      agents: { desk: { persona: { name: 'D' }, capabilities: ['lookup', 'deploy'] } },
       tools: {
         lookup: tool({ executor: { kind: 'http', url: 'http://127.0.0.1/x', headers: { Authorization: { env: 'LOOKUP_TOKEN' }, Accept: 'text/plain' } } }),
+        deploy: tool({ executor: { kind: 'subprocess', command: '/bin/true', secrets: { GH_TOKEN: { env: 'LOOKUP_TOKEN' } } } }),
         orphan: tool(),
       },
     });
     const config = configFromObject({});
-    assert.deepEqual(toolGrants(domain), { lookup: ['desk'], orphan: [] });
+    assert.deepEqual(toolGrants(domain), { lookup: ['desk'], deploy: ['desk'], orphan: [] });
     const warnings = fleetWarnings(config, domain, {});
-    assert.deepEqual(warnings.map((w) => w.paths[0]).sort(), ['tools.lookup.executor.headers.Authorization', 'tools.orphan']);
+    assert.deepEqual(warnings.map((w) => w.paths[0]).sort(), ['tools.deploy.executor.secrets.GH_TOKEN', 'tools.lookup.executor.headers.Authorization', 'tools.orphan']);
     assert.match(warnings.find((w) => w.paths[0] === 'tools.orphan')!.message, /no agent's capabilities grant it/);
     assert.deepEqual(fleetWarnings(config, domain, { LOOKUP_TOKEN: 'x' }).map((w) => w.paths[0]), ['tools.orphan']);
   });

@@ -1,0 +1,150 @@
+import { spawn } from 'node:child_process';
+import { accessSync, constants, statSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+
+import { argField, type SubprocessExecutor, type Tool } from '../../shared/domain/tool-schema.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import type { ExecutorContext } from './executor-context.js';
+
+/** How much of the end of standard error a failed call quotes and keeps. */
+const STDERR_TAIL_BYTES = 4096;
+/** Between SIGTERM and SIGKILL for a program stopped by a timeout or a cancel. */
+const KILL_GRACE_MS = 2000;
+
+/**
+ * The argument vector of a Subprocess call: literal arguments as declared, each `{field}` or
+ * `Arg` a whole argument from the input (a list field one argument per value, an absent
+ * optional field none). A value that starts with `-` is refused unless its `Arg` allows it —
+ * the program would read it as an option — and so is one holding NUL. Checked before a call is
+ * saved or waits for approval, as well as when it runs.
+ */
+export function subprocessArgs(tool: string, exec: SubprocessExecutor, input: Record<string, unknown>): string[] {
+  const argv: string[] = [];
+  for (const arg of exec.args) {
+    const filled = argField(arg);
+    if (!filled) {
+      argv.push(arg as string);
+      continue;
+    }
+    const value = input[filled.field];
+    if (value === undefined || value === null) continue;
+    for (const v of Array.isArray(value) ? (value as unknown[]) : [value]) {
+      const text = typeof v === 'string' ? v : JSON.stringify(v);
+      const refuse = (why: string) => new ThymosError(ErrorCode.INVALID_INPUT, `arguments of ${tool}: ${filled.field}: ${why}`, { location: { path: `arguments.${filled.field}` } });
+      if (text.startsWith('-') && !filled.allowDash) throw refuse(`${JSON.stringify(text.slice(0, 40))} starts with "-", which the program would read as an option; the tool does not allow it for this argument (Arg { allowDash = true })`);
+      if (text.includes('\0')) throw refuse('a program argument cannot hold a NUL character');
+      argv.push(text);
+    }
+  }
+  return argv;
+}
+
+/** The program to start: a path as declared, or a bare name found on the agent's own PATH (not the program's, which may have none). */
+function resolveCommand(tool: string, command: string, path: string | undefined): string {
+  if (command.includes('/')) return command;
+  for (const dir of (path ?? '').split(delimiter)) {
+    if (!dir) continue;
+    const candidate = join(dir, command);
+    try {
+      accessSync(candidate, constants.X_OK);
+      if (statSync(candidate).isFile()) return candidate;
+    } catch {
+      // not here
+    }
+  }
+  throw new ThymosError(ErrorCode.TOOL_FAILED, `${tool}: no program ${JSON.stringify(command)} on the agent's PATH (${path ?? 'unset'})`);
+}
+
+/** Kills a process group, if anything is left of it. */
+function killGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // the group is gone already
+  }
+}
+
+/**
+ * Runs a Subprocess tool: the program with its argument vector (no shell), in its fixed folder,
+ * with only the variables it names, the secrets it sets and the call's own (THYMOS_IDEMPOTENCY_KEY,
+ * THYMOS_CALL_ID, THYMOS_TOOL, THYMOS_AGENT). It leads a process group of its own: at the
+ * timeout, a cancel or the agent stopping the group gets SIGTERM, then SIGKILL 2 s later; once
+ * the program exits, whatever it left running in the group is killed. Standard output over
+ * `outputLimitBytes` is TOOL_OUTPUT_TOO_LARGE (and the group is killed); a non-zero exit is
+ * TOOL_FAILED with the exit code and the end of standard error, secrets removed.
+ */
+export async function runSubprocess(tool: Tool, input: Record<string, unknown>, ctx: ExecutorContext): Promise<unknown> {
+  const exec = tool.executor as SubprocessExecutor;
+  const argv = subprocessArgs(ctx.tool, exec, input);
+  const env: Record<string, string> = {};
+  for (const name of exec.env) {
+    const value = ctx.env(name);
+    if (value !== undefined) env[name] = value;
+  }
+  for (const [name, secret] of Object.entries(exec.secrets)) env[name] = `${secret.prefix}${ctx.secret(secret.env)}`;
+  Object.assign(env, { THYMOS_IDEMPOTENCY_KEY: ctx.idempotencyKey, THYMOS_CALL_ID: ctx.callId, THYMOS_TOOL: ctx.tool, THYMOS_AGENT: ctx.agent });
+  const command = resolveCommand(ctx.tool, exec.command, ctx.env('PATH'));
+  const stdin = exec.stdin ? JSON.stringify(Object.fromEntries(exec.stdin.filter((f) => input[f] !== undefined).map((f) => [f, input[f]]))) : undefined;
+  if (ctx.signal.aborted) throw ctx.signal.reason;
+
+  const { stdout, stderr, code, signal } = await new Promise<{ stdout: Buffer; stderr: Buffer; code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
+    const child = spawn(command, argv, { cwd: exec.cwd ?? undefined, env, detached: true, stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    let outBytes = 0;
+    let err = Buffer.alloc(0);
+    let failure: ThymosError | undefined;
+    let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+    const stop = (why: ThymosError | undefined) => {
+      failure ??= why;
+      if (child.pid === undefined) return;
+      killGroup(child.pid, 'SIGTERM');
+      setTimeout(() => killGroup(child.pid!, 'SIGKILL'), KILL_GRACE_MS).unref();
+    };
+    const onAbort = () => stop(ctx.signal.reason as ThymosError);
+    ctx.signal.addEventListener('abort', onAbort, { once: true });
+    child.stdout!.on('data', (chunk: Buffer) => {
+      outBytes += chunk.byteLength;
+      if (outBytes > tool.outputLimitBytes) {
+        if (!failure) stop(new ThymosError(ErrorCode.TOOL_OUTPUT_TOO_LARGE, `${ctx.tool}: the program wrote over ${tool.outputLimitBytes} bytes (outputLimitBytes)`, { details: { limit: tool.outputLimitBytes } }));
+        return;
+      }
+      out.push(chunk);
+    });
+    child.stderr!.on('data', (chunk: Buffer) => {
+      err = Buffer.concat([err, chunk]);
+      if (err.byteLength > STDERR_TAIL_BYTES * 2) err = err.subarray(err.byteLength - STDERR_TAIL_BYTES);
+    });
+    if (stdin !== undefined) {
+      // A program that does not read its input closes the pipe early: that is not the call's failure.
+      child.stdin!.on('error', () => undefined);
+      child.stdin!.end(stdin);
+    }
+    child.on('error', (e: NodeJS.ErrnoException) => {
+      ctx.signal.removeEventListener('abort', onAbort);
+      reject(new ThymosError(ErrorCode.TOOL_FAILED, `${ctx.tool}: cannot start ${command}: ${e.code ?? e.message}`));
+    });
+    child.on('exit', (c, s) => {
+      exit = { code: c, signal: s };
+      // What the program left behind in its group (a daemon, a stuck grandchild) goes with it; its pipes close.
+      if (child.pid !== undefined) killGroup(child.pid, 'SIGKILL');
+    });
+    child.on('close', (c, s) => {
+      ctx.signal.removeEventListener('abort', onAbort);
+      if (failure) return reject(failure);
+      resolve({ stdout: Buffer.concat(out), stderr: err.subarray(Math.max(0, err.byteLength - STDERR_TAIL_BYTES)), ...(exit ?? { code: c, signal: s }) });
+    });
+  });
+
+  if (code !== 0) {
+    const tail = ctx.redact(stderr.toString('utf8')).trim().slice(-600);
+    const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
+    throw new ThymosError(ErrorCode.TOOL_FAILED, `${ctx.tool}: ${exec.command} ${how}${tail ? `: ${tail}` : ''}`, { details: { exit_code: code, signal, stderr: tail } });
+  }
+  const text = stdout.toString('utf8');
+  if (!tool.output) return text.endsWith('\n') ? text.slice(0, -1) : text;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new ThymosError(ErrorCode.TOOL_OUTPUT_INVALID, `${ctx.tool}: the tool declares output, so the program writes one JSON object on standard output; it wrote ${JSON.stringify(ctx.redact(text).slice(0, 200))}`);
+  }
+}
