@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { needsReason, type Tool } from '../../shared/domain/tool-schema.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { REQUESTER_HEADER } from '../../shared/protocol/fleet-names.js';
-import type { ToolCallRecord } from '../../shared/protocol/tool-call.js';
+import { IDEMPOTENCY_META, IdempotencyKeySchema, type ToolCallRecord } from '../../shared/protocol/tool-call.js';
 import type { ToolCaller } from '../tools/tool-caller.js';
 import { inputShape, outputShape, toolAnnotations } from '../tools/tool-shapes.js';
 import { guard, toolError } from './tool-kit.js';
@@ -28,13 +28,22 @@ function callerOf(server: McpServer, extra: RequestHandlerExtra<ServerRequest, S
   return `mcp:${name ? name.replace(/[^\w.@-]/g, '_').slice(0, 64) : 'unknown'}`;
 }
 
+/** The caller's own idempotency key, from the request's `_meta`; INVALID_INPUT when it is not one. */
+function callerKey(extra: RequestHandlerExtra<ServerRequest, ServerNotification>): string | undefined {
+  const given = extra._meta?.[IDEMPOTENCY_META];
+  if (given === undefined) return undefined;
+  const parsed = IdempotencyKeySchema.safeParse(given);
+  if (!parsed.success) throw new ThymosError(ErrorCode.INVALID_INPUT, `_meta.${IDEMPOTENCY_META}: ${parsed.error.issues[0]!.message}`, { location: { path: `_meta.${IDEMPOTENCY_META}` } });
+  return parsed.data;
+}
+
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** What a finished call answers: its result (structured when the tool declares output), or its coded error; the record in `_meta`. */
 export function callResult(record: ToolCallRecord, tool: Tool): CallToolResult {
-  const meta = { 'thymos/call': { call_id: record.call_id, status: record.status, idempotency_key: record.idempotency_key } };
+  const meta = { 'thymos/call': { call_id: record.call_id, status: record.status, idempotency_key: record.idempotency_key, ...(record.replayed ? { replayed: true } : {}) } };
   if (record.error) {
     const e = new ThymosError(record.error.code, record.error.message, { ...(record.error.details ? { details: record.error.details } : {}) });
     const out = toolError(e);
@@ -86,7 +95,7 @@ export function registerDeclaredTools(server: McpServer, id: string, caller: Too
         annotations: { title: name, ...toolAnnotations(tool) },
         _meta: { 'thymos/tool': { sideEffect: tool.sideEffect, permission: tool.permission, tags: tool.tags } },
       },
-      async (args: Record<string, unknown>, extra) => guard(async () => callResult(await caller.call(name, args, { caller: callerOf(server, extra), signal: extra.signal }), tool)),
+      async (args: Record<string, unknown>, extra) => guard(async () => callResult(await caller.call(name, args, { caller: callerOf(server, extra), signal: extra.signal, idempotencyKey: callerKey(extra) }), tool)),
     );
   }
   server.registerTool(

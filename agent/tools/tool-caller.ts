@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 
 import { z } from 'zod';
 
-import { fillUrl, parseUrlTemplate, UrlInputError, wellFormed } from '../../shared/domain/http-url.js';
-import { keyFields, type Tool } from '../../shared/domain/tool-schema.js';
+import { fillUrl, parseUrlTemplate, UrlInputError } from '../../shared/domain/http-url.js';
+import type { Tool } from '../../shared/domain/tool-schema.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
 import { describeIssues } from '../../shared/errors/zod-issues.js';
 import type { Logger } from '../../shared/platform/logger.js';
@@ -11,6 +11,7 @@ import type { ApprovalDecision, CallStatus, ToolCallRecord } from '../../shared/
 import type { NewMemory } from '../memory/agent-memory.js';
 import type { RuntimeGate } from '../runtime/runtime-ports.js';
 import { CallApprovals, type SubmitPending } from './call-approvals.js';
+import { CallKeys, idempotencyKey } from './call-keys.js';
 import type { ExecutorContext } from './executor-context.js';
 import { runHttp } from './http-executor.js';
 import { runScript } from './script-executor.js';
@@ -23,6 +24,8 @@ export interface CallStore {
   saveCall(record: ToolCallRecord): Promise<void>;
   getCall(id: string): Promise<ToolCallRecord | undefined>;
   callsWithStatus(status: CallStatus): Promise<ToolCallRecord[]>;
+  /** The calls of `tool` that carried idempotency key `key`. */
+  callsWithKey(tool: string, key: string): Promise<ToolCallRecord[]>;
 }
 
 export interface ToolCallerOptions {
@@ -47,6 +50,8 @@ export interface ToolCallerOptions {
 export interface CallRequest {
   caller: string;
   signal?: AbortSignal | undefined;
+  /** The caller's idempotency key (MCP: `_meta["thymos/idempotency_key"]`), used when the tool declares no `idempotencyKey`. */
+  idempotencyKey?: string | undefined;
 }
 
 /** What runs a call, by the executor's kind. */
@@ -76,6 +81,7 @@ export class ToolCaller {
   readonly #inputs = new Map<string, z.ZodObject>();
   readonly #redactor: SecretRedactor;
   readonly #approvals: CallApprovals;
+  readonly #keys: CallKeys;
   readonly #listeners = new Set<(record: ToolCallRecord) => void>();
   #recent: ToolCallRecord[] = [];
   readonly #counts = new Map<string, number>();
@@ -83,6 +89,7 @@ export class ToolCaller {
   constructor(options: ToolCallerOptions) {
     this.#o = options;
     this.#redactor = new SecretRedactor(Object.values(options.tools), options.env);
+    this.#keys = new CallKeys((tool, key) => options.calls.callsWithKey(tool, key));
     this.#approvals = new CallApprovals({
       agent: options.agent,
       tools: options.tools,
@@ -191,12 +198,12 @@ export class ToolCaller {
         caller: request.caller,
         status: 'running',
         requested_at: new Date().toISOString(),
-        idempotency_key: idempotencyKey(tool, input, callId),
+        idempotency_key: idempotencyKey(tool, input, callId, request.idempotencyKey),
       };
+      // Refused before an earlier call's outcome is looked for: a caller that may not run the tool now does not read one either.
       const refusal = this.#refusal(name, tool);
       if (refusal) return this.#finish(record, tool, { error: refusal, status: 'refused' }, 0);
-      if (tool.permission === 'confirm') return this.#await(record, tool);
-      return this.#runAndFinish(tool, record, request.signal);
+      return this.#keys.once(tool, record, () => (tool.permission === 'confirm' ? this.#await(record, tool) : this.#runAndFinish(tool, record, request.signal)));
     });
   }
 
@@ -310,20 +317,6 @@ export class ToolCaller {
     this.#o.logger.info({ tool: done.tool, call: done.call_id, caller: done.caller, status: done.status, ms: done.duration_ms, ...(done.error ? { code: done.error.code } : {}) }, 'tool call');
     return done;
   }
-}
-
-/**
- * The call's idempotency key: the tool's template filled from the input (each value
- * percent-encoded, so the key is plain ASCII fit for a header), else the call id.
- */
-function idempotencyKey(tool: Tool, input: Record<string, unknown>, callId: string): string {
-  if (!tool.idempotencyKey) return callId;
-  let key = tool.idempotencyKey;
-  for (const f of keyFields(tool.idempotencyKey)) {
-    const v = input[f];
-    key = key.replaceAll(`{${f}}`, v === undefined ? '' : encodeURIComponent(wellFormed(typeof v === 'string' ? v : JSON.stringify(v))));
-  }
-  return key;
 }
 
 /** The result within the declared `output` (and the output limit, for what a Script returns). */

@@ -83,6 +83,10 @@ export const ErrorCode = {
   TOOL_OUTPUT_TOO_LARGE: 'TOOL_OUTPUT_TOO_LARGE',
   /** A tool's result did not match the `output` it declares. */
   TOOL_OUTPUT_INVALID: 'TOOL_OUTPUT_INVALID',
+  /** A call waited for its turn under its tool's `maxConcurrent` or `ratePerMinute` until its timeout, or the service answered 429 or 503 and no retry fitted in the timeout. */
+  TOOL_RATE_LIMITED: 'TOOL_RATE_LIMITED',
+  /** An idempotency key an earlier call of the same tool used with other arguments. */
+  IDEMPOTENCY_CONFLICT: 'IDEMPOTENCY_CONFLICT',
   /** A failure that no other code describes; a bug if seen. */
   INTERNAL: 'INTERNAL',
 } as const;

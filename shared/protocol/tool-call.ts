@@ -14,6 +14,12 @@ import { WireErrorSchema } from '../errors/errors.js';
 export const CallStatusSchema = z.enum(['pending', 'running', 'ok', 'failed', 'refused', 'interrupted']);
 export type CallStatus = z.infer<typeof CallStatusSchema>;
 
+/** Where a caller puts its own idempotency key in an MCP `tools/call` request: `params._meta["thymos/idempotency_key"]`. */
+export const IDEMPOTENCY_META = 'thymos/idempotency_key';
+
+/** An idempotency key a caller gives: visible ASCII, fit for an HTTP header. */
+export const IdempotencyKeySchema = z.string().regex(/^[\x21-\x7e]{1,255}$/, 'expected an idempotency key: 1 to 255 visible ASCII characters');
+
 /** One call of a declared tool, as the agent keeps it and `get_call` answers. */
 export const ToolCallRecordSchema = z.object({
   call_id: z.string(),
@@ -35,6 +41,8 @@ export const ToolCallRecordSchema = z.object({
   /** Who approved or refused it, and why. */
   decided_by: z.string().optional(),
   decision_reason: z.string().optional(),
+  /** Set on an answer, never saved: this is an earlier call with the same idempotency key, and nothing ran now. */
+  replayed: z.boolean().optional(),
 });
 export type ToolCallRecord = z.infer<typeof ToolCallRecordSchema>;
 

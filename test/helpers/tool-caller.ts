@@ -20,6 +20,7 @@ export function memoryToolCaller(tools: Record<string, unknown>, dir: string, op
       saveCall: async (r) => void rows.set(r.call_id, structuredClone(r)),
       getCall: async (id) => structuredClone(rows.get(id)),
       callsWithStatus: async (status: CallStatus) => [...rows.values()].filter((r) => r.status === status).map((r) => structuredClone(r)),
+      callsWithKey: async (tool, key) => [...rows.values()].filter((r) => r.tool === tool && r.idempotency_key === key).map((r) => structuredClone(r)),
     },
     remember: async () => {
       if (options.failRemember) throw new ThymosError(ErrorCode.DATABASE_ERROR, 'memory store busy');

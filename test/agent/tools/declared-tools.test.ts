@@ -241,6 +241,21 @@ describe('declared tools on a real agent: Http and Script executors through the 
     assert.equal(seen.at(-1)!.headers['idempotency-key'], 'note-AB-1234');
   });
 
+  test('a repeated idempotency key answers with the earlier call from the agent\'s database, and nothing reaches the service', async () => {
+    const before = seen.length;
+    const args = { order_id: 'CD-5678', text: 'leave at the door', reason: 'the customer asked' };
+    const first = await call(client, 'note', args);
+    const again = await call(client, 'note', { ...args, reason: 'asked again' });
+    assert.equal(seen.length, before + 1, 'one request');
+    const meta = (r: CallToolResult) => r._meta?.['thymos/call'] as { call_id: string; replayed?: boolean; idempotency_key: string };
+    assert.equal(meta(again).call_id, meta(first).call_id);
+    assert.equal(meta(again).replayed, true);
+    assert.equal(errorOf(await call(client, 'note', { ...args, text: 'other' }))?.code, 'IDEMPOTENCY_CONFLICT');
+    const bad = (await client.callTool({ name: 'shout', arguments: { word: 'x' }, _meta: { 'thymos/idempotency_key': 'two words' } })) as CallToolResult;
+    assert.equal(errorOf(bad)?.code, 'INVALID_INPUT');
+    assert.match(errorOf(bad)!.message, /_meta\.thymos\/idempotency_key: expected an idempotency key/);
+  });
+
   test('Script: a result, a throw as TOOL_FAILED, and the signal fired at the timeout', async () => {
     const r = await call(client, 'shout', { word: 'hello' });
     assert.deepEqual(JSON.parse((r.content[0] as { text: string }).text).said, 'HELLO');
@@ -296,7 +311,7 @@ describe('declared tools on a real agent: Http and Script executors through the 
 
   test('a call cut off by a crash is found interrupted at the next start, and not run again', async () => {
     // Only a caller that knows the token's shape makes it hang (a fuzzed call never does).
-    void call(client, 'hang', { token: `hang-${'0'.repeat(32)}`, reason: 'testing a crash' }).catch(() => undefined);
+    void client.callTool({ name: 'hang', arguments: { token: `hang-${'0'.repeat(32)}`, reason: 'testing a crash' }, _meta: { 'thymos/idempotency_key': 'hang-once' } }).catch(() => undefined);
     const callId = await eventually(() => (existsSync(join(ws.dir, 'hanging.txt')) ? readFileSync(join(ws.dir, 'hanging.txt'), 'utf8') : undefined), 10_000, 'the call running');
     // Killed as a crash would: the client is left open (closing it would cancel the call first).
     process.kill(agent.pid, 'SIGKILL');
@@ -308,6 +323,12 @@ describe('declared tools on a real agent: Http and Script executors through the 
     assert.equal(record.status, 'interrupted', JSON.stringify(record));
     assert.match(record.error!.message, /whether it took effect is not known/);
     assert.equal(existsSync(join(ws.dir, 'hanging.txt')), false, 'not run again');
+    // An interrupted call does not count as done: the caller's retry with the same key runs (and the service's key handling makes it safe).
+    const retry = new AbortController();
+    const retried = client.callTool({ name: 'hang', arguments: { token: `hang-${'0'.repeat(32)}`, reason: 'retrying' }, _meta: { 'thymos/idempotency_key': 'hang-once' } }, undefined, { signal: retry.signal }).catch(() => undefined);
+    await eventually(() => (existsSync(join(ws.dir, 'hanging.txt')) ? true : undefined), 10_000, 'the retry running');
+    retry.abort();
+    await retried;
   });
 
   test('a Listening agent runs read-only tools and refuses the others', async () => {

@@ -1,0 +1,67 @@
+import { isDeepStrictEqual } from 'node:util';
+
+import { wellFormed } from '../../shared/domain/http-url.js';
+import { keyFields, type Tool } from '../../shared/domain/tool-schema.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import type { CallStatus, ToolCallRecord } from '../../shared/protocol/tool-call.js';
+
+/** The side effects a repeated idempotency key never repeats. */
+const ONCE: ReadonlySet<Tool['sideEffect']> = new Set(['writes_external', 'irreversible']);
+/** What an earlier call with the key may be for a repeat to answer with it: done, or still under way. */
+const ANSWERED_BY: ReadonlySet<CallStatus> = new Set(['ok', 'pending', 'running']);
+
+/**
+ * A call's idempotency key: the tool's template filled from the input (each value
+ * percent-encoded, so the key is plain ASCII fit for a header), else the caller's key, else the
+ * call id.
+ */
+export function idempotencyKey(tool: Tool, input: Record<string, unknown>, callId: string, callerKey: string | undefined): string {
+  if (!tool.idempotencyKey) return callerKey ?? callId;
+  let key = tool.idempotencyKey;
+  for (const f of keyFields(tool.idempotencyKey)) {
+    const v = input[f];
+    key = key.replaceAll(`{${f}}`, v === undefined ? '' : encodeURIComponent(wellFormed(typeof v === 'string' ? v : JSON.stringify(v))));
+  }
+  return key;
+}
+
+/**
+ * Keeps a `writes_external` or `irreversible` call from running twice under one idempotency
+ * key (from the tool's template or the caller; a call id is never repeated). Calls with the
+ * same tool and key take turns in this process; each first looks for an earlier call with the
+ * key in the agent's database. One that ended `ok`, or still waits for approval or runs, is the
+ * answer (marked `replayed`), and nothing runs. One that failed, was refused or was interrupted
+ * by a crash does not count: the call runs again, carrying the same key to the service. An
+ * earlier call with the key but other arguments is IDEMPOTENCY_CONFLICT.
+ */
+export class CallKeys {
+  readonly #turns = new Map<string, Promise<unknown>>();
+  readonly #callsWithKey: (tool: string, key: string) => Promise<ToolCallRecord[]>;
+
+  constructor(callsWithKey: (tool: string, key: string) => Promise<ToolCallRecord[]>) {
+    this.#callsWithKey = callsWithKey;
+  }
+
+  async once(tool: Tool, record: ToolCallRecord, run: () => Promise<ToolCallRecord>): Promise<ToolCallRecord> {
+    if (!ONCE.has(tool.sideEffect) || record.idempotency_key === record.call_id) return run();
+    const id = `${record.tool} ${record.idempotency_key}`;
+    const turn = (this.#turns.get(id) ?? Promise.resolve()).then(async () => (await this.#earlier(record)) ?? run());
+    const settled = turn.catch(() => undefined);
+    this.#turns.set(id, settled);
+    void settled.then(() => {
+      if (this.#turns.get(id) === settled) this.#turns.delete(id);
+    });
+    return turn;
+  }
+
+  async #earlier(record: ToolCallRecord): Promise<ToolCallRecord | undefined> {
+    const found = (await this.#callsWithKey(record.tool, record.idempotency_key)).filter((r) => ANSWERED_BY.has(r.status)).sort((a, b) => b.requested_at.localeCompare(a.requested_at))[0];
+    if (!found) return undefined;
+    if (!isDeepStrictEqual(found.arguments, record.arguments)) {
+      throw new ThymosError(ErrorCode.IDEMPOTENCY_CONFLICT, `${record.tool}: the idempotency key ${JSON.stringify(record.idempotency_key)} belongs to call ${found.call_id} (${found.status}), made with other arguments; give another key, or the same arguments`, {
+        details: { call_id: found.call_id },
+      });
+    }
+    return { ...found, replayed: true };
+  }
+}
