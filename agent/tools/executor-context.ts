@@ -13,6 +13,8 @@ export interface ExecutorContext {
   idempotencyKey: string;
   /** Fires at the tool's timeout, or when the agent stops or the caller cancels. */
   signal: AbortSignal;
+  /** When the timeout fires (epoch ms): a retry that would end later is not tried. */
+  deadline: number;
   /** The value of a named environment variable; TOOL_FAILED when it is unset. */
   secret(env: string): string;
   /** One of the agent's own environment variables, as it is (for what a Subprocess passes through). */

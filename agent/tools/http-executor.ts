@@ -1,3 +1,5 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+
 import { fillUrl, parseUrlTemplate, UrlInputError } from '../../shared/domain/http-url.js';
 import type { HttpExecutor, Tool } from '../../shared/domain/tool-schema.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
@@ -9,8 +11,10 @@ const MAX_REDIRECTS = 5;
  * Runs an Http tool: the URL from its template (origin fixed, input percent-encoded into path
  * segments and query values), fixed headers and secrets from the environment, the body as the
  * JSON of the named input fields. A redirect is followed only within the same origin; a
- * non-2xx answer is TOOL_FAILED with its status; a body larger than the tool's limit is
- * TOOL_OUTPUT_TOO_LARGE. A JSON answer is parsed; any other is text.
+ * non-2xx answer is TOOL_FAILED with its status (429 is TOOL_RATE_LIMITED); a 429 or 503 with
+ * `Retry-After` is tried once more for a read-only tool or one with an `idempotencyKey`, when
+ * the wait fits in the timeout; a body larger than the tool's limit is TOOL_OUTPUT_TOO_LARGE. A
+ * JSON answer is parsed; any other is text.
  */
 export async function runHttp(tool: Tool, input: Record<string, unknown>, ctx: ExecutorContext): Promise<unknown> {
   const exec = tool.executor as HttpExecutor;
@@ -30,11 +34,44 @@ export async function runHttp(tool: Tool, input: Record<string, unknown>, ctx: E
     body = JSON.stringify(Object.fromEntries(exec.body.filter((f) => input[f] !== undefined).map((f) => [f, input[f]])));
     headers['content-type'] = 'application/json';
   }
-  let method: string = exec.method;
+  // A 429 or 503 that says when to come back is tried once more, where repeating it is safe and the wait fits in the timeout.
+  const repeatable = tool.sideEffect === 'read_only' || tool.idempotencyKey != null;
+  for (let attempt = 0; ; attempt++) {
+    const answer = await exchange(tool, template.origin, { url, method: exec.method, headers, body }, ctx);
+    if (answer.ok) return answer.value;
+    const wait = answer.status === 429 || answer.status === 503 ? retryAfterMs(answer.retryAfter) : undefined;
+    if (attempt === 0 && repeatable && wait !== undefined && Date.now() + wait < ctx.deadline) {
+      try {
+        await sleep(wait, undefined, { signal: ctx.signal });
+      } catch {
+        throw ctx.signal.reason;
+      }
+      continue;
+    }
+    const details = { status: answer.status, ...(wait !== undefined ? { retry_after_ms: wait } : {}) };
+    const said = `${ctx.tool}: the service answered ${answer.status} ${answer.statusText}${answer.text ? `: ${answer.text.slice(0, 300)}` : ''}`;
+    if (answer.status === 429) throw new ThymosError(ErrorCode.TOOL_RATE_LIMITED, `${said}${attempt > 0 ? ' (after one retry)' : ''}`, { details });
+    throw new ThymosError(ErrorCode.TOOL_FAILED, `${said}${attempt > 0 ? ' (after one retry)' : ''}`, { details });
+  }
+}
+
+/** `Retry-After` in ms: delay-seconds, or an HTTP date; undefined when absent or unreadable. */
+function retryAfterMs(value: string | null): number | undefined {
+  if (value === null) return undefined;
+  if (/^\s*\d+\s*$/.test(value)) return Number(value) * 1000;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
+}
+
+type Answer = { ok: true; value: unknown } | { ok: false; status: number; statusText: string; text: string; retryAfter: string | null };
+
+/** One request, following redirects within the origin; a 2xx answer parsed (JSON, else text). */
+async function exchange(tool: Tool, origin: string, req: { url: URL; method: string; headers: Record<string, string>; body: string | undefined }, ctx: ExecutorContext): Promise<Answer> {
+  let { url, method, body } = req;
   for (let hop = 0; ; hop++) {
     let res: Response;
     try {
-      res = await fetch(url, { method, headers, body, redirect: 'manual', signal: ctx.signal });
+      res = await fetch(url, { method, headers: req.headers, body, redirect: 'manual', signal: ctx.signal });
     } catch (err) {
       if (ctx.signal.aborted) throw ctx.signal.reason;
       throw new ThymosError(ErrorCode.TOOL_FAILED, `${ctx.tool}: ${method} ${url.origin}${url.pathname} failed: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}`);
@@ -42,7 +79,7 @@ export async function runHttp(tool: Tool, input: Record<string, unknown>, ctx: E
     if (res.status >= 300 && res.status < 400 && res.headers.has('location')) {
       await res.body?.cancel();
       const next = new URL(res.headers.get('location')!, url);
-      if (next.origin !== template.origin) throw new ThymosError(ErrorCode.TOOL_FAILED, `${ctx.tool}: the service redirected to another origin (${next.origin}); refused`, { details: { status: res.status } });
+      if (next.origin !== origin) throw new ThymosError(ErrorCode.TOOL_FAILED, `${ctx.tool}: the service redirected to another origin (${next.origin}); refused`, { details: { status: res.status } });
       if (hop >= MAX_REDIRECTS) throw new ThymosError(ErrorCode.TOOL_FAILED, `${ctx.tool}: more than ${MAX_REDIRECTS} redirects`, { details: { status: res.status } });
       if (res.status === 303 || ((res.status === 301 || res.status === 302) && method === 'POST')) {
         method = 'GET';
@@ -52,17 +89,15 @@ export async function runHttp(tool: Tool, input: Record<string, unknown>, ctx: E
       continue;
     }
     const text = ctx.redact(await readCapped(res, tool.outputLimitBytes, ctx.tool));
-    if (!res.ok) {
-      throw new ThymosError(ErrorCode.TOOL_FAILED, `${ctx.tool}: the service answered ${res.status} ${res.statusText}${text ? `: ${text.slice(0, 300)}` : ''}`, { details: { status: res.status } });
-    }
+    if (!res.ok) return { ok: false, status: res.status, statusText: res.statusText, text, retryAfter: res.headers.get('retry-after') };
     if (/\bjson\b/i.test(res.headers.get('content-type') ?? '')) {
       try {
-        return JSON.parse(text) as unknown;
+        return { ok: true, value: JSON.parse(text) as unknown };
       } catch {
         throw new ThymosError(ErrorCode.TOOL_FAILED, `${ctx.tool}: the service said JSON but sent something else`, { details: { status: res.status } });
       }
     }
-    return text;
+    return { ok: true, value: text };
   }
 }
 

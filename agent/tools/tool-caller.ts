@@ -12,6 +12,7 @@ import type { NewMemory } from '../memory/agent-memory.js';
 import type { RuntimeGate } from '../runtime/runtime-ports.js';
 import { CallApprovals, type SubmitPending } from './call-approvals.js';
 import { CallKeys, idempotencyKey } from './call-keys.js';
+import { CallLimits } from './call-limits.js';
 import type { ExecutorContext } from './executor-context.js';
 import { runHttp } from './http-executor.js';
 import { runScript } from './script-executor.js';
@@ -82,6 +83,7 @@ export class ToolCaller {
   readonly #redactor: SecretRedactor;
   readonly #approvals: CallApprovals;
   readonly #keys: CallKeys;
+  readonly #limits = new CallLimits();
   readonly #listeners = new Set<(record: ToolCallRecord) => void>();
   #recent: ToolCallRecord[] = [];
   readonly #counts = new Map<string, number>();
@@ -207,14 +209,31 @@ export class ToolCaller {
     });
   }
 
+  /**
+   * Runs the call within its timeout, which counts from here: its turn under the tool's limits,
+   * then the executor. Saved as running only once its turn comes (a call that never got one is
+   * refused, and a crash while it waits leaves nothing interrupted).
+   */
+  async #runAndFinish(tool: Tool, record: ToolCallRecord, callerSignal?: AbortSignal): Promise<ToolCallRecord> {
+    const timeout = new AbortController();
+    const timer = setTimeout(() => timeout.abort(new ThymosError(ErrorCode.TOOL_TIMEOUT, `${record.tool} did not finish within ${tool.timeoutMs} ms (timeoutMs)`)), tool.timeoutMs);
+    const signal = AbortSignal.any([timeout.signal, this.#o.gate.signal(), ...(callerSignal ? [callerSignal] : [])]);
+    const deadline = Date.now() + tool.timeoutMs;
+    try {
+      return await this.#limits.take(record.tool, tool, signal, () => this.#runNow(tool, record, signal, deadline), (error) => this.#finish(record, tool, { status: 'refused', error }, 0));
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   /** Saves the call as running, runs it, and records how it ended. */
-  async #runAndFinish(tool: Tool, record: ToolCallRecord, signal?: AbortSignal): Promise<ToolCallRecord> {
+  async #runNow(tool: Tool, record: ToolCallRecord, signal: AbortSignal, deadline: number): Promise<ToolCallRecord> {
     const running: ToolCallRecord = { ...record, status: 'running' };
     await this.#save(running);
     const started = performance.now();
     let outcome: { status: CallStatus; result?: unknown; error?: ThymosError };
     try {
-      outcome = { result: await this.#run(record.tool, tool, running, signal), status: 'ok' };
+      outcome = { result: await this.#run(record.tool, tool, running, signal, deadline), status: 'ok' };
     } catch (err) {
       outcome = { error: toThymosError(err, ErrorCode.TOOL_FAILED), status: 'failed' };
     }
@@ -267,10 +286,7 @@ export class ToolCaller {
     return undefined;
   }
 
-  async #run(name: string, tool: Tool, record: ToolCallRecord, callerSignal: AbortSignal | undefined): Promise<unknown> {
-    const timeout = new AbortController();
-    const timer = setTimeout(() => timeout.abort(new ThymosError(ErrorCode.TOOL_TIMEOUT, `${name} did not finish within ${tool.timeoutMs} ms (timeoutMs)`)), tool.timeoutMs);
-    const signal = AbortSignal.any([timeout.signal, this.#o.gate.signal(), ...(callerSignal ? [callerSignal] : [])]);
+  async #run(name: string, tool: Tool, record: ToolCallRecord, signal: AbortSignal, deadline: number): Promise<unknown> {
     const ctx: ExecutorContext = {
       tool: name,
       agent: this.#o.agent,
@@ -279,6 +295,7 @@ export class ToolCaller {
       callId: record.call_id,
       idempotencyKey: record.idempotency_key,
       signal,
+      deadline,
       secret: (env) => {
         const value = this.#o.env[env]?.trim();
         if (!value) throw new ThymosError(ErrorCode.TOOL_FAILED, `${name}: the environment variable ${env} that holds its secret is not set in the agent's environment`);
@@ -294,13 +311,9 @@ export class ToolCaller {
       signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
     });
     aborted.catch(() => undefined);
-    try {
-      const result = await Promise.race([EXECUTORS[tool.executor.kind](tool, record.arguments, ctx), aborted]);
-      // Secrets are taken out before anything quotes or cuts the result (an output error shows a part of it).
-      return checkOutput(name, tool, this.redact(result));
-    } finally {
-      clearTimeout(timer);
-    }
+    const result = await Promise.race([EXECUTORS[tool.executor.kind](tool, record.arguments, ctx), aborted]);
+    // Secrets are taken out before anything quotes or cuts the result (an output error shows a part of it).
+    return checkOutput(name, tool, this.redact(result));
   }
 
   async #finish(record: ToolCallRecord, tool: Tool | undefined, outcome: { status: CallStatus; result?: unknown; error?: ThymosError }, ms: number): Promise<ToolCallRecord> {

@@ -115,6 +115,10 @@ export const ToolSchema = z
     outputLimitBytes: z.number().int().min(1).max(16 * 1024 * 1024).default(65_536),
     idempotencyKey: z.string().min(1).nullish(),
     reasonRequired: z.boolean().nullish(),
+    /** How many calls of the tool run at once in one agent; the others wait their turn within their timeout. */
+    maxConcurrent: z.number().int().min(1).max(10_000).nullish(),
+    /** How many calls of the tool start in any 60 s (a sliding window) in one agent. */
+    ratePerMinute: z.number().int().min(1).max(1_000_000).nullish(),
   })
   .strict();
 export type Tool = z.infer<typeof ToolSchema>;
