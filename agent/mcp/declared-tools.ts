@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { needsReason, type Tool } from '../../shared/domain/tool-schema.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { REQUESTER_HEADER } from '../../shared/protocol/fleet-names.js';
-import { IDEMPOTENCY_META, IdempotencyKeySchema, type ToolCallRecord } from '../../shared/protocol/tool-call.js';
+import { CallChainSchema, CHAIN_META, IDEMPOTENCY_META, IdempotencyKeySchema, type ToolCallRecord } from '../../shared/protocol/tool-call.js';
 import type { ToolCaller } from '../tools/tool-caller.js';
 import { inputShape, outputShape, toolAnnotations } from '../tools/tool-shapes.js';
 import { guard, toolError } from './tool-kit.js';
@@ -34,6 +34,15 @@ function callerKey(extra: RequestHandlerExtra<ServerRequest, ServerNotification>
   if (given === undefined) return undefined;
   const parsed = IdempotencyKeySchema.safeParse(given);
   if (!parsed.success) throw new ThymosError(ErrorCode.INVALID_INPUT, `_meta.${IDEMPOTENCY_META}: ${parsed.error.issues[0]!.message}`, { location: { path: `_meta.${IDEMPOTENCY_META}` } });
+  return parsed.data;
+}
+
+/** The agents a chain of Mcp calls passed through before this request, from its `_meta`; INVALID_INPUT when it is not such a list. */
+function callChain(extra: RequestHandlerExtra<ServerRequest, ServerNotification>): string[] | undefined {
+  const given = extra._meta?.[CHAIN_META];
+  if (given === undefined) return undefined;
+  const parsed = CallChainSchema.safeParse(given);
+  if (!parsed.success) throw new ThymosError(ErrorCode.INVALID_INPUT, `_meta.${CHAIN_META}: expected a list of agent ids (at most 64)`, { location: { path: `_meta.${CHAIN_META}` } });
   return parsed.data;
 }
 
@@ -95,7 +104,7 @@ export function registerDeclaredTools(server: McpServer, id: string, caller: Too
         annotations: { title: name, ...toolAnnotations(tool) },
         _meta: { 'thymos/tool': { sideEffect: tool.sideEffect, permission: tool.permission, tags: tool.tags } },
       },
-      async (args: Record<string, unknown>, extra) => guard(async () => callResult(await caller.call(name, args, { caller: callerOf(server, extra), signal: extra.signal, idempotencyKey: callerKey(extra) }), tool)),
+      async (args: Record<string, unknown>, extra) => guard(async () => callResult(await caller.call(name, args, { caller: callerOf(server, extra), signal: extra.signal, idempotencyKey: callerKey(extra), chain: callChain(extra) }), tool)),
     );
   }
   server.registerTool(

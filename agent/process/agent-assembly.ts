@@ -95,6 +95,7 @@ export async function assembleAgent(
     allowAdmin: config.tools.allow_admin,
     approvalTimeoutS: config.tools.approval_timeout_s,
     maxPending: config.tools.max_pending,
+    maxHops: config.tools.max_hops,
     env: process.env,
     logger,
   });

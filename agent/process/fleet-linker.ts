@@ -102,7 +102,10 @@ export async function linkToFleet(parts: FleetLinkParts): Promise<FleetLinks> {
     await once('approvals', async () => {
       const { SupervisorRequester } = await import('../../shared/nats/supervisor-requester.js');
       const supervisor = SupervisorRequester.control(nc, config.supervisor.request_timeout_ms, names);
-      await parts.tools.link(async (call) => (await supervisor.request('call_pending', { call })).decision);
+      await parts.tools.link(
+        async (call) => (await supervisor.request('call_pending', { call })).decision,
+        (id, tool, wake, timeoutMs) => supervisor.request('agent_endpoint', { id, from: options.agentId, tool, wake }, { timeoutMs }),
+      );
     });
     await once('embedder', async () => {
       if (!config.embedding.enabled) return;

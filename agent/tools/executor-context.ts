@@ -13,6 +13,8 @@ export interface ExecutorContext {
   idempotencyKey: string;
   /** Fires at the tool's timeout, or when the agent stops or the caller cancels. */
   signal: AbortSignal;
+  /** The agents the chain of calls that led here passed through, first first (empty for a call from outside). */
+  chain: readonly string[];
   /** When the timeout fires (epoch ms): a retry that would end later is not tried. */
   deadline: number;
   /** The value of a named environment variable; TOOL_FAILED when it is unset. */

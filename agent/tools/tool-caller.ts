@@ -15,6 +15,7 @@ import { CallKeys, idempotencyKey } from './call-keys.js';
 import { CallLimits } from './call-limits.js';
 import type { ExecutorContext } from './executor-context.js';
 import { runHttp } from './http-executor.js';
+import { type FindEndpoint, McpExecutors } from './mcp-executor.js';
 import { runScript } from './script-executor.js';
 import { SecretRedactor } from './secret-redactor.js';
 import { runSubprocess, subprocessArgs } from './subprocess-executor.js';
@@ -43,6 +44,8 @@ export interface ToolCallerOptions {
   approvalTimeoutS: number;
   /** How many calls may wait for approval at once (`[tools] max_pending`). */
   maxPending: number;
+  /** How many agents a chain of Mcp calls may pass through (`[tools] max_hops`). */
+  maxHops: number;
   env: NodeJS.ProcessEnv;
   logger: Logger;
 }
@@ -53,10 +56,12 @@ export interface CallRequest {
   signal?: AbortSignal | undefined;
   /** The caller's idempotency key (MCP: `_meta["thymos/idempotency_key"]`), used when the tool declares no `idempotencyKey`. */
   idempotencyKey?: string | undefined;
+  /** The agents a chain of Mcp calls passed through before this one (MCP: `_meta["thymos/chain"]`). */
+  chain?: readonly string[] | undefined;
 }
 
-/** What runs a call, by the executor's kind. */
-const EXECUTORS: Record<Tool['executor']['kind'], (tool: Tool, input: Record<string, unknown>, ctx: ExecutorContext) => Promise<unknown>> = {
+/** What runs a call, by the executor's kind (Mcp keeps sessions, so each ToolCaller has its own). */
+const EXECUTORS: Record<Exclude<Tool['executor']['kind'], 'mcp'>, (tool: Tool, input: Record<string, unknown>, ctx: ExecutorContext) => Promise<unknown>> = {
   http: runHttp,
   script: runScript,
   subprocess: runSubprocess,
@@ -84,6 +89,7 @@ export class ToolCaller {
   readonly #approvals: CallApprovals;
   readonly #keys: CallKeys;
   readonly #limits = new CallLimits();
+  readonly #mcp: McpExecutors;
   readonly #listeners = new Set<(record: ToolCallRecord) => void>();
   #recent: ToolCallRecord[] = [];
   readonly #counts = new Map<string, number>();
@@ -92,6 +98,7 @@ export class ToolCaller {
     this.#o = options;
     this.#redactor = new SecretRedactor(Object.values(options.tools), options.env);
     this.#keys = new CallKeys((tool, key) => options.calls.callsWithKey(tool, key));
+    this.#mcp = new McpExecutors(options.agent);
     this.#approvals = new CallApprovals({
       agent: options.agent,
       tools: options.tools,
@@ -113,8 +120,9 @@ export class ToolCaller {
     });
   }
 
-  /** Links the agent's approvals to the supervisor (see `CallApprovals`). */
-  link(submit: SubmitPending): Promise<void> {
+  /** Links the agent's approvals to the supervisor (see `CallApprovals`), and its Mcp tools to the other agents. */
+  link(submit: SubmitPending, find: FindEndpoint): Promise<void> {
+    this.#mcp.link(find);
     return this.#approvals.link(submit);
   }
 
@@ -131,6 +139,7 @@ export class ToolCaller {
   /** Stops handing pending calls to the supervisor (the agent is stopping). */
   close(): void {
     this.#approvals.close();
+    void this.#mcp.close();
   }
 
   /** Calls `listener` with each call's record as it changes (pending, decided, running, ended); returns how to stop. */
@@ -201,9 +210,10 @@ export class ToolCaller {
         status: 'running',
         requested_at: new Date().toISOString(),
         idempotency_key: idempotencyKey(tool, input, callId, request.idempotencyKey),
+        ...(request.chain?.length ? { chain: [...request.chain] } : {}),
       };
       // Refused before an earlier call's outcome is looked for: a caller that may not run the tool now does not read one either.
-      const refusal = this.#refusal(name, tool);
+      const refusal = this.#refusal(name, tool, record.chain ?? []);
       if (refusal) return this.#finish(record, tool, { error: refusal, status: 'refused' }, 0);
       return this.#keys.once(tool, record, () => (tool.permission === 'confirm' ? this.#await(record, tool) : this.#runAndFinish(tool, record, request.signal)));
     });
@@ -280,7 +290,13 @@ export class ToolCaller {
   }
 
   /** Why this call may not run now, or undefined. */
-  #refusal(name: string, tool: Tool): ThymosError | undefined {
+  #refusal(name: string, tool: Tool, chain: readonly string[]): ThymosError | undefined {
+    if (tool.executor.kind === 'mcp' && tool.executor.agent != null) {
+      const path = [...chain, this.#o.agent];
+      const shown = [...path, tool.executor.agent].join(' → ');
+      if (path.includes(tool.executor.agent)) return new ThymosError(ErrorCode.TOOL_DENIED, `${name} would call ${tool.executor.agent}, which this chain of calls passed through already (${shown}): refused rather than looped`);
+      if (path.length > this.#o.maxHops) return new ThymosError(ErrorCode.TOOL_DENIED, `${name} would make a chain of ${path.length + 1} agents (${shown}); [tools] max_hops is ${this.#o.maxHops}`);
+    }
     if (tool.permission === 'admin' && !this.#o.allowAdmin) return new ThymosError(ErrorCode.TOOL_DENIED, `${name} is an admin tool; it runs only with [tools] allow_admin = true`);
     if (tool.sideEffect !== 'read_only' && !this.#o.gate.isActive()) return new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.#o.agent} is listening (passive): it runs only read-only tools now, and ${name} is ${tool.sideEffect}`);
     return undefined;
@@ -295,6 +311,7 @@ export class ToolCaller {
       callId: record.call_id,
       idempotencyKey: record.idempotency_key,
       signal,
+      chain: record.chain ?? [],
       deadline,
       secret: (env) => {
         const value = this.#o.env[env]?.trim();
@@ -311,7 +328,8 @@ export class ToolCaller {
       signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
     });
     aborted.catch(() => undefined);
-    const result = await Promise.race([EXECUTORS[tool.executor.kind](tool, record.arguments, ctx), aborted]);
+    const run = tool.executor.kind === 'mcp' ? this.#mcp.run(tool, record.arguments, ctx) : EXECUTORS[tool.executor.kind](tool, record.arguments, ctx);
+    const result = await Promise.race([run, aborted]);
     // Secrets are taken out before anything quotes or cuts the result (an output error shows a part of it).
     return checkOutput(name, tool, this.redact(result));
   }

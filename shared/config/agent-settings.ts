@@ -158,6 +158,12 @@ export const ToolsSettingsSchema = z
     approval_timeout_s: z.number().int().min(1).max(30 * 86_400).default(86_400),
     /** How many calls of one agent may wait for approval at once; another is refused (TOOL_DENIED). @default 100 */
     max_pending: z.number().int().min(1).max(10_000).default(100),
+    /**
+     * How many agents a chain of Mcp calls may pass through, the first caller included (A → B →
+     * C is 3); a call that would go further, or back to an agent the chain passed, is refused
+     * (TOOL_DENIED). @default 4
+     */
+    max_hops: z.number().int().min(1).max(32).default(4),
   })
   .strict();
 export type ToolsSettings = z.infer<typeof ToolsSettingsSchema>;

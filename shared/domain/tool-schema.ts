@@ -89,6 +89,23 @@ export const SubprocessExecutorSchema = z
   .strict();
 export type SubprocessExecutor = z.infer<typeof SubprocessExecutorSchema>;
 
+export const McpExecutorSchema = z
+  .object({
+    kind: z.literal('mcp'),
+    /** Another MCP server's Streamable HTTP endpoint, fixed here. */
+    url: z.string().min(1).nullish(),
+    /** Or another agent of the fleet, by id: its address and token come from the supervisor. */
+    agent: z.string().min(1).nullish(),
+    /** The tool to call there. */
+    tool: z.string().min(1).max(128),
+    /** A bearer token for `url`, from the agent's environment. */
+    token: SecretSchema.nullish(),
+    /** For `agent`: wake it (make it Active) when it is not, and wait within the timeout; unset, a Dormant agent is AGENT_NOT_ACTIVE. */
+    wake: z.boolean().default(false),
+  })
+  .strict();
+export type McpExecutor = z.infer<typeof McpExecutorSchema>;
+
 /**
  * The fields of an input or output by name. A `__proto__` key is refused before the record is
  * read: zod would drop it without a word, and a field declared must never vanish.
@@ -110,7 +127,7 @@ export const ToolSchema = z
     output: fieldRecord.nullish(),
     sideEffect: z.enum(SIDE_EFFECTS),
     permission: z.enum(PERMISSIONS).default('safe'),
-    executor: z.discriminatedUnion('kind', [HttpExecutorSchema, ScriptExecutorSchema, SubprocessExecutorSchema]),
+    executor: z.discriminatedUnion('kind', [HttpExecutorSchema, ScriptExecutorSchema, SubprocessExecutorSchema, McpExecutorSchema]),
     timeoutMs: z.number().int().min(1).max(600_000).default(10_000),
     outputLimitBytes: z.number().int().min(1).max(16 * 1024 * 1024).default(65_536),
     idempotencyKey: z.string().min(1).nullish(),
@@ -147,6 +164,7 @@ export function toolProblems(tools: Record<string, Tool>, agents: Readonly<Recor
     for (const f of keyFields(tool.idempotencyKey ?? '')) if (!Object.hasOwn(tool.input, f)) problems.push([`${at}.idempotencyKey`, `{${f}} is not an input field (${Object.keys(tool.input).join(', ') || 'none'})`]);
     if (tool.executor.kind === 'http') problems.push(...httpProblems(at, tool));
     if (tool.executor.kind === 'subprocess') problems.push(...subprocessProblems(at, tool));
+    if (tool.executor.kind === 'mcp') problems.push(...mcpProblems(at, tool.executor, agents));
     if (tool.executor.kind === 'script' && !/\.(m?js|cjs)$/.test(tool.executor.path)) problems.push([`${at}.executor.path`, `expected a compiled JavaScript module (.js, .mjs or .cjs); got ${JSON.stringify(tool.executor.path)}`]);
   }
   for (const [id, agent] of Object.entries(agents)) {
@@ -230,11 +248,31 @@ function subprocessProblems(at: string, tool: Tool): Array<[string, string]> {
   return out;
 }
 
+function mcpProblems(at: string, exec: McpExecutor, agents: Readonly<Record<string, unknown>>): Array<[string, string]> {
+  const out: Array<[string, string]> = [];
+  if ((exec.url == null) === (exec.agent == null)) return [[`${at}.executor`, 'an Mcp executor names either url (another MCP server) or agent (another agent of the fleet), not both or neither']];
+  if (exec.url != null) {
+    let url: URL | undefined;
+    try {
+      url = new URL(exec.url);
+    } catch {
+      out.push([`${at}.executor.url`, `expected an http(s) URL; got ${JSON.stringify(exec.url)}`]);
+    }
+    if (url && (!/^https?:$/.test(url.protocol) || url.username || url.password || url.hash || /[{}]/.test(exec.url))) out.push([`${at}.executor.url`, 'expected an http(s) URL without user, password, fragment or placeholders: the endpoint is fixed in the schema']);
+    if (exec.wake) out.push([`${at}.executor.wake`, 'wake is for another agent of the fleet (agent), not a url']);
+  } else {
+    if (!Object.hasOwn(agents, exec.agent!)) out.push([`${at}.executor.agent`, `no agent ${JSON.stringify(exec.agent)} in the domain; expected one of ${Object.keys(agents).join(', ') || '(none)'}`]);
+    if (exec.token) out.push([`${at}.executor.token`, "another agent's token comes from the supervisor; a token is for a url"]);
+  }
+  return out;
+}
+
 /** Every secret a tool reads, with where it is declared (relative to the tool). */
 export function toolSecrets(tool: Tool): Array<{ path: string; secret: Secret }> {
   const e = tool.executor;
   if (e.kind === 'http') return Object.entries(e.headers).flatMap(([h, v]) => (typeof v === 'string' ? [] : [{ path: `executor.headers.${h}`, secret: v }]));
   if (e.kind === 'subprocess') return Object.entries(e.secrets).map(([name, secret]) => ({ path: `executor.secrets.${name}`, secret }));
+  if (e.kind === 'mcp' && e.token) return [{ path: 'executor.token', secret: e.token }];
   return [];
 }
 

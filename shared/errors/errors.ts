@@ -159,3 +159,8 @@ export function toThymosError(err: unknown, code: ErrorCode = ErrorCode.INTERNAL
   const message = err instanceof Error ? err.message : String(err);
   return new ThymosError(code, message, { cause: err });
 }
+
+/** `code` when it is one of Thymos's codes (as a reply from another process says it), else `fallback`. */
+export function knownCode(code: unknown, fallback: ErrorCode): ErrorCode {
+  return typeof code === 'string' && Object.hasOwn(ErrorCode, code) ? ErrorCode[code as keyof typeof ErrorCode] : fallback;
+}

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 
 import { AgentIdSchema, LifecycleStateSchema } from '../domain/domain-schema.js';
+import { ToolNameSchema } from '../domain/tool-schema.js';
 import { WireErrorSchema } from '../errors/errors.js';
 import { ReconcileContextSchema } from './reconcile-context.js';
 import { ApprovalDecisionSchema, CallDecisionReportSchema, PendingCallSchema } from './tool-call.js';
@@ -81,6 +82,10 @@ export const TransitionRecordSchema = z.object({
 });
 export type TransitionRecord = z.infer<typeof TransitionRecordSchema>;
 
+/** Where one agent's MCP endpoint is, for another agent's Mcp tool. */
+export const AgentEndpointSchema = z.object({ url: z.string(), token: z.string().nullable(), pid: z.number().int().nullable(), woken: z.boolean() });
+export type AgentEndpoint = z.infer<typeof AgentEndpointSchema>;
+
 /** Requests to `<fleet>.supervisor.<op>`; the op is the last subject token. */
 export const SupervisorRequestSchemas = {
   reconcile: z.object({ context: ReconcileContextSchema, dry_run: z.boolean().default(false), strict: z.boolean().default(false), progress: z.string().optional() }).strict(),
@@ -100,6 +105,12 @@ export const SupervisorRequestSchemas = {
   approvals: z.object({ id: AgentIdSchema.optional() }).strict(),
   approve: z.object({ id: AgentIdSchema, call_id: z.string().min(1).max(64), reason: z.string().trim().min(1).max(2000) }).strict(),
   refuse: z.object({ id: AgentIdSchema, call_id: z.string().min(1).max(64), reason: z.string().trim().min(1).max(2000) }).strict(),
+  /**
+   * Where agent `from` reaches agent `id` for its Mcp tool `tool` (which must target `id`, and
+   * be granted to `from`): the MCP address and token. With `wake`, a Dormant or Listening agent
+   * is made Active first; without, a Dormant one is AGENT_NOT_ACTIVE.
+   */
+  agent_endpoint: z.object({ id: AgentIdSchema, from: AgentIdSchema, tool: ToolNameSchema, wake: z.boolean().default(false), progress: z.string().optional() }).strict(),
 } as const;
 export type SupervisorOp = keyof typeof SupervisorRequestSchemas;
 export const SUPERVISOR_OPS = Object.keys(SupervisorRequestSchemas) as SupervisorOp[];
@@ -123,6 +134,7 @@ export const SupervisorResultSchemas = {
   approvals: z.array(PendingCallSchema),
   approve: CallDecisionReportSchema,
   refuse: CallDecisionReportSchema,
+  agent_endpoint: AgentEndpointSchema,
 } as const satisfies Record<SupervisorOp, z.ZodType>;
 
 /** Every supervisor reply: a result or an error with a stable code. */

@@ -17,6 +17,16 @@ export type CallStatus = z.infer<typeof CallStatusSchema>;
 /** Where a caller puts its own idempotency key in an MCP `tools/call` request: `params._meta["thymos/idempotency_key"]`. */
 export const IDEMPOTENCY_META = 'thymos/idempotency_key';
 
+/**
+ * Where a chain of agent calls says which agents it passed through, first first:
+ * `params._meta["thymos/chain"]`. An Mcp call to an agent already in it, or past `[tools]
+ * max_hops`, is refused.
+ */
+export const CHAIN_META = 'thymos/chain';
+
+/** The agents a chain of calls passed through (at most 64: it is refused long before). */
+export const CallChainSchema = z.array(AgentIdSchema).max(64);
+
 /** An idempotency key a caller gives: visible ASCII, fit for an HTTP header. */
 export const IdempotencyKeySchema = z.string().regex(/^[\x21-\x7e]{1,255}$/, 'expected an idempotency key: 1 to 255 visible ASCII characters');
 
@@ -41,6 +51,8 @@ export const ToolCallRecordSchema = z.object({
   /** Who approved or refused it, and why. */
   decided_by: z.string().optional(),
   decision_reason: z.string().optional(),
+  /** The agents a chain of Mcp calls passed through before this call, first first. */
+  chain: z.array(z.string()).optional(),
   /** Set on an answer, never saved: this is an earlier call with the same idempotency key, and nothing ran now. */
   replayed: z.boolean().optional(),
 });

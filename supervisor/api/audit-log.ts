@@ -46,7 +46,7 @@ export class AuditLog {
   }
 }
 
-const AUDITED_FIELDS = new Set(['call_id', 'tool', 'decision', 'delivered']);
+const AUDITED_FIELDS = new Set(['call_id', 'tool', 'decision', 'delivered', 'woken']);
 
 /** What a report changed, for an entry's `details`: its non-empty lists of agents (at most 100 each), and an approval's call, tool and decision. */
 export function auditDetails(result: unknown): Record<string, unknown> | undefined {

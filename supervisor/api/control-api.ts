@@ -31,7 +31,8 @@ export interface ControlApiOptions<S extends Schemas, R extends { [K in keyof S]
   /** The op whose invalid requests are INVALID_CONTEXT (reported without the `context.` prefix). */
   contextOp?: keyof S & string;
   /** Records the ops in `ops` (control actions, not reads) with who asked and how they ended. */
-  audit?: { log: AuditLog; ops: ReadonlySet<string> };
+  /** Ops whose requests are audited; `only` narrows an op to the requests worth it (an agent woken, not every lookup). */
+  audit?: { log: AuditLog; ops: ReadonlySet<string>; only?: Readonly<Record<string, (request: unknown) => boolean>> };
 }
 
 /**
@@ -83,6 +84,7 @@ export class ControlApi<S extends Schemas, R extends { [K in keyof S]: z.ZodType
         },
         onReply: audit?.ops.has(op)
           ? (reply: CodedReply, request, msg, ms) => {
+              if (audit.only?.[op] && !audit.only[op](request)) return undefined;
               const id = (request as { id?: unknown } | undefined)?.id;
               return audit.log.record({
                 at: new Date().toISOString(),

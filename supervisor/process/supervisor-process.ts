@@ -20,6 +20,7 @@ import { writeAtomic } from '../../shared/platform/write-atomic.js';
 import { FleetNames } from '../../shared/protocol/fleet-names.js';
 import { type FleetStatus, SupervisorRequestSchemas, SupervisorResultSchemas } from '../../shared/protocol/supervisor-protocol.js';
 import type { ApprovalDecision } from '../../shared/protocol/tool-call.js';
+import { AgentEndpoints } from '../api/agent-endpoints.js';
 import { ApprovalBook } from '../api/approval-book.js';
 import { auditDetails, AuditLog } from '../api/audit-log.js';
 import { ControlApi } from '../api/control-api.js';
@@ -107,7 +108,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     const self: FleetStatus['supervisor'] = { pid: process.pid, started_at: new Date().toISOString(), metrics_url: metricsUrl, nats_url: natsUrl };
 
     const audit = new AuditLog(paths.audit, logger);
-    const apis = [supervisorControlApi(nc, names, { controller, approvals: await openApprovals(db, link, config, logger, cleanup) }, audit, () => ({ ...self, pool: pool?.stats() ?? null }), logger), worldControlApi(nc, world, logger, names)];
+    const apis = [supervisorControlApi(nc, names, { controller, approvals: await openApprovals(db, link, config, logger, cleanup), endpoints: new AgentEndpoints({ domain, config, entry: (id) => registry.get(id), wake: (id, onProgress) => controller!.operate('start', id, { mode: 'active', onProgress }) }) }, audit, () => ({ ...self, pool: pool?.stats() ?? null }), logger), worldControlApi(nc, world, logger, names)];
     for (const api of apis) {
       api.start();
       cleanup.push(() => api.stop());
@@ -258,7 +259,7 @@ async function openApprovals(db: Surreal, link: AgentLink, config: ThymosConfig,
 function supervisorControlApi(
   nc: NatsConnection,
   names: FleetNames,
-  { controller, approvals }: { controller: FleetController; approvals: ApprovalBook },
+  { controller, approvals, endpoints }: { controller: FleetController; approvals: ApprovalBook; endpoints: AgentEndpoints },
   audit: AuditLog,
   supervisor: () => FleetStatus['supervisor'],
   logger: Logger,
@@ -270,7 +271,7 @@ function supervisorControlApi(
       results: SupervisorResultSchemas,
       subject: (op) => names.supervisor(op),
       contextOp: 'reconcile',
-      audit: { log: audit, ops: new Set(['reconcile', 'start', 'stop', 'archive', 'restore', 'stop_all', 'approve', 'refuse']) },
+      audit: { log: audit, ops: new Set(['reconcile', 'start', 'stop', 'archive', 'restore', 'stop_all', 'approve', 'refuse', 'agent_endpoint']), only: { agent_endpoint: (r) => (r as { wake?: boolean }).wake === true } },
       handlers: {
         reconcile: (r, progress) => controller.reconcile(r.context, { dryRun: r.dry_run, strict: r.strict, onProgress: progress }),
         ping: async () => ({ pid: process.pid, started_at: supervisor().started_at }),
@@ -285,6 +286,7 @@ function supervisorControlApi(
         approvals: async (r) => approvals.pending(r.id),
         approve: (r, _progress, by) => approvals.decide(r.id, r.call_id, true, by, r.reason),
         refuse: (r, _progress, by) => approvals.decide(r.id, r.call_id, false, by, r.reason),
+        agent_endpoint: (r, progress) => endpoints.resolve(r, progress),
       },
     },
     logger,

@@ -31,6 +31,7 @@ export function memoryToolCaller(tools: Record<string, unknown>, dir: string, op
     allowAdmin: false,
     approvalTimeoutS: 60,
     maxPending: 3,
+    maxHops: 3,
     env: {},
     logger: createLogger({ level: 'silent' }),
     ...options.overrides,

@@ -99,6 +99,14 @@ tools {
     refused(run({ stdin: ['b'] }), /executor\.stdin/, /b is not an input field/);
     refused(run({ env: ['THYMOS_SECRET'] }), /executor\.env/, /THYMOS_ variables are Thymos's own/);
     refused(run({ env: ['TOKEN'], secrets: { TOKEN: { env: 'X' } } }), /executor\.secrets\.TOKEN/, /passed through by env as well/);
+    const mcp = (executor: Record<string, unknown>) => ({ agents: { desk: { persona: { name: 'D' } } }, tools: { t: tool({ executor: { kind: 'mcp', tool: 'x', ...executor } }) } });
+    refused(mcp({}), /^tools\.t\.executor$/, /either url .* or agent/);
+    refused(mcp({ url: 'http://127.0.0.1/mcp', agent: 'desk' }), /^tools\.t\.executor$/, /not both or neither/);
+    refused(mcp({ agent: 'smith' }), /executor\.agent/, /no agent "smith" in the domain; expected one of desk/);
+    refused(mcp({ url: 'http://127.0.0.1/{path}' }), /executor\.url/, /without user, password, fragment or placeholders/);
+    refused(mcp({ url: 'file:///etc/passwd' }), /executor\.url/, /http\(s\) URL/);
+    refused(mcp({ url: 'http://127.0.0.1/mcp', wake: true }), /executor\.wake/, /for another agent/);
+    refused(mcp({ agent: 'desk', token: { env: 'T' } }), /executor\.token/, /comes from the supervisor/);
   });
 
   test('an Http URL keeps its origin fixed: placeholders only in path segments and query values', () => {

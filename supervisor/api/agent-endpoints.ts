@@ -1,0 +1,50 @@
+import { agentMcpUrl, type ThymosConfig } from '../../shared/config/thymos-config.js';
+import type { DomainSchema } from '../../shared/domain/domain-schema.js';
+import { grantedTools } from '../../shared/domain/tool-schema.js';
+import { ErrorCode, knownCode, ThymosError } from '../../shared/errors/errors.js';
+import { readAgentToken } from '../../shared/platform/agent-token.js';
+import type { AgentEndpoint, ReconcileReport } from '../../shared/protocol/supervisor-protocol.js';
+
+export interface AgentEndpointsOptions {
+  domain: DomainSchema;
+  config: ThymosConfig;
+  /** Where an agent stands now. */
+  entry(id: string): { state: string; port: number | null; pid: number | null } | undefined;
+  /** Makes an agent Active, as `thymos start` does (no pin: the next reconcile decides again). */
+  wake(id: string, onProgress: (p: unknown) => void): Promise<ReconcileReport>;
+}
+
+/**
+ * Answers `agent_endpoint`: where agent `from` reaches agent `id` for its Mcp tool `tool`.
+ * Only for a declared Mcp tool that targets `id` and that `from`'s capabilities grant, so the
+ * address and token go to no agent the domain does not mean to call `id`. A Dormant agent is
+ * AGENT_NOT_ACTIVE, or with `wake` is made Active first (a Listening one too).
+ */
+export class AgentEndpoints {
+  readonly #o: AgentEndpointsOptions;
+
+  constructor(options: AgentEndpointsOptions) {
+    this.#o = options;
+  }
+
+  async resolve(r: { id: string; from: string; tool: string; wake: boolean }, onProgress: (p: unknown) => void): Promise<AgentEndpoint> {
+    const { domain, config } = this.#o;
+    const tool = Object.hasOwn(domain.tools, r.tool) ? domain.tools[r.tool] : undefined;
+    if (tool?.executor.kind !== 'mcp' || tool.executor.agent !== r.id) throw new ThymosError(ErrorCode.TOOL_DENIED, `${r.tool} is not a tool of the domain that calls ${r.id} (an Mcp executor with agent = "${r.id}")`);
+    const from = Object.hasOwn(domain.agents, r.from) ? domain.agents[r.from] : undefined;
+    if (!from || !Object.hasOwn(grantedTools(domain.tools, from.capabilities), r.tool)) throw new ThymosError(ErrorCode.TOOL_DENIED, `${r.from} is not granted ${r.tool}, so it is not told where ${r.id} is`);
+    let entry = this.#o.entry(r.id);
+    let woken = false;
+    if (r.wake && entry?.state !== 'active') {
+      const report = await this.#o.wake(r.id, onProgress);
+      const failed = report.failed.find((f) => f.id === r.id);
+      if (failed) throw new ThymosError(knownCode(failed.code, ErrorCode.AGENT_START_FAILED), failed.message);
+      entry = this.#o.entry(r.id);
+      woken = true;
+    }
+    if (!entry || entry.port === null || (entry.state !== 'active' && entry.state !== 'listening')) {
+      throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${r.id} is ${entry?.state ?? 'unknown'}: it answers tools only while it runs${r.wake ? '' : ` (the tool ${r.tool} may say wake = true)`}`);
+    }
+    return { url: agentMcpUrl(config, entry.port), token: config.mcp.require_token ? (readAgentToken(config.dataPath, r.id) ?? null) : null, pid: entry.pid, woken };
+  }
+}
