@@ -21,13 +21,14 @@ import { locomoScenario } from './locomo.js';
 import { recallScenario } from './recall.js';
 import { reconcileDecisionScenario } from './reconcile-decision.js';
 import type { Figure, Scenario, ScenarioResult } from './scenario.js';
+import { toolsScenario } from './tools.js';
 import { wakePoolScenario, wakeScenario } from './wake.js';
 import { wakeManyScenario } from './wake-many.js';
 import { worldLiveScenario } from './world-live.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RESULTS = join(ROOT, 'bench', 'results');
-const SCENARIOS: Scenario[] = [agentStartupScenario, clientImportScenario, recallScenario, reconcileDecisionScenario, fleetScaleScenario, wakeScenario, wakePoolScenario, wakeManyScenario, eventDeliveryScenario, worldLiveScenario, embeddingScenario, locomoScenario, faultsScenario, fuzzScenario];
+const SCENARIOS: Scenario[] = [agentStartupScenario, clientImportScenario, recallScenario, reconcileDecisionScenario, fleetScaleScenario, wakeScenario, wakePoolScenario, wakeManyScenario, eventDeliveryScenario, worldLiveScenario, toolsScenario, embeddingScenario, locomoScenario, faultsScenario, fuzzScenario];
 
 interface StoredResult extends ScenarioResult {
   machine: string;
@@ -63,6 +64,7 @@ const HEADLINES: Array<{ scenario: string; metric: RegExp; label: string; goal?:
   { scenario: 'wake-many', metric: /^50 agents Dormant|^a waiting spare/, label: 'Warm wake (pool of 50)' },
   { scenario: 'recall', metric: /^the default strategy .* recall k=10 p50 \/ p95 at 10k/, label: 'Recall at 10,000 memories (the default strategy, cascade), p50 / p95' },
   { scenario: 'event-delivery', metric: /50 agents, p95|5 of 50 agents hear|^CPU per event in each agent/, label: 'Events' },
+  { scenario: 'tools', metric: /overhead above/, label: 'What a tool call costs' },
   { scenario: 'locomo', metric: /— R@5 \/ R@10 \/ R@20/, label: 'LoCoMo evidence recall' },
   { scenario: 'faults', metric: /./, label: 'Faults' },
   { scenario: 'fuzz', metric: /^all cases|^answers without|^fleet processes that died/, label: 'Fuzz' },

@@ -91,6 +91,8 @@ relevanceRules {
 //   }
 // }
 // and in the agent: capabilities { "post_notice" }
+// Other executors: new Http { url = … } for a service, new Subprocess { command = …; args { … } }
+// for a program, new Mcp { agent = "…"; tool = "…" } for another agent's tool.
 `;
 
 const LOOP_SCRIPT = `// A small loop with Thymos as a library: bring the fleet up, tell it where the player is each

@@ -18,6 +18,7 @@ import { connectNats } from '../../../shared/nats/nats-connection.js';
 import { SupervisorRequester } from '../../../shared/nats/supervisor-requester.js';
 import { FleetNames } from '../../../shared/protocol/fleet-names.js';
 import { startTestFleet, type TestFleet } from '../../helpers/fleet.js';
+import { describeTally, fuzzMcpTools, Rng, tally } from '../../helpers/fuzz.js';
 import { memoryToolCaller } from '../../helpers/tool-caller.js';
 import { REPO_ROOT } from '../../helpers/workspace.js';
 
@@ -162,6 +163,15 @@ describe('the Mcp executor: a tool of another agent of the fleet', () => {
     const r = await call('relay_to_smith', {});
     assert.equal(errorOf(r)?.code, 'TOOL_DENIED', JSON.stringify(r));
     assert.match(errorOf(r)!.message, /npc → blacksmith → npc.*refused rather than looped/);
+  });
+
+  test('fuzzed calls of the Mcp tools are answered, accepted or with a stable code, and both agents keep serving', async () => {
+    const t = tally('Mcp tool calls');
+    await fuzzMcpTools(npc, 120, new Rng(44), t);
+    assert.equal(t.cases, 120);
+    assert.ok(Object.keys(t.refused).length > 0, describeTally(t));
+    const r = await call('ask_forge', { item: 'nail', reason: 'after the fuzz' });
+    assert.equal(r.isError, undefined, JSON.stringify(r));
   });
 
   test('the supervisor tells an agent where another is only for a tool that calls it and that the agent is granted', async () => {

@@ -1,0 +1,202 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+
+import { AgentMemory } from '../agent/memory/agent-memory.js';
+import { MemoryStore } from '../agent/memory/memory-store.js';
+import { type CallStore, ToolCaller } from '../agent/tools/tool-caller.js';
+import { configFromObject } from '../shared/config/thymos-config.js';
+import { parseDomainSchema } from '../shared/domain/domain-schema.js';
+import { createLogger } from '../shared/platform/logger.js';
+import { REPO_ROOT } from '../test/helpers/workspace.js';
+import { withBenchFleet } from './bench-fleet.js';
+import type { Figure, Scenario } from './scenario.js';
+import { quantile, removeDbDir, round } from './stats.js';
+
+const ROUNDS = 300;
+const WARMUP = 30;
+/** The program a Subprocess tool runs, and the bench spawns bare: it does nothing, so what is measured is the spawning. */
+const PROGRAM = '/bin/true';
+
+function domainPkl(port: number, dir: string): string {
+  writeFileSync(join(dir, 'tools.mjs'), 'export function echo(input) { return { said: input.word }; }\n');
+  return `amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}
+agents {
+  ["desk"] { persona { name = "Desk" }; capabilities { "http_read"; "script_read"; "program_read"; "ask_clerk" } }
+  ["clerk"] { persona { name = "Clerk" }; capabilities { "echo" } }
+}
+tools {
+  ["http_read"] { description = "Reads from the local service"; sideEffect = "read_only"; executor = new Http { url = "http://127.0.0.1:${port}/item" } }
+  ["script_read"] { description = "A Script that returns at once"; input { ["word"] {} }; sideEffect = "read_only"; executor = new Script { path = ${JSON.stringify(join(dir, 'tools.mjs'))}; export = "echo" } }
+  ["echo"] { description = "The clerk's Script that returns at once"; input { ["word"] {} }; sideEffect = "read_only"; executor = new Script { path = ${JSON.stringify(join(dir, 'tools.mjs'))}; export = "echo" } }
+  ["program_read"] { description = "Runs a program that does nothing"; sideEffect = "read_only"; executor = new Subprocess { command = "${PROGRAM}" } }
+  ["ask_clerk"] { description = "The clerk's echo, through the fleet"; input { ["word"] {} }; sideEffect = "read_only"; executor = new Mcp { agent = "clerk"; tool = "echo" } }
+}
+`;
+}
+
+async function ms(fn: () => Promise<unknown>): Promise<number> {
+  const t = performance.now();
+  await fn();
+  return performance.now() - t;
+}
+
+async function tool(client: Client, name: string, args: Record<string, unknown> = {}): Promise<void> {
+  const r = (await client.callTool({ name, arguments: args })) as CallToolResult;
+  if (r.isError) throw new Error(`${name}: ${JSON.stringify(r.content)}`);
+}
+
+function bareSpawn(): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(PROGRAM, [], { stdio: 'ignore' });
+    child.on('error', reject);
+    child.on('close', () => resolve());
+  });
+}
+
+const p = (xs: number[], q: number) => round(quantile(xs, q), 2);
+
+/**
+ * The governed path in this process, on a Script that returns at once: with the agent's own
+ * database (each call saved as running, then as ended, and remembered as a `tool_call` memory)
+ * and with a store that keeps nothing. The difference is what recording a call costs.
+ */
+async function recordingShare(): Promise<{ withDb: number[]; without: number[] }> {
+  const dir = mkdtempSync(join(tmpdir(), 'thymos-bench-record-'));
+  writeFileSync(join(dir, 'tools.mjs'), 'export function echo(input) { return input.word; }\n');
+  const domain = parseDomainSchema({ tools: { echo: { description: 'Echo', input: { word: {} }, sideEffect: 'read_only', executor: { kind: 'script', path: 'tools.mjs', export: 'echo' } } } }, join(dir, 'world.pkl'));
+  const store = await MemoryStore.open(join(dir, 'db'), { timeoutMs: 30_000 });
+  const memory = await AgentMemory.load(store, configFromObject({}).memory);
+  const nothing: CallStore = { saveCall: async () => undefined, getCall: async () => undefined, callsWithStatus: async () => [], callsWithKey: async () => [] };
+  const caller = (calls: CallStore, remember: (m: Parameters<AgentMemory['rememberMany']>[0]) => Promise<unknown>) =>
+    new ToolCaller({
+      agent: 'desk',
+      tools: domain.tools,
+      gate: { id: 'desk', call: (fn) => fn(), isActive: () => true, requireActive: () => undefined, signal: () => new AbortController().signal },
+      calls,
+      remember,
+      world: () => {
+        throw new Error('no world');
+      },
+      allowAdmin: false,
+      approvalTimeoutS: 60,
+      maxPending: 10,
+      maxHops: 4,
+      env: {},
+      logger: createLogger({ level: 'silent' }),
+    });
+  const real = caller(store, (m) => memory.rememberMany(m));
+  const bare = caller(nothing, async () => undefined);
+  const withDb: number[] = [];
+  const without: number[] = [];
+  try {
+    for (let i = 0; i < ROUNDS + WARMUP; i++) {
+      const a = await ms(() => real.call('echo', { word: `w${i}` }, { caller: 'bench' }));
+      const b = await ms(() => bare.call('echo', { word: `w${i}` }, { caller: 'bench' }));
+      if (i >= WARMUP) {
+        withDb.push(a);
+        without.push(b);
+      }
+    }
+  } finally {
+    await store.close();
+    await removeDbDir(dir);
+  }
+  return { withDb, without };
+}
+
+/**
+ * A real fleet: agent `desk` with an Http, a Script, a Subprocess and an Mcp tool (to agent
+ * `clerk`), called over MCP by this process as a game loop or a worker would. Each round times,
+ * in turn, an MCP `ping` (the transport alone), a direct request to the local service, a bare
+ * spawn of the program, a direct MCP call of the clerk's tool, and each of desk's tools; the
+ * overhead of a tool is its call minus what it wraps, pair by pair.
+ */
+export const toolsScenario: Scenario = {
+  name: 'tools',
+  title: 'What a tool call costs: Http, Script, Subprocess and Mcp through the governed path',
+  async run() {
+    const service: Server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"ok":true}');
+    });
+    await new Promise<void>((r) => service.listen(0, '127.0.0.1', r));
+    const port = (service.address() as AddressInfo).port;
+    const url = `http://127.0.0.1:${port}/item`;
+    const scripts = mkdtempSync(join(tmpdir(), 'thymos-bench-tool-scripts-'));
+    const figures: Figure[] = [];
+    try {
+      await withBenchFleet('tools', domainPkl(port, scripts), ['[log]', 'level = "info"'], async (fleet) => {
+        await fleet.start('desk');
+        await fleet.start('clerk');
+        const desk = await fleet.agent('desk');
+        const clerk = await fleet.agent('clerk');
+        // The first call of each tool in a fresh agent: the Script module loads, the MCP client side loads and its session opens.
+        const first: Record<string, number> = {};
+        first.http_read = await ms(() => tool(desk, 'http_read'));
+        first.script_read = await ms(() => tool(desk, 'script_read', { word: 'a' }));
+        first.program_read = await ms(() => tool(desk, 'program_read'));
+        first.ask_clerk = await ms(() => tool(desk, 'ask_clerk', { word: 'a' }));
+        const t = { ping: [] as number[], direct: [] as number[], spawn: [] as number[], clerk: [] as number[], http: [] as number[], script: [] as number[], program: [] as number[], mcp: [] as number[] };
+        for (let i = 0; i < ROUNDS + WARMUP; i++) {
+          const round_ = {
+            ping: await ms(() => desk.ping()),
+            direct: await ms(async () => (await fetch(url)).json()),
+            http: await ms(() => tool(desk, 'http_read')),
+            script: await ms(() => tool(desk, 'script_read', { word: `w${i}` })),
+            spawn: await ms(bareSpawn),
+            program: await ms(() => tool(desk, 'program_read')),
+            clerk: await ms(() => tool(clerk, 'echo', { word: `w${i}` })),
+            mcp: await ms(() => tool(desk, 'ask_clerk', { word: `w${i}` })),
+          };
+          if (i < WARMUP) continue;
+          for (const [k, v] of Object.entries(round_)) t[k as keyof typeof t].push(v);
+        }
+        const minus = (a: number[], ...bs: number[][]) => a.map((x, i) => x - bs.reduce((s, b) => s + b[i]!, 0));
+        const http = minus(t.http, t.ping, t.direct);
+        const script = minus(t.script, t.ping);
+        const program = minus(t.program, t.ping, t.spawn);
+        const mcp = minus(t.mcp, t.clerk);
+        figures.push(
+          { metric: 'MCP ping to the agent (the transport alone), p50 / p95', value: `${p(t.ping, 0.5)} / ${p(t.ping, 0.95)}`, unit: 'ms' },
+          { metric: 'Http: the local service asked directly, p50 / p95', value: `${p(t.direct, 0.5)} / ${p(t.direct, 0.95)}`, unit: 'ms' },
+          { metric: 'Http: tool call over MCP, p50 / p95', value: `${p(t.http, 0.5)} / ${p(t.http, 0.95)}`, unit: 'ms' },
+          { metric: 'Http: overhead above the service and the MCP round trip, p50 / p95', value: `${p(http, 0.5)} / ${p(http, 0.95)}`, unit: 'ms', goal: '≤ 5 ms p95' },
+          { metric: 'Script: tool call over MCP, p50 / p95', value: `${p(t.script, 0.5)} / ${p(t.script, 0.95)}`, unit: 'ms' },
+          { metric: 'Script: overhead above the MCP round trip, p50 / p95', value: `${p(script, 0.5)} / ${p(script, 0.95)}`, unit: 'ms', goal: '≤ 2 ms p95' },
+          { metric: `Subprocess: a bare spawn of ${PROGRAM} from this process, p50 / p95`, value: `${p(t.spawn, 0.5)} / ${p(t.spawn, 0.95)}`, unit: 'ms' },
+          { metric: 'Subprocess: tool call over MCP, p50 / p95', value: `${p(t.program, 0.5)} / ${p(t.program, 0.95)}`, unit: 'ms' },
+          { metric: 'Subprocess: overhead above a bare spawn and the MCP round trip, p50 / p95', value: `${p(program, 0.5)} / ${p(program, 0.95)}`, unit: 'ms' },
+          { metric: "Mcp: the clerk's tool called directly over MCP, p50 / p95", value: `${p(t.clerk, 0.5)} / ${p(t.clerk, 0.95)}`, unit: 'ms' },
+          { metric: "Mcp: desk's tool that calls the clerk's, over MCP, p50 / p95", value: `${p(t.mcp, 0.5)} / ${p(t.mcp, 0.95)}`, unit: 'ms' },
+          { metric: 'Mcp: overhead above calling the clerk directly, p50 / p95', value: `${p(mcp, 0.5)} / ${p(mcp, 0.95)}`, unit: 'ms' },
+          { metric: 'first call in a fresh agent: Http / Script / Subprocess / Mcp', value: `${round(first.http_read!, 1)} / ${round(first.script_read!, 1)} / ${round(first.program_read!, 1)} / ${round(first.ask_clerk!, 1)}`, unit: 'ms' },
+        );
+      });
+      const rec = await recordingShare();
+      const share = (quantile(rec.withDb, 0.5) - quantile(rec.without, 0.5)) / quantile(rec.withDb, 0.5);
+      figures.push(
+        { metric: 'governed path in process, Script that returns at once, with the agent database, p50 / p95', value: `${p(rec.withDb, 0.5)} / ${p(rec.withDb, 0.95)}`, unit: 'ms' },
+        { metric: 'governed path in process, same, with a store that keeps nothing, p50 / p95', value: `${p(rec.without, 0.5)} / ${p(rec.without, 0.95)}`, unit: 'ms' },
+        { metric: 'share of a call spent recording it (saved twice, remembered once), p50', value: round(share * 100, 0), unit: '%' },
+      );
+    } finally {
+      await new Promise((r) => service.close(r));
+    }
+    return {
+      figures,
+      notes: [
+        `${ROUNDS} rounds after ${WARMUP} of warm-up, one client, read-only tools (nothing waits for approval). Each round times an MCP ping, a direct request to the local service, desk's Http tool, its Script tool, a bare spawn of ${PROGRAM}, its Subprocess tool, the clerk's Script tool called directly, and desk's Mcp tool that calls it; overheads are taken pair by pair within a round.`,
+        'An overhead is what Thymos adds: the governed path (validation, the record saved as running and as ended, the tool_call memory, the log line), the executor and the agent side of MCP. The Mcp overhead includes asking the supervisor where the clerk is (one NATS request per call) and a second MCP hop.',
+        'The first-call figures are for a fresh agent whose caches are cold: the Script module is imported, the MCP client side is loaded and its session to the clerk opened.',
+        'The recording share is measured in this process on the Script tool, so no transport is in it: the agent database is an embedded SurrealDB.',
+      ],
+    };
+  },
+};
