@@ -73,7 +73,7 @@ async function recordingShare(): Promise<{ withDb: number[]; without: number[] }
   const domain = parseDomainSchema({ tools: { echo: { description: 'Echo', input: { word: {} }, sideEffect: 'read_only', executor: { kind: 'script', path: 'tools.mjs', export: 'echo' } } } }, join(dir, 'world.pkl'));
   const store = await MemoryStore.open(join(dir, 'db'), { timeoutMs: 30_000 });
   const memory = await AgentMemory.load(store, configFromObject({}).memory);
-  const nothing: CallStore = { saveCall: async () => undefined, getCall: async () => undefined, callsWithStatus: async () => [], callsWithKey: async () => [] };
+  const nothing: CallStore = { saveCall: async () => undefined, getCall: async () => undefined, callsWithStatus: async () => [], callWithKey: async () => undefined, claimKey: async () => undefined };
   const caller = (calls: CallStore, remember: (m: Parameters<AgentMemory['rememberMany']>[0]) => Promise<unknown>) =>
     new ToolCaller({
       agent: 'desk',

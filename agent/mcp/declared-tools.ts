@@ -62,6 +62,11 @@ export function callResult(record: ToolCallRecord, tool: Tool): CallToolResult {
     const waiting = { status: 'pending', call_id: record.call_id, expires_at: record.expires_at ?? '' };
     return { content: [{ type: 'text', text: `${JSON.stringify(waiting)}\n${record.tool} waits for a person's approval; get_call or the resource ${callsUri(record.agent)} tells when it is decided.` }], structuredContent: waiting, _meta: meta };
   }
+  if (record.status === 'running') {
+    // A repeated idempotency key whose call still runs (approved a moment ago, say): where it stands, not a result.
+    const running = { status: 'running', call_id: record.call_id };
+    return { content: [{ type: 'text', text: `${JSON.stringify(running)}\n${record.tool} is running under this idempotency key; get_call tells how it ends.` }], structuredContent: running, _meta: meta };
+  }
   const text = typeof record.result === 'string' ? record.result : JSON.stringify(record.result);
   return {
     content: [{ type: 'text', text }],

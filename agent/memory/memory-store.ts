@@ -72,8 +72,8 @@ DEFINE TABLE IF NOT EXISTS meta SCHEMALESS;
 DEFINE TABLE IF NOT EXISTS tool_call SCHEMAFULL;
 DEFINE FIELD IF NOT EXISTS status ON tool_call TYPE string;
 DEFINE FIELD IF NOT EXISTS record ON tool_call TYPE string;
-DEFINE FIELD IF NOT EXISTS key ON tool_call TYPE option<string>;
-DEFINE INDEX IF NOT EXISTS tool_call_key ON tool_call FIELDS key;
+DEFINE TABLE IF NOT EXISTS call_key SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS call ON call_key TYPE string;
 `;
 
 /** How often a write that lost a transaction conflict is tried again. */
@@ -307,13 +307,21 @@ export class MemoryStore {
 
   /** Saves a tool call's record under its id (again as it moves on: running, then ok or failed). */
   async saveCall(record: ToolCallRecord): Promise<void> {
-    await this.#run('UPSERT $id CONTENT { status: $status, record: $record, key: $key } RETURN NONE', { id: new RecordId('tool_call', record.call_id), status: record.status, record: JSON.stringify(record), key: `${record.tool} ${record.idempotency_key}` });
+    await this.#run('UPSERT $id CONTENT { status: $status, record: $record } RETURN NONE', { id: new RecordId('tool_call', record.call_id), status: record.status, record: JSON.stringify(record) });
   }
 
-  /** The calls of `tool` that carried idempotency key `key`, in no order. */
-  async callsWithKey(tool: string, key: string): Promise<ToolCallRecord[]> {
-    const [rows] = await this.#run<[Array<{ record: string }>]>('SELECT record FROM tool_call WHERE key = $key', { key: `${tool} ${key}` });
-    return (rows ?? []).map((r) => JSON.parse(r.record) as ToolCallRecord);
+  /**
+   * The latest call of `tool` that ran (or waited for approval) under idempotency key `key`.
+   * Looked up by record id: an index on tool_call would keep surrealkv's lock after close.
+   */
+  async callWithKey(tool: string, key: string): Promise<ToolCallRecord | undefined> {
+    const [rows] = await this.#run<[Array<{ call: string }>]>('SELECT call FROM $id', { id: new RecordId('call_key', [tool, key]) });
+    return rows?.[0] ? this.getCall(rows[0].call) : undefined;
+  }
+
+  /** Makes `callId` the latest call of `tool` under `key`. */
+  async claimKey(tool: string, key: string, callId: string): Promise<void> {
+    await this.#run('UPSERT $id CONTENT { call: $call } RETURN NONE', { id: new RecordId('call_key', [tool, key]), call: callId });
   }
 
   async getCall(id: string): Promise<ToolCallRecord | undefined> {

@@ -7,6 +7,14 @@ import type { CallStatus, ToolCallRecord } from '../../shared/protocol/tool-call
 
 /** The side effects a repeated idempotency key never repeats. */
 const ONCE: ReadonlySet<Tool['sideEffect']> = new Set(['writes_external', 'irreversible']);
+/** Where the latest call under each key is kept: the agent's database. */
+export interface KeyStore {
+  /** The latest call of `tool` that ran or waited under `key`. */
+  callWithKey(tool: string, key: string): Promise<ToolCallRecord | undefined>;
+  /** Makes `callId` that call. */
+  claimKey(tool: string, key: string, callId: string): Promise<void>;
+}
+
 /** What an earlier call with the key may be for a repeat to answer with it: done, or still under way. */
 const ANSWERED_BY: ReadonlySet<CallStatus> = new Set(['ok', 'pending', 'running']);
 
@@ -28,24 +36,31 @@ export function idempotencyKey(tool: Tool, input: Record<string, unknown>, callI
 /**
  * Keeps a `writes_external` or `irreversible` call from running twice under one idempotency
  * key (from the tool's template or the caller; a call id is never repeated). Calls with the
- * same tool and key take turns in this process; each first looks for an earlier call with the
- * key in the agent's database. One that ended `ok`, or still waits for approval or runs, is the
- * answer (marked `replayed`), and nothing runs. One that failed, was refused or was interrupted
- * by a crash does not count: the call runs again, carrying the same key to the service. An
- * earlier call with the key but other arguments is IDEMPOTENCY_CONFLICT.
+ * same tool and key take turns in this process; each first looks up the latest call that ran or
+ * waited under the key in the agent's database. One that ended `ok`, or still waits for approval
+ * or runs, is the answer (marked `replayed`), and nothing runs. One that failed, was refused or
+ * was interrupted by a crash does not count: the call runs again, carrying the same key to the
+ * service. An earlier call with the key but other arguments is IDEMPOTENCY_CONFLICT. A call
+ * refused before its turn (the agent's mode, an admin tool) never claims the key.
  */
 export class CallKeys {
   readonly #turns = new Map<string, Promise<unknown>>();
-  readonly #callsWithKey: (tool: string, key: string) => Promise<ToolCallRecord[]>;
+  readonly #store: KeyStore;
 
-  constructor(callsWithKey: (tool: string, key: string) => Promise<ToolCallRecord[]>) {
-    this.#callsWithKey = callsWithKey;
+  constructor(store: KeyStore) {
+    this.#store = store;
   }
 
   async once(tool: Tool, record: ToolCallRecord, run: () => Promise<ToolCallRecord>): Promise<ToolCallRecord> {
     if (!ONCE.has(tool.sideEffect) || record.idempotency_key === record.call_id) return run();
     const id = `${record.tool} ${record.idempotency_key}`;
-    const turn = (this.#turns.get(id) ?? Promise.resolve()).then(async () => (await this.#earlier(record)) ?? run());
+    const turn = (this.#turns.get(id) ?? Promise.resolve()).then(async () => {
+      const earlier = await this.#earlier(record);
+      if (earlier) return earlier;
+      // Claimed before it runs or waits: a crash after this leaves the key naming a call found interrupted, which runs again.
+      await this.#store.claimKey(record.tool, record.idempotency_key, record.call_id);
+      return run();
+    });
     const settled = turn.catch(() => undefined);
     this.#turns.set(id, settled);
     void settled.then(() => {
@@ -55,8 +70,8 @@ export class CallKeys {
   }
 
   async #earlier(record: ToolCallRecord): Promise<ToolCallRecord | undefined> {
-    const found = (await this.#callsWithKey(record.tool, record.idempotency_key)).filter((r) => ANSWERED_BY.has(r.status)).sort((a, b) => b.requested_at.localeCompare(a.requested_at))[0];
-    if (!found) return undefined;
+    const found = await this.#store.callWithKey(record.tool, record.idempotency_key);
+    if (!found || !ANSWERED_BY.has(found.status)) return undefined;
     if (!isDeepStrictEqual(found.arguments, record.arguments)) {
       throw new ThymosError(ErrorCode.IDEMPOTENCY_CONFLICT, `${record.tool}: the idempotency key ${JSON.stringify(record.idempotency_key)} belongs to call ${found.call_id} (${found.status}), made with other arguments; give another key, or the same arguments`, {
         details: { call_id: found.call_id },

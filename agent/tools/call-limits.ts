@@ -21,21 +21,30 @@ export class CallLimits {
     const queue = this.#queue(name, tool);
     if (!queue) return run();
     const waiting = performance.now();
+    // The queue is told of an abort only while the call waits: once it runs, it ends as the executor ends (recorded, its slot held until then).
+    const whileQueued = new AbortController();
+    const onAbort = () => whileQueued.abort(signal.reason);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
     let started = false;
     try {
       return await queue.add(
         () => {
           started = true;
+          signal.removeEventListener('abort', onAbort);
           return run();
         },
-        { signal },
+        { signal: whileQueued.signal },
       );
     } catch (err) {
       if (started) throw err;
       const reason = toThymosError(signal.aborted ? signal.reason : err);
       if (reason.code !== ErrorCode.TOOL_TIMEOUT) return refuse(reason);
       const limits = [tool.maxConcurrent != null ? `maxConcurrent ${tool.maxConcurrent}` : '', tool.ratePerMinute != null ? `ratePerMinute ${tool.ratePerMinute}` : ''].filter(Boolean).join(', ');
-      return refuse(new ThymosError(ErrorCode.TOOL_RATE_LIMITED, `${name} waited ${Math.round(performance.now() - waiting)} ms for its turn (${limits}) and its timeout (${tool.timeoutMs} ms) passed; it did not run`, { details: { waited_ms: Math.round(performance.now() - waiting) } }));
+      const waited = Math.round(performance.now() - waiting);
+      return refuse(new ThymosError(ErrorCode.TOOL_RATE_LIMITED, `${name} waited ${waited} ms for its turn (${limits}) and its timeout (${tool.timeoutMs} ms) passed; it did not run`, { details: { waited_ms: waited } }));
+    } finally {
+      signal.removeEventListener('abort', onAbort);
     }
   }
 

@@ -55,10 +55,11 @@ export async function runHttp(tool: Tool, input: Record<string, unknown>, ctx: E
   }
 }
 
-/** `Retry-After` in ms: delay-seconds, or an HTTP date; undefined when absent or unreadable. */
+/** `Retry-After` in ms: delay-seconds, or an HTTP date (`Wed, 21 Oct 2026 07:28:00 GMT`); undefined when absent or anything else. */
 function retryAfterMs(value: string | null): number | undefined {
   if (value === null) return undefined;
-  if (/^\s*\d+\s*$/.test(value)) return Number(value) * 1000;
+  if (/^\s*\d{1,9}\s*$/.test(value)) return Number(value) * 1000;
+  if (!/^\s*[A-Za-z]{3}, \d{2} [A-Za-z]{3} \d{4} \d{2}:\d{2}:\d{2} GMT\s*$/.test(value)) return undefined;
   const at = Date.parse(value);
   return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
 }

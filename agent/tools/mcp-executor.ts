@@ -1,5 +1,5 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { type CallToolResult, CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { type CallToolResult, CallToolResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 
 import type { McpExecutor, Tool } from '../../shared/domain/tool-schema.js';
 import { ErrorCode, ThymosError, WireErrorSchema } from '../../shared/errors/errors.js';
@@ -7,6 +7,13 @@ import { REQUESTER_HEADER } from '../../shared/protocol/fleet-names.js';
 import type { AgentEndpoint } from '../../shared/protocol/supervisor-protocol.js';
 import { CHAIN_META, IDEMPOTENCY_META } from '../../shared/protocol/tool-call.js';
 import type { ExecutorContext } from './executor-context.js';
+
+/** How long opening a session may take, whoever waits for it. */
+const CONNECT_TIMEOUT_MS = 10_000;
+
+interface Session {
+  client: Promise<Client>;
+}
 
 /** An endpoint to call: its name in messages, URL, Authorization header, what identifies its session, and who calls. */
 interface Target {
@@ -24,15 +31,16 @@ export type FindEndpoint = (agent: string, tool: string, wake: boolean, timeoutM
  * Runs Mcp tools: a tool of another MCP server (its URL fixed in the schema, a bearer token
  * from a named variable) or of another agent of the fleet (its address and token asked of the
  * supervisor at each call, so a restarted or woken agent is found where it now is). One MCP
- * session per endpoint is kept open and reused; one that fails is dropped, and the next call
- * connects afresh. The request carries the call's idempotency key and the chain of agents it
- * passed through in `_meta`; to another agent it says who calls (`Thymos-By: agent:<id>`) and
- * passes the call's reason. A remote error keeps its Thymos code when it has one (else
- * TOOL_FAILED); the result is the structured content, else the text.
+ * session per endpoint is kept open and reused; one whose transport fails is dropped, and the
+ * next call connects afresh. The request carries the call's idempotency key in `_meta`; to
+ * another agent also the chain of agents it passed through, who calls (`Thymos-By:
+ * agent:<id>`) and the call's reason. Another agent's error keeps its Thymos code; any other is
+ * TOOL_FAILED. The result is the structured content, else the text.
  */
 export class McpExecutors {
   readonly #self: string;
-  readonly #clients = new Map<string, { key: string; client: Promise<Client> }>();
+  /** Sessions by endpoint key (URL, process, token). */
+  readonly #clients = new Map<string, Session>();
   #find: FindEndpoint | undefined;
 
   constructor(self: string) {
@@ -47,22 +55,28 @@ export class McpExecutors {
   async run(tool: Tool, input: Record<string, unknown>, ctx: ExecutorContext): Promise<unknown> {
     const exec = tool.executor as McpExecutor;
     const target = await this.#target(exec, ctx);
-    const args = exec.agent != null && ctx.reason !== undefined ? { ...input, reason: ctx.reason } : input;
-    const _meta = { [IDEMPOTENCY_META]: ctx.idempotencyKey, [CHAIN_META]: [...ctx.chain, this.#self] };
+    const fleet = exec.agent != null;
+    const args = fleet && ctx.reason !== undefined ? { ...input, reason: ctx.reason } : input;
+    // The chain of agents is the fleet's own business: a server outside it is told only the key.
+    const _meta = { [IDEMPOTENCY_META]: ctx.idempotencyKey, ...(fleet ? { [CHAIN_META]: [...ctx.chain, this.#self] } : {}) };
+    const session = this.#session(target);
     let result: CallToolResult;
     try {
-      const client = await this.#client(target, ctx);
+      const client = await session.client;
       const raw = await client.callTool({ name: exec.tool, arguments: args, _meta }, undefined, { signal: ctx.signal, timeout: Math.max(1, ctx.deadline - Date.now()) });
       result = CallToolResultSchema.parse(raw);
     } catch (err) {
       if (ctx.signal.aborted) throw ctx.signal.reason;
-      this.#drop(target.url);
+      // A JSON-RPC error (an unknown tool, bad arguments, the remote's timeout) leaves the session good; anything else drops it.
+      if (!(err instanceof McpError)) this.#drop(target.key, session);
       throw new ThymosError(ErrorCode.TOOL_FAILED, `${ctx.tool}: calling ${exec.tool} at ${target.name} failed: ${ctx.redact((err as Error).message)}`);
     }
     if (result.isError) {
+      // Only another agent of the fleet speaks Thymos's codes; a server outside it could claim any.
       const wire = WireErrorSchema.safeParse(result._meta?.['thymos/error']);
       const text = wire.success ? wire.data.message : textOf(result);
-      throw new ThymosError(wire.success ? wire.data.code : ErrorCode.TOOL_FAILED, `${ctx.tool}: ${target.name} answered: ${ctx.redact(text).slice(0, 600)}`, { details: { remote_code: wire.success ? wire.data.code : null } });
+      const code = fleet && wire.success ? wire.data.code : ErrorCode.TOOL_FAILED;
+      throw new ThymosError(code, `${ctx.tool}: ${target.name} answered: ${ctx.redact(text).slice(0, 600)}`, { details: { remote_code: wire.success ? wire.data.code : null } });
     }
     if (result.structuredContent !== undefined) return result.structuredContent;
     const text = textOf(result);
@@ -93,26 +107,35 @@ export class McpExecutors {
     return { name: agent, url: at.url, authorization: at.token ? `Bearer ${at.token}` : undefined, key: `${at.url} ${at.pid ?? ''} ${at.token ?? ''}`, caller: `agent:${this.#self}` };
   }
 
-  /** The session for an endpoint: the one kept, unless the endpoint changed (another process, another token). */
-  async #client(target: Target, ctx: ExecutorContext): Promise<Client> {
-    const kept = this.#clients.get(target.url);
-    if (kept?.key === target.key) return kept.client;
-    if (kept) this.#drop(target.url);
-    const client = (async () => {
-      const [{ Client: McpClient }, { StreamableHTTPClientTransport }] = await Promise.all([import('@modelcontextprotocol/sdk/client/index.js'), import('@modelcontextprotocol/sdk/client/streamableHttp.js')]);
-      const c = new McpClient({ name: `thymos-agent-${this.#self}`, version: '0.1.0' });
-      const headers: Record<string, string> = { ...(target.authorization ? { authorization: target.authorization } : {}), ...(target.caller ? { [REQUESTER_HEADER]: target.caller } : {}) };
-      await c.connect(new StreamableHTTPClientTransport(new URL(target.url), { requestInit: { headers } }), { signal: ctx.signal, timeout: Math.max(1, ctx.deadline - Date.now()) });
-      return c;
-    })();
-    this.#clients.set(target.url, { key: target.key, client });
-    return client;
+  /**
+   * The session for an endpoint (its URL, token and process): the one kept, else a new one. A
+   * connect has its own deadline, not a caller's: calls that share it are not cut short by one
+   * of them giving up. An older session with another agent at the same URL (it restarted) is closed.
+   */
+  #session(target: Target): Session {
+    const kept = this.#clients.get(target.key);
+    if (kept) return kept;
+    // Another agent's address with a new process or token behind it: the old session is gone with the old process.
+    if (target.caller) for (const [key, old] of this.#clients) if (key.startsWith(`${target.url} `)) this.#drop(key, old);
+    const session: Session = {
+      client: (async () => {
+        const [{ Client: McpClient }, { StreamableHTTPClientTransport }] = await Promise.all([import('@modelcontextprotocol/sdk/client/index.js'), import('@modelcontextprotocol/sdk/client/streamableHttp.js')]);
+        const c = new McpClient({ name: `thymos-agent-${this.#self}`, version: '0.1.0' });
+        const headers: Record<string, string> = { ...(target.authorization ? { authorization: target.authorization } : {}), ...(target.caller ? { [REQUESTER_HEADER]: target.caller } : {}) };
+        await c.connect(new StreamableHTTPClientTransport(new URL(target.url), { requestInit: { headers } }), { timeout: CONNECT_TIMEOUT_MS });
+        return c;
+      })(),
+    };
+    // A connect that failed is not kept for the next call.
+    session.client.catch(() => this.#drop(target.key, session));
+    this.#clients.set(target.key, session);
+    return session;
   }
 
-  #drop(url: string): void {
-    const kept = this.#clients.get(url);
-    this.#clients.delete(url);
-    void kept?.client.then((c) => c.close()).catch(() => undefined);
+  /** Forgets `session` (if it is still the one kept for `key`) and closes it. */
+  #drop(key: string, session: Session): void {
+    if (this.#clients.get(key) === session) this.#clients.delete(key);
+    void session.client.then((c) => c.close()).catch(() => undefined);
   }
 }
 

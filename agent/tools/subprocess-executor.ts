@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { delimiter, isAbsolute, join } from 'node:path';
 
 import { argField, type SubprocessExecutor, type Tool } from '../../shared/domain/tool-schema.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
@@ -43,7 +43,8 @@ export function subprocessArgs(tool: string, exec: SubprocessExecutor, input: Re
 function resolveCommand(tool: string, command: string, path: string | undefined): string {
   if (command.includes('/')) return command;
   for (const dir of (path ?? '').split(delimiter)) {
-    if (!dir) continue;
+    // A relative entry would mean one folder here and another in the program's cwd: skipped.
+    if (!isAbsolute(dir)) continue;
     const candidate = join(dir, command);
     try {
       accessSync(candidate, constants.X_OK);
@@ -53,6 +54,22 @@ function resolveCommand(tool: string, command: string, path: string | undefined)
     }
   }
   throw new ThymosError(ErrorCode.TOOL_FAILED, `${tool}: no program ${JSON.stringify(command)} on the agent's PATH (${path ?? 'unset'})`);
+}
+
+/** After the program exits, how long a grandchild holding its output open may keep it so. */
+const PIPE_GRACE_MS = 1000;
+
+/** The process groups of programs still running: killed if the agent exits before they do. */
+const LIVE_GROUPS = new Set<number>();
+let killAtExit = false;
+
+function track(pid: number): void {
+  LIVE_GROUPS.add(pid);
+  if (killAtExit) return;
+  killAtExit = true;
+  process.on('exit', () => {
+    for (const group of LIVE_GROUPS) killGroup(group, 'SIGKILL');
+  });
 }
 
 /** Kills a process group, if anything is left of it. */
@@ -87,18 +104,22 @@ export async function runSubprocess(tool: Tool, input: Record<string, unknown>, 
   const stdin = exec.stdin ? JSON.stringify(Object.fromEntries(exec.stdin.filter((f) => input[f] !== undefined).map((f) => [f, input[f]]))) : undefined;
   if (ctx.signal.aborted) throw ctx.signal.reason;
 
-  const { stdout, stderr, code, signal } = await new Promise<{ stdout: Buffer; stderr: Buffer; code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
+  const { stdout, stderr, stderrCut, code, signal } = await new Promise<{ stdout: Buffer; stderr: Buffer; stderrCut: boolean; code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
     const child = spawn(command, argv, { cwd: exec.cwd ?? undefined, env, detached: true, stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
     let outBytes = 0;
     let err = Buffer.alloc(0);
+    let errCut = false;
     let failure: ThymosError | undefined;
     let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+    let killTimer: NodeJS.Timeout | undefined;
+    let pipeTimer: NodeJS.Timeout | undefined;
+    if (child.pid !== undefined) track(child.pid);
     const stop = (why: ThymosError | undefined) => {
       failure ??= why;
-      if (child.pid === undefined) return;
+      if (child.pid === undefined || exit) return;
       killGroup(child.pid, 'SIGTERM');
-      setTimeout(() => killGroup(child.pid!, 'SIGKILL'), KILL_GRACE_MS).unref();
+      killTimer ??= setTimeout(() => killGroup(child.pid!, 'SIGKILL'), KILL_GRACE_MS);
     };
     const onAbort = () => stop(ctx.signal.reason as ThymosError);
     ctx.signal.addEventListener('abort', onAbort, { once: true });
@@ -112,7 +133,10 @@ export async function runSubprocess(tool: Tool, input: Record<string, unknown>, 
     });
     child.stderr!.on('data', (chunk: Buffer) => {
       err = Buffer.concat([err, chunk]);
-      if (err.byteLength > STDERR_TAIL_BYTES * 2) err = err.subarray(err.byteLength - STDERR_TAIL_BYTES);
+      if (err.byteLength > STDERR_TAIL_BYTES * 2) {
+        err = err.subarray(err.byteLength - STDERR_TAIL_BYTES);
+        errCut = true;
+      }
     });
     if (stdin !== undefined) {
       // A program that does not read its input closes the pipe early: that is not the call's failure.
@@ -125,18 +149,30 @@ export async function runSubprocess(tool: Tool, input: Record<string, unknown>, 
     });
     child.on('exit', (c, s) => {
       exit = { code: c, signal: s };
-      // What the program left behind in its group (a daemon, a stuck grandchild) goes with it; its pipes close.
-      if (child.pid !== undefined) killGroup(child.pid, 'SIGKILL');
+      clearTimeout(killTimer);
+      if (child.pid === undefined) return;
+      // What the program left behind in its group (a daemon, a stuck grandchild) goes with it, and its pipes close.
+      killGroup(child.pid, 'SIGKILL');
+      LIVE_GROUPS.delete(child.pid);
+      // A grandchild in a session of its own escapes the group; if it holds the output open, it is not waited for.
+      pipeTimer = setTimeout(() => {
+        child.stdout!.destroy();
+        child.stderr!.destroy();
+      }, PIPE_GRACE_MS);
     });
     child.on('close', (c, s) => {
+      clearTimeout(pipeTimer);
       ctx.signal.removeEventListener('abort', onAbort);
       if (failure) return reject(failure);
-      resolve({ stdout: Buffer.concat(out), stderr: err.subarray(Math.max(0, err.byteLength - STDERR_TAIL_BYTES)), ...(exit ?? { code: c, signal: s }) });
+      resolve({ stdout: Buffer.concat(out), stderr: err, stderrCut: errCut, ...(exit ?? { code: c, signal: s }) });
     });
   });
 
   if (code !== 0) {
-    const tail = ctx.redact(stderr.toString('utf8')).trim().slice(-600);
+    // Secrets are taken out of all that was kept before it is cut; when the start of what was kept was cut off, its first line (perhaps part of a secret) goes too.
+    let kept = ctx.redact(stderr.toString('utf8'));
+    if (stderrCut) kept = kept.includes('\n') ? kept.slice(kept.indexOf('\n') + 1) : kept.slice(Math.min(kept.length, 1024));
+    const tail = kept.trim().slice(-600);
     const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
     throw new ThymosError(ErrorCode.TOOL_FAILED, `${ctx.tool}: ${exec.command} ${how}${tail ? `: ${tail}` : ''}`, { details: { exit_code: code, signal, stderr: tail } });
   }

@@ -26,8 +26,10 @@ export interface CallStore {
   saveCall(record: ToolCallRecord): Promise<void>;
   getCall(id: string): Promise<ToolCallRecord | undefined>;
   callsWithStatus(status: CallStatus): Promise<ToolCallRecord[]>;
-  /** The calls of `tool` that carried idempotency key `key`. */
-  callsWithKey(tool: string, key: string): Promise<ToolCallRecord[]>;
+  /** The latest call of `tool` that ran or waited under idempotency key `key`. */
+  callWithKey(tool: string, key: string): Promise<ToolCallRecord | undefined>;
+  /** Makes `callId` the latest call of `tool` under `key`. */
+  claimKey(tool: string, key: string, callId: string): Promise<void>;
 }
 
 export interface ToolCallerOptions {
@@ -97,7 +99,7 @@ export class ToolCaller {
   constructor(options: ToolCallerOptions) {
     this.#o = options;
     this.#redactor = new SecretRedactor(Object.values(options.tools), options.env);
-    this.#keys = new CallKeys((tool, key) => options.calls.callsWithKey(tool, key));
+    this.#keys = new CallKeys(options.calls);
     this.#mcp = new McpExecutors(options.agent);
     this.#approvals = new CallApprovals({
       agent: options.agent,
@@ -295,7 +297,7 @@ export class ToolCaller {
       const path = [...chain, this.#o.agent];
       const shown = [...path, tool.executor.agent].join(' → ');
       if (path.includes(tool.executor.agent)) return new ThymosError(ErrorCode.TOOL_DENIED, `${name} would call ${tool.executor.agent}, which this chain of calls passed through already (${shown}): refused rather than looped`);
-      if (path.length > this.#o.maxHops) return new ThymosError(ErrorCode.TOOL_DENIED, `${name} would make a chain of ${path.length + 1} agents (${shown}); [tools] max_hops is ${this.#o.maxHops}`);
+      if (path.length + 1 > this.#o.maxHops) return new ThymosError(ErrorCode.TOOL_DENIED, `${name} would make a chain of ${path.length + 1} agents (${shown}); [tools] max_hops is ${this.#o.maxHops}`);
     }
     if (tool.permission === 'admin' && !this.#o.allowAdmin) return new ThymosError(ErrorCode.TOOL_DENIED, `${name} is an admin tool; it runs only with [tools] allow_admin = true`);
     if (tool.sideEffect !== 'read_only' && !this.#o.gate.isActive()) return new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.#o.agent} is listening (passive): it runs only read-only tools now, and ${name} is ${tool.sideEffect}`);

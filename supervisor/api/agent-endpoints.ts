@@ -18,7 +18,8 @@ export interface AgentEndpointsOptions {
  * Answers `agent_endpoint`: where agent `from` reaches agent `id` for its Mcp tool `tool`.
  * Only for a declared Mcp tool that targets `id` and that `from`'s capabilities grant, so the
  * address and token go to no agent the domain does not mean to call `id`. A Dormant agent is
- * AGENT_NOT_ACTIVE, or with `wake` is made Active first (a Listening one too).
+ * AGENT_NOT_ACTIVE, or with `wake` is made Active first (a Listening one too); an Archived one
+ * is AGENT_NOT_ACTIVE either way.
  */
 export class AgentEndpoints {
   readonly #o: AgentEndpointsOptions;
@@ -35,7 +36,8 @@ export class AgentEndpoints {
     if (!from || !Object.hasOwn(grantedTools(domain.tools, from.capabilities), r.tool)) throw new ThymosError(ErrorCode.TOOL_DENIED, `${r.from} is not granted ${r.tool}, so it is not told where ${r.id} is`);
     let entry = this.#o.entry(r.id);
     let woken = false;
-    if (r.wake && entry?.state !== 'active') {
+    if (!entry || entry.state === 'archived') throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${r.id} is ${entry?.state ?? 'unknown'}: it answers tools only once restored (thymos restore ${r.id}); a tool does not wake it from the archive`);
+    if (r.wake && entry.state !== 'active') {
       const report = await this.#o.wake(r.id, onProgress);
       const failed = report.failed.find((f) => f.id === r.id);
       if (failed) throw new ThymosError(knownCode(failed.code, ErrorCode.AGENT_START_FAILED), failed.message);

@@ -31,8 +31,11 @@ export interface ControlApiOptions<S extends Schemas, R extends { [K in keyof S]
   /** The op whose invalid requests are INVALID_CONTEXT (reported without the `context.` prefix). */
   contextOp?: keyof S & string;
   /** Records the ops in `ops` (control actions, not reads) with who asked and how they ended. */
-  /** Ops whose requests are audited; `only` narrows an op to the requests worth it (an agent woken, not every lookup). */
-  audit?: { log: AuditLog; ops: ReadonlySet<string>; only?: Readonly<Record<string, (request: unknown) => boolean>> };
+  /**
+   * Ops whose requests are audited; `only` narrows an op to the requests worth it (an agent
+   * woken, not every lookup), `details` adds what the request said to what the result says.
+   */
+  audit?: { log: AuditLog; ops: ReadonlySet<string>; only?: Readonly<Record<string, (request: unknown) => boolean>>; details?: Readonly<Record<string, (request: unknown) => Record<string, unknown>>> };
 }
 
 /**
@@ -93,7 +96,7 @@ export class ControlApi<S extends Schemas, R extends { [K in keyof S]: z.ZodType
                 ...(typeof id === 'string' ? { id } : {}),
                 result: reply.ok ? 'ok' : reply.error.code,
                 duration_ms: Math.round(ms),
-                ...(reply.ok ? { details: auditDetails(reply.result) } : {}),
+                ...(reply.ok || audit.details?.[op] ? { details: { ...audit.details?.[op]?.(request), ...(reply.ok ? auditDetails(reply.result) : {}) } } : {}),
               });
             }
           : undefined,

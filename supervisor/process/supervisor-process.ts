@@ -271,7 +271,7 @@ function supervisorControlApi(
       results: SupervisorResultSchemas,
       subject: (op) => names.supervisor(op),
       contextOp: 'reconcile',
-      audit: { log: audit, ops: new Set(['reconcile', 'start', 'stop', 'archive', 'restore', 'stop_all', 'approve', 'refuse', 'agent_endpoint']), only: { agent_endpoint: (r) => (r as { wake?: boolean }).wake === true } },
+      audit: { log: audit, ops: new Set(['reconcile', 'start', 'stop', 'archive', 'restore', 'stop_all', 'approve', 'refuse', 'agent_endpoint']), only: { agent_endpoint: (r) => (r as { wake?: boolean }).wake === true }, details: { agent_endpoint: (r) => ({ from: (r as { from?: unknown }).from, tool: (r as { tool?: unknown }).tool }) } },
       handlers: {
         reconcile: (r, progress) => controller.reconcile(r.context, { dryRun: r.dry_run, strict: r.strict, onProgress: progress }),
         ping: async () => ({ pid: process.pid, started_at: supervisor().started_at }),

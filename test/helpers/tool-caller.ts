@@ -8,9 +8,11 @@ import type { CallStatus, ToolCallRecord } from '../../shared/protocol/tool-call
  * A ToolCaller for agent `desk` over an in-memory call store, with the tools of `tools` (a
  * domain's `tools`, paths taken from `dir`) and a mode the test switches. `rows` is the store.
  */
-export function memoryToolCaller(tools: Record<string, unknown>, dir: string, options: { failRemember?: boolean; overrides?: Partial<ToolCallerOptions> } = {}) {
-  const domain = parseDomainSchema({ tools }, `${dir}/world.pkl`);
+export function memoryToolCaller(tools: Record<string, unknown>, dir: string, options: { failRemember?: boolean; overrides?: Partial<ToolCallerOptions>; agents?: string[] } = {}) {
+  const agents = Object.fromEntries((options.agents ?? []).map((id) => [id, { persona: { name: id } }]));
+  const domain = parseDomainSchema({ tools, agents }, `${dir}/world.pkl`);
   const rows = new Map<string, ToolCallRecord>();
+  const keys = new Map<string, string>();
   const mode = { active: true };
   const caller = new ToolCaller({
     agent: 'desk',
@@ -20,7 +22,8 @@ export function memoryToolCaller(tools: Record<string, unknown>, dir: string, op
       saveCall: async (r) => void rows.set(r.call_id, structuredClone(r)),
       getCall: async (id) => structuredClone(rows.get(id)),
       callsWithStatus: async (status: CallStatus) => [...rows.values()].filter((r) => r.status === status).map((r) => structuredClone(r)),
-      callsWithKey: async (tool, key) => [...rows.values()].filter((r) => r.tool === tool && r.idempotency_key === key).map((r) => structuredClone(r)),
+      callWithKey: async (tool, key) => structuredClone(rows.get(keys.get(`${tool} ${key}`) ?? '')),
+      claimKey: async (tool, key, callId) => void keys.set(`${tool} ${key}`, callId),
     },
     remember: async () => {
       if (options.failRemember) throw new ThymosError(ErrorCode.DATABASE_ERROR, 'memory store busy');

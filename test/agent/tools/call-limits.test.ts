@@ -95,6 +95,16 @@ describe("a tool's limits, and a service that says when to come back", () => {
     assert.equal(hits.get('/read-later'), 1);
   });
 
+  test('a Retry-After that is neither whole seconds nor an HTTP date is not waited for', async () => {
+    for (const value of ['1.5', '-5', 'soon']) {
+      hits.delete('/read-later');
+      script.set('/read-later', [[429, value]]);
+      const r = await tools().call('read_later', {}, { caller: 'test' });
+      assert.equal(r.error?.code, 'TOOL_RATE_LIMITED', value);
+      assert.equal(hits.get('/read-later'), 1, `${value}: not retried`);
+    }
+  });
+
   test('a call with side effects is tried again only when its tool has an idempotency key', async () => {
     script.set('/write', [[503, '0']]);
     const plain = await tools().call('write', { reason: 'test' }, { caller: 'test' });

@@ -37,7 +37,8 @@ function companyServer(): Server {
     const mcp = new McpServer({ name: 'crm', version: '1.0.0' });
     mcp.registerTool('lookup_customer', { inputSchema: { email: z.string() }, outputSchema: { name: z.string(), tier: z.string() } }, async (args, extra) => {
       received.push({ args, meta: extra._meta, authorization: req.headers.authorization });
-      if (args.email === 'nobody@example.com') return { content: [{ type: 'text', text: 'no such customer' }], isError: true };
+      // A server outside the fleet may say anything in _meta, a Thymos code too: it is not believed.
+      if (args.email === 'nobody@example.com') return { content: [{ type: 'text', text: 'no such customer' }], isError: true, _meta: { 'thymos/error': { code: 'IDEMPOTENCY_CONFLICT', message: 'no such customer' } } };
       return { content: [{ type: 'text', text: '{}' }], structuredContent: { name: 'Ada', tier: 'gold' } };
     });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
@@ -55,11 +56,13 @@ describe('the Mcp executor: a tool of another MCP server', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   });
   after(async () => {
+    // The executor keeps its session open: the server drops it rather than wait for it.
+    server.closeAllConnections();
     await new Promise((r) => server.close(r));
     rmSync(dir, { recursive: true, force: true });
   });
 
-  test("the input becomes the remote tool's arguments; the token, the key and the chain travel with it; an error is coded", async () => {
+  test("the input becomes the remote tool's arguments; the token and the key travel with it; an error is coded", async () => {
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
     const mcp = (token: string) => ({ kind: 'mcp', url, tool: 'lookup_customer', token: { env: token } });
     const { tools } = memoryToolCaller(
@@ -74,15 +77,34 @@ describe('the Mcp executor: a tool of another MCP server', () => {
     assert.equal(r.status, 'ok', JSON.stringify(r.error));
     assert.deepEqual(r.result, { name: 'Ada', tier: 'gold' });
     assert.deepEqual(received.at(-1)!.args, { email: 'ada@example.com' }, 'no reason is added for a server outside the fleet');
-    assert.deepEqual(received.at(-1)!.meta, { 'thymos/idempotency_key': 'k-1', 'thymos/chain': ['front', 'desk'] });
+    assert.deepEqual(received.at(-1)!.meta, { 'thymos/idempotency_key': 'k-1' }, 'the key travels; the chain of fleet agents does not leave the fleet');
     const again = await tools.call('customer', { email: 'ada@example.com' }, { caller: 'test' });
     assert.equal(again.status, 'ok', 'the session is kept and reused');
     const missing = await tools.call('customer', { email: 'nobody@example.com' }, { caller: 'test' });
     assert.equal(missing.error?.code, 'TOOL_FAILED');
     assert.match(missing.error!.message, /answered: no such customer/);
+    assert.equal((missing.error!.details as { remote_code: string }).remote_code, 'IDEMPOTENCY_CONFLICT');
     const refused = await tools.call('customer_no_token', { email: 'ada@example.com' }, { caller: 'test' });
     assert.equal(refused.error?.code, 'TOOL_FAILED');
     assert.ok(!JSON.stringify(refused).includes('wrong-token-value'));
+    tools.close();
+  });
+});
+
+describe('chains of agent calls', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'thymos-mcp-hops-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('[tools] max_hops counts the agents the chain would pass, the called one included', async () => {
+    const { tools } = memoryToolCaller({ ask: { description: 'Asks the smith', sideEffect: 'read_only', executor: { kind: 'mcp', agent: 'smith', tool: 'x' } } }, dir, { agents: ['smith'] });
+    // max_hops is 3: a → desk → smith is 3 agents, a → b → desk → smith would be 4.
+    const long = await tools.call('ask', {}, { caller: 'test', chain: ['a', 'b'] });
+    assert.equal(long.status, 'refused');
+    assert.match(long.error!.message, /chain of 4 agents \(a → b → desk → smith\); \[tools\] max_hops is 3/);
+    const fits = await tools.call('ask', {}, { caller: 'test', chain: ['a'] });
+    assert.equal(fits.error?.code, 'NATS_UNAVAILABLE', 'allowed, then not linked to a fleet here');
+    const loop = await tools.call('ask', {}, { caller: 'test', chain: ['smith'] });
+    assert.match(loop.error!.message, /smith → desk → smith.*refused rather than looped/);
   });
 });
 
@@ -147,8 +169,8 @@ describe('the Mcp executor: a tool of another agent of the fleet', () => {
     assert.deepEqual(forged(), [{ item: 'horseshoe', key: 'shoe-1', caller: 'agent:npc', reason: 'my horse threw a shoe' }]);
     const status = await tf.fleet.status();
     assert.equal(status.agents.find((a) => a.id === 'blacksmith')?.state, 'active');
-    const audit = readFileSync(join(tf.ws.dir, 'data', 'logs', 'audit.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { op: string; id?: string; details?: { woken?: boolean } });
-    assert.ok(audit.some((e) => e.op === 'agent_endpoint' && e.id === 'blacksmith' && e.details?.woken === true), 'the wake is audited');
+    const audit = readFileSync(join(tf.ws.dir, 'data', 'logs', 'audit.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { op: string; id?: string; details?: { woken?: boolean; from?: string; tool?: string } });
+    assert.ok(audit.some((e) => e.op === 'agent_endpoint' && e.id === 'blacksmith' && e.details?.woken === true && e.details.from === 'npc' && e.details.tool === 'ask_forge_waking'), `the wake is audited, with who asked for which tool: ${JSON.stringify(audit.filter((e) => e.op === 'agent_endpoint'))}`);
   });
 
   test('a running agent is called directly; a repeated key reaches it once', async () => {
@@ -186,5 +208,13 @@ describe('the Mcp executor: a tool of another agent of the fleet', () => {
     } finally {
       await nc.close();
     }
+  });
+
+  test('an Archived agent is not woken by a tool: it answers AGENT_NOT_ACTIVE until restored', async () => {
+    await tf.fleet.archive('blacksmith');
+    const r = await call('ask_forge_waking', { item: 'anvil', reason: 'spare' });
+    assert.equal(errorOf(r)?.code, 'AGENT_NOT_ACTIVE', JSON.stringify(r));
+    assert.match(errorOf(r)!.message, /archived: it answers tools only once restored/);
+    assert.equal((await tf.fleet.status()).agents.find((a) => a.id === 'blacksmith')?.state, 'archived');
   });
 });

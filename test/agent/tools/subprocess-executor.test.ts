@@ -30,6 +30,19 @@ setInterval(() => {}, 1000);
 `,
 );
 writeFileSync(join(dir, 'fail.mjs'), `process.stderr.write('x'.repeat(9000) + '\\nthe token ' + process.env.TOKEN + ' was refused\\n'); process.exit(3);\n`);
+/** A grandchild in a session of its own that keeps the program's output open after the program exits. */
+writeFileSync(
+  join(dir, 'escape.mjs'),
+  `import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+const g = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { detached: true, stdio: ['ignore', 'inherit', 'inherit'] });
+writeFileSync(process.argv[2], String(g.pid));
+g.unref();
+process.stdout.write('left one behind');
+`,
+);
+/** A secret written to stderr many times on one line, so the kept tail starts inside one. */
+writeFileSync(join(dir, 'spill.mjs'), `process.stderr.write((process.env.TOKEN + ' ').repeat(400)); process.exit(1);\n`);
 writeFileSync(join(dir, 'flood.mjs'), `process.stdout.write('y'.repeat(100000));\n`);
 
 const node = process.execPath;
@@ -50,6 +63,8 @@ const TOOLS = {
   family: { description: 'Starts a family of processes', input: { file: {}, how: {} }, sideEffect: 'read_only', timeoutMs: 500, executor: { kind: 'subprocess', command: node, args: ['family.mjs', '{file}', '{how}'] } },
   fail: { description: 'Fails loudly', sideEffect: 'read_only', executor: { kind: 'subprocess', command: node, args: ['fail.mjs'], secrets: { TOKEN: { env: 'DEPLOY_TOKEN' } } } },
   flood: { description: 'Writes too much', sideEffect: 'read_only', outputLimitBytes: 1000, executor: { kind: 'subprocess', command: node, args: ['flood.mjs'] } },
+  escape: { description: 'Leaves a grandchild holding its output', input: { file: {} }, sideEffect: 'read_only', timeoutMs: 8000, executor: { kind: 'subprocess', command: node, args: ['escape.mjs', '{file}'] } },
+  spill: { description: 'Spills a secret', sideEffect: 'read_only', executor: { kind: 'subprocess', command: node, args: ['spill.mjs'], secrets: { TOKEN: { env: 'DEPLOY_TOKEN' } } } },
   missing: { description: 'A program nowhere', sideEffect: 'read_only', executor: { kind: 'subprocess', command: 'thymos-no-such-program' } },
 };
 
@@ -121,12 +136,35 @@ describe('the Subprocess executor, with real processes', () => {
     await eventually(() => !alive(grandchild), 10_000, 'the grandchild gone');
   });
 
+  test('a grandchild in a session of its own that holds the output open does not hold the call', async () => {
+    const { tools } = memoryToolCaller(TOOLS, dir, { overrides: { env: agentEnv } });
+    const pidFile = join(dir, 'escaped.pid');
+    const r = await tools.call('escape', { file: pidFile }, { caller: 'test' });
+    const escaped = Number(readFileSync(pidFile, 'utf8'));
+    try {
+      assert.equal(r.status, 'ok', JSON.stringify(r.error));
+      assert.equal(r.result, 'left one behind');
+    } finally {
+      process.kill(escaped, 'SIGKILL');
+    }
+  });
+
+  test('a secret cut by the end kept of stderr is not quoted in part', async () => {
+    const { tools } = memoryToolCaller(TOOLS, dir, { overrides: { env: agentEnv } });
+    const r = await tools.call('spill', {}, { caller: 'test' });
+    assert.equal(r.error?.code, 'TOOL_FAILED');
+    const text = JSON.stringify(r);
+    for (let i = 0; i + 8 <= SECRET.length; i++) assert.ok(!text.includes(SECRET.slice(i, i + 8)), `no 8 characters of the secret (${SECRET.slice(i, i + 8)})`);
+    assert.match(r.error!.message, /\[secret DEPLOY_TOKEN\]/);
+  });
+
   test('a non-zero exit is TOOL_FAILED with the code and the end of stderr, secrets removed; too much output and a missing program are coded', async () => {
     const { tools } = memoryToolCaller(TOOLS, dir, { overrides: { env: agentEnv } });
     const failed = await tools.call('fail', {}, { caller: 'test' });
     assert.equal(failed.error?.code, 'TOOL_FAILED');
     assert.equal((failed.error?.details as { exit_code: number }).exit_code, 3);
-    assert.match(failed.error!.message, /exited with code 3: x+\nthe token \[secret DEPLOY_TOKEN\] was refused$/);
+    // The 9,000 x's are more than is kept, so their cut line goes; the line after them is quoted whole.
+    assert.match(failed.error!.message, /exited with code 3: the token \[secret DEPLOY_TOKEN\] was refused$/);
     assert.ok(!JSON.stringify(failed).includes(SECRET));
     assert.ok(failed.error!.message.length < 1000, 'only the end of stderr');
     const flood = await tools.call('flood', {}, { caller: 'test' });
