@@ -81,30 +81,19 @@ function killGroup(pid: number, signal: NodeJS.Signals): void {
   }
 }
 
-/**
- * Runs a Subprocess tool: the program with its argument vector (no shell), in its fixed folder,
- * with only the variables it names, the secrets it sets and the call's own (THYMOS_IDEMPOTENCY_KEY,
- * THYMOS_CALL_ID, THYMOS_TOOL, THYMOS_AGENT). It leads a process group of its own: at the
- * timeout, a cancel or the agent stopping the group gets SIGTERM, then SIGKILL 2 s later; once
- * the program exits, whatever it left running in the group is killed. Standard output over
- * `outputLimitBytes` is TOOL_OUTPUT_TOO_LARGE (and the group is killed); a non-zero exit is
- * TOOL_FAILED with the exit code and the end of standard error, secrets removed.
- */
-export async function runSubprocess(tool: Tool, input: Record<string, unknown>, ctx: ExecutorContext): Promise<unknown> {
-  const exec = tool.executor as SubprocessExecutor;
-  const argv = subprocessArgs(ctx.tool, exec, input);
-  const env: Record<string, string> = {};
-  for (const name of exec.env) {
-    const value = ctx.env(name);
-    if (value !== undefined) env[name] = value;
-  }
-  for (const [name, secret] of Object.entries(exec.secrets)) env[name] = `${secret.prefix}${ctx.secret(secret.env)}`;
-  Object.assign(env, { THYMOS_IDEMPOTENCY_KEY: ctx.idempotencyKey, THYMOS_CALL_ID: ctx.callId, THYMOS_TOOL: ctx.tool, THYMOS_AGENT: ctx.agent });
-  const command = resolveCommand(ctx.tool, exec.command, ctx.env('PATH'));
-  const stdin = exec.stdin ? JSON.stringify(Object.fromEntries(exec.stdin.filter((f) => input[f] !== undefined).map((f) => [f, input[f]]))) : undefined;
-  if (ctx.signal.aborted) throw ctx.signal.reason;
+/** How a program ended: its output, the end of its standard error (and whether its start was cut), its exit. */
+interface ProgramEnd {
+  stdout: Buffer;
+  stderr: Buffer;
+  stderrCut: boolean;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
 
-  const { stdout, stderr, stderrCut, code, signal } = await new Promise<{ stdout: Buffer; stderr: Buffer; stderrCut: boolean; code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
+/** Starts the program as the leader of a process group and waits until it has ended and its output closed (see `runSubprocess`). */
+function runProgram(tool: Tool, ctx: ExecutorContext, command: string, argv: string[], env: Record<string, string>, stdin: string | undefined): Promise<ProgramEnd> {
+  const exec = tool.executor as SubprocessExecutor;
+  return new Promise<ProgramEnd>((resolve, reject) => {
     const child = spawn(command, argv, { cwd: exec.cwd ?? undefined, env, detached: true, stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
     let outBytes = 0;
@@ -167,6 +156,32 @@ export async function runSubprocess(tool: Tool, input: Record<string, unknown>, 
       resolve({ stdout: Buffer.concat(out), stderr: err, stderrCut: errCut, ...(exit ?? { code: c, signal: s }) });
     });
   });
+}
+
+/**
+ * Runs a Subprocess tool: the program with its argument vector (no shell), in its fixed folder,
+ * with only the variables it names, the secrets it sets and the call's own (THYMOS_IDEMPOTENCY_KEY,
+ * THYMOS_CALL_ID, THYMOS_TOOL, THYMOS_AGENT). It leads a process group of its own: at the
+ * timeout, a cancel or the agent stopping the group gets SIGTERM, then SIGKILL 2 s later; once
+ * the program exits, whatever it left running in the group is killed. Standard output over
+ * `outputLimitBytes` is TOOL_OUTPUT_TOO_LARGE (and the group is killed); a non-zero exit is
+ * TOOL_FAILED with the exit code and the end of standard error, secrets removed.
+ */
+export async function runSubprocess(tool: Tool, input: Record<string, unknown>, ctx: ExecutorContext): Promise<unknown> {
+  const exec = tool.executor as SubprocessExecutor;
+  const argv = subprocessArgs(ctx.tool, exec, input);
+  const env: Record<string, string> = {};
+  for (const name of exec.env) {
+    const value = ctx.env(name);
+    if (value !== undefined) env[name] = value;
+  }
+  for (const [name, secret] of Object.entries(exec.secrets)) env[name] = `${secret.prefix}${ctx.secret(secret.env)}`;
+  Object.assign(env, { THYMOS_IDEMPOTENCY_KEY: ctx.idempotencyKey, THYMOS_CALL_ID: ctx.callId, THYMOS_TOOL: ctx.tool, THYMOS_AGENT: ctx.agent });
+  const command = resolveCommand(ctx.tool, exec.command, ctx.env('PATH'));
+  const stdin = exec.stdin ? JSON.stringify(Object.fromEntries(exec.stdin.filter((f) => input[f] !== undefined).map((f) => [f, input[f]]))) : undefined;
+  if (ctx.signal.aborted) throw ctx.signal.reason;
+
+  const { stdout, stderr, stderrCut, code, signal } = await runProgram(tool, ctx, command, argv, env, stdin);
 
   if (code !== 0) {
     // Secrets are taken out of all that was kept before it is cut; when the start of what was kept was cut off, its first line (perhaps part of a secret) goes too.
