@@ -91,7 +91,8 @@ async function recordingShare(): Promise<{ withDb: number[]; without: number[] }
       env: {},
       logger: createLogger({ level: 'silent' }),
     });
-  const real = caller(store, (m) => memory.rememberMany(m));
+  // As an agent does: the record written before the call answers, its memory written behind within a second.
+  const real = caller(store, (m) => memory.rememberMany(m, Date.now(), 1000));
   const bare = caller(nothing, async () => undefined);
   const withDb: number[] = [];
   const without: number[] = [];
@@ -105,6 +106,7 @@ async function recordingShare(): Promise<{ withDb: number[]; without: number[] }
       }
     }
   } finally {
+    await memory.stored();
     await store.close();
     await removeDbDir(dir);
   }

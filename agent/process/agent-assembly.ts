@@ -23,6 +23,9 @@ import { DialogueBehavior } from '../runtime/dialogue-behavior.js';
 import { ToolCaller } from '../tools/tool-caller.js';
 import type { AgentOptions } from './agent-options.js';
 
+/** How soon the memory of a tool call is in the database: recallable at once, written behind, off the call's path. */
+const TOOL_MEMORY_WITHIN_MS = 1000;
+
 /** What an agent is made of once its database is open: its memory and runtime. */
 export interface AssembledAgent {
   memory: AgentMemory;
@@ -89,8 +92,8 @@ export async function assembleAgent(
     tools: startContext?.tools ?? (domain ? grantedTools(domain.tools, definition.capabilities) : {}),
     gate: runtime.gate,
     calls: store,
-    // A call is remembered whatever the mode: a Listening agent's read-only calls too.
-    remember: (memories) => runtime.hear(memories),
+    // A call is remembered whatever the mode: a Listening agent's read-only calls too. Recallable at once, written behind within a second (the call's record itself is written before it answers).
+    remember: (memories) => runtime.hear(memories, { storeWithinMs: TOOL_MEMORY_WITHIN_MS }),
     world: () => runtime.links.toolWorld(),
     allowAdmin: config.tools.allow_admin,
     approvalTimeoutS: config.tools.approval_timeout_s,

@@ -158,8 +158,8 @@ export class ToolCaller {
     });
   }
 
-  async #save(record: ToolCallRecord): Promise<void> {
-    await this.#o.calls.saveCall(record);
+  async #save(record: ToolCallRecord, durable = true): Promise<void> {
+    if (durable) await this.#o.calls.saveCall(record);
     // A call counts once as it waits (not again when decided) and once as it ends.
     if (record.status !== 'running' && !(record.status === 'pending' && record.decided_by !== undefined)) {
       const key = `${record.tool} ${record.status}`;
@@ -241,7 +241,8 @@ export class ToolCaller {
   /** Saves the call as running, runs it, and records how it ended. */
   async #runNow(tool: Tool, record: ToolCallRecord, signal: AbortSignal, deadline: number): Promise<ToolCallRecord> {
     const running: ToolCallRecord = { ...record, status: 'running' };
-    await this.#save(running);
+    // Only a call that changes something is saved before it runs: a read-only one cut off by a crash left nothing to find out about.
+    await this.#save(running, tool.sideEffect !== 'read_only');
     const started = performance.now();
     let outcome: { status: CallStatus; result?: unknown; error?: ThymosError };
     try {
@@ -346,7 +347,11 @@ export class ToolCaller {
       ...(outcome.error ? { error: outcome.error.toJSON() } : {}),
     });
     await this.#save(done);
-    await this.#o.remember([{ id: `call_${done.call_id}`, content: recordText(done), tags: ['tool_call', done.tool, ...(tool?.tags ?? [])], importance: 0.5, source: { kind: 'tool_call', by: done.caller } }]);
+    try {
+      await this.#o.remember([{ id: `call_${done.call_id}`, content: recordText(done), tags: ['tool_call', done.tool, ...(tool?.tags ?? [])], importance: 0.5, source: { kind: 'tool_call', by: done.caller } }]);
+    } catch (err) {
+      this.#o.logger.warn({ tool: done.tool, call: done.call_id, err: (err as Error).message }, 'the memory of a tool call was not kept');
+    }
     this.#o.logger.info({ tool: done.tool, call: done.call_id, caller: done.caller, status: done.status, ms: done.duration_ms, ...(done.error ? { code: done.error.code } : {}) }, 'tool call');
     return done;
   }
