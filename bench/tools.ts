@@ -186,7 +186,7 @@ export const toolsScenario: Scenario = {
       figures.push(
         { metric: 'governed path in process, Script that returns at once, with the agent database, p50 / p95', value: `${p(rec.withDb, 0.5)} / ${p(rec.withDb, 0.95)}`, unit: 'ms' },
         { metric: 'governed path in process, same, with a store that keeps nothing, p50 / p95', value: `${p(rec.without, 0.5)} / ${p(rec.without, 0.95)}`, unit: 'ms' },
-        { metric: 'share of a call spent recording it (saved twice, remembered once), p50', value: round(share * 100, 0), unit: '%' },
+        { metric: 'share of a read-only call spent recording it (its record written, its memory indexed and written behind), p50', value: round(share * 100, 0), unit: '%' },
       );
     } finally {
       await new Promise((r) => service.close(r));
@@ -195,9 +195,10 @@ export const toolsScenario: Scenario = {
       figures,
       notes: [
         `${ROUNDS} rounds after ${WARMUP} of warm-up, one client, read-only tools (nothing waits for approval). Each round times an MCP ping, a direct request to the local service, desk's Http tool, its Script tool, a bare spawn of ${PROGRAM}, its Subprocess tool, the clerk's Script tool called directly, and desk's Mcp tool that calls it; overheads are taken pair by pair within a round.`,
-        'An overhead is what Thymos adds: the governed path (validation, the record saved as running and as ended, the tool_call memory, the log line), the executor and the agent side of MCP. The Mcp overhead includes asking the supervisor where the clerk is (one NATS request per call) and a second MCP hop.',
+        'An overhead is what Thymos adds: the governed path (validation, the record written as it ends (a call with side effects is also written as running before it starts), the tool_call memory, the log line), the executor and the agent side of MCP. The Mcp overhead includes asking the supervisor where the clerk is (one NATS request per call) and a second MCP hop.',
         'The first-call figures are for a fresh agent whose caches are cold: the Script module is imported, the MCP client side is loaded and its session to the clerk opened.',
-        'The recording share is measured in this process on the Script tool, so no transport is in it: the agent database is an embedded SurrealDB.',
+        'The recording share is measured in this process on the Script tool, so no transport is in it: the agent database is an embedded SurrealDB, and one write of a record takes most of the path.',
+        'This process (the caller) warns of more than 1,500 abort listeners on one AbortSignal after about 1,500 MCP requests on one session to an agent; a stock SDK client on a stateless SDK server does not. Not traced yet.',
       ],
     };
   },
