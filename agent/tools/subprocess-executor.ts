@@ -14,7 +14,7 @@ const KILL_GRACE_MS = 2000;
 /**
  * The argument vector of a Subprocess call: literal arguments as declared, each `{field}` or
  * `Arg` a whole argument from the input (a list field one argument per value, an absent
- * optional field none). A value that starts with `-` is refused unless its `Arg` allows it —
+ * optional field none; an `Arg`'s `option` before each value, and not at all without one). A value that starts with `-` is refused unless its `Arg` allows it —
  * the program would read it as an option — and so is one holding NUL. Checked before a call is
  * saved or waits for approval, as well as when it runs.
  */
@@ -33,6 +33,7 @@ export function subprocessArgs(tool: string, exec: SubprocessExecutor, input: Re
       const refuse = (why: string) => new ThymosError(ErrorCode.INVALID_INPUT, `arguments of ${tool}: ${filled.field}: ${why}`, { location: { path: `arguments.${filled.field}` } });
       if (text.startsWith('-') && !filled.allowDash) throw refuse(`${JSON.stringify(text.slice(0, 40))} starts with "-", which the program would read as an option; the tool does not allow it for this argument (Arg { allowDash = true })`);
       if (text.includes('\0')) throw refuse('a program argument cannot hold a NUL character');
+      if (filled.option) argv.push(filled.option);
       argv.push(text);
     }
   }

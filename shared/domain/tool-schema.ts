@@ -67,8 +67,11 @@ export type ScriptExecutor = z.infer<typeof ScriptExecutorSchema>;
 
 const EnvNameSchema = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected an environment variable name');
 
-/** An argument filled from one input field; `allowDash` lets its value start with `-`. */
-export const SubprocessArgSchema = z.object({ field: z.string().min(1), allowDash: z.boolean().default(false) }).strict();
+/**
+ * An argument filled from one input field; `allowDash` lets its value start with `-`; `option`
+ * goes before each value (`--exclude a --exclude b`) and is left out with it when the field is.
+ */
+export const SubprocessArgSchema = z.object({ field: z.string().min(1), allowDash: z.boolean().default(false), option: z.string().regex(/^-[^\0]*$/, 'expected an option: starting with -').nullish() }).strict();
 export type SubprocessArg = z.infer<typeof SubprocessArgSchema>;
 
 export const SubprocessExecutorSchema = z
@@ -228,7 +231,7 @@ function httpProblems(at: string, tool: Tool): Array<[string, string]> {
 export function argField(arg: string | SubprocessArg): SubprocessArg | undefined {
   if (typeof arg !== 'string') return arg;
   const m = /^\{([^{}]+)\}$/.exec(arg);
-  return m ? { field: m[1]!, allowDash: false } : undefined;
+  return m ? { field: m[1]!, allowDash: false, option: null } : undefined;
 }
 
 function subprocessProblems(at: string, tool: Tool): Array<[string, string]> {
@@ -239,6 +242,12 @@ function subprocessProblems(at: string, tool: Tool): Array<[string, string]> {
   exec.args.forEach((arg, i) => {
     const filled = argField(arg);
     if (filled && !Object.hasOwn(tool.input, filled.field)) out.push([`${at}.executor.args[${i}]`, `{${filled.field}} is not an input field (${fields})`]);
+    const before = i > 0 ? exec.args[i - 1] : undefined;
+    const spec = filled && Object.hasOwn(tool.input, filled.field) ? tool.input[filled.field] : undefined;
+    // "-o", "{out}" with out absent would leave -o to take the next argument; a list would give -o only its first value.
+    if (spec && !filled!.option && (!spec.required || spec.list) && typeof before === 'string' && before.startsWith('-')) {
+      out.push([`${at}.executor.args[${i}]`, `{${filled!.field}} is ${spec.list ? 'a list' : 'optional'}, so it cannot follow the option ${JSON.stringify(before)} as its own argument: write new Arg { option = ${JSON.stringify(before)}; field = ${JSON.stringify(filled!.field)} } in place of both`]);
+    }
     else if (!filled && typeof arg === 'string' && /\{[A-Za-z_][A-Za-z0-9_-]*\}/.test(arg)) out.push([`${at}.executor.args[${i}]`, `input fills whole arguments only: write ${JSON.stringify(arg)} as two arguments, the option and "{field}"`]);
     if (typeof arg === 'string' && arg.includes('\0')) out.push([`${at}.executor.args[${i}]`, 'an argument cannot hold a NUL character']);
   });

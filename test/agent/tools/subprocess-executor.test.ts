@@ -52,7 +52,7 @@ const TOOLS = {
     input: { name: {}, files: { list: true, required: false }, count: { type: 'integer', required: false }, offset: { type: 'integer', required: false } },
     output: { argv: { list: true }, stdin: {}, cwd: {} },
     sideEffect: 'writes_external',
-    executor: { kind: 'subprocess', command: node, args: ['show.mjs', '--name', '{name}', '{files}', '--count', '{count}', { field: 'offset', allowDash: true }] },
+    executor: { kind: 'subprocess', command: node, args: ['show.mjs', '--name', '{name}', '{files}', { field: 'count', option: '--count' }, { field: 'offset', allowDash: true }] },
   },
   show_env: {
     description: 'Shows its environment and standard input',
@@ -87,8 +87,10 @@ describe('the Subprocess executor, with real processes', () => {
     const r = await tools.call('show', { name: 'a b; rm -rf ~', files: ['x.txt', 'y z.txt'], offset: -5, reason: 'test' }, { caller: 'test' });
     assert.equal(r.status, 'ok', JSON.stringify(r.error));
     const out = r.result as { argv: string[]; cwd: string };
-    assert.deepEqual(out.argv, ['--name', 'a b; rm -rf ~', 'x.txt', 'y z.txt', '--count', '-5']);
+    assert.deepEqual(out.argv, ['--name', 'a b; rm -rf ~', 'x.txt', 'y z.txt', '-5'], 'an absent optional field takes its option with it');
     assert.equal(out.cwd, dir);
+    const counted = await tools.call('show', { name: 'n', count: 3, reason: 'test' }, { caller: 'test' });
+    assert.deepEqual((counted.result as { argv: string[] }).argv, ['--name', 'n', '--count', '3']);
   });
 
   test('a value starting with "-" is refused before anything is saved or run, unless its argument allows it', async () => {

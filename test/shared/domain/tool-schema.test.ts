@@ -94,6 +94,8 @@ tools {
     const run = (executor: Record<string, unknown>, input: Record<string, unknown> = { a: {} }) => ({ tools: { t: tool({ input, executor: { kind: 'subprocess', command: '/bin/echo', ...executor } }) } });
     refused(run({ args: ['--out={a}'] }), /executor\.args\[0\]/, /input fills whole arguments only/);
     refused(run({ args: ['{nope}'] }), /executor\.args\[0\]/, /\{nope\} is not an input field \(a\)/);
+    refused(run({ args: ['-o', '{out}'] }, { out: { required: false } }), /executor\.args\[1\]/, /\{out\} is optional, so it cannot follow the option "-o".*new Arg \{ option = "-o"; field = "out" \}/);
+    refused(run({ args: ['--exclude', { field: 'ex' }] }, { ex: { list: true } }), /executor\.args\[1\]/, /is a list/);
     refused(run({ args: [{ field: 'nope' }] }), /executor\.args\[0\]/, /\{nope\} is not an input field/);
     refused(run({ command: '{a}' }), /executor\.command/, /never filled from input/);
     refused(run({ stdin: ['b'] }), /executor\.stdin/, /b is not an input field/);
