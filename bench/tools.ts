@@ -198,7 +198,7 @@ export const toolsScenario: Scenario = {
         'An overhead is what Thymos adds: the governed path (validation, the record written as it ends (a call with side effects is also written as running before it starts), the tool_call memory, the log line), the executor and the agent side of MCP. The Mcp overhead includes asking the supervisor where the clerk is (one NATS request per call) and a second MCP hop.',
         'The first-call figures are for a fresh agent whose caches are cold: the Script module is imported, the MCP client side is loaded and its session to the clerk opened.',
         'The recording share is measured in this process on the Script tool, so no transport is in it: the agent database is an embedded SurrealDB, and one write of a record takes most of the path.',
-        'This process (the caller) warns of more than 1,500 abort listeners on one AbortSignal after about 1,500 tool calls on one session to an agent: undici adds one per request to the MCP transport's shared signal and removes it when the request is garbage-collected. It is not a leak: over 4,000 calls with forced collections the count falls back to 2 and the heap stays flat.',
+        `This process (the caller) warns of more than 1,500 abort listeners on one AbortSignal after about 1,500 tool calls on one session to an agent: undici adds one per request to the MCP transport's shared signal and removes it when the request is garbage-collected. It is not a leak: over 4,000 calls with forced collections the count falls back to 2 and the heap stays flat.`,
       ],
     };
   },
