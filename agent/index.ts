@@ -1,8 +1,9 @@
 export { type AgentStartContext, AgentStartContextSchema } from '../shared/protocol/agent-start-context.js';
-export { type GenerateRequest, type GenerateResult, generateStructured, type LlmProvider, type PromptBrief, type TokenUsage } from './llm/llm-provider.js';
+export { type GenerateRequest, type GenerateResult, type LlmProvider, type PromptBrief, type TokenUsage } from './llm/llm-provider.js';
 export { type DialogueReply, DialogueReplySchema } from './llm/llm-tasks.js';
 export { OfflineProvider } from './llm/offline-provider.js';
 export { OpenAiCompatibleProvider } from './llm/openai-compatible-provider.js';
+export { generateStructured } from './llm/structured-output.js';
 export { agentResourceUris, THYMOS_VERSION } from './mcp/agent-mcp-server.js';
 export { AgentMemory, type NewMemory, type RecallOptions } from './memory/agent-memory.js';
 export { Bm25Index } from './memory/bm25-index.js';

@@ -4,7 +4,8 @@ import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { ConceptExtractor, ExtractedConcept } from '../../shared/platform/concept-extractor.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { ExtractedConceptSchema } from '../../shared/protocol/concept-protocol.js';
-import { type GenerateResult, generateStructured, type LlmProvider } from '../llm/llm-provider.js';
+import { type GenerateResult, type LlmProvider } from '../llm/llm-provider.js';
+import { generateStructured } from '../llm/structured-output.js';
 
 /** Texts in one request to the model: a replay of hundreds goes in several. */
 const TEXTS_PER_CALL = 8;

@@ -1,14 +1,28 @@
-import { type z } from 'zod';
-
 import type { Persona } from '../../shared/domain/domain-schema.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { describeIssues } from '../../shared/errors/zod-issues.js';
 
 
-export interface LlmMessage {
-  role: 'system' | 'user' | 'assistant';
-  content: string;
+/** A tool a model may call: a function definition, its parameters a JSON Schema. */
+export interface ModelTool {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
 }
+
+/** A call a model asked for: its id, the tool's name and the arguments as the model wrote them (JSON text, not yet checked). */
+export interface ModelToolCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+/**
+ * One message of a conversation with a model: system and user text, the model's own turns
+ * (with the tool calls it asked for), and each call's result in a `tool` turn.
+ */
+export type LlmMessage =
+  | { role: 'system' | 'user'; content: string }
+  | { role: 'assistant'; content: string; tool_calls?: readonly ModelToolCall[] | undefined }
+  | { role: 'tool'; content: string; tool_call_id: string; name: string };
 
 export interface GenerateRequest {
   messages: readonly LlmMessage[];
@@ -25,6 +39,10 @@ export interface GenerateRequest {
    * provider, which has no model, composes its answer from these.
    */
   brief?: PromptBrief | undefined;
+  /** Tools the model may call this time (a provider whose `capabilities.tools` is false ignores them). */
+  tools?: readonly ModelTool[] | undefined;
+  /** `none`: the tools are shown but may not be called (the loop's last answer). @default "auto" */
+  toolChoice?: 'auto' | 'none' | undefined;
 }
 
 /** A memory as a prompt shows it: what it says and how strong it is (0..1). */
@@ -64,11 +82,31 @@ export interface GenerateResult {
   calls?: number;
   /** The structured fields could not be had and the model's prose was used as it was. */
   prose?: boolean;
+  /** The calls the model asked for instead of (or beside) its answer. */
+  tool_calls?: ModelToolCall[];
+  /** The tool calls a loop ran before this answer, in order (see `runToolLoop`). */
+  tool_steps?: ToolStep[];
+  /** Tool calls the model wrote that could not be run as written (an unknown tool, arguments that are not a JSON object). */
+  invalid_tool_calls?: number;
+}
+
+/** One tool call of a model's loop, as it ended. */
+export interface ToolStep {
+  tool: string;
+  /** The governed call's id; none when the call was not made (invalid, or the budget was spent). */
+  call_id?: string;
+  /** `ok`, `pending`, `refused`, `failed`, … as the call's record says; `invalid` or `not_run` when it was not made. */
+  status: string;
+  /** The error's code when it did not end `ok` or `pending`. */
+  code?: string;
+  ms: number;
 }
 
 export interface LlmCapabilities {
   streaming: boolean;
   json: boolean;
+  /** Whether it passes tools to its model and returns the model's tool calls. */
+  tools: boolean;
 }
 
 /** A model that writes text: an HTTP endpoint, the MCP client's model, or none at all. */
@@ -80,68 +118,4 @@ export interface LlmProvider {
   generate(request: GenerateRequest): Promise<GenerateResult>;
   /** Like generate, calling `onText` with each piece as it arrives. */
   stream(request: GenerateRequest, onText: (piece: string) => void): Promise<GenerateResult>;
-}
-
-/** The first JSON object in a text: models wrap JSON in prose or code fences now and then. */
-function jsonIn(text: string): unknown {
-  const start = text.indexOf('{');
-  const end = text.lastIndexOf('}');
-  if (start < 0 || end < start) throw new Error('no JSON object in the output');
-  return JSON.parse(text.slice(start, end + 1));
-}
-
-/**
- * Output that must match `schema`: asked in JSON mode, parsed and validated; when it does not
- * validate, the model is shown its output and what was wrong, and asked again (`repairs`
- * times, default 1). Usage adds up over the attempts. LLM_OUTPUT_INVALID when none validates.
- */
-export async function generateStructured<T>(
-  provider: LlmProvider,
-  request: GenerateRequest,
-  schema: z.ZodType<T>,
-  options: {
-    repairs?: number;
-    /** What to make of the model's last answer when it is prose and no repair brings JSON; undefined: fail. */
-    prose?: (text: string) => T | undefined;
-    /** Told once what every call cost, whether the answer fit, fell back to prose, or failed. */
-    spent?: (result: GenerateResult) => void;
-  } = {},
-): Promise<{ value: T; result: GenerateResult }> {
-  const messages = [...request.messages];
-  const usage: TokenUsage = { input_tokens: 0, output_tokens: 0 };
-  const repairs = options.repairs ?? 1;
-  let problem = '';
-  let last: GenerateResult | undefined;
-  let calls = 0;
-  let prose = false;
-  try {
-    for (let attempt = 0; attempt <= repairs; attempt++) {
-      const result = await provider.generate({ ...request, messages, json: true });
-      calls++;
-      last = result;
-      usage.input_tokens += result.usage.input_tokens;
-      usage.output_tokens += result.usage.output_tokens;
-      let parsed: unknown;
-      try {
-        parsed = jsonIn(result.text);
-      } catch (err) {
-        problem = `not JSON: ${(err as Error).message}`;
-        messages.push({ role: 'assistant', content: result.text }, { role: 'user', content: `That was ${problem}. Answer again with only the JSON object.` });
-        continue;
-      }
-      const checked = schema.safeParse(parsed);
-      if (checked.success) return { value: checked.data, result: { ...result, usage, calls } };
-      problem = describeIssues(checked.error, parsed);
-      messages.push({ role: 'assistant', content: result.text }, { role: 'user', content: `That JSON does not fit: ${problem}. Answer again with only the corrected JSON object.` });
-    }
-    const text = last?.text.trim() ?? '';
-    const fallback = text && problem.startsWith('not JSON') ? options.prose?.(text) : undefined;
-    if (fallback !== undefined) {
-      prose = true;
-      return { value: fallback, result: { ...last!, usage, calls, prose } };
-    }
-    throw new ThymosError(ErrorCode.LLM_OUTPUT_INVALID, `the model's output did not fit after ${repairs + 1} attempt(s): ${problem}`);
-  } finally {
-    if (last) options.spent?.({ ...last, usage, calls, prose });
-  }
 }

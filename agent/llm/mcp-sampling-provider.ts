@@ -25,7 +25,7 @@ export interface McpSamplingOptions {
  */
 export class McpSamplingProvider implements LlmProvider {
   readonly kind = 'mcp-sampling';
-  readonly capabilities = { streaming: false, json: false };
+  readonly capabilities = { streaming: false, json: false, tools: false };
   readonly #sample: Sample;
   readonly #o: McpSamplingOptions;
   #lastModel: string | undefined;

@@ -44,7 +44,7 @@ const ASKING =
  */
 export class OfflineProvider implements LlmProvider {
   readonly kind = 'offline';
-  readonly capabilities = { streaming: true, json: true };
+  readonly capabilities = { streaming: true, json: true, tools: false };
 
   info(): { provider: string; model: string } {
     return { provider: 'offline', model: 'offline' };

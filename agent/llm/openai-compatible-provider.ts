@@ -1,9 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import pRetry, { AbortError } from 'p-retry';
+import { z } from 'zod';
 
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import type { GenerateRequest, GenerateResult, LlmProvider, TokenUsage } from './llm-provider.js';
+import { describeIssues } from '../../shared/errors/zod-issues.js';
+import type { GenerateRequest, GenerateResult, LlmMessage, LlmProvider, ModelToolCall, TokenUsage } from './llm-provider.js';
 
 export interface OpenAiCompatibleOptions {
   /** e.g. `http://127.0.0.1:11434/v1` (Ollama), `https://api.openai.com/v1`. */
@@ -21,10 +23,47 @@ export interface OpenAiCompatibleOptions {
   backoffMs?: number;
 }
 
-interface ChatCompletion {
-  model?: string;
-  choices?: Array<{ message?: { content?: string | null }; delta?: { content?: string | null }; finish_reason?: string | null }>;
-  usage?: { prompt_tokens?: number; completion_tokens?: number } | null;
+const UsageSchema = z.object({ prompt_tokens: z.number().nonnegative().optional(), completion_tokens: z.number().nonnegative().optional() }).nullish();
+
+/**
+ * A tool call as servers write it: arguments as JSON text (OpenAI), or already an object
+ * (some local servers). A call without a name is kept, named "", for the loop to refuse.
+ */
+const ToolCallSchema = z.object({
+  index: z.number().int().nonnegative().optional(),
+  id: z.string().nullish(),
+  function: z.object({ name: z.string().nullish(), arguments: z.union([z.string(), z.record(z.string(), z.unknown())]).nullish() }).nullish(),
+});
+
+/** A chat completion (`stream: false`). */
+const CompletionSchema = z.object({
+  model: z.string().nullish(),
+  choices: z
+    .array(z.object({ message: z.object({ content: z.string().nullish(), tool_calls: z.array(ToolCallSchema).nullish() }).nullish(), finish_reason: z.string().nullish() }))
+    .min(1, 'expected at least one choice'),
+  usage: UsageSchema,
+});
+
+/** One event of a streamed completion. */
+const ChunkSchema = z.object({
+  model: z.string().nullish(),
+  choices: z.array(z.object({ delta: z.object({ content: z.string().nullish(), tool_calls: z.array(ToolCallSchema).nullish() }).nullish(), finish_reason: z.string().nullish() })).nullish(),
+  usage: UsageSchema,
+});
+
+type WireToolCall = z.infer<typeof ToolCallSchema>;
+
+function argumentsText(a: NonNullable<WireToolCall['function']>['arguments']): string {
+  return a == null ? '' : typeof a === 'string' ? a : JSON.stringify(a);
+}
+
+/** A message as the chat-completions protocol carries it. */
+function wireMessage(m: LlmMessage): Record<string, unknown> {
+  if (m.role === 'tool') return { role: 'tool', tool_call_id: m.tool_call_id, content: m.content };
+  if (m.role === 'assistant' && m.tool_calls?.length) {
+    return { role: 'assistant', content: m.content || null, tool_calls: m.tool_calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) };
+  }
+  return { role: m.role, content: m.content };
 }
 
 /**
@@ -35,7 +74,7 @@ interface ChatCompletion {
  */
 export class OpenAiCompatibleProvider implements LlmProvider {
   readonly kind = 'openai-compatible';
-  readonly capabilities = { streaming: true, json: true };
+  readonly capabilities = { streaming: true, json: true, tools: true };
   readonly #options: OpenAiCompatibleOptions;
   readonly #url: string;
 
@@ -62,7 +101,10 @@ export class OpenAiCompatibleProvider implements LlmProvider {
     const signal = request.signal ? AbortSignal.any([request.signal, deadline]) : deadline;
     const body = {
       model: o.model,
-      messages: request.messages,
+      messages: request.messages.map(wireMessage),
+      ...(request.tools?.length
+        ? { tools: request.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } })), tool_choice: request.toolChoice ?? 'auto' }
+        : {}),
       temperature: request.temperature ?? o.temperature,
       max_tokens: request.maxTokens ?? o.maxTokens,
       ...(request.json ? { response_format: { type: 'json_object' } } : {}),
@@ -118,13 +160,23 @@ export class OpenAiCompatibleProvider implements LlmProvider {
   }
 
   async #readJson(response: Response): Promise<GenerateResult> {
-    const data = (await response.json()) as ChatCompletion;
-    const choice = data.choices?.[0];
-    if (!choice) throw new ThymosError(ErrorCode.LLM_UNAVAILABLE, `${this.#url} answered without choices`);
-    return { text: choice.message?.content ?? '', model: data.model ?? this.#options.model, finish_reason: choice.finish_reason ?? 'stop', usage: usageOf(data.usage) };
+    const raw: unknown = await response.json().catch((err: unknown) => {
+      throw new ThymosError(ErrorCode.LLM_UNAVAILABLE, `${this.#url} answered with a body that is not JSON: ${(err as Error).message}`, { cause: err });
+    });
+    const data = CompletionSchema.safeParse(raw);
+    if (!data.success) throw new ThymosError(ErrorCode.LLM_UNAVAILABLE, `${this.#url} answered something that is not a chat completion: ${describeIssues(data.error, raw)}`);
+    const choice = data.data.choices[0]!;
+    const calls = (choice.message?.tool_calls ?? []).map((c, i) => modelCall(c, i));
+    return {
+      text: choice.message?.content ?? '',
+      model: data.data.model ?? this.#options.model,
+      finish_reason: choice.finish_reason ?? 'stop',
+      usage: usageOf(data.data.usage),
+      ...(calls.length > 0 ? { tool_calls: calls } : {}),
+    };
   }
 
-  /** Server-sent events: `data: {chunk}` lines, then `data: [DONE]`. */
+  /** Server-sent events: `data: {chunk}` lines, then `data: [DONE]`; a tool call's pieces are joined by their index. */
   async #readStream(response: Response, onText: (piece: string) => void): Promise<GenerateResult> {
     if (!response.body) throw new ThymosError(ErrorCode.LLM_UNAVAILABLE, `${this.#url} answered a stream without a body`);
     const decoder = new TextDecoder();
@@ -133,6 +185,11 @@ export class OpenAiCompatibleProvider implements LlmProvider {
     let model = this.#options.model;
     let finish = 'stop';
     let usage: TokenUsage | undefined;
+    const calls = new Map<number, { id: string; name: string; arguments: string }>();
+    const done = (): GenerateResult => {
+      const asked = [...calls.entries()].sort(([a], [b]) => a - b).map(([, c]) => c);
+      return { text, model, finish_reason: finish, usage: usage ?? estimate(text), ...(asked.length > 0 ? { tool_calls: asked } : {}) };
+    };
     for await (const bytes of response.body) {
       buffered += decoder.decode(bytes as Uint8Array, { stream: true });
       let newline: number;
@@ -141,17 +198,17 @@ export class OpenAiCompatibleProvider implements LlmProvider {
         buffered = buffered.slice(newline + 1);
         if (!line.startsWith('data:')) continue;
         const payload = line.slice(5).trim();
-        if (payload === '[DONE]') return { text, model, finish_reason: finish, usage: usage ?? estimate(text) };
-        let chunk: ChatCompletion;
-        try {
-          chunk = JSON.parse(payload) as ChatCompletion;
-        } catch {
-          throw new ThymosError(ErrorCode.LLM_UNAVAILABLE, `${this.#url} sent a stream event that is not JSON: ${payload.slice(0, 100)}`);
-        }
+        if (payload === '[DONE]') return done();
+        const chunk = this.#chunk(payload);
         model = chunk.model ?? model;
         if (chunk.usage) usage = usageOf(chunk.usage);
         const choice = chunk.choices?.[0];
         if (choice?.finish_reason) finish = choice.finish_reason;
+        for (const [i, c] of (choice?.delta?.tool_calls ?? []).entries()) {
+          const at = c.index ?? i;
+          const so = calls.get(at) ?? { id: '', name: '', arguments: '' };
+          calls.set(at, { id: c.id || so.id || `call_${at}`, name: so.name + (c.function?.name ?? ''), arguments: so.arguments + argumentsText(c.function?.arguments) });
+        }
         const piece = choice?.delta?.content;
         if (piece) {
           text += piece;
@@ -159,11 +216,28 @@ export class OpenAiCompatibleProvider implements LlmProvider {
         }
       }
     }
-    return { text, model, finish_reason: finish, usage: usage ?? estimate(text) };
+    return done();
+  }
+
+  #chunk(payload: string): z.infer<typeof ChunkSchema> {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(payload);
+    } catch {
+      throw new ThymosError(ErrorCode.LLM_UNAVAILABLE, `${this.#url} sent a stream event that is not JSON: ${payload.slice(0, 100)}`);
+    }
+    const chunk = ChunkSchema.safeParse(raw);
+    if (!chunk.success) throw new ThymosError(ErrorCode.LLM_UNAVAILABLE, `${this.#url} sent a stream event that is not a completion chunk: ${describeIssues(chunk.error, raw)}`);
+    return chunk.data;
   }
 }
 
-function usageOf(u: ChatCompletion['usage']): TokenUsage {
+/** A call as the loop reads it: an id (made up when the server gave none), the name, the arguments as text. */
+function modelCall(c: WireToolCall, i: number): ModelToolCall {
+  return { id: c.id || `call_${i}`, name: c.function?.name ?? '', arguments: argumentsText(c.function?.arguments) };
+}
+
+function usageOf(u: z.infer<typeof UsageSchema>): TokenUsage {
   return { input_tokens: u?.prompt_tokens ?? 0, output_tokens: u?.completion_tokens ?? 0 };
 }
 

@@ -20,6 +20,7 @@ import type { MemoryStore } from '../memory/memory-store.js';
 import type { AgentBehavior, CreateBehavior } from '../runtime/agent-behavior.js';
 import { AgentRuntime } from '../runtime/agent-runtime.js';
 import { DialogueBehavior } from '../runtime/dialogue-behavior.js';
+import { toolLoopOf } from '../tools/model-tools.js';
 import { ToolCaller } from '../tools/tool-caller.js';
 import type { AgentOptions } from './agent-options.js';
 
@@ -102,6 +103,8 @@ export async function assembleAgent(
     env: process.env,
     logger,
   });
+  // A model of dialogue or reasoning may call the granted tools, as itself (`model:<use>`), through the same path.
+  runtime.useTools((use) => toolLoopOf(tools, { caller: `model:${use}`, maxSteps: models.settings(use).max_tool_steps ?? 0, budgetMs: models.settings(use).tool_budget_ms ?? 20_000 }));
   // An approved call that changes something waits for the agent to be Active: it runs when the agent next becomes so.
   let mode = runtime.mode;
   runtime.on('state', (s) => {

@@ -4,7 +4,8 @@ import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { RelevanceInput } from '../../shared/protocol/agent-protocol.js';
 import type { SamplingClient } from '../llm/agent-models.js';
-import type { GenerateResult, LlmProvider } from '../llm/llm-provider.js';
+import type { GenerateResult, LlmProvider, ToolStep } from '../llm/llm-provider.js';
+import type { ToolLoop } from '../llm/tool-loop.js';
 import type { NewMemory, RecallOptions } from '../memory/agent-memory.js';
 import type { MemoryRecord, RecallHit } from '../memory/memory-record.js';
 
@@ -34,6 +35,8 @@ export interface TalkReply {
   learned?: string[];
   /** Who wrote the reply: `offline`, or provider and model (`openai-compatible:llama3.2`). */
   model?: string;
+  /** The calls of the agent's tools its model made while it answered, in order. */
+  tool_calls?: ToolStep[];
 }
 
 /** What a behaviour may use of its agent. */
@@ -53,6 +56,12 @@ export interface AgentBehaviorContext {
   model(use: LlmUse): LlmProvider;
   /** How much of what the agent remembers a use's prompt may carry (`[llm.<use>] context_tokens`, `context_min_relevance`). */
   contextBudget(use: 'dialogue' | 'reasoning'): LlmContextSettings;
+  /**
+   * The agent's granted tools for a use's model to call in a bounded loop through the governed
+   * path (`[llm.<use>] max_tool_steps`, `tool_budget_ms`); undefined when none is granted or the
+   * use allows no steps.
+   */
+  tools(use: 'dialogue' | 'reasoning'): ToolLoop | undefined;
   /** Counts a model call's tokens and cost, for the agent's state and metrics (offline calls cost nothing and are not counted). */
   spent(use: LlmUse, provider: LlmProvider, result: GenerateResult): void;
   /** How the agent is now: its mood and what replies changed (`state_changes`); kept across restarts. */

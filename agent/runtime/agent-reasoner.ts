@@ -1,9 +1,13 @@
 import { z } from 'zod';
 
+import type { EventDecision } from '../../shared/protocol/agent-protocol.js';
 import { SAID_TAG } from '../consolidation/claims.js';
-import { generateStructured, type LlmMessage, type ScoredOption } from '../llm/llm-provider.js';
+import { type LlmMessage, type ScoredOption, type ToolStep } from '../llm/llm-provider.js';
 import { ANSWER_SHAPES } from '../llm/llm-tasks.js';
 import { goalsLine, personaPrompt } from '../llm/persona-prompt.js';
+import { generateStructured } from '../llm/structured-output.js';
+import type { NewMemory } from '../memory/agent-memory.js';
+import type { MemoryRecord } from '../memory/memory-record.js';
 import type { AgentBehaviorContext } from './agent-behavior.js';
 import { buildContext, contextBlocks } from './context-packet.js';
 
@@ -27,6 +31,8 @@ export interface Decision {
   confidence: number;
   reason: string;
   thought: Thought;
+  /** The calls of the agent's tools its model made while it decided, in order. */
+  tool_calls?: ToolStep[];
 }
 
 /**
@@ -60,18 +66,39 @@ export async function think(ctx: AgentBehaviorContext, situation: string, option
   return { situation, steps: value.steps, options: all, model: provider.kind === 'offline' ? 'offline' : `${provider.kind}:${result.model}` };
 }
 
-/** `decide`: one of the options of a thought, with a confidence from 0 to 1. */
+/**
+ * `decide`: one of the options of a thought, with a confidence from 0 to 1. The model may act
+ * on it with the agent's granted tools (`[llm.reasoning] max_tool_steps`) before it answers.
+ */
 export async function decide(ctx: AgentBehaviorContext, thought: Thought): Promise<Decision> {
   const provider = ctx.model('reasoning');
+  const tools = ctx.tools('reasoning');
   const listed = thought.options.map((o) => `- ${JSON.stringify(o.action)}: ${o.score} (${o.reason})`).join('\n');
   const messages: LlmMessage[] = [
     { role: 'system', content: prompt(ctx, [], ANSWER_SHAPES.decide) },
-    { role: 'user', content: `What happened: ${thought.situation}\nYour reasoning:\n${thought.steps.join('\n')}\nThe options as you scored them:\n${listed}\nChoose one.` },
+    { role: 'user', content: `What happened: ${thought.situation}\nYour reasoning:\n${thought.steps.join('\n')}\nThe options as you scored them:\n${listed}\nChoose one${tools ? '; when one of your tools does what you choose, call it before you answer' : ''}.` },
   ];
   const schema = z.object({ action: z.enum(thought.options.map((o) => o.action) as [string, ...string[]]), confidence: z.number().min(0).max(1), reason: z.string().default('') });
   const brief = { task: 'decide' as const, persona: ctx.definition.persona, situation: thought.situation, options: thought.options };
-  const { value } = await generateStructured(provider, { messages, signal: ctx.signal, brief }, schema, { spent: (r) => ctx.spent('reasoning', provider, r) });
-  return { ...value, thought };
+  const { value, result } = await generateStructured(provider, { messages, signal: ctx.signal, brief }, schema, { spent: (r) => ctx.spent('reasoning', provider, r), tools });
+  return { ...value, thought, ...(result.tool_steps?.length ? { tool_calls: result.tool_steps } : {}) };
+}
+
+/** The memory an agent keeps of its decision about a heard event. */
+export function decisionMemory(self: string, heard: MemoryRecord, decision: Decision): NewMemory {
+  return {
+    content: `I heard: ${heard.content}. I decided to ${decision.action} (confidence ${decision.confidence})${decision.reason ? `: ${decision.reason}` : ''}`,
+    tags: [DECISION_TAG],
+    importance: 0.5,
+    source: { kind: 'reasoning', by: self, event: heard.source.event!, model: decision.thought.model },
+    derived_from: [heard.id],
+  };
+}
+
+/** A decision about a heard event as the fleet hears of it, with the calls its model made. */
+export function decisionNews(self: string, heard: MemoryRecord, decision: Decision, memory: string): EventDecision {
+  const { action, confidence, reason, thought, tool_calls } = decision;
+  return { agent: self, event: heard.source.event!, heard: heard.content, action, confidence, reason, steps: thought.steps, options: thought.options, model: thought.model, memory, ...(tool_calls?.length ? { tool_calls } : {}) };
 }
 
 function optionsFor(ctx: AgentBehaviorContext, given: readonly string[] | undefined): string[] {

@@ -18,7 +18,7 @@ import { type AgentBehavior, type AgentBehaviorContext, behaviorRelevance, type 
 import { AgentConcepts } from './agent-concepts.js';
 import { AgentDisposition } from './agent-disposition.js';
 import { AgentLinks } from './agent-links.js';
-import { decide, type Decision, DECISION_TAG, think, type Thought } from './agent-reasoner.js';
+import { decide, type Decision, decisionMemory, decisionNews, think, type Thought } from './agent-reasoner.js';
 import { CallGate } from './call-gate.js';
 import { buildContext, type ContextPacket } from './context-packet.js';
 import { EventReactions } from './event-reactions.js';
@@ -81,6 +81,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
   readonly #calls = new CallGate();
   /** Aborted (and replaced) when the agent is passivated or stops: cancels model calls in flight. */
   #cancel = new AbortController();
+  #tools: AgentBehaviorContext['tools'] | undefined;
   readonly #spending = new LlmSpending();
   readonly #models: AgentModels;
   readonly #reasonOnEvents: boolean;
@@ -277,15 +278,8 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
     this.#reactions.add(heard, async () => {
       if (this.#mode !== 'active' || this.#status !== 'ready') return;
       const decision = await this.decide(heard.content);
-      const memory = await this.#rememberAndAnnounce({
-        content: `I heard: ${heard.content}. I decided to ${decision.action} (confidence ${decision.confidence})${decision.reason ? `: ${decision.reason}` : ''}`,
-        tags: [DECISION_TAG],
-        importance: 0.5,
-        source: { kind: 'reasoning', by: this.id, event: heard.source.event!, model: decision.thought.model },
-        derived_from: [heard.id],
-      });
-      const { action, confidence, reason, thought } = decision;
-      this.emit('decision', { agent: this.id, event: heard.source.event!, heard: heard.content, action, confidence, reason, steps: thought.steps, options: thought.options, model: thought.model, memory: memory.id });
+      const memory = await this.#rememberAndAnnounce(decisionMemory(this.id, heard, decision));
+      this.emit('decision', decisionNews(this.id, heard, decision, memory.id));
     });
   }
 
@@ -379,16 +373,22 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
       signal: this.#cancel.signal,
       model: (use) => this.#models.provider(use, client),
       contextBudget: (use) => this.#models.contextBudget(use),
+      tools: (use) => this.#tools?.(use),
       spent: (use, provider, result) => this.account(use, provider, result),
       disposition: this.#disposition.values,
       feel: (tone, changes) => this.#disposition.feel(tone, changes),
     };
   }
 
+  /** Gives the agent's models its granted tools (the process assembles them after the runtime, whose gate they run behind). */
+  useTools(tools: AgentBehaviorContext['tools']): void {
+    this.#tools = tools;
+  }
+
   /** Counts a model call's tokens and cost in the agent's state and metrics; offline answers cost nothing and are not counted. */
   account(...[use, provider, result]: Parameters<AgentBehaviorContext['spent']>): void {
     if (provider.kind === 'offline') return;
-    this.#spending.record(result.usage, this.#models.cost(use, result.usage), result.calls, result.prose);
+    this.#spending.record(result.usage, this.#models.cost(use, result.usage), result.calls, result.prose, result.invalid_tool_calls);
     this.#changed();
   }
 

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 
 import { QUESTION_TAG, SAID_TAG } from '../consolidation/claims.js';
-import { generateStructured, type LlmMessage } from '../llm/llm-provider.js';
+import { type LlmMessage } from '../llm/llm-provider.js';
 import { ANSWER_SHAPES, type DialogueReply, DialogueReplySchema } from '../llm/llm-tasks.js';
 import { statements } from '../llm/offline-provider.js';
 import { goalsLine, personaPrompt } from '../llm/persona-prompt.js';
+import { generateStructured } from '../llm/structured-output.js';
 import type { NewMemory } from '../memory/agent-memory.js';
 import type { MemoryRecord, RecallHit } from '../memory/memory-record.js';
 import type { AgentBehavior, AgentBehaviorContext, TalkReply, TalkRequest } from './agent-behavior.js';
@@ -69,6 +70,7 @@ export class DialogueBehavior implements AgentBehavior {
     const { value, result } = await generateStructured(provider, { messages, signal: ctx.signal, brief }, DialogueReplySchema, {
       prose: (text) => ({ message: text, emotional_tone: 'neutral', actions: [], state_changes: {}, learned: [] }),
       spent: (r) => ctx.spent('dialogue', provider, r),
+      tools: ctx.tools('dialogue'),
     });
     const model = provider.kind === 'offline' ? 'offline' : `${provider.kind}:${result.model}`;
     ctx.feel(value.emotional_tone, value.state_changes);
@@ -83,6 +85,7 @@ export class DialogueBehavior implements AgentBehavior {
       state_changes: value.state_changes,
       learned: value.learned,
       model,
+      ...(result.tool_steps?.length ? { tool_calls: result.tool_steps } : {}),
     };
   }
 }

@@ -1,5 +1,6 @@
-import { generateStructured, type LlmMessage } from '../llm/llm-provider.js';
+import { type LlmMessage } from '../llm/llm-provider.js';
 import { ANSWER_SHAPES, SummarySchema } from '../llm/llm-tasks.js';
+import { generateStructured } from '../llm/structured-output.js';
 import type { AgentBehaviorContext } from './agent-behavior.js';
 
 /**

@@ -46,6 +46,21 @@ const CONTEXT_FIELDS = {
   context_min_relevance: z.number().min(0).max(1).default(0.05),
 };
 
+/** What a use whose model may call the agent's tools (dialogue, reasoning) adds: the loop's bounds. */
+const TOOL_FIELDS = {
+  /**
+   * Most rounds of tool calls a model makes before it must answer (each round may ask for
+   * several calls); 0: the model is offered no tools. Only providers that pass tools use it
+   * (openai-compatible; mcp-sampling when the client samples with tools). @default 4
+   */
+  max_tool_steps: z.number().int().min(0).max(50).default(4),
+  /**
+   * From the start of a reply's tool loop: once spent, no further call is offered or run, a call
+   * still running is cancelled, and the model answers with what it has. @default 20000
+   */
+  tool_budget_ms: ms(100, 600_000, 20_000),
+};
+
 /** A use's settings with its checks: an openai-compatible provider needs base_url and model. */
 function useSchema<S extends z.ZodRawShape>(shape: S) {
   return z
@@ -58,9 +73,10 @@ function useSchema<S extends z.ZodRawShape>(shape: S) {
 /** The model of one use (extraction, consolidation). */
 export const LlmUseSettingsSchema = useSchema(USE_FIELDS);
 /** The model of a use that is given what the agent remembers (dialogue, reasoning), and that context's budget. */
-export const LlmContextUseSettingsSchema = useSchema({ ...USE_FIELDS, ...CONTEXT_FIELDS });
+export const LlmContextUseSettingsSchema = useSchema({ ...USE_FIELDS, ...CONTEXT_FIELDS, ...TOOL_FIELDS });
 export type LlmContextSettings = Pick<z.infer<typeof LlmContextUseSettingsSchema>, 'context_tokens' | 'context_min_relevance'>;
-export type LlmUseSettings = z.infer<typeof LlmUseSettingsSchema> & Partial<LlmContextSettings>;
+export type LlmToolSettings = Pick<z.infer<typeof LlmContextUseSettingsSchema>, 'max_tool_steps' | 'tool_budget_ms'>;
+export type LlmUseSettings = z.infer<typeof LlmUseSettingsSchema> & Partial<LlmContextSettings> & Partial<LlmToolSettings>;
 /** The schema of each use's settings. */
 export const LLM_USE_SCHEMAS = { dialogue: LlmContextUseSettingsSchema, reasoning: LlmContextUseSettingsSchema, extraction: LlmUseSettingsSchema, consolidation: LlmUseSettingsSchema } as const;
 

@@ -63,6 +63,8 @@ export const ErrorCode = {
   LLM_UNAVAILABLE: 'LLM_UNAVAILABLE',
   /** The model's output did not match the expected structure, even after a repair attempt. */
   LLM_OUTPUT_INVALID: 'LLM_OUTPUT_INVALID',
+  /** A model asked for a tool call that cannot run as written: a tool it was not offered, or arguments that are not a JSON object. Fed back to the model once. */
+  LLM_TOOL_CALL_INVALID: 'LLM_TOOL_CALL_INVALID',
   /** A request to an agent's MCP endpoint lacked the bearer token `[mcp] require_token` asks for, or had a wrong one. */
   UNAUTHORIZED: 'UNAUTHORIZED',
   /** The caller cancelled the operation (an agent passivated or stopping cancels its model calls). */

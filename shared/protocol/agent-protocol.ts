@@ -34,6 +34,17 @@ export type AgentState = z.infer<typeof AgentStateSchema>;
 export const ScoredOptionSchema = z.object({ action: z.string(), score: z.number(), reason: z.string() });
 
 /** What an agent decided about a world event it heard, published on `<fleet>.agent.<id>.decision`. */
+/** One call of a model's tool loop, as it ended. */
+export const ToolStepSchema = z.object({
+  tool: z.string(),
+  /** The governed call's id; none when the call was not made. */
+  call_id: z.string().optional(),
+  /** The call record's status, or `invalid` (could not run as written) or `not_run` (the budget was spent). */
+  status: z.string(),
+  code: z.string().optional(),
+  ms: z.number(),
+});
+
 export const EventDecisionSchema = z.object({
   agent: AgentIdSchema,
   /** The world event's id. */
@@ -49,6 +60,8 @@ export const EventDecisionSchema = z.object({
   model: z.string(),
   /** The memory that records the decision. */
   memory: z.string(),
+  /** The calls of the agent's tools its model made while it decided, in order (each is a `tool_call` record and memory of its own). */
+  tool_calls: z.array(ToolStepSchema).optional(),
 });
 export type EventDecision = z.infer<typeof EventDecisionSchema>;
 

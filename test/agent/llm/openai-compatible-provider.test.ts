@@ -5,8 +5,9 @@ import { after, before, describe, test } from 'node:test';
 
 import { z } from 'zod';
 
-import { type GenerateResult, generateStructured } from '../../../agent/llm/llm-provider.js';
+import { type GenerateResult } from '../../../agent/llm/llm-provider.js';
 import { type OpenAiCompatibleOptions, OpenAiCompatibleProvider } from '../../../agent/llm/openai-compatible-provider.js';
+import { generateStructured } from '../../../agent/llm/structured-output.js';
 import { ErrorCode } from '../../../shared/errors/errors.js';
 
 /** What the stand-in server saw of one request. */

@@ -1,0 +1,75 @@
+import { type z } from 'zod';
+
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import { describeIssues } from '../../shared/errors/zod-issues.js';
+import type { GenerateRequest, GenerateResult, LlmProvider, TokenUsage } from './llm-provider.js';
+import { runToolLoop, type ToolLoop } from './tool-loop.js';
+
+/** The first JSON object in a text: models wrap JSON in prose or code fences now and then. */
+function jsonIn(text: string): unknown {
+  const start = text.indexOf('{');
+  const end = text.lastIndexOf('}');
+  if (start < 0 || end < start) throw new Error('no JSON object in the output');
+  return JSON.parse(text.slice(start, end + 1));
+}
+
+/**
+ * Output that must match `schema`: asked in JSON mode, parsed and validated; when it does not
+ * validate, the model is shown its output and what was wrong, and asked again (`repairs`
+ * times, default 1). Usage adds up over the attempts. LLM_OUTPUT_INVALID when none validates.
+ */
+export async function generateStructured<T>(
+  provider: LlmProvider,
+  request: GenerateRequest,
+  schema: z.ZodType<T>,
+  options: {
+    repairs?: number;
+    /** What to make of the model's last answer when it is prose and no repair brings JSON; undefined: fail. */
+    prose?: (text: string) => T | undefined;
+    /** Told once what every call cost, whether the answer fit, fell back to prose, or failed. */
+    spent?: (result: GenerateResult) => void;
+    /** The first attempt runs the model with these tools (`runToolLoop`); a repair is asked without them, so no call runs twice. */
+    tools?: ToolLoop | undefined;
+  } = {},
+): Promise<{ value: T; result: GenerateResult }> {
+  const messages = [...request.messages];
+  const usage: TokenUsage = { input_tokens: 0, output_tokens: 0 };
+  const repairs = options.repairs ?? 1;
+  let problem = '';
+  let last: GenerateResult | undefined;
+  let calls = 0;
+  let prose = false;
+  let acted: Pick<GenerateResult, 'tool_steps' | 'invalid_tool_calls'> = {};
+  try {
+    for (let attempt = 0; attempt <= repairs; attempt++) {
+      const asked = { ...request, messages, json: true };
+      const result = attempt === 0 && options.tools && provider.capabilities.tools ? await runToolLoop(provider, asked, options.tools) : await provider.generate(asked);
+      if (attempt === 0) acted = { ...(result.tool_steps ? { tool_steps: result.tool_steps } : {}), ...(result.invalid_tool_calls ? { invalid_tool_calls: result.invalid_tool_calls } : {}) };
+      calls += result.calls ?? 1;
+      last = result;
+      usage.input_tokens += result.usage.input_tokens;
+      usage.output_tokens += result.usage.output_tokens;
+      let parsed: unknown;
+      try {
+        parsed = jsonIn(result.text);
+      } catch (err) {
+        problem = `not JSON: ${(err as Error).message}`;
+        messages.push({ role: 'assistant', content: result.text }, { role: 'user', content: `That was ${problem}. Answer again with only the JSON object.` });
+        continue;
+      }
+      const checked = schema.safeParse(parsed);
+      if (checked.success) return { value: checked.data, result: { ...result, ...acted, usage, calls } };
+      problem = describeIssues(checked.error, parsed);
+      messages.push({ role: 'assistant', content: result.text }, { role: 'user', content: `That JSON does not fit: ${problem}. Answer again with only the corrected JSON object.` });
+    }
+    const text = last?.text.trim() ?? '';
+    const fallback = text && problem.startsWith('not JSON') ? options.prose?.(text) : undefined;
+    if (fallback !== undefined) {
+      prose = true;
+      return { value: fallback, result: { ...last!, ...acted, usage, calls, prose } };
+    }
+    throw new ThymosError(ErrorCode.LLM_OUTPUT_INVALID, `the model's output did not fit after ${repairs + 1} attempt(s): ${problem}`);
+  } finally {
+    if (last) options.spent?.({ ...last, ...acted, usage, calls, prose });
+  }
+}
