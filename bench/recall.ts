@@ -11,7 +11,7 @@ import { MemoryConsolidator } from '../agent/consolidation/memory-consolidator.j
 import { AgentMemory } from '../agent/memory/agent-memory.js';
 import { MemoryStore } from '../agent/memory/memory-store.js';
 import { ThymosConfigSchema } from '../shared/config/thymos-config.js';
-import { StaticEmbedder } from '../supervisor/embedding/static-embedder.js';
+import { StaticEmbedder } from '../shared/platform/static-embedder.js';
 import { ensureModel } from '../test/helpers/embedding-model.js';
 import type { Figure, Scenario } from './scenario.js';
 import { quantile, removeDbDir, round, seeded, timed } from './stats.js';

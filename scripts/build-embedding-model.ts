@@ -108,7 +108,7 @@ export function buildEmbeddingModel({ out, vocab }: BuildOptions): number {
   rmSync(staging, { recursive: true, force: true });
   mkdirSync(staging, { recursive: true });
   writeFileSync(join(staging, MODEL_FILE), onnx.ModelProto.encode(model).finish());
-  // The same rows for Thymos's own reader (supervisor/embedding/static-embedder.ts), which needs no ONNX Runtime.
+  // The same rows for Thymos's own reader (shared/platform/static-embedder.ts), which needs no ONNX Runtime.
   writeFileSync(join(staging, VECTORS_FILE), new Uint8Array(matrix.buffer));
   writeFileSync(join(staging, 'tokenizer.json'), JSON.stringify(tokenizer));
   writeFileSync(join(staging, 'config.json'), JSON.stringify({ pad_token_id: 0, hidden_size: dims, model_type: 'thymos-static-glove' }));

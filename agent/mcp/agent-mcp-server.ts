@@ -9,6 +9,7 @@ import type { ToolCaller } from '../tools/tool-caller.js';
 import { registerConceptTools, registerLinkTools } from './concept-tools.js';
 import { callsUri, registerDeclaredTools } from './declared-tools.js';
 import { registerContextTool, registerDialogueTools, registerMessageTools } from './dialogue-tools.js';
+import { registerIntentTools } from './intent-tools.js';
 import { registerConsolidationTools, registerMemoryTools } from './memory-tools.js';
 import { registerReasoningTools } from './reasoning-tools.js';
 import { logRequests } from './request-log.js';
@@ -89,6 +90,7 @@ export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfi
   registerLinkTools(ctx);
   registerReasoningTools(ctx);
   registerStateTools(ctx);
+  registerIntentTools(ctx);
   const hasTools = tools !== undefined && Object.keys(tools.tools).length > 0;
   if (hasTools) registerDeclaredTools(server, id, tools);
 

@@ -21,7 +21,7 @@ export const callsUri = (id: string) => `agent://${id}/calls`;
  * (program#pid@host, what the supervisor's audit log knows it by), else `mcp:<client name>`.
  * Both are what the client says of itself.
  */
-function callerOf(server: McpServer, extra: RequestHandlerExtra<ServerRequest, ServerNotification>): string {
+export function callerOf(server: McpServer, extra: RequestHandlerExtra<ServerRequest, ServerNotification>): string {
   const by = extra.requestInfo?.headers[REQUESTER_HEADER.toLowerCase()];
   if (typeof by === 'string' && /^[\w.@#:/-]{1,200}$/.test(by)) return by;
   const name = server.server.getClientVersion()?.name;
@@ -29,7 +29,7 @@ function callerOf(server: McpServer, extra: RequestHandlerExtra<ServerRequest, S
 }
 
 /** The caller's own idempotency key, from the request's `_meta`; INVALID_INPUT when it is not one. */
-function callerKey(extra: RequestHandlerExtra<ServerRequest, ServerNotification>): string | undefined {
+export function callerKey(extra: RequestHandlerExtra<ServerRequest, ServerNotification>): string | undefined {
   const given = extra._meta?.[IDEMPOTENCY_META];
   if (given === undefined) return undefined;
   const parsed = IdempotencyKeySchema.safeParse(given);
@@ -38,7 +38,7 @@ function callerKey(extra: RequestHandlerExtra<ServerRequest, ServerNotification>
 }
 
 /** The agents a chain of Mcp calls passed through before this request, from its `_meta`; INVALID_INPUT when it is not such a list. */
-function callChain(extra: RequestHandlerExtra<ServerRequest, ServerNotification>): string[] | undefined {
+export function callChain(extra: RequestHandlerExtra<ServerRequest, ServerNotification>): string[] | undefined {
   const given = extra._meta?.[CHAIN_META];
   if (given === undefined) return undefined;
   const parsed = CallChainSchema.safeParse(given);

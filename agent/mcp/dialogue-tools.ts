@@ -1,6 +1,7 @@
 import { z } from 'zod';
 
 import { AgentIdSchema } from '../../shared/domain/domain-schema.js';
+import { ToolStepSchema } from '../../shared/protocol/agent-protocol.js';
 import { CONTEXT_TIERS } from '../runtime/context-packet.js';
 import { guard, hitOut, HitOutSchema, MEMORIES_RESOURCE_LIMIT, memoryOut, MemoryOutSchema, samplingClient, SPEAKER_MAX, type ToolContext } from './tool-kit.js';
 
@@ -25,6 +26,7 @@ export function registerDialogueTools(ctx: ToolContext): void {
         state_changes: z.record(z.string(), z.unknown()).optional(),
         learned: z.array(z.string()).optional(),
         model: z.string().optional(),
+        tool_calls: z.array(ToolStepSchema).optional().describe("Calls of the agent's tools made while it answered: its model's, and each [TOOL: …] in its reply."),
       },
     },
     async ({ message, speaker }, extra) =>
@@ -41,6 +43,7 @@ export function registerDialogueTools(ctx: ToolContext): void {
             ...(result.state_changes ? { state_changes: result.state_changes } : {}),
             ...(result.learned ? { learned: result.learned } : {}),
             ...(result.model ? { model: result.model } : {}),
+            ...(result.tool_calls?.length ? { tool_calls: result.tool_calls } : {}),
           },
         };
       }),

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import { aliasTable } from '../../shared/domain/alias-table.js';
+import { type AliasEntry, aliasTable } from '../../shared/domain/alias-table.js';
 import { type AgentDefinition, AgentDefinitionSchema, type DomainSchema } from '../../shared/domain/domain-schema.js';
 import { grantedTools } from '../../shared/domain/tool-schema.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
@@ -13,6 +13,7 @@ import type { AgentStartContext } from '../../shared/protocol/agent-start-contex
 import { ConceptTracker } from '../concepts/concept-tracker.js';
 import { ModelConceptExtractor } from '../concepts/model-concept-extractor.js';
 import { MemoryConsolidator } from '../consolidation/memory-consolidator.js';
+import { IntentActs, knownNames } from '../intents/intent-acts.js';
 import { AgentModels } from '../llm/agent-models.js';
 import type { GenerateResult, LlmProvider } from '../llm/llm-provider.js';
 import { AgentMemory } from '../memory/agent-memory.js';
@@ -103,8 +104,7 @@ export async function assembleAgent(
     env: process.env,
     logger,
   });
-  // A model of dialogue or reasoning may call the granted tools, as itself (`model:<use>`), through the same path.
-  runtime.useTools((use) => toolLoopOf(tools, { caller: `model:${use}`, maxSteps: models.settings(use).max_tool_steps ?? 0, budgetMs: models.settings(use).tool_budget_ms ?? 20_000 }));
+  runtime.useTools(actingOf(tools, runtime, models, startContext?.aliases ?? (domain ? aliasTable(domain) : []), logger));
   // An approved call that changes something waits for the agent to be Active: it runs when the agent next becomes so.
   let mode = runtime.mode;
   runtime.on('state', (s) => {
@@ -118,6 +118,21 @@ export async function assembleAgent(
   return { memory, runtime, tools };
 }
 
+
+/**
+ * What the agent does with its granted tools beyond a call by name: a model of dialogue or
+ * reasoning calls them as itself (`model:<use>`) through the same path; plain words and
+ * `[TOOL: …]` are resolved to calls, with the names the domain gives ids.
+ */
+function actingOf(tools: ToolCaller, runtime: AgentRuntime, models: AgentModels, aliases: readonly AliasEntry[], logger: Logger): IntentActs {
+  return new IntentActs({
+    caller: tools,
+    known: knownNames(aliases),
+    remember: (memories) => runtime.hear(memories, { storeWithinMs: TOOL_MEMORY_WITHIN_MS }),
+    loop: (use) => toolLoopOf(tools, { caller: `model:${use}`, maxSteps: models.settings(use).max_tool_steps ?? 0, budgetMs: models.settings(use).tool_budget_ms ?? 20_000 }),
+    logger,
+  });
+}
 
 /** The agent's definition: from its start context, else the domain, else a default persona. */
 export function resolveDefinition(

@@ -14,6 +14,7 @@ import type { AgentMemory, NewMemory, RecallOptions } from '../memory/agent-memo
 import type { MemoryRecord, RecallHit } from '../memory/memory-record.js';
 import type { MemoryStore } from '../memory/memory-store.js';
 import { resolveSearchStrategy } from '../memory/search-strategy.js';
+import { type Acting, withActs } from './acting.js';
 import { type AgentBehavior, type AgentBehaviorContext, behaviorRelevance, type TalkReply, type TalkRequest } from './agent-behavior.js';
 import { AgentConcepts } from './agent-concepts.js';
 import { AgentDisposition } from './agent-disposition.js';
@@ -81,7 +82,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
   readonly #calls = new CallGate();
   /** Aborted (and replaced) when the agent is passivated or stops: cancels model calls in flight. */
   #cancel = new AbortController();
-  #tools: AgentBehaviorContext['tools'] | undefined;
+  #acting: Acting | undefined;
   readonly #spending = new LlmSpending();
   readonly #models: AgentModels;
   readonly #reasonOnEvents: boolean;
@@ -193,16 +194,12 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
 
   async talk(request: TalkRequest): Promise<TalkReply> {
     return this.#call(async () => {
-      if (this.#mode !== 'active') {
-        throw new ThymosError(
-          ErrorCode.AGENT_NOT_ACTIVE,
-          `${this.id} is listening (passive) and does not hold conversations now; it can still be read (state, recall)`,
-        );
-      }
+      if (this.#mode !== 'active') throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.id} is listening (passive) and does not hold conversations now; it can still be read (state, recall)`);
       const reply = await this.#behavior.talk(this.#behaviorContext(request.client), request);
       this.#conversations++;
       this.#changed();
-      return reply;
+      const acted = await this.#acting?.actOnMarkers(reply.reply, `said to ${request.speaker}, who said: ${request.message.slice(0, 300)}`, { caller: `agent:${this.id}`, signal: this.#cancel.signal });
+      return acted ? withActs(reply, acted) : reply;
     });
   }
 
@@ -373,16 +370,20 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
       signal: this.#cancel.signal,
       model: (use) => this.#models.provider(use, client),
       contextBudget: (use) => this.#models.contextBudget(use),
-      tools: (use) => this.#tools?.(use),
+      tools: (use) => this.#acting?.loop(use),
       spent: (use, provider, result) => this.account(use, provider, result),
       disposition: this.#disposition.values,
       feel: (tone, changes) => this.#disposition.feel(tone, changes),
     };
   }
 
-  /** Gives the agent's models its granted tools (the process assembles them after the runtime, whose gate they run behind). */
-  useTools(tools: AgentBehaviorContext['tools']): void {
-    this.#tools = tools;
+  /** Gives the agent its granted tools: for its models, plain words, and `[TOOL: …]` in what it says (acted on, and taken out of the words the speaker hears); assembled after the runtime, whose gate they run behind. */
+  useTools(acting: Acting): void {
+    this.#acting = acting;
+  }
+
+  get acting(): Acting | undefined {
+    return this.#acting;
   }
 
   /** Counts a model call's tokens and cost in the agent's state and metrics; offline answers cost nothing and are not counted. */

@@ -70,3 +70,4 @@ export interface RuntimeEvents {
   /** The agent decided what to do about a world event it heard. */
   decision: [EventDecision];
 }
+

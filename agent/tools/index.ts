@@ -5,4 +5,4 @@ export { type ExecutorContext } from './executor-context.js';
 export { modelResultOf, modelToolsOf, toolLoopOf } from './model-tools.js';
 export { type ScriptContext, type ScriptFunction } from './script-executor.js';
 export { type CallRequest, type CallStore, ToolCaller, type ToolCallerOptions } from './tool-caller.js';
-export { inputShape, outputShape, toolAnnotations } from './tool-shapes.js';
+export { inputShape, outputShape, REASON_MAX, toolAnnotations } from './tool-shapes.js';

@@ -1,5 +1,5 @@
 /**
- * The machine underneath: logging, data locks, deadlines, port probes, clean-up order, start-up phase timing, the embedded SurrealDB, agent tokens, the embedder interface, the concept extractor, a process's CPU and memory from /proc, and Node's compile cache.
+ * The machine underneath: logging, data locks, deadlines, port probes, clean-up order, start-up phase timing, the embedded SurrealDB, agent tokens, the embedder interface and the offline model's reader, where the package is, the concept extractor, a process's CPU and memory from /proc, and Node's compile cache.
  */
 export { agentTokenPath, bearerMatches, ensureAgentToken, readAgentToken } from './agent-token.js';
 export { CleanupStack } from './cleanup-stack.js';
@@ -13,5 +13,7 @@ export { createLogger, LogFeed, logFeedOf, type Logger, type LoggerOptions, type
 export { PhaseClock } from './phase-clock.js';
 export { portTaken, refusesConnections } from './port-probe.js';
 export { cpuSeconds, memoryBytes } from './process-usage.js';
+export { STATIC_VECTORS_FILE, StaticEmbedder } from './static-embedder.js';
 export { StopOnce } from './stop-once.js';
+export { offlineModelDir, thymosRoot } from './thymos-root.js';
 export { writeAtomic } from './write-atomic.js';

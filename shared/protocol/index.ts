@@ -2,7 +2,7 @@
  * What crosses NATS: every subject, stream, consumer and bucket name (from `[fleet] name`), and the zod schema of every request, reply, event and start context.
  */
 export { type AgentMessage, AgentMessageSchema, AskReplySchema, newMessage } from './agent-message.js';
-export { AgentControlOkSchema, type AgentControlReply, AgentControlReplySchema, type AgentControlRequest, AgentControlRequestSchema, type AgentMode, AgentModeSchema, type AgentState, AgentStateSchema, type AgentStatusMessage, AgentStatusMessageSchema, type EventDecision, EventDecisionSchema, type RelevanceInput, RelevanceInputSchema, ScoredOptionSchema } from './agent-protocol.js';
+export { AgentControlOkSchema, type AgentControlReply, AgentControlReplySchema, type AgentControlRequest, AgentControlRequestSchema, type AgentMode, AgentModeSchema, type AgentState, AgentStateSchema, type AgentStatusMessage, AgentStatusMessageSchema, type EventDecision, EventDecisionSchema, type RelevanceInput, RelevanceInputSchema, ScoredOptionSchema, ToolStepSchema } from './agent-protocol.js';
 export { type AgentStartContext, type AgentStartContextInput, AgentStartContextSchema } from './agent-start-context.js';
 export { CONCEPT_ALIASES_MAX, CONCEPT_TEXTS_MAX, ConceptOkSchema, ConceptRequestSchema, ExtractedConceptSchema } from './concept-protocol.js';
 export { decodeVectors, EmbedInfoSchema, EmbedOkSchema, EmbedRequestSchema, encodeVectors } from './embed-protocol.js';

@@ -8,11 +8,11 @@ import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { serveCoded, serveConstant } from '../../shared/nats/coded-responder.js';
 import type { Embedder } from '../../shared/platform/embedder.js';
 import type { Logger } from '../../shared/platform/logger.js';
+import { StaticEmbedder } from '../../shared/platform/static-embedder.js';
+import { offlineModelDir } from '../../shared/platform/thymos-root.js';
 import { EmbedRequestSchema, encodeVectors } from '../../shared/protocol/embed-protocol.js';
 import { DEFAULT_FLEET_NAMES, type FleetNames } from '../../shared/protocol/fleet-names.js';
-import { thymosRoot } from '../pm2/thymos-bin.js';
 import { FastembedEmbedder } from './fastembed-embedder.js';
-import { StaticEmbedder } from './static-embedder.js';
 import { TextCache } from './text-cache.js';
 
 interface Waiting {
@@ -51,7 +51,7 @@ export class EmbeddingService {
    */
   static async load(config: ThymosConfig): Promise<EmbeddingService> {
     const e = config.embedding;
-    const modelDir = e.model_dir ? resolveFrom(config, e.model_dir) : join(thymosRoot(), 'models', 'glove-100d');
+    const modelDir = e.model_dir ? resolveFrom(config, e.model_dir) : offlineModelDir();
     const embedder =
       e.model === 'custom' && StaticEmbedder.isStaticModel(modelDir)
         ? StaticEmbedder.load(modelDir, { maxLength: e.max_length })

@@ -14,4 +14,4 @@ export {
   natsServerVersion,
 } from './nats-server-binary.js';
 export { type AppExit, type AppSpec, IDLE_PROCESS_NODE_ARGS, type ProcessInfo, ProcessManager } from './process-manager.js';
-export { thymosBinPath, thymosRoot } from './thymos-bin.js';
+export { thymosBinPath } from './thymos-bin.js';

@@ -1,25 +1,8 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-
-/** The root of the Thymos package (where its package.json is), found from this module's location. */
-export function thymosRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 6; i++) {
-    const pkg = join(dir, 'package.json');
-    if (existsSync(pkg)) {
-      try {
-        if ((JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'thymos') return dir;
-      } catch {
-        // not ours: keep looking upwards
-      }
-    }
-    dir = dirname(dir);
-  }
-  throw new ThymosError(ErrorCode.INTERNAL, `cannot find the thymos package above ${fileURLToPath(import.meta.url)}`);
-}
+import { thymosRoot } from '../../shared/platform/thymos-root.js';
 
 /**
  * The bundled `thymos` command (`dist/bin/thymos.js`) that pm2 runs for the supervisor

@@ -84,6 +84,19 @@ const STRINGS = [
   '2026-13-45T99:99:99Z',
 ];
 
+/** `n` hostile texts from seed `seed`: the strings above, their mixes with ordinary words, huge and odd ones. */
+export function fuzzStrings(n: number, seed: number): string[] {
+  const r = new Rng(seed);
+  const words = ['refund', 'order', 'ORD-12345', 'please', 'ship', 'kettle', '[TOOL:', ']', 'reason', '{', '"', 'tomorrow at 3pm', '-1', 'ünïcödé', '🔥'];
+  return Array.from({ length: n }, () => {
+    const kind = r.int(4);
+    if (kind === 0) return r.pick(STRINGS);
+    if (kind === 1) return Array.from({ length: 1 + r.int(30) }, () => r.pick([...words, ...STRINGS])).join(r.pick([' ', '', '\n', ', ']));
+    if (kind === 2) return r.pick(words).repeat(1 + r.int(3000));
+    return String.fromCharCode(...Array.from({ length: r.int(200) }, () => r.int(0xffff)));
+  });
+}
+
 /** A random JSON value: wrong types, odd numbers, hostile strings, big or deep structures. */
 export function fuzzValue(r: Rng, depth = 0): unknown {
   const kind = r.int(depth > 3 ? 6 : 10);

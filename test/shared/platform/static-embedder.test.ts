@@ -6,7 +6,7 @@ import { describe, test } from 'node:test';
 
 import { ErrorCode, type ThymosError } from '../../../shared/errors/errors.js';
 import { dot } from '../../../shared/platform/embedder.js';
-import { StaticEmbedder } from '../../../supervisor/embedding/static-embedder.js';
+import { StaticEmbedder } from '../../../shared/platform/static-embedder.js';
 import { ensureModel, loadTestEmbedder } from '../../helpers/embedding-model.js';
 
 describe('the offline model read without ONNX Runtime', () => {

@@ -1,8 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import type { Embedder } from '../../shared/platform/embedder.js';
+import { ErrorCode, ThymosError } from '../errors/errors.js';
+import type { Embedder } from './embedder.js';
 
 /** The file of a static model's word vectors: float32, little-endian, one row of `dims` per token id. */
 export const STATIC_VECTORS_FILE = 'vectors.f32';

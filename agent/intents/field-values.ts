@@ -1,0 +1,60 @@
+import type { Tool, Tools } from '../../shared/domain/tool-schema.js';
+
+/** Words a distinctive pattern does not take: one that takes any of them takes ordinary words, and says nothing of a tool. */
+const ORDINARY = ['order', 'the', 'hello', 'please', 'a', 'x', 'Order', 'OK', 'I', '1', '42', '2024', 'yes', 'TODAY', 'it'];
+
+/** A field pattern as it finds values inside a text: the whole value, between spaces or marks. */
+export interface FieldPattern {
+  field: string;
+  /** Finds values inside a text. */
+  find: RegExp;
+  /** Whether a value is one, whole. */
+  whole: RegExp;
+}
+
+/** The fields of a tool whose `pattern` is distinctive (takes none of the ordinary words), each with how to find its values in a text. */
+export function distinctivePatterns(tool: Tool): FieldPattern[] {
+  const out: FieldPattern[] = [];
+  for (const [field, spec] of Object.entries(tool.input)) {
+    if (spec.type !== 'string' || !spec.pattern) continue;
+    let whole: RegExp;
+    try {
+      whole = new RegExp(`^(?:${spec.pattern})$`, 'u');
+    } catch {
+      continue;
+    }
+    if (ORDINARY.some((w) => whole.test(w))) continue;
+    out.push({ field, whole, find: new RegExp(`(?<![\\p{L}\\p{N}_-])(?:${spec.pattern})(?![\\p{L}\\p{N}_-])`, 'gu') });
+  }
+  return out;
+}
+
+/** The values an intent holds that some tool's distinctive pattern takes, by the pattern's source. */
+export function valuesIn(text: string, patterns: readonly FieldPattern[]): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const p of patterns) {
+    const found = [...text.matchAll(p.find)].map((m) => m[0]);
+    if (found.length > 0) out.set(p.find.source, found);
+  }
+  return out;
+}
+
+/**
+ * How well the values an intent holds (ids, versions, emails, dates a tool's patterns take)
+ * fit each tool: the share of those values some field of the tool takes. Undefined when the
+ * intent holds none.
+ */
+export function valueFit(text: string, tools: Tools, byTool: ReadonlyMap<string, FieldPattern[]>): Map<string, number> | undefined {
+  const all = [...byTool.values()].flat();
+  const values = new Set<string>();
+  for (const found of valuesIn(text, all).values()) for (const v of found) values.add(v);
+  if (values.size === 0) return undefined;
+  const fit = new Map<string, number>();
+  for (const name of Object.keys(tools)) {
+    const mine = byTool.get(name) ?? [];
+    let taken = 0;
+    for (const v of values) if (mine.some((p) => p.whole.test(v))) taken++;
+    fit.set(name, taken / values.size);
+  }
+  return fit;
+}

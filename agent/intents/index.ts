@@ -1,0 +1,7 @@
+/**
+ * Plain words to calls of an agent's granted tools: the tools ranked by their metadata only (words, words near in meaning, the offline model's vectors), arguments filled offline or by a model, `resolve_intent`, `act` and `[TOOL: …]` in replies, each act remembered.
+ */
+export { fillArguments, type Filled, type KnownName } from './argument-filler.js';
+export { INTENT_TAG, IntentActs, knownNames } from './intent-acts.js';
+export { foreignLanguage, IntentResolver, type ModelFiller } from './intent-resolver.js';
+export { DEFAULT_TUNING, type ResolverTuning, ToolRanker } from './tool-ranker.js';

@@ -1,0 +1,119 @@
+import type { AliasEntry } from '../../shared/domain/alias-table.js';
+import type { Logger } from '../../shared/platform/logger.js';
+import { StaticEmbedder } from '../../shared/platform/static-embedder.js';
+import { offlineModelDir } from '../../shared/platform/thymos-root.js';
+import type { ToolCallRecord } from '../../shared/protocol/tool-call.js';
+import type { ToolLoop } from '../llm/tool-loop.js';
+import type { NewMemory } from '../memory/agent-memory.js';
+import type { Acting, ActOutcome, ActRequest, IntentAnswer } from '../runtime/acting.js';
+import type { ToolCaller } from '../tools/tool-caller.js';
+import type { KnownName } from './argument-filler.js';
+import { IntentResolver, type ModelFiller } from './intent-resolver.js';
+
+/** The tag of the memory an agent keeps of each act and each `[TOOL: …]` it resolved. */
+export const INTENT_TAG = 'intent';
+/** `[TOOL: what to do]` in a reply: the words between the colon and the bracket are the intent. */
+const MARKER = /\[TOOL:\s*([^\]\n]{1,500})\]/giu;
+/** The most `[TOOL: …]` one reply may act on; more are resolved to nothing and said so. */
+const MARKERS_MAX = 3;
+
+/** The names the domain gives each id (agents' names and aliases, alias patterns), for fields that take ids. */
+export function knownNames(aliases: readonly AliasEntry[]): KnownName[] {
+  const byId = new Map<string, Set<string>>();
+  for (const a of aliases) byId.set(a.target, (byId.get(a.target) ?? new Set()).add(a.alias).add(a.name));
+  return [...byId].map(([id, names]) => ({ id, names: [...names] }));
+}
+
+/**
+ * Plain words to the agent's granted tools: `resolve` (read-only: nothing runs), `act` (resolve,
+ * and run the call through the governed path when it is confident and complete) and `[TOOL: …]`
+ * in a reply. Every act and `[TOOL: …]` is remembered as an `intent` memory with its outcome,
+ * refused ones included. The resolver is built at the first use, over the granted tools, with
+ * the offline model Thymos ships (the same answers alone and in a fleet); without that model
+ * it resolves by words only, and says so in the log.
+ */
+export class IntentActs implements Acting {
+  readonly #caller: ToolCaller;
+  readonly #known: readonly KnownName[];
+  readonly #remember: (memories: NewMemory[]) => Promise<unknown>;
+  readonly #logger: Logger;
+  readonly #model: ModelFiller | undefined;
+  readonly #loop: (use: 'dialogue' | 'reasoning') => ToolLoop | undefined;
+  #resolver: Promise<IntentResolver> | undefined;
+
+  constructor(options: {
+    caller: ToolCaller;
+    known: readonly KnownName[];
+    remember: (memories: NewMemory[]) => Promise<unknown>;
+    logger: Logger;
+    /** A use's model tool loop (see `toolLoopOf`). */
+    loop: (use: 'dialogue' | 'reasoning') => ToolLoop | undefined;
+    model?: ModelFiller;
+  }) {
+    this.#loop = options.loop;
+    this.#caller = options.caller;
+    this.#known = options.known;
+    this.#remember = options.remember;
+    this.#logger = options.logger;
+    this.#model = options.model;
+  }
+
+  #build(): Promise<IntentResolver> {
+    this.#resolver ??= (async () => {
+      let embedder: StaticEmbedder | undefined;
+      try {
+        embedder = StaticEmbedder.load(offlineModelDir(), { maxLength: 256 });
+      } catch (err) {
+        this.#logger.warn({ err: (err as Error).message }, 'intent resolution runs on words only: the offline model could not be read');
+      }
+      return IntentResolver.build(this.#caller.tools, { embedder, known: this.#known, ...(this.#model ? { model: this.#model } : {}) });
+    })();
+    this.#resolver.catch(() => (this.#resolver = undefined));
+    return this.#resolver;
+  }
+
+  loop(use: 'dialogue' | 'reasoning'): ToolLoop | undefined {
+    return this.#loop(use);
+  }
+
+  /** What the words mean among the granted tools; nothing runs. */
+  async resolve(intent: string, context?: string): Promise<IntentAnswer> {
+    return (await this.#build()).resolve(intent, context);
+  }
+
+  /**
+   * Resolves and, when the answer is a call, makes it through the governed path with `reason`
+   * (validation, permission, approval, limits, record). Run twice (a retry after a crash), the
+   * same words resolve to the same call with the same arguments: a tool with an
+   * `idempotencyKey` answers the first call's outcome, as for any caller.
+   */
+  async act(intent: string, reason: string, request: ActRequest, how = 'act'): Promise<ActOutcome> {
+    const answer = await this.resolve(intent);
+    let record: ToolCallRecord | undefined;
+    if (answer.call) record = await this.#caller.call(answer.call.tool, { ...answer.call.arguments, reason }, request);
+    await this.#keep({ intent, answer, ...(record ? { record } : {}) }, how, request.caller);
+    return { intent, answer, ...(record ? { record } : {}) };
+  }
+
+  /** Acts on each `[TOOL: …]` of a reply (at most 3); answers the reply without them, and what each did. */
+  async actOnMarkers(reply: string, reason: string, request: ActRequest): Promise<{ reply: string; acts: ActOutcome[] }> {
+    const found = [...reply.matchAll(MARKER)].map((m) => m[1]!.trim());
+    if (found.length === 0) return { reply, acts: [] };
+    const acts: ActOutcome[] = [];
+    for (const intent of found.slice(0, MARKERS_MAX)) acts.push(await this.act(intent, reason, request, '[TOOL:]'));
+    if (found.length > MARKERS_MAX) this.#logger.warn({ markers: found.length }, `a reply asked for more than ${MARKERS_MAX} [TOOL: …]; the rest were not acted on`);
+    return { reply: reply.replace(MARKER, '').replace(/[ \t]{2,}/g, ' ').trim(), acts };
+  }
+
+  async #keep(outcome: ActOutcome, how: string, by: string): Promise<void> {
+    const { answer, record } = outcome;
+    const what = record
+      ? `${record.tool} ${record.status}${record.error ? ` (${record.error.code})` : ''}`
+      : `no call: ${answer.outcome}${answer.tool ? ` ${answer.tool}, missing ${answer.missing.join(', ')}` : ''}${answer.candidates.length ? `; candidates ${answer.candidates.map((c) => c.tool).join(', ')}` : ''}`;
+    try {
+      await this.#remember([{ content: `${how} "${outcome.intent.slice(0, 300)}" → ${what}`, tags: [INTENT_TAG, answer.outcome, ...(record ? [record.tool] : [])], importance: 0.4, source: { kind: 'intent', by } }]);
+    } catch (err) {
+      this.#logger.warn({ err: (err as Error).message }, 'the memory of an intent was not kept');
+    }
+  }
+}

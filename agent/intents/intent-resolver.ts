@@ -1,0 +1,94 @@
+import { type z } from 'zod';
+
+import type { Tools } from '../../shared/domain/tool-schema.js';
+import type { Embedder } from '../../shared/platform/embedder.js';
+import type { IntentAnswer, IntentOutcome } from '../runtime/acting.js';
+import { inputShape } from '../tools/tool-shapes.js';
+import { fillArguments, type Filled, type KnownName } from './argument-filler.js';
+import { INTENT_MAX_CHARS, rawWords } from './intent-words.js';
+import { type ResolverTuning, ToolRanker } from './tool-ranker.js';
+
+/** Fills a tool's input from the words, e.g. by a model's structured output; undefined to leave it to the offline filler. */
+export type ModelFiller = (tool: string, intent: string, context: string | undefined) => Promise<Filled | undefined>;
+
+/** Words other languages use most, that English does not: a line made of them is not read as English. */
+const FOREIGN = new Set(
+  ('le la les des du un une et est pour mon ma mes je tu il elle nous vous ils sont avec dans sur pas qui que ne au aux ce cette ' +
+    'el los las por para con una del al lo mi yo es está como pero muy sí ' +
+    'der die das und ist ich mein meine nicht ein eine bei auf zu mit für den dem sie wir bitte gibt').split(' '),
+);
+const ENGLISH = new Set('the a an is are to of for my me i you your it this that and or with on in at be can please what how'.split(' '));
+
+/** Whether a line is in a language the offline resolver does not read: another script, or more of other languages' common words than of English's. */
+export function foreignLanguage(text: string): boolean {
+  const letters = text.match(/\p{L}/gu) ?? [];
+  if (letters.length >= 4 && letters.filter((c) => /[a-zA-ZÀ-ÿ]/.test(c)).length / letters.length < 0.5) return true;
+  const words = (text.toLowerCase().match(/\p{L}+/gu) ?? []);
+  if (words.length < 4) return false;
+  const foreign = words.filter((w) => FOREIGN.has(w)).length;
+  const english = words.filter((w) => ENGLISH.has(w)).length;
+  return foreign >= 2 && foreign > english * 2;
+}
+
+/**
+ * Plain words to a call of one of the agent's granted tools, or to candidates and what is
+ * missing: the tools ranked by their metadata only (`ToolRanker`), then the best one's input
+ * filled — by a model's structured output when one is configured, else deterministically —
+ * and validated against the tool's schema. It never guesses a call: an intent that fits no tool
+ * well, fits two alike, or leaves a required field out, gets candidates and no call.
+ */
+export class IntentResolver {
+  readonly #ranker: ToolRanker;
+  readonly #known: readonly KnownName[];
+  readonly #model: ModelFiller | undefined;
+
+  private constructor(ranker: ToolRanker, known: readonly KnownName[], model: ModelFiller | undefined) {
+    this.#ranker = ranker;
+    this.#known = known;
+    this.#model = model;
+  }
+
+  static async build(tools: Tools, options: { embedder?: Embedder | undefined; known?: readonly KnownName[]; model?: ModelFiller; tuning?: Partial<ResolverTuning> } = {}): Promise<IntentResolver> {
+    return new IntentResolver(await ToolRanker.build(tools, options), options.known ?? [], options.model);
+  }
+
+  get tools(): Tools {
+    return this.#ranker.tools;
+  }
+
+  async resolve(intent: string, context?: string, now = new Date()): Promise<IntentAnswer> {
+    const said = intent.trim();
+    const none = (outcome: IntentOutcome, note: string): IntentAnswer => ({ candidates: [], missing: [], confidence: 0, outcome, note });
+    if (said.length === 0 || rawWords(said).length === 0) return none('empty', 'the intent says nothing to resolve');
+    if (said.length > INTENT_MAX_CHARS) return none('too_long', `the intent is ${said.length} characters; at most ${INTENT_MAX_CHARS} are read`);
+    if (foreignLanguage(said)) return none('unsupported_language', 'the intent is not in English, which the offline resolver reads; nothing was resolved');
+    const ranking = await this.#ranker.rank(said);
+    const base = { candidates: ranking.candidates, confidence: ranking.confidence };
+    if (!ranking.chosen) {
+      const outcome = ranking.candidates.length > 0 && ranking.best && ranking.best.score >= 0.3 && ranking.best.lead < 0.08 ? 'ambiguous' : 'none';
+      return { ...base, missing: [], outcome };
+    }
+    const tool = this.#ranker.tools[ranking.chosen]!;
+    const filled = (await this.#model?.(ranking.chosen, said, context)) ?? fillArguments(tool, context ? `${said}\n${context}` : said, { known: this.#known, now });
+    const { valid, refused } = validArguments(tool, filled.arguments);
+    const missing = [...new Set([...filled.missing, ...refused.filter((f) => tool.input[f]?.required)])];
+    const note = refused.length > 0 ? `left out what its field refuses: ${refused.join(', ')}` : undefined;
+    if (missing.length > 0) return { ...base, missing, outcome: 'incomplete', tool: ranking.chosen, ...(note ? { note } : {}) };
+    return { ...base, missing: [], outcome: 'call', call: { tool: ranking.chosen, arguments: valid }, ...(note ? { note } : {}) };
+  }
+}
+
+/** The filled arguments each field's own schema takes, and the fields whose value it refuses. */
+function validArguments(tool: Tools[string], args: Record<string, unknown>): { valid: Record<string, unknown>; refused: string[] } {
+  const shape = inputShape(tool);
+  const valid: Record<string, unknown> = {};
+  const refused: string[] = [];
+  for (const [field, value] of Object.entries(args)) {
+    const schema = shape[field];
+    if (!schema || field === 'reason') continue;
+    const checked = (schema as z.ZodType).safeParse(value);
+    if (checked.success) valid[field] = checked.data;
+    else refused.push(field);
+  }
+  return { valid, refused };
+}

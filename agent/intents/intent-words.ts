@@ -1,0 +1,62 @@
+import { stemmer } from 'stemmer';
+
+import { STOP_WORDS } from '../memory/stop-words.js';
+
+/**
+ * Words too common to say which tool is meant. Recall's stop words, but for the question words
+ * ("where is my order" asks to look, not to note): what a request asks is in them.
+ */
+const INTENT_STOP_WORDS: ReadonlySet<string> = new Set([...STOP_WORDS].filter((w) => !['where', 'what', 'when', 'which', 'who', 'how', 'why'].includes(w)));
+
+/** A run of letters (any script) or digits. */
+const WORD = /[\p{L}\p{M}][\p{L}\p{M}\p{N}]*|\p{N}+/gu;
+/** The longest intent read, in characters: a longer one is cut (and the answer says so). */
+export const INTENT_MAX_CHARS = 2_000;
+
+/**
+ * The words of a text as intent resolution compares them: lower-cased, snake_case and kebab-case
+ * split, stop words and digits left out, each stemmed (Porter), so "refunds", "refunded" and
+ * "refunding" are one word.
+ */
+export function intentWords(text: string): string[] {
+  const out: string[] = [];
+  for (const token of text.toLowerCase().match(WORD) ?? []) {
+    const raw = SHORTHAND[token] ?? token;
+    if (INTENT_STOP_WORDS.has(raw) || /\p{N}/u.test(raw)) continue;
+    out.push(stemmer(raw));
+  }
+  return out;
+}
+
+/** Optimal string alignment distance (Levenshtein with adjacent swaps), giving up above `max`. */
+export function editDistance(a: string, b: string, max: number): number {
+  if (Math.abs(a.length - b.length) > max) return max + 1;
+  const rows: number[][] = [Array.from({ length: b.length + 1 }, (_, j) => j)];
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    let best = i;
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let d = Math.min(rows[i - 1]![j]! + 1, row[j - 1]! + 1, rows[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, rows[i - 2]![j - 2]! + 1);
+      row.push(d);
+      best = Math.min(best, d);
+    }
+    if (best > max) return max + 1;
+    rows.push(row);
+  }
+  return rows[a.length]![b.length]!;
+}
+
+/** Shorthand people write in chat and tickets, read as the word it stands for. */
+const SHORTHAND: Readonly<Record<string, string>> = {
+  pls: 'please', plz: 'please', thx: 'thanks', ty: 'thanks', tmrw: 'tomorrow', tmr: 'tomorrow', tmw: 'tomorrow', tmrrw: 'tomorrow', tonite: 'tonight',
+  mtg: 'meeting', appt: 'appointment', msg: 'message', pw: 'password', pwd: 'password', acct: 'account', addr: 'address', db: 'database',
+  prod: 'production', env: 'environment', cfg: 'configuration', config: 'configuration', info: 'information', qty: 'quantity', amt: 'amount',
+  hr: 'hour', hrs: 'hours', min: 'minute', mins: 'minutes', wk: 'week', yr: 'year', asap: 'urgently', u: 'you', ur: 'your', b4: 'before',
+};
+
+/** The words of a text as they are written, lower-cased, shorthand spelled out, stop words left out (not stemmed). */
+export function rawWords(text: string): string[] {
+  return (text.toLowerCase().match(/[\p{L}\p{M}][\p{L}\p{M}\p{N}]*/gu) ?? []).map((w) => SHORTHAND[w] ?? w).filter((w) => !INTENT_STOP_WORDS.has(w) && !/\p{N}/u.test(w));
+}

@@ -1,0 +1,255 @@
+import type { Tools } from '../../shared/domain/tool-schema.js';
+import { dot, type Embedder } from '../../shared/platform/embedder.js';
+import { editDistance, intentWords, rawWords } from './intent-words.js';
+
+/** BM25's term-frequency saturation and length normalisation, as Lucene sets them. */
+const K1 = 1.2;
+const B = 0.75;
+/**
+ * Word weights are counted as if the metadata had at least this many texts (the rest holding
+ * none of its words): a few tools' texts would otherwise weigh every word alike, and a word a
+ * catalogue of three tools uses once would count for little.
+ */
+const BACKGROUND_TEXTS = 500;
+
+/** One text of a tool's metadata: an example, or what its name, description, tags and fields say. */
+interface ToolText {
+  tool: string;
+  /** What its name, description, tags and fields say, rather than an example. */
+  about: boolean;
+  text: string;
+  /** Stemmed words and how often each occurs. */
+  words: Map<string, number>;
+  length: number;
+  vector?: Float32Array | undefined;
+}
+
+/** How well one tool matches an intent, and why. */
+export interface ToolMatch {
+  tool: string;
+  /** BM25 over its best text, as a share of the most the intent's words could score (0..1). */
+  words: number;
+  /** The intent's words found in any of its texts, or near one in meaning, weighted as BM25 weighs them (0..1). */
+  near: number;
+  /** The cosine of the intent and its nearest text (0 without an embedder). */
+  meaning: number;
+  /** The weight (BM25's IDF) of the intent's words it holds or holds one near to: how much is said that fits, whatever else is said. */
+  evidence: number;
+  /** The text the words matched best. */
+  byWords?: string | undefined;
+  /** The intent's words it holds, and those near one of its words (`fix~repair`). */
+  matched: string[];
+}
+
+/** A word of the metadata: as written, its stem, its vector. */
+interface VocabWord {
+  raw: string;
+  stem: string;
+  vector: Float32Array;
+}
+
+/** A word of an intent as the index reads it. */
+interface QueryWord {
+  raw: string;
+  word: string;
+  weight: number;
+  known: boolean;
+}
+
+/** What the index weighs. */
+export interface IndexTuning {
+  /** What a word the metadata never uses weighs, as a share of the highest weight. */
+  unknownWeight: number;
+  /** Least cosine of two words' vectors for one to stand for the other. */
+  nearWords: number;
+  /** Whether a word counts more for a tool the more of its texts use it (BM25's saturation over texts). */
+  toolTf: boolean;
+  /** What a match with an example counts, beside one with what the tool's name and description say. */
+  exampleWeight: number;
+}
+
+/** The words of a tool's metadata that are not an example: name, description, tags, field names and descriptions, enum values. Never executor details. */
+function aboutText(name: string, tool: Tools[string]): string {
+  const fields = Object.entries(tool.input).map(([f, spec]) => `${f.replace(/[_-]/g, ' ')} ${spec.description ?? ''} ${(spec.values ?? []).join(' ')}`);
+  return [name.replace(/[_-]/g, ' '), tool.description, tool.tags.join(' '), ...fields].join('. ');
+}
+
+function counts(words: readonly string[]): Map<string, number> {
+  const m = new Map<string, number>();
+  for (const w of words) m.set(w, (m.get(w) ?? 0) + 1);
+  return m;
+}
+
+/**
+ * The granted tools' metadata, indexed for intent resolution: BM25 over words (each example a
+ * text of its own, and one text of what the tool's name, description, tags and fields say)
+ * and, with an embedder, the vector of each text and of each word, so that an intent's word
+ * the metadata does not use counts for a tool that uses a word near it in meaning. Built once
+ * per set of tools.
+ */
+export class ToolIndex {
+  readonly tools: Tools;
+  readonly #texts: ToolText[];
+  readonly #idf = new Map<string, number>();
+  /** Raw words of the metadata (4 letters or more) and their stems, for typos. */
+  readonly #surface = new Map<string, string>();
+  readonly #avgLength: number;
+  readonly #embedder: Embedder | undefined;
+  readonly #t: IndexTuning;
+  /** Each distinct raw word of the metadata, its stem and its vector; by tool, which of them it uses. */
+  readonly #vocab: VocabWord[];
+  readonly #toolWords: Map<string, number[]>;
+
+  private constructor(tools: Tools, texts: ToolText[], embedder: Embedder | undefined, tuning: IndexTuning, vocab: VocabWord[], toolWords: Map<string, number[]>) {
+    this.tools = tools;
+    this.#texts = texts;
+    this.#embedder = embedder;
+    this.#t = tuning;
+    this.#vocab = vocab;
+    this.#toolWords = toolWords;
+    const df = new Map<string, number>();
+    for (const t of texts) for (const w of t.words.keys()) df.set(w, (df.get(w) ?? 0) + 1);
+    for (const [w, n] of df) this.#idf.set(w, Math.log(1 + (Math.max(texts.length, BACKGROUND_TEXTS) - n + 0.5) / (n + 0.5)));
+    this.#avgLength = texts.reduce((n, t) => n + t.length, 0) / Math.max(texts.length, 1);
+    for (const t of texts) for (const raw of rawWords(t.text)) if (raw.length >= 4 && !this.#surface.has(raw)) this.#surface.set(raw, intentWords(raw)[0] ?? raw);
+  }
+
+  static async build(tools: Tools, options: { embedder?: Embedder | undefined; tuning: IndexTuning }): Promise<ToolIndex> {
+    const texts: ToolText[] = [];
+    for (const [name, tool] of Object.entries(tools)) {
+      for (const [i, text] of [aboutText(name, tool), ...tool.examples].entries()) {
+        const words = intentWords(text);
+        texts.push({ tool: name, about: i === 0, text, words: counts(words), length: words.length });
+      }
+    }
+    const embedder = options.embedder;
+    const vocab: VocabWord[] = [];
+    const toolWords = new Map<string, number[]>();
+    if (embedder && texts.length > 0) {
+      const vectors = await embedder.embed(texts.map((t) => t.text));
+      texts.forEach((t, i) => (t.vector = vectors[i]));
+      const at = new Map<string, number>();
+      for (const t of texts) {
+        for (const raw of rawWords(t.text)) {
+          const stem = intentWords(raw)[0];
+          if (stem === undefined) continue;
+          if (!at.has(raw)) {
+            at.set(raw, vocab.length);
+            vocab.push({ raw, stem, vector: new Float32Array(0) });
+          }
+          const list = toolWords.get(t.tool) ?? [];
+          if (!list.includes(at.get(raw)!)) list.push(at.get(raw)!);
+          toolWords.set(t.tool, list);
+        }
+      }
+      const wordVectors = await embedder.embed(vocab.map((v) => v.raw));
+      vocab.forEach((v, i) => (v.vector = wordVectors[i]!));
+    }
+    return new ToolIndex(tools, texts, embedder, options.tuning, vocab, toolWords);
+  }
+
+  /** The highest weight a word can have: one the metadata never uses. */
+  get maxWeight(): number {
+    return this.#unknownIdf;
+  }
+
+  get #unknownIdf(): number {
+    return Math.log(1 + (Math.max(this.#texts.length, BACKGROUND_TEXTS) + 0.5) / 0.5);
+  }
+
+  /**
+   * The intent's words as the index knows them: a word it does not hold is read as the word of
+   * the metadata a typo away (one edit for 4 to 7 letters, two from 8), when there is one.
+   */
+  #queryWords(intent: string): QueryWord[] {
+    const out: QueryWord[] = [];
+    for (const raw of rawWords(intent)) {
+      const [word] = intentWords(raw);
+      if (word === undefined) continue;
+      if (this.#idf.has(word)) {
+        out.push({ raw, word, weight: this.#idf.get(word)!, known: true });
+        continue;
+      }
+      const near = raw.length >= 4 ? this.#nearest(raw) : undefined;
+      out.push(near ? { raw, word: near, weight: this.#idf.get(near)!, known: true } : { raw, word, weight: this.#unknownIdf * this.#t.unknownWeight, known: false });
+    }
+    return out;
+  }
+
+  /** The nearest word by edits; between words as near, the one that starts alike, then the more common (the likelier meant). */
+  #nearest(raw: string): string | undefined {
+    const max = raw.length >= 8 ? 2 : 1;
+    let best: { stem: string; rank: number } | undefined;
+    for (const [surface, stem] of this.#surface) {
+      if (!this.#idf.has(stem)) continue;
+      const d = editDistance(raw, surface, max);
+      if (d > max) continue;
+      const rank = d * 100 + (surface[0] === raw[0] ? 0 : 50) + this.#idf.get(stem)!;
+      if (!best || rank < best.rank) best = { stem, rank };
+    }
+    return best?.stem;
+  }
+
+  /** Every tool's match for an intent. */
+  async match(intent: string): Promise<ToolMatch[]> {
+    const query = this.#queryWords(intent);
+    const total = query.reduce((n, q) => n + q.weight, 0);
+    const vector = this.#embedder ? (await this.#embedder.embed([intent]))[0] : undefined;
+    const byTool = new Map<string, ToolMatch>();
+    const sims = this.#embedder && this.#vocab.length > 0 && total > 0 ? await this.#wordSimilarities(query.map((q) => q.raw)) : undefined;
+    for (const t of this.#texts) {
+      let score = 0;
+      const lengthNorm = K1 * (1 - B + (B * t.length) / this.#avgLength);
+      for (const q of query) {
+        const tf = t.words.get(q.word);
+        if (tf) score += q.weight * ((tf * (K1 + 1)) / (tf + lengthNorm));
+      }
+      const words = (total > 0 ? Math.min(1, score / total) : 0) * (t.about ? 1 : this.#t.exampleWeight);
+      const meaning = vector && t.vector ? Math.max(0, dot(vector, t.vector)) : 0;
+      const m = byTool.get(t.tool) ?? { tool: t.tool, words: 0, near: 0, meaning: 0, evidence: 0, matched: [] };
+      if (words > m.words) [m.words, m.byWords] = [words, t.text];
+      m.meaning = Math.max(m.meaning, meaning);
+      byTool.set(t.tool, m);
+    }
+    this.#nearWords(query, total, byTool, sims);
+    return [...byTool.values()];
+  }
+
+  /** Each tool's share of the intent's words that it uses, or uses a word near in meaning to (that one counted by how near). */
+  #nearWords(query: QueryWord[], total: number, byTool: Map<string, ToolMatch>, sims: Float32Array[] | undefined): void {
+    if (total <= 0) return;
+    for (const [tool, m] of byTool) {
+      const own = new Map<string, number>();
+      for (const t of this.#texts) if (t.tool === tool) for (const w of t.words.keys()) own.set(w, (own.get(w) ?? 0) + 1);
+      const indices = this.#toolWords.get(tool) ?? [];
+      let credit = 0;
+      query.forEach((q, qi) => {
+        if (own.has(q.word)) {
+          const tf = own.get(q.word)!;
+          credit += q.weight * (this.#t.toolTf ? (tf * (K1 + 1)) / (tf + K1) / (K1 + 1) : 1);
+          if (!m.matched.includes(q.word)) m.matched.push(q.word);
+          return;
+        }
+        if (!sims) return;
+        let best = 0;
+        let bestAt = -1;
+        for (const i of indices) if (sims[qi]![i]! > best) [best, bestAt] = [sims[qi]![i]!, i];
+        if (best < this.#t.nearWords) return;
+        credit += q.weight * ((best - this.#t.nearWords) / (1 - this.#t.nearWords));
+        m.matched.push(`${q.raw}~${this.#vocab[bestAt]!.raw}`);
+      });
+      m.near = Math.min(1, credit / total);
+      m.evidence = credit;
+    }
+  }
+
+  /** The cosine of each query word with each word of the metadata. */
+  async #wordSimilarities(raws: readonly string[]): Promise<Float32Array[]> {
+    const vectors = await this.#embedder!.embed(raws);
+    return vectors.map((v) => {
+      const out = new Float32Array(this.#vocab.length);
+      this.#vocab.forEach((w, i) => (out[i] = dot(v, w.vector)));
+      return out;
+    });
+  }
+}

@@ -1,0 +1,77 @@
+import type { ToolCallRecord } from '../../shared/protocol/tool-call.js';
+import type { ToolStep } from '../llm/llm-provider.js';
+import type { ToolLoop } from '../llm/tool-loop.js';
+import type { TalkReply } from './agent-behavior.js';
+
+/** One tool an intent may mean, with how well it fits (0..1) and why. */
+export interface IntentCandidate {
+  tool: string;
+  score: number;
+  why: string;
+}
+
+/**
+ * How a resolution ended: `call` (confident and complete), `incomplete` (confident, but required
+ * fields are missing), `ambiguous` (two tools fit nearly alike), `none` (nothing fits well),
+ * `empty`, `too_long`, or `unsupported_language` (the offline resolver reads English).
+ */
+export const INTENT_OUTCOMES = ['call', 'incomplete', 'ambiguous', 'none', 'empty', 'too_long', 'unsupported_language'] as const;
+export type IntentOutcome = (typeof INTENT_OUTCOMES)[number];
+
+/** What `resolve_intent` answers. Nothing is executed to find it. */
+export interface IntentAnswer {
+  /** The call, when the best tool is trusted and its input is complete and valid. */
+  call?: { tool: string; arguments: Record<string, unknown> };
+  /** The tools it may mean, best first (at most 5), each with a score 0..1 and why. */
+  candidates: IntentCandidate[];
+  /** Required fields of the best tool the words do not give (when it is trusted). */
+  missing: string[];
+  /** 0..1: how sure the best candidate is the one meant. */
+  confidence: number;
+  outcome: IntentOutcome;
+  /** The tool meant when the outcome is `incomplete`. */
+  tool?: string;
+  /** What was found that does not fit (a value its field refuses), or why nothing was tried. */
+  note?: string;
+}
+
+/** What `act` did: the resolution, and the call's record when it made one. */
+export interface ActOutcome {
+  intent: string;
+  answer: IntentAnswer;
+  record?: ToolCallRecord;
+}
+
+/** Acts as the steps of a reply or decision: the call's record when one was made, else the outcome and the tool meant. */
+export function actSteps(acts: readonly ActOutcome[]): ToolStep[] {
+  return acts.map(({ answer, record }) =>
+    record
+      ? { tool: record.tool, call_id: record.call_id, status: record.status, ...(record.error ? { code: record.error.code } : {}), ms: record.duration_ms ?? 0 }
+      : { tool: answer.tool ?? answer.candidates[0]?.tool ?? '', status: answer.outcome, ms: 0 },
+  );
+}
+
+/** A reply with what its `[TOOL: …]` did: the words without them, and the acts among its tool calls. */
+export function withActs(reply: TalkReply, acted: { reply: string; acts: readonly ActOutcome[] }): TalkReply {
+  return acted.acts.length === 0 ? reply : { ...reply, reply: acted.reply, tool_calls: [...(reply.tool_calls ?? []), ...actSteps(acted.acts)] };
+}
+
+/** Who asks an act, and what cancels it. */
+export interface ActRequest {
+  caller: string;
+  signal?: AbortSignal | undefined;
+  chain?: readonly string[] | undefined;
+  idempotencyKey?: string | undefined;
+}
+
+/** What the agent does with its granted tools beyond a call by name: its models' tool loops, and plain words resolved to calls (agent/intents implements it). */
+export interface Acting {
+  /** A use's model tool loop; undefined when nothing is granted or the use allows no steps. */
+  loop(use: 'dialogue' | 'reasoning'): ToolLoop | undefined;
+  /** What the words mean among the granted tools; nothing runs. */
+  resolve(intent: string, context?: string): Promise<IntentAnswer>;
+  /** Resolves, and makes the call through the governed path when it is confident and complete. */
+  act(intent: string, reason: string, request: ActRequest): Promise<ActOutcome>;
+  /** Acts on each `[TOOL: …]` of a reply; the reply without them, and what each did. */
+  actOnMarkers(reply: string, reason: string, request: ActRequest): Promise<{ reply: string; acts: ActOutcome[] }>;
+}

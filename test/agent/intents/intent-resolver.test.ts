@@ -1,0 +1,134 @@
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { before, describe, test } from 'node:test';
+
+import { fillArguments } from '../../../agent/intents/argument-filler.js';
+import { IntentResolver } from '../../../agent/intents/intent-resolver.js';
+import { loadDomainSchema, parseDomainSchema } from '../../../shared/domain/domain-schema.js';
+import type { Tools } from '../../../shared/domain/tool-schema.js';
+import { StaticEmbedder } from '../../../shared/platform/static-embedder.js';
+import { ensureModel } from '../../helpers/embedding-model.js';
+import { fuzzStrings } from '../../helpers/fuzz.js';
+import { REPO_ROOT } from '../../helpers/workspace.js';
+
+const NOW = new Date('2026-06-10T09:00:00');
+
+/**
+ * Intent resolution over the support desk's catalogue (examples/support/tools.pkl, read through
+ * Pkl) with the offline model the project builds: plain words to a call, to candidates and
+ * what is missing, or to nothing.
+ */
+describe('intent resolution', () => {
+  let support: Tools;
+  let embedder: StaticEmbedder;
+  let resolver: IntentResolver;
+
+  before(async () => {
+    support = (await loadDomainSchema(join(REPO_ROOT, 'examples', 'support', 'tools.pkl'))).tools;
+    embedder = StaticEmbedder.load(ensureModel(), { maxLength: 256 });
+    resolver = await IntentResolver.build(support, { embedder });
+  });
+
+  test('a confident, complete intent becomes a call with its arguments; nothing runs', async () => {
+    const a = await resolver.resolve('track the shipment of order ORD-48213, I want the tracking number', undefined, NOW);
+    assert.equal(a.outcome, 'call', JSON.stringify(a));
+    assert.deepEqual(a.call, { tool: 'track_shipment', arguments: { order_id: 'ORD-48213' } });
+    assert.equal(a.candidates[0]!.tool, 'track_shipment');
+    assert.ok(a.confidence > 0.5 && a.confidence <= 1);
+    assert.match(a.candidates[0]!.why, /^words [\d.]+ \(.*track/);
+  });
+
+  test('an intent that leaves a required value out names the tool and what is missing, and makes no call', async () => {
+    const a = await resolver.resolve('track the shipment of my order, I want the tracking number', undefined, NOW);
+    assert.equal(a.outcome, 'incomplete', JSON.stringify(a));
+    assert.equal(a.tool, 'track_shipment');
+    assert.deepEqual(a.missing, ['order_id']);
+    assert.equal(a.call, undefined);
+  });
+
+  test('the context can give what the intent leaves out', async () => {
+    const a = await resolver.resolve('track the shipment of my order, I want the tracking number', 'the customer wrote about ORD-11111 yesterday', NOW);
+    assert.deepEqual(a.call, { tool: 'track_shipment', arguments: { order_id: 'ORD-11111' } });
+  });
+
+  test('an intent no tool does gets candidates and no call; so do empty, huge and foreign ones, coded, never thrown', async () => {
+    for (const text of ['tell me a joke about penguins', 'what is the square root of 144?', 'ok thanks']) {
+      const a = await resolver.resolve(text, undefined, NOW);
+      assert.equal(a.call, undefined, text);
+      assert.equal(a.tool, undefined, text);
+      assert.ok(['none', 'ambiguous'].includes(a.outcome), `${text}: ${a.outcome}`);
+    }
+    assert.equal((await resolver.resolve('   ')).outcome, 'empty');
+    assert.equal((await resolver.resolve(`refund ${'very '.repeat(600)}much`)).outcome, 'too_long');
+    assert.equal((await resolver.resolve('Je voudrais annuler ma commande ORD-12345 avant qu\'elle parte')).outcome, 'unsupported_language');
+    assert.equal((await resolver.resolve('我想取消我的订单 ORD-12345')).outcome, 'unsupported_language');
+  });
+
+  test('only the granted tools are candidates, and only their metadata counts, never what their executor says', async () => {
+    const tools = parseDomainSchema(
+      {
+        tools: {
+          brew_tea: { description: 'Brew a pot of tea', examples: ['make me a cup of tea', 'put the kettle on'], sideEffect: 'writes_local', executor: { kind: 'http', method: 'POST', url: 'http://127.0.0.1:9/refund-order-now' } },
+          lookup_order: { description: 'Look up an order', input: { order_id: { pattern: 'ORD-[0-9]{5}' } }, sideEffect: 'read_only', executor: { kind: 'http', url: 'http://127.0.0.1:9/orders/{order_id}' } },
+        },
+      },
+      join(REPO_ROOT, 'test.pkl'),
+    ).tools;
+    const small = await IntentResolver.build({ brew_tea: tools.brew_tea! }, { embedder });
+    const a = await small.resolve('refund order now', undefined, NOW);
+    assert.equal(a.call, undefined, 'the URL\'s words are not the tool\'s');
+    assert.ok(!a.candidates.some((c) => c.score > 0.3), JSON.stringify(a.candidates));
+    const b = await small.resolve('look up order ORD-12345', undefined, NOW);
+    assert.ok(!b.candidates.some((c) => c.tool === 'lookup_order'), 'a tool not granted is never a candidate');
+  });
+
+  test('a call with side effects is never guessed: an intent two such tools fit nearly alike makes none', async () => {
+    // Refunds exist twice (under 50 and any amount): an amount says which; without one, nothing is called.
+    const a = await resolver.resolve('refund ORD-22222', undefined, NOW);
+    assert.equal(a.call, undefined, JSON.stringify(a));
+  });
+
+  test('fuzzed intents never throw, and answer a known outcome', async () => {
+    const outcomes = new Set(['call', 'incomplete', 'ambiguous', 'none', 'empty', 'too_long', 'unsupported_language']);
+    for (const text of fuzzStrings(150, 7)) {
+      const a = await resolver.resolve(text, text.slice(0, 50), NOW);
+      assert.ok(outcomes.has(a.outcome), JSON.stringify({ text, a }));
+      if (a.call) assert.ok(support[a.call.tool], 'a call names a granted tool');
+    }
+  });
+});
+
+describe('the offline argument filler', () => {
+  const tools = parseDomainSchema(
+    {
+      tools: {
+        schedule: {
+          description: 'Schedule a meeting',
+          input: {
+            title: { description: 'What it is about' },
+            start: { pattern: '[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}', description: 'When it starts, ISO 8601' },
+            duration_minutes: { type: 'integer', min: 5, max: 480, description: 'How long, in minutes' },
+            attendees: { list: true, pattern: '[^@\\s]+@[^@\\s]+\\.[^@\\s]+' },
+            room: { type: 'enum', values: ['aurora', 'borealis'], required: false },
+          },
+          sideEffect: 'writes_external',
+          executor: { kind: 'http', method: 'POST', url: 'http://127.0.0.1:9/meetings', body: ['title'] },
+        },
+        give: { description: 'Give an item', input: { npc: { pattern: '[a-z][a-z0-9_]{0,47}', description: 'The NPC who gives it' }, quantity: { type: 'integer', min: 1, max: 99 } }, sideEffect: 'writes_external', executor: { kind: 'http', method: 'POST', url: 'http://127.0.0.1:9/give' } },
+      },
+    },
+    join(REPO_ROOT, 'test.pkl'),
+  ).tools;
+
+  test('dates through chrono-node, numbers by the words that name them, quoted text, every email for a list, enum values', () => {
+    const f = fillArguments(tools.schedule!, 'book "Budget review" next Tuesday at 3pm for 45 minutes in aurora with ann@x.io and bo@y.org', { now: NOW });
+    assert.deepEqual(f.arguments, { title: 'Budget review', start: '2026-06-16T15:00', duration_minutes: 45, attendees: ['ann@x.io', 'bo@y.org'], room: 'aurora' });
+    assert.deepEqual(f.missing, []);
+  });
+
+  test('what is not said is missing, not guessed; a name the agent knows fills a field that takes its id', () => {
+    assert.deepEqual(fillArguments(tools.schedule!, 'set up a meeting', { now: NOW }).missing, ['title', 'start', 'duration_minutes', 'attendees']);
+    const f = fillArguments(tools.give!, 'have the smith give me three arrows', { known: [{ id: 'bram_smith', names: ['Bram', 'the smith'] }] });
+    assert.deepEqual(f.arguments, { npc: 'bram_smith', quantity: 3 });
+  });
+});
