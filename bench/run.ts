@@ -17,6 +17,7 @@ import { eventDeliveryScenario } from './event-delivery.js';
 import { faultsScenario } from './faults.js';
 import { fleetScaleScenario } from './fleet-scale.js';
 import { fuzzScenario } from './fuzz.js';
+import { intentsScenario } from './intents.js';
 import { locomoScenario } from './locomo.js';
 import { recallScenario } from './recall.js';
 import { reconcileDecisionScenario } from './reconcile-decision.js';
@@ -28,7 +29,7 @@ import { worldLiveScenario } from './world-live.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RESULTS = join(ROOT, 'bench', 'results');
-const SCENARIOS: Scenario[] = [agentStartupScenario, clientImportScenario, recallScenario, reconcileDecisionScenario, fleetScaleScenario, wakeScenario, wakePoolScenario, wakeManyScenario, eventDeliveryScenario, worldLiveScenario, toolsScenario, embeddingScenario, locomoScenario, faultsScenario, fuzzScenario];
+const SCENARIOS: Scenario[] = [agentStartupScenario, clientImportScenario, recallScenario, reconcileDecisionScenario, fleetScaleScenario, wakeScenario, wakePoolScenario, wakeManyScenario, eventDeliveryScenario, worldLiveScenario, toolsScenario, intentsScenario, embeddingScenario, locomoScenario, faultsScenario, fuzzScenario];
 
 interface StoredResult extends ScenarioResult {
   machine: string;
@@ -65,6 +66,7 @@ const HEADLINES: Array<{ scenario: string; metric: RegExp; label: string; goal?:
   { scenario: 'recall', metric: /^the default strategy .* recall k=10 p50 \/ p95 at 10k/, label: 'Recall at 10,000 memories (the default strategy, cascade), p50 / p95' },
   { scenario: 'event-delivery', metric: /50 agents, p95|5 of 50 agents hear|^CPU per event in each agent/, label: 'Events' },
   { scenario: 'tools', metric: /overhead above/, label: 'What a tool call costs' },
+  { scenario: 'intents', metric: /^held-aside half: (top-1|out of scope|in scope answered with a call|wrong calls)|^resolution at 189|^what the loop adds/, label: 'Intent resolution (held-aside half) and a model\'s tool loop' },
   { scenario: 'locomo', metric: /— R@5 \/ R@10 \/ R@20/, label: 'LoCoMo evidence recall' },
   { scenario: 'faults', metric: /./, label: 'Faults' },
   { scenario: 'fuzz', metric: /^all cases|^answers without|^fleet processes that died/, label: 'Fuzz' },

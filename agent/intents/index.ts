@@ -4,4 +4,5 @@
 export { fillArguments, type Filled, type KnownName } from './argument-filler.js';
 export { INTENT_TAG, IntentActs, knownNames } from './intent-acts.js';
 export { foreignLanguage, IntentResolver, type ModelFiller } from './intent-resolver.js';
+export { modelFiller } from './model-filler.js';
 export { DEFAULT_TUNING, type ResolverTuning, ToolRanker } from './tool-ranker.js';

@@ -12,6 +12,8 @@ import { OfflineProvider } from './offline-provider.js';
 export interface SamplingClient {
   name: string;
   sample: Sample;
+  /** Whether it declared `sampling.tools` (its model may call the agent's tools). */
+  tools?: boolean;
 }
 
 /**
@@ -62,6 +64,7 @@ export class AgentModels {
         temperature: settings.temperature,
         maxTokens: settings.max_tokens,
         timeoutMs: settings.timeout_ms,
+        tools: client.tools ?? false,
       });
     }
     return this.#providers.get(use) ?? this.#offline;

@@ -1,6 +1,6 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import { type CallToolResult, CreateMessageResultSchema, type ServerNotification, type ServerRequest } from '@modelcontextprotocol/sdk/types.js';
+import { type CallToolResult, CreateMessageResultSchema, CreateMessageResultWithToolsSchema, type ServerNotification, type ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 
 import type { MemorySettings } from '../../shared/config/agent-settings.js';
@@ -123,12 +123,14 @@ export function recallOptions(args: RecallFilterArgs & { k?: number | undefined;
 
 /** The client of a tool call as a sampler, when it declared the sampling capability. */
 export function samplingClient(server: McpServer, extra: RequestHandlerExtra<ServerRequest, ServerNotification>): SamplingClient | undefined {
-  if (!server.server.getClientCapabilities()?.sampling) return undefined;
+  const sampling = server.server.getClientCapabilities()?.sampling;
+  if (!sampling) return undefined;
   const info = server.server.getClientVersion();
   return {
     name: info ? `the MCP client ${info.name}` : 'the MCP client',
+    tools: sampling.tools !== undefined,
     sample: (params, options) =>
-      extra.sendRequest({ method: 'sampling/createMessage', params }, CreateMessageResultSchema, { signal: AbortSignal.any([options.signal, extra.signal]), timeout: options.timeout }),
+      extra.sendRequest({ method: 'sampling/createMessage', params }, params.tools ? CreateMessageResultWithToolsSchema : CreateMessageResultSchema, { signal: AbortSignal.any([options.signal, extra.signal]), timeout: options.timeout }),
   };
 }
 

@@ -14,6 +14,7 @@ import { ConceptTracker } from '../concepts/concept-tracker.js';
 import { ModelConceptExtractor } from '../concepts/model-concept-extractor.js';
 import { MemoryConsolidator } from '../consolidation/memory-consolidator.js';
 import { IntentActs, knownNames } from '../intents/intent-acts.js';
+import { modelFiller } from '../intents/model-filler.js';
 import { AgentModels } from '../llm/agent-models.js';
 import type { GenerateResult, LlmProvider } from '../llm/llm-provider.js';
 import { AgentMemory } from '../memory/agent-memory.js';
@@ -131,6 +132,8 @@ function actingOf(tools: ToolCaller, runtime: AgentRuntime, models: AgentModels,
     remember: (memories) => runtime.hear(memories, { storeWithinMs: TOOL_MEMORY_WITHIN_MS }),
     loop: (use) => toolLoopOf(tools, { caller: `model:${use}`, maxSteps: models.settings(use).max_tool_steps ?? 0, budgetMs: models.settings(use).tool_budget_ms ?? 20_000 }),
     logger,
+    // With an `[llm.extraction]` model, it fills the arguments; offline, the deterministic filler does.
+    ...(models.usesModel('extraction') ? { model: modelFiller(tools.tools, () => models.provider('extraction'), (p, r) => runtime.account('extraction', p, r)) } : {}),
   });
 }
 

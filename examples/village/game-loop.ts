@@ -125,13 +125,15 @@ async function main(): Promise<number> {
       if ('news' in step) {
         // NPCs talk among themselves: the captain asks the elder, who is asleep; he answers when he wakes.
         const captain = await fleet.agent('captain_lysa');
-        // The captain acts: she posts the quest through her declared post_quest tool, saying why.
+        // The captain acts in plain words: `act` resolves them to her declared post_quest tool (offline,
+        // by the tool's description, fields and examples) and makes the call through her governed path.
         const posted = await captain.callTool({
-          name: 'post_quest',
-          arguments: { id: 'wolves', title: 'Drive the wolves from the north pasture', location: 'north_pasture', reward: 40, reason: 'wolves took sheep from the north pasture' },
+          name: 'act',
+          arguments: { intent: 'post a quest "Drive the wolves from the north pasture", id wolves, location north_pasture, reward 40 silver', reason: 'wolves took sheep from the north pasture' },
         });
-        check('the captain posts the wolves quest with her post_quest tool', !posted.isError, text(posted));
-        console.log(`  captain_lysa posts a quest (post_quest): ${text(posted)}`);
+        const record = (posted.structuredContent as { record?: { status?: string } } | undefined)?.record;
+        check('the captain posts the wolves quest by saying so (act → post_quest)', !posted.isError && record?.status === 'ok', text(posted));
+        console.log(`  captain_lysa acts: ${text(posted)}`);
         const asked = await captain.callTool({ name: 'ask_agent', arguments: { to: 'elder_rowan', question: 'Elder, what should be done about the wolves?', timeout_ms: 300 } });
         console.log(`  captain_lysa asks elder_rowan about the wolves: ${text(asked)}`);
       }

@@ -1,0 +1,97 @@
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { type CreateMessageRequest, CreateMessageRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+
+import { type AgentChild, killAllAgents, startAgent } from '../../helpers/agent-child.js';
+import { freePort } from '../../helpers/ports.js';
+import { createWorkspace, REPO_ROOT, type Workspace } from '../../helpers/workspace.js';
+
+type Result = { isError?: boolean; structuredContent?: Record<string, unknown> };
+
+/**
+ * `[llm.dialogue] provider = "mcp-sampling"`: a client that declares `sampling.tools` is sent the
+ * agent's granted tools with each sampling request, and its model's `tool_use` runs through the
+ * governed path, the result going back as `tool_result`; a client without it is sent no tools.
+ */
+describe('tool calls through MCP sampling', () => {
+  let ws: Workspace;
+  let agent: AgentChild;
+  const asked: Array<CreateMessageRequest['params']> = [];
+
+  const sampler = async (tools: boolean) => {
+    const client = new Client({ name: tools ? 'tool-sampler' : 'plain-sampler', version: '1.0.0' }, { capabilities: { sampling: tools ? { tools: {} } : {} } });
+    client.setRequestHandler(CreateMessageRequestSchema, async (request) => {
+      asked.push(request.params);
+      const p = request.params;
+      const answered = p.messages.some((m) => Array.isArray(m.content) && m.content.some((c) => c.type === 'tool_result'));
+      if (p.tools && !answered) return { model: 'client-model', role: 'assistant', stopReason: 'toolUse', content: [{ type: 'tool_use', id: 'use-1', name: 'lookup_order', input: { order_id: 'AB-1234' } }] };
+      return { model: 'client-model', role: 'assistant', content: { type: 'text', text: '{"message":"Your order AB-1234 has shipped.","emotional_tone":"helpful","learned":[]}' } };
+    });
+    await client.connect(new StreamableHTTPClientTransport(new URL(agent.url)));
+    return client;
+  };
+
+  before(async () => {
+    ws = createWorkspace({ schema: null, extra: '[llm.dialogue]\nprovider = "mcp-sampling"\nmax_tokens = 200' });
+    writeFileSync(join(ws.dir, 'desk.mjs'), `export function lookup(input) { return { order: input.order_id, status: 'shipped' }; }\n`);
+    writeFileSync(
+      join(ws.dir, 'desk.pkl'),
+      `amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}
+agents { ["desk"] { persona { name = "Desk" }; capabilities { "lookup_order" } } }
+tools {
+  ["lookup_order"] {
+    description = "Look up an order's status"
+    input { ["order_id"] { pattern = #"[A-Z]{2}-\\d{4}"# } }
+    sideEffect = "read_only"
+    executor = new Script { path = "desk.mjs"; export = "lookup" }
+  }
+}
+`,
+    );
+    ws.writeConfig(`${readFileSync(ws.configPath, 'utf8')}\n[domain]\nschema = "desk.pkl"\n`);
+    agent = await startAgent({ id: 'desk', port: await freePort(), config: ws.configPath });
+  });
+  after(async () => {
+    await killAllAgents();
+    ws?.dispose();
+  });
+
+  test('a client that samples with tools: its model calls the granted tool, and the result goes back to it', async () => {
+    const client = await sampler(true);
+    try {
+      const r = (await client.callTool({ name: 'talk_to_desk', arguments: { message: 'Has AB-1234 shipped?', speaker: 'customer' } })) as Result;
+      assert.equal(r.isError, undefined, JSON.stringify(r));
+      assert.equal(r.structuredContent?.reply, 'Your order AB-1234 has shipped.');
+      assert.deepEqual((r.structuredContent?.tool_calls as Array<{ tool: string; status: string }>).map((c) => [c.tool, c.status]), [['lookup_order', 'ok']]);
+      const [first, second] = asked.slice(-2);
+      assert.deepEqual(first!.tools?.map((t) => t.name), ['lookup_order']);
+      assert.deepEqual(first!.toolChoice, { mode: 'auto' });
+      const results = second!.messages.at(-1)!.content as Array<{ type: string; toolUseId: string; content: Array<{ text: string }> }>;
+      assert.equal(results[0]!.type, 'tool_result');
+      assert.equal(results[0]!.toolUseId, 'use-1');
+      assert.match(results[0]!.content[0]!.text, /"status":"ok".*"result":\{"order":"AB-1234","status":"shipped"\}/);
+      assert.equal((second!.messages.at(-2)!.content as Array<{ type: string }>)[0]!.type, 'tool_use', 'the model\'s own call precedes its result');
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('a client that samples without tools is sent none, and its model answers as before', async () => {
+    const client = await sampler(false);
+    try {
+      const from = asked.length;
+      const r = (await client.callTool({ name: 'talk_to_desk', arguments: { message: 'Has AB-1234 shipped?', speaker: 'guest' } })) as Result;
+      assert.equal(r.structuredContent?.reply, 'Your order AB-1234 has shipped.');
+      assert.equal(r.structuredContent?.tool_calls, undefined);
+      assert.equal(asked.length - from, 1);
+      assert.equal(asked.at(-1)!.tools, undefined);
+    } finally {
+      await client.close();
+    }
+  });
+});
