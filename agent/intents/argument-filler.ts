@@ -25,8 +25,9 @@ interface Token {
   at: number;
 }
 
+/** The words of a text with where each starts; a word over 128 characters is no value of any field, and no pattern is tried on it. */
 function tokens(text: string): Token[] {
-  return [...text.matchAll(/[^\s,;!?()]+/gu)].map((m) => ({ text: m[0].replace(/^['"“]+|['"”.:]+$/gu, ''), at: m.index }));
+  return [...text.matchAll(/[^\s,;!?()]+/gu)].map((m) => ({ text: m[0].replace(/^['"“]+|['"”.:]+$/gu, ''), at: m.index })).filter((t) => t.text.length <= 128);
 }
 
 /** The words that name a field: its name's parts and its description's words. */
@@ -179,7 +180,7 @@ function stringValue(name: string, field: ToolField, cues: Set<string>, s: Sourc
   const shape = timeShape(field);
   if (shape) {
     const parsed = chrono.parse(s.text, s.now, { forwardDate: true });
-    const found = parsed.map((p) => formatTime(p.start.date(), shape)).filter((v) => !s.used.has(v) && (!whole || whole.test(v)));
+    const found = parsed.filter((p) => !Number.isNaN(p.start.date().getTime())).map((p) => formatTime(p.start.date(), shape)).filter((v) => !s.used.has(v) && (!whole || whole.test(v)));
     return found.length >= 1 ? found[0] : undefined;
   }
   const fits = (v: string) => !s.used.has(v) && v.length >= (field.min ?? 1) && v.length <= (field.max ?? 10_000) && (!whole || whole.test(v));

@@ -3,12 +3,9 @@ import type { Tool, Tools } from '../../shared/domain/tool-schema.js';
 /** Words a distinctive pattern does not take: one that takes any of them takes ordinary words, and says nothing of a tool. */
 const ORDINARY = ['order', 'the', 'hello', 'please', 'a', 'x', 'Order', 'OK', 'I', '1', '42', '2024', 'yes', 'TODAY', 'it'];
 
-/** A field pattern as it finds values inside a text: the whole value, between spaces or marks. */
+/** A field whose pattern is distinctive, and whether a value is one, whole. */
 export interface FieldPattern {
   field: string;
-  /** Finds values inside a text. */
-  find: RegExp;
-  /** Whether a value is one, whole. */
   whole: RegExp;
 }
 
@@ -24,17 +21,26 @@ export function distinctivePatterns(tool: Tool): FieldPattern[] {
       continue;
     }
     if (ORDINARY.some((w) => whole.test(w))) continue;
-    out.push({ field, whole, find: new RegExp(`(?<![\\p{L}\\p{N}_-])(?:${spec.pattern})(?![\\p{L}\\p{N}_-])`, 'gu') });
+    out.push({ field, whole });
   }
   return out;
 }
 
-/** The values an intent holds that some tool's distinctive pattern takes, by the pattern's source. */
+/** The longest token a pattern is tried on: a pattern the domain's author wrote runs on short strings only. */
+const TOKEN_MAX = 128;
+
+/** The words of a text as values are written: between spaces and clause marks, trailing marks off. */
+export function valueTokens(text: string): string[] {
+  return (text.match(/[^\s,;!?()"“”]+/gu) ?? []).map((t) => t.replace(/^['‘]+|['’.:]+$/gu, '').replace(/'s$/u, '')).filter((t) => t.length > 0 && t.length <= TOKEN_MAX);
+}
+
+/** The values an intent holds that some tool's distinctive pattern takes (each token tried whole), by the pattern's source. */
 export function valuesIn(text: string, patterns: readonly FieldPattern[]): Map<string, string[]> {
   const out = new Map<string, string[]>();
+  const tokens = valueTokens(text);
   for (const p of patterns) {
-    const found = [...text.matchAll(p.find)].map((m) => m[0]);
-    if (found.length > 0) out.set(p.find.source, found);
+    const found = tokens.filter((t) => p.whole.test(t));
+    if (found.length > 0) out.set(p.whole.source, found);
   }
   return out;
 }

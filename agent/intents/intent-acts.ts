@@ -1,19 +1,18 @@
 import type { AliasEntry } from '../../shared/domain/alias-table.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { StaticEmbedder } from '../../shared/platform/static-embedder.js';
 import { offlineModelDir } from '../../shared/platform/thymos-root.js';
-import type { ToolCallRecord } from '../../shared/protocol/tool-call.js';
 import type { ToolLoop } from '../llm/tool-loop.js';
 import type { NewMemory } from '../memory/agent-memory.js';
-import type { Acting, ActOutcome, ActRequest, IntentAnswer } from '../runtime/acting.js';
+import { type Acting, type ActOutcome, type ActRequest, type IntentAnswer, REPLY_MARKER, withoutMarkers } from '../runtime/acting.js';
+import type { TalkReply, TalkRequest } from '../runtime/agent-behavior.js';
 import type { ToolCaller } from '../tools/tool-caller.js';
 import type { KnownName } from './argument-filler.js';
 import { IntentResolver, type ModelFiller } from './intent-resolver.js';
 
 /** The tag of the memory an agent keeps of each act and each `[TOOL: …]` it resolved. */
 export const INTENT_TAG = 'intent';
-/** `[TOOL: what to do]` in a reply: the words between the colon and the bracket are the intent. */
-const MARKER = /\[TOOL:\s*([^\]\n]{1,500})\]/giu;
 /** The most `[TOOL: …]` one reply may act on; more are resolved to nothing and said so. */
 const MARKERS_MAX = 3;
 
@@ -38,7 +37,7 @@ export class IntentActs implements Acting {
   readonly #remember: (memories: NewMemory[]) => Promise<unknown>;
   readonly #logger: Logger;
   readonly #model: ModelFiller | undefined;
-  readonly #loop: (use: 'dialogue' | 'reasoning') => ToolLoop | undefined;
+  readonly #loop: (use: 'dialogue' | 'reasoning', chain?: readonly string[]) => ToolLoop | undefined;
   #resolver: Promise<IntentResolver> | undefined;
 
   constructor(options: {
@@ -47,7 +46,7 @@ export class IntentActs implements Acting {
     remember: (memories: NewMemory[]) => Promise<unknown>;
     logger: Logger;
     /** A use's model tool loop (see `toolLoopOf`). */
-    loop: (use: 'dialogue' | 'reasoning') => ToolLoop | undefined;
+    loop: (use: 'dialogue' | 'reasoning', chain?: readonly string[]) => ToolLoop | undefined;
     model?: ModelFiller;
   }) {
     this.#loop = options.loop;
@@ -72,8 +71,8 @@ export class IntentActs implements Acting {
     return this.#resolver;
   }
 
-  loop(use: 'dialogue' | 'reasoning'): ToolLoop | undefined {
-    return this.#loop(use);
+  loop(use: 'dialogue' | 'reasoning', chain?: readonly string[]): ToolLoop | undefined {
+    return this.#loop(use, chain);
   }
 
   /** What the words mean among the granted tools; nothing runs. */
@@ -89,27 +88,53 @@ export class IntentActs implements Acting {
    */
   async act(intent: string, reason: string, request: ActRequest, how = 'act'): Promise<ActOutcome> {
     const answer = await this.resolve(intent);
-    let record: ToolCallRecord | undefined;
-    if (answer.call) record = await this.#caller.call(answer.call.tool, { ...answer.call.arguments, reason }, request);
-    await this.#keep({ intent, answer, ...(record ? { record } : {}) }, how, request.caller);
-    return { intent, answer, ...(record ? { record } : {}) };
+    let outcome: ActOutcome = { intent, answer };
+    if (answer.call) {
+      try {
+        outcome = { intent, answer, record: await this.#caller.call(answer.call.tool, { ...answer.call.arguments, reason }, request) };
+      } catch (err) {
+        // Refused before it became a record (its input, the agent stopping): the act says why, and is remembered.
+        const e = err instanceof ThymosError ? err : new ThymosError(ErrorCode.INTERNAL, (err as Error).message);
+        outcome = { intent, answer, error: { code: e.code, message: e.message } };
+      }
+    }
+    await this.#keep(outcome, how, request.caller);
+    return outcome;
   }
 
-  /** Acts on each `[TOOL: …]` of a reply (at most 3); answers the reply without them, and what each did. */
-  async actOnMarkers(reply: string, reason: string, request: ActRequest): Promise<{ reply: string; acts: ActOutcome[] }> {
-    const found = [...reply.matchAll(MARKER)].map((m) => m[1]!.trim());
-    if (found.length === 0) return { reply, acts: [] };
+  /**
+   * Acts on each `[TOOL: …]` of a reply (at most 3), as `reply:<who sent the line>`; answers the
+   * words without them, and what each did. A reply the offline composer wrote is left as it is:
+   * it quotes memories and writes no marker of its own. A marker the line it answered holds is
+   * `echoed`, not acted on: a speaker cannot make the agent act by getting it to repeat them.
+   * (A model is shown every `[TOOL:` it reads as `[tool:`, see `defuseMarkers`.)
+   */
+  async actOnMarkers(reply: TalkReply, request: TalkRequest, signal: AbortSignal): Promise<{ reply: string; acts: ActOutcome[] }> {
+    const found = [...reply.reply.matchAll(REPLY_MARKER)];
+    if (found.length === 0 || reply.model === 'offline') return { reply: reply.reply, acts: [] };
     const acts: ActOutcome[] = [];
-    for (const intent of found.slice(0, MARKERS_MAX)) acts.push(await this.act(intent, reason, request, '[TOOL:]'));
+    const ask: ActRequest = { caller: `reply:${request.caller ?? 'unknown'}`, signal, chain: request.chain };
+    for (const m of found.slice(0, MARKERS_MAX)) {
+      const intent = m[1]!.trim();
+      if (request.message.includes(m[0]) || request.message.includes(intent)) {
+        const outcome: ActOutcome = { intent, answer: { candidates: [], missing: [], confidence: 0, outcome: 'echoed', note: 'the line it answered holds these words: quoted, not its own' } };
+        await this.#keep(outcome, '[TOOL:]', ask.caller);
+        acts.push(outcome);
+        continue;
+      }
+      acts.push(await this.act(intent, `its reply to ${request.speaker} said so`, ask, '[TOOL:]'));
+    }
     if (found.length > MARKERS_MAX) this.#logger.warn({ markers: found.length }, `a reply asked for more than ${MARKERS_MAX} [TOOL: …]; the rest were not acted on`);
-    return { reply: reply.replace(MARKER, '').replace(/[ \t]{2,}/g, ' ').trim(), acts };
+    return { reply: withoutMarkers(reply.reply), acts };
   }
 
   async #keep(outcome: ActOutcome, how: string, by: string): Promise<void> {
     const { answer, record } = outcome;
     const what = record
       ? `${record.tool} ${record.status}${record.error ? ` (${record.error.code})` : ''}`
-      : `no call: ${answer.outcome}${answer.tool ? ` ${answer.tool}, missing ${answer.missing.join(', ')}` : ''}${answer.candidates.length ? `; candidates ${answer.candidates.map((c) => c.tool).join(', ')}` : ''}`;
+      : outcome.error
+        ? `${answer.call?.tool ?? ''} refused (${outcome.error.code})`
+        : `no call: ${answer.outcome}${answer.tool ? ` ${answer.tool}, missing ${answer.missing.join(', ')}` : ''}${answer.candidates.length ? `; candidates ${answer.candidates.map((c) => c.tool).join(', ')}` : ''}`;
     try {
       await this.#remember([{ content: `${how} "${outcome.intent.slice(0, 300)}" → ${what}`, tags: [INTENT_TAG, answer.outcome, ...(record ? [record.tool] : [])], importance: 0.4, source: { kind: 'intent', by } }]);
     } catch (err) {

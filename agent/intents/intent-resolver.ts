@@ -69,7 +69,9 @@ export class IntentResolver {
       return { ...base, missing: [], outcome };
     }
     const tool = this.#ranker.tools[ranking.chosen]!;
-    const filled = (await this.#model?.(ranking.chosen, said, context)) ?? fillArguments(tool, context ? `${said}\n${context}` : said, { known: this.#known, now });
+    // The context is read as far as an intent is: what is past 2,000 characters is not.
+    const given = context?.slice(0, INTENT_MAX_CHARS);
+    const filled = (await this.#model?.(ranking.chosen, said, given)) ?? fillArguments(tool, given ? `${said}\n${given}` : said, { known: this.#known, now });
     const { valid, refused } = validArguments(tool, filled.arguments);
     const missing = [...new Set([...filled.missing, ...refused.filter((f) => tool.input[f]?.required)])];
     const note = refused.length > 0 ? `left out what its field refuses: ${refused.join(', ')}` : undefined;
@@ -84,8 +86,8 @@ function validArguments(tool: Tools[string], args: Record<string, unknown>): { v
   const valid: Record<string, unknown> = {};
   const refused: string[] = [];
   for (const [field, value] of Object.entries(args)) {
+    if (!Object.hasOwn(shape, field) || field === 'reason') continue;
     const schema = shape[field];
-    if (!schema || field === 'reason') continue;
     const checked = (schema as z.ZodType).safeParse(value);
     if (checked.success) valid[field] = checked.data;
     else refused.push(field);

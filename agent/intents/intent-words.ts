@@ -10,7 +10,7 @@ const INTENT_STOP_WORDS: ReadonlySet<string> = new Set([...STOP_WORDS].filter((w
 
 /** A run of letters (any script) or digits. */
 const WORD = /[\p{L}\p{M}][\p{L}\p{M}\p{N}]*|\p{N}+/gu;
-/** The longest intent read, in characters: a longer one is cut (and the answer says so). */
+/** The longest intent read, in characters: a longer one is answered `too_long`, and a longer context is read this far. */
 export const INTENT_MAX_CHARS = 2_000;
 
 /**

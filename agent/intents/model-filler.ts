@@ -19,7 +19,7 @@ function fieldLine(name: string, f: Tools[string]['input'][string]): string {
  */
 export function modelFiller(tools: Tools, provider: () => LlmProvider, spent: (provider: LlmProvider, result: GenerateResult) => void): ModelFiller {
   return async (name, intent, context) => {
-    const tool = tools[name];
+    const tool = Object.hasOwn(tools, name) ? tools[name] : undefined;
     const model = provider();
     if (!tool || model.kind === 'offline') return undefined;
     const fields = Object.entries(tool.input);
@@ -34,7 +34,7 @@ export function modelFiller(tools: Tools, provider: () => LlmProvider, spent: (p
     const user = `Request: ${intent}${context ? `\nContext: ${context}` : ''}`;
     try {
       const { value } = await generateStructured(model, { messages: [{ role: 'system', content: system }, { role: 'user', content: user }], temperature: 0 }, z.record(z.string(), z.unknown()), { spent: (r) => spent(model, r) });
-      const args = Object.fromEntries(Object.entries(value).filter(([k, v]) => tool.input[k] !== undefined && v !== null && v !== ''));
+      const args = Object.fromEntries(Object.entries(value).filter(([k, v]) => Object.hasOwn(tool.input, k) && v !== null && v !== ''));
       return { arguments: args, missing: fields.filter(([f, spec]) => spec.required && args[f] === undefined).map(([f]) => f) };
     } catch {
       return undefined;

@@ -99,6 +99,7 @@ export class ToolIndex {
   /** Each distinct raw word of the metadata, its stem and its vector; by tool, which of them it uses. */
   readonly #vocab: VocabWord[];
   readonly #toolWords: Map<string, number[]>;
+  readonly #nearestSeen = new Map<string, string | undefined>();
 
   private constructor(tools: Tools, texts: ToolText[], embedder: Embedder | undefined, tuning: IndexTuning, vocab: VocabWord[], toolWords: Map<string, number[]>) {
     this.tools = tools;
@@ -176,8 +177,17 @@ export class ToolIndex {
     return out;
   }
 
-  /** The nearest word by edits; between words as near, the one that starts alike, then the more common (the likelier meant). */
+  /** The nearest word by edits; between words as near, the one that starts alike, then the more common (the likelier meant). Remembered per word (at most 10,000). */
   #nearest(raw: string): string | undefined {
+    if (this.#nearestSeen.has(raw)) return this.#nearestSeen.get(raw);
+    const found = this.#nearestNow(raw);
+    if (this.#nearestSeen.size >= 10_000) this.#nearestSeen.clear();
+    this.#nearestSeen.set(raw, found);
+    return found;
+  }
+
+  #nearestNow(raw: string): string | undefined {
+    if (raw.length > 40) return undefined;
     const max = raw.length >= 8 ? 2 : 1;
     let best: { stem: string; rank: number } | undefined;
     for (const [surface, stem] of this.#surface) {

@@ -119,3 +119,12 @@ export interface LlmProvider {
   /** Like generate, calling `onText` with each piece as it arrives. */
   stream(request: GenerateRequest, onText: (piece: string) => void): Promise<GenerateResult>;
 }
+
+/**
+ * Text shown to a model with every `[TOOL:` written as `[tool:`: a marker in what it reads (a
+ * speaker's line, a memory, a tool's result, its own earlier turn) is quoted, not written by it,
+ * and only `[TOOL: …]` the model writes in its reply is acted on.
+ */
+export function defuseMarkers(text: string): string {
+  return text.replaceAll('[TOOL:', '[tool:');
+}

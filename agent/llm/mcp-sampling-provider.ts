@@ -1,7 +1,7 @@
 import { type CreateMessageRequest, type CreateMessageResult, type CreateMessageResultWithTools, ErrorCode as McpErrorCode, McpError, type SamplingMessage } from '@modelcontextprotocol/sdk/types.js';
 
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import type { GenerateRequest, GenerateResult, LlmMessage, LlmProvider, ModelToolCall, TokenUsage } from './llm-provider.js';
+import { defuseMarkers, type GenerateRequest, type GenerateResult, type LlmMessage, type LlmProvider, type ModelToolCall, type TokenUsage } from './llm-provider.js';
 
 /** Sends one `sampling/createMessage` request to the MCP client, tied to the tool call being served. */
 export type Sample = (params: CreateMessageRequest['params'], options: { signal: AbortSignal; timeout: number }) => Promise<CreateMessageResult | CreateMessageResultWithTools>;
@@ -15,7 +15,7 @@ function samplingMessages(messages: readonly LlmMessage[]): SamplingMessage[] {
   for (const m of messages) {
     if (m.role === 'system') continue;
     if (m.role === 'tool') {
-      const block = { type: 'tool_result' as const, toolUseId: m.tool_call_id, content: [{ type: 'text' as const, text: m.content }] };
+      const block = { type: 'tool_result' as const, toolUseId: m.tool_call_id, content: [{ type: 'text' as const, text: defuseMarkers(m.content) }] };
       const last = out.at(-1);
       if (last?.role === 'user' && Array.isArray(last.content) && last.content.every((c) => c.type === 'tool_result')) last.content.push(block);
       else out.push({ role: 'user', content: [block] });
@@ -23,10 +23,10 @@ function samplingMessages(messages: readonly LlmMessage[]): SamplingMessage[] {
     }
     if (m.role === 'assistant' && m.tool_calls?.length) {
       const uses = m.tool_calls.map((c) => ({ type: 'tool_use' as const, id: c.id, name: c.name, input: argumentsObject(c.arguments) }));
-      out.push({ role: 'assistant', content: [...(m.content ? [{ type: 'text' as const, text: m.content }] : []), ...uses] });
+      out.push({ role: 'assistant', content: [...(m.content ? [{ type: 'text' as const, text: defuseMarkers(m.content) }] : []), ...uses] });
       continue;
     }
-    out.push({ role: m.role, content: { type: 'text', text: m.content } });
+    out.push({ role: m.role, content: { type: 'text', text: defuseMarkers(m.content) } });
   }
   return out;
 }
@@ -79,7 +79,7 @@ export class McpSamplingProvider implements LlmProvider {
 
   async generate(request: GenerateRequest): Promise<GenerateResult> {
     const o = this.#o;
-    const system = request.messages.filter((m) => m.role === 'system').map((m) => m.content);
+    const system = request.messages.filter((m) => m.role === 'system').map((m) => defuseMarkers(m.content));
     const messages = samplingMessages(request.messages);
     const tools = this.capabilities.tools && request.tools?.length ? request.tools : undefined;
     const deadline = AbortSignal.timeout(o.timeoutMs);

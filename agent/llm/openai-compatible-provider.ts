@@ -5,7 +5,7 @@ import { z } from 'zod';
 
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { describeIssues } from '../../shared/errors/zod-issues.js';
-import type { GenerateRequest, GenerateResult, LlmMessage, LlmProvider, ModelToolCall, TokenUsage } from './llm-provider.js';
+import { defuseMarkers, type GenerateRequest, type GenerateResult, type LlmMessage, type LlmProvider, type ModelToolCall, type TokenUsage } from './llm-provider.js';
 
 export interface OpenAiCompatibleOptions {
   /** e.g. `http://127.0.0.1:11434/v1` (Ollama), `https://api.openai.com/v1`. */
@@ -59,11 +59,12 @@ function argumentsText(a: NonNullable<WireToolCall['function']>['arguments']): s
 
 /** A message as the chat-completions protocol carries it. */
 function wireMessage(m: LlmMessage): Record<string, unknown> {
-  if (m.role === 'tool') return { role: 'tool', tool_call_id: m.tool_call_id, content: m.content };
+  const content = defuseMarkers(m.content);
+  if (m.role === 'tool') return { role: 'tool', tool_call_id: m.tool_call_id, content };
   if (m.role === 'assistant' && m.tool_calls?.length) {
-    return { role: 'assistant', content: m.content || null, tool_calls: m.tool_calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) };
+    return { role: 'assistant', content: content || null, tool_calls: m.tool_calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) };
   }
-  return { role: m.role, content: m.content };
+  return { role: m.role, content };
 }
 
 /**

@@ -17,6 +17,9 @@ export interface ToolLoop {
   run(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<{ content: unknown; step: Omit<ToolStep, 'ms'> }>;
 }
 
+/** The most calls one round may make; more in one answer are answered `not_run`. */
+export const CALLS_PER_ROUND = 8;
+
 /** A model's call as it can run: a tool it was offered and arguments that are a JSON object. */
 function readCall(call: ModelToolCall, offered: ReadonlySet<string>): { name: string; args: Record<string, unknown> } | { problem: string } {
   if (!offered.has(call.name)) return { problem: `there is no tool ${JSON.stringify(call.name.slice(0, 80))}; the tools are ${[...offered].join(', ')}` };
@@ -36,8 +39,8 @@ function readCall(call: ModelToolCall, offered: ReadonlySet<string>): { name: st
  * stops offering calls after `maxSteps` rounds, once `budgetMs` is spent, or after a second
  * call that cannot be run as written (the first is fed back, coded LLM_TOOL_CALL_INVALID, for
  * the model to repair); the model then answers with the tools shown but not callable
- * (`toolChoice: "none"`). A call asked for in a round when the budget is already spent is
- * answered `not_run`. Usage and calls add up over the rounds; `tool_steps` lists every call.
+ * (`toolChoice: "none"`). A call asked for once the budget is spent or the reply is cancelled,
+ * or past the first CALLS_PER_ROUND of one answer, is answered `not_run`. Usage and calls add up over the rounds; `tool_steps` lists every call.
  *
  * A call the loop ran is not run again by anything here: a second loop (a repair of the
  * answer's shape) starts without tools. What a call does twice across a crash is the governed
@@ -64,9 +67,9 @@ export async function runToolLoop(provider: LlmProvider, request: GenerateReques
       return { ...answer, usage, calls, tool_steps: steps, ...(invalid > 0 ? { invalid_tool_calls: invalid } : {}) };
     }
     messages.push({ role: 'assistant', content: result.text, tool_calls: asked });
-    for (const call of asked) {
+    for (const [i, call] of asked.entries()) {
       const started = performance.now();
-      const { content, step } = await runOne(call, readCall(call, offered), invalid, budget, loop, signal);
+      const { content, step } = i >= CALLS_PER_ROUND ? notRun(call, `not run: at most ${CALLS_PER_ROUND} calls are made in one answer`, ErrorCode.TOOL_RATE_LIMITED) : await runOne(call, readCall(call, offered), invalid, budget, loop, signal);
       if (step.status === 'invalid') invalid++;
       steps.push({ ...step, ms: Math.round(performance.now() - started) });
       messages.push({ role: 'tool', tool_call_id: call.id, name: call.name, content: JSON.stringify(content) });
@@ -86,8 +89,11 @@ async function runOne(
     const again = invalidSoFar === 0 ? ' Write the call again, as a JSON object of the tool\'s parameters.' : '';
     return { content: { error: { code: ErrorCode.LLM_TOOL_CALL_INVALID, message: `${read.problem}.${again}` } }, step: { tool: call.name.slice(0, 64), status: 'invalid', code: ErrorCode.LLM_TOOL_CALL_INVALID } };
   }
-  if (budget.aborted) {
-    return { content: { error: { code: ErrorCode.TIMEOUT, message: `not run: the tool budget (${loop.budgetMs} ms) is spent; answer with what you have` } }, step: { tool: read.name, status: 'not_run', code: ErrorCode.TIMEOUT } };
-  }
+  if (budget.aborted) return notRun(call, `not run: the tool budget (${loop.budgetMs} ms) is spent; answer with what you have`, ErrorCode.TIMEOUT);
+  if (signal.aborted) return notRun(call, 'not run: the reply was cancelled', ErrorCode.CANCELLED);
   return loop.run(read.name, read.args, signal);
+}
+
+function notRun(call: ModelToolCall, message: string, code: string): { content: unknown; step: Omit<ToolStep, 'ms'> } {
+  return { content: { error: { code, message } }, step: { tool: call.name.slice(0, 64), status: 'not_run', code } };
 }

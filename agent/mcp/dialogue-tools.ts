@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { AgentIdSchema } from '../../shared/domain/domain-schema.js';
 import { ToolStepSchema } from '../../shared/protocol/agent-protocol.js';
 import { CONTEXT_TIERS } from '../runtime/context-packet.js';
+import { callChain, callerOf } from './declared-tools.js';
 import { guard, hitOut, HitOutSchema, MEMORIES_RESOURCE_LIMIT, memoryOut, MemoryOutSchema, samplingClient, SPEAKER_MAX, type ToolContext } from './tool-kit.js';
 
 /** Dialogue: talk, and the conversation so far. */
@@ -31,7 +32,7 @@ export function registerDialogueTools(ctx: ToolContext): void {
     },
     async ({ message, speaker }, extra) =>
       guard(async () => {
-        const result = await runtime.talk({ message, speaker: speaker ?? 'stranger', client: samplingClient(server, extra) });
+        const result = await runtime.talk({ message, speaker: speaker ?? 'stranger', client: samplingClient(server, extra), caller: callerOf(server, extra), chain: callChain(extra) });
         return {
           content: [{ type: 'text', text: result.greeting !== undefined ? `${result.greeting}\n${result.reply}` : result.reply }],
           structuredContent: {

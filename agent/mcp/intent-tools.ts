@@ -57,6 +57,10 @@ export function registerIntentTools(ctx: ToolContext): void {
       guard(async () => {
         const done = await acting().act(args.intent, args.reason, { caller: callerOf(server, extra), signal: extra.signal, idempotencyKey: callerKey(extra), chain: callChain(extra) });
         const { answer, record } = done;
+        if (done.error) {
+          const refused = toolError(new ThymosError(done.error.code as ErrorCode, `${answerText(answer)}: not made: ${done.error.message}`));
+          return { ...refused, structuredContent: { ...answer, error: done.error } };
+        }
         const structured = { ...answer, ...(record ? { record: { call_id: record.call_id, status: record.status, ...(record.result !== undefined ? { result: record.result } : {}), ...(record.error ? { error: record.error } : {}) } } : {}) };
         if (record?.error) {
           const failed = toolError(new ThymosError(record.error.code, `${answerText(answer)}: ${record.error.message}`));

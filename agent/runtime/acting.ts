@@ -1,7 +1,7 @@
 import type { ToolCallRecord } from '../../shared/protocol/tool-call.js';
 import type { ToolStep } from '../llm/llm-provider.js';
 import type { ToolLoop } from '../llm/tool-loop.js';
-import type { TalkReply } from './agent-behavior.js';
+import type { TalkReply, TalkRequest } from './agent-behavior.js';
 
 /** One tool an intent may mean, with how well it fits (0..1) and why. */
 export interface IntentCandidate {
@@ -13,9 +13,10 @@ export interface IntentCandidate {
 /**
  * How a resolution ended: `call` (confident and complete), `incomplete` (confident, but required
  * fields are missing), `ambiguous` (two tools fit nearly alike), `none` (nothing fits well),
- * `empty`, `too_long`, or `unsupported_language` (the offline resolver reads English).
+ * `empty`, `too_long`, or `unsupported_language` (the offline resolver reads English); for a
+ * `[TOOL: …]`, `echoed` (the words were in the line it answered: quoted, not its own).
  */
-export const INTENT_OUTCOMES = ['call', 'incomplete', 'ambiguous', 'none', 'empty', 'too_long', 'unsupported_language'] as const;
+export const INTENT_OUTCOMES = ['call', 'incomplete', 'ambiguous', 'none', 'empty', 'too_long', 'unsupported_language', 'echoed'] as const;
 export type IntentOutcome = (typeof INTENT_OUTCOMES)[number];
 
 /** What `resolve_intent` answers. Nothing is executed to find it. */
@@ -35,11 +36,20 @@ export interface IntentAnswer {
   note?: string;
 }
 
-/** What `act` did: the resolution, and the call's record when it made one. */
+/** What `act` did: the resolution, and the call's record when it made one (or why the call could not be made). */
 export interface ActOutcome {
   intent: string;
   answer: IntentAnswer;
   record?: ToolCallRecord;
+  error?: { code: string; message: string };
+}
+
+/** `[TOOL: what to do]` in a reply, as written (capitals and colon): the words up to the bracket are the intent. */
+export const REPLY_MARKER = /\[TOOL:\s*([^\]\n]{1,500})\]/gu;
+
+/** A reply's words without its `[TOOL: …]`, as the speaker hears them and the agent remembers them. */
+export function withoutMarkers(text: string): string {
+  return text.replace(REPLY_MARKER, '').replace(/[ \t]{2,}/g, ' ').trim();
 }
 
 /** Acts as the steps of a reply or decision: the call's record when one was made, else the outcome and the tool meant. */
@@ -66,12 +76,15 @@ export interface ActRequest {
 
 /** What the agent does with its granted tools beyond a call by name: its models' tool loops, and plain words resolved to calls (agent/intents implements it). */
 export interface Acting {
-  /** A use's model tool loop; undefined when nothing is granted or the use allows no steps. */
-  loop(use: 'dialogue' | 'reasoning'): ToolLoop | undefined;
+  /** A use's model tool loop (`chain`: the agents a chain of Mcp calls passed through to here); undefined when nothing is granted or the use allows no steps. */
+  loop(use: 'dialogue' | 'reasoning', chain?: readonly string[]): ToolLoop | undefined;
   /** What the words mean among the granted tools; nothing runs. */
   resolve(intent: string, context?: string): Promise<IntentAnswer>;
   /** Resolves, and makes the call through the governed path when it is confident and complete. */
   act(intent: string, reason: string, request: ActRequest): Promise<ActOutcome>;
-  /** Acts on each `[TOOL: …]` of a reply; the reply without them, and what each did. */
-  actOnMarkers(reply: string, reason: string, request: ActRequest): Promise<{ reply: string; acts: ActOutcome[] }>;
+  /**
+   * Acts on each `[TOOL: …]` of a reply to `request` (not one the offline composer wrote, which
+   * quotes memories, and not one the line it answered holds); the words without them, and what each did.
+   */
+  actOnMarkers(reply: TalkReply, request: TalkRequest, signal: AbortSignal): Promise<{ reply: string; acts: ActOutcome[] }>;
 }

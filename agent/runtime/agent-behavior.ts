@@ -17,6 +17,10 @@ export interface TalkRequest {
   speaker: string;
   /** The MCP client the line came through, when it can answer sampling requests (`mcp-sampling`). */
   client?: SamplingClient | undefined;
+  /** Who sent the line (the MCP client, `Thymos-By`), for the record of what the reply's `[TOOL: …]` did. */
+  caller?: string | undefined;
+  /** The agents a chain of Mcp calls passed through to this line (`_meta["thymos/chain"]`), so the calls its reply makes count the hops. */
+  chain?: readonly string[] | undefined;
 }
 
 /** What the agent answers, with the memories it drew on. */

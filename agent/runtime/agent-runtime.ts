@@ -195,11 +195,10 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
   async talk(request: TalkRequest): Promise<TalkReply> {
     return this.#call(async () => {
       if (this.#mode !== 'active') throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.id} is listening (passive) and does not hold conversations now; it can still be read (state, recall)`);
-      const reply = await this.#behavior.talk(this.#behaviorContext(request.client), request);
+      const reply = await this.#behavior.talk(this.#behaviorContext(request.client, request.chain), request);
       this.#conversations++;
       this.#changed();
-      const acted = await this.#acting?.actOnMarkers(reply.reply, `said to ${request.speaker}, who said: ${request.message.slice(0, 300)}`, { caller: `agent:${this.id}`, signal: this.#cancel.signal });
-      return acted ? withActs(reply, acted) : reply;
+      return this.#acting ? withActs(reply, await this.#acting.actOnMarkers(reply, request, this.#cancel.signal)) : reply;
     });
   }
 
@@ -358,7 +357,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
     return records;
   }
 
-  #behaviorContext(client?: SamplingClient): AgentBehaviorContext {
+  #behaviorContext(client?: SamplingClient, chain?: readonly string[]): AgentBehaviorContext {
     return {
       id: this.id,
       definition: this.definition,
@@ -370,7 +369,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
       signal: this.#cancel.signal,
       model: (use) => this.#models.provider(use, client),
       contextBudget: (use) => this.#models.contextBudget(use),
-      tools: (use) => this.#acting?.loop(use),
+      tools: (use) => this.#acting?.loop(use, chain),
       spent: (use, provider, result) => this.account(use, provider, result),
       disposition: this.#disposition.values,
       feel: (tone, changes) => this.#disposition.feel(tone, changes),

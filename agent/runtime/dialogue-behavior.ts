@@ -8,6 +8,7 @@ import { goalsLine, personaPrompt } from '../llm/persona-prompt.js';
 import { generateStructured } from '../llm/structured-output.js';
 import type { NewMemory } from '../memory/agent-memory.js';
 import type { MemoryRecord, RecallHit } from '../memory/memory-record.js';
+import { withoutMarkers } from './acting.js';
 import type { AgentBehavior, AgentBehaviorContext, TalkReply, TalkRequest } from './agent-behavior.js';
 import { buildContext, contextBlocks, type ContextPacket } from './context-packet.js';
 
@@ -111,7 +112,8 @@ function exchange(self: string, request: TalkRequest, reply: DialogueReply, grou
   return [
     { id: heard, content: heardLine(request), tags: ['dialogue', 'heard', ...(onlyAsks(request.message) ? [QUESTION_TAG] : [])], importance: 0.4, source: { kind: 'dialogue', by: request.speaker, thread } },
     {
-      content: `I told ${request.speaker}: ${reply.message}`,
+      // What the speaker heard: a `[TOOL: …]` is acted on, not said, and not said again from memory.
+      content: `I told ${request.speaker}: ${withoutMarkers(reply.message)}`,
       tags: ['dialogue', SAID_TAG],
       importance: 0.2,
       source: { kind: 'dialogue', by: self, thread, model },

@@ -33,7 +33,6 @@ export type AgentState = z.infer<typeof AgentStateSchema>;
 /** An option a reasoning agent weighed: what, how well it fits (0..1), why. */
 export const ScoredOptionSchema = z.object({ action: z.string(), score: z.number(), reason: z.string() });
 
-/** What an agent decided about a world event it heard, published on `<fleet>.agent.<id>.decision`. */
 /** One call of a model's tool loop, as it ended. */
 export const ToolStepSchema = z.object({
   tool: z.string(),
@@ -45,6 +44,7 @@ export const ToolStepSchema = z.object({
   ms: z.number(),
 });
 
+/** What an agent decided about a world event it heard, published on `<fleet>.agent.<id>.decision`. */
 export const EventDecisionSchema = z.object({
   agent: AgentIdSchema,
   /** The world event's id. */

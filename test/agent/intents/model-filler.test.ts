@@ -45,7 +45,7 @@ describe('arguments filled by a model', () => {
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ model: 'stand-in', choices: [{ message: { role: 'assistant', content: JSON.stringify(content) }, finish_reason: 'stop' }], usage: { prompt_tokens: 50, completion_tokens: 20 } }));
 
   test('the model fills what the words say without naming fields; its answer is checked field by field', async () => {
-    answer = reply({ id: 'wolves', title: 'Drive the wolves off the north pasture', location: 'north_pasture', reward: 'forty silver', invented: 1 });
+    answer = reply({ id: 'wolves', title: 'Drive the wolves off the north pasture', location: 'north_pasture', reward: 'forty silver', invented: 1, constructor: 'x', __proto__: 'y' });
     const a = await resolver.resolve('post a quest for adventurers to drive the wolves off the north pasture, forty silver for it');
     assert.equal(a.outcome, 'incomplete', JSON.stringify(a));
     assert.deepEqual(a.missing, ['reward'], 'a reward that is not an integer is refused, not coerced');
