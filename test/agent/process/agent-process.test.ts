@@ -71,7 +71,7 @@ describe('agent process', () => {
 
     test('lists its tools, resources and persona prompt to a stock MCP client', async () => {
       const tools = (await client.listTools()).tools.map((t) => t.name).sort();
-      assert.deepEqual(tools, ['ask_agent', 'causes', 'concepts', 'consolidate', 'context', 'conversation', 'decide', 'describe_concept', 'get_elder_rowan_state', 'link', 'query_elder_rowan_knowledge', 'query_world', 'recall', 'remember', 'send_message', 'talk_to_elder_rowan', 'think']);
+      assert.deepEqual(tools, ['act', 'ask_agent', 'causes', 'concepts', 'consolidate', 'context', 'conversation', 'decide', 'describe_concept', 'get_elder_rowan_state', 'link', 'query_elder_rowan_knowledge', 'query_world', 'recall', 'remember', 'resolve_intent', 'send_message', 'talk_to_elder_rowan', 'think']);
       const resources = (await client.listResources()).resources.map((r) => r.uri).sort();
       assert.deepEqual(resources, ['agent://elder_rowan/memories', 'agent://elder_rowan/state']);
       const prompt = await client.getPrompt({ name: 'persona', arguments: { situation: 'a storm is coming' } });
