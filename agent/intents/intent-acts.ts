@@ -37,7 +37,7 @@ export class IntentActs implements Acting {
   readonly #remember: (memories: NewMemory[]) => Promise<unknown>;
   readonly #logger: Logger;
   readonly #model: ModelFiller | undefined;
-  readonly #loop: (use: 'dialogue' | 'reasoning', chain?: readonly string[]) => ToolLoop | undefined;
+  readonly #loop: (use: 'dialogue' | 'reasoning', chain?: readonly string[], by?: string) => ToolLoop | undefined;
   #resolver: Promise<IntentResolver> | undefined;
 
   constructor(options: {
@@ -45,8 +45,8 @@ export class IntentActs implements Acting {
     known: readonly KnownName[];
     remember: (memories: NewMemory[]) => Promise<unknown>;
     logger: Logger;
-    /** A use's model tool loop (see `toolLoopOf`). */
-    loop: (use: 'dialogue' | 'reasoning', chain?: readonly string[]) => ToolLoop | undefined;
+    /** A use's model tool loop, its calls made as `by` (see `toolLoopOf`). */
+    loop: (use: 'dialogue' | 'reasoning', chain?: readonly string[], by?: string) => ToolLoop | undefined;
     model?: ModelFiller;
   }) {
     this.#loop = options.loop;
@@ -71,8 +71,9 @@ export class IntentActs implements Acting {
     return this.#resolver;
   }
 
-  loop(use: 'dialogue' | 'reasoning', chain?: readonly string[]): ToolLoop | undefined {
-    return this.#loop(use, chain);
+  /** A use's model tool loop; its calls are made as `model:<use>`, or as `sampling:<client>` when the MCP client's model writes them. */
+  loop(use: 'dialogue' | 'reasoning', chain?: readonly string[], sampler?: string): ToolLoop | undefined {
+    return this.#loop(use, chain, sampler ? `sampling:${sampler.replace(/^the MCP client /, '').replace(/[^\w.@-]/g, '_').slice(0, 64)}` : `model:${use}`);
   }
 
   /** What the words mean among the granted tools; nothing runs. */

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 
 import { ScoredOptionSchema } from '../../shared/protocol/agent-protocol.js';
+import { callChain } from './declared-tools.js';
 import { guard, OPTION_MAX, OPTIONS_MAX, samplingClient, SITUATION_MAX, thoughtText, type ToolContext } from './tool-kit.js';
 
 /** Reasoning: think a situation through, or decide between options. */
@@ -38,7 +39,7 @@ export function registerReasoningTools(ctx: ToolContext): void {
     },
     async (args, extra) =>
       guard(async () => {
-        const decision = await runtime.decide(args.situation, args.options, samplingClient(server, extra));
+        const decision = await runtime.decide(args.situation, args.options, samplingClient(server, extra), callChain(extra));
         const text = `${decision.action} (confidence ${decision.confidence})${decision.reason ? `: ${decision.reason}` : ''}`;
         return { content: [{ type: 'text', text }], structuredContent: { ...decision, thought: { ...decision.thought } } };
       }),

@@ -76,8 +76,12 @@ export interface ActRequest {
 
 /** What the agent does with its granted tools beyond a call by name: its models' tool loops, and plain words resolved to calls (agent/intents implements it). */
 export interface Acting {
-  /** A use's model tool loop (`chain`: the agents a chain of Mcp calls passed through to here); undefined when nothing is granted or the use allows no steps. */
-  loop(use: 'dialogue' | 'reasoning', chain?: readonly string[]): ToolLoop | undefined;
+  /**
+   * A use's model tool loop (`chain`: the agents a chain of Mcp calls passed through to here;
+   * `sampler`: the MCP client whose model it is, when the use samples); undefined when nothing
+   * is granted or the use allows no steps.
+   */
+  loop(use: 'dialogue' | 'reasoning', chain?: readonly string[], sampler?: string): ToolLoop | undefined;
   /** What the words mean among the granted tools; nothing runs. */
   resolve(intent: string, context?: string): Promise<IntentAnswer>;
   /** Resolves, and makes the call through the governed path when it is confident and complete. */

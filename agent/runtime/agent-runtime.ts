@@ -253,10 +253,10 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
   }
 
   /** `think`, then `decide`: the chosen action with its confidence and the thought behind it. */
-  async decide(situation: string, options?: readonly string[], client?: SamplingClient): Promise<Decision> {
+  async decide(situation: string, options?: readonly string[], client?: SamplingClient, chain?: readonly string[]): Promise<Decision> {
     return this.#call(async () => {
       this.#requireActive('it does not reason now');
-      const ctx = this.#behaviorContext(client);
+      const ctx = this.#behaviorContext(client, chain);
       return decide(ctx, await think(ctx, situation, options));
     });
   }
@@ -369,7 +369,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
       signal: this.#cancel.signal,
       model: (use) => this.#models.provider(use, client),
       contextBudget: (use) => this.#models.contextBudget(use),
-      tools: (use) => this.#acting?.loop(use, chain),
+      tools: (use) => this.#acting?.loop(use, chain, client && this.#models.settings(use).provider === 'mcp-sampling' ? client.name : undefined),
       spent: (use, provider, result) => this.account(use, provider, result),
       disposition: this.#disposition.values,
       feel: (tone, changes) => this.#disposition.feel(tone, changes),

@@ -64,10 +64,14 @@ tools {
   test('a client that samples with tools: its model calls the granted tool, and the result goes back to it', async () => {
     const client = await sampler(true);
     try {
-      const r = (await client.callTool({ name: 'talk_to_desk', arguments: { message: 'Has AB-1234 shipped?', speaker: 'customer' } })) as Result;
+      const r = (await client.callTool({ name: 'talk_to_desk', arguments: { message: 'Has AB-1234 shipped?', speaker: 'customer' }, _meta: { 'thymos/chain': ['front_desk'] } })) as Result;
       assert.equal(r.isError, undefined, JSON.stringify(r));
       assert.equal(r.structuredContent?.reply, 'Your order AB-1234 has shipped.');
-      assert.deepEqual((r.structuredContent?.tool_calls as Array<{ tool: string; status: string }>).map((c) => [c.tool, c.status]), [['lookup_order', 'ok']]);
+      const steps = r.structuredContent?.tool_calls as Array<{ tool: string; status: string; call_id: string }>;
+      assert.deepEqual(steps.map((c) => [c.tool, c.status]), [['lookup_order', 'ok']]);
+      const record = ((await client.callTool({ name: 'get_call', arguments: { call_id: steps[0]!.call_id } })) as Result).structuredContent!;
+      assert.equal(record.caller, 'sampling:tool-sampler', 'the call is the sampling client\'s model\'s');
+      assert.deepEqual(record.chain, ['front_desk'], 'the chain of Mcp hops the line came through reaches the calls its reply makes');
       const [first, second] = asked.slice(-2);
       assert.deepEqual(first!.tools?.map((t) => t.name), ['lookup_order']);
       assert.deepEqual(first!.toolChoice, { mode: 'auto' });
