@@ -100,6 +100,8 @@ export class ToolIndex {
   readonly #vocab: VocabWord[];
   readonly #toolWords: Map<string, number[]>;
   readonly #nearestSeen = new Map<string, string | undefined>();
+  /** By tool, each stem its texts use and how many of them use it. */
+  readonly #stems = new Map<string, Map<string, number>>();
 
   private constructor(tools: Tools, texts: ToolText[], embedder: Embedder | undefined, tuning: IndexTuning, vocab: VocabWord[], toolWords: Map<string, number[]>) {
     this.tools = tools;
@@ -112,6 +114,11 @@ export class ToolIndex {
     for (const t of texts) for (const w of t.words.keys()) df.set(w, (df.get(w) ?? 0) + 1);
     for (const [w, n] of df) this.#idf.set(w, Math.log(1 + (Math.max(texts.length, BACKGROUND_TEXTS) - n + 0.5) / (n + 0.5)));
     this.#avgLength = texts.reduce((n, t) => n + t.length, 0) / Math.max(texts.length, 1);
+    for (const t of texts) {
+      const own = this.#stems.get(t.tool) ?? new Map<string, number>();
+      for (const w of t.words.keys()) own.set(w, (own.get(w) ?? 0) + 1);
+      this.#stems.set(t.tool, own);
+    }
     for (const t of texts) for (const raw of rawWords(t.text)) if (raw.length >= 4 && !this.#surface.has(raw)) this.#surface.set(raw, intentWords(raw)[0] ?? raw);
   }
 
@@ -229,8 +236,7 @@ export class ToolIndex {
   #nearWords(query: QueryWord[], total: number, byTool: Map<string, ToolMatch>, sims: Float32Array[] | undefined): void {
     if (total <= 0) return;
     for (const [tool, m] of byTool) {
-      const own = new Map<string, number>();
-      for (const t of this.#texts) if (t.tool === tool) for (const w of t.words.keys()) own.set(w, (own.get(w) ?? 0) + 1);
+      const own = this.#stems.get(tool)!;
       const indices = this.#toolWords.get(tool) ?? [];
       let credit = 0;
       query.forEach((q, qi) => {

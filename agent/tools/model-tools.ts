@@ -21,12 +21,19 @@ function consequences(tool: Tool): string {
  * `reason` included). Executor details never reach a model.
  */
 export function modelToolsOf(tools: Tools): ModelTool[] {
-  return Object.entries(tools).map(([name, tool]) => ({
+  const known = DEFINITIONS.get(tools);
+  if (known) return known;
+  const made = Object.entries(tools).map(([name, tool]) => ({
     name,
     description: `${/[.!?]$/.test(tool.description.trim()) ? tool.description.trim() : `${tool.description.trim()}.`} ${consequences(tool)}`,
     parameters: z.toJSONSchema(z.object(inputShape(tool)).strict(), { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>,
   }));
+  DEFINITIONS.set(tools, made);
+  return made;
 }
+
+/** The definitions of each set of tools, made once: a loop is made for every reply. */
+const DEFINITIONS = new WeakMap<Tools, ModelTool[]>();
 
 /** What the model reads of a call's record: how it ended, and its result or error. */
 export function modelResultOf(record: ToolCallRecord): unknown {
