@@ -18,6 +18,7 @@ import { parseReconcileContext, type ReconcileContextInput } from '../shared/pro
 import type { FleetStatus, ProgressMessage, ReconcileReport, SupervisorResultSchemas, TransitionRecord } from '../shared/protocol/supervisor-protocol.js';
 import type { CallDecisionReport, PendingCall } from '../shared/protocol/tool-call.js';
 import { parseWorldEvent, type WorldEventInput } from '../shared/protocol/world-event.js';
+import { type TalkAnswer, type TalkOptions,talkTo } from './agent-talk.js';
 
 /** An MCP client connected to one running agent (the SDK's own `Client`): `callTool`, `readResource`, `listTools`… */
 export type AgentClient = Client;
@@ -68,6 +69,12 @@ export interface Fleet {
    * AGENT_NOT_ACTIVE when the agent is Dormant or Archived.
    */
   agent(id: string): Promise<AgentClient>;
+  /**
+   * Says `message` to a running agent and returns its reply; with `onText`, the reply's text
+   * arrives piece by piece as its model writes it, before the answer. Abort `signal` to stop the
+   * reply (CANCELLED). AGENT_NOT_ACTIVE when the agent is not active.
+   */
+  talk(id: string, message: string, options?: TalkOptions): Promise<TalkAnswer>;
   /**
    * The tool calls that wait for a person's approval (tools of permission `confirm`), oldest
    * first; one agent's when `id` is given. Decide with `approve` or `refuse`.
@@ -224,6 +231,10 @@ class FleetClient implements Fleet {
     await client.connect(new StreamableHTTPClientTransport(new URL(row.url), { requestInit: { headers } }));
     this.#agents.set(id, { client, port: row.port, pid: row.pid });
     return client;
+  }
+
+  async talk(id: string, message: string, options: TalkOptions = {}): Promise<TalkAnswer> {
+    return talkTo(await this.agent(id), id, message, options);
   }
 
   async close(): Promise<void> {

@@ -26,4 +26,5 @@ export {
 export { type CallDecisionReport, type PendingCall, type ToolCallRecord } from '../shared/protocol/tool-call.js';
 export { type WorldEventInput } from '../shared/protocol/world-event.js';
 export { type WorldChange, type WorldQueryInput, type WorldRow } from '../shared/protocol/world-protocol.js';
+export { type TalkAnswer, type TalkOptions } from './agent-talk.js';
 export { type AgentClient, connect, type ConnectOptions, type Fleet, type OperationOptions } from './fleet-client.js';

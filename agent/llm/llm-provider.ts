@@ -109,6 +109,12 @@ export interface LlmCapabilities {
   tools: boolean;
 }
 
+/** Where the text of a model's answers goes as it is written: `begin` before each answer, `write` with each piece. */
+export interface TextSink {
+  begin(): void;
+  write(piece: string): void;
+}
+
 /** A model that writes text: an HTTP endpoint, the MCP client's model, or none at all. */
 export interface LlmProvider {
   readonly kind: string;
@@ -118,6 +124,13 @@ export interface LlmProvider {
   generate(request: GenerateRequest): Promise<GenerateResult>;
   /** Like generate, calling `onText` with each piece as it arrives. */
   stream(request: GenerateRequest, onText: (piece: string) => void): Promise<GenerateResult>;
+}
+
+/** One answer of the model: streamed into `sink` when one is given, else asked whole. */
+export function answer(provider: LlmProvider, request: GenerateRequest, sink?: TextSink): Promise<GenerateResult> {
+  if (!sink) return provider.generate(request);
+  sink.begin();
+  return provider.stream(request, (piece) => sink.write(piece));
 }
 
 /**

@@ -60,9 +60,10 @@ export class OfflineProvider implements LlmProvider {
     return { text, model: 'offline', finish_reason: 'stop', usage: { input_tokens: 0, output_tokens: 0 } };
   }
 
+  /** The composed answer, a word (and the space after it) at a time, as a model would write it. */
   async stream(request: GenerateRequest, onText: (piece: string) => void): Promise<GenerateResult> {
     const result = await this.generate(request);
-    onText(result.text);
+    for (const piece of result.text.match(/\s*\S+\s*|\s+/g) ?? []) onText(piece);
     return result;
   }
 }

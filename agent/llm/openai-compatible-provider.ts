@@ -51,6 +51,9 @@ const ChunkSchema = z.object({
   usage: UsageSchema,
 });
 
+/** An error event in a stream (OpenAI, vLLM and llama.cpp send `{"error": {...}}` when a generation fails midway). */
+const StreamErrorSchema = z.object({ error: z.union([z.object({ message: z.string().optional() }).passthrough(), z.string().transform((message) => ({ message }))]) });
+
 type WireToolCall = z.infer<typeof ToolCallSchema>;
 
 function argumentsText(a: NonNullable<WireToolCall['function']>['arguments']): string {
@@ -127,7 +130,7 @@ export class OpenAiCompatibleProvider implements LlmProvider {
           let response: Response;
           try {
             response = await fetch(this.#url, { method: 'POST', headers, body: JSON.stringify(body), signal });
-            if (response.ok) return await (onText ? this.#readStream(response, onText) : this.#readJson(response));
+            if (response.ok) return await (onText ? this.#readStream(response, onText, signal) : this.#readJson(response));
           } catch (err) {
             throw new AbortError(this.#failure(err, request.signal, deadline, attempt));
           }
@@ -177,8 +180,12 @@ export class OpenAiCompatibleProvider implements LlmProvider {
     };
   }
 
-  /** Server-sent events: `data: {chunk}` lines, then `data: [DONE]`; a tool call's pieces are joined by their index. */
-  async #readStream(response: Response, onText: (piece: string) => void): Promise<GenerateResult> {
+  /**
+   * Server-sent events: `data: {chunk}` lines, then `data: [DONE]`; a tool call's pieces are joined
+   * by their index. A stream that breaks off or sends an error event ends LLM_UNAVAILABLE, saying
+   * how much text had come; the pieces passed on by then stay passed on.
+   */
+  async #readStream(response: Response, onText: (piece: string) => void, signal: AbortSignal): Promise<GenerateResult> {
     if (!response.body) throw new ThymosError(ErrorCode.LLM_UNAVAILABLE, `${this.#url} answered a stream without a body`);
     const decoder = new TextDecoder();
     let buffered = '';
@@ -191,7 +198,19 @@ export class OpenAiCompatibleProvider implements LlmProvider {
       const asked = [...calls.entries()].sort(([a], [b]) => a - b).map(([, c]) => c);
       return { text, model, finish_reason: finish, usage: usage ?? estimate(text), ...(asked.length > 0 ? { tool_calls: asked } : {}) };
     };
-    for await (const bytes of response.body) {
+    const broke = (why: string) => new ThymosError(ErrorCode.LLM_UNAVAILABLE, `the stream from ${this.#url} ${why} after ${text.length} characters of text`);
+    const events = response.body[Symbol.asyncIterator]();
+    for (;;) {
+      let next: IteratorResult<unknown>;
+      try {
+        next = await events.next();
+      } catch (err) {
+        // A cancel or the timeout is told apart by the caller (#failure); anything else broke the stream.
+        if (signal.aborted) throw err;
+        throw broke(`broke off (${(err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message})`);
+      }
+      if (next.done) break;
+      const bytes = next.value;
       buffered += decoder.decode(bytes as Uint8Array, { stream: true });
       let newline: number;
       while ((newline = buffered.indexOf('\n')) >= 0) {
@@ -200,7 +219,7 @@ export class OpenAiCompatibleProvider implements LlmProvider {
         if (!line.startsWith('data:')) continue;
         const payload = line.slice(5).trim();
         if (payload === '[DONE]') return done();
-        const chunk = this.#chunk(payload);
+        const chunk = this.#chunk(payload, broke);
         model = chunk.model ?? model;
         if (chunk.usage) usage = usageOf(chunk.usage);
         const choice = chunk.choices?.[0];
@@ -220,13 +239,15 @@ export class OpenAiCompatibleProvider implements LlmProvider {
     return done();
   }
 
-  #chunk(payload: string): z.infer<typeof ChunkSchema> {
+  #chunk(payload: string, broke: (why: string) => ThymosError): z.infer<typeof ChunkSchema> {
     let raw: unknown;
     try {
       raw = JSON.parse(payload);
     } catch {
       throw new ThymosError(ErrorCode.LLM_UNAVAILABLE, `${this.#url} sent a stream event that is not JSON: ${payload.slice(0, 100)}`);
     }
+    const error = StreamErrorSchema.safeParse(raw);
+    if (error.success) throw broke(`sent an error (${(error.data.error.message ?? JSON.stringify(error.data.error)).slice(0, 300)})`);
     const chunk = ChunkSchema.safeParse(raw);
     if (!chunk.success) throw new ThymosError(ErrorCode.LLM_UNAVAILABLE, `${this.#url} sent a stream event that is not a completion chunk: ${describeIssues(chunk.error, raw)}`);
     return chunk.data;

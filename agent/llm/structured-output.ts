@@ -2,7 +2,7 @@ import { type z } from 'zod';
 
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { describeIssues } from '../../shared/errors/zod-issues.js';
-import type { GenerateRequest, GenerateResult, LlmProvider, TokenUsage } from './llm-provider.js';
+import { answer, type GenerateRequest, type GenerateResult, type LlmProvider, type TextSink, type TokenUsage } from './llm-provider.js';
 import { runToolLoop, type ToolLoop } from './tool-loop.js';
 
 /** The first JSON object in a text: models wrap JSON in prose or code fences now and then. */
@@ -17,6 +17,9 @@ function jsonIn(text: string): unknown {
  * Output that must match `schema`: asked in JSON mode, parsed and validated; when it does not
  * validate, the model is shown its output and what was wrong, and asked again (`repairs`
  * times, default 1). Usage adds up over the attempts. LLM_OUTPUT_INVALID when none validates.
+ *
+ * Streamed (`stream`), an answer some of which was already heard is not asked again: when it
+ * does not fit, what was heard of it is the answer, through `prose`.
  */
 export async function generateStructured<T>(
   provider: LlmProvider,
@@ -30,6 +33,8 @@ export async function generateStructured<T>(
     spent?: (result: GenerateResult) => void;
     /** The first attempt runs the model with these tools (`runToolLoop`); a repair is asked without them, so no call runs twice. */
     tools?: ToolLoop | undefined;
+    /** Each answer streams into it; `raw` is what was heard so far, as the model wrote it. */
+    stream?: (TextSink & { readonly raw: string }) | undefined;
   } = {},
 ): Promise<{ value: T; result: GenerateResult }> {
   const messages = [...request.messages];
@@ -43,7 +48,8 @@ export async function generateStructured<T>(
   try {
     for (let attempt = 0; attempt <= repairs; attempt++) {
       const asked = { ...request, messages, json: true };
-      const result = attempt === 0 && options.tools && provider.capabilities.tools ? await runToolLoop(provider, asked, options.tools) : await provider.generate(asked);
+      const result =
+        attempt === 0 && options.tools && provider.capabilities.tools ? await runToolLoop(provider, asked, options.tools, options.stream) : await answer(provider, asked, options.stream);
       if (attempt === 0) acted = { ...(result.tool_steps ? { tool_steps: result.tool_steps } : {}), ...(result.invalid_tool_calls ? { invalid_tool_calls: result.invalid_tool_calls } : {}) };
       calls += result.calls ?? 1;
       last = result;
@@ -54,16 +60,19 @@ export async function generateStructured<T>(
         parsed = jsonIn(result.text);
       } catch (err) {
         problem = `not JSON: ${(err as Error).message}`;
+        if (options.stream?.raw) break;
         messages.push({ role: 'assistant', content: result.text }, { role: 'user', content: `That was ${problem}. Answer again with only the JSON object.` });
         continue;
       }
       const checked = schema.safeParse(parsed);
       if (checked.success) return { value: checked.data, result: { ...result, ...acted, usage, calls } };
       problem = describeIssues(checked.error, parsed);
+      if (options.stream?.raw) break;
       messages.push({ role: 'assistant', content: result.text }, { role: 'user', content: `That JSON does not fit: ${problem}. Answer again with only the corrected JSON object.` });
     }
     const text = last?.text.trim() ?? '';
-    const fallback = text && problem.startsWith('not JSON') ? options.prose?.(text) : undefined;
+    const heard = options.stream?.raw;
+    const fallback = heard ? options.prose?.(heard) : text && problem.startsWith('not JSON') ? options.prose?.(text) : undefined;
     if (fallback !== undefined) {
       prose = true;
       return { value: fallback, result: { ...last!, ...acted, usage, calls, prose } };

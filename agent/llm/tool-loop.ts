@@ -1,5 +1,5 @@
 import { ErrorCode } from '../../shared/errors/errors.js';
-import type { GenerateRequest, GenerateResult, LlmMessage, LlmProvider, ModelTool, ModelToolCall, TokenUsage,ToolStep } from './llm-provider.js';
+import { answer, type GenerateRequest, type GenerateResult, type LlmMessage, type LlmProvider, type ModelTool, type ModelToolCall, type TextSink, type TokenUsage, type ToolStep } from './llm-provider.js';
 
 /** What a model's tool calls run with, and within what (`[llm.<use>] max_tool_steps`, `tool_budget_ms`). */
 export interface ToolLoop {
@@ -45,8 +45,10 @@ function readCall(call: ModelToolCall, offered: ReadonlySet<string>): { name: st
  * A call the loop ran is not run again by anything here: a second loop (a repair of the
  * answer's shape) starts without tools. What a call does twice across a crash is the governed
  * path's idempotency key's to settle.
+ *
+ * With a `sink`, every round is streamed into it (`begin` before each answer).
  */
-export async function runToolLoop(provider: LlmProvider, request: GenerateRequest, loop: ToolLoop): Promise<GenerateResult> {
+export async function runToolLoop(provider: LlmProvider, request: GenerateRequest, loop: ToolLoop, sink?: TextSink): Promise<GenerateResult> {
   const budget = AbortSignal.timeout(loop.budgetMs);
   const signal = request.signal ? AbortSignal.any([request.signal, budget]) : budget;
   const offered = new Set(loop.tools.map((t) => t.name));
@@ -57,7 +59,7 @@ export async function runToolLoop(provider: LlmProvider, request: GenerateReques
   let invalid = 0;
   for (let round = 0; ; round++) {
     const offer = round < loop.maxSteps && !budget.aborted && invalid < 2;
-    const result = await provider.generate({ ...request, messages, tools: loop.tools, toolChoice: offer ? 'auto' : 'none' });
+    const result = await answer(provider, { ...request, messages, tools: loop.tools, toolChoice: offer ? 'auto' : 'none' }, sink);
     calls += result.calls ?? 1;
     usage.input_tokens += result.usage.input_tokens;
     usage.output_tokens += result.usage.output_tokens;

@@ -1,3 +1,5 @@
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 
 import { AgentIdSchema } from '../../shared/domain/domain-schema.js';
@@ -13,7 +15,7 @@ export function registerDialogueTools(ctx: ToolContext): void {
     `talk_to_${id}`,
     {
       title: `Talk to ${persona.name}`,
-      description: `Say something to ${persona.name}. The reply is in character and grounded in what ${persona.name} remembers. Only while the agent is active.`,
+      description: `Say something to ${persona.name}. The reply is in character and grounded in what ${persona.name} remembers. Only while the agent is active. Give a progressToken to have the reply's text as it is written, in progress notifications (each one's message is the next piece); the pieces add up to the result's text.`,
       inputSchema: {
         message: content.describe('What you say.'),
         speaker: z.string().min(1).max(SPEAKER_MAX).optional().describe('Who is speaking; names the conversation thread. Default "stranger".'),
@@ -32,7 +34,9 @@ export function registerDialogueTools(ctx: ToolContext): void {
     },
     async ({ message, speaker }, extra) =>
       guard(async () => {
-        const result = await runtime.talk({ message, speaker: speaker ?? 'stranger', client: samplingClient(server, extra), caller: callerOf(server, extra), chain: callChain(extra) });
+        const progress = progressText(extra);
+        const request = { message, speaker: speaker ?? 'stranger', client: samplingClient(server, extra), caller: callerOf(server, extra), chain: callChain(extra) };
+        const result = await runtime.talk({ ...request, signal: extra.signal, onText: progress?.send }).finally(() => progress?.sent);
         return {
           content: [{ type: 'text', text: result.greeting !== undefined ? `${result.greeting}\n${result.reply}` : result.reply }],
           structuredContent: {
@@ -68,6 +72,29 @@ export function registerDialogueTools(ctx: ToolContext): void {
         return { content: [{ type: 'text', text }], structuredContent: { turns } };
       }),
   );
+}
+
+/**
+ * A reply's text as MCP progress notifications, when the caller asked for progress (gave a
+ * `progressToken`): each piece in order as `message`, with `progress` the characters sent so
+ * far. `sent` resolves once every notification is out, so the result comes after the last one.
+ */
+function progressText(extra: RequestHandlerExtra<ServerRequest, ServerNotification>): { send: (piece: string) => void; readonly sent: Promise<void> } | undefined {
+  const progressToken = extra._meta?.progressToken;
+  if (progressToken === undefined) return undefined;
+  let progress = 0;
+  let sent = Promise.resolve();
+  return {
+    send: (piece) => {
+      progress += piece.length;
+      const params = { progressToken, progress, message: piece };
+      // A caller that went away misses the rest of its reply; the agent's work is not disturbed.
+      sent = sent.then(() => extra.sendNotification({ method: 'notifications/progress', params })).catch(() => undefined);
+    },
+    get sent() {
+      return sent;
+    },
+  };
 }
 
 /** The context packet a message would give the dialogue or reasoning model, to see why the agent says what it says. */

@@ -21,6 +21,14 @@ export interface TalkRequest {
   caller?: string | undefined;
   /** The agents a chain of Mcp calls passed through to this line (`_meta["thymos/chain"]`), so the calls its reply makes count the hops. */
   chain?: readonly string[] | undefined;
+  /**
+   * Called with the reply's text as it is written, in order: the greeting and a line break when
+   * the talk opens the conversation, then the reply. A behaviour may call it or not: whatever it has
+   * not passed on is passed on when it returns, so the pieces always add up to the reply.
+   */
+  onText?: ((piece: string) => void) | undefined;
+  /** Aborted when the speaker gives up on the reply: the model's request stops (`ctx.signal` is aborted too). */
+  signal?: AbortSignal | undefined;
 }
 
 /** What the agent answers, with the memories it drew on. */

@@ -24,6 +24,7 @@ import { CallGate } from './call-gate.js';
 import { buildContext, type ContextPacket } from './context-packet.js';
 import { EventReactions } from './event-reactions.js';
 import { wordInsight } from './insight-writer.js';
+import { SpokenText } from './reply-stream.js';
 import type { Controllable, Conversing, RuntimeEvents, RuntimeGate } from './runtime-ports.js';
 import { readSavedState, type SavedState } from './saved-state.js';
 
@@ -192,13 +193,17 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
     return this.getState();
   }
 
+  /** A reply in character; with `onText`, passed on as it is written (`SpokenText`), and `signal` stops it. */
   async talk(request: TalkRequest): Promise<TalkReply> {
     return this.#call(async () => {
-      if (this.#mode !== 'active') throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.id} is listening (passive) and does not hold conversations now; it can still be read (state, recall)`);
-      const reply = await this.#behavior.talk(this.#behaviorContext(request.client, request.chain), request);
+      this.#requireActive('it does not hold conversations now; it can still be read (state, recall)');
+      const spoken = request.onText ? new SpokenText(request.onText) : undefined;
+      const signal = request.signal ? AbortSignal.any([this.#cancel.signal, request.signal]) : this.#cancel.signal;
+      const reply = await this.#behavior.talk(this.#behaviorContext(request.client, request.chain, signal), { ...request, onText: spoken?.write, signal });
       this.#conversations++;
       this.#changed();
-      return this.#acting ? withActs(reply, await this.#acting.actOnMarkers(reply, request, this.#cancel.signal)) : reply;
+      const done = this.#acting ? withActs(reply, await this.#acting.actOnMarkers(reply, request, signal)) : reply;
+      return spoken?.settle(done) ?? done;
     });
   }
 
@@ -310,11 +315,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
    */
   async recall(query: string, options: Omit<RecallOptions, 'strategy'> & { strategy?: string | undefined }): Promise<RecallHit[]> {
     const { strategy, ...rest } = options;
-    return this.#call(() => this.#memory.recall(query, { ...rest, ...this.#strategy(strategy) }));
-  }
-
-  #strategy(name: string | undefined): Pick<RecallOptions, 'strategy' | 'semanticWeight'> {
-    return resolveSearchStrategy(name, this.definition.searchStrategy, this.#searchStrategies);
+    return this.#call(() => this.#memory.recall(query, { ...rest, ...resolveSearchStrategy(strategy, this.definition.searchStrategy, this.#searchStrategies) }));
   }
 
   /** The newest `limit` turns of the conversation with `speaker`, oldest first; works while listening. */
@@ -357,16 +358,16 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
     return records;
   }
 
-  #behaviorContext(client?: SamplingClient, chain?: readonly string[]): AgentBehaviorContext {
+  #behaviorContext(client?: SamplingClient, chain?: readonly string[], signal = this.#cancel.signal): AgentBehaviorContext {
     return {
       id: this.id,
       definition: this.definition,
       logger: this.#logger,
-      recall: (query, options) => this.#memory.recall(query, { ...this.#strategy(undefined), ...options }),
+      recall: (query, options) => this.#memory.recall(query, { ...resolveSearchStrategy(undefined, this.definition.searchStrategy, this.#searchStrategies), ...options }),
       remember: (memory) => this.#rememberAndAnnounce(memory),
       rememberAll: (memories) => this.#rememberAllAndAnnounce(memories),
       recentTurns: (thread, limit) => this.#memory.threadTurns(thread, limit),
-      signal: this.#cancel.signal,
+      signal,
       model: (use) => this.#models.provider(use, client),
       contextBudget: (use) => this.#models.contextBudget(use),
       tools: (use) => this.#acting?.loop(use, chain, client && this.#models.settings(use).provider === 'mcp-sampling' ? client.name : undefined),

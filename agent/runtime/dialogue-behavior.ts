@@ -11,9 +11,12 @@ import type { MemoryRecord, RecallHit } from '../memory/memory-record.js';
 import { withoutMarkers } from './acting.js';
 import type { AgentBehavior, AgentBehaviorContext, TalkReply, TalkRequest } from './agent-behavior.js';
 import { buildContext, contextBlocks, type ContextPacket } from './context-packet.js';
+import { ReplyStream } from './reply-stream.js';
 
 /** Facts an agent took from a conversation. */
 const LEARNED_TAG = 'learned';
+/** A reply the speaker heard only in part. */
+export const CUT_TAG = 'cut';
 /** The persona's greeting, said when a conversation opens. */
 const GREETING_TAG = 'greeting';
 const GROUNDING = 5;
@@ -67,16 +70,28 @@ export class DialogueBehavior implements AgentBehavior {
     if (greeting !== undefined) messages.push({ role: 'assistant', content: greeting });
     messages.push({ role: 'user', content: `${request.speaker}: ${request.message}` });
     const brief = { task: 'dialogue' as const, persona: ctx.definition.persona, speaker: request.speaker, message: request.message, memories };
-    // A model that answers in prose even after a repair is still heard: its text is the reply.
-    const { value, result } = await generateStructured(provider, { messages, signal: ctx.signal, brief }, DialogueReplySchema, {
-      prose: (text) => ({ message: text, emotional_tone: 'neutral', actions: [], state_changes: {}, learned: [] }),
-      spent: (r) => ctx.spent('dialogue', provider, r),
-      tools: ctx.tools('dialogue'),
-    });
-    const model = provider.kind === 'offline' ? 'offline' : `${provider.kind}:${result.model}`;
+    const model = (name: string) => (provider.kind === 'offline' ? 'offline' : `${provider.kind}:${name}`);
+    // Streamed: the greeting goes first, then the reply's words as the model writes them.
+    const stream = request.onText ? new ReplyStream(request.onText) : undefined;
+    if (greeting !== undefined) request.onText?.(`${greeting}\n`);
+    let answer: Awaited<ReturnType<typeof generateStructured<DialogueReply>>>;
+    try {
+      // A model that answers in prose even after a repair is still heard: its text is the reply.
+      answer = await generateStructured(provider, { messages, signal: ctx.signal, brief }, DialogueReplySchema, {
+        prose: (text) => ({ message: text, emotional_tone: 'neutral', actions: [], state_changes: {}, learned: [] }),
+        spent: (r) => ctx.spent('dialogue', provider, r),
+        tools: ctx.tools('dialogue'),
+        stream,
+      });
+    } catch (err) {
+      if (stream?.raw) await keepCut(ctx, request, greeting, stream.raw, model(provider.info().model));
+      throw err;
+    }
+    const { result } = answer;
+    const value = { ...answer.value, message: stream ? stream.settle(answer.value.message) : answer.value.message };
     ctx.feel(value.emotional_tone, value.state_changes);
     // One write: a talk that fails stores nothing, so the next one opens the conversation again.
-    await ctx.rememberAll([...(greeting !== undefined ? [greetingTurn(ctx.id, request.speaker, greeting)] : []), ...exchange(ctx.id, request, value, grounding, model)]);
+    await ctx.rememberAll([...(greeting !== undefined ? [greetingTurn(ctx.id, request.speaker, greeting)] : []), ...exchange(ctx.id, request, value, grounding, model(result.model))]);
     return {
       ...(greeting !== undefined ? { greeting } : {}),
       reply: value.message,
@@ -85,7 +100,7 @@ export class DialogueBehavior implements AgentBehavior {
       actions: value.actions,
       state_changes: value.state_changes,
       learned: value.learned,
-      model,
+      model: model(result.model),
       ...(result.tool_steps?.length ? { tool_calls: result.tool_steps } : {}),
     };
   }
@@ -98,6 +113,21 @@ export class DialogueBehavior implements AgentBehavior {
 function openingGreeting(ctx: AgentBehaviorContext, speaker: string): string | undefined {
   const greeting = ctx.definition.persona.greeting;
   return greeting && ctx.recentTurns(speaker, 1).length === 0 ? greeting : undefined;
+}
+
+/**
+ * A reply the speaker heard only in part (cancelled, or the model's stream broke off): the line
+ * and the words said, the reply's turn tagged `cut`, so the conversation shows what was heard.
+ * Nothing is learned from it. A failure to store it is logged; the talk's own error stands.
+ */
+async function keepCut(ctx: AgentBehaviorContext, request: TalkRequest, greeting: string | undefined, said: string, model: string): Promise<void> {
+  const turns = exchange(ctx.id, request, { message: said, emotional_tone: 'neutral', actions: [], state_changes: {}, learned: [] }, [], model);
+  turns[1]!.tags = [...turns[1]!.tags!, CUT_TAG];
+  try {
+    await ctx.rememberAll([...(greeting !== undefined ? [greetingTurn(ctx.id, request.speaker, greeting)] : []), ...turns]);
+  } catch (err) {
+    ctx.logger.warn({ err, speaker: request.speaker }, 'the words of a cut reply could not be kept');
+  }
 }
 
 /** The greeting as the conversation's first turn, said by the agent. */

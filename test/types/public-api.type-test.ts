@@ -35,7 +35,10 @@ expectTypeOf<Values<typeof ClientEntry>>().toEqualTypeOf<
 expectTypeOf<typeof ClientEntry.connect>().toEqualTypeOf<(config: ClientEntry.ThymosConfig | string, options?: ClientEntry.ConnectOptions) => Promise<ClientEntry.Fleet>>();
 expectTypeOf<ClientEntry.ConnectOptions>().toEqualTypeOf<{ connectTimeoutMs?: number }>();
 type Fleet = ClientEntry.Fleet;
-expectTypeOf<keyof Fleet>().toEqualTypeOf<'reconcile' | 'status' | 'start' | 'stop' | 'archive' | 'restore' | 'publish' | 'world' | 'history' | 'decisions' | 'approvals' | 'approve' | 'refuse' | 'agent' | 'agentUrl' | 'close'>();
+expectTypeOf<keyof Fleet>().toEqualTypeOf<'reconcile' | 'status' | 'start' | 'stop' | 'archive' | 'restore' | 'publish' | 'world' | 'history' | 'decisions' | 'approvals' | 'approve' | 'refuse' | 'agent' | 'agentUrl' | 'talk' | 'close'>();
+expectTypeOf<Fleet['talk']>().toEqualTypeOf<(id: string, message: string, options?: ClientEntry.TalkOptions) => Promise<ClientEntry.TalkAnswer>>();
+expectTypeOf<ClientEntry.TalkOptions>().toEqualTypeOf<{ speaker?: string; onText?: (piece: string) => void; signal?: AbortSignal; timeoutMs?: number }>();
+expectTypeOf<ClientEntry.TalkAnswer['text']>().toEqualTypeOf<string>();
 expectTypeOf<Fleet['approvals']>().toEqualTypeOf<(id?: string) => Promise<ClientEntry.PendingCall[]>>();
 expectTypeOf<Fleet['approve']>().toEqualTypeOf<(id: string, callId: string, options: { reason: string }) => Promise<ClientEntry.CallDecisionReport>>();
 expectTypeOf<Fleet['refuse']>().toEqualTypeOf<Fleet['approve']>();

@@ -1,0 +1,168 @@
+import { JSONParser } from '@streamparser/json';
+
+import { withoutMarkers } from './acting.js';
+import type { TalkReply } from './agent-behavior.js';
+
+/**
+ * Where an unfinished `[TOOL: …]` may start: `[`, `[T`, … `[TOOL:` and words with no `]` or line
+ * break yet (at most 500 of them, as `REPLY_MARKER` reads). Text from there on is held back until it
+ * is known to be a marker (dropped) or not (said).
+ */
+const OPEN_MARKER = /\[(?:T(?:O(?:O(?:L(?::\s*[^\]\n]{0,500})?)?)?)?)?$/u;
+
+/**
+ * The words the speaker hears of a reply written so far, `withoutMarkers` of it where it cannot
+ * change any more: `[TOOL: …]` taken out, runs of spaces made one, and what may still be a marker,
+ * or whitespace that may turn out to be the end, held back. It is always a beginning of
+ * `withoutMarkers` of the whole reply.
+ */
+export function heardSoFar(raw: string): string {
+  let stable = raw;
+  for (let at = raw.indexOf('['); at >= 0; at = raw.indexOf('[', at + 1)) {
+    if (OPEN_MARKER.test(raw.slice(at))) {
+      stable = raw.slice(0, at);
+      break;
+    }
+  }
+  return withoutMarkers(stable);
+}
+
+/**
+ * A reply's text as the model writes it, passed on in pieces as the speaker will hear it.
+ *
+ * The model answers a dialogue in JSON (`{"message": …, "emotional_tone": …}`): the `message`
+ * string is read out of the JSON as it grows (escapes decoded, a `\u` split between pieces
+ * joined), and nothing else of the JSON is passed on. A model that answers in prose instead (its
+ * first letter is not `{` or a code fence) is passed on as it is. Either way `[TOOL: …]` is never
+ * passed on: it is acted on, not said.
+ *
+ * `begin()` starts each answer of the model (a round of its tool loop, a repair). An answer that
+ * follows one that was heard in part goes on from it on a new line: what the speaker heard is
+ * the reply, so the reply is all of it (`raw`).
+ */
+export class ReplyStream {
+  readonly #onText: (piece: string) => void;
+  /** The raw text of earlier answers that were heard in part, joined by line breaks. */
+  #before = '';
+  #current = '';
+  #sent = '';
+  #mode: 'waiting' | 'json' | 'prose' = 'waiting';
+  #lead = '';
+  #parser: JSONParser | undefined;
+
+  constructor(onText: (piece: string) => void) {
+    this.#onText = onText;
+  }
+
+  /** A new answer of the model begins. */
+  begin(): void {
+    if (this.#current !== '') this.#before = this.raw;
+    this.#current = '';
+    this.#mode = 'waiting';
+    this.#lead = '';
+    this.#parser = undefined;
+  }
+
+  /** A piece of the model's output as it arrived. */
+  write(piece: string): void {
+    if (this.#mode === 'waiting') {
+      this.#lead += piece;
+      const first = /\S/.exec(this.#lead);
+      if (!first) return;
+      if (first[0] === '{' || first[0] === '`') {
+        // JSON, perhaps in a code fence: read from its opening brace.
+        const open = this.#lead.indexOf('{');
+        if (open < 0) return;
+        this.#mode = 'json';
+        this.#parser = this.#jsonParser();
+        piece = this.#lead.slice(open);
+      } else {
+        this.#mode = 'prose';
+        piece = this.#lead;
+      }
+    }
+    if (this.#mode === 'prose') this.#grow(this.#current + piece);
+    else this.#feed(piece);
+  }
+
+  /** What has been passed on. */
+  get sent(): string {
+    return this.#sent;
+  }
+
+  /** The reply as the model wrote what was heard of it (markers kept, for acting on), or '' when nothing was heard. */
+  get raw(): string {
+    if (this.#current === '') return this.#before;
+    return this.#before === '' ? this.#current : `${this.#before}\n${this.#current}`;
+  }
+
+  /**
+   * The reply's message once the model has answered: its own when what was passed on is the
+   * beginning of it (the rest goes on later), else what was heard (`raw`): the speaker heard that.
+   */
+  settle(message: string): string {
+    return this.#sent === '' || withoutMarkers(message).startsWith(this.#sent) ? message : this.raw;
+  }
+
+  #grow(current: string): void {
+    this.#current = current;
+    const heard = heardSoFar(this.raw);
+    if (heard.length > this.#sent.length && heard.startsWith(this.#sent)) {
+      const piece = heard.slice(this.#sent.length);
+      this.#sent = heard;
+      this.#onText(piece);
+    }
+  }
+
+  #feed(piece: string): void {
+    const parser = this.#parser;
+    if (!parser || parser.isEnded) return;
+    try {
+      parser.write(piece);
+    } catch {
+      // JSON that breaks off is the structured output's to judge; what was read of it stands.
+      this.#parser = undefined;
+    }
+  }
+
+  /** Reads `$.message` as it grows: each partial value is the whole string so far. */
+  #jsonParser(): JSONParser {
+    const parser = new JSONParser({ paths: ['$.message'], emitPartialTokens: true, emitPartialValues: true, keepStack: false });
+    parser.onValue = ({ value }) => {
+      if (typeof value === 'string' && value.length > this.#current.length) this.#grow(value);
+    };
+    parser.onError = () => undefined;
+    return parser;
+  }
+}
+
+/**
+ * What a talk has passed on to its speaker, whichever behaviour wrote it: `settle` passes on the
+ * rest of the reply when the behaviour passed on only a beginning of it (or nothing: one piece,
+ * the whole), so the pieces always add up to the greeting, a line break and the reply.
+ */
+export class SpokenText {
+  readonly #onText: (piece: string) => void;
+  #sent = '';
+
+  constructor(onText: (piece: string) => void) {
+    this.#onText = onText;
+  }
+
+  readonly write = (piece: string): void => {
+    if (piece === '') return;
+    this.#sent += piece;
+    this.#onText(piece);
+  };
+
+  /** The reply as it was heard: its own when what was passed on begins it, else what was passed on. */
+  settle(reply: TalkReply): TalkReply {
+    const opening = reply.greeting !== undefined ? `${reply.greeting}\n` : '';
+    const whole = `${opening}${reply.reply}`;
+    if (whole.startsWith(this.#sent)) {
+      this.write(whole.slice(this.#sent.length));
+      return reply;
+    }
+    return { ...reply, reply: this.#sent.startsWith(opening) ? this.#sent.slice(opening.length) : this.#sent };
+  }
+}

@@ -1,0 +1,116 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+
+import { withoutMarkers } from '../../../agent/runtime/acting.js';
+import { heardSoFar, ReplyStream, SpokenText } from '../../../agent/runtime/reply-stream.js';
+
+/** Feeds `text` to a fresh stream cut at `cuts` and returns the pieces passed on. */
+function streamed(text: string, cuts: readonly number[]): { pieces: string[]; stream: ReplyStream } {
+  const pieces: string[] = [];
+  const stream = new ReplyStream((p) => pieces.push(p));
+  stream.begin();
+  let at = 0;
+  for (const cut of [...cuts, text.length]) {
+    stream.write(text.slice(at, cut));
+    at = cut;
+  }
+  return { pieces, stream };
+}
+
+/** A repeatable pseudo-random sequence (a linear congruential generator). */
+function random(seed: number): () => number {
+  let s = seed;
+  return () => ((s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+}
+
+function randomCuts(length: number, next: () => number): number[] {
+  const cuts = new Set<number>();
+  for (let i = 0; i < length / 3; i++) cuts.add(1 + Math.floor(next() * Math.max(length - 1, 1)));
+  return [...cuts].sort((a, b) => a - b);
+}
+
+describe('a reply streamed as the speaker hears it', () => {
+  test('the message is read out of the JSON as it grows, escapes decoded, whatever the cuts', () => {
+    const message = 'Well, "traveller": the mill\u00e9 wheel\nturns 😀 at dawn\\dusk.';
+    const json = JSON.stringify({ message, emotional_tone: 'calm', learned: ['the mill turns'] });
+    const next = random(7);
+    for (let round = 0; round < 200; round++) {
+      const { pieces, stream } = streamed(json, randomCuts(json.length, next));
+      assert.equal(pieces.join(''), message.trim(), `round ${round}`);
+      assert.ok(pieces.every((p) => p.length > 0));
+      assert.equal(stream.raw, message);
+      assert.equal(stream.settle(message), message);
+    }
+  });
+
+  test('a \\u escape or a surrogate pair cut in two still comes out whole', () => {
+    const json = '{"message":"caf\\u00e9 \\ud83d\\ude00 done"}';
+    for (let cut = 1; cut < json.length; cut++) {
+      const { pieces } = streamed(json, [cut]);
+      assert.equal(pieces.join(''), 'café 😀 done', `cut at ${cut}`);
+    }
+  });
+
+  test('JSON in a code fence is read from its brace; prose is passed on as it is', () => {
+    assert.equal(streamed('```json\n{"message": "Aye."}\n```', [3, 9, 14]).pieces.join(''), 'Aye.');
+    const prose = streamed('  The wolves came at dusk.  ', [4, 10]);
+    assert.equal(prose.pieces.join(''), 'The wolves came at dusk.');
+    assert.equal(prose.stream.raw, '  The wolves came at dusk.  ');
+  });
+
+  test('[TOOL: …] is never passed on, and the pieces add up to the reply without its markers, whatever the cuts', () => {
+    const replies = [
+      'I will post it. [TOOL: post a quest to drive the wolves off] Someone will come.',
+      '[TOOL: look up order ORD-12345]  It shipped  yesterday.',
+      'A [bracket] is not a marker, nor is [TOOL without a colon], nor [TOOL:] empty.',
+      'Two: [TOOL: a [TOOL: b] and [TOOL: broken\nacross lines] end',
+      'Ends on a marker [TOOL: refund the kettle]',
+    ];
+    assert.equal(withoutMarkers(replies[0]!), 'I will post it. Someone will come.');
+    const next = random(11);
+    for (const reply of replies) {
+      for (let round = 0; round < 100; round++) {
+        const { pieces } = streamed(JSON.stringify({ message: reply }), randomCuts(reply.length + 14, next));
+        assert.equal(pieces.join(''), withoutMarkers(reply), reply);
+      }
+    }
+  });
+
+  test('what is heard so far is always a beginning of what the whole reply is heard as', () => {
+    const reply = 'Hm.  [TOOL: x] yes [TO be [TOOL: y z]  done [';
+    for (let end = 0; end <= reply.length; end++) assert.ok(withoutMarkers(reply).startsWith(heardSoFar(reply.slice(0, end))), reply.slice(0, end));
+  });
+
+  test('a later answer goes on from one heard in part on a new line, and the reply is all that was heard', () => {
+    const pieces: string[] = [];
+    const stream = new ReplyStream((p) => pieces.push(p));
+    stream.begin();
+    stream.write('Let me look.');
+    stream.begin();
+    stream.begin(); // a round with tool calls only: nothing to hear
+    stream.write('{"message": "It shipped."}');
+    assert.equal(pieces.join(''), 'Let me look.\nIt shipped.');
+    assert.equal(stream.raw, 'Let me look.\nIt shipped.');
+    // The model's last message is not how what was heard goes on: the reply is what was heard.
+    assert.equal(stream.settle('It shipped.'), 'Let me look.\nIt shipped.');
+    assert.equal(new ReplyStream(() => undefined).settle('Nothing heard yet.'), 'Nothing heard yet.');
+  });
+
+  test('SpokenText passes on the rest of the reply, or all of it, and a reply that says otherwise becomes what was heard', () => {
+    const all: string[] = [];
+    const whole = new SpokenText((p) => all.push(p));
+    assert.deepEqual(whole.settle({ greeting: 'Well met.', reply: 'Aye.', grounding: [] }).reply, 'Aye.');
+    assert.deepEqual(all, ['Well met.\nAye.']);
+
+    const some: string[] = [];
+    const part = new SpokenText((p) => some.push(p));
+    part.write('Well met.\n');
+    part.write('Ay');
+    assert.equal(part.settle({ greeting: 'Well met.', reply: 'Aye, friend.', grounding: [] }).reply, 'Aye, friend.');
+    assert.equal(some.join(''), 'Well met.\nAye, friend.');
+
+    const other = new SpokenText(() => undefined);
+    other.write('Well met.\nNo');
+    assert.equal(other.settle({ greeting: 'Well met.', reply: 'Yes.', grounding: [] }).reply, 'No');
+  });
+});
