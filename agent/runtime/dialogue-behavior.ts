@@ -54,10 +54,17 @@ export async function groundingFor(ctx: AgentBehaviorContext, request: TalkReque
  * reply). Then each exchange: the heard line, then the reply with
  * the model that wrote it and the memories it drew on (`derived_from`). Each learned fact
  * becomes a memory of its own that points to the turn it was told in.
+ *
+ * With `request.onText` the reply streams (`ReplyStream`): the greeting at once, then the words
+ * of the reply as the model writes them. A reply cut off (cancelled, or the model's stream broke)
+ * after some words were sent is kept as far as it was heard, tagged `cut` (`keepCut`).
  */
 export class DialogueBehavior implements AgentBehavior {
   async talk(ctx: AgentBehaviorContext, request: TalkRequest): Promise<TalkReply> {
     const provider = ctx.model('dialogue');
+    // Streamed, the greeting goes first, before recall: it is known already; the reply's words follow as the model writes them.
+    const greeting = openingGreeting(ctx, request.speaker);
+    if (greeting !== undefined) request.onText?.(`${greeting}\n`);
     const grounding = await groundingFor(ctx, request, GROUNDING);
     const memories = grounding.map((h) => ({ content: h.memory.content, strength: h.score.strength, kind: h.memory.source.kind }));
     const packet = await buildContext(ctx, 'dialogue', request.message, ctx.contextBudget('dialogue'), request.speaker);
@@ -66,14 +73,11 @@ export class DialogueBehavior implements AgentBehavior {
     for (const turn of packet.items) {
       if (turn.thread !== undefined && turn.content !== echo) messages.push({ role: turn.by === ctx.id ? 'assistant' : 'user', content: turn.content });
     }
-    const greeting = openingGreeting(ctx, request.speaker);
     if (greeting !== undefined) messages.push({ role: 'assistant', content: greeting });
     messages.push({ role: 'user', content: `${request.speaker}: ${request.message}` });
     const brief = { task: 'dialogue' as const, persona: ctx.definition.persona, speaker: request.speaker, message: request.message, memories };
     const model = (name: string) => (provider.kind === 'offline' ? 'offline' : `${provider.kind}:${name}`);
-    // Streamed: the greeting goes first, then the reply's words as the model writes them.
     const stream = request.onText ? new ReplyStream(request.onText) : undefined;
-    if (greeting !== undefined) request.onText?.(`${greeting}\n`);
     let answer: Awaited<ReturnType<typeof generateStructured<DialogueReply>>>;
     try {
       // A model that answers in prose even after a repair is still heard: its text is the reply.

@@ -115,11 +115,20 @@ async function main(): Promise<number> {
       // The line goes to the one it is addressed to; the others present (Bram, in the party) do not answer it.
       for (const id of [step.to]) {
         check(`tick ${tick}: ${id}, spoken to, is active`, state(id) === 'active');
-        const npc = await fleet.agent(id);
-        const answer = await npc.callTool({ name: `talk_to_${id}`, arguments: { message: step.say, speaker: 'player' } });
-        check(`tick ${tick}: ${id} answers`, !answer.isError, text(answer));
-        console.log(`  player: ${step.say}\n  ${id}: ${text(answer).split('\n')[0]}`);
-        replies.set(`${tick}:${id}`, text(answer));
+        // The reply is printed as it is written: word by word offline, as the model streams it when one is configured.
+        console.log(`  player: ${step.say}`);
+        process.stdout.write(`  ${id}: `);
+        let heard = '';
+        const onText = (piece: string) => {
+          heard += piece;
+          process.stdout.write(piece.replaceAll('\n', `\n  ${id}: `));
+        };
+        const answer = await fleet.talk(id, step.say, { speaker: 'player', onText }).catch((err: unknown) => ({ failed: String(err) }));
+        process.stdout.write('\n');
+        check(`tick ${tick}: ${id} answers`, !('failed' in answer), 'failed' in answer ? answer.failed : '');
+        if ('failed' in answer) continue;
+        check(`tick ${tick}: ${id}'s reply, as it streamed, is the whole reply`, heard === answer.text, JSON.stringify({ heard, text: answer.text }));
+        replies.set(`${tick}:${id}`, answer.text);
         lastTalk.set(id, tick);
       }
       if ('news' in step) {

@@ -193,6 +193,25 @@ describe('openai-compatible provider against a local chat-completions server', (
     await within(seen.at(-1)!.closedEarly);
   });
 
+  test('a stream that breaks off or sends an error event ends LLM_UNAVAILABLE, after the pieces that came, and is not retried', async () => {
+    const piece = (content: string) => `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content } }] })}\n\n`;
+    queue.push((_s, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(piece('Once upon'));
+      setTimeout(() => res.destroy(), 50);
+    });
+    const before = seen.length;
+    const pieces: string[] = [];
+    await assert.rejects(provider().stream({ messages: [{ role: 'user', content: 'A story' }] }, (p) => pieces.push(p)), (err: { code?: string; message: string }) => err.code === ErrorCode.LLM_UNAVAILABLE && /broke off \(.+\) after 9 characters of text/.test(err.message));
+    assert.deepEqual(pieces, ['Once upon']);
+    assert.equal(seen.length - before, 1, 'a stream that began is not asked again');
+    queue.push((_s, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(`${piece('Once')}data: ${JSON.stringify({ error: { message: 'out of memory', type: 'server_error' } })}\n\n`);
+    });
+    await assert.rejects(provider().stream({ messages: [{ role: 'user', content: 'A story' }] }, () => undefined), (err: { code?: string; message: string }) => err.code === ErrorCode.LLM_UNAVAILABLE && /sent an error \(out of memory\) after 4 characters/.test(err.message));
+  });
+
   test('an endpoint nobody listens on is LLM_UNAVAILABLE naming it', async () => {
     const closed = createServer();
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));

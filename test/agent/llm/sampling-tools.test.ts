@@ -98,4 +98,16 @@ tools {
       await client.close();
     }
   });
+
+  test('sampling cannot stream: a talk asked with a progress token gets the whole reply as one piece', async () => {
+    const client = await sampler(false);
+    try {
+      const pieces: Array<{ progress: number; message?: string | undefined }> = [];
+      const r = (await client.callTool({ name: 'talk_to_desk', arguments: { message: 'Has AB-1234 shipped yet?', speaker: 'guest' } }, undefined, { onprogress: (p) => pieces.push(p) })) as Result;
+      assert.equal(r.structuredContent?.reply, 'Your order AB-1234 has shipped.');
+      assert.deepEqual(pieces, [{ progress: 'Your order AB-1234 has shipped.'.length, message: 'Your order AB-1234 has shipped.' }]);
+    } finally {
+      await client.close();
+    }
+  });
 });
