@@ -57,13 +57,13 @@ export const talkStreamScenario: Scenario = {
     try {
       const agent = await startAgent({ id: 'elder_rowan', port: await freePort(), config: ws.configPath });
       const client = await agent.client();
-      const talk = async (stream: boolean) => {
+      const talk = async (stream: boolean, speaker = 'bench') => {
         const asked = performance.now();
         firstWord = 0;
         let first = 0;
         let word = 0;
         let pieces = 0;
-        await client.callTool({ name: 'talk_to_elder_rowan', arguments: { message: 'Who tends the mill?', speaker: 'bench' } }, undefined, {
+        await client.callTool({ name: 'talk_to_elder_rowan', arguments: { message: 'Who tends the mill?', speaker } }, undefined, {
           timeout: 60_000,
           ...(stream
             ? {
@@ -80,8 +80,18 @@ export const talkStreamScenario: Scenario = {
         const done = performance.now();
         return { behind: word - firstWord, fromAsking: first - asked, whole: done - asked, pieces };
       };
-      // The first talk greets (its greeting goes out before the model is asked): measured on its own.
-      const opening = await talk(true);
+      // The agent's first talk ever loads what dialogue needs: left out. Then a speaker's first talk,
+      // which greets (the greeting goes out before recall): measured on its own.
+      await talk(false, 'warm-up');
+      const openings = [];
+      for (let i = 0; i < 10; i++) openings.push(await talk(true, `newcomer-${i}`));
+      await talk(true);
+      const plain: number[] = [];
+      for (let i = 0; i < 10; i++) {
+        const asked = performance.now();
+        await client.callTool({ name: 'get_elder_rowan_state', arguments: {} });
+        plain.push(performance.now() - asked);
+      }
       const streamed = [];
       const whole = [];
       for (let i = 0; i < TALKS; i++) {
@@ -93,8 +103,9 @@ export const talkStreamScenario: Scenario = {
         { metric: 'first words: the stand-in writes the first word → the MCP client has it, p50 / p95', value: q(streamed.map((s) => s.behind)), unit: 'ms', goal: '≤ 50 ms' },
         { metric: 'first words from asking, streamed, p50 / p95', value: q(streamed.map((s) => s.fromAsking)), unit: 'ms' },
         { metric: 'the whole reply from asking, streamed / not streamed, p50', value: `${round(quantile(streamed.map((s) => s.whole), 0.5), 0)} / ${round(quantile(whole.map((s) => s.whole), 0.5), 0)}`, unit: 'ms' },
+        { metric: 'for scale: a tool call that only reads (get_elder_rowan_state), from asking, p50', value: String(round(quantile(plain, 0.5), 1)), unit: 'ms' },
         { metric: 'pieces per reply (one per word the model wrote)', value: String(quantile(streamed.map((s) => s.pieces), 0.5)), unit: '' },
-        { metric: 'the first talk with a speaker: its greeting from asking / the first words behind the stand-in', value: `${round(opening.fromAsking, 1)} / ${round(opening.behind, 1)}`, unit: 'ms' },
+        { metric: 'a speaker\'s first talk: its greeting from asking / the first words behind the stand-in, p50 of 10', value: `${round(quantile(openings.map((o) => o.fromAsking), 0.5), 1)} / ${round(quantile(openings.map((o) => o.behind), 0.5), 1)}`, unit: 'ms' },
       ];
       await client.close();
       await agent.stop();
