@@ -117,6 +117,7 @@ export class McpSamplingProvider implements LlmProvider {
     return { text, model: result.model, finish_reason: result.stopReason ?? 'stop', usage, ...(calls.length > 0 ? { tool_calls: calls } : {}) };
   }
 
+  /** MCP sampling answers whole (`streaming: false`): the text is passed on in one piece once it is in. */
   async stream(request: GenerateRequest, onText: (piece: string) => void): Promise<GenerateResult> {
     const result = await this.generate(request);
     onText(result.text);
