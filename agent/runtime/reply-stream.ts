@@ -3,28 +3,35 @@ import { JSONParser } from '@streamparser/json';
 import { withoutMarkers } from './acting.js';
 import type { TalkReply } from './agent-behavior.js';
 
-/**
- * Where an unfinished `[TOOL: …]` may start: `[`, `[T`, … `[TOOL:` and words with no `]` or line
- * break yet (at most 500 of them, as `REPLY_MARKER` reads). Text from there on is held back until it
- * is known to be a marker (dropped) or not (said).
- */
-const OPEN_MARKER = /\[(?:T(?:O(?:O(?:L(?::\s*[^\]\n]{0,500})?)?)?)?)?$/u;
+const OPENING = '[TOOL:';
+/** How many words a marker may hold (`REPLY_MARKER`'s `{1,500}`). */
+const MARKER_WORDS = 500;
 
 /**
- * The words the speaker hears of a reply written so far, `withoutMarkers` of it where it cannot
- * change any more: `[TOOL: …]` taken out, runs of spaces made one, and what may still be a marker,
- * or whitespace that may turn out to be the end, held back. It is always a beginning of
- * `withoutMarkers` of the whole reply.
+ * Whether a `[` at `at` may still start a `[TOOL: …]` as `raw` grows (`open`), or never will
+ * (`closed`: it is not one, or it is one and complete). A candidate found `closed` stays so: text is only ever added at the end.
  */
-export function heardSoFar(raw: string): string {
-  let stable = raw;
-  for (let at = raw.indexOf('['); at >= 0; at = raw.indexOf('[', at + 1)) {
-    if (OPEN_MARKER.test(raw.slice(at))) {
-      stable = raw.slice(0, at);
-      break;
-    }
-  }
-  return withoutMarkers(stable);
+function markerAt(raw: string, at: number): 'open' | 'closed' {
+  if (raw.length - at < OPENING.length) return OPENING.startsWith(raw.slice(at)) ? 'open' : 'closed';
+  if (!raw.startsWith(OPENING, at)) return 'closed';
+  let i = at + OPENING.length;
+  while (i < raw.length && /\s/.test(raw[i]!)) i++;
+  const words = raw.indexOf(']', i);
+  const line = raw.indexOf('\n', i);
+  if (words >= 0 || line >= 0) return 'closed';
+  return raw.length - i <= MARKER_WORDS ? 'open' : 'closed';
+}
+
+/**
+ * The words the speaker hears of a reply written so far: `withoutMarkers` of it up to the first
+ * `[TOOL: …]` still being written (from `from` on; every `[` before it can no longer start one),
+ * and trailing whitespace held back, as it may turn out to be the end. The result is always a
+ * beginning of `withoutMarkers` of the whole reply. `from` is where the next call may look from.
+ */
+export function heardSoFar(raw: string, from = 0): { heard: string; from: number } {
+  let at = raw.indexOf('[', from);
+  while (at >= 0 && markerAt(raw, at) === 'closed') at = raw.indexOf('[', at + 1);
+  return at < 0 ? { heard: withoutMarkers(raw), from: raw.length } : { heard: withoutMarkers(raw.slice(0, at)), from: at };
 }
 
 /**
@@ -49,6 +56,8 @@ export class ReplyStream {
   #mode: 'waiting' | 'json' | 'prose' = 'waiting';
   #lead = '';
   #parser: JSONParser | undefined;
+  /** Where no `[` before can start a marker any more (`heardSoFar`). */
+  #scanned = 0;
 
   constructor(onText: (piece: string) => void) {
     this.#onText = onText;
@@ -106,7 +115,8 @@ export class ReplyStream {
 
   #grow(current: string): void {
     this.#current = current;
-    const heard = heardSoFar(this.raw);
+    const { heard, from } = heardSoFar(this.raw, this.#scanned);
+    this.#scanned = from;
     if (heard.length > this.#sent.length && heard.startsWith(this.#sent)) {
       const piece = heard.slice(this.#sent.length);
       this.#sent = heard;

@@ -78,7 +78,32 @@ describe('a reply streamed as the speaker hears it', () => {
 
   test('what is heard so far is always a beginning of what the whole reply is heard as', () => {
     const reply = 'Hm.  [TOOL: x] yes [TO be [TOOL: y z]  done [';
-    for (let end = 0; end <= reply.length; end++) assert.ok(withoutMarkers(reply).startsWith(heardSoFar(reply.slice(0, end))), reply.slice(0, end));
+    let from = 0;
+    for (let end = 0; end <= reply.length; end++) {
+      const once = heardSoFar(reply.slice(0, end));
+      const step = heardSoFar(reply.slice(0, end), from);
+      assert.deepEqual(step, once, 'looking on from where the last call stopped finds what looking from the start does');
+      from = step.from;
+      assert.ok(withoutMarkers(reply).startsWith(once.heard), reply.slice(0, end));
+    }
+  });
+
+  test('whatever a model writes, nothing throws, and what was passed on is always a beginning of what it is heard as', () => {
+    const next = random(23);
+    const alphabet = ['[', ']', 'TOOL:', '[TOOL: ', '\\', '"', '\\u00', 'e9', '{', '}', '\n', ' ', '  ', 'a', 'word', '```', ':', ','];
+    for (let round = 0; round < 300; round++) {
+      const parts = Array.from({ length: 5 + Math.floor(next() * 60) }, () => alphabet[Math.floor(next() * alphabet.length)]!);
+      const text = (next() < 0.5 ? '{"message": "' : '') + parts.join('');
+      const pieces: string[] = [];
+      const stream = new ReplyStream((p) => pieces.push(p));
+      stream.begin();
+      for (let i = 0, step = 1; i < text.length; i += step) {
+        step = 1 + Math.floor(next() * 5);
+        stream.write(text.slice(i, i + step));
+      }
+      assert.equal(pieces.join(''), stream.sent);
+      assert.ok(withoutMarkers(stream.raw).startsWith(stream.sent), JSON.stringify({ text, raw: stream.raw, sent: stream.sent }));
+    }
   });
 
   test('a later answer goes on from one heard in part on a new line, and the reply is all that was heard', () => {
