@@ -152,7 +152,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     name: 'call',
     args: "ID TOOL ['{\"arg\":\"value\"}']",
     summary: 'Call one MCP tool on a running agent and print its answer',
-    details: 'Arguments are one JSON object. A tool name the agent does not have, or arguments its schema refuses, exit 2 with what it expects (see thymos tools ID).',
+    details: 'Arguments are one JSON object. A tool name the agent does not have, or arguments its schema refuses, exit 2 with what it expects (see thymos tools ID). talk_to_ID prints the reply as the agent\'s model writes it (not with --json).',
     options: fleet,
     examples: [`thymos call elder_rowan talk_to_elder_rowan '{"message":"Who tends the mill?","speaker":"player"}'`, `thymos call bram_smith recall '{"query":"wolves"}' --json`],
   },

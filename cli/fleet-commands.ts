@@ -163,9 +163,16 @@ export async function runCallCommand(argv: string[]): Promise<number> {
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new ThymosError(ErrorCode.USAGE, `tool arguments: expected a JSON object\nusage: ${usage}`);
     toolArgs = parsed as Record<string, unknown>;
   }
+  // A reply is printed as the agent's model writes it; the rest of the answer follows as before.
+  let streamed = false;
+  const onprogress = ({ message }: { message?: string | undefined }) => {
+    if (message === undefined) return;
+    streamed = true;
+    process.stdout.write(message);
+  };
   const { result, tools } = await withFleet(args.config, async (f) => {
     const client = await f.agent(id);
-    const answer = await client.callTool({ name: tool, arguments: toolArgs });
+    const answer = await client.callTool({ name: tool, arguments: toolArgs }, undefined, tool === `talk_to_${id}` && !args.json ? { onprogress, resetTimeoutOnProgress: true } : {});
     // A tool the agent does not have: name the ones it has, nearest first.
     const failure = toolErrorOf(answer);
     const unknownTool = failure?.code === ErrorCode.NOT_FOUND && failure.location?.path === 'name';
@@ -178,7 +185,8 @@ export async function runCallCommand(argv: string[]): Promise<number> {
   if (args.json) out(JSON.stringify(result, null, 2));
   const failure = result.isError ? (toolErrorOf(result) ?? { code: ErrorCode.INTERNAL }) : undefined;
   const texts = ((result.content as Array<{ type: string; text?: string }>) ?? []).map((c) => (c.type === 'text' ? c.text! : JSON.stringify(c)));
-  if (!args.json) (failure ? err : out)(failure ? texts.map((t) => `thymos: ${t}`).join('\n') : texts.join('\n'));
+  if (streamed) process.stdout.write('\n');
+  if (!args.json && !(streamed && !failure)) (failure ? err : out)(failure ? texts.map((t) => `thymos: ${t}`).join('\n') : texts.join('\n'));
   return failure ? exitCodeFor(failure.code as ErrorCode) : ExitCode.OK;
 }
 

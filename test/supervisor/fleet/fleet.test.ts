@@ -270,6 +270,7 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
     const call = await runThymos(['call', 'elder_rowan', 'talk_to_elder_rowan', '{"message":"Good day","speaker":"player"}'], ws.dir);
     assert.equal(call.code, 0, call.stderr);
     assert.match(call.stdout, /elder_rowan hears: Good day/);
+    assert.equal(call.stdout.match(/hears: Good day/g)?.length, 1, 'the reply, printed as it streams, is not printed again');
     const off = await runThymos(['call', 'old_fenn', 'get_old_fenn_state'], ws.dir);
     assert.equal(off.code, 1);
     assert.match(off.stderr, /AGENT_NOT_ACTIVE: old_fenn is archived/);
