@@ -11,7 +11,8 @@ export interface TalkOptions {
   /**
    * Called with the reply's text as the agent's model writes it, piece by piece, in order: the
    * greeting and a line break when the line opens the conversation, then the reply. The pieces
-   * add up to the answer's `text`. Without it the reply comes whole.
+   * add up to the answer's `text`. Without it the reply comes whole. Should it throw, the pieces
+   * after stop coming to it and the talk throws that once it has ended.
    */
   onText?: (piece: string) => void;
   /** Aborting it cancels the talk: the agent stops its model's request; the words said so far stay in the conversation, tagged `cut`. */
@@ -47,10 +48,20 @@ export type TalkAnswer = z.infer<typeof TalkAnswerSchema> & {
 export async function talkTo(client: Client, id: string, message: string, options: TalkOptions = {}): Promise<TalkAnswer> {
   const args = { message, ...(options.speaker !== undefined ? { speaker: options.speaker } : {}) };
   const onText = options.onText;
+  // What onText throws would vanish inside the MCP client: it is kept, the talk is let finish, and it is thrown then.
+  let thrown: { err: unknown } | undefined;
+  const onprogress = ({ message: piece }: { message?: string | undefined }) => {
+    if (piece === undefined || thrown) return;
+    try {
+      onText?.(piece);
+    } catch (err) {
+      thrown = { err };
+    }
+  };
   let result: Awaited<ReturnType<Client['callTool']>>;
   try {
     result = await client.callTool({ name: `talk_to_${id}`, arguments: args }, undefined, {
-      ...(onText ? { onprogress: ({ message: piece }) => piece !== undefined && onText(piece), resetTimeoutOnProgress: true } : {}),
+      ...(onText ? { onprogress, resetTimeoutOnProgress: true } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
       timeout: options.timeoutMs ?? 60_000,
     });
@@ -59,13 +70,14 @@ export async function talkTo(client: Client, id: string, message: string, option
     const timedOut = (err as { code?: unknown }).code === -32001;
     throw new ThymosError(timedOut ? ErrorCode.TIMEOUT : ErrorCode.INTERNAL, `talk to ${id}: ${(err as Error).message}`, { cause: err });
   }
+  if (thrown) throw thrown.err;
   if (result.isError === true) {
     const wire = WireErrorSchema.safeParse(result._meta?.['thymos/error']);
     const text = JSON.stringify(result.content).slice(0, 300);
     throw wire.success ? new ThymosError(wire.data.code, wire.data.message, { details: wire.data.details }) : new ThymosError(ErrorCode.INTERNAL, `talk to ${id} failed: ${text}`);
   }
   const answer = TalkAnswerSchema.safeParse(result.structuredContent);
-  if (!answer.success) throw new ThymosError(ErrorCode.INTERNAL, `talk_to_${id} answered something that is not a talk answer: ${describeIssues(answer.error, result.structuredContent)}`);
+  if (!answer.success) throw new ThymosError(ErrorCode.INVALID_REPLY, `talk_to_${id} answered something that is not a talk answer: ${describeIssues(answer.error, result.structuredContent)}`);
   const { data } = answer;
   return { ...data, text: data.greeting !== undefined ? `${data.greeting}\n${data.reply}` : data.reply };
 }

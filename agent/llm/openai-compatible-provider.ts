@@ -182,8 +182,9 @@ export class OpenAiCompatibleProvider implements LlmProvider {
 
   /**
    * Server-sent events: `data: {chunk}` lines, then `data: [DONE]`; a tool call's pieces are joined
-   * by their index. A stream that breaks off or sends an error event ends LLM_UNAVAILABLE, saying
-   * how much text had come; the pieces passed on by then stay passed on.
+   * by their index. A stream that breaks off, sends an error event, or ends before the model said
+   * it had finished ends LLM_UNAVAILABLE, saying how much text had come; the pieces passed on by
+   * then stay passed on.
    */
   async #readStream(response: Response, onText: (piece: string) => void, signal: AbortSignal): Promise<GenerateResult> {
     if (!response.body) throw new ThymosError(ErrorCode.LLM_UNAVAILABLE, `${this.#url} answered a stream without a body`);
@@ -200,43 +201,51 @@ export class OpenAiCompatibleProvider implements LlmProvider {
     };
     const broke = (why: string) => new ThymosError(ErrorCode.LLM_UNAVAILABLE, `the stream from ${this.#url} ${why} after ${text.length} characters of text`);
     const events = response.body[Symbol.asyncIterator]();
-    for (;;) {
-      let next: IteratorResult<unknown>;
-      try {
-        next = await events.next();
-      } catch (err) {
-        // A cancel or the timeout is told apart by the caller (#failure); anything else broke the stream.
-        if (signal.aborted) throw err;
-        throw broke(`broke off (${(err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message})`);
-      }
-      if (next.done) break;
-      const bytes = next.value;
-      buffered += decoder.decode(bytes as Uint8Array, { stream: true });
-      let newline: number;
-      while ((newline = buffered.indexOf('\n')) >= 0) {
-        const line = buffered.slice(0, newline).trim();
-        buffered = buffered.slice(newline + 1);
-        if (!line.startsWith('data:')) continue;
-        const payload = line.slice(5).trim();
-        if (payload === '[DONE]') return done();
-        const chunk = this.#chunk(payload, broke);
-        model = chunk.model ?? model;
-        if (chunk.usage) usage = usageOf(chunk.usage);
-        const choice = chunk.choices?.[0];
-        if (choice?.finish_reason) finish = choice.finish_reason;
-        for (const [i, c] of (choice?.delta?.tool_calls ?? []).entries()) {
-          const at = c.index ?? i;
-          const so = calls.get(at) ?? { id: '', name: '', arguments: '' };
-          calls.set(at, { id: c.id || so.id || `call_${at}`, name: so.name + (c.function?.name ?? ''), arguments: so.arguments + argumentsText(c.function?.arguments) });
+    let finished = false;
+    try {
+      for (;;) {
+        let next: IteratorResult<unknown>;
+        try {
+          next = await events.next();
+        } catch (err) {
+          // A cancel or the timeout is told apart by the caller (#failure); anything else broke the stream.
+          if (signal.aborted) throw err;
+          throw broke(`broke off (${(err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message})`);
         }
-        const piece = choice?.delta?.content;
-        if (piece) {
-          text += piece;
-          onText(piece);
+        if (next.done) break;
+        buffered += decoder.decode(next.value as Uint8Array, { stream: true });
+        let from = 0;
+        for (let newline = buffered.indexOf('\n'); newline >= 0; newline = buffered.indexOf('\n', from)) {
+          const line = buffered.slice(from, newline).trim();
+          from = newline + 1;
+          if (!line.startsWith('data:')) continue;
+          const payload = line.slice(5).trim();
+          if (payload === '[DONE]') return done();
+          const chunk = this.#chunk(payload, broke);
+          model = chunk.model ?? model;
+          if (chunk.usage) usage = usageOf(chunk.usage);
+          const choice = chunk.choices?.[0];
+          if (choice?.finish_reason) [finish, finished] = [choice.finish_reason, true];
+          for (const [i, c] of (choice?.delta?.tool_calls ?? []).entries()) {
+            const at = c.index ?? i;
+            const so = calls.get(at) ?? { id: '', name: '', arguments: '' };
+            calls.set(at, { id: c.id || so.id || `call_${at}`, name: so.name + (c.function?.name ?? ''), arguments: so.arguments + argumentsText(c.function?.arguments) });
+          }
+          const piece = choice?.delta?.content;
+          if (piece) {
+            text += piece;
+            onText(piece);
+          }
         }
+        buffered = buffered.slice(from);
       }
+      // Ended without [DONE]: whole only if the model said it had finished.
+      if (!finished) throw broke('ended before the model finished (no finish_reason, no [DONE])');
+      return done();
+    } finally {
+      // The server may keep the stream open after [DONE] or an error: it is closed now, not at the deadline.
+      await events.return?.().catch(() => undefined);
     }
-    return done();
   }
 
   #chunk(payload: string, broke: (why: string) => ThymosError): z.infer<typeof ChunkSchema> {

@@ -2,24 +2,18 @@ import { type z } from 'zod';
 
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { describeIssues } from '../../shared/errors/zod-issues.js';
+import { jsonIn } from './json-text.js';
 import { answer, type GenerateRequest, type GenerateResult, type LlmProvider, type TextSink, type TokenUsage } from './llm-provider.js';
 import { runToolLoop, type ToolLoop } from './tool-loop.js';
-
-/** The first JSON object in a text: models wrap JSON in prose or code fences now and then. */
-function jsonIn(text: string): unknown {
-  const start = text.indexOf('{');
-  const end = text.lastIndexOf('}');
-  if (start < 0 || end < start) throw new Error('no JSON object in the output');
-  return JSON.parse(text.slice(start, end + 1));
-}
 
 /**
  * Output that must match `schema`: asked in JSON mode, parsed and validated; when it does not
  * validate, the model is shown its output and what was wrong, and asked again (`repairs`
  * times, default 1). Usage adds up over the attempts. LLM_OUTPUT_INVALID when none validates.
  *
- * Streamed (`stream`), an answer some of which was already heard is not asked again: when it
- * does not fit, what was heard of it is the answer, through `prose`.
+ * Streamed (`stream`), an answer is passed on as it is written; once some of it was heard, a
+ * repair is asked whole (the speaker has the start of it already: what the caller makes of the
+ * repaired answer is its own), and when none fits, what was heard is the answer, through `prose`.
  */
 export async function generateStructured<T>(
   provider: LlmProvider,
@@ -33,8 +27,8 @@ export async function generateStructured<T>(
     spent?: (result: GenerateResult) => void;
     /** The first attempt runs the model with these tools (`runToolLoop`); a repair is asked without them, so no call runs twice. */
     tools?: ToolLoop | undefined;
-    /** Each answer streams into it; `raw` is what was heard so far, as the model wrote it. */
-    stream?: (TextSink & { readonly raw: string }) | undefined;
+    /** Answers stream into it while nothing was heard; `sent` is what was heard, `said` the same as the model wrote it (complete `[TOOL: …]` kept). */
+    stream?: (TextSink & { readonly sent: string; readonly said: string }) | undefined;
   } = {},
 ): Promise<{ value: T; result: GenerateResult }> {
   const messages = [...request.messages];
@@ -48,8 +42,8 @@ export async function generateStructured<T>(
   try {
     for (let attempt = 0; attempt <= repairs; attempt++) {
       const asked = { ...request, messages, json: true };
-      const result =
-        attempt === 0 && options.tools && provider.capabilities.tools ? await runToolLoop(provider, asked, options.tools, options.stream) : await answer(provider, asked, options.stream);
+      const sink = options.stream?.sent ? undefined : options.stream;
+      const result = attempt === 0 && options.tools && provider.capabilities.tools ? await runToolLoop(provider, asked, options.tools, sink) : await answer(provider, asked, sink);
       if (attempt === 0) acted = { ...(result.tool_steps ? { tool_steps: result.tool_steps } : {}), ...(result.invalid_tool_calls ? { invalid_tool_calls: result.invalid_tool_calls } : {}) };
       calls += result.calls ?? 1;
       last = result;
@@ -60,18 +54,16 @@ export async function generateStructured<T>(
         parsed = jsonIn(result.text);
       } catch (err) {
         problem = `not JSON: ${(err as Error).message}`;
-        if (options.stream?.raw) break;
         messages.push({ role: 'assistant', content: result.text }, { role: 'user', content: `That was ${problem}. Answer again with only the JSON object.` });
         continue;
       }
       const checked = schema.safeParse(parsed);
       if (checked.success) return { value: checked.data, result: { ...result, ...acted, usage, calls } };
       problem = describeIssues(checked.error, parsed);
-      if (options.stream?.raw) break;
       messages.push({ role: 'assistant', content: result.text }, { role: 'user', content: `That JSON does not fit: ${problem}. Answer again with only the corrected JSON object.` });
     }
     const text = last?.text.trim() ?? '';
-    const heard = options.stream?.raw;
+    const heard = options.stream?.sent ? options.stream.said : undefined;
     const fallback = heard ? options.prose?.(heard) : text && problem.startsWith('not JSON') ? options.prose?.(text) : undefined;
     if (fallback !== undefined) {
       prose = true;

@@ -88,7 +88,7 @@ export class DialogueBehavior implements AgentBehavior {
         stream,
       });
     } catch (err) {
-      if (stream?.raw) await keepCut(ctx, request, greeting, stream.raw, model(provider.info().model));
+      if (stream?.sent) await keepCut(ctx, request, greeting, stream.said, model(provider.info().model));
       throw err;
     }
     const { result } = answer;

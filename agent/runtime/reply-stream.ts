@@ -1,5 +1,6 @@
 import { JSONParser } from '@streamparser/json';
 
+import { StringControls } from '../llm/json-text.js';
 import { withoutMarkers } from './acting.js';
 import type { TalkReply } from './agent-behavior.js';
 
@@ -19,7 +20,10 @@ function markerAt(raw: string, at: number): 'open' | 'closed' {
   const words = raw.indexOf(']', i);
   const line = raw.indexOf('\n', i);
   if (words >= 0 || line >= 0) return 'closed';
-  return raw.length - i <= MARKER_WORDS ? 'open' : 'closed';
+  // Counted as REPLY_MARKER counts (code points), and only as far as needed.
+  let points = 0;
+  for (const _ of raw.slice(i, i + 2 * MARKER_WORDS + 2)) if (++points > MARKER_WORDS) return 'closed';
+  return 'open';
 }
 
 /**
@@ -34,29 +38,38 @@ export function heardSoFar(raw: string, from = 0): { heard: string; from: number
   return at < 0 ? { heard: withoutMarkers(raw), from: raw.length } : { heard: withoutMarkers(raw.slice(0, at)), from: at };
 }
 
+/** How much of one answer is read as it streams: far beyond a dialogue's `max_tokens`; past it, the rest is passed on when the answer is done. */
+const STREAM_LIMIT = 16_384;
+
 /**
  * A reply's text as the model writes it, passed on in pieces as the speaker will hear it.
  *
  * The model answers a dialogue in JSON (`{"message": …, "emotional_tone": …}`): the `message`
  * string is read out of the JSON as it grows (escapes decoded, a `\u` split between pieces
- * joined), and nothing else of the JSON is passed on. A model that answers in prose instead (its
- * first letter is not `{` or a code fence) is passed on as it is. Either way `[TOOL: …]` is never
- * passed on: it is acted on, not said.
+ * joined, line breaks a model left in it as they are taken as meant), and nothing else of the
+ * JSON is passed on. A model that answers in prose instead (its first letter is not `{` or a
+ * code fence) is passed on as it is. Either way `[TOOL: …]` is never passed on: it is acted on,
+ * not said.
  *
- * `begin()` starts each answer of the model (a round of its tool loop, a repair). An answer that
- * follows one that was heard in part goes on from it on a new line: what the speaker heard is
- * the reply, so the reply is all of it (`raw`).
+ * `begin()` starts each answer of the model (a round of its tool loop). An answer that follows
+ * one that was heard in part goes on from what was heard, on a new line: what the speaker heard
+ * is the reply. Only the last answer's `[TOOL: …]` are kept for acting on, as when nothing
+ * streams.
  */
 export class ReplyStream {
   readonly #onText: (piece: string) => void;
-  /** The raw text of earlier answers that were heard in part, joined by line breaks. */
+  /** What was heard of earlier answers. */
   #before = '';
   #current = '';
   #sent = '';
   #mode: 'waiting' | 'json' | 'prose' = 'waiting';
   #lead = '';
+  #letter: string | undefined;
+  /** How much of this answer was read. */
+  #read = 0;
   #parser: JSONParser | undefined;
-  /** Where no `[` before can start a marker any more (`heardSoFar`). */
+  #controls = new StringControls();
+  /** Where the first `[` that may still start a marker is (`heardSoFar`), or the end. */
   #scanned = 0;
 
   constructor(onText: (piece: string) => void) {
@@ -65,29 +78,34 @@ export class ReplyStream {
 
   /** A new answer of the model begins. */
   begin(): void {
-    if (this.#current !== '') this.#before = this.raw;
+    if (this.#current !== '') this.#before = this.#sent;
     this.#current = '';
+    this.#scanned = this.#before.length;
     this.#mode = 'waiting';
     this.#lead = '';
+    this.#letter = undefined;
+    this.#read = 0;
     this.#parser = undefined;
+    this.#controls = new StringControls();
   }
 
   /** A piece of the model's output as it arrived. */
   write(piece: string): void {
+    if (this.#read >= STREAM_LIMIT) return;
+    this.#read += piece.length;
     if (this.#mode === 'waiting') {
-      this.#lead += piece;
-      const first = /\S/.exec(this.#lead);
-      if (!first) return;
-      if (first[0] === '{' || first[0] === '`') {
-        // JSON, perhaps in a code fence: read from its opening brace.
-        const open = this.#lead.indexOf('{');
-        if (open < 0) return;
+      // Until the first letter: whitespace is kept for prose; JSON (perhaps in a code fence) is read from its opening brace.
+      this.#letter ??= /\S/.exec(piece)?.[0];
+      if (this.#letter === undefined) return void (this.#lead += piece);
+      if (this.#letter === '{' || this.#letter === '`') {
+        const brace = piece.indexOf('{');
+        if (brace < 0) return;
         this.#mode = 'json';
         this.#parser = this.#jsonParser();
-        piece = this.#lead.slice(open);
+        piece = piece.slice(brace);
       } else {
         this.#mode = 'prose';
-        piece = this.#lead;
+        piece = this.#lead + piece;
       }
     }
     if (this.#mode === 'prose') this.#grow(this.#current + piece);
@@ -99,23 +117,27 @@ export class ReplyStream {
     return this.#sent;
   }
 
-  /** The reply as the model wrote what was heard of it (markers kept, for acting on), or '' when nothing was heard. */
-  get raw(): string {
-    if (this.#current === '') return this.#before;
-    return this.#before === '' ? this.#current : `${this.#before}\n${this.#current}`;
+  /** What was heard, as the model wrote it: the last answer's complete `[TOOL: …]` kept (for acting on), one still being written left out. */
+  get said(): string {
+    return this.#raw().slice(0, this.#scanned);
   }
 
   /**
    * The reply's message once the model has answered: its own when what was passed on is the
-   * beginning of it (the rest goes on later), else what was heard (`raw`): the speaker heard that.
+   * beginning of it (the rest goes on later), else what was heard (`said`): the speaker heard that.
    */
   settle(message: string): string {
-    return this.#sent === '' || withoutMarkers(message).startsWith(this.#sent) ? message : this.raw;
+    return this.#sent === '' || withoutMarkers(message).startsWith(this.#sent) ? message : this.said;
+  }
+
+  #raw(): string {
+    if (this.#current === '') return this.#before;
+    return this.#before === '' ? this.#current : `${this.#before}\n${this.#current}`;
   }
 
   #grow(current: string): void {
     this.#current = current;
-    const { heard, from } = heardSoFar(this.raw, this.#scanned);
+    const { heard, from } = heardSoFar(this.#raw(), this.#scanned);
     this.#scanned = from;
     if (heard.length > this.#sent.length && heard.startsWith(this.#sent)) {
       const piece = heard.slice(this.#sent.length);
@@ -128,18 +150,18 @@ export class ReplyStream {
     const parser = this.#parser;
     if (!parser || parser.isEnded) return;
     try {
-      parser.write(piece);
+      parser.write(this.#controls.feed(piece));
     } catch {
       // JSON that breaks off is the structured output's to judge; what was read of it stands.
       this.#parser = undefined;
     }
   }
 
-  /** Reads `$.message` as it grows: each partial value is the whole string so far. */
+  /** Reads `$.message` as it grows: each partial value is the whole string so far (a second `message` key is not read). */
   #jsonParser(): JSONParser {
     const parser = new JSONParser({ paths: ['$.message'], emitPartialTokens: true, emitPartialValues: true, keepStack: false });
     parser.onValue = ({ value }) => {
-      if (typeof value === 'string' && value.length > this.#current.length) this.#grow(value);
+      if (typeof value === 'string' && value.length > this.#current.length && value.startsWith(this.#current)) this.#grow(value);
     };
     parser.onError = () => undefined;
     return parser;

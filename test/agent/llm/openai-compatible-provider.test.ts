@@ -212,6 +212,24 @@ describe('openai-compatible provider against a local chat-completions server', (
     await assert.rejects(provider().stream({ messages: [{ role: 'user', content: 'A story' }] }, () => undefined), (err: { code?: string; message: string }) => err.code === ErrorCode.LLM_UNAVAILABLE && /sent an error \(out of memory\) after 4 characters/.test(err.message));
   });
 
+  test('a stream that just ends, with no finish_reason and no [DONE], is not taken as the whole answer', async () => {
+    queue.push((_s, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'Once upon a' } }] })}\n\n`);
+    });
+    await assert.rejects(provider().stream({ messages: [{ role: 'user', content: 'A story' }] }, () => undefined), (err: { code?: string; message: string }) => err.code === ErrorCode.LLM_UNAVAILABLE && /ended before the model finished/.test(err.message));
+  });
+
+  test('a server that keeps the stream open after [DONE] has it closed at once, not at the deadline', async () => {
+    queue.push((_s, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'Done.' }, finish_reason: 'stop' }] })}\n\ndata: [DONE]\n\n`);
+    });
+    const result = await provider({ timeoutMs: 60_000 }).stream({ messages: [{ role: 'user', content: 'Hi' }] }, () => undefined);
+    assert.equal(result.text, 'Done.');
+    await within(seen.at(-1)!.closedEarly);
+  });
+
   test('an endpoint nobody listens on is LLM_UNAVAILABLE naming it', async () => {
     const closed = createServer();
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));

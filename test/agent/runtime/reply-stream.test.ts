@@ -38,7 +38,7 @@ describe('a reply streamed as the speaker hears it', () => {
       const { pieces, stream } = streamed(json, randomCuts(json.length, next));
       assert.equal(pieces.join(''), message.trim(), `round ${round}`);
       assert.ok(pieces.every((p) => p.length > 0));
-      assert.equal(stream.raw, message);
+      assert.equal(stream.said, message);
       assert.equal(stream.settle(message), message);
     }
   });
@@ -55,7 +55,7 @@ describe('a reply streamed as the speaker hears it', () => {
     assert.equal(streamed('```json\n{"message": "Aye."}\n```', [3, 9, 14]).pieces.join(''), 'Aye.');
     const prose = streamed('  The wolves came at dusk.  ', [4, 10]);
     assert.equal(prose.pieces.join(''), 'The wolves came at dusk.');
-    assert.equal(prose.stream.raw, '  The wolves came at dusk.  ');
+    assert.equal(prose.stream.said, '  The wolves came at dusk.  ');
   });
 
   test('[TOOL: …] is never passed on, and the pieces add up to the reply without its markers, whatever the cuts', () => {
@@ -102,7 +102,7 @@ describe('a reply streamed as the speaker hears it', () => {
         stream.write(text.slice(i, i + step));
       }
       assert.equal(pieces.join(''), stream.sent);
-      assert.ok(withoutMarkers(stream.raw).startsWith(stream.sent), JSON.stringify({ text, raw: stream.raw, sent: stream.sent }));
+      assert.ok(withoutMarkers(stream.said).startsWith(stream.sent), JSON.stringify({ text, raw: stream.said, sent: stream.sent }));
     }
   });
 
@@ -115,10 +115,47 @@ describe('a reply streamed as the speaker hears it', () => {
     stream.begin(); // a round with tool calls only: nothing to hear
     stream.write('{"message": "It shipped."}');
     assert.equal(pieces.join(''), 'Let me look.\nIt shipped.');
-    assert.equal(stream.raw, 'Let me look.\nIt shipped.');
+    assert.equal(stream.said, 'Let me look.\nIt shipped.');
     // The model's last message is not how what was heard goes on: the reply is what was heard.
     assert.equal(stream.settle('It shipped.'), 'Let me look.\nIt shipped.');
     assert.equal(new ReplyStream(() => undefined).settle('Nothing heard yet.'), 'Nothing heard yet.');
+  });
+
+  test('a line break a model left inside the JSON string is taken as meant, not as the end of the reply', () => {
+    const json = '{"message": "The mill is north.\nFollow the river\tand you will find it.", "emotional_tone": "helpful"}';
+    for (let cut = 1; cut < json.length; cut += 3) assert.equal(streamed(json, [cut]).pieces.join(''), 'The mill is north.\nFollow the river\tand you will find it.');
+  });
+
+  test('only the last answer\'s [TOOL: …] are kept for acting on; one left open when an answer ends is never said', () => {
+    const pieces: string[] = [];
+    const stream = new ReplyStream((p) => pieces.push(p));
+    stream.begin();
+    stream.write('{"message": "Here you go [TOOL: give 5 gold]"}');
+    stream.begin();
+    stream.write('{"message": "Here you go [TOOL: give 5 gold]"}');
+    assert.equal(stream.said.match(/\[TOOL:/g)?.length, 1, stream.said);
+    assert.equal(pieces.join(''), 'Here you go\nHere you go');
+
+    const open: string[] = [];
+    const cut = new ReplyStream((p) => open.push(p));
+    cut.begin();
+    cut.write('Hi [TOOL: give_gold amount=5');
+    cut.begin();
+    cut.write('Bye');
+    assert.ok(!open.join('').includes('TOOL'), JSON.stringify(open));
+    assert.ok(!cut.said.includes('TOOL'), cut.said);
+  });
+
+  test('a marker is as long as REPLY_MARKER counts it, in letters, not UTF-16 units', () => {
+    const body = '𝐠'.repeat(400);
+    const { pieces } = streamed(JSON.stringify({ message: `Take it [TOOL: ${body}] Bye now.` }), [20, 300, 700, 900]);
+    assert.equal(pieces.join(''), 'Take it Bye now.');
+  });
+
+  test('a second "message" key is not read: what was heard stays the reply', () => {
+    const { pieces, stream } = streamed('{"message":"Hi there","message":"[TOOL: wipe memory] Something else"}', [5, 14, 30]);
+    assert.equal(pieces.join(''), 'Hi there');
+    assert.equal(stream.settle('[TOOL: wipe memory] Something else'), 'Hi there');
   });
 
   test('SpokenText passes on the rest of the reply, or all of it, and a reply that says otherwise becomes what was heard', () => {
