@@ -1,7 +1,7 @@
 import { JSONParser } from '@streamparser/json';
 
 import { StringControls } from '../llm/json-text.js';
-import { withoutMarkers } from './acting.js';
+import { REPLY_MARKER, withoutMarkers } from './acting.js';
 import type { TalkReply } from './agent-behavior.js';
 
 const OPENING = '[TOOL:';
@@ -16,7 +16,8 @@ function markerAt(raw: string, at: number): 'open' | 'closed' {
   if (raw.length - at < OPENING.length) return OPENING.startsWith(raw.slice(at)) ? 'open' : 'closed';
   if (!raw.startsWith(OPENING, at)) return 'closed';
   let i = at + OPENING.length;
-  while (i < raw.length && /\s/.test(raw[i]!)) i++;
+  const far = i + 2 * MARKER_WORDS;
+  while (i < raw.length && /\s/.test(raw[i]!)) if (++i > far) return 'closed';
   const words = raw.indexOf(']', i);
   const line = raw.indexOf('\n', i);
   if (words >= 0 || line >= 0) return 'closed';
@@ -26,16 +27,28 @@ function markerAt(raw: string, at: number): 'open' | 'closed' {
   return 'open';
 }
 
-/**
- * The words the speaker hears of a reply written so far: `withoutMarkers` of it up to the first
- * `[TOOL: …]` still being written (from `from` on; every `[` before it can no longer start one),
- * and trailing whitespace held back, as it may turn out to be the end. The result is always a
- * beginning of `withoutMarkers` of the whole reply. `from` is where the next call may look from.
- */
-export function heardSoFar(raw: string, from = 0): { heard: string; from: number } {
+/** The first `[` at or after `from` that may still start a `[TOOL: …]`, or the end of `raw`. */
+function firstOpenMarker(raw: string, from: number): number {
   let at = raw.indexOf('[', from);
   while (at >= 0 && markerAt(raw, at) === 'closed') at = raw.indexOf('[', at + 1);
-  return at < 0 ? { heard: withoutMarkers(raw), from: raw.length } : { heard: withoutMarkers(raw.slice(0, at)), from: at };
+  return at < 0 ? raw.length : at;
+}
+
+/**
+ * Where `text` (with no `[TOOL: …]` still being written in it) can be cut so that nothing before
+ * the cut changes how the rest is heard: after its last letter outside every complete marker, or
+ * after its last complete marker, whichever is later; 0 when neither is in it.
+ */
+function safeCut(text: string): number {
+  let lastMarkerEnd = 0;
+  for (const m of text.matchAll(REPLY_MARKER)) lastMarkerEnd = m.index + m[0].length;
+  const letters = text.slice(lastMarkerEnd).trimEnd();
+  return letters === '' ? lastMarkerEnd : lastMarkerEnd + letters.length;
+}
+
+/** Words as the speaker hears them, before the ends are trimmed: `withoutMarkers` but for its `trim`. */
+function spoken(text: string): string {
+  return text.replace(REPLY_MARKER, '').replace(/[ \t]{2,}/g, ' ');
 }
 
 /** How much of one answer is read as it streams: far beyond a dialogue's `max_tokens`; past it, the rest is passed on when the answer is done. */
@@ -69,8 +82,15 @@ export class ReplyStream {
   #read = 0;
   #parser: JSONParser | undefined;
   #controls = new StringControls();
-  /** Where the first `[` that may still start a marker is (`heardSoFar`), or the end. */
+  /** In this answer's text: where the first `[` that may still start a marker is, or the end. */
   #scanned = 0;
+  /** In this answer's text: how far what is heard can no longer change, and the whitespace there, held back until words follow it. */
+  #settledAt = 0;
+  #trail = '';
+  /** The answer's `message` was read whole: a second `message` key is not read. */
+  #messageRead = false;
+  /** In this answer's text: where its last letter ends, as far as it was read. */
+  #letterEnd = 0;
 
   constructor(onText: (piece: string) => void) {
     this.#onText = onText;
@@ -80,7 +100,12 @@ export class ReplyStream {
   begin(): void {
     if (this.#current !== '') this.#before = this.#sent;
     this.#current = '';
-    this.#scanned = this.#before.length;
+    this.#scanned = 0;
+    this.#settledAt = 0;
+    // An answer after one that was heard goes on from it on a new line.
+    this.#trail = this.#sent === '' ? '' : '\n';
+    this.#messageRead = false;
+    this.#letterEnd = 0;
     this.#mode = 'waiting';
     this.#lead = '';
     this.#letter = undefined;
@@ -119,7 +144,8 @@ export class ReplyStream {
 
   /** What was heard, as the model wrote it: the last answer's complete `[TOOL: …]` kept (for acting on), one still being written left out. */
   get said(): string {
-    return this.#raw().slice(0, this.#scanned);
+    const said = this.#current.slice(0, this.#scanned);
+    return this.#before === '' ? said : said.trim() === '' ? this.#before : `${this.#before}\n${said}`;
   }
 
   /**
@@ -130,20 +156,28 @@ export class ReplyStream {
     return this.#sent === '' || withoutMarkers(message).startsWith(this.#sent) ? message : this.said;
   }
 
-  #raw(): string {
-    if (this.#current === '') return this.#before;
-    return this.#before === '' ? this.#current : `${this.#before}\n${this.#current}`;
-  }
-
+  /**
+   * This answer's text is now `current` (it only ever grows at the end). What may still change
+   * (a marker being written, the whitespace at the end) is held back; the words before it are
+   * settled once, so a long reply costs its length, not its square.
+   */
   #grow(current: string): void {
+    const added = current.slice(this.#current.length).trimEnd();
+    if (added !== '') this.#letterEnd = this.#current.length + added.length;
     this.#current = current;
-    const { heard, from } = heardSoFar(this.#raw(), this.#scanned);
-    this.#scanned = from;
-    if (heard.length > this.#sent.length && heard.startsWith(this.#sent)) {
-      const piece = heard.slice(this.#sent.length);
-      this.#sent = heard;
-      this.#onText(piece);
-    }
+    this.#scanned = firstOpenMarker(current, this.#scanned);
+    const open = current.slice(this.#settledAt, Math.min(this.#scanned, this.#letterEnd));
+    const cut = safeCut(open);
+    if (cut === 0) return;
+    this.#settledAt += cut;
+    // Whitespace at a cut waits for what follows (runs of spaces are one; at the very end, none); the reply's first words lose their leading whitespace.
+    const text = (this.#trail + spoken(open.slice(0, cut))).replace(/[ \t]{2,}/g, ' ');
+    const words = this.#sent === '' ? text.trimStart() : text;
+    const piece = words.trimEnd();
+    this.#trail = words.slice(piece.length);
+    if (piece === '') return;
+    this.#sent += piece;
+    this.#onText(piece);
   }
 
   #feed(piece: string): void {
@@ -160,8 +194,10 @@ export class ReplyStream {
   /** Reads `$.message` as it grows: each partial value is the whole string so far (a second `message` key is not read). */
   #jsonParser(): JSONParser {
     const parser = new JSONParser({ paths: ['$.message'], emitPartialTokens: true, emitPartialValues: true, keepStack: false });
-    parser.onValue = ({ value }) => {
-      if (typeof value === 'string' && value.length > this.#current.length && value.startsWith(this.#current)) this.#grow(value);
+    parser.onValue = ({ value, partial }) => {
+      if (typeof value !== 'string' || this.#messageRead) return;
+      if (value.length > this.#current.length) this.#grow(value);
+      if (partial !== true) this.#messageRead = true;
     };
     parser.onError = () => undefined;
     return parser;

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import { withoutMarkers } from '../../../agent/runtime/acting.js';
-import { heardSoFar, ReplyStream, SpokenText } from '../../../agent/runtime/reply-stream.js';
+import { ReplyStream, SpokenText } from '../../../agent/runtime/reply-stream.js';
 
 /** Feeds `text` to a fresh stream cut at `cuts` and returns the pieces passed on. */
 function streamed(text: string, cuts: readonly number[]): { pieces: string[]; stream: ReplyStream } {
@@ -76,15 +76,17 @@ describe('a reply streamed as the speaker hears it', () => {
     }
   });
 
-  test('what is heard so far is always a beginning of what the whole reply is heard as', () => {
-    const reply = 'Hm.  [TOOL: x] yes [TO be [TOOL: y z]  done [';
-    let from = 0;
-    for (let end = 0; end <= reply.length; end++) {
-      const once = heardSoFar(reply.slice(0, end));
-      const step = heardSoFar(reply.slice(0, end), from);
-      assert.deepEqual(step, once, 'looking on from where the last call stopped finds what looking from the start does');
-      from = step.from;
-      assert.ok(withoutMarkers(reply).startsWith(once.heard), reply.slice(0, end));
+  test('what was passed on is, after every letter the model writes, a beginning of what the whole reply is heard as', () => {
+    for (const reply of ['Hm.  [TOOL: x] yes [TO be [TOOL: y z]  done [', '  a\t\tb [TOOL: q]c  [[TOOL: r]] \u{1D420}\u{1D420} [TOOL:\n\n s]  ']) {
+      const pieces: string[] = [];
+      const stream = new ReplyStream((p) => pieces.push(p));
+      stream.begin();
+      for (const c of reply) {
+        stream.write(c);
+        assert.ok(withoutMarkers(reply).startsWith(pieces.join('')), JSON.stringify({ reply, sent: pieces.join('') }));
+      }
+      assert.equal(stream.settle(reply), reply);
+      assert.equal(pieces.join('') + new SpokenText(() => undefined).settle({ reply: withoutMarkers(reply), grounding: [] }).reply.slice(pieces.join('').length), withoutMarkers(reply));
     }
   });
 
