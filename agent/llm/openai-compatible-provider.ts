@@ -130,7 +130,7 @@ export class OpenAiCompatibleProvider implements LlmProvider {
           let response: Response;
           try {
             response = await fetch(this.#url, { method: 'POST', headers, body: JSON.stringify(body), signal });
-            if (response.ok) return await (onText ? this.#readStream(response, onText, signal) : this.#readJson(response));
+            if (response.ok) return await this.#read(response, onText, signal);
           } catch (err) {
             throw new AbortError(this.#failure(err, request.signal, deadline, attempt));
           }
@@ -161,6 +161,14 @@ export class OpenAiCompatibleProvider implements LlmProvider {
     if (deadline.aborted) return new ThymosError(ErrorCode.TIMEOUT, `${this.#url} did not answer within ${this.#options.timeoutMs} ms`, { cause: err });
     const reason = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message;
     return new ThymosError(ErrorCode.LLM_UNAVAILABLE, `cannot reach ${this.#url} (${reason})${attempt > 0 ? ` after ${attempt + 1} attempts` : ''}`, { cause: err });
+  }
+
+  /** A stream when one was asked for and the server sends one; a server that ignores `stream` and answers whole is passed on whole. */
+  async #read(response: Response, onText: ((piece: string) => void) | undefined, signal: AbortSignal): Promise<GenerateResult> {
+    if (onText && /text\/event-stream/i.test(response.headers.get('content-type') ?? '')) return this.#readStream(response, onText, signal);
+    const result = await this.#readJson(response);
+    if (onText && result.text) onText(result.text);
+    return result;
   }
 
   async #readJson(response: Response): Promise<GenerateResult> {

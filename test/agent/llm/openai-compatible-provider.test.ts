@@ -212,6 +212,14 @@ describe('openai-compatible provider against a local chat-completions server', (
     await assert.rejects(provider().stream({ messages: [{ role: 'user', content: 'A story' }] }, () => undefined), (err: { code?: string; message: string }) => err.code === ErrorCode.LLM_UNAVAILABLE && /sent an error \(out of memory\) after 4 characters/.test(err.message));
   });
 
+  test('a server that ignores stream and answers whole is passed on whole, in one piece', async () => {
+    queue.push(json(JSON.stringify({ model: 'stand-in-1', choices: [{ message: { content: 'All at once.' }, finish_reason: 'stop' }] })));
+    const pieces: string[] = [];
+    const result = await provider().stream({ messages: [{ role: 'user', content: 'Hi' }] }, (p) => pieces.push(p));
+    assert.deepEqual(pieces, ['All at once.']);
+    assert.equal(result.text, 'All at once.');
+  });
+
   test('a stream that just ends, with no finish_reason and no [DONE], is not taken as the whole answer', async () => {
     queue.push((_s, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
