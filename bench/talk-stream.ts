@@ -113,7 +113,7 @@ export const talkStreamScenario: Scenario = {
         figures,
         notes: [
           `${TALKS} talks streamed and ${TALKS} not, taken in turn, to one agent over MCP (the SDK client, onprogress), with a stand-in chat-completions server on 127.0.0.1 writing one token every ${TOKEN_MS} ms (${REPLY.match(/\S+\s*/g)!.length} words); not streamed, it answers after the same time.`,
-          `The first figure is the cost of streaming through Thymos: from the stand-in writing the reply's first word to the client having it (the agent reads it out of the JSON and sends an MCP progress notification). Before its model is asked, the agent recalls, builds the context packet and writes the prompt: that is in "from asking". A speaker's first talk sends the persona's greeting before all that.`,
+          `The first figure is the cost of streaming through Thymos: from the stand-in writing the reply's first word to the client having it (the agent reads it out of the JSON and sends an MCP progress notification). Before its model is asked, the agent recalls, builds the context packet and writes the prompt: that is in "from asking". A speaker's first talk sends the persona's greeting before all that; it still comes some 20 ms after a plain call would answer, the cost of the first event on an MCP response stream (the agent sends it about 1 ms after the call arrives).`,
         ],
       };
     } finally {
