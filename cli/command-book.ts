@@ -195,6 +195,17 @@ export const COMMANDS: readonly CommandSpec[] = [
     examples: [`thymos publish tavern.brawl '{"summary":"A brawl broke out at the Drowned Lantern"}' --location tavern --mentions bram_smith`],
   },
   {
+    name: 'jobs',
+    args: "publish QUEUE SKILL ['{\"order_id\":\"…\"}'] | ls [QUEUE]",
+    summary: "The work queues: publish a job for a skill, or see each skill's backlog",
+    details: 'A job published twice with one --id within an hour is one job. ls shows what waits, what is being worked, the oldest job\'s age and whether an agent has the skill.',
+    options: {
+      id: { type: 'string', value: 'ID', help: 'publish only: the job\'s id (letters, digits, _ . : -); made up when left out' },
+      ...fleet,
+    },
+    examples: [`thymos jobs publish support billing '{"ticket":"T-1001","text":"I was charged twice"}' --id T-1001`, 'thymos jobs ls', 'thymos jobs ls support --json'],
+  },
+  {
     name: 'world',
     args: 'tables | get TABLE ID | set TABLE ID JSON | patch TABLE ID JSON | delete TABLE ID | query TABLE',
     summary: 'Read and write the shared world tables the Pkl schema declares (worldTables)',

@@ -30,6 +30,7 @@ const OWN_MODULE_COMMANDS: Record<string, (argv: string[]) => Promise<number> | 
   spare: async (a) => (await import('./spare-command.js')).runSpareCommand(a),
   supervisor: async (a) => (await import('./supervisor-command.js')).runSupervisorCommand(a),
   world: async (a) => (await import('./world-command.js')).runWorldCommand(a),
+  jobs: async (a) => (await import('./jobs-command.js')).runJobsCommand(a),
   top: async (a) => (await import('./top-command.js')).runTopCommand(a),
   init: async (a) => (await import('./init-command.js')).runInitCommand(a),
   validate: async (a) => (await import('./validate-command.js')).runValidateCommand(a),

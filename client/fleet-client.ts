@@ -5,6 +5,7 @@ import { agentMcpUrl, loadConfig, type ThymosConfig } from '../shared/config/thy
 import { AgentIdSchema } from '../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
 import { publishWorldEvent } from '../shared/nats/event-stream.js';
+import { publishJob } from '../shared/nats/job-queue.js';
 import { connectNats, type NatsConnection } from '../shared/nats/nats-connection.js';
 import { REQUESTER, REQUESTER_HEADER, SupervisorRequester } from '../shared/nats/supervisor-requester.js';
 import { WorldClient } from '../shared/nats/world-client.js';
@@ -13,6 +14,7 @@ import { withDeadline } from '../shared/platform/deadline.js';
 import { refusesConnections } from '../shared/platform/port-probe.js';
 import { type AgentMode, type EventDecision, EventDecisionSchema } from '../shared/protocol/agent-protocol.js';
 import { FleetNames } from '../shared/protocol/fleet-names.js';
+import { parseJob, type SkillBacklog } from '../shared/protocol/job.js';
 import { parseJsonOrUndefined } from '../shared/protocol/parse-json.js';
 import { parseReconcileContext, type ReconcileContextInput } from '../shared/protocol/reconcile-context.js';
 import type { FleetStatus, ProgressMessage, ReconcileReport, SupervisorResultSchemas, TransitionRecord } from '../shared/protocol/supervisor-protocol.js';
@@ -87,9 +89,24 @@ export interface Fleet {
   approve(id: string, callId: string, options: { reason: string }): Promise<CallDecisionReport>;
   /** Refuses a pending call: it never runs, and its caller finds it refused. Audited like `approve`. */
   refuse(id: string, callId: string, options: { reason: string }): Promise<CallDecisionReport>;
+  /** The fleet's work queues: publish jobs, and see what waits for which skill. */
+  readonly jobs: Jobs;
   /** A running agent's MCP address (what `thymos url ID` prints), port and pid; AGENT_NOT_ACTIVE if it does not run. */
   agentUrl(id: string): Promise<{ url: string; port: number; pid: number | null }>;
   close(): Promise<void>;
+}
+
+/** A fleet's work queues, as a job loop uses them. */
+export interface Jobs {
+  /**
+   * Publishes a job for `skill` on `queue` (`<fleet>.jobs.<queue>.<skill>`); an agent with the
+   * skill takes it. `id` (made up when left out) deduplicates: the same id published again
+   * within an hour is the same job (`duplicate`). INVALID_INPUT names a bad field; a queue the
+   * fleet does not have is NOT_FOUND.
+   */
+  publish(queue: string, skill: string, payload: unknown, options?: { id?: string }): Promise<{ id: string; seq: number; duplicate: boolean }>;
+  /** Each skill's backlog on each queue (one queue's with `queue`): waiting, in progress, the oldest job's age, whether an agent serves it. */
+  list(queue?: string): Promise<SkillBacklog[]>;
 }
 
 /**
@@ -130,6 +147,7 @@ class FleetClient implements Fleet {
   readonly #config: ThymosConfig;
   readonly #agents = new Map<string, { client: Client; port: number; pid: number | null }>();
   readonly world: WorldClient;
+  readonly jobs: Jobs;
 
   constructor(nc: NatsConnection, config: ThymosConfig) {
     this.#nc = nc;
@@ -137,6 +155,13 @@ class FleetClient implements Fleet {
     this.#requester = SupervisorRequester.control(nc, config.supervisor.request_timeout_ms, this.#names);
     this.world = new WorldClient(nc, { timeoutMs: QUICK_MS, by: 'app', owner: WorldClient.appOwner(), names: this.#names });
     this.#config = config;
+    this.jobs = {
+      publish: async (queue, skill, payload, options = {}) => {
+        const job = parseJob({ queue, skill, payload, ...(options.id !== undefined ? { id: options.id } : {}) });
+        return { id: job.id, ...(await publishJob(nc, job, this.#names)) };
+      },
+      list: (queue) => this.#requester.request('jobs', queue === undefined ? {} : { queue }, { timeoutMs: QUICK_MS }),
+    };
   }
 
   async reconcile(context: ReconcileContextInput, options: OperationOptions & { dryRun?: boolean; strict?: boolean } = {}): Promise<ReconcileReport> {

@@ -13,6 +13,7 @@ export { ExitCode, exitCodeFor } from '../shared/errors/exit-codes.js';
 export { exitWithError } from '../shared/errors/exit-with-error.js';
 export { WorldClient, type WorldSubscription } from '../shared/nats/world-client.js';
 export { type AgentMode, type AgentState, type EventDecision, EventDecisionSchema } from '../shared/protocol/agent-protocol.js';
+export { type SkillBacklog } from '../shared/protocol/job.js';
 export { type ReconcileContext, type ReconcileContextInput, ReconcileContextSchema } from '../shared/protocol/reconcile-context.js';
 export {
   type AgentStatusRow,
@@ -27,4 +28,4 @@ export { type CallDecisionReport, type PendingCall, type ToolCallRecord } from '
 export { type WorldEventInput } from '../shared/protocol/world-event.js';
 export { type WorldChange, type WorldQueryInput, type WorldRow } from '../shared/protocol/world-protocol.js';
 export { type TalkAnswer, type TalkOptions } from './agent-talk.js';
-export { type AgentClient, connect, type ConnectOptions, type Fleet, type OperationOptions } from './fleet-client.js';
+export { type AgentClient, connect, type ConnectOptions, type Fleet, type Jobs, type OperationOptions } from './fleet-client.js';

@@ -8,7 +8,7 @@ import ts from 'typescript';
 import { REPO_ROOT } from './helpers/workspace.js';
 
 /** Where `thymos.toml` and the Pkl domain are given their shape: every field of a `z.object({…})` there is a promise to a user. */
-const SCHEMA_FILES = ['shared/config', 'shared/domain/domain-schema.ts', 'shared/domain/world-schema.ts', 'shared/domain/tool-schema.ts'];
+const SCHEMA_FILES = ['shared/config', 'shared/domain/domain-schema.ts', 'shared/domain/world-schema.ts', 'shared/domain/tool-schema.ts', 'shared/domain/queue-schema.ts'];
 
 /**
  * Fields no code reads by their declared name, each with why that is right (`file field`).
@@ -17,6 +17,8 @@ const SCHEMA_FILES = ['shared/config', 'shared/domain/domain-schema.ts', 'shared
 const NOT_READ_BY_NAME: Record<string, string> = {
   'shared/domain/domain-schema.ts agentTags': "read through a structural type, { agents, agentTags }, by shared/domain/event-filter.ts's appliesTo (event filters and world watches)",
   'shared/domain/domain-schema.ts description': "documentation in the Pkl domain for whoever writes concepts of the type; describe_concept shows the concept's own description",
+  'shared/domain/domain-schema.ts skills': "an agent's, read through a structural type, { skills, queues }, by shared/domain/queue-schema.ts's queueSkills and queueProblems",
+  'shared/domain/domain-schema.ts queues': "an agent's, read through a structural type, { skills, queues }, by shared/domain/queue-schema.ts's queueSkills and queueProblems (the domain's queues are read by name)",
   'shared/domain/world-schema.ts description': 'sent whole to clients with the tables (world tables, `fleet.world.tables()`), for whoever reads the world',
 };
 

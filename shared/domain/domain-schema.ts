@@ -8,6 +8,7 @@ import { LLM_PROVIDERS } from '../config/llm-settings.js';
 import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { describeIssues } from '../errors/zod-issues.js';
 import { pklErrorLocation, withPklLine } from './pkl-lines.js';
+import { QueueNameSchema, queueProblems, QueueSchema, SkillNameSchema } from './queue-schema.js';
 import { resolveScriptPaths, ToolNameSchema, toolProblems, ToolSchema } from './tool-schema.js';
 import { checkWorldFilter, RESERVED_WORLD_FIELDS, RESERVED_WORLD_TABLES, WorldFilterSchema, WorldNameSchema, WorldTableSchema } from './world-schema.js';
 
@@ -75,6 +76,10 @@ export const AgentDefinitionSchema = z.object({
   reasonOnEvents: z.boolean().nullish(),
   /** Which of the domain's tools it may call: `[!][tag:]pattern`, the last match deciding. */
   capabilities: z.array(z.string().min(1)).default([]),
+  /** The kinds of job it takes from the work queues. */
+  skills: z.array(SkillNameSchema).default([]),
+  /** The queues whose jobs of its skills it takes; empty: every queue. */
+  queues: z.array(QueueNameSchema).default([]),
 });
 export type AgentDefinition = z.infer<typeof AgentDefinitionSchema>;
 
@@ -189,6 +194,7 @@ export const DomainSchemaSchema = z.object({
   contextProperties: ContextPropertiesSchema.prefault({}),
   /** Tools agents may be granted through their capabilities. */
   tools: z.record(ToolNameSchema, ToolSchema).default({}),
+  queues: z.record(QueueNameSchema, QueueSchema).default({}),
 });
 export type DomainSchema = z.infer<typeof DomainSchemaSchema>;
 
@@ -362,6 +368,7 @@ export function checkReferences(domain: DomainSchema, file: string): void {
   for (const { path, agents } of lists) {
     for (const id of agents) if (!known(id)) fail(path, `no agent "${id}"; ${expected}`);
   }
+  for (const [path, message] of queueProblems(domain)) fail(path, message);
   const declared = domain.contextProperties;
   if (declared.agent.length === 0 && declared.global.length === 0) return;
   const agentProps = new Set([...BUILT_IN_AGENT_PROPERTIES, ...declared.agent]);

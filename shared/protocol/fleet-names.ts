@@ -122,6 +122,41 @@ export class FleetNames {
   inboxConsumer(id: string): string {
     return `inbox_${id}`;
   }
+
+  /** JetStream stream of one work queue (work-queue retention), e.g. `THYMOS_JOBS_SUPPORT`. Queue names are validated (`QueueNameSchema`). */
+  jobStream(queue: string): string {
+    return `${this.fleet.toUpperCase()}_JOBS_${queue.toUpperCase()}`;
+  }
+
+  /** Every job of one queue: `<fleet>.jobs.<queue>.*`. */
+  queueJobs(queue: string): string {
+    return `${this.fleet}.jobs.${queue}.*`;
+  }
+
+  /** Where a job for one skill of one queue is published: `<fleet>.jobs.<queue>.<skill>`. */
+  job(queue: string, skill: string): string {
+    return `${this.fleet}.jobs.${queue}.${skill}`;
+  }
+
+  /** The durable consumer of one skill on its queue's stream, shared by every agent with the skill. */
+  skillConsumer(skill: string): string {
+    return `skill_${skill}`;
+  }
+
+  /** JetStream stream of every queue's dead letters, e.g. `THYMOS_JOBS_DEAD`. */
+  get deadStream(): string {
+    return `${this.fleet.toUpperCase()}_JOBS_DEAD`;
+  }
+
+  /** Where one queue's dead letters go: `<fleet>.jobs.dead.<queue>` (no queue is named `dead`). */
+  deadLetters(queue: string): string {
+    return `${this.fleet}.jobs.dead.${queue}`;
+  }
+
+  /** Every queue's dead letters. */
+  get allDeadLetters(): string {
+    return `${this.fleet}.jobs.dead.*`;
+  }
 }
 
 /** The names of a fleet that leaves `[fleet] name` unset. */

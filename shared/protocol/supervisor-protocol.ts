@@ -1,8 +1,10 @@
 import { z } from 'zod';
 
 import { AgentIdSchema, LifecycleStateSchema } from '../domain/domain-schema.js';
+import { QueueNameSchema } from '../domain/queue-schema.js';
 import { ToolNameSchema } from '../domain/tool-schema.js';
 import { WireErrorSchema } from '../errors/errors.js';
+import { SkillBacklogSchema } from './job.js';
 import { ReconcileContextSchema } from './reconcile-context.js';
 import { ApprovalDecisionSchema, CallDecisionReportSchema, PendingCallSchema } from './tool-call.js';
 
@@ -111,6 +113,8 @@ export const SupervisorRequestSchemas = {
    * is made Active first; without, a Dormant one is AGENT_NOT_ACTIVE.
    */
   agent_endpoint: z.object({ id: AgentIdSchema, from: AgentIdSchema, tool: ToolNameSchema, wake: z.boolean().default(false), progress: z.string().optional() }).strict(),
+  /** The work queues' backlog, skill by skill; one queue's when `queue` is given. */
+  jobs: z.object({ queue: QueueNameSchema.optional() }).strict(),
 } as const;
 export type SupervisorOp = keyof typeof SupervisorRequestSchemas;
 export const SUPERVISOR_OPS = Object.keys(SupervisorRequestSchemas) as SupervisorOp[];
@@ -135,6 +139,7 @@ export const SupervisorResultSchemas = {
   approve: CallDecisionReportSchema,
   refuse: CallDecisionReportSchema,
   agent_endpoint: AgentEndpointSchema,
+  jobs: z.array(SkillBacklogSchema),
 } as const satisfies Record<SupervisorOp, z.ZodType>;
 
 /** Every supervisor reply: a result or an error with a stable code. */

@@ -1,14 +1,17 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 
+import type { JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Surreal } from 'surrealdb';
 
 import { type FleetPaths, fleetPaths } from '../../shared/config/fleet-paths.js';
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import { type DomainSchema, EMPTY_DOMAIN, loadDomainSchema } from '../../shared/domain/domain-schema.js';
+import { queueSkills } from '../../shared/domain/queue-schema.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
 import { ensureEventStream } from '../../shared/nats/event-stream.js';
+import { ensureJobQueues, jobBacklog } from '../../shared/nats/job-queue.js';
 import { connectNats } from '../../shared/nats/nats-connection.js';
 import { CleanupStack } from '../../shared/platform/cleanup-stack.js';
 import { CompromiseExtractor } from '../../shared/platform/concept-extractor.js';
@@ -18,6 +21,7 @@ import { createLogger, type Logger } from '../../shared/platform/logger.js';
 import { StopOnce } from '../../shared/platform/stop-once.js';
 import { writeAtomic } from '../../shared/platform/write-atomic.js';
 import { FleetNames } from '../../shared/protocol/fleet-names.js';
+import type { SkillBacklog } from '../../shared/protocol/job.js';
 import { type FleetStatus, SupervisorRequestSchemas, SupervisorResultSchemas } from '../../shared/protocol/supervisor-protocol.js';
 import type { ApprovalDecision } from '../../shared/protocol/tool-call.js';
 import { AgentEndpoints } from '../api/agent-endpoints.js';
@@ -78,6 +82,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
       logger.warn({ err: (err as Error).message }, 'world events are off: the NATS server has no JetStream');
       return undefined;
     });
+    const jobs = await openJobQueues(jsm, domain, names);
     const world = await WorldStore.open({ db, tables: domain.worldTables, nc, names, leaseMs: config.world.lease_ms, maxSubscriptions: config.world.max_subscriptions, logger });
     cleanup.push(() => world.close());
     let controller: FleetController | undefined;
@@ -108,7 +113,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     const self: FleetStatus['supervisor'] = { pid: process.pid, started_at: new Date().toISOString(), metrics_url: metricsUrl, nats_url: natsUrl };
 
     const audit = new AuditLog(paths.audit, logger);
-    const apis = [supervisorControlApi(nc, names, { controller, approvals: await openApprovals(db, link, config, logger, cleanup), endpoints: new AgentEndpoints({ domain, config, entry: (id) => registry.get(id), wake: (id, onProgress) => controller!.operate('start', id, { mode: 'active', onProgress }) }) }, audit, () => ({ ...self, pool: pool?.stats() ?? null }), logger), worldControlApi(nc, world, logger, names)];
+    const apis = [supervisorControlApi(nc, names, { controller, approvals: await openApprovals(db, link, config, logger, cleanup), endpoints: new AgentEndpoints({ domain, config, entry: (id) => registry.get(id), wake: (id, onProgress) => controller!.operate('start', id, { mode: 'active', onProgress }) }), jobs }, audit, () => ({ ...self, pool: pool?.stats() ?? null }), logger), worldControlApi(nc, world, logger, names)];
     for (const api of apis) {
       api.start();
       cleanup.push(() => api.stop());
@@ -135,6 +140,13 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     logger.flush();
     throw toThymosError(err);
   }
+}
+
+/** The work queues: a stream per queue, a consumer per skill that serves it (shared/nats/job-queue.ts); answers their backlog. */
+async function openJobQueues(jsm: JetStreamManager | undefined, domain: DomainSchema, names: FleetNames): Promise<(queue?: string) => Promise<SkillBacklog[]>> {
+  const skills = queueSkills(domain);
+  if (jsm) await ensureJobQueues(jsm, domain.queues, skills, names);
+  return async (queue) => (jsm ? jobBacklog(jsm, queue === undefined ? Object.keys(domain.queues) : [queue], skills, names) : []);
 }
 
 /** Routes each world event to the agents that hear it: registered, not Archived, filters matched where they are now. */
@@ -259,7 +271,7 @@ async function openApprovals(db: Surreal, link: AgentLink, config: ThymosConfig,
 function supervisorControlApi(
   nc: NatsConnection,
   names: FleetNames,
-  { controller, approvals, endpoints }: { controller: FleetController; approvals: ApprovalBook; endpoints: AgentEndpoints },
+  { controller, approvals, endpoints, jobs }: { controller: FleetController; approvals: ApprovalBook; endpoints: AgentEndpoints; jobs: (queue?: string) => Promise<SkillBacklog[]> },
   audit: AuditLog,
   supervisor: () => FleetStatus['supervisor'],
   logger: Logger,
@@ -287,6 +299,7 @@ function supervisorControlApi(
         approve: (r, _progress, by) => approvals.decide(r.id, r.call_id, true, by, r.reason),
         refuse: (r, _progress, by) => approvals.decide(r.id, r.call_id, false, by, r.reason),
         agent_endpoint: (r, progress) => endpoints.resolve(r, progress),
+        jobs: (r) => jobs(r.queue),
       },
     },
     logger,

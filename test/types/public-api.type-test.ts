@@ -35,7 +35,10 @@ expectTypeOf<Values<typeof ClientEntry>>().toEqualTypeOf<
 expectTypeOf<typeof ClientEntry.connect>().toEqualTypeOf<(config: ClientEntry.ThymosConfig | string, options?: ClientEntry.ConnectOptions) => Promise<ClientEntry.Fleet>>();
 expectTypeOf<ClientEntry.ConnectOptions>().toEqualTypeOf<{ connectTimeoutMs?: number }>();
 type Fleet = ClientEntry.Fleet;
-expectTypeOf<keyof Fleet>().toEqualTypeOf<'reconcile' | 'status' | 'start' | 'stop' | 'archive' | 'restore' | 'publish' | 'world' | 'history' | 'decisions' | 'approvals' | 'approve' | 'refuse' | 'agent' | 'agentUrl' | 'talk' | 'close'>();
+expectTypeOf<keyof Fleet>().toEqualTypeOf<'reconcile' | 'status' | 'start' | 'stop' | 'archive' | 'restore' | 'publish' | 'world' | 'history' | 'decisions' | 'approvals' | 'approve' | 'refuse' | 'agent' | 'agentUrl' | 'talk' | 'jobs' | 'close'>();
+expectTypeOf<keyof ClientEntry.Jobs>().toEqualTypeOf<'publish' | 'list'>();
+expectTypeOf<ClientEntry.Jobs['publish']>().toEqualTypeOf<(queue: string, skill: string, payload: unknown, options?: { id?: string }) => Promise<{ id: string; seq: number; duplicate: boolean }>>();
+expectTypeOf<ClientEntry.Jobs['list']>().toEqualTypeOf<(queue?: string) => Promise<ClientEntry.SkillBacklog[]>>();
 expectTypeOf<Fleet['talk']>().toEqualTypeOf<(id: string, message: string, options?: ClientEntry.TalkOptions) => Promise<ClientEntry.TalkAnswer>>();
 expectTypeOf<ClientEntry.TalkOptions>().toEqualTypeOf<{ speaker?: string; onText?: (piece: string) => void; signal?: AbortSignal; timeoutMs?: number }>();
 expectTypeOf<ClientEntry.TalkAnswer['text']>().toEqualTypeOf<string>();

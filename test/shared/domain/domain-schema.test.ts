@@ -6,6 +6,7 @@ import { describe, test } from 'node:test';
 
 import { personaPrompt } from '../../../agent/llm/persona-prompt.js';
 import { loadDomainSchema, parseDomainSchema } from '../../../shared/domain/domain-schema.js';
+import { queueSkills } from '../../../shared/domain/queue-schema.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
 import { REPO_ROOT, VILLAGE_SCHEMA } from '../../helpers/workspace.js';
 
@@ -119,5 +120,28 @@ describe('the persona prompt template', () => {
       (e) => isThymosError(e, 'SCHEMA_INVALID') && /prompts\.persona: unknown placeholder \{nmae\}; expected \{name\}, \{traits\}, \{speechStyle\}, \{background\}/.test(e.message),
     );
     assert.throws(() => parseDomainSchema({ prompts: { greeting: 'Hi' } }, 'w.pkl'), (e) => isThymosError(e, 'SCHEMA_INVALID') && /prompts.*greeting/.test(e.message));
+  });
+
+  test('work queues and skills: declared in Pkl with their defaults, and an agent serves only declared queues, with a skill', async () => {
+    const file = world(`queues { ["support"] { maxDeliver = 3 } ["ops"] {} }
+agents { ["desk"] { persona { name = "Desk" }; skills { "billing"; "shipping" }; queues { "support" } } ["any"] { persona { name = "Any" }; skills { "billing"; "triage" } } }`);
+    const domain = await loadDomainSchema(file);
+    assert.deepEqual(domain.queues.support, { maxDeliver: 3, ackWaitMs: 60_000 });
+    assert.deepEqual(domain.queues.ops, { maxDeliver: 5, ackWaitMs: 60_000 });
+    assert.deepEqual(queueSkills(domain), new Map([['support', ['billing', 'shipping', 'triage']], ['ops', ['billing', 'triage']]]));
+    const desk = { persona: { name: 'Desk' } };
+    const cases: Array<[unknown, RegExp]> = [
+      [{ queues: { support: {} }, agents: { desk: { ...desk, skills: ['billing'], queues: ['suport'] } } }, /agents\.desk\.queues: no queue "suport"; expected one of support/],
+      [{ queues: { support: {} }, agents: { desk: { ...desk, queues: ['support'] } } }, /agents\.desk\.skills: it serves queues but has no skills/],
+      [{ queues: { dead: {} } }, /queues\.dead.*"dead" names where dead letters live/],
+      [{ queues: { Support: {} } }, /queues.*lower-case letters/],
+      [{ agents: { desk: { ...desk, skills: ['Bill ing'] } } }, /agents\.desk\.skills\.0/],
+      [{ queues: { support: { maxDeliver: 0 } } }, /queues\.support\.maxDeliver/],
+      [{ queues: { support: { retries: 2 } } }, /queues\.support.*retries/],
+    ];
+    for (const [raw, pattern] of cases) {
+      assert.throws(() => parseDomainSchema(raw, 'x.json'), (err: unknown) => isThymosError(err, 'SCHEMA_INVALID') && pattern.test(err.message), JSON.stringify(raw));
+    }
+    await assert.rejects(loadDomainSchema(world('queues { ["dead"] {} }')), (err: unknown) => isThymosError(err, 'SCHEMA_INVALID'));
   });
 });

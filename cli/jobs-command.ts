@@ -1,0 +1,47 @@
+import { connect } from '../client/fleet-client.js';
+import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
+import { ExitCode } from '../shared/errors/exit-codes.js';
+import { parseJsonOrUndefined } from '../shared/protocol/parse-json.js';
+import { commandNamed, usageLine } from './command-book.js';
+import { parseFleetArgs } from './fleet-args.js';
+import { formatAge, renderTable } from './table.js';
+
+const out = (text: string) => process.stdout.write(`${text}\n`);
+
+/** `thymos jobs publish QUEUE SKILL [JSON] [--id ID]` and `thymos jobs ls [QUEUE]`: the work queues. */
+export async function runJobsCommand(argv: string[]): Promise<number> {
+  const spec = commandNamed('jobs')!;
+  const usage = usageLine(spec);
+  const args = parseFleetArgs(argv, spec, { min: 1, max: 4 });
+  const [action, ...rest] = args.positionals as [string, ...string[]];
+  if (action === 'publish') {
+    if (rest.length < 2 || rest.length > 3) throw new ThymosError(ErrorCode.USAGE, `jobs publish: expected QUEUE SKILL and a JSON payload\nusage: ${usage}`);
+    const [queue, skill, json = '{}'] = rest as [string, string, string?];
+    const payload = parseJsonOrUndefined(json);
+    if (payload === undefined) throw new ThymosError(ErrorCode.USAGE, `jobs publish: the payload is not JSON: ${JSON.stringify(json.slice(0, 60))}\nusage: ${usage}`);
+    const id = typeof args.values.id === 'string' ? args.values.id : undefined;
+    const fleet = await connect(args.config);
+    try {
+      const sent = await fleet.jobs.publish(queue, skill, payload, id === undefined ? {} : { id });
+      if (args.json) out(JSON.stringify(sent));
+      else out(sent.duplicate ? `job ${sent.id} was published before: it is the same job (nothing new queued)` : `job ${sent.id} queued for ${skill} on ${queue} (seq ${sent.seq})`);
+      return ExitCode.OK;
+    } finally {
+      await fleet.close();
+    }
+  }
+  if (action === 'ls') {
+    if (rest.length > 1) throw new ThymosError(ErrorCode.USAGE, `jobs ls: expected at most a QUEUE\nusage: ${usage}`);
+    const fleet = await connect(args.config);
+    try {
+      const rows = await fleet.jobs.list(rest[0]);
+      if (args.json) out(JSON.stringify(rows, null, 2));
+      else if (rows.length === 0) out('no work queue has jobs or skills (declare queues in the domain, and skills on agents)');
+      else out(renderTable(['QUEUE', 'SKILL', 'WAITING', 'IN PROGRESS', 'OLDEST', 'SERVED'], rows.map((r) => [r.queue, r.skill, String(r.waiting), String(r.in_progress), r.oldest_ms > 0 ? formatAge(new Date(Date.now() - r.oldest_ms).toISOString()) : '-', r.served ? 'yes' : 'no agent has it'])));
+      return ExitCode.OK;
+    } finally {
+      await fleet.close();
+    }
+  }
+  throw new ThymosError(ErrorCode.USAGE, `jobs: expected publish or ls, got ${JSON.stringify(action)}\nusage: ${usage}`);
+}

@@ -1,0 +1,109 @@
+import { AckPolicy, DeliverPolicy, jetstream, JetStreamApiError, type JetStreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+
+import type { Queue } from '../domain/queue-schema.js';
+import { ErrorCode, ThymosError } from '../errors/errors.js';
+import { DEFAULT_FLEET_NAMES, type FleetNames } from '../protocol/fleet-names.js';
+import type { Job, SkillBacklog } from '../protocol/job.js';
+
+const NS_PER_MS = 1_000_000;
+const CONSUMER_NOT_FOUND = 10014;
+const STREAM_NOT_FOUND = 10059;
+const NO_MESSAGE = 10037;
+/** How long a job id is remembered for deduplication. */
+export const JOB_DEDUP_WINDOW_MS = 60 * 60 * 1000;
+/** How long dead letters are kept. */
+const DEAD_LETTERS_KEPT_MS = 30 * 24 * 60 * 60 * 1000;
+
+const isApiError = (err: unknown, code: number) => err instanceof JetStreamApiError && err.code === code;
+
+/**
+ * One stream per declared queue (work-queue retention: a job is gone once acknowledged), one
+ * durable consumer per skill that serves it (shared by the agents with the skill: each job goes
+ * to one of them), and the dead-letter stream. A queue's `maxDeliver` and `ackWaitMs` are its
+ * consumers'; a consumer whose settings changed is updated. Consumers of skills no agent has any
+ * more are left: their jobs wait, and `jobs ls` shows them unserved.
+ */
+export async function ensureJobQueues(jsm: JetStreamManager, queues: Readonly<Record<string, Queue>>, skills: ReadonlyMap<string, readonly string[]>, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<void> {
+  const streams: Array<[string, string, RetentionPolicy, number]> = [
+    ...Object.keys(queues).map((q): [string, string, RetentionPolicy, number] => [names.jobStream(q), names.queueJobs(q), RetentionPolicy.Workqueue, 0]),
+    [names.deadStream, names.allDeadLetters, RetentionPolicy.Limits, DEAD_LETTERS_KEPT_MS * NS_PER_MS],
+  ];
+  for (const [name, subject, retention, maxAge] of streams) {
+    try {
+      await jsm.streams.info(name);
+    } catch (err) {
+      if (!isApiError(err, STREAM_NOT_FOUND)) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `JetStream: ${(err as Error).message}`, { cause: err });
+      // Direct get: the oldest job of a skill is read by subject (jobBacklog).
+      await jsm.streams.add({ name, subjects: [subject], retention, storage: StorageType.File, max_age: maxAge, duplicate_window: JOB_DEDUP_WINDOW_MS * NS_PER_MS, allow_direct: true });
+    }
+  }
+  for (const [queue, settings] of Object.entries(queues)) {
+    for (const skill of skills.get(queue) ?? []) {
+      const config = { max_deliver: settings.maxDeliver, ack_wait: settings.ackWaitMs * NS_PER_MS };
+      const stream = names.jobStream(queue);
+      const durable = names.skillConsumer(skill);
+      try {
+        const c = (await jsm.consumers.info(stream, durable)).config;
+        if (c.max_deliver !== config.max_deliver || c.ack_wait !== config.ack_wait) await jsm.consumers.update(stream, durable, config);
+      } catch (err) {
+        if (!isApiError(err, CONSUMER_NOT_FOUND)) throw err;
+        await jsm.consumers.add(stream, { durable_name: durable, filter_subject: names.job(queue, skill), ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, ...config });
+      }
+    }
+  }
+}
+
+/**
+ * Publishes a job to `<fleet>.jobs.<queue>.<skill>`, its id the stream's deduplication id: a job
+ * published again under the same id within an hour is the same job (`duplicate`). A queue the
+ * fleet does not have is NOT_FOUND.
+ */
+export async function publishJob(nc: NatsConnection, job: Job, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<{ seq: number; duplicate: boolean }> {
+  try {
+    const ack = await jetstream(nc).publish(names.job(job.queue, job.skill), JSON.stringify(job), { msgID: job.id });
+    return { seq: ack.seq, duplicate: ack.duplicate };
+  } catch (err) {
+    // No stream takes the subject: nats.js says "jetstream is not enabled" (no responders).
+    if (/no responders|not enabled/i.test(`${(err as Error).message} ${((err as Error).cause as Error | undefined)?.message ?? ''}`)) {
+      throw new ThymosError(ErrorCode.NOT_FOUND, `no queue "${job.queue}" in this fleet: declare it in the domain's queues and restart the fleet (thymos down, thymos up)`, { cause: err });
+    }
+    throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `publishing job ${job.id}: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/**
+ * The backlog of every skill of every queue the fleet has: what waits, what is being worked, how
+ * old the oldest job not yet done is. Skills nobody serves but that have jobs are listed too.
+ */
+export async function jobBacklog(jsm: JetStreamManager, queues: readonly string[], served: ReadonlyMap<string, readonly string[]>, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<SkillBacklog[]> {
+  const out: SkillBacklog[] = [];
+  for (const queue of queues) {
+    const stream = names.jobStream(queue);
+    const info = await jsm.streams.info(stream, { subjects_filter: names.queueJobs(queue) }).catch((err: unknown) => {
+      if (isApiError(err, STREAM_NOT_FOUND)) return undefined;
+      throw err;
+    });
+    if (!info) continue;
+    const counts = info.state.subjects ?? {};
+    const skills = new Set([...(served.get(queue) ?? []), ...Object.keys(counts).map((s) => s.slice(s.lastIndexOf('.') + 1))]);
+    for (const skill of [...skills].sort()) {
+      const total = counts[names.job(queue, skill)] ?? 0;
+      const consumer = await jsm.consumers.info(stream, names.skillConsumer(skill)).catch(() => undefined);
+      const inProgress = consumer?.num_ack_pending ?? 0;
+      out.push({ queue, skill, waiting: Math.max(total - inProgress, 0), in_progress: inProgress, oldest_ms: total > 0 ? await oldestAge(jsm, stream, names.job(queue, skill)) : 0, served: (served.get(queue) ?? []).includes(skill) });
+    }
+  }
+  return out;
+}
+
+/** How long ago the oldest message on `subject` still in the stream was published (in a work queue: the oldest job not yet done). */
+async function oldestAge(jsm: JetStreamManager, stream: string, subject: string): Promise<number> {
+  try {
+    const m = await jsm.direct.getMessage(stream, { next_by_subj: subject, seq: 1 });
+    return m ? Math.max(Date.now() - m.time.getTime(), 0) : 0;
+  } catch (err) {
+    if (isApiError(err, NO_MESSAGE)) return 0;
+    throw err;
+  }
+}

@@ -1,0 +1,55 @@
+import { randomUUID } from 'node:crypto';
+
+import { z } from 'zod';
+
+import { QueueNameSchema, SkillNameSchema } from '../domain/queue-schema.js';
+import { parseInput } from '../errors/zod-issues.js';
+
+/** The most a job's payload may weigh, as JSON. */
+export const JOB_PAYLOAD_MAX_BYTES = 65_536;
+
+/** A job's id: also the stream's deduplication id, so a job published twice under one id is one job. */
+export const JobIdSchema = z.string().regex(/^[A-Za-z0-9_.:-]{1,128}$/, 'letters, digits, _ . : or -, at most 128');
+
+/** What a job loop publishes: the queue, the skill it needs, what to do, and its id (made up when left out). */
+export const JobInputSchema = z
+  .object({
+    queue: QueueNameSchema,
+    skill: SkillNameSchema,
+    payload: z.unknown().refine((p) => p !== undefined, 'expected a payload (any JSON value)').refine((p) => Buffer.byteLength(JSON.stringify(p) ?? '') <= JOB_PAYLOAD_MAX_BYTES, `at most ${JOB_PAYLOAD_MAX_BYTES} bytes as JSON`),
+    id: JobIdSchema.optional(),
+  })
+  .strict();
+export type JobInput = z.input<typeof JobInputSchema>;
+
+/** A job as it travels on `<fleet>.jobs.<queue>.<skill>`. */
+export const JobSchema = z.object({
+  id: JobIdSchema,
+  queue: QueueNameSchema,
+  skill: SkillNameSchema,
+  payload: z.unknown(),
+  /** ISO 8601 time it was published. */
+  published_at: z.iso.datetime({ offset: true }),
+});
+export type Job = z.infer<typeof JobSchema>;
+
+/** Validates a job at the edge and fills in its id and time; the error names the field and what came. */
+export function parseJob(raw: unknown, where = 'job'): Job {
+  const j = parseInput(JobInputSchema, raw, where);
+  return { id: j.id ?? randomUUID(), queue: j.queue, skill: j.skill, payload: j.payload, published_at: new Date().toISOString() };
+}
+
+/** The backlog of one skill of one queue, as `jobs ls` shows it. */
+export const SkillBacklogSchema = z.object({
+  queue: z.string(),
+  skill: z.string(),
+  /** Jobs not yet handed to a worker. */
+  waiting: z.number().int().nonnegative(),
+  /** Jobs a worker holds and has not acknowledged. */
+  in_progress: z.number().int().nonnegative(),
+  /** How long the oldest job not yet done has waited, in ms; 0 when none. */
+  oldest_ms: z.number().nonnegative(),
+  /** Whether an agent of the domain has the skill for this queue. */
+  served: z.boolean(),
+});
+export type SkillBacklog = z.infer<typeof SkillBacklogSchema>;
