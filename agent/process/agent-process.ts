@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { resolveConfigFile, type ThymosConfig } from '../../shared/config/thymos-config.js';
 import { type DomainSchema, loadDomainSchema } from '../../shared/domain/domain-schema.js';
 import { appliesTo } from '../../shared/domain/event-filter.js';
+import { workOf } from '../../shared/domain/queue-schema.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
 import { agentTokenPath, ensureAgentToken } from '../../shared/platform/agent-token.js';
 import { CleanupStack } from '../../shared/platform/cleanup-stack.js';
@@ -95,6 +96,7 @@ export async function runAgentProcess(options: AgentOptions, output: { logFile?:
           memory,
           concepts,
           worldWatches: state.worldWatches,
+          work: workOf(definition, startContext?.queues ?? state.domain?.queues ?? {}),
           tools,
           logger,
           cleanup,

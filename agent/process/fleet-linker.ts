@@ -1,7 +1,9 @@
+import type { NatsConnection } from '@nats-io/transport-node';
 import pRetry, { AbortError } from 'p-retry';
 
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import type { WorldWatch } from '../../shared/domain/domain-schema.js';
+import type { Work } from '../../shared/domain/queue-schema.js';
 import type { CleanupStack } from '../../shared/platform/cleanup-stack.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { FleetNames } from '../../shared/protocol/fleet-names.js';
@@ -27,6 +29,8 @@ export interface FleetLinkParts {
   /** The agent's concept extractor, linked to the fleet's concept service once NATS is there. */
   concepts: SharedConceptExtractor;
   worldWatches: ReadonlyArray<{ index: number; watch: WorldWatch }>;
+  /** The queues and skills it takes jobs of. */
+  work: readonly Work[];
   /** Its declared tools: their pending calls go to the supervisor's approvals, decisions come back on the control channel. */
   tools: ToolCaller;
   logger: Logger;
@@ -48,7 +52,7 @@ export interface FleetLinks {
 /**
  * Links a starting agent to its fleet over NATS: control and heartbeats first (waiting at
  * most `[agent] nats_wait_ms`), then its event consumer (replaying what it missed), its
- * inbox, its world watches and the embedding and concept services (the concept service is
+ * inbox, its world watches, its work from the queues (`JobWorker`) and the embedding and concept services (the concept service is
  * linked before the replay, so that what the replay hands over is extracted there). When
  * NATS or JetStream is not there yet the agent still starts; the links are made in the
  * background, step by step, retried from 1 s doubling to 30 s, never starting a reader twice.
@@ -107,6 +111,7 @@ export async function linkToFleet(parts: FleetLinkParts): Promise<FleetLinks> {
         (id, tool, wake, timeoutMs) => supervisor.request('agent_endpoint', { id, from: options.agentId, tool, wake }, { timeoutMs }),
       );
     });
+    await once('jobs', () => startWork(parts, nc, names, listeners));
     await once('embedder', async () => {
       if (!config.embedding.enabled) return;
       const { RemoteEmbedder } = await import('../links/remote-embedder.js');
@@ -147,6 +152,16 @@ async function openReaders(parts: FleetLinkParts, names: FleetNames, listeners: 
     listeners.push(reader);
   }
   return { ear, inbox, watcher, hints };
+}
+
+/** The agent's work from the queues, when it has skills that a queue it serves takes (`JobWorker`). */
+async function startWork(parts: FleetLinkParts, nc: NatsConnection, names: FleetNames, listeners: Array<{ close(): Promise<void> }>): Promise<void> {
+  if (parts.work.length === 0) return;
+  const { JobWorker } = await import('../links/job-worker.js');
+  const worker = new JobWorker(parts.runtime, parts.work, names, parts.logger);
+  parts.cleanup.push(() => worker.close());
+  listeners.push(worker);
+  await worker.open(nc);
 }
 
 /** Keeps trying `link` (1 s, doubling to 30 s) until it has succeeded or the agent stops. */

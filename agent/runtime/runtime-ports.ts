@@ -2,6 +2,7 @@ import type { AgentMessage } from '../../shared/protocol/agent-message.js';
 import type { AgentMode, AgentState, EventDecision, RelevanceInput } from '../../shared/protocol/agent-protocol.js';
 import type { NewMemory } from '../memory/agent-memory.js';
 import type { MemoryRecord } from '../memory/memory-record.js';
+import type { Acting } from './acting.js';
 import type { TalkReply, TalkRequest } from './agent-behavior.js';
 
 /**
@@ -71,3 +72,13 @@ export interface RuntimeEvents {
   decision: [EventDecision];
 }
 
+
+/** What the job worker calls: the agent's state (it takes jobs only while active and ready) and what it acts with. */
+export interface Working {
+  readonly id: string;
+  getState(): AgentState;
+  /** The agent's granted tools, for plain words; undefined when none is granted. */
+  readonly acting: Acting | undefined;
+  on(event: 'state', listener: (state: AgentState) => void): unknown;
+  off(event: 'state', listener: (state: AgentState) => void): unknown;
+}

@@ -7,10 +7,15 @@ export const SkillNameSchema = z.string().regex(TOKEN, 'expected lower-case lett
 /** `dead` is not a queue's name: the dead letters of every queue live under `<fleet>.jobs.dead`. */
 export const QueueNameSchema = SkillNameSchema.refine((name) => name !== 'dead', '"dead" names where dead letters live; choose another queue name');
 
-/** A work queue: how often a job is delivered, how long a worker has to answer. */
+/** A work queue: how often a job is delivered, how long between deliveries after a failure, how long a worker has to answer. */
 export const QueueSchema = z
   .object({
     maxDeliver: z.number().int().min(1).max(100).default(5),
+    /** Empty (as Pkl leaves it unless set): 1 s, 5 s, 30 s. */
+    backoffMs: z
+      .array(z.number().int().min(0).max(86_400_000))
+      .default([])
+      .transform((ms) => (ms.length > 0 ? ms : [1000, 5000, 30_000])),
     ackWaitMs: z.number().int().min(1000).max(3_600_000).default(60_000),
   })
   .strict();
@@ -36,4 +41,22 @@ export function queueSkills(domain: { agents: Record<string, { skills: string[];
     out.set(queue, [...skills].sort());
   }
   return out;
+}
+
+/** One queue and skill an agent takes jobs of, with the queue's settings. */
+export interface Work {
+  queue: string;
+  skill: string;
+  settings: Queue;
+}
+
+/** What an agent takes jobs of: each skill of it on each queue it serves (every declared queue when it names none). */
+export function workOf(agent: { skills: string[]; queues: string[] }, queues: Readonly<Record<string, Queue>>): Work[] {
+  const served = agent.queues.length > 0 ? agent.queues : Object.keys(queues);
+  return served.flatMap((queue) => (queues[queue] ? agent.skills.map((skill) => ({ queue, skill, settings: queues[queue]! })) : []));
+}
+
+/** The wait before delivery `attempt + 1` after a failure of delivery `attempt` (1-based): the back-off's entry, the last repeating. */
+export function backoffAfter(settings: Queue, attempt: number): number {
+  return settings.backoffMs[Math.min(Math.max(attempt - 1, 0), settings.backoffMs.length - 1)] ?? 0;
 }

@@ -5,6 +5,7 @@ import { type FleetPaths, Pm2Names, spareClaimFile } from '../../shared/config/f
 import { agentMcpUrl, type ThymosConfig } from '../../shared/config/thymos-config.js';
 import type { AliasEntry } from '../../shared/domain/alias-table.js';
 import type { DomainSchema } from '../../shared/domain/domain-schema.js';
+import { workOf } from '../../shared/domain/queue-schema.js';
 import { grantedTools } from '../../shared/domain/tool-schema.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
 import { parseInput } from '../../shared/errors/zod-issues.js';
@@ -194,6 +195,7 @@ export class AgentStarter {
         conceptTypes: domain.conceptTypes,
         searchStrategies: domain.searchStrategies,
         tools: domain.agents[id] ? grantedTools(domain.tools, domain.agents[id].capabilities) : {},
+        queues: domain.agents[id] ? Object.fromEntries(workOf(domain.agents[id], domain.queues).map((w) => [w.queue, domain.queues[w.queue]!])) : {},
         properties,
       } satisfies AgentStartContextInput,
       `${id}: start context`,

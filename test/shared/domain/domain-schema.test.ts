@@ -6,7 +6,7 @@ import { describe, test } from 'node:test';
 
 import { personaPrompt } from '../../../agent/llm/persona-prompt.js';
 import { loadDomainSchema, parseDomainSchema } from '../../../shared/domain/domain-schema.js';
-import { queueSkills } from '../../../shared/domain/queue-schema.js';
+import { backoffAfter, queueSkills, workOf } from '../../../shared/domain/queue-schema.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
 import { REPO_ROOT, VILLAGE_SCHEMA } from '../../helpers/workspace.js';
 
@@ -123,11 +123,14 @@ describe('the persona prompt template', () => {
   });
 
   test('work queues and skills: declared in Pkl with their defaults, and an agent serves only declared queues, with a skill', async () => {
-    const file = world(`queues { ["support"] { maxDeliver = 3 } ["ops"] {} }
+    const file = world(`queues { ["support"] { maxDeliver = 3; backoffMs { 10; 20 } } ["ops"] {} }
 agents { ["desk"] { persona { name = "Desk" }; skills { "billing"; "shipping" }; queues { "support" } } ["any"] { persona { name = "Any" }; skills { "billing"; "triage" } } }`);
     const domain = await loadDomainSchema(file);
-    assert.deepEqual(domain.queues.support, { maxDeliver: 3, ackWaitMs: 60_000 });
-    assert.deepEqual(domain.queues.ops, { maxDeliver: 5, ackWaitMs: 60_000 });
+    assert.deepEqual(domain.queues.support, { maxDeliver: 3, backoffMs: [10, 20], ackWaitMs: 60_000 });
+    assert.deepEqual(domain.queues.ops, { maxDeliver: 5, backoffMs: [1000, 5000, 30_000], ackWaitMs: 60_000 });
+    assert.deepEqual([1, 2, 3, 9].map((n) => backoffAfter(domain.queues.support!, n)), [10, 20, 20, 20]);
+    assert.deepEqual(workOf(domain.agents.desk!, domain.queues).map((w) => `${w.queue}/${w.skill}`), ['support/billing', 'support/shipping']);
+    assert.deepEqual(workOf(domain.agents.any!, domain.queues).map((w) => `${w.queue}/${w.skill}`), ['support/billing', 'support/triage', 'ops/billing', 'ops/triage']);
     assert.deepEqual(queueSkills(domain), new Map([['support', ['billing', 'shipping', 'triage']], ['ops', ['billing', 'triage']]]));
     const desk = { persona: { name: 'Desk' } };
     const cases: Array<[unknown, RegExp]> = [

@@ -1,0 +1,202 @@
+import { jetstream, type JsMsg } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+
+import { backoffAfter, type Work } from '../../shared/domain/queue-schema.js';
+import { ErrorCode } from '../../shared/errors/errors.js';
+import type { Logger } from '../../shared/platform/logger.js';
+import type { FleetNames } from '../../shared/protocol/fleet-names.js';
+import { type Job, JobSchema } from '../../shared/protocol/job.js';
+import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
+import type { ActOutcome } from '../runtime/acting.js';
+import type { Working } from '../runtime/runtime-ports.js';
+
+/** How long one pull waits for a job before it asks again (and looks at the agent's mode). */
+const PULL_MS = 5000;
+
+/** How a job ended for this delivery. */
+type Ending = { done: true; note: string } | { done: false; retry: boolean; code: string; message: string };
+
+/** What a dead letter says: the job, why, after how many deliveries, and who gave up on it. */
+export interface DeadLetter {
+  job: unknown;
+  queue: string;
+  skill: string;
+  reason: { code: string; message: string };
+  attempts: number;
+  agent: string;
+  at: string;
+}
+
+/**
+ * An agent's work from the queues: for each queue and skill it serves, one job at a time from the
+ * skill's shared durable consumer, only while the agent is active and ready (a Listening agent
+ * takes none; what waits, waits).
+ *
+ * A job is worked by resolving its words (`payload.intent` or `payload.text`, or the payload when
+ * it is a string) to a call of the agent's granted tools and making the call through the
+ * governed path, as `job:<id>`, the job's id its idempotency key: a job delivered again after a
+ * crash makes the same call under the same key, so a tool whose side effects must not repeat
+ * answers the first call's outcome (`writes_external`, `irreversible`). While it works, the job is
+ * kept (`working`) so the queue's `ackWaitMs` does not give it to another worker.
+ *
+ * It is acknowledged once the call was made (`ok`, or `pending` a person's approval). A call that
+ * failed is delivered again after the queue's back-off, until `maxDeliver`; a refused call, words
+ * that resolve to no call, and a job that is not a job are not worth trying again. A job given up
+ * on goes to `<fleet>.jobs.dead.<queue>` with its reason and attempts, and leaves the queue.
+ *
+ * Closing stops taking jobs; the job in hand is finished first (its call is never cut in the
+ * middle of being recorded), then acknowledged or handed back.
+ */
+export class JobWorker {
+  readonly #runtime: Working;
+  readonly #work: readonly Work[];
+  readonly #names: FleetNames;
+  readonly #logger: Logger;
+  #closed = false;
+  readonly #loops: Array<Promise<void>> = [];
+  /** Resolves the loops that wait for the agent to be active again. */
+  #wake: Array<() => void> = [];
+  /** The pulls waiting for a job now: stopped when the agent stops taking jobs, so none arrives while it listens. */
+  readonly #pulls = new Set<{ stop(): void }>();
+  readonly #onState = () => {
+    if (!this.#takes()) {
+      for (const pull of this.#pulls) pull.stop();
+      return;
+    }
+    const waiting = this.#wake;
+    this.#wake = [];
+    for (const w of waiting) w();
+  };
+
+  constructor(runtime: Working, work: readonly Work[], names: FleetNames, logger: Logger) {
+    this.#runtime = runtime;
+    this.#work = work;
+    this.#names = names;
+    this.#logger = logger;
+  }
+
+  /** Starts one loop per queue and skill; the consumers exist (the supervisor makes them with the queues). */
+  async open(nc: NatsConnection): Promise<void> {
+    const js = jetstream(nc);
+    this.#runtime.on('state', this.#onState);
+    for (const w of this.#work) {
+      const consumer = await js.consumers.get(this.#names.jobStream(w.queue), this.#names.skillConsumer(w.skill));
+      const next = async (): Promise<JsMsg | null> => {
+        const pull = await consumer.fetch({ max_messages: 1, expires: PULL_MS });
+        this.#pulls.add(pull);
+        try {
+          for await (const m of pull) return m;
+          return null;
+        } finally {
+          this.#pulls.delete(pull);
+        }
+      };
+      this.#loops.push(this.#loop(w, next, js));
+    }
+    this.#logger.info({ work: this.#work.map((w) => `${w.queue}/${w.skill}`) }, 'taking jobs');
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#runtime.off('state', this.#onState);
+    for (const pull of this.#pulls) pull.stop();
+    for (const w of this.#wake) w();
+    this.#wake = [];
+    await Promise.allSettled(this.#loops);
+  }
+
+  #takes(): boolean {
+    const s = this.#runtime.getState();
+    return s.mode === 'active' && s.status === 'ready';
+  }
+
+  async #loop(w: Work, next: () => Promise<JsMsg | null>, js: ReturnType<typeof jetstream>): Promise<void> {
+    while (!this.#closed) {
+      if (!this.#takes()) {
+        await new Promise<void>((resolve) => this.#wake.push(resolve));
+        continue;
+      }
+      let m: JsMsg | null;
+      try {
+        m = await next();
+      } catch (err) {
+        if (this.#closed) return;
+        this.#logger.warn({ err: (err as Error).message, queue: w.queue, skill: w.skill }, 'could not take a job; trying again');
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        continue;
+      }
+      if (!m) continue;
+      // Taken just as the agent was told to stop or listen: it goes back at once, untouched.
+      if (this.#closed || !this.#takes()) {
+        m.nak();
+        continue;
+      }
+      await this.#handle(w, m, js).catch((err: unknown) => {
+        this.#logger.error({ err, seq: m.seq }, 'job not handled; it will be delivered again');
+        m.nak(backoffAfter(w.settings, m.info.deliveryCount));
+      });
+    }
+  }
+
+  async #handle(w: Work, m: JsMsg, js: ReturnType<typeof jetstream>): Promise<void> {
+    const attempts = m.info.deliveryCount;
+    const raw = parseJsonOrUndefined(m.string());
+    const parsed = JobSchema.safeParse(raw);
+    const ending = parsed.success
+      ? await this.#keptAlive(w, m, () => this.#work1(parsed.data))
+      : ({ done: false, retry: false, code: ErrorCode.INVALID_INPUT, message: 'not a job: expected {id, queue, skill, payload, published_at} as JSON' } satisfies Ending);
+    const id = parsed.success ? parsed.data.id : `seq-${m.seq}`;
+    if (ending.done) {
+      await m.ackAck().catch(() => m.ack());
+      this.#logger.info({ job: id, queue: w.queue, skill: w.skill, attempts, note: ending.note }, 'job done');
+      return;
+    }
+    const last = !ending.retry || attempts >= w.settings.maxDeliver;
+    if (!last) {
+      const delay = backoffAfter(w.settings, attempts);
+      m.nak(delay);
+      this.#logger.warn({ job: id, attempts, code: ending.code, retry_in_ms: delay }, `job failed: ${ending.message}`);
+      return;
+    }
+    const letter: DeadLetter = { job: parsed.success ? parsed.data : raw ?? m.string().slice(0, 2000), queue: w.queue, skill: w.skill, reason: { code: ending.code, message: ending.message }, attempts, agent: this.#runtime.id, at: new Date().toISOString() };
+    // Deduplicated by the job and the delivery: a worker that dies between the two publishes it once.
+    await js.publish(this.#names.deadLetters(w.queue), JSON.stringify(letter), { msgID: `${id}:dead:${m.info.streamSequence}` });
+    // Acknowledged, not terminated: its dead letter holds it now, and a work queue keeps a terminated job.
+    await m.ackAck().catch(() => m.ack());
+    this.#logger.warn({ job: id, attempts, code: ending.code }, `job given up, a dead letter: ${ending.message}`);
+  }
+
+  /** Runs `work` while telling the queue, every third of its ack wait, that the job is still being worked. */
+  async #keptAlive<T>(w: Work, m: JsMsg, work: () => Promise<T>): Promise<T> {
+    const timer = setInterval(() => m.working(), Math.max(Math.floor(w.settings.ackWaitMs / 3), 200));
+    try {
+      return await work();
+    } finally {
+      clearInterval(timer);
+    }
+  }
+
+  /** One job, by default: its words resolved to a call of the agent's tools, made as `job:<id>` with the job's id as idempotency key. */
+  async #work1(job: Job): Promise<Ending> {
+    const p = job.payload;
+    const words = typeof p === 'string' ? p : p !== null && typeof p === 'object' ? ((p as Record<string, unknown>).intent ?? (p as Record<string, unknown>).text) : undefined;
+    if (typeof words !== 'string' || words.trim() === '') return { done: false, retry: false, code: ErrorCode.INVALID_INPUT, message: 'the job says nothing to do: expected payload.intent or payload.text (or a string payload)' };
+    const acting = this.#runtime.acting;
+    if (!acting) return { done: false, retry: false, code: ErrorCode.TOOL_DENIED, message: `${this.#runtime.id} has no tools granted to work jobs with` };
+    const outcome = await acting.act(words, `job ${job.id} (${job.queue}/${job.skill})`, { caller: `job:${job.id}`, idempotencyKey: job.id });
+    return endingOf(outcome);
+  }
+}
+
+/** What an act's outcome means for the job: done, worth another delivery, or not. */
+function endingOf(outcome: ActOutcome): Ending {
+  const { answer, record, error } = outcome;
+  if (record) {
+    if (record.status === 'ok' || record.status === 'pending') return { done: true, note: `${record.tool} ${record.status} (call ${record.call_id})` };
+    // A failed or interrupted call may go through next time; a refused one (by permission or a person) will not.
+    return { done: false, retry: record.status !== 'refused', code: record.error?.code ?? ErrorCode.TOOL_FAILED, message: `${record.tool} ${record.status}: ${record.error?.message ?? ''}`.trim() };
+  }
+  if (error) return { done: false, retry: error.code === ErrorCode.AGENT_STOPPING || error.code === ErrorCode.CANCELLED || error.code === ErrorCode.TOOL_RATE_LIMITED, code: error.code, message: error.message };
+  const meant = answer.tool ?? answer.candidates[0]?.tool;
+  return { done: false, retry: false, code: ErrorCode.INVALID_INPUT, message: `the words resolve to no call (${answer.outcome}${meant ? `, nearest ${meant}` : ''}${answer.missing.length > 0 ? `, missing ${answer.missing.join(', ')}` : ''}${answer.note ? `: ${answer.note}` : ''})` };
+}

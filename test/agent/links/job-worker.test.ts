@@ -1,0 +1,132 @@
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+
+import { fleetNatsUrl } from '../../../shared/config/fleet-runtime.js';
+import { loadConfig } from '../../../shared/config/thymos-config.js';
+import { eventually, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
+import { REPO_ROOT } from '../../helpers/workspace.js';
+
+type Letter = { job: { id?: string }; reason: { code: string; message: string }; attempts: number; agent: string };
+
+/**
+ * Agents that pull their own work: a support desk whose agent takes jobs of its skill, works each
+ * through its tools (words resolved offline), acknowledges what is done, retries what failed with
+ * the queue's back-off and gives up on the rest as dead letters. Real nats-server, real agents.
+ */
+describe('agents take jobs from the work queues', () => {
+  let tf: TestFleet;
+  let nc: NatsConnection;
+  const dir = mkdtempSync(join(tmpdir(), 'thymos-desk-'));
+  const calls = join(dir, 'calls.log');
+  const called = () => (existsSync(calls) ? readFileSync(calls, 'utf8') : '');
+
+  before(async () => {
+    writeFileSync(
+      join(dir, 'desk.mjs'),
+      `import { appendFileSync } from 'node:fs';
+export function lookup(input) { appendFileSync(${JSON.stringify(calls)}, 'lookup ' + input.order_id + ' at ' + Date.now() + '\\n'); return { order: input.order_id, status: 'shipped' }; }
+export function escalate(input) { appendFileSync(${JSON.stringify(calls)}, 'escalate ' + input.ticket + '\\n'); throw new Error('the escalation desk is closed'); }
+`,
+    );
+    writeFileSync(
+      join(dir, 'desk.pkl'),
+      `amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}
+queues { ["support"] { maxDeliver = 3; backoffMs { 100; 200 } } }
+agents { ["desk"] { persona { name = "Desk" }; skills { "orders" }; capabilities { "lookup_order"; "escalate_ticket" } } }
+tools {
+  ["lookup_order"] {
+    description = "Look up where an order is and whether it has shipped"
+    examples { "where is my order ORD-12345"; "has order ORD-12345 shipped yet"; "track my order" }
+    input { ["order_id"] { pattern = #"ORD-\\d{5}"#; description = "The order, e.g. ORD-12345" } }
+    sideEffect = "read_only"
+    executor = new Script { path = "desk.mjs"; export = "lookup" }
+  }
+  ["escalate_ticket"] {
+    description = "Escalate a support ticket to a person on the escalation desk"
+    examples { "escalate ticket T-77 to a person"; "I want to speak to a human about ticket T-12" }
+    input { ["ticket"] { pattern = #"T-\\d+"#; description = "The ticket, e.g. T-77" } }
+    sideEffect = "writes_external"
+    executor = new Script { path = "desk.mjs"; export = "escalate" }
+  }
+}
+`,
+    );
+    tf = await startTestFleet(['[lifecycle]', 'min_dwell_ms = 0'], { schema: join(dir, 'desk.pkl') });
+    nc = await connect({ servers: fleetNatsUrl(loadConfig(tf.ws.configPath)) });
+    await tf.fleet.start('desk');
+  });
+  after(async () => {
+    await nc?.close();
+    await tf?.dispose();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const deadLetters = async (): Promise<Letter[]> => {
+    const jsm = await jetstreamManager(nc);
+    const info = await jsm.streams.info('THYMOS_JOBS_DEAD');
+    const out: Letter[] = [];
+    for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
+      const m = await jsm.streams.getMessage('THYMOS_JOBS_DEAD', { seq }).catch(() => null);
+      if (m) out.push(m.json<Letter>());
+    }
+    return out;
+  };
+  const backlog = async () => (await tf.fleet.jobs.list('support')).find((r) => r.skill === 'orders')!;
+
+  test('a job is worked through the agent\'s tools and acknowledged: the call is made once, as the job, and the queue is empty', async () => {
+    await tf.fleet.jobs.publish('support', 'orders', { text: 'Where is my order ORD-12345?' }, { id: 'J-1' });
+    await eventually(() => (/lookup ORD-12345/.test(called()) ? true : undefined), 30_000, 'the lookup');
+    await eventually(async () => {
+      const b = await backlog();
+      return b.waiting === 0 && b.in_progress === 0 ? true : undefined;
+    }, 20_000, 'the job to be acknowledged');
+    assert.equal(called().match(/lookup ORD-12345/g)?.length, 1);
+    const desk = await tf.fleet.agent('desk');
+    const made = await desk.callTool({ name: 'recall', arguments: { query: 'lookup_order', source: 'tool_call', k: 5 } });
+    assert.match(JSON.stringify(made.structuredContent), /job:J-1/);
+  });
+
+  test('a job whose call fails is delivered again after the back-off, then given up as a dead letter with its reason and attempts', async () => {
+    await tf.fleet.jobs.publish('support', 'orders', { text: 'Escalate ticket T-77 to a person' }, { id: 'J-2' });
+    const letter = await eventually(async () => (await deadLetters()).find((l) => l.job.id === 'J-2'), 60_000, 'the dead letter');
+    assert.equal(letter.attempts, 3);
+    assert.equal(letter.reason.code, 'TOOL_FAILED');
+    assert.match(letter.reason.message, /escalation desk is closed/);
+    assert.equal(letter.agent, 'desk');
+    assert.equal(called().match(/escalate T-77/g)?.length, 3, 'one call per delivery');
+    await eventually(async () => {
+      const b = await backlog();
+      return b.waiting === 0 && b.in_progress === 0 ? true : undefined;
+    }, 20_000, 'the given-up job to leave the queue');
+  });
+
+  test('words that resolve to no call, and a message that is not a job, are dead letters at once', async () => {
+    await tf.fleet.jobs.publish('support', 'orders', { text: 'Sing me a song about the sea' }, { id: 'J-3' });
+    await nc.publish('thymos.jobs.support.orders', 'this is not a job');
+    const letters = await eventually(async () => {
+      const all = await deadLetters();
+      return all.some((l) => l.job.id === 'J-3') && all.some((l) => l.reason.message.startsWith('not a job')) ? all : undefined;
+    }, 30_000, 'both dead letters');
+    const song = letters.find((l) => l.job.id === 'J-3')!;
+    assert.equal(song.attempts, 1);
+    assert.match(song.reason.message, /resolve to no call/);
+    assert.equal(letters.find((l) => l.reason.message.startsWith('not a job'))!.reason.code, 'INVALID_INPUT');
+  });
+
+  test('a listening agent takes no jobs; active again, it takes what waited', async () => {
+    await tf.fleet.start('desk', { mode: 'passive' });
+    await tf.fleet.jobs.publish('support', 'orders', { text: 'Has order ORD-55555 shipped yet?' }, { id: 'J-5' });
+    await eventually(async () => ((await backlog()).waiting + (await backlog()).in_progress === 1 ? true : undefined), 20_000, 'the job in the queue');
+    const activated = Date.now();
+    await tf.fleet.start('desk', { mode: 'active' });
+    const line = await eventually(() => /lookup ORD-55555 at (\d+)/.exec(called()) ?? undefined, 30_000, 'the waiting job to be worked');
+    assert.ok(Number(line[1]) >= activated, 'worked only once the agent was active again');
+    assert.equal(called().match(/lookup ORD-55555/g)?.length, 1);
+  });
+});
