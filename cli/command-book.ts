@@ -196,14 +196,15 @@ export const COMMANDS: readonly CommandSpec[] = [
   },
   {
     name: 'jobs',
-    args: "publish QUEUE SKILL ['{\"order_id\":\"…\"}'] | ls [QUEUE]",
-    summary: "The work queues: publish a job for a skill, or see each skill's backlog",
+    args: "publish QUEUE SKILL ['{\"order_id\":\"…\"}'] | ls [QUEUE] | dead [QUEUE] | requeue SEQ",
+    summary: "The work queues: publish a job for a skill, see each skill's backlog, the dead letters, and put one back",
     details: 'A job published twice with one --id within an hour is one job. ls shows what waits, what is being worked, the oldest job\'s age and whether an agent has the skill.',
     options: {
       id: { type: 'string', value: 'ID', help: 'publish only: the job\'s id (letters, digits, _ . : -); made up when left out' },
+      limit: { type: 'string', value: 'N', help: 'dead only: the newest N letters (default 50)' },
       ...fleet,
     },
-    examples: [`thymos jobs publish support billing '{"ticket":"T-1001","text":"I was charged twice"}' --id T-1001`, 'thymos jobs ls', 'thymos jobs ls support --json'],
+    examples: [`thymos jobs publish support billing '{"ticket":"T-1001","text":"I was charged twice"}' --id T-1001`, 'thymos jobs ls', 'thymos jobs dead support', 'thymos jobs requeue 12'],
   },
   {
     name: 'world',

@@ -2,6 +2,7 @@ import { connect } from '../client/fleet-client.js';
 import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
 import { ExitCode } from '../shared/errors/exit-codes.js';
 import { parseJsonOrUndefined } from '../shared/protocol/parse-json.js';
+import { printable } from './approvals-command.js';
 import { commandNamed, usageLine } from './command-book.js';
 import { parseFleetArgs } from './fleet-args.js';
 import { formatAge, renderTable } from './table.js';
@@ -43,5 +44,39 @@ export async function runJobsCommand(argv: string[]): Promise<number> {
       await fleet.close();
     }
   }
-  throw new ThymosError(ErrorCode.USAGE, `jobs: expected publish or ls, got ${JSON.stringify(action)}\nusage: ${usage}`);
+  if (action === 'dead') {
+    if (rest.length > 1) throw new ThymosError(ErrorCode.USAGE, `jobs dead: expected at most a QUEUE\nusage: ${usage}`);
+    const limit = typeof args.values.limit === 'string' ? Number(args.values.limit) : undefined;
+    if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1 && limit <= 1000)) throw new ThymosError(ErrorCode.USAGE, `--limit: expected a whole number from 1 to 1000, got ${JSON.stringify(args.values.limit)}\nusage: ${usage}`);
+    const fleet = await connect(args.config);
+    try {
+      const letters = await fleet.jobs.dead({ ...(rest[0] !== undefined ? { queue: rest[0] } : {}), ...(limit !== undefined ? { limit } : {}) });
+      if (args.json) out(JSON.stringify(letters, null, 2));
+      else if (letters.length === 0) out('no dead letters');
+      else out(renderTable(['SEQ', 'QUEUE', 'SKILL', 'JOB', 'ATTEMPTS', 'CODE', 'REASON', 'BY', 'AT'], letters.map((l) => [String(l.seq), l.queue, l.skill, jobId(l.job), String(l.attempts), l.reason.code, printable(l.reason.message.slice(0, 80)), l.agent, l.at])));
+      return ExitCode.OK;
+    } finally {
+      await fleet.close();
+    }
+  }
+  if (action === 'requeue') {
+    const seq = Number(rest[0]);
+    if (rest.length !== 1 || !(Number.isInteger(seq) && seq > 0)) throw new ThymosError(ErrorCode.USAGE, `jobs requeue: expected the SEQ of one dead letter (thymos jobs dead lists them)\nusage: ${usage}`);
+    const fleet = await connect(args.config);
+    try {
+      const back = await fleet.jobs.requeue(seq);
+      if (args.json) out(JSON.stringify(back));
+      else out(`job ${back.id} is back on ${back.queue} for ${back.skill}`);
+      return ExitCode.OK;
+    } finally {
+      await fleet.close();
+    }
+  }
+  throw new ThymosError(ErrorCode.USAGE, `jobs: expected publish, ls, dead or requeue, got ${JSON.stringify(action)}\nusage: ${usage}`);
+}
+
+/** A dead letter's job id, or "-" when what was given up on was not a job. */
+function jobId(job: unknown): string {
+  const id = job !== null && typeof job === 'object' ? (job as { id?: unknown }).id : undefined;
+  return typeof id === 'string' ? printable(id) : '-';
 }

@@ -14,7 +14,7 @@ import { withDeadline } from '../shared/platform/deadline.js';
 import { refusesConnections } from '../shared/platform/port-probe.js';
 import { type AgentMode, type EventDecision, EventDecisionSchema } from '../shared/protocol/agent-protocol.js';
 import { FleetNames } from '../shared/protocol/fleet-names.js';
-import { parseJob, type SkillBacklog } from '../shared/protocol/job.js';
+import { type ListedDeadLetter, parseJob, type SkillBacklog } from '../shared/protocol/job.js';
 import { parseJsonOrUndefined } from '../shared/protocol/parse-json.js';
 import { parseReconcileContext, type ReconcileContextInput } from '../shared/protocol/reconcile-context.js';
 import type { FleetStatus, ProgressMessage, ReconcileReport, SupervisorResultSchemas, TransitionRecord } from '../shared/protocol/supervisor-protocol.js';
@@ -107,6 +107,10 @@ export interface Jobs {
   publish(queue: string, skill: string, payload: unknown, options?: { id?: string }): Promise<{ id: string; seq: number; duplicate: boolean }>;
   /** Each skill's backlog on each queue (one queue's with `queue`): waiting, in progress, the oldest job's age, whether an agent serves it. */
   list(queue?: string): Promise<SkillBacklog[]>;
+  /** The newest dead letters (of one queue with `queue`), newest first: each job given up on, why, after how many deliveries, by whom. */
+  dead(options?: { queue?: string; limit?: number }): Promise<ListedDeadLetter[]>;
+  /** Puts a dead letter's job back on its queue under the same job id, and removes the letter (audited). NOT_FOUND when there is no such letter. */
+  requeue(seq: number): Promise<{ id: string; queue: string; skill: string; seq: number }>;
 }
 
 /**
@@ -161,6 +165,8 @@ class FleetClient implements Fleet {
         return { id: job.id, ...(await publishJob(nc, job, this.#names)) };
       },
       list: (queue) => this.#requester.request('jobs', queue === undefined ? {} : { queue }, { timeoutMs: QUICK_MS }),
+      dead: (options = {}) => this.#requester.request('jobs_dead', { ...(options.queue !== undefined ? { queue: options.queue } : {}), ...(options.limit !== undefined ? { limit: options.limit } : {}) }, { timeoutMs: QUICK_MS }),
+      requeue: (seq) => this.#requester.request('jobs_requeue', { seq }),
     };
   }
 

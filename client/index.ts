@@ -13,7 +13,7 @@ export { ExitCode, exitCodeFor } from '../shared/errors/exit-codes.js';
 export { exitWithError } from '../shared/errors/exit-with-error.js';
 export { WorldClient, type WorldSubscription } from '../shared/nats/world-client.js';
 export { type AgentMode, type AgentState, type EventDecision, EventDecisionSchema } from '../shared/protocol/agent-protocol.js';
-export { type SkillBacklog } from '../shared/protocol/job.js';
+export { type ListedDeadLetter, type SkillBacklog } from '../shared/protocol/job.js';
 export { type ReconcileContext, type ReconcileContextInput, ReconcileContextSchema } from '../shared/protocol/reconcile-context.js';
 export {
   type AgentStatusRow,

@@ -5,7 +5,7 @@ import { backoffAfter, type Work } from '../../shared/domain/queue-schema.js';
 import { ErrorCode } from '../../shared/errors/errors.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
-import { type Job, JobSchema } from '../../shared/protocol/job.js';
+import { type DeadLetter, type Job, JobSchema } from '../../shared/protocol/job.js';
 import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
 import type { ActOutcome } from '../runtime/acting.js';
 import type { Working } from '../runtime/runtime-ports.js';
@@ -15,17 +15,6 @@ const PULL_MS = 5000;
 
 /** How a job ended for this delivery. */
 type Ending = { done: true; note: string } | { done: false; retry: boolean; code: string; message: string };
-
-/** What a dead letter says: the job, why, after how many deliveries, and who gave up on it. */
-export interface DeadLetter {
-  job: unknown;
-  queue: string;
-  skill: string;
-  reason: { code: string; message: string };
-  attempts: number;
-  agent: string;
-  at: string;
-}
 
 /**
  * An agent's work from the queues: for each queue and skill it serves, one job at a time from the

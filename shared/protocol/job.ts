@@ -53,3 +53,21 @@ export const SkillBacklogSchema = z.object({
   served: z.boolean(),
 });
 export type SkillBacklog = z.infer<typeof SkillBacklogSchema>;
+
+/** A job given up on, as it is kept on `<fleet>.jobs.dead.<queue>`: the job, why, after how many deliveries, who gave up. */
+export const DeadLetterSchema = z.object({
+  /** The job as it was published, or what came when it was not a job. */
+  job: z.unknown(),
+  queue: z.string(),
+  skill: z.string(),
+  reason: z.object({ code: z.string(), message: z.string() }),
+  attempts: z.number().int().nonnegative(),
+  /** The agent that gave up on it, or `supervisor` for a worker that died on its last delivery. */
+  agent: z.string(),
+  at: z.iso.datetime({ offset: true }),
+});
+export type DeadLetter = z.infer<typeof DeadLetterSchema>;
+
+/** A dead letter as `jobs dead` lists it: with its place in the dead-letter stream, which `requeue` takes. */
+export const ListedDeadLetterSchema = DeadLetterSchema.extend({ seq: z.number().int().positive() });
+export type ListedDeadLetter = z.infer<typeof ListedDeadLetterSchema>;

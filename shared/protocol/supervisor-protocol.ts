@@ -4,7 +4,7 @@ import { AgentIdSchema, LifecycleStateSchema } from '../domain/domain-schema.js'
 import { QueueNameSchema } from '../domain/queue-schema.js';
 import { ToolNameSchema } from '../domain/tool-schema.js';
 import { WireErrorSchema } from '../errors/errors.js';
-import { SkillBacklogSchema } from './job.js';
+import { ListedDeadLetterSchema, SkillBacklogSchema } from './job.js';
 import { ReconcileContextSchema } from './reconcile-context.js';
 import { ApprovalDecisionSchema, CallDecisionReportSchema, PendingCallSchema } from './tool-call.js';
 
@@ -115,6 +115,10 @@ export const SupervisorRequestSchemas = {
   agent_endpoint: z.object({ id: AgentIdSchema, from: AgentIdSchema, tool: ToolNameSchema, wake: z.boolean().default(false), progress: z.string().optional() }).strict(),
   /** The work queues' backlog, skill by skill; one queue's when `queue` is given. */
   jobs: z.object({ queue: QueueNameSchema.optional() }).strict(),
+  /** The newest dead letters, of one queue with `queue`. */
+  jobs_dead: z.object({ queue: QueueNameSchema.optional(), limit: z.number().int().min(1).max(1000).default(50) }).strict(),
+  /** Puts a dead letter's job back on its queue (same job id) and removes the letter. */
+  jobs_requeue: z.object({ seq: z.number().int().positive() }).strict(),
 } as const;
 export type SupervisorOp = keyof typeof SupervisorRequestSchemas;
 export const SUPERVISOR_OPS = Object.keys(SupervisorRequestSchemas) as SupervisorOp[];
@@ -140,6 +144,8 @@ export const SupervisorResultSchemas = {
   refuse: CallDecisionReportSchema,
   agent_endpoint: AgentEndpointSchema,
   jobs: z.array(SkillBacklogSchema),
+  jobs_dead: z.array(ListedDeadLetterSchema),
+  jobs_requeue: z.object({ id: z.string(), queue: z.string(), skill: z.string(), seq: z.number().int() }),
 } as const satisfies Record<SupervisorOp, z.ZodType>;
 
 /** Every supervisor reply: a result or an error with a stable code. */

@@ -11,7 +11,7 @@ import { type DomainSchema, EMPTY_DOMAIN, loadDomainSchema } from '../../shared/
 import { queueSkills } from '../../shared/domain/queue-schema.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
 import { ensureEventStream } from '../../shared/nats/event-stream.js';
-import { ensureJobQueues, jobBacklog } from '../../shared/nats/job-queue.js';
+import { deadLetters, ensureJobQueues, jobBacklog, requeueDeadLetter } from '../../shared/nats/job-queue.js';
 import { connectNats } from '../../shared/nats/nats-connection.js';
 import { CleanupStack } from '../../shared/platform/cleanup-stack.js';
 import { CompromiseExtractor } from '../../shared/platform/concept-extractor.js';
@@ -21,7 +21,7 @@ import { createLogger, type Logger } from '../../shared/platform/logger.js';
 import { StopOnce } from '../../shared/platform/stop-once.js';
 import { writeAtomic } from '../../shared/platform/write-atomic.js';
 import { FleetNames } from '../../shared/protocol/fleet-names.js';
-import type { SkillBacklog } from '../../shared/protocol/job.js';
+import type { ListedDeadLetter, SkillBacklog } from '../../shared/protocol/job.js';
 import { type FleetStatus, SupervisorRequestSchemas, SupervisorResultSchemas } from '../../shared/protocol/supervisor-protocol.js';
 import type { ApprovalDecision } from '../../shared/protocol/tool-call.js';
 import { AgentEndpoints } from '../api/agent-endpoints.js';
@@ -82,7 +82,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
       logger.warn({ err: (err as Error).message }, 'world events are off: the NATS server has no JetStream');
       return undefined;
     });
-    const jobs = await openJobQueues(jsm, domain, names);
+    const jobs = await openJobQueues(jsm, nc, domain, names);
     const world = await WorldStore.open({ db, tables: domain.worldTables, nc, names, leaseMs: config.world.lease_ms, maxSubscriptions: config.world.max_subscriptions, logger });
     cleanup.push(() => world.close());
     let controller: FleetController | undefined;
@@ -142,11 +142,26 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
   }
 }
 
-/** The work queues: a stream per queue, a consumer per skill that serves it (shared/nats/job-queue.ts); answers their backlog. */
-async function openJobQueues(jsm: JetStreamManager | undefined, domain: DomainSchema, names: FleetNames): Promise<(queue?: string) => Promise<SkillBacklog[]>> {
+/** What the supervisor answers about the work queues. */
+interface JobQueues {
+  backlog(queue?: string): Promise<SkillBacklog[]>;
+  dead(limit: number, queue?: string): Promise<ListedDeadLetter[]>;
+  requeue(seq: number): Promise<{ id: string; queue: string; skill: string; seq: number }>;
+}
+
+/** The work queues: a stream per queue, a consumer per skill that serves it (shared/nats/job-queue.ts); their backlog and dead letters. */
+async function openJobQueues(jsm: JetStreamManager | undefined, nc: NatsConnection, domain: DomainSchema, names: FleetNames): Promise<JobQueues> {
   const skills = queueSkills(domain);
   if (jsm) await ensureJobQueues(jsm, domain.queues, skills, names);
-  return async (queue) => (jsm ? jobBacklog(jsm, queue === undefined ? Object.keys(domain.queues) : [queue], skills, names) : []);
+  const js = () => {
+    if (!jsm) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, 'the NATS server has no JetStream: there are no work queues');
+    return jsm;
+  };
+  return {
+    backlog: async (queue) => (jsm ? jobBacklog(jsm, queue === undefined ? Object.keys(domain.queues) : [queue], skills, names) : []),
+    dead: async (limit, queue) => (jsm ? deadLetters(jsm, limit, queue, names) : []),
+    requeue: (seq) => requeueDeadLetter(js(), nc, seq, names),
+  };
 }
 
 /** Routes each world event to the agents that hear it: registered, not Archived, filters matched where they are now. */
@@ -271,7 +286,7 @@ async function openApprovals(db: Surreal, link: AgentLink, config: ThymosConfig,
 function supervisorControlApi(
   nc: NatsConnection,
   names: FleetNames,
-  { controller, approvals, endpoints, jobs }: { controller: FleetController; approvals: ApprovalBook; endpoints: AgentEndpoints; jobs: (queue?: string) => Promise<SkillBacklog[]> },
+  { controller, approvals, endpoints, jobs }: { controller: FleetController; approvals: ApprovalBook; endpoints: AgentEndpoints; jobs: JobQueues },
   audit: AuditLog,
   supervisor: () => FleetStatus['supervisor'],
   logger: Logger,
@@ -283,7 +298,7 @@ function supervisorControlApi(
       results: SupervisorResultSchemas,
       subject: (op) => names.supervisor(op),
       contextOp: 'reconcile',
-      audit: { log: audit, ops: new Set(['reconcile', 'start', 'stop', 'archive', 'restore', 'stop_all', 'approve', 'refuse', 'agent_endpoint']), only: { agent_endpoint: (r) => (r as { wake?: boolean }).wake === true }, details: { agent_endpoint: (r) => ({ from: (r as { from?: unknown }).from, tool: (r as { tool?: unknown }).tool }) } },
+      audit: { log: audit, ops: new Set(['reconcile', 'start', 'stop', 'archive', 'restore', 'stop_all', 'approve', 'refuse', 'agent_endpoint', 'jobs_requeue']), only: { agent_endpoint: (r) => (r as { wake?: boolean }).wake === true }, details: { agent_endpoint: (r) => ({ from: (r as { from?: unknown }).from, tool: (r as { tool?: unknown }).tool }) } },
       handlers: {
         reconcile: (r, progress) => controller.reconcile(r.context, { dryRun: r.dry_run, strict: r.strict, onProgress: progress }),
         ping: async () => ({ pid: process.pid, started_at: supervisor().started_at }),
@@ -299,7 +314,9 @@ function supervisorControlApi(
         approve: (r, _progress, by) => approvals.decide(r.id, r.call_id, true, by, r.reason),
         refuse: (r, _progress, by) => approvals.decide(r.id, r.call_id, false, by, r.reason),
         agent_endpoint: (r, progress) => endpoints.resolve(r, progress),
-        jobs: (r) => jobs(r.queue),
+        jobs: (r) => jobs.backlog(r.queue),
+        jobs_dead: (r) => jobs.dead(r.limit, r.queue),
+        jobs_requeue: (r) => jobs.requeue(r.seq),
       },
     },
     logger,

@@ -36,7 +36,9 @@ expectTypeOf<typeof ClientEntry.connect>().toEqualTypeOf<(config: ClientEntry.Th
 expectTypeOf<ClientEntry.ConnectOptions>().toEqualTypeOf<{ connectTimeoutMs?: number }>();
 type Fleet = ClientEntry.Fleet;
 expectTypeOf<keyof Fleet>().toEqualTypeOf<'reconcile' | 'status' | 'start' | 'stop' | 'archive' | 'restore' | 'publish' | 'world' | 'history' | 'decisions' | 'approvals' | 'approve' | 'refuse' | 'agent' | 'agentUrl' | 'talk' | 'jobs' | 'close'>();
-expectTypeOf<keyof ClientEntry.Jobs>().toEqualTypeOf<'publish' | 'list'>();
+expectTypeOf<keyof ClientEntry.Jobs>().toEqualTypeOf<'publish' | 'list' | 'dead' | 'requeue'>();
+expectTypeOf<ClientEntry.Jobs['requeue']>().toEqualTypeOf<(seq: number) => Promise<{ id: string; queue: string; skill: string; seq: number }>>();
+expectTypeOf<ClientEntry.ListedDeadLetter['reason']>().toEqualTypeOf<{ code: string; message: string }>();
 expectTypeOf<ClientEntry.Jobs['publish']>().toEqualTypeOf<(queue: string, skill: string, payload: unknown, options?: { id?: string }) => Promise<{ id: string; seq: number; duplicate: boolean }>>();
 expectTypeOf<ClientEntry.Jobs['list']>().toEqualTypeOf<(queue?: string) => Promise<ClientEntry.SkillBacklog[]>>();
 expectTypeOf<Fleet['talk']>().toEqualTypeOf<(id: string, message: string, options?: ClientEntry.TalkOptions) => Promise<ClientEntry.TalkAnswer>>();

@@ -9,7 +9,8 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 
 import { fleetNatsUrl } from '../../../shared/config/fleet-runtime.js';
 import { loadConfig } from '../../../shared/config/thymos-config.js';
-import { eventually, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
+import { isThymosError } from '../../../shared/errors/errors.js';
+import { eventually, runThymos, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
 import { REPO_ROOT } from '../../helpers/workspace.js';
 
 type Letter = { job: { id?: string }; reason: { code: string; message: string }; attempts: number; agent: string };
@@ -24,14 +25,17 @@ describe('agents take jobs from the work queues', () => {
   let nc: NatsConnection;
   const dir = mkdtempSync(join(tmpdir(), 'thymos-desk-'));
   const calls = join(dir, 'calls.log');
+  /** While this file exists, the escalation desk is closed: escalate_ticket fails. */
+  const closedFlag = join(dir, 'closed');
   const called = () => (existsSync(calls) ? readFileSync(calls, 'utf8') : '');
 
   before(async () => {
+    writeFileSync(closedFlag, '');
     writeFileSync(
       join(dir, 'desk.mjs'),
-      `import { appendFileSync } from 'node:fs';
+      `import { appendFileSync, existsSync } from 'node:fs';
 export function lookup(input) { appendFileSync(${JSON.stringify(calls)}, 'lookup ' + input.order_id + ' at ' + Date.now() + '\\n'); return { order: input.order_id, status: 'shipped' }; }
-export function escalate(input) { appendFileSync(${JSON.stringify(calls)}, 'escalate ' + input.ticket + '\\n'); throw new Error('the escalation desk is closed'); }
+export function escalate(input) { appendFileSync(${JSON.stringify(calls)}, 'escalate ' + input.ticket + '\\n'); if (existsSync(${JSON.stringify(closedFlag)})) throw new Error('the escalation desk is closed'); return { ticket: input.ticket, status: 'escalated' }; }
 `,
     );
     writeFileSync(
@@ -78,6 +82,10 @@ tools {
     return out;
   };
   const backlog = async () => (await tf.fleet.jobs.list('support')).find((r) => r.skill === 'orders')!;
+  const backlogEmpty = async () => {
+    const b = await backlog();
+    return b.waiting === 0 && b.in_progress === 0 ? true : undefined;
+  };
 
   test('a job is worked through the agent\'s tools and acknowledged: the call is made once, as the job, and the queue is empty', async () => {
     await tf.fleet.jobs.publish('support', 'orders', { text: 'Where is my order ORD-12345?' }, { id: 'J-1' });
@@ -117,6 +125,25 @@ tools {
     assert.equal(song.attempts, 1);
     assert.match(song.reason.message, /resolve to no call/);
     assert.equal(letters.find((l) => l.reason.message.startsWith('not a job'))!.reason.code, 'INVALID_INPUT');
+  });
+
+  test('the dead letters are listed, newest first, and one put back on its queue is worked again under its id', async () => {
+    const letters = await tf.fleet.jobs.dead({ queue: 'support' });
+    const j2 = letters.find((l) => (l.job as { id?: string }).id === 'J-2')!;
+    assert.ok(j2 && letters.length >= 3, JSON.stringify(letters));
+    assert.ok(letters.every((l, i) => i === 0 || l.seq < letters[i - 1]!.seq), 'newest first');
+    const listed = await runThymos(['jobs', 'dead', 'support'], tf.ws.dir);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.match(listed.stdout, new RegExp(`^${j2.seq} +support +orders +J-2 +3 +TOOL_FAILED +escalate_ticket failed`, 'm'));
+    const notAJob = letters.find((l) => l.reason.message.startsWith('not a job'))!;
+    await assert.rejects(tf.fleet.jobs.requeue(notAJob.seq), (err: unknown) => isThymosError(err, 'INVALID_INPUT'));
+    await assert.rejects(tf.fleet.jobs.requeue(999_999), (err: unknown) => isThymosError(err, 'NOT_FOUND'));
+    rmSync(closedFlag);
+    const back = await tf.fleet.jobs.requeue(j2.seq);
+    assert.deepEqual([back.id, back.queue, back.skill], ['J-2', 'support', 'orders']);
+    await eventually(() => (called().match(/escalate T-77/g)?.length === 4 ? true : undefined), 30_000, 'the requeued job worked');
+    assert.ok(!(await tf.fleet.jobs.dead()).some((l) => l.seq === j2.seq), 'the letter is gone');
+    await eventually(backlogEmpty, 20_000, 'the requeued job acknowledged');
   });
 
   test('a listening agent takes no jobs; active again, it takes what waited', async () => {
