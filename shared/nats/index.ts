@@ -4,7 +4,7 @@
 export { codedRequest, type Unanswered, validatedRequest } from './coded-request.js';
 export { type CodedReply, serveCoded, serveConstant } from './coded-responder.js';
 export { deleteAgentConsumer, deleteUnroutedConsumers, ensureAgentConsumer, ensureEventStream, ensureRouterConsumer, publishWorldEvent, sendAgentMessage } from './event-stream.js';
-export { ensureJobQueues, JOB_DEDUP_WINDOW_MS, jobBacklog, publishJob } from './job-queue.js';
+export { deadLetters, ensureJobQueues, JOB_DEDUP_WINDOW_MS, jobBacklog, publishJob, requeueDeadLetter } from './job-queue.js';
 export { consumeLong, LONG_PULL, type PullTiming } from './long-pull.js';
 export { connectNats, type NatsConnection, type NatsConnectOptions } from './nats-connection.js';
 export { REQUESTER, REQUESTER_HEADER, SupervisorRequester } from './supervisor-requester.js';
