@@ -8,7 +8,7 @@ import { LLM_PROVIDERS } from '../config/llm-settings.js';
 import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { describeIssues } from '../errors/zod-issues.js';
 import { pklErrorLocation, withPklLine } from './pkl-lines.js';
-import { QueueNameSchema, queueProblems, QueueSchema, SkillNameSchema } from './queue-schema.js';
+import { QueueNameSchema, queueProblems, QueueSchema, SkillNameSchema, WorkRelevanceSchema } from './queue-schema.js';
 import { resolveScriptPaths, ToolNameSchema, toolProblems, ToolSchema } from './tool-schema.js';
 import { checkWorldFilter, RESERVED_WORLD_FIELDS, RESERVED_WORLD_TABLES, WorldFilterSchema, WorldNameSchema, WorldTableSchema } from './world-schema.js';
 
@@ -76,9 +76,8 @@ export const AgentDefinitionSchema = z.object({
   reasonOnEvents: z.boolean().nullish(),
   /** Which of the domain's tools it may call: `[!][tag:]pattern`, the last match deciding. */
   capabilities: z.array(z.string().min(1)).default([]),
-  /** The kinds of job it takes from the work queues. */
+  /** The kinds of job it takes from the work queues (`skills`), and from which (`queues`; empty: every queue). */
   skills: z.array(SkillNameSchema).default([]),
-  /** The queues whose jobs of its skills it takes; empty: every queue. */
   queues: z.array(QueueNameSchema).default([]),
 });
 export type AgentDefinition = z.infer<typeof AgentDefinitionSchema>;
@@ -195,6 +194,7 @@ export const DomainSchemaSchema = z.object({
   /** Tools agents may be granted through their capabilities. */
   tools: z.record(ToolNameSchema, ToolSchema).default({}),
   queues: z.record(QueueNameSchema, QueueSchema).default({}),
+  workRelevance: WorkRelevanceSchema.nullish(),
 });
 export type DomainSchema = z.infer<typeof DomainSchemaSchema>;
 

@@ -60,3 +60,21 @@ export function workOf(agent: { skills: string[]; queues: string[] }, queues: Re
 export function backoffAfter(settings: Queue, attempt: number): number {
   return settings.backoffMs[Math.min(Math.max(attempt - 1, 0), settings.backoffMs.length - 1)] ?? 0;
 }
+
+/**
+ * Relevance from the work waiting: each agent with skills is scored from its skills' backlog,
+ * which the supervisor reads from JetStream every `everyMs` and reconciles the workers by.
+ */
+export const WorkRelevanceSchema = z
+  .object({
+    /** This many jobs of one of its skills waiting or in hand make an agent fully relevant. */
+    fullBacklog: z.number().int().min(1).default(10),
+    /** A job waiting this long makes it fully relevant, however few wait. */
+    urgentAfterMs: z.number().int().min(1).default(30_000),
+    /** Once none of its skills' jobs waits or is in hand, its score halves every this long, from `threshold_active` down: Listening, then Dormant. */
+    lullHalfLifeMs: z.number().int().min(1).default(60_000),
+    /** How often the backlog is read and the workers reconciled. */
+    everyMs: z.number().int().min(250).max(600_000).default(2000),
+  })
+  .strict();
+export type WorkRelevance = z.infer<typeof WorkRelevanceSchema>;

@@ -5,7 +5,7 @@ import type { LifecycleState } from '../../shared/domain/domain-schema.js';
 export const STATE_RANK: Readonly<Record<LifecycleState, number>> = Object.freeze({ archived: 0, dormant: 1, listening: 2, active: 3 });
 
 /** Where a score came from. `pinned` agents are not scored. */
-export type ScoreSource = 'forced' | 'module' | 'rules' | 'agent' | 'default';
+export type ScoreSource = 'forced' | 'module' | 'work' | 'rules' | 'agent' | 'default';
 
 export interface ScoredAgent {
   id: string;

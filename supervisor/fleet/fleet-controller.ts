@@ -162,7 +162,8 @@ export class FleetController {
   }
 
   /** Level-triggered and idempotent: the same context twice changes nothing the second time. */
-  reconcile(context: ReconcileContext, options: { dryRun?: boolean; strict?: boolean; onProgress?: ProgressListener } = {}): Promise<ReconcileReport> {
+  /** With `only`, the other agents stay as they are, unscored (the work relevance's rounds); such a reconcile is not journaled: the next round redoes it. */
+  reconcile(context: ReconcileContext, options: { dryRun?: boolean; strict?: boolean; onProgress?: ProgressListener; only?: ReadonlySet<string> } = {}): Promise<ReconcileReport> {
     let warnings: string[];
     try {
       warnings = this.#o.evaluator.checkContext(context, options.strict);
@@ -174,7 +175,7 @@ export class FleetController {
     return this.#operations.add(async () => {
       queued.mark('queued');
       const clock = new PhaseClock();
-      const decisions = await this.decide(context);
+      const decisions = await this.decide(context, Date.now(), options.only);
       clock.mark('decide');
       this.#o.metrics.decisionSeconds.observe(clock.elapsed() / 1000);
       const report = await this.#apply(decisions, context, options);
@@ -191,12 +192,18 @@ export class FleetController {
   }
 
   /** Scores every agent and decides its state (no process action). */
-  async decide(context: ReconcileContext, now = Date.now()): Promise<Array<Decision & { score: number; source: string; error?: ThymosError | undefined }>> {
+  async decide(context: ReconcileContext, now = Date.now(), only?: ReadonlySet<string>): Promise<Array<Decision & { score: number; source: string; error?: ThymosError | undefined }>> {
     const entries = this.#o.registry.all().filter((e) => this.#o.domain.agents[e.id]);
-    const scores = await this.#o.evaluator.scoreAll(entries.map((e) => ({ id: e.id, running: RUNNING(e.state) })), context);
+    const scores = await this.#o.evaluator.scoreAll(entries.filter((e) => !only || only.has(e.id)).map((e) => ({ id: e.id, running: RUNNING(e.state) })), context);
     const errors = new Map<string, ThymosError>();
+    const held = new Map<string, string>();
     const scored: ScoredAgent[] = entries.map((e) => {
-      const s = scores.get(e.id)!;
+      const s = scores.get(e.id);
+      // Outside `only`: held where it is, with the score and source it had.
+      if (s === undefined) {
+        held.set(e.id, e.source ?? 'default');
+        return { id: e.id, current: e.state, since: e.since, score: e.score ?? 0, source: 'default', pinned: e.state };
+      }
       if (s instanceof ThymosError) {
         // A broken score leaves the agent where it is (held like a pin); the report names the failure.
         this.#o.logger.warn({ agent: e.id, err: s.message }, 'scoring failed');
@@ -206,13 +213,13 @@ export class FleetController {
       return { id: e.id, current: e.state, since: e.since, score: s.score, source: s.source, pinned: this.#pins.get(e.id) };
     });
     const decisions = decideStates(scored, this.#o.config.lifecycle, now);
-    return scored.map((s) => ({ ...decisions.get(s.id)!, score: s.score, source: errors.has(s.id) ? 'error' : s.source, error: errors.get(s.id) }));
+    return scored.map((s) => ({ ...decisions.get(s.id)!, score: s.score, source: errors.has(s.id) ? 'error' : (held.get(s.id) ?? s.source), error: errors.get(s.id) }));
   }
 
   async #apply(
     decisions: Array<Decision & { score: number; source: string; error?: ThymosError }>,
     context: ReconcileContext,
-    options: { dryRun?: boolean; onProgress?: ProgressListener },
+    options: { dryRun?: boolean; onProgress?: ProgressListener; only?: ReadonlySet<string> },
   ): Promise<Report> {
     const report = emptyReport();
     const moves: Move[] = [];
@@ -233,7 +240,7 @@ export class FleetController {
     }
     await this.#o.registry.updateScores(rescored);
     this.#o.evaluator.observe(context);
-    if (moves.length > 0) this.#journal.begin(context);
+    if (moves.length > 0 && !options.only) this.#journal.begin(context);
     await this.#runMoves(moves, report, options.onProgress);
     this.#o.metrics.setCounts(this.counts());
     return sortReport(report);

@@ -51,11 +51,14 @@ export interface RelevanceEvaluatorOptions {
   module?: RelevanceModule | undefined;
   /** Consulted for running agents only, when neither the module nor the rules score them. */
   askAgent?: AskAgent | undefined;
+  /** An agent's score from the work waiting (the domain's `workRelevance`), or undefined when it takes no jobs. */
+  work?: ((id: string) => number | undefined) | undefined;
 }
 
 /**
  * Scores agents from a reconcile context. The first source that gives a score wins:
- * a forced `relevance` property, the application's module, the Pkl rules (the highest
+ * a forced `relevance` property, the application's module, the work waiting (for agents that
+ * take jobs, when the domain declares `workRelevance`), the Pkl rules (the highest
  * score of the rules that match), the running agent's own answer, the default.
  */
 export class RelevanceEvaluator {
@@ -63,6 +66,7 @@ export class RelevanceEvaluator {
   readonly #defaultScore: number;
   readonly #module: RelevanceModule | undefined;
   readonly #askAgent: AskAgent | undefined;
+  readonly #work: ((id: string) => number | undefined) | undefined;
   readonly #rulesByAgent = new Map<string, RelevanceRule[]>();
   /** The context properties something reads, or undefined when that cannot be known (a module that does not say). */
   readonly #known: { agent: Set<string>; global: Set<string> } | undefined;
@@ -74,6 +78,7 @@ export class RelevanceEvaluator {
     this.#defaultScore = options.defaultScore;
     this.#module = options.module;
     this.#askAgent = options.askAgent;
+    this.#work = options.work;
     this.#known = knownProperties(options.domain, options.module);
     for (const id of Object.keys(options.domain.agents)) {
       this.#rulesByAgent.set(
@@ -179,6 +184,8 @@ export class RelevanceEvaluator {
         return { score: value, source: 'module' };
       }
     }
+    const fromWork = this.#work?.(id);
+    if (fromWork !== undefined) return { score: fromWork, source: 'work' };
     const byRules = this.scoreByRules(id, context.global, properties);
     if (byRules !== undefined) return { score: byRules, source: 'rules' };
     if (running && this.#askAgent) {
@@ -203,6 +210,11 @@ export class RelevanceEvaluator {
         continue;
       }
       if (!this.#module) {
+        const fromWork = this.#work?.(id);
+        if (fromWork !== undefined) {
+          out.set(id, { score: fromWork, source: 'work' });
+          continue;
+        }
         const byRules = this.scoreByRules(id, context.global, this.propertiesOf(id, context));
         if (byRules !== undefined) {
           out.set(id, { score: byRules, source: 'rules' });

@@ -22,6 +22,7 @@ import { StopOnce } from '../../shared/platform/stop-once.js';
 import { writeAtomic } from '../../shared/platform/write-atomic.js';
 import { FleetNames } from '../../shared/protocol/fleet-names.js';
 import type { ListedDeadLetter, SkillBacklog } from '../../shared/protocol/job.js';
+import { ReconcileContextSchema } from '../../shared/protocol/reconcile-context.js';
 import { type FleetStatus, SupervisorRequestSchemas, SupervisorResultSchemas } from '../../shared/protocol/supervisor-protocol.js';
 import type { ApprovalDecision } from '../../shared/protocol/tool-call.js';
 import { AgentEndpoints } from '../api/agent-endpoints.js';
@@ -37,6 +38,7 @@ import { EventRouter, type EventRouterOptions } from '../fleet/event-router.js';
 import { FleetController } from '../fleet/fleet-controller.js';
 import { RelevanceEvaluator } from '../fleet/relevance-evaluator.js';
 import { SupervisorMetrics } from '../fleet/supervisor-metrics.js';
+import { WorkScores } from '../fleet/work-scores.js';
 import { ProcessManager } from '../pm2/process-manager.js';
 import { thymosBinPath } from '../pm2/thymos-bin.js';
 import { worldControlApi } from '../world/world-api.js';
@@ -74,15 +76,14 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     const hints = eventHints(await serveTextModels(config, nc, names, logger, cleanup));
     const processes = await ProcessManager.connect(paths.pm2Home);
     cleanup.push(() => processes.disconnect());
-
     const link = new AgentLink(nc, names);
-    const evaluator = await relevanceEvaluator(config, domain, link);
     const metrics = new SupervisorMetrics();
     const jsm = await ensureEventStream(nc, config.events, names).catch((err: unknown) => {
       logger.warn({ err: (err as Error).message }, 'world events are off: the NATS server has no JetStream');
       return undefined;
     });
-    const jobs = await openJobQueues(jsm, nc, domain, names);
+    const jobs = await openJobQueues(jsm, nc, domain, names, config, logger);
+    const evaluator = await relevanceEvaluator(config, domain, link, jobs.work);
     const world = await WorldStore.open({ db, tables: domain.worldTables, nc, names, leaseMs: config.world.lease_ms, maxSubscriptions: config.world.max_subscriptions, logger });
     cleanup.push(() => world.close());
     let controller: FleetController | undefined;
@@ -107,6 +108,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     });
     await controller.adopt();
     controller.watchHeartbeats();
+    if (jobs.work) cleanup.push(jobs.work.start((only) => controller.reconcile(ReconcileContextSchema.parse({}), { only })));
     if (jsm) await startRouter({ nc, names, domain, settings: config.events, registry, evaluator, hints, onRouted: (ids) => metrics.countRouted(ids), logger }, cleanup);
     const metricsUrl = await metrics.listen('127.0.0.1', config.supervisor.metrics_port);
     cleanup.push(() => metrics.close());
@@ -142,23 +144,26 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
   }
 }
 
-/** What the supervisor answers about the work queues. */
+/** What the supervisor answers about the work queues, and the work relevance when the domain declares it. */
 interface JobQueues {
+  work: WorkScores | undefined;
   backlog(queue?: string): Promise<SkillBacklog[]>;
   dead(limit: number, queue?: string): Promise<ListedDeadLetter[]>;
   requeue(seq: number): Promise<{ id: string; queue: string; skill: string; seq: number }>;
 }
 
 /** The work queues: a stream per queue, a consumer per skill that serves it (shared/nats/job-queue.ts); their backlog and dead letters. */
-async function openJobQueues(jsm: JetStreamManager | undefined, nc: NatsConnection, domain: DomainSchema, names: FleetNames): Promise<JobQueues> {
+async function openJobQueues(jsm: JetStreamManager | undefined, nc: NatsConnection, domain: DomainSchema, names: FleetNames, config: ThymosConfig, logger: Logger): Promise<JobQueues> {
   const skills = queueSkills(domain);
   if (jsm) await ensureJobQueues(jsm, domain.queues, skills, names);
   const js = () => {
     if (!jsm) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, 'the NATS server has no JetStream: there are no work queues');
     return jsm;
   };
+  const backlog = async (queue?: string) => (jsm ? jobBacklog(jsm, queue === undefined ? Object.keys(domain.queues) : [queue], skills, names) : []);
   return {
-    backlog: async (queue) => (jsm ? jobBacklog(jsm, queue === undefined ? Object.keys(domain.queues) : [queue], skills, names) : []),
+    work: domain.workRelevance && jsm ? new WorkScores({ domain, settings: domain.workRelevance, lifecycle: config.lifecycle, backlog, logger }) : undefined,
+    backlog,
     dead: async (limit, queue) => (jsm ? deadLetters(jsm, limit, queue, names) : []),
     requeue: (seq) => requeueDeadLetter(js(), nc, seq, names),
   };
@@ -214,10 +219,11 @@ async function connectWithin(natsUrl: string, ms: number): Promise<NatsConnectio
 }
 
 /** The fleet's relevance evaluator; an agent asked for its own score that does not answer in time gives none. */
-async function relevanceEvaluator(config: ThymosConfig, domain: DomainSchema, link: AgentLink): Promise<RelevanceEvaluator> {
+async function relevanceEvaluator(config: ThymosConfig, domain: DomainSchema, link: AgentLink, work: WorkScores | undefined): Promise<RelevanceEvaluator> {
   const timeout = config.supervisor.evaluate_timeout_ms;
   return new RelevanceEvaluator({
     domain,
+    work: work && ((id) => work.score(id)),
     defaultScore: config.lifecycle.default_score,
     module: config.relevancePath ? await RelevanceEvaluator.loadModule(config.relevancePath) : undefined,
     askAgent: async (id, input) => {

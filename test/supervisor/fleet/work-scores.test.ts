@@ -1,0 +1,103 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import { LifecycleSettingsSchema } from '../../../shared/config/fleet-settings.js';
+import { parseDomainSchema } from '../../../shared/domain/domain-schema.js';
+import { createLogger } from '../../../shared/platform/logger.js';
+import type { SkillBacklog } from '../../../shared/protocol/job.js';
+import { stateForScore } from '../../../supervisor/fleet/decide-states.js';
+import { WorkScores } from '../../../supervisor/fleet/work-scores.js';
+import { eventually, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
+import { REPO_ROOT } from '../../helpers/workspace.js';
+
+const lifecycle = LifecycleSettingsSchema.parse({});
+
+describe('relevance from the work waiting', () => {
+  test('scores: any work wakes, more or older work ranks higher, a lull falls through Listening to Dormant, never Archived', async () => {
+    const domain = parseDomainSchema(
+      {
+        queues: { support: {} },
+        workRelevance: { fullBacklog: 10, urgentAfterMs: 60_000, lullHalfLifeMs: 1000 },
+        agents: { desk: { persona: { name: 'Desk' }, skills: ['orders', 'billing'] }, bard: { persona: { name: 'Bard' } } },
+      },
+      'x.json',
+    );
+    let rows: SkillBacklog[] = [];
+    const row = (skill: string, waiting: number, oldest = 0): SkillBacklog => ({ queue: 'support', skill, waiting, in_progress: 0, oldest_ms: oldest, served: true });
+    const scores = new WorkScores({ domain, settings: domain.workRelevance!, lifecycle, backlog: async () => rows, logger: createLogger({ level: 'silent' }) });
+    assert.deepEqual([...scores.workers], ['desk']);
+    assert.equal(scores.score('desk', 0), undefined, 'nothing read yet');
+    await scores.refresh(0);
+    assert.equal(stateForScore(scores.score('desk', 0)!, lifecycle), 'dormant', 'no work since start: asleep');
+    assert.equal(scores.score('bard', 0), undefined, 'takes no jobs: scored by the other sources');
+    rows = [row('orders', 1)];
+    await scores.refresh(1000);
+    const one = scores.score('desk', 1000)!;
+    assert.ok(one > lifecycle.threshold_active + lifecycle.hysteresis, `one job wakes it past the hysteresis (${one})`);
+    rows = [row('orders', 5)];
+    await scores.refresh(2000);
+    assert.ok(scores.score('desk', 2000)! > one);
+    rows = [row('billing', 1, 60_000)];
+    await scores.refresh(3000);
+    assert.equal(scores.score('desk', 3000), 1, 'an old job is urgent');
+    rows = [];
+    await scores.refresh(3000);
+    // billing had work last at 3000: 0.69, halving every second.
+    const states = [3000, 3400, 3600, 4200, 20_000].map((t) => stateForScore(scores.score('desk', t)!, lifecycle));
+    assert.deepEqual(states, ['listening', 'listening', 'listening', 'dormant', 'dormant']);
+  });
+
+  describe('on a fleet', () => {
+    let tf: TestFleet;
+    const dir = mkdtempSync(join(tmpdir(), 'thymos-desk-'));
+    before(async () => {
+      writeFileSync(join(dir, 'desk.mjs'), 'export function lookup(input) { return { order: input.order_id, status: "shipped" }; }\n');
+      writeFileSync(
+        join(dir, 'desk.pkl'),
+        `amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}
+queues { ["support"] {} }
+workRelevance { everyMs = 300; lullHalfLifeMs = 5000; fullBacklog = 2 }
+agents {
+  ["desk"] { persona { name = "Desk" }; skills { "orders" }; capabilities { "lookup_order" } }
+  ["bard"] { persona { name = "Bard" } }
+}
+tools {
+  ["lookup_order"] {
+    description = "Look up where an order is and whether it has shipped"
+    examples { "where is my order ORD-12345"; "has order ORD-12345 shipped yet" }
+    input { ["order_id"] { pattern = #"ORD-\\d{5}"# } }
+    sideEffect = "read_only"
+    executor = new Script { path = "desk.mjs"; export = "lookup" }
+  }
+}
+`,
+      );
+      tf = await startTestFleet(['[lifecycle]', 'min_dwell_ms = 0'], { schema: join(dir, 'desk.pkl') });
+    });
+    after(async () => {
+      await tf?.dispose();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    test('a burst wakes the Dormant worker, which does the work; the lull puts it to Listening, then Dormant; the other agent is left alone', async () => {
+      const { fleet } = tf;
+      await fleet.start('bard');
+      const state = async (id: string) => (await fleet.status()).agents.find((a) => a.id === id)!;
+      assert.equal((await state('desk')).state, 'dormant');
+      for (const n of [11111, 22222, 33333]) await fleet.jobs.publish('support', 'orders', { text: `Where is my order ORD-${n}?` });
+      await eventually(async () => ((await state('desk')).state === 'active' ? true : undefined), 60_000, 'the burst to wake desk');
+      assert.equal((await state('desk')).source, 'work');
+      await eventually(async () => {
+        const b = (await fleet.jobs.list()).find((r) => r.skill === 'orders')!;
+        return b.waiting + b.in_progress === 0 ? true : undefined;
+      }, 60_000, 'the work to be done');
+      await eventually(async () => ((await state('desk')).state === 'dormant' ? true : undefined), 60_000, 'the lull to put desk to sleep');
+      const moves = (await fleet.history('desk')).reverse().map((t) => t.to);
+      assert.deepEqual(moves.slice(-3), ['active', 'listening', 'dormant'], JSON.stringify(moves));
+      assert.equal((await state('bard')).state, 'active', 'an agent without skills is not moved by the work rounds');
+    });
+  });
+});
