@@ -3,6 +3,7 @@
  */
 export { codedRequest, type Unanswered, validatedRequest } from './coded-request.js';
 export { type CodedReply, serveCoded, serveConstant } from './coded-responder.js';
+export { watchLastDeliveries } from './dead-letter-watch.js';
 export { deleteAgentConsumer, deleteUnroutedConsumers, ensureAgentConsumer, ensureEventStream, ensureRouterConsumer, publishWorldEvent, sendAgentMessage } from './event-stream.js';
 export { deadLetters, ensureJobQueues, JOB_DEDUP_WINDOW_MS, jobBacklog, publishJob, requeueDeadLetter } from './job-queue.js';
 export { consumeLong, LONG_PULL, type PullTiming } from './long-pull.js';

@@ -10,6 +10,7 @@ import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import { type DomainSchema, EMPTY_DOMAIN, loadDomainSchema } from '../../shared/domain/domain-schema.js';
 import { queueSkills } from '../../shared/domain/queue-schema.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
+import { watchLastDeliveries } from '../../shared/nats/dead-letter-watch.js';
 import { ensureEventStream } from '../../shared/nats/event-stream.js';
 import { deadLetters, ensureJobQueues, jobBacklog, requeueDeadLetter } from '../../shared/nats/job-queue.js';
 import { connectNats } from '../../shared/nats/nats-connection.js';
@@ -82,7 +83,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
       logger.warn({ err: (err as Error).message }, 'world events are off: the NATS server has no JetStream');
       return undefined;
     });
-    const jobs = await openJobQueues(jsm, nc, domain, names, config, logger);
+    const jobs = await openJobQueues(jsm, nc, domain, names, config, logger, cleanup);
     const evaluator = await relevanceEvaluator(config, domain, link, jobs.work);
     const world = await WorldStore.open({ db, tables: domain.worldTables, nc, names, leaseMs: config.world.lease_ms, maxSubscriptions: config.world.max_subscriptions, logger });
     cleanup.push(() => world.close());
@@ -153,9 +154,12 @@ interface JobQueues {
 }
 
 /** The work queues: a stream per queue, a consumer per skill that serves it (shared/nats/job-queue.ts); their backlog and dead letters. */
-async function openJobQueues(jsm: JetStreamManager | undefined, nc: NatsConnection, domain: DomainSchema, names: FleetNames, config: ThymosConfig, logger: Logger): Promise<JobQueues> {
+async function openJobQueues(jsm: JetStreamManager | undefined, nc: NatsConnection, domain: DomainSchema, names: FleetNames, config: ThymosConfig, logger: Logger, cleanup: CleanupStack): Promise<JobQueues> {
   const skills = queueSkills(domain);
   if (jsm) await ensureJobQueues(jsm, domain.queues, skills, names);
+  // A worker that died on a job's last delivery: the job is caught from the advisory.
+  const watch = jsm ? watchLastDeliveries(nc, jsm, Object.keys(domain.queues), names, logger) : undefined;
+  cleanup.push(() => watch?.unsubscribe());
   const js = () => {
     if (!jsm) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, 'the NATS server has no JetStream: there are no work queues');
     return jsm;

@@ -35,7 +35,7 @@ describe('jobs through crashes', () => {
       if (first) cancelled.set(key, order);
       onRequest(key);
       // The first request of a key is held: its caller is killed before it hears back.
-      if (first && order === 'ORD-11111') return void held.push(res);
+      if (first && (order === 'ORD-11111' || order === 'ORD-99999')) return void held.push(res);
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ order, status: 'cancelled' }));
     });
   });
@@ -46,7 +46,7 @@ describe('jobs through crashes', () => {
     writeFileSync(
       join(dir, 'desk.pkl'),
       `amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}
-queues { ["support"] { maxDeliver = 5; ackWaitMs = 2000; backoffMs { 100 } } }
+queues { ["support"] { maxDeliver = 5; ackWaitMs = 2000; backoffMs { 100 } } ["fragile"] { maxDeliver = 1; ackWaitMs = 2000 } }
 agents { ["desk"] { persona { name = "Desk" }; skills { "orders" }; capabilities { "cancel_order" } } }
 tools {
   ["cancel_order"] {
@@ -90,6 +90,22 @@ tools {
     await eventually(backlogEmpty, 30_000, 'the job to be acknowledged');
     assert.equal([...cancelled.values()].filter((o) => o === 'ORD-11111').length, 1, 'cancelled once');
     assert.ok(requests.filter((r) => r.key === 'J-crash').every((r) => r.order === 'ORD-11111'));
+  });
+
+  test('kill -9 of the agent on a job\'s last delivery: the supervisor catches it from the advisory and makes it a dead letter', async () => {
+    const pidBefore = (await tf.fleet.status()).agents.find((a) => a.id === 'desk')!.pid!;
+    const reached = new Promise<string>((resolve) => (onRequest = resolve));
+    await tf.fleet.jobs.publish('fragile', 'orders', { text: 'Please cancel ORD-99999' }, { id: 'J-last' });
+    assert.equal(await reached, 'J-last');
+    process.kill(pidBefore, 'SIGKILL');
+    const letter = await eventually(async () => (await tf.fleet.jobs.dead({ queue: 'fragile' })).find((l) => (l.job as { id?: string }).id === 'J-last'), 60_000, 'the dead letter');
+    assert.deepEqual([letter.agent, letter.attempts, letter.reason.code, letter.skill], ['supervisor', 1, 'TIMEOUT', 'orders']);
+    await eventually(async () => {
+      const b = (await tf.fleet.jobs.list('fragile')).find((r) => r.skill === 'orders')!;
+      return b.waiting + b.in_progress === 0 ? true : undefined;
+    }, 30_000, 'the job gone from its queue');
+    assert.equal(requests.filter((r) => r.key === 'J-last').length, 1, 'never delivered again');
+    await eventually(async () => ((await tf.fleet.status()).agents.find((a) => a.id === 'desk')!.state === 'active' ? true : undefined), 60_000, 'desk back');
   });
 
   test('kill -9 of the supervisor while jobs flow: every job is done, none twice', async () => {
