@@ -17,8 +17,8 @@ const PULL_MS = 5000;
 type Ending = { done: true; note: string } | { done: false; retry: boolean; code: string; message: string };
 
 /**
- * An agent's work from the queues: for each queue and skill it serves, one job at a time from the
- * skill's shared durable consumer, only while the agent is active and ready (a Listening agent
+ * An agent's work from the queues: for each queue and skill it serves, one job at a time (or
+ * `[jobs] concurrency` at once) from the skill's shared durable consumer, only while the agent is active and ready (a Listening agent
  * takes none; what waits, waits).
  *
  * A job is worked by resolving its words (`payload.intent` or `payload.text`, or the payload when
@@ -57,9 +57,12 @@ export class JobWorker {
     for (const w of waiting) w();
   };
 
-  constructor(runtime: Working, work: readonly Work[], names: FleetNames, logger: Logger) {
+  readonly #concurrency: number;
+
+  constructor(runtime: Working, work: readonly Work[], names: FleetNames, logger: Logger, concurrency = 1) {
     this.#runtime = runtime;
     this.#work = work;
+    this.#concurrency = concurrency;
     this.#names = names;
     this.#logger = logger;
   }
@@ -80,7 +83,7 @@ export class JobWorker {
           this.#pulls.delete(pull);
         }
       };
-      this.#loops.push(this.#loop(w, next, js));
+      for (let i = 0; i < this.#concurrency; i++) this.#loops.push(this.#loop(w, next, js));
     }
     this.#logger.info({ work: this.#work.map((w) => `${w.queue}/${w.skill}`) }, 'taking jobs');
   }

@@ -158,7 +158,7 @@ async function openReaders(parts: FleetLinkParts, names: FleetNames, listeners: 
 async function startWork(parts: FleetLinkParts, nc: NatsConnection, names: FleetNames, listeners: Array<{ close(): Promise<void> }>): Promise<void> {
   if (parts.work.length === 0) return;
   const { JobWorker } = await import('../links/job-worker.js');
-  const worker = new JobWorker(parts.runtime, parts.work, names, parts.logger);
+  const worker = new JobWorker(parts.runtime, parts.work, names, parts.logger, parts.config.jobs.concurrency);
   parts.cleanup.push(() => worker.close());
   listeners.push(worker);
   await worker.open(nc);

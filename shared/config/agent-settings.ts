@@ -167,3 +167,12 @@ export const ToolsSettingsSchema = z
   })
   .strict();
 export type ToolsSettings = z.infer<typeof ToolsSettingsSchema>;
+
+/** `[jobs]`: how agents work the jobs of the queues. */
+export const JobsSettingsSchema = z
+  .object({
+    /** Jobs of one skill on one queue an agent works at once. @default 1 */
+    concurrency: z.number().int().min(1).max(64).default(1),
+  })
+  .strict();
+export type JobsSettings = z.infer<typeof JobsSettingsSchema>;

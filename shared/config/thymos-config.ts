@@ -6,7 +6,7 @@ import { z } from 'zod';
 
 import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { describeIssue } from '../errors/zod-issues.js';
-import { AgentSettingsSchema, McpSettingsSchema, MemorySettingsSchema, ToolsSettingsSchema } from './agent-settings.js';
+import { AgentSettingsSchema, JobsSettingsSchema, McpSettingsSchema, MemorySettingsSchema, ToolsSettingsSchema } from './agent-settings.js';
 import { DomainSettingsSchema, EmbeddingSettingsSchema, EventsSettingsSchema, FleetSettingsSchema, LifecycleSettingsSchema, LogSettingsSchema, NatsSettingsSchema, SupervisorSettingsSchema, WorldSettingsSchema } from './fleet-settings.js';
 import { LlmSettingsSchema } from './llm-settings.js';
 
@@ -28,6 +28,7 @@ export const ThymosConfigSchema = z
     llm: LlmSettingsSchema.prefault({}),
     mcp: McpSettingsSchema.prefault({}),
     tools: ToolsSettingsSchema.prefault({}),
+    jobs: JobsSettingsSchema.prefault({}),
     log: LogSettingsSchema.prefault({}),
   })
   .strict();

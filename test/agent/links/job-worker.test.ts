@@ -35,6 +35,9 @@ describe('agents take jobs from the work queues', () => {
       join(dir, 'desk.mjs'),
       `import { appendFileSync, existsSync } from 'node:fs';
 export function lookup(input) { appendFileSync(${JSON.stringify(calls)}, 'lookup ' + input.order_id + ' at ' + Date.now() + '\\n'); return { order: input.order_id, status: 'shipped' }; }
+let running = 0;
+let most = 0;
+export async function report(input) { running++; most = Math.max(most, running); appendFileSync(${JSON.stringify(calls)}, 'report ' + input.report_id + ' most ' + most + '\\n'); await new Promise((r) => setTimeout(r, 400)); running--; return { report: input.report_id }; }
 export function escalate(input) { appendFileSync(${JSON.stringify(calls)}, 'escalate ' + input.ticket + '\\n'); if (existsSync(${JSON.stringify(closedFlag)})) throw new Error('the escalation desk is closed'); return { ticket: input.ticket, status: 'escalated' }; }
 `,
     );
@@ -42,7 +45,7 @@ export function escalate(input) { appendFileSync(${JSON.stringify(calls)}, 'esca
       join(dir, 'desk.pkl'),
       `amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}
 queues { ["support"] { maxDeliver = 3; backoffMs { 100; 200 } } }
-agents { ["desk"] { persona { name = "Desk" }; skills { "orders" }; capabilities { "lookup_order"; "escalate_ticket" } } }
+agents { ["desk"] { persona { name = "Desk" }; skills { "orders" }; capabilities { "lookup_order"; "escalate_ticket"; "compile_report" } } }
 tools {
   ["lookup_order"] {
     description = "Look up where an order is and whether it has shipped"
@@ -50,6 +53,13 @@ tools {
     input { ["order_id"] { pattern = #"ORD-\\d{5}"#; description = "The order, e.g. ORD-12345" } }
     sideEffect = "read_only"
     executor = new Script { path = "desk.mjs"; export = "lookup" }
+  }
+  ["compile_report"] {
+    description = "Compile the monthly sales report"
+    examples { "compile report R-1"; "put together the sales report R-2" }
+    input { ["report_id"] { pattern = #"R-\\d+"#; description = "The report, e.g. R-1" } }
+    sideEffect = "read_only"
+    executor = new Script { path = "desk.mjs"; export = "report" }
   }
   ["escalate_ticket"] {
     description = "Escalate a support ticket to a person on the escalation desk"
@@ -61,7 +71,7 @@ tools {
 }
 `,
     );
-    tf = await startTestFleet(['[lifecycle]', 'min_dwell_ms = 0'], { schema: join(dir, 'desk.pkl') });
+    tf = await startTestFleet(['[lifecycle]', 'min_dwell_ms = 0', '[jobs]', 'concurrency = 2'], { schema: join(dir, 'desk.pkl') });
     nc = await connect({ servers: fleetNatsUrl(loadConfig(tf.ws.configPath)) });
     await tf.fleet.start('desk');
   });
@@ -98,6 +108,13 @@ tools {
     const desk = await tf.fleet.agent('desk');
     const made = await desk.callTool({ name: 'recall', arguments: { query: 'lookup_order', source: 'tool_call', k: 5 } });
     assert.match(JSON.stringify(made.structuredContent), /job:J-1/);
+  });
+
+  test('[jobs] concurrency: two jobs of one skill worked at once, never more', async () => {
+    for (const n of [1, 2, 3, 4]) await tf.fleet.jobs.publish('support', 'orders', { text: `Compile report R-${n}` }, { id: `J-R${n}` });
+    await eventually(() => ((called().match(/^report /gm)?.length ?? 0) === 4 ? true : undefined), 30_000, 'the four reports');
+    const most = Math.max(...[...called().matchAll(/^report R-\d+ most (\d+)$/gm)].map((m) => Number(m[1])));
+    assert.equal(most, 2);
   });
 
   test('a job whose call fails is delivered again after the back-off, then given up as a dead letter with its reason and attempts', async () => {
