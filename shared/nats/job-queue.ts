@@ -25,6 +25,8 @@ const isApiError = (err: unknown, code: number) => err instanceof JetStreamApiEr
  * more are left: their jobs wait, and `jobs ls` shows them unserved.
  */
 export async function ensureJobQueues(jsm: JetStreamManager, queues: Readonly<Record<string, Queue>>, skills: ReadonlyMap<string, readonly string[]>, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<void> {
+  // A fleet without queues has no job streams, not even the dead letters'.
+  if (Object.keys(queues).length === 0) return;
   const streams: Array<[string, string, RetentionPolicy, number]> = [
     ...Object.keys(queues).map((q): [string, string, RetentionPolicy, number] => [names.jobStream(q), names.queueJobs(q), RetentionPolicy.Workqueue, 0]),
     [names.deadStream, names.allDeadLetters, RetentionPolicy.Limits, DEAD_LETTERS_KEPT_MS * NS_PER_MS],

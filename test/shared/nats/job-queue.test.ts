@@ -40,6 +40,10 @@ describe('work queues on JetStream', () => {
     assert.equal(billing.config.max_deliver, 3);
     assert.equal(billing.config.ack_wait, 2000 * 1_000_000);
     assert.equal((await jsm.streams.info('DESK_JOBS_DEAD')).config.subjects[0], 'desk.jobs.dead.*');
+    // A fleet that declares no queue gets no job stream at all.
+    const bare = new FleetNames('bare');
+    await ensureJobQueues(jsm, {}, new Map(), bare);
+    await assert.rejects(jsm.streams.info(bare.deadStream));
     // Settings that change are brought in line on the next start.
     await ensureJobQueues(jsm, { support: { ...support, maxDeliver: 7 } }, new Map([['support', ['billing']]]), names);
     assert.equal((await jsm.consumers.info('DESK_JOBS_SUPPORT', 'skill_billing')).config.max_deliver, 7);
