@@ -5,7 +5,7 @@ import { backoffAfter, type Work } from '../../shared/domain/queue-schema.js';
 import { ErrorCode } from '../../shared/errors/errors.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
-import { type DeadLetter, type Job, JobSchema } from '../../shared/protocol/job.js';
+import { type DeadLetter, deadLetterId, type Job, JobSchema } from '../../shared/protocol/job.js';
 import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
 import type { ActOutcome } from '../runtime/acting.js';
 import type { Working } from '../runtime/runtime-ports.js';
@@ -152,7 +152,7 @@ export class JobWorker {
     }
     const letter: DeadLetter = { job: parsed.success ? parsed.data : raw ?? m.string().slice(0, 2000), queue: w.queue, skill: w.skill, reason: { code: ending.code, message: ending.message }, attempts, agent: this.#runtime.id, at: new Date().toISOString() };
     // Deduplicated by the job and the delivery: a worker that dies between the two publishes it once.
-    await js.publish(this.#names.deadLetters(w.queue), JSON.stringify(letter), { msgID: `${id}:dead:${m.info.streamSequence}` });
+    await js.publish(this.#names.deadLetters(w.queue), JSON.stringify(letter), { msgID: deadLetterId(id, m.info.streamSequence) });
     // Acknowledged, not terminated: its dead letter holds it now, and a work queue keeps a terminated job.
     await m.ackAck().catch(() => m.ack());
     this.#logger.warn({ job: id, attempts, code: ending.code }, `job given up, a dead letter: ${ending.message}`);

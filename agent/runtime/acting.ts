@@ -47,9 +47,14 @@ export interface ActOutcome {
 /** `[TOOL: what to do]` in a reply, as written (capitals and colon): the words up to the bracket are the intent. */
 export const REPLY_MARKER = /\[TOOL:\s*([^\]\n]{1,500})\]/gu;
 
+/** Words as the speaker hears them, before the ends are trimmed: `[TOOL: …]` taken out, runs of spaces made one. */
+export function spoken(text: string): string {
+  return text.replace(REPLY_MARKER, '').replace(/[ \t]{2,}/g, ' ');
+}
+
 /** A reply's words without its `[TOOL: …]`, as the speaker hears them and the agent remembers them. */
 export function withoutMarkers(text: string): string {
-  return text.replace(REPLY_MARKER, '').replace(/[ \t]{2,}/g, ' ').trim();
+  return spoken(text).trim();
 }
 
 /** Acts as the steps of a reply or decision: the call's record when one was made, else the outcome and the tool meant. */

@@ -1,7 +1,7 @@
 import { JSONParser } from '@streamparser/json';
 
 import { StringControls } from '../llm/json-text.js';
-import { REPLY_MARKER, withoutMarkers } from './acting.js';
+import { REPLY_MARKER, spoken, withoutMarkers } from './acting.js';
 import type { TalkReply } from './agent-behavior.js';
 
 const OPENING = '[TOOL:';
@@ -44,11 +44,6 @@ function safeCut(text: string): number {
   for (const m of text.matchAll(REPLY_MARKER)) lastMarkerEnd = m.index + m[0].length;
   const letters = text.slice(lastMarkerEnd).trimEnd();
   return letters === '' ? lastMarkerEnd : lastMarkerEnd + letters.length;
-}
-
-/** Words as the speaker hears them, before the ends are trimmed: `withoutMarkers` but for its `trim`. */
-function spoken(text: string): string {
-  return text.replace(REPLY_MARKER, '').replace(/[ \t]{2,}/g, ' ');
 }
 
 /** How much of one answer is read as it streams: far beyond a dialogue's `max_tokens`; past it, the rest is passed on when the answer is done. */

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { ErrorCode } from '../errors/errors.js';
 import type { Logger } from '../platform/logger.js';
 import type { FleetNames } from '../protocol/fleet-names.js';
-import { type DeadLetter, JobSchema } from '../protocol/job.js';
+import { type DeadLetter, deadLetterId, JobSchema } from '../protocol/job.js';
 import { parseJsonOrUndefined } from '../protocol/parse-json.js';
 
 /** Where nats-server says a message reached its consumer's `max_deliver` unacknowledged. */
@@ -44,7 +44,7 @@ export function watchLastDeliveries(nc: NatsConnection, jsm: JetStreamManager, q
           agent: 'supervisor',
           at: new Date().toISOString(),
         };
-        await js.publish(names.deadLetters(queue), JSON.stringify(letter), { msgID: `${id}:dead:${seq}` });
+        await js.publish(names.deadLetters(queue), JSON.stringify(letter), { msgID: deadLetterId(id, seq) });
         await jsm.streams.deleteMessage(stream, seq, false);
         logger.warn({ job: id, queue, attempts: deliveries }, 'job given up after its last delivery went unanswered: a dead letter');
       })().catch((e: unknown) => logger.error({ err: e, stream, seq }, 'could not dead-letter a job past its last delivery'));

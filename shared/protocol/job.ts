@@ -71,3 +71,11 @@ export type DeadLetter = z.infer<typeof DeadLetterSchema>;
 /** A dead letter as `jobs dead` lists it: with its place in the dead-letter stream, which `requeue` takes. */
 export const ListedDeadLetterSchema = DeadLetterSchema.extend({ seq: z.number().int().positive() });
 export type ListedDeadLetter = z.infer<typeof ListedDeadLetterSchema>;
+
+/**
+ * The deduplication id of a job's dead letter: its id and the stream sequence of the delivery
+ * given up on, so the worker and the supervisor (from the advisory) publish one letter between them.
+ */
+export function deadLetterId(jobId: string, streamSeq: number): string {
+  return `${jobId}:dead:${streamSeq}`;
+}
