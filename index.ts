@@ -14,6 +14,8 @@ export {
   type GenerateRequest,
   type GenerateResult,
   generateStructured,
+  type JobRequest,
+  type JobResult,
   type LlmProvider,
   type MemoryRecord,
   OfflineProvider,

@@ -37,7 +37,7 @@ export class IntentActs implements Acting {
   readonly #remember: (memories: NewMemory[]) => Promise<unknown>;
   readonly #logger: Logger;
   readonly #model: ModelFiller | undefined;
-  readonly #loop: (use: 'dialogue' | 'reasoning', chain?: readonly string[], by?: string) => ToolLoop | undefined;
+  readonly #loop: (use: 'dialogue' | 'reasoning', chain?: readonly string[], by?: string, job?: string) => ToolLoop | undefined;
   #resolver: Promise<IntentResolver> | undefined;
 
   constructor(options: {
@@ -45,8 +45,8 @@ export class IntentActs implements Acting {
     known: readonly KnownName[];
     remember: (memories: NewMemory[]) => Promise<unknown>;
     logger: Logger;
-    /** A use's model tool loop, its calls made as `by` (see `toolLoopOf`). */
-    loop: (use: 'dialogue' | 'reasoning', chain?: readonly string[], by?: string) => ToolLoop | undefined;
+    /** A use's model tool loop, its calls made as `by` (see `toolLoopOf`), under the job's idempotency keys when it works `job`. */
+    loop: (use: 'dialogue' | 'reasoning', chain?: readonly string[], by?: string, job?: string) => ToolLoop | undefined;
     model?: ModelFiller;
   }) {
     this.#loop = options.loop;
@@ -71,8 +71,9 @@ export class IntentActs implements Acting {
     return this.#resolver;
   }
 
-  /** A use's model tool loop; its calls are made as `model:<use>`, or as `sampling:<client>` when the MCP client's model writes them. */
-  loop(use: 'dialogue' | 'reasoning', chain?: readonly string[], sampler?: string): ToolLoop | undefined {
+  /** A use's model tool loop; its calls are made as `model:<use>`, as `sampling:<client>` when the MCP client's model writes them, or as `job:<id>` while it works a job. */
+  loop(use: 'dialogue' | 'reasoning', chain?: readonly string[], sampler?: string, job?: string): ToolLoop | undefined {
+    if (job !== undefined) return this.#loop(use, chain, `job:${job}`, job);
     return this.#loop(use, chain, sampler ? `sampling:${sampler.replace(/^the MCP client /, '').replace(/[^\w.@-]/g, '_').slice(0, 64)}` : `model:${use}`);
   }
 

@@ -5,33 +5,31 @@ import { backoffAfter, type Work } from '../../shared/domain/queue-schema.js';
 import { ErrorCode } from '../../shared/errors/errors.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
-import { type DeadLetter, deadLetterId, type Job, JobSchema } from '../../shared/protocol/job.js';
+import { type DeadLetter, deadLetterId, JobSchema } from '../../shared/protocol/job.js';
 import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
-import type { ActOutcome } from '../runtime/acting.js';
+import type { JobEnding } from '../runtime/job-work.js';
 import type { Working } from '../runtime/runtime-ports.js';
 
 /** How long one pull waits for a job before it asks again (and looks at the agent's mode). */
 const PULL_MS = 5000;
-
-/** How a job ended for this delivery. */
-type Ending = { done: true; note: string } | { done: false; retry: boolean; code: string; message: string };
 
 /**
  * An agent's work from the queues: for each queue and skill it serves, one job at a time (or
  * `[jobs] concurrency` at once) from the skill's shared durable consumer, only while the agent is active and ready (a Listening agent
  * takes none; what waits, waits).
  *
- * A job is worked by resolving its words (`payload.intent` or `payload.text`, or the payload when
- * it is a string) to a call of the agent's granted tools and making the call through the
- * governed path, as `job:<id>`, the job's id its idempotency key: a job delivered again after a
- * crash makes the same call under the same key, so a tool whose side effects must not repeat
- * answers the first call's outcome (`writes_external`, `irreversible`). While it works, the job is
+ * Each delivery is worked by the agent (`Working.work`): its behaviour's `work`, else its
+ * `[llm.reasoning]` model with its granted tools, else the job's words resolved to one call — every
+ * call made as `job:<id>` under the job's idempotency keys, so a job delivered again after a crash
+ * makes its calls under the same keys and a tool whose side effects must not repeat answers the
+ * first call's outcome (`writes_external`, `irreversible`). While it works, the job is
  * kept (`working`) so the queue's `ackWaitMs` does not give it to another worker.
  *
- * It is acknowledged once the call was made (`ok`, or `pending` a person's approval). A call that
- * failed is delivered again after the queue's back-off, until `maxDeliver`; a refused call, words
- * that resolve to no call, and a job that is not a job are not worth trying again. A job given up
- * on goes to `<fleet>.jobs.dead.<queue>` with its reason and attempts, and leaves the queue.
+ * It is acknowledged once done (for the default, a call made `ok`, or `pending` a person's
+ * approval). One to try again is delivered again after the queue's back-off, until `maxDeliver`
+ * (at once when the agent is stopping or listening: it goes to another worker); one given up on,
+ * and a message that is not a job, go to `<fleet>.jobs.dead.<queue>` with the reason and
+ * attempts, and leave the queue.
  *
  * Closing stops taking jobs; the job in hand is finished first (its call is never cut in the
  * middle of being recorded), then acknowledged or handed back.
@@ -124,8 +122,9 @@ export class JobWorker {
         continue;
       }
       await this.#handle(w, m, js).catch((err: unknown) => {
-        this.#logger.error({ err, seq: m.seq }, 'job not handled; it will be delivered again');
-        m.nak(backoffAfter(w.settings, m.info.deliveryCount));
+        // Refused by the agent (it went to Listening or began to stop as the job came): back at once.
+        this.#logger.warn({ err: (err as Error).message, seq: m.seq }, 'job not handled; it goes back to the queue');
+        m.nak(this.#closed || !this.#takes() ? 0 : backoffAfter(w.settings, m.info.deliveryCount));
       });
     }
   }
@@ -134,9 +133,9 @@ export class JobWorker {
     const attempts = m.info.deliveryCount;
     const raw = parseJsonOrUndefined(m.string());
     const parsed = JobSchema.safeParse(raw);
-    const ending = parsed.success
-      ? await this.#keptAlive(w, m, () => this.#work1(parsed.data))
-      : ({ done: false, retry: false, code: ErrorCode.INVALID_INPUT, message: 'not a job: expected {id, queue, skill, payload, published_at} as JSON' } satisfies Ending);
+    const ending: JobEnding = parsed.success
+      ? await this.#keptAlive(w, m, () => this.#runtime.work(parsed.data, { attempt: attempts, last: attempts >= w.settings.maxDeliver }))
+      : { done: false, retry: false, code: ErrorCode.INVALID_INPUT, message: 'not a job: expected {id, queue, skill, payload, published_at} as JSON', steps: [] };
     const id = parsed.success ? parsed.data.id : `seq-${m.seq}`;
     if (ending.done) {
       await m.ackAck().catch(() => m.ack());
@@ -145,7 +144,8 @@ export class JobWorker {
     }
     const last = !ending.retry || attempts >= w.settings.maxDeliver;
     if (!last) {
-      const delay = backoffAfter(w.settings, attempts);
+      // Handed back by an agent that stops or listens: at once, for another worker; else after the back-off.
+      const delay = this.#closed || !this.#takes() ? 0 : backoffAfter(w.settings, attempts);
       m.nak(delay);
       this.#logger.warn({ job: id, attempts, code: ending.code, retry_in_ms: delay }, `job failed: ${ending.message}`);
       return;
@@ -167,28 +167,4 @@ export class JobWorker {
       clearInterval(timer);
     }
   }
-
-  /** One job, by default: its words resolved to a call of the agent's tools, made as `job:<id>` with the job's id as idempotency key. */
-  async #work1(job: Job): Promise<Ending> {
-    const p = job.payload;
-    const words = typeof p === 'string' ? p : p !== null && typeof p === 'object' ? ((p as Record<string, unknown>).intent ?? (p as Record<string, unknown>).text) : undefined;
-    if (typeof words !== 'string' || words.trim() === '') return { done: false, retry: false, code: ErrorCode.INVALID_INPUT, message: 'the job says nothing to do: expected payload.intent or payload.text (or a string payload)' };
-    const acting = this.#runtime.acting;
-    if (!acting) return { done: false, retry: false, code: ErrorCode.TOOL_DENIED, message: `${this.#runtime.id} has no tools granted to work jobs with` };
-    const outcome = await acting.act(words, `job ${job.id} (${job.queue}/${job.skill})`, { caller: `job:${job.id}`, idempotencyKey: job.id });
-    return endingOf(outcome);
-  }
-}
-
-/** What an act's outcome means for the job: done, worth another delivery, or not. */
-function endingOf(outcome: ActOutcome): Ending {
-  const { answer, record, error } = outcome;
-  if (record) {
-    if (record.status === 'ok' || record.status === 'pending') return { done: true, note: `${record.tool} ${record.status} (call ${record.call_id})` };
-    // A failed or interrupted call may go through next time; a refused one (by permission or a person) will not.
-    return { done: false, retry: record.status !== 'refused', code: record.error?.code ?? ErrorCode.TOOL_FAILED, message: `${record.tool} ${record.status}: ${record.error?.message ?? ''}`.trim() };
-  }
-  if (error) return { done: false, retry: error.code === ErrorCode.AGENT_STOPPING || error.code === ErrorCode.CANCELLED || error.code === ErrorCode.TOOL_RATE_LIMITED, code: error.code, message: error.message };
-  const meant = answer.tool ?? answer.candidates[0]?.tool;
-  return { done: false, retry: false, code: ErrorCode.INVALID_INPUT, message: `the words resolve to no call (${answer.outcome}${meant ? `, nearest ${meant}` : ''}${answer.missing.length > 0 ? `, missing ${answer.missing.join(', ')}` : ''}${answer.note ? `: ${answer.note}` : ''})` };
 }

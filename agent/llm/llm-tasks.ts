@@ -36,4 +36,5 @@ export const ANSWER_SHAPES = {
   think: 'Answer with one JSON object: {"steps": [your reasoning, step by step], "options": [{"action": one of the options, "score": 0..1 how well it fits, "reason": why}]}.',
   decide: 'Answer with one JSON object: {"action": the option you choose, "confidence": 0..1, "reason": why}.',
   summarize: 'Answer with one JSON object: {"insight": one sentence that says what the memories have in common}.',
+  work: 'Once you have acted, answer with one JSON object: {"status": "done" when the job is done, "retry" when it could not be done now but may be later, "give_up" when it cannot or must not be done, "summary": what you did, or why not}.',
 } as const;

@@ -1,48 +1,9 @@
-import type { ToolCallRecord } from '../../shared/protocol/tool-call.js';
 import type { ToolStep } from '../llm/llm-provider.js';
 import type { ToolLoop } from '../llm/tool-loop.js';
 import type { TalkReply, TalkRequest } from './agent-behavior.js';
+import type { ActOutcome, IntentAnswer } from './intent-answer.js';
 
-/** One tool an intent may mean, with how well it fits (0..1) and why. */
-export interface IntentCandidate {
-  tool: string;
-  score: number;
-  why: string;
-}
-
-/**
- * How a resolution ended: `call` (confident and complete), `incomplete` (confident, but required
- * fields are missing), `ambiguous` (two tools fit nearly alike), `none` (nothing fits well),
- * `empty`, `too_long`, or `unsupported_language` (the offline resolver reads English); for a
- * `[TOOL: …]`, `echoed` (the words were in the line it answered: quoted, not its own).
- */
-export const INTENT_OUTCOMES = ['call', 'incomplete', 'ambiguous', 'none', 'empty', 'too_long', 'unsupported_language', 'echoed'] as const;
-export type IntentOutcome = (typeof INTENT_OUTCOMES)[number];
-
-/** What `resolve_intent` answers. Nothing is executed to find it. */
-export interface IntentAnswer {
-  /** The call, when the best tool is trusted and its input is complete and valid. */
-  call?: { tool: string; arguments: Record<string, unknown> };
-  /** The tools it may mean, best first (at most 5), each with a score 0..1 and why. */
-  candidates: IntentCandidate[];
-  /** Required fields of the best tool the words do not give (when it is trusted). */
-  missing: string[];
-  /** 0..1: how sure the best candidate is the one meant. */
-  confidence: number;
-  outcome: IntentOutcome;
-  /** The tool meant when the outcome is `incomplete`. */
-  tool?: string;
-  /** What was found that does not fit (a value its field refuses), or why nothing was tried. */
-  note?: string;
-}
-
-/** What `act` did: the resolution, and the call's record when it made one (or why the call could not be made). */
-export interface ActOutcome {
-  intent: string;
-  answer: IntentAnswer;
-  record?: ToolCallRecord;
-  error?: { code: string; message: string };
-}
+export { type ActOutcome, INTENT_OUTCOMES, type IntentAnswer, type IntentCandidate, type IntentOutcome } from './intent-answer.js';
 
 /** `[TOOL: what to do]` in a reply, as written (capitals and colon): the words up to the bracket are the intent. */
 export const REPLY_MARKER = /\[TOOL:\s*([^\]\n]{1,500})\]/gu;
@@ -83,10 +44,11 @@ export interface ActRequest {
 export interface Acting {
   /**
    * A use's model tool loop (`chain`: the agents a chain of Mcp calls passed through to here;
-   * `sampler`: the MCP client whose model it is, when the use samples); undefined when nothing
-   * is granted or the use allows no steps.
+   * `sampler`: the MCP client whose model it is, when the use samples; `job`: the id of the job
+   * it works, whose idempotency keys its calls carry); undefined when nothing is granted or the
+   * use allows no steps.
    */
-  loop(use: 'dialogue' | 'reasoning', chain?: readonly string[], sampler?: string): ToolLoop | undefined;
+  loop(use: 'dialogue' | 'reasoning', chain?: readonly string[], sampler?: string, job?: string): ToolLoop | undefined;
   /** What the words mean among the granted tools; nothing runs. */
   resolve(intent: string, context?: string): Promise<IntentAnswer>;
   /** Resolves, and makes the call through the governed path when it is confident and complete. */

@@ -1,13 +1,17 @@
+import { z } from 'zod';
+
 import { type LlmContextSettings, type LlmUse } from '../../shared/config/llm-settings.js';
 import type { AgentDefinition } from '../../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { RelevanceInput } from '../../shared/protocol/agent-protocol.js';
+import type { Job } from '../../shared/protocol/job.js';
 import type { SamplingClient } from '../llm/agent-models.js';
 import type { GenerateResult, LlmProvider, ToolStep } from '../llm/llm-provider.js';
 import type { ToolLoop } from '../llm/tool-loop.js';
 import type { NewMemory, RecallOptions } from '../memory/agent-memory.js';
 import type { MemoryRecord, RecallHit } from '../memory/memory-record.js';
+import type { ActOutcome } from './intent-answer.js';
 
 /** One line said to an agent. */
 export interface TalkRequest {
@@ -50,6 +54,39 @@ export interface TalkReply {
   /** The calls of the agent's tools its model made while it answered, in order. */
   tool_calls?: ToolStep[];
 }
+
+/** Which delivery of a job this is: the first is 1; `last` when the queue's `maxDeliver` allows no other. */
+export interface JobDelivery {
+  attempt: number;
+  last: boolean;
+}
+
+/** A job as a behaviour's `work` is given it, with what it may act with as the job. */
+export interface JobRequest extends JobDelivery {
+  job: Job;
+  /** The job's words: `payload.intent`, else `payload.text`, else the payload when it is a string. */
+  text: string | undefined;
+  /**
+   * The `[llm.reasoning]` model's tool loop over the agent's granted tools, its calls made as
+   * `job:<id>`: the first call of each tool carries the job's id as idempotency key, the n-th
+   * `<id>:<n>`, so a job worked again makes its calls under the same keys. Undefined when
+   * nothing is granted or `max_tool_steps` is 0.
+   */
+  tools: ToolLoop | undefined;
+  /** Resolves plain words to a call of the granted tools and makes it as `job:<id>`, the job's id its idempotency key; undefined when nothing is granted. */
+  act: ((intent: string, reason?: string) => Promise<ActOutcome>) | undefined;
+}
+
+/**
+ * How a behaviour's `work` says a job ended: `done` (acknowledged), `retry` (delivered again
+ * after the queue's back-off, until `maxDeliver`), or `give_up` (a dead letter now). `code` is
+ * the dead letter's reason code (default JOB_FAILED). A `work` that throws is `retry`.
+ */
+export const JobResultSchema = z.discriminatedUnion('status', [
+  z.object({ status: z.literal('done'), note: z.string().max(2000).optional() }).strict(),
+  z.object({ status: z.enum(['retry', 'give_up']), reason: z.string().min(1).max(2000), code: z.string().regex(/^[A-Z][A-Z0-9_]{0,63}$/, 'an upper-case code such as TOOL_FAILED').optional() }).strict(),
+]);
+export type JobResult = z.infer<typeof JobResultSchema>;
 
 /** What a behaviour may use of its agent. */
 export interface AgentBehaviorContext {
@@ -100,6 +137,14 @@ export interface AgentBehavior {
    * `undefined` to leave the agent to the default score. Optional.
    */
   evaluateRelevance?(context: AgentBehaviorContext, input: RelevanceInput): Promise<number | undefined> | number | undefined;
+  /**
+   * Works one delivery of a job from a queue the agent serves, and says how it ended (see
+   * `JobResult`); a throw is `retry`. It may run again for the same job after a crash or a
+   * `retry`: act through `request.tools` or `request.act`, whose calls carry the job's
+   * idempotency keys. Optional: without it, the default works the job (`[llm.reasoning]` model
+   * with the agent's tools, else the job's words resolved to one call).
+   */
+  work?(context: AgentBehaviorContext, request: JobRequest): Promise<JobResult> | JobResult;
 }
 
 /** The export an application's behaviour module must have. */

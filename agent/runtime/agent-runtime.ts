@@ -4,7 +4,7 @@ import type { AgentDefinition, NamedSearchStrategy } from '../../shared/domain/d
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { AgentMode, AgentState, RelevanceInput } from '../../shared/protocol/agent-protocol.js';
-import type { ConceptTracker } from '../concepts/concept-tracker.js';
+import type { Job } from '../../shared/protocol/job.js';
 import { consolidateWithin } from '../consolidation/consolidate-within.js';
 import type { ConsolidationReport, ConsolidationScope } from '../consolidation/consolidation-report.js';
 import type { MemoryConsolidator } from '../consolidation/memory-consolidator.js';
@@ -15,7 +15,7 @@ import type { MemoryRecord, RecallHit } from '../memory/memory-record.js';
 import type { MemoryStore } from '../memory/memory-store.js';
 import { resolveSearchStrategy } from '../memory/search-strategy.js';
 import { type Acting, withActs } from './acting.js';
-import { type AgentBehavior, type AgentBehaviorContext, behaviorRelevance, type TalkReply, type TalkRequest } from './agent-behavior.js';
+import { type AgentBehavior, type AgentBehaviorContext, behaviorRelevance, type JobDelivery, type TalkReply, type TalkRequest } from './agent-behavior.js';
 import { AgentConcepts } from './agent-concepts.js';
 import { AgentDisposition } from './agent-disposition.js';
 import { AgentLinks } from './agent-links.js';
@@ -24,39 +24,18 @@ import { CallGate } from './call-gate.js';
 import { buildContext, type ContextPacket } from './context-packet.js';
 import { EventReactions } from './event-reactions.js';
 import { wordInsight } from './insight-writer.js';
+import { type JobEnding, jobRequest, workJob } from './job-work.js';
 import { SpokenText } from './reply-stream.js';
-import type { Controllable, Conversing, RuntimeEvents, RuntimeGate } from './runtime-ports.js';
+import type { AgentRuntimeOptions } from './runtime-options.js';
+import type { Controllable, Conversing, RuntimeEvents, RuntimeGate, Working } from './runtime-ports.js';
 import { readSavedState, type SavedState } from './saved-state.js';
-
-export interface AgentRuntimeOptions {
-  id: string;
-  definition: AgentDefinition;
-  defined: boolean;
-  mode: AgentMode;
-  port: number;
-  memory: AgentMemory;
-  store: MemoryStore;
-  behavior: AgentBehavior;
-  logger: Logger;
-  /** The agent's concepts, when `[memory] concepts` is on. */
-  concepts?: ConceptTracker | undefined;
-  consolidator?: MemoryConsolidator | undefined;
-  /** The domain's named search strategies. */
-  searchStrategies?: Readonly<Record<string, NamedSearchStrategy>>;
-  /** Consolidate what is new when the agent goes from active to listening. @default false */
-  consolidateOnPassivate?: boolean;
-  /** The models of dialogue, reasoning, … (offline when unset). */
-  models: AgentModels;
-  /** Think and decide about each world event heard live while active. @default false */
-  reasonOnEvents?: boolean;
-}
 
 /**
  * One agent's behaviour independent of how it is reached: MCP tools and NATS control
  * both call in here. It owns mode and status, counts in-flight calls so a stop can
  * wait for them, and refuses dialogue while passive.
  */
-export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Conversing, Controllable {
+export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Conversing, Controllable, Working {
   readonly id: string;
   readonly definition: AgentDefinition;
   readonly defined: boolean;
@@ -210,6 +189,14 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
   /** The behaviour's own relevance for a reconcile context, or undefined; a score outside 0..1 or a throw is an error the supervisor reports. */
   evaluateRelevance(input: RelevanceInput): Promise<number | undefined> {
     return behaviorRelevance(this.#behavior, this.#behaviorContext(), input);
+  }
+
+  /** Works one delivery of a job (`workJob`), only while active: how it ended, remembered as a `job` memory. */
+  async work(job: Job, delivery: JobDelivery): Promise<JobEnding> {
+    return this.#call(async () => {
+      this.#requireActive('it takes no jobs now');
+      return workJob(this.#behavior, this.#behaviorContext(), jobRequest(job, delivery, this.#acting));
+    });
   }
 
   async remember(memory: NewMemory): Promise<MemoryRecord> {

@@ -1,9 +1,10 @@
 import type { AgentMessage } from '../../shared/protocol/agent-message.js';
 import type { AgentMode, AgentState, EventDecision, RelevanceInput } from '../../shared/protocol/agent-protocol.js';
+import type { Job } from '../../shared/protocol/job.js';
 import type { NewMemory } from '../memory/agent-memory.js';
 import type { MemoryRecord } from '../memory/memory-record.js';
-import type { Acting } from './acting.js';
-import type { TalkReply, TalkRequest } from './agent-behavior.js';
+import type { JobDelivery, TalkReply, TalkRequest } from './agent-behavior.js';
+import type { JobEnding } from './job-work.js';
 
 /**
  * What the runtime needs from the links the agent process attaches after start-up. The
@@ -73,12 +74,12 @@ export interface RuntimeEvents {
 }
 
 
-/** What the job worker calls: the agent's state (it takes jobs only while active and ready) and what it acts with. */
+/** What the job worker calls: the agent's state (it takes jobs only while active and ready) and how it works one. */
 export interface Working {
   readonly id: string;
   getState(): AgentState;
-  /** The agent's granted tools, for plain words; undefined when none is granted. */
-  readonly acting: Acting | undefined;
+  /** Works one delivery of a job as the job (`job-work.ts`); refused (a throw) when the agent is not active or is stopping. */
+  work(job: Job, delivery: JobDelivery): Promise<JobEnding>;
   on(event: 'state', listener: (state: AgentState) => void): unknown;
   off(event: 'state', listener: (state: AgentState) => void): unknown;
 }

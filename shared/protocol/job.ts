@@ -45,7 +45,7 @@ export const SkillBacklogSchema = z.object({
   skill: z.string(),
   /** Jobs not yet handed to a worker. */
   waiting: z.number().int().nonnegative(),
-  /** Jobs a worker holds and has not acknowledged. */
+  /** Jobs delivered and not acknowledged: held by a worker, or handed back and waiting to be delivered again (after a back-off). */
   in_progress: z.number().int().nonnegative(),
   /** How long the oldest job not yet done has waited, in ms; 0 when none. */
   oldest_ms: z.number().nonnegative(),

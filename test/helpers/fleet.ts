@@ -118,8 +118,8 @@ export interface TestFleet {
 }
 
 /** Starts a fleet on a fresh workspace with `extra` TOML (see `createWorkspace`), on the village's domain or `schema`. */
-export async function startTestFleet(extra: string[], options: { schema?: string } = {}): Promise<TestFleet> {
-  const ws = createWorkspace({ extra: extra.join('\n'), ...(options.schema ? { schema: options.schema } : {}) });
+export async function startTestFleet(extra: string[], options: { schema?: string; agent?: string[] } = {}): Promise<TestFleet> {
+  const ws = createWorkspace({ extra: extra.join('\n'), ...(options.schema ? { schema: options.schema } : {}), ...(options.agent ? { agent: options.agent } : {}) });
   const config = loadConfig(ws.configPath);
   let fleet: Fleet | undefined;
   const dispose = async () => {
