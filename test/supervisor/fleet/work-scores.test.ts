@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -75,21 +75,24 @@ tools {
 }
 `,
       );
-      tf = await startTestFleet(['[lifecycle]', 'min_dwell_ms = 0'], { schema: join(dir, 'desk.pkl') });
+      tf = await startTestFleet(['[lifecycle]', 'min_dwell_ms = 0', '[supervisor]', 'pool_size = 1'], { schema: join(dir, 'desk.pkl') });
     });
     after(async () => {
       await tf?.dispose();
       rmSync(dir, { recursive: true, force: true });
     });
 
-    test('a burst wakes the Dormant worker, which does the work; the lull puts it to Listening, then Dormant; the other agent is left alone', async () => {
+    test('a burst wakes the Dormant worker from the warm pool, which does the work; the lull puts it to Listening, then Dormant; the other agent is left alone', async () => {
       const { fleet } = tf;
       await fleet.start('bard');
       const state = async (id: string) => (await fleet.status()).agents.find((a) => a.id === id)!;
       assert.equal((await state('desk')).state, 'dormant');
+      await eventually(async () => ((await fleet.status()).supervisor.pool?.ready ?? 0) >= 1 || undefined, 60_000, 'a spare ready in the pool');
       for (const n of [11111, 22222, 33333]) await fleet.jobs.publish('support', 'orders', { text: `Where is my order ORD-${n}?` });
       await eventually(async () => ((await state('desk')).state === 'active' ? true : undefined), 60_000, 'the burst to wake desk');
       assert.equal((await state('desk')).source, 'work');
+      const started = readFileSync(join(tf.ws.dir, 'data', 'logs', 'supervisor.log'), 'utf8').split('\n').filter((l) => l.includes('"agent started"') && l.includes('"agent":"desk"'));
+      assert.match(started.at(-1) ?? '', /"spare":"[^"]+"/, 'woken from the pool');
       await eventually(async () => {
         const b = (await fleet.jobs.list()).find((r) => r.skill === 'orders')!;
         return b.waiting + b.in_progress === 0 ? true : undefined;
