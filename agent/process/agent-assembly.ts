@@ -19,7 +19,7 @@ import { AgentModels } from '../llm/agent-models.js';
 import type { GenerateResult, LlmProvider } from '../llm/llm-provider.js';
 import { AgentMemory } from '../memory/agent-memory.js';
 import type { MemoryStore } from '../memory/memory-store.js';
-import type { AgentBehavior, CreateBehavior } from '../runtime/agent-behavior.js';
+import type { AgentBehavior, AgentBehaviorContext, CreateBehavior, TalkRequest } from '../runtime/agent-behavior.js';
 import { AgentRuntime } from '../runtime/agent-runtime.js';
 import { DialogueBehavior } from '../runtime/dialogue-behavior.js';
 import { toolLoopOf } from '../tools/model-tools.js';
@@ -194,12 +194,16 @@ async function loadBehavior(config: ThymosConfig, id: string, definition: AgentD
       location: { file: config.file, path: 'agent.behavior' },
     });
   }
-  const behavior = await create({ id, definition });
-  if (!behavior || typeof behavior.talk !== 'function') {
-    throw new ThymosError(ErrorCode.CONFIG_INVALID, `agent.behavior: createBehavior() in ${path} must return an object with talk()`, {
+  const behavior = (await create({ id, definition })) as Partial<AgentBehavior> | null | undefined;
+  const notFunctions = ['talk', 'evaluateRelevance', 'work'].filter((k) => behavior && (behavior as Record<string, unknown>)[k] !== undefined && typeof (behavior as Record<string, unknown>)[k] !== 'function');
+  if (!behavior || typeof behavior !== 'object' || notFunctions.length > 0) {
+    throw new ThymosError(ErrorCode.CONFIG_INVALID, `agent.behavior: createBehavior() in ${path} must return an object whose talk, evaluateRelevance and work, where given, are functions${notFunctions.length > 0 ? ` (not: ${notFunctions.join(', ')})` : ''}`, {
       location: { file: config.file, path: 'agent.behavior' },
     });
   }
-  return behavior;
+  // A module may give only what it changes: without talk(), the agent talks as DialogueBehavior does.
+  if (typeof behavior.talk === 'function') return behavior as AgentBehavior;
+  const dialogue = new DialogueBehavior();
+  return Object.assign(Object.create(behavior) as AgentBehavior, { talk: (ctx: AgentBehaviorContext, req: TalkRequest) => dialogue.talk(ctx, req) });
 }
 

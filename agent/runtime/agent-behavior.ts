@@ -147,8 +147,11 @@ export interface AgentBehavior {
   work?(context: AgentBehaviorContext, request: JobRequest): Promise<JobResult> | JobResult;
 }
 
+/** What an application's `createBehavior()` returns: an `AgentBehavior`, whose `talk` may be left out (the agent then talks as `DialogueBehavior` does). */
+export type BehaviorModule = Omit<AgentBehavior, 'talk'> & Partial<Pick<AgentBehavior, 'talk'>>;
+
 /** The export an application's behaviour module must have. */
-export type CreateBehavior = (options: { id: string; definition: AgentDefinition }) => AgentBehavior | Promise<AgentBehavior>;
+export type CreateBehavior = (options: { id: string; definition: AgentDefinition }) => BehaviorModule | Promise<BehaviorModule>;
 
 /**
  * A behaviour's own relevance for a reconcile context, or undefined when it has none. A score

@@ -62,7 +62,8 @@ describe('jobs worked by a model and by an application\'s work()', () => {
     writeFileSync(
       join(dir, 'behavior.mjs'),
       `export function createBehavior({ id }) {
-  const behavior = { async talk() { return { reply: 'Yes?', grounding: [] }; } };
+  // Only what it changes: no talk() (the agents talk as the default does), work() for the clerk.
+  const behavior = {};
   if (id !== 'clerk') return behavior;
   behavior.work = async (ctx, request) => {
     const mode = request.job.payload.mode;
@@ -134,6 +135,8 @@ tools {
     const memory = hits.find((h) => h.content.includes('J-m1'))!;
     assert.match(memory.content, /→ done: refunded ORD-10001 \[refund_order ok\]/);
     assert.ok(memory.tags.includes('refund_order') && memory.tags.includes('done'), memory.tags.join(','));
+    const answer = await tf.fleet.talk('desk', 'Hello there', { speaker: 'visitor' });
+    assert.ok(answer.reply.length > 0, 'a module without talk() talks as the default does');
   });
 
   test('a job the model sends back is delivered again; its refund, made again under the same key, is answered from the first and made once', async () => {
