@@ -3,9 +3,10 @@ import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { StaticEmbedder } from '../../shared/platform/static-embedder.js';
 import { offlineModelDir } from '../../shared/platform/thymos-root.js';
+import type { ToolCallRecord } from '../../shared/protocol/tool-call.js';
 import type { ToolLoop } from '../llm/tool-loop.js';
 import type { NewMemory } from '../memory/agent-memory.js';
-import { type Acting, type ActOutcome, type ActRequest, type IntentAnswer, REPLY_MARKER, withoutMarkers } from '../runtime/acting.js';
+import { type Acting, type ActOutcome, type ActRequest, type IntentAnswer, type JobCalls, REPLY_MARKER, withoutMarkers } from '../runtime/acting.js';
 import type { TalkReply, TalkRequest } from '../runtime/agent-behavior.js';
 import type { ToolCaller } from '../tools/tool-caller.js';
 import type { KnownName } from './argument-filler.js';
@@ -37,7 +38,7 @@ export class IntentActs implements Acting {
   readonly #remember: (memories: NewMemory[]) => Promise<unknown>;
   readonly #logger: Logger;
   readonly #model: ModelFiller | undefined;
-  readonly #loop: (use: 'dialogue' | 'reasoning', chain?: readonly string[], by?: string, job?: string) => ToolLoop | undefined;
+  readonly #loop: (use: 'dialogue' | 'reasoning', chain?: readonly string[], by?: string, keyOf?: (tool: string) => string) => ToolLoop | undefined;
   #resolver: Promise<IntentResolver> | undefined;
 
   constructor(options: {
@@ -45,8 +46,8 @@ export class IntentActs implements Acting {
     known: readonly KnownName[];
     remember: (memories: NewMemory[]) => Promise<unknown>;
     logger: Logger;
-    /** A use's model tool loop, its calls made as `by` (see `toolLoopOf`), under the job's idempotency keys when it works `job`. */
-    loop: (use: 'dialogue' | 'reasoning', chain?: readonly string[], by?: string, job?: string) => ToolLoop | undefined;
+    /** A use's model tool loop, its calls made as `by` (see `toolLoopOf`), under the keys `keyOf` names when given. */
+    loop: (use: 'dialogue' | 'reasoning', chain?: readonly string[], by?: string, keyOf?: (tool: string) => string) => ToolLoop | undefined;
     model?: ModelFiller;
   }) {
     this.#loop = options.loop;
@@ -71,10 +72,15 @@ export class IntentActs implements Acting {
     return this.#resolver;
   }
 
-  /** A use's model tool loop; its calls are made as `model:<use>`, as `sampling:<client>` when the MCP client's model writes them, or as `job:<id>` while it works a job. */
-  loop(use: 'dialogue' | 'reasoning', chain?: readonly string[], sampler?: string, job?: string): ToolLoop | undefined {
-    if (job !== undefined) return this.#loop(use, chain, `job:${job}`, job);
+  /** A use's model tool loop; its calls are made as `model:<use>`, as `sampling:<client>` when the MCP client's model writes them, or as a job's caller under its keys. */
+  loop(use: 'dialogue' | 'reasoning', chain?: readonly string[], sampler?: string, job?: JobCalls): ToolLoop | undefined {
+    if (job !== undefined) return this.#loop(use, chain, job.caller, job.keyOf);
     return this.#loop(use, chain, sampler ? `sampling:${sampler.replace(/^the MCP client /, '').replace(/[^\w.@-]/g, '_').slice(0, 64)}` : `model:${use}`);
+  }
+
+  /** One call by name through the governed path; the record says how it ended. */
+  call(tool: string, args: Record<string, unknown>, request: ActRequest): Promise<ToolCallRecord> {
+    return this.#caller.call(tool, args, { ...request, idempotencyKey: keyFor(request, tool) });
   }
 
   /** What the words mean among the granted tools; nothing runs. */
@@ -93,7 +99,7 @@ export class IntentActs implements Acting {
     let outcome: ActOutcome = { intent, answer };
     if (answer.call) {
       try {
-        outcome = { intent, answer, record: await this.#caller.call(answer.call.tool, { ...answer.call.arguments, reason }, request) };
+        outcome = { intent, answer, record: await this.#caller.call(answer.call.tool, { ...answer.call.arguments, reason }, { ...request, idempotencyKey: keyFor(request, answer.call.tool) }) };
       } catch (err) {
         // Refused before it became a record (its input, the agent stopping): the act says why, and is remembered.
         const e = err instanceof ThymosError ? err : new ThymosError(ErrorCode.INTERNAL, (err as Error).message);
@@ -143,4 +149,9 @@ export class IntentActs implements Acting {
       this.#logger.warn({ err: (err as Error).message }, 'the memory of an intent was not kept');
     }
   }
+}
+
+/** The idempotency key a request gives a call of `tool`: its own, or the one its `keyOf` names. */
+function keyFor(request: ActRequest, tool: string): string | undefined {
+  return typeof request.idempotencyKey === 'function' ? request.idempotencyKey(tool) : request.idempotencyKey;
 }

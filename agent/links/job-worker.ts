@@ -2,10 +2,11 @@ import { jetstream, type JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 
 import { backoffAfter, type Work } from '../../shared/domain/queue-schema.js';
-import { ErrorCode } from '../../shared/errors/errors.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import { describeIssues } from '../../shared/errors/zod-issues.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
-import { type DeadLetter, deadLetterId, JobSchema } from '../../shared/protocol/job.js';
+import { type DeadLetter, deadLetterId, JOB_PAYLOAD_MAX_BYTES, JobSchema } from '../../shared/protocol/job.js';
 import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
 import type { JobEnding } from '../runtime/job-work.js';
 import type { Working } from '../runtime/runtime-ports.js';
@@ -133,12 +134,13 @@ export class JobWorker {
     const attempts = m.info.deliveryCount;
     const raw = parseJsonOrUndefined(m.string());
     const parsed = JobSchema.safeParse(raw);
-    const ending: JobEnding = parsed.success
-      ? await this.#keptAlive(w, m, () => this.#runtime.work(parsed.data, { attempt: attempts, last: attempts >= w.settings.maxDeliver }))
-      : { done: false, retry: false, code: ErrorCode.INVALID_INPUT, message: 'not a job: expected {id, queue, skill, payload, published_at} as JSON', steps: [] };
+    const here = parsed.success && parsed.data.queue === w.queue && parsed.data.skill === w.skill;
+    const ending: JobEnding = here
+      ? await this.#keptAlive(w, m, (deadline) => this.#runtime.work(parsed.data, { attempt: attempts, last: attempts >= w.settings.maxDeliver, seq: m.info.streamSequence }, deadline))
+      : { done: false, retry: false, code: ErrorCode.INVALID_INPUT, message: parsed.success ? `not a job of ${w.queue}/${w.skill}: it says ${parsed.data.queue}/${parsed.data.skill}` : `not a job: ${raw === undefined ? 'not JSON' : describeIssues(parsed.error, raw)}; expected {id, queue, skill, payload, published_at}`, steps: [] };
     const id = parsed.success ? parsed.data.id : `seq-${m.seq}`;
     if (ending.done) {
-      await m.ackAck().catch(() => m.ack());
+      await this.#ack(m, id);
       this.#logger.info({ job: id, queue: w.queue, skill: w.skill, attempts, note: ending.note }, 'job done');
       return;
     }
@@ -150,21 +152,38 @@ export class JobWorker {
       this.#logger.warn({ job: id, attempts, code: ending.code, retry_in_ms: delay }, `job failed: ${ending.message}`);
       return;
     }
-    const letter: DeadLetter = { job: parsed.success ? parsed.data : raw ?? m.string().slice(0, 2000), queue: w.queue, skill: w.skill, reason: { code: ending.code, message: ending.message }, attempts, agent: this.#runtime.id, at: new Date().toISOString() };
+    const kept = parsed.success ? parsed.data : raw !== undefined && m.data.length <= JOB_PAYLOAD_MAX_BYTES ? raw : m.string().slice(0, 2000);
+    const letter: DeadLetter = { job: kept, queue: w.queue, skill: w.skill, reason: { code: ending.code, message: ending.message }, attempts, agent: this.#runtime.id, at: new Date().toISOString() };
     // Deduplicated by the job and the delivery: a worker that dies between the two publishes it once.
     await js.publish(this.#names.deadLetters(w.queue), JSON.stringify(letter), { msgID: deadLetterId(id, m.info.streamSequence) });
     // Acknowledged, not terminated: its dead letter holds it now, and a work queue keeps a terminated job.
-    await m.ackAck().catch(() => m.ack());
+    await this.#ack(m, id);
     this.#logger.warn({ job: id, attempts, code: ending.code }, `job given up, a dead letter: ${ending.message}`);
   }
 
-  /** Runs `work` while telling the queue, every third of its ack wait, that the job is still being worked. */
-  async #keptAlive<T>(w: Work, m: JsMsg, work: () => Promise<T>): Promise<T> {
+  /** Acknowledges and waits for the server to confirm; unconfirmed, the job may be delivered again (its calls then answer their first outcomes). */
+  async #ack(m: JsMsg, id: string): Promise<void> {
+    await m.ackAck().catch((err: unknown) => this.#logger.warn({ job: id, err: (err as Error).message }, 'the acknowledgement was not confirmed; the job may be delivered again'));
+  }
+
+  /**
+   * Runs `work` while telling the queue, every third of its ack wait, that the job is still being
+   * worked, until the queue's `maxWorkMs`: then its signal is aborted (its model and tool calls
+   * stop) and the queue is no longer told, so a `work` that does not stop is given to another
+   * worker after `ackWaitMs`.
+   */
+  async #keptAlive<T>(w: Work, m: JsMsg, work: (deadline: AbortSignal) => Promise<T>): Promise<T> {
     const timer = setInterval(() => m.working(), Math.max(Math.floor(w.settings.ackWaitMs / 3), 200));
+    const deadline = new AbortController();
+    const spent = setTimeout(() => {
+      clearInterval(timer);
+      deadline.abort(new ThymosError(ErrorCode.TIMEOUT, `the job was not done within maxWorkMs (${w.settings.maxWorkMs} ms)`));
+    }, w.settings.maxWorkMs);
     try {
-      return await work();
+      return await work(deadline.signal);
     } finally {
       clearInterval(timer);
+      clearTimeout(spent);
     }
   }
 }

@@ -130,7 +130,7 @@ function actingOf(tools: ToolCaller, runtime: AgentRuntime, models: AgentModels,
     caller: tools,
     known: knownNames(aliases),
     remember: (memories) => runtime.hear(memories, { storeWithinMs: TOOL_MEMORY_WITHIN_MS }),
-    loop: (use, chain, by, job) => toolLoopOf(tools, { caller: by ?? `model:${use}`, maxSteps: models.settings(use).max_tool_steps ?? 0, budgetMs: models.settings(use).tool_budget_ms ?? 20_000, ...(chain ? { chain } : {}), ...(job ? { job } : {}) }),
+    loop: (use, chain, by, keyOf) => toolLoopOf(tools, { caller: by ?? `model:${use}`, maxSteps: models.settings(use).max_tool_steps ?? 0, budgetMs: models.settings(use).tool_budget_ms ?? 20_000, ...(chain ? { chain } : {}), ...(keyOf ? { keyOf } : {}) }),
     logger,
     // With an `[llm.extraction]` model, it fills the arguments; offline, the deterministic filler does.
     ...(models.usesModel('extraction') ? { model: modelFiller(tools.tools, () => models.provider('extraction'), (p, r) => runtime.account('extraction', p, r)) } : {}),

@@ -1,3 +1,4 @@
+import type { ToolCallRecord } from '../../shared/protocol/tool-call.js';
 import type { ToolStep } from '../llm/llm-provider.js';
 import type { ToolLoop } from '../llm/tool-loop.js';
 import type { TalkReply, TalkRequest } from './agent-behavior.js';
@@ -37,18 +38,27 @@ export interface ActRequest {
   caller: string;
   signal?: AbortSignal | undefined;
   chain?: readonly string[] | undefined;
-  idempotencyKey?: string | undefined;
+  /** The call's idempotency key, or what names it for the tool called (a job's keys). */
+  idempotencyKey?: string | ((tool: string) => string) | undefined;
+}
+
+/** Who a job's calls are made as, and the idempotency key of each (see `jobKeys`). */
+export interface JobCalls {
+  caller: string;
+  keyOf(tool: string): string;
 }
 
 /** What the agent does with its granted tools beyond a call by name: its models' tool loops, and plain words resolved to calls (agent/intents implements it). */
 export interface Acting {
   /**
    * A use's model tool loop (`chain`: the agents a chain of Mcp calls passed through to here;
-   * `sampler`: the MCP client whose model it is, when the use samples; `job`: the id of the job
-   * it works, whose idempotency keys its calls carry); undefined when nothing is granted or the
+   * `sampler`: the MCP client whose model it is, when the use samples; `job`: the job it works,
+   * whose caller and idempotency keys its calls carry); undefined when nothing is granted or the
    * use allows no steps.
    */
-  loop(use: 'dialogue' | 'reasoning', chain?: readonly string[], sampler?: string, job?: string): ToolLoop | undefined;
+  loop(use: 'dialogue' | 'reasoning', chain?: readonly string[], sampler?: string, job?: JobCalls): ToolLoop | undefined;
+  /** One call of a granted tool by name, through the governed path; refused before it is a record (a tool not granted, input that does not validate) is a throw. */
+  call(tool: string, args: Record<string, unknown>, request: ActRequest): Promise<ToolCallRecord>;
   /** What the words mean among the granted tools; nothing runs. */
   resolve(intent: string, context?: string): Promise<IntentAnswer>;
   /** Resolves, and makes the call through the governed path when it is confident and complete. */

@@ -6,12 +6,13 @@ import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { RelevanceInput } from '../../shared/protocol/agent-protocol.js';
 import type { Job } from '../../shared/protocol/job.js';
+import type { ToolCallRecord } from '../../shared/protocol/tool-call.js';
 import type { SamplingClient } from '../llm/agent-models.js';
 import type { GenerateResult, LlmProvider, ToolStep } from '../llm/llm-provider.js';
 import type { ToolLoop } from '../llm/tool-loop.js';
 import type { NewMemory, RecallOptions } from '../memory/agent-memory.js';
 import type { MemoryRecord, RecallHit } from '../memory/memory-record.js';
-import type { ActOutcome } from './intent-answer.js';
+import type { ActOutcome, IntentAnswer } from './intent-answer.js';
 
 /** One line said to an agent. */
 export interface TalkRequest {
@@ -55,36 +56,51 @@ export interface TalkReply {
   tool_calls?: ToolStep[];
 }
 
-/** Which delivery of a job this is: the first is 1; `last` when the queue's `maxDeliver` allows no other. */
+/** Which delivery of a job this is: the first is 1; `last` when the queue's `maxDeliver` allows no other; `seq`, the job's place in its queue's stream. */
 export interface JobDelivery {
   attempt: number;
   last: boolean;
+  seq: number;
 }
 
-/** A job as a behaviour's `work` is given it, with what it may act with as the job. */
+/**
+ * A job as a behaviour's `work` is given it, with what it may act with as the job. Every call
+ * made through `tools`, `act` or `call` is made as `job:<id>` under the job's idempotency keys
+ * (`job:<queue>/<skill>/<id>#<n>`, n counting the calls of each tool from 1), so a job worked
+ * again makes its calls under the same keys and a call with side effects already made answers
+ * its first outcome. `tools`, `act`, `resolve` and `call` are undefined when nothing is granted.
+ */
 export interface JobRequest extends JobDelivery {
   job: Job;
   /** The job's words: `payload.intent`, else `payload.text`, else the payload when it is a string. */
   text: string | undefined;
-  /**
-   * The `[llm.reasoning]` model's tool loop over the agent's granted tools, its calls made as
-   * `job:<id>`: the first call of each tool carries the job's id as idempotency key, the n-th
-   * `<id>:<n>`, so a job worked again makes its calls under the same keys. Undefined when
-   * nothing is granted or `max_tool_steps` is 0.
-   */
+  /** Aborted once the queue's `maxWorkMs` is spent, and when the agent listens or stops (as `context.signal` is). */
+  signal: AbortSignal;
+  /** The `[llm.reasoning]` model's tool loop over the granted tools (for `generateStructured(…, { tools })`); undefined too when `max_tool_steps` is 0. */
   tools: ToolLoop | undefined;
-  /** Resolves plain words to a call of the granted tools and makes it as `job:<id>`, the job's id its idempotency key; undefined when nothing is granted. */
+  /** Resolves plain words to a call of the granted tools and makes it when it is confident and complete (as `act` does). */
   act: ((intent: string, reason?: string) => Promise<ActOutcome>) | undefined;
+  /** What plain words mean among the granted tools; nothing runs. */
+  resolve: ((intent: string) => Promise<IntentAnswer>) | undefined;
+  /** One call of a granted tool by name, its `reason` among the arguments; the record says how it ended (a call refused before it is a record throws). */
+  call: ((tool: string, args: Record<string, unknown>) => Promise<ToolCallRecord>) | undefined;
+  /** Works the job as the agent does without this `work()` — its model with its tools when one is configured, else its words — and says how that ended. */
+  byDefault(): Promise<JobResult>;
 }
 
 /**
  * How a behaviour's `work` says a job ended: `done` (acknowledged), `retry` (delivered again
  * after the queue's back-off, until `maxDeliver`), or `give_up` (a dead letter now). `code` is
- * the dead letter's reason code (default JOB_FAILED). A `work` that throws is `retry`.
+ * the dead letter's reason code (default JOB_FAILED). A `work` that throws is `retry`. A note or
+ * reason longer than 2,000 characters is cut there; other keys are ignored.
  */
 export const JobResultSchema = z.discriminatedUnion('status', [
-  z.object({ status: z.literal('done'), note: z.string().max(2000).optional() }).strict(),
-  z.object({ status: z.enum(['retry', 'give_up']), reason: z.string().min(1).max(2000), code: z.string().regex(/^[A-Z][A-Z0-9_]{0,63}$/, 'an upper-case code such as TOOL_FAILED').optional() }).strict(),
+  z.object({ status: z.literal('done'), note: z.string().transform((t) => t.slice(0, 2000)).optional() }),
+  z.object({
+    status: z.enum(['retry', 'give_up']),
+    reason: z.string().min(1, 'say why').transform((t) => t.slice(0, 2000)),
+    code: z.string().regex(/^[A-Z][A-Z0-9_]{0,63}$/, 'an upper-case code such as TOOL_FAILED').optional(),
+  }),
 ]);
 export type JobResult = z.infer<typeof JobResultSchema>;
 

@@ -24,7 +24,7 @@ import { CallGate } from './call-gate.js';
 import { buildContext, type ContextPacket } from './context-packet.js';
 import { EventReactions } from './event-reactions.js';
 import { wordInsight } from './insight-writer.js';
-import { type JobEnding, jobRequest, workJob } from './job-work.js';
+import { type JobEnding, workJob } from './job-work.js';
 import { SpokenText } from './reply-stream.js';
 import type { AgentRuntimeOptions } from './runtime-options.js';
 import type { Controllable, Conversing, RuntimeEvents, RuntimeGate, Working } from './runtime-ports.js';
@@ -191,11 +191,11 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
     return behaviorRelevance(this.#behavior, this.#behaviorContext(), input);
   }
 
-  /** Works one delivery of a job (`workJob`), only while active: how it ended, remembered as a `job` memory. */
-  async work(job: Job, delivery: JobDelivery): Promise<JobEnding> {
+  /** Works one delivery of a job (`workJob`), only while active, until `deadline` or the agent listens or stops: how it ended, remembered as a `job` memory. */
+  async work(job: Job, delivery: JobDelivery, deadline: AbortSignal): Promise<JobEnding> {
     return this.#call(async () => {
       this.#requireActive('it takes no jobs now');
-      return workJob(this.#behavior, this.#behaviorContext(), jobRequest(job, delivery, this.#acting));
+      return workJob(this.#behavior, this.#behaviorContext(undefined, undefined, AbortSignal.any([this.#cancel.signal, deadline])), this.#acting, job, delivery);
     });
   }
 

@@ -78,8 +78,8 @@ export interface RuntimeEvents {
 export interface Working {
   readonly id: string;
   getState(): AgentState;
-  /** Works one delivery of a job as the job (`job-work.ts`); refused (a throw) when the agent is not active or is stopping. */
-  work(job: Job, delivery: JobDelivery): Promise<JobEnding>;
+  /** Works one delivery of a job as the job (`job-work.ts`) until `deadline`; refused (a throw) when the agent is not active or is stopping. */
+  work(job: Job, delivery: JobDelivery, deadline: AbortSignal): Promise<JobEnding>;
   on(event: 'state', listener: (state: AgentState) => void): unknown;
   off(event: 'state', listener: (state: AgentState) => void): unknown;
 }

@@ -56,27 +56,19 @@ function stepOf(record: ToolCallRecord): Omit<ToolStep, 'ms'> {
  * it became a record (a tool not granted, input that does not validate) is answered to the model
  * as an error, coded, never thrown. Undefined when nothing is granted or `maxSteps` is 0.
  *
- * With `job`, the loop works that job: the first call of each tool carries the job's id as its
- * idempotency key, the n-th `<job>:<n>` — a job worked again after a crash makes its calls
- * under the same keys, so a call with side effects already made answers its first outcome.
+ * With `keyOf`, each call carries the idempotency key it names for the tool (a job's keys, see
+ * `jobKeys`), so a job worked again makes its calls under the same keys.
  */
-export function toolLoopOf(caller: ToolCaller, options: { caller: string; maxSteps: number; budgetMs: number; chain?: readonly string[]; job?: string }): ToolLoop | undefined {
+export function toolLoopOf(caller: ToolCaller, options: { caller: string; maxSteps: number; budgetMs: number; chain?: readonly string[]; keyOf?: (tool: string) => string }): ToolLoop | undefined {
   const tools = modelToolsOf(caller.tools);
   if (tools.length === 0 || options.maxSteps === 0) return undefined;
-  const made = new Map<string, number>();
-  const keyOf = (name: string): string | undefined => {
-    if (options.job === undefined) return undefined;
-    const n = (made.get(name) ?? 0) + 1;
-    made.set(name, n);
-    return n === 1 ? options.job : `${options.job}:${n}`;
-  };
   return {
     tools,
     maxSteps: options.maxSteps,
     budgetMs: options.budgetMs,
     run: async (name, args, signal) => {
       try {
-        const key = keyOf(name);
+        const key = options.keyOf?.(name);
         const record = await caller.call(name, args, { caller: options.caller, signal, ...(options.chain ? { chain: options.chain } : {}), ...(key ? { idempotencyKey: key } : {}) });
         return { content: modelResultOf(record), step: stepOf(record) };
       } catch (err) {

@@ -7,7 +7,7 @@ export const SkillNameSchema = z.string().regex(TOKEN, 'expected lower-case lett
 /** `dead` is not a queue's name: the dead letters of every queue live under `<fleet>.jobs.dead`. */
 export const QueueNameSchema = SkillNameSchema.refine((name) => name !== 'dead', '"dead" names where dead letters live; choose another queue name');
 
-/** A work queue: how often a job is delivered, how long between deliveries after a failure, how long a worker has to answer. */
+/** A work queue: how often a job is delivered, how long between deliveries after a failure, how long a worker has to answer, how long one delivery may be worked. */
 export const QueueSchema = z
   .object({
     maxDeliver: z.number().int().min(1).max(100).default(5),
@@ -17,6 +17,7 @@ export const QueueSchema = z
       .default([])
       .transform((ms) => (ms.length > 0 ? ms : [1000, 5000, 30_000])),
     ackWaitMs: z.number().int().min(1000).max(3_600_000).default(60_000),
+    maxWorkMs: z.number().int().min(1000).max(86_400_000).default(600_000),
   })
   .strict();
 export type Queue = z.infer<typeof QueueSchema>;

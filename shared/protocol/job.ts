@@ -27,7 +27,7 @@ export const JobSchema = z.object({
   id: JobIdSchema,
   queue: QueueNameSchema,
   skill: SkillNameSchema,
-  payload: z.unknown(),
+  payload: z.unknown().refine((p) => Buffer.byteLength(JSON.stringify(p) ?? '') <= JOB_PAYLOAD_MAX_BYTES, `at most ${JOB_PAYLOAD_MAX_BYTES} bytes as JSON`),
   /** ISO 8601 time it was published. */
   published_at: z.iso.datetime({ offset: true }),
 });

@@ -28,7 +28,10 @@ export const CHAIN_META = 'thymos/chain';
 export const CallChainSchema = z.array(AgentIdSchema).max(64);
 
 /** An idempotency key a caller gives: visible ASCII, fit for an HTTP header. */
-export const IdempotencyKeySchema = z.string().regex(/^[\x21-\x7e]{1,255}$/, 'expected an idempotency key: 1 to 255 visible ASCII characters');
+export const IdempotencyKeySchema = z
+  .string()
+  .regex(/^[\x21-\x7e]{1,255}$/, 'expected an idempotency key: 1 to 255 visible ASCII characters')
+  .refine((k) => !k.startsWith('job:'), 'keys that begin "job:" are those of the jobs a worker makes its calls under; choose another');
 
 /** One call of a declared tool, as the agent keeps it and `get_call` answers. */
 export const ToolCallRecordSchema = z.object({

@@ -12,6 +12,9 @@ import { REPO_ROOT } from '../../helpers/workspace.js';
 
 type Hit = { content: string; tags: string[] };
 
+/** The idempotency key of a job's first call of a tool. */
+const key = (skill: string, job: string) => `job:support/${skill}/${job}#1`;
+
 /**
  * How a job is worked besides plain words: by the agent's `[llm.reasoning]` model calling its
  * tools as the job (a local chat-completions stand-in plays the model), and by an application's
@@ -32,12 +35,12 @@ describe('jobs worked by a model and by an application\'s work()', () => {
     let body = '';
     req.on('data', (d: Buffer) => (body += d.toString()));
     req.on('end', () => {
-      const key = String(req.headers['idempotency-key'] ?? '');
+      const k = String(req.headers['idempotency-key'] ?? '');
       const order = /\/orders\/([^/]+)\//.exec(req.url ?? '')?.[1] ?? '';
-      requests.push({ key, order });
-      onRequest(key);
+      requests.push({ key: k, order });
+      onRequest(k);
       if (order === holdOrder) return void held.push(res);
-      if (!refunded.has(key)) refunded.set(key, order);
+      if (!refunded.has(k)) refunded.set(k, order);
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ order, status: 'refunded' }));
     });
   });
@@ -71,6 +74,13 @@ describe('jobs worked by a model and by an application\'s work()', () => {
     if (mode === 'broken') throw new Error('the filing cabinet is stuck');
     if (mode === 'busy' && request.attempt === 1) return { status: 'retry', reason: 'the clerk is busy', code: 'CLERK_BUSY' };
     if (mode === 'refuse') return { status: 'give_up', reason: 'not the clerk\\'s business', code: 'NOT_MINE' };
+    if (mode === 'twice') {
+      const a = await request.call('refund_order', { order_id: 'ORD-40001', amount: 1, reason: 'the first part' });
+      const b = await request.call('refund_order', { order_id: 'ORD-40001', amount: 2, reason: 'the second part' });
+      return { status: 'done', note: [a.status, b.status].join(' ') };
+    }
+    if (mode === 'sleepy') await new Promise((_, reject) => request.signal.addEventListener('abort', () => reject(request.signal.reason)));
+    if (mode === 'default') return request.byDefault();
     const acted = await request.act('refund order ' + request.job.payload.order + ' of 5', 'the clerk files a refund');
     return acted.record?.status === 'ok' ? { status: 'done', note: 'filed on delivery ' + request.attempt } : { status: 'retry', reason: acted.answer.outcome };
   };
@@ -81,10 +91,10 @@ describe('jobs worked by a model and by an application\'s work()', () => {
     writeFileSync(
       join(dir, 'desk.pkl'),
       `amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}
-queues { ["support"] { maxDeliver = 3; backoffMs { 100; 200 } } }
+queues { ["support"] { maxDeliver = 3; backoffMs { 100; 200 } } ["slow"] { maxDeliver = 1; maxWorkMs = 1500 } }
 agents {
-  ["desk"] { persona { name = "Desk" }; skills { "refunds" }; capabilities { "refund_order" } }
-  ["clerk"] { persona { name = "Clerk" }; skills { "records" }; capabilities { "refund_order" } }
+  ["desk"] { persona { name = "Desk" }; skills { "refunds" }; queues { "support" }; capabilities { "refund_order" } }
+  ["clerk"] { persona { name = "Clerk" }; skills { "records" }; queues { "support"; "slow" }; capabilities { "refund_order" } }
 }
 tools {
   ["refund_order"] {
@@ -125,9 +135,9 @@ tools {
 
   test('with a model, the job is worked by its tool calls, made as the job under the job\'s id, acknowledged, and remembered', async () => {
     await tf.fleet.jobs.publish('support', 'refunds', { text: 'ORD-10001 was charged twice' }, { id: 'J-m1' });
-    await eventually(() => (refunded.has('J-m1') ? true : undefined), 30_000, 'the refund');
+    await eventually(() => (refunded.has(key('refunds', 'J-m1')) ? true : undefined), 30_000, 'the refund');
     await eventually(() => settled('refunds'), 30_000, 'the job acknowledged');
-    assert.deepEqual(requests.filter((r) => r.key === 'J-m1'), [{ key: 'J-m1', order: 'ORD-10001' }]);
+    assert.deepEqual(requests.filter((r) => r.key === key('refunds', 'J-m1')), [{ key: key('refunds', 'J-m1'), order: 'ORD-10001' }]);
     const asked = model.exchanges.find((e) => e.request.messages.some((m) => m.content?.includes('J-m1')))!;
     assert.deepEqual(asked.request.tools?.map((t) => t.function.name), ['refund_order'], 'offered its granted tools');
     assert.match(asked.request.messages[0]!.content!, /"support" queue.*skill "refunds"/);
@@ -143,7 +153,7 @@ tools {
     await tf.fleet.jobs.publish('support', 'refunds', { text: 'ORD-10002 twice charged; try again once' }, { id: 'J-m2' });
     await eventually(async () => ((await recall('desk', 'ORD-10002')).some((h) => /J-m2 \(support\/refunds, delivery 2\).*→ done/.test(h.content)) ? true : undefined), 30_000, 'the second delivery done');
     await eventually(() => settled('refunds'), 30_000, 'the job acknowledged');
-    assert.equal(requests.filter((r) => r.key === 'J-m2').length, 1, 'the second call is answered from the agent\'s record: the service is asked once');
+    assert.equal(requests.filter((r) => r.key === key('refunds', 'J-m2')).length, 1, 'the second call is answered from the agent\'s record: the service is asked once');
     const seconds = model.exchanges.filter((e) => e.request.messages.some((m) => m.role === 'tool' && m.content?.includes('"replayed":true')));
     assert.ok(seconds.length >= 1, 'the model is told the call was replayed');
   });
@@ -160,7 +170,7 @@ tools {
     await tf.fleet.jobs.publish('support', 'records', { mode: 'refuse' }, { id: 'J-c2' });
     await tf.fleet.jobs.publish('support', 'records', { mode: 'broken' }, { id: 'J-c3' });
     await tf.fleet.jobs.publish('support', 'records', { mode: 'unsure' }, { id: 'J-c4' });
-    await eventually(() => (refunded.get('J-c1') === 'ORD-20001' ? true : undefined), 30_000, 'the clerk\'s refund');
+    await eventually(() => (refunded.get(key('records', 'J-c1')) === 'ORD-20001' ? true : undefined), 30_000, 'the clerk\'s refund');
     const refused = await eventually(letter('J-c2'), 30_000, 'J-c2 given up');
     assert.deepEqual([refused.reason.code, refused.reason.message, refused.attempts], ['NOT_MINE', "not the clerk's business", 1]);
     const broken = await eventually(letter('J-c3'), 30_000, 'J-c3 given up after its deliveries');
@@ -174,9 +184,21 @@ tools {
     assert.ok(hits.some((h) => /J-c1 \(support\/records, delivery 2\).*→ done: filed on delivery 2/.test(h.content)), JSON.stringify(hits.map((h) => h.content)));
   });
 
+  test('work(): two calls of one tool are two keys of the job; byDefault() works it as the agent would (here, its model); past maxWorkMs its signal is aborted and the job given up', async () => {
+    await tf.fleet.jobs.publish('support', 'records', { mode: 'twice' }, { id: 'J-c5' });
+    await tf.fleet.jobs.publish('support', 'records', { mode: 'default', text: 'refund ORD-50005, charged twice' }, { id: 'J-c6' });
+    await tf.fleet.jobs.publish('slow', 'records', { mode: 'sleepy' }, { id: 'J-c7' });
+    await eventually(() => (refunded.has('job:support/records/J-c5#2') ? true : undefined), 30_000, 'both parts refunded');
+    assert.deepEqual([refunded.get('job:support/records/J-c5#1'), refunded.get('job:support/records/J-c5#2')], ['ORD-40001', 'ORD-40001']);
+    await eventually(() => (refunded.get(key('records', 'J-c6')) === 'ORD-50005' ? true : undefined), 30_000, "the model's refund, by default");
+    const sleepy = await eventually(async () => (await tf.fleet.jobs.dead({ queue: 'slow' })).find((l) => (l.job as { id?: string }).id === 'J-c7'), 30_000, 'J-c7 past maxWorkMs');
+    assert.equal(sleepy.reason.code, 'TIMEOUT');
+    assert.match(sleepy.reason.message, /maxWorkMs \(1500 ms\)/);
+  });
+
   test('an agent stopped in the middle of a job hands it back at once; started again, it finishes it, and the refund exists once', async () => {
     holdOrder = 'ORD-30003';
-    const reached = new Promise<string>((resolve) => (onRequest = (key) => key === 'J-stop' && resolve(key)));
+    const reached = new Promise<string>((resolve) => (onRequest = (k) => k === key('refunds', 'J-stop') && resolve(k)));
     await tf.fleet.jobs.publish('support', 'refunds', { text: 'refund ORD-30003, charged twice' }, { id: 'J-stop' });
     await reached;
     await tf.fleet.stop('desk');
@@ -186,8 +208,8 @@ tools {
     holdOrder = '';
     await tf.fleet.start('desk');
     // Within 30 s of the start: handed back, not left until the queue's ackWaitMs (60 s) gave it out again.
-    await eventually(() => (refunded.has('J-stop') ? true : undefined), 30_000, 'the refund made on the next delivery');
+    await eventually(() => (refunded.has(key('refunds', 'J-stop')) ? true : undefined), 30_000, 'the refund made on the next delivery');
     await eventually(() => settled('refunds'), 30_000, 'the job acknowledged');
-    assert.deepEqual([...refunded.entries()].filter(([, o]) => o === 'ORD-30003'), [['J-stop', 'ORD-30003']], 'one refund, under the job\'s id');
+    assert.deepEqual([...refunded.entries()].filter(([, o]) => o === 'ORD-30003'), [[key('refunds', 'J-stop'), 'ORD-30003']], 'one refund, under the job\'s id');
   });
 });

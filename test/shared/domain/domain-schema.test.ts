@@ -126,8 +126,8 @@ describe('the persona prompt template', () => {
     const file = world(`queues { ["support"] { maxDeliver = 3; backoffMs { 10; 20 } } ["ops"] {} }
 agents { ["desk"] { persona { name = "Desk" }; skills { "billing"; "shipping" }; queues { "support" } } ["any"] { persona { name = "Any" }; skills { "billing"; "triage" } } }`);
     const domain = await loadDomainSchema(file);
-    assert.deepEqual(domain.queues.support, { maxDeliver: 3, backoffMs: [10, 20], ackWaitMs: 60_000 });
-    assert.deepEqual(domain.queues.ops, { maxDeliver: 5, backoffMs: [1000, 5000, 30_000], ackWaitMs: 60_000 });
+    assert.deepEqual(domain.queues.support, { maxDeliver: 3, backoffMs: [10, 20], ackWaitMs: 60_000, maxWorkMs: 600_000 });
+    assert.deepEqual(domain.queues.ops, { maxDeliver: 5, backoffMs: [1000, 5000, 30_000], ackWaitMs: 60_000, maxWorkMs: 600_000 });
     assert.deepEqual([1, 2, 3, 9].map((n) => backoffAfter(domain.queues.support!, n)), [10, 20, 20, 20]);
     assert.deepEqual(workOf(domain.agents.desk!, domain.queues).map((w) => `${w.queue}/${w.skill}`), ['support/billing', 'support/shipping']);
     assert.deepEqual(workOf(domain.agents.any!, domain.queues).map((w) => `${w.queue}/${w.skill}`), ['support/billing', 'support/triage', 'ops/billing', 'ops/triage']);
