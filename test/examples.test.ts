@@ -73,3 +73,18 @@ test('meet-the-elder runs one agent by hand and passes its own checks', async ()
   assert.match(out, /all checks passed/);
   assert.doesNotMatch(out, /FAIL/);
 });
+
+test('the support desk works a day of tickets — bursts, a lull, malformed jobs, a customer who writes twice — passes its own checks and stops its fleet', async () => {
+  // Its own data directory; the desk's domain and behaviour from examples/support.
+  const support = join(REPO_ROOT, 'examples', 'support');
+  const ws = createWorkspace({ schema: join(support, 'desk.pkl'), agent: [`behavior = ${JSON.stringify(join(support, 'desk-behavior.mjs'))}`], extra: '[supervisor]\npool_size = 2\n[lifecycle]\nmin_dwell_ms = 5000' });
+  try {
+    const out = await runExample('examples/support/day.ts', [ws.configPath]);
+    assert.match(out, /all checks passed/);
+    assert.doesNotMatch(out, /FAIL/);
+    assert.match(out, /no refund was made twice/);
+  } finally {
+    await killFleet(join(ws.dir, 'data'));
+    ws.dispose();
+  }
+});
