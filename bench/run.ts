@@ -22,6 +22,7 @@ import { locomoScenario } from './locomo.js';
 import { recallScenario } from './recall.js';
 import { reconcileDecisionScenario } from './reconcile-decision.js';
 import type { Figure, Scenario, ScenarioResult } from './scenario.js';
+import { supportScenario } from './support.js';
 import { talkStreamScenario } from './talk-stream.js';
 import { toolsScenario } from './tools.js';
 import { wakePoolScenario, wakeScenario } from './wake.js';
@@ -30,7 +31,7 @@ import { worldLiveScenario } from './world-live.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RESULTS = join(ROOT, 'bench', 'results');
-const SCENARIOS: Scenario[] = [agentStartupScenario, clientImportScenario, recallScenario, reconcileDecisionScenario, fleetScaleScenario, wakeScenario, wakePoolScenario, wakeManyScenario, eventDeliveryScenario, worldLiveScenario, toolsScenario, intentsScenario, talkStreamScenario, embeddingScenario, locomoScenario, faultsScenario, fuzzScenario];
+const SCENARIOS: Scenario[] = [agentStartupScenario, clientImportScenario, recallScenario, reconcileDecisionScenario, fleetScaleScenario, wakeScenario, wakePoolScenario, wakeManyScenario, eventDeliveryScenario, worldLiveScenario, toolsScenario, intentsScenario, talkStreamScenario, supportScenario, embeddingScenario, locomoScenario, faultsScenario, fuzzScenario];
 
 interface StoredResult extends ScenarioResult {
   machine: string;
@@ -69,6 +70,7 @@ const HEADLINES: Array<{ scenario: string; metric: RegExp; label: string; goal?:
   { scenario: 'tools', metric: /overhead above/, label: 'What a tool call costs' },
   { scenario: 'intents', metric: /^held-aside half: (top-1|out of scope|in scope answered with a call|wrong calls)|^resolution at 189|^what the loop adds/, label: 'Intent resolution (held-aside half) and a model\'s tool loop' },
   { scenario: 'talk-stream', metric: /^first words: the stand-in|^the whole reply from asking/, label: 'Replies that stream' },
+  { scenario: 'support', metric: /^tickets per second|^publish → solved|^burst of/, label: 'A worker fleet (support desk)' },
   { scenario: 'locomo', metric: /— R@5 \/ R@10 \/ R@20/, label: 'LoCoMo evidence recall' },
   { scenario: 'faults', metric: /./, label: 'Faults' },
   { scenario: 'fuzz', metric: /^all cases|^answers without|^fleet processes that died/, label: 'Fuzz' },

@@ -23,6 +23,10 @@ export interface Ticket {
   replies: string[];
   notes: string[];
   escalations: Array<{ tier: string; summary: string }>;
+  /** When it was opened, handed to a team, and solved (performance.now(), ms). */
+  opened_at: number;
+  routed_at?: number;
+  solved_at?: number;
 }
 
 export interface Refund {
@@ -67,7 +71,7 @@ export class Helpdesk {
 
   /** A customer writes in: a new ticket, sent to triage. */
   async open(customer: string, text: string): Promise<Ticket> {
-    const ticket: Ticket = { ticket_id: `TCK-${++this.#next}`, customer_id: customer, subject: text.slice(0, 60), text, status: 'open', priority: 'normal', team: 'triage', replies: [], notes: [], escalations: [] };
+    const ticket: Ticket = { ticket_id: `TCK-${++this.#next}`, customer_id: customer, subject: text.slice(0, 60), text, status: 'open', priority: 'normal', team: 'triage', replies: [], notes: [], escalations: [], opened_at: performance.now() };
     this.tickets.set(ticket.ticket_id, ticket);
     await this.route('triage', { ticket_id: ticket.ticket_id, customer_id: customer, text }, `${ticket.ticket_id}-triage`);
     return ticket;
@@ -155,6 +159,7 @@ export class Helpdesk {
       for (const f of ['status', 'priority'] as const) if (typeof body[f] === 'string') (t as unknown as Record<string, unknown>)[f] = body[f];
       if (typeof body.team === 'string' && body.team !== t.team) {
         t.team = body.team;
+        t.routed_at ??= performance.now();
         await this.route(t.team, { ticket_id: t.ticket_id, customer_id: t.customer_id, text: t.text }, `${t.ticket_id}-${t.team}`);
       }
       return [200, { ticket_id: t.ticket_id, status: t.status, team: t.team }];
@@ -166,6 +171,7 @@ export class Helpdesk {
     if (method === 'POST' && sub === 'replies') {
       t.replies.push(String(body.message));
       if (typeof body.status_after === 'string') t.status = body.status_after as Ticket['status'];
+      if (t.status === 'solved') t.solved_at ??= performance.now();
       return [201, { ticket_id: id, status: t.status }];
     }
     if (method === 'POST' && sub === 'escalations') {
