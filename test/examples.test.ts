@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
+import { type ChatRequest, ChatStandIn, completion } from './helpers/chat-stand-in.js';
 import { killFleet } from './helpers/fleet.js';
 import { createWorkspace, REPO_ROOT } from './helpers/workspace.js';
 
@@ -85,6 +86,68 @@ test('the support desk works a day of tickets — bursts, a lull, malformed jobs
     assert.match(out, /no refund was made twice/);
   } finally {
     await killFleet(join(ws.dir, 'data'));
+    ws.dispose();
+  }
+});
+
+/**
+ * Plays the desk's model: reads the job and the tools it is offered, and answers as a model
+ * would — the calls its role makes for the ticket, in one round, then how the job ended.
+ */
+function deskModel(chat: ChatRequest): { content: string; tool_calls?: unknown[] } {
+  const offered = new Set((chat.tools ?? []).map((t) => t.function.name));
+  const job = chat.messages.find((m) => m.role === 'user')?.content ?? '';
+  const payload = JSON.parse(job.slice(job.indexOf('\n') + 1)) as { ticket_id: string; text: string; customer_id: string };
+  const text = payload.text;
+  const ticket_id = payload.ticket_id;
+  if (chat.messages.some((m) => m.role === 'tool') || chat.tool_choice !== 'auto') return { content: JSON.stringify({ status: 'done', summary: `worked ${ticket_id}` }) };
+  const call = (name: string, args: Record<string, unknown>) => ({ id: `call_${name}`, type: 'function', function: { name, arguments: JSON.stringify({ ...args, reason: `ticket ${ticket_id}` }) } });
+  const order = /ORD-\d{5}/.exec(text)?.[0];
+  const escalate = call('escalate_ticket', { ticket_id, tier: 'tier2', summary: `Nothing I can settle here: ${text.slice(0, 200)}` });
+  const reply = (message: string, status_after: string) => call('reply_to_customer', { ticket_id, message, status_after });
+  let calls: unknown[];
+  if (!offered.has('reply_to_customer')) {
+    const team = /charged|refund|invoice/i.test(text) ? 'billing' : /return|parcel|deliver/i.test(text) ? 'shipping' : /device|wifi|sign/i.test(text) ? 'technical' : undefined;
+    calls = [team ? call('update_ticket', { ticket_id, team }) : escalate];
+  } else if (!offered.has('escalate_ticket')) {
+    calls = [call('add_ticket_note', { ticket_id, note: `Taken over by the senior desk: ${text.slice(0, 200)}` }), reply('A senior colleague has your ticket now.', 'open'), call('update_ticket', { ticket_id, status: 'on_hold' })];
+  } else if (offered.has('refund_order') && /refund.* (\d+\.\d\d)/.test(text) && order) {
+    calls = [call('refund_order', { order_id: order, amount: Number(/(\d+\.\d\d)/.exec(text)![1]), reason_code: 'duplicate_charge' }), reply('Your refund waits for a colleague\'s approval.', 'pending_customer')];
+  } else if (offered.has('resend_invoice') && /INV-\d{6}/.test(text)) {
+    calls = [call('resend_invoice', { invoice_id: /INV-\d{6}/.exec(text)![0] }), reply('The invoice is on its way again.', 'solved')];
+  } else if (offered.has('create_return') && /SKU-[A-Z0-9]+/.test(text) && order) {
+    calls = [call('create_return', { order_id: order, sku: /SKU-[A-Z0-9]+/.exec(text)![0], quantity: Number(/, (\d+) of them/.exec(text)?.[1] ?? 1), reason_code: /wrong/.test(text) ? 'wrong_item' : 'damaged' }), reply('Your return label is on its way.', 'solved')];
+  } else if (offered.has('run_diagnostics') && /SN-[A-Z0-9]{8}/.test(text)) {
+    calls = [call('run_diagnostics', { customer_id: payload.customer_id, serial_number: /SN-[A-Z0-9]{8}/.exec(text)![0], check: 'connectivity' }), reply('We checked your device: a firmware update fixes it.', 'solved')];
+  } else {
+    calls = [escalate];
+  }
+  return { content: '', tool_calls: calls };
+}
+
+test('the support desk passes the same checks with its agents working tickets by a model\'s tool calls, set in thymos.toml only', async () => {
+  const model = await ChatStandIn.start();
+  let asked = 0;
+  model.answer = (chat, res) => {
+    asked++;
+    const { content, tool_calls } = deskModel(chat);
+    completion(res, content, tool_calls ? { tool_calls } : {});
+  };
+  const support = join(REPO_ROOT, 'examples', 'support');
+  const ws = createWorkspace({
+    schema: join(support, 'desk.pkl'),
+    agent: [`behavior = ${JSON.stringify(join(support, 'desk-behavior.mjs'))}`],
+    extra: ['[supervisor]', 'pool_size = 2', '[lifecycle]', 'min_dwell_ms = 5000', '[llm.reasoning]', 'provider = "openai-compatible"', `base_url = "${model.baseUrl}"`, 'model = "stand-in-1"', 'timeout_ms = 20000'].join('\n'),
+  });
+  try {
+    const out = await runExample('examples/support/day.ts', [ws.configPath]);
+    assert.match(out, /all checks passed/);
+    assert.doesNotMatch(out, /FAIL/);
+    assert.match(out, /supervisor refused refund_order ORD-10008 180/);
+    assert.ok(asked >= 20, `the model was asked ${asked} times`);
+  } finally {
+    await killFleet(join(ws.dir, 'data'));
+    await model.stop();
     ws.dispose();
   }
 });
