@@ -125,7 +125,7 @@ export class JobWorker {
       await this.#handle(w, m, js).catch((err: unknown) => {
         // Refused by the agent (it went to Listening or began to stop as the job came): back at once.
         this.#logger.warn({ err: (err as Error).message, seq: m.seq }, 'job not handled; it goes back to the queue');
-        m.nak(this.#closed || !this.#takes() ? 0 : backoffAfter(w.settings, m.info.deliveryCount));
+        m.nak(this.#retryIn(w, m.info.deliveryCount));
       });
     }
   }
@@ -146,8 +146,7 @@ export class JobWorker {
     }
     const last = !ending.retry || attempts >= w.settings.maxDeliver;
     if (!last) {
-      // Handed back by an agent that stops or listens: at once, for another worker; else after the back-off.
-      const delay = this.#closed || !this.#takes() ? 0 : backoffAfter(w.settings, attempts);
+      const delay = this.#retryIn(w, attempts);
       m.nak(delay);
       this.#logger.warn({ job: id, attempts, code: ending.code, retry_in_ms: delay }, `job failed: ${ending.message}`);
       return;
@@ -159,6 +158,11 @@ export class JobWorker {
     // Acknowledged, not terminated: its dead letter holds it now, and a work queue keeps a terminated job.
     await this.#ack(m, id);
     this.#logger.warn({ job: id, attempts, code: ending.code }, `job given up, a dead letter: ${ending.message}`);
+  }
+
+  /** When a job handed back is delivered again: at once when this agent stops or listens (another worker takes it), else after the queue's back-off. */
+  #retryIn(w: Work, attempts: number): number {
+    return this.#closed || !this.#takes() ? 0 : backoffAfter(w.settings, attempts);
   }
 
   /** Acknowledges and waits for the server to confirm; unconfirmed, the job may be delivered again (its calls then answer their first outcomes). */

@@ -8,9 +8,8 @@ import type { LlmMessage, ToolStep } from '../llm/llm-provider.js';
 import { ANSWER_SHAPES } from '../llm/llm-tasks.js';
 import { goalsLine, personaPrompt } from '../llm/persona-prompt.js';
 import { generateStructured } from '../llm/structured-output.js';
-import type { ToolLoop } from '../llm/tool-loop.js';
 import type { NewMemory } from '../memory/agent-memory.js';
-import { type Acting, type JobCalls } from './acting.js';
+import { type Acting, type JobCalls, recordStep } from './acting.js';
 import { type AgentBehavior, type AgentBehaviorContext, type JobDelivery, type JobRequest, type JobResult, JobResultSchema } from './agent-behavior.js';
 
 /** What the worker makes of one delivery: how it ended, with the calls made while it was worked. */
@@ -57,7 +56,7 @@ export function jobRequest(job: Job, delivery: JobDelivery, acting: Acting | und
   const ask = { caller: calls.caller, idempotencyKey: calls.keyOf, signal };
   const reason = `job ${job.id} (${job.queue}/${job.skill})`;
   const counted = (record: ToolCallRecord): ToolCallRecord => {
-    steps.push({ tool: record.tool, call_id: record.call_id, status: record.status, ...(record.error ? { code: record.error.code } : {}), ms: record.duration_ms ?? 0 });
+    steps.push(recordStep(record));
     return record;
   };
   const loop = acting?.loop('reasoning', undefined, undefined, calls);
@@ -183,8 +182,7 @@ async function withModel(ctx: AgentBehaviorContext, request: Omit<JobRequest, 'b
     },
     { role: 'user', content: `Job ${job.id}, published ${job.published_at}.${again}\n${typeof job.payload === 'string' ? job.payload : JSON.stringify(job.payload, null, 1)}` },
   ];
-  const tools: ToolLoop | undefined = request.tools;
-  const { value } = await generateStructured(provider, { messages, signal: request.signal }, MODEL_ANSWER, { spent: (r) => ctx.spent('reasoning', provider, r), tools });
+  const { value } = await generateStructured(provider, { messages, signal: request.signal }, MODEL_ANSWER, { spent: (r) => ctx.spent('reasoning', provider, r), tools: request.tools });
   const calls = steps.length > 0 ? ` [${steps.map((s) => `${s.tool} ${s.status}`).join(', ')}]` : ' [no call]';
   if (value.status === 'done') return { done: true, note: `${value.summary}${calls}`.trim(), steps };
   const failed = steps.findLast((s) => s.status !== 'ok' && s.status !== 'pending');
