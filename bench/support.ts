@@ -45,7 +45,7 @@ function deskPkl(): string {
   return `amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}
 import ${JSON.stringify(join(SUPPORT, 'tools.pkl'))} as catalogue
 queues { ["support"] { maxDeliver = 3; backoffMs { 500; 2000 }; ackWaitMs = 30000; maxWorkMs = 60000 } }
-workRelevance { fullBacklog = 4; urgentAfterMs = 10000; lullHalfLifeMs = 1500; everyMs = 500 }
+workRelevance { fullBacklog = 4; urgentAfterMs = 10000; keepActiveMs = 3000; lullHalfLifeMs = 1500; everyMs = 500 }
 agents {
 ${agents.join('\n')}
 }

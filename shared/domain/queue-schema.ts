@@ -72,7 +72,9 @@ export const WorkRelevanceSchema = z
     fullBacklog: z.number().int().min(1).default(10),
     /** A job waiting this long makes it fully relevant, however few wait. */
     urgentAfterMs: z.number().int().min(1).default(30_000),
-    /** Once none of its skills' jobs waits or is in hand, its score halves every this long, from `threshold_active` down: Listening, then Dormant. */
+    /** After a skill's last job (waiting, in hand, or taken and done between two reads), its workers stay Active this long, taking the next job at once. */
+    keepActiveMs: z.number().int().min(0).default(10_000),
+    /** Past `keepActiveMs` without a job, the score halves every this long, from `threshold_active` down: Listening, then Dormant. */
     lullHalfLifeMs: z.number().int().min(1).default(60_000),
     /** How often the backlog is read and the workers reconciled. */
     everyMs: z.number().int().min(250).max(600_000).default(2000),

@@ -95,7 +95,7 @@ export async function jobBacklog(jsm: JetStreamManager, queues: readonly string[
           const total = counts[names.job(queue, skill)] ?? 0;
           const [consumer, oldest] = await Promise.all([jsm.consumers.info(stream, names.skillConsumer(skill)).catch(() => undefined), total > 0 ? oldestAge(jsm, stream, names.job(queue, skill)) : 0]);
           const inProgress = consumer?.num_ack_pending ?? 0;
-          return { queue, skill, waiting: Math.max(total - inProgress, 0), in_progress: inProgress, oldest_ms: oldest, served: (served.get(queue) ?? []).includes(skill) };
+          return { queue, skill, waiting: Math.max(total - inProgress, 0), in_progress: inProgress, oldest_ms: oldest, delivered: consumer?.delivered.consumer_seq ?? 0, served: (served.get(queue) ?? []).includes(skill) };
         }),
       );
     }),

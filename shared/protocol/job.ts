@@ -49,6 +49,8 @@ export const SkillBacklogSchema = z.object({
   in_progress: z.number().int().nonnegative(),
   /** How long the oldest job not yet done has waited, in ms; 0 when none. */
   oldest_ms: z.number().nonnegative(),
+  /** Deliveries the skill's consumer has made so far, redeliveries included: between two reads, whether any job was taken, however quickly it was done. */
+  delivered: z.number().int().nonnegative(),
   /** Whether an agent of the domain has the skill for this queue. */
   served: z.boolean(),
 });

@@ -14,9 +14,12 @@ const PAST = 0.01;
  * - jobs waiting or in hand: from just past `threshold_active` (with its hysteresis) up to 1 as
  *   they near `fullBacklog`, or as the oldest nears `urgentAfterMs` — any work wakes every agent
  *   with the skill, more work makes it more urgent (it ranks higher under `max_active`);
- * - none: just under `threshold_active`, halving every `lullHalfLifeMs` since the skill last had
- *   work, down to just past `threshold_dormant` — Listening, then Dormant, never Archived; a
- *   skill that had no work since the supervisor started scores that floor: its workers sleep.
+ * - none now, but a job taken since the last read or within `keepActiveMs`: just past
+ *   `threshold_active` — a flow of jobs each done between two reads keeps its workers Active,
+ *   taking the next one at once, rather than Listening between jobs;
+ * - none for longer: just under `threshold_active`, halving every `lullHalfLifeMs`, down to just
+ *   past `threshold_dormant` — Listening, then Dormant, never Archived; a skill that had no work
+ *   since the supervisor started scores that floor: its workers sleep.
  *
  * `refresh` reads the backlog; `start` does so every `everyMs` and reconciles the workers (only
  * them: an agent without skills keeps what the game loop's reconcile gave it).
@@ -31,6 +34,8 @@ export class WorkScores {
   /** Per queue/skill: the backlog last read, and when it last had work. */
   #rows = new Map<string, SkillBacklog>();
   readonly #lastBusy = new Map<string, number>();
+  /** Per queue/skill: its consumer's deliveries at the last read. */
+  readonly #delivered = new Map<string, number>();
   #readAt: number | undefined;
   readonly workers: ReadonlySet<string>;
 
@@ -50,7 +55,12 @@ export class WorkScores {
   async refresh(now = Date.now()): Promise<void> {
     const rows = await this.#backlog();
     this.#rows = new Map(rows.map((r) => [`${r.queue}/${r.skill}`, r]));
-    for (const [key, r] of this.#rows) if (r.waiting + r.in_progress > 0) this.#lastBusy.set(key, now);
+    for (const [key, r] of this.#rows) {
+      // A job taken and done between two reads leaves no backlog to see; the consumer's count of deliveries moved.
+      const before = this.#delivered.get(key);
+      if (r.waiting + r.in_progress > 0 || (before !== undefined && r.delivered > before)) this.#lastBusy.set(key, now);
+      this.#delivered.set(key, r.delivered);
+    }
     this.#readAt = now;
   }
 
@@ -65,15 +75,18 @@ export class WorkScores {
     const { threshold_active: active, threshold_dormant: dormant, hysteresis } = this.#lifecycle;
     const row = this.#rows.get(pair);
     const busy = row ? row.waiting + row.in_progress : 0;
+    const floor = Math.min(1, active + hysteresis + PAST);
     if (busy > 0) {
       const pressure = Math.min(1, Math.max(busy / this.#settings.fullBacklog, row!.oldest_ms / this.#settings.urgentAfterMs));
-      const floor = Math.min(1, active + hysteresis + PAST);
       return floor + (1 - floor) * pressure;
     }
+    const asleep = Math.min(1, dormant + hysteresis + PAST);
     // A skill that never had work since the supervisor started: its workers sleep.
     const since = this.#lastBusy.get(pair);
-    const lull = since === undefined ? 0 : (active - PAST) * 0.5 ** (Math.max(0, now - since) / this.#settings.lullHalfLifeMs);
-    return Math.max(Math.min(1, dormant + hysteresis + PAST), lull);
+    if (since === undefined) return asleep;
+    const idle = now - since - this.#settings.keepActiveMs;
+    if (idle < 0) return floor;
+    return Math.max(asleep, (active - PAST) * 0.5 ** (idle / this.#settings.lullHalfLifeMs));
   }
 
   /**

@@ -84,10 +84,11 @@ describe('work queues on JetStream', () => {
       return r.find((x) => x.skill === 'shipping')?.in_progress === 1 ? r : undefined;
     }, 10_000, 'the held job to show');
     const bySkill = Object.fromEntries(rows.map((r) => [r.skill, r]));
-    assert.deepEqual({ ...bySkill.shipping, oldest_ms: 0 }, { queue: 'support', skill: 'shipping', waiting: 1, in_progress: 1, oldest_ms: 0, served: true });
+    assert.deepEqual({ ...bySkill.shipping, oldest_ms: 0 }, { queue: 'support', skill: 'shipping', waiting: 1, in_progress: 1, oldest_ms: 0, delivered: 1, served: true });
     assert.ok(bySkill.shipping!.oldest_ms >= 0 && bySkill.shipping!.oldest_ms < 60_000);
     assert.equal(bySkill.billing!.waiting, 1);
-    assert.deepEqual({ ...bySkill.legal, oldest_ms: 0 }, { queue: 'support', skill: 'legal', waiting: 1, in_progress: 0, oldest_ms: 0, served: false });
+    assert.equal(bySkill.billing!.delivered, 0, 'no billing job taken yet');
+    assert.deepEqual({ ...bySkill.legal, oldest_ms: 0 }, { queue: 'support', skill: 'legal', waiting: 1, in_progress: 0, oldest_ms: 0, delivered: 0, served: false });
     held.ack();
     await eventually(async () => ((await jobBacklog(jsm, ['support'], served, names)).find((x) => x.skill === 'shipping')?.in_progress === 0 ? true : undefined), 10_000, 'the acknowledged job to be gone');
     assert.deepEqual(await jobBacklog(jsm, ['nowhere'], served, names), []);

@@ -20,13 +20,13 @@ describe('relevance from the work waiting', () => {
     const domain = parseDomainSchema(
       {
         queues: { support: {} },
-        workRelevance: { fullBacklog: 10, urgentAfterMs: 60_000, lullHalfLifeMs: 1000 },
+        workRelevance: { fullBacklog: 10, urgentAfterMs: 60_000, lullHalfLifeMs: 1000, keepActiveMs: 0 },
         agents: { desk: { persona: { name: 'Desk' }, skills: ['orders', 'billing'] }, bard: { persona: { name: 'Bard' } } },
       },
       'x.json',
     );
     let rows: SkillBacklog[] = [];
-    const row = (skill: string, waiting: number, oldest = 0): SkillBacklog => ({ queue: 'support', skill, waiting, in_progress: 0, oldest_ms: oldest, served: true });
+    const row = (skill: string, waiting: number, oldest = 0): SkillBacklog => ({ queue: 'support', skill, waiting, in_progress: 0, oldest_ms: oldest, delivered: 0, served: true });
     const scores = new WorkScores({ domain, settings: domain.workRelevance!, lifecycle, backlog: async () => rows, logger: createLogger({ level: 'silent' }) });
     assert.deepEqual([...scores.workers], ['desk']);
     assert.equal(scores.score('desk', 0), undefined, 'nothing read yet');
@@ -48,6 +48,31 @@ describe('relevance from the work waiting', () => {
     // billing had work last at 3000: 0.69, halving every second.
     const states = [3000, 3400, 3600, 4200, 20_000].map((t) => stateForScore(scores.score('desk', t)!, lifecycle));
     assert.deepEqual(states, ['listening', 'listening', 'listening', 'dormant', 'dormant']);
+  });
+
+  test('a flow of jobs each done between two reads keeps the workers Active for keepActiveMs after the last; then the lull', async () => {
+    const domain = parseDomainSchema(
+      { queues: { support: {} }, workRelevance: { lullHalfLifeMs: 1000, keepActiveMs: 5000 }, agents: { desk: { persona: { name: 'Desk' }, skills: ['orders'] } } },
+      'x.json',
+    );
+    let delivered = 0;
+    const scores = new WorkScores({ domain, settings: domain.workRelevance!, lifecycle, backlog: async () => [{ queue: 'support', skill: 'orders', waiting: 0, in_progress: 0, oldest_ms: 0, delivered, served: true }], logger: createLogger({ level: 'silent' }) });
+    const state = (t: number) => stateForScore(scores.score('desk', t)!, lifecycle);
+    await scores.refresh(0);
+    assert.equal(state(0), 'dormant', 'deliveries made before the supervisor first read them are not work now');
+    // Each read sees an empty backlog, but jobs were taken in between.
+    for (const t of [1000, 2000, 3000]) {
+      delivered += 2;
+      await scores.refresh(t);
+      assert.equal(state(t), 'active', `jobs taken between the reads before ${t} ms`);
+    }
+    await scores.refresh(4000);
+    assert.equal(state(4000), 'active', 'none since, but within keepActiveMs of the last');
+    assert.equal(state(7999), 'active');
+    assert.deepEqual([8000, 8200, 11_000].map(state), ['listening', 'listening', 'dormant'], 'past keepActiveMs: just under threshold_active, halving every second');
+    delivered += 1;
+    await scores.refresh(12_000);
+    assert.equal(state(12_000), 'active', 'one job taken wakes them again');
   });
 
   describe('on a fleet', () => {
