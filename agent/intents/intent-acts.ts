@@ -62,7 +62,8 @@ export class IntentActs implements Acting {
     this.#resolver ??= (async () => {
       let embedder: StaticEmbedder | undefined;
       try {
-        embedder = StaticEmbedder.load(offlineModelDir(), { maxLength: 256 });
+        // A few words at a time: their rows are read from the file as needed, not the whole model into this agent's heap.
+        embedder = StaticEmbedder.load(offlineModelDir(), { maxLength: 256, resident: false });
       } catch (err) {
         this.#logger.warn({ err: (err as Error).message }, 'intent resolution runs on words only: the offline model could not be read');
       }

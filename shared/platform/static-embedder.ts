@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { ErrorCode, ThymosError } from '../errors/errors.js';
@@ -24,15 +24,16 @@ const WORD_OR_MARK = /[^\s!-/:-@[-`{-~\p{P}]+|[!-/:-@[-`{-~]|\p{P}/gu;
 export class StaticEmbedder implements Embedder {
   readonly model: string;
   readonly dims: number;
-  readonly #ids: ReadonlyMap<string, number>;
-  readonly #vectors: Float32Array;
+  /** Token → row, as the tokenizer file has it (own keys only: "constructor" is a word, not a method). */
+  readonly #ids: Readonly<Record<string, number>>;
+  readonly #row: (id: number) => Float32Array | undefined;
   readonly #maxLength: number;
 
-  private constructor(model: string, dims: number, ids: ReadonlyMap<string, number>, vectors: Float32Array, maxLength: number) {
+  private constructor(model: string, dims: number, ids: Readonly<Record<string, number>>, row: (id: number) => Float32Array | undefined, maxLength: number) {
     this.model = model;
     this.dims = dims;
     this.#ids = ids;
-    this.#vectors = vectors;
+    this.#row = row;
     this.#maxLength = maxLength;
   }
 
@@ -41,13 +42,22 @@ export class StaticEmbedder implements Embedder {
     return existsSync(join(dir, STATIC_VECTORS_FILE)) && existsSync(join(dir, 'tokenizer.json'));
   }
 
-  /** Reads the model in `dir`; EMBEDDER_UNAVAILABLE names the file and what was wrong with it. */
-  static load(dir: string, options: { maxLength: number }): StaticEmbedder {
+  /**
+   * Reads the model in `dir`; EMBEDDER_UNAVAILABLE names the file and what was wrong with it.
+   * `resident` (the default) reads every word's vector into memory (20 MB for the model Thymos
+   * builds): for a process that embeds much text, the fleet's embedding service. Otherwise a row
+   * is read from the file when a word first needs it, and the last few thousand are kept: for an
+   * agent that embeds a few words now and then (intent resolution), which then neither reads nor
+   * holds the rest. The file stays open (one descriptor) for the embedder's life.
+   */
+  static load(dir: string, options: { maxLength: number; resident?: boolean }): StaticEmbedder {
+    const where = (file: string) => join(dir, file);
+    const failed = (file: string, err: unknown) => new ThymosError(ErrorCode.EMBEDDER_UNAVAILABLE, `cannot read the embedding model's ${where(file)}: ${(err as Error).message}; build it with npm run build:model, or set [embedding] model_dir`, { cause: err });
     const read = (file: string) => {
       try {
-        return readFileSync(join(dir, file));
+        return readFileSync(where(file));
       } catch (err) {
-        throw new ThymosError(ErrorCode.EMBEDDER_UNAVAILABLE, `cannot read the embedding model's ${join(dir, file)}: ${(err as Error).message}; build it with npm run build:model, or set [embedding] model_dir`, { cause: err });
+        throw failed(file, err);
       }
     };
     let vocab: Record<string, number>;
@@ -59,14 +69,33 @@ export class StaticEmbedder implements Embedder {
       if (err instanceof ThymosError) throw err;
       throw new ThymosError(ErrorCode.EMBEDDER_UNAVAILABLE, `the embedding model in ${dir} is damaged: ${(err as Error).message}`, { cause: err });
     }
-    const bytes = read(STATIC_VECTORS_FILE);
-    const ids = new Map(Object.entries(vocab));
-    if (!Number.isInteger(dims) || dims < 1 || bytes.byteLength !== ids.size * dims * 4) {
-      throw new ThymosError(ErrorCode.EMBEDDER_UNAVAILABLE, `the embedding model in ${dir} is damaged: ${STATIC_VECTORS_FILE} holds ${bytes.byteLength} bytes, expected ${ids.size} tokens × ${dims} floats × 4`);
-    }
-    const vectors = new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+    const count = vocab !== null && typeof vocab === 'object' ? Object.keys(vocab).length : 0;
+    const sized = (bytes: number) => {
+      if (!Number.isInteger(dims) || dims < 1 || count === 0 || bytes !== count * dims * 4) {
+        throw new ThymosError(ErrorCode.EMBEDDER_UNAVAILABLE, `the embedding model in ${dir} is damaged: ${STATIC_VECTORS_FILE} holds ${bytes} bytes, expected ${count} tokens × ${dims} floats × 4`);
+      }
+    };
     const name = `custom:${dir.split(/[\\/]/).filter(Boolean).at(-1)}`;
-    return new StaticEmbedder(name, dims, ids, vectors, options.maxLength);
+    if (options.resident ?? true) {
+      const bytes = read(STATIC_VECTORS_FILE);
+      sized(bytes.byteLength);
+      // A file this size is read into a buffer of its own, aligned: viewed as floats, not copied.
+      const vectors = bytes.byteOffset % 4 === 0 ? new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4) : new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+      return new StaticEmbedder(name, dims, vocab, (id) => (Number.isInteger(id) && id >= 0 && id < count ? vectors.subarray(id * dims, (id + 1) * dims) : undefined), options.maxLength);
+    }
+    let fd: number;
+    try {
+      fd = openSync(where(STATIC_VECTORS_FILE), 'r');
+    } catch (err) {
+      throw failed(STATIC_VECTORS_FILE, err);
+    }
+    try {
+      sized(fstatSync(fd).size);
+    } catch (err) {
+      closeSync(fd);
+      throw err;
+    }
+    return new StaticEmbedder(name, dims, vocab, rowsOnDemand(fd, dims), options.maxLength);
   }
 
   embed(texts: readonly string[]): Promise<Float32Array[]> {
@@ -77,10 +106,10 @@ export class StaticEmbedder implements Embedder {
     const out = new Float32Array(this.dims);
     const tokens = text.toLowerCase().match(WORD_OR_MARK) ?? [];
     for (const token of tokens.slice(0, this.#maxLength)) {
-      const id = this.#ids.get(token);
-      if (id === undefined) continue;
-      const row = id * this.dims;
-      for (let j = 0; j < this.dims; j++) out[j] = out[j]! + this.#vectors[row + j]!;
+      if (!Object.hasOwn(this.#ids, token)) continue;
+      const row = this.#row(this.#ids[token]!);
+      if (!row) continue;
+      for (let j = 0; j < this.dims; j++) out[j] = out[j]! + row[j]!;
     }
     let norm = 0;
     for (const x of out) norm += x * x;
@@ -88,4 +117,23 @@ export class StaticEmbedder implements Embedder {
     for (let j = 0; j < this.dims; j++) out[j] = out[j]! * scale;
     return out;
   }
+}
+
+/** Rows kept by an embedder that reads them on demand: about 4 MB of the model Thymos builds. */
+const KEPT_ROWS = 10_000;
+
+/** A word's row read from the vectors file when first needed; the last KEPT_ROWS kept (all dropped at once when full). A row the file does not hold is no row. */
+function rowsOnDemand(fd: number, dims: number): (id: number) => Float32Array | undefined {
+  const kept = new Map<number, Float32Array>();
+  const bytes = dims * 4;
+  return (id) => {
+    let row = kept.get(id);
+    if (row) return row;
+    if (!Number.isInteger(id) || id < 0) return undefined;
+    row = new Float32Array(dims);
+    if (readSync(fd, new Uint8Array(row.buffer), 0, bytes, id * bytes) !== bytes) return undefined;
+    if (kept.size >= KEPT_ROWS) kept.clear();
+    kept.set(id, row);
+    return row;
+  };
 }
