@@ -37,6 +37,10 @@ export class WorkScores {
   /** Per queue/skill: its consumer's deliveries at the last read. */
   readonly #delivered = new Map<string, number>();
   #readAt: number | undefined;
+  /** The rounds: stopped for good by `stop`, the next one's timer, the one under way. */
+  #stopped = false;
+  #timer: NodeJS.Timeout | undefined;
+  #round: Promise<void> | undefined;
   readonly workers: ReadonlySet<string>;
 
   constructor(o: { domain: DomainSchema; settings: WorkRelevance; lifecycle: LifecycleSettings; backlog: () => Promise<SkillBacklog[]>; logger: Logger }) {
@@ -91,24 +95,36 @@ export class WorkScores {
 
   /**
    * Every `everyMs`: reads the backlog, then hands the workers to `reconcile`. Never two at once;
-   * a round that fails is logged and the next one tries again. Returns the stop.
+   * a round that fails is logged and the next one tries again. Runs until `stop`.
    */
-  start(reconcile: (only: ReadonlySet<string>) => Promise<unknown>): () => void {
-    let stopped = false;
-    let timer: NodeJS.Timeout | undefined;
+  start(reconcile: (only: ReadonlySet<string>) => Promise<unknown>): void {
     const round = async () => {
       try {
         await this.refresh();
-        await reconcile(this.workers);
+        // Stopped while the backlog was read (the fleet going down): wake nobody.
+        if (!this.#stopped) await reconcile(this.workers);
       } catch (err) {
         this.#logger.warn({ err: (err as Error).message }, 'work relevance: reading the backlog or reconciling the workers failed; trying again');
       }
-      if (!stopped) timer = setTimeout(() => void round(), this.#settings.everyMs);
     };
-    timer = setTimeout(() => void round(), 0);
-    return () => {
-      stopped = true;
-      clearTimeout(timer);
+    const next = (ms: number) => {
+      this.#timer = setTimeout(() => {
+        this.#round = round().finally(() => {
+          this.#round = undefined;
+          if (!this.#stopped) next(this.#settings.everyMs);
+        });
+      }, ms);
     };
+    next(0);
+  }
+
+  /**
+   * Stops the rounds, and resolves once the one under way (if any) is over: what `thymos down`
+   * does before it stops the agents, so that no round wakes a worker it just stopped.
+   */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    await this.#round;
   }
 }

@@ -109,7 +109,10 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     });
     await controller.adopt();
     controller.watchHeartbeats();
-    if (jobs.work) cleanup.push(jobs.work.start((only) => controller.reconcile(ReconcileContextSchema.parse({}), { only })));
+    if (jobs.work) {
+      jobs.work.start((only) => controller.reconcile(ReconcileContextSchema.parse({}), { only }));
+      cleanup.push(() => jobs.work?.stop());
+    }
     if (jsm) await startRouter({ nc, names, domain, settings: config.events, registry, evaluator, hints, onRouted: (ids) => metrics.countRouted(ids), logger }, cleanup);
     const metricsUrl = await metrics.listen('127.0.0.1', config.supervisor.metrics_port);
     cleanup.push(() => metrics.close());
@@ -317,7 +320,11 @@ function supervisorControlApi(
         stop: (r, progress) => controller.operate('stop', r.id, { onProgress: progress }),
         archive: (r, progress) => controller.operate('archive', r.id, { onProgress: progress }),
         restore: (r, progress) => controller.operate('restore', r.id, { onProgress: progress }),
-        stop_all: (_r, progress) => controller.stopAll({ onProgress: progress }),
+        // The fleet going down: the work relevance wakes no worker once they are stopped.
+        stop_all: async (_r, progress) => {
+          await jobs.work?.stop();
+          return controller.stopAll({ onProgress: progress });
+        },
         history: (r) => controller.history(r.id, r.limit),
         call_pending: async (r) => ({ decision: await approvals.submit(r.call) }),
         approvals: async (r) => approvals.pending(r.id),

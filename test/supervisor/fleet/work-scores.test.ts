@@ -75,6 +75,28 @@ describe('relevance from the work waiting', () => {
     assert.equal(state(12_000), 'active', 'one job taken wakes them again');
   });
 
+  test('stopped while a round reads the backlog (the fleet going down), it wakes nobody, and stop waits for that round', async () => {
+    const domain = parseDomainSchema({ queues: { support: {} }, workRelevance: { everyMs: 250 }, agents: { desk: { persona: { name: 'Desk' }, skills: ['orders'] } } }, 'x.json');
+    let release!: (rows: SkillBacklog[]) => void;
+    let reads = 0;
+    const backlog = () => {
+      reads++;
+      return new Promise<SkillBacklog[]>((r) => (release = r));
+    };
+    const scores = new WorkScores({ domain, settings: domain.workRelevance!, lifecycle, backlog, logger: createLogger({ level: 'silent' }) });
+    const reconciled: string[][] = [];
+    scores.start(async (only) => void reconciled.push([...only]));
+    await eventually(() => (reads === 1 ? true : undefined), 5000, 'the first round to read the backlog');
+    let stopped = false;
+    const stopping = scores.stop().then(() => (stopped = true));
+    await Promise.resolve();
+    assert.equal(stopped, false, 'stop waits for the round under way');
+    release([{ queue: 'support', skill: 'orders', waiting: 3, in_progress: 0, oldest_ms: 0, delivered: 0, served: true }]);
+    await stopping;
+    assert.deepEqual(reconciled, [], 'work was waiting, but the rounds were stopped: no worker woken');
+    assert.equal(reads, 1, 'no round after stop');
+  });
+
   describe('on a fleet', () => {
     let tf: TestFleet;
     const dir = mkdtempSync(join(tmpdir(), 'thymos-desk-'));
