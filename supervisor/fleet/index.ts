@@ -11,4 +11,4 @@ export { FleetController, type FleetControllerOptions, type ProgressListener } f
 export { PortAllocator } from './port-allocator.js';
 export { type AskAgent, RelevanceEvaluator, type RelevanceModule, type RelevanceModuleInput, type Score } from './relevance-evaluator.js';
 export { SupervisorMetrics } from './supervisor-metrics.js';
-export { WorkScores } from './work-scores.js';
+export { type WorkerState, WorkScores } from './work-scores.js';

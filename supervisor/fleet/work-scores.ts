@@ -1,5 +1,5 @@
 import type { LifecycleSettings } from '../../shared/config/fleet-settings.js';
-import type { DomainSchema } from '../../shared/domain/domain-schema.js';
+import type { DomainSchema, LifecycleState } from '../../shared/domain/domain-schema.js';
 import { workOf,type WorkRelevance } from '../../shared/domain/queue-schema.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { SkillBacklog } from '../../shared/protocol/job.js';
@@ -7,19 +7,33 @@ import type { SkillBacklog } from '../../shared/protocol/job.js';
 /** A little past a threshold and its hysteresis, so that the score does move the agent. */
 const PAST = 0.01;
 
+/** What the scores need to know of a worker from the registry: whether it is up, and whether its last start failed. */
+export interface WorkerState {
+  state: LifecycleState;
+  last_error: unknown;
+}
+
 /**
  * Relevance from the work waiting (the domain's `workRelevance`): every agent that takes jobs is
- * scored from its skills' backlog on the queues it serves, the highest of them:
+ * scored from its skills' backlog on the queues it serves, the highest of them.
  *
- * - jobs waiting or in hand: from just past `threshold_active` (with its hysteresis) up to 1 as
- *   they near `fullBacklog`, or as the oldest nears `urgentAfterMs` — any work wakes every agent
- *   with the skill, more work makes it more urgent (it ranks higher under `max_active`);
- * - none now, but a job taken since the last read or within `keepActiveMs`: just past
- *   `threshold_active` — a flow of jobs each done between two reads keeps its workers Active,
- *   taking the next one at once, rather than Listening between jobs;
- * - none for longer: just under `threshold_active`, halving every `lullHalfLifeMs`, down to just
- *   past `threshold_dormant` — Listening, then Dormant, never Archived; a skill that had no work
- *   since the supervisor started scores that floor: its workers sleep.
+ * A skill needs one worker per `[jobs] concurrency` jobs waiting or in hand (at least one when a
+ * job was taken since the last read, however quickly it was done), never more than it has. Its
+ * workers are ranked — those up (Active or Listening) first, then those asleep, then those whose
+ * last start failed; by id within each — and the first as many as are needed are scored from
+ * the work, the others as in a lull:
+ *
+ * - needed now: from just past `threshold_active` (with its hysteresis) up to 1 as the jobs near
+ *   `fullBacklog`, or as the oldest nears `urgentAfterMs` — more work makes it more urgent (it
+ *   ranks higher under `max_active`);
+ * - needed within the last `keepActiveMs`: just past `threshold_active`, so a worker stays Active
+ *   between the jobs of a flow and takes the next one at once;
+ * - needed longer ago: just under `threshold_active`, halving every `lullHalfLifeMs`, down to just
+ *   past `threshold_dormant` — Listening, then Dormant, never Archived; a rank never needed since
+ *   the supervisor started scores that floor: its worker sleeps.
+ *
+ * So a burst wakes as many workers as it needs rather than every one at once, and a flow keeps
+ * as many awake as it keeps busy.
  *
  * `refresh` reads the backlog; `start` does so every `everyMs` and reconciles the workers (only
  * them: an agent without skills keeps what the game loop's reconcile gave it).
@@ -29,11 +43,15 @@ export class WorkScores {
   readonly #lifecycle: LifecycleSettings;
   readonly #backlog: () => Promise<SkillBacklog[]>;
   readonly #logger: Logger;
-  /** Each worker's queue/skill pairs. */
+  readonly #concurrency: number;
+  readonly #entry: (id: string) => WorkerState | undefined;
+  /** Each worker's queue/skill pairs, and each pair's workers by id. */
   readonly #work = new Map<string, string[]>();
-  /** Per queue/skill: the backlog last read, and when it last had work. */
+  readonly #workersOf = new Map<string, string[]>();
+  /** Per queue/skill: the backlog last read, how many workers it needs now, and when each rank was last needed. */
   #rows = new Map<string, SkillBacklog>();
-  readonly #lastBusy = new Map<string, number>();
+  readonly #demand = new Map<string, number>();
+  readonly #needed = new Map<string, number[]>();
   /** Per queue/skill: its consumer's deliveries at the last read. */
   readonly #delivered = new Map<string, number>();
   #readAt: number | undefined;
@@ -43,14 +61,17 @@ export class WorkScores {
   #round: Promise<void> | undefined;
   readonly workers: ReadonlySet<string>;
 
-  constructor(o: { domain: DomainSchema; settings: WorkRelevance; lifecycle: LifecycleSettings; backlog: () => Promise<SkillBacklog[]>; logger: Logger }) {
+  constructor(o: { domain: DomainSchema; settings: WorkRelevance; lifecycle: LifecycleSettings; backlog: () => Promise<SkillBacklog[]>; logger: Logger; concurrency?: number; entry?: (id: string) => WorkerState | undefined }) {
     this.#settings = o.settings;
+    this.#concurrency = o.concurrency ?? 1;
+    this.#entry = o.entry ?? (() => undefined);
     this.#lifecycle = o.lifecycle;
     this.#backlog = o.backlog;
     this.#logger = o.logger;
     for (const [id, agent] of Object.entries(o.domain.agents)) {
       const pairs = workOf(agent, o.domain.queues).map((w) => `${w.queue}/${w.skill}`);
       if (pairs.length > 0) this.#work.set(id, pairs);
+      for (const pair of pairs) this.#workersOf.set(pair, [...(this.#workersOf.get(pair) ?? []), id].sort());
     }
     this.workers = new Set(this.#work.keys());
   }
@@ -59,11 +80,19 @@ export class WorkScores {
   async refresh(now = Date.now()): Promise<void> {
     const rows = await this.#backlog();
     this.#rows = new Map(rows.map((r) => [`${r.queue}/${r.skill}`, r]));
+    this.#demand.clear();
     for (const [key, r] of this.#rows) {
-      // A job taken and done between two reads leaves no backlog to see; the consumer's count of deliveries moved.
       const before = this.#delivered.get(key);
-      if (r.waiting + r.in_progress > 0 || (before !== undefined && r.delivered > before)) this.#lastBusy.set(key, now);
       this.#delivered.set(key, r.delivered);
+      const workers = this.#workersOf.get(key)?.length ?? 0;
+      const busy = r.waiting + r.in_progress;
+      // A job taken and done between two reads leaves no backlog to see; the consumer's count of deliveries moved.
+      const flowed = before !== undefined && r.delivered > before;
+      const demand = Math.min(workers, busy > 0 ? Math.ceil(busy / this.#concurrency) : flowed ? 1 : 0);
+      this.#demand.set(key, demand);
+      const needed = this.#needed.get(key) ?? [];
+      for (let rank = 0; rank < demand; rank++) needed[rank] = now;
+      this.#needed.set(key, needed);
     }
     this.#readAt = now;
   }
@@ -72,21 +101,31 @@ export class WorkScores {
   score(id: string, now = Date.now()): number | undefined {
     const pairs = this.#work.get(id);
     if (!pairs || this.#readAt === undefined) return undefined;
-    return Math.max(...pairs.map((p) => this.#pairScore(p, now)));
+    return Math.max(...pairs.map((p) => this.#pairScore(p, id, now)));
   }
 
-  #pairScore(pair: string, now: number): number {
+  /** A pair's workers, ranked: up first, then asleep, then those whose last start failed; by id within each. */
+  #ranked(pair: string): string[] {
+    const group = (id: string) => {
+      const e = this.#entry(id);
+      if (e?.state === 'active' || e?.state === 'listening') return 0;
+      return e?.last_error ? 2 : 1;
+    };
+    return (this.#workersOf.get(pair) ?? []).map((id, i) => ({ id, key: group(id) * 1e6 + i })).sort((a, b) => a.key - b.key).map((w) => w.id);
+  }
+
+  #pairScore(pair: string, id: string, now: number): number {
     const { threshold_active: active, threshold_dormant: dormant, hysteresis } = this.#lifecycle;
+    const rank = this.#ranked(pair).indexOf(id);
     const row = this.#rows.get(pair);
-    const busy = row ? row.waiting + row.in_progress : 0;
     const floor = Math.min(1, active + hysteresis + PAST);
-    if (busy > 0) {
-      const pressure = Math.min(1, Math.max(busy / this.#settings.fullBacklog, row!.oldest_ms / this.#settings.urgentAfterMs));
+    if (row && rank < (this.#demand.get(pair) ?? 0)) {
+      const pressure = Math.min(1, Math.max((row.waiting + row.in_progress) / this.#settings.fullBacklog, row.oldest_ms / this.#settings.urgentAfterMs));
       return floor + (1 - floor) * pressure;
     }
     const asleep = Math.min(1, dormant + hysteresis + PAST);
-    // A skill that never had work since the supervisor started: its workers sleep.
-    const since = this.#lastBusy.get(pair);
+    // A rank never needed since the supervisor started: its worker sleeps.
+    const since = this.#needed.get(pair)?.[rank];
     if (since === undefined) return asleep;
     const idle = now - since - this.#settings.keepActiveMs;
     if (idle < 0) return floor;

@@ -39,7 +39,7 @@ import { EventRouter, type EventRouterOptions } from '../fleet/event-router.js';
 import { FleetController } from '../fleet/fleet-controller.js';
 import { RelevanceEvaluator } from '../fleet/relevance-evaluator.js';
 import { SupervisorMetrics } from '../fleet/supervisor-metrics.js';
-import { WorkScores } from '../fleet/work-scores.js';
+import { type WorkerState, WorkScores } from '../fleet/work-scores.js';
 import { ProcessManager } from '../pm2/process-manager.js';
 import { thymosBinPath } from '../pm2/thymos-bin.js';
 import { worldControlApi } from '../world/world-api.js';
@@ -83,7 +83,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
       logger.warn({ err: (err as Error).message }, 'world events are off: the NATS server has no JetStream');
       return undefined;
     });
-    const jobs = await openJobQueues(jsm, nc, domain, names, config, logger, cleanup);
+    const jobs = await openJobQueues(jsm, nc, domain, names, config, logger, cleanup, (id) => registry.get(id));
     const evaluator = await relevanceEvaluator(config, domain, link, jobs.work);
     const world = await WorldStore.open({ db, tables: domain.worldTables, nc, names, leaseMs: config.world.lease_ms, maxSubscriptions: config.world.max_subscriptions, logger });
     cleanup.push(() => world.close());
@@ -109,15 +109,12 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     });
     await controller.adopt();
     controller.watchHeartbeats();
-    if (jobs.work) {
-      jobs.work.start((only) => controller.reconcile(ReconcileContextSchema.parse({}), { only }));
-      cleanup.push(() => jobs.work?.stop());
-    }
+    jobs.work?.start((only) => controller.reconcile(ReconcileContextSchema.parse({}), { only }));
+    cleanup.push(() => jobs.work?.stop());
     if (jsm) await startRouter({ nc, names, domain, settings: config.events, registry, evaluator, hints, onRouted: (ids) => metrics.countRouted(ids), logger }, cleanup);
     const metricsUrl = await metrics.listen('127.0.0.1', config.supervisor.metrics_port);
     cleanup.push(() => metrics.close());
     const self: FleetStatus['supervisor'] = { pid: process.pid, started_at: new Date().toISOString(), metrics_url: metricsUrl, nats_url: natsUrl };
-
     const audit = new AuditLog(paths.audit, logger);
     const apis = [supervisorControlApi(nc, names, { controller, approvals: await openApprovals(db, link, config, logger, cleanup), endpoints: new AgentEndpoints({ domain, config, entry: (id) => registry.get(id), wake: (id, onProgress) => controller!.operate('start', id, { mode: 'active', onProgress }) }), jobs }, audit, () => ({ ...self, pool: pool?.stats() ?? null }), logger), worldControlApi(nc, world, logger, names)];
     for (const api of apis) {
@@ -157,7 +154,7 @@ interface JobQueues {
 }
 
 /** The work queues: a stream per queue, a consumer per skill that serves it (shared/nats/job-queue.ts); their backlog and dead letters. */
-async function openJobQueues(jsm: JetStreamManager | undefined, nc: NatsConnection, domain: DomainSchema, names: FleetNames, config: ThymosConfig, logger: Logger, cleanup: CleanupStack): Promise<JobQueues> {
+async function openJobQueues(jsm: JetStreamManager | undefined, nc: NatsConnection, domain: DomainSchema, names: FleetNames, config: ThymosConfig, logger: Logger, cleanup: CleanupStack, entry: (id: string) => WorkerState | undefined): Promise<JobQueues> {
   const skills = queueSkills(domain);
   if (jsm) await ensureJobQueues(jsm, domain.queues, skills, names);
   // A worker that died on a job's last delivery: the job is caught from the advisory.
@@ -169,7 +166,7 @@ async function openJobQueues(jsm: JetStreamManager | undefined, nc: NatsConnecti
   };
   const backlog = async (queue?: string) => (jsm ? jobBacklog(jsm, queue === undefined ? Object.keys(domain.queues) : [queue], skills, names) : []);
   return {
-    work: domain.workRelevance && jsm ? new WorkScores({ domain, settings: domain.workRelevance, lifecycle: config.lifecycle, backlog, logger }) : undefined,
+    work: domain.workRelevance && jsm ? new WorkScores({ domain, settings: domain.workRelevance, lifecycle: config.lifecycle, backlog, logger, concurrency: config.jobs.concurrency, entry }) : undefined,
     backlog,
     dead: async (limit, queue) => (jsm ? deadLetters(jsm, limit, queue, names) : []),
     requeue: (seq) => requeueDeadLetter(js(), nc, seq, names),

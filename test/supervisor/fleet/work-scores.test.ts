@@ -9,7 +9,7 @@ import { parseDomainSchema } from '../../../shared/domain/domain-schema.js';
 import { createLogger } from '../../../shared/platform/logger.js';
 import type { SkillBacklog } from '../../../shared/protocol/job.js';
 import { stateForScore } from '../../../supervisor/fleet/decide-states.js';
-import { WorkScores } from '../../../supervisor/fleet/work-scores.js';
+import { type WorkerState, WorkScores } from '../../../supervisor/fleet/work-scores.js';
 import { eventually, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
 import { REPO_ROOT } from '../../helpers/workspace.js';
 
@@ -73,6 +73,40 @@ describe('relevance from the work waiting', () => {
     delivered += 1;
     await scores.refresh(12_000);
     assert.equal(state(12_000), 'active', 'one job taken wakes them again');
+  });
+
+  test('a skill wakes as many workers as its jobs need, those up first, a worker whose start failed last; the rest stay asleep', async () => {
+    const domain = parseDomainSchema(
+      { queues: { support: {} }, workRelevance: { fullBacklog: 10, keepActiveMs: 2000, lullHalfLifeMs: 1000 }, agents: Object.fromEntries(['w1', 'w2', 'w3', 'w4'].map((id) => [id, { persona: { name: id }, skills: ['orders'] }])) },
+      'x.json',
+    );
+    let rows: SkillBacklog[] = [];
+    const entries = new Map<string, WorkerState>();
+    const backlog = (waiting: number, in_progress = 0, delivered = 0): SkillBacklog[] => [{ queue: 'support', skill: 'orders', waiting, in_progress, oldest_ms: 0, delivered, served: true }];
+    const scores = new WorkScores({ domain, settings: domain.workRelevance!, lifecycle, backlog: async () => rows, logger: createLogger({ level: 'silent' }), concurrency: 2, entry: (id) => entries.get(id) });
+    const states = (t: number) => ['w1', 'w2', 'w3', 'w4'].map((id) => stateForScore(scores.score(id, t)!, lifecycle));
+    rows = backlog(1);
+    await scores.refresh(0);
+    assert.deepEqual(states(0), ['active', 'dormant', 'dormant', 'dormant'], 'one job: one worker, the first by id');
+    rows = backlog(3, 2);
+    await scores.refresh(500);
+    assert.deepEqual(states(500), ['active', 'active', 'active', 'dormant'], 'five jobs, two at once each: three workers');
+    rows = backlog(40);
+    await scores.refresh(1000);
+    assert.deepEqual(states(1000), ['active', 'active', 'active', 'active'], 'never more than the skill has');
+    rows = backlog(0, 1, 50);
+    await scores.refresh(1500);
+    assert.deepEqual(states(1500), ['active', 'active', 'active', 'active'], 'one needed now, the others within keepActiveMs of being needed');
+    assert.deepEqual(states(3100), ['active', 'listening', 'listening', 'listening'], 'past keepActiveMs the ranks not needed since listen');
+    // w3 is up and w1 asleep: the one up is taken first; a worker whose last start failed comes last.
+    entries.set('w3', { state: 'active', last_error: null });
+    entries.set('w1', { state: 'dormant', last_error: { code: 'START_FAILED', message: 'x' } });
+    rows = backlog(2, 0, 50);
+    await scores.refresh(10_000);
+    assert.deepEqual(states(10_000), ['dormant', 'dormant', 'active', 'dormant'], 'w3 (up) is the one');
+    rows = backlog(6, 0, 50);
+    await scores.refresh(10_500);
+    assert.deepEqual(states(10_500), ['dormant', 'active', 'active', 'active'], 'then w2 and w4; w1, whose start failed, last');
   });
 
   test('stopped while a round reads the backlog (the fleet going down), it wakes nobody, and stop waits for that round', async () => {
