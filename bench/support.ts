@@ -105,6 +105,25 @@ function spent(before: Record<string, number>, after: Record<string, number>): R
   return Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - (before[k] ?? 0)]));
 }
 
+/** Looks every second at how many workers are Active until stopped; the median of those looks. */
+function countAwake(fleet: Fleet): { stop(): Promise<number> } {
+  const seen: number[] = [];
+  let stopped = false;
+  const looking = (async () => {
+    while (!stopped) {
+      seen.push((await fleet.status()).agents.filter((a) => a.state === 'active' && WORKERS().includes(a.id)).length);
+      await sleep(1000);
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      await looking;
+      return quantile(seen, 0.5);
+    },
+  };
+}
+
 /** Opens `n` tickets at `rate` a second and waits for them to settle: the solved ones, the seconds from the first opened to the last solved, and each one's wait. */
 async function offer(desk: Helpdesk, n: number, rate: number, from: number): Promise<{ tickets: Ticket[]; solved: Ticket[]; seconds: number; lat: number[] }> {
   const tickets: Ticket[] = [];
@@ -156,16 +175,19 @@ export const supportScenario: Scenario = {
         // At half the rate first, which the fleet keeps up with: what a ticket waits when nothing queues.
         const easy = await offer(desk, EASY, EASY_RATE, TICKETS + 2 * BURST);
         const cpu0 = await cpuByPart(fleet, data);
+        const awake = countAwake(fleet);
         const { tickets, solved, seconds, lat } = await offer(desk, TICKETS, RATE, 0);
+        const active = await awake.stop();
         const cpu = spent(cpu0, await cpuByPart(fleet, data));
         const burst = await burstAfterLull(fleet, desk, TICKETS);
-        return { tickets, solved, seconds, lat, cpu, burst, easy };
+        return { tickets, solved, seconds, lat, cpu, burst, easy, active };
       });
-      json.warm = { solved: warm.solved.length, seconds: warm.seconds, p50: quantile(warm.lat, 0.5), p95: quantile(warm.lat, 0.95), cpu: warm.cpu, burst: warm.burst, easy: { solved: warm.easy.solved.length, seconds: warm.easy.seconds, p50: quantile(warm.easy.lat, 0.5), p95: quantile(warm.easy.lat, 0.95) } };
+      json.warm = { active: warm.active, solved: warm.solved.length, seconds: warm.seconds, p50: quantile(warm.lat, 0.5), p95: quantile(warm.lat, 0.95), cpu: warm.cpu, burst: warm.burst, easy: { solved: warm.easy.solved.length, seconds: warm.easy.seconds, p50: quantile(warm.easy.lat, 0.5), p95: quantile(warm.easy.lat, 0.95) } };
       figures.push(
         { metric: `tickets solved of ${TICKETS} (the rest escalated)`, value: warm.solved.length, unit: '' },
         { metric: `tickets per second sustained, ${RATE}/s offered`, value: round(warm.solved.length / warm.seconds, 1), unit: '/s', goal: '≥ 10 /s' },
-        { metric: `publish → solved p50 / p95 at ${RATE}/s offered, every worker awake`, value: `${Math.round(quantile(warm.lat, 0.5))} / ${Math.round(quantile(warm.lat, 0.95))}`, unit: 'ms', goal: 'p95 ≤ 2000 ms' },
+        { metric: `publish → solved p50 / p95 at ${RATE}/s offered, the workers woken first`, value: `${Math.round(quantile(warm.lat, 0.5))} / ${Math.round(quantile(warm.lat, 0.95))}`, unit: 'ms', goal: 'p95 ≤ 2000 ms' },
+        { metric: `workers Active during the ${RATE}/s run, median of one look a second (of ${WORKERS().length})`, value: warm.active, unit: '' },
         { metric: `publish → solved p50 / p95 at ${EASY_RATE}/s offered (${EASY} tickets, ${warm.easy.solved.length} solved at ${round(warm.easy.solved.length / warm.easy.seconds, 1)}/s)`, value: `${Math.round(quantile(warm.easy.lat, 0.5))} / ${Math.round(quantile(warm.easy.lat, 0.95))}`, unit: 'ms' },
         { metric: 'CPU per ticket, all of it (fleet, nats-server, the shop service and client)', value: round((Object.values(warm.cpu).reduce((a, b) => a + b, 0) * 1000) / TICKETS, 1), unit: 'ms' },
         ...Object.entries(warm.cpu).map(([part, sec]) => ({ metric: `CPU per ticket: ${part}`, value: round((sec * 1000) / TICKETS, 1), unit: 'ms' })),
@@ -186,7 +208,7 @@ export const supportScenario: Scenario = {
       notes: [
         `The desk of examples/support (desk-behavior.mjs, offline: intent resolution and the shop API's tools) with ${TRIAGE} triage agents, ${Object.entries(TEAMS).map(([t, n]) => `${n} ${t}`).join(', ')} specialists and an escalation agent; its shop service on 127.0.0.1:8787 in the bench's process.`,
         `Sustained: every worker awake first; ${EASY} tickets at ${EASY_RATE} a second, then ${TICKETS} tickets opened at ${RATE} a second (the CPU figures are of these) (an invoice sent again, a return, a device checked, in turn, each naming its own ids). Each ticket: triage recalls which team fits and hands it on (update_ticket); a specialist resolves the words to one call, makes it, and answers the customer (reply_to_customer). Solved = the customer's reply that closes it. Per second = solved tickets over the time from the first opened to the last solved.`,
-        'Every worker stays up at least 30 s once woken (min_dwell_ms), so the tickets find it awake. Burst after a lull: the work relevance puts every worker to sleep (Dormant), then 20 tickets are opened at once; first handed to a team = triage awake and done with one, first solved = a specialist awake and done with one.',
+        'Every worker is woken first and stays up at least 30 s (min_dwell_ms); from then on the work relevance keeps awake as many as the tickets need (one per job waiting or in hand, kept 3 s past the last: keepActiveMs). Burst after a lull: the work relevance puts every worker to sleep (Dormant), then 20 tickets are opened at once; first handed to a team = triage awake and done with one, first solved = a specialist awake and done with one.',
       ],
       json,
     };
