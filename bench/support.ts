@@ -209,6 +209,7 @@ export const supportScenario: Scenario = {
         `The desk of examples/support (desk-behavior.mjs, offline: intent resolution and the shop API's tools) with ${TRIAGE} triage agents, ${Object.entries(TEAMS).map(([t, n]) => `${n} ${t}`).join(', ')} specialists and an escalation agent; its shop service on 127.0.0.1:8787 in the bench's process.`,
         `Sustained: every worker awake first; ${EASY} tickets at ${EASY_RATE} a second, then ${TICKETS} tickets opened at ${RATE} a second (the CPU figures are of these) (an invoice sent again, a return, a device checked, in turn, each naming its own ids). Each ticket: triage recalls which team fits and hands it on (update_ticket); a specialist resolves the words to one call, makes it, and answers the customer (reply_to_customer). Solved = the customer's reply that closes it. Per second = solved tickets over the time from the first opened to the last solved.`,
         'Every worker is woken first and stays up at least 30 s (min_dwell_ms); from then on the work relevance keeps awake as many as the tickets need (one per job waiting or in hand, kept 3 s past the last: keepActiveMs). Burst after a lull: the work relevance puts every worker to sleep (Dormant), then 20 tickets are opened at once; first handed to a team = triage awake and done with one, first solved = a specialist awake and done with one.',
+        'Every lever tried with its figure, and what the burst after a lull is made of: docs/worker-fleets.md.',
       ],
       json,
     };
