@@ -7,6 +7,12 @@ import type { SkillBacklog } from '../../shared/protocol/job.js';
 /** A little past a threshold and its hysteresis, so that the score does move the agent. */
 const PAST = 0.01;
 
+/** How much of what a skill's jobs took so far each read with work keeps: the last ten or so reads weigh most. */
+const PACE_KEEP = 0.9;
+
+/** Jobs a skill must have been seen to take before how long they take is trusted. */
+const PACE_JOBS = 3;
+
 /** What the scores need to know of a worker from the registry: whether it is up, and whether its last start failed. */
 export interface WorkerState {
   state: LifecycleState;
@@ -18,7 +24,9 @@ export interface WorkerState {
  * scored from its skills' backlog on the queues it serves, the highest of them.
  *
  * A skill needs one worker per `[jobs] concurrency` jobs waiting or in hand (at least one when a
- * job was taken since the last read, however quickly it was done), never more than it has. Its
+ * job was taken since the last read, however quickly it was done), never more than it has; once
+ * how long its jobs take is known (worker time over jobs taken, from the reads so far), only as
+ * many as finish what waits within one `everyMs`, never fewer than hold jobs now. Its
  * workers are ranked — those up (Active or Listening) first, then those asleep, then those whose
  * last start failed; by id within each — and the first as many as are needed are scored from
  * the work, the others as in a lull:
@@ -51,6 +59,8 @@ export class WorkScores {
   /** Per queue/skill: the backlog last read, how many workers it needs now, and when each rank was last needed. */
   #rows = new Map<string, SkillBacklog>();
   readonly #demand = new Map<string, number>();
+  /** Per queue/skill: worker time spent on its jobs and jobs taken, both fading with each read that had work (Little's law: their ratio is how long a job takes). */
+  readonly #pace = new Map<string, { busyMs: number; jobs: number }>();
   readonly #needed = new Map<string, number[]>();
   /** Per queue/skill: its consumer's deliveries at the last read. */
   readonly #delivered = new Map<string, number>();
@@ -79,22 +89,47 @@ export class WorkScores {
   /** Reads every skill's backlog from JetStream, and notes which have work now. */
   async refresh(now = Date.now()): Promise<void> {
     const rows = await this.#backlog();
+    const since = this.#readAt === undefined ? 0 : Math.max(0, now - this.#readAt);
     this.#rows = new Map(rows.map((r) => [`${r.queue}/${r.skill}`, r]));
     this.#demand.clear();
     for (const [key, r] of this.#rows) {
       const before = this.#delivered.get(key);
       this.#delivered.set(key, r.delivered);
-      const workers = this.#workersOf.get(key)?.length ?? 0;
-      const busy = r.waiting + r.in_progress;
       // A job taken and done between two reads leaves no backlog to see; the consumer's count of deliveries moved.
-      const flowed = before !== undefined && r.delivered > before;
-      const demand = Math.min(workers, busy > 0 ? Math.ceil(busy / this.#concurrency) : flowed ? 1 : 0);
-      this.#demand.set(key, demand);
+      const taken = before === undefined ? 0 : Math.max(0, r.delivered - before);
+      const jobMs = this.#jobMs(key, taken, r.in_progress, since);
+      this.#demand.set(key, Math.min(this.#workersOf.get(key)?.length ?? 0, this.#workersNeeded(r, taken > 0, jobMs)));
+      const demand = this.#demand.get(key)!;
       const needed = this.#needed.get(key) ?? [];
       for (let rank = 0; rank < demand; rank++) needed[rank] = now;
       this.#needed.set(key, needed);
     }
     this.#readAt = now;
+  }
+
+  /** How long a job of the pair takes, from what the reads saw so far (`taken` jobs since the last read, `inHand` now, `since` ms ago); undefined until enough jobs were seen. */
+  #jobMs(pair: string, taken: number, inHand: number, since: number): number | undefined {
+    const pace = this.#pace.get(pair) ?? { busyMs: 0, jobs: 0 };
+    if (taken > 0 || inHand > 0) {
+      pace.busyMs = pace.busyMs * PACE_KEEP + inHand * since;
+      pace.jobs = pace.jobs * PACE_KEEP + taken;
+      this.#pace.set(pair, pace);
+    }
+    return pace.jobs >= PACE_JOBS ? pace.busyMs / pace.jobs : undefined;
+  }
+
+  /**
+   * Workers a pair needs now: one per `concurrency` jobs waiting or in hand — or, once how long its
+   * jobs take is known, as many as finish them within one `everyMs` (a backlog of short jobs needs
+   * one worker, not one each), never fewer than hold jobs now; one while jobs flow with none left.
+   */
+  #workersNeeded(r: SkillBacklog, flowed: boolean, jobMs: number | undefined): number {
+    const busy = r.waiting + r.in_progress;
+    if (busy === 0) return flowed ? 1 : 0;
+    const each = Math.ceil(busy / this.#concurrency);
+    if (jobMs === undefined) return each;
+    const drain = Math.ceil((busy * jobMs) / (this.#concurrency * this.#settings.everyMs));
+    return Math.min(each, Math.max(1, Math.ceil(r.in_progress / this.#concurrency), drain));
   }
 
   /** An agent's score from the work, or undefined when it takes no jobs or the backlog was never read. */

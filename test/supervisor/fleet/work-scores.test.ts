@@ -94,19 +94,42 @@ describe('relevance from the work waiting', () => {
     rows = backlog(40);
     await scores.refresh(1000);
     assert.deepEqual(states(1000), ['active', 'active', 'active', 'active'], 'never more than the skill has');
-    rows = backlog(0, 1, 50);
+    rows = backlog(0, 1, 2);
     await scores.refresh(1500);
     assert.deepEqual(states(1500), ['active', 'active', 'active', 'active'], 'one needed now, the others within keepActiveMs of being needed');
     assert.deepEqual(states(3100), ['active', 'listening', 'listening', 'listening'], 'past keepActiveMs the ranks not needed since listen');
     // w3 is up and w1 asleep: the one up is taken first; a worker whose last start failed comes last.
     entries.set('w3', { state: 'active', last_error: null });
     entries.set('w1', { state: 'dormant', last_error: { code: 'START_FAILED', message: 'x' } });
-    rows = backlog(2, 0, 50);
+    rows = backlog(2, 0, 2);
     await scores.refresh(10_000);
     assert.deepEqual(states(10_000), ['dormant', 'dormant', 'active', 'dormant'], 'w3 (up) is the one');
-    rows = backlog(6, 0, 50);
+    rows = backlog(6, 0, 2);
     await scores.refresh(10_500);
     assert.deepEqual(states(10_500), ['dormant', 'active', 'active', 'active'], 'then w2 and w4; w1, whose start failed, last');
+  });
+
+  test('once it knows how long its jobs take, a skill needs only as many workers as finish what waits within one read, never fewer than hold jobs', async () => {
+    const ids = ['w1', 'w2', 'w3', 'w4', 'w5', 'w6'];
+    const domain = parseDomainSchema({ queues: { support: {} }, workRelevance: { everyMs: 500, keepActiveMs: 0 }, agents: Object.fromEntries(ids.map((id) => [id, { persona: { name: id }, skills: ['orders'] }])) }, 'x.json');
+    let rows: SkillBacklog[] = [];
+    const backlog = (waiting: number, in_progress: number, delivered: number): SkillBacklog[] => [{ queue: 'support', skill: 'orders', waiting, in_progress, oldest_ms: 0, delivered, served: true }];
+    const scores = new WorkScores({ domain, settings: domain.workRelevance!, lifecycle, backlog: async () => rows, logger: createLogger({ level: 'silent' }) });
+    const awake = (t: number) => ids.filter((id) => stateForScore(scores.score(id, t)!, lifecycle) === 'active').length;
+    rows = backlog(6, 0, 0);
+    await scores.refresh(0);
+    assert.equal(awake(0), 6, 'how long a job takes is not known yet: one worker a job');
+    // Reads 500 ms apart: 10 jobs taken between each, one in hand at each read: 500 ms of worker time for 10 jobs, 50 ms a job.
+    for (let i = 1; i <= 3; i++) {
+      rows = backlog(0, 1, i * 10);
+      await scores.refresh(i * 500);
+    }
+    rows = backlog(20, 0, 30);
+    await scores.refresh(2000);
+    assert.equal(awake(2000), 2, '20 jobs of 50 ms: 1 s of work, two workers finish it within a read');
+    rows = backlog(0, 5, 40);
+    await scores.refresh(2500);
+    assert.equal(awake(2500), 5, 'five jobs in hand: five workers hold them, none is put to sleep');
   });
 
   test('stopped while a round reads the backlog (the fleet going down), it wakes nobody, and stop waits for that round', async () => {
