@@ -8,6 +8,7 @@ export { type AgentEntry, AgentRegistry } from './agent-registry.js';
 export { decideStates, type Decision, type DecisionReason, type ScoredAgent, type ScoreSource, STATE_RANK, stateForScore } from './decide-states.js';
 export { EventRouter, type EventRouterOptions } from './event-router.js';
 export { FleetController, type FleetControllerOptions, type ProgressListener } from './fleet-controller.js';
+export { fleetPins } from './fleet-pins.js';
 export { PortAllocator } from './port-allocator.js';
 export { type AskAgent, RelevanceEvaluator, type RelevanceModule, type RelevanceModuleInput, type Score } from './relevance-evaluator.js';
 export { SupervisorMetrics } from './supervisor-metrics.js';

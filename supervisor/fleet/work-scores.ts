@@ -27,15 +27,18 @@ export interface WorkerState {
  * job was taken since the last read, however quickly it was done), never more than it has; once
  * how long its jobs take is known (worker time over jobs taken, from the reads so far), only as
  * many as finish what waits within one `everyMs`, never fewer than hold jobs now. Its
- * workers are ranked — those up (Active or Listening) first, then those asleep, then those whose
- * last start failed; by id within each — and the first as many as are needed are scored from
+ * workers are ranked — those up (Active or Listening, or pinned Active) first, then those asleep,
+ * then those whose last start failed, then those pinned to a state that takes no jobs; by id within
+ * each — and the first as many as are needed are scored from
  * the work, the others as in a lull:
  *
  * - needed now: from just past `threshold_active` (with its hysteresis) up to 1 as the jobs near
  *   `fullBacklog`, or as the oldest nears `urgentAfterMs` — more work makes it more urgent (it
  *   ranks higher under `max_active`);
- * - needed within the last `keepActiveMs`: just past `threshold_active`, so a worker stays Active
- *   between the jobs of a flow and takes the next one at once;
+ * - needed within the last `keepActiveMs` (never less than one `everyMs`): just past
+ *   `threshold_active`, so a worker stays Active between the jobs of a flow and takes the next one
+ *   at once; while a job has been in hand (or waited) past one `everyMs`, every worker up is
+ *   needed — which one holds it is not known, and one told to listen would hand it back;
  * - needed longer ago: just under `threshold_active`, halving every `lullHalfLifeMs`, down to just
  *   past `threshold_dormant` — Listening, then Dormant, never Archived; a rank never needed since
  *   the supervisor started scores that floor: its worker sleeps.
@@ -53,6 +56,7 @@ export class WorkScores {
   readonly #logger: Logger;
   readonly #concurrency: number;
   readonly #entry: (id: string) => WorkerState | undefined;
+  readonly #pins: ReadonlyMap<string, LifecycleState>;
   /** Each worker's queue/skill pairs, and each pair's workers by id. */
   readonly #work = new Map<string, string[]>();
   readonly #workersOf = new Map<string, string[]>();
@@ -66,20 +70,23 @@ export class WorkScores {
   readonly #delivered = new Map<string, number>();
   #readAt: number | undefined;
   /** The rounds: stopped for good by `stop`, the next one's timer, the one under way. */
+  #started = false;
   #stopped = false;
   #timer: NodeJS.Timeout | undefined;
   #round: Promise<void> | undefined;
   readonly workers: ReadonlySet<string>;
 
-  constructor(o: { domain: DomainSchema; settings: WorkRelevance; lifecycle: LifecycleSettings; backlog: () => Promise<SkillBacklog[]>; logger: Logger; concurrency?: number; entry?: (id: string) => WorkerState | undefined }) {
+  constructor(o: { domain: DomainSchema; settings: WorkRelevance; lifecycle: LifecycleSettings; backlog: () => Promise<SkillBacklog[]>; logger: Logger; concurrency?: number; entry?: (id: string) => WorkerState | undefined; pins?: ReadonlyMap<string, LifecycleState> }) {
     this.#settings = o.settings;
     this.#concurrency = o.concurrency ?? 1;
     this.#entry = o.entry ?? (() => undefined);
+    this.#pins = o.pins ?? new Map();
     this.#lifecycle = o.lifecycle;
     this.#backlog = o.backlog;
     this.#logger = o.logger;
     for (const [id, agent] of Object.entries(o.domain.agents)) {
-      const pairs = workOf(agent, o.domain.queues).map((w) => `${w.queue}/${w.skill}`);
+      // A skill or queue named twice is one pair, and the agent one of its workers.
+      const pairs = [...new Set(workOf(agent, o.domain.queues).map((w) => `${w.queue}/${w.skill}`))];
       if (pairs.length > 0) this.#work.set(id, pairs);
       for (const pair of pairs) this.#workersOf.set(pair, [...(this.#workersOf.get(pair) ?? []), id].sort());
     }
@@ -94,14 +101,18 @@ export class WorkScores {
     this.#demand.clear();
     for (const [key, r] of this.#rows) {
       const before = this.#delivered.get(key);
-      this.#delivered.set(key, r.delivered);
+      // A count that went back (the consumer made again, or not read this time: 0) is no measure: the next read starts afresh.
+      if (before !== undefined && r.delivered < before) this.#delivered.delete(key);
+      else this.#delivered.set(key, r.delivered);
       // A job taken and done between two reads leaves no backlog to see; the consumer's count of deliveries moved.
       const taken = before === undefined ? 0 : Math.max(0, r.delivered - before);
       const jobMs = this.#jobMs(key, taken, r.in_progress, since);
-      this.#demand.set(key, Math.min(this.#workersOf.get(key)?.length ?? 0, this.#workersNeeded(r, taken > 0, jobMs)));
-      const demand = this.#demand.get(key)!;
+      const demand = Math.min(this.#workersOf.get(key)?.length ?? 0, this.#workersNeeded(r, taken > 0, jobMs));
+      this.#demand.set(key, demand);
+      // Which worker holds a job is not in the backlog: while one has been in hand (or waited) past a read, every worker up is kept, so none holding it is put to listen (which would hand it back).
+      const held = r.in_progress > 0 && r.oldest_ms >= this.#settings.everyMs ? this.#ranked(key).filter((id) => this.#group(id) === 0).length : 0;
       const needed = this.#needed.get(key) ?? [];
-      for (let rank = 0; rank < demand; rank++) needed[rank] = now;
+      for (let rank = 0; rank < Math.max(demand, held); rank++) needed[rank] = now;
       this.#needed.set(key, needed);
     }
     this.#readAt = now;
@@ -139,14 +150,18 @@ export class WorkScores {
     return Math.max(...pairs.map((p) => this.#pairScore(p, id, now)));
   }
 
-  /** A pair's workers, ranked: up first, then asleep, then those whose last start failed; by id within each. */
+  /** A worker's place: 0 up (or pinned Active), 1 asleep, 2 its last start failed, 3 pinned to a state that takes no jobs. */
+  #group(id: string): number {
+    const pin = this.#pins.get(id);
+    if (pin) return pin === 'active' ? 0 : 3;
+    const e = this.#entry(id);
+    if (e?.state === 'active' || e?.state === 'listening') return 0;
+    return e?.last_error ? 2 : 1;
+  }
+
+  /** A pair's workers, ranked by their place (`#group`), by id within each. */
   #ranked(pair: string): string[] {
-    const group = (id: string) => {
-      const e = this.#entry(id);
-      if (e?.state === 'active' || e?.state === 'listening') return 0;
-      return e?.last_error ? 2 : 1;
-    };
-    return (this.#workersOf.get(pair) ?? []).map((id, i) => ({ id, key: group(id) * 1e6 + i })).sort((a, b) => a.key - b.key).map((w) => w.id);
+    return (this.#workersOf.get(pair) ?? []).map((id, i) => ({ id, key: this.#group(id) * 1e6 + i })).sort((a, b) => a.key - b.key).map((w) => w.id);
   }
 
   #pairScore(pair: string, id: string, now: number): number {
@@ -162,7 +177,8 @@ export class WorkScores {
     // A rank never needed since the supervisor started: its worker sleeps.
     const since = this.#needed.get(pair)?.[rank];
     if (since === undefined) return asleep;
-    const idle = now - since - this.#settings.keepActiveMs;
+    // Never shorter than a read: a worker needed at one read is not put to listen before the next.
+    const idle = now - since - Math.max(this.#settings.keepActiveMs, this.#settings.everyMs);
     if (idle < 0) return floor;
     return Math.max(asleep, (active - PAST) * 0.5 ** (idle / this.#settings.lullHalfLifeMs));
   }
@@ -172,6 +188,8 @@ export class WorkScores {
    * a round that fails is logged and the next one tries again. Runs until `stop`.
    */
   start(reconcile: (only: ReadonlySet<string>) => Promise<unknown>): void {
+    if (this.#started) throw new Error('WorkScores.start: the rounds were started already');
+    this.#started = true;
     const round = async () => {
       try {
         await this.refresh();

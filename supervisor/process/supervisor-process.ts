@@ -37,6 +37,7 @@ import { AgentPool, type AgentPoolOptions } from '../fleet/agent-pool.js';
 import { AgentRegistry } from '../fleet/agent-registry.js';
 import { EventRouter, type EventRouterOptions } from '../fleet/event-router.js';
 import { FleetController } from '../fleet/fleet-controller.js';
+import { fleetPins } from '../fleet/fleet-pins.js';
 import { RelevanceEvaluator } from '../fleet/relevance-evaluator.js';
 import { SupervisorMetrics } from '../fleet/supervisor-metrics.js';
 import { type WorkerState, WorkScores } from '../fleet/work-scores.js';
@@ -166,7 +167,7 @@ async function openJobQueues(jsm: JetStreamManager | undefined, nc: NatsConnecti
   };
   const backlog = async (queue?: string) => (jsm ? jobBacklog(jsm, queue === undefined ? Object.keys(domain.queues) : [queue], skills, names) : []);
   return {
-    work: domain.workRelevance && jsm ? new WorkScores({ domain, settings: domain.workRelevance, lifecycle: config.lifecycle, backlog, logger, concurrency: config.jobs.concurrency, entry }) : undefined,
+    work: domain.workRelevance && jsm ? new WorkScores({ domain, settings: domain.workRelevance, lifecycle: config.lifecycle, backlog, logger, concurrency: config.jobs.concurrency, entry, pins: fleetPins(domain, config) }) : undefined,
     backlog,
     dead: async (limit, queue) => (jsm ? deadLetters(jsm, limit, queue, names) : []),
     requeue: (seq) => requeueDeadLetter(js(), nc, seq, names),

@@ -20,7 +20,7 @@ describe('relevance from the work waiting', () => {
     const domain = parseDomainSchema(
       {
         queues: { support: {} },
-        workRelevance: { fullBacklog: 10, urgentAfterMs: 60_000, lullHalfLifeMs: 1000, keepActiveMs: 0 },
+        workRelevance: { fullBacklog: 10, urgentAfterMs: 60_000, lullHalfLifeMs: 1000, keepActiveMs: 0, everyMs: 250 },
         agents: { desk: { persona: { name: 'Desk' }, skills: ['orders', 'billing'] }, bard: { persona: { name: 'Bard' } } },
       },
       'x.json',
@@ -45,9 +45,9 @@ describe('relevance from the work waiting', () => {
     assert.equal(scores.score('desk', 3000), 1, 'an old job is urgent');
     rows = [];
     await scores.refresh(3000);
-    // billing had work last at 3000: 0.69, halving every second.
-    const states = [3000, 3400, 3600, 4200, 20_000].map((t) => stateForScore(scores.score('desk', t)!, lifecycle));
-    assert.deepEqual(states, ['listening', 'listening', 'listening', 'dormant', 'dormant']);
+    // billing had work last at 3000: kept until the next read (everyMs), then 0.69, halving every second.
+    const states = [3000, 3250, 3650, 3850, 4450, 20_000].map((t) => stateForScore(scores.score('desk', t)!, lifecycle));
+    assert.deepEqual(states, ['active', 'listening', 'listening', 'listening', 'dormant', 'dormant']);
   });
 
   test('a flow of jobs each done between two reads keeps the workers Active for keepActiveMs after the last; then the lull', async () => {
@@ -130,6 +130,51 @@ describe('relevance from the work waiting', () => {
     rows = backlog(0, 5, 40);
     await scores.refresh(2500);
     assert.equal(awake(2500), 5, 'five jobs in hand: five workers hold them, none is put to sleep');
+  });
+
+  test('a worker is never put to listen while a job it may hold is in hand past a read; a count of deliveries that went back measures nothing; a pinned worker or a skill named twice does not take a rank', async () => {
+    const ids = ['w1', 'w2', 'w3', 'w4'];
+    const agents = Object.fromEntries(ids.map((id) => [id, { persona: { name: id }, skills: id === 'w2' ? ['orders', 'orders'] : ['orders'] }]));
+    const domain = parseDomainSchema({ queues: { support: {} }, workRelevance: { everyMs: 500, keepActiveMs: 1000, lullHalfLifeMs: 1000 }, agents }, 'x.json');
+    let rows: SkillBacklog[] = [];
+    const up = new Set(['w1', 'w2', 'w3']);
+    const backlog = (waiting: number, in_progress: number, delivered: number, oldest_ms = 0): SkillBacklog[] => [{ queue: 'support', skill: 'orders', waiting, in_progress, oldest_ms, delivered, served: true }];
+    const scores = new WorkScores({
+      domain,
+      settings: domain.workRelevance!,
+      lifecycle,
+      backlog: async () => rows,
+      logger: createLogger({ level: 'silent' }),
+      entry: (id) => ({ state: up.has(id) ? 'active' : 'dormant', last_error: null }),
+      pins: new Map([['w4', 'listening' as const]]),
+    });
+    const states = (t: number) => ids.map((id) => stateForScore(scores.score(id, t)!, lifecycle));
+    rows = backlog(3, 0, 0);
+    await scores.refresh(0);
+    assert.deepEqual(states(0), ['active', 'active', 'active', 'dormant'], 'three jobs, three workers; w2 counted once; w4 pinned to listen takes no rank before them');
+    // w1 and w2 are done; w3 still holds its job, long past a read: all three up are kept, whichever holds it.
+    for (let t = 500; t <= 20_000; t += 500) {
+      rows = backlog(0, 1, 3, t);
+      await scores.refresh(t);
+    }
+    assert.deepEqual(states(20_000), ['active', 'active', 'active', 'dormant'], 'a job in hand for 20 s: no worker up is put to listen');
+    rows = backlog(0, 0, 3);
+    await scores.refresh(20_500);
+    assert.deepEqual(states(21_300), ['listening', 'listening', 'listening', 'dormant'], 'done: the lull');
+    // The consumer made again: its count starts from 0. Nothing is counted as taken, then deliveries count again.
+    rows = backlog(0, 0, 0);
+    await scores.refresh(60_000);
+    rows = backlog(0, 0, 0);
+    await scores.refresh(60_500);
+    assert.deepEqual(states(60_500).slice(0, 3), ['dormant', 'dormant', 'dormant'], 'a count that went back is no flow of jobs');
+    rows = backlog(0, 0, 1);
+    await scores.refresh(61_000);
+    assert.equal(states(61_000)[0], 'active', 'a job taken since: one worker');
+    assert.throws(() => {
+      scores.start(async () => undefined);
+      scores.start(async () => undefined);
+    }, /started already/);
+    await scores.stop();
   });
 
   test('stopped while a round reads the backlog (the fleet going down), it wakes nobody, and stop waits for that round', async () => {
