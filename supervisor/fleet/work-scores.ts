@@ -66,6 +66,8 @@ export class WorkScores {
   /** Per queue/skill: worker time spent on its jobs and jobs taken, both fading with each read that had work (Little's law: their ratio is how long a job takes). */
   readonly #pace = new Map<string, { busyMs: number; jobs: number }>();
   readonly #needed = new Map<string, number[]>();
+  /** Per queue/skill, as of the last read: each worker's rank, and how many of them are up. */
+  #ranks = new Map<string, { rankOf: Map<string, number>; up: number }>();
   /** Per queue/skill: its consumer's deliveries at the last read. */
   readonly #delivered = new Map<string, number>();
   #readAt: number | undefined;
@@ -99,6 +101,8 @@ export class WorkScores {
     const since = this.#readAt === undefined ? 0 : Math.max(0, now - this.#readAt);
     this.#rows = new Map(rows.map((r) => [`${r.queue}/${r.skill}`, r]));
     this.#demand.clear();
+    // Ranked once a read, not once an agent scored: a reconcile scores every worker of a skill.
+    this.#ranks = new Map([...this.#workersOf.keys()].map((pair) => [pair, this.#ranked(pair)]));
     for (const [key, r] of this.#rows) {
       const before = this.#delivered.get(key);
       // A count that went back (the consumer made again, or not read this time: 0) is no measure: the next read starts afresh.
@@ -110,7 +114,7 @@ export class WorkScores {
       const demand = Math.min(this.#workersOf.get(key)?.length ?? 0, this.#workersNeeded(r, taken > 0, jobMs));
       this.#demand.set(key, demand);
       // Which worker holds a job is not in the backlog: while one has been in hand (or waited) past a read, every worker up is kept, so none holding it is put to listen (which would hand it back).
-      const held = r.in_progress > 0 && r.oldest_ms >= this.#settings.everyMs ? this.#ranked(key).filter((id) => this.#group(id) === 0).length : 0;
+      const held = r.in_progress > 0 && r.oldest_ms >= this.#settings.everyMs ? (this.#ranks.get(key)?.up ?? 0) : 0;
       const needed = this.#needed.get(key) ?? [];
       for (let rank = 0; rank < Math.max(demand, held); rank++) needed[rank] = now;
       this.#needed.set(key, needed);
@@ -159,14 +163,15 @@ export class WorkScores {
     return e?.last_error ? 2 : 1;
   }
 
-  /** A pair's workers, ranked by their place (`#group`), by id within each. */
-  #ranked(pair: string): string[] {
-    return (this.#workersOf.get(pair) ?? []).map((id, i) => ({ id, key: this.#group(id) * 1e6 + i })).sort((a, b) => a.key - b.key).map((w) => w.id);
+  /** A pair's workers ranked by their place (`#group`), by id within each; and how many are up. */
+  #ranked(pair: string): { rankOf: Map<string, number>; up: number } {
+    const placed = (this.#workersOf.get(pair) ?? []).map((id, i) => ({ id, group: this.#group(id), i })).sort((a, b) => a.group - b.group || a.i - b.i);
+    return { rankOf: new Map(placed.map((w, rank) => [w.id, rank])), up: placed.filter((w) => w.group === 0).length };
   }
 
   #pairScore(pair: string, id: string, now: number): number {
     const { threshold_active: active, threshold_dormant: dormant, hysteresis } = this.#lifecycle;
-    const rank = this.#ranked(pair).indexOf(id);
+    const rank = this.#ranks.get(pair)?.rankOf.get(id) ?? -1;
     const row = this.#rows.get(pair);
     const floor = Math.min(1, active + hysteresis + PAST);
     if (row && rank < (this.#demand.get(pair) ?? 0)) {
