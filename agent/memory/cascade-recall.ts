@@ -96,7 +96,7 @@ export function timeConstraint(query: string, now: number, anchor: (phrase: stri
   const words = query.toLowerCase();
   if (/\b(first|earliest)\b/.test(words)) out.order = 'earliest';
   else if (/\b(last|latest|most recent)\s+time\b/.test(words)) out.order = 'latest';
-  const parsed = chrono.parse(lastMonthAsDate(query, now), new Date(now), { forwardDate: false })[0];
+  const parsed = mayNameTime(query) ? chrono.parse(lastMonthAsDate(query, now), new Date(now), { forwardDate: false })[0] : undefined;
   if (parsed) {
     const start = startOf(parsed.start);
     // A date without a time of day is the whole day; a month, the whole month; a year, the year.
@@ -115,6 +115,31 @@ export function timeConstraint(query: string, now: number, anchor: (phrase: stri
     }
   }
   return out.from !== undefined || out.to !== undefined || out.order ? out : undefined;
+}
+
+/**
+ * Every word chrono's English parsers need at least one of (a digit aside): weekdays, months,
+ * the casual days and times, and the time units, with their abbreviations. A text with none of
+ * them names no time chrono can read, so it is not parsed: chrono's first parses in a process
+ * compile its patterns (about 150 ms of CPU), and each parse costs milliseconds.
+ */
+const TIME_WORDS = new Set(
+  (
+    'sunday sun monday mon tuesday tue tues wednesday wed thursday thurs thur thu friday fri saturday sat ' +
+    'january jan february feb march mar april apr may june jun july jul august aug september sep sept october oct november nov december dec ' +
+    'now today tonight tomorrow overmorrow tmr tmrw yesterday morning afternoon evening night midnight midday noon weekend weekends weekday weekdays ' +
+    'sec second seconds min mins minute minutes hr hrs hour hours day days week weeks mo mos month months qtr quarter quarters yr year years ago'
+  ).split(' '),
+);
+
+/** Whether chrono could find a time in `text`; false only when it cannot (a test holds it to chrono over a corpus). */
+export function mayNameTime(text: string): boolean {
+  if (/\d/.test(text)) return true;
+  const lower = text.toLowerCase();
+  // The one-letter units ("next w", "a few h") and "o'clock" after a number word.
+  if (/\b(?:this|last|past|next|after|an?|the|few|several|half)\s*[smhdwy]\b|o'?clock/.test(lower)) return true;
+  for (const word of lower.match(/\p{L}+/gu) ?? []) if (TIME_WORDS.has(word)) return true;
+  return false;
 }
 
 const MONTHS = ['january', 'february', 'march', 'april', 'may', 'june', 'july', 'august', 'september', 'october', 'november', 'december'];

@@ -1,13 +1,15 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 
+import * as chrono from 'chrono-node';
+
 import { ConceptTracker } from '../../../agent/concepts/concept-tracker.js';
 import { AgentMemory } from '../../../agent/memory/agent-memory.js';
 import { Bm25Index } from '../../../agent/memory/bm25-index.js';
-import { timeConstraint } from '../../../agent/memory/cascade-recall.js';
+import { mayNameTime, timeConstraint } from '../../../agent/memory/cascade-recall.js';
 import { EpisodeIndex, episodeOf } from '../../../agent/memory/episode-index.js';
 import { MemoryStore } from '../../../agent/memory/memory-store.js';
 import { ThymosConfigSchema } from '../../../shared/config/thymos-config.js';
@@ -239,5 +241,25 @@ describe('the cascade recall', () => {
     await off.memory.vectorsReady();
     assert.deepEqual(ids(await off.memory.recall(query, { k: 2, strategy: 'cascade', reinforce: false })), ['howl', 'lambs'], 'semantic_wait_ms = 0 ranks by words alone');
     await off.store.close();
+  });
+});
+
+describe('which queries are worth a date parse', () => {
+  test('every text in which chrono finds a time passes the check; plain ones do not', () => {
+    // The intents sets are several hundred requests written as people write them; the sentences after
+    // them use each word chrono's English parsers read.
+    const texts = ['dev', 'held'].flatMap((half) => (JSON.parse(readFileSync(join(import.meta.dirname, '../../../bench/intents', `${half}.json`), 'utf8')) as Array<{ intent: string }>).map((c) => c.intent));
+    texts.push(
+      'what happened last weekend', 'this weekday', 'see you tmrw', 'overmorrow then', 'at noon', 'around midnight', 'this morning', 'last night', 'a few hrs ago',
+      'three days ago', 'two weeks later', 'next qtr', 'in a couple of years', 'the sat before', 'on Thurs', 'early in Sept', 'by the end of the month', 'five o\'clock', 'next w',
+      'Was it in May?', 'a year and a half from now', 'within the hour',
+    );
+    const now = new Date(NOW);
+    const parsed = texts.filter((t) => chrono.parse(t, now).length > 0);
+    assert.ok(parsed.length >= 20, `chrono read ${parsed.length} of the texts`);
+    assert.deepEqual(parsed.filter((t) => !mayNameTime(t)), []);
+    const plain = ['when did the bell ring', 'Did you hear the bell at the mill?', 'tell me about the wolves', 'who is the captain of the guard'];
+    assert.deepEqual(plain.filter(mayNameTime), []);
+    assert.equal(timeConstraint('when did the bell ring', NOW, () => undefined), undefined);
   });
 });
