@@ -11,7 +11,7 @@ import { CleanupStack } from '../../shared/platform/cleanup-stack.js';
 import { flushCompileCache } from '../../shared/platform/compile-cache.js';
 import { DataLock } from '../../shared/platform/data-lock.js';
 import { createLogger, type Logger } from '../../shared/platform/logger.js';
-import { PhaseClock } from '../../shared/platform/phase-clock.js';
+import { PhaseClock, processCpuMs } from '../../shared/platform/phase-clock.js';
 import { portTaken } from '../../shared/platform/port-probe.js';
 import { StopOnce } from '../../shared/platform/stop-once.js';
 import type { AgentStartContext } from '../../shared/protocol/agent-start-context.js';
@@ -113,7 +113,7 @@ export async function runAgentProcess(options: AgentOptions, output: { logFile?:
     runtime.setStatus('ready');
     links?.channel.publishStatus('ready');
     logger.info(
-      { port: options.port, mode: options.mode, memories: memory.count, ms: clock.elapsed(), since_process_start_ms: Math.round(performance.now()), phases: clock.phases },
+      { port: options.port, mode: options.mode, memories: memory.count, ms: clock.elapsed(), since_process_start_ms: Math.round(performance.now()), cpu_ms: processCpuMs(), phases: clock.phases },
       `agent ready on http://${config.agent.host}:${options.port}/mcp`,
     );
     process.send?.('ready');

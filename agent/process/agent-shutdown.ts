@@ -1,5 +1,6 @@
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import type { Logger } from '../../shared/platform/logger.js';
+import { processCpuMs } from '../../shared/platform/phase-clock.js';
 import type { AgentControlChannel } from '../links/agent-control-channel.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
 
@@ -28,7 +29,7 @@ export async function shutdownAgent(parts: AgentShutdownParts, reason: string): 
   const { config, logger, runtime, channel, listeners } = parts;
   clearInterval(parts.schedule);
   const budget = config.agent.shutdown_timeout_ms;
-  logger.info({ reason, in_flight: runtime.inFlight }, 'stopping');
+  logger.info({ reason, in_flight: runtime.inFlight, cpu_ms: processCpuMs() }, 'stopping');
   const hardStop = setTimeout(() => {
     logger.error({ budget_ms: budget }, 'graceful stop ran over its budget; exiting');
     process.exit(1);
@@ -50,5 +51,5 @@ export async function shutdownAgent(parts: AgentShutdownParts, reason: string): 
   await parts.store.close();
   parts.lock.release();
   clearTimeout(hardStop);
-  logger.info('stopped');
+  logger.info({ cpu_ms: processCpuMs() }, 'stopped');
 }

@@ -8,6 +8,7 @@ import { serveCoded } from '../../shared/nats/coded-responder.js';
 import { connectNats } from '../../shared/nats/nats-connection.js';
 import { flushCompileCache } from '../../shared/platform/compile-cache.js';
 import { createLogger } from '../../shared/platform/logger.js';
+import { processCpuMs } from '../../shared/platform/phase-clock.js';
 import { FleetNames } from '../../shared/protocol/fleet-names.js';
 import { parseWireJson } from '../../shared/protocol/parse-json.js';
 import { type SpareClaim, SpareClaimSchema } from '../../shared/protocol/spare-protocol.js';
@@ -64,8 +65,9 @@ export async function runSpareProcess(options: SpareOptions): Promise<Spare> {
   const nc = await connectNats({ servers: options.natsUrl, name: options.slot });
   const concepts = new SharedConceptExtractor(logger);
   concepts.link(nc, new FleetNames(config.fleet.name));
+  logger.info({ cpu_ms: processCpuMs() }, 'modules loaded and linked');
   const rehearsal = await rehearseAgent(config, join(paths.run, 'pool', `${options.slot}.warm`), logger, concepts);
-  logger.info(rehearsal, 'rehearsed');
+  logger.info({ ...rehearsal, cpu_ms: processCpuMs() }, 'rehearsed');
   let settle: { resolve: (a: RunningAgent) => void; reject: (e: Error) => void } = { resolve: () => undefined, reject: () => undefined };
   const agent = new Promise<RunningAgent>((resolve, reject) => (settle = { resolve, reject }));
   let claimed = false;
@@ -78,7 +80,7 @@ export async function runSpareProcess(options: SpareOptions): Promise<Spare> {
         if (claimed) throw new ThymosError(ErrorCode.AGENT_START_FAILED, `${options.slot} was already claimed; a spare serves one agent`);
         claimed = true;
         sub.unsubscribe();
-        logger.info({ agent: claim.agentId, port: claim.port }, 'claimed');
+        logger.info({ agent: claim.agentId, port: claim.port, cpu_ms: processCpuMs() }, 'claimed');
         logger.flush();
         try {
           const running = await become(claim, options, paths.logs);
@@ -95,7 +97,7 @@ export async function runSpareProcess(options: SpareOptions): Promise<Spare> {
     },
     logger,
   );
-  logger.info({ slot: options.slot }, 'spare ready');
+  logger.info({ slot: options.slot, cpu_ms: processCpuMs() }, 'spare ready');
   process.send?.('ready');
   // Everything an agent runs is compiled by now (the rehearsal ran the MCP path): keep it for the next start.
   setImmediate(flushCompileCache);

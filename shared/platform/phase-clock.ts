@@ -18,3 +18,9 @@ export class PhaseClock {
     return Math.round(performance.now() - this.#started);
   }
 }
+
+/** CPU this process has used since it began (user and system, every thread), in ms: what its trace logs carry as `cpu_ms`. */
+export function processCpuMs(): number {
+  const { user, system } = process.cpuUsage();
+  return Math.round((user + system) / 1000);
+}
