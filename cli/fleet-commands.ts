@@ -106,6 +106,13 @@ export function renderReport(r: ReconcileReport): string {
   }
   if (r.unchanged.length) lines.push(`${'unchanged'.padEnd(10)} ${r.unchanged.join(', ')}`);
   for (const f of r.failed) lines.push(`FAILED     ${f.id}: ${f.code}: ${f.message}`);
+  if (r.pending?.length) lines.push(`${'stopping'.padEnd(10)} ${r.pending.join(', ')} (still moving down when this answered)`);
+  // What an earlier reconcile that answered after its wakes left running did since.
+  const s = r.settled;
+  if (s) {
+    for (const key of ['stopped', 'downgraded', 'archived'] as const) if (s[key].length) lines.push(`since the last answer, ${key}: ${s[key].join(', ')}`);
+    for (const f of s.failed) lines.push(`since the last answer, FAILED ${f.id}: ${f.code}: ${f.message}`);
+  }
   lines.push(`${r.dry_run ? 'dry run: nothing was changed; ' : ''}${r.duration_ms} ms`);
   return lines.join('\n');
 }

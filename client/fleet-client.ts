@@ -41,8 +41,12 @@ export interface OperationOptions {
  * touches pm2 or SurrealDB.
  */
 export interface Fleet {
-  /** Scores every agent from `context` and reconciles the fleet; invalid context → INVALID_CONTEXT. Properties nothing reads come back as `warnings` (INVALID_CONTEXT with `strict`). */
-  reconcile(context: ReconcileContextInput, options?: OperationOptions & { dryRun?: boolean; strict?: boolean }): Promise<ReconcileReport>;
+  /**
+   * Scores every agent from `context` and reconciles the fleet; invalid context → INVALID_CONTEXT. Properties nothing reads come back as `warnings` (INVALID_CONTEXT with `strict`).
+   * It returns once every move is done, unless `returnAfterWakes`: then it returns as soon as the agents it wakes or upgrades are ready, with the agents still going to sleep in `pending`;
+   * the next reconcile waits for them, and its report's `settled` says how they ended (a failed stop is there).
+   */
+  reconcile(context: ReconcileContextInput, options?: OperationOptions & { dryRun?: boolean; strict?: boolean; returnAfterWakes?: boolean }): Promise<ReconcileReport>;
   status(): Promise<FleetStatus>;
   start(id: string, options?: OperationOptions & { mode?: AgentMode }): Promise<ReconcileReport>;
   stop(id: string, options?: OperationOptions): Promise<ReconcileReport>;
@@ -170,9 +174,13 @@ class FleetClient implements Fleet {
     };
   }
 
-  async reconcile(context: ReconcileContextInput, options: OperationOptions & { dryRun?: boolean; strict?: boolean } = {}): Promise<ReconcileReport> {
+  async reconcile(context: ReconcileContextInput, options: OperationOptions & { dryRun?: boolean; strict?: boolean; returnAfterWakes?: boolean } = {}): Promise<ReconcileReport> {
     const valid = parseReconcileContext(context);
-    return this.#requester.request('reconcile', { context: valid, dry_run: options.dryRun ?? false, strict: options.strict ?? false }, { onProgress: options.onProgress, watch: true });
+    return this.#requester.request(
+      'reconcile',
+      { context: valid, dry_run: options.dryRun ?? false, strict: options.strict ?? false, return_after_wakes: options.returnAfterWakes ?? false },
+      { onProgress: options.onProgress, watch: true },
+    );
   }
 
   status(): Promise<FleetStatus> {

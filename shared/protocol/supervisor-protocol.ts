@@ -31,6 +31,15 @@ export const ReconcileReportSchema = z.object({
   /** True when nothing was executed (`--dry-run`): the lists say what would happen. */
   dry_run: z.boolean(),
   duration_ms: z.number(),
+  /**
+   * Agents still moving down (to Listening, Dormant or Archived) when a reconcile asked to return
+   * after its wakes answered: their outcome comes in the next report's `settled`.
+   */
+  pending: z.array(AgentIdSchema).optional(),
+  /** What the moves left `pending` by the reconcile before did once it had answered: a failed stop is reported here. */
+  settled: z
+    .object({ stopped: z.array(AgentIdSchema), downgraded: z.array(AgentIdSchema), archived: z.array(AgentIdSchema), failed: z.array(AgentFailureSchema) })
+    .optional(),
 });
 export type ReconcileReport = z.infer<typeof ReconcileReportSchema>;
 
@@ -90,7 +99,9 @@ export type AgentEndpoint = z.infer<typeof AgentEndpointSchema>;
 
 /** Requests to `<fleet>.supervisor.<op>`; the op is the last subject token. */
 export const SupervisorRequestSchemas = {
-  reconcile: z.object({ context: ReconcileContextSchema, dry_run: z.boolean().default(false), strict: z.boolean().default(false), progress: z.string().optional() }).strict(),
+  reconcile: z
+    .object({ context: ReconcileContextSchema, dry_run: z.boolean().default(false), strict: z.boolean().default(false), return_after_wakes: z.boolean().default(false), progress: z.string().optional() })
+    .strict(),
   status: z.object({}).strict(),
   /** Which supervisor process answers: callers of long requests watch it to notice a restart. */
   ping: z.object({}).strict(),

@@ -4,7 +4,8 @@ import { z } from 'zod';
 import { type LifecycleState, LifecycleStateSchema } from '../../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { AgentMode } from '../../shared/protocol/agent-protocol.js';
-import { type TransitionRecord, TransitionRecordSchema } from '../../shared/protocol/supervisor-protocol.js';
+import { type AgentStatusRow, type TransitionRecord, TransitionRecordSchema } from '../../shared/protocol/supervisor-protocol.js';
+import type { ProcessInfo } from '../pm2/process-manager.js';
 
 const SCHEMA = `
 DEFINE TABLE IF NOT EXISTS agent SCHEMAFULL;
@@ -180,4 +181,24 @@ export class AgentRegistry {
 function toRow({ id: _id, ...fields }: AgentEntry): Record<string, unknown> {
   // NONE (undefined) rather than NULL: option<T> fields take NONE.
   return Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, v ?? undefined]));
+}
+
+/** An agent as `thymos status` shows it: its registry entry, with what pm2 and its heartbeats say of its process. */
+export function statusRow(e: AgentEntry, facts: { app: ProcessInfo | undefined; rss: number | undefined; pinned: LifecycleState | undefined; routed: number }): AgentStatusRow {
+  const running = e.state === 'active' || e.state === 'listening';
+  return {
+    id: e.id,
+    state: e.state,
+    mode: running ? e.mode : null,
+    pid: running ? (facts.app?.pid ?? e.pid) : null,
+    port: running ? e.port : null,
+    score: e.score,
+    source: e.source,
+    since: new Date(e.since).toISOString(),
+    rss_bytes: running ? (facts.app?.memory ?? facts.rss ?? null) : null,
+    restarts: facts.app?.restarts ?? 0,
+    pinned: facts.pinned ?? null,
+    last_error: e.last_error,
+    events_routed: facts.routed,
+  };
 }

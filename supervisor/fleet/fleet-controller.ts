@@ -13,21 +13,22 @@ import { PhaseClock } from '../../shared/platform/phase-clock.js';
 import type { AgentMode } from '../../shared/protocol/agent-protocol.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
 import type { ReconcileContext } from '../../shared/protocol/reconcile-context.js';
-import type { AgentStatusRow, FleetStatus, ProgressMessage, ReconcileReport } from '../../shared/protocol/supervisor-protocol.js';
+import type { FleetStatus, ProgressMessage, ReconcileReport } from '../../shared/protocol/supervisor-protocol.js';
 import type { ProcessManager } from '../pm2/process-manager.js';
+import { adoptAgents } from './agent-adoption.js';
 import { AgentArchive } from './agent-archive.js';
 import { AgentHeartbeats } from './agent-heartbeats.js';
 import type { AgentLink } from './agent-link.js';
 import type { AgentPool } from './agent-pool.js';
-import type { AgentEntry, AgentRegistry } from './agent-registry.js';
-import { AgentStarter, CONTROL_TIMEOUT_MS } from './agent-starter.js';
+import { type AgentEntry, type AgentRegistry, statusRow } from './agent-registry.js';
+import { AgentStarter } from './agent-starter.js';
 import { AgentTransitions } from './agent-transitions.js';
 import { decideStates, type Decision, type ScoredAgent } from './decide-states.js';
 import { fleetPins, fleetPorts } from './fleet-pins.js';
 import { moveLimits, runMoves } from './move-schedule.js';
 import { PortAllocator } from './port-allocator.js';
 import { ReconcileJournal } from './reconcile-journal.js';
-import { describeMove, emptyReport, type Report, RUNNING, sortReport } from './reconcile-report.js';
+import { describeMove, emptyReport, mergeReport, type Report, RUNNING, settledPart, sortReport } from './reconcile-report.js';
 import type { RelevanceEvaluator } from './relevance-evaluator.js';
 import type { SupervisorMetrics } from './supervisor-metrics.js';
 
@@ -56,6 +57,15 @@ export interface FleetControllerOptions {
   pool?: AgentPool | undefined;
 }
 
+/** How a reconcile runs: see `FleetController.reconcile`. */
+export interface ReconcileOptions {
+  dryRun?: boolean | undefined;
+  strict?: boolean | undefined;
+  onProgress?: ProgressListener | undefined;
+  only?: ReadonlySet<string> | undefined;
+  returnAfterWakes?: boolean | undefined;
+}
+
 /** Called as each agent's transition finishes. */
 export type ProgressListener = (p: ProgressMessage) => void;
 
@@ -76,17 +86,17 @@ interface Move {
  */
 export class FleetController {
   readonly #o: FleetControllerOptions;
-  readonly #link: AgentLink;
   readonly #ports: PortAllocator;
   readonly #operations = new PQueue({ concurrency: 1 });
   readonly #heartbeats = new AgentHeartbeats();
   readonly #pins: ReadonlyMap<string, LifecycleState>;
   readonly #journal: ReconcileJournal;
   readonly #transitions: AgentTransitions;
+  /** What moves that outlived their reconcile's answer did, until an operation reports it. */
+  #late: Report | undefined;
 
   constructor(options: FleetControllerOptions) {
     this.#o = options;
-    this.#link = options.link;
     this.#pins = fleetPins(options.domain, options.config);
     this.#ports = new PortAllocator({ min: options.config.supervisor.agent_port_min, max: options.config.supervisor.agent_port_max, host: options.config.agent.host, pinned: fleetPorts(options.domain, options.config) });
     this.#journal = new ReconcileJournal(options.paths.run, options.logger);
@@ -104,52 +114,11 @@ export class FleetController {
    */
   adopt(): Promise<{ adopted: string[]; lost: string[] }> {
     return this.#operations.add(async () => {
-      const { registry, processes, logger } = this.#o;
-      await registry.ensure(this.ids);
-      const apps = new Map((await processes.list()).map((p) => [p.name, p]));
-      const adopted: string[] = [];
-      const lost: string[] = [];
-      for (const entry of registry.all()) {
-        let app = apps.get(Pm2Names.agent(entry.id));
-        apps.delete(Pm2Names.agent(entry.id));
-        // An agent pm2 is still starting (restarted after a crash, not ready yet) is waited for, not lost.
-        if (app?.status === 'launching') app = await processes.settled(app.name, this.#o.config.supervisor.start_timeout_ms);
-        if (app && app.status === 'online' && app.pid) {
-          let mode: AgentMode = entry.mode ?? 'active';
-          let port = entry.port;
-          try {
-            const { state } = await this.#link.control(entry.id, { op: 'get_state' }, CONTROL_TIMEOUT_MS);
-            mode = state.mode;
-            port = state.port;
-          } catch (err) {
-            logger.warn({ agent: entry.id, err: toThymosError(err).message }, 'adopted agent did not answer get_state; keeping the registry mode');
-          }
-          if (port != null) this.#ports.hold(port);
-          await registry.update(entry.id, {
-            state: mode === 'active' ? 'active' : 'listening',
-            mode,
-            pid: app.pid,
-            port,
-            since: RUNNING(entry.state) ? entry.since : Date.now(),
-          });
-          adopted.push(entry.id);
-        } else {
-          this.#ports.remember(entry.id, entry.port);
-          if (app) await processes.delete(app.name).catch(() => undefined);
-          if (RUNNING(entry.state)) {
-            await this.#transitions.setState(entry, 'dormant', { mode: null, pid: null }, 'not running when the supervisor started');
-            lost.push(entry.id);
-          }
-        }
-      }
-      for (const name of apps.keys()) {
-        const id = Pm2Names.agentId(name);
-        if (id) logger.warn({ app: name }, 'pm2 runs an agent the domain schema does not define; leaving it alone');
-      }
-      await this.#ensureConsumers(registry.all().filter((e) => e.state !== 'archived').map((e) => e.id));
+      const result = await adoptAgents({ ...this.#o, ids: this.ids, ports: this.#ports, transitions: this.#transitions });
+      await this.#ensureConsumers(this.#o.registry.all().filter((e) => e.state !== 'archived').map((e) => e.id));
       this.#o.metrics.setCounts(this.counts());
-      logger.info({ adopted, lost }, 'fleet adopted');
-      return { adopted, lost };
+      this.#o.logger.info(result, 'fleet adopted');
+      return result;
     });
   }
 
@@ -161,9 +130,15 @@ export class FleetController {
     await Promise.all(ids.map((id) => queue.add(() => ensureAgentConsumer(jsm, id, this.#o.config.events, this.#o.names))));
   }
 
-  /** Level-triggered and idempotent: the same context twice changes nothing the second time. */
-  /** With `only`, the other agents stay as they are, unscored (the work relevance's rounds); such a reconcile is not journaled: the next round redoes it. */
-  reconcile(context: ReconcileContext, options: { dryRun?: boolean; strict?: boolean; onProgress?: ProgressListener; only?: ReadonlySet<string> } = {}): Promise<ReconcileReport> {
+  /**
+   * Level-triggered and idempotent: the same context twice changes nothing the second time.
+   * With `only`, the other agents stay as they are, unscored (the work relevance's rounds); such a
+   * reconcile is not journaled (the next round redoes it) and leaves `settled` to the next caller.
+   * With `returnAfterWakes`, the answer comes once the moves up are done, with the moves down
+   * still running named in `pending`; they finish inside this operation all the same, so the next
+   * operation waits for them, and its report carries their outcome as `settled`.
+   */
+  reconcile(context: ReconcileContext, options: ReconcileOptions = {}): Promise<ReconcileReport> {
     let warnings: string[];
     try {
       warnings = this.#o.evaluator.checkContext(context, options.strict);
@@ -172,23 +147,33 @@ export class FleetController {
     }
     for (const w of warnings) this.#o.logger.warn(w);
     const queued = new PhaseClock();
-    return this.#operations.add(async () => {
+    let answer: (r: ReconcileReport) => void = () => undefined;
+    const answered = new Promise<ReconcileReport>((resolve) => (answer = resolve));
+    const whole = this.#operations.add(async () => {
       queued.mark('queued');
+      const settled = options.only ? undefined : this.#takeSettled();
       const clock = new PhaseClock();
       const decisions = await this.decide(context, Date.now(), options.only);
       clock.mark('decide');
       this.#o.metrics.decisionSeconds.observe(clock.elapsed() / 1000);
-      const report = await this.#apply(decisions, context, options);
+      const reply = (r: Report, pending?: readonly string[]): ReconcileReport => ({ ...r, warnings, dry_run: options.dryRun ?? false, duration_ms: clock.elapsed(), ...(pending?.length ? { pending: [...pending].sort() } : {}), ...(settled ? { settled } : {}) });
+      const early = options.returnAfterWakes ? (r: Report, pending: readonly string[]) => answer(reply(r, pending)) : undefined;
+      const report = await this.#apply(decisions, context, { ...options, early });
       if (!options.dryRun) this.#journal.end();
       clock.mark('moves');
       const duration = clock.elapsed();
       this.#o.metrics.reconcileSeconds.observe(duration / 1000);
       const moved = report.started.length + report.stopped.length + report.upgraded.length + report.downgraded.length + report.archived.length + report.restored.length;
-      if (moved > 0 || report.failed.length > 0) {
-        this.#o.logger.info({ ms: duration, phases: { ...queued.phases, ...clock.phases }, started: report.started.length, stopped: report.stopped.length, failed: report.failed.length }, 'reconcile done');
+      if (moved > 0 || report.failed.length > 0 || this.#late) {
+        const late = this.#late && { stopped: this.#late.stopped.length, failed: this.#late.failed.length };
+        this.#o.logger.info({ ms: duration, phases: { ...queued.phases, ...clock.phases }, started: report.started.length, stopped: report.stopped.length, failed: report.failed.length, ...(late ? { after_answer: late } : {}) }, 'reconcile done');
       }
-      return { ...report, warnings, dry_run: options.dryRun ?? false, duration_ms: duration };
+      const whole = reply(report);
+      answer(whole);
+      return whole;
     });
+    whole.catch((err: unknown) => this.#o.logger.error({ err: toThymosError(err).message }, 'reconcile failed'));
+    return Promise.race([answered, whole]);
   }
 
   /** Scores every agent and decides its state (no process action). */
@@ -219,7 +204,7 @@ export class FleetController {
   async #apply(
     decisions: Array<Decision & { score: number; source: string; error?: ThymosError }>,
     context: ReconcileContext,
-    options: { dryRun?: boolean; onProgress?: ProgressListener; only?: ReadonlySet<string> },
+    options: ReconcileOptions & { early?: ((r: Report, pending: readonly string[]) => void) | undefined },
   ): Promise<Report> {
     const report = emptyReport();
     const moves: Move[] = [];
@@ -241,7 +226,7 @@ export class FleetController {
     await this.#o.registry.updateScores(rescored);
     this.#o.evaluator.observe(context);
     if (moves.length > 0 && !options.only) this.#journal.begin(context);
-    await this.#runMoves(moves, report, options.onProgress);
+    await this.#runMoves(moves, report, options.onProgress, options.early && ((pending) => options.early!(sortReport(report), pending)));
     this.#o.metrics.setCounts(this.counts());
     return sortReport(report);
   }
@@ -264,26 +249,50 @@ export class FleetController {
     return resumed && { since: resumed.since, report: resumed.result };
   }
 
-  /** The moves side by side, a move up waiting only for the place a move down frees (see runMoves). */
-  async #runMoves(moves: Move[], report: Report, onProgress: ProgressListener | undefined): Promise<void> {
+  /**
+   * The moves side by side, a move up waiting only for the place a move down frees (see
+   * runMoves). With `early`, it is called once the moves up are done with the ids still moving;
+   * what those do afterwards goes to `#late` instead of `report`, then to the next caller.
+   */
+  async #runMoves(moves: Move[], report: Report, onProgress: ProgressListener | undefined, early?: (pending: readonly string[]) => void): Promise<void> {
     const total = moves.length;
     let done = 0;
     const limits = moveLimits(this.#o.registry.all().map((e) => e.state), this.#o.config.lifecycle, this.#o.config.supervisor.concurrency);
     const scheduled = moves.map((m) => ({ ...m, id: m.entry.id, from: m.entry.state }));
+    const finished = new Set<string>();
+    let answered = false;
+    const late = emptyReport();
     await runMoves(
       scheduled,
       limits,
       async (m) => {
         const t0 = performance.now();
-        const ok = await this.#transitions.run(m.id, m.to, m.score, m.reason, report, m.properties ?? {});
+        const own = emptyReport();
+        const ok = await this.#transitions.run(m.id, m.to, m.score, m.reason, own, m.properties ?? {});
+        mergeReport(answered ? late : report, own);
+        finished.add(m.id);
         onProgress?.({ id: m.id, step: `${m.from} → ${m.to}`, done: ++done, total, ok, ms: Math.round(performance.now() - t0) });
         return ok;
       },
       (m, err) => {
+        finished.add(m.id);
         report.failed.push({ id: m.id, code: err.code, message: `${m.id} stays ${m.from}: ${err.message}` });
         onProgress?.({ id: m.id, step: `${m.from} → ${m.to}`, done: ++done, total, ok: false, ms: 0 });
       },
+      early &&
+        (() => {
+          answered = true;
+          early(scheduled.filter((m) => !finished.has(m.id)).map((m) => m.id));
+        }),
     );
+    if (answered && settledPart(late)) this.#late = mergeReport(this.#late ?? emptyReport(), late);
+  }
+
+  /** What moves left running after an answer did, for the next caller; nothing the second time. */
+  #takeSettled(): ReconcileReport['settled'] {
+    const late = this.#late;
+    this.#late = undefined;
+    return late && settledPart(late);
   }
 
   /** One agent, one command (CLI `start|stop|archive|restore`): bypasses scores, not pins or capacity. */
@@ -325,11 +334,12 @@ export class FleetController {
           throw new ThymosError(ErrorCode.CAPACITY_EXCEEDED, `cannot make ${id} active: ${active} agents already are and [lifecycle] max_active is ${this.#o.config.lifecycle.max_active}`);
         }
       }
+      const settled = this.#takeSettled();
       const report = emptyReport();
       if (to === entry.state) report.unchanged.push(id);
       else await this.#runMoves([{ entry, to, score: entry.score, reason: `command ${op}` }], report, options.onProgress);
       this.#o.metrics.setCounts(this.counts());
-      return { ...sortReport(report), dry_run: false, duration_ms: Math.round(performance.now() - started) };
+      return { ...sortReport(report), dry_run: false, duration_ms: Math.round(performance.now() - started), ...(settled ? { settled } : {}) };
     });
   }
 
@@ -337,6 +347,7 @@ export class FleetController {
   stopAll(options: { onProgress?: ProgressListener } = {}): Promise<ReconcileReport> {
     return this.#operations.add(async () => {
       const started = performance.now();
+      const settled = this.#takeSettled();
       const report = emptyReport();
       const moves = this.#o.registry
         .all()
@@ -344,7 +355,7 @@ export class FleetController {
         .map((entry) => ({ entry, to: 'dormant' as const, score: entry.score, reason: 'fleet down' }));
       await this.#runMoves(moves, report, options.onProgress);
       this.#o.metrics.setCounts(this.counts());
-      return { ...sortReport(report), dry_run: false, duration_ms: Math.round(performance.now() - started) };
+      return { ...sortReport(report), dry_run: false, duration_ms: Math.round(performance.now() - started), ...(settled ? { settled } : {}) };
     });
   }
 
@@ -356,28 +367,13 @@ export class FleetController {
   /** The fleet as it is: registry rows with pid, RSS and restarts from pm2. */
   async status(): Promise<Omit<FleetStatus, 'supervisor'>> {
     const apps = new Map((await this.#o.processes.list()).map((p) => [p.name, p]));
-    const agents: AgentStatusRow[] = this.#o.registry
+    const agents = this.#o.registry
       .all()
       .filter((e) => this.#o.domain.agents[e.id])
       .sort((a, b) => (a.id < b.id ? -1 : 1))
       .map((e) => {
         const app = apps.get(Pm2Names.agent(e.id));
-        const running = RUNNING(e.state);
-        return {
-          id: e.id,
-          state: e.state,
-          mode: running ? e.mode : null,
-          pid: running ? (app?.pid ?? e.pid) : null,
-          port: running ? e.port : null,
-          score: e.score,
-          source: e.source,
-          since: new Date(e.since).toISOString(),
-          rss_bytes: running ? (app?.memory ?? this.#heartbeats.rss(e.id) ?? null) : null,
-          restarts: app?.restarts ?? 0,
-          pinned: this.#pins.get(e.id) ?? null,
-          last_error: e.last_error,
-          events_routed: this.#o.metrics.routedTo(e.id),
-        };
+        return statusRow(e, { app, rss: this.#heartbeats.rss(e.id), pinned: this.#pins.get(e.id), routed: this.#o.metrics.routedTo(e.id) });
       });
     return { counts: this.counts(), agents };
   }

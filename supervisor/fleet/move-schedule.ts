@@ -77,8 +77,19 @@ class Places {
  * their places are needed. When no move up needs a freed place, the moves down wait until the
  * moves up are done, so the wakes have the CPU to themselves. A move up whose place no move down frees fails with
  * CAPACITY_EXCEEDED. `run` never throws; it resolves whether the move succeeded.
+ *
+ * `onUpsDone` is called once every move up has finished (or been refused), while moves down may
+ * still run: a caller may answer then and let the moves down finish after. The returned promise
+ * settles only when every move has finished, and a caller must not start other moves before it
+ * does: the places this schedule counts are those of the states when it began.
  */
-export async function runMoves<M extends ScheduledMove>(moves: readonly M[], limits: MoveLimits, run: (move: M) => Promise<boolean>, refused: (move: M, err: ThymosError) => void): Promise<void> {
+export async function runMoves<M extends ScheduledMove>(
+  moves: readonly M[],
+  limits: MoveLimits,
+  run: (move: M) => Promise<boolean>,
+  refused: (move: M, err: ThymosError) => void,
+  onUpsDone: () => void = () => undefined,
+): Promise<void> {
   const runningPlaces = new Places(limits.maxRunning - limits.running);
   const activePlaces = new Places(limits.maxActive - limits.active);
   const downs = new PQueue({ concurrency: limits.concurrency });
@@ -107,9 +118,11 @@ export async function runMoves<M extends ScheduledMove>(moves: readonly M[], lim
       });
     }),
   );
+  // The caller hears that the wakes are done before any move down that waited for them begins.
+  const upsAnswered = upsDone.then(onUpsDone);
   const downsDone = Promise.all(
     down.map(async (m) => {
-      if (!placesNeeded) await upsDone;
+      if (!placesNeeded) await upsAnswered;
       await downs.add(async () => {
         const ok = await run(m);
         // A move that failed left its agent where it was: its places stay taken.
@@ -121,5 +134,6 @@ export async function runMoves<M extends ScheduledMove>(moves: readonly M[], lim
     runningPlaces.close(new ThymosError(ErrorCode.CAPACITY_EXCEEDED, `the fleet runs as many agents as [lifecycle] max_running (${limits.maxRunning}) allows`));
     activePlaces.close(new ThymosError(ErrorCode.CAPACITY_EXCEEDED, `the fleet has as many active agents as [lifecycle] max_active (${limits.maxActive}) allows`));
   });
-  await Promise.all([upsDone, downsDone]);
+  await upsAnswered;
+  await downsDone;
 }

@@ -3,7 +3,7 @@ import type { ReconcileReport } from '../../shared/protocol/supervisor-protocol.
 import { STATE_RANK } from './decide-states.js';
 
 /** A report as it fills up, before its duration and dry-run flag are known. */
-export type Report = Omit<ReconcileReport, 'duration_ms' | 'dry_run'>;
+export type Report = Omit<ReconcileReport, 'duration_ms' | 'dry_run' | 'pending' | 'settled'>;
 
 /** Active and Listening agents have a process. */
 export const RUNNING = (s: LifecycleState): boolean => s === 'active' || s === 'listening';
@@ -17,6 +17,19 @@ export function sortReport(r: Report): Report {
   for (const key of ['started', 'stopped', 'upgraded', 'downgraded', 'archived', 'restored', 'unchanged'] as const) r[key].sort();
   r.failed.sort((a, b) => (a.id < b.id ? -1 : 1));
   return r;
+}
+
+/** Adds `from`'s entries to `into`'s lists; returns `into`. */
+export function mergeReport(into: Report, from: Report): Report {
+  for (const key of ['started', 'stopped', 'upgraded', 'downgraded', 'archived', 'restored', 'unchanged'] as const) into[key].push(...from[key]);
+  into.failed.push(...from.failed);
+  return into;
+}
+
+/** What moves left running after a reconcile answered did, for the next report; undefined when they did nothing. */
+export function settledPart(r: Report): NonNullable<ReconcileReport['settled']> | undefined {
+  const { stopped, downgraded, archived, failed } = sortReport(r);
+  return stopped.length + downgraded.length + archived.length + failed.length > 0 ? { stopped, downgraded, archived, failed } : undefined;
 }
 
 /** What a move would do, for a dry run. */

@@ -311,7 +311,7 @@ function supervisorControlApi(
       contextOp: 'reconcile',
       audit: { log: audit, ops: new Set(['reconcile', 'start', 'stop', 'archive', 'restore', 'stop_all', 'approve', 'refuse', 'agent_endpoint', 'jobs_requeue']), only: { agent_endpoint: (r) => (r as { wake?: boolean }).wake === true }, details: { agent_endpoint: (r) => ({ from: (r as { from?: unknown }).from, tool: (r as { tool?: unknown }).tool }) } },
       handlers: {
-        reconcile: (r, progress) => controller.reconcile(r.context, { dryRun: r.dry_run, strict: r.strict, onProgress: progress }),
+        reconcile: (r, progress) => controller.reconcile(r.context, { dryRun: r.dry_run, strict: r.strict, returnAfterWakes: r.return_after_wakes, onProgress: progress }),
         ping: async () => ({ pid: process.pid, started_at: supervisor().started_at }),
         status: async () => ({ supervisor: supervisor(), ...(await controller.status()) }),
         start: (r, progress) => controller.operate('start', r.id, { mode: r.mode, onProgress: progress }),

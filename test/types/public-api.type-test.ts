@@ -47,7 +47,7 @@ expectTypeOf<ClientEntry.TalkAnswer['text']>().toEqualTypeOf<string>();
 expectTypeOf<Fleet['approvals']>().toEqualTypeOf<(id?: string) => Promise<ClientEntry.PendingCall[]>>();
 expectTypeOf<Fleet['approve']>().toEqualTypeOf<(id: string, callId: string, options: { reason: string }) => Promise<ClientEntry.CallDecisionReport>>();
 expectTypeOf<Fleet['refuse']>().toEqualTypeOf<Fleet['approve']>();
-expectTypeOf<Fleet['reconcile']>().toEqualTypeOf<(context: ClientEntry.ReconcileContextInput, options?: ClientEntry.OperationOptions & { dryRun?: boolean; strict?: boolean }) => Promise<ClientEntry.ReconcileReport>>();
+expectTypeOf<Fleet['reconcile']>().toEqualTypeOf<(context: ClientEntry.ReconcileContextInput, options?: ClientEntry.OperationOptions & { dryRun?: boolean; strict?: boolean; returnAfterWakes?: boolean }) => Promise<ClientEntry.ReconcileReport>>();
 expectTypeOf<Fleet['status']>().toEqualTypeOf<() => Promise<ClientEntry.FleetStatus>>();
 expectTypeOf<Fleet['start']>().toEqualTypeOf<(id: string, options?: ClientEntry.OperationOptions & { mode?: ClientEntry.AgentMode }) => Promise<ClientEntry.ReconcileReport>>();
 expectTypeOf<Fleet['stop']>().toEqualTypeOf<(id: string, options?: ClientEntry.OperationOptions) => Promise<ClientEntry.ReconcileReport>>();
@@ -77,6 +77,8 @@ expectTypeOf<ClientEntry.ReconcileReport>().toEqualTypeOf<{
   warnings?: string[] | undefined;
   dry_run: boolean;
   duration_ms: number;
+  pending?: string[] | undefined;
+  settled?: { stopped: string[]; downgraded: string[]; archived: string[]; failed: Array<{ id: string; code: string; message: string }> } | undefined;
 }>();
 expectTypeOf<ClientEntry.LifecycleState>().toEqualTypeOf<'active' | 'listening' | 'dormant' | 'archived'>();
 expectTypeOf<ClientEntry.AgentStatusRow['state']>().toEqualTypeOf<ClientEntry.LifecycleState>();

@@ -44,6 +44,32 @@ async function mostAgentsAlive(configPath: string, during: Promise<unknown>): Pr
   return most;
 }
 
+/** Samples the agent processes alive while `during` runs: the most alive at once, and the most any one agent had at once. */
+async function processesDuring(configPath: string, during: Promise<unknown>): Promise<{ most: number; twice: string[] }> {
+  let most = 0;
+  const twice = new Set<string>();
+  let finished = false;
+  void during.finally(() => (finished = true)).catch(() => undefined);
+  while (!finished) {
+    const perAgent = new Map<string, number>();
+    for (const name of readdirSync('/proc')) {
+      if (!/^\d+$/.test(name)) continue;
+      try {
+        const args = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0');
+        const at = args.indexOf('--agent-id');
+        if (at >= 0 && args.includes(configPath) && alive(Number(name))) perAgent.set(args[at + 1]!, (perAgent.get(args[at + 1]!) ?? 0) + 1);
+      } catch {
+        // gone meanwhile
+      }
+    }
+    most = Math.max(most, [...perAgent.values()].reduce((a, b) => a + b, 0));
+    for (const [id, n] of perAgent) if (n > 1) twice.add(id);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  await during;
+  return { most, twice: [...twice] };
+}
+
 async function distinctPorts(fleet: Fleet): Promise<void> {
   const running = (await fleet.status()).agents.filter((a) => a.port !== null);
   assert.equal(new Set(running.map((a) => a.port)).size, running.length, `ports: ${JSON.stringify(running.map((a) => [a.id, a.port]))}`);
@@ -117,6 +143,57 @@ describe('a reconcile runs moves up beside moves down', () => {
         assert.ok(most <= 2, `${most} agent processes alive at once; max_running is 2`);
         await distinctPorts(fleet);
       }
+    });
+  });
+
+  describe('answering after the wakes', () => {
+    const tf = suiteFleet(['[lifecycle]', 'min_dwell_ms = 0', 'max_running = 2', 'max_active = 2']);
+    const all = ['elder_rowan', 'bram_smith', 'mira_herbalist', 'tomas_innkeeper', 'captain_lysa', 'old_fenn'];
+    const only = (ups: string[]) => force(ups, all.filter((a) => !ups.includes(a)));
+
+    test('a reconcile that returns after its wakes: its stops end after it; the next one waits for them and reports them; no agent runs twice nor past max_running', async () => {
+      const { fleet, ws } = tf();
+      assert.deepEqual((await fleet.reconcile(only(['elder_rowan']))).failed, []);
+      const steps = (async () => {
+        const first = await fleet.reconcile(only(['bram_smith']), { returnAfterWakes: true });
+        // elder_rowan is still stopping: bring it straight back, with one more than there are places for.
+        const second = await fleet.reconcile(only(['elder_rowan', 'mira_herbalist']), { returnAfterWakes: true });
+        const third = await fleet.reconcile(only(['elder_rowan', 'mira_herbalist']));
+        return { first, second, third };
+      })();
+      const seen = await processesDuring(ws.configPath, steps);
+      const { first, second, third } = await steps;
+      assert.deepEqual([first.started, first.stopped, first.pending, first.failed], [['bram_smith'], [], ['elder_rowan'], []], 'answered while elder_rowan stops');
+      assert.deepEqual(second.settled, { stopped: ['elder_rowan'], downgraded: [], archived: [], failed: [] }, 'the stop the first left running, reported to the next caller');
+      assert.deepEqual([second.started, second.stopped, second.pending, second.failed], [['elder_rowan', 'mira_herbalist'], ['bram_smith'], undefined, []], 'a wake that needs the place a stop frees waits for it');
+      assert.deepEqual([third.started, third.stopped, third.settled], [[], [], undefined], 'settled is told once');
+      assert.ok(seen.most <= 2, `${seen.most} agent processes alive at once; max_running is 2`);
+      assert.deepEqual(seen.twice, [], 'no agent had two processes at once');
+      await distinctPorts(fleet);
+    });
+
+    test("a stop that fails after the answer reaches the next report's settled; the agent stays where it was", async () => {
+      const { fleet } = tf();
+      const pid = (await fleet.status()).agents.find((a) => a.id === 'mira_herbalist')?.pid;
+      assert.ok(pid, 'mira_herbalist runs');
+      // Frozen, it cannot acknowledge the snapshot a stop asks for.
+      process.kill(pid, 'SIGSTOP');
+      try {
+        const answered = await fleet.reconcile(only(['elder_rowan']), { returnAfterWakes: true });
+        assert.deepEqual([answered.stopped, answered.pending, answered.failed], [[], ['mira_herbalist'], []]);
+        const next = await fleet.reconcile(only(['elder_rowan', 'mira_herbalist']));
+        assert.equal(next.settled?.failed.length, 1, JSON.stringify(next.settled));
+        assert.equal(next.settled.failed[0]!.id, 'mira_herbalist');
+        assert.equal(next.settled.failed[0]!.code, 'SNAPSHOT_FAILED');
+        assert.deepEqual(next.settled.stopped, []);
+        const row = (await fleet.status()).agents.find((a) => a.id === 'mira_herbalist');
+        assert.equal(row?.pid, pid, 'still the same process');
+        assert.equal(row?.last_error?.code, 'SNAPSHOT_FAILED');
+      } finally {
+        process.kill(pid, 'SIGCONT');
+      }
+      const stopped = await fleet.reconcile(only([]));
+      assert.deepEqual([[...stopped.stopped], stopped.failed], [['elder_rowan', 'mira_herbalist'], []], 'thawed, it stops');
     });
   });
 });

@@ -133,3 +133,52 @@ test('each direction runs at most `concurrency` moves at once', async () => {
   h.finish('u3');
   await done;
 });
+
+test('onUpsDone comes once the moves up are done, while moves down still run; the schedule settles only after them', async () => {
+  const h = harness();
+  let upsDone = false;
+  let settled = false;
+  const done = runMoves(
+    [move('a', 'active', 'dormant'), move('b', 'dormant', 'active')],
+    { concurrency: 4, maxRunning: 4, maxActive: 4, running: 1, active: 1 },
+    h.run,
+    h.refused,
+    () => {
+      upsDone = true;
+      h.events.push('ups done');
+    },
+  ).then(() => (settled = true));
+  await tick();
+  assert.equal(upsDone, false, 'not while a wake runs');
+  h.finish('b');
+  await tick();
+  assert.deepEqual(h.events, ['begin b', 'end b', 'ups done', 'begin a']);
+  assert.equal(settled, false, 'the stop still runs');
+  h.finish('a');
+  await done;
+  assert.equal(settled, true);
+});
+
+test('at the running limit onUpsDone waits for the moves down the wakes need; a refused wake counts as done', async () => {
+  const h = harness((m) => m.id !== 'a');
+  const order: string[] = [];
+  const done = runMoves(
+    [move('a', 'active', 'dormant'), move('b', 'active', 'dormant'), move('c', 'dormant', 'active'), move('d', 'dormant', 'active')],
+    { concurrency: 4, maxRunning: 2, maxActive: 2, running: 2, active: 2 },
+    h.run,
+    (m, err) => {
+      h.refused(m, err);
+      order.push(`refused ${m.id}`);
+    },
+    () => order.push('ups done'),
+  );
+  await tick();
+  h.finish('b');
+  await tick();
+  h.finish('c');
+  await tick();
+  assert.deepEqual(order, [], 'd still waits for the place a frees');
+  h.finish('a');
+  await done;
+  assert.deepEqual(order, ['refused d', 'ups done'], 'a failed to stop: d is refused, then the wakes are done');
+});
