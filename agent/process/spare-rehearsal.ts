@@ -86,7 +86,8 @@ async function rehearseMcp(url: string, talk: boolean): Promise<string[]> {
   await post({ id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'thymos-spare', version: '0' } } });
   await post({ method: 'notifications/initialized' });
   await call(2, 'remember', { content: 'The rehearsal bell rang twice at the old mill before dawn.' });
-  await call(3, 'recall', { query: 'when did the bell ring' });
+  // A query that names a time, so a claimed agent's first such query finds chrono's date parsers warm.
+  await call(3, 'recall', { query: 'what rang at the mill this morning' });
   if (talk) await call(4, `talk_to_${REHEARSAL_ID}`, { message: 'Did you hear the bell at the mill?' });
   await fetch(url, { method: 'DELETE', headers }).then((r) => r.body?.cancel());
   return ['initialize', 'remember', 'recall', ...(talk ? ['talk'] : []), 'end'];

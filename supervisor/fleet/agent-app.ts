@@ -6,11 +6,15 @@ import { compileCacheAvailable } from '../../shared/platform/compile-cache.js';
 import { type AppSpec, IDLE_PROCESS_NODE_ARGS } from '../pm2/process-manager.js';
 
 /**
- * Node flags of every agent process, cold or spare: those of every idle fleet process, and a
- * young generation of 1 MB semi-spaces (instead of up to 16), which keeps about 6 MB less
- * resident per agent for a few more, cheaper scavenges during a burst.
+ * Node flags of every agent process, cold or spare: those of every idle fleet process; a young
+ * generation of 1 MB semi-spaces (instead of up to 16), which keeps about 6 MB less resident per
+ * agent for a few more, cheaper scavenges during a burst; and regular expressions compiled to
+ * machine code only after 100 runs instead of 1. By default V8 compiles a regular expression
+ * natively on its second run: chrono's date patterns, run once per query that may name a time,
+ * cost about 120 ms of CPU to compile on a process's second date parse, and ran as fast
+ * interpreted (3 ms a parse). A spare's boot and rehearsal took about 200 ms less CPU (docs/waking.md).
  */
-export const AGENT_NODE_ARGS: readonly string[] = [...IDLE_PROCESS_NODE_ARGS, '--max-semi-space-size=1'];
+export const AGENT_NODE_ARGS: readonly string[] = [...IDLE_PROCESS_NODE_ARGS, '--max-semi-space-size=1', '--regexp-tier-up-ticks=100'];
 
 /**
  * How pm2 runs a process that is or becomes an agent (`thymos agent`, or a warm spare, which pm2

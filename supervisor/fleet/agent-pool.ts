@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 
 import pRetry, { AbortError } from 'p-retry';
@@ -17,8 +18,10 @@ export interface AgentPoolOptions {
   natsUrl: string;
   /** The bundled `thymos` command spares run. */
   thymosBin: string;
-  /** Settles when the fleet has no reconcile or transition running: spares are started then, never beside a wake. */
-  quiet: () => Promise<void>;
+  /** Settles when no operation of the fleet is waking agents: spares boot then, beside stops but never beside a wake. */
+  wakesDone: () => Promise<void>;
+  /** Spares booting at once (default: one per core beyond the first, at least one). */
+  parallel?: number | undefined;
 }
 
 /** How the pool has served wakes since the supervisor started. */
@@ -36,8 +39,9 @@ export interface PoolStats {
 /**
  * The warm pool (`[supervisor] pool_size`): spare agent processes started under pm2 ahead of
  * need, each waiting for one claim. `take()` hands out a ready spare (or none: the wake starts
- * cold); the pool then refills one spare at a time, and only when the fleet is quiet, so a
- * refill never competes with a wake for the CPU. A spare that exits while it waits is deleted
+ * cold); the pool then refills at once, `parallel` spares at a time, whenever no wake is
+ * running: a spare boots beside the stops of the step that took it and the game's talks, and a
+ * wake never waits for a spare's boot (it only takes spares that are ready). A spare that exits while it waits is deleted
  * and replaced; one that cannot start backs off as pm2 would (`restart_delay_ms`, doubling up
  * to 15 s). Spares left by an earlier supervisor are deleted at open and replaced by new ones.
  */
@@ -50,11 +54,14 @@ export class AgentPool {
   #misses = 0;
   #lastRefillMs: number | null = null;
   #closed = false;
-  #filling: Promise<void> | undefined;
+  /** Filling loops running, at most `parallel`. */
+  #fillers = 0;
+  readonly #parallel: number;
   #unwatch: () => void = () => undefined;
 
   private constructor(options: AgentPoolOptions) {
     this.#o = options;
+    this.#parallel = Math.max(1, options.parallel ?? availableParallelism() - 1);
   }
 
   get size(): number {
@@ -89,31 +96,41 @@ export class AgentPool {
     return { size: this.size, ready: this.#ready.length, hits: this.#hits, misses: this.#misses, lastRefillMs: this.#lastRefillMs };
   }
 
-  /** Starts spares until the pool is full, in the background; calling it again while it fills does nothing. */
+  /** Starts spares until the pool is full, in the background, `parallel` at a time; calling it again while it fills adds no more than that. */
   fill(): void {
-    if (this.#closed || this.#filling || this.#ready.length + this.#starting >= this.size) return;
-    this.#filling = this.#fillLoop().finally(() => (this.#filling = undefined));
+    const missing = this.size - this.#ready.length - this.#starting;
+    while (!this.#closed && this.#fillers < Math.min(this.#parallel, missing)) {
+      this.#fillers++;
+      const filling = this.#fillLoop().finally(() => {
+        this.#fillers--;
+        this.#filling.delete(filling);
+      });
+      this.#filling.add(filling);
+    }
   }
+
+  readonly #filling = new Set<Promise<void>>();
 
   /** Stops filling and deletes the spares that wait; claimed ones are agents now and stay. */
   async close(): Promise<void> {
     this.#closed = true;
     this.#unwatch();
-    await this.#filling?.catch(() => undefined);
+    await Promise.all([...this.#filling].map((f) => f.catch(() => undefined)));
     for (const slot of this.#ready.splice(0)) await this.#o.processes.delete(slot).catch(() => undefined);
   }
 
   async #fillLoop(): Promise<void> {
     // A spare that did not start is tried again after restart_delay_ms (at least 100 ms), doubling
-    // up to 15 s; anything else (the pool's quiet wait, pm2 itself) ends the filling.
+    // up to 15 s; anything else (the wait for the wakes, pm2 itself) ends the filling.
     const delay = Math.max(100, this.#o.config.supervisor.restart_delay_ms);
     while (this.#wanting) {
       await pRetry(
         async () => {
           if (!this.#wanting) return;
           try {
-            await this.#o.quiet();
-            if (this.#closed || (await this.#startOne())) return;
+            await this.#o.wakesDone();
+            // Another filling loop may have started the spare this one waited to start.
+            if (this.#closed || !this.#wanting || (await this.#startOne())) return;
           } catch (err) {
             throw new AbortError(err instanceof Error ? err : String(err));
           }

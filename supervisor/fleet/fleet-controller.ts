@@ -24,6 +24,7 @@ import { type AgentEntry, type AgentRegistry, statusRow } from './agent-registry
 import { AgentStarter } from './agent-starter.js';
 import { AgentTransitions } from './agent-transitions.js';
 import { decideStates, type Decision, type ScoredAgent } from './decide-states.js';
+import { FleetOperations } from './fleet-operations.js';
 import { fleetPins, fleetPorts } from './fleet-pins.js';
 import { moveLimits, runMoves } from './move-schedule.js';
 import { PortAllocator } from './port-allocator.js';
@@ -87,7 +88,7 @@ interface Move {
 export class FleetController {
   readonly #o: FleetControllerOptions;
   readonly #ports: PortAllocator;
-  readonly #operations = new PQueue({ concurrency: 1 });
+  readonly #operations = new FleetOperations();
   readonly #heartbeats = new AgentHeartbeats();
   readonly #pins: ReadonlyMap<string, LifecycleState>;
   readonly #journal: ReconcileJournal;
@@ -113,7 +114,7 @@ export class FleetController {
    * and mode; agents the registry thought running but pm2 no longer runs become Dormant.
    */
   adopt(): Promise<{ adopted: string[]; lost: string[] }> {
-    return this.#operations.add(async () => {
+    return this.#operations.run(async () => {
       const result = await adoptAgents({ ...this.#o, ids: this.ids, ports: this.#ports, transitions: this.#transitions });
       await this.#ensureConsumers(this.#o.registry.all().filter((e) => e.state !== 'archived').map((e) => e.id));
       this.#o.metrics.setCounts(this.counts());
@@ -149,7 +150,7 @@ export class FleetController {
     const queued = new PhaseClock();
     let answer: (r: ReconcileReport) => void = () => undefined;
     const answered = new Promise<ReconcileReport>((resolve) => (answer = resolve));
-    const whole = this.#operations.add(async () => {
+    const whole = this.#operations.run(async () => {
       queued.mark('queued');
       const settled = options.only ? undefined : this.#takeSettled();
       const clock = new PhaseClock();
@@ -279,11 +280,12 @@ export class FleetController {
         report.failed.push({ id: m.id, code: err.code, message: `${m.id} stays ${m.from}: ${err.message}` });
         onProgress?.({ id: m.id, step: `${m.from} → ${m.to}`, done: ++done, total, ok: false, ms: 0 });
       },
-      early &&
-        (() => {
-          answered = true;
-          early(scheduled.filter((m) => !finished.has(m.id)).map((m) => m.id));
-        }),
+      () => {
+        this.#operations.upsDone();
+        if (!early) return;
+        answered = true;
+        early(scheduled.filter((m) => !finished.has(m.id)).map((m) => m.id));
+      },
     );
     if (answered && settledPart(late)) this.#late = mergeReport(this.#late ?? emptyReport(), late);
   }
@@ -300,7 +302,7 @@ export class FleetController {
     if (!this.#o.domain.agents[id]) {
       return Promise.reject(new ThymosError(ErrorCode.AGENT_NOT_FOUND, `no agent "${id}" in the domain schema; expected one of ${agentIdsPreview(this.ids)}`));
     }
-    return this.#operations.add(async () => {
+    return this.#operations.run(async () => {
       const started = performance.now();
       const entry = this.#o.registry.get(id)!;
       let to: LifecycleState;
@@ -345,7 +347,7 @@ export class FleetController {
 
   /** Stops every running agent with a snapshot (what `thymos down` does first). */
   stopAll(options: { onProgress?: ProgressListener } = {}): Promise<ReconcileReport> {
-    return this.#operations.add(async () => {
+    return this.#operations.run(async () => {
       const started = performance.now();
       const settled = this.#takeSettled();
       const report = emptyReport();
@@ -390,6 +392,9 @@ export class FleetController {
   }
 
   /** Waits for the operation in progress to finish. */
-  idle = (): Promise<void> => this.#operations.onIdle();
+  idle = (): Promise<void> => this.#operations.idle();
+
+  /** Settles once no operation is waking agents (see FleetOperations): the warm pool refills then. */
+  wakesDone = (): Promise<void> => this.#operations.wakesDone();
 }
 

@@ -89,7 +89,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     const world = await WorldStore.open({ db, tables: domain.worldTables, nc, names, leaseMs: config.world.lease_ms, maxSubscriptions: config.world.max_subscriptions, logger });
     cleanup.push(() => world.close());
     let controller: FleetController | undefined;
-    const pool = await openPool({ config, paths, processes, logger, natsUrl, thymosBin: thymosBinPath(), quiet: async () => controller?.idle() }, cleanup);
+    const pool = await openPool({ config, paths, processes, logger, natsUrl, thymosBin: thymosBinPath(), wakesDone: async () => controller?.wakesDone() }, cleanup);
     controller = new FleetController({
       config,
       domain,

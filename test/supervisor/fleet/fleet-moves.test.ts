@@ -116,7 +116,7 @@ describe('a reconcile runs moves up beside moves down', () => {
       try {
         const nodeArgs = (name: string) => new Promise<string[]>((resolve, reject) => pm2.describe(name, (err, found) => (err ? reject(err) : resolve(found[0]?.pm2_env?.node_args ?? []))));
         assert.deepEqual(await nodeArgs(Pm2Names.supervisor), ['--no-flush-bytecode']);
-        assert.deepEqual(await nodeArgs(Pm2Names.agent(agent.id)), ['--no-flush-bytecode', '--max-semi-space-size=1']);
+        assert.deepEqual(await nodeArgs(Pm2Names.agent(agent.id)), ['--no-flush-bytecode', '--max-semi-space-size=1', '--regexp-tier-up-ticks=100']);
       } finally {
         pm2.disconnect();
       }
