@@ -129,9 +129,10 @@ interface Walk {
  * A player walking between the 5 places named `${where}_<n>`, as a game loop does: each step
  * reconciles with the player there (waking the 4 NPCs of the place, putting the 4 left behind to
  * sleep) and then talks to each of the 4, together. `before(lastStepStarted)` is the player's
- * pace; with `returnAfterWakes` the talks begin while the NPCs left behind still stop. The walk ends with its NPCs put to sleep.
+ * pace. Each reconcile returns after its wakes (`returnAfterWakes`), so the talks begin while the
+ * NPCs left behind still stop. The walk ends with its NPCs put to sleep.
  */
-async function walk(fleet: Fleet, where: 'place' | 'road', before: (lastStepStarted: number) => Promise<unknown>, returnAfterWakes = false): Promise<Walk> {
+async function walk(fleet: Fleet, where: 'place' | 'road', before: (lastStepStarted: number) => Promise<unknown>): Promise<Walk> {
   const offset = where === 'place' ? 0 : NPCS;
   const npcs = Array.from({ length: NPCS }, (_, i) => id(offset + i));
   const locations = Object.fromEntries(npcs.map((n, i) => [n, { location: home(offset + i) }]));
@@ -144,7 +145,7 @@ async function walk(fleet: Fleet, where: 'place' | 'road', before: (lastStepStar
     await before(last);
     out.waited.push(performance.now() - w);
     const t = (last = performance.now());
-    const report = await fleet.reconcile({ global: { player_location: here }, agents: locations }, { returnAfterWakes });
+    const report = await fleet.reconcile({ global: { player_location: here }, agents: locations }, { returnAfterWakes: true });
     const reconciled = performance.now() - t;
     const woke = report.started.filter((a) => there.includes(a)).length;
     if (report.failed.length > 0 || woke !== there.length) throw new Error(`step ${s} to ${here}: woke ${woke}/${there.length}, failed ${JSON.stringify(report.failed)}`);
@@ -310,7 +311,7 @@ async function wakeRun(poolSize: number): Promise<Omit<ScenarioResult, 'name' | 
     const lingering = await walk(fleet, 'place', () => refilled(fleet));
     const poolAfterWalk = (await fleet.status()).supervisor.pool;
     await refilled(fleet);
-    const paced = await walk(fleet, 'road', (last) => sleep(Math.max(0, PACE_MS - (performance.now() - last))), true);
+    const paced = await walk(fleet, 'road', (last) => sleep(Math.max(0, PACE_MS - (performance.now() - last))));
     const poolAfterPaced = (await fleet.status()).supervisor.pool;
     const walkStarts = entriesOf(supervisorLog, 'agent started', lingering.npcs, lingering.from, lingering.to);
     const walkStops = entriesOf(supervisorLog, 'agent stopped', lingering.npcs, lingering.from, lingering.to);
@@ -341,7 +342,7 @@ async function wakeRun(poolSize: number): Promise<Omit<ScenarioResult, 'name' | 
       { metric: 'ratio one wake / bare node spawn → exit (same run)', value: round(singleMs / spawnMs, 1), unit: '×' },
       { metric: `CPU of one wake-and-stop cycle (${poolSize ? 'a claim, a stop and the spare booted in its place' : 'a cold start and a stop'}), all the fleet's processes, mean of ${SINGLE_WAKES}`, value: round(cycleCpu * 1000, 0), unit: 'ms' },
       { metric: 'one agent Archived → Active (unpacked, then started), median of 3', value: round(quantile(fromArchive, 0.5), 0), unit: 'ms' },
-      ...walkFigures('the player lingers until the pool has refilled', lingering, undefined),
+      ...walkFigures('the player lingers until the pool has refilled (returnAfterWakes)', lingering, undefined),
       ...walkFigures(`the player walks on ${PACE_MS / 1000} s after each step began (returnAfterWakes)`, paced, poolSize ? '≤ 300 ms median, ≤ 600 ms p95' : undefined),
       { metric: "an agent's first-ever wake against a later one, supervisor side, medians over both walks", value: `${round(firstStarts.first, 0)} / ${round(firstStarts.later, 0)} ms = ${round(firstStarts.first / firstStarts.later, 1)}`, unit: '×', goal: '≤ 2×' },
       { metric: '20 agents Dormant → Active in one reconcile', value: round(wake20, 0), unit: 'ms' },
@@ -372,7 +373,7 @@ async function wakeRun(poolSize: number): Promise<Omit<ScenarioResult, 'name' | 
       `The lingering walk's trace (medians over its ${walkStarts.length} starts and ${walkStops.length} stops, ms): starts ${phaseMedians(walkStarts)}; stops ${phaseMedians(walkStops)}; each step's reconcile ${phaseMedians(walkReconciles, (e) => ({ total: Number(e.ms) }))}.`,
       `The paced walk's trace (medians over its ${pacedStarts.length} starts and ${pacedStops.length} stops, ms): starts ${phaseMedians(pacedStarts)}; stops ${phaseMedians(pacedStops)}; each step's reconcile ${phaseMedians(pacedReconciles, (e) => ({ total: Number(e.ms) }))}.`,
       `The paced walk's steps, in order (ms): ${[...paced.firstVisits, ...paced.steps].map((v) => round(v, 0)).join(' ')}; the lingering walk's: ${[...lingering.firstVisits, ...lingering.steps].map((v) => round(v, 0)).join(' ')}.`,
-      `Each walk: ${NPCS} NPCs of its own at ${PLACES} places, ${WALK_STEPS} steps of which the first ${PLACES} visit each place for the first time; [lifecycle] min_dwell_ms = 0 so the NPCs left behind go Dormant at once; a step is fleet.reconcile, then talk_to_<id> over MCP (offline dialogue) to the 4 NPCs there together, timed from the reconcile call to the last answer.`,
+      `Each walk: ${NPCS} NPCs of its own at ${PLACES} places, ${WALK_STEPS} steps of which the first ${PLACES} visit each place for the first time; [lifecycle] min_dwell_ms = 0 so the NPCs left behind go Dormant at once; a step is fleet.reconcile with returnAfterWakes, then talk_to_<id> over MCP (offline dialogue) to the 4 NPCs there together, timed from the reconcile call to the last answer.`,
     );
     if (poolSize) {
       notes.push(
