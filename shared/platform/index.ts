@@ -10,7 +10,7 @@ export { withDeadline } from './deadline.js';
 export { openEmbeddedSurreal, openRemoteSurreal } from './embedded-surreal.js';
 export { dot, type Embedder } from './embedder.js';
 export { createLogger, LogFeed, logFeedOf, type Logger, type LoggerOptions, type LogRecord } from './logger.js';
-export { PhaseClock } from './phase-clock.js';
+export { PhaseClock, processCpuMs } from './phase-clock.js';
 export { portTaken, refusesConnections } from './port-probe.js';
 export { cpuSeconds, memoryBytes } from './process-usage.js';
 export { STATIC_VECTORS_FILE, StaticEmbedder } from './static-embedder.js';

@@ -80,10 +80,8 @@ interface Move {
 }
 
 /**
- * Reconciles the fleet: scores agents, decides their states, plans transitions and
- * runs them through pm2 with bounded concurrency. Operations (reconciles, single-agent
- * commands, adoption) run one at a time, so one agent never has two transitions in flight
- * and never two processes.
+ * Reconciles the fleet: scores agents, decides their states, plans transitions and runs them
+ * through pm2 with bounded concurrency, one operation at a time (see FleetOperations).
  */
 export class FleetController {
   readonly #o: FleetControllerOptions;
