@@ -178,7 +178,8 @@ class FleetClient implements Fleet {
     const valid = parseReconcileContext(context);
     return this.#requester.request(
       'reconcile',
-      { context: valid, dry_run: options.dryRun ?? false, strict: options.strict ?? false, return_after_wakes: options.returnAfterWakes ?? false },
+      // Sent only when asked for, so a supervisor from before the option still takes every other reconcile.
+      { context: valid, dry_run: options.dryRun ?? false, strict: options.strict ?? false, ...(options.returnAfterWakes ? { return_after_wakes: true } : {}) },
       { onProgress: options.onProgress, watch: true },
     );
   }

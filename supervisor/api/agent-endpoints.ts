@@ -10,6 +10,8 @@ export interface AgentEndpointsOptions {
   config: ThymosConfig;
   /** Where an agent stands now. */
   entry(id: string): { state: string; port: number | null; pid: number | null } | undefined;
+  /** Whether an agent still runs only because a reconcile that answered before its stops is putting it to sleep. */
+  stopping(id: string): boolean;
   /** Makes an agent Active, as `thymos start` does (no pin: the next reconcile decides again). */
   wake(id: string, onProgress: (p: unknown) => void): Promise<ReconcileReport>;
 }
@@ -19,7 +21,8 @@ export interface AgentEndpointsOptions {
  * Only for a declared Mcp tool that targets `id` and that `from`'s capabilities grant, so the
  * address and token go to no agent the domain does not mean to call `id`. A Dormant agent is
  * AGENT_NOT_ACTIVE, or with `wake` is made Active first (a Listening one too); an Archived one
- * is AGENT_NOT_ACTIVE either way.
+ * is AGENT_NOT_ACTIVE either way. An agent a reconcile is putting to sleep counts as Dormant: its
+ * address would not answer for long, and a wake waits for its stop, then starts it again.
  */
 export class AgentEndpoints {
   readonly #o: AgentEndpointsOptions;
@@ -37,13 +40,15 @@ export class AgentEndpoints {
     let entry = this.#o.entry(r.id);
     let woken = false;
     if (!entry || entry.state === 'archived') throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${r.id} is ${entry?.state ?? 'unknown'}: it answers tools only once restored (thymos restore ${r.id}); a tool does not wake it from the archive`);
-    if (r.wake && entry.state !== 'active') {
+    const leaving = this.#o.stopping(r.id);
+    if (r.wake && (entry.state !== 'active' || leaving)) {
       const report = await this.#o.wake(r.id, onProgress);
       const failed = report.failed.find((f) => f.id === r.id);
       if (failed) throw new ThymosError(knownCode(failed.code, ErrorCode.AGENT_START_FAILED), failed.message);
       entry = this.#o.entry(r.id);
       woken = true;
     }
+    if (!woken && leaving) throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${r.id} is going to sleep: it answers tools only while it runs (the tool ${r.tool} may say wake = true)`);
     if (!entry || entry.port === null || (entry.state !== 'active' && entry.state !== 'listening')) {
       throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${r.id} is ${entry?.state ?? 'unknown'}: it answers tools only while it runs${r.wake ? '' : ` (the tool ${r.tool} may say wake = true)`}`);
     }

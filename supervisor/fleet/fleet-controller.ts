@@ -26,10 +26,12 @@ import { AgentTransitions } from './agent-transitions.js';
 import { decideStates, type Decision, type ScoredAgent } from './decide-states.js';
 import { FleetOperations } from './fleet-operations.js';
 import { fleetPins, fleetPorts } from './fleet-pins.js';
+import { LateMoves } from './late-moves.js';
 import { moveLimits, runMoves } from './move-schedule.js';
+import { type AgentOperation, operationTarget } from './operation-target.js';
 import { PortAllocator } from './port-allocator.js';
 import { ReconcileJournal } from './reconcile-journal.js';
-import { describeMove, emptyReport, mergeReport, type Report, RUNNING, settledPart, sortReport } from './reconcile-report.js';
+import { describeMove, emptyReport, mergeReport, type Report, RUNNING, sortReport } from './reconcile-report.js';
 import type { RelevanceEvaluator } from './relevance-evaluator.js';
 import type { SupervisorMetrics } from './supervisor-metrics.js';
 
@@ -91,8 +93,7 @@ export class FleetController {
   readonly #pins: ReadonlyMap<string, LifecycleState>;
   readonly #journal: ReconcileJournal;
   readonly #transitions: AgentTransitions;
-  /** What moves that outlived their reconcile's answer did, until an operation reports it. */
-  #late: Report | undefined;
+  readonly #late = new LateMoves();
 
   constructor(options: FleetControllerOptions) {
     this.#o = options;
@@ -150,22 +151,29 @@ export class FleetController {
     const answered = new Promise<ReconcileReport>((resolve) => (answer = resolve));
     const whole = this.#operations.run(async () => {
       queued.mark('queued');
-      const settled = options.only ? undefined : this.#takeSettled();
       const clock = new PhaseClock();
       const decisions = await this.decide(context, Date.now(), options.only);
       clock.mark('decide');
       this.#o.metrics.decisionSeconds.observe(clock.elapsed() / 1000);
-      const reply = (r: Report, pending?: readonly string[]): ReconcileReport => ({ ...r, warnings, dry_run: options.dryRun ?? false, duration_ms: clock.elapsed(), ...(pending?.length ? { pending: [...pending].sort() } : {}), ...(settled ? { settled } : {}) });
+      // Taken when the answer is made, so a reconcile that throws, a dry run or a work round leaves it to the next caller.
+      let settled: ReconcileReport['settled'];
+      let taken = false;
+      const reply = (r: Report, pending?: readonly string[]): ReconcileReport => {
+        if (!taken && !options.only && !options.dryRun) settled = this.#late.take();
+        taken = true;
+        return { ...r, warnings, dry_run: options.dryRun ?? false, duration_ms: clock.elapsed(), ...(pending?.length ? { pending: [...pending].sort() } : {}), ...(settled ? { settled } : {}) };
+      };
       const early = options.returnAfterWakes ? (r: Report, pending: readonly string[]) => answer(reply(r, pending)) : undefined;
       const report = await this.#apply(decisions, context, { ...options, early });
-      if (!options.dryRun) this.#journal.end();
+      // A work round (`only`) never began the journal: the one it would end is an interrupted reconcile's.
+      if (!options.dryRun && !options.only) this.#journal.end();
       clock.mark('moves');
       const duration = clock.elapsed();
       this.#o.metrics.reconcileSeconds.observe(duration / 1000);
       const moved = report.started.length + report.stopped.length + report.upgraded.length + report.downgraded.length + report.archived.length + report.restored.length;
-      if (moved > 0 || report.failed.length > 0 || this.#late) {
-        const late = this.#late && { stopped: this.#late.stopped.length, failed: this.#late.failed.length };
-        this.#o.logger.info({ ms: duration, phases: { ...queued.phases, ...clock.phases }, started: report.started.length, stopped: report.stopped.length, failed: report.failed.length, ...(late ? { after_answer: late } : {}) }, 'reconcile done');
+      const late = this.#late.waiting();
+      if (moved > 0 || report.failed.length > 0 || late) {
+        this.#o.logger.info({ ms: duration, phases: { ...queued.phases, ...clock.phases }, started: report.started.length, stopped: report.stopped.length, failed: report.failed.length, ...(late ? { for_the_next_report: late } : {}) }, 'reconcile done');
       }
       const whole = reply(report);
       answer(whole);
@@ -261,6 +269,14 @@ export class FleetController {
     const finished = new Set<string>();
     let answered = false;
     const late = emptyReport();
+    // A listener that throws (its connection gone) must not end the operation while moves still run.
+    const progress = (p: ProgressMessage) => {
+      try {
+        onProgress?.(p);
+      } catch (err) {
+        this.#o.logger.warn({ err: toThymosError(err).message }, 'a progress listener failed');
+      }
+    };
     await runMoves(
       scheduled,
       limits,
@@ -270,71 +286,45 @@ export class FleetController {
         const ok = await this.#transitions.run(m.id, m.to, m.score, m.reason, own, m.properties ?? {});
         mergeReport(answered ? late : report, own);
         finished.add(m.id);
-        onProgress?.({ id: m.id, step: `${m.from} → ${m.to}`, done: ++done, total, ok, ms: Math.round(performance.now() - t0) });
+        this.#late.ended(m.id);
+        progress({ id: m.id, step: `${m.from} → ${m.to}`, done: ++done, total, ok, ms: Math.round(performance.now() - t0) });
         return ok;
       },
       (m, err) => {
         finished.add(m.id);
         report.failed.push({ id: m.id, code: err.code, message: `${m.id} stays ${m.from}: ${err.message}` });
-        onProgress?.({ id: m.id, step: `${m.from} → ${m.to}`, done: ++done, total, ok: false, ms: 0 });
+        progress({ id: m.id, step: `${m.from} → ${m.to}`, done: ++done, total, ok: false, ms: 0 });
       },
       () => {
         this.#operations.upsDone();
         if (!early) return;
         answered = true;
-        early(scheduled.filter((m) => !finished.has(m.id)).map((m) => m.id));
+        const pending = scheduled.filter((m) => !finished.has(m.id)).map((m) => m.id);
+        this.#late.answered(pending);
+        early(pending);
       },
     );
-    if (answered && settledPart(late)) this.#late = mergeReport(this.#late ?? emptyReport(), late);
+    if (answered) this.#late.record(late);
   }
 
-  /** What moves left running after an answer did, for the next caller; nothing the second time. */
-  #takeSettled(): ReconcileReport['settled'] {
-    const late = this.#late;
-    this.#late = undefined;
-    return late && settledPart(late);
+  /** Whether `id` is still moving down after its reconcile answered: it runs, but not for long. */
+  stopping(id: string): boolean {
+    return this.#late.moving(id);
   }
 
-  /** One agent, one command (CLI `start|stop|archive|restore`): bypasses scores, not pins or capacity. */
-  operate(op: 'start' | 'stop' | 'archive' | 'restore', id: string, options: { mode?: AgentMode; onProgress?: ProgressListener } = {}): Promise<ReconcileReport> {
+  /**
+   * One agent, one command (CLI `start|stop|archive|restore`): bypasses scores, not pins or
+   * capacity. With `settled`, its report carries what an earlier reconcile's late moves did.
+   */
+  operate(op: AgentOperation, id: string, options: { mode?: AgentMode; onProgress?: ProgressListener; settled?: boolean } = {}): Promise<ReconcileReport> {
     if (!this.#o.domain.agents[id]) {
       return Promise.reject(new ThymosError(ErrorCode.AGENT_NOT_FOUND, `no agent "${id}" in the domain schema; expected one of ${agentIdsPreview(this.ids)}`));
     }
     return this.#operations.run(async () => {
       const started = performance.now();
       const entry = this.#o.registry.get(id)!;
-      let to: LifecycleState;
-      switch (op) {
-        case 'start':
-          to = options.mode === 'passive' ? 'listening' : 'active';
-          break;
-        case 'stop':
-          to = 'dormant';
-          break;
-        case 'archive':
-          to = 'archived';
-          break;
-        case 'restore':
-          to = entry.state === 'archived' ? 'dormant' : entry.state;
-          break;
-      }
-      const pinned = this.#pins.get(id);
-      if (pinned && pinned !== to) {
-        throw new ThymosError(ErrorCode.AGENT_PINNED, `${id} is pinned to ${pinned} by configuration ([lifecycle] pins or the Pkl schema's pinned); ${op} would make it ${to}`);
-      }
-      if (RUNNING(to) && !RUNNING(entry.state)) {
-        const running = this.#o.registry.all().filter((e) => RUNNING(e.state)).length;
-        if (running >= this.#o.config.lifecycle.max_running) {
-          throw new ThymosError(ErrorCode.CAPACITY_EXCEEDED, `cannot start ${id}: ${running} agents already run and [lifecycle] max_running is ${this.#o.config.lifecycle.max_running}`);
-        }
-      }
-      if (to === 'active' && entry.state !== 'active') {
-        const active = this.#o.registry.all().filter((e) => e.state === 'active').length;
-        if (active >= this.#o.config.lifecycle.max_active) {
-          throw new ThymosError(ErrorCode.CAPACITY_EXCEEDED, `cannot make ${id} active: ${active} agents already are and [lifecycle] max_active is ${this.#o.config.lifecycle.max_active}`);
-        }
-      }
-      const settled = this.#takeSettled();
+      const to = operationTarget(op, entry, { mode: options.mode, pinned: this.#pins.get(id), all: this.#o.registry.all(), lifecycle: this.#o.config.lifecycle });
+      const settled = options.settled ? this.#late.take() : undefined;
       const report = emptyReport();
       if (to === entry.state) report.unchanged.push(id);
       else await this.#runMoves([{ entry, to, score: entry.score, reason: `command ${op}` }], report, options.onProgress);
@@ -347,7 +337,7 @@ export class FleetController {
   stopAll(options: { onProgress?: ProgressListener } = {}): Promise<ReconcileReport> {
     return this.#operations.run(async () => {
       const started = performance.now();
-      const settled = this.#takeSettled();
+      const settled = this.#late.take();
       const report = emptyReport();
       const moves = this.#o.registry
         .all()

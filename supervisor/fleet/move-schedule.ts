@@ -134,6 +134,7 @@ export async function runMoves<M extends ScheduledMove>(
     runningPlaces.close(new ThymosError(ErrorCode.CAPACITY_EXCEEDED, `the fleet runs as many agents as [lifecycle] max_running (${limits.maxRunning}) allows`));
     activePlaces.close(new ThymosError(ErrorCode.CAPACITY_EXCEEDED, `the fleet has as many active agents as [lifecycle] max_active (${limits.maxActive}) allows`));
   });
+  // Every move has ended before this returns, even if the caller's onUpsDone threw.
+  await Promise.allSettled([upsAnswered, downsDone]);
   await upsAnswered;
-  await downsDone;
 }

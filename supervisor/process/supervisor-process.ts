@@ -117,7 +117,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     cleanup.push(() => metrics.close());
     const self: FleetStatus['supervisor'] = { pid: process.pid, started_at: new Date().toISOString(), metrics_url: metricsUrl, nats_url: natsUrl };
     const audit = new AuditLog(paths.audit, logger);
-    const apis = [supervisorControlApi(nc, names, { controller, approvals: await openApprovals(db, link, config, logger, cleanup), endpoints: new AgentEndpoints({ domain, config, entry: (id) => registry.get(id), wake: (id, onProgress) => controller!.operate('start', id, { mode: 'active', onProgress }) }), jobs }, audit, () => ({ ...self, pool: pool?.stats() ?? null }), logger), worldControlApi(nc, world, logger, names)];
+    const apis = [supervisorControlApi(nc, names, { controller, approvals: await openApprovals(db, link, config, logger, cleanup), endpoints: new AgentEndpoints({ domain, config, entry: (id) => registry.get(id), stopping: (id) => controller!.stopping(id), wake: (id, onProgress) => controller!.operate('start', id, { mode: 'active', onProgress }) }), jobs }, audit, () => ({ ...self, pool: pool?.stats() ?? null }), logger), worldControlApi(nc, world, logger, names)];
     for (const api of apis) {
       api.start();
       cleanup.push(() => api.stop());
@@ -314,10 +314,10 @@ function supervisorControlApi(
         reconcile: (r, progress) => controller.reconcile(r.context, { dryRun: r.dry_run, strict: r.strict, returnAfterWakes: r.return_after_wakes, onProgress: progress }),
         ping: async () => ({ pid: process.pid, started_at: supervisor().started_at }),
         status: async () => ({ supervisor: supervisor(), ...(await controller.status()) }),
-        start: (r, progress) => controller.operate('start', r.id, { mode: r.mode, onProgress: progress }),
-        stop: (r, progress) => controller.operate('stop', r.id, { onProgress: progress }),
-        archive: (r, progress) => controller.operate('archive', r.id, { onProgress: progress }),
-        restore: (r, progress) => controller.operate('restore', r.id, { onProgress: progress }),
+        start: (r, progress) => controller.operate('start', r.id, { mode: r.mode, onProgress: progress, settled: true }),
+        stop: (r, progress) => controller.operate('stop', r.id, { onProgress: progress, settled: true }),
+        archive: (r, progress) => controller.operate('archive', r.id, { onProgress: progress, settled: true }),
+        restore: (r, progress) => controller.operate('restore', r.id, { onProgress: progress, settled: true }),
         // The fleet going down: the work relevance wakes no worker once they are stopped.
         stop_all: async (_r, progress) => {
           await jobs.work?.stop();
