@@ -20,9 +20,10 @@ export interface AgentPoolOptions {
   thymosBin: string;
   /** Settles when no operation of the fleet is waking agents: spares boot then, beside stops but never beside a wake. */
   wakesDone: () => Promise<void>;
-  /** Spares booting at once (default: one per core beyond the first, at least one). */
-  parallel?: number | undefined;
 }
+
+/** Spares booting at once: one per core beyond the first, at least one. */
+const PARALLEL = Math.max(1, availableParallelism() - 1);
 
 /** How the pool has served wakes since the supervisor started. */
 export interface PoolStats {
@@ -39,7 +40,7 @@ export interface PoolStats {
 /**
  * The warm pool (`[supervisor] pool_size`): spare agent processes started under pm2 ahead of
  * need, each waiting for one claim. `take()` hands out a ready spare (or none: the wake starts
- * cold); the pool then refills at once, `parallel` spares at a time, whenever no wake is
+ * cold); the pool then refills at once, PARALLEL spares at a time, whenever no wake is
  * running: a spare boots beside the stops of the step that took it and the game's talks, and a
  * wake never waits for a spare's boot (it only takes spares that are ready). A spare that exits while it waits is deleted
  * and replaced; one that cannot start backs off as pm2 would (`restart_delay_ms`, doubling up
@@ -54,14 +55,12 @@ export class AgentPool {
   #misses = 0;
   #lastRefillMs: number | null = null;
   #closed = false;
-  /** Filling loops running, at most `parallel`. */
-  #fillers = 0;
-  readonly #parallel: number;
+  /** Filling loops running, at most PARALLEL. */
+  readonly #filling = new Set<Promise<void>>();
   #unwatch: () => void = () => undefined;
 
   private constructor(options: AgentPoolOptions) {
     this.#o = options;
-    this.#parallel = Math.max(1, options.parallel ?? availableParallelism() - 1);
   }
 
   get size(): number {
@@ -96,20 +95,14 @@ export class AgentPool {
     return { size: this.size, ready: this.#ready.length, hits: this.#hits, misses: this.#misses, lastRefillMs: this.#lastRefillMs };
   }
 
-  /** Starts spares until the pool is full, in the background, `parallel` at a time; calling it again while it fills adds no more than that. */
+  /** Starts spares until the pool is full, in the background, PARALLEL at a time; calling it again while it fills adds no more than that. */
   fill(): void {
     const missing = this.size - this.#ready.length - this.#starting;
-    while (!this.#closed && this.#fillers < Math.min(this.#parallel, missing)) {
-      this.#fillers++;
-      const filling = this.#fillLoop().finally(() => {
-        this.#fillers--;
-        this.#filling.delete(filling);
-      });
+    while (!this.#closed && this.#filling.size < Math.min(PARALLEL, missing)) {
+      const filling = this.#fillLoop().finally(() => this.#filling.delete(filling));
       this.#filling.add(filling);
     }
   }
-
-  readonly #filling = new Set<Promise<void>>();
 
   /** Stops filling and deletes the spares that wait; claimed ones are agents now and stay. */
   async close(): Promise<void> {

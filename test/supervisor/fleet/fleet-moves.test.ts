@@ -13,38 +13,11 @@ const force = (ups: string[], downs: string[]) => ({
 });
 
 /**
- * The agent processes of one workspace alive now, from /proc: a process counts from the moment
- * pm2 forks it (its command line names the workspace's thymos.toml), long before pm2 writes
- * its pid file, and until it has exited.
+ * Samples the agent processes of one workspace while `during` runs, from /proc: a process counts
+ * from the moment pm2 forks it (its command line names the workspace's thymos.toml), long before
+ * pm2 writes its pid file, and until it has exited. The most alive at once, and the agents seen
+ * with two processes at once.
  */
-function agentProcesses(configPath: string): number {
-  let count = 0;
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const args = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0');
-      if (args.includes('agent') && args.includes(configPath) && alive(Number(name))) count++;
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return count;
-}
-
-/** Samples how many agent processes are alive while `during` runs; the most seen at once. */
-async function mostAgentsAlive(configPath: string, during: Promise<unknown>): Promise<number> {
-  let most = 0;
-  let finished = false;
-  void during.finally(() => (finished = true)).catch(() => undefined);
-  while (!finished) {
-    most = Math.max(most, agentProcesses(configPath));
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-  await during;
-  return most;
-}
-
-/** Samples the agent processes alive while `during` runs: the most alive at once, and the most any one agent had at once. */
 async function processesDuring(configPath: string, during: Promise<unknown>): Promise<{ most: number; twice: string[] }> {
   let most = 0;
   const twice = new Set<string>();
@@ -135,7 +108,7 @@ describe('a reconcile runs moves up beside moves down', () => {
         [['elder_rowan', 'captain_lysa'], ['mira_herbalist', 'tomas_innkeeper']],
       ] as const) {
         const reconcile = fleet.reconcile(force([...ups], [...downs]));
-        const most = await mostAgentsAlive(ws.configPath, reconcile);
+        const { most } = await processesDuring(ws.configPath, reconcile);
         const report = await reconcile;
         assert.deepEqual(report.failed, []);
         assert.deepEqual(report.started, [...ups].sort());
