@@ -22,8 +22,14 @@ export interface AgentPoolOptions {
   wakesDone: () => Promise<void>;
 }
 
-/** Spares booting at once: one per core beyond the first, at least one. */
-const PARALLEL = Math.max(1, availableParallelism() - 1);
+/**
+ * Spares booting at once: one per core beyond the first, and at least two. A spare's boot and
+ * rehearsal take about 0.8 s of one core, so one at a time refills a pool of 4 in over 3 s: a
+ * player walking on every 3 s found it dry and a third of the wakes started cold. Two at a time on
+ * 2 cores keep up, for about 50 ms more on a step whose talks share the cores with the refill
+ * (docs/waking.md, "Spares booting at once").
+ */
+const PARALLEL = Math.max(2, availableParallelism() - 1);
 
 /** How the pool has served wakes since the supervisor started. */
 export interface PoolStats {
