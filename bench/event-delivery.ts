@@ -9,7 +9,7 @@ import { connect as natsConnect } from '@nats-io/transport-node';
 
 import type { Fleet } from '../client/fleet-client.js';
 import { Pm2Names } from '../shared/config/fleet-paths.js';
-import { fleetPids } from '../test/helpers/fleet.js';
+import { asFleetClient, fleetPids } from '../test/helpers/fleet.js';
 import { REPO_ROOT } from '../test/helpers/workspace.js';
 import { withBenchFleet } from './bench-fleet.js';
 import { cpuSeconds } from './proc-stats.js';
@@ -73,8 +73,8 @@ async function memoryCount(fleet: Fleet, id: string): Promise<number> {
  * acknowledged: their memories are in their databases (acknowledged after the write). Asks
  * nats-server only, so the hearers spend nothing on being watched.
  */
-async function allStored(natsUrl: string, hearers: readonly string[]): Promise<void> {
-  const nc = await natsConnect({ servers: natsUrl });
+async function allStored(natsUrl: string, data: string, hearers: readonly string[]): Promise<void> {
+  const nc = await natsConnect({ servers: natsUrl, ...asFleetClient(data) });
   try {
     const jsm = await jetstreamManager(nc);
     const deadline = performance.now() + 120_000;
@@ -99,7 +99,7 @@ const cpuOf = (pids: readonly number[]) => pids.reduce((sum, p) => sum + cpuSeco
  * over as long. The wait for the hearers to store them asks nats-server (`allStored`), not the
  * hearers; their memory counts are checked once, after the CPU is read.
  */
-async function hearingCost(fleet: Fleet, ids: readonly string[], notified: Map<string, number>): Promise<Figure[]> {
+async function hearingCost(fleet: Fleet, data: string, ids: readonly string[], notified: Map<string, number>): Promise<Figure[]> {
   const status = await fleet.status();
   const pidOf = new Map(status.agents.map((a) => [a.id, a.pid ?? 0]));
   const hearers = ids.filter((_, i) => i % PLACES === 0);
@@ -114,7 +114,7 @@ async function hearingCost(fleet: Fleet, ids: readonly string[], notified: Map<s
   for (let i = 0; i < LOCAL_EVENTS; i += 50) {
     await Promise.all(Array.from({ length: 50 }, (_, j) => fleet.publish({ type: 'bench.local', tags: ['local'], location: 'place_0', payload: { summary: `Local news ${i + j}` } })));
   }
-  await allStored(status.supervisor.nats_url, hearers);
+  await allStored(status.supervisor.nats_url, data, hearers);
   const busy = sample();
   const short = (await Promise.all(hearers.map(async (id) => [id, (await memoryCount(fleet, id)) - before.get(id)!] as const))).filter(([, n]) => n !== LOCAL_EVENTS);
   if (short.length > 0) throw new Error(`hearers that did not remember the ${LOCAL_EVENTS} events once each: ${JSON.stringify(short)}`);
@@ -167,7 +167,7 @@ export const eventDeliveryScenario: Scenario = {
         const cpu0 = { hearers: cpuOf(pids.hearers), supervisor: cpuOf(pids.supervisor), nats: cpuOf(pids.nats), client: process.cpuUsage(), at: performance.now() };
         for (let i = WARM_UP; i < WARM_UP + EVENTS; i++) byEvent.push(await deliver(fleet, active, waiters, i));
         const delays = byEvent.slice(WARM_UP).flat();
-        await allStored((await fleet.status()).supervisor.nats_url, active);
+        await allStored((await fleet.status()).supervisor.nats_url, data, active);
         const spent = { hearers: cpuOf(pids.hearers) - cpu0.hearers, supervisor: cpuOf(pids.supervisor) - cpu0.supervisor, nats: cpuOf(pids.nats) - cpu0.nats, client: (process.cpuUsage(cpu0.client).user + process.cpuUsage(cpu0.client).system) / 1e6 };
         const wall = (performance.now() - cpu0.at) / 1000;
         const per = (x: number) => round((x / EVENTS) * 1000, 1);
@@ -189,13 +189,13 @@ export const eventDeliveryScenario: Scenario = {
         const few: number[] = [];
         for (let i = 0; i < EVENTS; i++) few.push(...(await deliver(fleet, active.slice(0, FEW), waiters, i, 'few')));
         figures.push({ metric: `published → remembered, ${FEW} of ${size} agents hear it, p95`, value: round(quantile(few, 0.95), 1), unit: 'ms', goal: '≤ 25 ms' });
-        figures.push(...(await hearingCost(fleet, active, notified)));
+        figures.push(...(await hearingCost(fleet, data, active, notified)));
       }
       // Every agent sleeps (their consumers retain); the router alone works; then one wakes to what it missed.
       const sleeper = ids[0]!;
       await fleet.reconcile({ agents: Object.fromEntries(ids.map((id) => [id, { relevance: 0.2 }])) });
       const status = await fleet.status();
-      const nc = await natsConnect({ servers: status.supervisor.nats_url });
+      const nc = await natsConnect({ servers: status.supervisor.nats_url, ...asFleetClient(data) });
       try {
         const jsm = await jetstreamManager(nc);
         const routed = async () => {

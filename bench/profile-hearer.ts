@@ -22,6 +22,7 @@ import { connect as natsConnect } from '@nats-io/transport-node';
 import WebSocket from 'ws';
 
 import type { Fleet } from '../client/fleet-client.js';
+import { asFleetClient } from '../test/helpers/fleet.js';
 import { REPO_ROOT } from '../test/helpers/workspace.js';
 import { withBenchFleet } from './bench-fleet.js';
 import { cpuSeconds } from './proc-stats.js';
@@ -149,7 +150,7 @@ async function cpuPerEvent(pid: number, idleMs: number, run: () => Promise<void>
 async function main(): Promise<void> {
   const ids = Array.from({ length: N }, (_, i) => `e_${String(i).padStart(3, '0')}`);
   const toml = ['[lifecycle]', 'min_dwell_ms = 0', `max_running = ${N}`, `max_active = ${N}`, '[log]', 'level = "info"'];
-  await withBenchFleet('profile', domainPkl(N), toml, async (fleet) => {
+  await withBenchFleet('profile', domainPkl(N), toml, async (fleet, data) => {
     await fleet.reconcile({ agents: Object.fromEntries(ids.map((id) => [id, { relevance: 1 }])) });
     const waiters = new Map<string, () => void>();
     for (const id of ids) {
@@ -159,7 +160,7 @@ async function main(): Promise<void> {
       });
       await client.subscribeResource({ uri: `agent://${id}/memories` });
     }
-    const nc = await natsConnect({ servers: (await fleet.status()).supervisor.nats_url });
+    const nc = await natsConnect({ servers: (await fleet.status()).supervisor.nats_url, ...asFleetClient(data) });
     const jsm = await jetstreamManager(nc);
     const oneRound = (n: number) => (BURST > 0 ? oneBurst(fleet, jsm, ids, n) : oneEvent(fleet, ids, waiters, n));
     try {

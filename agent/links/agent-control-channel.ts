@@ -17,6 +17,8 @@ import type { Controllable } from '../runtime/runtime-ports.js';
 
 export interface AgentControlChannelOptions {
   servers: string;
+  /** The agent's own NATS identity (its nkey seed, read from its file under the data directory), when the server asks for one. */
+  seed?: Uint8Array | undefined;
   /** The fleet's subjects. */
   names: FleetNames;
   heartbeatMs: number;
@@ -105,7 +107,7 @@ export class AgentControlChannel {
   }
 
   async #connect(): Promise<void> {
-    const nc = await connectNats({ servers: this.#options.servers, name: `thymos-agent-${this.#runtime.id}` });
+    const nc = await connectNats({ servers: this.#options.servers, name: `thymos-agent-${this.#runtime.id}`, seed: this.#options.seed });
     if (this.#closed) {
       await nc.close();
       return;

@@ -6,6 +6,7 @@ import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/error
 import { describeIssues } from '../../shared/errors/zod-issues.js';
 import { serveCoded } from '../../shared/nats/coded-responder.js';
 import { connectNats } from '../../shared/nats/nats-connection.js';
+import { fleetNatsSeed } from '../../shared/nats/nats-identity.js';
 import { flushCompileCache } from '../../shared/platform/compile-cache.js';
 import { createLogger } from '../../shared/platform/logger.js';
 import { processCpuMs } from '../../shared/platform/phase-clock.js';
@@ -62,7 +63,7 @@ export async function runSpareProcess(options: SpareOptions): Promise<Spare> {
     import('../links/agent-world-watcher.js'),
     import('../../shared/nats/world-client.js'),
   ]);
-  const nc = await connectNats({ servers: options.natsUrl, name: options.slot });
+  const nc = await connectNats({ servers: options.natsUrl, name: options.slot, seed: fleetNatsSeed(config, 'spare') });
   const concepts = new SharedConceptExtractor(logger);
   concepts.link(nc, new FleetNames(config.fleet.name));
   logger.info({ cpu_ms: processCpuMs() }, 'modules loaded and linked');

@@ -1,5 +1,5 @@
 /**
- * Talking over NATS: the connection, one coded request/reply helper for each side, the event and inbox streams and the long pulls that read them, and the world store's client.
+ * Talking over NATS: the connection and the identity it connects as, one coded request/reply helper for each side, the event and inbox streams and the long pulls that read them, and the world store's client.
  */
 export { codedRequest, type Unanswered, validatedRequest } from './coded-request.js';
 export { type CodedReply, serveCoded, serveConstant } from './coded-responder.js';
@@ -7,6 +7,7 @@ export { watchLastDeliveries } from './dead-letter-watch.js';
 export { deleteAgentConsumer, deleteUnroutedConsumers, ensureAgentConsumer, ensureEventStream, ensureRouterConsumer, publishWorldEvent, sendAgentMessage } from './event-stream.js';
 export { deadLetters, ensureJobQueues, JOB_DEDUP_WINDOW_MS, jobBacklog, publishJob, requeueDeadLetter } from './job-queue.js';
 export { consumeLong, LONG_PULL, type PullTiming } from './long-pull.js';
-export { connectNats, type NatsConnection, type NatsConnectOptions } from './nats-connection.js';
+export { connectNats, connectsAs, type NatsConnection, type NatsConnectOptions } from './nats-connection.js';
+export { agentIdentity, ensureNatsIdentity, fleetNatsSeed, listNatsIdentities, type NatsIdentity, natsIdentityFile, natsSecretsDir, nkeySigner, readNatsSeed, removeNatsIdentity } from './nats-identity.js';
 export { REQUESTER, REQUESTER_HEADER, SupervisorRequester } from './supervisor-requester.js';
 export { WorldClient, type WorldClientOptions, type WorldSubscription } from './world-client.js';

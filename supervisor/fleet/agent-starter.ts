@@ -17,6 +17,7 @@ import { writeAtomic } from '../../shared/platform/write-atomic.js';
 import type { AgentMode } from '../../shared/protocol/agent-protocol.js';
 import { type AgentStartContextInput, AgentStartContextSchema } from '../../shared/protocol/agent-start-context.js';
 import { settledLog } from '../pm2/log-tail.js';
+import type { NatsAccess } from '../pm2/nats-access.js';
 import type { ProcessManager } from '../pm2/process-manager.js';
 import { agentApp } from './agent-app.js';
 import type { AgentLink } from './agent-link.js';
@@ -46,6 +47,8 @@ export interface AgentStarterOptions {
   aliases: AliasEntry[];
   /** The warm pool a wake takes a spare from; without one (or when it is empty) agents start cold. */
   pool?: AgentPool | undefined;
+  /** Who the managed nats-server admits: an agent is given its identity before its first start. */
+  access?: NatsAccess | undefined;
 }
 
 /** Where a started agent runs. */
@@ -85,6 +88,8 @@ export class AgentStarter {
       return { pid: existing.pid, port: state.port, adopted: true, clock };
     }
     if (existing) await processes.delete(name);
+    // Its own NATS identity, made on its first start ever (with the managed server's users reloaded).
+    await this.#o.access?.grant(id);
 
     const port = await ports.allocate(id, preferredPort);
     clock.mark('port');

@@ -14,6 +14,7 @@ import type { AgentMode } from '../../shared/protocol/agent-protocol.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
 import type { ReconcileContext } from '../../shared/protocol/reconcile-context.js';
 import type { FleetStatus, ProgressMessage, ReconcileReport } from '../../shared/protocol/supervisor-protocol.js';
+import type { NatsAccess } from '../pm2/nats-access.js';
 import type { ProcessManager } from '../pm2/process-manager.js';
 import { adoptAgents } from './agent-adoption.js';
 import { AgentArchive } from './agent-archive.js';
@@ -58,6 +59,8 @@ export interface FleetControllerOptions {
   onStopped?: ((id: string) => Promise<unknown>) | undefined;
   /** The warm pool wakes take spares from (`[supervisor] pool_size` > 0). */
   pool?: AgentPool | undefined;
+  /** Who the managed nats-server admits. */
+  access?: NatsAccess | undefined;
 }
 
 /** How a reconcile runs: see `FleetController.reconcile`. */

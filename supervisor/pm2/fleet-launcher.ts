@@ -9,6 +9,7 @@ import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import { checkFleet, type FleetWarning } from '../../shared/domain/fleet-checks.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
 import { connectNats } from '../../shared/nats/nats-connection.js';
+import { ensureNatsIdentity, fleetNatsSeed } from '../../shared/nats/nats-identity.js';
 import { SupervisorRequester } from '../../shared/nats/supervisor-requester.js';
 import { isAlive, readLockPid } from '../../shared/platform/data-lock.js';
 import { withDeadline } from '../../shared/platform/deadline.js';
@@ -18,6 +19,7 @@ import type { ProgressMessage, ReconcileReport } from '../../shared/protocol/sup
 import { AppLaunch } from './app-launch.js';
 import { freePort } from './free-port.js';
 import { findNatsServer } from './nats-server-binary.js';
+import { writeNatsServerConfig } from './nats-server-config.js';
 import { IDLE_PROCESS_NODE_ARGS, ProcessManager } from './process-manager.js';
 import { thymosBinPath } from './thymos-bin.js';
 
@@ -79,7 +81,7 @@ export async function upFleet(config: ThymosConfig, options: LaunchOptions = {})
     await launch.start(
       { ...spec, waitReady: true, listenTimeoutMs: 60_000, killTimeoutMs: 10_000, autorestart: true, restartDelayMs: 200, logFile },
       'the supervisor',
-      (signal) => waitForSupervisor(natsUrl, new FleetNames(config.fleet.name), 60_000, logFile, signal),
+      (signal) => waitForSupervisor(natsUrl, new FleetNames(config.fleet.name), fleetNatsSeed(config, 'client'), 60_000, logFile, signal),
     );
     const sup = await pm.describe(Pm2Names.supervisor);
     step(`supervisor ready (pid ${sup?.pid}); pm2 ls with PM2_HOME=${paths.pm2Home} shows the fleet`);
@@ -117,13 +119,17 @@ async function ensureNats(config: ThymosConfig, pm: ProcessManager, launch: AppL
       });
     }
     mkdirSync(paths.nats, { recursive: true });
-    step(`starting nats-server on 127.0.0.1:${port} (JetStream in ${paths.nats})`);
+    // Who may connect: the supervisor, the client library and CLI, the pool's spares, and each
+    // agent that has been started before (the supervisor adds the others as it starts them).
+    for (const who of ['supervisor', 'client', 'spare'] as const) ensureNatsIdentity(paths.data, who);
+    const configFile = writeNatsServerConfig(paths, port);
+    step(`starting nats-server on 127.0.0.1:${port} (JetStream in ${paths.nats}, users in ${configFile})`);
     const logFile = join(paths.logs, 'nats-server.log');
     await launch.start(
       {
         name: Pm2Names.nats,
         script: binary,
-        args: ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', paths.nats, '-n', 'thymos'],
+        args: ['-c', configFile],
         interpreter: 'none',
         killTimeoutMs: 5000,
         autorestart: true,
@@ -162,7 +168,7 @@ export async function downFleet(config: ThymosConfig, options: LaunchOptions & {
     const natsUrl = config.nats.url ?? info?.nats_url;
     if (natsUrl && (await pm.describe(Pm2Names.supervisor))?.status === 'online') {
       step('stopping agents (snapshot, then stop)');
-      const pending = connectNats({ servers: natsUrl, name: 'thymos-down' });
+      const pending = connectNats({ servers: natsUrl, name: 'thymos-down', seed: fleetNatsSeed(config, 'client') });
       const nc = await withDeadline(pending, 3000, () => {
         void pending.then((late) => late.close()).catch(() => undefined);
         return undefined;
@@ -213,9 +219,9 @@ async function waitForPort(port: number, ms: number, log: string, signal: AbortS
   throw new ThymosError(ErrorCode.STARTUP_TIMEOUT, `nats-server did not listen on 127.0.0.1:${port} within ${ms} ms (log: ${log})`);
 }
 
-async function waitForSupervisor(natsUrl: string, names: FleetNames, ms: number, log: string, signal: AbortSignal): Promise<void> {
+async function waitForSupervisor(natsUrl: string, names: FleetNames, seed: Uint8Array | undefined, ms: number, log: string, signal: AbortSignal): Promise<void> {
   const deadline = Date.now() + ms;
-  const pending = connectNats({ servers: natsUrl, name: 'thymos-up' });
+  const pending = connectNats({ servers: natsUrl, name: 'thymos-up', seed });
   const nc = await withDeadline(pending, ms, () => {
     void pending.then((late) => late.close()).catch(() => undefined);
     return undefined;

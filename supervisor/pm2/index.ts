@@ -1,8 +1,9 @@
 /**
- * Processes: pm2 under the fleet's PM2_HOME, `thymos up`/`down`, the nats-server binary (found, or installed where it may be), and finding the bundled `thymos` command.
+ * Processes: pm2 under the fleet's PM2_HOME, `thymos up`/`down`, the nats-server binary (found, or installed where it may be) and who it admits, and finding the bundled `thymos` command.
  */
 export { downFleet, type DownResult, type LaunchOptions, upFleet, type UpResult } from './fleet-launcher.js';
 export { logOffset, settledLog } from './log-tail.js';
+export { NatsAccess, type NatsAccessOptions } from './nats-access.js';
 export {
   type EnsuredNatsServer,
   ensureNatsServer,

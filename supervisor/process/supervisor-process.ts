@@ -14,6 +14,7 @@ import { watchLastDeliveries } from '../../shared/nats/dead-letter-watch.js';
 import { ensureEventStream } from '../../shared/nats/event-stream.js';
 import { deadLetters, ensureJobQueues, jobBacklog, requeueDeadLetter } from '../../shared/nats/job-queue.js';
 import { connectNats } from '../../shared/nats/nats-connection.js';
+import { fleetNatsSeed } from '../../shared/nats/nats-identity.js';
 import { CleanupStack } from '../../shared/platform/cleanup-stack.js';
 import { CompromiseExtractor } from '../../shared/platform/concept-extractor.js';
 import { DataLock } from '../../shared/platform/data-lock.js';
@@ -41,6 +42,7 @@ import { fleetPins } from '../fleet/fleet-pins.js';
 import { RelevanceEvaluator } from '../fleet/relevance-evaluator.js';
 import { SupervisorMetrics } from '../fleet/supervisor-metrics.js';
 import { type WorkerState, WorkScores } from '../fleet/work-scores.js';
+import { NatsAccess } from '../pm2/nats-access.js';
 import { ProcessManager } from '../pm2/process-manager.js';
 import { thymosBinPath } from '../pm2/thymos-bin.js';
 import { worldControlApi } from '../world/world-api.js';
@@ -73,7 +75,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
   const cleanup = new CleanupStack();
   try {
     const { db, registry, domain } = await openFleetState(config, paths, cleanup);
-    const nc = await connectWithin(natsUrl, NATS_CONNECT_MS);
+    const nc = await connectWithin(natsUrl, NATS_CONNECT_MS, fleetNatsSeed(config, 'supervisor'));
     cleanup.push(() => closeNats(nc));
     const hints = eventHints(await serveTextModels(config, nc, names, logger, cleanup));
     const processes = await ProcessManager.connect(paths.pm2Home);
@@ -90,24 +92,10 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     cleanup.push(() => world.close());
     let controller: FleetController | undefined;
     const pool = await openPool({ config, paths, processes, logger, natsUrl, thymosBin: thymosBinPath(), wakesDone: async () => controller?.wakesDone() }, cleanup);
-    controller = new FleetController({
-      config,
-      domain,
-      paths,
-      registry,
-      processes,
-      nc,
-      names,
-      link,
-      natsUrl,
-      evaluator,
-      metrics,
-      logger,
-      thymosBin: thymosBinPath(),
-      jsm,
-      pool,
-      onStopped: (id) => world.endOwner(id),
-    });
+    // Every agent of the domain gets its NATS identity; one that left the domain loses its own.
+    const access = new NatsAccess({ config, paths, processes, natsUrl, logger });
+    await access.sync(Object.keys(domain.agents));
+    controller = new FleetController({ access, config, domain, paths, registry, processes, nc, names, link, natsUrl, evaluator, metrics, logger, thymosBin: thymosBinPath(), jsm, pool, onStopped: (id) => world.endOwner(id) });
     await controller.adopt();
     controller.watchHeartbeats();
     jobs.work?.start((only) => controller.reconcile(ReconcileContextSchema.parse({}), { only }));
@@ -215,8 +203,8 @@ async function openPool(options: AgentPoolOptions, cleanup: CleanupStack): Promi
 }
 
 /** A NATS connection within `ms`, or NATS_UNAVAILABLE; a connection that comes late is closed. */
-async function connectWithin(natsUrl: string, ms: number): Promise<NatsConnection> {
-  const pending = connectNats({ servers: natsUrl, name: 'thymos-supervisor' });
+async function connectWithin(natsUrl: string, ms: number, seed: Uint8Array | undefined): Promise<NatsConnection> {
+  const pending = connectNats({ servers: natsUrl, name: 'thymos-supervisor', seed });
   return withDeadline(pending, ms, () => {
     void pending.then((late) => late.close()).catch(() => undefined);
     throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `NATS at ${natsUrl} did not accept a connection within ${ms} ms`);

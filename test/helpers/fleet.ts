@@ -4,8 +4,11 @@ import { join } from 'node:path';
 import { after, before } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 
+import { type Authenticator, nkeyAuthenticator } from '@nats-io/transport-node';
+
 import { connect, type Fleet } from '../../client/fleet-client.js';
 import { loadConfig } from '../../shared/config/thymos-config.js';
+import { readNatsSeed } from '../../shared/nats/nats-identity.js';
 import { isAlive } from '../../shared/platform/data-lock.js';
 import { downFleet, upFleet } from '../../supervisor/pm2/fleet-launcher.js';
 import { createWorkspace, THYMOS_BIN, type Workspace } from './workspace.js';
@@ -57,6 +60,15 @@ export function fleetPids(dataDir: string): { daemon: number | undefined; apps: 
 
 /** Running, not a zombie (containers whose init does not reap leave those behind). */
 export const alive = isAlive;
+
+/**
+ * Connect options for a raw NATS connection to the fleet whose data directory is `dataDir`, as
+ * its client identity (the managed nats-server refuses a connection without one).
+ */
+export function asFleetClient(dataDir: string): { authenticator?: Authenticator } {
+  const seed = readNatsSeed(dataDir, 'client');
+  return seed ? { authenticator: nkeyAuthenticator(seed) } : {};
+}
 
 /**
  * Kills a fleet by pid, whatever state a test left it in: the pm2 daemon first (so it

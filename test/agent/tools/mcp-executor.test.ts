@@ -15,6 +15,7 @@ import { z } from 'zod';
 import { fleetNatsUrl } from '../../../shared/config/fleet-runtime.js';
 import { loadConfig } from '../../../shared/config/thymos-config.js';
 import { connectNats } from '../../../shared/nats/nats-connection.js';
+import { readNatsSeed } from '../../../shared/nats/nats-identity.js';
 import { SupervisorRequester } from '../../../shared/nats/supervisor-requester.js';
 import { FleetNames } from '../../../shared/protocol/fleet-names.js';
 import { startTestFleet, type TestFleet } from '../../helpers/fleet.js';
@@ -198,7 +199,7 @@ describe('the Mcp executor: a tool of another agent of the fleet', () => {
 
   test('the supervisor tells an agent where another is only for a tool that calls it and that the agent is granted', async () => {
     const config = loadConfig(tf.ws.configPath);
-    const nc = await connectNats({ servers: fleetNatsUrl(config), name: 'test-endpoints' });
+    const nc = await connectNats({ servers: fleetNatsUrl(config), name: 'test-endpoints', seed: readNatsSeed(config.dataPath, 'client') });
     try {
       const supervisor = SupervisorRequester.control(nc, 10_000, new FleetNames(config.fleet.name));
       await assert.rejects(supervisor.request('agent_endpoint', { id: 'npc', from: 'npc', tool: 'ask_forge' }), /ask_forge is not a tool of the domain that calls npc/);

@@ -4,7 +4,9 @@ import { after, before, describe, test } from 'node:test';
 import type { Msg } from '@nats-io/transport-node';
 
 import type { Fleet } from '../../../client/fleet-client.js';
+import { loadConfig } from '../../../shared/config/thymos-config.js';
 import { connectNats, type NatsConnection } from '../../../shared/nats/nats-connection.js';
+import { readNatsSeed } from '../../../shared/nats/nats-identity.js';
 import { dot } from '../../../shared/platform/embedder.js';
 import { decodeVectors } from '../../../shared/protocol/embed-protocol.js';
 import { HintHeaders, readHints } from '../../../shared/protocol/heard-hints.js';
@@ -25,7 +27,7 @@ describe('the fleet’s embedding and concept services', () => {
     testFleet = await startTestFleet(['[lifecycle]', 'min_dwell_ms = 0']);
     fleet = testFleet.fleet;
     const status = await fleet.status();
-    nc = await connectNats({ servers: status.supervisor.nats_url, name: 'test-embed' });
+    nc = await connectNats({ servers: status.supervisor.nats_url, name: 'test-embed', seed: readNatsSeed(loadConfig(testFleet.ws.configPath).dataPath, 'client') });
     const report = await fleet.reconcile({ agents: { elder_rowan: { relevance: 1 } } });
     assert.deepEqual(report.failed, []);
   });

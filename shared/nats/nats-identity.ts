@@ -1,0 +1,130 @@
+import { createPrivateKey, createPublicKey, type KeyObject, randomBytes, sign } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { Prefix } from '@nats-io/nkeys';
+import { Codec } from '@nats-io/nkeys/lib/codec.js';
+import type { Authenticator } from '@nats-io/transport-node';
+
+import { readFleetInfo } from '../config/fleet-runtime.js';
+import type { ThymosConfig } from '../config/thymos-config.js';
+import { ErrorCode, ThymosError } from '../errors/errors.js';
+import { writeAtomic } from '../platform/write-atomic.js';
+
+/**
+ * Who a process is on the fleet's NATS: the supervisor, the client library and CLI, a spare of
+ * the warm pool before its claim, or one agent. Each has its own NATS user (an nkey), so the
+ * managed nats-server knows who connects and refuses anyone else.
+ */
+export type NatsIdentity = 'supervisor' | 'client' | 'spare' | `agent-${string}`;
+
+export const agentIdentity = (id: string): NatsIdentity => `agent-${id}`;
+
+/** The folder of a fleet's NATS identities: `data/secrets/nats/`, mode 0700. */
+export function natsSecretsDir(dataPath: string): string {
+  return join(dataPath, 'secrets', 'nats');
+}
+
+/** Where identity `who` keeps its nkey seed: `data/secrets/nats/<who>.nk`, mode 0600. */
+export function natsIdentityFile(dataPath: string, who: NatsIdentity): string {
+  return join(natsSecretsDir(dataPath), `${who}.nk`);
+}
+
+/**
+ * The seed of identity `who`, or undefined when the fleet has none for it (a fleet whose NATS
+ * server the user runs, or one set up before identities existed). The seed is read from its
+ * file, never from the environment or the command line, and never logged.
+ */
+export function readNatsSeed(dataPath: string, who: NatsIdentity): Uint8Array | undefined {
+  const file = natsIdentityFile(dataPath, who);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8').trim();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new ThymosError(ErrorCode.CONFIG_INVALID, `the NATS identity ${file} cannot be read: ${(err as Error).message}`);
+  }
+  const seed = new TextEncoder().encode(text);
+  if (!userKey(seed)) {
+    throw new ThymosError(ErrorCode.CONFIG_INVALID, `the NATS identity ${file} does not hold a user nkey seed (a line starting SU); delete it and run thymos up to make a new one`);
+  }
+  return seed;
+}
+
+/**
+ * The seed a process of this fleet connects with as `who`: from the fleet's identity files when
+ * its NATS server is the one `thymos up` manages (`data/run/fleet.json` says so), none for a
+ * server the user runs (`[nats] url`).
+ */
+export function fleetNatsSeed(config: ThymosConfig, who: NatsIdentity): Uint8Array | undefined {
+  return readFleetInfo(config)?.managed_nats ? readNatsSeed(config.dataPath, who) : undefined;
+}
+
+/**
+ * Makes identity `who` if the fleet has none yet: a new user nkey whose seed is written to its
+ * file (mode 0600, in a folder of mode 0700) through a temporary file, so a crash leaves either
+ * no identity or a whole one. Returns its public key and whether it was made now. Running it
+ * twice makes nothing the second time.
+ */
+export function ensureNatsIdentity(dataPath: string, who: NatsIdentity): { publicKey: string; created: boolean } {
+  const existing = readNatsSeed(dataPath, who);
+  if (existing) return { publicKey: userKey(existing)!.nkey, created: false };
+  const dir = natsSecretsDir(dataPath);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  chmodSync(dir, 0o700);
+  const seed = Codec.encodeSeed(Prefix.User, new Uint8Array(randomBytes(32)));
+  writeAtomic(natsIdentityFile(dataPath, who), `${new TextDecoder().decode(seed)}\n`, 0o600);
+  return { publicKey: userKey(seed)!.nkey, created: true };
+}
+
+/** Deletes identity `who`; true if there was one. Its holder is refused from the next reload of the server's authorization on. */
+export function removeNatsIdentity(dataPath: string, who: NatsIdentity): boolean {
+  const file = natsIdentityFile(dataPath, who);
+  if (!existsSync(file)) return false;
+  rmSync(file, { force: true });
+  return true;
+}
+
+/** Every identity the fleet has, with its public key: the users the managed nats-server admits. */
+export function listNatsIdentities(dataPath: string): Array<{ who: NatsIdentity; publicKey: string }> {
+  const dir = natsSecretsDir(dataPath);
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.nk'))
+    .sort()
+    .flatMap((f) => {
+      const who = f.slice(0, -'.nk'.length) as NatsIdentity;
+      const seed = readNatsSeed(dataPath, who);
+      return seed ? [{ who, publicKey: userKey(seed)!.nkey }] : [];
+    });
+}
+
+/** The DER header of a PKCS #8 Ed25519 private key, before its 32-byte seed (RFC 8410). */
+const PKCS8_ED25519 = Buffer.from('302e020100300506032b657004220420', 'hex');
+
+/**
+ * Signs in as the identity whose seed is `seed`, as nats.js's `nkeyAuthenticator` does, with
+ * Node's own Ed25519 instead of the JavaScript one nkeys carries: that one cost about 30 ms of
+ * CPU for a process's first signature and 9 ms for its second, on every agent's start; this
+ * one a fraction of a millisecond. The public key is worked out once, the nonce signed at each
+ * (re)connect.
+ */
+export function nkeySigner(seed: Uint8Array): Authenticator {
+  const user = userKey(seed);
+  if (!user) throw new ThymosError(ErrorCode.CONFIG_INVALID, 'a NATS identity must be a user nkey seed (SU…)');
+  return (nonce?: string) => ({ nkey: user.nkey, sig: nonce ? sign(null, Buffer.from(nonce), user.key).toString('base64') : '' });
+}
+
+/** The Ed25519 key and public nkey (U…) of a user seed (S U…), with Node's crypto; undefined for anything else. */
+function userKey(seed: Uint8Array): { key: KeyObject; nkey: string } | undefined {
+  let decoded: { buf: Uint8Array; prefix: number };
+  try {
+    decoded = Codec.decodeSeed(seed);
+  } catch {
+    return undefined;
+  }
+  if (decoded.prefix !== Prefix.User || decoded.buf.length !== 32) return undefined;
+  const key = createPrivateKey({ key: Buffer.concat([PKCS8_ED25519, decoded.buf]), format: 'der', type: 'pkcs8' });
+  const publicKey = createPublicKey(key).export({ format: 'der', type: 'spki' }).subarray(-32);
+  return { key, nkey: new TextDecoder().decode(Codec.encode(Prefix.User, new Uint8Array(publicKey))) };
+}

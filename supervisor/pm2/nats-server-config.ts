@@ -1,0 +1,36 @@
+import { join } from 'node:path';
+
+import type { FleetPaths } from '../../shared/config/fleet-paths.js';
+import { listNatsIdentities } from '../../shared/nats/nats-identity.js';
+import { writeAtomic } from '../../shared/platform/write-atomic.js';
+
+/** The managed nats-server's configuration: `run/nats.conf`, mode 0600. */
+export function natsServerConfigFile(paths: FleetPaths): string {
+  return join(paths.run, 'nats.conf');
+}
+
+/**
+ * Writes the managed nats-server's configuration: loopback on `port`, JetStream in the fleet's
+ * `nats/` folder, and one user per identity under `data/secrets/nats/` (its public key only: the
+ * seeds never leave their files). A connection that is none of them is refused. Written again,
+ * then reloaded, whenever the fleet gains or loses an identity.
+ */
+export function writeNatsServerConfig(paths: FleetPaths, port: number): string {
+  const users = listNatsIdentities(paths.data).map((i) => `    { nkey: ${JSON.stringify(i.publicKey)} } # ${i.who}`);
+  const text = [
+    `listen: ${JSON.stringify(`127.0.0.1:${port}`)}`,
+    'server_name: "thymos"',
+    'jetstream {',
+    `  store_dir: ${JSON.stringify(paths.nats)}`,
+    '}',
+    'authorization {',
+    '  users: [',
+    ...users,
+    '  ]',
+    '}',
+    '',
+  ].join('\n');
+  const file = natsServerConfigFile(paths);
+  writeAtomic(file, text, 0o600);
+  return file;
+}
