@@ -36,14 +36,20 @@ export function connectNats(options: NatsConnectOptions): Promise<NatsConnection
 }
 
 /**
- * Whether the server admits `seed` within `ms`: connects as it (no reconnects), tried again every
- * 20 ms while it is refused, as it is for a moment after its users were reloaded.
+ * Whether the server admits `seed` (or, with none, a connection with no identity) within `ms`:
+ * connects (no reconnects), tried again every 20 ms while it is refused, as it is for a moment
+ * after the server's users were reloaded; `ms` 0 tries once.
  */
-export async function connectsAs(servers: string, seed: Uint8Array, ms: number): Promise<boolean> {
+export async function connectsAs(servers: string, seed: Uint8Array | undefined, ms: number): Promise<boolean> {
   const deadline = Date.now() + ms;
   for (;;) {
     try {
-      const nc = await connect({ servers: servers.split(',').map((s) => s.trim()).filter(Boolean), authenticator: nkeySigner(seed), maxReconnectAttempts: 0, timeout: Math.max(100, deadline - Date.now()) });
+      const nc = await connect({
+        servers: servers.split(',').map((s) => s.trim()).filter(Boolean),
+        ...(seed ? { authenticator: nkeySigner(seed) } : {}),
+        maxReconnectAttempts: 0,
+        timeout: Math.max(500, deadline - Date.now()),
+      });
       await nc.close();
       return true;
     } catch {

@@ -1,8 +1,9 @@
 import { createPrivateKey, createPublicKey, type KeyObject, randomBytes, sign } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { Prefix } from '@nats-io/nkeys';
+// The seed codec is not in nkeys' public entry point; the package is pinned (package.json) for it.
 import { Codec } from '@nats-io/nkeys/lib/codec.js';
 import type { Authenticator } from '@nats-io/transport-node';
 
@@ -44,6 +45,8 @@ export function readNatsSeed(dataPath: string, who: NatsIdentity): Uint8Array | 
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw new ThymosError(ErrorCode.CONFIG_INVALID, `the NATS identity ${file} cannot be read: ${(err as Error).message}`);
   }
+  // Only its owner may read it: a file restored or copied with a wider mode is narrowed again.
+  if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
   const seed = new TextEncoder().encode(text);
   if (!userKey(seed)) {
     throw new ThymosError(ErrorCode.CONFIG_INVALID, `the NATS identity ${file} does not hold a user nkey seed (a line starting SU); delete it and run thymos up to make a new one`);
@@ -57,7 +60,10 @@ export function readNatsSeed(dataPath: string, who: NatsIdentity): Uint8Array | 
  * server the user runs (`[nats] url`).
  */
 export function fleetNatsSeed(config: ThymosConfig, who: NatsIdentity): Uint8Array | undefined {
-  return readFleetInfo(config)?.managed_nats ? readNatsSeed(config.dataPath, who) : undefined;
+  const info = readFleetInfo(config);
+  // An agent is given the managed server's URL as `[nats] url`; any other URL is a server the user runs.
+  if (!info?.managed_nats || (config.nats.url && config.nats.url !== info.nats_url)) return undefined;
+  return readNatsSeed(config.dataPath, who);
 }
 
 /**
@@ -67,11 +73,11 @@ export function fleetNatsSeed(config: ThymosConfig, who: NatsIdentity): Uint8Arr
  * twice makes nothing the second time.
  */
 export function ensureNatsIdentity(dataPath: string, who: NatsIdentity): { publicKey: string; created: boolean } {
-  const existing = readNatsSeed(dataPath, who);
-  if (existing) return { publicKey: userKey(existing)!.nkey, created: false };
   const dir = natsSecretsDir(dataPath);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   chmodSync(dir, 0o700);
+  const existing = readNatsSeed(dataPath, who);
+  if (existing) return { publicKey: userKey(existing)!.nkey, created: false };
   const seed = Codec.encodeSeed(Prefix.User, new Uint8Array(randomBytes(32)));
   writeAtomic(natsIdentityFile(dataPath, who), `${new TextDecoder().decode(seed)}\n`, 0o600);
   return { publicKey: userKey(seed)!.nkey, created: true };
@@ -85,8 +91,12 @@ export function removeNatsIdentity(dataPath: string, who: NatsIdentity): boolean
   return true;
 }
 
-/** Every identity the fleet has, with its public key: the users the managed nats-server admits. */
-export function listNatsIdentities(dataPath: string): Array<{ who: NatsIdentity; publicKey: string }> {
+/**
+ * Every identity the fleet has, with its public key: the users the managed nats-server admits. A
+ * file that holds no seed is left out (that identity is refused, the others still admitted) and
+ * named in `skipped`.
+ */
+export function listNatsIdentities(dataPath: string, skipped: (file: string, reason: string) => void = () => undefined): Array<{ who: NatsIdentity; publicKey: string }> {
   const dir = natsSecretsDir(dataPath);
   if (!existsSync(dir)) return [];
   return readdirSync(dir)
@@ -94,8 +104,13 @@ export function listNatsIdentities(dataPath: string): Array<{ who: NatsIdentity;
     .sort()
     .flatMap((f) => {
       const who = f.slice(0, -'.nk'.length) as NatsIdentity;
-      const seed = readNatsSeed(dataPath, who);
-      return seed ? [{ who, publicKey: userKey(seed)!.nkey }] : [];
+      try {
+        const seed = readNatsSeed(dataPath, who);
+        return seed ? [{ who, publicKey: userKey(seed)!.nkey }] : [];
+      } catch (err) {
+        skipped(join(dir, f), (err as Error).message);
+        return [];
+      }
     });
 }
 

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -19,7 +19,7 @@ import type { ProgressMessage, ReconcileReport } from '../../shared/protocol/sup
 import { AppLaunch } from './app-launch.js';
 import { freePort } from './free-port.js';
 import { findNatsServer } from './nats-server-binary.js';
-import { writeNatsServerConfig } from './nats-server-config.js';
+import { natsServerConfigFile, writeNatsServerConfig } from './nats-server-config.js';
 import { IDLE_PROCESS_NODE_ARGS, ProcessManager } from './process-manager.js';
 import { thymosBinPath } from './thymos-bin.js';
 
@@ -109,7 +109,22 @@ async function ensureNats(config: ThymosConfig, pm: ProcessManager, launch: AppL
   const port = config.nats.port || remembered || (await freePort());
   const natsUrl = `nats://127.0.0.1:${port}`;
   const nats = await pm.describe(Pm2Names.nats);
-  if (nats?.status !== 'online') {
+  // Who may connect: the supervisor, the client library and CLI, the pool's spares, and each
+  // agent of the domain (the supervisor makes theirs as it starts). Made when missing.
+  const made = (['supervisor', 'client', 'spare'] as const).filter((who) => ensureNatsIdentity(paths.data, who).created);
+  if (nats?.status === 'online') {
+    if (!existsSync(natsServerConfigFile(paths))) {
+      throw new ThymosError(
+        ErrorCode.NATS_UNAVAILABLE,
+        `the fleet's nats-server (pid ${nats.pid}) was started by an earlier version of Thymos and admits anyone: run thymos down, then thymos up, to restart it with the fleet's identities`,
+      );
+    }
+    if (made.length > 0 && nats.pid) {
+      writeNatsServerConfig(paths, port);
+      process.kill(nats.pid, 'SIGHUP');
+      step(`made the NATS identities ${made.join(', ')} and reloaded nats-server's users`);
+    }
+  } else {
     if (nats) await pm.delete(Pm2Names.nats);
     if (await portTaken('127.0.0.1', port)) {
       const where = config.nats.port ? `[nats] port in ${config.file ?? 'the configuration'}` : `remembered from the fleet's last run in ${paths.fleetFile}`;
@@ -119,9 +134,6 @@ async function ensureNats(config: ThymosConfig, pm: ProcessManager, launch: AppL
       });
     }
     mkdirSync(paths.nats, { recursive: true });
-    // Who may connect: the supervisor, the client library and CLI, the pool's spares, and each
-    // agent that has been started before (the supervisor adds the others as it starts them).
-    for (const who of ['supervisor', 'client', 'spare'] as const) ensureNatsIdentity(paths.data, who);
     const configFile = writeNatsServerConfig(paths, port);
     step(`starting nats-server on 127.0.0.1:${port} (JetStream in ${paths.nats}, users in ${configFile})`);
     const logFile = join(paths.logs, 'nats-server.log');

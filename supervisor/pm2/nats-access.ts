@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 import type { FleetPaths } from '../../shared/config/fleet-paths.js';
 import { Pm2Names } from '../../shared/config/fleet-paths.js';
@@ -7,6 +8,7 @@ import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { connectsAs } from '../../shared/nats/nats-connection.js';
 import { agentIdentity, ensureNatsIdentity, listNatsIdentities, readNatsSeed, removeNatsIdentity } from '../../shared/nats/nats-identity.js';
+import { isAlive } from '../../shared/platform/data-lock.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { logOffset, settledLog } from './log-tail.js';
 import { writeNatsServerConfig } from './nats-server-config.js';
@@ -48,53 +50,78 @@ export class NatsAccess {
   /**
    * Makes the server admit exactly the agents of the domain (`ids`): those without an identity get
    * one, those no longer in it lose theirs, then one reload for all of it, checked by connecting
-   * as an identity it made. The agents that gained and lost an identity.
+   * as a new identity (admitted), as a removed one and as nobody (both refused). If the reload
+   * fails, the identities made for it are removed again. The agents that gained and lost one.
    */
   sync(ids: readonly string[]): Promise<{ granted: string[]; revoked: string[] }> {
     if (!this.managed) return Promise.resolve({ granted: [], revoked: [] });
     return this.#serial(async () => {
+      const data = this.#o.paths.data;
       const keep = new Set(ids);
-      const revoked = listNatsIdentities(this.#o.paths.data)
+      const revoked = listNatsIdentities(data)
         .map((i) => i.who)
         .filter((who) => who.startsWith('agent-') && !keep.has(who.slice('agent-'.length)))
         .map((who) => who.slice('agent-'.length));
-      for (const id of revoked) removeNatsIdentity(this.#o.paths.data, agentIdentity(id));
-      const granted = ids.filter((id) => ensureNatsIdentity(this.#o.paths.data, agentIdentity(id)).created);
-      if (granted.length > 0 || revoked.length > 0) await this.#reloadUntilAdmitted(granted[0]);
+      const revokedSeed = revoked.length > 0 ? readNatsSeed(data, agentIdentity(revoked[0]!)) : undefined;
+      for (const id of revoked) removeNatsIdentity(data, agentIdentity(id));
+      const granted = ids.filter((id) => ensureNatsIdentity(data, agentIdentity(id)).created);
+      if (granted.length > 0 || revoked.length > 0) {
+        try {
+          await this.#reloadUntil(granted[0], revokedSeed);
+        } catch (err) {
+          for (const id of granted) removeNatsIdentity(data, agentIdentity(id));
+          throw err;
+        }
+      }
       if (granted.length > 0) this.#o.logger.info({ agents: granted.length }, 'nats identities made for the agents of the domain that had none');
       if (revoked.length > 0) this.#o.logger.info({ agents: revoked }, 'nats identities revoked: agents no longer in the domain');
       return { granted, revoked };
     });
   }
 
-  /** Agent `id` may connect as itself once this settles (an agent `sync` has not seen yet gets its identity now). */
+  /**
+   * Agent `id` may connect as itself once this settles: an agent `sync` has not seen gets its
+   * identity now (removed again if the server could not be made to admit it, so the next start
+   * tries again).
+   */
   grant(id: string): Promise<void> {
-    if (!this.managed || readNatsSeed(this.#o.paths.data, agentIdentity(id))) return Promise.resolve();
+    if (!this.managed) return Promise.resolve();
     return this.#serial(async () => {
       const t0 = performance.now();
       if (!ensureNatsIdentity(this.#o.paths.data, agentIdentity(id)).created) return;
-      await this.#reloadUntilAdmitted(id);
+      try {
+        await this.#reloadUntil(id, undefined);
+      } catch (err) {
+        removeNatsIdentity(this.#o.paths.data, agentIdentity(id));
+        throw err;
+      }
       this.#o.logger.info({ agent: id, ms: Math.round(performance.now() - t0) }, 'nats identity granted');
     });
   }
 
   /**
-   * Reloads the server's users and waits until it admits agent `id` (when given): the signal is
-   * sent again every second while it does not, for up to 10 s, and the error then quotes the
-   * server's log.
+   * Reloads the server's users until it admits agent `admit` (when given) and refuses `refused`
+   * (when given) and a connection with no identity: the signal is sent again every second while
+   * it does not, for up to 10 s; the error then quotes the server's log.
    */
-  async #reloadUntilAdmitted(id: string | undefined): Promise<void> {
+  async #reloadUntil(admit: string | undefined, refused: Uint8Array | undefined): Promise<void> {
     const log = join(this.#o.paths.logs, 'nats-server.log');
     const from = logOffset(log);
     const deadline = performance.now() + ADMITTED_WITHIN_MS;
-    const seed = id === undefined ? undefined : readNatsSeed(this.#o.paths.data, agentIdentity(id));
+    const seed = admit === undefined ? undefined : readNatsSeed(this.#o.paths.data, agentIdentity(admit));
     for (;;) {
       await this.#reload();
-      if (!seed || (await connectsAs(this.#o.natsUrl, seed, Math.min(1000, deadline - performance.now())))) return;
+      const wait = Math.min(1000, Math.max(0, deadline - performance.now()));
+      const admitted = !seed || (await connectsAs(this.#o.natsUrl, seed, wait));
+      const open = await connectsAs(this.#o.natsUrl, undefined, 0);
+      const stale = refused !== undefined && (await connectsAs(this.#o.natsUrl, refused, 0));
+      if (admitted && !open && !stale) return;
       if (performance.now() >= deadline) {
         const said = (await settledLog(log, from)).trim().split('\n').slice(-3).join(' | ');
-        throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `nats-server did not admit ${agentIdentity(id!)} within ${ADMITTED_WITHIN_MS} ms of reloading its users; it said: ${said || 'nothing'} (log: ${log})`);
+        const what = !admitted ? `did not admit ${agentIdentity(admit!)}` : open ? 'still admits connections with no identity (was it started by an earlier version? thymos down && thymos up restarts it with its users)' : 'still admits a removed identity';
+        throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `nats-server ${what} within ${ADMITTED_WITHIN_MS} ms of reloading its users; it said: ${said || 'nothing'} (log: ${log})`);
       }
+      if (admitted) await sleep(50);
     }
   }
 
@@ -102,9 +129,15 @@ export class NatsAccess {
   async #reload(): Promise<void> {
     const port = readFleetInfo(this.#o.config)?.nats_port;
     const nats = await this.#o.processes.describe(Pm2Names.nats);
-    if (!port || !nats?.pid) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, 'the managed nats-server is not running: its users cannot be reloaded (thymos up starts it)');
-    writeNatsServerConfig(this.#o.paths, port);
-    process.kill(nats.pid, 'SIGHUP');
+    if (!port || nats?.status !== 'online' || !nats.pid || !isAlive(nats.pid)) {
+      throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, 'the managed nats-server is not running: its users cannot be reloaded (thymos up starts it)');
+    }
+    writeNatsServerConfig(this.#o.paths, port, (file, reason) => this.#o.logger.warn({ file, reason }, 'a NATS identity file was left out of the server\'s users'));
+    try {
+      process.kill(nats.pid, 'SIGHUP');
+    } catch (err) {
+      throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `the managed nats-server (pid ${nats.pid}) could not be told to reload its users: ${(err as Error).message}`);
+    }
   }
 
   #serial<T>(run: () => Promise<T>): Promise<T> {

@@ -15,8 +15,8 @@ export function natsServerConfigFile(paths: FleetPaths): string {
  * seeds never leave their files). A connection that is none of them is refused. Written again,
  * then reloaded, whenever the fleet gains or loses an identity.
  */
-export function writeNatsServerConfig(paths: FleetPaths, port: number): string {
-  const users = listNatsIdentities(paths.data).map((i) => `    { nkey: ${JSON.stringify(i.publicKey)} } # ${i.who}`);
+export function writeNatsServerConfig(paths: FleetPaths, port: number, skipped?: (file: string, reason: string) => void): string {
+  const users = listNatsIdentities(paths.data, skipped).map((i) => `    { nkey: ${JSON.stringify(i.publicKey)} } # ${i.who}`);
   const text = [
     `listen: ${JSON.stringify(`127.0.0.1:${port}`)}`,
     'server_name: "thymos"',

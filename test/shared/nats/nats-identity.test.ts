@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -60,7 +60,21 @@ test('a file that holds no user seed is a coded error naming it and what to do, 
     writeFileSync(natsIdentityFile(data, 'client'), junk);
     assert.throws(() => readNatsSeed(data, 'client'), (err: Error & { code?: string }) => err.code === 'CONFIG_INVALID' && err.message.includes(natsIdentityFile(data, 'client')) && /thymos up/.test(err.message));
     assert.throws(() => ensureNatsIdentity(data, 'client'), /does not hold a user nkey seed/);
+    assert.equal(readFileSync(natsIdentityFile(data, 'client'), 'utf8'), junk, 'the file is left as it was');
+    const skipped: string[] = [];
+    assert.deepEqual(listNatsIdentities(data, (file) => skipped.push(file)), [], 'the server admits the others, not this one');
+    assert.deepEqual(skipped, [natsIdentityFile(data, 'client')]);
   }
+});
+
+test('a key file or folder with a wider mode than its owner’s is narrowed when next used', () => {
+  const data = dataDir();
+  ensureNatsIdentity(data, 'spare');
+  chmodSync(natsSecretsDir(data), 0o755);
+  chmodSync(natsIdentityFile(data, 'spare'), 0o644);
+  ensureNatsIdentity(data, 'spare');
+  assert.equal(statSync(natsSecretsDir(data)).mode & 0o777, 0o700);
+  assert.equal(statSync(natsIdentityFile(data, 'spare')).mode & 0o777, 0o600);
 });
 
 test('a fleet on a server the user runs ([nats] url) connects with no identity; one on the managed server with its own', () => {
@@ -72,6 +86,8 @@ test('a fleet on a server the user runs ([nats] url) connects with no identity; 
   assert.equal(fleetNatsSeed(config, 'client'), undefined, 'a server the user runs');
   writeFleetInfo(config, { nats_url: 'nats://127.0.0.1:4222', managed_nats: true, nats_port: 4222 });
   assert.deepEqual(fleetNatsSeed(config, 'client'), readNatsSeed(data, 'client'));
+  assert.deepEqual(fleetNatsSeed(configFromObject({ data_dir: data, nats: { url: 'nats://127.0.0.1:4222' } }), 'client'), readNatsSeed(data, 'client'), 'an agent told the managed server’s URL');
+  assert.equal(fleetNatsSeed(configFromObject({ data_dir: data, nats: { url: 'nats://127.0.0.1:5222' } }), 'client'), undefined, 'another server, whatever a stale fleet.json says');
 });
 
 test('signing in with Node’s Ed25519 gives what nats.js’s own nkey authenticator gives', () => {

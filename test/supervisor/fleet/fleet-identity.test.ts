@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, renameSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
@@ -13,6 +13,7 @@ import { loadConfig } from '../../../shared/config/thymos-config.js';
 import { connectsAs } from '../../../shared/nats/nats-connection.js';
 import { natsIdentityFile, natsSecretsDir, readNatsSeed } from '../../../shared/nats/nats-identity.js';
 import { createLogger } from '../../../shared/platform/logger.js';
+import { upFleet } from '../../../supervisor/pm2/fleet-launcher.js';
 import { NatsAccess } from '../../../supervisor/pm2/nats-access.js';
 import { ProcessManager } from '../../../supervisor/pm2/process-manager.js';
 import { eventually, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
@@ -63,7 +64,9 @@ describe('who may connect to a fleet’s managed nats-server', () => {
   });
 
   test('every agent of the domain has its identity once the fleet is up, and its seed is nowhere but in its file: not in its environment, arguments, logs, status or start context', async () => {
-    for (const a of (await fleet.status()).agents) assert.notEqual(readNatsSeed(data, `agent-${a.id}`), undefined, a.id);
+    const agents = (await fleet.status()).agents;
+    assert.equal(agents.length, 6, 'the village has six agents');
+    for (const a of agents) assert.notEqual(readNatsSeed(data, `agent-${a.id}`), undefined, a.id);
     const report = await fleet.reconcile({ agents: { elder_rowan: { relevance: 1 } } });
     assert.deepEqual(report.failed, []);
     assert.deepEqual(report.started, ['elder_rowan']);
@@ -82,9 +85,16 @@ describe('who may connect to a fleet’s managed nats-server', () => {
       ...filesUnder(fleetPaths(data).run).map((f): [string, string] => [f, readFileSync(f, 'utf8')]),
     ];
     for (const [where, text] of places) for (const s of secrets) assert.equal(text.includes(s), false, `a seed in ${where}`);
-    // It works as itself: it answers its control subject through the supervisor.
-    const state = await fleet.reconcile({ agents: { elder_rowan: { relevance: 1 } } });
-    assert.deepEqual(state.unchanged.includes('elder_rowan'), true);
+  });
+
+  test('thymos up on a running fleet whose nats-server was started without the fleet’s users refuses, naming what to do', async () => {
+    const conf = join(fleetPaths(data).run, 'nats.conf');
+    renameSync(conf, `${conf}.aside`);
+    try {
+      await assert.rejects(upFleet(loadConfig(testFleet!.ws.configPath)), (err: Error & { code?: string }) => err.code === 'NATS_UNAVAILABLE' && /earlier version.*thymos down, then thymos up/.test(err.message));
+    } finally {
+      renameSync(`${conf}.aside`, conf);
+    }
   });
 
   test('granting an identity reloads the server and admits it; revoking one (an agent gone from the domain) refuses it from the reload on', async () => {
