@@ -19,7 +19,7 @@ import type { ProgressMessage, ReconcileReport } from '../../shared/protocol/sup
 import { AppLaunch } from './app-launch.js';
 import { freePort } from './free-port.js';
 import { findNatsServer } from './nats-server-binary.js';
-import { natsServerConfigFile, writeNatsServerConfig } from './nats-server-config.js';
+import { natsServerConfigFile, reloadNatsUsers, writeNatsServerConfig } from './nats-server-config.js';
 import { IDLE_PROCESS_NODE_ARGS, ProcessManager } from './process-manager.js';
 import { thymosBinPath } from './thymos-bin.js';
 
@@ -120,8 +120,7 @@ async function ensureNats(config: ThymosConfig, pm: ProcessManager, launch: AppL
       );
     }
     if (made.length > 0 && nats.pid) {
-      writeNatsServerConfig(paths, port);
-      process.kill(nats.pid, 'SIGHUP');
+      reloadNatsUsers(paths, port, nats.pid);
       step(`made the NATS identities ${made.join(', ')} and reloaded nats-server's users`);
     }
   } else {

@@ -11,7 +11,7 @@ import { agentIdentity, ensureNatsIdentity, listNatsIdentities, readNatsSeed, re
 import { isAlive } from '../../shared/platform/data-lock.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { logOffset, settledLog } from './log-tail.js';
-import { writeNatsServerConfig } from './nats-server-config.js';
+import { reloadNatsUsers } from './nats-server-config.js';
 import type { ProcessManager } from './process-manager.js';
 
 export interface NatsAccessOptions {
@@ -132,12 +132,7 @@ export class NatsAccess {
     if (!port || nats?.status !== 'online' || !nats.pid || !isAlive(nats.pid)) {
       throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, 'the managed nats-server is not running: its users cannot be reloaded (thymos up starts it)');
     }
-    writeNatsServerConfig(this.#o.paths, port, (file, reason) => this.#o.logger.warn({ file, reason }, 'a NATS identity file was left out of the server\'s users'));
-    try {
-      process.kill(nats.pid, 'SIGHUP');
-    } catch (err) {
-      throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `the managed nats-server (pid ${nats.pid}) could not be told to reload its users: ${(err as Error).message}`);
-    }
+    reloadNatsUsers(this.#o.paths, port, nats.pid, (file, reason) => this.#o.logger.warn({ file, reason }, 'a NATS identity file was left out of the server\'s users'));
   }
 
   #serial<T>(run: () => Promise<T>): Promise<T> {

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 
 import type { FleetPaths } from '../../shared/config/fleet-paths.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { listNatsIdentities } from '../../shared/nats/nats-identity.js';
 import { writeAtomic } from '../../shared/platform/write-atomic.js';
 
@@ -33,4 +34,17 @@ export function writeNatsServerConfig(paths: FleetPaths, port: number, skipped?:
   const file = natsServerConfigFile(paths);
   writeAtomic(file, text, 0o600);
   return file;
+}
+
+/**
+ * Writes the server's users again and has the server at `pid` reload them (SIGHUP); a pid that
+ * is gone or not ours is NATS_UNAVAILABLE.
+ */
+export function reloadNatsUsers(paths: FleetPaths, port: number, pid: number, skipped?: (file: string, reason: string) => void): void {
+  writeNatsServerConfig(paths, port, skipped);
+  try {
+    process.kill(pid, 'SIGHUP');
+  } catch (err) {
+    throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `the managed nats-server (pid ${pid}) could not be told to reload its users: ${(err as Error).message}`);
+  }
 }
