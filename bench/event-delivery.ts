@@ -9,7 +9,7 @@ import { connect as natsConnect } from '@nats-io/transport-node';
 
 import type { Fleet } from '../client/fleet-client.js';
 import { Pm2Names } from '../shared/config/fleet-paths.js';
-import { asFleetClient, fleetPids } from '../test/helpers/fleet.js';
+import { asFleetSupervisor, fleetPids } from '../test/helpers/fleet.js';
 import { REPO_ROOT } from '../test/helpers/workspace.js';
 import { withBenchFleet } from './bench-fleet.js';
 import { cpuSeconds } from './proc-stats.js';
@@ -74,7 +74,7 @@ async function memoryCount(fleet: Fleet, id: string): Promise<number> {
  * nats-server only, so the hearers spend nothing on being watched.
  */
 async function allStored(natsUrl: string, data: string, hearers: readonly string[]): Promise<void> {
-  const nc = await natsConnect({ servers: natsUrl, ...asFleetClient(data) });
+  const nc = await natsConnect({ servers: natsUrl, ...asFleetSupervisor(data) });
   try {
     const jsm = await jetstreamManager(nc);
     const deadline = performance.now() + 120_000;
@@ -195,7 +195,7 @@ export const eventDeliveryScenario: Scenario = {
       const sleeper = ids[0]!;
       await fleet.reconcile({ agents: Object.fromEntries(ids.map((id) => [id, { relevance: 0.2 }])) });
       const status = await fleet.status();
-      const nc = await natsConnect({ servers: status.supervisor.nats_url, ...asFleetClient(data) });
+      const nc = await natsConnect({ servers: status.supervisor.nats_url, ...asFleetSupervisor(data) });
       try {
         const jsm = await jetstreamManager(nc);
         const routed = async () => {

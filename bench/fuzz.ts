@@ -6,7 +6,7 @@ import { connect as natsConnect } from '@nats-io/transport-node';
 import { readFleetInfo } from '../shared/config/fleet-runtime.js';
 import { loadConfig } from '../shared/config/thymos-config.js';
 import { readAgentToken } from '../shared/platform/agent-token.js';
-import { asFleetClient, fleetPids, startTestFleet } from '../test/helpers/fleet.js';
+import { asFleetSupervisor, fleetPids, startTestFleet } from '../test/helpers/fleet.js';
 import {
   describeTally,
   fleetPublishSubjects,
@@ -35,7 +35,7 @@ export const fuzzScenario: Scenario = {
     const tf = await startTestFleet(['[lifecycle]', 'min_dwell_ms = 0', '[mcp]', 'require_token = true', `max_body_bytes = ${MAX_BODY}`]);
     const { fleet } = tf;
     const data = join(tf.ws.dir, 'data');
-    const nc = await natsConnect({ servers: readFleetInfo(loadConfig(tf.ws.configPath))!.nats_url, ...asFleetClient(data) });
+    const nc = await natsConnect({ servers: readFleetInfo(loadConfig(tf.ws.configPath))!.nats_url, ...asFleetSupervisor(data) });
     const tallies: Tally[] = [];
     try {
       await fleet.reconcile({ agents: Object.fromEntries(AGENTS.map((id) => [id, { relevance: 1 }])) });

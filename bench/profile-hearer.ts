@@ -22,7 +22,7 @@ import { connect as natsConnect } from '@nats-io/transport-node';
 import WebSocket from 'ws';
 
 import type { Fleet } from '../client/fleet-client.js';
-import { asFleetClient } from '../test/helpers/fleet.js';
+import { asFleetSupervisor } from '../test/helpers/fleet.js';
 import { REPO_ROOT } from '../test/helpers/workspace.js';
 import { withBenchFleet } from './bench-fleet.js';
 import { cpuSeconds } from './proc-stats.js';
@@ -160,7 +160,7 @@ async function main(): Promise<void> {
       });
       await client.subscribeResource({ uri: `agent://${id}/memories` });
     }
-    const nc = await natsConnect({ servers: (await fleet.status()).supervisor.nats_url, ...asFleetClient(data) });
+    const nc = await natsConnect({ servers: (await fleet.status()).supervisor.nats_url, ...asFleetSupervisor(data) });
     const jsm = await jetstreamManager(nc);
     const oneRound = (n: number) => (BURST > 0 ? oneBurst(fleet, jsm, ids, n) : oneEvent(fleet, ids, waiters, n));
     try {

@@ -3,7 +3,8 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { describeIssues } from '../../shared/errors/zod-issues.js';
 import { serveCoded } from '../../shared/nats/coded-responder.js';
-import { connectNats } from '../../shared/nats/nats-connection.js';
+import { connectNats, logRefusals } from '../../shared/nats/nats-connection.js';
+import { agentIdentity } from '../../shared/nats/nats-identity.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import {
   type AgentControlReply,
@@ -107,12 +108,13 @@ export class AgentControlChannel {
   }
 
   async #connect(): Promise<void> {
-    const nc = await connectNats({ servers: this.#options.servers, name: `thymos-agent-${this.#runtime.id}`, seed: this.#options.seed });
+    const nc = await connectNats({ servers: this.#options.servers, name: `thymos-agent-${this.#runtime.id}`, seed: this.#options.seed, who: agentIdentity(this.#runtime.id) });
     if (this.#closed) {
       await nc.close();
       return;
     }
     this.#nc = nc;
+    logRefusals(nc, this.#logger, agentIdentity(this.#runtime.id));
     serveCoded(
       nc,
       {

@@ -5,7 +5,7 @@ import { fleetPaths, Pm2Names, spareClaimFile } from '../../shared/config/fleet-
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
 import { describeIssues } from '../../shared/errors/zod-issues.js';
 import { serveCoded } from '../../shared/nats/coded-responder.js';
-import { connectNats } from '../../shared/nats/nats-connection.js';
+import { connectNats, logRefusals } from '../../shared/nats/nats-connection.js';
 import { fleetNatsSeed } from '../../shared/nats/nats-identity.js';
 import { flushCompileCache } from '../../shared/platform/compile-cache.js';
 import { createLogger } from '../../shared/platform/logger.js';
@@ -63,7 +63,8 @@ export async function runSpareProcess(options: SpareOptions): Promise<Spare> {
     import('../links/agent-world-watcher.js'),
     import('../../shared/nats/world-client.js'),
   ]);
-  const nc = await connectNats({ servers: options.natsUrl, name: options.slot, seed: fleetNatsSeed(config, 'spare') });
+  const nc = await connectNats({ servers: options.natsUrl, name: options.slot, seed: fleetNatsSeed(config, 'spare'), who: 'spare' });
+  logRefusals(nc, logger, 'spare');
   const concepts = new SharedConceptExtractor(logger);
   concepts.link(nc, new FleetNames(config.fleet.name));
   logger.info({ cpu_ms: processCpuMs() }, 'modules loaded and linked');

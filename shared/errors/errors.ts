@@ -65,7 +65,7 @@ export const ErrorCode = {
   LLM_OUTPUT_INVALID: 'LLM_OUTPUT_INVALID',
   /** A model asked for a tool call that cannot run as written: a tool it was not offered, or arguments that are not a JSON object. Fed back to the model once. */
   LLM_TOOL_CALL_INVALID: 'LLM_TOOL_CALL_INVALID',
-  /** A request to an agent's MCP endpoint lacked the bearer token `[mcp] require_token` asks for, or had a wrong one. */
+  /** A request to an agent's MCP endpoint lacked the bearer token `[mcp] require_token` asks for, or had a wrong one; or nats-server refused a process's NATS identity a publish or subscription it may not make. */
   UNAUTHORIZED: 'UNAUTHORIZED',
   /** The caller cancelled the operation (an agent passivated or stopping cancels its model calls). */
   CANCELLED: 'CANCELLED',

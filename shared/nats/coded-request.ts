@@ -4,7 +4,7 @@ import type { z } from 'zod';
 import { ErrorCode, ThymosError, WireErrorSchema } from '../errors/errors.js';
 import { describeIssues } from '../errors/zod-issues.js';
 import { parseWireJson } from '../protocol/parse-json.js';
-import { isNoResponders } from './nats-connection.js';
+import { isNoResponders, refusal } from './nats-connection.js';
 
 /** Why a request got no answer: nobody listens on the subject, or the answer did not come in time. */
 export type Unanswered = 'no-responders' | 'timeout';
@@ -66,7 +66,7 @@ async function send(nc: NatsConnection, subject: string, body: unknown, options:
     text = (await (options.abandon ? Promise.race([pending, options.abandon]) : pending)).string();
   } catch (err) {
     if (err instanceof ThymosError) throw err;
-    throw options.unanswered(isNoResponders(err) ? 'no-responders' : 'timeout', err);
+    throw refusal(err, subject) ?? options.unanswered(isNoResponders(err) ? 'no-responders' : 'timeout', err);
   }
   try {
     return parseWireJson(text, 'reply');

@@ -1,6 +1,8 @@
-import { connect, type NatsConnection, NoRespondersError, RequestError } from '@nats-io/transport-node';
+import { connect, createInbox, type NatsConnection, NoRespondersError, PermissionViolationError, RequestError } from '@nats-io/transport-node';
 
-import { nkeySigner } from './nats-identity.js';
+import { ErrorCode, ThymosError } from '../errors/errors.js';
+import type { Logger } from '../platform/logger.js';
+import { type NatsIdentity, natsInboxPrefix, nkeySigner } from './nats-identity.js';
 
 export type { NatsConnection };
 
@@ -13,6 +15,8 @@ export interface NatsConnectOptions {
   reconnectTimeWaitMs?: number;
   /** The nkey seed of the identity to connect as (`readNatsSeed`); none for a server that asks for no authentication. */
   seed?: Uint8Array;
+  /** Who connects: replies to its requests come to its own inboxes (`natsInboxPrefix`), the only ones its NATS user may read. */
+  who?: NatsIdentity;
 }
 
 /**
@@ -32,7 +36,14 @@ export function connectNats(options: NatsConnectOptions): Promise<NatsConnection
     // it fails: a third of the router's CPU when it copies an event to 50 hearers.
     noAsyncTraces: true,
     ...(options.seed ? { authenticator: nkeySigner(options.seed) } : {}),
+    ...(options.who ? { inboxPrefix: natsInboxPrefix(options.who) } : {}),
   });
+}
+
+/** A new inbox subject under the connection's own prefix (`connectNats`'s `who`), for replies that come more than once. */
+export function newInbox(nc: NatsConnection): string {
+  // The prefix is an option of the connection, which nats.js keeps on it but not in its interface.
+  return createInbox((nc as NatsConnection & { options?: { inboxPrefix?: string } }).options?.inboxPrefix);
 }
 
 /**
@@ -62,4 +73,36 @@ export async function connectsAs(servers: string, seed: Uint8Array | undefined, 
 /** Whether a request failed because nobody listens on its subject (as opposed to a timeout). */
 export function isNoResponders(err: unknown): boolean {
   return err instanceof NoRespondersError || (err instanceof RequestError && err.isNoResponders());
+}
+
+/**
+ * Logs, as an error, each thing nats-server refuses this connection: a publish or subscription
+ * its NATS user may not make (`natsPermissions`). nats-server says so only to the connection it
+ * refused, and a refused publish fails nothing else, so this is where it shows. Ends with the
+ * connection.
+ */
+export function logRefusals(nc: NatsConnection, logger: Logger, who: string): void {
+  void (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === 'error' && s.error instanceof PermissionViolationError) {
+        logger.error({ code: ErrorCode.UNAUTHORIZED, operation: s.error.operation, subject: s.error.subject }, `nats-server refused ${who} a ${s.error.operation} on ${s.error.subject}: its NATS user may not`);
+      }
+    }
+  })();
+}
+
+/** The coded error for a request nats-server refused (its user may not publish there), or undefined for any other failure. */
+export function refusal(err: unknown, subject: string): ThymosError | undefined {
+  const violation = permissionViolation(err);
+  if (!violation) return undefined;
+  return new ThymosError(ErrorCode.UNAUTHORIZED, `nats-server refused the ${violation.operation} on ${violation.subject || subject}: this process's NATS identity may not (see "Who may connect to the fleet's NATS" in the README)`, {
+    cause: err,
+    details: { subject: violation.subject || subject },
+  });
+}
+
+/** The permission violation behind a failed request (nats.js wraps it in a RequestError), if that is why it failed. */
+export function permissionViolation(err: unknown): PermissionViolationError | undefined {
+  if (err instanceof PermissionViolationError) return err;
+  return err instanceof RequestError && err.cause instanceof PermissionViolationError ? err.cause : undefined;
 }

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { basename } from 'node:path';
 
-import { createInbox, headers, type NatsConnection } from '@nats-io/transport-node';
+import { headers, type NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
 
 import { ErrorCode, ThymosError } from '../errors/errors.js';
@@ -10,6 +10,7 @@ import { parseJsonOrUndefined } from '../protocol/parse-json.js';
 import { type PingReply, PingReplySchema, type ProgressMessage, ProgressMessageSchema, SupervisorResultSchemas } from '../protocol/supervisor-protocol.js';
 import { WorldResultSchemas } from '../protocol/world-protocol.js';
 import { codedRequest } from './coded-request.js';
+import { newInbox } from './nats-connection.js';
 
 export { REQUESTER_HEADER };
 /** This process, as the audit log names it: program, pid and host (self-declared, not authenticated). */
@@ -70,7 +71,7 @@ export class SupervisorRequester<R extends Results> {
     let progressSub: ReturnType<NatsConnection['subscribe']> | undefined;
     const body = { ...payload };
     if (options.onProgress) {
-      const inbox = createInbox();
+      const inbox = newInbox(this.#nc);
       const listener = options.onProgress;
       progressSub = this.#nc.subscribe(inbox, {
         callback: (_err, msg) => {

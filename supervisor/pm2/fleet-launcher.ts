@@ -10,6 +10,7 @@ import { checkFleet, type FleetWarning } from '../../shared/domain/fleet-checks.
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
 import { connectNats } from '../../shared/nats/nats-connection.js';
 import { ensureNatsIdentity, fleetNatsSeed } from '../../shared/nats/nats-identity.js';
+import { domainWork } from '../../shared/nats/nats-permissions.js';
 import { SupervisorRequester } from '../../shared/nats/supervisor-requester.js';
 import { isAlive, readLockPid } from '../../shared/platform/data-lock.js';
 import { withDeadline } from '../../shared/platform/deadline.js';
@@ -19,7 +20,7 @@ import type { ProgressMessage, ReconcileReport } from '../../shared/protocol/sup
 import { AppLaunch } from './app-launch.js';
 import { freePort } from './free-port.js';
 import { findNatsServer } from './nats-server-binary.js';
-import { natsServerConfigFile, reloadNatsUsers, writeNatsServerConfig } from './nats-server-config.js';
+import { natsServerConfigFile, type NatsUsers, reloadNatsUsers, writeNatsServerConfig } from './nats-server-config.js';
 import { IDLE_PROCESS_NODE_ARGS, ProcessManager } from './process-manager.js';
 import { thymosBinPath } from './thymos-bin.js';
 
@@ -50,7 +51,7 @@ export interface LaunchOptions {
 export async function upFleet(config: ThymosConfig, options: LaunchOptions = {}): Promise<UpResult> {
   const step = options.onStep ?? (() => undefined);
   const paths = fleetPaths(config.dataPath);
-  const { warnings } = await checkFleet(config, options.strict);
+  const { domain, warnings } = await checkFleet(config, options.strict);
   for (const w of warnings) (options.onWarning ?? ((x: FleetWarning) => step(`warning: ${x.message}`)))(w);
   const natsBinary = config.nats.url ? undefined : findNatsServer();
   const bin = thymosBinPath();
@@ -67,7 +68,7 @@ export async function upFleet(config: ThymosConfig, options: LaunchOptions = {})
   const launch = await AppLaunch.begin(pm);
   try {
     const running = await pm.describe(Pm2Names.supervisor);
-    const natsUrl = config.nats.url ?? (await ensureNats(config, pm, launch, natsBinary!, step));
+    const natsUrl = config.nats.url ?? (await ensureNats(config, pm, launch, natsBinary!, { names: new FleetNames(config.fleet.name), work: domainWork(domain) }, step));
     if (config.nats.url) writeFleetInfo(config, { nats_url: natsUrl, managed_nats: false, nats_port: null });
     if (running?.status === 'online') {
       return { alreadyRunning: true, natsUrl, supervisorPid: running.pid, pm2Home: paths.pm2Home };
@@ -102,7 +103,7 @@ export async function upFleet(config: ThymosConfig, options: LaunchOptions = {})
  * (`data/run/fleet.json`), else a free one; started unless it is online. A port another
  * process holds fails at once, naming where the port comes from.
  */
-async function ensureNats(config: ThymosConfig, pm: ProcessManager, launch: AppLaunch, binary: string, step: (line: string) => void): Promise<string> {
+async function ensureNats(config: ThymosConfig, pm: ProcessManager, launch: AppLaunch, binary: string, users: NatsUsers, step: (line: string) => void): Promise<string> {
   const paths = fleetPaths(config.dataPath);
   const previous = readFleetInfo(config);
   const remembered = previous?.managed_nats ? previous.nats_port : null;
@@ -120,7 +121,7 @@ async function ensureNats(config: ThymosConfig, pm: ProcessManager, launch: AppL
       );
     }
     if (made.length > 0 && nats.pid) {
-      reloadNatsUsers(paths, port, nats.pid);
+      reloadNatsUsers(paths, port, nats.pid, users);
       step(`made the NATS identities ${made.join(', ')} and reloaded nats-server's users`);
     }
   } else {
@@ -133,7 +134,7 @@ async function ensureNats(config: ThymosConfig, pm: ProcessManager, launch: AppL
       });
     }
     mkdirSync(paths.nats, { recursive: true });
-    const configFile = writeNatsServerConfig(paths, port);
+    const configFile = writeNatsServerConfig(paths, port, users).file;
     step(`starting nats-server on 127.0.0.1:${port} (JetStream in ${paths.nats}, users in ${configFile})`);
     const logFile = join(paths.logs, 'nats-server.log');
     await launch.start(
@@ -179,7 +180,7 @@ export async function downFleet(config: ThymosConfig, options: LaunchOptions & {
     const natsUrl = config.nats.url ?? info?.nats_url;
     if (natsUrl && (await pm.describe(Pm2Names.supervisor))?.status === 'online') {
       step('stopping agents (snapshot, then stop)');
-      const pending = connectNats({ servers: natsUrl, name: 'thymos-down', seed: fleetNatsSeed(config, 'client') });
+      const pending = connectNats({ servers: natsUrl, name: 'thymos-down', seed: fleetNatsSeed(config, 'client'), who: 'client' });
       const nc = await withDeadline(pending, 3000, () => {
         void pending.then((late) => late.close()).catch(() => undefined);
         return undefined;
@@ -232,7 +233,7 @@ async function waitForPort(port: number, ms: number, log: string, signal: AbortS
 
 async function waitForSupervisor(natsUrl: string, names: FleetNames, seed: Uint8Array | undefined, ms: number, log: string, signal: AbortSignal): Promise<void> {
   const deadline = Date.now() + ms;
-  const pending = connectNats({ servers: natsUrl, name: 'thymos-up', seed });
+  const pending = connectNats({ servers: natsUrl, name: 'thymos-up', seed, who: 'client' });
   const nc = await withDeadline(pending, ms, () => {
     void pending.then((late) => late.close()).catch(() => undefined);
     return undefined;

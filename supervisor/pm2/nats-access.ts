@@ -11,7 +11,7 @@ import { agentIdentity, ensureNatsIdentity, listNatsIdentities, readNatsSeed, re
 import { isAlive } from '../../shared/platform/data-lock.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { logOffset, settledLog } from './log-tail.js';
-import { reloadNatsUsers } from './nats-server-config.js';
+import { type NatsUsers, reloadNatsUsers, writeNatsServerConfig } from './nats-server-config.js';
 import type { ProcessManager } from './process-manager.js';
 
 export interface NatsAccessOptions {
@@ -20,6 +20,8 @@ export interface NatsAccessOptions {
   processes: ProcessManager;
   natsUrl: string;
   logger: Logger;
+  /** What the server's users may do (`natsPermissions`): the fleet's names and each agent's work. */
+  users: NatsUsers;
 }
 
 /** How long a reload of the server's users may take to admit a new identity. */
@@ -65,7 +67,10 @@ export class NatsAccess {
       const revokedSeed = revoked.length > 0 ? readNatsSeed(data, agentIdentity(revoked[0]!)) : undefined;
       for (const id of revoked) removeNatsIdentity(data, agentIdentity(id));
       const granted = ids.filter((id) => ensureNatsIdentity(data, agentIdentity(id)).created);
-      if (granted.length > 0 || revoked.length > 0) {
+      // An agent's work may have changed with the domain: its permissions are written again too.
+      const port = readFleetInfo(this.#o.config)?.nats_port;
+      const changed = port ? writeNatsServerConfig(this.#o.paths, port, this.#o.users, this.#skipped).changed : true;
+      if (granted.length > 0 || revoked.length > 0 || changed) {
         try {
           await this.#reloadUntil(granted[0], revokedSeed);
         } catch (err) {
@@ -132,8 +137,10 @@ export class NatsAccess {
     if (!port || nats?.status !== 'online' || !nats.pid || !isAlive(nats.pid)) {
       throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, 'the managed nats-server is not running: its users cannot be reloaded (thymos up starts it)');
     }
-    reloadNatsUsers(this.#o.paths, port, nats.pid, (file, reason) => this.#o.logger.warn({ file, reason }, 'a NATS identity file was left out of the server\'s users'));
+    reloadNatsUsers(this.#o.paths, port, nats.pid, this.#o.users, this.#skipped);
   }
+
+  readonly #skipped = (file: string, reason: string) => this.#o.logger.warn({ file, reason }, "a NATS identity file was left out of the server's users");
 
   #serial<T>(run: () => Promise<T>): Promise<T> {
     const next = this.#queue.then(run, run);

@@ -15,6 +15,7 @@ import { ensureEventStream } from '../../shared/nats/event-stream.js';
 import { deadLetters, ensureJobQueues, jobBacklog, requeueDeadLetter } from '../../shared/nats/job-queue.js';
 import { connectNats } from '../../shared/nats/nats-connection.js';
 import { fleetNatsSeed } from '../../shared/nats/nats-identity.js';
+import { domainWork } from '../../shared/nats/nats-permissions.js';
 import { CleanupStack } from '../../shared/platform/cleanup-stack.js';
 import { CompromiseExtractor } from '../../shared/platform/concept-extractor.js';
 import { DataLock } from '../../shared/platform/data-lock.js';
@@ -93,7 +94,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     let controller: FleetController | undefined;
     const pool = await openPool({ config, paths, processes, logger, natsUrl, thymosBin: thymosBinPath(), wakesDone: async () => controller?.wakesDone() }, cleanup);
     // Every agent of the domain gets its NATS identity; one that left the domain loses its own.
-    const access = new NatsAccess({ config, paths, processes, natsUrl, logger });
+    const access = new NatsAccess({ config, paths, processes, natsUrl, logger, users: { names, work: domainWork(domain) } });
     await access.sync(Object.keys(domain.agents));
     controller = new FleetController({ access, config, domain, paths, registry, processes, nc, names, link, natsUrl, evaluator, metrics, logger, thymosBin: thymosBinPath(), jsm, pool, onStopped: (id) => world.endOwner(id) });
     await controller.adopt();
@@ -204,7 +205,7 @@ async function openPool(options: AgentPoolOptions, cleanup: CleanupStack): Promi
 
 /** A NATS connection within `ms`, or NATS_UNAVAILABLE; a connection that comes late is closed. */
 async function connectWithin(natsUrl: string, ms: number, seed: Uint8Array | undefined): Promise<NatsConnection> {
-  const pending = connectNats({ servers: natsUrl, name: 'thymos-supervisor', seed });
+  const pending = connectNats({ servers: natsUrl, name: 'thymos-supervisor', seed, who: 'supervisor' });
   return withDeadline(pending, ms, () => {
     void pending.then((late) => late.close()).catch(() => undefined);
     throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `NATS at ${natsUrl} did not accept a connection within ${ms} ms`);

@@ -63,10 +63,11 @@ export const alive = isAlive;
 
 /**
  * Connect options for a raw NATS connection to the fleet whose data directory is `dataDir`, as
- * its client identity (the managed nats-server refuses a connection without one).
+ * its supervisor: the one identity that may do everything on the managed nats-server, for tests
+ * and benches that look into JetStream's streams or publish as a party by hand (the client may not).
  */
-export function asFleetClient(dataDir: string): { authenticator?: Authenticator } {
-  const seed = readNatsSeed(dataDir, 'client');
+export function asFleetSupervisor(dataDir: string): { authenticator?: Authenticator } {
+  const seed = readNatsSeed(dataDir, 'supervisor');
   return seed ? { authenticator: nkeyAuthenticator(seed) } : {};
 }
 
@@ -129,8 +130,18 @@ export interface TestFleet {
   dispose(): Promise<void>;
 }
 
-/** Starts a fleet on a fresh workspace with `extra` TOML (see `createWorkspace`), on the village's domain or `schema`. */
-export async function startTestFleet(extra: string[], options: { schema?: string; agent?: string[] } = {}): Promise<TestFleet> {
+/** What the managed nats-server of the fleet in `dataDir` refused to let one of its users do (its log's permission violations). */
+export function natsViolations(dataDir: string): string[] {
+  const log = join(dataDir, 'logs', 'nats-server.log');
+  return existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter((l) => l.includes(' Violation')) : [];
+}
+
+/**
+ * Starts a fleet on a fresh workspace with `extra` TOML (see `createWorkspace`), on the village's
+ * domain or `schema`. Disposing it fails when nats-server refused one of the fleet's own processes
+ * something (a permission the fleet's users lack), unless `refusals` says the test provokes them.
+ */
+export async function startTestFleet(extra: string[], options: { schema?: string; agent?: string[]; refusals?: 'expected' } = {}): Promise<TestFleet> {
   const ws = createWorkspace({ extra: extra.join('\n'), ...(options.schema ? { schema: options.schema } : {}), ...(options.agent ? { agent: options.agent } : {}) });
   const config = loadConfig(ws.configPath);
   let fleet: Fleet | undefined;
@@ -138,7 +149,9 @@ export async function startTestFleet(extra: string[], options: { schema?: string
     await fleet?.close().catch(() => undefined);
     await downFleet(loadConfig(ws.configPath)).catch(() => undefined);
     await killFleet(join(ws.dir, 'data'));
+    const refused = options.refusals === 'expected' ? [] : natsViolations(join(ws.dir, 'data'));
     ws.dispose();
+    if (refused.length > 0) throw new Error(`nats-server refused the fleet's own processes ${refused.length} time(s):\n${refused.slice(0, 10).join('\n')}`);
   };
   try {
     await upFleet(config);

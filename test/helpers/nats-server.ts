@@ -18,13 +18,14 @@ export interface TestNatsServer {
   start(): Promise<void>;
 }
 
-export async function startNatsServer(options: { jetstream?: boolean } = {}): Promise<TestNatsServer> {
+export async function startNatsServer(options: { jetstream?: boolean; config?: string } = {}): Promise<TestNatsServer> {
   const dir = mkdtempSync(join(tmpdir(), 'thymos-nats-'));
   let child: ChildProcess | undefined;
   let port = -1;
 
   const launch = async () => {
-    const args = ['-a', '127.0.0.1', '-p', String(port), '--ports_file_dir', dir];
+    // A configuration file (users, JetStream, its own listen address) replaces the address flags.
+    const args = options.config ? ['-c', options.config, '--ports_file_dir', dir] : ['-a', '127.0.0.1', '-p', String(port), '--ports_file_dir', dir];
     if (options.jetstream) args.push('-js', '-sd', join(dir, 'js'));
     for (const f of readdirSync(dir)) if (f.endsWith('.ports')) rmSync(join(dir, f));
     child = spawn('nats-server', args, { stdio: ['ignore', 'ignore', 'pipe'] });

@@ -10,7 +10,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { fleetNatsUrl } from '../../../shared/config/fleet-runtime.js';
 import { loadConfig } from '../../../shared/config/thymos-config.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
-import { asFleetClient, eventually, runThymos, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
+import { asFleetSupervisor, eventually, runThymos, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
 import { REPO_ROOT } from '../../helpers/workspace.js';
 
 type Letter = { job: { id?: string }; reason: { code: string; message: string }; attempts: number; agent: string };
@@ -72,7 +72,7 @@ tools {
 `,
     );
     tf = await startTestFleet(['[lifecycle]', 'min_dwell_ms = 0', '[jobs]', 'concurrency = 2'], { schema: join(dir, 'desk.pkl') });
-    nc = await connect({ servers: fleetNatsUrl(loadConfig(tf.ws.configPath)), ...asFleetClient(loadConfig(tf.ws.configPath).dataPath) });
+    nc = await connect({ servers: fleetNatsUrl(loadConfig(tf.ws.configPath)), ...asFleetSupervisor(loadConfig(tf.ws.configPath).dataPath) });
     await tf.fleet.start('desk');
   });
   after(async () => {

@@ -15,7 +15,7 @@ import { z } from 'zod';
 import { fleetNatsUrl } from '../../../shared/config/fleet-runtime.js';
 import { loadConfig } from '../../../shared/config/thymos-config.js';
 import { connectNats } from '../../../shared/nats/nats-connection.js';
-import { readNatsSeed } from '../../../shared/nats/nats-identity.js';
+import { agentIdentity, readNatsSeed } from '../../../shared/nats/nats-identity.js';
 import { SupervisorRequester } from '../../../shared/nats/supervisor-requester.js';
 import { FleetNames } from '../../../shared/protocol/fleet-names.js';
 import { startTestFleet, type TestFleet } from '../../helpers/fleet.js';
@@ -199,16 +199,20 @@ describe('the Mcp executor: a tool of another agent of the fleet', () => {
 
   test('the supervisor tells an agent where another is only for a tool that calls it and that the agent is granted', async () => {
     const config = loadConfig(tf.ws.configPath);
-    const nc = await connectNats({ servers: fleetNatsUrl(config), name: 'test-endpoints', seed: readNatsSeed(config.dataPath, 'client') });
-    try {
-      const supervisor = SupervisorRequester.control(nc, 10_000, new FleetNames(config.fleet.name));
-      await assert.rejects(supervisor.request('agent_endpoint', { id: 'npc', from: 'npc', tool: 'ask_forge' }), /ask_forge is not a tool of the domain that calls npc/);
-      await assert.rejects(supervisor.request('agent_endpoint', { id: 'blacksmith', from: 'blacksmith', tool: 'ask_forge' }), /blacksmith is not granted ask_forge/);
-      const at = await supervisor.request('agent_endpoint', { id: 'blacksmith', from: 'npc', tool: 'ask_forge' });
-      assert.match(at.url, /^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
-    } finally {
-      await nc.close();
-    }
+    const names = new FleetNames(config.fleet.name);
+    /** Asks as agent `from`, with its own NATS identity. */
+    const ask = async (from: string, id: string) => {
+      const nc = await connectNats({ servers: fleetNatsUrl(config), name: `test-endpoints-${from}`, seed: readNatsSeed(config.dataPath, agentIdentity(from)), who: agentIdentity(from) });
+      try {
+        return await SupervisorRequester.control(nc, 10_000, names).request('agent_endpoint', { id, from, tool: 'ask_forge' });
+      } finally {
+        await nc.close();
+      }
+    };
+    await assert.rejects(ask('npc', 'npc'), /ask_forge is not a tool of the domain that calls npc/);
+    await assert.rejects(ask('blacksmith', 'blacksmith'), /blacksmith is not granted ask_forge/);
+    const at = await ask('npc', 'blacksmith');
+    assert.match(at.url, /^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
   });
 
   test('an Archived agent is not woken by a tool: it answers AGENT_NOT_ACTIVE until restored', async () => {

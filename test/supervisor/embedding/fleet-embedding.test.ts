@@ -27,7 +27,7 @@ describe('the fleet’s embedding and concept services', () => {
     testFleet = await startTestFleet(['[lifecycle]', 'min_dwell_ms = 0']);
     fleet = testFleet.fleet;
     const status = await fleet.status();
-    nc = await connectNats({ servers: status.supervisor.nats_url, name: 'test-embed', seed: readNatsSeed(loadConfig(testFleet.ws.configPath).dataPath, 'client') });
+    nc = await connectNats({ servers: status.supervisor.nats_url, name: 'test-embed', seed: readNatsSeed(loadConfig(testFleet.ws.configPath).dataPath, 'supervisor'), who: 'supervisor' });
     const report = await fleet.reconcile({ agents: { elder_rowan: { relevance: 1 } } });
     assert.deepEqual(report.failed, []);
   });

@@ -10,7 +10,7 @@ import { connect as natsConnect } from '@nats-io/transport-node';
 import type { Fleet } from '../../../client/fleet-client.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
 import type { WorldEventInput } from '../../../shared/protocol/world-event.js';
-import { alive, asFleetClient, eventually, fleetPids, runThymos, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
+import { alive, asFleetSupervisor, eventually, fleetPids, runThymos, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
 import type { Workspace } from '../../helpers/workspace.js';
 
 let ws: Workspace;
@@ -30,7 +30,7 @@ async function publishMany(n: number, inFlight: number, event: (i: number) => Wo
 
 /** Resolves once the router has routed every event and `id` has taken every copy it was sent. */
 async function settled(id: string): Promise<void> {
-  const nc = await natsConnect({ servers: natsUrl(), ...asFleetClient(join(ws.dir, 'data')) });
+  const nc = await natsConnect({ servers: natsUrl(), ...asFleetSupervisor(join(ws.dir, 'data')) });
   try {
     const jsm = await jetstreamManager(nc);
     await eventually(async () => {
@@ -90,7 +90,7 @@ describe('world events over JetStream', () => {
     assert.deepEqual(await heardBy('The juggler drops a torch', 'village_square'), [], 'and no longer what happens at the square');
     await fleet.reconcile({ agents: { ...running, elder_rowan: { relevance: 1, location: 'village_square' } } });
     assert.deepEqual(await heardBy('The juggler bows', 'village_square'), ['elder_rowan']);
-    const nc = await natsConnect({ servers: natsUrl(), ...asFleetClient(join(ws.dir, 'data')) });
+    const nc = await natsConnect({ servers: natsUrl(), ...asFleetSupervisor(join(ws.dir, 'data')) });
     try {
       const jsm = await jetstreamManager(nc);
       // Only copies for hearers are stored; none waits unread for an agent that does not hear it.
@@ -106,7 +106,7 @@ describe('world events over JetStream', () => {
   test('the supervisor killed with -9 while it routes: pm2 restarts it and every event reaches its hearer once', async () => {
     const base = await memoryCount('tomas_innkeeper');
     const supervisorBefore = (await fleet.status()).supervisor.pid;
-    const nc = await natsConnect({ servers: natsUrl(), ...asFleetClient(join(ws.dir, 'data')) });
+    const nc = await natsConnect({ servers: natsUrl(), ...asFleetSupervisor(join(ws.dir, 'data')) });
     const N = 2000;
     try {
       const jsm = await jetstreamManager(nc);
@@ -135,7 +135,7 @@ describe('world events over JetStream', () => {
   test('nats-server killed with -9 while the router routes: pm2 restarts it and every event reaches its hearer once', async () => {
     await settled('tomas_innkeeper');
     const base = await memoryCount('tomas_innkeeper');
-    const nc = await natsConnect({ servers: natsUrl(), ...asFleetClient(join(ws.dir, 'data')) });
+    const nc = await natsConnect({ servers: natsUrl(), ...asFleetSupervisor(join(ws.dir, 'data')) });
     const N = 2000;
     let natsPid: number | undefined;
     try {
@@ -165,7 +165,7 @@ describe('world events over JetStream', () => {
     const base = await memoryCount('tomas_innkeeper');
     const pid = fleetPids(join(ws.dir, 'data')).apps.get('agent-tomas-innkeeper');
     assert.ok(pid);
-    const nc = await natsConnect({ servers: natsUrl(), ...asFleetClient(join(ws.dir, 'data')) });
+    const nc = await natsConnect({ servers: natsUrl(), ...asFleetSupervisor(join(ws.dir, 'data')) });
     const N = 1000;
     try {
       const jsm = await jetstreamManager(nc);
@@ -191,7 +191,7 @@ describe('world events over JetStream', () => {
   test('an agent killed with -9 after it announced live events but before it stored them: they come again and are stored once', async () => {
     let round = 0;
     let base = 0;
-    const nc = await natsConnect({ servers: natsUrl(), ...asFleetClient(join(ws.dir, 'data')) });
+    const nc = await natsConnect({ servers: natsUrl(), ...asFleetSupervisor(join(ws.dir, 'data')) });
     try {
       const jsm = await jetstreamManager(nc);
       // A round shows the window when its events are recallable while unacknowledged (stored within 1.5 s, acknowledged after); a slow round is tried again.
@@ -240,7 +240,7 @@ describe('world events over JetStream', () => {
     }
     const starting = runThymos(['start', 'elder_rowan'], ws.dir);
     // Kill it while it is replaying: its consumer has handed out some of the events, not all.
-    const nc = await natsConnect({ servers: natsUrl(), ...asFleetClient(join(ws.dir, 'data')) });
+    const nc = await natsConnect({ servers: natsUrl(), ...asFleetSupervisor(join(ws.dir, 'data')) });
     try {
       const jsm = await jetstreamManager(nc);
       const startSeq = (await jsm.consumers.info('THYMOS_HEARD', 'heard_elder_rowan')).delivered.consumer_seq;

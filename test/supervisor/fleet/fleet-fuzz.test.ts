@@ -8,7 +8,7 @@ import type { Fleet } from '../../../client/fleet-client.js';
 import { readFleetInfo } from '../../../shared/config/fleet-runtime.js';
 import { loadConfig } from '../../../shared/config/thymos-config.js';
 import { readAgentToken } from '../../../shared/platform/agent-token.js';
-import { asFleetClient, eventually, fleetPids, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
+import { asFleetSupervisor, eventually, fleetPids, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
 import {
   describeTally,
   fleetPublishSubjects,
@@ -46,7 +46,7 @@ describe('fuzzing every boundary of a real fleet: every case gets a coded answer
     fleet = testFleet.fleet;
     data = join(testFleet.ws.dir, 'data');
     await fleet.reconcile({ agents: Object.fromEntries(AGENTS.map((id) => [id, { relevance: 1 }])) });
-    nc = await natsConnect({ servers: readFleetInfo(loadConfig(testFleet.ws.configPath))!.nats_url, ...asFleetClient(loadConfig(testFleet.ws.configPath).dataPath) });
+    nc = await natsConnect({ servers: readFleetInfo(loadConfig(testFleet.ws.configPath))!.nats_url, ...asFleetSupervisor(loadConfig(testFleet.ws.configPath).dataPath) });
     pidsBefore = fleetPids(data).apps;
   });
 

@@ -10,9 +10,12 @@ import type { Fleet } from '../../../client/fleet-client.js';
 import { fleetPaths } from '../../../shared/config/fleet-paths.js';
 import { readFleetInfo } from '../../../shared/config/fleet-runtime.js';
 import { loadConfig } from '../../../shared/config/thymos-config.js';
+import { checkFleet } from '../../../shared/domain/fleet-checks.js';
 import { connectsAs } from '../../../shared/nats/nats-connection.js';
 import { natsIdentityFile, natsSecretsDir, readNatsSeed } from '../../../shared/nats/nats-identity.js';
+import { domainWork } from '../../../shared/nats/nats-permissions.js';
 import { createLogger } from '../../../shared/platform/logger.js';
+import { FleetNames } from '../../../shared/protocol/fleet-names.js';
 import { upFleet } from '../../../supervisor/pm2/fleet-launcher.js';
 import { NatsAccess } from '../../../supervisor/pm2/nats-access.js';
 import { ProcessManager } from '../../../supervisor/pm2/process-manager.js';
@@ -101,7 +104,8 @@ describe('who may connect to a fleet’s managed nats-server', () => {
     const config = loadConfig(testFleet!.ws.configPath);
     const processes = await ProcessManager.connect(fleetPaths(data).pm2Home);
     try {
-      const access = new NatsAccess({ config, paths: fleetPaths(data), processes, natsUrl: url, logger: createLogger({ level: 'silent' }) });
+      const users = { names: new FleetNames(config.fleet.name), work: domainWork((await checkFleet(config)).domain) };
+      const access = new NatsAccess({ config, paths: fleetPaths(data), processes, natsUrl: url, logger: createLogger({ level: 'silent' }), users });
       await access.grant('stranger');
       const seed = readNatsSeed(data, 'agent-stranger')!;
       assert.equal(await connectsAs(url, seed, 5000), true, 'admitted once granted');

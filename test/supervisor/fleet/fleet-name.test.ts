@@ -7,7 +7,7 @@ import { connect as natsConnect, type NatsConnection } from '@nats-io/transport-
 import type { Fleet } from '../../../client/fleet-client.js';
 import { readFleetInfo } from '../../../shared/config/fleet-runtime.js';
 import { loadConfig } from '../../../shared/config/thymos-config.js';
-import { asFleetClient, eventually, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
+import { asFleetSupervisor, eventually, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
 
 const text = (r: unknown) => (r as { content: Array<{ text: string }> }).content.map((c) => c.text).join('\n');
 
@@ -20,7 +20,7 @@ describe('a fleet named by [fleet] name', () => {
     testFleet = await startTestFleet(['[fleet]', 'name = "north"', '[lifecycle]', 'min_dwell_ms = 0']);
     fleet = testFleet.fleet;
     const info = readFleetInfo(loadConfig(testFleet.ws.configPath));
-    nc = await natsConnect({ servers: info!.nats_url, ...asFleetClient(loadConfig(testFleet.ws.configPath).dataPath) });
+    nc = await natsConnect({ servers: info!.nats_url, ...asFleetSupervisor(loadConfig(testFleet.ws.configPath).dataPath) });
   });
 
   after(async () => {

@@ -11,7 +11,7 @@ import { loadConfig } from '../../../shared/config/thymos-config.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
 import type { FleetStatus, ReconcileReport } from '../../../shared/protocol/supervisor-protocol.js';
 import { findNatsServer, type HostFacts } from '../../../supervisor/pm2/nats-server-binary.js';
-import { alive, asFleetClient, eventually, fleetPids, killFleet, runThymos } from '../../helpers/fleet.js';
+import { alive, asFleetSupervisor, eventually, fleetPids, killFleet, runThymos } from '../../helpers/fleet.js';
 import { terminal } from '../../helpers/terminal.js';
 import { createWorkspace, THYMOS_BIN, type Workspace } from '../../helpers/workspace.js';
 
@@ -358,7 +358,7 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
 
   test('malformed requests to thymos.supervisor.* get coded errors, and the supervisor keeps answering', async () => {
     const info = JSON.parse(readFileSync(join(data, 'run', 'fleet.json'), 'utf8')) as { nats_url: string };
-    const nc = await natsConnect({ servers: info.nats_url, ...asFleetClient(data) });
+    const nc = await natsConnect({ servers: info.nats_url, ...asFleetSupervisor(data) });
     try {
       const ask = async (op: string, body: string) => JSON.parse((await nc.request(`thymos.supervisor.${op}`, body, { timeout: 10_000 })).string()) as { ok: boolean; error?: { code: string; message: string } };
       const cases: Array<[string, string, string, RegExp]> = [

@@ -1,0 +1,153 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+
+import { connect as natsConnect, type NatsConnection, nkeyAuthenticator, PermissionViolationError } from '@nats-io/transport-node';
+import { pino } from 'pino';
+import { z } from 'zod';
+
+import { readFleetInfo } from '../../../shared/config/fleet-runtime.js';
+import { loadConfig } from '../../../shared/config/thymos-config.js';
+import { ErrorCode, ThymosError } from '../../../shared/errors/errors.js';
+import { codedRequest } from '../../../shared/nats/coded-request.js';
+import { connectNats, logRefusals, permissionViolation } from '../../../shared/nats/nats-connection.js';
+import { type NatsIdentity, natsInboxPrefix, readNatsSeed } from '../../../shared/nats/nats-identity.js';
+import { FleetNames } from '../../../shared/protocol/fleet-names.js';
+import { eventually, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
+
+/**
+ * What nats-server refuses each of the fleet's identities (README: "Who may connect to the
+ * fleet's NATS"): every refusal here is the server's, on a real fleet, with real keys.
+ */
+describe('what each identity may do on a fleet’s managed nats-server', () => {
+  let testFleet: TestFleet | undefined;
+  let data: string;
+  let url: string;
+  let names: FleetNames;
+  const open: NatsConnection[] = [];
+
+  before(async () => {
+    testFleet = await startTestFleet(['[lifecycle]', 'min_dwell_ms = 0', '[supervisor]', 'pool_size = 0'], { refusals: 'expected' });
+    const config = loadConfig(testFleet.ws.configPath);
+    data = config.dataPath;
+    url = readFleetInfo(config)!.nats_url;
+    names = new FleetNames(config.fleet.name);
+    // The agents' durable consumers exist once the supervisor registered them; elder_rowan runs, so its identity is in use too.
+    const report = await testFleet.fleet.reconcile({ agents: { elder_rowan: { relevance: 1 } } });
+    assert.deepEqual(report.failed, []);
+  });
+
+  after(async () => {
+    for (const nc of open) await nc.close().catch(() => undefined);
+    await testFleet?.dispose();
+  });
+
+  /** A raw connection as `who`, with its keys and its own inboxes, and the refusals nats-server sends it. */
+  async function connectAs(who: NatsIdentity): Promise<{ nc: NatsConnection; refused: PermissionViolationError[] }> {
+    const nc = await natsConnect({ servers: url, authenticator: nkeyAuthenticator(readNatsSeed(data, who)!), inboxPrefix: natsInboxPrefix(who), maxReconnectAttempts: 0 });
+    open.push(nc);
+    const refused: PermissionViolationError[] = [];
+    void (async () => {
+      for await (const s of nc.status()) if (s.type === 'error' && s.error instanceof PermissionViolationError) refused.push(s.error);
+    })();
+    return { nc, refused };
+  }
+
+  /** Waits for nats-server to refuse `operation` on `subject` to this connection. */
+  const refusedOn = (refused: PermissionViolationError[], operation: 'publish' | 'subscription', subject: string) =>
+    eventually(() => (refused.some((r) => r.operation === operation && r.subject === subject) ? true : undefined), 10_000, `nats-server to refuse the ${operation} on ${subject}`);
+
+  /** A request refused by nats-server: rejected with its permission violation, not a timeout. */
+  const requestRefused = async (nc: NatsConnection, subject: string, body = '') => {
+    const err = await nc.request(subject, body, { timeout: 5000 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    const violation = permissionViolation(err);
+    assert.ok(violation, `${subject}: expected a permission violation, got ${String(err)}`);
+    assert.equal(violation.subject, subject);
+    assert.equal(violation.operation, 'publish');
+  };
+
+  test('an agent may not speak for another: its control, status and decisions, or answer what is asked of it', async () => {
+    const { nc, refused } = await connectAs('agent-elder_rowan');
+    await requestRefused(nc, names.agentControl('mira'), JSON.stringify({ op: 'shutdown' }));
+    nc.publish(names.agentStatus('mira'), JSON.stringify({ type: 'heartbeat' }));
+    await refusedOn(refused, 'publish', names.agentStatus('mira'));
+    nc.publish(names.agentDecision('mira'), '{}');
+    await refusedOn(refused, 'publish', names.agentDecision('mira'));
+    nc.subscribe(names.agentControl('mira'));
+    await refusedOn(refused, 'subscription', names.agentControl('mira'));
+    nc.subscribe(names.agentAsk('mira'));
+    await refusedOn(refused, 'subscription', names.agentAsk('mira'));
+    // Nor forge what the world store tells another's live query.
+    nc.publish(names.worldLive('anything'), '{}');
+    await refusedOn(refused, 'publish', names.worldLive('anything'));
+    // Nor drive the supervisor beyond the two calls an agent makes.
+    await requestRefused(nc, names.supervisor('stop'), JSON.stringify({ id: 'mira' }));
+  });
+
+  test('an agent may not read replies meant for another, or anyone’s but its own', async () => {
+    const { nc, refused } = await connectAs('agent-elder_rowan');
+    for (const inbox of [`${natsInboxPrefix('agent-mira')}.>`, `${natsInboxPrefix('supervisor')}.>`, `${natsInboxPrefix('client')}.>`, '_INBOX.>', '>']) {
+      nc.subscribe(inbox);
+      await refusedOn(refused, 'subscription', inbox);
+    }
+    // Its own are what its requests are answered on.
+    const reply = await nc.request(names.agentControl('elder_rowan'), JSON.stringify({ op: 'get_state' }), { timeout: 10_000 });
+    assert.match(reply.subject, new RegExp(`^${natsInboxPrefix('agent-elder_rowan')}\\.`));
+    assert.equal((JSON.parse(reply.string()) as { ok: boolean }).ok, true);
+  });
+
+  test('an agent may reach JetStream only for its own consumers: another’s, a consumer of its own with another’s filter, and the streams are refused', async () => {
+    const { nc } = await connectAs('agent-elder_rowan');
+    const own = JSON.parse((await nc.request(`$JS.API.CONSUMER.INFO.${names.heardStream}.${names.heardConsumer('elder_rowan')}`, '', { timeout: 10_000 })).string()) as { name?: string };
+    assert.equal(own.name, names.heardConsumer('elder_rowan'), 'its own consumer it may look up');
+    await requestRefused(nc, `$JS.API.CONSUMER.INFO.${names.heardStream}.${names.heardConsumer('mira')}`);
+    await requestRefused(nc, `$JS.API.CONSUMER.MSG.NEXT.${names.inboxStream}.${names.inboxConsumer('mira')}`, JSON.stringify({ batch: 1 }));
+    await requestRefused(nc, `$JS.API.CONSUMER.DELETE.${names.heardStream}.${names.heardConsumer('elder_rowan')}`);
+    await requestRefused(nc, `$JS.API.CONSUMER.CREATE.${names.heardStream}.${names.heardConsumer('elder_rowan')}.${names.agentHeard('mira')}`, '{}');
+    await requestRefused(nc, `$JS.API.STREAM.PURGE.${names.eventStream}`);
+    await requestRefused(nc, `$JS.API.STREAM.MSG.GET.${names.inboxStream}`, JSON.stringify({ seq: 1 }));
+  });
+
+  test('a spare of the pool is nobody until its claim: no agent’s subjects, no events', async () => {
+    const { nc, refused } = await connectAs('spare');
+    nc.subscribe(names.agentControl('elder_rowan'));
+    await refusedOn(refused, 'subscription', names.agentControl('elder_rowan'));
+    nc.publish(names.event('rumour'), '{}');
+    await refusedOn(refused, 'publish', names.event('rumour'));
+    await requestRefused(nc, names.world('get'), '{}');
+  });
+
+  test('the client drives the fleet through the supervisor only: not an agent, not JetStream’s API, not dead letters', async () => {
+    const { nc, refused } = await connectAs('client');
+    await requestRefused(nc, names.agentControl('elder_rowan'), JSON.stringify({ op: 'shutdown' }));
+    await requestRefused(nc, `$JS.API.STREAM.DELETE.${names.eventStream}`);
+    nc.publish(names.deadLetters('any'), '{}');
+    await refusedOn(refused, 'publish', names.deadLetters('any'));
+    nc.subscribe(names.agentControl('elder_rowan'));
+    await refusedOn(refused, 'subscription', names.agentControl('elder_rowan'));
+    // What it may: the supervisor's API, answered on its own inboxes.
+    const status = await testFleet!.fleet.status();
+    assert.equal(status.agents.find((a) => a.id === 'elder_rowan')?.state, 'active');
+  });
+
+  test('a refused request is UNAUTHORIZED naming the subject, and the refusal is logged by the process it was told to', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const nc = await connectNats({ servers: url, name: 'refused', seed: readNatsSeed(data, 'agent-elder_rowan')!, who: 'agent-elder_rowan' });
+    open.push(nc);
+    logRefusals(nc, logger, 'agent-elder_rowan');
+    const err = await codedRequest(nc, names.supervisor('stop'), { id: 'mira' }, z.unknown(), { unanswered: () => new ThymosError(ErrorCode.TIMEOUT, 'unanswered'), timeoutMs: 5000 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof ThymosError && err.code === ErrorCode.UNAUTHORIZED, String(err));
+    assert.match(err.message, new RegExp(names.supervisor('stop').replaceAll('.', '\\.')));
+    nc.publish(names.agentStatus('mira'), '{}');
+    const logged = await eventually(() => lines.find((l) => l.subject === names.agentStatus('mira')), 10_000, 'the refusal logged');
+    assert.equal(logged.code, ErrorCode.UNAUTHORIZED);
+    assert.equal(logged.operation, 'publish');
+    assert.match(String(logged.msg), /nats-server refused agent-elder_rowan a publish/);
+  });
+});
