@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 
 import { type ChatRequest, ChatStandIn, completion } from './helpers/chat-stand-in.js';
-import { killFleet } from './helpers/fleet.js';
+import { killFleet, natsViolations } from './helpers/fleet.js';
 import { createWorkspace, REPO_ROOT } from './helpers/workspace.js';
 
 async function runExample(file: string, args: string[] = []): Promise<string> {
@@ -26,6 +26,7 @@ test('the village game loop walks the player through Ashford, passes its own che
     const out = await runExample('examples/village/game-loop.ts', [ws.configPath]);
     assert.match(out, /all checks passed/);
     assert.doesNotMatch(out, /FAIL/);
+    assert.deepEqual(natsViolations(join(ws.dir, 'data')), [], 'nats-server refused none of the fleet\'s own processes');
     assert.match(out, /tick 6: the player is at village_square/);
   } finally {
     await killFleet(join(ws.dir, 'data'));
@@ -60,6 +61,7 @@ test('the village passes the same checks with its NPCs talking through an OpenAI
     const out = await runExample('examples/village/game-loop.ts', [ws.configPath]);
     assert.match(out, /all checks passed/);
     assert.match(out, /elder_rowan: I remember: .*axle is cracked/);
+    assert.deepEqual(natsViolations(join(ws.dir, 'data')), [], 'nats-server refused none of the fleet\'s own processes');
     assert.ok(calls >= 6, `the model answered ${calls} lines`);
   } finally {
     await killFleet(join(ws.dir, 'data'));
@@ -83,6 +85,7 @@ test('the support desk works a day of tickets — bursts, a lull, malformed jobs
     const out = await runExample('examples/support/day.ts', [ws.configPath]);
     assert.match(out, /all checks passed/);
     assert.doesNotMatch(out, /FAIL/);
+    assert.deepEqual(natsViolations(join(ws.dir, 'data')), [], 'nats-server refused none of the fleet\'s own processes');
     assert.match(out, /no refund was made twice/);
   } finally {
     await killFleet(join(ws.dir, 'data'));
@@ -143,6 +146,7 @@ test('the support desk passes the same checks with its agents working tickets by
     const out = await runExample('examples/support/day.ts', [ws.configPath]);
     assert.match(out, /all checks passed/);
     assert.doesNotMatch(out, /FAIL/);
+    assert.deepEqual(natsViolations(join(ws.dir, 'data')), [], 'nats-server refused none of the fleet\'s own processes');
     assert.match(out, /supervisor refused refund_order ORD-10008 180/);
     assert.ok(asked >= 20, `the model was asked ${asked} times`);
   } finally {
