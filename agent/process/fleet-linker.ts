@@ -96,7 +96,7 @@ export async function linkToFleet(parts: FleetLinkParts): Promise<FleetLinks> {
       runtime.links.setMessenger(inbox);
     });
     await once('world', async () => {
-      const world = new WorldClient(nc, { timeoutMs: config.supervisor.request_timeout_ms, by: options.agentId, owner: options.agentId, names });
+      const world = new WorldClient(nc, { timeoutMs: config.supervisor.request_timeout_ms, by: options.agentId, owner: options.agentId, names, agent: options.agentId });
       const { publishWorldEvent } = await import('../../shared/nats/event-stream.js');
       runtime.links.setWorld(world, async (input) => {
         const event = parseWorldEvent({ source: options.agentId, ...input }, 'event');
@@ -106,10 +106,10 @@ export async function linkToFleet(parts: FleetLinkParts): Promise<FleetLinks> {
     });
     await once('approvals', async () => {
       const { SupervisorRequester } = await import('../../shared/nats/supervisor-requester.js');
-      const supervisor = SupervisorRequester.control(nc, config.supervisor.request_timeout_ms, names);
+      const supervisor = SupervisorRequester.control(nc, config.supervisor.request_timeout_ms, names, options.agentId);
       await parts.tools.link(
         async (call) => (await supervisor.request('call_pending', { call })).decision,
-        (id, tool, wake, timeoutMs) => supervisor.request('agent_endpoint', { id, from: options.agentId, tool, wake }, { timeoutMs }),
+        (id, tool, wake, timeoutMs) => supervisor.request('agent_endpoint', { id, tool, wake }, { timeoutMs }),
       );
     });
     await once('jobs', () => startWork(parts, nc, names, listeners));

@@ -26,10 +26,10 @@ export function domainWork(domain: Pick<DomainSchema, 'agents' | 'queues'>): Nat
  * What identity `who` may do on the fleet's NATS, or undefined for everything (the supervisor,
  * which routes events, answers every service and creates the streams).
  *
- * - An agent: publish and subscribe under its own subjects (`<fleet>.agent.<id>.>`); write to
- *   other agents' inboxes and ask them; publish world events; call the world store, the
- *   embedding and concept services and the two supervisor calls an agent makes
- *   (`call_pending`, `agent_endpoint`); on JetStream, only its own two durable consumers (look
+ * - An agent: publish and subscribe under its own subjects (`<fleet>.agent.<id>.>`), which
+ *   include its calls to the supervisor and the world store (`<fleet>.agent.<id>.supervisor.<op>`,
+ *   `.world.<op>`: the supervisor knows who asks by where it asks); write to other agents'
+ *   inboxes and ask them; publish world events; call the embedding and concept services; on JetStream, only its own two durable consumers (look
  *   up, create with its own filter, pull, acknowledge) and the skill consumers of its work
  *   (pull, acknowledge, dead letters of those queues). Replies come to `_INBOX_agent-<id>.>`
  *   only, and it answers requests through `allow_responses`.
@@ -67,7 +67,7 @@ export function natsPermissions(names: FleetNames, who: NatsIdentity, work: Nats
   const deadLetters = [...new Set(work(id).map(({ queue }) => names.deadLetters(queue)))];
   return {
     publish: {
-      allow: [own, names.allInboxes, names.agentAsk('*'), names.allEvents, names.world('*'), names.supervisor('call_pending'), names.supervisor('agent_endpoint'), ...services, '$JS.API.INFO', ...jetstream, ...deadLetters],
+      allow: [own, names.allInboxes, names.agentAsk('*'), names.allEvents, ...services, '$JS.API.INFO', ...jetstream, ...deadLetters],
     },
     subscribe: { allow: [own, inbox, names.worldLive('*')] },
     allow_responses: true,

@@ -43,27 +43,34 @@ type Replies<R extends Results> = { [K in keyof R]: z.ZodType<{ result: z.output
 export class SupervisorRequester<R extends Results> {
   readonly #nc: NatsConnection;
   readonly #timeoutMs: number;
-  readonly #names: FleetNames;
   readonly #subject: (op: string) => string;
+  /** Where the supervisor says which process it is (`ping`), as this requester may ask it. */
+  readonly #pingSubject: string;
   readonly #replies: Replies<R>;
 
-  private constructor(nc: NatsConnection, timeoutMs: number, names: FleetNames, subject: (op: string) => string, results: R) {
+  private constructor(nc: NatsConnection, timeoutMs: number, subject: (op: string) => string, results: R, pingSubject: string) {
     this.#nc = nc;
     this.#timeoutMs = timeoutMs;
-    this.#names = names;
     this.#subject = subject;
+    this.#pingSubject = pingSubject;
     // Object.fromEntries loses the op → schema pairing that Replies<R> states; each entry is built from its own op.
     this.#replies = Object.fromEntries(Object.entries(results).map(([op, result]) => [op, z.object({ result })])) as unknown as Replies<R>;
   }
 
-  /** The supervisor's control API: reconcile, status, start, stop… */
-  static control(nc: NatsConnection, timeoutMs: number, names: FleetNames = DEFAULT_FLEET_NAMES): SupervisorRequester<typeof SupervisorResultSchemas> {
-    return new SupervisorRequester(nc, timeoutMs, names, (op) => names.supervisor(op), SupervisorResultSchemas);
+  /**
+   * The supervisor's control API: reconcile, status, start, stop… With `agent`, the calls that
+   * agent makes (`call_pending`, `agent_endpoint`, `ping`), on its own subjects
+   * (`<fleet>.agent.<id>.supervisor.<op>`), which tell the supervisor who asks.
+   */
+  static control(nc: NatsConnection, timeoutMs: number, names: FleetNames = DEFAULT_FLEET_NAMES, agent?: string): SupervisorRequester<typeof SupervisorResultSchemas> {
+    const subject = (op: string) => (agent === undefined ? names.supervisor(op) : names.agentSupervisor(agent, op));
+    return new SupervisorRequester(nc, timeoutMs, subject, SupervisorResultSchemas, subject('ping'));
   }
 
-  /** The world store's API: tables, get, set, query, subscribe… */
-  static world(nc: NatsConnection, timeoutMs: number, names: FleetNames = DEFAULT_FLEET_NAMES): SupervisorRequester<typeof WorldResultSchemas> {
-    return new SupervisorRequester(nc, timeoutMs, names, (op) => names.world(op), WorldResultSchemas);
+  /** The world store's API: tables, get, set, query, subscribe… With `agent`, as that agent, on its own subjects (`<fleet>.agent.<id>.world.<op>`). */
+  static world(nc: NatsConnection, timeoutMs: number, names: FleetNames = DEFAULT_FLEET_NAMES, agent?: string): SupervisorRequester<typeof WorldResultSchemas> {
+    const ping = agent === undefined ? names.supervisor('ping') : names.agentSupervisor(agent, 'ping');
+    return new SupervisorRequester(nc, timeoutMs, (op) => (agent === undefined ? names.world(op) : names.agentWorld(agent, op)), WorldResultSchemas, ping);
   }
 
   async request<K extends keyof R & string>(op: K, payload: Record<string, unknown> = {}, options: SupervisorRequestOptions = {}): Promise<z.output<R[K]>> {
@@ -139,7 +146,7 @@ export class SupervisorRequester<R extends Results> {
   /** The supervisor answering now; 'gone' when none does; undefined when the answer did not come in time or made no sense. */
   async #ping(): Promise<PingReply | 'gone' | undefined> {
     try {
-      const reply = await codedRequest(this.#nc, this.#names.supervisor('ping'), {}, z.object({ result: PingReplySchema }), {
+      const reply = await codedRequest(this.#nc, this.#pingSubject, {}, z.object({ result: PingReplySchema }), {
         timeoutMs: 2000,
         unanswered: (why) => new ThymosError(why === 'no-responders' ? ErrorCode.FLEET_NOT_RUNNING : ErrorCode.TIMEOUT, why),
       });

@@ -26,6 +26,12 @@ export interface WorldClientOptions {
   owner: string;
   /** The fleet's subjects. @default the default fleet's (`thymos.world.<op>`) */
   names?: FleetNames | undefined;
+  /**
+   * The agent this client speaks for: its requests go on that agent's own subjects
+   * (`<fleet>.agent.<id>.world.<op>`), and the supervisor then accepts only `by` and `owner`
+   * equal to the id. Unset for a game loop, a script or the CLI (`<fleet>.world.<op>`).
+   */
+  agent?: string | undefined;
 }
 
 interface Live {
@@ -54,7 +60,7 @@ export class WorldClient {
   constructor(nc: NatsConnection, options: WorldClientOptions) {
     this.#nc = nc;
     this.#options = options;
-    this.#requester = SupervisorRequester.world(nc, options.timeoutMs, options.names ?? DEFAULT_FLEET_NAMES);
+    this.#requester = SupervisorRequester.world(nc, options.timeoutMs, options.names ?? DEFAULT_FLEET_NAMES, options.agent);
   }
 
   /** A fresh owner name for a game loop or script: `app:<random>`, never an agent id. */

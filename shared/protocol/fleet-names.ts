@@ -98,6 +98,19 @@ export class FleetNames {
     return `${this.fleet}.supervisor.${op}`;
   }
 
+  /**
+   * The supervisor's API as agent `id` calls it: `<fleet>.agent.<id>.supervisor.<op>`. Only that
+   * agent may publish under `<fleet>.agent.<id>.`, so the supervisor takes who asks from here.
+   */
+  agentSupervisor(id: string, op: string): string {
+    return `${this.fleet}.agent.${id}.supervisor.${op}`;
+  }
+
+  /** The world store's API as agent `id` calls it: `<fleet>.agent.<id>.world.<op>` (writes are its own, see `agentSupervisor`). */
+  agentWorld(id: string, op: string): string {
+    return `${this.fleet}.agent.${id}.world.${op}`;
+  }
+
   /** The world store's API (get, set, query, subscribe…), answered by the supervisor. */
   world(op: string): string {
     return `${this.fleet}.world.${op}`;

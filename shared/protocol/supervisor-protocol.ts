@@ -112,18 +112,23 @@ export const SupervisorRequestSchemas = {
   /** Stops every running agent with a snapshot (what `thymos down` asks first). */
   stop_all: z.object({ progress: z.string().optional() }).strict(),
   history: z.object({ id: AgentIdSchema, limit: z.number().int().min(1).max(1000).default(50) }).strict(),
-  /** An agent's call that waits for approval (sent by the agent; again when it wakes): answered with the decision, if one was made. */
+  /**
+   * An agent's call that waits for approval (sent by the agent, on its own subject
+   * `<fleet>.agent.<id>.supervisor.call_pending`; again when it wakes): answered with the
+   * decision, if one was made. A call of another agent is UNAUTHORIZED.
+   */
   call_pending: z.object({ call: PendingCallSchema }).strict(),
   /** The calls waiting for approval, of one agent or all. */
   approvals: z.object({ id: AgentIdSchema.optional() }).strict(),
   approve: z.object({ id: AgentIdSchema, call_id: z.string().min(1).max(64), reason: z.string().trim().min(1).max(2000) }).strict(),
   refuse: z.object({ id: AgentIdSchema, call_id: z.string().min(1).max(64), reason: z.string().trim().min(1).max(2000) }).strict(),
   /**
-   * Where agent `from` reaches agent `id` for its Mcp tool `tool` (which must target `id`, and
-   * be granted to `from`): the MCP address and token. With `wake`, a Dormant or Listening agent
+   * Where the asking agent reaches agent `id` for its Mcp tool `tool` (which must target `id`,
+   * and be granted to the asker, the agent whose subject `<fleet>.agent.<asker>.supervisor.agent_endpoint`
+   * the request came on): the MCP address and token. With `wake`, a Dormant or Listening agent
    * is made Active first; without, a Dormant one is AGENT_NOT_ACTIVE.
    */
-  agent_endpoint: z.object({ id: AgentIdSchema, from: AgentIdSchema, tool: ToolNameSchema, wake: z.boolean().default(false), progress: z.string().optional() }).strict(),
+  agent_endpoint: z.object({ id: AgentIdSchema, tool: ToolNameSchema, wake: z.boolean().default(false), progress: z.string().optional() }).strict(),
   /** The work queues' backlog, skill by skill; one queue's when `queue` is given. */
   jobs: z.object({ queue: QueueNameSchema.optional() }).strict(),
   /** The newest dead letters, of one queue with `queue`. */

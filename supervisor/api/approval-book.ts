@@ -3,6 +3,7 @@ import { RecordId, type Surreal } from 'surrealdb';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { type ApprovalDecision, ApprovalDecisionSchema, type CallDecisionReport, type PendingCall, PendingCallSchema } from '../../shared/protocol/tool-call.js';
+import { describeRequester, type Requester } from './control-api.js';
 
 const SCHEMA = `
 DEFINE TABLE IF NOT EXISTS approval SCHEMAFULL;
@@ -112,16 +113,18 @@ export class ApprovalBook {
   }
 
   /**
-   * Approves or refuses one pending call as `by`. Refused: a call not known (NOT_FOUND), of
-   * another agent, decided already (INVALID_INPUT), or made by `by` itself (TOOL_DENIED).
+   * Approves or refuses one pending call as `requester` (recorded as `client (program#pid@host)`).
+   * Refused: a call not known (NOT_FOUND), of another agent, decided already (INVALID_INPUT), or
+   * made by the same process (TOOL_DENIED).
    */
-  async decide(agent: string, callId: string, approved: boolean, by: string, reason: string): Promise<CallDecisionReport> {
+  async decide(agent: string, callId: string, approved: boolean, requester: Requester, reason: string): Promise<CallDecisionReport> {
+    const by = describeRequester(requester);
     const entry = this.#entries.get(callId);
     if (!entry || entry.call.agent !== agent) {
       throw new ThymosError(ErrorCode.NOT_FOUND, `no call ${JSON.stringify(callId)} of ${agent} waits for approval; thymos approvals ${agent} lists those that do`, { location: { path: 'call_id' } });
     }
     if (entry.decision) throw new ThymosError(ErrorCode.INVALID_INPUT, `call ${callId} was ${entry.decision.approved ? 'approved' : 'refused'} already by ${entry.decision.by}`, { location: { path: 'call_id' } });
-    if (party(entry.call.caller) === party(by)) throw new ThymosError(ErrorCode.TOOL_DENIED, `${by} made call ${callId}, and nobody approves or refuses a call they made`);
+    if (party(entry.call.caller) === party(requester.said)) throw new ThymosError(ErrorCode.TOOL_DENIED, `${requester.said} made call ${callId}, and nobody approves or refuses a call they made`);
     if (Date.parse(entry.call.expires_at) <= Date.now()) throw new ThymosError(ErrorCode.INVALID_INPUT, `call ${callId} expired at ${entry.call.expires_at}; it is refused`, { location: { path: 'call_id' } });
     return this.#decide(entry, { approved, by, reason, at: new Date().toISOString() });
   }

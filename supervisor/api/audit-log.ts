@@ -8,8 +8,10 @@ export interface AuditEntry {
   at: string;
   /** The op, e.g. `reconcile`, `stop`. */
   op: string;
-  /** Who sent it, as the request says (`Thymos-By`: program#pid@host); `unknown` when it does not. */
+  /** Who sent it, by the subject nats-server let it publish on: `client`, or `agent-<id>` for an agent's own call. */
   by: string;
+  /** Which process, as the request says of itself (`Thymos-By`: program#pid@host; `unknown` when it does not): not proof. */
+  via?: string;
   /** The agent it named, if any. */
   id?: string;
   /** `ok`, or the error code. */

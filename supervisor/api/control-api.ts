@@ -10,14 +10,27 @@ import { auditDetails, type AuditLog } from './audit-log.js';
 
 type Schemas = Record<string, z.ZodType>;
 
-/** Who sent a request, as it says (`Thymos-By`: program#pid@host); `unknown` when it does not. */
-function requesterOf(msg: Msg): string {
-  return msg.headers?.get(REQUESTER_HEADER) || 'unknown';
+/**
+ * Who sent a request. `who` comes from the subject nats-server let it publish on: `agent-<id>`
+ * for an agent's own `<fleet>.agent.<id>.…` (and `agent` is the id), `client` for the API's
+ * public subject, which agents may not publish on. `said` is what the request says of itself
+ * (`Thymos-By`: program#pid@host, `unknown` when it does not): it tells apart the processes of
+ * one identity, and proves nothing.
+ */
+export interface Requester {
+  who: string;
+  agent?: string;
+  said: string;
+}
+
+/** A requester as an approval records who decided: `client (thymos#4242@host)`. */
+export function describeRequester(by: Requester): string {
+  return `${by.who} (${by.said})`;
 }
 
 /** Handles one validated request; the result goes back as `{ ok: true, result }`, typed by the op's result schema. */
 export type ControlHandlers<S extends Schemas, R extends { [K in keyof S]: z.ZodType }> = {
-  [K in keyof S]: (request: z.output<S[K]>, progress: (p: unknown) => void, by: string) => Promise<z.input<R[K]>>;
+  [K in keyof S]: (request: z.output<S[K]>, progress: (p: unknown) => void, by: Requester) => Promise<z.input<R[K]>>;
 };
 
 export interface ControlApiOptions<S extends Schemas, R extends { [K in keyof S]: z.ZodType }> {
@@ -25,8 +38,14 @@ export interface ControlApiOptions<S extends Schemas, R extends { [K in keyof S]
   schemas: S;
   /** One zod schema per op: what its result is (the requester validates with the same). */
   results: R;
-  /** The subject of an op, e.g. `names.supervisor`. */
+  /** The subject of an op, e.g. `names.supervisor`: where the client asks (agents may not publish there). */
   subject: (op: string) => string;
+  /**
+   * Ops agents call, each on their own subjects: `subject(id, op)` (e.g. `names.agentSupervisor`),
+   * served for every agent (`*`), the agent taken from the subject. Ops in `only` are not served on
+   * the public subject at all (an agent's own calls, which the client has no business making).
+   */
+  agents?: { subject: (id: string, op: string) => string; ops: ReadonlySet<string>; only?: ReadonlySet<string> };
   handlers: ControlHandlers<S, R>;
   /** The op whose invalid requests are INVALID_CONTEXT (reported without the `context.` prefix). */
   contextOp?: keyof S & string;
@@ -56,20 +75,35 @@ export class ControlApi<S extends Schemas, R extends { [K in keyof S]: z.ZodType
   }
 
   start(): void {
-    for (const op of Object.keys(this.#options.schemas)) this.#subs.push(this.#serve(op));
+    const agents = this.#options.agents;
+    for (const op of Object.keys(this.#options.schemas)) {
+      if (!agents?.only?.has(op)) this.#subs.push(this.#serve(op, this.#options.subject(op)));
+      if (agents?.ops.has(op)) {
+        const subject = agents.subject('*', op);
+        this.#subs.push(this.#serve(op, subject, subject.split('.').indexOf('*')));
+      }
+    }
   }
 
   stop(): void {
     for (const s of this.#subs) s.unsubscribe();
   }
 
-  #serve(op: keyof S & string): Subscription {
-    const { schemas, subject, handlers, contextOp, audit } = this.#options;
+  /** Who sent `msg`: the agent whose subject it came on (its id the token at `agentAt`), else the client. */
+  #requester(msg: Msg, agentAt: number | undefined): Requester {
+    const said = msg.headers?.get(REQUESTER_HEADER) || 'unknown';
+    const agent = agentAt === undefined ? undefined : msg.subject.split('.')[agentAt];
+    return agent === undefined ? { who: 'client', said } : { who: `agent-${agent}`, agent, said };
+  }
+
+  /** Serves `op` on `subject`; with `agentAt`, a subject of agents' own, whose token there names the agent asking. */
+  #serve(op: keyof S & string, subject: string, agentAt?: number): Subscription {
+    const { schemas, handlers, contextOp, audit } = this.#options;
     const isContext = op === contextOp;
     return serveCoded(
       this.#nc,
       {
-        subject: subject(op),
+        subject,
         schema: schemas[op]!,
         emptyIsObject: true,
         invalid: isContext
@@ -83,16 +117,18 @@ export class ControlApi<S extends Schemas, R extends { [K in keyof S]: z.ZodType
           const progress = (p: unknown) => {
             if (progressSubject) this.#nc.publish(progressSubject, JSON.stringify(p));
           };
-          return { result: await handlers[op](request, progress, requesterOf(msg)) };
+          return { result: await handlers[op](request, progress, this.#requester(msg, agentAt)) };
         },
         onReply: audit?.ops.has(op)
           ? (reply: CodedReply, request, msg, ms) => {
               if (audit.only?.[op] && !audit.only[op](request)) return undefined;
               const id = (request as { id?: unknown } | undefined)?.id;
+              const by = this.#requester(msg, agentAt);
               return audit.log.record({
                 at: new Date().toISOString(),
                 op,
-                by: requesterOf(msg),
+                by: by.who,
+                via: by.said,
                 ...(typeof id === 'string' ? { id } : {}),
                 result: reply.ok ? 'ok' : reply.error.code,
                 duration_ms: Math.round(ms),

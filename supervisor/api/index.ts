@@ -4,4 +4,4 @@
 export { AgentEndpoints, type AgentEndpointsOptions } from './agent-endpoints.js';
 export { ApprovalBook, type DeliverDecision } from './approval-book.js';
 export { auditDetails, AuditLog } from './audit-log.js';
-export { ControlApi } from './control-api.js';
+export { ControlApi, describeRequester, type Requester } from './control-api.js';

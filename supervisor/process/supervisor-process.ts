@@ -31,7 +31,7 @@ import type { ApprovalDecision } from '../../shared/protocol/tool-call.js';
 import { AgentEndpoints } from '../api/agent-endpoints.js';
 import { ApprovalBook } from '../api/approval-book.js';
 import { auditDetails, AuditLog } from '../api/audit-log.js';
-import { ControlApi } from '../api/control-api.js';
+import { ControlApi, type Requester } from '../api/control-api.js';
 import { ConceptService } from '../embedding/concept-service.js';
 import { EmbeddingService } from '../embedding/embedding-service.js';
 import { AgentLink } from '../fleet/agent-link.js';
@@ -297,8 +297,10 @@ function supervisorControlApi(
       schemas: SupervisorRequestSchemas,
       results: SupervisorResultSchemas,
       subject: (op) => names.supervisor(op),
+      // An agent's own calls come on its own subjects, so who asks is known, not claimed.
+      agents: { subject: (id, op) => names.agentSupervisor(id, op), ops: new Set(['ping', 'call_pending', 'agent_endpoint']), only: new Set(['call_pending', 'agent_endpoint']) },
       contextOp: 'reconcile',
-      audit: { log: audit, ops: new Set(['reconcile', 'start', 'stop', 'archive', 'restore', 'stop_all', 'approve', 'refuse', 'agent_endpoint', 'jobs_requeue']), only: { agent_endpoint: (r) => (r as { wake?: boolean }).wake === true }, details: { agent_endpoint: (r) => ({ from: (r as { from?: unknown }).from, tool: (r as { tool?: unknown }).tool }) } },
+      audit: { log: audit, ops: new Set(['reconcile', 'start', 'stop', 'archive', 'restore', 'stop_all', 'approve', 'refuse', 'agent_endpoint', 'jobs_requeue']), only: { agent_endpoint: (r) => (r as { wake?: boolean }).wake === true }, details: { agent_endpoint: (r) => ({ tool: (r as { tool?: unknown }).tool }) } },
       handlers: {
         reconcile: (r, progress) => controller.reconcile(r.context, { dryRun: r.dry_run, strict: r.strict, returnAfterWakes: r.return_after_wakes, onProgress: progress }),
         ping: async () => ({ pid: process.pid, started_at: supervisor().started_at }),
@@ -313,11 +315,11 @@ function supervisorControlApi(
           return controller.stopAll({ onProgress: progress });
         },
         history: (r) => controller.history(r.id, r.limit),
-        call_pending: async (r) => ({ decision: await approvals.submit(r.call) }),
+        call_pending: async (r, _progress, by) => ({ decision: await approvals.submit(ownCall(r.call, by)) }),
         approvals: async (r) => approvals.pending(r.id),
         approve: (r, _progress, by) => approvals.decide(r.id, r.call_id, true, by, r.reason),
         refuse: (r, _progress, by) => approvals.decide(r.id, r.call_id, false, by, r.reason),
-        agent_endpoint: (r, progress) => endpoints.resolve(r, progress),
+        agent_endpoint: (r, progress, by) => endpoints.resolve({ ...r, from: by.agent! }, progress),
         jobs: (r) => jobs.backlog(r.queue),
         jobs_dead: (r) => jobs.dead(r.limit, r.queue),
         jobs_requeue: (r) => jobs.requeue(r.seq),
@@ -325,6 +327,12 @@ function supervisorControlApi(
     },
     logger,
   );
+}
+
+/** A call an agent submits for approval: its own only (`agent` is the one whose subject it came on). */
+function ownCall<C extends { agent: string }>(call: C, by: Requester): C {
+  if (call.agent !== by.agent) throw new ThymosError(ErrorCode.UNAUTHORIZED, `call.agent: ${by.who} may submit its own calls for approval, not ${call.agent}'s`, { location: { path: 'call.agent' } });
+  return call;
 }
 
 /** Finishes the reconcile a killed predecessor left unfinished, and records it in the audit log as this supervisor's. */

@@ -187,21 +187,25 @@ export class WorldStore {
     return { sub: sub.sub, subject: this.#names.worldLive(sub.sub), lease_ms: this.#o.leaseMs };
   }
 
-  /** Extends the lease of each known subscription; returns the ones that no longer exist. */
-  renew(subs: readonly string[]): { unknown: string[] } {
+  /**
+   * Extends the lease of each known subscription; returns the ones that no longer exist. With
+   * `owner`, only that owner's: another's counts as unknown (an agent renews its own).
+   */
+  renew(subs: readonly string[], owner?: string): { unknown: string[] } {
     const until = Date.now() + this.#o.leaseMs;
     const unknown: string[] = [];
     for (const id of subs) {
       const s = this.#subs.get(id);
-      if (s) s.leaseUntil = until;
+      if (s && (owner === undefined || s.owner === owner)) s.leaseUntil = until;
       else unknown.push(id);
     }
     return { unknown };
   }
 
-  async unsubscribe(id: string): Promise<boolean> {
+  /** Ends a subscription; false when there is none (with `owner`, none of that owner's: an agent ends its own only). */
+  async unsubscribe(id: string, owner?: string): Promise<boolean> {
     const s = this.#subs.get(id);
-    if (!s) return false;
+    if (!s || (owner !== undefined && s.owner !== owner)) return false;
     await this.#end(s, 'unsubscribed');
     return true;
   }

@@ -170,8 +170,8 @@ describe('the Mcp executor: a tool of another agent of the fleet', () => {
     assert.deepEqual(forged(), [{ item: 'horseshoe', key: 'shoe-1', caller: 'agent:npc', reason: 'my horse threw a shoe' }]);
     const status = await tf.fleet.status();
     assert.equal(status.agents.find((a) => a.id === 'blacksmith')?.state, 'active');
-    const audit = readFileSync(join(tf.ws.dir, 'data', 'logs', 'audit.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { op: string; id?: string; details?: { woken?: boolean; from?: string; tool?: string } });
-    assert.ok(audit.some((e) => e.op === 'agent_endpoint' && e.id === 'blacksmith' && e.details?.woken === true && e.details.from === 'npc' && e.details.tool === 'ask_forge_waking'), `the wake is audited, with who asked for which tool: ${JSON.stringify(audit.filter((e) => e.op === 'agent_endpoint'))}`);
+    const audit = readFileSync(join(tf.ws.dir, 'data', 'logs', 'audit.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { op: string; id?: string; by: string; details?: { woken?: boolean; tool?: string } });
+    assert.ok(audit.some((e) => e.op === 'agent_endpoint' && e.id === 'blacksmith' && e.details?.woken === true && e.by === 'agent-npc' && e.details.tool === 'ask_forge_waking'), `the wake is audited, with who asked for which tool: ${JSON.stringify(audit.filter((e) => e.op === 'agent_endpoint'))}`);
   });
 
   test('a running agent is called directly; a repeated key reaches it once', async () => {
@@ -204,7 +204,7 @@ describe('the Mcp executor: a tool of another agent of the fleet', () => {
     const ask = async (from: string, id: string) => {
       const nc = await connectNats({ servers: fleetNatsUrl(config), name: `test-endpoints-${from}`, seed: readNatsSeed(config.dataPath, agentIdentity(from)), who: agentIdentity(from) });
       try {
-        return await SupervisorRequester.control(nc, 10_000, names).request('agent_endpoint', { id, from, tool: 'ask_forge' });
+        return await SupervisorRequester.control(nc, 10_000, names, from).request('agent_endpoint', { id, tool: 'ask_forge' });
       } finally {
         await nc.close();
       }

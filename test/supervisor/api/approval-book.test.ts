@@ -55,7 +55,7 @@ describe("the supervisor's approval book", () => {
     const book = await open();
     const call = pending();
     await book.submit(call);
-    const results = await Promise.allSettled([book.decide('desk', call.call_id, true, 'alice#2@h', 'ok'), book.decide('desk', call.call_id, false, 'bob#3@h', 'no')]);
+    const results = await Promise.allSettled([book.decide('desk', call.call_id, true, { who: 'client', said: 'alice#2@h' }, 'ok'), book.decide('desk', call.call_id, false, { who: 'client', said: 'bob#3@h' }, 'no')]);
     assert.deepEqual(results.map((r) => r.status).sort(), ['fulfilled', 'rejected']);
     const lost = results.find((r) => r.status === 'rejected') as PromiseRejectedResult;
     assert.ok(isThymosError(lost.reason, 'INVALID_INPUT'), String(lost.reason));
@@ -72,15 +72,15 @@ describe("the supervisor's approval book", () => {
     await book.sweep(Date.now() + 61_000);
     assert.ok(!book.pending('desk').some((p) => p.call_id === far.call_id));
     assert.equal(delivered.find((d) => d.callId === far.call_id)?.decision.approved, false);
-    await assert.rejects(book.decide('desk', far.call_id, true, 'alice#2@h', 'late'), (e: unknown) => isThymosError(e, 'INVALID_INPUT'));
+    await assert.rejects(book.decide('desk', far.call_id, true, { who: 'client', said: 'alice#2@h' }, 'late'), (e: unknown) => isThymosError(e, 'INVALID_INPUT'));
   });
 
   test('own calls, other agents\' calls and more than max_pending are refused; the book survives a restart', async () => {
     const book = await open();
     const mine = pending();
     await book.submit(mine);
-    await assert.rejects(book.decide('desk', mine.call_id, true, 'game.ts#1@host', 'mine'), (e: unknown) => isThymosError(e, 'TOOL_DENIED'));
-    await assert.rejects(book.decide('other', mine.call_id, true, 'alice#2@h', 'x'), (e: unknown) => isThymosError(e, 'NOT_FOUND'));
+    await assert.rejects(book.decide('desk', mine.call_id, true, { who: 'client', said: 'game.ts#1@host' }, 'mine'), (e: unknown) => isThymosError(e, 'TOOL_DENIED'));
+    await assert.rejects(book.decide('other', mine.call_id, true, { who: 'client', said: 'alice#2@h' }, 'x'), (e: unknown) => isThymosError(e, 'NOT_FOUND'));
     while (book.pending('desk').length < 3) await book.submit(pending());
     await assert.rejects(book.submit(pending()), (e: unknown) => isThymosError(e, 'INVALID_INPUT') && /max_pending/.test(e.message));
     const reopened = await open();

@@ -116,8 +116,8 @@ describe('confirm tools: a pending call is approved, refused or timed out at the
     const again = await cli('approve', 'desk', pending!.call_id, '--reason', 'again');
     assert.equal(again.code, 2, `deciding twice is refused: ${again.stderr}`);
     assert.equal(refunds(), 1, 'nothing ran twice');
-    const audit = readFileSync(join(tf.ws.dir, 'data', 'logs', 'audit.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { op: string; by: string; result: string; details?: { call_id?: string } });
-    assert.ok(audit.some((e) => e.op === 'approve' && e.result === 'ok' && e.details?.call_id === pending!.call_id && /#\d+@/.test(e.by)), JSON.stringify(audit));
+    const audit = readFileSync(join(tf.ws.dir, 'data', 'logs', 'audit.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { op: string; by: string; via?: string; result: string; details?: { call_id?: string } });
+    assert.ok(audit.some((e) => e.op === 'approve' && e.result === 'ok' && e.details?.call_id === pending!.call_id && e.by === 'client' && /#\d+@/.test(e.via ?? '')), JSON.stringify(audit));
     assert.ok(audit.some((e) => e.op === 'approve' && e.result === 'TOOL_DENIED'), 'the refused own approval is audited too');
   });
 

@@ -58,13 +58,14 @@ describe('capacity limits and pins on a real fleet', () => {
 
   test('the audit log has every control action with who asked, when and how it ended; reads are not in it', async () => {
     const lines = readFileSync(join(ws.dir, 'data', 'logs', 'audit.jsonl'), 'utf8').trim().split('\n');
-    const entries = lines.map((l) => JSON.parse(l) as { at: string; op: string; by: string; id?: string; result: string; duration_ms: number; details?: Record<string, unknown> });
+    const entries = lines.map((l) => JSON.parse(l) as { at: string; op: string; by: string; via?: string; id?: string; result: string; duration_ms: number; details?: Record<string, unknown> });
     const reconcile = entries.find((e) => e.op === 'reconcile' && e.result === 'ok');
     assert.ok(reconcile, lines.join('\n'));
-    assert.match(reconcile.by, /^fleet-capacity\.test\.ts#\d+@/);
+    assert.equal(reconcile.by, 'client', 'the identity, from the subject it came on');
+    assert.match(reconcile.via ?? '', /^fleet-capacity\.test\.ts#\d+@/, 'the process, as it says');
     assert.ok(!Number.isNaN(Date.parse(reconcile.at)) && reconcile.duration_ms >= 0);
     assert.ok(Array.isArray(reconcile.details?.started), JSON.stringify(reconcile));
-    const refused = entries.filter((e) => e.by.startsWith('thymos.js#'));
+    const refused = entries.filter((e) => e.via?.startsWith('thymos.js#'));
     assert.deepEqual(refused.map((e) => [e.op, e.id, e.result]), [['stop', 'old_fenn', 'AGENT_PINNED'], ['start', 'tomas_innkeeper', 'CAPACITY_EXCEEDED']]);
     assert.ok(!entries.some((e) => e.op === 'status' || e.op === 'history'));
     assert.equal(statSync(join(ws.dir, 'data', 'logs', 'audit.jsonl')).mode & 0o777, 0o600);

@@ -11,6 +11,8 @@ import { ErrorCode, ThymosError } from '../../../shared/errors/errors.js';
 import { codedRequest } from '../../../shared/nats/coded-request.js';
 import { connectNats, logRefusals, permissionViolation } from '../../../shared/nats/nats-connection.js';
 import { type NatsIdentity, natsInboxPrefix, readNatsSeed } from '../../../shared/nats/nats-identity.js';
+import { SupervisorRequester } from '../../../shared/nats/supervisor-requester.js';
+import { WorldClient } from '../../../shared/nats/world-client.js';
 import { FleetNames } from '../../../shared/protocol/fleet-names.js';
 import { eventually, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
 
@@ -70,25 +72,25 @@ describe('what each identity may do on a fleet’s managed nats-server', () => {
 
   test('an agent may not speak for another: its control, status and decisions, or answer what is asked of it', async () => {
     const { nc, refused } = await connectAs('agent-elder_rowan');
-    await requestRefused(nc, names.agentControl('mira'), JSON.stringify({ op: 'shutdown' }));
-    nc.publish(names.agentStatus('mira'), JSON.stringify({ type: 'heartbeat' }));
-    await refusedOn(refused, 'publish', names.agentStatus('mira'));
-    nc.publish(names.agentDecision('mira'), '{}');
-    await refusedOn(refused, 'publish', names.agentDecision('mira'));
-    nc.subscribe(names.agentControl('mira'));
-    await refusedOn(refused, 'subscription', names.agentControl('mira'));
-    nc.subscribe(names.agentAsk('mira'));
-    await refusedOn(refused, 'subscription', names.agentAsk('mira'));
+    await requestRefused(nc, names.agentControl('mira_herbalist'), JSON.stringify({ op: 'shutdown' }));
+    nc.publish(names.agentStatus('mira_herbalist'), JSON.stringify({ type: 'heartbeat' }));
+    await refusedOn(refused, 'publish', names.agentStatus('mira_herbalist'));
+    nc.publish(names.agentDecision('mira_herbalist'), '{}');
+    await refusedOn(refused, 'publish', names.agentDecision('mira_herbalist'));
+    nc.subscribe(names.agentControl('mira_herbalist'));
+    await refusedOn(refused, 'subscription', names.agentControl('mira_herbalist'));
+    nc.subscribe(names.agentAsk('mira_herbalist'));
+    await refusedOn(refused, 'subscription', names.agentAsk('mira_herbalist'));
     // Nor forge what the world store tells another's live query.
     nc.publish(names.worldLive('anything'), '{}');
     await refusedOn(refused, 'publish', names.worldLive('anything'));
     // Nor drive the supervisor beyond the two calls an agent makes.
-    await requestRefused(nc, names.supervisor('stop'), JSON.stringify({ id: 'mira' }));
+    await requestRefused(nc, names.supervisor('stop'), JSON.stringify({ id: 'mira_herbalist' }));
   });
 
   test('an agent may not read replies meant for another, or anyone’s but its own', async () => {
     const { nc, refused } = await connectAs('agent-elder_rowan');
-    for (const inbox of [`${natsInboxPrefix('agent-mira')}.>`, `${natsInboxPrefix('supervisor')}.>`, `${natsInboxPrefix('client')}.>`, '_INBOX.>', '>']) {
+    for (const inbox of [`${natsInboxPrefix('agent-mira_herbalist')}.>`, `${natsInboxPrefix('supervisor')}.>`, `${natsInboxPrefix('client')}.>`, '_INBOX.>', '>']) {
       nc.subscribe(inbox);
       await refusedOn(refused, 'subscription', inbox);
     }
@@ -102,10 +104,10 @@ describe('what each identity may do on a fleet’s managed nats-server', () => {
     const { nc } = await connectAs('agent-elder_rowan');
     const own = JSON.parse((await nc.request(`$JS.API.CONSUMER.INFO.${names.heardStream}.${names.heardConsumer('elder_rowan')}`, '', { timeout: 10_000 })).string()) as { name?: string };
     assert.equal(own.name, names.heardConsumer('elder_rowan'), 'its own consumer it may look up');
-    await requestRefused(nc, `$JS.API.CONSUMER.INFO.${names.heardStream}.${names.heardConsumer('mira')}`);
-    await requestRefused(nc, `$JS.API.CONSUMER.MSG.NEXT.${names.inboxStream}.${names.inboxConsumer('mira')}`, JSON.stringify({ batch: 1 }));
+    await requestRefused(nc, `$JS.API.CONSUMER.INFO.${names.heardStream}.${names.heardConsumer('mira_herbalist')}`);
+    await requestRefused(nc, `$JS.API.CONSUMER.MSG.NEXT.${names.inboxStream}.${names.inboxConsumer('mira_herbalist')}`, JSON.stringify({ batch: 1 }));
     await requestRefused(nc, `$JS.API.CONSUMER.DELETE.${names.heardStream}.${names.heardConsumer('elder_rowan')}`);
-    await requestRefused(nc, `$JS.API.CONSUMER.CREATE.${names.heardStream}.${names.heardConsumer('elder_rowan')}.${names.agentHeard('mira')}`, '{}');
+    await requestRefused(nc, `$JS.API.CONSUMER.CREATE.${names.heardStream}.${names.heardConsumer('elder_rowan')}.${names.agentHeard('mira_herbalist')}`, '{}');
     await requestRefused(nc, `$JS.API.STREAM.PURGE.${names.eventStream}`);
     await requestRefused(nc, `$JS.API.STREAM.MSG.GET.${names.inboxStream}`, JSON.stringify({ seq: 1 }));
   });
@@ -132,22 +134,57 @@ describe('what each identity may do on a fleet’s managed nats-server', () => {
     assert.equal(status.agents.find((a) => a.id === 'elder_rowan')?.state, 'active');
   });
 
+  test('the world store knows which agent asks from where it asks: an agent writes and subscribes as itself only, and ends only its own subscriptions', async () => {
+    const { nc } = await connectAs('agent-elder_rowan');
+    // Not the client's subjects, nor another agent's.
+    await requestRefused(nc, names.world('set'), '{}');
+    await requestRefused(nc, names.agentWorld('mira_herbalist', 'set'), '{}');
+    const own = new WorldClient(nc, { timeoutMs: 10_000, by: 'elder_rowan', owner: 'elder_rowan', names, agent: 'elder_rowan' });
+    assert.equal((await own.set('place', 'mill', { name: 'The mill', danger: 0 })).updated_by, 'elder_rowan');
+    const posing = new WorldClient(nc, { timeoutMs: 10_000, by: 'mira_herbalist', owner: 'mira_herbalist', names, agent: 'elder_rowan' });
+    await assert.rejects(posing.set('place', 'mill', { name: 'The mill', danger: 9 }), (e: unknown) => unauthorizedAt(e, 'by'));
+    await assert.rejects(posing.subscribe({ table: 'place' }, () => undefined), (e: unknown) => unauthorizedAt(e, 'owner'));
+    assert.equal((await own.get('place', 'mill'))?.danger, 0, 'the refused write changed nothing');
+    const sub = await own.subscribe({ table: 'place' }, () => undefined);
+    const mira = await connectAs('agent-mira_herbalist');
+    const asMira = SupervisorRequester.world(mira.nc, 10_000, names, 'mira_herbalist');
+    assert.deepEqual(await asMira.request('renew', { subs: [sub.sub] }), { unknown: [sub.sub] }, 'another agent’s subscription is not hers to renew');
+    assert.deepEqual(await asMira.request('unsubscribe', { sub: sub.sub }), { ended: false }, 'nor to end');
+    const asElder = SupervisorRequester.world(nc, 10_000, names, 'elder_rowan');
+    assert.deepEqual(await asElder.request('renew', { subs: [sub.sub] }), { unknown: [] });
+    await sub.close();
+  });
+
+  test('an agent submits only its own calls for approval, and only on its own subject', async () => {
+    const { nc } = await connectAs('agent-elder_rowan');
+    const now = Date.now();
+    const call = { call_id: 'c-forged', agent: 'mira_herbalist', tool: 'post_quest', arguments: {}, caller: 'agent:elder_rowan', requested_at: new Date(now).toISOString(), expires_at: new Date(now + 60_000).toISOString() };
+    await assert.rejects(SupervisorRequester.control(nc, 10_000, names, 'elder_rowan').request('call_pending', { call }), (e: unknown) => unauthorizedAt(e, 'call.agent'));
+    await requestRefused(nc, names.supervisor('call_pending'), JSON.stringify({ call }));
+    assert.deepEqual(await testFleet!.fleet.approvals('mira_herbalist'), [], 'nothing waits for approval in her name');
+  });
+
   test('a refused request is UNAUTHORIZED naming the subject, and the refusal is logged by the process it was told to', async () => {
     const lines: Array<Record<string, unknown>> = [];
     const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
     const nc = await connectNats({ servers: url, name: 'refused', seed: readNatsSeed(data, 'agent-elder_rowan')!, who: 'agent-elder_rowan' });
     open.push(nc);
     logRefusals(nc, logger, 'agent-elder_rowan');
-    const err = await codedRequest(nc, names.supervisor('stop'), { id: 'mira' }, z.unknown(), { unanswered: () => new ThymosError(ErrorCode.TIMEOUT, 'unanswered'), timeoutMs: 5000 }).then(
+    const err = await codedRequest(nc, names.supervisor('stop'), { id: 'mira_herbalist' }, z.unknown(), { unanswered: () => new ThymosError(ErrorCode.TIMEOUT, 'unanswered'), timeoutMs: 5000 }).then(
       () => undefined,
       (e: unknown) => e,
     );
     assert.ok(err instanceof ThymosError && err.code === ErrorCode.UNAUTHORIZED, String(err));
     assert.match(err.message, new RegExp(names.supervisor('stop').replaceAll('.', '\\.')));
-    nc.publish(names.agentStatus('mira'), '{}');
-    const logged = await eventually(() => lines.find((l) => l.subject === names.agentStatus('mira')), 10_000, 'the refusal logged');
+    nc.publish(names.agentStatus('mira_herbalist'), '{}');
+    const logged = await eventually(() => lines.find((l) => l.subject === names.agentStatus('mira_herbalist')), 10_000, 'the refusal logged');
     assert.equal(logged.code, ErrorCode.UNAUTHORIZED);
     assert.equal(logged.operation, 'publish');
     assert.match(String(logged.msg), /nats-server refused agent-elder_rowan a publish/);
   });
 });
+
+/** An UNAUTHORIZED error located at `path`. */
+function unauthorizedAt(e: unknown, path: string): boolean {
+  return e instanceof ThymosError && e.code === ErrorCode.UNAUTHORIZED && e.location?.path === path;
+}
