@@ -39,6 +39,8 @@ interface Variant {
   config?: string;
   ready: number[];
   bare: number[];
+  /** The start's `nats` phase (its ready log line): connecting, signing in, subscribing and flushing. */
+  link: number[];
 }
 
 function nodeVersion(node: string): string {
@@ -54,8 +56,8 @@ function variants(second: string | undefined, cacheRoot: string): Variant[] {
   const out: Variant[] = [];
   for (const node of [process.execPath, ...(second ? [second] : [])]) {
     const version = nodeVersion(node);
-    out.push({ label: `Node ${version}`, node, version, ready: [], bare: [] });
-    if (hasCompileCache(node)) out.push({ label: `Node ${version}, compile cache`, node, version, cache: join(cacheRoot, version), ready: [], bare: [] });
+    out.push({ label: `Node ${version}`, node, version, ready: [], bare: [], link: [] });
+    if (hasCompileCache(node)) out.push({ label: `Node ${version}, compile cache`, node, version, cache: join(cacheRoot, version), ready: [], bare: [], link: [] });
   }
   return out;
 }
@@ -70,7 +72,7 @@ export const agentStartupScenario: Scenario = {
     const cacheRoot = mkdtempSync(join(tmpdir(), 'thymos-compile-cache-'));
     const all = variants(options.node, cacheRoot);
     const [first] = all;
-    const withIdentity: Variant = { ...first!, label: `${first!.label}, with its NATS identity`, config: secured.ws.configPath, ready: [], bare: [] };
+    const withIdentity: Variant = { ...first!, label: `${first!.label}, with its NATS identity`, config: secured.ws.configPath, ready: [], bare: [], link: [] };
     all.splice(1, 0, withIdentity);
     const rss: number[] = [];
     try {
@@ -89,6 +91,8 @@ export const agentStartupScenario: Scenario = {
           const t = performance.now();
           const agent = await startAgent({ id: 'elder_rowan', port: await freePort(), config: v.config ?? ws.configPath, node: v.node, env });
           v.ready.push(performance.now() - t);
+          const link = natsPhaseMs(agent.output());
+          if (link !== undefined) v.link.push(link);
           if (v === first && i >= RUNS - 5) {
             // Idle: one client has listed tools, then nothing happens for 3 s.
             const client = new Client({ name: 'bench', version: '1' });
@@ -134,6 +138,11 @@ export const agentStartupScenario: Scenario = {
             unit: 'ms',
             goal: '≤ 5 ms',
           },
+          {
+            metric: `the start's NATS link (connect, sign in, subscribe, flush: the ready line's \`nats\` phase) p50, ${first!.label} / ${withIdentity.label}`,
+            value: `${round(quantile(first!.link, 0.5), 1)} / ${round(quantile(withIdentity.link, 0.5), 1)}`,
+            unit: 'ms',
+          },
           { metric: 'idle agent RSS, median of 5', value: round(quantile(rss, 0.5), 0), unit: 'MB', goal: '≤ 50 MB' },
           ...parts,
         ],
@@ -155,6 +164,20 @@ export const agentStartupScenario: Scenario = {
     }
   },
 };
+
+/** The `nats` phase of an agent's ready log line, in ms. */
+function natsPhaseMs(output: string): number | undefined {
+  for (const line of output.split('\n')) {
+    if (!line.includes('"phases"')) continue;
+    try {
+      const nats = (JSON.parse(line) as { phases?: Record<string, unknown> }).phases?.nats;
+      if (typeof nats === 'number') return nats;
+    } catch {
+      // not a log line
+    }
+  }
+  return undefined;
+}
 
 /**
  * A workspace whose nats-server admits only the fleet's identities, as the managed server does:
