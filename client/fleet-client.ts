@@ -231,7 +231,8 @@ class FleetClient implements Fleet {
     const subject = options.agent === undefined ? this.#names.allAgentDecisions : this.#names.agentDecision(AgentIdSchema.parse(options.agent));
     const sub = this.#nc.subscribe(subject, {
       callback: (err, msg) => {
-        if (err) return;
+        // An agent publishes its decisions with no reply: one with a reply was sent some other way (a JetStream delivery aimed here).
+        if (err || msg.reply) return;
         const parsed = EventDecisionSchema.safeParse(parseJsonOrUndefined(msg.string()));
         if (parsed.success) onDecision(parsed.data);
       },

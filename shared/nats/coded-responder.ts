@@ -4,6 +4,7 @@ import type { z } from 'zod';
 import { ErrorCode, ThymosError, toThymosError, type WireError } from '../errors/errors.js';
 import { describeIssues } from '../errors/zod-issues.js';
 import type { Logger } from '../platform/logger.js';
+import { isInboxSubject } from '../protocol/fleet-names.js';
 import { parseWireJson } from '../protocol/parse-json.js';
 
 /** What a coded responder sends back: the handler's fields with `ok: true`, or a coded error. */
@@ -33,7 +34,8 @@ export function serveCoded<S extends z.ZodType>(nc: NatsConnection, endpoint: Co
   return nc.subscribe(endpoint.subject, {
     callback: (err, msg) => {
       if (err) logger.warn({ err, subject: endpoint.subject }, 'subscription error');
-      else void answer(endpoint, msg, logger).catch((e: unknown) => logger.error({ err: e, subject: endpoint.subject }, 'reply failed'));
+      // A request is answered only on an inbox: not handled at all otherwise (see isInboxSubject).
+      else if (isInboxSubject(msg.reply)) void answer(endpoint, msg, logger).catch((e: unknown) => logger.error({ err: e, subject: endpoint.subject }, 'reply failed'));
     },
   });
 }
@@ -41,7 +43,7 @@ export function serveCoded<S extends z.ZodType>(nc: NatsConnection, endpoint: Co
 /** Serves a constant reply on `subject` (what a service is, for a client to check before it asks). */
 export function serveConstant(nc: NatsConnection, subject: string, reply: unknown): Subscription {
   const text = JSON.stringify(reply);
-  return nc.subscribe(subject, { callback: (err, msg) => void (!err && msg.reply && msg.respond(text)) });
+  return nc.subscribe(subject, { callback: (err, msg) => void (!err && isInboxSubject(msg.reply) && msg.respond(text)) });
 }
 
 async function answer<S extends z.ZodType>(endpoint: CodedEndpoint<S>, msg: Msg, logger: Logger): Promise<void> {
@@ -62,5 +64,5 @@ async function answer<S extends z.ZodType>(endpoint: CodedEndpoint<S>, msg: Msg,
     reply = { ok: false, error: e.toJSON() };
   }
   await endpoint.onReply?.(reply, request, msg, performance.now() - started);
-  if (msg.reply) msg.respond(JSON.stringify(reply));
+  msg.respond(JSON.stringify(reply));
 }

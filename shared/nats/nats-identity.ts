@@ -22,10 +22,10 @@ export type NatsIdentity = 'supervisor' | 'client' | 'spare' | `agent-${string}`
 export const agentIdentity = (id: string): NatsIdentity => `agent-${id}`;
 
 /**
- * Where replies to identity `who`'s requests come: `_INBOX_<who>` (e.g. `_INBOX_agent-elder_rowan`),
+ * Where replies to identity `who`'s requests come: `_INBOX.<who>` (e.g. `_INBOX.agent-elder_rowan`),
  * the only inboxes its NATS user may subscribe to, so nobody else reads its replies.
  */
-export const natsInboxPrefix = (who: NatsIdentity): string => `_INBOX_${who}`;
+export const natsInboxPrefix = (who: NatsIdentity): string => `_INBOX.${who}`;
 
 /** The folder of a fleet's NATS identities: `data/secrets/nats/`, mode 0700. */
 export function natsSecretsDir(dataPath: string): string {

@@ -7,9 +7,15 @@ import { type NatsIdentity, natsInboxPrefix } from './nats-identity.js';
 export interface NatsUserPermissions {
   publish: { allow: string[]; deny?: string[] };
   subscribe: { allow: string[] };
-  /** May publish once to the reply subject of each request it receives (to answer it), and nowhere else in `_INBOX…`. */
-  allow_responses?: boolean;
 }
+
+/**
+ * Where a process that answers requests may publish its answers: any identity's inboxes. Not
+ * nats-server's `allow_responses`, which grants a publish to the reply subject of any message a
+ * connection receives, whoever sent it: an agent could then name any subject as the reply of a
+ * message to itself and publish there.
+ */
+const ANSWERS = '_INBOX.*.>';
 
 /** The queues and skills each agent of the domain takes jobs of, which its NATS user may pull from. */
 export type NatsWork = (agentId: string) => ReadonlyArray<{ queue: string; skill: string }>;
@@ -26,14 +32,15 @@ export function domainWork(domain: Pick<DomainSchema, 'agents' | 'queues'>): Nat
  * What identity `who` may do on the fleet's NATS, or undefined for everything (the supervisor,
  * which routes events, answers every service and creates the streams).
  *
- * - An agent: publish and subscribe under its own subjects (`<fleet>.agent.<id>.>`), which
- *   include its calls to the supervisor and the world store (`<fleet>.agent.<id>.supervisor.<op>`,
- *   `.world.<op>`: the supervisor knows who asks by where it asks); write to other agents'
- *   inboxes and ask them; publish world events; call the embedding and concept services; on JetStream, only its own two durable consumers (look
- *   up, create with its own filter, pull, acknowledge) and the skill consumers of its work
- *   (pull, acknowledge, dead letters of those queues). Replies come to `_INBOX_agent-<id>.>`
- *   only, and it answers requests through `allow_responses`.
- * - A spare of the warm pool: take its claim and call the concept and embedding services;
+ * - An agent: subscribe under its own subjects (`<fleet>.agent.<id>.>`: its control and its
+ *   questions); publish its status and decisions, and its calls to the supervisor and the world
+ *   store on its own `<fleet>.agent.<id>.supervisor.<op>` and `.world.<op>` (the supervisor knows
+ *   who asks by where it asks); write to other agents' inboxes (not its own) and ask them;
+ *   publish world events; call the embedding and concept services; on JetStream, only read its
+ *   own two durable consumers (look up, pull, acknowledge) and the skill consumers of its work
+ *   (and write those queues' dead letters). Replies come to `_INBOX.agent-<id>.>` only; it
+ *   answers on others' inboxes.
+ * - A spare of the warm pool: take its claim (and answer it) and call the concept and embedding services;
  *   nothing of any agent until its claim makes it one (it then connects as that agent).
  * - The client (library and CLI): the supervisor's and the world store's APIs, world events,
  *   jobs (not dead letters), live queries and agents' decisions; it answers no request.
@@ -43,7 +50,7 @@ export function natsPermissions(names: FleetNames, who: NatsIdentity, work: Nats
   const f = names.fleet;
   const inbox = `${natsInboxPrefix(who)}.>`;
   const services = [names.concepts, names.embed, names.embedInfo];
-  if (who === 'spare') return { publish: { allow: services }, subscribe: { allow: [names.spareClaim('*'), inbox] }, allow_responses: true };
+  if (who === 'spare') return { publish: { allow: [...services, ANSWERS] }, subscribe: { allow: [names.spareClaim('*'), inbox] } };
   if (who === 'client') {
     return {
       publish: { allow: [names.supervisor('*'), names.world('*'), names.allEvents, names.job('*', '*')], deny: [names.allDeadLetters] },
@@ -52,24 +59,38 @@ export function natsPermissions(names: FleetNames, who: NatsIdentity, work: Nats
   }
   const id = who.slice('agent-'.length);
   const own = `${f}.agent.${id}.>`;
-  const consumers: Array<[stream: string, consumer: string, filter?: string]> = [
-    [names.heardStream, names.heardConsumer(id), names.agentHeard(id)],
-    [names.inboxStream, names.inboxConsumer(id), names.agentInbox(id)],
+  // The supervisor creates an agent's consumers (before its first start); the agent only reads them.
+  const consumers: Array<[stream: string, consumer: string]> = [
+    [names.heardStream, names.heardConsumer(id)],
+    [names.inboxStream, names.inboxConsumer(id)],
     ...work(id).map(({ queue, skill }): [string, string] => [names.jobStream(queue), names.skillConsumer(skill)]),
   ];
-  const jetstream = consumers.flatMap(([stream, consumer, filter]) => [
+  const jetstream = consumers.flatMap(([stream, consumer]) => [
     `$JS.API.CONSUMER.INFO.${stream}.${consumer}`,
     `$JS.API.CONSUMER.MSG.NEXT.${stream}.${consumer}`,
     `$JS.ACK.${stream}.${consumer}.>`,
-    // Its own consumers it may create, and only with its own subject as their filter.
-    ...(filter ? [`$JS.API.CONSUMER.CREATE.${stream}.${consumer}.${filter}`] : []),
   ]);
   const deadLetters = [...new Set(work(id).map(({ queue }) => names.deadLetters(queue)))];
   return {
     publish: {
-      allow: [own, names.allInboxes, names.agentAsk('*'), names.allEvents, ...services, '$JS.API.INFO', ...jetstream, ...deadLetters],
+      allow: [
+        names.agentStatus(id),
+        names.agentDecision(id),
+        names.agentSupervisor(id, '*'),
+        names.agentWorld(id, '*'),
+        names.allInboxes,
+        names.agentAsk('*'),
+        names.allEvents,
+        ...services,
+        ANSWERS,
+        '$JS.API.INFO',
+        ...jetstream,
+        ...deadLetters,
+      ],
+      // Nothing into a stream it reads: JetStream delivers a pulled message to whatever reply
+      // subject the pull names, so what an agent could write there it could send anywhere.
+      deny: [names.agentInbox(id)],
     },
     subscribe: { allow: [own, inbox, names.worldLive('*')] },
-    allow_responses: true,
   };
 }

@@ -133,6 +133,8 @@ export class WorldClient {
       live.sub = info.sub;
       live.nats = this.#nc.subscribe(info.subject, {
         callback: (_err, msg) => {
+          // The supervisor publishes changes with no reply: one with a reply was sent some other way (a JetStream delivery aimed here).
+          if (msg.reply) return;
           const change = WorldChangeSchema.safeParse(parseJsonOrUndefined(msg.string()));
           if (change.success && !live.closed) live.onChange(change.data);
         },

@@ -172,5 +172,15 @@ export class FleetNames {
   }
 }
 
+/**
+ * Whether `subject` is an inbox (`_INBOX.…`, as every Thymos process and nats.js name theirs):
+ * the only kind of subject a responder answers on or sends progress to. A request that names a
+ * fleet subject or JetStream's API as its reply, or a message JetStream delivers (its reply is
+ * `$JS.ACK.…`), is not answered, so nobody can make a responder publish where they may not.
+ */
+export function isInboxSubject(subject: string | undefined): subject is string {
+  return subject !== undefined && subject.startsWith('_INBOX.') && !/[\s*>]/.test(subject);
+}
+
 /** The names of a fleet that leaves `[fleet] name` unset. */
 export const DEFAULT_FLEET_NAMES = new FleetNames();

@@ -6,7 +6,7 @@ export { AgentControlOkSchema, type AgentControlReply, AgentControlReplySchema, 
 export { type AgentStartContext, type AgentStartContextInput, AgentStartContextSchema } from './agent-start-context.js';
 export { CONCEPT_ALIASES_MAX, CONCEPT_TEXTS_MAX, ConceptOkSchema, ConceptRequestSchema, ExtractedConceptSchema } from './concept-protocol.js';
 export { decodeVectors, EmbedInfoSchema, EmbedOkSchema, EmbedRequestSchema, encodeVectors } from './embed-protocol.js';
-export { DEFAULT_FLEET_NAMES, FleetNames, REQUESTER_HEADER } from './fleet-names.js';
+export { DEFAULT_FLEET_NAMES, FleetNames, isInboxSubject, REQUESTER_HEADER } from './fleet-names.js';
 export { type HeardHints, HintHeaders, hintHeaders, moreFollows, readHints } from './heard-hints.js';
 export { type DeadLetter, deadLetterId, DeadLetterSchema, type Job, JOB_PAYLOAD_MAX_BYTES, JobIdSchema, type JobInput, JobInputSchema, JobSchema, type ListedDeadLetter, ListedDeadLetterSchema, parseJob, type SkillBacklog, SkillBacklogSchema } from './job.js';
 export { parseJsonOrUndefined, parseWireJson } from './parse-json.js';

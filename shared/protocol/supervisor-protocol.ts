@@ -4,6 +4,7 @@ import { AgentIdSchema, LifecycleStateSchema } from '../domain/domain-schema.js'
 import { QueueNameSchema } from '../domain/queue-schema.js';
 import { ToolNameSchema } from '../domain/tool-schema.js';
 import { WireErrorSchema } from '../errors/errors.js';
+import { isInboxSubject } from './fleet-names.js';
 import { ListedDeadLetterSchema, SkillBacklogSchema } from './job.js';
 import { ReconcileContextSchema } from './reconcile-context.js';
 import { ApprovalDecisionSchema, CallDecisionReportSchema, PendingCallSchema } from './tool-call.js';
@@ -98,19 +99,22 @@ export const AgentEndpointSchema = z.object({ url: z.string(), token: z.string()
 export type AgentEndpoint = z.infer<typeof AgentEndpointSchema>;
 
 /** Requests to `<fleet>.supervisor.<op>`; the op is the last subject token. */
+/** Where a long operation's progress goes: the requester's own inbox (`isInboxSubject`), never a fleet subject. */
+export const ProgressSubjectSchema = z.string().max(256).refine(isInboxSubject, 'expected an inbox subject (_INBOX.…) for progress');
+
 export const SupervisorRequestSchemas = {
   reconcile: z
-    .object({ context: ReconcileContextSchema, dry_run: z.boolean().default(false), strict: z.boolean().default(false), return_after_wakes: z.boolean().default(false), progress: z.string().optional() })
+    .object({ context: ReconcileContextSchema, dry_run: z.boolean().default(false), strict: z.boolean().default(false), return_after_wakes: z.boolean().default(false), progress: ProgressSubjectSchema.optional() })
     .strict(),
   status: z.object({}).strict(),
   /** Which supervisor process answers: callers of long requests watch it to notice a restart. */
   ping: z.object({}).strict(),
-  start: z.object({ id: AgentIdSchema, mode: z.enum(['active', 'passive']).default('active'), progress: z.string().optional() }).strict(),
-  stop: z.object({ id: AgentIdSchema, progress: z.string().optional() }).strict(),
-  archive: z.object({ id: AgentIdSchema, progress: z.string().optional() }).strict(),
-  restore: z.object({ id: AgentIdSchema, progress: z.string().optional() }).strict(),
+  start: z.object({ id: AgentIdSchema, mode: z.enum(['active', 'passive']).default('active'), progress: ProgressSubjectSchema.optional() }).strict(),
+  stop: z.object({ id: AgentIdSchema, progress: ProgressSubjectSchema.optional() }).strict(),
+  archive: z.object({ id: AgentIdSchema, progress: ProgressSubjectSchema.optional() }).strict(),
+  restore: z.object({ id: AgentIdSchema, progress: ProgressSubjectSchema.optional() }).strict(),
   /** Stops every running agent with a snapshot (what `thymos down` asks first). */
-  stop_all: z.object({ progress: z.string().optional() }).strict(),
+  stop_all: z.object({ progress: ProgressSubjectSchema.optional() }).strict(),
   history: z.object({ id: AgentIdSchema, limit: z.number().int().min(1).max(1000).default(50) }).strict(),
   /**
    * An agent's call that waits for approval (sent by the agent, on its own subject
@@ -128,7 +132,7 @@ export const SupervisorRequestSchemas = {
    * the request came on): the MCP address and token. With `wake`, a Dormant or Listening agent
    * is made Active first; without, a Dormant one is AGENT_NOT_ACTIVE.
    */
-  agent_endpoint: z.object({ id: AgentIdSchema, tool: ToolNameSchema, wake: z.boolean().default(false), progress: z.string().optional() }).strict(),
+  agent_endpoint: z.object({ id: AgentIdSchema, tool: ToolNameSchema, wake: z.boolean().default(false), progress: ProgressSubjectSchema.optional() }).strict(),
   /** The work queues' backlog, skill by skill; one queue's when `queue` is given. */
   jobs: z.object({ queue: QueueNameSchema.optional() }).strict(),
   /** The newest dead letters, of one queue with `queue`. */

@@ -14,8 +14,11 @@ export class AgentHeartbeats {
     const sub = nc.subscribe(names.allAgentStatus);
     void (async () => {
       for await (const m of sub) {
+        // An agent's own status carries no reply and names the agent whose subject it came on
+        // (only that agent may publish there); anything else is not its status.
+        if (m.reply) continue;
         const parsed = AgentStatusMessageSchema.safeParse(parseJsonOrUndefined(m.string()));
-        if (!parsed.success) continue;
+        if (!parsed.success || m.subject !== names.agentStatus(parsed.data.state.id)) continue;
         const { state, rss_bytes, tool_calls } = parsed.data;
         if (rss_bytes !== undefined) this.#rss.set(state.id, rss_bytes);
         if (state.llm) metrics.observeLlm(state.id, state.llm);

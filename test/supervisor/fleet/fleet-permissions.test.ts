@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect as natsConnect, type NatsConnection, nkeyAuthenticator, PermissionViolationError } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { z } from 'zod';
@@ -94,10 +95,12 @@ describe('what each identity may do on a fleet’s managed nats-server', () => {
       nc.subscribe(inbox);
       await refusedOn(refused, 'subscription', inbox);
     }
-    // Its own are what its requests are answered on.
-    const reply = await nc.request(names.agentControl('elder_rowan'), JSON.stringify({ op: 'get_state' }), { timeout: 10_000 });
-    assert.match(reply.subject, new RegExp(`^${natsInboxPrefix('agent-elder_rowan')}\\.`));
+    // Its own are what its requests are answered on (here, the supervisor's as the agent calls it).
+    const reply = await nc.request(names.agentSupervisor('elder_rowan', 'ping'), '{}', { timeout: 10_000 });
+    assert.ok(reply.subject.startsWith(`${natsInboxPrefix('agent-elder_rowan')}.`), reply.subject);
     assert.equal((JSON.parse(reply.string()) as { ok: boolean }).ok, true);
+    // Nor send control to itself: that is the supervisor's.
+    await requestRefused(nc, names.agentControl('elder_rowan'), JSON.stringify({ op: 'shutdown' }));
   });
 
   test('an agent may reach JetStream only for its own consumers: another’s, a consumer of its own with another’s filter, and the streams are refused', async () => {
@@ -162,6 +165,33 @@ describe('what each identity may do on a fleet’s managed nats-server', () => {
     await assert.rejects(SupervisorRequester.control(nc, 10_000, names, 'elder_rowan').request('call_pending', { call }), (e: unknown) => unauthorizedAt(e, 'call.agent'));
     await requestRefused(nc, names.supervisor('call_pending'), JSON.stringify({ call }));
     assert.deepEqual(await testFleet!.fleet.approvals('mira_herbalist'), [], 'nothing waits for approval in her name');
+  });
+
+  test('nobody can make another process publish for them: a message gives no right to publish on its reply subject, and no service answers where it was not asked from', async () => {
+    const elder = await connectAs('agent-elder_rowan');
+    // A message to itself, with another agent's control as its reply, gives it no right to publish there.
+    const own = elder.nc.subscribe(names.agentStatus('elder_rowan'), { max: 1 });
+    elder.nc.publish(names.agentStatus('elder_rowan'), '{}', { reply: names.agentControl('mira_herbalist') });
+    for await (const m of own) assert.equal(m.reply, names.agentControl('mira_herbalist'));
+    elder.nc.publish(names.agentControl('mira_herbalist'), JSON.stringify({ op: 'shutdown' }));
+    await refusedOn(elder.refused, 'publish', names.agentControl('mira_herbalist'));
+    // A message waits in mira_herbalist's inbox (she is not running).
+    const admin = await natsConnect({ servers: url, authenticator: nkeyAuthenticator(readNatsSeed(data, 'supervisor')!), maxReconnectAttempts: 0 });
+    open.push(admin);
+    await jetstream(elder.nc).publish(names.agentInbox('mira_herbalist'), JSON.stringify({ note: 'kept' }));
+    const jsm = await jetstreamManager(admin);
+    const waiting = (await jsm.streams.info(names.inboxStream)).state.messages;
+    assert.ok(waiting >= 1);
+    // A request whose reply names JetStream's API (to have the supervisor's answer purge a stream) is not answered.
+    const client = await connectAs('client');
+    client.nc.publish(names.supervisor('ping'), '', { reply: `$JS.API.STREAM.PURGE.${names.inboxStream}` });
+    await testFleet!.fleet.status();
+    assert.equal((await jsm.streams.info(names.inboxStream)).state.messages, waiting, 'nothing purged');
+    // A message on the supervisor's API with JetStream's reply (one a pull aimed there) or none is not acted on.
+    admin.publish(names.supervisor('stop'), JSON.stringify({ id: 'elder_rowan' }), { reply: `$JS.ACK.${names.inboxStream}.${names.inboxConsumer('elder_rowan')}.1.1.1.1.0` });
+    admin.publish(names.supervisor('stop'), JSON.stringify({ id: 'elder_rowan' }));
+    await testFleet!.fleet.stop('tomas_innkeeper');
+    assert.equal((await testFleet!.fleet.status()).agents.find((a) => a.id === 'elder_rowan')?.state, 'active', 'elder_rowan was not stopped');
   });
 
   test('a refused request is UNAUTHORIZED naming the subject, and the refusal is logged by the process it was told to', async () => {
