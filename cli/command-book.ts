@@ -230,6 +230,15 @@ export const COMMANDS: readonly CommandSpec[] = [
     examples: ['thymos validate', 'thymos validate --config examples/village/thymos.toml --json', 'thymos validate --strict'],
   },
   {
+    name: 'nats-config',
+    args: '',
+    summary: 'Make the fleet\'s NATS identities and write the users a nats-server you run ([nats] url) includes',
+    details:
+      'Makes a key (data/secrets/nats/, mode 0600) for the supervisor, the client, the spares and each agent of the domain that has none, deletes those of agents gone from the domain, and writes their users and permissions, public keys only, to data/run/nats-users.conf (mode 0600). Add include "<that file>" to the server\'s configuration, reload it, and set [nats] identities = true; thymos up then checks that the server admits them. Run it again when the domain gains or loses agents, then reload the server. The server thymos up runs itself needs none of this.',
+    options: { 'server-config': { type: 'string', value: 'FILE', help: 'your nats-server\'s configuration: the include line is given relative to it, as nats-server reads include paths' }, ...fleet },
+    examples: ['thymos nats-config --server-config /etc/nats/nats.conf', 'thymos nats-config --config examples/village/thymos.toml --json'],
+  },
+  {
     name: 'agent',
     args: '',
     summary: 'Run one agent in the foreground (the supervisor runs agents for you)',

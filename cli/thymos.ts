@@ -34,6 +34,7 @@ const OWN_MODULE_COMMANDS: Record<string, (argv: string[]) => Promise<number> | 
   top: async (a) => (await import('./top-command.js')).runTopCommand(a),
   init: async (a) => (await import('./init-command.js')).runInitCommand(a),
   validate: async (a) => (await import('./validate-command.js')).runValidateCommand(a),
+  'nats-config': async (a) => (await import('./nats-config-command.js')).runNatsConfigCommand(a),
   setup: async (a) => (await import('./setup-command.js')).runSetupCommand(a),
   completion: async (a) => (await import('./completion.js')).runCompletionCommand(a),
   approvals: async (a) => (await import('./approvals-command.js')).runApprovalsCommand(a),

@@ -154,6 +154,13 @@ export const NatsSettingsSchema = z
     url: z.string().min(1).optional(),
     /** Port of the nats-server `thymos up` runs when `url` is unset; 0 picks a free one at first `up`. @default 0 */
     port: z.number().int().min(0).max(65_535).default(0),
+    /**
+     * With `url`: every process of the fleet connects to that server as its own identity (the
+     * keys `thymos nats-config` makes, whose users and permissions it writes for the server to
+     * include). Without `url` it changes nothing: the server `thymos up` runs always asks for them.
+     * @default false
+     */
+    identities: z.boolean().default(false),
   })
   .strict();
 

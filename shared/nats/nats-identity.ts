@@ -62,10 +62,12 @@ export function readNatsSeed(dataPath: string, who: NatsIdentity): Uint8Array | 
 
 /**
  * The seed a process of this fleet connects with as `who`: from the fleet's identity files when
- * its NATS server is the one `thymos up` manages (`data/run/fleet.json` says so), none for a
- * server the user runs (`[nats] url`).
+ * its NATS server is the one `thymos up` manages (`data/run/fleet.json` says so), or a server the
+ * user runs (`[nats] url`) set up with the fleet's users (`[nats] identities`, `thymos
+ * nats-config`); none for a server the user runs without them.
  */
 export function fleetNatsSeed(config: ThymosConfig, who: NatsIdentity): Uint8Array | undefined {
+  if (config.nats.url && config.nats.identities) return readNatsSeed(config.dataPath, who);
   const info = readFleetInfo(config);
   // An agent is given the managed server's URL as `[nats] url`; any other URL is a server the user runs.
   if (!info?.managed_nats || (config.nats.url && config.nats.url !== info.nats_url)) return undefined;
@@ -87,6 +89,15 @@ export function ensureNatsIdentity(dataPath: string, who: NatsIdentity): { publi
   const seed = Codec.encodeSeed(Prefix.User, new Uint8Array(randomBytes(32)));
   writeAtomic(natsIdentityFile(dataPath, who), `${new TextDecoder().decode(seed)}\n`, 0o600);
   return { publicKey: userKey(seed)!.nkey, created: true };
+}
+
+/** The agents that have an identity but are not among `ids` (agents gone from the domain): theirs are to be deleted. */
+export function staleAgentIdentities(dataPath: string, ids: readonly string[]): string[] {
+  const keep = new Set(ids);
+  return listNatsIdentities(dataPath)
+    .map((i) => i.who)
+    .filter((who) => who.startsWith('agent-') && !keep.has(who.slice('agent-'.length)))
+    .map((who) => who.slice('agent-'.length));
 }
 
 /** Deletes identity `who`; true if there was one. Its holder is refused from the next reload of the server's authorization on. */

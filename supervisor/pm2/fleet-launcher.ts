@@ -3,13 +3,13 @@ import { createConnection } from 'node:net';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import { fleetPaths, Pm2Names } from '../../shared/config/fleet-paths.js';
+import { type FleetPaths, fleetPaths, Pm2Names } from '../../shared/config/fleet-paths.js';
 import { readFleetInfo, writeFleetInfo } from '../../shared/config/fleet-runtime.js';
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import { checkFleet, type FleetWarning } from '../../shared/domain/fleet-checks.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
-import { connectNats } from '../../shared/nats/nats-connection.js';
-import { ensureNatsIdentity, fleetNatsSeed } from '../../shared/nats/nats-identity.js';
+import { connectNats, connectsAs } from '../../shared/nats/nats-connection.js';
+import { ensureNatsIdentity, fleetNatsSeed, natsSecretsDir, readNatsSeed } from '../../shared/nats/nats-identity.js';
 import { domainWork } from '../../shared/nats/nats-permissions.js';
 import { SupervisorRequester } from '../../shared/nats/supervisor-requester.js';
 import { isAlive, readLockPid } from '../../shared/platform/data-lock.js';
@@ -20,7 +20,7 @@ import type { ProgressMessage, ReconcileReport } from '../../shared/protocol/sup
 import { AppLaunch } from './app-launch.js';
 import { freePort } from './free-port.js';
 import { findNatsServer } from './nats-server-binary.js';
-import { natsServerConfigFile, type NatsUsers, reloadNatsUsers, writeNatsServerConfig } from './nats-server-config.js';
+import { natsServerConfigFile, type NatsUsers, natsUsersIncludeFile, reloadNatsUsers, writeNatsServerConfig } from './nats-server-config.js';
 import { IDLE_PROCESS_NODE_ARGS, ProcessManager } from './process-manager.js';
 import { thymosBinPath } from './thymos-bin.js';
 
@@ -70,6 +70,7 @@ export async function upFleet(config: ThymosConfig, options: LaunchOptions = {})
     const running = await pm.describe(Pm2Names.supervisor);
     const natsUrl = config.nats.url ?? (await ensureNats(config, pm, launch, natsBinary!, { names: new FleetNames(config.fleet.name), work: domainWork(domain) }, step));
     if (config.nats.url) writeFleetInfo(config, { nats_url: natsUrl, managed_nats: false, nats_port: null });
+    if (config.nats.url && config.nats.identities) await checkOwnServerAdmits(config, paths, step);
     if (running?.status === 'online') {
       return { alreadyRunning: true, natsUrl, supervisorPid: running.pid, pm2Home: paths.pm2Home };
     }
@@ -96,6 +97,21 @@ export async function upFleet(config: ThymosConfig, options: LaunchOptions = {})
     launch.end();
     pm.disconnect();
   }
+}
+
+/**
+ * A server the user runs, set up with the fleet's users (`[nats] identities`): it must admit the
+ * supervisor, the client and the spares as themselves, or `up` starts nothing and says what to do.
+ */
+async function checkOwnServerAdmits(config: ThymosConfig, paths: FleetPaths, step: (line: string) => void): Promise<void> {
+  const fix = `run thymos nats-config, add include "${natsUsersIncludeFile(paths)}" to that server's configuration and reload it`;
+  const fixed = ['supervisor', 'client', 'spare'] as const;
+  const missing = fixed.filter((who) => !readNatsSeed(config.dataPath, who));
+  if (missing.length > 0) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `[nats] identities is set but the fleet has no NATS identity for ${missing.join(', ')} in ${natsSecretsDir(config.dataPath)}: ${fix}`);
+  const refused: string[] = [];
+  for (const who of fixed) if (!(await connectsAs(config.nats.url!, readNatsSeed(config.dataPath, who), 3000))) refused.push(who);
+  if (refused.length > 0) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `the nats-server at ${config.nats.url} does not admit the fleet's identities ${refused.join(', ')}: ${fix}`);
+  step(`the nats-server at ${config.nats.url} admits the fleet's identities`);
 }
 
 /**

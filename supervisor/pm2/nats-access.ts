@@ -7,7 +7,7 @@ import { readFleetInfo } from '../../shared/config/fleet-runtime.js';
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { connectsAs } from '../../shared/nats/nats-connection.js';
-import { agentIdentity, ensureNatsIdentity, listNatsIdentities, readNatsSeed, removeNatsIdentity } from '../../shared/nats/nats-identity.js';
+import { agentIdentity, ensureNatsIdentity, readNatsSeed, removeNatsIdentity, staleAgentIdentities } from '../../shared/nats/nats-identity.js';
 import { isAlive } from '../../shared/platform/data-lock.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { logOffset, settledLog } from './log-tail.js';
@@ -59,11 +59,7 @@ export class NatsAccess {
     if (!this.managed) return Promise.resolve({ granted: [], revoked: [] });
     return this.#serial(async () => {
       const data = this.#o.paths.data;
-      const keep = new Set(ids);
-      const revoked = listNatsIdentities(data)
-        .map((i) => i.who)
-        .filter((who) => who.startsWith('agent-') && !keep.has(who.slice('agent-'.length)))
-        .map((who) => who.slice('agent-'.length));
+      const revoked = staleAgentIdentities(data, ids);
       const revokedSeed = revoked.length > 0 ? readNatsSeed(data, agentIdentity(revoked[0]!)) : undefined;
       for (const id of revoked) removeNatsIdentity(data, agentIdentity(id));
       const granted = ids.filter((id) => ensureNatsIdentity(data, agentIdentity(id)).created);
@@ -90,7 +86,7 @@ export class NatsAccess {
    * tries again).
    */
   grant(id: string): Promise<void> {
-    if (!this.managed) return Promise.resolve();
+    if (!this.managed) return this.#ownServerGrant(id);
     return this.#serial(async () => {
       const t0 = performance.now();
       if (!ensureNatsIdentity(this.#o.paths.data, agentIdentity(id)).created) return;
@@ -141,6 +137,13 @@ export class NatsAccess {
   }
 
   readonly #skipped = (file: string, reason: string) => this.#o.logger.warn({ file, reason }, "a NATS identity file was left out of the server's users");
+
+  /** On a server the user runs with the fleet's users (`[nats] identities`), an agent must have its key already: Thymos cannot give that server a new user. */
+  async #ownServerGrant(id: string): Promise<void> {
+    const { config } = this.#o;
+    if (!config.nats.url || !config.nats.identities || readNatsSeed(config.dataPath, agentIdentity(id))) return;
+    throw new ThymosError(ErrorCode.AGENT_START_FAILED, `${id} has no NATS identity, and the nats-server at ${config.nats.url} is yours: run thymos nats-config, then reload that server, to give it one`);
+  }
 
   #serial<T>(run: () => Promise<T>): Promise<T> {
     const next = this.#queue.then(run, run);

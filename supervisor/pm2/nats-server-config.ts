@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 
 import type { FleetPaths } from '../../shared/config/fleet-paths.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
@@ -27,31 +27,55 @@ export function natsServerConfigFile(paths: FleetPaths): string {
  * gains or loses an identity or an agent's work changes. Whether the text changed.
  */
 export function writeNatsServerConfig(paths: FleetPaths, port: number, users: NatsUsers, skipped?: (file: string, reason: string) => void): { file: string; changed: boolean } {
-  const lines = listNatsIdentities(paths.data, skipped).map((i) => {
-    const permissions = natsPermissions(users.names, i.who, users.work);
-    return `    { nkey: ${JSON.stringify(i.publicKey)}${permissions ? `, permissions: ${JSON.stringify(permissions)}` : ''} } # ${i.who}`;
-  });
   const text = [
     `listen: ${JSON.stringify(`127.0.0.1:${port}`)}`,
     'server_name: "thymos"',
     'jetstream {',
     `  store_dir: ${JSON.stringify(paths.nats)}`,
     '}',
-    'authorization {',
-    '  users: [',
-    ...lines,
-    '  ]',
-    '}',
+    ...natsUsersBlock(paths, users, skipped),
     '',
   ].join('\n');
-  const file = natsServerConfigFile(paths);
+  return writeIfChanged(natsServerConfigFile(paths), text);
+}
+
+/** The users a server you run includes for this fleet (`thymos nats-config`): `run/nats-users.conf`, mode 0600. */
+export function natsUsersIncludeFile(paths: FleetPaths): string {
+  return join(paths.run, 'nats-users.conf');
+}
+
+/**
+ * Writes the fleet's users for a nats-server you run to include (`include "…/nats-users.conf"` in
+ * its configuration): the same users and permissions as the managed server's, public keys only.
+ * Returns the file, whether it changed, and who is in it.
+ */
+export function writeNatsUsersInclude(paths: FleetPaths, users: NatsUsers, skipped?: (file: string, reason: string) => void): { file: string; changed: boolean; who: string[] } {
+  const who = listNatsIdentities(paths.data, skipped).map((i) => i.who);
+  const text = ['# The users of the Thymos fleet whose data directory is', `# ${paths.data}, written by thymos nats-config.`, ...natsUsersBlock(paths, users, skipped), ''].join('\n');
+  return { ...writeIfChanged(natsUsersIncludeFile(paths), text), who };
+}
+
+/** `authorization { users: [...] }` with one user per identity file and its permissions. */
+function natsUsersBlock(paths: FleetPaths, users: NatsUsers, skipped?: (file: string, reason: string) => void): string[] {
+  const lines = listNatsIdentities(paths.data, skipped).map((i) => {
+    const permissions = natsPermissions(users.names, i.who, users.work);
+    return `    { nkey: ${JSON.stringify(i.publicKey)}${permissions ? `, permissions: ${JSON.stringify(permissions)}` : ''} } # ${i.who}`;
+  });
+  return ['authorization {', '  users: [', ...lines, '  ]', '}'];
+}
+
+/** Writes `text` to `file` (mode 0600, whole or not at all) unless it holds that already. */
+function writeIfChanged(file: string, text: string): { file: string; changed: boolean } {
   let before: string | undefined;
   try {
     before = readFileSync(file, 'utf8');
   } catch {
     before = undefined;
   }
-  if (before !== text) writeAtomic(file, text, 0o600);
+  if (before !== text) {
+    mkdirSync(dirname(file), { recursive: true });
+    writeAtomic(file, text, 0o600);
+  }
   return { file, changed: before !== text };
 }
 

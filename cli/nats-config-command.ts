@@ -1,0 +1,54 @@
+import { dirname, relative, resolve } from 'node:path';
+
+import { resolveConfig } from '../agent/process/agent-process.js';
+import { fleetPaths } from '../shared/config/fleet-paths.js';
+import { checkFleet } from '../shared/domain/fleet-checks.js';
+import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
+import { agentIdentity, ensureNatsIdentity, removeNatsIdentity, staleAgentIdentities } from '../shared/nats/nats-identity.js';
+import { domainWork } from '../shared/nats/nats-permissions.js';
+import { FleetNames } from '../shared/protocol/fleet-names.js';
+import { writeNatsUsersInclude } from '../supervisor/pm2/nats-server-config.js';
+import { commandNamed } from './command-book.js';
+import { parseCommandArgs } from './fleet-args.js';
+
+/**
+ * `thymos nats-config`: for a nats-server the user runs (`[nats] url`), makes the fleet's
+ * identities that are missing, deletes those of agents gone from the domain, and writes the
+ * users and permissions for that server to include. Run twice, the second makes and writes
+ * nothing new.
+ */
+export async function runNatsConfigCommand(argv: string[]): Promise<number> {
+  const { values } = parseCommandArgs(argv, commandNamed('nats-config')!) as { values: { config?: string; json?: boolean; 'server-config'?: string } };
+  const config = resolveConfig(values.config);
+  if (!config.nats.url) {
+    throw new ThymosError(
+      ErrorCode.USAGE,
+      `${config.file ?? 'the configuration'} sets no [nats] url: thymos up runs the fleet's own nats-server and gives it the fleet's users itself; thymos nats-config is for a server you run`,
+    );
+  }
+  const { domain } = await checkFleet(config);
+  const paths = fleetPaths(config.dataPath);
+  const ids = Object.keys(domain.agents);
+  const revoked = staleAgentIdentities(config.dataPath, ids);
+  for (const id of revoked) removeNatsIdentity(config.dataPath, agentIdentity(id));
+  const made = (['supervisor', 'client', 'spare', ...ids.map(agentIdentity)] as const).filter((who) => ensureNatsIdentity(config.dataPath, who).created);
+  const skipped: string[] = [];
+  const written = writeNatsUsersInclude(paths, { names: new FleetNames(config.fleet.name), work: domainWork(domain) }, (file, reason) => skipped.push(`${file}: ${reason}`));
+  // nats-server reads an include path relative to the file that includes it.
+  const server = values['server-config'];
+  const include = `include ${JSON.stringify(server ? relative(dirname(resolve(server)), written.file) : written.file)}`;
+  const report = { file: written.file, changed: written.changed, users: written.who, made, revoked, skipped, include, identities: config.nats.identities };
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+    return 0;
+  }
+  for (const s of skipped) process.stderr.write(`thymos: warning: left out ${s}\n`);
+  process.stdout.write(
+    `${written.changed ? 'wrote' : 'unchanged'} ${written.file}: ${written.who.length} users (${written.who.join(', ')})\n` +
+      (made.length > 0 ? `made the identities ${made.join(', ')}\n` : '') +
+      (revoked.length > 0 ? `deleted the identities of ${revoked.join(', ')}: no longer in the domain\n` : '') +
+      `add to your nats-server's configuration${server ? ` (${server})` : ', with the path relative to that file (--server-config FILE gives it so)'}, then reload it (nats-server --signal reload):\n  ${include}\n` +
+      (config.nats.identities ? '' : `and set [nats] identities = true in ${config.file ?? 'thymos.toml'}, so the fleet connects as them\n`),
+  );
+  return 0;
+}

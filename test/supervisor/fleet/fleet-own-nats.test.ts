@@ -1,0 +1,86 @@
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import { connect as natsConnect } from '@nats-io/transport-node';
+
+import { connect, type Fleet } from '../../../client/fleet-client.js';
+import { loadConfig } from '../../../shared/config/thymos-config.js';
+import { isThymosError } from '../../../shared/errors/errors.js';
+import { connectsAs } from '../../../shared/nats/nats-connection.js';
+import { ensureNatsIdentity, readNatsSeed, removeNatsIdentity } from '../../../shared/nats/nats-identity.js';
+import { downFleet, upFleet } from '../../../supervisor/pm2/fleet-launcher.js';
+import { eventually, fleetPids, killFleet, runThymos } from '../../helpers/fleet.js';
+import { startNatsServer, type TestNatsServer } from '../../helpers/nats-server.js';
+import { freePort } from '../../helpers/ports.js';
+import { createWorkspace, type Workspace } from '../../helpers/workspace.js';
+
+/**
+ * A fleet on a nats-server its user runs (`[nats] url`), given the fleet's users by
+ * `thymos nats-config` and told to connect as them (`[nats] identities`).
+ */
+describe('a fleet on a nats-server you run, with the fleet’s users', () => {
+  let ws: Workspace;
+  let nats: TestNatsServer | undefined;
+  let fleet: Fleet | undefined;
+  let url: string;
+  let data: string;
+
+  before(async () => {
+    url = `nats://127.0.0.1:${await freePort()}`;
+    ws = createWorkspace({ natsUrl: url, extra: '[lifecycle]\nmin_dwell_ms = 0\n[supervisor]\npool_size = 0' });
+    ws.writeConfig(readFileSync(ws.configPath, 'utf8').replace(`url = ${JSON.stringify(url)}`, `url = ${JSON.stringify(url)}\nidentities = true`));
+    data = join(ws.dir, 'data');
+  });
+
+  after(async () => {
+    await fleet?.close().catch(() => undefined);
+    await downFleet(loadConfig(ws.configPath)).catch(() => undefined);
+    await killFleet(data);
+    await nats?.stop();
+    ws.dispose();
+  });
+
+  test('thymos nats-config makes the identities and writes the users to include, relative to the server’s configuration; run twice it changes nothing', async () => {
+    const serverConf = join(ws.dir, 'nats', 'nats.conf');
+    const first = await runThymos(['nats-config', '--server-config', serverConf, '--json'], ws.dir);
+    assert.equal(first.code, 0, first.stderr);
+    const report = JSON.parse(first.stdout) as { file: string; changed: boolean; users: string[]; made: string[]; include: string };
+    assert.equal(report.changed, true);
+    assert.deepEqual(report.users.filter((u) => !u.startsWith('agent-')).sort(), ['client', 'spare', 'supervisor']);
+    assert.equal(report.users.filter((u) => u.startsWith('agent-')).length, 6, 'one per agent of the village');
+    assert.equal(report.include, 'include "../data/run/nats-users.conf"');
+    assert.doesNotMatch(readFileSync(report.file, 'utf8'), /"SU[A-Z0-9]+"/, 'public keys only');
+    const again = await runThymos(['nats-config', '--json'], ws.dir);
+    assert.deepEqual((JSON.parse(again.stdout) as { changed: boolean; made: string[] }).made, []);
+    assert.equal((JSON.parse(again.stdout) as { changed: boolean }).changed, false);
+    // The user's server, including them.
+    mkdirSync(join(ws.dir, 'nats'), { recursive: true });
+    writeFileSync(serverConf, [`listen: "${new URL(url).host}"`, `jetstream { store_dir: ${JSON.stringify(join(ws.dir, 'nats', 'js'))} }`, report.include, ''].join('\n'));
+    nats = await startNatsServer({ config: serverConf });
+  });
+
+  test('thymos up refuses, starting nothing, while the server does not admit one of the fleet’s identities, and names it and the fix', async () => {
+    removeNatsIdentity(data, 'client');
+    ensureNatsIdentity(data, 'client');
+    await assert.rejects(upFleet(loadConfig(ws.configPath)), (e: unknown) => isThymosError(e, 'NATS_UNAVAILABLE') && /does not admit the fleet's identities client: run thymos nats-config/.test((e as Error).message));
+    assert.equal(fleetPids(data).apps.size, 0, 'nothing was started');
+    // Written again and reloaded, the server admits the new key.
+    const written = await runThymos(['nats-config'], ws.dir);
+    assert.equal(written.code, 0, written.stderr);
+    assert.match(written.stdout, /^wrote .*nats-users\.conf: 9 users/);
+    process.kill(nats!.pid, 'SIGHUP');
+    await eventually(async () => ((await connectsAs(url, readNatsSeed(data, 'client'), 0)) ? true : undefined), 10_000, 'the reloaded server to admit the new client key');
+  });
+
+  test('with them, the fleet runs as on its own server: agents connect as themselves, anyone else is refused', async () => {
+    const config = loadConfig(ws.configPath);
+    await upFleet(config);
+    fleet = await connect(config);
+    const report = await fleet.reconcile({ agents: { elder_rowan: { relevance: 1 } } });
+    assert.deepEqual(report.failed, []);
+    assert.equal((await fleet.status()).agents.find((a) => a.id === 'elder_rowan')?.state, 'active');
+    await assert.rejects(natsConnect({ servers: url, maxReconnectAttempts: 0 }), /Authorization Violation/);
+  });
+});
