@@ -234,9 +234,9 @@ export const COMMANDS: readonly CommandSpec[] = [
     args: '',
     summary: 'Make the fleet\'s NATS identities and write the users a nats-server you run ([nats] url) includes',
     details:
-      'Makes a key (data/secrets/nats/, mode 0600) for the supervisor, the client, the spares and each agent of the domain that has none, deletes those of agents gone from the domain, and writes their users and permissions, public keys only, to data/run/nats-users.conf (mode 0600). Add include "<that file>" to the server\'s configuration, reload it, and set [nats] identities = true; thymos up then checks that the server admits them. Run it again when the domain gains or loses agents, then reload the server. The server thymos up runs itself needs none of this.',
-    options: { 'server-config': { type: 'string', value: 'FILE', help: 'your nats-server\'s configuration: the include line is given relative to it, as nats-server reads include paths' }, ...fleet },
-    examples: ['thymos nats-config --server-config /etc/nats/nats.conf', 'thymos nats-config --config examples/village/thymos.toml --json'],
+      'Makes a key (data/secrets/nats/, mode 0600) for the supervisor, the client, the spares and each agent of the domain that has none, deletes those of agents gone from the domain (with a domain schema), and writes their users and permissions, public keys only, to data/run/nats-users.conf (mode 0644). Add the include line it prints to the server\'s configuration, reload it, and set [nats] identities = true; thymos up then checks that the server admits them and nobody else. Run it again when the domain gains or loses agents, then reload the server. The server thymos up runs itself needs none of this.',
+    options: { 'server-config': { type: 'string', value: 'FILE', required: true, help: 'your nats-server\'s configuration (required): the include line is given relative to it, as nats-server reads include paths' }, ...fleet },
+    examples: ['thymos nats-config --server-config /etc/nats/nats.conf', 'thymos nats-config --server-config nats.conf --config examples/village/thymos.toml --json'],
   },
   {
     name: 'agent',

@@ -1,4 +1,5 @@
-import { dirname, relative, resolve } from 'node:path';
+import { statSync } from 'node:fs';
+import { dirname, relative, resolve, sep } from 'node:path';
 
 import { resolveConfig } from '../agent/process/agent-process.js';
 import { fleetPaths } from '../shared/config/fleet-paths.js';
@@ -7,7 +8,7 @@ import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
 import { agentIdentity, ensureNatsIdentity, removeNatsIdentity, staleAgentIdentities } from '../shared/nats/nats-identity.js';
 import { domainWork } from '../shared/nats/nats-permissions.js';
 import { FleetNames } from '../shared/protocol/fleet-names.js';
-import { writeNatsUsersInclude } from '../supervisor/pm2/nats-server-config.js';
+import { natsUsersIncludeFile, writeNatsUsersInclude } from '../supervisor/pm2/nats-server-config.js';
 import { commandNamed } from './command-book.js';
 import { parseCommandArgs } from './fleet-args.js';
 
@@ -26,17 +27,20 @@ export async function runNatsConfigCommand(argv: string[]): Promise<number> {
       `${config.file ?? 'the configuration'} sets no [nats] url: thymos up runs the fleet's own nats-server and gives it the fleet's users itself; thymos nats-config is for a server you run`,
     );
   }
+  const serverConfig = values['server-config'];
+  if (!serverConfig) throw new ThymosError(ErrorCode.USAGE, '--server-config FILE is required: your nats-server\'s configuration, since nats-server reads an include path relative to the file that includes it');
+  const server = resolve(serverConfig);
+  if (!statSync(server, { throwIfNoEntry: false })?.isFile()) throw new ThymosError(ErrorCode.USAGE, `--server-config: ${server} is not a file; expected your nats-server's configuration`);
   const { domain } = await checkFleet(config);
   const paths = fleetPaths(config.dataPath);
+  const include = `include "${includePath(relative(dirname(server), natsUsersIncludeFile(paths)))}"`;
   const ids = Object.keys(domain.agents);
-  const revoked = staleAgentIdentities(config.dataPath, ids);
-  for (const id of revoked) removeNatsIdentity(config.dataPath, agentIdentity(id));
   const made = (['supervisor', 'client', 'spare', ...ids.map(agentIdentity)] as const).filter((who) => ensureNatsIdentity(config.dataPath, who).created);
+  // With no domain schema there is no domain to tell which agents left it: nothing is deleted.
+  const revoked = config.domainSchemaPath ? staleAgentIdentities(config.dataPath, ids) : [];
+  for (const id of revoked) removeNatsIdentity(config.dataPath, agentIdentity(id));
   const skipped: string[] = [];
   const written = writeNatsUsersInclude(paths, { names: new FleetNames(config.fleet.name), work: domainWork(domain) }, (file, reason) => skipped.push(`${file}: ${reason}`));
-  // nats-server reads an include path relative to the file that includes it.
-  const server = values['server-config'];
-  const include = `include ${JSON.stringify(server ? relative(dirname(resolve(server)), written.file) : written.file)}`;
   const report = { file: written.file, changed: written.changed, users: written.who, made, revoked, skipped, include, identities: config.nats.identities };
   if (values.json) {
     process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
@@ -47,8 +51,19 @@ export async function runNatsConfigCommand(argv: string[]): Promise<number> {
     `${written.changed ? 'wrote' : 'unchanged'} ${written.file}: ${written.who.length} users (${written.who.join(', ')})\n` +
       (made.length > 0 ? `made the identities ${made.join(', ')}\n` : '') +
       (revoked.length > 0 ? `deleted the identities of ${revoked.join(', ')}: no longer in the domain\n` : '') +
-      `add to your nats-server's configuration${server ? ` (${server})` : ', with the path relative to that file (--server-config FILE gives it so)'}, then reload it (nats-server --signal reload):\n  ${include}\n` +
+      `add to ${server}, then reload the server (nats-server --signal reload):\n  ${include}\n` +
       (config.nats.identities ? '' : `and set [nats] identities = true in ${config.file ?? 'thymos.toml'}, so the fleet connects as them\n`),
   );
   return 0;
+}
+
+/**
+ * `path` as nats-server reads it between double quotes: literally, with `/` between folders
+ * (it takes no escapes, so a path with a quote, a backslash or a control character cannot be
+ * written there).
+ */
+function includePath(path: string): string {
+  const slashed = sep === '/' ? path : path.split(sep).join('/');
+  if (/["\\\p{Cc}]/u.test(slashed)) throw new ThymosError(ErrorCode.USAGE, `the include path ${JSON.stringify(slashed)} has a quote, a backslash or a control character, which nats-server cannot read in an include: move the data directory or the server's configuration`);
+  return slashed;
 }

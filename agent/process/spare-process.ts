@@ -63,7 +63,7 @@ export async function runSpareProcess(options: SpareOptions): Promise<Spare> {
     import('../links/agent-world-watcher.js'),
     import('../../shared/nats/world-client.js'),
   ]);
-  const nc = await connectNats({ servers: options.natsUrl, name: options.slot, seed: fleetNatsSeed(config, 'spare'), who: 'spare' });
+  const nc = await connectNats({ servers: options.natsUrl, name: options.slot, seed: fleetNatsSeed(config, 'spare', options.natsUrl), who: 'spare' });
   logRefusals(nc, logger, 'spare');
   const concepts = new SharedConceptExtractor(logger);
   concepts.link(nc, new FleetNames(config.fleet.name));

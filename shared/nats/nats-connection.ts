@@ -70,6 +70,21 @@ export async function connectsAs(servers: string, seed: Uint8Array | undefined, 
   }
 }
 
+/**
+ * What the server at `servers` does with a connection as `seed` (or with no identity): admits it,
+ * refuses it (`Authorization Violation`), or cannot be reached within `ms` (down, a wrong URL, a
+ * server that asks for TLS). One try.
+ */
+export async function admission(servers: string, seed: Uint8Array | undefined, ms: number): Promise<'admitted' | 'refused' | 'unreachable'> {
+  try {
+    const nc = await connect({ servers: servers.split(',').map((s) => s.trim()).filter(Boolean), ...(seed ? { authenticator: nkeySigner(seed) } : {}), maxReconnectAttempts: 0, timeout: ms });
+    await nc.close();
+    return 'admitted';
+  } catch (err) {
+    return /authorization violation/i.test(String(err)) ? 'refused' : 'unreachable';
+  }
+}
+
 /** Whether a request failed because nobody listens on its subject (as opposed to a timeout). */
 export function isNoResponders(err: unknown): boolean {
   return err instanceof NoRespondersError || (err instanceof RequestError && err.isNoResponders());

@@ -55,23 +55,23 @@ export function readNatsSeed(dataPath: string, who: NatsIdentity): Uint8Array | 
   if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
   const seed = new TextEncoder().encode(text);
   if (!userKey(seed)) {
-    throw new ThymosError(ErrorCode.CONFIG_INVALID, `the NATS identity ${file} does not hold a user nkey seed (a line starting SU); delete it and run thymos up to make a new one`);
+    throw new ThymosError(ErrorCode.CONFIG_INVALID, `the NATS identity ${file} does not hold a user nkey seed (a line starting SU); delete it and run thymos up (or thymos nats-config, for a server you run) to make a new one`);
   }
   return seed;
 }
 
 /**
- * The seed a process of this fleet connects with as `who`: from the fleet's identity files when
- * its NATS server is the one `thymos up` manages (`data/run/fleet.json` says so), or a server the
- * user runs (`[nats] url`) set up with the fleet's users (`[nats] identities`, `thymos
- * nats-config`); none for a server the user runs without them.
+ * The seed a process of this fleet connects to `servers` with as `who`: from the fleet's identity
+ * files, and only when `servers` is the server the fleet's last `thymos up` recorded
+ * (`data/run/fleet.json`): the one `thymos up` manages, or one the user runs (`[nats] url`) set up
+ * with the fleet's users (`[nats] identities`, `thymos nats-config`). None for any other server, so
+ * a key never signs in anywhere else (`thymos agent --nats-url` by hand, a stale fleet.json).
  */
-export function fleetNatsSeed(config: ThymosConfig, who: NatsIdentity): Uint8Array | undefined {
-  if (config.nats.url && config.nats.identities) return readNatsSeed(config.dataPath, who);
+export function fleetNatsSeed(config: ThymosConfig, who: NatsIdentity, servers: string): Uint8Array | undefined {
   const info = readFleetInfo(config);
-  // An agent is given the managed server's URL as `[nats] url`; any other URL is a server the user runs.
-  if (!info?.managed_nats || (config.nats.url && config.nats.url !== info.nats_url)) return undefined;
-  return readNatsSeed(config.dataPath, who);
+  if (!info || servers !== info.nats_url) return undefined;
+  if (info.managed_nats) return readNatsSeed(config.dataPath, who);
+  return config.nats.identities && config.nats.url === info.nats_url ? readNatsSeed(config.dataPath, who) : undefined;
 }
 
 /**

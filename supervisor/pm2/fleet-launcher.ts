@@ -8,7 +8,7 @@ import { readFleetInfo, writeFleetInfo } from '../../shared/config/fleet-runtime
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import { checkFleet, type FleetWarning } from '../../shared/domain/fleet-checks.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
-import { connectNats, connectsAs } from '../../shared/nats/nats-connection.js';
+import { admission, connectNats } from '../../shared/nats/nats-connection.js';
 import { ensureNatsIdentity, fleetNatsSeed, natsSecretsDir, readNatsSeed } from '../../shared/nats/nats-identity.js';
 import { domainWork } from '../../shared/nats/nats-permissions.js';
 import { SupervisorRequester } from '../../shared/nats/supervisor-requester.js';
@@ -83,7 +83,7 @@ export async function upFleet(config: ThymosConfig, options: LaunchOptions = {})
     await launch.start(
       { ...spec, waitReady: true, listenTimeoutMs: 60_000, killTimeoutMs: 10_000, autorestart: true, restartDelayMs: 200, logFile },
       'the supervisor',
-      (signal) => waitForSupervisor(natsUrl, new FleetNames(config.fleet.name), fleetNatsSeed(config, 'client'), 60_000, logFile, signal),
+      (signal) => waitForSupervisor(natsUrl, new FleetNames(config.fleet.name), fleetNatsSeed(config, 'client', natsUrl), 60_000, logFile, signal),
     );
     const sup = await pm.describe(Pm2Names.supervisor);
     step(`supervisor ready (pid ${sup?.pid}); pm2 ls with PM2_HOME=${paths.pm2Home} shows the fleet`);
@@ -104,14 +104,19 @@ export async function upFleet(config: ThymosConfig, options: LaunchOptions = {})
  * supervisor, the client and the spares as themselves, or `up` starts nothing and says what to do.
  */
 async function checkOwnServerAdmits(config: ThymosConfig, paths: FleetPaths, step: (line: string) => void): Promise<void> {
-  const fix = `run thymos nats-config, add include "${natsUsersIncludeFile(paths)}" to that server's configuration and reload it`;
+  const url = config.nats.url!;
+  const fix = `run thymos nats-config --server-config <that server's configuration>, add the include line it prints (for ${natsUsersIncludeFile(paths)}) and reload the server`;
   const fixed = ['supervisor', 'client', 'spare'] as const;
   const missing = fixed.filter((who) => !readNatsSeed(config.dataPath, who));
   if (missing.length > 0) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `[nats] identities is set but the fleet has no NATS identity for ${missing.join(', ')} in ${natsSecretsDir(config.dataPath)}: ${fix}`);
+  const nobody = await admission(url, undefined, 3000);
+  if (nobody === 'unreachable') throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `the nats-server at ${url} ([nats] url) does not answer: start it, or check the URL`);
+  // A server that admits anyone has not got the fleet's users in force: its keys would prove nothing there.
+  if (nobody === 'admitted') throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `the nats-server at ${url} admits connections with no identity, so the fleet's users are not in force there: ${fix}`);
   const refused: string[] = [];
-  for (const who of fixed) if (!(await connectsAs(config.nats.url!, readNatsSeed(config.dataPath, who), 3000))) refused.push(who);
-  if (refused.length > 0) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `the nats-server at ${config.nats.url} does not admit the fleet's identities ${refused.join(', ')}: ${fix}`);
-  step(`the nats-server at ${config.nats.url} admits the fleet's identities`);
+  for (const who of fixed) if ((await admission(url, readNatsSeed(config.dataPath, who), 3000)) !== 'admitted') refused.push(who);
+  if (refused.length > 0) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `the nats-server at ${url} does not admit the fleet's identities ${refused.join(', ')}: ${fix}`);
+  step(`the nats-server at ${url} admits the fleet's identities and nobody else`);
 }
 
 /**
@@ -196,7 +201,7 @@ export async function downFleet(config: ThymosConfig, options: LaunchOptions & {
     const natsUrl = config.nats.url ?? info?.nats_url;
     if (natsUrl && (await pm.describe(Pm2Names.supervisor))?.status === 'online') {
       step('stopping agents (snapshot, then stop)');
-      const pending = connectNats({ servers: natsUrl, name: 'thymos-down', seed: fleetNatsSeed(config, 'client'), who: 'client' });
+      const pending = connectNats({ servers: natsUrl, name: 'thymos-down', seed: fleetNatsSeed(config, 'client', natsUrl), who: 'client' });
       const nc = await withDeadline(pending, 3000, () => {
         void pending.then((late) => late.close()).catch(() => undefined);
         return undefined;

@@ -32,8 +32,9 @@ const ADMITTED_WITHIN_MS = 10_000;
  * domain gets its own identity and an agent that left the domain loses its own and, with the
  * reload, its access (`sync`); an agent it has not seen gets one before its start (`grant`).
  * Each change writes the server's users again and reloads them, checked by connecting as a new
- * identity. With a server the user runs (`[nats] url`)
- * nothing here applies. Changes run one at a time; granting an identity twice does nothing
+ * identity. With a server the user runs (`[nats] url`) Thymos cannot change its users: `grant`
+ * only refuses to start an agent that has no key there (`[nats] identities`; `thymos nats-config`
+ * makes them). Changes run one at a time; granting an identity twice does nothing
  * the second time.
  */
 export class NatsAccess {

@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 
 import type { FleetPaths } from '../../shared/config/fleet-paths.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { listNatsIdentities } from '../../shared/nats/nats-identity.js';
+import { listNatsIdentities, type NatsIdentity } from '../../shared/nats/nats-identity.js';
 import { natsPermissions, type NatsWork } from '../../shared/nats/nats-permissions.js';
 import { writeAtomic } from '../../shared/platform/write-atomic.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
@@ -33,13 +33,13 @@ export function writeNatsServerConfig(paths: FleetPaths, port: number, users: Na
     'jetstream {',
     `  store_dir: ${JSON.stringify(paths.nats)}`,
     '}',
-    ...natsUsersBlock(paths, users, skipped),
+    ...natsUsersBlock(listNatsIdentities(paths.data, skipped), users),
     '',
   ].join('\n');
-  return writeIfChanged(natsServerConfigFile(paths), text);
+  return writeIfChanged(natsServerConfigFile(paths), text, 0o600);
 }
 
-/** The users a server you run includes for this fleet (`thymos nats-config`): `run/nats-users.conf`, mode 0600. */
+/** The users a server you run includes for this fleet (`thymos nats-config`): `run/nats-users.conf`, mode 0644 (public keys only, for a server that runs as another user). */
 export function natsUsersIncludeFile(paths: FleetPaths): string {
   return join(paths.run, 'nats-users.conf');
 }
@@ -50,22 +50,22 @@ export function natsUsersIncludeFile(paths: FleetPaths): string {
  * Returns the file, whether it changed, and who is in it.
  */
 export function writeNatsUsersInclude(paths: FleetPaths, users: NatsUsers, skipped?: (file: string, reason: string) => void): { file: string; changed: boolean; who: string[] } {
-  const who = listNatsIdentities(paths.data, skipped).map((i) => i.who);
-  const text = ['# The users of the Thymos fleet whose data directory is', `# ${paths.data}, written by thymos nats-config.`, ...natsUsersBlock(paths, users, skipped), ''].join('\n');
-  return { ...writeIfChanged(natsUsersIncludeFile(paths), text), who };
+  const identities = listNatsIdentities(paths.data, skipped);
+  const text = ['# The users of the Thymos fleet whose data directory is', `# ${paths.data}, written by thymos nats-config.`, ...natsUsersBlock(identities, users), ''].join('\n');
+  return { ...writeIfChanged(natsUsersIncludeFile(paths), text, 0o644), who: identities.map((i) => i.who) };
 }
 
-/** `authorization { users: [...] }` with one user per identity file and its permissions. */
-function natsUsersBlock(paths: FleetPaths, users: NatsUsers, skipped?: (file: string, reason: string) => void): string[] {
-  const lines = listNatsIdentities(paths.data, skipped).map((i) => {
+/** `authorization { users: [...] }` with one user per identity and its permissions. */
+function natsUsersBlock(identities: ReadonlyArray<{ who: NatsIdentity; publicKey: string }>, users: NatsUsers): string[] {
+  const lines = identities.map((i) => {
     const permissions = natsPermissions(users.names, i.who, users.work);
     return `    { nkey: ${JSON.stringify(i.publicKey)}${permissions ? `, permissions: ${JSON.stringify(permissions)}` : ''} } # ${i.who}`;
   });
   return ['authorization {', '  users: [', ...lines, '  ]', '}'];
 }
 
-/** Writes `text` to `file` (mode 0600, whole or not at all) unless it holds that already. */
-function writeIfChanged(file: string, text: string): { file: string; changed: boolean } {
+/** Writes `text` to `file` (with `mode`, whole or not at all) unless it holds that already. */
+function writeIfChanged(file: string, text: string, mode: number): { file: string; changed: boolean } {
   let before: string | undefined;
   try {
     before = readFileSync(file, 'utf8');
@@ -74,7 +74,7 @@ function writeIfChanged(file: string, text: string): { file: string; changed: bo
   }
   if (before !== text) {
     mkdirSync(dirname(file), { recursive: true });
-    writeAtomic(file, text, 0o600);
+    writeAtomic(file, text, mode);
   }
   return { file, changed: before !== text };
 }

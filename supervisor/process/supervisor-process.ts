@@ -76,7 +76,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
   const cleanup = new CleanupStack();
   try {
     const { db, registry, domain } = await openFleetState(config, paths, cleanup);
-    const nc = await connectWithin(natsUrl, NATS_CONNECT_MS, fleetNatsSeed(config, 'supervisor'));
+    const nc = await connectWithin(natsUrl, NATS_CONNECT_MS, fleetNatsSeed(config, 'supervisor', natsUrl));
     cleanup.push(() => closeNats(nc));
     const hints = eventHints(await serveTextModels(config, nc, names, logger, cleanup));
     const processes = await ProcessManager.connect(paths.pm2Home);

@@ -77,17 +77,21 @@ test('a key file or folder with a wider mode than its owner’s is narrowed when
   assert.equal(statSync(natsIdentityFile(data, 'spare')).mode & 0o777, 0o600);
 });
 
-test('a fleet on a server the user runs ([nats] url) connects with no identity; one on the managed server with its own', () => {
+test('a key signs in only to the server the fleet recorded: its own, or the user’s with [nats] identities; never another', () => {
   const data = dataDir();
   ensureNatsIdentity(data, 'client');
+  const own = 'nats://127.0.0.1:4222';
   const config = configFromObject({ data_dir: data });
-  assert.equal(fleetNatsSeed(config, 'client'), undefined, 'no fleet started yet');
-  writeFleetInfo(config, { nats_url: 'nats://127.0.0.1:4222', managed_nats: false, nats_port: null });
-  assert.equal(fleetNatsSeed(config, 'client'), undefined, 'a server the user runs');
-  writeFleetInfo(config, { nats_url: 'nats://127.0.0.1:4222', managed_nats: true, nats_port: 4222 });
-  assert.deepEqual(fleetNatsSeed(config, 'client'), readNatsSeed(data, 'client'));
-  assert.deepEqual(fleetNatsSeed(configFromObject({ data_dir: data, nats: { url: 'nats://127.0.0.1:4222' } }), 'client'), readNatsSeed(data, 'client'), 'an agent told the managed server’s URL');
-  assert.equal(fleetNatsSeed(configFromObject({ data_dir: data, nats: { url: 'nats://127.0.0.1:5222' } }), 'client'), undefined, 'another server, whatever a stale fleet.json says');
+  assert.equal(fleetNatsSeed(config, 'client', own), undefined, 'no fleet started yet');
+  writeFleetInfo(config, { nats_url: own, managed_nats: false, nats_port: null });
+  assert.equal(fleetNatsSeed(config, 'client', own), undefined, 'a server the user runs, without [nats] identities');
+  const withIdentities = configFromObject({ data_dir: data, nats: { url: own, identities: true } });
+  assert.deepEqual(fleetNatsSeed(withIdentities, 'client', own), readNatsSeed(data, 'client'), 'the user’s server, with [nats] identities');
+  assert.equal(fleetNatsSeed(withIdentities, 'client', 'nats://127.0.0.1:5222'), undefined, 'with [nats] identities, still not another server (thymos agent --nats-url by hand)');
+  writeFleetInfo(config, { nats_url: own, managed_nats: true, nats_port: 4222 });
+  assert.deepEqual(fleetNatsSeed(config, 'client', own), readNatsSeed(data, 'client'));
+  assert.deepEqual(fleetNatsSeed(configFromObject({ data_dir: data, nats: { url: own } }), 'client', own), readNatsSeed(data, 'client'), 'an agent told the managed server’s URL');
+  assert.equal(fleetNatsSeed(configFromObject({ data_dir: data, nats: { url: 'nats://127.0.0.1:5222' } }), 'client', 'nats://127.0.0.1:5222'), undefined, 'another server, whatever a stale fleet.json says');
 });
 
 test('signing in with Node’s Ed25519 gives what nats.js’s own nkey authenticator gives', () => {

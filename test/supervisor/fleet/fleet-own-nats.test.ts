@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
@@ -44,6 +44,11 @@ describe('a fleet on a nats-server you run, with the fleet’s users', () => {
 
   test('thymos nats-config makes the identities and writes the users to include, relative to the server’s configuration; run twice it changes nothing', async () => {
     const serverConf = join(ws.dir, 'nats', 'nats.conf');
+    const without = await runThymos(['nats-config'], ws.dir);
+    assert.equal(without.code, 2, 'the server\'s configuration is required: include paths are relative to it');
+    assert.match(without.stderr, /--server-config/);
+    mkdirSync(join(ws.dir, 'nats'), { recursive: true });
+    writeFileSync(serverConf, '');
     const first = await runThymos(['nats-config', '--server-config', serverConf, '--json'], ws.dir);
     assert.equal(first.code, 0, first.stderr);
     const report = JSON.parse(first.stdout) as { file: string; changed: boolean; users: string[]; made: string[]; include: string };
@@ -52,11 +57,11 @@ describe('a fleet on a nats-server you run, with the fleet’s users', () => {
     assert.equal(report.users.filter((u) => u.startsWith('agent-')).length, 6, 'one per agent of the village');
     assert.equal(report.include, 'include "../data/run/nats-users.conf"');
     assert.doesNotMatch(readFileSync(report.file, 'utf8'), /"SU[A-Z0-9]+"/, 'public keys only');
-    const again = await runThymos(['nats-config', '--json'], ws.dir);
+    assert.equal(statSync(report.file).mode & 0o777, 0o644, 'readable by a server that runs as another user');
+    const again = await runThymos(['nats-config', '--server-config', serverConf, '--json'], ws.dir);
     assert.deepEqual((JSON.parse(again.stdout) as { changed: boolean; made: string[] }).made, []);
     assert.equal((JSON.parse(again.stdout) as { changed: boolean }).changed, false);
     // The user's server, including them.
-    mkdirSync(join(ws.dir, 'nats'), { recursive: true });
     writeFileSync(serverConf, [`listen: "${new URL(url).host}"`, `jetstream { store_dir: ${JSON.stringify(join(ws.dir, 'nats', 'js'))} }`, report.include, ''].join('\n'));
     nats = await startNatsServer({ config: serverConf });
   });
@@ -67,11 +72,29 @@ describe('a fleet on a nats-server you run, with the fleet’s users', () => {
     await assert.rejects(upFleet(loadConfig(ws.configPath)), (e: unknown) => isThymosError(e, 'NATS_UNAVAILABLE') && /does not admit the fleet's identities client: run thymos nats-config/.test((e as Error).message));
     assert.equal(fleetPids(data).apps.size, 0, 'nothing was started');
     // Written again and reloaded, the server admits the new key.
-    const written = await runThymos(['nats-config'], ws.dir);
+    const written = await runThymos(['nats-config', '--server-config', join(ws.dir, 'nats', 'nats.conf')], ws.dir);
     assert.equal(written.code, 0, written.stderr);
     assert.match(written.stdout, /^wrote .*nats-users\.conf: 9 users/);
     process.kill(nats!.pid, 'SIGHUP');
     await eventually(async () => ((await connectsAs(url, readNatsSeed(data, 'client'), 0)) ? true : undefined), 10_000, 'the reloaded server to admit the new client key');
+  });
+
+  test('thymos up refuses a server that admits anyone (the users not in force) and one that does not answer, naming which', async () => {
+    const open = await startNatsServer();
+    const other = createWorkspace({ natsUrl: open.url });
+    try {
+      other.writeConfig(readFileSync(other.configPath, 'utf8').replace(`url = ${JSON.stringify(open.url)}`, `url = ${JSON.stringify(open.url)}\nidentities = true`));
+      const otherData = join(other.dir, 'data');
+      for (const who of ['supervisor', 'client', 'spare'] as const) ensureNatsIdentity(otherData, who);
+      await assert.rejects(upFleet(loadConfig(other.configPath)), (e: unknown) => isThymosError(e, 'NATS_UNAVAILABLE') && /admits connections with no identity/.test((e as Error).message));
+      await open.stop();
+      await assert.rejects(upFleet(loadConfig(other.configPath)), (e: unknown) => isThymosError(e, 'NATS_UNAVAILABLE') && /does not answer/.test((e as Error).message));
+      assert.equal(fleetPids(otherData).apps.size, 0, 'nothing was started');
+    } finally {
+      await open.stop();
+      await killFleet(join(other.dir, 'data'));
+      other.dispose();
+    }
   });
 
   test('with them, the fleet runs as on its own server: agents connect as themselves, anyone else is refused', async () => {
