@@ -31,16 +31,20 @@ export async function openEmbeddedSurreal(dir: string, options: EmbeddedSurrealO
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new ThymosError(ErrorCode.DATABASE_ERROR, `opening ${dir} did not finish within ${options.timeoutMs} ms: ${whyOpenHangs(dir)}`)), options.timeoutMs);
   });
+  const opening = (async () => {
+    await db.connect(`surrealkv://${dir}`);
+    await db.use({ namespace: options.namespace, database: options.database });
+    if (options.schema) await db.query(options.schema);
+  })();
   try {
-    await Promise.race([
-      (async () => {
-        await db.connect(`surrealkv://${dir}`);
-        await db.use({ namespace: options.namespace, database: options.database });
-        if (options.schema) await db.query(options.schema);
-      })(),
-      deadline,
-    ]);
+    await Promise.race([opening, deadline]);
   } catch (err) {
+    // An open that was only slow may still finish: closed then, it does not keep the path's lock
+    // from whoever opens it next.
+    void opening.then(
+      () => db.close(),
+      () => db.close(),
+    ).catch(() => undefined);
     throw err instanceof ThymosError
       ? err
       : new ThymosError(ErrorCode.DATABASE_ERROR, `cannot open database ${dir}: ${(err as Error).message}`, { cause: err });

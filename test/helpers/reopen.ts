@@ -5,9 +5,10 @@
  */
 export async function reopen<T>(open: (timeoutMs: number) => Promise<T>, deadlineMs = 20_000): Promise<T> {
   const until = Date.now() + deadlineMs;
-  for (;;) {
+  // Each try waits longer (0.5 s, 1 s, 2 s, then 4 s): on a busy machine an open of a free path can take more than the first.
+  for (let attempt = 0; ; attempt++) {
     try {
-      return await open(500);
+      return await open(Math.min(500 * 2 ** attempt, 4000));
     } catch (err) {
       if (Date.now() > until) throw err;
     }
