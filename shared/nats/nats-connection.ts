@@ -19,6 +19,11 @@ export interface NatsConnectOptions {
   who?: NatsIdentity;
 }
 
+/** The URLs of a comma-separated server list. */
+function serverList(servers: string): string[] {
+  return servers.split(',').map((s) => s.trim()).filter(Boolean);
+}
+
 /**
  * Connects to NATS and keeps reconnecting forever, including before the first
  * connection succeeds: the returned promise settles only once connected, so
@@ -26,7 +31,7 @@ export interface NatsConnectOptions {
  */
 export function connectNats(options: NatsConnectOptions): Promise<NatsConnection> {
   return connect({
-    servers: options.servers.split(',').map((s) => s.trim()).filter(Boolean),
+    servers: serverList(options.servers),
     name: options.name,
     waitOnFirstConnect: true,
     maxReconnectAttempts: -1,
@@ -54,19 +59,9 @@ export function newInbox(nc: NatsConnection): string {
 export async function connectsAs(servers: string, seed: Uint8Array | undefined, ms: number): Promise<boolean> {
   const deadline = Date.now() + ms;
   for (;;) {
-    try {
-      const nc = await connect({
-        servers: servers.split(',').map((s) => s.trim()).filter(Boolean),
-        ...(seed ? { authenticator: nkeySigner(seed) } : {}),
-        maxReconnectAttempts: 0,
-        timeout: Math.max(500, deadline - Date.now()),
-      });
-      await nc.close();
-      return true;
-    } catch {
-      if (Date.now() >= deadline) return false;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    if ((await admission(servers, seed, Math.max(500, deadline - Date.now()))) === 'admitted') return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
 
@@ -77,7 +72,7 @@ export async function connectsAs(servers: string, seed: Uint8Array | undefined, 
  */
 export async function admission(servers: string, seed: Uint8Array | undefined, ms: number): Promise<'admitted' | 'refused' | 'unreachable'> {
   try {
-    const nc = await connect({ servers: servers.split(',').map((s) => s.trim()).filter(Boolean), ...(seed ? { authenticator: nkeySigner(seed) } : {}), maxReconnectAttempts: 0, timeout: ms });
+    const nc = await connect({ servers: serverList(servers), ...(seed ? { authenticator: nkeySigner(seed) } : {}), maxReconnectAttempts: 0, timeout: ms });
     await nc.close();
     return 'admitted';
   } catch (err) {
