@@ -15,12 +15,14 @@ import type { Conversing, Messenger } from '../runtime/runtime-ports.js';
 import { readForever, readPending } from './durable-consumer.js';
 
 /**
- * An agent's inbox: its durable consumer on `<fleet>.agent.<id>.inbox`. Messages wait there
- * while the agent is stopped and are taken in order when it wakes. A `tell` and an `answer`
+ * An agent's inbox: its durable consumer on `<fleet>.agent.<id>.inbox.*`. Messages wait there
+ * while the agent is stopped and are taken in order when it wakes. The last token of a
+ * message's subject is its sender, the one agent nats-server lets publish there: a message
+ * whose `from` says otherwise is dropped, and a question refused (UNAUTHORIZED). A `tell` and an `answer`
  * become memories; an `ask` is answered in character when the agent is active, into the
  * asker's inbox.
  *
- * A question to a running agent goes live too: a coded request on `<fleet>.agent.<id>.ask`,
+ * A question to a running agent goes live too: a coded request on `<fleet>.agent.<id>.ask.<asker>`,
  * answered with the answer or at once with the code of what stopped it (AGENT_NOT_ACTIVE, the
  * talk's own error). Nobody answering there means the agent is not running: the question then
  * waits in its inbox. A message's memory id comes from the message id, and an answer's id from
@@ -47,7 +49,8 @@ export class AgentInbox implements Messenger {
   /** Answers questions live, takes every waiting message, then listens. The consumer must exist (the event listener creates both). */
   async open(nc: NatsConnection): Promise<number> {
     this.#nc = nc;
-    this.#asks = serveCoded(nc, { subject: this.#names.agentAsk(this.#runtime.id), schema: AgentMessageSchema, handle: async (msg) => ({ answer: await this.#answerLive(msg) }) }, this.#logger);
+    const asks = this.#names.agentAsk(this.#runtime.id, '*');
+    this.#asks = serveCoded(nc, { subject: asks, schema: AgentMessageSchema, handle: async (msg, raw) => ({ answer: await this.#answerLive(msg, raw.subject) }) }, this.#logger);
     const consumer = await jetstream(nc).consumers.get(this.#names.inboxStream, this.#names.inboxConsumer(this.#runtime.id));
     const taken = await readPending(consumer, BATCH, async (msgs) => {
       for (const m of msgs) await this.#take(m);
@@ -77,7 +80,7 @@ export class AgentInbox implements Messenger {
     const nc = this.#connection();
     const message = newMessage({ from: this.#runtime.id, to, kind: 'ask', text: question });
     try {
-      const { answer } = await codedRequest(nc, this.#names.agentAsk(to), message, AskReplySchema, {
+      const { answer } = await codedRequest(nc, this.#names.agentAsk(to, this.#runtime.id), message, AskReplySchema, {
         timeoutMs,
         errorPrefix: `${to}: `,
         unanswered: (why, err) => new ThymosError(ErrorCode.TIMEOUT, `${to} did not answer within ${timeoutMs} ms`, { cause: err, details: { unanswered: why } }),
@@ -105,6 +108,12 @@ export class AgentInbox implements Messenger {
       m.ack();
       return;
     }
+    const sender = this.#names.senderOf(m.subject, this.#runtime.id, 'inbox');
+    if (parsed.data.from !== sender) {
+      this.#logger.warn({ seq: m.seq, from: parsed.data.from, subject: m.subject }, 'inbox message ignored: its from is not the agent whose subject it came on');
+      m.ack();
+      return;
+    }
     const msg = parsed.data;
     if (msg.kind === 'ask' && !this.#runtime.hasMemory(memoryIdOf(msg)) && this.#runtime.getState().mode === 'active') await this.#answer(msg);
     await this.#hear(msg);
@@ -112,9 +121,13 @@ export class AgentInbox implements Messenger {
   }
 
   /** A question asked live: remembered, then answered, or refused with the code of what stopped it. */
-  async #answerLive(msg: AgentMessage): Promise<AgentMessage> {
+  async #answerLive(msg: AgentMessage, subject: string): Promise<AgentMessage> {
     if (msg.kind !== 'ask' || msg.to !== this.#runtime.id) {
-      throw new ThymosError(ErrorCode.INVALID_INPUT, `${this.#names.agentAsk(this.#runtime.id)}: expected a question (kind "ask") to ${this.#runtime.id}`);
+      throw new ThymosError(ErrorCode.INVALID_INPUT, `${subject}: expected a question (kind "ask") to ${this.#runtime.id}`);
+    }
+    const sender = this.#names.senderOf(subject, this.#runtime.id, 'ask');
+    if (msg.from !== sender) {
+      throw new ThymosError(ErrorCode.UNAUTHORIZED, `${subject}: a question from ${msg.from} must come on ${this.#names.agentAsk(this.#runtime.id, msg.from)}`, { location: { path: 'from' } });
     }
     const answered = this.#runtime.hasMemory(memoryIdOf(msg));
     await this.#hear(msg);

@@ -35,8 +35,11 @@ export async function ensureEventStream(nc: NatsConnection, settings: EventsSett
   ] as const) {
     try {
       const c = (await jsm.streams.info(name)).config;
-      if (c.max_age !== limits.max_age || c.max_bytes !== limits.max_bytes || c.duplicate_window !== limits.duplicate_window) {
-        await jsm.streams.update(name, { max_age: limits.max_age, max_bytes: limits.max_bytes, duplicate_window: limits.duplicate_window });
+      // The subjects change with a new version (messages' senders joined their subjects); what
+      // the stream keeps stays, and the consumers that read it still read it.
+      const sameSubjects = c.subjects.length === subjects.length && subjects.every((s) => c.subjects.includes(s));
+      if (c.max_age !== limits.max_age || c.max_bytes !== limits.max_bytes || c.duplicate_window !== limits.duplicate_window || !sameSubjects) {
+        await jsm.streams.update(name, { max_age: limits.max_age, max_bytes: limits.max_bytes, duplicate_window: limits.duplicate_window, subjects: [...subjects] });
       }
     } catch (err) {
       if (!isApiError(err, STREAM_NOT_FOUND)) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `JetStream: ${(err as Error).message} (is JetStream enabled on the server? nats-server -js)`, { cause: err });
@@ -54,7 +57,7 @@ export async function ensureEventStream(nc: NatsConnection, settings: EventsSett
  */
 export async function ensureAgentConsumer(jsm: JetStreamManager, id: string, settings: Pick<EventsSettings, 'ack_wait_s'>, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<void> {
   await ensureConsumer(jsm, names.heardStream, names.heardConsumer(id), names.agentHeard(id), DeliverPolicy.New, settings);
-  await ensureConsumer(jsm, names.inboxStream, names.inboxConsumer(id), names.agentInbox(id), DeliverPolicy.New, settings);
+  await ensureConsumer(jsm, names.inboxStream, names.inboxConsumer(id), names.agentInboxes(id), DeliverPolicy.New, settings);
 }
 
 /**
@@ -101,6 +104,7 @@ export async function deleteAgentConsumer(jsm: JetStreamManager, id: string, nam
   for (const [stream, name] of [
     [names.heardStream, names.heardConsumer(id)],
     [names.inboxStream, names.inboxConsumer(id)],
+    [names.inboxStream, names.legacyInboxConsumer(id)],
   ] as const) {
     try {
       await jsm.consumers.delete(stream, name);
@@ -110,10 +114,15 @@ export async function deleteAgentConsumer(jsm: JetStreamManager, id: string, nam
   }
 }
 
-/** Puts a message in the addressee's inbox; it waits there while the addressee is stopped. */
+/**
+ * Puts a message in the addressee's inbox, on the subject of its sender (`message.from`, who
+ * alone may publish there); it waits while the addressee is stopped. Sent twice (a retry after
+ * a lost acknowledgement), it is kept once within the stream's duplicate window, and its
+ * addressee remembers it once after that (a message's memory id is its id).
+ */
 export async function sendAgentMessage(nc: NatsConnection, message: AgentMessage, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<void> {
   try {
-    await jetstream(nc).publish(names.agentInbox(message.to), JSON.stringify(message), { msgID: message.id });
+    await jetstream(nc).publish(names.agentInbox(message.to, message.from), JSON.stringify(message), { msgID: message.id });
   } catch (err) {
     throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `message to ${message.to} not sent: ${(err as Error).message}`, { cause: err });
   }

@@ -6,6 +6,7 @@ export { type CodedReply, serveCoded, serveConstant } from './coded-responder.js
 export { watchLastDeliveries } from './dead-letter-watch.js';
 export { deleteAgentConsumer, deleteUnroutedConsumers, ensureAgentConsumer, ensureEventStream, ensureRouterConsumer, publishWorldEvent, sendAgentMessage } from './event-stream.js';
 export { deadLetters, ensureJobQueues, JOB_DEDUP_WINDOW_MS, jobBacklog, publishJob, requeueDeadLetter } from './job-queue.js';
+export { moveLegacyInboxes } from './legacy-inbox.js';
 export { consumeLong, LONG_PULL, type PullTiming } from './long-pull.js';
 export { admission, connectNats, connectsAs, logRefusals, type NatsConnection, type NatsConnectOptions, newInbox, permissionViolation, refusal } from './nats-connection.js';
 export { agentIdentity, ensureNatsIdentity, fleetNatsSeed, listNatsIdentities, type NatsIdentity, natsIdentityFile, natsInboxPrefix, natsSecretsDir, nkeySigner, readNatsSeed, removeNatsIdentity, staleAgentIdentities } from './nats-identity.js';

@@ -35,7 +35,8 @@ export function domainWork(domain: Pick<DomainSchema, 'agents' | 'queues'>): Nat
  * - An agent: subscribe under its own subjects (`<fleet>.agent.<id>.>`: its control and its
  *   questions); publish its status and decisions, and its calls to the supervisor and the world
  *   store on its own `<fleet>.agent.<id>.supervisor.<op>` and `.world.<op>` (the supervisor knows
- *   who asks by where it asks); write to other agents' inboxes (not its own) and ask them;
+ *   who asks by where it asks); write to other agents' inboxes (not its own) and ask them, on
+ *   subjects that end in its own id (`agentInbox`, `agentAsk`: the addressee knows who by where);
  *   publish world events; call the embedding and concept services; on JetStream, only read its
  *   own two durable consumers (look up, pull, acknowledge) and the skill consumers of its work
  *   (and write those queues' dead letters). Replies come to `_INBOX.agent-<id>.>` only; it
@@ -78,8 +79,9 @@ export function natsPermissions(names: FleetNames, who: NatsIdentity, work: Nats
         names.agentDecision(id),
         names.agentSupervisor(id, '*'),
         names.agentWorld(id, '*'),
-        names.allInboxes,
-        names.agentAsk('*'),
+        // Messages and questions as itself only: the addressee takes the sender from the subject.
+        names.agentInbox('*', id),
+        names.agentAsk('*', id),
         names.allEvents,
         ...services,
         ANSWERS,
@@ -89,7 +91,7 @@ export function natsPermissions(names: FleetNames, who: NatsIdentity, work: Nats
       ],
       // Nothing into a stream it reads: JetStream delivers a pulled message to whatever reply
       // subject the pull names, so what an agent could write there it could send anywhere.
-      deny: [names.agentInbox(id)],
+      deny: [names.agentInboxes(id)],
     },
     subscribe: { allow: [own, inbox, names.worldLive('*')] },
   };

@@ -28,7 +28,7 @@ export class FleetNames {
   readonly routerConsumer = 'router';
   /** JetStream stream that keeps agent-to-agent messages until the addressee takes them, e.g. `THYMOS_INBOX`. */
   readonly inboxStream: string;
-  /** Every inbox subject: `<fleet>.agent.*.inbox`. */
+  /** Every inbox subject: `<fleet>.agent.*.inbox.*` (addressee, then sender). */
   readonly allInboxes: string;
   /** Every agent's status, for the supervisor. */
   readonly allAgentStatus: string;
@@ -49,7 +49,7 @@ export class FleetNames {
     this.heardStream = `${streamPrefix}_HEARD`;
     this.allHeard = `${fleet}.agent.*.heard`;
     this.inboxStream = `${streamPrefix}_INBOX`;
-    this.allInboxes = `${fleet}.agent.*.inbox`;
+    this.allInboxes = `${fleet}.agent.*.inbox.*`;
     this.allAgentStatus = `${fleet}.agent.*.status`;
     this.allAgentDecisions = `${fleet}.agent.*.decision`;
     this.embed = `${fleet}.embed`;
@@ -68,14 +68,42 @@ export class FleetNames {
     return `${this.fleet}.agent.${id}.status`;
   }
 
-  /** Agent-to-agent messages for one agent (kept in the inbox stream). */
-  agentInbox(id: string): string {
+  /**
+   * A message to agent `to` from agent `from`, kept in the inbox stream:
+   * `<fleet>.agent.<to>.inbox.<from>`. Only `from` may publish there (`natsPermissions`), so
+   * the addressee takes the sender from the subject (`senderOf`), not from the payload.
+   */
+  agentInbox(to: string, from: string): string {
+    return `${this.fleet}.agent.${to}.inbox.${from}`;
+  }
+
+  /** Every message to one agent, whoever sent it: `<fleet>.agent.<id>.inbox.*` (its consumer's filter). */
+  agentInboxes(id: string): string {
+    return this.agentInbox(id, '*');
+  }
+
+  /**
+   * Where messages to one agent were kept before the sender was part of the subject
+   * (`<fleet>.agent.<id>.inbox`): the supervisor moves what still waits there (`moveLegacyInbox`).
+   */
+  legacyInbox(id: string): string {
     return `${this.fleet}.agent.${id}.inbox`;
   }
 
-  /** Where a running agent answers a question live (coded request/reply): `<fleet>.agent.<id>.ask`. */
-  agentAsk(id: string): string {
-    return `${this.fleet}.agent.${id}.ask`;
+  /** Where a running agent `to` answers a question from agent `from` live (coded request/reply): `<fleet>.agent.<to>.ask.<from>`. */
+  agentAsk(to: string, from: string): string {
+    return `${this.fleet}.agent.${to}.ask.${from}`;
+  }
+
+  /**
+   * The sender a message or question subject names (`agentInbox`, `agentAsk`): its last token,
+   * when `subject` is `<fleet>.agent.<to>.<kind>.<sender>`; otherwise undefined.
+   */
+  senderOf(subject: string, to: string, kind: 'inbox' | 'ask'): string | undefined {
+    const prefix = `${this.fleet}.agent.${to}.${kind}.`;
+    if (!subject.startsWith(prefix)) return undefined;
+    const sender = subject.slice(prefix.length);
+    return sender.length > 0 && !/[.*>\s]/.test(sender) ? sender : undefined;
   }
 
   /** What one agent decided about a world event it heard (`[agent] reason_on_events`). */
@@ -131,8 +159,13 @@ export class FleetNames {
     return `heard_${id}`;
   }
 
-  /** An agent's durable consumer on the inbox stream. */
+  /** An agent's durable consumer on the inbox stream (filter `agentInboxes`). */
   inboxConsumer(id: string): string {
+    return `messages_${id}`;
+  }
+
+  /** The inbox consumer of earlier versions (filter `legacyInbox`), emptied and deleted by `moveLegacyInbox`. */
+  legacyInboxConsumer(id: string): string {
     return `inbox_${id}`;
   }
 

@@ -13,6 +13,7 @@ import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/error
 import { watchLastDeliveries } from '../../shared/nats/dead-letter-watch.js';
 import { ensureEventStream } from '../../shared/nats/event-stream.js';
 import { deadLetters, ensureJobQueues, jobBacklog, requeueDeadLetter } from '../../shared/nats/job-queue.js';
+import { moveLegacyInboxes } from '../../shared/nats/legacy-inbox.js';
 import { connectNats } from '../../shared/nats/nats-connection.js';
 import { fleetNatsSeed } from '../../shared/nats/nats-identity.js';
 import { domainWork } from '../../shared/nats/nats-permissions.js';
@@ -87,6 +88,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
       logger.warn({ err: (err as Error).message }, 'world events are off: the NATS server has no JetStream');
       return undefined;
     });
+    if (jsm) for (const move of await moveLegacyInboxes(jsm, config.events, names)) logger.info(move, 'inbox of an earlier version emptied into the agent’s inbox of today');
     const jobs = await openJobQueues(jsm, nc, domain, names, config, logger, cleanup, (id) => registry.get(id));
     const evaluator = await relevanceEvaluator(config, domain, link, jobs.work);
     const world = await WorldStore.open({ db, tables: domain.worldTables, nc, names, leaseMs: config.world.lease_ms, maxSubscriptions: config.world.max_subscriptions, logger });

@@ -432,5 +432,5 @@ export function fleetRequestSubjects(agentIds: string[]): Array<{ subject: strin
 
 /** Subjects where a fleet listens without answering: world events, agents' inboxes and heartbeats. */
 export function fleetPublishSubjects(agentIds: string[]): string[] {
-  return ['thymos.events.fuzz', 'thymos.events.fuzz.deep', ...agentIds.flatMap((a) => [`thymos.agent.${a}.inbox`, `thymos.agent.${a}.status`])];
+  return ['thymos.events.fuzz', 'thymos.events.fuzz.deep', ...agentIds.flatMap((a) => [`thymos.agent.${a}.inbox.${agentIds[0]}`, `thymos.agent.${a}.status`])];
 }

@@ -80,8 +80,12 @@ describe('what each identity may do on a fleet’s managed nats-server', () => {
     await refusedOn(refused, 'publish', names.agentDecision('mira_herbalist'));
     nc.subscribe(names.agentControl('mira_herbalist'));
     await refusedOn(refused, 'subscription', names.agentControl('mira_herbalist'));
-    nc.subscribe(names.agentAsk('mira_herbalist'));
-    await refusedOn(refused, 'subscription', names.agentAsk('mira_herbalist'));
+    nc.subscribe(names.agentAsk('mira_herbalist', '*'));
+    await refusedOn(refused, 'subscription', names.agentAsk('mira_herbalist', '*'));
+    // Nor speak to another agent in a third one's name: messages and questions go on subjects that end in the sender's id.
+    nc.publish(names.agentInbox('mira_herbalist', 'tomas_innkeeper'), '{}');
+    await refusedOn(refused, 'publish', names.agentInbox('mira_herbalist', 'tomas_innkeeper'));
+    await requestRefused(nc, names.agentAsk('tomas_innkeeper', 'mira_herbalist'), '{}');
     // Nor forge what the world store tells another's live query.
     nc.publish(names.worldLive('anything'), '{}');
     await refusedOn(refused, 'publish', names.worldLive('anything'));
@@ -178,7 +182,7 @@ describe('what each identity may do on a fleet’s managed nats-server', () => {
     // A message waits in mira_herbalist's inbox (she is not running).
     const admin = await natsConnect({ servers: url, authenticator: nkeyAuthenticator(readNatsSeed(data, 'supervisor')!), maxReconnectAttempts: 0 });
     open.push(admin);
-    await jetstream(elder.nc).publish(names.agentInbox('mira_herbalist'), JSON.stringify({ note: 'kept' }));
+    await jetstream(elder.nc).publish(names.agentInbox('mira_herbalist', 'elder_rowan'), JSON.stringify({ note: 'kept' }));
     const jsm = await jetstreamManager(admin);
     const waiting = (await jsm.streams.info(names.inboxStream)).state.messages;
     assert.ok(waiting >= 1);
