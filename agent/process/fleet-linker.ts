@@ -8,7 +8,7 @@ import { agentIdentity, fleetNatsSeed } from '../../shared/nats/nats-identity.js
 import type { CleanupStack } from '../../shared/platform/cleanup-stack.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { FleetNames } from '../../shared/protocol/fleet-names.js';
-import { parseWorldEvent } from '../../shared/protocol/world-event.js';
+import { parseAgentEvent } from '../../shared/protocol/world-event.js';
 import type { AgentControlChannel } from '../links/agent-control-channel.js';
 import { HintBook } from '../links/hint-book.js';
 import type { SharedConceptExtractor } from '../links/shared-concept-extractor.js';
@@ -99,8 +99,8 @@ export async function linkToFleet(parts: FleetLinkParts): Promise<FleetLinks> {
       const world = new WorldClient(nc, { timeoutMs: config.supervisor.request_timeout_ms, by: options.agentId, owner: options.agentId, names, agent: options.agentId });
       const { publishWorldEvent } = await import('../../shared/nats/event-stream.js');
       runtime.links.setWorld(world, async (input) => {
-        const event = parseWorldEvent({ source: options.agentId, ...input }, 'event');
-        return { id: event.id, ...(await publishWorldEvent(nc, event, names)) };
+        const event = parseAgentEvent(input, options.agentId);
+        return { id: event.id, ...(await publishWorldEvent(nc, event, names, options.agentId)) };
       });
       await watcher.open(world);
     });

@@ -29,7 +29,7 @@ export async function ensureEventStream(nc: NatsConnection, settings: EventsSett
     duplicate_window: settings.duplicate_window_s * 1000 * NS_PER_MS,
   };
   for (const [name, subjects, retention] of [
-    [names.eventStream, [names.allEvents], RetentionPolicy.Limits],
+    [names.eventStream, [names.allEvents, names.allAgentEvents], RetentionPolicy.Limits],
     [names.heardStream, [names.allHeard], RetentionPolicy.Interest],
     [names.inboxStream, [names.allInboxes], RetentionPolicy.Limits],
   ] as const) {
@@ -61,26 +61,32 @@ export async function ensureAgentConsumer(jsm: JetStreamManager, id: string, set
 }
 
 /**
- * The router's durable consumer on the event stream. Created with the fleet's first supervisor,
- * it routes every event published from then on; while no supervisor runs, events wait in it.
+ * The router's durable consumer on the event stream, reading all of it (the client's and the
+ * agents' event subjects). Created with the fleet's first supervisor, it routes every event
+ * published from then on; while no supervisor runs, events wait in it. The router of an earlier
+ * version read the client's subjects only: it is made again, from the first event it had not
+ * acknowledged (an event acknowledged out of order above that is routed again, and its copies
+ * are kept once: see EventRouter).
  */
 export async function ensureRouterConsumer(jsm: JetStreamManager, settings: Pick<EventsSettings, 'ack_wait_s'>, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<void> {
-  await ensureConsumer(jsm, names.eventStream, names.routerConsumer, names.allEvents, DeliverPolicy.New, settings);
+  const earlier = await jsm.consumers.info(names.eventStream, names.routerConsumer).catch((err: unknown) => {
+    if (isApiError(err, CONSUMER_NOT_FOUND)) return undefined;
+    throw err;
+  });
+  if (earlier && !earlier.config.filter_subject) return;
+  if (earlier) await jsm.consumers.delete(names.eventStream, names.routerConsumer);
+  const from = earlier ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: earlier.ack_floor.stream_seq + 1 } : { deliver_policy: DeliverPolicy.New };
+  await jsm.consumers.add(names.eventStream, { durable_name: names.routerConsumer, ...from, ...consumerLimits(settings) });
 }
+
+const consumerLimits = (settings: Pick<EventsSettings, 'ack_wait_s'>) => ({ ack_policy: AckPolicy.Explicit, ack_wait: settings.ack_wait_s * 1000 * NS_PER_MS, max_ack_pending: 10_000 });
 
 async function ensureConsumer(jsm: JetStreamManager, stream: string, name: string, filter: string, deliver: DeliverPolicy, settings: Pick<EventsSettings, 'ack_wait_s'>): Promise<void> {
   try {
     await jsm.consumers.info(stream, name);
   } catch (err) {
     if (!isApiError(err, CONSUMER_NOT_FOUND)) throw err;
-    await jsm.consumers.add(stream, {
-      durable_name: name,
-      ack_policy: AckPolicy.Explicit,
-      deliver_policy: deliver,
-      filter_subject: filter,
-      ack_wait: settings.ack_wait_s * 1000 * NS_PER_MS,
-      max_ack_pending: 10_000,
-    });
+    await jsm.consumers.add(stream, { durable_name: name, deliver_policy: deliver, filter_subject: filter, ...consumerLimits(settings) });
   }
 }
 
@@ -128,10 +134,14 @@ export async function sendAgentMessage(nc: NatsConnection, message: AgentMessage
   }
 }
 
-/** Publishes an event into the stream; resolves once JetStream has stored it (or dropped a duplicate id). */
-export async function publishWorldEvent(nc: NatsConnection, event: WorldEvent, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<{ seq: number; duplicate: boolean }> {
+/**
+ * Publishes an event into the stream; resolves once JetStream has stored it (or dropped a
+ * duplicate id). An agent (`agent`) publishes on its own subject, as its own `source`.
+ */
+export async function publishWorldEvent(nc: NatsConnection, event: WorldEvent, names: FleetNames = DEFAULT_FLEET_NAMES, agent?: string): Promise<{ seq: number; duplicate: boolean }> {
   try {
-    const ack = await jetstream(nc).publish(names.event(event.type), JSON.stringify(event), { msgID: event.id });
+    const subject = agent === undefined ? names.event(event.type) : names.agentEvent(agent, event.type);
+    const ack = await jetstream(nc).publish(subject, JSON.stringify(event), { msgID: event.id });
     return { seq: ack.seq, duplicate: ack.duplicate };
   } catch (err) {
     throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `publishing ${event.type} failed: ${(err as Error).message} (is the fleet up? its supervisor creates the event stream)`, { cause: err });

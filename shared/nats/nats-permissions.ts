@@ -37,9 +37,10 @@ export function domainWork(domain: Pick<DomainSchema, 'agents' | 'queues'>): Nat
  *   store on its own `<fleet>.agent.<id>.supervisor.<op>` and `.world.<op>` (the supervisor knows
  *   who asks by where it asks); write to other agents' inboxes (not its own) and ask them, on
  *   subjects that end in its own id (`agentInbox`, `agentAsk`: the addressee knows who by where);
- *   publish world events; call the embedding and concept services; on JetStream, only read its
- *   own two durable consumers (look up, pull, acknowledge) and the skill consumers of its work
- *   (and write those queues' dead letters). Replies come to `_INBOX.agent-<id>.>` only; it
+ *   publish world events on its own `<fleet>.agent.<id>.events.<type>` (the router knows their
+ *   source by where); call the embedding and concept services; on JetStream, only read its own
+ *   two durable consumers (look up, pull, acknowledge) and the skill consumers of its work (and
+ *   write those queues' dead letters). Replies come to `_INBOX.agent-<id>.>` only; it
  *   answers on others' inboxes.
  * - A spare of the warm pool: take its claim (and answer it) and call the concept and embedding services;
  *   nothing of any agent until its claim makes it one (it then connects as that agent).
@@ -82,7 +83,7 @@ export function natsPermissions(names: FleetNames, who: NatsIdentity, work: Nats
         // Messages and questions as itself only: the addressee takes the sender from the subject.
         names.agentInbox('*', id),
         names.agentAsk('*', id),
-        names.allEvents,
+        names.agentEvent(id, '>'),
         ...services,
         ANSWERS,
         '$JS.API.INFO',

@@ -18,8 +18,10 @@ export class FleetNames {
   readonly fleet: string;
   /** JetStream stream that carries every world event, e.g. `THYMOS_EVENTS`. */
   readonly eventStream: string;
-  /** Every event subject: `<fleet>.events.>`. */
+  /** Every event subject of the client (game loop, job system, CLI): `<fleet>.events.>`. */
   readonly allEvents: string;
+  /** Every event subject of an agent: `<fleet>.agent.*.events.>` (see `agentEvent`). */
+  readonly allAgentEvents: string;
   /** JetStream stream of the events each agent hears, routed by the supervisor, e.g. `THYMOS_HEARD`. */
   readonly heardStream: string;
   /** Every agent's heard subject: `<fleet>.agent.*.heard`. */
@@ -46,6 +48,7 @@ export class FleetNames {
     const streamPrefix = fleet.toUpperCase();
     this.eventStream = `${streamPrefix}_EVENTS`;
     this.allEvents = `${fleet}.events.>`;
+    this.allAgentEvents = `${fleet}.agent.*.events.>`;
     this.heardStream = `${streamPrefix}_HEARD`;
     this.allHeard = `${fleet}.agent.*.heard`;
     this.inboxStream = `${streamPrefix}_INBOX`;
@@ -119,6 +122,23 @@ export class FleetNames {
   /** World events: `<fleet>.events.<type>`. */
   event(type: string): string {
     return `${this.fleet}.events.${type}`;
+  }
+
+  /**
+   * World events an agent publishes: `<fleet>.agent.<id>.events.<type>`, kept in the same stream.
+   * Only that agent may publish there, so the router takes the event's source from the subject
+   * (`eventPublisher`).
+   */
+  agentEvent(id: string, type: string): string {
+    return `${this.fleet}.agent.${id}.events.${type}`;
+  }
+
+  /** The agent whose event subject (`agentEvent`) `subject` is, or undefined for another subject. */
+  eventPublisher(subject: string): string | undefined {
+    const prefix = `${this.fleet}.agent.`;
+    if (!subject.startsWith(prefix)) return undefined;
+    const [id, kind] = subject.slice(prefix.length).split('.', 2);
+    return kind === 'events' && id ? id : undefined;
   }
 
   /** The supervisor's control API: `<fleet>.supervisor.<op>`. */

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 
 import { z } from 'zod';
 
+import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { parseInput } from '../errors/zod-issues.js';
 
 
@@ -35,6 +36,18 @@ export type WorldEvent = z.infer<typeof WorldEventSchema>;
 export function parseWorldEvent(raw: unknown, where = 'event'): WorldEvent {
   const e = parseInput(WorldEventInputSchema, raw, where);
   return Object.freeze({ ...e, id: e.id ?? randomUUID(), ts: e.ts ?? new Date().toISOString() });
+}
+
+/**
+ * An event agent `agent` publishes: its source is the agent (the router drops one whose source
+ * is not the agent whose subject it came on); another source is refused here, UNAUTHORIZED at
+ * `source`, rather than sent to be dropped.
+ */
+export function parseAgentEvent(raw: WorldEventInput, agent: string, where = 'event'): WorldEvent {
+  if (raw.source !== undefined && raw.source !== agent) {
+    throw new ThymosError(ErrorCode.UNAUTHORIZED, `${where}.source: an agent publishes events as itself ("${agent}"), not as ${JSON.stringify(raw.source).slice(0, 80)}`, { location: { path: 'source' } });
+  }
+  return parseWorldEvent({ ...raw, source: agent }, where);
 }
 
 /** The sentence an agent remembers for an event. */

@@ -122,6 +122,13 @@ export class EventRouter {
       return;
     }
     const event = parsed.data;
+    // An agent's events come on its own subject, where only it may publish: their source is it.
+    const publisher = this.#o.names.eventPublisher(m.subject);
+    if (publisher !== undefined && event.source !== publisher) {
+      this.#o.logger.warn({ subject: m.subject, seq: m.seq, source: event.source }, 'event not routed: its source is not the agent whose subject it came on');
+      m.ack();
+      return;
+    }
     const hearers = this.#hearersOf(event);
     const hints = hearers.length > 0 ? this.#hintsOf(event) : undefined;
     const published = this.#tail.then(async () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
+import { AckPolicy, DeliverPolicy, jetstreamManager } from '@nats-io/jetstream';
 import type { Msg } from '@nats-io/transport-node';
 
 import { EventsSettingsSchema } from '../../../shared/config/fleet-settings.js';
@@ -104,5 +105,52 @@ describe('the event router’s hints', () => {
     for (const id of ['ada', 'bo']) assert.deepEqual(burst.get(id)!.map((m) => moreFollows(m.headers)), [true, true, true, false]);
     const lone = await route('morel', undefined, ['alone']);
     assert.deepEqual(lone.get('ada')!.map((m) => moreFollows(m.headers)), [false]);
+  });
+});
+
+describe('an agent’s events', () => {
+  let nats: TestNatsServer;
+  let nc: NatsConnection;
+
+  before(async () => {
+    nats = await startNatsServer({ jetstream: true });
+    nc = await connectNats({ servers: nats.url, name: 'test-router-source' });
+  });
+  after(async () => {
+    await nc?.close();
+    await nats?.stop();
+  });
+
+  test('come on the agent’s own subject and are routed only with it as their source; the router of an earlier version routes them after its upgrade, missing nothing', async () => {
+    const names = new FleetNames('sourced');
+    const settings = EventsSettingsSchema.parse({});
+    const jsm = await jetstreamManager(nc);
+    // The earlier version: the stream took the client's subjects only, and its router read them.
+    await jsm.streams.add({ name: names.eventStream, subjects: [names.allEvents] });
+    await jsm.consumers.add(names.eventStream, { durable_name: names.routerConsumer, ack_policy: AckPolicy.Explicit, filter_subject: names.allEvents, deliver_policy: DeliverPolicy.New });
+    const event = (id: string, source: string) => ({ id, type: 'town.news', tags: ['news'], mentions: [], source, ts: new Date().toISOString(), payload: { summary: id } });
+    // Published while no supervisor ran.
+    await publishWorldEvent(nc, event('waited', 'game'), names);
+
+    await ensureEventStream(nc, settings, names);
+    const copies: string[] = [];
+    const sub = nc.subscribe(names.agentHeard('bo'));
+    const seen = (async () => {
+      for await (const m of sub) if (copies.push(m.json<{ id: string }>().id) === 3) break;
+    })();
+    await nc.flush();
+    const router = await EventRouter.start({ nc, names, domain, settings, hearers: () => ['ada', 'bo'], locationOf: () => null, logger: createLogger({ level: 'silent' }) });
+    try {
+      await publishWorldEvent(nc, event('forged', 'bo'), names, 'ada');
+      await publishWorldEvent(nc, event('own', 'ada'), names, 'ada');
+      assert.equal((await jsm.streams.info(names.eventStream)).state.messages, 3);
+      await publishWorldEvent(nc, event('after', 'game'), names);
+      await seen;
+    } finally {
+      await router.close();
+    }
+    // In order, so the event that says bo published it on ada's subject was taken, and not routed.
+    assert.deepEqual(copies, ['waited', 'own', 'after']);
+    assert.equal((await jsm.consumers.info(names.eventStream, names.routerConsumer)).config.filter_subject, undefined);
   });
 });

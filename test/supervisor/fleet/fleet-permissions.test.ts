@@ -86,6 +86,11 @@ describe('what each identity may do on a fleet’s managed nats-server', () => {
     nc.publish(names.agentInbox('mira_herbalist', 'tomas_innkeeper'), '{}');
     await refusedOn(refused, 'publish', names.agentInbox('mira_herbalist', 'tomas_innkeeper'));
     await requestRefused(nc, names.agentAsk('tomas_innkeeper', 'mira_herbalist'), '{}');
+    // Events likewise: on its own subject only, not the client's nor another agent's.
+    for (const subject of [names.event('rumour'), names.agentEvent('mira_herbalist', 'rumour')]) {
+      nc.publish(subject, '{}');
+      await refusedOn(refused, 'publish', subject);
+    }
     // Nor forge what the world store tells another's live query.
     nc.publish(names.worldLive('anything'), '{}');
     await refusedOn(refused, 'publish', names.worldLive('anything'));
