@@ -7,7 +7,7 @@ import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
 import { publishWorldEvent } from '../shared/nats/event-stream.js';
 import { publishJob } from '../shared/nats/job-queue.js';
 import { connectNats, type NatsConnection } from '../shared/nats/nats-connection.js';
-import { fleetNatsSeed } from '../shared/nats/nats-identity.js';
+import { fleetNatsLink } from '../shared/nats/nats-identity.js';
 import { REQUESTER, REQUESTER_HEADER, SupervisorRequester } from '../shared/nats/supervisor-requester.js';
 import { WorldClient } from '../shared/nats/world-client.js';
 import { readAgentToken } from '../shared/platform/agent-token.js';
@@ -137,7 +137,7 @@ export async function connect(config: ThymosConfig | string, options: ConnectOpt
     throw new ThymosError(ErrorCode.FLEET_NOT_RUNNING, `the fleet is not running: nothing listens on 127.0.0.1:${managed.nats_port}, its NATS port (data/run/fleet.json); start it with thymos up`);
   }
   const ms = options.connectTimeoutMs ?? 3000;
-  const pending = connectNats({ servers: url, name: 'thymos-client', seed: fleetNatsSeed(cfg, 'client', url), who: 'client' });
+  const pending = connectNats({ servers: url, name: 'thymos-client', ...fleetNatsLink(cfg, 'client', url), who: 'client' });
   const nc = await withDeadline(pending, ms, () => undefined);
   if (!nc) {
     void pending.then((late) => late.close()).catch(() => undefined);

@@ -1,5 +1,6 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 
+import type { NatsTlsFiles } from '../../shared/config/thymos-config.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { describeIssues } from '../../shared/errors/zod-issues.js';
 import { serveCoded } from '../../shared/nats/coded-responder.js';
@@ -20,6 +21,8 @@ export interface AgentControlChannelOptions {
   servers: string;
   /** The agent's own NATS identity (its nkey seed, read from its file under the data directory), when the server asks for one. */
   seed?: Uint8Array | undefined;
+  /** TLS files of `[nats] tls_*`, for the server of `[nats] url`. */
+  tls?: NatsTlsFiles | undefined;
   /** The fleet's subjects. */
   names: FleetNames;
   heartbeatMs: number;
@@ -108,7 +111,7 @@ export class AgentControlChannel {
   }
 
   async #connect(): Promise<void> {
-    const nc = await connectNats({ servers: this.#options.servers, name: `thymos-agent-${this.#runtime.id}`, seed: this.#options.seed, who: agentIdentity(this.#runtime.id) });
+    const nc = await connectNats({ servers: this.#options.servers, name: `thymos-agent-${this.#runtime.id}`, seed: this.#options.seed, tls: this.#options.tls, who: agentIdentity(this.#runtime.id) });
     if (this.#closed) {
       await nc.close();
       return;

@@ -4,7 +4,7 @@ import pRetry, { AbortError } from 'p-retry';
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import type { WorldWatch } from '../../shared/domain/domain-schema.js';
 import type { Work } from '../../shared/domain/queue-schema.js';
-import { agentIdentity, fleetNatsSeed } from '../../shared/nats/nats-identity.js';
+import { agentIdentity, fleetNatsLink } from '../../shared/nats/nats-identity.js';
 import type { CleanupStack } from '../../shared/platform/cleanup-stack.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { FleetNames } from '../../shared/protocol/fleet-names.js';
@@ -65,7 +65,7 @@ export async function linkToFleet(parts: FleetLinkParts): Promise<FleetLinks> {
   const { AgentControlChannel } = await parts.channelModule;
   const channel = new AgentControlChannel(
     runtime,
-    { servers: parts.natsUrl, seed: fleetNatsSeed(config, agentIdentity(runtime.id), parts.natsUrl), names, heartbeatMs: config.agent.heartbeat_ms, onShutdown, decideCall: (id, decision) => parts.tools.decide(id, decision), toolCalls: () => parts.tools.counts() },
+    { servers: parts.natsUrl, ...fleetNatsLink(config, agentIdentity(runtime.id), parts.natsUrl), names, heartbeatMs: config.agent.heartbeat_ms, onShutdown, decideCall: (id, decision) => parts.tools.decide(id, decision), toolCalls: () => parts.tools.counts() },
     logger,
   );
   cleanup.push(() => channel.close());

@@ -6,7 +6,7 @@ import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/error
 import { describeIssues } from '../../shared/errors/zod-issues.js';
 import { serveCoded } from '../../shared/nats/coded-responder.js';
 import { connectNats, logRefusals } from '../../shared/nats/nats-connection.js';
-import { fleetNatsSeed } from '../../shared/nats/nats-identity.js';
+import { fleetNatsLink } from '../../shared/nats/nats-identity.js';
 import { flushCompileCache } from '../../shared/platform/compile-cache.js';
 import { createLogger } from '../../shared/platform/logger.js';
 import { processCpuMs } from '../../shared/platform/phase-clock.js';
@@ -63,7 +63,7 @@ export async function runSpareProcess(options: SpareOptions): Promise<Spare> {
     import('../links/agent-world-watcher.js'),
     import('../../shared/nats/world-client.js'),
   ]);
-  const nc = await connectNats({ servers: options.natsUrl, name: options.slot, seed: fleetNatsSeed(config, 'spare', options.natsUrl), who: 'spare' });
+  const nc = await connectNats({ servers: options.natsUrl, name: options.slot, ...fleetNatsLink(config, 'spare', options.natsUrl), who: 'spare' });
   logRefusals(nc, logger, 'spare');
   const concepts = new SharedConceptExtractor(logger);
   concepts.link(nc, new FleetNames(config.fleet.name));

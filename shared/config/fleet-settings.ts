@@ -161,8 +161,25 @@ export const NatsSettingsSchema = z
      * @default false
      */
     identities: z.boolean().default(false),
+    /**
+     * With `url`: a PEM file of the certificate authority that signed that server's certificate
+     * (a certificate a public authority signed needs none). Relative to this file. Setting any
+     * `tls_` key makes every process of the fleet require TLS of that server: one without it is
+     * refused, never talked to in the clear.
+     * @example "certs/ca.pem"
+     */
+    tls_ca: z.string().min(1).optional(),
+    /** With `url`: the fleet's client certificate (PEM), for a server that verifies its clients (mutual TLS); with `tls_key`. */
+    tls_cert: z.string().min(1).optional(),
+    /** With `url`: the private key of `tls_cert` (PEM; keep it mode 0600). */
+    tls_key: z.string().min(1).optional(),
   })
-  .strict();
+  .strict()
+  .refine((n) => (n.tls_cert === undefined) === (n.tls_key === undefined), { message: 'expected tls_cert and tls_key together (a client certificate and its key)', path: ['tls_cert'] })
+  .refine((n) => n.url !== undefined || (n.tls_ca ?? n.tls_cert ?? n.tls_key) === undefined, {
+    message: 'expected tls_ca, tls_cert and tls_key only with url: the nats-server thymos up runs listens on 127.0.0.1 without TLS',
+    path: ['tls_ca'],
+  });
 
 /** The shared world store: agent registry and the application's world tables. */
 export const WorldSettingsSchema = z

@@ -6,4 +6,4 @@ export { type FleetPaths, fleetPaths, Pm2Names, spareClaimFile } from './fleet-p
 export { type FleetInfo, fleetNatsUrl, readFleetInfo, writeFleetInfo } from './fleet-runtime.js';
 export { DEFAULT_FLEET_NAME, type EventsSettings, FleetNameSchema, type LifecycleSettings } from './fleet-settings.js';
 export { LLM_PROVIDERS, LLM_USE_SCHEMAS, LLM_USES, type LlmContextSettings, LlmContextUseSettingsSchema, type LlmUse, type LlmUseSettings, LlmUseSettingsSchema } from './llm-settings.js';
-export { agentMcpUrl, configFromObject, loadConfig, parseConfig, resolveConfigFile, type ThymosConfig, type ThymosConfigInput, ThymosConfigSchema, type ThymosSettings } from './thymos-config.js';
+export { agentMcpUrl, configFromObject, loadConfig, type NatsTlsFiles, parseConfig, resolveConfigFile, type ThymosConfig, type ThymosConfigInput, ThymosConfigSchema, type ThymosSettings } from './thymos-config.js';

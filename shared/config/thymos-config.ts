@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 
 import toml from 'toml';
@@ -48,6 +48,15 @@ export interface ThymosConfig extends ThymosSettings {
   readonly behaviorPath: string | undefined;
   /** Absolute path of the application's relevance module, if any. */
   readonly relevancePath: string | undefined;
+  /** The TLS files of `[nats] tls_*`, absolute and checked readable; undefined when none is set. */
+  readonly natsTls: NatsTlsFiles | undefined;
+}
+
+/** Files a connection to the server of `[nats] url` uses for TLS (nats.js reads them as it connects, and again on each reconnect). */
+export interface NatsTlsFiles {
+  readonly caFile?: string;
+  readonly certFile?: string;
+  readonly keyFile?: string;
 }
 
 /**
@@ -112,7 +121,25 @@ function fromObject(raw: unknown, where: string, source: string | undefined, fil
   const base = file === undefined ? process.cwd() : dirname(resolve(file));
   const settings = result.data;
   const at = (p: string) => (isAbsolute(p) ? p : resolve(base, p));
+  const tlsFile = (key: 'tls_ca' | 'tls_cert' | 'tls_key'): string | undefined => {
+    const given = settings.nats[key];
+    if (given === undefined) return undefined;
+    const path = at(given);
+    try {
+      accessSync(path, constants.R_OK);
+      if (!statSync(path).isFile()) throw new Error('not a file');
+    } catch (err) {
+      const line = source === undefined ? undefined : findKeyLine(source, ['nats', key]);
+      throw new ThymosError(ErrorCode.CONFIG_INVALID, `${where}${line ? `:${line}` : ''}: nats.${key}: expected a readable PEM file, got ${path} (${(err as Error).message})`, {
+        location: { file: where, line, path: `nats.${key}` },
+      });
+    }
+    return path;
+  };
+  const tls = { caFile: tlsFile('tls_ca'), certFile: tlsFile('tls_cert'), keyFile: tlsFile('tls_key') };
+  const natsTls = Object.values(tls).some((f) => f !== undefined) ? Object.freeze(Object.fromEntries(Object.entries(tls).filter(([, f]) => f !== undefined))) : undefined;
   return Object.freeze({
+    natsTls,
     ...settings,
     file: fromFile && file !== undefined ? resolve(file) : undefined,
     dataPath: at(settings.data_dir),

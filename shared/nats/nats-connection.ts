@@ -1,5 +1,6 @@
-import { connect, createInbox, type NatsConnection, NoRespondersError, PermissionViolationError, RequestError } from '@nats-io/transport-node';
+import { type Authenticator, connect, createInbox, type NatsConnection, NoRespondersError, PermissionViolationError, RequestError, type TlsOptions } from '@nats-io/transport-node';
 
+import type { NatsTlsFiles } from '../config/thymos-config.js';
 import { ErrorCode, ThymosError } from '../errors/errors.js';
 import type { Logger } from '../platform/logger.js';
 import { type NatsIdentity, natsInboxPrefix, nkeySigner } from './nats-identity.js';
@@ -17,6 +18,19 @@ export interface NatsConnectOptions {
   seed?: Uint8Array;
   /** Who connects: replies to its requests come to its own inboxes (`natsInboxPrefix`), the only ones its NATS user may read. */
   who?: NatsIdentity;
+  /** TLS files (`[nats] tls_*`): given, the server must speak TLS, verified with them. */
+  tls?: NatsTlsFiles | undefined;
+}
+
+/** What a connection proves itself with: an identity's key, TLS files, both or neither (`fleetNatsLink`). */
+export interface NatsLink {
+  seed?: Uint8Array | undefined;
+  tls?: NatsTlsFiles | undefined;
+}
+
+/** nats.js options for a link: TLS given is TLS required (nats.js refuses a server without it). */
+function linkOptions(link: NatsLink): { authenticator?: Authenticator; tls?: TlsOptions } {
+  return { ...(link.seed ? { authenticator: nkeySigner(link.seed) } : {}), ...(link.tls ? { tls: { ...link.tls } } : {}) };
 }
 
 /** The URLs of a comma-separated server list. */
@@ -40,7 +54,7 @@ export function connectNats(options: NatsConnectOptions): Promise<NatsConnection
     // Every request would otherwise build two Error objects with stacks up front, used only if
     // it fails: a third of the router's CPU when it copies an event to 50 hearers.
     noAsyncTraces: true,
-    ...(options.seed ? { authenticator: nkeySigner(options.seed) } : {}),
+    ...linkOptions(options),
     ...(options.who ? { inboxPrefix: natsInboxPrefix(options.who) } : {}),
   });
 }
@@ -52,31 +66,32 @@ export function newInbox(nc: NatsConnection): string {
 }
 
 /**
- * Whether the server admits `seed` (or, with none, a connection with no identity) within `ms`:
+ * Whether the server admits `link` (with no key, a connection with no identity) within `ms`:
  * connects (no reconnects), tried again every 20 ms while it is refused, as it is for a moment
  * after the server's users were reloaded; `ms` 0 tries once.
  */
-export async function connectsAs(servers: string, seed: Uint8Array | undefined, ms: number): Promise<boolean> {
+export async function connectsAs(servers: string, link: NatsLink, ms: number): Promise<boolean> {
   const deadline = Date.now() + ms;
   for (;;) {
-    if ((await admission(servers, seed, Math.max(500, deadline - Date.now()))) === 'admitted') return true;
+    if ((await admission(servers, link, Math.max(500, deadline - Date.now()))).outcome === 'admitted') return true;
     if (Date.now() >= deadline) return false;
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
 
 /**
- * What the server at `servers` does with a connection as `seed` (or with no identity): admits it,
- * refuses it (`Authorization Violation`), or cannot be reached within `ms` (down, a wrong URL, a
- * server that asks for TLS). One try.
+ * What the server at `servers` does with a connection as `link`: admits it, refuses it
+ * (`Authorization Violation`), or cannot be reached within `ms` (down, a wrong URL, TLS that
+ * fails either way), with nats.js's reason. One try.
  */
-export async function admission(servers: string, seed: Uint8Array | undefined, ms: number): Promise<'admitted' | 'refused' | 'unreachable'> {
+export async function admission(servers: string, link: NatsLink, ms: number): Promise<{ outcome: 'admitted' | 'refused' | 'unreachable'; reason?: string }> {
   try {
-    const nc = await connect({ servers: serverList(servers), ...(seed ? { authenticator: nkeySigner(seed) } : {}), maxReconnectAttempts: 0, timeout: ms });
+    const nc = await connect({ servers: serverList(servers), ...linkOptions(link), maxReconnectAttempts: 0, timeout: ms });
     await nc.close();
-    return 'admitted';
+    return { outcome: 'admitted' };
   } catch (err) {
-    return /authorization violation/i.test(String(err)) ? 'refused' : 'unreachable';
+    const reason = err instanceof Error ? err.message : String(err);
+    return { outcome: /authorization violation/i.test(reason) ? 'refused' : 'unreachable', reason };
   }
 }
 

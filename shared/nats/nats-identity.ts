@@ -8,7 +8,7 @@ import { Codec } from '@nats-io/nkeys/lib/codec.js';
 import type { Authenticator } from '@nats-io/transport-node';
 
 import { readFleetInfo } from '../config/fleet-runtime.js';
-import type { ThymosConfig } from '../config/thymos-config.js';
+import type { NatsTlsFiles, ThymosConfig } from '../config/thymos-config.js';
 import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { writeAtomic } from '../platform/write-atomic.js';
 
@@ -72,6 +72,14 @@ export function fleetNatsSeed(config: ThymosConfig, who: NatsIdentity, servers: 
   if (!info || servers !== info.nats_url) return undefined;
   if (info.managed_nats) return readNatsSeed(config.dataPath, who);
   return config.nats.identities && config.nats.url === info.nats_url ? readNatsSeed(config.dataPath, who) : undefined;
+}
+
+/**
+ * What a process of this fleet connects to `servers` with as `who`: its key (`fleetNatsSeed`)
+ * and, for the server of `[nats] url`, the TLS files of `[nats] tls_*` (given, TLS is required).
+ */
+export function fleetNatsLink(config: ThymosConfig, who: NatsIdentity, servers: string): { seed: Uint8Array | undefined; tls: NatsTlsFiles | undefined } {
+  return { seed: fleetNatsSeed(config, who, servers), tls: config.nats.url !== undefined && servers === config.nats.url ? config.natsTls : undefined };
 }
 
 /**

@@ -8,8 +8,8 @@ import { readFleetInfo, writeFleetInfo } from '../../shared/config/fleet-runtime
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import { checkFleet, type FleetWarning } from '../../shared/domain/fleet-checks.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
-import { admission, connectNats } from '../../shared/nats/nats-connection.js';
-import { ensureNatsIdentity, fleetNatsSeed, natsSecretsDir, readNatsSeed } from '../../shared/nats/nats-identity.js';
+import { admission, connectNats, type NatsLink } from '../../shared/nats/nats-connection.js';
+import { ensureNatsIdentity, fleetNatsLink, natsSecretsDir, readNatsSeed } from '../../shared/nats/nats-identity.js';
 import { domainWork } from '../../shared/nats/nats-permissions.js';
 import { SupervisorRequester } from '../../shared/nats/supervisor-requester.js';
 import { isAlive, readLockPid } from '../../shared/platform/data-lock.js';
@@ -70,7 +70,7 @@ export async function upFleet(config: ThymosConfig, options: LaunchOptions = {})
     const running = await pm.describe(Pm2Names.supervisor);
     const natsUrl = config.nats.url ?? (await ensureNats(config, pm, launch, natsBinary!, { names: new FleetNames(config.fleet.name), work: domainWork(domain) }, step));
     if (config.nats.url) writeFleetInfo(config, { nats_url: natsUrl, managed_nats: false, nats_port: null });
-    if (config.nats.url && config.nats.identities) await checkOwnServerAdmits(config, paths, step);
+    if (config.nats.url) await checkOwnServer(config, paths, step);
     if (running?.status === 'online') {
       return { alreadyRunning: true, natsUrl, supervisorPid: running.pid, pm2Home: paths.pm2Home };
     }
@@ -83,7 +83,7 @@ export async function upFleet(config: ThymosConfig, options: LaunchOptions = {})
     await launch.start(
       { ...spec, waitReady: true, listenTimeoutMs: 60_000, killTimeoutMs: 10_000, autorestart: true, restartDelayMs: 200, logFile },
       'the supervisor',
-      (signal) => waitForSupervisor(natsUrl, new FleetNames(config.fleet.name), fleetNatsSeed(config, 'client', natsUrl), 60_000, logFile, signal),
+      (signal) => waitForSupervisor(natsUrl, new FleetNames(config.fleet.name), fleetNatsLink(config, 'client', natsUrl), 60_000, logFile, signal),
     );
     const sup = await pm.describe(Pm2Names.supervisor);
     step(`supervisor ready (pid ${sup?.pid}); pm2 ls with PM2_HOME=${paths.pm2Home} shows the fleet`);
@@ -100,23 +100,35 @@ export async function upFleet(config: ThymosConfig, options: LaunchOptions = {})
 }
 
 /**
- * A server the user runs, set up with the fleet's users (`[nats] identities`): it must admit the
- * supervisor, the client and the spares as themselves, or `up` starts nothing and says what to do.
+ * A server the user runs (`[nats] url`) must answer, over TLS when `[nats] tls_*` asks for it; set
+ * up with the fleet's users (`[nats] identities`), it must admit the supervisor, the client and
+ * the spares as themselves and nobody without an identity. Otherwise `up` starts nothing and says
+ * what to do.
  */
-async function checkOwnServerAdmits(config: ThymosConfig, paths: FleetPaths, step: (line: string) => void): Promise<void> {
+async function checkOwnServer(config: ThymosConfig, paths: FleetPaths, step: (line: string) => void): Promise<void> {
   const url = config.nats.url!;
+  const tls = config.natsTls;
+  const over = tls ? ' over TLS' : '';
   const fix = `run thymos nats-config --server-config <that server's configuration>, add the include line it prints (for ${natsUsersIncludeFile(paths)}) and reload the server`;
   const fixed = ['supervisor', 'client', 'spare'] as const;
-  const missing = fixed.filter((who) => !readNatsSeed(config.dataPath, who));
+  const missing = config.nats.identities ? fixed.filter((who) => !readNatsSeed(config.dataPath, who)) : [];
   if (missing.length > 0) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `[nats] identities is set but the fleet has no NATS identity for ${missing.join(', ')} in ${natsSecretsDir(config.dataPath)}: ${fix}`);
-  const nobody = await admission(url, undefined, 3000);
-  if (nobody === 'unreachable') throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `the nats-server at ${url} ([nats] url) does not answer: start it, or check the URL`);
+  const nobody = await admission(url, { tls }, 3000);
+  if (nobody.outcome === 'unreachable') {
+    const check = tls ? 'check the URL (its host as the server\'s certificate names it) and [nats] tls_ca, tls_cert, tls_key' : 'start it, or check the URL';
+    throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `the nats-server at ${url} ([nats] url) cannot be reached${over}: ${nobody.reason ?? 'no answer'}; ${check}`);
+  }
+  if (!config.nats.identities) {
+    if (nobody.outcome === 'refused') throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `the nats-server at ${url} asks for an identity: set [nats] identities = true and ${fix}`);
+    step(`the nats-server at ${url} answers${over}`);
+    return;
+  }
   // A server that admits anyone has not got the fleet's users in force: its keys would prove nothing there.
-  if (nobody === 'admitted') throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `the nats-server at ${url} admits connections with no identity, so the fleet's users are not in force there: ${fix}`);
+  if (nobody.outcome === 'admitted') throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `the nats-server at ${url} admits connections with no identity, so the fleet's users are not in force there: ${fix}`);
   const refused: string[] = [];
-  for (const who of fixed) if ((await admission(url, readNatsSeed(config.dataPath, who), 3000)) !== 'admitted') refused.push(who);
+  for (const who of fixed) if ((await admission(url, { seed: readNatsSeed(config.dataPath, who), tls }, 3000)).outcome !== 'admitted') refused.push(who);
   if (refused.length > 0) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `the nats-server at ${url} does not admit the fleet's identities ${refused.join(', ')}: ${fix}`);
-  step(`the nats-server at ${url} admits the fleet's identities and nobody else`);
+  step(`the nats-server at ${url} admits the fleet's identities${over} and nobody else`);
 }
 
 /**
@@ -201,7 +213,7 @@ export async function downFleet(config: ThymosConfig, options: LaunchOptions & {
     const natsUrl = config.nats.url ?? info?.nats_url;
     if (natsUrl && (await pm.describe(Pm2Names.supervisor))?.status === 'online') {
       step('stopping agents (snapshot, then stop)');
-      const pending = connectNats({ servers: natsUrl, name: 'thymos-down', seed: fleetNatsSeed(config, 'client', natsUrl), who: 'client' });
+      const pending = connectNats({ servers: natsUrl, name: 'thymos-down', ...fleetNatsLink(config, 'client', natsUrl), who: 'client' });
       const nc = await withDeadline(pending, 3000, () => {
         void pending.then((late) => late.close()).catch(() => undefined);
         return undefined;
@@ -252,9 +264,9 @@ async function waitForPort(port: number, ms: number, log: string, signal: AbortS
   throw new ThymosError(ErrorCode.STARTUP_TIMEOUT, `nats-server did not listen on 127.0.0.1:${port} within ${ms} ms (log: ${log})`);
 }
 
-async function waitForSupervisor(natsUrl: string, names: FleetNames, seed: Uint8Array | undefined, ms: number, log: string, signal: AbortSignal): Promise<void> {
+async function waitForSupervisor(natsUrl: string, names: FleetNames, link: NatsLink, ms: number, log: string, signal: AbortSignal): Promise<void> {
   const deadline = Date.now() + ms;
-  const pending = connectNats({ servers: natsUrl, name: 'thymos-up', seed, who: 'client' });
+  const pending = connectNats({ servers: natsUrl, name: 'thymos-up', ...link, who: 'client' });
   const nc = await withDeadline(pending, ms, () => {
     void pending.then((late) => late.close()).catch(() => undefined);
     return undefined;

@@ -114,9 +114,9 @@ export class NatsAccess {
     for (;;) {
       await this.#reload();
       const wait = Math.min(1000, Math.max(0, deadline - performance.now()));
-      const admitted = !seed || (await connectsAs(this.#o.natsUrl, seed, wait));
-      const open = await connectsAs(this.#o.natsUrl, undefined, 0);
-      const stale = refused !== undefined && (await connectsAs(this.#o.natsUrl, refused, 0));
+      const admitted = !seed || (await connectsAs(this.#o.natsUrl, { seed }, wait));
+      const open = await connectsAs(this.#o.natsUrl, {}, 0);
+      const stale = refused !== undefined && (await connectsAs(this.#o.natsUrl, { seed: refused }, 0));
       if (admitted && !open && !stale) return;
       if (performance.now() >= deadline) {
         const said = (await settledLog(log, from)).trim().split('\n').slice(-3).join(' | ');

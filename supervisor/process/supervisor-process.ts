@@ -14,8 +14,8 @@ import { watchLastDeliveries } from '../../shared/nats/dead-letter-watch.js';
 import { ensureEventStream } from '../../shared/nats/event-stream.js';
 import { deadLetters, ensureJobQueues, jobBacklog, requeueDeadLetter } from '../../shared/nats/job-queue.js';
 import { moveLegacyInboxes } from '../../shared/nats/legacy-inbox.js';
-import { connectNats } from '../../shared/nats/nats-connection.js';
-import { fleetNatsSeed } from '../../shared/nats/nats-identity.js';
+import { connectNats, type NatsLink } from '../../shared/nats/nats-connection.js';
+import { fleetNatsLink } from '../../shared/nats/nats-identity.js';
 import { domainWork } from '../../shared/nats/nats-permissions.js';
 import { CleanupStack } from '../../shared/platform/cleanup-stack.js';
 import { CompromiseExtractor } from '../../shared/platform/concept-extractor.js';
@@ -77,7 +77,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
   const cleanup = new CleanupStack();
   try {
     const { db, registry, domain } = await openFleetState(config, paths, cleanup);
-    const nc = await connectWithin(natsUrl, NATS_CONNECT_MS, fleetNatsSeed(config, 'supervisor', natsUrl));
+    const nc = await connectWithin(natsUrl, NATS_CONNECT_MS, fleetNatsLink(config, 'supervisor', natsUrl));
     cleanup.push(() => closeNats(nc));
     const hints = eventHints(await serveTextModels(config, nc, names, logger, cleanup));
     const processes = await ProcessManager.connect(paths.pm2Home);
@@ -206,8 +206,8 @@ async function openPool(options: AgentPoolOptions, cleanup: CleanupStack): Promi
 }
 
 /** A NATS connection within `ms`, or NATS_UNAVAILABLE; a connection that comes late is closed. */
-async function connectWithin(natsUrl: string, ms: number, seed: Uint8Array | undefined): Promise<NatsConnection> {
-  const pending = connectNats({ servers: natsUrl, name: 'thymos-supervisor', seed, who: 'supervisor' });
+async function connectWithin(natsUrl: string, ms: number, link: NatsLink): Promise<NatsConnection> {
+  const pending = connectNats({ servers: natsUrl, name: 'thymos-supervisor', ...link, who: 'supervisor' });
   return withDeadline(pending, ms, () => {
     void pending.then((late) => late.close()).catch(() => undefined);
     throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `NATS at ${natsUrl} did not accept a connection within ${ms} ms`);

@@ -81,6 +81,21 @@ describe('thymos.toml', () => {
     assert.equal(ThymosConfigSchema.parse({ events: { max_age_s: 60, duplicate_window_s: 60 } }).events.duplicate_window_s, 60);
   });
 
+  test('[nats] TLS files: only with url, a certificate with its key, each a readable file named with its line; resolved against the file’s folder', () => {
+    assert.match(configError('[nats]\ntls_ca = "ca.pem"\n').message, /nats\.tls_ca: expected tls_ca, tls_cert and tls_key only with url/);
+    assert.match(configError('[nats]\nurl = "nats://nats.example:4222"\ntls_cert = "c.pem"\n').message, /nats\.tls_cert: expected tls_cert and tls_key together/);
+    const dir = mkdtempSync(join(tmpdir(), 'thymos-cfg-'));
+    writeFileSync(join(dir, 'ca.pem'), '-----BEGIN CERTIFICATE-----\n');
+    writeFileSync(join(dir, 'thymos.toml'), '[nats]\nurl = "nats://nats.example:4222"\ntls_ca = "ca.pem"\ntls_cert = "client.pem"\ntls_key = "client.key"\n');
+    assert.throws(
+      () => loadConfig(join(dir, 'thymos.toml')),
+      (err: unknown) => isThymosError(err, 'CONFIG_INVALID') && err.location?.line === 4 && /thymos\.toml:4: nats\.tls_cert: expected a readable PEM file, got .*client\.pem/.test(err.message),
+    );
+    writeFileSync(join(dir, 'thymos.toml'), '[nats]\nurl = "nats://nats.example:4222"\ntls_ca = "ca.pem"\n');
+    assert.deepEqual(loadConfig(join(dir, 'thymos.toml')).natsTls, { caFile: join(dir, 'ca.pem') });
+    assert.equal(parseConfig('[nats]\nurl = "nats://nats.example:4222"\n').natsTls, undefined);
+  });
+
   test('text that is not TOML gives the line and column of the fault', () => {
     const err = configError('data_dir = "x"\n[agent\nhost = 1\n');
     assert.match(err.message, /^\/etc\/thymos\/thymos\.toml:2:\d+: not valid TOML: /);

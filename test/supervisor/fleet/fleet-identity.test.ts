@@ -63,7 +63,7 @@ describe('who may connect to a fleet’s managed nats-server', () => {
     await assert.rejects(natsConnect({ servers: url, name: 'thymos-agent-elder_rowan', maxReconnectAttempts: 0 }), /Authorization Violation/);
     const forged = createUser();
     await assert.rejects(natsConnect({ servers: url, name: 'thymos-agent-elder_rowan', authenticator: nkeyAuthenticator(forged.getSeed()), maxReconnectAttempts: 0 }), /Authorization Violation/);
-    assert.equal(await connectsAs(url, readNatsSeed(data, 'client')!, 5000), true);
+    assert.equal(await connectsAs(url, { seed: readNatsSeed(data, 'client')! }, 5000), true);
   });
 
   test('every agent of the domain has its identity once the fleet is up, and its seed is nowhere but in its file: not in its environment, arguments, logs, status or start context', async () => {
@@ -108,14 +108,14 @@ describe('who may connect to a fleet’s managed nats-server', () => {
       const access = new NatsAccess({ config, paths: fleetPaths(data), processes, natsUrl: url, logger: createLogger({ level: 'silent' }), users });
       await access.grant('stranger');
       const seed = readNatsSeed(data, 'agent-stranger')!;
-      assert.equal(await connectsAs(url, seed, 5000), true, 'admitted once granted');
+      assert.equal(await connectsAs(url, { seed }, 5000), true, 'admitted once granted');
       await access.grant('stranger');
       assert.deepEqual(readNatsSeed(data, 'agent-stranger'), seed, 'granting twice keeps the identity');
       const domain = (await fleet.status()).agents.map((a) => a.id);
       const synced = await access.sync(domain);
       assert.deepEqual(synced, { granted: [], revoked: ['stranger'] });
       assert.equal(readNatsSeed(data, 'agent-stranger'), undefined);
-      await eventually(async () => ((await connectsAs(url, seed, 0)) ? undefined : true), 10_000, 'the revoked identity refused');
+      await eventually(async () => ((await connectsAs(url, { seed }, 0)) ? undefined : true), 10_000, 'the revoked identity refused');
       assert.notEqual(readNatsSeed(data, 'agent-elder_rowan'), undefined, 'agents of the domain keep theirs');
     } finally {
       processes.disconnect();

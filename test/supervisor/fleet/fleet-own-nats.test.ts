@@ -76,10 +76,10 @@ describe('a fleet on a nats-server you run, with the fleet’s users', () => {
     assert.equal(written.code, 0, written.stderr);
     assert.match(written.stdout, /^wrote .*nats-users\.conf: 9 users/);
     process.kill(nats!.pid, 'SIGHUP');
-    await eventually(async () => ((await connectsAs(url, readNatsSeed(data, 'client'), 0)) ? true : undefined), 10_000, 'the reloaded server to admit the new client key');
+    await eventually(async () => ((await connectsAs(url, { seed: readNatsSeed(data, 'client') }, 0)) ? true : undefined), 10_000, 'the reloaded server to admit the new client key');
   });
 
-  test('thymos up refuses a server that admits anyone (the users not in force) and one that does not answer, naming which', async () => {
+  test('thymos up refuses a server that admits anyone (the users not in force) and one that cannot be reached, naming which', async () => {
     const open = await startNatsServer();
     const other = createWorkspace({ natsUrl: open.url });
     try {
@@ -88,7 +88,7 @@ describe('a fleet on a nats-server you run, with the fleet’s users', () => {
       for (const who of ['supervisor', 'client', 'spare'] as const) ensureNatsIdentity(otherData, who);
       await assert.rejects(upFleet(loadConfig(other.configPath)), (e: unknown) => isThymosError(e, 'NATS_UNAVAILABLE') && /admits connections with no identity/.test((e as Error).message));
       await open.stop();
-      await assert.rejects(upFleet(loadConfig(other.configPath)), (e: unknown) => isThymosError(e, 'NATS_UNAVAILABLE') && /does not answer/.test((e as Error).message));
+      await assert.rejects(upFleet(loadConfig(other.configPath)), (e: unknown) => isThymosError(e, 'NATS_UNAVAILABLE') && /cannot be reached: .*; start it, or check the URL/.test((e as Error).message));
       assert.equal(fleetPids(otherData).apps.size, 0, 'nothing was started');
     } finally {
       await open.stop();
