@@ -14,10 +14,11 @@ import { writeAtomic } from '../platform/write-atomic.js';
 
 /**
  * Who a process is on the fleet's NATS: the supervisor, the client library and CLI, a spare of
- * the warm pool before its claim, or one agent. Each has its own NATS user (an nkey), so the
- * managed nats-server knows who connects and refuses anyone else.
+ * the warm pool before its claim, or one agent; and `system`, the supervisor's second connection,
+ * to the managed server's system account (it reads the server's advisories there). Each has its
+ * own NATS user (an nkey), so the managed nats-server knows who connects and refuses anyone else.
  */
-export type NatsIdentity = 'supervisor' | 'client' | 'spare' | `agent-${string}`;
+export type NatsIdentity = 'supervisor' | 'client' | 'spare' | 'system' | `agent-${string}`;
 
 export const agentIdentity = (id: string): NatsIdentity => `agent-${id}`;
 

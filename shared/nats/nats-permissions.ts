@@ -48,7 +48,8 @@ export function domainWork(domain: Pick<DomainSchema, 'agents' | 'queues'>): Nat
  *   jobs (not dead letters), live queries and agents' decisions; it answers no request.
  */
 export function natsPermissions(names: FleetNames, who: NatsIdentity, work: NatsWork): NatsUserPermissions | undefined {
-  if (who === 'supervisor') return undefined;
+  // The system identity is alone in the system account, whose subjects are the server's own.
+  if (who === 'supervisor' || who === 'system') return undefined;
   const f = names.fleet;
   const inbox = `${natsInboxPrefix(who)}.>`;
   const services = [names.concepts, names.embed, names.embedInfo];

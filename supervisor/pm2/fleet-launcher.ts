@@ -20,7 +20,7 @@ import type { ProgressMessage, ReconcileReport } from '../../shared/protocol/sup
 import { AppLaunch } from './app-launch.js';
 import { freePort } from './free-port.js';
 import { findNatsServer } from './nats-server-binary.js';
-import { natsServerConfigFile, type NatsUsers, natsUsersIncludeFile, reloadNatsUsers, writeNatsServerConfig } from './nats-server-config.js';
+import { moveJetStreamToFleetAccount, natsServerConfigFile, type NatsUsers, natsUsersIncludeFile, refuseEarlierNatsServer, reloadNatsUsers, writeNatsServerConfig } from './nats-server-config.js';
 import { IDLE_PROCESS_NODE_ARGS, ProcessManager } from './process-manager.js';
 import { thymosBinPath } from './thymos-bin.js';
 
@@ -145,7 +145,7 @@ async function ensureNats(config: ThymosConfig, pm: ProcessManager, launch: AppL
   const nats = await pm.describe(Pm2Names.nats);
   // Who may connect: the supervisor, the client library and CLI, the pool's spares, and each
   // agent of the domain (the supervisor makes theirs as it starts). Made when missing.
-  const made = (['supervisor', 'client', 'spare'] as const).filter((who) => ensureNatsIdentity(paths.data, who).created);
+  const made = (['supervisor', 'client', 'spare', 'system'] as const).filter((who) => ensureNatsIdentity(paths.data, who).created);
   if (nats?.status === 'online') {
     if (!existsSync(natsServerConfigFile(paths))) {
       throw new ThymosError(
@@ -153,6 +153,7 @@ async function ensureNats(config: ThymosConfig, pm: ProcessManager, launch: AppL
         `the fleet's nats-server (pid ${nats.pid}) was started by an earlier version of Thymos and admits anyone: run thymos down, then thymos up, to restart it with the fleet's identities`,
       );
     }
+    refuseEarlierNatsServer(paths, nats.pid ?? undefined);
     if (made.length > 0 && nats.pid) {
       reloadNatsUsers(paths, port, nats.pid, users);
       step(`made the NATS identities ${made.join(', ')} and reloaded nats-server's users`);
@@ -167,6 +168,7 @@ async function ensureNats(config: ThymosConfig, pm: ProcessManager, launch: AppL
       });
     }
     mkdirSync(paths.nats, { recursive: true });
+    if (moveJetStreamToFleetAccount(paths)) step(`moved the JetStream store of an earlier version into the fleet's own account (${paths.nats})`);
     const configFile = writeNatsServerConfig(paths, port, users).file;
     step(`starting nats-server on 127.0.0.1:${port} (JetStream in ${paths.nats}, users in ${configFile})`);
     const logFile = join(paths.logs, 'nats-server.log');

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 import type { FleetPaths } from '../../shared/config/fleet-paths.js';
@@ -19,24 +19,68 @@ export function natsServerConfigFile(paths: FleetPaths): string {
   return join(paths.run, 'nats.conf');
 }
 
+/** The account of the managed server that holds the fleet's users and its JetStream. */
+const FLEET_ACCOUNT = 'THYMOS';
+/** The managed server's system account: the supervisor's `system` identity reads its advisories there. */
+const SYSTEM_ACCOUNT = 'SYS';
+
 /**
  * Writes the managed nats-server's configuration: loopback on `port`, JetStream in the fleet's
  * `nats/` folder, and one user per identity under `data/secrets/nats/` (its public key only: the
- * seeds never leave their files) with what it may publish and subscribe to (`natsPermissions`).
- * A connection that is none of them is refused. Written again, then reloaded, whenever the fleet
- * gains or loses an identity or an agent's work changes. Whether the text changed.
+ * seeds never leave their files) with what it may publish and subscribe to (`natsPermissions`),
+ * in the fleet's account; the `system` identity alone in the system account. A connection that is
+ * none of them is refused. Written again, then reloaded, whenever the fleet gains or loses an
+ * identity or an agent's work changes. Whether the text changed.
  */
 export function writeNatsServerConfig(paths: FleetPaths, port: number, users: NatsUsers, skipped?: (file: string, reason: string) => void): { file: string; changed: boolean } {
+  const identities = listNatsIdentities(paths.data, skipped);
   const text = [
     `listen: ${JSON.stringify(`127.0.0.1:${port}`)}`,
     'server_name: "thymos"',
     'jetstream {',
     `  store_dir: ${JSON.stringify(paths.nats)}`,
     '}',
-    ...natsUsersBlock(listNatsIdentities(paths.data, skipped), users),
+    'accounts {',
+    `  ${FLEET_ACCOUNT}: {`,
+    '    jetstream: enabled',
+    ...userLines(identities.filter((i) => i.who !== 'system'), users).map((l) => `  ${l}`),
+    '  }',
+    `  ${SYSTEM_ACCOUNT}: {`,
+    ...userLines(identities.filter((i) => i.who === 'system'), users).map((l) => `  ${l}`),
+    '  }',
+    '}',
+    `system_account: ${SYSTEM_ACCOUNT}`,
     '',
   ].join('\n');
   return writeIfChanged(natsServerConfigFile(paths), text, 0o600);
+}
+
+/**
+ * Whether the managed server's configuration on disk is an earlier version's (its users in the
+ * default account, no system account): a server running it is not reloaded with today's, which
+ * would move the fleet's JetStream to another account under it (`thymos down`, then `thymos up`).
+ */
+export function earlierNatsServerConfig(paths: FleetPaths): boolean {
+  const file = natsServerConfigFile(paths);
+  return existsSync(file) && !readFileSync(file, 'utf8').includes(`system_account: ${SYSTEM_ACCOUNT}`);
+}
+
+/**
+ * Before the managed server first starts with the fleet's account: moves the JetStream store an
+ * earlier version kept in the default account (`nats/jetstream/$G`) to the fleet's account
+ * (`nats/jetstream/THYMOS`), one rename, so the streams and what they hold carry over. Does
+ * nothing once moved (or when there is nothing to move); both present is an error that names
+ * them, and nothing is moved. Whether it moved the store.
+ */
+export function moveJetStreamToFleetAccount(paths: FleetPaths): boolean {
+  const from = join(paths.nats, 'jetstream', '$G');
+  const to = join(paths.nats, 'jetstream', FLEET_ACCOUNT);
+  if (!existsSync(from)) return false;
+  if (existsSync(to)) {
+    throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `the fleet's JetStream store is in both ${from} (an earlier version's) and ${to}: move the one to keep to ${to} and delete the other, with the fleet down`);
+  }
+  renameSync(from, to);
+  return true;
 }
 
 /** The users a server you run includes for this fleet (`thymos nats-config`): `run/nats-users.conf`, mode 0644 (public keys only, for a server that runs as another user). */
@@ -50,18 +94,19 @@ export function natsUsersIncludeFile(paths: FleetPaths): string {
  * Returns the file, whether it changed, and who is in it.
  */
 export function writeNatsUsersInclude(paths: FleetPaths, users: NatsUsers, skipped?: (file: string, reason: string) => void): { file: string; changed: boolean; who: string[] } {
-  const identities = listNatsIdentities(paths.data, skipped);
-  const text = ['# The users of the Thymos fleet whose data directory is', `# ${paths.data}, written by thymos nats-config.`, ...natsUsersBlock(identities, users), ''].join('\n');
+  // The system identity is the managed server's own: a server you run has its own system account.
+  const identities = listNatsIdentities(paths.data, skipped).filter((i) => i.who !== 'system');
+  const text = ['# The users of the Thymos fleet whose data directory is', `# ${paths.data}, written by thymos nats-config.`, 'authorization {', ...userLines(identities, users), '}', ''].join('\n');
   return { ...writeIfChanged(natsUsersIncludeFile(paths), text, 0o644), who: identities.map((i) => i.who) };
 }
 
-/** `authorization { users: [...] }` with one user per identity and its permissions. */
-function natsUsersBlock(identities: ReadonlyArray<{ who: NatsIdentity; publicKey: string }>, users: NatsUsers): string[] {
+/** `users: [...]`, one user per identity with its permissions, indented for a block. */
+function userLines(identities: ReadonlyArray<{ who: NatsIdentity; publicKey: string }>, users: NatsUsers): string[] {
   const lines = identities.map((i) => {
-    const permissions = natsPermissions(users.names, i.who, users.work);
+    const permissions = i.who === 'system' ? undefined : natsPermissions(users.names, i.who, users.work);
     return `    { nkey: ${JSON.stringify(i.publicKey)}${permissions ? `, permissions: ${JSON.stringify(permissions)}` : ''} } # ${i.who}`;
   });
-  return ['authorization {', '  users: [', ...lines, '  ]', '}'];
+  return ['  users: [', ...lines, '  ]'];
 }
 
 /** Writes `text` to `file` (with `mode`, whole or not at all) unless it holds that already. */
@@ -84,10 +129,20 @@ function writeIfChanged(file: string, text: string, mode: number): { file: strin
  * is gone or not ours is NATS_UNAVAILABLE.
  */
 export function reloadNatsUsers(paths: FleetPaths, port: number, pid: number, users: NatsUsers, skipped?: (file: string, reason: string) => void): void {
+  refuseEarlierNatsServer(paths, pid);
   writeNatsServerConfig(paths, port, users, skipped);
   try {
     process.kill(pid, 'SIGHUP');
   } catch (err) {
     throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `the managed nats-server (pid ${pid}) could not be told to reload its users: ${(err as Error).message}`);
   }
+}
+
+/** NATS_UNAVAILABLE when the managed server (at `pid`) runs an earlier version's configuration (`earlierNatsServerConfig`). */
+export function refuseEarlierNatsServer(paths: FleetPaths, pid: number | undefined): void {
+  if (!earlierNatsServerConfig(paths)) return;
+  throw new ThymosError(
+    ErrorCode.NATS_UNAVAILABLE,
+    `the fleet's nats-server${pid ? ` (pid ${pid})` : ''} runs the configuration of an earlier version of Thymos, without the fleet's own account: run thymos down, then thymos up, to restart it (its JetStream store moves with it)`,
+  );
 }

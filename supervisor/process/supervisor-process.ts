@@ -6,6 +6,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Surreal } from 'surrealdb';
 
 import { type FleetPaths, fleetPaths } from '../../shared/config/fleet-paths.js';
+import { readFleetInfo } from '../../shared/config/fleet-runtime.js';
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import { type DomainSchema, EMPTY_DOMAIN, loadDomainSchema } from '../../shared/domain/domain-schema.js';
 import { queueSkills } from '../../shared/domain/queue-schema.js';
@@ -15,7 +16,7 @@ import { ensureEventStream } from '../../shared/nats/event-stream.js';
 import { deadLetters, ensureJobQueues, jobBacklog, requeueDeadLetter } from '../../shared/nats/job-queue.js';
 import { moveLegacyInboxes } from '../../shared/nats/legacy-inbox.js';
 import { connectNats, type NatsLink } from '../../shared/nats/nats-connection.js';
-import { fleetNatsLink } from '../../shared/nats/nats-identity.js';
+import { fleetNatsLink, fleetNatsSeed } from '../../shared/nats/nats-identity.js';
 import { domainWork } from '../../shared/nats/nats-permissions.js';
 import { CleanupStack } from '../../shared/platform/cleanup-stack.js';
 import { CompromiseExtractor } from '../../shared/platform/concept-extractor.js';
@@ -50,6 +51,7 @@ import { thymosBinPath } from '../pm2/thymos-bin.js';
 import { worldControlApi } from '../world/world-api.js';
 import { openWorldDatabase } from '../world/world-database.js';
 import { WorldStore } from '../world/world-store.js';
+import { logRefusedConnections } from './refused-connections.js';
 
 export interface SupervisorOptions {
   config: ThymosConfig;
@@ -79,6 +81,13 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     const { db, registry, domain } = await openFleetState(config, paths, cleanup);
     const nc = await connectWithin(natsUrl, NATS_CONNECT_MS, fleetNatsLink(config, 'supervisor', natsUrl));
     cleanup.push(() => closeNats(nc));
+    // The managed server's refusals, read in its system account as the `system` identity.
+    const systemSeed = readFleetInfo(config)?.managed_nats ? fleetNatsSeed(config, 'system', natsUrl) : undefined;
+    if (systemSeed) {
+      const system = await connectWithin(natsUrl, NATS_CONNECT_MS, { seed: systemSeed }, 'system');
+      cleanup.push(() => closeNats(system));
+      logRefusedConnections(system, logger);
+    }
     const hints = eventHints(await serveTextModels(config, nc, names, logger, cleanup));
     const processes = await ProcessManager.connect(paths.pm2Home);
     cleanup.push(() => processes.disconnect());
@@ -206,8 +215,8 @@ async function openPool(options: AgentPoolOptions, cleanup: CleanupStack): Promi
 }
 
 /** A NATS connection within `ms`, or NATS_UNAVAILABLE; a connection that comes late is closed. */
-async function connectWithin(natsUrl: string, ms: number, link: NatsLink): Promise<NatsConnection> {
-  const pending = connectNats({ servers: natsUrl, name: 'thymos-supervisor', ...link, who: 'supervisor' });
+async function connectWithin(natsUrl: string, ms: number, link: NatsLink, who: 'supervisor' | 'system' = 'supervisor'): Promise<NatsConnection> {
+  const pending = connectNats({ servers: natsUrl, name: who === 'system' ? 'thymos-supervisor-system' : 'thymos-supervisor', ...link, who });
   return withDeadline(pending, ms, () => {
     void pending.then((late) => late.close()).catch(() => undefined);
     throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `NATS at ${natsUrl} did not accept a connection within ${ms} ms`);

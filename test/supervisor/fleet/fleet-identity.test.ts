@@ -44,15 +44,15 @@ describe('who may connect to a fleet’s managed nats-server', () => {
     await testFleet?.dispose();
   });
 
-  test('the supervisor, the client and the pool each have an identity of their own, in files only the owner reads', () => {
+  test('the supervisor, the client, the pool and the server’s system account each have an identity of their own, in files only the owner reads', () => {
     assert.equal(statSync(natsSecretsDir(data)).mode & 0o777, 0o700);
-    for (const who of ['supervisor', 'client', 'spare'] as const) {
+    for (const who of ['supervisor', 'client', 'spare', 'system'] as const) {
       assert.equal(statSync(natsIdentityFile(data, who)).mode & 0o777, 0o600, who);
       assert.match(readFileSync(natsIdentityFile(data, who), 'utf8'), /^SU[A-Z0-9]+\n$/, who);
     }
     const conf = readFileSync(join(fleetPaths(data).run, 'nats.conf'), 'utf8');
     assert.equal(statSync(join(fleetPaths(data).run, 'nats.conf')).mode & 0o777, 0o600);
-    for (const who of ['supervisor', 'client', 'spare'] as const) {
+    for (const who of ['supervisor', 'client', 'spare', 'system'] as const) {
       const seed = new TextDecoder().decode(readNatsSeed(data, who)!);
       assert.equal(conf.includes(seed), false, `the server holds public keys only, not ${who}'s seed`);
       assert.equal(conf.includes(fromSeed(readNatsSeed(data, who)!).getPublicKey()), true, `${who} is admitted`);
@@ -64,6 +64,10 @@ describe('who may connect to a fleet’s managed nats-server', () => {
     const forged = createUser();
     await assert.rejects(natsConnect({ servers: url, name: 'thymos-agent-elder_rowan', authenticator: nkeyAuthenticator(forged.getSeed()), maxReconnectAttempts: 0 }), /Authorization Violation/);
     assert.equal(await connectsAs(url, { seed: readNatsSeed(data, 'client')! }, 5000), true);
+    // The supervisor hears of each refusal from the server's system account, and logs who tried.
+    const log = join(fleetPaths(data).logs, 'supervisor.log');
+    await eventually(() => (readFileSync(log, 'utf8').includes(`nats-server refused a connection named thymos-agent-elder_rowan from 127.0.0.1 signed by ${forged.getPublicKey()}`) ? true : undefined), 10_000, 'the supervisor to log the forged connection');
+    assert.match(readFileSync(log, 'utf8'), /nats-server refused a connection named thymos-agent-elder_rowan from 127\.0\.0\.1 with no identity/);
   });
 
   test('every agent of the domain has its identity once the fleet is up, and its seed is nowhere but in its file: not in its environment, arguments, logs, status or start context', async () => {
