@@ -1,10 +1,9 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 
-import type { NatsTlsFiles } from '../../shared/config/thymos-config.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { describeIssues } from '../../shared/errors/zod-issues.js';
 import { serveCoded } from '../../shared/nats/coded-responder.js';
-import { connectNats, logRefusals } from '../../shared/nats/nats-connection.js';
+import { connectNats, logRefusals, type NatsLink } from '../../shared/nats/nats-connection.js';
 import { agentIdentity } from '../../shared/nats/nats-identity.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import {
@@ -19,10 +18,8 @@ import type { Controllable } from '../runtime/runtime-ports.js';
 
 export interface AgentControlChannelOptions {
   servers: string;
-  /** The agent's own NATS identity (its nkey seed, read from its file under the data directory), when the server asks for one. */
-  seed?: Uint8Array | undefined;
-  /** TLS files of `[nats] tls_*`, for the server of `[nats] url`. */
-  tls?: NatsTlsFiles | undefined;
+  /** What the agent connects with (`fleetNatsLink`): its own identity's key or credentials, and TLS files, when the server asks for them. */
+  link: NatsLink;
   /** The fleet's subjects. */
   names: FleetNames;
   heartbeatMs: number;
@@ -111,7 +108,7 @@ export class AgentControlChannel {
   }
 
   async #connect(): Promise<void> {
-    const nc = await connectNats({ servers: this.#options.servers, name: `thymos-agent-${this.#runtime.id}`, seed: this.#options.seed, tls: this.#options.tls, who: agentIdentity(this.#runtime.id) });
+    const nc = await connectNats({ servers: this.#options.servers, name: `thymos-agent-${this.#runtime.id}`, ...this.#options.link, who: agentIdentity(this.#runtime.id) });
     if (this.#closed) {
       await nc.close();
       return;

@@ -65,7 +65,7 @@ export async function linkToFleet(parts: FleetLinkParts): Promise<FleetLinks> {
   const { AgentControlChannel } = await parts.channelModule;
   const channel = new AgentControlChannel(
     runtime,
-    { servers: parts.natsUrl, ...fleetNatsLink(config, agentIdentity(runtime.id), parts.natsUrl), names, heartbeatMs: config.agent.heartbeat_ms, onShutdown, decideCall: (id, decision) => parts.tools.decide(id, decision), toolCalls: () => parts.tools.counts() },
+    { servers: parts.natsUrl, link: fleetNatsLink(config, agentIdentity(runtime.id), parts.natsUrl), names, heartbeatMs: config.agent.heartbeat_ms, onShutdown, decideCall: (id, decision) => parts.tools.decide(id, decision), toolCalls: () => parts.tools.counts() },
     logger,
   );
   cleanup.push(() => channel.close());

@@ -162,6 +162,14 @@ export const NatsSettingsSchema = z
      */
     identities: z.boolean().default(false),
     /**
+     * With `url`, for a server that authenticates with JWTs (operator mode, e.g. users made with
+     * `nsc`): a folder of NATS credentials files, one per identity, named `<identity>.creds`
+     * (`supervisor`, `client`, `spare`, `agent-<id>`); every process connects with its own.
+     * Relative to this file. Instead of `identities`, not with it.
+     * @example "creds"
+     */
+    credentials: z.string().min(1).optional(),
+    /**
      * With `url`: a PEM file of the certificate authority that signed that server's certificate
      * (a certificate a public authority signed needs none). Relative to this file. Setting any
      * `tls_` key makes every process of the fleet require TLS of that server: one without it is
@@ -175,6 +183,8 @@ export const NatsSettingsSchema = z
     tls_key: z.string().min(1).optional(),
   })
   .strict()
+  .refine((n) => n.url !== undefined || n.credentials === undefined, { message: 'expected credentials only with url: the nats-server thymos up runs has identities of its own', path: ['credentials'] })
+  .refine((n) => !(n.identities && n.credentials !== undefined), { message: 'expected identities or credentials, not both: the fleet connects with its own keys (identities) or with the credentials files of a server in operator mode', path: ['credentials'] })
   .refine((n) => (n.tls_cert === undefined) === (n.tls_key === undefined), { message: 'expected tls_cert and tls_key together (a client certificate and its key)', path: ['tls_cert'] })
   .refine((n) => n.url !== undefined || (n.tls_ca ?? n.tls_cert ?? n.tls_key) === undefined, {
     message: 'expected tls_ca, tls_cert and tls_key only with url: the nats-server thymos up runs listens on 127.0.0.1 without TLS',

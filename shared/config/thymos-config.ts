@@ -50,6 +50,8 @@ export interface ThymosConfig extends ThymosSettings {
   readonly relevancePath: string | undefined;
   /** The TLS files of `[nats] tls_*`, absolute and checked readable; undefined when none is set. */
   readonly natsTls: NatsTlsFiles | undefined;
+  /** The folder of `[nats] credentials`, absolute and checked to be a folder; undefined when unset. */
+  readonly natsCredentialsPath: string | undefined;
 }
 
 /** Files a connection to the server of `[nats] url` uses for TLS (nats.js reads them as it connects, and again on each reconnect). */
@@ -137,9 +139,17 @@ function fromObject(raw: unknown, where: string, source: string | undefined, fil
     return path;
   };
   const tls = { caFile: tlsFile('tls_ca'), certFile: tlsFile('tls_cert'), keyFile: tlsFile('tls_key') };
+  const credentials = settings.nats.credentials === undefined ? undefined : at(settings.nats.credentials);
+  if (credentials !== undefined && !(existsSync(credentials) && statSync(credentials).isDirectory())) {
+    const line = source === undefined ? undefined : findKeyLine(source, ['nats', 'credentials']);
+    throw new ThymosError(ErrorCode.CONFIG_INVALID, `${where}${line ? `:${line}` : ''}: nats.credentials: expected a folder of <identity>.creds files, got ${credentials}`, {
+      location: { file: where, line, path: 'nats.credentials' },
+    });
+  }
   const natsTls = Object.values(tls).some((f) => f !== undefined) ? Object.freeze(Object.fromEntries(Object.entries(tls).filter(([, f]) => f !== undefined))) : undefined;
   return Object.freeze({
     natsTls,
+    natsCredentialsPath: credentials,
     ...settings,
     file: fromFile && file !== undefined ? resolve(file) : undefined,
     dataPath: at(settings.data_dir),

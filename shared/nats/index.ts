@@ -9,7 +9,7 @@ export { deadLetters, ensureJobQueues, JOB_DEDUP_WINDOW_MS, jobBacklog, publishJ
 export { moveLegacyInboxes } from './legacy-inbox.js';
 export { consumeLong, LONG_PULL, type PullTiming } from './long-pull.js';
 export { admission, connectNats, connectsAs, logRefusals, type NatsConnection, type NatsConnectOptions, type NatsLink, newInbox, permissionViolation, refusal } from './nats-connection.js';
-export { agentIdentity, ensureNatsIdentity, fleetNatsLink, fleetNatsSeed, listNatsIdentities, type NatsIdentity, natsIdentityFile, natsInboxPrefix, natsSecretsDir, nkeySigner, readNatsSeed, removeNatsIdentity, staleAgentIdentities } from './nats-identity.js';
+export { agentIdentity, ensureNatsIdentity, fleetNatsLink, fleetNatsSeed, listNatsIdentities, natsCredentialsFile, type NatsIdentity, natsIdentityFile, natsInboxPrefix, natsSecretsDir, nkeySigner, readNatsSeed, removeNatsIdentity, staleAgentIdentities } from './nats-identity.js';
 export { domainWork, natsPermissions, type NatsUserPermissions, type NatsWork } from './nats-permissions.js';
 export { REQUESTER, REQUESTER_HEADER, SupervisorRequester } from './supervisor-requester.js';
 export { WorldClient, type WorldClientOptions, type WorldSubscription } from './world-client.js';

@@ -1,4 +1,4 @@
-import { type Authenticator, connect, createInbox, type NatsConnection, NoRespondersError, PermissionViolationError, RequestError, type TlsOptions } from '@nats-io/transport-node';
+import { type Authenticator, connect, createInbox, credsAuthenticator, type NatsConnection, NoRespondersError, PermissionViolationError, RequestError, type TlsOptions } from '@nats-io/transport-node';
 
 import type { NatsTlsFiles } from '../config/thymos-config.js';
 import { ErrorCode, ThymosError } from '../errors/errors.js';
@@ -20,17 +20,22 @@ export interface NatsConnectOptions {
   who?: NatsIdentity;
   /** TLS files (`[nats] tls_*`): given, the server must speak TLS, verified with them. */
   tls?: NatsTlsFiles | undefined;
+  /** A credentials file's text (`[nats] credentials`), instead of `seed`. */
+  creds?: Uint8Array | undefined;
 }
 
-/** What a connection proves itself with: an identity's key, TLS files, both or neither (`fleetNatsLink`). */
+/** What a connection proves itself with: an identity's key or credentials file, TLS files, both or neither (`fleetNatsLink`). */
 export interface NatsLink {
   seed?: Uint8Array | undefined;
+  /** The text of a NATS credentials file (a user JWT and its seed), for a server in operator mode. */
+  creds?: Uint8Array | undefined;
   tls?: NatsTlsFiles | undefined;
 }
 
 /** nats.js options for a link: TLS given is TLS required (nats.js refuses a server without it). */
 function linkOptions(link: NatsLink): { authenticator?: Authenticator; tls?: TlsOptions } {
-  return { ...(link.seed ? { authenticator: nkeySigner(link.seed) } : {}), ...(link.tls ? { tls: { ...link.tls } } : {}) };
+  const authenticator = link.seed ? nkeySigner(link.seed) : link.creds ? credsAuthenticator(link.creds) : undefined;
+  return { ...(authenticator ? { authenticator } : {}), ...(link.tls ? { tls: { ...link.tls } } : {}) };
 }
 
 /** The URLs of a comma-separated server list. */

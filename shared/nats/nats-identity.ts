@@ -77,10 +77,31 @@ export function fleetNatsSeed(config: ThymosConfig, who: NatsIdentity, servers: 
 
 /**
  * What a process of this fleet connects to `servers` with as `who`: its key (`fleetNatsSeed`)
- * and, for the server of `[nats] url`, the TLS files of `[nats] tls_*` (given, TLS is required).
+ * and, for the server of `[nats] url`, its credentials file (`[nats] credentials`) and the TLS
+ * files of `[nats] tls_*` (given, TLS is required). A credentials file that is missing, or that
+ * others may read, is NATS_UNAVAILABLE naming it.
  */
-export function fleetNatsLink(config: ThymosConfig, who: NatsIdentity, servers: string): { seed: Uint8Array | undefined; tls: NatsTlsFiles | undefined } {
-  return { seed: fleetNatsSeed(config, who, servers), tls: config.nats.url !== undefined && servers === config.nats.url ? config.natsTls : undefined };
+export function fleetNatsLink(config: ThymosConfig, who: NatsIdentity, servers: string): { seed: Uint8Array | undefined; creds?: Uint8Array; tls: NatsTlsFiles | undefined } {
+  const own = config.nats.url !== undefined && servers === config.nats.url;
+  const creds = own && config.natsCredentialsPath !== undefined ? readCredentials(natsCredentialsFile(config, who)) : undefined;
+  return { seed: fleetNatsSeed(config, who, servers), ...(creds ? { creds } : {}), tls: own ? config.natsTls : undefined };
+}
+
+/** Where identity `who` finds its credentials file (`[nats] credentials`): `<folder>/<who>.creds`. */
+export function natsCredentialsFile(config: ThymosConfig, who: NatsIdentity): string {
+  return join(config.natsCredentialsPath ?? '', `${who}.creds`);
+}
+
+/** The text of a credentials file, which holds a seed: it must exist and be the owner's alone. */
+function readCredentials(file: string): Uint8Array {
+  let mode: number;
+  try {
+    mode = statSync(file).mode;
+  } catch {
+    throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `no NATS credentials file ${file} ([nats] credentials): make it for this identity (e.g. nsc generate creds -n <identity> > ${file}) and chmod 600 it`);
+  }
+  if ((mode & 0o077) !== 0) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `the NATS credentials file ${file} may be read by others (mode ${(mode & 0o777).toString(8)}): it holds a seed; chmod 600 it`);
+  return readFileSync(file);
 }
 
 /**

@@ -101,15 +101,18 @@ export async function upFleet(config: ThymosConfig, options: LaunchOptions = {})
 
 /**
  * A server the user runs (`[nats] url`) must answer, over TLS when `[nats] tls_*` asks for it; set
- * up with the fleet's users (`[nats] identities`), it must admit the supervisor, the client and
- * the spares as themselves and nobody without an identity. Otherwise `up` starts nothing and says
- * what to do.
+ * up with the fleet's users (`[nats] identities`) or credentials (`[nats] credentials`), it must
+ * admit the supervisor, the client and the spares as themselves and nobody without an identity.
+ * Otherwise `up` starts nothing and says what to do.
  */
 async function checkOwnServer(config: ThymosConfig, paths: FleetPaths, step: (line: string) => void): Promise<void> {
   const url = config.nats.url!;
   const tls = config.natsTls;
   const over = tls ? ' over TLS' : '';
-  const fix = `run thymos nats-config --server-config <that server's configuration>, add the include line it prints (for ${natsUsersIncludeFile(paths)}) and reload the server`;
+  const keyed = config.nats.identities || config.natsCredentialsPath !== undefined;
+  const fix = config.natsCredentialsPath
+    ? `give the server the operator and account of the credentials in ${config.natsCredentialsPath} (operator mode), or correct those files`
+    : `run thymos nats-config --server-config <that server's configuration>, add the include line it prints (for ${natsUsersIncludeFile(paths)}) and reload the server`;
   const fixed = ['supervisor', 'client', 'spare'] as const;
   const missing = config.nats.identities ? fixed.filter((who) => !readNatsSeed(config.dataPath, who)) : [];
   if (missing.length > 0) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `[nats] identities is set but the fleet has no NATS identity for ${missing.join(', ')} in ${natsSecretsDir(config.dataPath)}: ${fix}`);
@@ -118,15 +121,15 @@ async function checkOwnServer(config: ThymosConfig, paths: FleetPaths, step: (li
     const check = tls ? 'check the URL (its host as the server\'s certificate names it) and [nats] tls_ca, tls_cert, tls_key' : 'start it, or check the URL';
     throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `the nats-server at ${url} ([nats] url) cannot be reached${over}: ${nobody.reason ?? 'no answer'}; ${check}`);
   }
-  if (!config.nats.identities) {
-    if (nobody.outcome === 'refused') throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `the nats-server at ${url} asks for an identity: set [nats] identities = true and ${fix}`);
+  if (!keyed) {
+    if (nobody.outcome === 'refused') throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `the nats-server at ${url} asks for an identity: set [nats] identities = true and ${fix} (or [nats] credentials, for a server in operator mode)`);
     step(`the nats-server at ${url} answers${over}`);
     return;
   }
   // A server that admits anyone has not got the fleet's users in force: its keys would prove nothing there.
   if (nobody.outcome === 'admitted') throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `the nats-server at ${url} admits connections with no identity, so the fleet's users are not in force there: ${fix}`);
   const refused: string[] = [];
-  for (const who of fixed) if ((await admission(url, { seed: readNatsSeed(config.dataPath, who), tls }, 3000)).outcome !== 'admitted') refused.push(who);
+  for (const who of fixed) if ((await admission(url, fleetNatsLink(config, who, url), 3000)).outcome !== 'admitted') refused.push(who);
   if (refused.length > 0) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `the nats-server at ${url} does not admit the fleet's identities ${refused.join(', ')}: ${fix}`);
   step(`the nats-server at ${url} admits the fleet's identities${over} and nobody else`);
 }

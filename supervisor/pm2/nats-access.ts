@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -7,7 +8,7 @@ import { readFleetInfo } from '../../shared/config/fleet-runtime.js';
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { connectsAs } from '../../shared/nats/nats-connection.js';
-import { agentIdentity, ensureNatsIdentity, readNatsSeed, removeNatsIdentity, staleAgentIdentities } from '../../shared/nats/nats-identity.js';
+import { agentIdentity, ensureNatsIdentity, natsCredentialsFile, readNatsSeed, removeNatsIdentity, staleAgentIdentities } from '../../shared/nats/nats-identity.js';
 import { isAlive } from '../../shared/platform/data-lock.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { logOffset, settledLog } from './log-tail.js';
@@ -143,7 +144,13 @@ export class NatsAccess {
   /** On a server the user runs with the fleet's users (`[nats] identities`), an agent must have its key already: Thymos cannot give that server a new user. */
   async #ownServerGrant(id: string): Promise<void> {
     const { config } = this.#o;
-    if (!config.nats.url || !config.nats.identities || readNatsSeed(config.dataPath, agentIdentity(id))) return;
+    if (!config.nats.url) return;
+    if (config.natsCredentialsPath !== undefined) {
+      const file = natsCredentialsFile(config, agentIdentity(id));
+      if (existsSync(file)) return;
+      throw new ThymosError(ErrorCode.AGENT_START_FAILED, `${id} has no NATS credentials file ${file} ([nats] credentials): make one for user ${agentIdentity(id)} in the fleet's account (e.g. nsc generate creds)`);
+    }
+    if (!config.nats.identities || readNatsSeed(config.dataPath, agentIdentity(id))) return;
     throw new ThymosError(ErrorCode.AGENT_START_FAILED, `${id} has no NATS identity, and the nats-server at ${config.nats.url} is yours: run thymos nats-config, then reload that server, to give it one`);
   }
 
