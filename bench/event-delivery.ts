@@ -79,7 +79,7 @@ async function allStored(natsUrl: string, data: string, hearers: readonly string
     const jsm = await jetstreamManager(nc);
     const deadline = performance.now() + 120_000;
     for (;;) {
-      const router = await jsm.consumers.info('THYMOS_EVENTS', 'router');
+      const router = await jsm.consumers.info('THYMOS_EVENTS', 'events_router');
       const pending = await Promise.all(hearers.map((id) => jsm.consumers.info('THYMOS_HEARD', `heard_${id}`)));
       if (router.num_pending + router.num_ack_pending === 0 && pending.every((c) => c.num_pending + c.num_ack_pending === 0)) return;
       if (performance.now() > deadline) throw new Error(`hearers still storing after 120 s: ${pending.map((c) => c.num_pending + c.num_ack_pending).join(', ')}`);
@@ -200,7 +200,7 @@ export const eventDeliveryScenario: Scenario = {
         const jsm = await jetstreamManager(nc);
         const routed = async () => {
           for (;;) {
-            const c = await jsm.consumers.info('THYMOS_EVENTS', 'router');
+            const c = await jsm.consumers.info('THYMOS_EVENTS', 'events_router');
             if (c.num_pending === 0 && c.num_ack_pending === 0) return;
             await sleep(20);
           }

@@ -179,7 +179,7 @@ export const NatsSettingsSchema = z
     tls_ca: z.string().min(1).optional(),
     /** With `url`: the fleet's client certificate (PEM), for a server that verifies its clients (mutual TLS); with `tls_key`. */
     tls_cert: z.string().min(1).optional(),
-    /** With `url`: the private key of `tls_cert` (PEM; keep it mode 0600). */
+    /** With `url`: the private key of `tls_cert` (PEM; refused while any user may read it: keep it mode 0600, or 0640 for a group such as ssl-cert). */
     tls_key: z.string().min(1).optional(),
   })
   .strict()

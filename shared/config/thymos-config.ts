@@ -129,7 +129,10 @@ function fromObject(raw: unknown, where: string, source: string | undefined, fil
     const path = at(given);
     try {
       accessSync(path, constants.R_OK);
-      if (!statSync(path).isFile()) throw new Error('not a file');
+      const stat = statSync(path);
+      if (!stat.isFile()) throw new Error('not a file');
+      // A private key any user of the machine may read proves nothing (a group, as ssl-cert, may).
+      if (key === 'tls_key' && (stat.mode & 0o004) !== 0) throw new Error(`any user may read it (mode ${(stat.mode & 0o777).toString(8)}): chmod o-r it`);
     } catch (err) {
       const line = source === undefined ? undefined : findKeyLine(source, ['nats', key]);
       throw new ThymosError(ErrorCode.CONFIG_INVALID, `${where}${line ? `:${line}` : ''}: nats.${key}: expected a readable PEM file, got ${path} (${(err as Error).message})`, {

@@ -64,19 +64,24 @@ export async function ensureAgentConsumer(jsm: JetStreamManager, id: string, set
  * The router's durable consumer on the event stream, reading all of it (the client's and the
  * agents' event subjects). Created with the fleet's first supervisor, it routes every event
  * published from then on; while no supervisor runs, events wait in it. The router of an earlier
- * version read the client's subjects only: it is made again, from the first event it had not
- * acknowledged (an event acknowledged out of order above that is routed again, and its copies
- * are kept once: see EventRouter).
+ * version (`legacyRouterConsumer`) read the client's subjects only: today's starts from the first
+ * event that one had not acknowledged, and only then is the earlier one deleted, so a crash
+ * between the two loses nothing (the next start finds today's and deletes the earlier). An event
+ * acknowledged out of order above that floor is routed again, and its copies kept once (see
+ * EventRouter).
  */
 export async function ensureRouterConsumer(jsm: JetStreamManager, settings: Pick<EventsSettings, 'ack_wait_s'>, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<void> {
-  const earlier = await jsm.consumers.info(names.eventStream, names.routerConsumer).catch((err: unknown) => {
-    if (isApiError(err, CONSUMER_NOT_FOUND)) return undefined;
-    throw err;
-  });
-  if (earlier && !earlier.config.filter_subject) return;
-  if (earlier) await jsm.consumers.delete(names.eventStream, names.routerConsumer);
-  const from = earlier ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: earlier.ack_floor.stream_seq + 1 } : { deliver_policy: DeliverPolicy.New };
-  await jsm.consumers.add(names.eventStream, { durable_name: names.routerConsumer, ...from, ...consumerLimits(settings) });
+  const info = (name: string) =>
+    jsm.consumers.info(names.eventStream, name).catch((err: unknown) => {
+      if (isApiError(err, CONSUMER_NOT_FOUND)) return undefined;
+      throw err;
+    });
+  const [today, earlier] = [await info(names.routerConsumer), await info(names.legacyRouterConsumer)];
+  if (!today) {
+    const from = earlier ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: earlier.ack_floor.stream_seq + 1 } : { deliver_policy: DeliverPolicy.New };
+    await jsm.consumers.add(names.eventStream, { durable_name: names.routerConsumer, ...from, ...consumerLimits(settings) });
+  }
+  if (earlier) await jsm.consumers.delete(names.eventStream, names.legacyRouterConsumer);
 }
 
 const consumerLimits = (settings: Pick<EventsSettings, 'ack_wait_s'>) => ({ ack_policy: AckPolicy.Explicit, ack_wait: settings.ack_wait_s * 1000 * NS_PER_MS, max_ack_pending: 10_000 });

@@ -32,10 +32,15 @@ export interface NatsLink {
   tls?: NatsTlsFiles | undefined;
 }
 
-/** nats.js options for a link: TLS given is TLS required (nats.js refuses a server without it). */
-function linkOptions(link: NatsLink): { authenticator?: Authenticator; tls?: TlsOptions } {
+/**
+ * nats.js options for a link to `servers`: TLS files given, or a `tls://` URL, make TLS required
+ * (nats.js then refuses a server that offers none, rather than talk in the clear; it reads the
+ * scheme of a URL as nothing more than a host and port).
+ */
+function linkOptions(link: NatsLink, servers: string): { authenticator?: Authenticator; tls?: TlsOptions } {
   const authenticator = link.seed ? nkeySigner(link.seed) : link.creds ? credsAuthenticator(link.creds) : undefined;
-  return { ...(authenticator ? { authenticator } : {}), ...(link.tls ? { tls: { ...link.tls } } : {}) };
+  const tls = link.tls ?? (serverList(servers).some((u) => /^tls:\/\//i.test(u)) ? {} : undefined);
+  return { ...(authenticator ? { authenticator } : {}), ...(tls ? { tls: { ...tls } } : {}) };
 }
 
 /** The URLs of a comma-separated server list. */
@@ -59,7 +64,7 @@ export function connectNats(options: NatsConnectOptions): Promise<NatsConnection
     // Every request would otherwise build two Error objects with stacks up front, used only if
     // it fails: a third of the router's CPU when it copies an event to 50 hearers.
     noAsyncTraces: true,
-    ...linkOptions(options),
+    ...linkOptions(options, options.servers),
     ...(options.who ? { inboxPrefix: natsInboxPrefix(options.who) } : {}),
   });
 }
@@ -91,7 +96,7 @@ export async function connectsAs(servers: string, link: NatsLink, ms: number): P
  */
 export async function admission(servers: string, link: NatsLink, ms: number): Promise<{ outcome: 'admitted' | 'refused' | 'unreachable'; reason?: string }> {
   try {
-    const nc = await connect({ servers: serverList(servers), ...linkOptions(link), maxReconnectAttempts: 0, timeout: ms });
+    const nc = await connect({ servers: serverList(servers), ...linkOptions(link, servers), maxReconnectAttempts: 0, timeout: ms });
     await nc.close();
     return { outcome: 'admitted' };
   } catch (err) {

@@ -76,15 +76,16 @@ export function fleetNatsSeed(config: ThymosConfig, who: NatsIdentity, servers: 
 }
 
 /**
- * What a process of this fleet connects to `servers` with as `who`: its key (`fleetNatsSeed`)
- * and, for the server of `[nats] url`, its credentials file (`[nats] credentials`) and the TLS
- * files of `[nats] tls_*` (given, TLS is required). A credentials file that is missing, or that
- * others may read, is NATS_UNAVAILABLE naming it.
+ * What a process of this fleet connects to `servers` with as `who`: its key (`fleetNatsSeed`);
+ * for the server of `[nats] url`, its credentials file (`[nats] credentials`); and, whatever
+ * `servers` says (a URL spelt otherwise is still no reason to talk in the clear), the TLS files of
+ * `[nats] tls_*`, which make TLS required. A credentials file that is missing, or that others may
+ * read, is NATS_UNAVAILABLE naming it.
  */
 export function fleetNatsLink(config: ThymosConfig, who: NatsIdentity, servers: string): { seed: Uint8Array | undefined; creds?: Uint8Array; tls: NatsTlsFiles | undefined } {
   const own = config.nats.url !== undefined && servers === config.nats.url;
   const creds = own && config.natsCredentialsPath !== undefined ? readCredentials(natsCredentialsFile(config, who)) : undefined;
-  return { seed: fleetNatsSeed(config, who, servers), ...(creds ? { creds } : {}), tls: own ? config.natsTls : undefined };
+  return { seed: fleetNatsSeed(config, who, servers), ...(creds ? { creds } : {}), tls: config.natsTls };
 }
 
 /** Where identity `who` finds its credentials file (`[nats] credentials`): `<folder>/<who>.creds`. */

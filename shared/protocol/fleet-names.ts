@@ -27,7 +27,9 @@ export class FleetNames {
   /** Every agent's heard subject: `<fleet>.agent.*.heard`. */
   readonly allHeard: string;
   /** The supervisor's durable consumer on the event stream, which routes each event to its hearers. */
-  readonly routerConsumer = 'router';
+  readonly routerConsumer = 'events_router';
+  /** The router's consumer of earlier versions, which read the client's event subjects only (see `ensureRouterConsumer`). */
+  readonly legacyRouterConsumer = 'router';
   /** JetStream stream that keeps agent-to-agent messages until the addressee takes them, e.g. `THYMOS_INBOX`. */
   readonly inboxStream: string;
   /** Every inbox subject: `<fleet>.agent.*.inbox.*` (addressee, then sender). */

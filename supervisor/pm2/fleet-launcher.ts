@@ -20,7 +20,7 @@ import type { ProgressMessage, ReconcileReport } from '../../shared/protocol/sup
 import { AppLaunch } from './app-launch.js';
 import { freePort } from './free-port.js';
 import { findNatsServer } from './nats-server-binary.js';
-import { moveJetStreamToFleetAccount, natsServerConfigFile, type NatsUsers, natsUsersIncludeFile, refuseEarlierNatsServer, reloadNatsUsers, writeNatsServerConfig } from './nats-server-config.js';
+import { moveJetStreamToFleetAccount, natsServerConfigFile, type NatsUsers, natsUsersIncludeFile, natsUsersIncludeIsCurrent, refuseEarlierNatsServer, reloadNatsUsers, writeNatsServerConfig } from './nats-server-config.js';
 import { IDLE_PROCESS_NODE_ARGS, ProcessManager } from './process-manager.js';
 import { thymosBinPath } from './thymos-bin.js';
 
@@ -68,9 +68,10 @@ export async function upFleet(config: ThymosConfig, options: LaunchOptions = {})
   const launch = await AppLaunch.begin(pm);
   try {
     const running = await pm.describe(Pm2Names.supervisor);
-    const natsUrl = config.nats.url ?? (await ensureNats(config, pm, launch, natsBinary!, { names: new FleetNames(config.fleet.name), work: domainWork(domain) }, step));
+    const users = { names: new FleetNames(config.fleet.name), work: domainWork(domain) };
+    const natsUrl = config.nats.url ?? (await ensureNats(config, pm, launch, natsBinary!, users, step));
     if (config.nats.url) writeFleetInfo(config, { nats_url: natsUrl, managed_nats: false, nats_port: null });
-    if (config.nats.url) await checkOwnServer(config, paths, step);
+    if (config.nats.url) await checkOwnServer(config, paths, users, step);
     if (running?.status === 'online') {
       return { alreadyRunning: true, natsUrl, supervisorPid: running.pid, pm2Home: paths.pm2Home };
     }
@@ -105,7 +106,7 @@ export async function upFleet(config: ThymosConfig, options: LaunchOptions = {})
  * admit the supervisor, the client and the spares as themselves and nobody without an identity.
  * Otherwise `up` starts nothing and says what to do.
  */
-async function checkOwnServer(config: ThymosConfig, paths: FleetPaths, step: (line: string) => void): Promise<void> {
+async function checkOwnServer(config: ThymosConfig, paths: FleetPaths, users: NatsUsers, step: (line: string) => void): Promise<void> {
   const url = config.nats.url!;
   const tls = config.natsTls;
   const over = tls ? ' over TLS' : '';
@@ -128,6 +129,10 @@ async function checkOwnServer(config: ThymosConfig, paths: FleetPaths, step: (li
   }
   // A server that admits anyone has not got the fleet's users in force: its keys would prove nothing there.
   if (nobody.outcome === 'admitted') throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `the nats-server at ${url} admits connections with no identity, so the fleet's users are not in force there: ${fix}`);
+  // What the server includes must say what each identity may do today: after an upgrade, or a change of the agents' work, it says otherwise.
+  if (config.nats.identities && !natsUsersIncludeIsCurrent(paths, users)) {
+    throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `${natsUsersIncludeFile(paths)} does not say what the fleet's identities may do today (Thymos was upgraded, or the agents' work changed): ${fix}`);
+  }
   const refused: string[] = [];
   for (const who of fixed) if ((await admission(url, fleetNatsLink(config, who, url), 3000)).outcome !== 'admitted') refused.push(who);
   if (refused.length > 0) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `the nats-server at ${url} does not admit the fleet's identities ${refused.join(', ')}: ${fix}`);

@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 
 import type { FleetPaths } from '../../shared/config/fleet-paths.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { listNatsIdentities, type NatsIdentity } from '../../shared/nats/nats-identity.js';
+import { listNatsIdentities, type NatsIdentity, natsInboxPrefix } from '../../shared/nats/nats-identity.js';
 import { natsPermissions, type NatsWork } from '../../shared/nats/nats-permissions.js';
 import { writeAtomic } from '../../shared/platform/write-atomic.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
@@ -23,6 +23,10 @@ export function natsServerConfigFile(paths: FleetPaths): string {
 const FLEET_ACCOUNT = 'THYMOS';
 /** The managed server's system account: the supervisor's `system` identity reads its advisories there. */
 const SYSTEM_ACCOUNT = 'SYS';
+/** Every server's advisory of a connection it refused: `$SYS.SERVER.<server>.CLIENT.AUTH.ERR`. */
+export const AUTH_ERRORS = '$SYS.SERVER.*.CLIENT.AUTH.ERR';
+/** What the system identity may do there: read the advisories of refused connections, nothing else (no `$SYS.REQ` requests). */
+const SYSTEM_PERMISSIONS = { publish: { deny: ['>'] }, subscribe: { allow: [AUTH_ERRORS, `${natsInboxPrefix('system')}.>`] } };
 
 /**
  * Writes the managed nats-server's configuration: loopback on `port`, JetStream in the fleet's
@@ -94,16 +98,30 @@ export function natsUsersIncludeFile(paths: FleetPaths): string {
  * Returns the file, whether it changed, and who is in it.
  */
 export function writeNatsUsersInclude(paths: FleetPaths, users: NatsUsers, skipped?: (file: string, reason: string) => void): { file: string; changed: boolean; who: string[] } {
+  const { text, who } = natsUsersInclude(paths, users, skipped);
+  return { ...writeIfChanged(natsUsersIncludeFile(paths), text, 0o644), who };
+}
+
+/**
+ * Whether `data/run/nats-users.conf` is what `thymos nats-config` would write now: not so after
+ * an upgrade that changed what an identity may do, or a domain whose agents' work changed.
+ */
+export function natsUsersIncludeIsCurrent(paths: FleetPaths, users: NatsUsers): boolean {
+  const file = natsUsersIncludeFile(paths);
+  return existsSync(file) && readFileSync(file, 'utf8') === natsUsersInclude(paths, users).text;
+}
+
+function natsUsersInclude(paths: FleetPaths, users: NatsUsers, skipped?: (file: string, reason: string) => void): { text: string; who: string[] } {
   // The system identity is the managed server's own: a server you run has its own system account.
   const identities = listNatsIdentities(paths.data, skipped).filter((i) => i.who !== 'system');
   const text = ['# The users of the Thymos fleet whose data directory is', `# ${paths.data}, written by thymos nats-config.`, 'authorization {', ...userLines(identities, users), '}', ''].join('\n');
-  return { ...writeIfChanged(natsUsersIncludeFile(paths), text, 0o644), who: identities.map((i) => i.who) };
+  return { text, who: identities.map((i) => i.who) };
 }
 
 /** `users: [...]`, one user per identity with its permissions, indented for a block. */
 function userLines(identities: ReadonlyArray<{ who: NatsIdentity; publicKey: string }>, users: NatsUsers): string[] {
   const lines = identities.map((i) => {
-    const permissions = i.who === 'system' ? undefined : natsPermissions(users.names, i.who, users.work);
+    const permissions = i.who === 'system' ? SYSTEM_PERMISSIONS : natsPermissions(users.names, i.who, users.work);
     return `    { nkey: ${JSON.stringify(i.publicKey)}${permissions ? `, permissions: ${JSON.stringify(permissions)}` : ''} } # ${i.who}`;
   });
   return ['  users: [', ...lines, '  ]'];

@@ -46,6 +46,7 @@ import { RelevanceEvaluator } from '../fleet/relevance-evaluator.js';
 import { SupervisorMetrics } from '../fleet/supervisor-metrics.js';
 import { type WorkerState, WorkScores } from '../fleet/work-scores.js';
 import { NatsAccess } from '../pm2/nats-access.js';
+import { refuseEarlierNatsServer } from '../pm2/nats-server-config.js';
 import { ProcessManager } from '../pm2/process-manager.js';
 import { thymosBinPath } from '../pm2/thymos-bin.js';
 import { worldControlApi } from '../world/world-api.js';
@@ -81,12 +82,10 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     const { db, registry, domain } = await openFleetState(config, paths, cleanup);
     const nc = await connectWithin(natsUrl, NATS_CONNECT_MS, fleetNatsLink(config, 'supervisor', natsUrl));
     cleanup.push(() => closeNats(nc));
-    // The managed server's refusals, read in its system account as the `system` identity.
-    const systemSeed = readFleetInfo(config)?.managed_nats ? fleetNatsSeed(config, 'system', natsUrl) : undefined;
-    if (systemSeed) {
-      const system = await connectWithin(natsUrl, NATS_CONNECT_MS, { seed: systemSeed }, 'system');
-      cleanup.push(() => closeNats(system));
-      logRefusedConnections(system, logger);
+    if (readFleetInfo(config)?.managed_nats) {
+      // Before any JetStream work: a server still running an earlier version's users is not ours to change.
+      refuseEarlierNatsServer(paths, undefined);
+      await watchRefusals(config, natsUrl, logger, cleanup);
     }
     const hints = eventHints(await serveTextModels(config, nc, names, logger, cleanup));
     const processes = await ProcessManager.connect(paths.pm2Home);
@@ -97,7 +96,10 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
       logger.warn({ err: (err as Error).message }, 'world events are off: the NATS server has no JetStream');
       return undefined;
     });
-    if (jsm) for (const move of await moveLegacyInboxes(jsm, config.events, names)) logger.info(move, 'inbox of an earlier version emptied into the agent’s inbox of today');
+    for (const move of jsm ? await moveLegacyInboxes(jsm, config.events, names) : []) {
+      logger.info(move, 'inbox of an earlier version emptied into the agent’s inbox of today');
+      if (move.skipped > 0) logger.warn(move, 'messages in an inbox of an earlier version that are not messages to this agent were left behind');
+    }
     const jobs = await openJobQueues(jsm, nc, domain, names, config, logger, cleanup, (id) => registry.get(id));
     const evaluator = await relevanceEvaluator(config, domain, link, jobs.work);
     const world = await WorldStore.open({ db, tables: domain.worldTables, nc, names, leaseMs: config.world.lease_ms, maxSubscriptions: config.world.max_subscriptions, logger });
@@ -212,6 +214,22 @@ async function openPool(options: AgentPoolOptions, cleanup: CleanupStack): Promi
   const pool = await AgentPool.open(options);
   cleanup.push(() => pool.close());
   return pool;
+}
+
+/**
+ * The managed server's refused connections, read in its system account as the `system` identity
+ * and logged (`logRefusedConnections`). Without that identity, or a connection within the
+ * deadline, the supervisor runs on and says so: the server refuses strangers all the same.
+ */
+async function watchRefusals(config: ThymosConfig, natsUrl: string, logger: Logger, cleanup: CleanupStack): Promise<void> {
+  const seed = fleetNatsSeed(config, 'system', natsUrl);
+  const system = seed ? await connectWithin(natsUrl, NATS_CONNECT_MS, { seed }, 'system').catch(() => undefined) : undefined;
+  if (!system) {
+    logger.warn({ identity: 'system' }, 'refused connections are not logged: the system identity has no key, or the server did not admit it (thymos up makes it)');
+    return;
+  }
+  cleanup.push(() => closeNats(system));
+  logRefusedConnections(system, logger);
 }
 
 /** A NATS connection within `ms`, or NATS_UNAVAILABLE; a connection that comes late is closed. */

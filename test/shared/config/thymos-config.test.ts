@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -91,6 +91,15 @@ describe('thymos.toml', () => {
       () => loadConfig(join(dir, 'thymos.toml')),
       (err: unknown) => isThymosError(err, 'CONFIG_INVALID') && err.location?.line === 4 && /thymos\.toml:4: nats\.tls_cert: expected a readable PEM file, got .*client\.pem/.test(err.message),
     );
+    writeFileSync(join(dir, 'client.pem'), '-----BEGIN CERTIFICATE-----\n');
+    writeFileSync(join(dir, 'client.key'), '-----BEGIN PRIVATE KEY-----\n', { mode: 0o644 });
+    chmodSync(join(dir, 'client.key'), 0o644);
+    assert.throws(
+      () => loadConfig(join(dir, 'thymos.toml')),
+      (err: unknown) => isThymosError(err, 'CONFIG_INVALID') && /thymos\.toml:5: nats\.tls_key: .*any user may read it \(mode 644\): chmod o-r it/.test(err.message),
+    );
+    chmodSync(join(dir, 'client.key'), 0o640);
+    assert.deepEqual(loadConfig(join(dir, 'thymos.toml')).natsTls, { caFile: join(dir, 'ca.pem'), certFile: join(dir, 'client.pem'), keyFile: join(dir, 'client.key') });
     writeFileSync(join(dir, 'thymos.toml'), '[nats]\nurl = "nats://nats.example:4222"\ntls_ca = "ca.pem"\n');
     assert.deepEqual(loadConfig(join(dir, 'thymos.toml')).natsTls, { caFile: join(dir, 'ca.pem') });
     assert.equal(parseConfig('[nats]\nurl = "nats://nats.example:4222"\n').natsTls, undefined);

@@ -54,8 +54,9 @@ describe('an inbox kept by an earlier version', () => {
     await js.publish(names.agentInbox('ada', 'bob'), JSON.stringify(sent[1]), { msgID: movedMsgId(sent[1]!.id) });
     const moves = await moveLegacyInboxes(jsm, settings, names);
     assert.deepEqual(moves.sort((a, b) => a.agent.localeCompare(b.agent)), [
-      { agent: 'ada', moved: 2 },
-      { agent: 'cy', moved: 0 },
+      // One was stored by the crashed first move already; the text that is no message stays behind.
+      { agent: 'ada', moved: 1, skipped: 1 },
+      { agent: 'cy', moved: 0, skipped: 0 },
     ]);
     for (const id of ['ada', 'cy']) await assert.rejects(jsm.consumers.info(names.inboxStream, names.legacyInboxConsumer(id)), /consumer not found/);
     assert.deepEqual((await jsm.streams.info(names.inboxStream)).config.subjects, [names.allInboxes]);

@@ -127,7 +127,7 @@ describe('an agent’s events', () => {
     const jsm = await jetstreamManager(nc);
     // The earlier version: the stream took the client's subjects only, and its router read them.
     await jsm.streams.add({ name: names.eventStream, subjects: [names.allEvents] });
-    await jsm.consumers.add(names.eventStream, { durable_name: names.routerConsumer, ack_policy: AckPolicy.Explicit, filter_subject: names.allEvents, deliver_policy: DeliverPolicy.New });
+    await jsm.consumers.add(names.eventStream, { durable_name: names.legacyRouterConsumer, ack_policy: AckPolicy.Explicit, filter_subject: names.allEvents, deliver_policy: DeliverPolicy.New });
     const event = (id: string, source: string) => ({ id, type: 'town.news', tags: ['news'], mentions: [], source, ts: new Date().toISOString(), payload: { summary: id } });
     // Published while no supervisor ran.
     await publishWorldEvent(nc, event('waited', 'game'), names);
@@ -152,5 +152,6 @@ describe('an agent’s events', () => {
     // In order, so the event that says bo published it on ada's subject was taken, and not routed.
     assert.deepEqual(copies, ['waited', 'own', 'after']);
     assert.equal((await jsm.consumers.info(names.eventStream, names.routerConsumer)).config.filter_subject, undefined);
+    await assert.rejects(jsm.consumers.info(names.eventStream, names.legacyRouterConsumer), /consumer not found/);
   });
 });

@@ -34,7 +34,7 @@ async function settled(id: string): Promise<void> {
   try {
     const jsm = await jetstreamManager(nc);
     await eventually(async () => {
-      const router = await jsm.consumers.info('THYMOS_EVENTS', 'router');
+      const router = await jsm.consumers.info('THYMOS_EVENTS', 'events_router');
       const heard = await jsm.consumers.info('THYMOS_HEARD', `heard_${id}`);
       return router.num_pending + router.num_ack_pending + heard.num_pending + heard.num_ack_pending === 0 ? true : undefined;
     }, 30_000, `every event routed and taken by ${id}`);
@@ -97,7 +97,7 @@ describe('world events over JetStream', () => {
       assert.equal((await jsm.consumers.info('THYMOS_HEARD', 'heard_bram_smith')).num_pending, 0);
       const consumers: string[] = [];
       for await (const c of jsm.consumers.list('THYMOS_EVENTS')) consumers.push(c.name);
-      assert.deepEqual(consumers, ['router'], 'agents read the events routed to them, not the event stream');
+      assert.deepEqual(consumers, ['events_router'], 'agents read the events routed to them, not the event stream');
     } finally {
       await nc.close();
     }
@@ -110,13 +110,13 @@ describe('world events over JetStream', () => {
     const N = 2000;
     try {
       const jsm = await jetstreamManager(nc);
-      const startSeq = (await jsm.consumers.info('THYMOS_EVENTS', 'router')).delivered.consumer_seq;
+      const startSeq = (await jsm.consumers.info('THYMOS_EVENTS', 'events_router')).delivered.consumer_seq;
       // Published straight to JetStream, so the publisher does not need the supervisor.
       const publishing = publishMany(N, 200, (i) => ({ id: `round-${i}`, type: 'tavern.round', location: 'tavern', payload: { summary: `Round ${i} is poured` } }));
       const deadline = Date.now() + 20_000;
       let delivered = startSeq;
       while (delivered <= startSeq + 50) {
-        delivered = (await jsm.consumers.info('THYMOS_EVENTS', 'router')).delivered.consumer_seq;
+        delivered = (await jsm.consumers.info('THYMOS_EVENTS', 'events_router')).delivered.consumer_seq;
         assert.ok(Date.now() < deadline, 'the routing began');
         await sleep(5);
       }
@@ -140,12 +140,12 @@ describe('world events over JetStream', () => {
     let natsPid: number | undefined;
     try {
       const jsm = await jetstreamManager(nc);
-      const startSeq = (await jsm.consumers.info('THYMOS_EVENTS', 'router')).delivered.consumer_seq;
+      const startSeq = (await jsm.consumers.info('THYMOS_EVENTS', 'events_router')).delivered.consumer_seq;
       await publishMany(N, 200, (i) => ({ id: `toast-${i}`, type: 'tavern.toast', location: 'tavern', payload: { summary: `Toast ${i} is raised` } }));
-      await eventually(async () => ((await jsm.consumers.info('THYMOS_EVENTS', 'router')).delivered.consumer_seq > startSeq + 50 ? true : undefined), 20_000, 'the routing began');
+      await eventually(async () => ((await jsm.consumers.info('THYMOS_EVENTS', 'events_router')).delivered.consumer_seq > startSeq + 50 ? true : undefined), 20_000, 'the routing began');
       natsPid = fleetPids(join(ws.dir, 'data')).apps.get('thymos-nats');
       assert.ok(natsPid);
-      const routed = (await jsm.consumers.info('THYMOS_EVENTS', 'router')).delivered.consumer_seq;
+      const routed = (await jsm.consumers.info('THYMOS_EVENTS', 'events_router')).delivered.consumer_seq;
       process.kill(natsPid, 'SIGKILL');
       assert.ok(routed < startSeq + N, 'the kill landed before every event reached the router');
     } finally {

@@ -66,15 +66,24 @@ describe('a fleet on a nats-server you run, with the fleet’s users', () => {
     nats = await startNatsServer({ config: serverConf });
   });
 
-  test('thymos up refuses, starting nothing, while the server does not admit one of the fleet’s identities, and names it and the fix', async () => {
+  test('thymos up refuses, starting nothing, while the users file is not today’s or the server does not admit one of the fleet’s identities, and names it and the fix', async () => {
+    const stale = /nats-users\.conf does not say what the fleet's identities may do today .*: run thymos nats-config/;
     removeNatsIdentity(data, 'client');
     ensureNatsIdentity(data, 'client');
-    await assert.rejects(upFleet(loadConfig(ws.configPath)), (e: unknown) => isThymosError(e, 'NATS_UNAVAILABLE') && /does not admit the fleet's identities client: run thymos nats-config/.test((e as Error).message));
-    assert.equal(fleetPids(data).apps.size, 0, 'nothing was started');
-    // Written again and reloaded, the server admits the new key.
+    await assert.rejects(upFleet(loadConfig(ws.configPath)), (e: unknown) => isThymosError(e, 'NATS_UNAVAILABLE') && stale.test((e as Error).message));
+    // Written again but not reloaded: the server does not admit the new key yet.
     const written = await runThymos(['nats-config', '--server-config', join(ws.dir, 'nats', 'nats.conf')], ws.dir);
     assert.equal(written.code, 0, written.stderr);
     assert.match(written.stdout, /^wrote .*nats-users\.conf: 9 users/);
+    await assert.rejects(upFleet(loadConfig(ws.configPath)), (e: unknown) => isThymosError(e, 'NATS_UNAVAILABLE') && /does not admit the fleet's identities client: run thymos nats-config/.test((e as Error).message));
+    assert.equal(fleetPids(data).apps.size, 0, 'nothing was started');
+    // A users file an earlier version wrote (an agent's permissions then were others) is not today's either.
+    const include = join(data, 'run', 'nats-users.conf');
+    const today = readFileSync(include, 'utf8');
+    writeFileSync(include, today.replace(/"thymos\.agent\.\*\.inbox\.[a-z_]+"/, '"thymos.agent.*.inbox"'));
+    await assert.rejects(upFleet(loadConfig(ws.configPath)), (e: unknown) => isThymosError(e, 'NATS_UNAVAILABLE') && stale.test((e as Error).message));
+    writeFileSync(include, today);
+    // Reloaded, the server admits the new key.
     process.kill(nats!.pid, 'SIGHUP');
     await eventually(async () => ((await connectsAs(url, { seed: readNatsSeed(data, 'client') }, 0)) ? true : undefined), 10_000, 'the reloaded server to admit the new client key');
   });

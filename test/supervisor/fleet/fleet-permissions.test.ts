@@ -86,6 +86,9 @@ describe('what each identity may do on a fleet’s managed nats-server', () => {
     nc.publish(names.agentInbox('mira_herbalist', 'tomas_innkeeper'), '{}');
     await refusedOn(refused, 'publish', names.agentInbox('mira_herbalist', 'tomas_innkeeper'));
     await requestRefused(nc, names.agentAsk('tomas_innkeeper', 'mira_herbalist'), '{}');
+    // Nor write into its own inbox (a stream it reads), even as itself.
+    nc.publish(names.agentInbox('elder_rowan', 'elder_rowan'), '{}');
+    await refusedOn(refused, 'publish', names.agentInbox('elder_rowan', 'elder_rowan'));
     // Events likewise: on its own subject only, not the client's nor another agent's.
     for (const subject of [names.event('rumour'), names.agentEvent('mira_herbalist', 'rumour')]) {
       nc.publish(subject, '{}');

@@ -8,6 +8,7 @@ import { connect as natsConnect } from '@nats-io/transport-node';
 import { connect, type Fleet } from '../../../client/fleet-client.js';
 import { loadConfig } from '../../../shared/config/thymos-config.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
+import { admission } from '../../../shared/nats/nats-connection.js';
 import { downFleet, upFleet } from '../../../supervisor/pm2/fleet-launcher.js';
 import { fleetPids, killFleet } from '../../helpers/fleet.js';
 import { startNatsServer, type TestNatsServer } from '../../helpers/nats-server.js';
@@ -84,12 +85,17 @@ describe('a fleet on a nats-server that asks for TLS', () => {
     await assert.rejects(natsConnect({ servers: url, tls: { caFile: certs.ca }, maxReconnectAttempts: 0, timeout: 5000 }));
   });
 
-  test('TLS files against a server without TLS: refused, never spoken to in the clear', async () => {
+  test('TLS files, or a tls:// URL, against a server without TLS: refused, never spoken to in the clear', async () => {
     const plain = await startNatsServer();
     const other = createWorkspace({ natsUrl: plain.url });
     try {
       other.writeConfig(readFileSync(other.configPath, 'utf8').replace(`url = ${JSON.stringify(plain.url)}`, `url = ${JSON.stringify(plain.url)}\ntls_ca = ${JSON.stringify(certs.ca)}`));
       await assert.rejects(upFleet(loadConfig(other.configPath)), (e: unknown) => isThymosError(e, 'NATS_UNAVAILABLE') && /cannot be reached over TLS: .*tls/.test((e as Error).message));
+      // A tls:// URL asks for TLS too, with no files: nats.js alone would read it as a host and port.
+      const asked = await admission(plain.url.replace('nats://', 'tls://'), {}, 3000);
+      assert.equal(asked.outcome, 'unreachable');
+      assert.match(asked.reason ?? '', /tls/i);
+      assert.equal((await admission(plain.url, {}, 3000)).outcome, 'admitted', 'the same server, asked for no TLS');
       assert.equal(fleetPids(join(other.dir, 'data')).apps.size, 0, 'nothing was started');
     } finally {
       await plain.stop();

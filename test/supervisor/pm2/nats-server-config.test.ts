@@ -64,6 +64,8 @@ describe('the managed nats-server’s accounts', () => {
     await system.flush();
     await assert.rejects(connect({ servers: now.url, name: 'nobody', maxReconnectAttempts: 0 }), /Authorization Violation/);
     for await (const m of told) assert.match(m.string(), /"name":"nobody"/);
+    // It reads those advisories and nothing more: no requests of the system account's services.
+    await assert.rejects(system.request('$SYS.REQ.SERVER.PING', '', { timeout: 5000 }), /Permissions Violation/i);
     await Promise.all([nc2.close(), system.close()]);
   });
 
