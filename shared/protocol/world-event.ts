@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 
 import { z } from 'zod';
 
@@ -41,13 +41,26 @@ export function parseWorldEvent(raw: unknown, where = 'event'): WorldEvent {
 /**
  * An event agent `agent` publishes: its source is the agent (the router drops one whose source
  * is not the agent whose subject it came on); another source is refused here, UNAUTHORIZED at
- * `source`, rather than sent to be dropped.
+ * `source`, rather than sent to be dropped. An id it gives is made its own (`agentEventId`), so
+ * it cannot take an id the game will use, nor another agent's.
  */
 export function parseAgentEvent(raw: WorldEventInput, agent: string, where = 'event'): WorldEvent {
   if (raw.source !== undefined && raw.source !== agent) {
     throw new ThymosError(ErrorCode.UNAUTHORIZED, `${where}.source: an agent publishes events as itself ("${agent}"), not as ${JSON.stringify(raw.source).slice(0, 80)}`, { location: { path: 'source' } });
   }
-  return parseWorldEvent({ ...raw, source: agent }, where);
+  const event = parseWorldEvent({ ...raw, source: agent }, where);
+  return raw.id === undefined ? event : Object.freeze({ ...event, id: agentEventId(agent, event.id) });
+}
+
+/**
+ * The id of an event agent `agent` gave id `id`: `<agent>-<id>` (agent ids have no `-`, so no
+ * other agent's, nor one the game chose without that prefix), or, past 64 characters, `<agent>-`
+ * and a hash of `id`. The same for the same id, so an event published twice is still kept once
+ * (the stream's duplicate window) and remembered once (its memory id is its id).
+ */
+export function agentEventId(agent: string, id: string): string {
+  const own = `${agent}-${id}`;
+  return own.length <= 64 ? own : `${agent}-${createHash('sha256').update(id).digest('hex').slice(0, 63 - agent.length)}`;
 }
 
 /** The sentence an agent remembers for an event. */
