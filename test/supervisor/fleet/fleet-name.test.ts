@@ -43,7 +43,8 @@ describe('a fleet named by [fleet] name', () => {
     const streams = (await jsm.streams.names().next()).sort();
     assert.deepEqual(streams, ['NORTH_EVENTS', 'NORTH_HEARD', 'NORTH_INBOX']);
     assert.deepEqual((await jsm.streams.info('NORTH_HEARD')).config.subjects, ['north.agent.*.heard']);
-    assert.deepEqual((await jsm.streams.info('NORTH_EVENTS')).config.subjects, ['north.events.>']);
+    assert.deepEqual((await jsm.streams.info('NORTH_EVENTS')).config.subjects, ['north.events.>', 'north.agent.*.events.>']);
+    assert.deepEqual((await jsm.streams.info('NORTH_INBOX')).config.subjects, ['north.agent.*.inbox.*']);
 
     const agent = await fleet.agent('tomas_innkeeper');
     await fleet.publish({ type: 'tavern.brawl', location: 'tavern', payload: { summary: 'A brawl broke out by the northern hearth' } });

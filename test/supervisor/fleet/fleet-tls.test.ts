@@ -10,7 +10,7 @@ import { loadConfig } from '../../../shared/config/thymos-config.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
 import { admission } from '../../../shared/nats/nats-connection.js';
 import { downFleet, upFleet } from '../../../supervisor/pm2/fleet-launcher.js';
-import { fleetPids, killFleet } from '../../helpers/fleet.js';
+import { eventually, fleetPids, killFleet } from '../../helpers/fleet.js';
 import { startNatsServer, type TestNatsServer } from '../../helpers/nats-server.js';
 import { freePort } from '../../helpers/ports.js';
 import { makeTestCerts, type TestCerts } from '../../helpers/tls-certs.js';
@@ -38,7 +38,7 @@ describe('a fleet on a nats-server that asks for TLS', () => {
     const port = await freePort();
     // The host the server's certificate names: nats.js checks a certificate against `localhost` for an IP address.
     url = `nats://localhost:${port}`;
-    ws = createWorkspace({ natsUrl: url, extra: '[lifecycle]\nmin_dwell_ms = 0\n[supervisor]\npool_size = 0' });
+    ws = createWorkspace({ natsUrl: url, extra: '[lifecycle]\nmin_dwell_ms = 0\n[supervisor]\npool_size = 1' });
     writeFileSync(join(ws.dir, 'thymos.base.toml'), readFileSync(ws.configPath, 'utf8'));
     data = join(ws.dir, 'data');
     mkdirSync(join(ws.dir, 'certs'));
@@ -70,12 +70,15 @@ describe('a fleet on a nats-server that asks for TLS', () => {
     assert.equal(fleetPids(data).apps.size, 0, 'nothing was started');
   });
 
-  test('with it, every process connects over TLS: the fleet runs and an agent wakes; a connection without a certificate is refused', async () => {
+  test('with it, every process connects over TLS: the fleet runs, a spare of the pool is ready and an agent wakes from it; a connection without a certificate is refused', async () => {
     const config = withNats(['tls_ca = "certs/ca.pem"', 'tls_cert = "certs/client.pem"', 'tls_key = "certs/client.key"']);
     await upFleet(config);
     fleet = await connect(config);
+    // A spare is ready only once it is linked to NATS: over TLS, here.
+    await eventually(async () => ((await fleet!.status()).supervisor.pool?.ready ?? 0) >= 1 || undefined, 60_000, 'a spare ready in the pool');
     const report = await fleet.reconcile({ agents: { elder_rowan: { relevance: 1 } } });
     assert.deepEqual(report.failed, []);
+    assert.equal((await fleet.status()).supervisor.pool?.hits, 1, 'the agent woke from the spare');
     assert.equal((await fleet.status()).agents.find((a) => a.id === 'elder_rowan')?.state, 'active');
     // The agent reads the world through the supervisor, over its own TLS connection.
     await fleet.world.set('quest', 'wolves', { title: 'Drive off the wolves', status: 'open' });
