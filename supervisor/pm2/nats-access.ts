@@ -12,7 +12,7 @@ import { agentIdentity, ensureNatsIdentity, natsCredentialsFile, readNatsSeed, r
 import { isAlive } from '../../shared/platform/data-lock.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { logOffset, settledLog } from './log-tail.js';
-import { type NatsUsers, refuseEarlierNatsServer, reloadNatsUsers, writeNatsServerConfig } from './nats-server-config.js';
+import { type NatsUsers, reloadNatsUsers, writeNatsServerConfig } from './nats-server-config.js';
 import type { ProcessManager } from './process-manager.js';
 
 export interface NatsAccessOptions {
@@ -61,7 +61,6 @@ export class NatsAccess {
     if (!this.managed) return Promise.resolve({ granted: [], revoked: [] });
     return this.#serial(async () => {
       const data = this.#o.paths.data;
-      refuseEarlierNatsServer(this.#o.paths, undefined);
       const revoked = staleAgentIdentities(data, ids);
       const revokedSeed = revoked.length > 0 ? readNatsSeed(data, agentIdentity(revoked[0]!)) : undefined;
       for (const id of revoked) removeNatsIdentity(data, agentIdentity(id));

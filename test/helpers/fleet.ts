@@ -72,6 +72,19 @@ export function asFleetSupervisor(dataDir: string): { authenticator?: Authentica
 }
 
 /**
+ * Tears down a fleet a test ran on a nats-server it started itself: the client, the fleet
+ * (`thymos down`, then what is left by pid), the server, the workspace. Each step runs whatever
+ * the one before did.
+ */
+export async function disposeOwnServerFleet(ws: Workspace, fleet: Fleet | undefined, nats: { stop(): Promise<void> } | undefined): Promise<void> {
+  await fleet?.close().catch(() => undefined);
+  await downFleet(loadConfig(ws.configPath)).catch(() => undefined);
+  await killFleet(join(ws.dir, 'data'));
+  await nats?.stop();
+  ws.dispose();
+}
+
+/**
  * Kills a fleet by pid, whatever state a test left it in: the pm2 daemon first (so it
  * restarts nothing), then every app it ran and any agent still holding its lock.
  */

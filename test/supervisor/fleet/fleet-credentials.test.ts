@@ -8,8 +8,8 @@ import { connect as natsConnect } from '@nats-io/transport-node';
 import { connect, type Fleet } from '../../../client/fleet-client.js';
 import { loadConfig } from '../../../shared/config/thymos-config.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
-import { downFleet, upFleet } from '../../../supervisor/pm2/fleet-launcher.js';
-import { fleetPids, killFleet } from '../../helpers/fleet.js';
+import { upFleet } from '../../../supervisor/pm2/fleet-launcher.js';
+import { disposeOwnServerFleet, fleetPids } from '../../helpers/fleet.js';
 import { makeTestOperator, type TestOperator } from '../../helpers/nats-operator.js';
 import { startNatsServer, type TestNatsServer } from '../../helpers/nats-server.js';
 import { freePort } from '../../helpers/ports.js';
@@ -42,13 +42,7 @@ describe('a fleet on a nats-server in operator mode, with credentials files', ()
     nats = await startNatsServer({ config: conf });
   });
 
-  after(async () => {
-    await fleet?.close().catch(() => undefined);
-    await downFleet(loadConfig(ws.configPath)).catch(() => undefined);
-    await killFleet(data);
-    await nats?.stop();
-    ws.dispose();
-  });
+  after(() => disposeOwnServerFleet(ws, fleet, nats));
 
   test('thymos up refuses, starting nothing, while an identity’s file is missing or others may read it, naming the file', async () => {
     await assert.rejects(upFleet(loadConfig(ws.configPath)), (e: unknown) => isThymosError(e, 'NATS_UNAVAILABLE') && /no NATS credentials file .*creds\/client\.creds/.test((e as Error).message));

@@ -10,8 +10,8 @@ import { loadConfig } from '../../../shared/config/thymos-config.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
 import { connectsAs } from '../../../shared/nats/nats-connection.js';
 import { ensureNatsIdentity, readNatsSeed, removeNatsIdentity } from '../../../shared/nats/nats-identity.js';
-import { downFleet, upFleet } from '../../../supervisor/pm2/fleet-launcher.js';
-import { eventually, fleetPids, killFleet, runThymos } from '../../helpers/fleet.js';
+import { upFleet } from '../../../supervisor/pm2/fleet-launcher.js';
+import { disposeOwnServerFleet, eventually, fleetPids, killFleet, runThymos } from '../../helpers/fleet.js';
 import { startNatsServer, type TestNatsServer } from '../../helpers/nats-server.js';
 import { freePort } from '../../helpers/ports.js';
 import { createWorkspace, type Workspace } from '../../helpers/workspace.js';
@@ -34,13 +34,7 @@ describe('a fleet on a nats-server you run, with the fleet’s users', () => {
     data = join(ws.dir, 'data');
   });
 
-  after(async () => {
-    await fleet?.close().catch(() => undefined);
-    await downFleet(loadConfig(ws.configPath)).catch(() => undefined);
-    await killFleet(data);
-    await nats?.stop();
-    ws.dispose();
-  });
+  after(() => disposeOwnServerFleet(ws, fleet, nats));
 
   test('thymos nats-config makes the identities and writes the users to include, relative to the server’s configuration; run twice it changes nothing', async () => {
     const serverConf = join(ws.dir, 'nats', 'nats.conf');

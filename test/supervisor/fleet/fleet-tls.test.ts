@@ -9,8 +9,8 @@ import { connect, type Fleet } from '../../../client/fleet-client.js';
 import { loadConfig } from '../../../shared/config/thymos-config.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
 import { admission } from '../../../shared/nats/nats-connection.js';
-import { downFleet, upFleet } from '../../../supervisor/pm2/fleet-launcher.js';
-import { eventually, fleetPids, killFleet } from '../../helpers/fleet.js';
+import { upFleet } from '../../../supervisor/pm2/fleet-launcher.js';
+import { disposeOwnServerFleet, eventually, fleetPids, killFleet } from '../../helpers/fleet.js';
 import { startNatsServer, type TestNatsServer } from '../../helpers/nats-server.js';
 import { freePort } from '../../helpers/ports.js';
 import { makeTestCerts, type TestCerts } from '../../helpers/tls-certs.js';
@@ -56,13 +56,7 @@ describe('a fleet on a nats-server that asks for TLS', () => {
     nats = await startNatsServer({ config: conf });
   });
 
-  after(async () => {
-    await fleet?.close().catch(() => undefined);
-    await downFleet(loadConfig(ws.configPath)).catch(() => undefined);
-    await killFleet(data);
-    await nats?.stop();
-    ws.dispose();
-  });
+  after(() => disposeOwnServerFleet(ws, fleet, nats));
 
   test('without its client certificate, thymos up refuses, starting nothing, with the TLS error and the keys to check', async () => {
     const config = withNats(['tls_ca = "certs/ca.pem"']);
