@@ -7,29 +7,25 @@ import { type NatsIdentity, natsInboxPrefix, nkeySigner } from './nats-identity.
 
 export type { NatsConnection };
 
-export interface NatsConnectOptions {
+/** What a connection proves itself with: an identity's key or credentials file, TLS files, both or neither (`fleetNatsLink`). */
+export interface NatsLink {
+  /** The nkey seed of the identity to connect as (`readNatsSeed`); none for a server that asks for no authentication. */
+  seed?: Uint8Array | undefined;
+  /** The text of a NATS credentials file (a user JWT and its seed), for a server in operator mode, instead of `seed`. */
+  creds?: Uint8Array | undefined;
+  /** TLS files (`[nats] tls_*`): given, the server must speak TLS, verified with them. */
+  tls?: NatsTlsFiles | undefined;
+}
+
+export interface NatsConnectOptions extends NatsLink {
   /** Comma-separated server URLs. */
   servers: string;
   /** Connection name shown by the server, e.g. `thymos-agent-elder_rowan`. */
   name: string;
   /** @default 250 */
   reconnectTimeWaitMs?: number;
-  /** The nkey seed of the identity to connect as (`readNatsSeed`); none for a server that asks for no authentication. */
-  seed?: Uint8Array;
   /** Who connects: replies to its requests come to its own inboxes (`natsInboxPrefix`), the only ones its NATS user may read. */
   who?: NatsIdentity;
-  /** TLS files (`[nats] tls_*`): given, the server must speak TLS, verified with them. */
-  tls?: NatsTlsFiles | undefined;
-  /** A credentials file's text (`[nats] credentials`), instead of `seed`. */
-  creds?: Uint8Array | undefined;
-}
-
-/** What a connection proves itself with: an identity's key or credentials file, TLS files, both or neither (`fleetNatsLink`). */
-export interface NatsLink {
-  seed?: Uint8Array | undefined;
-  /** The text of a NATS credentials file (a user JWT and its seed), for a server in operator mode. */
-  creds?: Uint8Array | undefined;
-  tls?: NatsTlsFiles | undefined;
 }
 
 /**
