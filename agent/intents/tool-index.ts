@@ -1,6 +1,7 @@
 import type { Tools } from '../../shared/domain/tool-schema.js';
 import { dot, type Embedder } from '../../shared/platform/embedder.js';
 import { editDistance, intentWords, rawWords } from './intent-words.js';
+import { ToolLikelihood } from './tool-likelihood.js';
 
 /** BM25's term-frequency saturation and length normalisation, as Lucene sets them. */
 const K1 = 1.2;
@@ -35,6 +36,8 @@ export interface ToolMatch {
   meaning: number;
   /** The weight (BM25's IDF) of the intent's words it holds or holds one near to: how much is said that fits, whatever else is said. */
   evidence: number;
+  /** How likely it is the tool meant, from which tools' lines use the intent's words (`ToolLikelihood`), 0..1 over all tools. */
+  likelihood: number;
   /** The text the words matched best. */
   byWords?: string | undefined;
   /** The intent's words it holds, and those near one of its words (`fix~repair`). */
@@ -102,6 +105,7 @@ export class ToolIndex {
   readonly #nearestSeen = new Map<string, string | undefined>();
   /** By tool, each stem its texts use and how many of them use it. */
   readonly #stems = new Map<string, Map<string, number>>();
+  readonly #likelihood: ToolLikelihood;
 
   private constructor(tools: Tools, texts: ToolText[], embedder: Embedder | undefined, tuning: IndexTuning, vocab: VocabWord[], toolWords: Map<string, number[]>) {
     this.tools = tools;
@@ -120,6 +124,7 @@ export class ToolIndex {
       this.#stems.set(t.tool, own);
     }
     for (const t of texts) for (const raw of rawWords(t.text)) if (raw.length >= 4 && !this.#surface.has(raw)) this.#surface.set(raw, intentWords(raw)[0] ?? raw);
+    this.#likelihood = new ToolLikelihood(texts.map((t) => ({ tool: t.tool, words: t.words.keys() })));
   }
 
   static async build(tools: Tools, options: { embedder?: Embedder | undefined; tuning: IndexTuning }): Promise<ToolIndex> {
@@ -214,6 +219,7 @@ export class ToolIndex {
     const vector = this.#embedder ? (await this.#embedder.embed([intent]))[0] : undefined;
     const byTool = new Map<string, ToolMatch>();
     const sims = this.#embedder && this.#vocab.length > 0 && total > 0 ? await this.#wordSimilarities(query.map((q) => q.raw)) : undefined;
+    const likely = this.#likelihood.posterior(query.filter((q) => q.known).map((q) => q.word));
     for (const t of this.#texts) {
       let score = 0;
       const lengthNorm = K1 * (1 - B + (B * t.length) / this.#avgLength);
@@ -223,7 +229,7 @@ export class ToolIndex {
       }
       const words = (total > 0 ? Math.min(1, score / total) : 0) * (t.about ? 1 : this.#t.exampleWeight);
       const meaning = vector && t.vector ? Math.max(0, dot(vector, t.vector)) : 0;
-      const m = byTool.get(t.tool) ?? { tool: t.tool, words: 0, near: 0, meaning: 0, evidence: 0, matched: [] };
+      const m = byTool.get(t.tool) ?? { tool: t.tool, words: 0, near: 0, meaning: 0, evidence: 0, likelihood: likely.get(t.tool) ?? 0, matched: [] };
       if (words > m.words) [m.words, m.byWords] = [words, t.text];
       m.meaning = Math.max(m.meaning, meaning);
       byTool.set(t.tool, m);

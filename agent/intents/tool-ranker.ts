@@ -14,6 +14,10 @@ export interface ResolverTuning {
   meaningFloor: number;
   /** Share of the score from how well the values the intent holds (ids, emails, versions) fit the tool's fields, when it holds any. */
   valuesShare: number;
+  /** Share of the score from how likely the tool is from which tools' lines use the intent's words (`ToolLikelihood`). */
+  likelihoodShare: number;
+  /** What the likelihood of the best tool adds to its evidence, in highest weights at a likelihood of 1. */
+  likelihoodEvidence: number;
   /** What a word the metadata never uses weighs, as a share of the highest weight. */
   unknownWeight: number;
   /** Least cosine of two words' vectors for one to stand for the other. */
@@ -24,15 +28,16 @@ export interface ResolverTuning {
   exampleWeight: number;
   /** Least fused score for the best tool to be taken. */
   least: number;
-  /** Least lead of the best tool over the next, in score. */
+  /** Least lead of the best tool over the next, in score (0: a tool that only reads is taken on a tie, the first of the ranking). */
   margin: number;
   /** For a tool that is not `read_only`: the least score and lead, higher, since a wrong call changes something. */
   leastToWrite: number;
   marginToWrite: number;
   /**
    * Least evidence, in highest weights: what the intent says that fits the best tool (the BM25
-   * weight of its words the tool holds or holds one near to). A line that says little ("ok
-   * thanks") says too little to act on, however well its one word fits.
+   * weight of its words the tool holds or holds one near to), plus `likelihoodEvidence` times
+   * how likely the tool is from its words. A line that says little ("ok thanks") says too little
+   * to act on, however well its one word fits.
    */
   evidence: number;
 }
@@ -42,15 +47,17 @@ export const DEFAULT_TUNING: ResolverTuning = {
   nearShare: 0.7,
   meaningFloor: 0.45,
   valuesShare: 0.1,
+  likelihoodShare: 0.1,
+  likelihoodEvidence: 2,
   unknownWeight: 0.5,
   nearWords: 0.5,
   toolTf: false,
   exampleWeight: 1,
   least: 0.3,
-  margin: 0.04,
-  leastToWrite: 0.45,
-  marginToWrite: 0.08,
-  evidence: 1.7,
+  margin: 0,
+  leastToWrite: 0.5,
+  marginToWrite: 0.04,
+  evidence: 2.2,
 };
 
 /** How the resolver ranked the tools for an intent: candidates best first, and whether the best is trusted. */
@@ -95,7 +102,8 @@ export class ToolRanker {
     const fit = valueFit(intent, this.#index.tools, this.#patterns);
     const scored = (await this.#index.match(intent))
       .map((m) => {
-        const text = t.wordsShare * m.words + (1 - t.wordsShare) * (t.nearShare * m.near + (1 - t.nearShare) * meaning(m));
+        const said = t.wordsShare * m.words + (1 - t.wordsShare) * (t.nearShare * m.near + (1 - t.nearShare) * meaning(m));
+        const text = (1 - t.likelihoodShare) * said + t.likelihoodShare * m.likelihood;
         return { m, score: fit ? (1 - t.valuesShare) * text + t.valuesShare * fit.get(m.tool)! : text };
       })
       .sort((a, b) => b.score - a.score);
@@ -103,11 +111,12 @@ export class ToolRanker {
     const [first, second] = scored;
     if (!first || first.score <= 0) return { candidates, confidence: 0 };
     const lead = first.score - (second?.score ?? 0);
-    const evidence = first.m.evidence / this.#index.maxWeight;
+    const evidence = first.m.evidence / this.#index.maxWeight + t.likelihoodEvidence * first.m.likelihood;
     const writes = this.#index.tools[first.m.tool]!.sideEffect !== 'read_only';
     const [least, margin] = writes ? [t.leastToWrite, t.marginToWrite] : [t.least, t.margin];
     // Each measure's share of the way to where it is trusted, the weakest deciding: 0.5 on every threshold, 1 at twice each.
-    const confidence = round(Math.min(1, first.score / (2 * least), lead / (2 * margin), evidence / (2 * t.evidence)));
+    const share = (x: number, bar: number) => (bar > 0 ? x / (2 * bar) : 1);
+    const confidence = round(Math.min(1, share(first.score, least), share(lead, margin), share(evidence, t.evidence)));
     const chosen = first.score >= least && lead >= margin && evidence >= t.evidence ? first.m.tool : undefined;
     return { candidates, confidence, ...(chosen ? { chosen } : {}), best: { ...first.m, score: first.score, lead } };
   }
