@@ -64,10 +64,7 @@ export class IntentResolver {
     if (foreignLanguage(said)) return none('unsupported_language', 'the intent is not in English, which the offline resolver reads; nothing was resolved');
     const ranking = await this.#ranker.rank(said);
     const base = { candidates: ranking.candidates, confidence: ranking.confidence };
-    if (!ranking.chosen) {
-      const outcome = ranking.candidates.length > 0 && ranking.best && ranking.best.score >= 0.3 && ranking.best.lead < 0.08 ? 'ambiguous' : 'none';
-      return { ...base, missing: [], outcome };
-    }
+    if (!ranking.chosen) return { ...base, missing: [], outcome: ranking.refused ?? 'none' };
     const tool = this.#ranker.tools[ranking.chosen]!;
     // The context is read as far as an intent is: what is past 2,000 characters is not.
     const given = context?.slice(0, INTENT_MAX_CHARS);

@@ -28,6 +28,14 @@ export function intentWords(text: string): string[] {
   return out;
 }
 
+/** One word's stem as `intentWords` makes it (the first, for a word it splits); undefined for a stop word or a number. */
+export function intentStem(word: string): string | undefined {
+  const lower = word.toLowerCase();
+  if (!/^[a-z]+$/.test(lower)) return intentWords(lower)[0];
+  const raw = SHORTHAND[lower] ?? lower;
+  return INTENT_STOP_WORDS.has(raw) ? undefined : stemmer(raw);
+}
+
 /** Optimal string alignment distance (Levenshtein with adjacent swaps), giving up above `max`. */
 export function editDistance(a: string, b: string, max: number): number {
   if (Math.abs(a.length - b.length) > max) return max + 1;

@@ -1,7 +1,7 @@
 import type { Tools } from '../../shared/domain/tool-schema.js';
 import { dot, type Embedder } from '../../shared/platform/embedder.js';
-import { editDistance, intentWords, rawWords } from './intent-words.js';
-import { ToolLikelihood } from './tool-likelihood.js';
+import { editDistance, intentStem, intentWords, rawWords } from './intent-words.js';
+import { type English, englishBackground, ToolLikelihood } from './tool-likelihood.js';
 
 /** BM25's term-frequency saturation and length normalisation, as Lucene sets them. */
 const K1 = 1.2;
@@ -34,10 +34,10 @@ export interface ToolMatch {
   near: number;
   /** The cosine of the intent and its nearest text (0 without an embedder). */
   meaning: number;
-  /** The weight (BM25's IDF) of the intent's words it holds or holds one near to: how much is said that fits, whatever else is said. */
-  evidence: number;
   /** How likely it is the tool meant, from which tools' lines use the intent's words (`ToolLikelihood`), 0..1 over all tools. */
   likelihood: number;
+  /** How much better its lines explain the intent's words than plain English does: the log-likelihood ratio, in nats (`ToolLikelihood`); -Infinity when no word is known, undefined without the offline model's word list. */
+  ratio?: number | undefined;
   /** The text the words matched best. */
   byWords?: string | undefined;
   /** The intent's words it holds, and those near one of its words (`fix~repair`). */
@@ -69,6 +69,8 @@ export interface IndexTuning {
   toolTf: boolean;
   /** What a match with an example counts, beside one with what the tool's name and description say. */
   exampleWeight: number;
+  /** How many words of the background each tool's language model holds beside its own (Dirichlet's μ). */
+  likelihoodPrior: number;
 }
 
 /** The words of a tool's metadata that are not an example: name, description, tags, field names and descriptions, enum values. Never executor details. */
@@ -107,7 +109,7 @@ export class ToolIndex {
   readonly #stems = new Map<string, Map<string, number>>();
   readonly #likelihood: ToolLikelihood;
 
-  private constructor(tools: Tools, texts: ToolText[], embedder: Embedder | undefined, tuning: IndexTuning, vocab: VocabWord[], toolWords: Map<string, number[]>) {
+  private constructor(tools: Tools, texts: ToolText[], embedder: Embedder | undefined, tuning: IndexTuning, vocab: VocabWord[], toolWords: Map<string, number[]>, english: English | undefined) {
     this.tools = tools;
     this.#texts = texts;
     this.#embedder = embedder;
@@ -124,7 +126,7 @@ export class ToolIndex {
       this.#stems.set(t.tool, own);
     }
     for (const t of texts) for (const raw of rawWords(t.text)) if (raw.length >= 4 && !this.#surface.has(raw)) this.#surface.set(raw, intentWords(raw)[0] ?? raw);
-    this.#likelihood = new ToolLikelihood(texts.map((t) => ({ tool: t.tool, words: t.words.keys() })));
+    this.#likelihood = new ToolLikelihood(texts.map((t) => ({ tool: t.tool, words: t.words.keys() })), { prior: tuning.likelihoodPrior, english });
   }
 
   static async build(tools: Tools, options: { embedder?: Embedder | undefined; tuning: IndexTuning }): Promise<ToolIndex> {
@@ -158,12 +160,13 @@ export class ToolIndex {
       const wordVectors = await embedder.embed(vocab.map((v) => v.raw));
       vocab.forEach((v, i) => (v.vector = wordVectors[i]!));
     }
-    return new ToolIndex(tools, texts, embedder, options.tuning, vocab, toolWords);
-  }
-
-  /** The highest weight a word can have: one the metadata never uses. */
-  get maxWeight(): number {
-    return this.#unknownIdf;
+    // Plain English, from the offline model's word list, for the words the tools' lines use: read once, when the index is built.
+    const wanted = new Set(texts.flatMap((t) => [...t.words.keys()]));
+    // Porter's stemmer keeps a word's first three letters in any stem longer than three (a suffix goes only after a stem of some measure), so a word whose first three are no wanted stem's is not stemmed at all: half the list.
+    const starts = new Set([...wanted].map((w) => w.slice(0, 3)));
+    const stem = (w: string) => (w.length <= 4 || starts.has(w.slice(0, 3)) ? intentStem(w) : undefined);
+    const english = embedder?.wordsByFrequency ? englishBackground(embedder.wordsByFrequency(), stem, wanted) : undefined;
+    return new ToolIndex(tools, texts, embedder, options.tuning, vocab, toolWords, english);
   }
 
   get #unknownIdf(): number {
@@ -219,7 +222,7 @@ export class ToolIndex {
     const vector = this.#embedder ? (await this.#embedder.embed([intent]))[0] : undefined;
     const byTool = new Map<string, ToolMatch>();
     const sims = this.#embedder && this.#vocab.length > 0 && total > 0 ? await this.#wordSimilarities(query.map((q) => q.raw)) : undefined;
-    const likely = this.#likelihood.posterior(query.filter((q) => q.known).map((q) => q.word));
+    const likely = this.#likelihood.score(query.map((q) => q.word));
     for (const t of this.#texts) {
       let score = 0;
       const lengthNorm = K1 * (1 - B + (B * t.length) / this.#avgLength);
@@ -229,7 +232,7 @@ export class ToolIndex {
       }
       const words = (total > 0 ? Math.min(1, score / total) : 0) * (t.about ? 1 : this.#t.exampleWeight);
       const meaning = vector && t.vector ? Math.max(0, dot(vector, t.vector)) : 0;
-      const m = byTool.get(t.tool) ?? { tool: t.tool, words: 0, near: 0, meaning: 0, evidence: 0, likelihood: likely.get(t.tool) ?? 0, matched: [] };
+      const m = byTool.get(t.tool) ?? { tool: t.tool, words: 0, near: 0, meaning: 0, likelihood: likely.posterior.get(t.tool) ?? 0, ratio: likely.ratio && (likely.ratio.get(t.tool) ?? -Infinity), matched: [] };
       if (words > m.words) [m.words, m.byWords] = [words, t.text];
       m.meaning = Math.max(m.meaning, meaning);
       byTool.set(t.tool, m);
@@ -261,7 +264,6 @@ export class ToolIndex {
         m.matched.push(`${q.raw}~${this.#vocab[bestAt]!.raw}`);
       });
       m.near = Math.min(1, credit / total);
-      m.evidence = credit;
     }
   }
 

@@ -16,8 +16,16 @@ export interface ResolverTuning {
   valuesShare: number;
   /** Share of the score from how likely the tool is from which tools' lines use the intent's words (`ToolLikelihood`). */
   likelihoodShare: number;
-  /** What the likelihood of the best tool adds to its evidence, in highest weights at a likelihood of 1. */
-  likelihoodEvidence: number;
+  /** How many words of the background each tool's language model holds beside its own (Dirichlet's μ). */
+  likelihoodPrior: number;
+  /**
+   * Least log-likelihood ratio (nats) of the intent's words under the best tool's language model
+   * against plain English's: how much better its lines explain what the intent says than plain
+   * words do. An intent about something else leaves words no tool's lines use; a line that says
+   * little ("ok thanks") explains nothing. Not applied without the offline model, whose word
+   * list is the English: on words alone, the score and lead decide.
+   */
+  leastRatio: number;
   /** What a word the metadata never uses weighs, as a share of the highest weight. */
   unknownWeight: number;
   /** Least cosine of two words' vectors for one to stand for the other. */
@@ -33,13 +41,6 @@ export interface ResolverTuning {
   /** For a tool that is not `read_only`: the least score and lead, higher, since a wrong call changes something. */
   leastToWrite: number;
   marginToWrite: number;
-  /**
-   * Least evidence, in highest weights: what the intent says that fits the best tool (the BM25
-   * weight of its words the tool holds or holds one near to), plus `likelihoodEvidence` times
-   * how likely the tool is from its words. A line that says little ("ok thanks") says too little
-   * to act on, however well its one word fits.
-   */
-  evidence: number;
 }
 
 export const DEFAULT_TUNING: ResolverTuning = {
@@ -48,7 +49,8 @@ export const DEFAULT_TUNING: ResolverTuning = {
   meaningFloor: 0.45,
   valuesShare: 0.1,
   likelihoodShare: 0.1,
-  likelihoodEvidence: 2,
+  likelihoodPrior: 200,
+  leastRatio: 9,
   unknownWeight: 0.5,
   nearWords: 0.5,
   toolTf: false,
@@ -57,7 +59,6 @@ export const DEFAULT_TUNING: ResolverTuning = {
   margin: 0,
   leastToWrite: 0.5,
   marginToWrite: 0.04,
-  evidence: 2.2,
 };
 
 /** How the resolver ranked the tools for an intent: candidates best first, and whether the best is trusted. */
@@ -67,6 +68,8 @@ export interface Ranking {
   confidence: number;
   /** The best candidate when it fits well enough and leads the next clearly; undefined: none of these, or too close to call. */
   chosen?: string | undefined;
+  /** Without a chosen one, why: the best fits well enough but another nearly as well (`ambiguous`), or none fits (`none`). */
+  refused?: 'ambiguous' | 'none' | undefined;
   /** What the best candidate's score is made of, and its lead over the next (a share of its score). */
   best?: (ToolMatch & { score: number; lead: number }) | undefined;
 }
@@ -109,16 +112,17 @@ export class ToolRanker {
       .sort((a, b) => b.score - a.score);
     const candidates = scored.slice(0, k).filter((c) => c.score > 0).map(({ m, score }) => ({ tool: m.tool, score: round(score), why: why(m) }));
     const [first, second] = scored;
-    if (!first || first.score <= 0) return { candidates, confidence: 0 };
+    if (!first || first.score <= 0) return { candidates, confidence: 0, refused: 'none' };
     const lead = first.score - (second?.score ?? 0);
-    const evidence = first.m.evidence / this.#index.maxWeight + t.likelihoodEvidence * first.m.likelihood;
     const writes = this.#index.tools[first.m.tool]!.sideEffect !== 'read_only';
     const [least, margin] = writes ? [t.leastToWrite, t.marginToWrite] : [t.least, t.margin];
     // Each measure's share of the way to where it is trusted, the weakest deciding: 0.5 on every threshold, 1 at twice each.
-    const share = (x: number, bar: number) => (bar > 0 ? x / (2 * bar) : 1);
-    const confidence = round(Math.min(1, share(first.score, least), share(lead, margin), share(evidence, t.evidence)));
-    const chosen = first.score >= least && lead >= margin && evidence >= t.evidence ? first.m.tool : undefined;
-    return { candidates, confidence, ...(chosen ? { chosen } : {}), best: { ...first.m, score: first.score, lead } };
+    const share = (x: number, bar: number) => (bar > 0 ? Math.max(0, x / (2 * bar)) : 1);
+    const confidence = round(Math.min(1, share(first.score, least), share(lead, margin), first.m.ratio === undefined ? 1 : share(first.m.ratio, t.leastRatio)));
+    const fits = first.score >= least && (first.m.ratio === undefined || first.m.ratio >= t.leastRatio);
+    const best = { ...first.m, score: first.score, lead };
+    if (fits && lead >= margin) return { candidates, confidence, chosen: first.m.tool, best };
+    return { candidates, confidence, refused: fits ? 'ambiguous' : 'none', best };
   }
 
 }

@@ -14,6 +14,8 @@ export interface Embedder {
    * once; undefined otherwise. Lets a memory and its vector be written together.
    */
   known?(text: string): Float32Array | undefined;
+  /** The model's words, most frequent first, when it is a table of words (the GloVe model Thymos builds lists them so). */
+  wordsByFrequency?(): readonly string[];
 }
 
 /** Dot product of two vectors of the same length (the cosine, for unit vectors). */

@@ -98,6 +98,16 @@ export class StaticEmbedder implements Embedder {
     return new StaticEmbedder(name, dims, vocab, rowsOnDemand(fd, dims), options.maxLength);
   }
 
+  /** The vocabulary's words in id order (special tokens such as `[PAD]` left out): most frequent first in the model Thymos builds, as GloVe lists them. */
+  wordsByFrequency(): readonly string[] {
+    const byId: string[] = [];
+    for (const word in this.#ids) {
+      const id = this.#ids[word]!;
+      if (Number.isInteger(id) && id >= 0 && !(word.startsWith('[') && word.endsWith(']'))) byId[id] = word;
+    }
+    return byId.filter((w) => w !== undefined);
+  }
+
   embed(texts: readonly string[]): Promise<Float32Array[]> {
     return Promise.resolve(texts.map((t) => this.#one(t)));
   }

@@ -37,6 +37,14 @@ describe('the offline model read without ONNX Runtime', () => {
     assert.ok(a[0]!.some((x) => x !== 0) && a[1]!.every((x) => Number.isFinite(x)), 'known words count; method names are looked up as words, never as functions');
   });
 
+  test('lists its words most frequent first, as GloVe orders them, special tokens left out', () => {
+    const words = StaticEmbedder.load(ensureModel(), { maxLength: 128, resident: false }).wordsByFrequency();
+    assert.equal(words.length, 50_000);
+    assert.deepEqual(words.slice(0, 3), ['the', 'of', 'to']);
+    assert.ok(!words.some((w) => /^\[.*\]$/.test(w)));
+    assert.ok(words.indexOf('order') < words.indexOf('refund') && words.indexOf('refund') > 0, 'a common word before a rarer one');
+  });
+
   test('a text of only unknown words is the zero vector, as in fastembed, not NaN', async () => {
     const own = StaticEmbedder.load(ensureModel(), { maxLength: 128 });
     const [v] = await own.embed(['qqqzzz ...']);
