@@ -4,7 +4,7 @@ import type { IntentCandidate } from '../runtime/acting.js';
 import { distinctivePatterns, type FieldPattern, valueFit } from './field-values.js';
 import { ToolIndex, type ToolMatch } from './tool-index.js';
 
-/** How the measures are weighed and where the resolver stops trusting them (docs/benchmarks.md has what each lever gave). */
+/** How the measures are weighed and where the resolver stops trusting them (docs/intents.md has what each lever gave). */
 export interface ResolverTuning {
   /** Share of the fused score from words (BM25 over the best text); the rest from words near in meaning and the intent's meaning. */
   wordsShare: number;
