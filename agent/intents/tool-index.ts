@@ -186,7 +186,8 @@ export class ToolIndex {
         out.push({ raw, word, weight: this.#idf.get(word)!, known: true });
         continue;
       }
-      const near = raw.length >= 4 ? this.#nearest(raw) : undefined;
+      // A word the offline model holds is a word, not a typo: "cave" is not "came" misspelled.
+      const near = raw.length >= 4 && !this.#embedder?.hasWord?.(raw) ? this.#nearest(raw) : undefined;
       out.push(near ? { raw, word: near, weight: this.#idf.get(near)!, known: true } : { raw, word, weight: this.#unknownIdf * this.#t.unknownWeight, known: false });
     }
     return out;

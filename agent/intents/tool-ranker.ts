@@ -38,9 +38,15 @@ export interface ResolverTuning {
   least: number;
   /** Least lead of the best tool over the next, in score (0: a tool that only reads is taken on a tie, the first of the ranking). */
   margin: number;
-  /** For a tool that is not `read_only`: the least score and lead, higher, since a wrong call changes something. */
+  /**
+   * For a tool that is not `read_only`, higher bars, since a wrong call changes something: the
+   * least score, lead and ratio. The ratio's bar is raised most (how well the tool's lines explain
+   * every word said); the score's least, since typos and indirect words lower it for the tool
+   * meant as much as for another.
+   */
   leastToWrite: number;
   marginToWrite: number;
+  ratioToWrite: number;
 }
 
 export const DEFAULT_TUNING: ResolverTuning = {
@@ -57,8 +63,9 @@ export const DEFAULT_TUNING: ResolverTuning = {
   exampleWeight: 1,
   least: 0.3,
   margin: 0,
-  leastToWrite: 0.5,
+  leastToWrite: 0.4,
   marginToWrite: 0.04,
+  ratioToWrite: 12,
 };
 
 /** How the resolver ranked the tools for an intent: candidates best first, and whether the best is trusted. */
@@ -115,11 +122,11 @@ export class ToolRanker {
     if (!first || first.score <= 0) return { candidates, confidence: 0, refused: 'none' };
     const lead = first.score - (second?.score ?? 0);
     const writes = this.#index.tools[first.m.tool]!.sideEffect !== 'read_only';
-    const [least, margin] = writes ? [t.leastToWrite, t.marginToWrite] : [t.least, t.margin];
+    const [least, margin, leastRatio] = writes ? [t.leastToWrite, t.marginToWrite, t.ratioToWrite] : [t.least, t.margin, t.leastRatio];
     // Each measure's share of the way to where it is trusted, the weakest deciding: 0.5 on every threshold, 1 at twice each.
     const share = (x: number, bar: number) => (bar > 0 ? Math.max(0, x / (2 * bar)) : 1);
-    const confidence = round(Math.min(1, share(first.score, least), share(lead, margin), first.m.ratio === undefined ? 1 : share(first.m.ratio, t.leastRatio)));
-    const fits = first.score >= least && (first.m.ratio === undefined || first.m.ratio >= t.leastRatio);
+    const confidence = round(Math.min(1, share(first.score, least), share(lead, margin), first.m.ratio === undefined ? 1 : share(first.m.ratio, leastRatio)));
+    const fits = first.score >= least && (first.m.ratio === undefined || first.m.ratio >= leastRatio);
     const best = { ...first.m, score: first.score, lead };
     if (fits && lead >= margin) return { candidates, confidence, chosen: first.m.tool, best };
     return { candidates, confidence, refused: fits ? 'ambiguous' : 'none', best };

@@ -14,6 +14,8 @@ export interface Embedder {
    * once; undefined otherwise. Lets a memory and its vector be written together.
    */
   known?(text: string): Float32Array | undefined;
+  /** Whether the model's vocabulary holds this word (lower-case), when it is a table of words: a word it holds is a word, not a typo. */
+  hasWord?(word: string): boolean;
   /** The model's words, most frequent first, when it is a table of words (the GloVe model Thymos builds lists them so). */
   wordsByFrequency?(): readonly string[];
 }

@@ -98,6 +98,10 @@ export class StaticEmbedder implements Embedder {
     return new StaticEmbedder(name, dims, vocab, rowsOnDemand(fd, dims), options.maxLength);
   }
 
+  hasWord(word: string): boolean {
+    return Object.hasOwn(this.#ids, word);
+  }
+
   /** The vocabulary's words in id order (special tokens such as `[PAD]` left out): most frequent first in the model Thymos builds, as GloVe lists them. */
   wordsByFrequency(): readonly string[] {
     const byId: string[] = [];

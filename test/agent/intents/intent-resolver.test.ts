@@ -88,6 +88,25 @@ describe('intent resolution', () => {
     assert.equal(a.call, undefined, JSON.stringify(a));
   });
 
+  test('a word one or two letters from the metadata\'s is read as a typo only when it is no word of its own', async () => {
+    const tools = parseDomainSchema(
+      {
+        tools: {
+          cancel_quest: { description: 'Take a quest off the board', examples: ['call off the search for the goat, it came home'], sideEffect: 'writes_external', executor: { kind: 'http', method: 'POST', url: 'http://127.0.0.1:9/cancel' } },
+          migrate: { description: 'Run the database migrations', examples: ['migrate the users database'], sideEffect: 'writes_external', executor: { kind: 'http', method: 'POST', url: 'http://127.0.0.1:9/migrate' } },
+        },
+      },
+      join(REPO_ROOT, 'test.pkl'),
+    ).tools;
+    const small = await IntentResolver.build(tools, { embedder });
+    assert.ok(embedder.hasWord('cave') && !embedder.hasWord('migrte'));
+    const cave = await small.resolve('hunt the cave bear', undefined, NOW);
+    assert.ok(!cave.candidates.some((c) => /~?came\b/.test(c.why.split(' in ')[0]!)), `"cave" is a word, not "came" misspelled: ${JSON.stringify(cave.candidates)}`);
+    const typo = await small.resolve('migrte the users database', undefined, NOW);
+    assert.equal(typo.candidates[0]?.tool, 'migrate');
+    assert.match(typo.candidates[0]!.why, /\(migrat/);
+  });
+
   test('fuzzed intents never throw, and answer a known outcome', async () => {
     const outcomes = new Set(['call', 'incomplete', 'ambiguous', 'none', 'empty', 'too_long', 'unsupported_language']);
     for (const text of fuzzStrings(150, 7)) {
