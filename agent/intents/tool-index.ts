@@ -44,11 +44,10 @@ export interface ToolMatch {
   matched: string[];
 }
 
-/** A word of the metadata: as written, its stem, its vector. */
+/** A word of the metadata: as written, and its stem. */
 interface VocabWord {
   raw: string;
   stem: string;
-  vector: Float32Array;
 }
 
 /** A word of an intent as the index reads it. */
@@ -101,21 +100,30 @@ export class ToolIndex {
   readonly #avgLength: number;
   readonly #embedder: Embedder | undefined;
   readonly #t: IndexTuning;
-  /** Each distinct raw word of the metadata, its stem and its vector; by tool, which of them it uses. */
+  /** Each distinct raw word of the metadata and its stem; its vector is the row of the same index in `#matrix`. */
   readonly #vocab: VocabWord[];
-  readonly #toolWords: Map<string, number[]>;
+  readonly #matrix: Float32Array;
+  /** By word of the metadata (its index in the vocabulary), the tools whose texts use it. */
+  readonly #holders: string[][];
+  /** By word of an intent, the metadata's words near it in meaning: their index and cosine, at least `nearWords`. Remembered per word (at most 2,000). */
+  readonly #nearSeen = new Map<string, ReadonlyArray<readonly [number, number]>>();
   readonly #nearestSeen = new Map<string, string | undefined>();
   /** By tool, each stem its texts use and how many of them use it. */
   readonly #stems = new Map<string, Map<string, number>>();
   readonly #likelihood: ToolLikelihood;
 
-  private constructor(tools: Tools, texts: ToolText[], embedder: Embedder | undefined, tuning: IndexTuning, vocab: VocabWord[], toolWords: Map<string, number[]>, english: English | undefined) {
+  private constructor(tools: Tools, texts: ToolText[], embedder: Embedder | undefined, tuning: IndexTuning, vocab: VocabWord[], wordVectors: readonly Float32Array[], toolWords: Map<string, number[]>, english: English | undefined) {
     this.tools = tools;
     this.#texts = texts;
     this.#embedder = embedder;
     this.#t = tuning;
     this.#vocab = vocab;
-    this.#toolWords = toolWords;
+    // The metadata's word vectors in one block, row after row: what every intent's words are compared with.
+    const dims = wordVectors[0]?.length ?? 0;
+    this.#matrix = new Float32Array(wordVectors.length * dims);
+    wordVectors.forEach((v, i) => this.#matrix.set(v, i * dims));
+    this.#holders = vocab.map(() => []);
+    for (const [tool, indices] of toolWords) for (const i of indices) this.#holders[i]!.push(tool);
     const df = new Map<string, number>();
     for (const t of texts) for (const w of t.words.keys()) df.set(w, (df.get(w) ?? 0) + 1);
     for (const [w, n] of df) this.#idf.set(w, Math.log(1 + (Math.max(texts.length, BACKGROUND_TEXTS) - n + 0.5) / (n + 0.5)));
@@ -140,6 +148,7 @@ export class ToolIndex {
     const embedder = options.embedder;
     const vocab: VocabWord[] = [];
     const toolWords = new Map<string, number[]>();
+    let wordVectors: Float32Array[] = [];
     if (embedder && texts.length > 0) {
       const vectors = await embedder.embed(texts.map((t) => t.text));
       texts.forEach((t, i) => (t.vector = vectors[i]));
@@ -150,15 +159,14 @@ export class ToolIndex {
           if (stem === undefined) continue;
           if (!at.has(raw)) {
             at.set(raw, vocab.length);
-            vocab.push({ raw, stem, vector: new Float32Array(0) });
+            vocab.push({ raw, stem });
           }
           const list = toolWords.get(t.tool) ?? [];
           if (!list.includes(at.get(raw)!)) list.push(at.get(raw)!);
           toolWords.set(t.tool, list);
         }
       }
-      const wordVectors = await embedder.embed(vocab.map((v) => v.raw));
-      vocab.forEach((v, i) => (v.vector = wordVectors[i]!));
+      wordVectors = await embedder.embed(vocab.map((v) => v.raw));
     }
     // Plain English, from the offline model's word list, for the words the tools' lines use: read once, when the index is built.
     const wanted = new Set(texts.flatMap((t) => [...t.words.keys()]));
@@ -166,7 +174,7 @@ export class ToolIndex {
     const starts = new Set([...wanted].map((w) => w.slice(0, 3)));
     const stem = (w: string) => (w.length <= 4 || starts.has(w.slice(0, 3)) ? intentStem(w) : undefined);
     const english = embedder?.wordsByFrequency ? englishBackground(embedder.wordsByFrequency(), stem, wanted) : undefined;
-    return new ToolIndex(tools, texts, embedder, options.tuning, vocab, toolWords, english);
+    return new ToolIndex(tools, texts, embedder, options.tuning, vocab, wordVectors, toolWords, english);
   }
 
   get #unknownIdf(): number {
@@ -222,7 +230,7 @@ export class ToolIndex {
     const total = query.reduce((n, q) => n + q.weight, 0);
     const vector = this.#embedder ? (await this.#embedder.embed([intent]))[0] : undefined;
     const byTool = new Map<string, ToolMatch>();
-    const sims = this.#embedder && this.#vocab.length > 0 && total > 0 ? await this.#wordSimilarities(query.map((q) => q.raw)) : undefined;
+    const near = this.#embedder && this.#vocab.length > 0 && total > 0 ? await this.#nearInMeaning(query.map((q) => q.raw)) : undefined;
     const likely = this.#likelihood.score(query.map((q) => q.word));
     for (const t of this.#texts) {
       let score = 0;
@@ -238,16 +246,21 @@ export class ToolIndex {
       m.meaning = Math.max(m.meaning, meaning);
       byTool.set(t.tool, m);
     }
-    this.#nearWords(query, total, byTool, sims);
+    this.#nearWords(query, total, byTool, near);
     return [...byTool.values()];
   }
 
   /** Each tool's share of the intent's words that it uses, or uses a word near in meaning to (that one counted by how near). */
-  #nearWords(query: QueryWord[], total: number, byTool: Map<string, ToolMatch>, sims: Float32Array[] | undefined): void {
+  #nearWords(query: QueryWord[], total: number, byTool: Map<string, ToolMatch>, near: ReadonlyArray<ReadonlyArray<readonly [number, number]>> | undefined): void {
     if (total <= 0) return;
+    // By query word, each tool's nearest word in meaning among those near enough.
+    const nearest = query.map((_, qi) => {
+      const best = new Map<string, readonly [number, number]>();
+      for (const hit of near?.[qi] ?? []) for (const tool of this.#holders[hit[0]]!) if (hit[1] > (best.get(tool)?.[1] ?? 0)) best.set(tool, hit);
+      return best;
+    });
     for (const [tool, m] of byTool) {
       const own = this.#stems.get(tool)!;
-      const indices = this.#toolWords.get(tool) ?? [];
       let credit = 0;
       query.forEach((q, qi) => {
         if (own.has(q.word)) {
@@ -256,25 +269,42 @@ export class ToolIndex {
           if (!m.matched.includes(q.word)) m.matched.push(q.word);
           return;
         }
-        if (!sims) return;
-        let best = 0;
-        let bestAt = -1;
-        for (const i of indices) if (sims[qi]![i]! > best) [best, bestAt] = [sims[qi]![i]!, i];
-        if (best < this.#t.nearWords) return;
-        credit += q.weight * ((best - this.#t.nearWords) / (1 - this.#t.nearWords));
-        m.matched.push(`${q.raw}~${this.#vocab[bestAt]!.raw}`);
+        const hit = nearest[qi]!.get(tool);
+        if (!hit) return;
+        credit += q.weight * ((hit[1] - this.#t.nearWords) / (1 - this.#t.nearWords));
+        m.matched.push(`${q.raw}~${this.#vocab[hit[0]]!.raw}`);
       });
       m.near = Math.min(1, credit / total);
     }
   }
 
-  /** The cosine of each query word with each word of the metadata. */
-  async #wordSimilarities(raws: readonly string[]): Promise<Float32Array[]> {
-    const vectors = await this.#embedder!.embed(raws);
-    return vectors.map((v) => {
-      const out = new Float32Array(this.#vocab.length);
-      this.#vocab.forEach((w, i) => (out[i] = dot(v, w.vector)));
-      return out;
+  /** By query word, the metadata's words whose cosine with it is at least `nearWords`: their index and cosine. */
+  async #nearInMeaning(raws: readonly string[]): Promise<Array<ReadonlyArray<readonly [number, number]>>> {
+    const found = new Map<string, ReadonlyArray<readonly [number, number]>>();
+    for (const r of raws) {
+      const seen = this.#nearSeen.get(r);
+      if (seen) found.set(r, seen);
+    }
+    const missing = [...new Set(raws.filter((r) => !found.has(r)))];
+    const vectors = missing.length > 0 ? await this.#embedder!.embed(missing) : [];
+    const words = this.#vocab.length;
+    const matrix = this.#matrix;
+    const floor = this.#t.nearWords;
+    vectors.forEach((v, k) => {
+      const hits: Array<readonly [number, number]> = [];
+      const dims = v.length;
+      if (v.some((x) => x !== 0)) {
+        for (let i = 0, at = 0; i < words; i++, at += dims) {
+          let s = 0;
+          for (let d = 0; d < dims; d++) s += v[d]! * matrix[at + d]!;
+          if (s >= floor) hits.push([i, s]);
+        }
+      }
+      found.set(missing[k]!, hits);
+      if (this.#nearSeen.size >= 2_000) this.#nearSeen.clear();
+      this.#nearSeen.set(missing[k]!, hits);
     });
+    return raws.map((r) => found.get(r)!);
   }
+
 }
