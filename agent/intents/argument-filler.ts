@@ -126,7 +126,7 @@ const NUMBER_WORDS: Readonly<Record<string, number>> = {
 /** The numbers a text holds, written in digits or as words. */
 export function numbersIn(text: string): Array<{ value: number; raw: string; at: number }> {
   const digits = [...text.matchAll(NUMBER)].map((m) => ({ value: Number(m[0].replace(',', '.')), raw: m[0], at: m.index }));
-  const words = [...text.matchAll(/\p{L}+/gu)].filter((m) => NUMBER_WORDS[m[0].toLowerCase()] !== undefined).map((m) => ({ value: NUMBER_WORDS[m[0].toLowerCase()]!, raw: m[0], at: m.index }));
+  const words = [...text.matchAll(/\p{L}+/gu)].filter((m) => Object.hasOwn(NUMBER_WORDS, m[0].toLowerCase())).map((m) => ({ value: NUMBER_WORDS[m[0].toLowerCase()]!, raw: m[0], at: m.index }));
   return [...digits, ...words].sort((a, b) => a.at - b.at);
 }
 

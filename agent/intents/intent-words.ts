@@ -21,18 +21,18 @@ export const INTENT_MAX_CHARS = 2_000;
 export function intentWords(text: string): string[] {
   const out: string[] = [];
   for (const token of text.toLowerCase().match(WORD) ?? []) {
-    const raw = SHORTHAND[token] ?? token;
+    const raw = SHORTHAND.get(token) ?? token;
     if (INTENT_STOP_WORDS.has(raw) || /\p{N}/u.test(raw)) continue;
     out.push(stemmer(raw));
   }
   return out;
 }
 
-/** One word's stem as `intentWords` makes it (the first, for a word it splits); undefined for a stop word or a number. */
+/** One word's stem as `intentWords` makes it; undefined for a stop word, a number, or what is not one word ("so-called"). */
 export function intentStem(word: string): string | undefined {
   const lower = word.toLowerCase();
-  if (!/^[a-z]+$/.test(lower)) return intentWords(lower)[0];
-  const raw = SHORTHAND[lower] ?? lower;
+  if (!/^[a-z]+$/.test(lower)) return lower.match(WORD)?.length === 1 ? intentWords(lower)[0] : undefined;
+  const raw = SHORTHAND.get(lower) ?? lower;
   return INTENT_STOP_WORDS.has(raw) ? undefined : stemmer(raw);
 }
 
@@ -57,14 +57,15 @@ export function editDistance(a: string, b: string, max: number): number {
 }
 
 /** Shorthand people write in chat and tickets, read as the word it stands for. */
-const SHORTHAND: Readonly<Record<string, string>> = {
+/** Shorthand spelled out. A Map, not an object: a word such as "constructor" is only a word. */
+const SHORTHAND: ReadonlyMap<string, string> = new Map(Object.entries({
   pls: 'please', plz: 'please', thx: 'thanks', ty: 'thanks', tmrw: 'tomorrow', tmr: 'tomorrow', tmw: 'tomorrow', tmrrw: 'tomorrow', tonite: 'tonight',
   mtg: 'meeting', appt: 'appointment', msg: 'message', pw: 'password', pwd: 'password', acct: 'account', addr: 'address', db: 'database',
   prod: 'production', env: 'environment', cfg: 'configuration', config: 'configuration', info: 'information', qty: 'quantity', amt: 'amount',
   hr: 'hour', hrs: 'hours', min: 'minute', mins: 'minutes', wk: 'week', yr: 'year', asap: 'urgently', u: 'you', ur: 'your', b4: 'before',
-};
+}));
 
 /** The words of a text as they are written, lower-cased, shorthand spelled out, stop words left out (not stemmed). */
 export function rawWords(text: string): string[] {
-  return (text.toLowerCase().match(/[\p{L}\p{M}][\p{L}\p{M}\p{N}]*/gu) ?? []).map((w) => SHORTHAND[w] ?? w).filter((w) => !INTENT_STOP_WORDS.has(w) && !/\p{N}/u.test(w));
+  return (text.toLowerCase().match(/[\p{L}\p{M}][\p{L}\p{M}\p{N}]*/gu) ?? []).map((w) => SHORTHAND.get(w) ?? w).filter((w) => !INTENT_STOP_WORDS.has(w) && !/\p{N}/u.test(w));
 }

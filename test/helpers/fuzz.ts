@@ -87,7 +87,7 @@ const STRINGS = [
 /** `n` hostile texts from seed `seed`: the strings above, their mixes with ordinary words, huge and odd ones. */
 export function fuzzStrings(n: number, seed: number): string[] {
   const r = new Rng(seed);
-  const words = ['refund', 'order', 'ORD-12345', 'please', 'ship', 'kettle', '[TOOL:', ']', 'reason', '{', '"', 'tomorrow at 3pm', '-1', 'ünïcödé', '🔥'];
+  const words = ['refund', 'order', 'ORD-12345', 'please', 'ship', 'kettle', '[TOOL:', ']', 'reason', '{', '"', 'tomorrow at 3pm', '-1', 'ünïcödé', '🔥', 'constructor', '__proto__', 'toString'];
   return Array.from({ length: n }, () => {
     const kind = r.int(4);
     if (kind === 0) return r.pick(STRINGS);

@@ -62,6 +62,8 @@ describe('intent resolution', () => {
     assert.equal((await resolver.resolve(`refund ${'very '.repeat(600)}much`)).outcome, 'too_long');
     assert.equal((await resolver.resolve('Je voudrais annuler ma commande ORD-12345 avant qu\'elle parte')).outcome, 'unsupported_language');
     assert.equal((await resolver.resolve('我想取消我的订单 ORD-12345')).outcome, 'unsupported_language');
+    // Words that name an object's own properties are only words.
+    for (const text of ['constructor', 'toString the constructor of __proto__ three times', 'hasOwnProperty valueOf']) assert.ok(['none', 'ambiguous', 'incomplete', 'call'].includes((await resolver.resolve(text, undefined, NOW)).outcome), text);
   });
 
   test('only the granted tools are candidates, and only their metadata counts, never what their executor says', async () => {
