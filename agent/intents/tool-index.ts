@@ -170,10 +170,8 @@ export class ToolIndex {
     }
     // Plain English, from the offline model's word list, for the words the tools' lines use: read once, when the index is built.
     const wanted = new Set(texts.flatMap((t) => [...t.words.keys()]));
-    // Porter's stemmer keeps a word's first three letters in any stem longer than three (a suffix goes only after a stem of some measure), so a word whose first three are no wanted stem's is not stemmed at all: half the list.
-    const starts = new Set([...wanted].map((w) => w.slice(0, 3)));
-    const stem = (w: string) => (w.length <= 4 || starts.has(w.slice(0, 3)) ? intentStem(w) : undefined);
-    const english = embedder?.wordsByFrequency ? englishBackground(embedder.wordsByFrequency(), stem, wanted) : undefined;
+    const list = embedder?.wordsByFrequency?.() ?? [];
+    const english = list.length > 0 ? englishBackground(list, intentStem, wanted) : undefined;
     return new ToolIndex(tools, texts, embedder, options.tuning, vocab, wordVectors, toolWords, english);
   }
 
@@ -190,13 +188,9 @@ export class ToolIndex {
     for (const raw of rawWords(intent)) {
       const [word] = intentWords(raw);
       if (word === undefined) continue;
-      if (this.#idf.has(word)) {
-        out.push({ raw, word, weight: this.#idf.get(word)!, known: true });
-        continue;
-      }
       // A word the offline model holds is a word, not a typo: "cave" is not "came" misspelled.
-      const near = raw.length >= 4 && !this.#embedder?.hasWord?.(raw) ? this.#nearest(raw) : undefined;
-      out.push(near ? { raw, word: near, weight: this.#idf.get(near)!, known: true } : { raw, word, weight: this.#unknownIdf * this.#t.unknownWeight, known: false });
+      const read = this.#idf.has(word) ? word : raw.length < 4 || this.#embedder?.hasWord?.(raw) ? undefined : this.#nearest(raw);
+      out.push(read ? { raw, word: read, weight: this.#idf.get(read)!, known: true } : { raw, word, weight: this.#unknownIdf * this.#t.unknownWeight, known: false });
     }
     return out;
   }
@@ -231,7 +225,8 @@ export class ToolIndex {
     const vector = this.#embedder ? (await this.#embedder.embed([intent]))[0] : undefined;
     const byTool = new Map<string, ToolMatch>();
     const near = this.#embedder && this.#vocab.length > 0 && total > 0 ? await this.#nearInMeaning(query.map((q) => q.raw)) : undefined;
-    const likely = this.#likelihood.score(query.map((q) => q.word));
+    // Each word once: saying a tool's word again does not explain the intent any better.
+    const likely = this.#likelihood.score([...new Set(query.map((q) => q.word))]);
     for (const t of this.#texts) {
       let score = 0;
       const lengthNorm = K1 * (1 - B + (B * t.length) / this.#avgLength);

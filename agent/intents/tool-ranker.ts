@@ -122,11 +122,14 @@ export class ToolRanker {
     if (!first || first.score <= 0) return { candidates, confidence: 0, refused: 'none' };
     const lead = first.score - (second?.score ?? 0);
     const writes = this.#index.tools[first.m.tool]!.sideEffect !== 'read_only';
-    const [least, margin, leastRatio] = writes ? [t.leastToWrite, t.marginToWrite, t.ratioToWrite] : [t.least, t.margin, t.leastRatio];
-    // Each measure's share of the way to where it is trusted, the weakest deciding: 0.5 on every threshold, 1 at twice each.
+    // Without the offline model there is no ratio, and the words alone decide less: a tool that
+    // only reads needs the bars of one that writes, and one that writes is never called.
+    const wordsOnly = first.m.ratio === undefined;
+    const [least, margin, leastRatio] = writes || wordsOnly ? [t.leastToWrite, t.marginToWrite, t.ratioToWrite] : [t.least, t.margin, t.leastRatio];
+    // Each measure's share of the way to where it is trusted, the weakest deciding: 0.5 on every threshold, 1 at twice each; at most 0.5 without a ratio.
     const share = (x: number, bar: number) => (bar > 0 ? Math.max(0, x / (2 * bar)) : 1);
-    const confidence = round(Math.min(1, share(first.score, least), share(lead, margin), first.m.ratio === undefined ? 1 : share(first.m.ratio, leastRatio)));
-    const fits = first.score >= least && (first.m.ratio === undefined || first.m.ratio >= leastRatio);
+    const confidence = round(Math.min(1, share(first.score, least), share(lead, margin), wordsOnly ? 0.5 : share(first.m.ratio!, leastRatio)));
+    const fits = first.score >= least && (wordsOnly ? !writes : first.m.ratio! >= leastRatio);
     const best = { ...first.m, score: first.score, lead };
     if (fits && lead >= margin) return { candidates, confidence, chosen: first.m.tool, best };
     return { candidates, confidence, refused: fits ? 'ambiguous' : 'none', best };

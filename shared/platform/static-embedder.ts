@@ -105,9 +105,11 @@ export class StaticEmbedder implements Embedder {
   /** The vocabulary's words in id order (special tokens such as `[PAD]` left out): most frequent first in the model Thymos builds, as GloVe lists them. */
   wordsByFrequency(): readonly string[] {
     const byId: string[] = [];
+    // An id past the token count has no row (the model's check at load): it is no word of the list.
+    const count = Object.keys(this.#ids).length;
     for (const word in this.#ids) {
       const id = this.#ids[word]!;
-      if (Number.isInteger(id) && id >= 0 && !(word.startsWith('[') && word.endsWith(']'))) byId[id] = word;
+      if (Number.isInteger(id) && id >= 0 && id < count && !(word.startsWith('[') && word.endsWith(']'))) byId[id] = word;
     }
     return byId.filter((w) => w !== undefined);
   }

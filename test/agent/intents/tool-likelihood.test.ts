@@ -49,8 +49,8 @@ describe('which tool the words are likely to mean, and whether any is, learned f
   });
 
   test('the ratio says whether any tool explains the words: a word a tool\'s lines use counts for it, a word no line uses against every tool', () => {
-    const fits = plain.score(intentWords('will it rain tomorrow')).ratio!.get('get_weather')!;
-    const half = plain.score(intentWords('will it rain on the flamingo parade')).ratio!.get('get_weather')!;
+    const fits = plain.score(intentWords('will it rain')).ratio!.get('get_weather')!;
+    const half = plain.score(intentWords('will it rain flamingo parade')).ratio!.get('get_weather')!;
     assert.ok(fits > 0, `a tool's own words explain better than plain English: ${fits}`);
     assert.ok(half < fits, `words no line uses count against it: ${half} against ${fits}`);
     const rain = plain.score(intentWords('rain')).ratio!;
