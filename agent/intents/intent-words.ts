@@ -21,19 +21,22 @@ export const INTENT_MAX_CHARS = 2_000;
 export function intentWords(text: string): string[] {
   const out: string[] = [];
   for (const token of text.toLowerCase().match(WORD) ?? []) {
-    const raw = SHORTHAND.get(token) ?? token;
-    if (INTENT_STOP_WORDS.has(raw) || /\p{N}/u.test(raw)) continue;
-    out.push(stemmer(raw));
+    const stem = stemOf(token);
+    if (stem !== undefined) out.push(stem);
   }
   return out;
 }
 
 /** One word's stem as `intentWords` makes it; undefined for a stop word, a number, or what is not one word ("so-called"). */
 export function intentStem(word: string): string | undefined {
-  const lower = word.toLowerCase();
-  if (!/^[a-z]+$/.test(lower)) return lower.match(WORD)?.length === 1 ? intentWords(lower)[0] : undefined;
-  const raw = SHORTHAND.get(lower) ?? lower;
-  return INTENT_STOP_WORDS.has(raw) ? undefined : stemmer(raw);
+  const tokens = word.toLowerCase().match(WORD);
+  return tokens?.length === 1 ? stemOf(tokens[0]!) : undefined;
+}
+
+/** A lower-cased token's stem, its shorthand spelled out; undefined for a stop word or a number. */
+function stemOf(token: string): string | undefined {
+  const raw = SHORTHAND.get(token) ?? token;
+  return INTENT_STOP_WORDS.has(raw) || /\p{N}/u.test(raw) ? undefined : stemmer(raw);
 }
 
 /** Optimal string alignment distance (Levenshtein with adjacent swaps), giving up above `max`. */

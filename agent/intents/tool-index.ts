@@ -44,12 +44,6 @@ export interface ToolMatch {
   matched: string[];
 }
 
-/** A word of the metadata: as written, and its stem. */
-interface VocabWord {
-  raw: string;
-  stem: string;
-}
-
 /** A word of an intent as the index reads it. */
 interface QueryWord {
   raw: string;
@@ -100,8 +94,8 @@ export class ToolIndex {
   readonly #avgLength: number;
   readonly #embedder: Embedder | undefined;
   readonly #t: IndexTuning;
-  /** Each distinct raw word of the metadata and its stem; its vector is the row of the same index in `#matrix`. */
-  readonly #vocab: VocabWord[];
+  /** Each distinct raw word of the metadata (one with a stem); its vector is the row of the same index in `#matrix`. */
+  readonly #vocab: string[];
   readonly #matrix: Float32Array;
   /** By word of the metadata (its index in the vocabulary), the tools whose texts use it. */
   readonly #holders: string[][];
@@ -112,7 +106,7 @@ export class ToolIndex {
   readonly #stems = new Map<string, Map<string, number>>();
   readonly #likelihood: ToolLikelihood;
 
-  private constructor(tools: Tools, texts: ToolText[], embedder: Embedder | undefined, tuning: IndexTuning, vocab: VocabWord[], wordVectors: readonly Float32Array[], toolWords: Map<string, number[]>, english: English | undefined) {
+  private constructor(tools: Tools, texts: ToolText[], embedder: Embedder | undefined, tuning: IndexTuning, vocab: string[], wordVectors: readonly Float32Array[], toolWords: Map<string, number[]>, english: English | undefined) {
     this.tools = tools;
     this.#texts = texts;
     this.#embedder = embedder;
@@ -146,7 +140,7 @@ export class ToolIndex {
       }
     }
     const embedder = options.embedder;
-    const vocab: VocabWord[] = [];
+    const vocab: string[] = [];
     const toolWords = new Map<string, number[]>();
     let wordVectors: Float32Array[] = [];
     if (embedder && texts.length > 0) {
@@ -155,18 +149,17 @@ export class ToolIndex {
       const at = new Map<string, number>();
       for (const t of texts) {
         for (const raw of rawWords(t.text)) {
-          const stem = intentWords(raw)[0];
-          if (stem === undefined) continue;
+          if (intentWords(raw)[0] === undefined) continue;
           if (!at.has(raw)) {
             at.set(raw, vocab.length);
-            vocab.push({ raw, stem });
+            vocab.push(raw);
           }
           const list = toolWords.get(t.tool) ?? [];
           if (!list.includes(at.get(raw)!)) list.push(at.get(raw)!);
           toolWords.set(t.tool, list);
         }
       }
-      wordVectors = await embedder.embed(vocab.map((v) => v.raw));
+      wordVectors = await embedder.embed(vocab);
     }
     // Plain English, from the offline model's word list, for the words the tools' lines use: read once, when the index is built.
     const wanted = new Set(texts.flatMap((t) => [...t.words.keys()]));
@@ -267,7 +260,7 @@ export class ToolIndex {
         const hit = nearest[qi]!.get(tool);
         if (!hit) return;
         credit += q.weight * ((hit[1] - this.#t.nearWords) / (1 - this.#t.nearWords));
-        m.matched.push(`${q.raw}~${this.#vocab[hit[0]]!.raw}`);
+        m.matched.push(`${q.raw}~${this.#vocab[hit[0]]!}`);
       });
       m.near = Math.min(1, credit / total);
     }

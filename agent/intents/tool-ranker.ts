@@ -22,8 +22,9 @@ export interface ResolverTuning {
    * Least log-likelihood ratio (nats) of the intent's words under the best tool's language model
    * against plain English's: how much better its lines explain what the intent says than plain
    * words do. An intent about something else leaves words no tool's lines use; a line that says
-   * little ("ok thanks") explains nothing. Not applied without the offline model, whose word
-   * list is the English: on words alone, the score and lead decide.
+   * little ("ok thanks") explains nothing. Without the offline model, whose word list is the
+   * English, there is no ratio: a tool that reads then needs the bars of one that writes, and one
+   * that writes is never called.
    */
   leastRatio: number;
   /** What a word the metadata never uses weighs, as a share of the highest weight. */
