@@ -1,8 +1,7 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -14,6 +13,7 @@ import { type CallStore, ToolCaller } from '../agent/tools/tool-caller.js';
 import { configFromObject } from '../shared/config/thymos-config.js';
 import { parseDomainSchema } from '../shared/domain/domain-schema.js';
 import { createLogger } from '../shared/platform/logger.js';
+import { tempDir } from '../test/helpers/temp-dir.js';
 import { REPO_ROOT } from '../test/helpers/workspace.js';
 import { withBenchFleet } from './bench-fleet.js';
 import type { Figure, Scenario } from './scenario.js';
@@ -68,7 +68,7 @@ const p = (xs: number[], q: number) => round(quantile(xs, q), 2);
  * and with a store that keeps nothing. The difference is what recording a call costs.
  */
 async function recordingShare(): Promise<{ withDb: number[]; without: number[] }> {
-  const dir = mkdtempSync(join(tmpdir(), 'thymos-bench-record-'));
+  const dir = tempDir('thymos-bench-record-');
   writeFileSync(join(dir, 'tools.mjs'), 'export function echo(input) { return input.word; }\n');
   const domain = parseDomainSchema({ tools: { echo: { description: 'Echo', input: { word: {} }, sideEffect: 'read_only', executor: { kind: 'script', path: 'tools.mjs', export: 'echo' } } } }, join(dir, 'world.pkl'));
   const store = await MemoryStore.open(join(dir, 'db'), { timeoutMs: 30_000 });
@@ -131,7 +131,7 @@ export const toolsScenario: Scenario = {
     await new Promise<void>((r) => service.listen(0, '127.0.0.1', r));
     const port = (service.address() as AddressInfo).port;
     const url = `http://127.0.0.1:${port}/item`;
-    const scripts = mkdtempSync(join(tmpdir(), 'thymos-bench-tool-scripts-'));
+    const scripts = tempDir('thymos-bench-tool-scripts-');
     const figures: Figure[] = [];
     try {
       await withBenchFleet('tools', domainPkl(port, scripts), ['[log]', 'level = "info"'], async (fleet) => {

@@ -1,11 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import { withDeadline } from '../../shared/platform/deadline.js';
 import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
+import { tempDir } from './temp-dir.js';
 
 /** A real nats-server on a random loopback port, stopped by its pid. */
 export interface TestNatsServer {
@@ -19,7 +19,7 @@ export interface TestNatsServer {
 }
 
 export async function startNatsServer(options: { jetstream?: boolean; config?: string } = {}): Promise<TestNatsServer> {
-  const dir = mkdtempSync(join(tmpdir(), 'thymos-nats-'));
+  const dir = tempDir('thymos-nats-');
   let child: ChildProcess | undefined;
   let port = -1;
 

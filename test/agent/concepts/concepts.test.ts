@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 
@@ -11,6 +9,7 @@ import { ThymosConfigSchema } from '../../../shared/config/thymos-config.js';
 import { aliasTable } from '../../../shared/domain/alias-table.js';
 import { parseDomainSchema } from '../../../shared/domain/domain-schema.js';
 import { CompromiseExtractor } from '../../../shared/platform/concept-extractor.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 const settings = ThymosConfigSchema.parse({}).memory;
 const told = { kind: 'told', by: 't' };
@@ -27,7 +26,7 @@ const domain = parseDomainSchema({
 });
 
 async function setup() {
-  const store = await MemoryStore.open(join(mkdtempSync(join(tmpdir(), 'thymos-concepts-')), 'db'), { timeoutMs: 10_000 });
+  const store = await MemoryStore.open(join(tempDir('thymos-concepts-'), 'db'), { timeoutMs: 10_000 });
   // Hook failures are only logged: collect them so a test sees them.
   const warnings: string[] = [];
   const logger = { warn: (o: { err?: string }, msg: string) => warnings.push(`${msg}: ${o.err ?? ''}`), debug: () => undefined } as never;
@@ -189,7 +188,7 @@ describe('concepts and vectors at hand are written with their memory', () => {
   }
 
   test('one transaction: no extraction and no embedding asked, kept across a reload, not found again at restart', async () => {
-    const dir = join(mkdtempSync(join(tmpdir(), 'thymos-together-')), 'db');
+    const dir = join(tempDir('thymos-together-'), 'db');
     const text = 'Wolves were seen near Millbrook';
     const { asked, extractor, embedder } = knowing(new Map([[text, { concepts: [{ name: 'Millbrook', type: 'place' }], vector: Float32Array.of(0, 1) }]]));
     const store = await MemoryStore.open(dir, { timeoutMs: 10_000 });
@@ -221,7 +220,7 @@ describe('concepts and vectors at hand are written with their memory', () => {
   test('a text without hints is extracted and embedded as before; a failed write takes back what it counted', async () => {
     const known = 'Mira met the council';
     const { asked, extractor, embedder } = knowing(new Map([[known, { concepts: [{ name: 'Mira', type: 'person' }], vector: Float32Array.of(0, 1) }]]));
-    const store = await MemoryStore.open(join(mkdtempSync(join(tmpdir(), 'thymos-together-')), 'db'), { timeoutMs: 10_000 });
+    const store = await MemoryStore.open(join(tempDir('thymos-together-'), 'db'), { timeoutMs: 10_000 });
     const memory = await AgentMemory.load(store, settings, { embedder });
     const tracker = await ConceptTracker.attach(memory, store, { extractor, settings, aliases: [] });
     const apply = store.apply.bind(store);

@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 
@@ -14,6 +12,7 @@ import { aliasTable } from '../../../shared/domain/alias-table.js';
 import { parseDomainSchema } from '../../../shared/domain/domain-schema.js';
 import { ErrorCode } from '../../../shared/errors/errors.js';
 import { CompromiseExtractor } from '../../../shared/platform/concept-extractor.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 const DAY = 86_400_000;
 const told = { kind: 'told', by: 't' };
@@ -27,7 +26,7 @@ const domain = parseDomainSchema({
 
 async function setup(overrides: Partial<MemorySettings> = {}) {
   const settings = { ...ThymosConfigSchema.parse({}).memory, ...overrides };
-  const store = await MemoryStore.open(join(mkdtempSync(join(tmpdir(), 'thymos-consolidate-')), 'db'), { timeoutMs: 10_000 });
+  const store = await MemoryStore.open(join(tempDir('thymos-consolidate-'), 'db'), { timeoutMs: 10_000 });
   const memory = await AgentMemory.load(store, settings);
   const concepts = await ConceptTracker.attach(memory, store, { extractor: new CompromiseExtractor(), settings, aliases: aliasTable(domain), conceptTypes: domain.conceptTypes });
   const consolidator = new MemoryConsolidator({ memory, store, concepts, settings });
@@ -183,7 +182,7 @@ describe('consolidation', () => {
 describe('concepts of older memories and concept types', () => {
   test('memories stored before concepts were on get their concepts when the tracker attaches', async () => {
     const settings = ThymosConfigSchema.parse({}).memory;
-    const store = await MemoryStore.open(join(mkdtempSync(join(tmpdir(), 'thymos-backfill-')), 'db'), { timeoutMs: 10_000 });
+    const store = await MemoryStore.open(join(tempDir('thymos-backfill-'), 'db'), { timeoutMs: 10_000 });
     const memory = await AgentMemory.load(store, settings);
     await memory.rememberMany(Array.from({ length: 70 }, (_, i) => ({ id: `m${i}`, content: `Mira sold ${i} apples to Tobin`, source: told })));
     const tracker = await ConceptTracker.attach(memory, store, { extractor: new CompromiseExtractor(), settings, aliases: [] });

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, openSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { openSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 
@@ -13,10 +12,11 @@ import { logRequests } from '../../../agent/mcp/request-log.js';
 import { toolError } from '../../../agent/mcp/tool-kit.js';
 import { ErrorCode, ThymosError } from '../../../shared/errors/errors.js';
 import { createLogger, logFeedOf,type LogRecord } from '../../../shared/platform/logger.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 async function session(withArguments: boolean, level: 'debug' | 'info' = 'debug') {
   // An open descriptor, not a path: pino's file stream opens asynchronously and throws at exit if it never got there.
-  const logger = createLogger({ level, feed: true, fd: openSync(join(mkdtempSync(join(tmpdir(), 'thymos-rl-')), 'x.log'), 'a') });
+  const logger = createLogger({ level, feed: true, fd: openSync(join(tempDir('thymos-rl-'), 'x.log'), 'a') });
   const lines: LogRecord[] = [];
   logFeedOf(logger)?.listen(0, (r) => void lines.push(r));
   const server = new McpServer({ name: 's', version: '1' });

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 
@@ -12,19 +11,16 @@ import { ThymosConfigSchema } from '../../../shared/config/thymos-config.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
 import { DataLock } from '../../../shared/platform/data-lock.js';
 import { reopen } from '../../helpers/reopen.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 const AGENT_A = { file: 'agent.pid', name: 'agent a', code: 'AGENT_ALREADY_RUNNING' } as const;
 
 const settings = ThymosConfigSchema.parse({}).memory;
 const HOUR = 3_600_000;
 
-function tempDir(): string {
-  return mkdtempSync(join(tmpdir(), 'thymos-mem-'));
-}
-
 describe('agent memory', () => {
   test('a batch of 400 memories written, closed and reopened comes back whole (no HNSW on surrealkv)', async () => {
-    const dir = join(tempDir(), 'db');
+    const dir = join(tempDir('thymos-mem-'), 'db');
     const store = await MemoryStore.open(dir, { timeoutMs: 10_000 });
     const memory = await AgentMemory.load(store, settings);
     await memory.rememberMany(Array.from({ length: 400 }, (_, i) => ({ content: `ledger line ${i}`, source: { kind: 'told', by: 'test' } })));
@@ -39,7 +35,7 @@ describe('agent memory', () => {
   });
 
   test('concurrent writes to one memory that conflict in surrealkv are retried: none fails, none lands twice', async () => {
-    const store = await MemoryStore.open(join(tempDir(), 'db'), { timeoutMs: 10_000 });
+    const store = await MemoryStore.open(join(tempDir('thymos-mem-'), 'db'), { timeoutMs: 10_000 });
     const memory = await AgentMemory.load(store, settings);
     const [record] = await memory.rememberMany([{ content: 'The well rope frays', source: { kind: 'told', by: 'test' } }]);
     const results = await Promise.allSettled(Array.from({ length: 60 }, (_, i) => store.reinforce([{ id: record!.id, access_count: i + 1, last_accessed: 1_000 + i }], 0)));
@@ -52,7 +48,7 @@ describe('agent memory', () => {
   });
 
   test('recall ranks by BM25 relevance times strength, and reinforces what it returns', async () => {
-    const store = await MemoryStore.open(join(tempDir(), 'db'), { timeoutMs: 10_000 });
+    const store = await MemoryStore.open(join(tempDir('thymos-mem-'), 'db'), { timeoutMs: 10_000 });
     const memory = await AgentMemory.load(store, settings);
     const t0 = Date.UTC(2026, 0, 1);
     const old = await memory.remember({ content: 'The wolves came down from the north road', importance: 0, source: { kind: 'told', by: 't' } }, t0);
@@ -74,7 +70,7 @@ describe('agent memory', () => {
   });
 
   test('a recall writes its reinforcement behind: recalls at once each count, and the counts reach the database by close', async () => {
-    const dir = join(tempDir(), 'db');
+    const dir = join(tempDir('thymos-mem-'), 'db');
     const store = await MemoryStore.open(dir, { timeoutMs: 10_000 });
     const memory = await AgentMemory.load(store, { ...settings, reinforce_write_ms: 60_000 });
     const well = await memory.remember({ content: 'The well rope frays in the frost', source: { kind: 'told', by: 't' } });
@@ -92,7 +88,7 @@ describe('agent memory', () => {
   });
 
   test('recall matches word forms: painted finds painting, wolf finds wolves', async () => {
-    const store = await MemoryStore.open(join(tempDir(), 'db'), { timeoutMs: 10_000 });
+    const store = await MemoryStore.open(join(tempDir('thymos-mem-'), 'db'), { timeoutMs: 10_000 });
     const memory = await AgentMemory.load(store, settings);
     const painting = await memory.remember({ content: 'Mira is painting the chapel doors', source: { kind: 'told', by: 't' } });
     const wolves = await memory.remember({ content: 'Wolves were howling near the pasture', source: { kind: 'told', by: 't' } });
@@ -103,7 +99,7 @@ describe('agent memory', () => {
   });
 
   test('a reply is found by the words of the turn before and after it in its conversation, live and after a reload', async () => {
-    const store = await MemoryStore.open(join(tempDir(), 'db'), { timeoutMs: 10_000 });
+    const store = await MemoryStore.open(join(tempDir('thymos-mem-'), 'db'), { timeoutMs: 10_000 });
     const memory = await AgentMemory.load(store, settings);
     const turn = (content: string, thread: string) => ({ content, source: { kind: 'dialogue', by: thread, thread } });
     const t0 = Date.now() - HOUR;
@@ -135,7 +131,7 @@ describe('agent memory', () => {
   });
 
   test('the data lock refuses a live holder and takes over a dead one', async () => {
-    const dir = tempDir();
+    const dir = tempDir('thymos-mem-');
     const lockFile = join(dir, 'agent.pid');
     const live = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30000)']);
     try {
@@ -153,7 +149,7 @@ describe('agent memory', () => {
   });
 
   test('opening a database another process holds fails within the deadline instead of hanging', async () => {
-    const dir = join(tempDir(), 'db');
+    const dir = join(tempDir('thymos-mem-'), 'db');
     const holder = spawn(
       process.execPath,
       ['--input-type=module', '-e', `import { Surreal } from 'surrealdb'; import { createNodeEngines } from '@surrealdb/node';

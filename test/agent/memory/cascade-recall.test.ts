@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 
@@ -17,13 +16,14 @@ import { CompromiseExtractor } from '../../../shared/platform/concept-extractor.
 import type { Embedder } from '../../../shared/platform/embedder.js';
 import { loadTestEmbedder } from '../../helpers/embedding-model.js';
 import { reopen } from '../../helpers/reopen.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 const settings = ThymosConfigSchema.parse({}).memory;
 const DAY = 86_400_000;
 /** A fixed clock: Wednesday 15 May 2024, noon UTC. */
 const NOW = Date.UTC(2024, 4, 15, 12);
 const openMemory = async (embedder?: Embedder, memorySettings = settings) => {
-  const path = join(mkdtempSync(join(tmpdir(), 'thymos-cascade-')), 'db');
+  const path = join(tempDir('thymos-cascade-'), 'db');
   const store = await MemoryStore.open(path, { timeoutMs: 10_000 });
   return { path, store, memory: await AgentMemory.load(store, memorySettings, { embedder }) };
 };

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { lookup } from 'node:dns/promises';
-import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
@@ -14,6 +13,7 @@ import { dot, type Embedder } from '../../../shared/platform/embedder.js';
 import { FastembedEmbedder } from '../../../supervisor/embedding/fastembed-embedder.js';
 import { loadTestEmbedder } from '../../helpers/embedding-model.js';
 import { reopen } from '../../helpers/reopen.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 const settings = ThymosConfigSchema.parse({}).memory;
 const told = { kind: 'told', by: 't' };
@@ -38,7 +38,7 @@ class WatchedEmbedder implements Embedder {
   }
 }
 
-const openStore = () => MemoryStore.open(join(mkdtempSync(join(tmpdir(), 'thymos-vec-')), 'db'), { timeoutMs: 10_000 });
+const openStore = () => MemoryStore.open(join(tempDir('thymos-vec-'), 'db'), { timeoutMs: 10_000 });
 
 describe('vector and hybrid recall with the offline model through fastembed', () => {
   let embedder: FastembedEmbedder;
@@ -91,7 +91,7 @@ describe('vector and hybrid recall with the offline model through fastembed', ()
   });
 
   test('a vector is stored as bytes and read back exactly, and one stored as an array by an older version still loads', async () => {
-    const dir = join(mkdtempSync(join(tmpdir(), 'thymos-vec-')), 'db');
+    const dir = join(tempDir('thymos-vec-'), 'db');
     // What databases written before vectors went in as bytes hold: the field typed as an array.
     const old = await openEmbeddedSurreal(dir, { namespace: 'thymos', database: 'agent', schema: 'DEFINE TABLE memory SCHEMAFULL; DEFINE FIELD embedding ON memory TYPE option<array<float>>; DEFINE FIELD embedding_model ON memory TYPE option<string>; DEFINE FIELD content ON memory TYPE string;', timeoutMs: 10_000 });
     await old.query('CREATE memory:legacy SET content = "old", embedding = [0.5, -0.25, 1.5], embedding_model = "m"');
@@ -169,7 +169,7 @@ describe('vector and hybrid recall with the offline model through fastembed', ()
     // The real download path, where the network is closed (as in CI): it fails fast and says why.
     // Where fastembed's storage resolves, the download would just work, so that case is left out.
     const online = await lookup('storage.googleapis.com').then(() => true, () => false);
-    if (!online) cases.push([{ model: 'fast-bge-small-en-v1.5', modelDir: '', cacheDir: mkdtempSync(join(tmpdir(), 'thymos-fe-')), maxLength: 128 }, /cannot load embedding model fast-bge-small-en-v1\.5/]);
+    if (!online) cases.push([{ model: 'fast-bge-small-en-v1.5', modelDir: '', cacheDir: tempDir('thymos-fe-'), maxLength: 128 }, /cannot load embedding model fast-bge-small-en-v1\.5/]);
     for (const [options, pattern] of cases) {
       await assert.rejects(FastembedEmbedder.load(options), (e: ThymosError) => e.code === ErrorCode.EMBEDDER_UNAVAILABLE && pattern.test(e.message));
     }

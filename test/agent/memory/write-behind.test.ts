@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 
@@ -9,9 +7,10 @@ import { MemoryStore } from '../../../agent/memory/memory-store.js';
 import { WriteBehind } from '../../../agent/memory/write-behind.js';
 import { ThymosConfigSchema } from '../../../shared/config/thymos-config.js';
 import { reopen } from '../../helpers/reopen.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 const settings = ThymosConfigSchema.parse({}).memory;
-const dbDir = () => join(mkdtempSync(join(tmpdir(), 'thymos-later-')), 'db');
+const dbDir = () => join(tempDir('thymos-later-'), 'db');
 
 /** A write function that records each call and fails while `failing` is set. */
 function recorder() {

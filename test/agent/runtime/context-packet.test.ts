@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
@@ -8,6 +6,7 @@ import { AgentMemory } from '../../../agent/memory/agent-memory.js';
 import { MemoryStore } from '../../../agent/memory/memory-store.js';
 import { buildContext, CONTEXT_TIERS, countTokens } from '../../../agent/runtime/context-packet.js';
 import { ThymosConfigSchema } from '../../../shared/config/thymos-config.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 const settings = ThymosConfigSchema.parse({}).memory;
 
@@ -20,7 +19,7 @@ describe('the context packet', () => {
   };
 
   before(async () => {
-    store = await MemoryStore.open(join(mkdtempSync(join(tmpdir(), 'thymos-context-')), 'db'), { timeoutMs: 10_000 });
+    store = await MemoryStore.open(join(tempDir('thymos-context-'), 'db'), { timeoutMs: 10_000 });
     memory = await AgentMemory.load(store, settings);
     const t = Date.UTC(2026, 4, 1);
     await memory.rememberMany(

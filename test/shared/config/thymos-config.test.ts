@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 
 import { loadConfig, parseConfig, ThymosConfigSchema } from '../../../shared/config/thymos-config.js';
 import { isThymosError, type ThymosError } from '../../../shared/errors/errors.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 import { REPO_ROOT } from '../../helpers/workspace.js';
 
 function configError(source: string): ThymosError {
@@ -84,7 +84,7 @@ describe('thymos.toml', () => {
   test('[nats] TLS files: only with url, a certificate with its key, each a readable file named with its line; resolved against the file’s folder', () => {
     assert.match(configError('[nats]\ntls_ca = "ca.pem"\n').message, /nats\.tls_ca: expected tls_ca, tls_cert and tls_key only with url/);
     assert.match(configError('[nats]\nurl = "nats://nats.example:4222"\ntls_cert = "c.pem"\n').message, /nats\.tls_cert: expected tls_cert and tls_key together/);
-    const dir = mkdtempSync(join(tmpdir(), 'thymos-cfg-'));
+    const dir = tempDir('thymos-cfg-');
     writeFileSync(join(dir, 'ca.pem'), '-----BEGIN CERTIFICATE-----\n');
     writeFileSync(join(dir, 'thymos.toml'), '[nats]\nurl = "nats://nats.example:4222"\ntls_ca = "ca.pem"\ntls_cert = "client.pem"\ntls_key = "client.key"\n');
     assert.throws(
@@ -112,7 +112,7 @@ describe('thymos.toml', () => {
   });
 
   test('a missing file is a CONFIG_INVALID error that names the path', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'thymos-cfg-'));
+    const dir = tempDir('thymos-cfg-');
     assert.throws(() => loadConfig(join(dir, 'nope.toml')), (err: unknown) => isThymosError(err, 'CONFIG_INVALID') && /cannot read config file .*nope\.toml/.test(err.message));
     writeFileSync(join(dir, 'ok.toml'), 'data_dir = "/var/lib/thymos"\n');
     assert.equal(loadConfig(join(dir, 'ok.toml')).dataPath, '/var/lib/thymos');

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 
@@ -8,10 +7,11 @@ import { personaPrompt } from '../../../agent/llm/persona-prompt.js';
 import { loadDomainSchema, parseDomainSchema } from '../../../shared/domain/domain-schema.js';
 import { backoffAfter, queueSkills, workOf } from '../../../shared/domain/queue-schema.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 import { REPO_ROOT, VILLAGE_SCHEMA } from '../../helpers/workspace.js';
 
 function world(body: string): string {
-  const dir = mkdtempSync(join(tmpdir(), 'thymos-pkl-'));
+  const dir = tempDir('thymos-pkl-');
   const file = join(dir, 'world.pkl');
   writeFileSync(file, `amends ${JSON.stringify(join(REPO_ROOT, 'schemas/Thymos.pkl'))}\n${body}\n`);
   return file;

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 
@@ -12,10 +11,11 @@ import { fillUrl, parseUrlTemplate, UrlInputError } from '../../../shared/domain
 import { grantedTools } from '../../../shared/domain/tool-schema.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
 import { Rng } from '../../helpers/fuzz.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 import { REPO_ROOT } from '../../helpers/workspace.js';
 
 function pkl(body: string): string {
-  const dir = mkdtempSync(join(tmpdir(), 'thymos-tools-'));
+  const dir = tempDir('thymos-tools-');
   const file = join(dir, 'world.pkl');
   writeFileSync(file, `amends ${JSON.stringify(join(REPO_ROOT, 'schemas/Thymos.pkl'))}\n${body}\n`);
   return file;

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { cpSync, mkdtempSync, truncateSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 
@@ -8,6 +7,7 @@ import { ErrorCode, type ThymosError } from '../../../shared/errors/errors.js';
 import { dot } from '../../../shared/platform/embedder.js';
 import { StaticEmbedder } from '../../../shared/platform/static-embedder.js';
 import { ensureModel, loadTestEmbedder } from '../../helpers/embedding-model.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 
 describe('the offline model read without ONNX Runtime', () => {
   test('gives the vectors fastembed gives for the same model, punctuation, case, unknown words and long texts included', async () => {
@@ -52,7 +52,7 @@ describe('the offline model read without ONNX Runtime', () => {
   });
 
   test('a missing or damaged model is EMBEDDER_UNAVAILABLE naming the file', () => {
-    const dir = join(mkdtempSync(join(tmpdir(), 'thymos-static-')), 'm');
+    const dir = join(tempDir('thymos-static-'), 'm');
     assert.equal(StaticEmbedder.isStaticModel(dir), false);
     assert.throws(() => StaticEmbedder.load(dir, { maxLength: 128 }), (e: ThymosError) => e.code === ErrorCode.EMBEDDER_UNAVAILABLE && /m\/tokenizer\.json/.test(e.message));
     cpSync(ensureModel(), dir, { recursive: true });

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 
@@ -8,6 +7,7 @@ import { type DomainSchema, loadDomainSchema } from '../../../shared/domain/doma
 import { isThymosError } from '../../../shared/errors/errors.js';
 import { parseReconcileContext } from '../../../shared/protocol/reconcile-context.js';
 import { RelevanceEvaluator } from '../../../supervisor/fleet/relevance-evaluator.js';
+import { tempDir } from '../../helpers/temp-dir.js';
 import { VILLAGE_SCHEMA } from '../../helpers/workspace.js';
 
 let domain: DomainSchema;
@@ -80,7 +80,7 @@ describe('RelevanceEvaluator', () => {
   });
 
   test('loadModule loads an application module and refuses one without evaluate', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'thymos-rel-'));
+    const dir = tempDir('thymos-rel-');
     writeFileSync(join(dir, 'good.mjs'), 'export function evaluate({ global }) { return global.alarm ? 1 : undefined; }\n');
     writeFileSync(join(dir, 'bad.mjs'), 'export const evaluate = 3;\n');
     const mod = await RelevanceEvaluator.loadModule(join(dir, 'good.mjs'));
@@ -132,7 +132,7 @@ describe('context properties nothing reads', () => {
   });
 
   test('loadModule keeps the contextProperties a module exports and refuses ones of the wrong shape', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'thymos-relevance-'));
+    const dir = tempDir('thymos-relevance-');
     writeFileSync(join(dir, 'ok.mjs'), 'export const contextProperties = { global: ["alarm"] };\nexport function evaluate() { return undefined; }\n');
     writeFileSync(join(dir, 'bad.mjs'), 'export const contextProperties = { global: "alarm" };\nexport function evaluate() { return undefined; }\n');
     assert.deepEqual((await RelevanceEvaluator.loadModule(join(dir, 'ok.mjs'))).contextProperties, { global: ['alarm'] });
