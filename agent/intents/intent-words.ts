@@ -59,8 +59,7 @@ export function editDistance(a: string, b: string, max: number): number {
   return rows[a.length]![b.length]!;
 }
 
-/** Shorthand people write in chat and tickets, read as the word it stands for. */
-/** Shorthand spelled out. A Map, not an object: a word such as "constructor" is only a word. */
+/** Shorthand people write in chat and tickets, read as the word it stands for. A Map, not an object: a word such as "constructor" is only a word. */
 const SHORTHAND: ReadonlyMap<string, string> = new Map(Object.entries({
   pls: 'please', plz: 'please', thx: 'thanks', ty: 'thanks', tmrw: 'tomorrow', tmr: 'tomorrow', tmw: 'tomorrow', tmrrw: 'tomorrow', tonite: 'tonight',
   mtg: 'meeting', appt: 'appointment', msg: 'message', pw: 'password', pwd: 'password', acct: 'account', addr: 'address', db: 'database',
