@@ -1,9 +1,10 @@
 import { RecordId } from 'surrealdb';
 
+import type { ToolCallRecord } from '../../shared/protocol/tool-call.js';
 import { type MemoryChanges, type MemoryRecord, normaliseSource } from './memory-record.js';
 
 /*
- * How memories and concepts become SurrealDB rows and back: the conversions of the memory store
+ * How memories, concepts and tool calls' records become SurrealDB rows and back: the conversions of the memory store
  * (memory-store.ts), which holds the queries.
  */
 
@@ -65,12 +66,15 @@ export interface MemoryWrite {
   records: readonly MemoryRecord[];
   changes: ReadonlyArray<{ id: string; changes: StoredChanges }>;
   withNew: WrittenWith;
+  /** Tool calls' records saved with them (a read-only call's, as it ends). */
+  calls?: readonly ToolCallRecord[];
 }
 
 /** The bindings of one transaction that stores `writes` in order (a later concept row replaces an earlier one). */
-export function writeBindings(writes: readonly MemoryWrite[]): { rows: unknown[]; updates: unknown[]; concepts: unknown[]; mentions: unknown[]; aliases: unknown[] } {
-  const out = { rows: [] as unknown[], updates: [] as unknown[], concepts: [] as unknown[], mentions: [] as unknown[], aliases: [] as unknown[] };
-  for (const { records, changes, withNew } of writes) {
+export function writeBindings(writes: readonly MemoryWrite[]): { rows: unknown[]; updates: unknown[]; concepts: unknown[]; mentions: unknown[]; aliases: unknown[]; calls: unknown[] } {
+  const out = { rows: [] as unknown[], updates: [] as unknown[], concepts: [] as unknown[], mentions: [] as unknown[], aliases: [] as unknown[], calls: [] as unknown[] };
+  for (const { records, changes, withNew, calls } of writes) {
+    for (const c of calls ?? []) out.calls.push(callBinding(c));
     const { vectors, concepts } = withNew;
     const extracted = new Set(concepts?.extracted);
     for (const { id, ...rest } of records) {
@@ -89,6 +93,11 @@ export function writeBindings(writes: readonly MemoryWrite[]): { rows: unknown[]
     out.aliases.push(...aliasBindings(concepts?.aliases ?? []));
   }
   return out;
+}
+
+/** A tool call's row for an UPSERT under its call id: its status (looked up by) and the whole record as JSON. */
+export function callBinding(record: ToolCallRecord): { id: RecordId; row: { status: string; record: string } } {
+  return { id: new RecordId('tool_call', record.call_id), row: { status: record.status, record: JSON.stringify(record) } };
 }
 
 /** Alias rows for an UPSERT: the record id is the lower-case text, so an alias is stored once. */

@@ -6,7 +6,7 @@ import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { openEmbeddedSurreal } from '../../shared/platform/embedded-surreal.js';
 import type { CallStatus, ToolCallRecord } from '../../shared/protocol/tool-call.js';
 import type { MemoryRecord } from './memory-record.js';
-import { aliasBindings, type AliasRow, conceptBindings, type ConceptRecord, conceptRow, fromRow, type MemoryRow, type MemoryWrite, type StoredChanges, type StoredVector, storedVector, vectorBytes, writeBindings, type WrittenWith } from './memory-rows.js';
+import { aliasBindings, type AliasRow, callBinding, conceptBindings, type ConceptRecord, conceptRow, fromRow, type MemoryRow, type MemoryWrite, type StoredChanges, type StoredVector, storedVector, vectorBytes, writeBindings, type WrittenWith } from './memory-rows.js';
 import { WriteBehind } from './write-behind.js';
 
 export type { AliasRow, ConceptRecord, ConceptWrite, WrittenWith } from './memory-rows.js';
@@ -156,16 +156,18 @@ export class MemoryStore {
   }
 
   async #writeNow(writes: readonly MemoryWrite[]): Promise<void> {
-    const { rows, updates, concepts, mentions, aliases } = writeBindings(writes);
-    if (updates.length === 0 && concepts.length === 0 && mentions.length === 0 && aliases.length === 0) {
+    const { rows, updates, concepts, mentions, aliases, calls } = writeBindings(writes);
+    if (updates.length === 0 && concepts.length === 0 && mentions.length === 0 && aliases.length === 0 && calls.length === 0) {
       await this.#query('INSERT INTO memory $rows RETURN NONE', { rows });
       return;
     }
     // Aliases only when a text gave some: the common write parses no statement for them.
     const saveAliases = aliases.length > 0 ? ' FOR $a IN $aliases { UPSERT $a.id CONTENT $a.row RETURN NONE; };' : '';
+    // Calls' records in order: a call saved twice in one write ends as its later record.
+    const saveCalls = calls.length > 0 ? ' FOR $k IN $calls { UPSERT $k.id CONTENT $k.row RETURN NONE; };' : '';
     await this.#query(
-      `BEGIN TRANSACTION; IF array::len($rows) > 0 { INSERT INTO memory $rows RETURN NONE; }; FOR $u IN $updates { UPDATE $u.id MERGE $u.set RETURN NONE; }; FOR $c IN $concepts { UPSERT $c.id CONTENT $c.row RETURN NONE; }; IF array::len($mentions) > 0 { INSERT RELATION INTO mentions $mentions RETURN NONE; };${saveAliases} COMMIT TRANSACTION;`,
-      { rows, updates, concepts, mentions, ...(aliases.length > 0 ? { aliases } : {}) },
+      `BEGIN TRANSACTION; IF array::len($rows) > 0 { INSERT INTO memory $rows RETURN NONE; }; FOR $u IN $updates { UPDATE $u.id MERGE $u.set RETURN NONE; }; FOR $c IN $concepts { UPSERT $c.id CONTENT $c.row RETURN NONE; }; IF array::len($mentions) > 0 { INSERT RELATION INTO mentions $mentions RETURN NONE; };${saveAliases}${saveCalls} COMMIT TRANSACTION;`,
+      { rows, updates, concepts, mentions, ...(aliases.length > 0 ? { aliases } : {}), ...(calls.length > 0 ? { calls } : {}) },
     );
   }
 
@@ -307,7 +309,18 @@ export class MemoryStore {
 
   /** Saves a tool call's record under its id (again as it moves on: running, then ok or failed). */
   async saveCall(record: ToolCallRecord): Promise<void> {
-    await this.#run('UPSERT $id CONTENT { status: $status, record: $record } RETURN NONE', { id: new RecordId('tool_call', record.call_id), status: record.status, record: JSON.stringify(record) });
+    const { id, row } = callBinding(record);
+    await this.#run('UPSERT $id CONTENT $row RETURN NONE', { id, row });
+  }
+
+  /**
+   * Saves a tool call's record within `delayMs`, in one write with the memories and other
+   * records that wait (see `applySoon`); resolves once it is stored. Every read of the store
+   * writes what waits first, so `getCall` finds it at once. A crash before the write loses it.
+   */
+  saveCallSoon(record: ToolCallRecord, delayMs: number): Promise<void> {
+    if (this.#closing) throw new ThymosError(ErrorCode.DATABASE_ERROR, 'the memory database is closed');
+    return this.#later.add({ records: [], changes: [], withNew: {}, calls: [record] }, delayMs);
   }
 
   /**

@@ -95,13 +95,14 @@ export async function assembleAgent(
     tools: startContext?.tools ?? (domain ? grantedTools(domain.tools, definition.capabilities) : {}),
     gate: runtime.gate,
     calls: store,
-    // A call is remembered whatever the mode: a Listening agent's read-only calls too. Recallable at once, written behind within a second (the call's record itself is written before it answers).
+    // A call is remembered whatever the mode: a Listening agent's read-only calls too. Recallable at once, written behind within a second (with a read-only call's record; any other call's record is written before it answers).
     remember: (memories) => runtime.hear(memories, { storeWithinMs: TOOL_MEMORY_WITHIN_MS }),
     world: () => runtime.links.toolWorld(),
     allowAdmin: config.tools.allow_admin,
     approvalTimeoutS: config.tools.approval_timeout_s,
     maxPending: config.tools.max_pending,
     maxHops: config.tools.max_hops,
+    recordReadsWithinMs: config.tools.record_reads_within_ms,
     env: process.env,
     logger,
   });

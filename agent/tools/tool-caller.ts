@@ -30,6 +30,8 @@ export interface CallStore {
   callWithKey(tool: string, key: string): Promise<ToolCallRecord | undefined>;
   /** Makes `callId` the latest call of `tool` under `key`. */
   claimKey(tool: string, key: string, callId: string): Promise<void>;
+  /** Saves a record within `delayMs`, with other writes that wait; every read of the store sees it at once. */
+  saveCallSoon?(record: ToolCallRecord, delayMs: number): Promise<void>;
 }
 
 export interface ToolCallerOptions {
@@ -48,6 +50,12 @@ export interface ToolCallerOptions {
   maxPending: number;
   /** How many agents a chain of Mcp calls may pass through (`[tools] max_hops`). */
   maxHops: number;
+  /**
+   * Within how long the record of a `read_only` call (not one that waits for approval) is
+   * stored after it answers, in one write with the call's memory (`[tools] record_reads_within_ms`);
+   * 0: before it answers, as every other call's. `get_call` finds it at once either way.
+   */
+  recordReadsWithinMs?: number;
   env: NodeJS.ProcessEnv;
   logger: Logger;
 }
@@ -81,8 +89,9 @@ const PENDING_ARGUMENTS_MAX_BYTES = 64 * 1024;
  * check permission and mode (a Listening agent runs only read-only tools; `admin` tools only
  * with `[tools] allow_admin`), run the executor within its timeout and output limit, and
  * record the call — in the agent's database and as a `tool_call` memory, with the value of
- * every secret its tools use removed. The call is saved as `running` before the executor
- * starts: after a crash it is found `interrupted`, not run again.
+ * every secret its tools use removed. A call with side effects is saved as `running` before the
+ * executor starts (after a crash it is found `interrupted`, not run again) and as it ends, before
+ * it answers; a read-only one only as it ends, written behind (`recordReadsWithinMs`).
  */
 export class ToolCaller {
   readonly #o: ToolCallerOptions;
@@ -158,8 +167,19 @@ export class ToolCaller {
     });
   }
 
-  async #save(record: ToolCallRecord, durable = true): Promise<void> {
-    if (durable) await this.#o.calls.saveCall(record);
+  /** Records `record` now, `soon` (written behind), or `not` (a read-only call as it starts), and tells the listeners. */
+  async #save(record: ToolCallRecord, when: 'now' | 'soon' | 'not' = 'now'): Promise<void> {
+    const within = this.#o.recordReadsWithinMs ?? 0;
+    let behind: Promise<void> | undefined;
+    try {
+      behind = when === 'soon' && within > 0 ? this.#o.calls.saveCallSoon?.(record, within) : undefined;
+    } catch {
+      // A store that is closing takes no write behind: saved now, as any other, or refused as any other.
+      behind = undefined;
+    }
+    // Not awaited: a failed write is tried again until the store closes; the call has answered.
+    if (behind) behind.catch((err: unknown) => this.#o.logger.warn({ tool: record.tool, call: record.call_id, err: (err as Error).message }, 'the record of a read-only call was not kept'));
+    else if (when !== 'not') await this.#o.calls.saveCall(record);
     // A call counts once as it waits (not again when decided) and once as it ends.
     if (record.status !== 'running' && !(record.status === 'pending' && record.decided_by !== undefined)) {
       const key = `${record.tool} ${record.status}`;
@@ -242,7 +262,7 @@ export class ToolCaller {
   async #runNow(tool: Tool, record: ToolCallRecord, signal: AbortSignal, deadline: number): Promise<ToolCallRecord> {
     const running: ToolCallRecord = { ...record, status: 'running' };
     // Only a call that changes something is saved before it runs: a read-only one cut off by a crash left nothing to find out about.
-    await this.#save(running, tool.sideEffect !== 'read_only');
+    await this.#save(running, tool.sideEffect !== 'read_only' ? 'now' : 'not');
     const started = performance.now();
     let outcome: { status: CallStatus; result?: unknown; error?: ThymosError };
     try {
@@ -346,7 +366,8 @@ export class ToolCaller {
       ...(outcome.result !== undefined ? { result: outcome.result } : {}),
       ...(outcome.error ? { error: outcome.error.toJSON() } : {}),
     });
-    await this.#save(done);
+    // A read-only call that did not wait for a person is written behind with its memory: repeating it changes nothing, so a crash before the write loses only its record.
+    await this.#save(done, tool?.sideEffect === 'read_only' && tool.permission !== 'confirm' && done.decided_by === undefined ? 'soon' : 'now');
     try {
       await this.#o.remember([{ id: `call_${done.call_id}`, content: recordText(done), tags: ['tool_call', done.tool, ...(tool?.tags ?? [])], importance: 0.5, source: { kind: 'tool_call', by: done.caller } }]);
     } catch (err) {

@@ -164,6 +164,13 @@ export const ToolsSettingsSchema = z
      * (TOOL_DENIED). @default 4
      */
     max_hops: z.number().int().min(1).max(32).default(4),
+    /**
+     * Within how many milliseconds the record of a `read_only` call is stored after the call
+     * answers, written behind with its memory; `get_call` finds it at once all the same. A crash
+     * in that time loses the record of a read, never of a call that changes something (saved
+     * before it runs and as it ends, before it answers). 0 stores it before it answers. @default 1000
+     */
+    record_reads_within_ms: z.number().int().min(0).max(60_000).default(1000),
   })
   .strict();
 export type ToolsSettings = z.infer<typeof ToolsSettingsSchema>;

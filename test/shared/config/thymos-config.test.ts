@@ -64,6 +64,13 @@ describe('thymos.toml', () => {
     assert.match(err.message, /:2: lifecycle\.threshold_active: Too big: expected number to be <=1; got 1\.5$/);
   });
 
+  test('[tools] record_reads_within_ms: 1000 by default, 0 allowed, a negative or fractional value refused with its line', () => {
+    assert.equal(parseConfig('', '/srv/game/thymos.toml').tools.record_reads_within_ms, 1000);
+    assert.equal(parseConfig('[tools]\nrecord_reads_within_ms = 0\n', '/srv/game/thymos.toml').tools.record_reads_within_ms, 0);
+    assert.match(configError('[tools]\nrecord_reads_within_ms = -1\n').message, /:2: tools\.record_reads_within_ms: Too small: expected number to be >=0; got -1$/);
+    assert.match(configError('[tools]\nrecord_reads_within_ms = 2.5\n').message, /:2: tools\.record_reads_within_ms: .*int/i);
+  });
+
   test('thresholds out of order are refused', () => {
     const err = configError('[lifecycle]\nthreshold_active = 0.3\nthreshold_listening = 0.5\n');
     assert.match(err.message, /expected threshold_active >= threshold_listening >= threshold_dormant/);
