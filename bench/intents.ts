@@ -44,7 +44,7 @@ export interface IntentFigures {
   /** Calls to a tool that is not the one meant (out of scope included), and of those, to tools that are not read_only. */
   wrongCalls: number;
   wrongWriteCalls: number;
-  /** Stated argument values filled as stated, among answers with the right tool. */
+  /** Stated argument values filled as stated, among answers with the right tool (a call, or an incomplete answer's values). */
   argumentsRight: number;
   argumentsStated: number;
   /** In scope and written in another language (`foreignLanguage`), which the offline model does not read: those intents are answered `unsupported_language`. */
@@ -87,7 +87,8 @@ export async function measure(resolver: IntentResolver, set: readonly LabelledIn
     }
     if (named === x.tool) {
       f.answeredRight++;
-      const given = a.call?.arguments ?? {};
+      // A call's arguments, or the values an incomplete answer found.
+      const given = a.call?.arguments ?? a.arguments ?? {};
       for (const [k, v] of Object.entries(x.arguments ?? {})) {
         f.argumentsStated++;
         if (same(given[k], v)) f.argumentsRight++;

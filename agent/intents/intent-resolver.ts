@@ -72,7 +72,7 @@ export class IntentResolver {
     const { valid, refused } = validArguments(tool, filled.arguments);
     const missing = [...new Set([...filled.missing, ...refused.filter((f) => tool.input[f]?.required)])];
     const note = refused.length > 0 ? `left out what its field refuses: ${refused.join(', ')}` : undefined;
-    if (missing.length > 0) return { ...base, missing, outcome: 'incomplete', tool: ranking.chosen, ...(note ? { note } : {}) };
+    if (missing.length > 0) return { ...base, missing, outcome: 'incomplete', tool: ranking.chosen, arguments: valid, ...(note ? { note } : {}) };
     return { ...base, missing: [], outcome: 'call', call: { tool: ranking.chosen, arguments: valid }, ...(note ? { note } : {}) };
   }
 }

@@ -14,7 +14,7 @@ const CONTEXT_MAX = 4_000;
 function answerText(a: IntentAnswer): string {
   if (a.call) return `${a.call.tool} ${JSON.stringify(a.call.arguments)} (confidence ${a.confidence})`;
   const candidates = a.candidates.map((c) => `${c.tool} ${c.score}`).join(', ') || 'none';
-  if (a.outcome === 'incomplete') return `${a.tool}, missing ${a.missing.join(', ')} (confidence ${a.confidence}); candidates: ${candidates}`;
+  if (a.outcome === 'incomplete') return `${a.tool} ${JSON.stringify(a.arguments ?? {})}, missing ${a.missing.join(', ')} (confidence ${a.confidence}); candidates: ${candidates}`;
   return `no call: ${a.outcome}${a.note ? ` (${a.note})` : ''}; candidates: ${candidates}`;
 }
 
@@ -35,7 +35,7 @@ export function registerIntentTools(ctx: ToolContext): void {
     'resolve_intent',
     {
       title: `What would ${persona.name} call?`,
-      description: `Resolves plain words to a call of one of ${persona.name}'s granted tools, by their names, descriptions, fields and examples only; nothing is executed. Answers {call?, candidates [{tool, score, why}], missing, confidence, outcome}: no call when no tool fits well, two fit alike, or a required value is not given.`,
+      description: `Resolves plain words to a call of one of ${persona.name}'s granted tools, by their names, descriptions, fields and examples only; nothing is executed. Answers {call?, candidates [{tool, score, why}], missing, confidence, outcome, tool?, arguments?}: no call when no tool fits well, two fit alike, or a required value is not given (then tool, the values found and the missing fields).`,
       inputSchema: { intent, context: z.string().max(CONTEXT_MAX).optional().describe('What else the values may come from, e.g. the conversation so far.') },
       annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
     },

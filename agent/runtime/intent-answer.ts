@@ -29,6 +29,8 @@ export interface IntentAnswer {
   outcome: IntentOutcome;
   /** The tool meant when the outcome is `incomplete`. */
   tool?: string;
+  /** With `incomplete`: the values the words do give, each valid for its field; add those `missing` to call `tool`. */
+  arguments?: Record<string, unknown>;
   /** What was found that does not fit (a value its field refuses), or why nothing was tried. */
   note?: string;
 }

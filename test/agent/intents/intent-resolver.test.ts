@@ -46,6 +46,16 @@ describe('intent resolution', () => {
     assert.equal(a.call, undefined);
   });
 
+  test('an incomplete answer holds the values the words do give, so a caller asks only for the rest', async () => {
+    const a = await resolver.resolve('change the email of customer CUS-20481', undefined, NOW);
+    assert.equal(a.outcome, 'incomplete', JSON.stringify(a));
+    assert.equal(a.tool, 'update_customer_email');
+    assert.deepEqual(a.missing, ['new_email']);
+    assert.deepEqual(a.arguments, { customer_id: 'CUS-20481' });
+    const done = await resolver.resolve('change the email of customer CUS-20481 to sam.new@riverside.io', undefined, NOW);
+    assert.deepEqual(done.call, { tool: 'update_customer_email', arguments: { customer_id: 'CUS-20481', new_email: 'sam.new@riverside.io' } });
+  });
+
   test('the context can give what the intent leaves out', async () => {
     const a = await resolver.resolve('track the shipment of my order, I want the tracking number', 'the customer wrote about ORD-11111 yesterday', NOW);
     assert.deepEqual(a.call, { tool: 'track_shipment', arguments: { order_id: 'ORD-11111' } });

@@ -141,6 +141,7 @@ describe('intent tools over MCP', () => {
     const vague = await call('act', { intent: 'has my order shipped yet, and where is its parcel now?', reason: 'asked to' });
     assert.equal(vague.structuredContent?.outcome, 'incomplete');
     assert.deepEqual(vague.structuredContent?.missing, ['order_id']);
+    assert.deepEqual(vague.structuredContent?.arguments, {}, 'the values found travel with an incomplete answer: none here');
     assert.ok(!ran().some((l) => l.startsWith('close')));
     const kept = await call('recall', { query: 'has my order shipped yet', source: 'intent', k: 10 });
     assert.match(kept.content.map((c) => c.text).join('\n'), /no call: incomplete lookup_order, missing order_id/);
