@@ -66,15 +66,15 @@ export interface MemoryWrite {
   records: readonly MemoryRecord[];
   changes: ReadonlyArray<{ id: string; changes: StoredChanges }>;
   withNew: WrittenWith;
-  /** Tool calls' records saved with them (a read-only call's, as it ends). */
-  calls?: readonly ToolCallRecord[];
+  /** Tool calls' records saved with them (a read-only call's, as it ends), made into rows when queued: what is stored is what the call answered. */
+  calls?: ReadonlyArray<ReturnType<typeof callBinding>>;
 }
 
 /** The bindings of one transaction that stores `writes` in order (a later concept row replaces an earlier one). */
 export function writeBindings(writes: readonly MemoryWrite[]): { rows: unknown[]; updates: unknown[]; concepts: unknown[]; mentions: unknown[]; aliases: unknown[]; calls: unknown[] } {
   const out = { rows: [] as unknown[], updates: [] as unknown[], concepts: [] as unknown[], mentions: [] as unknown[], aliases: [] as unknown[], calls: [] as unknown[] };
   for (const { records, changes, withNew, calls } of writes) {
-    for (const c of calls ?? []) out.calls.push(callBinding(c));
+    out.calls.push(...(calls ?? []));
     const { vectors, concepts } = withNew;
     const extracted = new Set(concepts?.extracted);
     for (const { id, ...rest } of records) {

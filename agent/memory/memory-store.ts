@@ -320,7 +320,8 @@ export class MemoryStore {
    */
   saveCallSoon(record: ToolCallRecord, delayMs: number): Promise<void> {
     if (this.#closing) throw new ThymosError(ErrorCode.DATABASE_ERROR, 'the memory database is closed');
-    return this.#later.add({ records: [], changes: [], withNew: {}, calls: [record] }, delayMs);
+    // Made into its row now, not when written: a record that cannot be (a cycle in a tool's error details) throws here, to this call alone, rather than stopping every write after it; and a result its tool changes later is stored as answered.
+    return this.#later.add({ records: [], changes: [], withNew: {}, calls: [callBinding(record)] }, delayMs);
   }
 
   /**

@@ -167,8 +167,10 @@ export const ToolsSettingsSchema = z
     /**
      * Within how many milliseconds the record of a `read_only` call is stored after the call
      * answers, written behind with its memory; `get_call` finds it at once all the same. A crash
-     * in that time loses the record of a read, never of a call that changes something (saved
-     * before it runs and as it ends, before it answers). 0 stores it before it answers. @default 1000
+     * in that time, or a stop cut short past `[agent] shutdown_timeout_ms`, loses the record of a read,
+     * never of a call that changes something (saved before it runs and as it ends, before it
+     * answers) or of a read that waited for a person's approval (saved before it answers). 0
+     * stores every read's record before it answers. @default 1000
      */
     record_reads_within_ms: z.number().int().min(0).max(60_000).default(1000),
   })

@@ -8,13 +8,28 @@ import type { CallStore } from '../../../agent/tools/tool-caller.js';
 import { reopen } from '../../helpers/reopen.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 import { memoryToolCaller } from '../../helpers/tool-caller.js';
+import { REPO_ROOT } from '../../helpers/workspace.js';
 
 const dir = tempDir('thymos-call-records-');
-writeFileSync(join(dir, 'tools.mjs'), 'export function look(input) { return "seen " + input.what; }\nexport function post(input) { return "posted " + input.what; }\n');
+const ERRORS = join(REPO_ROOT, 'shared', 'errors', 'errors.ts');
+writeFileSync(
+  join(dir, 'tools.mjs'),
+  `import { ErrorCode, ThymosError } from ${JSON.stringify(ERRORS)};
+export function look(input) { return "seen " + input.what; }
+export function post(input) { return "posted " + input.what; }
+// Keeps the object it answered with and changes it later, as a cache would.
+const tally = { count: 0 };
+export function count() { tally.count += 1; return tally; }
+// Fails with details that are no JSON (they hold themselves).
+export function tangle() { const d = { why: 'upstream said no' }; d.self = d; throw new ThymosError(ErrorCode.TOOL_FAILED, 'upstream refused', { details: d }); }
+`,
+);
 const TOOLS = {
   look: { description: 'Looks', input: { what: {} }, sideEffect: 'read_only', executor: { kind: 'script', path: 'tools.mjs', export: 'look' } },
   peek: { description: 'Looks, once a person says so', input: { what: {} }, sideEffect: 'read_only', permission: 'confirm', executor: { kind: 'script', path: 'tools.mjs', export: 'look' } },
   post: { description: 'Posts', input: { what: {} }, sideEffect: 'writes_external', executor: { kind: 'script', path: 'tools.mjs', export: 'post' } },
+  count: { description: 'Counts', input: {}, sideEffect: 'read_only', executor: { kind: 'script', path: 'tools.mjs', export: 'count' } },
+  tangle: { description: 'Fails oddly', input: {}, sideEffect: 'read_only', executor: { kind: 'script', path: 'tools.mjs', export: 'tangle' } },
 };
 
 /** The agent's real database, with each way a record reached it counted. */
@@ -74,6 +89,25 @@ describe('the record of a read-only call: written behind, read at once, kept acr
     assert.ok(seen.now.includes('peek ok'));
   });
 
+  test('the record stored is the answer given, though the tool changes the object it answered with', async () => {
+    const { calls } = counted(store);
+    const { tools } = memoryToolCaller(TOOLS, dir, { overrides: { calls, recordReadsWithinMs: 60_000 } });
+    const first = await tools.call('count', { reason: 'counting' }, { caller: 'test' });
+    await tools.call('count', { reason: 'counting' }, { caller: 'test' });
+    assert.deepEqual((await tools.getCall(first.call_id))?.result, { count: 1 });
+  });
+
+  test('a record that is no JSON fails its own call only: the writes after it go on', async () => {
+    const { calls } = counted(store);
+    const { tools } = memoryToolCaller(TOOLS, dir, { overrides: { calls, recordReadsWithinMs: 60_000 } });
+    await assert.rejects(tools.call('tangle', { reason: 'trying' }, { caller: 'test' }), /circular/i);
+    const posted = await tools.call('post', { what: 'after it', reason: 'asked' }, { caller: 'test' });
+    assert.equal(posted.status, 'ok');
+    assert.equal((await store.getCall(posted.call_id))?.status, 'ok');
+    const read = await tools.call('look', { what: 'the gate', reason: 'checking' }, { caller: 'test' });
+    assert.equal((await store.getCall(read.call_id))?.result, 'seen the gate');
+  });
+
   test('with record_reads_within_ms = 0 a read-only call is stored before it answers', async () => {
     const { calls, seen } = counted(store);
     const { tools } = memoryToolCaller(TOOLS, dir, { overrides: { calls, recordReadsWithinMs: 0 } });
@@ -81,7 +115,7 @@ describe('the record of a read-only call: written behind, read at once, kept acr
     assert.deepEqual(seen, { now: ['look ok'], soon: [] });
   });
 
-  test('a store that is closing takes the record now, or refuses it as it refuses any write', async () => {
+  test('a closed store takes no record behind: the call tries it now, and is refused as any write is', async () => {
     const { calls, seen } = counted(store);
     const { tools } = memoryToolCaller(TOOLS, dir, { overrides: { calls, recordReadsWithinMs: 60_000 } });
     await store.close();
