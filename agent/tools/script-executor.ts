@@ -59,7 +59,17 @@ export async function runScript(tool: Tool, input: Record<string, unknown>, ctx:
     return await (fn as ScriptFunction)(input, context);
   } catch (err) {
     if (ctx.signal.aborted) throw ctx.signal.reason;
-    if (err instanceof ThymosError) throw err;
+    if (err instanceof ThymosError) throw wireSafe(err);
     throw new ThymosError(ErrorCode.TOOL_FAILED, `${ctx.tool}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+/** A script's own ThymosError as it can be recorded and sent: details that are no JSON (a cycle, a BigInt) are left out, and it says so. */
+function wireSafe(err: ThymosError): ThymosError {
+  try {
+    JSON.stringify(err.details);
+    return err;
+  } catch {
+    return new ThymosError(err.code, `${err.message} (its details were left out: they are not JSON)`, { ...(err.location ? { location: err.location } : {}), cause: err });
   }
 }

@@ -97,10 +97,14 @@ describe('the record of a read-only call: written behind, read at once, kept acr
     assert.deepEqual((await tools.getCall(first.call_id))?.result, { count: 1 });
   });
 
-  test('a record that is no JSON fails its own call only: the writes after it go on', async () => {
+  test('a script error whose details are no JSON is recorded without them; the writes after it go on', async () => {
     const { calls } = counted(store);
     const { tools } = memoryToolCaller(TOOLS, dir, { overrides: { calls, recordReadsWithinMs: 60_000 } });
-    await assert.rejects(tools.call('tangle', { reason: 'trying' }, { caller: 'test' }), /circular/i);
+    const tangled = await tools.call('tangle', { reason: 'trying' }, { caller: 'test' });
+    assert.equal(tangled.status, 'failed');
+    assert.equal(tangled.error?.code, 'TOOL_FAILED');
+    assert.match(tangled.error?.message ?? '', /upstream refused \(its details were left out: they are not JSON\)/);
+    assert.equal((await store.getCall(tangled.call_id))?.error?.details, undefined);
     const posted = await tools.call('post', { what: 'after it', reason: 'asked' }, { caller: 'test' });
     assert.equal(posted.status, 'ok');
     assert.equal((await store.getCall(posted.call_id))?.status, 'ok');
