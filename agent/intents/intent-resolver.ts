@@ -61,8 +61,9 @@ export class IntentResolver {
     const none = (outcome: IntentOutcome, note: string): IntentAnswer => ({ candidates: [], missing: [], confidence: 0, outcome, note });
     if (said.length === 0 || rawWords(said).length === 0) return none('empty', 'the intent says nothing to resolve');
     if (said.length > INTENT_MAX_CHARS) return none('too_long', `the intent is ${said.length} characters; at most ${INTENT_MAX_CHARS} are read`);
-    if (foreignLanguage(said)) return none('unsupported_language', 'the intent is not in English, which the offline resolver reads; nothing was resolved');
     const ranking = await this.#ranker.rank(said);
+    // Another language: no call, but the candidates its ids, numbers and shared words point to, for a caller to offer.
+    if (foreignLanguage(said)) return { candidates: ranking.candidates, missing: [], confidence: 0, outcome: 'unsupported_language', note: 'the intent is not in English, which the offline resolver reads: no call, only the candidates its values and words suggest' };
     const base = { candidates: ranking.candidates, confidence: ranking.confidence };
     if (!ranking.chosen) return { ...base, missing: [], outcome: ranking.refused ?? 'none' };
     const tool = this.#ranker.tools[ranking.chosen]!;

@@ -10,7 +10,7 @@ export interface IntentCandidate {
 /**
  * How a resolution ended: `call` (confident and complete), `incomplete` (confident, but required
  * fields are missing), `ambiguous` (two tools fit nearly alike), `none` (nothing fits well),
- * `empty`, `too_long`, or `unsupported_language` (the offline resolver reads English); for a
+ * `empty`, `too_long`, or `unsupported_language` (the offline resolver reads English: candidates, never a call); for a
  * `[TOOL: …]`, `echoed` (the words were in the line it answered: quoted, not its own).
  */
 export const INTENT_OUTCOMES = ['call', 'incomplete', 'ambiguous', 'none', 'empty', 'too_long', 'unsupported_language', 'echoed'] as const;

@@ -70,7 +70,10 @@ describe('intent resolution', () => {
     }
     assert.equal((await resolver.resolve('   ')).outcome, 'empty');
     assert.equal((await resolver.resolve(`refund ${'very '.repeat(600)}much`)).outcome, 'too_long');
-    assert.equal((await resolver.resolve('Je voudrais annuler ma commande ORD-12345 avant qu\'elle parte')).outcome, 'unsupported_language');
+    const french = await resolver.resolve('Je voudrais annuler ma commande ORD-12345 avant qu\'elle parte');
+    assert.equal(french.outcome, 'unsupported_language');
+    assert.deepEqual([french.call, french.tool, french.confidence], [undefined, undefined, 0]);
+    assert.ok(french.candidates.length > 0, 'the candidates its values suggest, to offer');
     assert.equal((await resolver.resolve('我想取消我的订单 ORD-12345')).outcome, 'unsupported_language');
     // Words that name an object's own properties are only words.
     for (const text of ['constructor', 'toString the constructor of __proto__ three times', 'hasOwnProperty valueOf']) assert.ok(['none', 'ambiguous', 'incomplete', 'call'].includes((await resolver.resolve(text, undefined, NOW)).outcome), text);
