@@ -209,7 +209,7 @@ export class MemoryStore {
    * the store is closed.
    */
   reinforce(records: ReadonlyArray<Pick<MemoryRecord, 'id' | 'access_count' | 'last_accessed'>>, delayMs: number): Promise<void> {
-    this.#refuseWhenClosing();
+    if (this.#closing) throw new ThymosError(ErrorCode.DATABASE_ERROR, 'the memory database is closed');
     const changes = records.map(({ id, access_count, last_accessed }) => ({ id, changes: { access_count, last_accessed } }));
     if (changes.length === 0) return Promise.resolve();
     return delayMs > 0 ? this.#later.add({ records: [], changes, withNew: {} }, delayMs) : this.apply([], changes);
@@ -319,7 +319,7 @@ export class MemoryStore {
    * writes what waits first, so `getCall` finds it at once. A crash before the write loses it.
    */
   saveCallSoon(record: ToolCallRecord, delayMs: number): Promise<void> {
-    this.#refuseWhenClosing();
+    if (this.#closing) throw new ThymosError(ErrorCode.DATABASE_ERROR, 'the memory database is closed');
     // Made into its row now, not when written: a record that cannot be (a cycle in a tool's error details) throws here, to this call alone, rather than stopping every write after it; and a result its tool changes later is stored as answered.
     return this.#later.add({ records: [], changes: [], withNew: {}, calls: [callBinding(record)] }, delayMs);
   }
@@ -358,11 +358,6 @@ export class MemoryStore {
     await this.#db.close();
   }
 
-  /** A write that would wait: refused at once from the moment the store starts closing. */
-  #refuseWhenClosing(): void {
-    if (this.#closing) throw closedError();
-  }
-
   /** Runs a query once what `applySoon` left waiting is written (see `#query`). */
   async #run<T extends unknown[] = unknown[]>(query: string, bindings?: Record<string, unknown>): Promise<T> {
     if (this.#later.size > 0) await this.#later.flush();
@@ -378,7 +373,7 @@ export class MemoryStore {
    */
   async #query<T extends unknown[] = unknown[]>(query: string, bindings?: Record<string, unknown>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
-      if (this.#closed) throw closedError();
+      if (this.#closed) throw new ThymosError(ErrorCode.DATABASE_ERROR, 'the memory database is closed');
       try {
         const sent = this.#db.query(query, bindings);
         this.#inFlight.add(sent);
@@ -399,6 +394,3 @@ export class MemoryStore {
   }
 }
 
-function closedError(): ThymosError {
-  return new ThymosError(ErrorCode.DATABASE_ERROR, 'the memory database is closed');
-}
