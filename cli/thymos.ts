@@ -36,6 +36,7 @@ const OWN_MODULE_COMMANDS: Record<string, (argv: string[]) => Promise<number> | 
   validate: async (a) => (await import('./validate-command.js')).runValidateCommand(a),
   'nats-config': async (a) => (await import('./nats-config-command.js')).runNatsConfigCommand(a),
   setup: async (a) => (await import('./setup-command.js')).runSetupCommand(a),
+  glossary: async (a) => (await import('./glossary-command.js')).runGlossaryCommand(a),
   completion: async (a) => (await import('./completion.js')).runCompletionCommand(a),
   approvals: async (a) => (await import('./approvals-command.js')).runApprovalsCommand(a),
   approve: async (a) => (await import('./approvals-command.js')).runDecideCommand('approve', a),

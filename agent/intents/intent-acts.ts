@@ -2,7 +2,7 @@ import type { AliasEntry } from '../../shared/domain/alias-table.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { StaticEmbedder } from '../../shared/platform/static-embedder.js';
-import { offlineModelDir } from '../../shared/platform/thymos-root.js';
+import { glossaryDir, offlineModelDir } from '../../shared/platform/thymos-root.js';
 import type { ToolCallRecord } from '../../shared/protocol/tool-call.js';
 import type { ToolLoop } from '../llm/tool-loop.js';
 import type { NewMemory } from '../memory/agent-memory.js';
@@ -10,6 +10,7 @@ import { type Acting, type ActOutcome, type ActRequest, type IntentAnswer, type 
 import type { TalkReply, TalkRequest } from '../runtime/agent-behavior.js';
 import type { ToolCaller } from '../tools/tool-caller.js';
 import type { KnownName } from './argument-filler.js';
+import { Glossary } from './glossary.js';
 import { IntentResolver, type ModelFiller } from './intent-resolver.js';
 
 /** The tag of the memory an agent keeps of each act and each `[TOOL: …]` it resolved. */
@@ -67,7 +68,7 @@ export class IntentActs implements Acting {
       } catch (err) {
         this.#logger.warn({ err: (err as Error).message }, 'intent resolution runs on words only: the offline model could not be read');
       }
-      return IntentResolver.build(this.#caller.tools, { embedder, known: this.#known, ...(this.#model ? { model: this.#model } : {}) });
+      return IntentResolver.build(this.#caller.tools, { embedder, glossary: Glossary.load(glossaryDir(), embedder?.wordsByFrequency && (() => embedder!.wordsByFrequency())), known: this.#known, ...(this.#model ? { model: this.#model } : {}) });
     })();
     this.#resolver.catch(() => (this.#resolver = undefined));
     return this.#resolver;

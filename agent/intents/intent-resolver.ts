@@ -5,6 +5,7 @@ import type { Embedder } from '../../shared/platform/embedder.js';
 import type { IntentAnswer, IntentOutcome } from '../runtime/acting.js';
 import { inputShape } from '../tools/tool-shapes.js';
 import { fillArguments, type Filled, type KnownName } from './argument-filler.js';
+import type { Glossary } from './glossary.js';
 import { INTENT_MAX_CHARS, rawWords } from './intent-words.js';
 import { type ResolverTuning, ToolRanker } from './tool-ranker.js';
 
@@ -41,15 +42,17 @@ export class IntentResolver {
   readonly #ranker: ToolRanker;
   readonly #known: readonly KnownName[];
   readonly #model: ModelFiller | undefined;
+  readonly #glossary: Glossary | undefined;
 
-  private constructor(ranker: ToolRanker, known: readonly KnownName[], model: ModelFiller | undefined) {
+  private constructor(ranker: ToolRanker, known: readonly KnownName[], model: ModelFiller | undefined, glossary: Glossary | undefined) {
     this.#ranker = ranker;
     this.#known = known;
     this.#model = model;
+    this.#glossary = glossary;
   }
 
-  static async build(tools: Tools, options: { embedder?: Embedder | undefined; known?: readonly KnownName[]; model?: ModelFiller; tuning?: Partial<ResolverTuning> } = {}): Promise<IntentResolver> {
-    return new IntentResolver(await ToolRanker.build(tools, options), options.known ?? [], options.model);
+  static async build(tools: Tools, options: { embedder?: Embedder | undefined; known?: readonly KnownName[]; model?: ModelFiller; glossary?: Glossary | undefined; tuning?: Partial<ResolverTuning> } = {}): Promise<IntentResolver> {
+    return new IntentResolver(await ToolRanker.build(tools, options), options.known ?? [], options.model, options.glossary);
   }
 
   get tools(): Tools {
@@ -61,18 +64,21 @@ export class IntentResolver {
     const none = (outcome: IntentOutcome, note: string): IntentAnswer => ({ candidates: [], missing: [], confidence: 0, outcome, note });
     if (said.length === 0 || rawWords(said).length === 0) return none('empty', 'the intent says nothing to resolve');
     if (said.length > INTENT_MAX_CHARS) return none('too_long', `the intent is ${said.length} characters; at most ${INTENT_MAX_CHARS} are read`);
-    const ranking = await this.#ranker.rank(said);
-    // Another language: no call, but the candidates its ids, numbers and shared words point to, for a caller to offer.
-    if (foreignLanguage(said)) return { candidates: ranking.candidates, missing: [], confidence: 0, outcome: 'unsupported_language', note: 'the intent is not in English, which the offline resolver reads: no call, only the candidates its values and words suggest' };
-    const base = { candidates: ranking.candidates, confidence: ranking.confidence };
+    // Another language is read word by word into English where a glossary for it was built; else no call, but the candidates its ids, numbers and shared words point to.
+    const gloss = foreignLanguage(said) ? (this.#glossary?.read(said) ?? null) : undefined;
+    const read = gloss?.text ?? said;
+    const ranking = await this.#ranker.rank(read);
+    if (gloss === null) return { candidates: ranking.candidates, missing: [], confidence: 0, outcome: 'unsupported_language', note: 'the intent is not in English, and no glossary read it: no call, only the candidates its values and words suggest' };
+    const base = { candidates: ranking.candidates, confidence: ranking.confidence, ...(gloss ? { note: `read through the ${gloss.language} glossary as: ${gloss.text}` } : {}) };
     if (!ranking.chosen) return { ...base, missing: [], outcome: ranking.refused ?? 'none' };
     const tool = this.#ranker.tools[ranking.chosen]!;
     // The context is read as far as an intent is: what is past 2,000 characters is not.
     const given = context?.slice(0, INTENT_MAX_CHARS);
-    const filled = (await this.#model?.(ranking.chosen, said, given)) ?? fillArguments(tool, given ? `${said}\n${given}` : said, { known: this.#known, now });
+    // A model reads the words as said; the offline filler reads them as glossed (ids, numbers and quoted text are kept as they are).
+    const filled = (await this.#model?.(ranking.chosen, said, given)) ?? fillArguments(tool, given ? `${read}\n${given}` : read, { known: this.#known, now });
     const { valid, refused } = validArguments(tool, filled.arguments);
     const missing = [...new Set([...filled.missing, ...refused.filter((f) => tool.input[f]?.required)])];
-    const note = refused.length > 0 ? `left out what its field refuses: ${refused.join(', ')}` : undefined;
+    const note = [base.note, refused.length > 0 ? `left out what its field refuses: ${refused.join(', ')}` : undefined].filter(Boolean).join('; ') || undefined;
     if (missing.length > 0) return { ...base, missing, outcome: 'incomplete', tool: ranking.chosen, arguments: valid, ...(note ? { note } : {}) };
     return { ...base, missing: [], outcome: 'call', call: { tool: ranking.chosen, arguments: valid }, ...(note ? { note } : {}) };
   }

@@ -25,3 +25,8 @@ export function thymosRoot(): string {
 export function offlineModelDir(): string {
   return join(thymosRoot(), 'models', 'glove-100d');
 }
+
+/** The glossaries for intents in other languages (`npm run build:glossary`), built on the machine from its dictionaries and never shipped. */
+export function glossaryDir(): string {
+  return join(thymosRoot(), 'models', 'glossary');
+}

@@ -1,0 +1,119 @@
+/**
+ * Builds the glossaries the offline intent resolver reads an intent in French, Spanish or German
+ * through: for each word of the language, the English words a bilingual dictionary gives it.
+ *
+ * Source: the FreeDict dictionaries in dictd's format (`freedict-fra-eng`, `freedict-spa-eng`,
+ * `freedict-deu-eng`: Debian's packages `dict-freedict-fra-eng` and the like install them in
+ * /usr/share/dictd; freedict.org has them for other systems). They are GPL-licensed, so they
+ * are read on the machine that builds, never shipped in the package: without them, an intent in
+ * another language is answered `unsupported_language`.
+ *
+ * Out: `<out>/<lang>.tsv`, one line a headword (a word, or a phrase of up to three), sorted as
+ * JavaScript compares strings: the headword lower-cased, a tab, then its English renderings joined
+ * by `|`, the ones the dictionary gives most often first, then the shortest (a headword may have
+ * several entries: "Bestellung" is "commission" once and "order" twice). Written aside, then
+ * renamed into place.
+ *
+ * `thymos glossary` (cli/glossary-command.ts) runs it; `npm run build:glossary` in a checkout.
+ */
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { gunzipSync } from 'node:zlib';
+
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import { GLOSSARY_LANGUAGES } from './glossary.js';
+
+/** Most English renderings kept for one headword. */
+const MOST_RENDERINGS = 8;
+/** A rendering longer than this many words is an explanation, not a word for the word. */
+const MOST_WORDS = 3;
+const BASE64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+
+/** dictd's index numbers: base 64, most significant digit first. */
+function indexNumber(digits: string, where: string): number {
+  let n = 0;
+  for (const d of digits) {
+    const v = BASE64.indexOf(d);
+    if (v < 0) throw new ThymosError(ErrorCode.INVALID_INPUT, `${where}: expected a base-64 offset or length, got ${JSON.stringify(digits)}`);
+    n = n * 64 + v;
+  }
+  return n;
+}
+
+/** The English renderings of one dictd entry: its lines after the headword's, up to its notes. */
+export function renderingsOf(entry: string): string[] {
+  const found: string[] = [];
+  for (const raw of entry.split('\n').slice(1)) {
+    const line = raw.trim();
+    if (line === '') break;
+    if (/^("|synonyms?:|see:|note:|antonyms?:)/i.test(line)) continue;
+    const plain = line
+      .replace(/^\d+\.\s*/, '')
+      .replace(/<[^>]*>|\[[^\]]*\]|\([^)]*\)|\{[^}]*\}/g, ' ');
+    for (const part of plain.split(/[,;]/)) {
+      const phrase = part.trim().toLowerCase().replace(/^to\s+/, '').replace(/\s+/g, ' ');
+      if (phrase && /^[a-z][a-z' -]*$/.test(phrase) && phrase.split(' ').length <= MOST_WORDS) found.push(phrase);
+    }
+  }
+  return found;
+}
+
+/** One dictionary (`<dir>/freedict-<lang>-eng.{index,dict.dz}`) as glossary lines, or undefined when it is not there. */
+export function glossaryLines(dir: string, lang: string): string[] | undefined {
+  const base = join(dir, `freedict-${lang}-eng`);
+  if (!existsSync(`${base}.index`) || !existsSync(`${base}.dict.dz`)) return undefined;
+  let body: Buffer;
+  try {
+    body = gunzipSync(readFileSync(`${base}.dict.dz`));
+  } catch (err) {
+    throw new ThymosError(ErrorCode.INVALID_INPUT, `${base}.dict.dz: expected a dictzip (gzip) file: ${(err as Error).message}`);
+  }
+  const counts = new Map<string, Map<string, number>>();
+  readFileSync(`${base}.index`, 'utf8').split('\n').forEach((line, i) => {
+    if (line === '') return;
+    const [head, offset, length] = line.split('\t');
+    const where = `${base}.index line ${i + 1}`;
+    if (head === undefined || offset === undefined || length === undefined) throw new ThymosError(ErrorCode.INVALID_INPUT, `${where}: expected headword, offset and length separated by tabs`);
+    const word = head.toLowerCase();
+    // Words and phrases of up to three words, not dictd's own entries (00databaseinfo and the like).
+    if (!/^\p{L}[\p{L}'-]*(?: \p{L}[\p{L}'-]*){0,2}$/u.test(word) || word.startsWith('00')) return;
+    const start = indexNumber(offset, where);
+    const entry = body.subarray(start, start + indexNumber(length, where)).toString('utf8');
+    const seen = counts.get(word) ?? new Map<string, number>();
+    for (const phrase of renderingsOf(entry)) seen.set(phrase, (seen.get(phrase) ?? 0) + 1);
+    if (seen.size > 0) counts.set(word, seen);
+  });
+  const lines: string[] = [];
+  for (const [word, seen] of [...counts].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    // Most often given first, then the one of fewest words; the sort is stable, so among equals the dictionary's own order stands.
+    const best = [...seen].sort((a, b) => b[1] - a[1] || a[0].split(' ').length - b[0].split(' ').length).slice(0, MOST_RENDERINGS).map(([p]) => p);
+    lines.push(`${word}\t${best.join('|')}`);
+  }
+  return lines;
+}
+
+/**
+ * Builds every glossary whose dictionary is in `from` into `out`, replacing what was there only
+ * once all are read. Returns how many headwords each has; NOT_FOUND, with nothing changed, when
+ * `from` holds none of the dictionaries.
+ */
+export function buildGlossaries(from: string, out: string): Record<string, number> {
+  const read = GLOSSARY_LANGUAGES.flatMap((lang) => {
+    const lines = glossaryLines(from, lang);
+    return lines ? [{ lang, lines }] : [];
+  });
+  if (read.length === 0) {
+    const files = GLOSSARY_LANGUAGES.map((l) => `freedict-${l}-eng.index and .dict.dz`).join(', ');
+    throw new ThymosError(ErrorCode.NOT_FOUND, `no FreeDict dictionary in ${resolve(from)}: expected ${files} (Debian: apt-get install dict-freedict-fra-eng dict-freedict-spa-eng dict-freedict-deu-eng)`);
+  }
+  const built = Object.fromEntries(read.map(({ lang, lines }) => [lang, lines.length]));
+  const target = resolve(out);
+  const staging = `${target}.building`;
+  rmSync(staging, { recursive: true, force: true });
+  mkdirSync(staging, { recursive: true });
+  for (const { lang, lines } of read) writeFileSync(join(staging, `${lang}.tsv`), `${lines.join('\n')}\n`);
+  writeFileSync(join(staging, 'README.md'), `Built by thymos glossary from the FreeDict dictionaries in ${resolve(from)} (GPL): ${JSON.stringify(built)}. Not shipped in the package.\n`);
+  rmSync(target, { recursive: true, force: true });
+  renameSync(staging, target);
+  return built;
+}

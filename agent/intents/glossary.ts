@@ -1,0 +1,224 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** The languages a glossary can be built for (`thymos glossary`), by ISO 639-3 code. */
+export const GLOSSARY_LANGUAGES = ['fra', 'spa', 'deu'] as const;
+type Language = (typeof GLOSSARY_LANGUAGES)[number];
+/** The fewest letters a word and a headword share at their start for one to be read as a form of the other. */
+const LEAST_STEM = 4;
+/** Words this short are mostly a language's articles, pronouns and prepositions, which a glossary renders worst ("am" as "amplitude modulation"): left out. */
+const MOST_SHORT = 3;
+/** How many of a headword's English renderings stand for it, the most given first: one reading of a word misses as often as not ("Störung": disturbance, interference). */
+const RENDERINGS = 2;
+/** A longer run of letters is not looked up, nor split into parts: nearly every headword is shorter ("Donaudampfschifffahrtsgesellschaft" is 34), and a 2,000-letter "word" costs nothing. */
+const MOST_LETTERS = 48;
+/** The longest phrase looked up as one headword ("mot de passe"). */
+const MOST_PHRASE = 3;
+/** A part of a compound read on its own: its head (the last part, in German) at least this long. */
+const LEAST_PART = 4;
+
+/** An intent read word by word into English. */
+export interface Gloss {
+  language: Language;
+  /** The English words, ids, numbers and quoted text kept as they were. */
+  text: string;
+  /** The share of the intent's words the glossary knew. */
+  known: number;
+}
+
+/**
+ * One language's glossary as the file's own text, its lines sorted by headword: a word is found by
+ * binary search, so a glossary of 270,000 German words costs its file's size in memory and no
+ * map of them.
+ */
+class Lexicon {
+  readonly #text: string;
+  readonly #starts: Uint32Array;
+
+  constructor(tsv: string) {
+    this.#text = tsv;
+    const starts: number[] = [];
+    for (let at = 0; at < tsv.length; ) {
+      const end = tsv.indexOf('\n', at);
+      if (tsv.indexOf('\t', at) > at) starts.push(at);
+      if (end < 0) break;
+      at = end + 1;
+    }
+    this.#starts = Uint32Array.from(starts);
+  }
+
+  #head(i: number): string {
+    const at = this.#starts[i]!;
+    return this.#text.slice(at, this.#text.indexOf('\t', at));
+  }
+
+  /** The first line whose headword is not below `word`. */
+  #seek(word: string): number {
+    let lo = 0;
+    let hi = this.#starts.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.#head(mid) < word) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  #renderingAt(i: number): string[] {
+    const at = this.#text.indexOf('\t', this.#starts[i]!) + 1;
+    const end = this.#text.indexOf('\n', at);
+    return this.#text.slice(at, end < 0 ? undefined : end).split('|');
+  }
+
+  /** The English renderings of a headword as it is, or undefined. */
+  exact(word: string): string[] | undefined {
+    const i = this.#seek(word);
+    return i < this.#starts.length && this.#head(i) === word ? this.#renderingAt(i) : undefined;
+  }
+
+  /** The English renderings of a word: its own entry's; else those of the headword it is a form of; else, for a compound, its parts'. */
+  english(word: string): string[] | undefined {
+    if (word.length > MOST_LETTERS) return undefined;
+    const own = this.exact(word) ?? this.#formOf(word);
+    if (own !== undefined) return own;
+    // A compound (Aufgabenliste): the longest known word it ends with, after what it starts with when that is known too (a linking s let go).
+    for (let at = LEAST_PART; word.length - at >= LEAST_PART; at++) {
+      const head = this.exact(word.slice(at));
+      if (head === undefined) continue;
+      const first = word.slice(0, at);
+      const modifier = this.exact(first) ?? this.#formOf(first) ?? (first.endsWith('s') ? this.exact(first.slice(0, -1)) : undefined);
+      return modifier ? head.map((h) => `${modifier[0]} ${h}`) : head;
+    }
+    return undefined;
+  }
+
+  /** The renderings of the headword a word is a form of: the same start, endings at most two letters apart, the most shared and then the shortest. */
+  #formOf(word: string): string[] | undefined {
+    if (word.length >= LEAST_STEM + 1) {
+      const stem = word.slice(0, Math.max(LEAST_STEM, word.length - 2));
+      let best: { i: number; shared: number; length: number } | undefined;
+      for (let i = this.#seek(stem); i < this.#starts.length; i++) {
+        const head = this.#head(i);
+        if (!head.startsWith(stem)) break;
+        let shared = stem.length;
+        while (shared < word.length && shared < head.length && word[shared] === head[shared]) shared++;
+        if (head.length - shared > 2 || head.includes(' ')) continue;
+        if (!best || shared > best.shared || (shared === best.shared && head.length < best.length)) best = { i, shared, length: head.length };
+      }
+      if (best) return this.#renderingAt(best.i);
+    }
+    return undefined;
+  }
+}
+
+/** Quoted text (kept as it is), or a token: a word, or an id, number or address when it holds a digit or an @. */
+const PIECE = /"[^"]*"|«[^»]*»|„[^“]*“|(?<!\p{L})'[^']{2,}'(?!\p{L})|[\p{L}\p{N}](?:[\p{L}\p{N}._:@/+'’-]*[\p{L}\p{N}])?/gu;
+
+/** An intent's pieces: words (lower-cased, French elisions such as l' and qu' taken off, hyphenated ones apart) and what is kept as it is. */
+function piecesOf(intent: string): Array<{ word: string } | { kept: string }> {
+  const out: Array<{ word: string } | { kept: string }> = [];
+  for (const piece of intent.match(PIECE) ?? []) {
+    if (!/^[\p{L}\p{N}]/u.test(piece) || /[\p{N}@]/u.test(piece)) {
+      out.push({ kept: piece });
+      continue;
+    }
+    const parts = piece.toLowerCase().split(/['’]/);
+    const word = parts.filter((p, i) => i === parts.length - 1 || (p.length > 2 && p !== 'qu')).join(' ');
+    for (const w of word.split(' ')) out.push({ word: w });
+  }
+  return out;
+}
+
+/**
+ * The English words for an intent in French, Spanish or German, read word by word through the
+ * glossaries `thymos glossary` builds from the FreeDict dictionaries. A gloss is no
+ * translation ("mot de passe" is "word of pass"), but it gives the resolver the words a tool's
+ * metadata uses ("Bestellung" is "order", "zurückschicken" is "send back"), which it reads as it
+ * reads English. Each language's words are read from disk when an intent first needs them.
+ */
+export class Glossary {
+  readonly #dir: string;
+  readonly #lexicons = new Map<Language, Lexicon | undefined>();
+  readonly #wordsByFrequency: (() => readonly string[]) | undefined;
+  #rank: Map<string, number> | undefined;
+
+  private constructor(dir: string, wordsByFrequency: (() => readonly string[]) | undefined) {
+    this.#dir = dir;
+    this.#wordsByFrequency = wordsByFrequency;
+  }
+
+  /**
+   * The glossaries in `dir`, or undefined when none was built there. With English words most
+   * frequent first (the offline model's), a word is rendered by its commonest renderings
+   * ("annuler": cancel, not abolish); without, by the ones its dictionary gives most often.
+   */
+  static load(dir: string, wordsByFrequency?: () => readonly string[]): Glossary | undefined {
+    return GLOSSARY_LANGUAGES.some((l) => existsSync(join(dir, `${l}.tsv`))) ? new Glossary(dir, wordsByFrequency) : undefined;
+  }
+
+  /** The renderings that stand for a word: the RENDERINGS commonest in English, a phrase as common as its rarest word. */
+  #pick(renderings: readonly string[]): string {
+    if (this.#wordsByFrequency && !this.#rank) this.#rank = new Map(this.#wordsByFrequency().map((w, i) => [w, i]));
+    const rank = this.#rank;
+    if (!rank || rank.size === 0) return renderings.slice(0, RENDERINGS).join(' ');
+    const rarity = (r: string) => Math.max(...r.split(/[ -]/).map((w) => rank.get(w) ?? rank.size));
+    return renderings
+      .map((r, i) => ({ r, i, rare: rarity(r) }))
+      .sort((a, b) => a.rare - b.rare || a.i - b.i)
+      .slice(0, RENDERINGS)
+      .map((x) => x.r)
+      .join(' ');
+  }
+
+  #lexicon(language: Language): Lexicon | undefined {
+    if (!this.#lexicons.has(language)) {
+      const file = join(this.#dir, `${language}.tsv`);
+      this.#lexicons.set(language, existsSync(file) ? new Lexicon(readFileSync(file, 'utf8')) : undefined);
+    }
+    return this.#lexicons.get(language);
+  }
+
+  /** The intent in English words, through the language whose glossary knows most of its words; undefined when none knows a third of them. */
+  read(intent: string): Gloss | undefined {
+    const pieces = piecesOf(intent);
+    const words = pieces.flatMap((p) => ('word' in p ? [p.word] : []));
+    if (words.length === 0) return undefined;
+    let best: { language: Language; lexicon: Lexicon; known: number } | undefined;
+    for (const language of GLOSSARY_LANGUAGES) {
+      const lexicon = this.#lexicon(language);
+      if (!lexicon) continue;
+      const known = words.filter((w) => lexicon.english(w) !== undefined || lexicon.english(w.split('-').at(-1)!) !== undefined).length;
+      if (!best || known > best.known) best = { language, lexicon, known };
+    }
+    if (!best || best.known * 3 < words.length) return undefined;
+    return { language: best.language, text: glossed(pieces, best.lexicon, (r) => this.#pick(r)).join(' '), known: best.known / words.length };
+  }
+}
+
+/** The English of each piece: the longest phrase of up to three words the glossary has, else each word's, else the word itself (a name: DHL); short words it knows but has no phrase for are left out. */
+function glossed(pieces: ReturnType<typeof piecesOf>, lexicon: Lexicon, pick: (renderings: readonly string[]) => string): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < pieces.length; i++) {
+    const piece = pieces[i]!;
+    if ('kept' in piece) {
+      out.push(piece.kept);
+      continue;
+    }
+    let phrase: string | undefined;
+    for (let n = MOST_PHRASE; n >= 2 && phrase === undefined; n--) {
+      const run = pieces.slice(i, i + n);
+      if (run.length < n || run.some((p) => !('word' in p))) continue;
+      const found = lexicon.exact(run.map((p) => (p as { word: string }).word).join(' '));
+      phrase = found && pick(found);
+      if (phrase !== undefined) i += n - 1;
+    }
+    if (phrase !== undefined) out.push(phrase);
+    else if (piece.word.length <= MOST_SHORT) {
+      if (lexicon.exact(piece.word) === undefined) out.push(piece.word);
+    } else {
+      const whole = lexicon.english(piece.word);
+      out.push(whole ? pick(whole) : piece.word.split('-').map((w) => { const part = lexicon.english(w); return part ? pick(part) : w; }).join(' '));
+    }
+  }
+  return out;
+}

@@ -1,0 +1,20 @@
+import { buildGlossaries } from '../agent/intents/index.js';
+import { glossaryDir } from '../shared/platform/thymos-root.js';
+import { commandNamed } from './command-book.js';
+import { parseCommandArgs } from './fleet-args.js';
+
+/**
+ * `thymos glossary`: builds, into the Thymos install's models/glossary, the glossaries through
+ * which the offline intent resolver reads French, Spanish and German, from the FreeDict
+ * dictionaries this machine has. Every agent started afterwards reads them.
+ */
+export function runGlossaryCommand(argv: string[]): number {
+  const { values } = parseCommandArgs(argv, commandNamed('glossary')!) as { values: { from?: string; json?: boolean } };
+  const from = values.from ?? '/usr/share/dictd';
+  const out = glossaryDir();
+  const started = performance.now();
+  const built = buildGlossaries(from, out);
+  if (values.json) process.stdout.write(`${JSON.stringify({ glossary: out, words: built })}\n`);
+  else process.stdout.write(`built ${out} (${Object.entries(built).map(([l, n]) => `${l}: ${n} words`).join(', ')}) in ${Math.round(performance.now() - started)} ms\n`);
+  return 0;
+}
