@@ -16,7 +16,7 @@
  *
  * `thymos glossary` (cli/glossary-command.ts) runs it; `npm run build:glossary` in a checkout.
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 
@@ -31,6 +31,7 @@ const BASE64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/
 
 /** dictd's index numbers: base 64, most significant digit first. */
 function indexNumber(digits: string, where: string): number {
+  if (digits === '') throw new ThymosError(ErrorCode.INVALID_INPUT, `${where}: expected a base-64 offset or length, got nothing`);
   let n = 0;
   for (const d of digits) {
     const v = BASE64.indexOf(d);
@@ -61,7 +62,8 @@ export function renderingsOf(entry: string): string[] {
 /** One dictionary (`<dir>/freedict-<lang>-eng.{index,dict.dz}`) as glossary lines, or undefined when it is not there. */
 export function glossaryLines(dir: string, lang: string): string[] | undefined {
   const base = join(dir, `freedict-${lang}-eng`);
-  if (!existsSync(`${base}.index`) || !existsSync(`${base}.dict.dz`)) return undefined;
+  if (!existsSync(`${base}.index`)) return undefined;
+  if (!existsSync(`${base}.dict.dz`)) throw new ThymosError(ErrorCode.INVALID_INPUT, `${base}.index has no ${base}.dict.dz beside it: a dictionary in dictd's format is both`);
   let body: Buffer;
   try {
     body = gunzipSync(readFileSync(`${base}.dict.dz`));
@@ -98,6 +100,7 @@ export function glossaryLines(dir: string, lang: string): string[] | undefined {
  * `from` holds none of the dictionaries.
  */
 export function buildGlossaries(from: string, out: string): Record<string, number> {
+  if (existsSync(from) && !statSync(from).isDirectory()) throw new ThymosError(ErrorCode.INVALID_INPUT, `${resolve(from)} is a file: expected the folder that holds the dictionaries`);
   const read = GLOSSARY_LANGUAGES.flatMap((lang) => {
     const lines = glossaryLines(from, lang);
     return lines ? [{ lang, lines }] : [];
@@ -108,12 +111,18 @@ export function buildGlossaries(from: string, out: string): Record<string, numbe
   }
   const built = Object.fromEntries(read.map(({ lang, lines }) => [lang, lines.length]));
   const target = resolve(out);
-  const staging = `${target}.building`;
-  rmSync(staging, { recursive: true, force: true });
-  mkdirSync(staging, { recursive: true });
-  for (const { lang, lines } of read) writeFileSync(join(staging, `${lang}.tsv`), `${lines.join('\n')}\n`);
-  writeFileSync(join(staging, 'README.md'), `Built by thymos glossary from the FreeDict dictionaries in ${resolve(from)} (GPL): ${JSON.stringify(built)}. Not shipped in the package.\n`);
-  rmSync(target, { recursive: true, force: true });
-  renameSync(staging, target);
+  // Written aside under a name of this build's own, then swapped in: a build that fails, or two at once, never leaves a glossary half-written.
+  const staging = `${target}.building-${process.pid}`;
+  const old = `${target}.old-${process.pid}`;
+  try {
+    mkdirSync(staging, { recursive: true });
+    for (const { lang, lines } of read) writeFileSync(join(staging, `${lang}.tsv`), `${lines.join('\n')}\n`);
+    writeFileSync(join(staging, 'README.md'), `Built by thymos glossary from the FreeDict dictionaries in ${resolve(from)} (GPL): ${JSON.stringify(built)}. Not shipped in the package.\n`);
+    if (existsSync(target)) renameSync(target, old);
+    renameSync(staging, target);
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+    rmSync(old, { recursive: true, force: true });
+  }
   return built;
 }

@@ -14,6 +14,18 @@ const RENDERINGS = 2;
 const MOST_LETTERS = 48;
 /** The longest phrase looked up as one headword ("mot de passe"). */
 const MOST_PHRASE = 3;
+/** The most headwords looked through for the one a word is a form of ("sich" starts 3,432 German ones). */
+const MOST_FORMS = 256;
+/** The longest gloss read, as for an intent in English. */
+const MOST_GLOSS = 2_000;
+/** Short words kept, for what they say: a negation must not vanish ("pas", "no", "sin"). */
+const KEPT_SHORT = new Set(['not', 'no', 'never', 'without']);
+/** Each language's commonest words, which tell the languages apart before any glossary is read. */
+export const COMMON_WORDS: Record<Language, ReadonlySet<string>> = {
+  fra: new Set('le la les des du un une et est pour mon ma mes je tu il elle nous vous ils sont avec dans sur pas qui que ne au aux ce cette'.split(' ')),
+  spa: new Set('el la los las por para con una del al lo mi yo es está como pero muy sí'.split(' ')),
+  deu: new Set('der die das und ist ich mein meine nicht ein eine bei auf zu mit für den dem sie wir bitte gibt'.split(' ')),
+};
 /** A part of a compound read on its own: its head (the last part, in German) at least this long. */
 const LEAST_PART = 4;
 
@@ -28,8 +40,8 @@ export interface Gloss {
 
 /**
  * One language's glossary as the file's own text, its lines sorted by headword: a word is found by
- * binary search, so a glossary of 270,000 German words costs its file's size in memory and no
- * map of them.
+ * binary search, so a glossary of 330,000 German headwords costs the text (27 MB for German, whose
+ * few letters past Latin-1 make it two bytes a character) and an offset a line, no map of them.
  */
 class Lexicon {
   readonly #text: string;
@@ -40,7 +52,9 @@ class Lexicon {
     const starts: number[] = [];
     for (let at = 0; at < tsv.length; ) {
       const end = tsv.indexOf('\n', at);
-      if (tsv.indexOf('\t', at) > at) starts.push(at);
+      const tab = tsv.indexOf('\t', at);
+      // A line without a headword and a tab is no entry.
+      if (tab > at && (end < 0 || tab < end)) starts.push(at);
       if (end < 0) break;
       at = end + 1;
     }
@@ -97,7 +111,8 @@ class Lexicon {
     if (word.length >= LEAST_STEM + 1) {
       const stem = word.slice(0, Math.max(LEAST_STEM, word.length - 2));
       let best: { i: number; shared: number; length: number } | undefined;
-      for (let i = this.#seek(stem); i < this.#starts.length; i++) {
+      const from = this.#seek(stem);
+      for (let i = from; i < this.#starts.length && i < from + MOST_FORMS; i++) {
         const head = this.#head(i);
         if (!head.startsWith(stem)) break;
         let shared = stem.length;
@@ -117,14 +132,15 @@ const PIECE = /"[^"]*"|«[^»]*»|„[^“]*“|(?<!\p{L})'[^']{2,}'(?!\p{L})|[\
 /** An intent's pieces: words (lower-cased, French elisions such as l' and qu' taken off, hyphenated ones apart) and what is kept as it is. */
 function piecesOf(intent: string): Array<{ word: string } | { kept: string }> {
   const out: Array<{ word: string } | { kept: string }> = [];
-  for (const piece of intent.match(PIECE) ?? []) {
+  // Composed, so that ü typed as u and a combining mark is the ü of the glossary.
+  for (const piece of intent.normalize('NFC').match(PIECE) ?? []) {
     if (!/^[\p{L}\p{N}]/u.test(piece) || /[\p{N}@]/u.test(piece)) {
       out.push({ kept: piece });
       continue;
     }
     const parts = piece.toLowerCase().split(/['’]/);
-    const word = parts.filter((p, i) => i === parts.length - 1 || (p.length > 2 && p !== 'qu')).join(' ');
-    for (const w of word.split(' ')) out.push({ word: w });
+    const words = parts.filter((p, i) => i === parts.length - 1 || (p.length > 2 && p !== 'qu')).join('-');
+    for (const w of words.split('-')) if (w) out.push({ word: w });
   }
   return out;
 }
@@ -138,7 +154,7 @@ function piecesOf(intent: string): Array<{ word: string } | { kept: string }> {
  */
 export class Glossary {
   readonly #dir: string;
-  readonly #lexicons = new Map<Language, Lexicon | undefined>();
+  readonly #lexicons = new Map<Language, Lexicon>();
   readonly #wordsByFrequency: (() => readonly string[]) | undefined;
   #rank: Map<string, number> | undefined;
 
@@ -170,33 +186,72 @@ export class Glossary {
       .join(' ');
   }
 
+  /** A language's glossary, read once; one missing or unreadable (a rebuild under way) is looked for again next time. */
   #lexicon(language: Language): Lexicon | undefined {
-    if (!this.#lexicons.has(language)) {
-      const file = join(this.#dir, `${language}.tsv`);
-      this.#lexicons.set(language, existsSync(file) ? new Lexicon(readFileSync(file, 'utf8')) : undefined);
+    let lexicon = this.#lexicons.get(language);
+    if (lexicon === undefined) {
+      try {
+        lexicon = new Lexicon(readFileSync(join(this.#dir, `${language}.tsv`), 'utf8'));
+        this.#lexicons.set(language, lexicon);
+      } catch {
+        return undefined;
+      }
     }
-    return this.#lexicons.get(language);
+    return lexicon;
   }
 
-  /** The intent in English words, through the language whose glossary knows most of its words; undefined when none knows a third of them. */
+  /**
+   * The intent in English words, through the language whose glossary knows most of its words, of
+   * those whose common words it uses most; undefined when none knows a third of them, or when
+   * nothing but ids and numbers would be left.
+   */
   read(intent: string): Gloss | undefined {
     const pieces = piecesOf(intent);
     const words = pieces.flatMap((p) => ('word' in p ? [p.word] : []));
     if (words.length === 0) return undefined;
-    let best: { language: Language; lexicon: Lexicon; known: number } | undefined;
-    for (const language of GLOSSARY_LANGUAGES) {
-      const lexicon = this.#lexicon(language);
-      if (!lexicon) continue;
-      const known = words.filter((w) => lexicon.english(w) !== undefined || lexicon.english(w.split('-').at(-1)!) !== undefined).length;
+    const common = GLOSSARY_LANGUAGES.map((l) => words.filter((w) => COMMON_WORDS[l].has(w)).length);
+    const most = Math.max(...common);
+    let best: { language: Language; lexicon: Memo; known: number } | undefined;
+    for (const [i, language] of GLOSSARY_LANGUAGES.entries()) {
+      if (common[i]! < most) continue;
+      const found = this.#lexicon(language);
+      if (!found) continue;
+      const lexicon = new Memo(found);
+      const known = words.filter((w) => lexicon.english(w) !== undefined).length;
       if (!best || known > best.known) best = { language, lexicon, known };
     }
     if (!best || best.known * 3 < words.length) return undefined;
-    return { language: best.language, text: glossed(pieces, best.lexicon, (r) => this.#pick(r)).join(' '), known: best.known / words.length };
+    const out = glossed(pieces, best.lexicon, (r) => this.#pick(r));
+    if (!out.some((w) => /^\p{L}+( \p{L}+)*$/u.test(w))) return undefined;
+    return { language: best.language, text: out.join(' ').slice(0, MOST_GLOSS), known: best.known / words.length };
   }
 }
 
-/** The English of each piece: the longest phrase of up to three words the glossary has, else each word's, else the word itself (a name: DHL); short words it knows but has no phrase for are left out. */
-function glossed(pieces: ReturnType<typeof piecesOf>, lexicon: Lexicon, pick: (renderings: readonly string[]) => string): string[] {
+/** A lexicon's answers for one intent, each word looked up once. */
+class Memo {
+  readonly #lexicon: Lexicon;
+  readonly #seen = new Map<string, string[] | undefined>();
+
+  constructor(lexicon: Lexicon) {
+    this.#lexicon = lexicon;
+  }
+
+  exact(words: string): string[] | undefined {
+    return this.#lexicon.exact(words);
+  }
+
+  english(word: string): string[] | undefined {
+    if (!this.#seen.has(word)) this.#seen.set(word, this.#lexicon.english(word));
+    return this.#seen.get(word);
+  }
+}
+
+/**
+ * The English of each piece: the longest phrase of up to three words the glossary has, else each
+ * word's, else the word itself (a name: DHL). Short words the glossary knows are left out, but
+ * for a negation ("pas": not).
+ */
+function glossed(pieces: ReturnType<typeof piecesOf>, lexicon: Memo, pick: (renderings: readonly string[]) => string): string[] {
   const out: string[] = [];
   for (let i = 0; i < pieces.length; i++) {
     const piece = pieces[i]!;
@@ -212,12 +267,16 @@ function glossed(pieces: ReturnType<typeof piecesOf>, lexicon: Lexicon, pick: (r
       phrase = found && pick(found);
       if (phrase !== undefined) i += n - 1;
     }
-    if (phrase !== undefined) out.push(phrase);
-    else if (piece.word.length <= MOST_SHORT) {
-      if (lexicon.exact(piece.word) === undefined) out.push(piece.word);
-    } else {
-      const whole = lexicon.english(piece.word);
-      out.push(whole ? pick(whole) : piece.word.split('-').map((w) => { const part = lexicon.english(w); return part ? pick(part) : w; }).join(' '));
+    if (phrase !== undefined) {
+      out.push(phrase);
+      continue;
+    }
+    const english = lexicon.english(piece.word);
+    if (piece.word.length > MOST_SHORT) out.push(english ? pick(english) : piece.word);
+    else if (!english) out.push(piece.word);
+    else {
+      const kept = english.find((e) => KEPT_SHORT.has(e));
+      if (kept) out.push(kept);
     }
   }
   return out;

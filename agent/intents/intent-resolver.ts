@@ -5,7 +5,7 @@ import type { Embedder } from '../../shared/platform/embedder.js';
 import type { IntentAnswer, IntentOutcome } from '../runtime/acting.js';
 import { inputShape } from '../tools/tool-shapes.js';
 import { fillArguments, type Filled, type KnownName } from './argument-filler.js';
-import type { Glossary } from './glossary.js';
+import { COMMON_WORDS, type Glossary } from './glossary.js';
 import { INTENT_MAX_CHARS, rawWords } from './intent-words.js';
 import { type ResolverTuning, ToolRanker } from './tool-ranker.js';
 
@@ -13,11 +13,9 @@ import { type ResolverTuning, ToolRanker } from './tool-ranker.js';
 export type ModelFiller = (tool: string, intent: string, context: string | undefined) => Promise<Filled | undefined>;
 
 /** Words other languages use most, that English does not: a line made of them is not read as English. */
-const FOREIGN = new Set(
-  ('le la les des du un une et est pour mon ma mes je tu il elle nous vous ils sont avec dans sur pas qui que ne au aux ce cette ' +
-    'el los las por para con una del al lo mi yo es está como pero muy sí ' +
-    'der die das und ist ich mein meine nicht ein eine bei auf zu mit für den dem sie wir bitte gibt').split(' '),
-);
+const FOREIGN = new Set(Object.values(COMMON_WORDS).flatMap((words) => [...words]));
+/** How much of a gloss an answer's note shows. */
+const NOTE_GLOSS = 300;
 const ENGLISH = new Set('the a an is are to of for my me i you your it this that and or with on in at be can please what how'.split(' '));
 
 /** Whether a line is in a language the offline resolver does not read: another script, or more of other languages' common words than of English's. */
@@ -69,7 +67,7 @@ export class IntentResolver {
     const read = gloss?.text ?? said;
     const ranking = await this.#ranker.rank(read);
     if (gloss === null) return { candidates: ranking.candidates, missing: [], confidence: 0, outcome: 'unsupported_language', note: 'the intent is not in English, and no glossary read it: no call, only the candidates its values and words suggest' };
-    const base = { candidates: ranking.candidates, confidence: ranking.confidence, ...(gloss ? { note: `read through the ${gloss.language} glossary as: ${gloss.text}` } : {}) };
+    const base = { candidates: ranking.candidates, confidence: ranking.confidence, ...(gloss ? { note: `read through the ${gloss.language} glossary as: ${gloss.text.length > NOTE_GLOSS ? `${gloss.text.slice(0, NOTE_GLOSS)}…` : gloss.text}` } : {}) };
     if (!ranking.chosen) return { ...base, missing: [], outcome: ranking.refused ?? 'none' };
     const tool = this.#ranker.tools[ranking.chosen]!;
     // The context is read as far as an intent is: what is past 2,000 characters is not.

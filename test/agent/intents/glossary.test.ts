@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
 
@@ -56,6 +56,8 @@ const FRA: Array<[string, string]> = [
   ['mon', 'mon\nmy\n'],
   ['ma', 'ma\nmy\n'],
   ['de', 'de\nof, from\n'],
+  ['pas', 'pas\npace, step, not\n'],
+  ['veux', 'veux\nwant\n'],
 ];
 
 /**
@@ -75,7 +77,7 @@ describe('glossaries for intents in other languages', () => {
     writeDictionary(dicts, 'deu', DEU);
     writeDictionary(dicts, 'fra', FRA);
     glossaryDir = join(tempDir('thymos-glossary-'), 'glossary');
-    assert.deepEqual(buildGlossaries(dicts, glossaryDir), { fra: 7, deu: 8 });
+    assert.deepEqual(buildGlossaries(dicts, glossaryDir), { fra: 9, deu: 8 });
   });
 
   test('a headword keeps its English renderings, the most often given first, then the shortest; phrases of up to three words; no notes, examples or dictd entries', () => {
@@ -96,9 +98,15 @@ describe('glossaries for intents in other languages', () => {
     const french = glossary.read("Changez l'adresse de ma commande ORD-12345")!;
     assert.equal(french.language, 'fra');
     assert.equal(french.text, 'change alter address order ORD-12345');
+    assert.equal(glossary.read('Je ne veux pas annuler ma commande ORD-12345')!.text, 'je ne want not cancel annul order ORD-12345', 'a negation is kept, though short (je and ne this glossary does not know)');
+    assert.equal(glossary.read('Bitte stornieren Sie meine Bestellung'.normalize('NFD'))!.text, glossary.read('Bitte stornieren Sie meine Bestellung')!.text, 'decomposed letters are read as composed ones');
     assert.equal(glossary.read('我想取消我的订单 ORD-12345'), undefined, 'no glossary knows a third of its words');
     assert.equal(glossary.read('ORD-12345 12'), undefined, 'no words to read');
-    for (const text of [...fuzzStrings(300, 45), `die meine ${'bestellungx'.repeat(180)}`, 'die meine '.repeat(200)]) assert.doesNotThrow(() => glossary.read(text), text);
+    assert.equal(glossary.read('ma de ORD-12345'), undefined, 'nothing but an id would be left: not read');
+    const hyphens = glossary.read(`die der und ist ${'tu-'.repeat(494)}tu`)!;
+    assert.ok(hyphens === undefined || hyphens.text.length <= 2_000, 'a gloss is no longer than an intent may be');
+    assert.equal(glossary.read(`bitte ${'stornieren '.repeat(150)}`)!.text.length, 2_000);
+    for (const text of [...fuzzStrings(300, 45), `die meine ${'bestellungx'.repeat(180)}`, 'die meine '.repeat(200), `die der und ist ${'sichx '.repeat(330)}`]) assert.doesNotThrow(() => glossary.read(text), text);
     assert.equal(Glossary.load(tempDir('thymos-none-')), undefined, 'no glossary built: none to read');
   });
 
@@ -108,7 +116,8 @@ describe('glossaries for intents in other languages', () => {
     assert.notEqual(a.outcome, 'unsupported_language', JSON.stringify(a));
     assert.equal(a.candidates[0]!.tool, 'cancel_order', JSON.stringify(a));
     assert.match(a.note ?? '', /read through the fra glossary as: .*cancel.*order ORD-12345/);
-    if (a.call) assert.equal(a.call.arguments.order_id, 'ORD-12345');
+    assert.ok(['call', 'incomplete'].includes(a.outcome), a.outcome);
+    assert.equal((a.call?.arguments ?? a.arguments)?.order_id, 'ORD-12345', 'the id is read from the gloss');
     const none = await resolver.resolve('我想取消我的订单 ORD-12345', undefined, NOW);
     assert.equal(none.outcome, 'unsupported_language');
     assert.equal(none.call, undefined);
@@ -123,12 +132,27 @@ describe('glossaries for intents in other languages', () => {
     assert.throws(() => buildGlossaries(bad, glossaryDir), (e: unknown) => e instanceof ThymosError && e.code === ErrorCode.INVALID_INPUT && /freedict-fra-eng\.index line 1: expected headword, offset and length/.test(e.message));
     writeFileSync(join(bad, 'freedict-fra-eng.index'), 'annuler\tA!\tB\n');
     assert.throws(() => buildGlossaries(bad, glossaryDir), /line 1: expected a base-64 offset or length, got "A!"/);
+    writeFileSync(join(bad, 'freedict-fra-eng.index'), 'annuler\t\tB\n');
+    assert.throws(() => buildGlossaries(bad, glossaryDir), /line 1: expected a base-64 offset or length, got nothing/);
     writeFileSync(join(bad, 'freedict-fra-eng.index'), 'annuler\tA\tB\n');
     writeFileSync(join(bad, 'freedict-fra-eng.dict.dz'), 'not gzip');
     assert.throws(() => buildGlossaries(bad, glossaryDir), /freedict-fra-eng\.dict\.dz: expected a dictzip \(gzip\) file/);
     assert.throws(() => buildGlossaries(tempDir('thymos-dict-empty-'), glossaryDir), (e: unknown) => e instanceof ThymosError && e.code === ErrorCode.NOT_FOUND && /apt-get install dict-freedict-fra-eng/.test(e.message));
+    rmSync(join(bad, 'freedict-fra-eng.dict.dz'));
+    assert.throws(() => buildGlossaries(bad, glossaryDir), /freedict-fra-eng\.index has no .*freedict-fra-eng\.dict\.dz beside it/);
+    assert.throws(() => buildGlossaries(join(bad, 'freedict-fra-eng.index'), glossaryDir), (e: unknown) => e instanceof ThymosError && e.code === ErrorCode.INVALID_INPUT && /is a file: expected the folder/.test(e.message));
     assert.ok(readFileSync(join(glossaryDir, 'deu.tsv'), 'utf8').includes('bestellung\t'), 'the glossary built before is still there');
-    assert.ok(!existsSync(`${glossaryDir}.building`));
+  });
+
+  test('a build that replaces a glossary leaves nothing of its own beside it', () => {
+    const dicts = tempDir('thymos-dict-again-');
+    writeDictionary(dicts, 'fra', FRA);
+    const out = join(tempDir('thymos-glossary-again-'), 'glossary');
+    buildGlossaries(dicts, out);
+    writeDictionary(dicts, 'fra', FRA.slice(0, 3));
+    assert.deepEqual(buildGlossaries(dicts, out), { fra: 3 });
+    assert.deepEqual(readdirSync(dirname(out)), ['glossary']);
+    assert.deepEqual(readdirSync(out).sort(), ['README.md', 'fra.tsv']);
   });
 
   test('thymos glossary with no dictionary where it looks: NOT_FOUND, exit 2, nothing written', () => {
