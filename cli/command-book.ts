@@ -56,7 +56,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     args: '',
     summary: 'Build the glossaries through which plain-words intents in French, Spanish and German are read',
     details:
-      'Reads the FreeDict dictionaries (freedict-fra-eng, -spa-eng, -deu-eng in dictd\'s format; Debian: apt-get install dict-freedict-fra-eng dict-freedict-spa-eng dict-freedict-deu-eng) and writes, for each, its words and their English into models/glossary of the Thymos install, replacing what was there; agents started afterwards read an intent in those languages through them (README: "Plain words"). The dictionaries are GPL-licensed and stay on this machine. None found: NOT_FOUND (exit 2), nothing changed.',
+      'Reads the FreeDict dictionaries (freedict-fra-eng, -spa-eng, -deu-eng in dictd\'s format; Debian: apt-get install dict-freedict-fra-eng dict-freedict-spa-eng dict-freedict-deu-eng) and writes, for each, its words and their English into models/glossary of the Thymos install, replacing what was there; agents started afterwards read an intent in those languages through them (README: "Plain words"). The dictionaries are GPL-licensed and stay on this machine. None found: NOT_FOUND (exit 2), nothing changed; a folder it cannot write: WRITE_FAILED (exit 1), the glossary there left as it was.',
     options: { from: { type: 'string', value: 'DIR', help: 'where the dictionaries are (default: /usr/share/dictd)' }, json },
     examples: ['thymos glossary', 'thymos glossary --from ~/freedict --json'],
   },

@@ -120,9 +120,17 @@ export function buildGlossaries(from: string, out: string): Record<string, numbe
     writeFileSync(join(staging, 'README.md'), `Built by thymos glossary from the FreeDict dictionaries in ${resolve(from)} (GPL): ${JSON.stringify(built)}. Not shipped in the package.\n`);
     if (existsSync(target)) renameSync(target, old);
     renameSync(staging, target);
+  } catch (err) {
+    throw new ThymosError(ErrorCode.WRITE_FAILED, `cannot write the glossaries into ${target}: ${(err as Error).message} (run thymos glossary as the user who installed Thymos)`);
   } finally {
-    rmSync(staging, { recursive: true, force: true });
-    rmSync(old, { recursive: true, force: true });
+    // What is left aside is cleared; a folder that cannot be cleared (where none could be made) is no second error.
+    for (const aside of [staging, old]) {
+      try {
+        rmSync(aside, { recursive: true, force: true });
+      } catch {
+        // nothing of this build's is there
+      }
+    }
   }
   return built;
 }

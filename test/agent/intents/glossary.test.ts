@@ -153,6 +153,11 @@ describe('glossaries for intents in other languages', () => {
     assert.deepEqual(buildGlossaries(dicts, out), { fra: 3 });
     assert.deepEqual(readdirSync(dirname(out)), ['glossary']);
     assert.deepEqual(readdirSync(out).sort(), ['README.md', 'fra.tsv']);
+    // Where it cannot write (a file stands where its folder would go): WRITE_FAILED, and the file is left as it was.
+    const blocked = join(tempDir('thymos-glossary-blocked-'), 'models');
+    writeFileSync(blocked, 'not a folder');
+    assert.throws(() => buildGlossaries(dicts, join(blocked, 'glossary')), (e: unknown) => e instanceof ThymosError && e.code === ErrorCode.WRITE_FAILED && /cannot write the glossaries into .*models\/glossary/.test(e.message));
+    assert.equal(readFileSync(blocked, 'utf8'), 'not a folder');
   });
 
   test('thymos glossary with no dictionary where it looks: NOT_FOUND, exit 2, nothing written', () => {
