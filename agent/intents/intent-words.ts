@@ -71,3 +71,25 @@ const SHORTHAND: ReadonlyMap<string, string> = new Map(Object.entries({
 export function rawWords(text: string): string[] {
   return (text.toLowerCase().match(/[\p{L}\p{M}][\p{L}\p{M}\p{N}]*/gu) ?? []).map((w) => SHORTHAND.get(w) ?? w).filter((w) => !INTENT_STOP_WORDS.has(w) && !/\p{N}/u.test(w));
 }
+
+/** Words that say not to: "never", "no", "don't" written without its apostrophe; any word ending in n't is one too. */
+const NEGATIONS: ReadonlySet<string> = new Set(['not', 'never', 'no', 'cannot', 'without', 'nor', 'neither', 'dont', 'doesnt', 'didnt', 'wont', 'cant', 'shouldnt', 'mustnt']);
+/** How many words after a negation it reaches: "don't want to cancel", "do not ever refund". */
+const NEGATION_REACH = 3;
+
+/**
+ * Whether the words say not to do what a tool's name says it does: a negation reaching its first
+ * word, the action ("don't cancel my order", "I do not want it refunded" for `cancel_order` and
+ * `refund_order`). "I don't want the order any more" does not: it names no action to refuse.
+ */
+export function negatesAction(text: string, toolName: string): boolean {
+  const action = stemOf(toolName.toLowerCase().split(/[_\-.\s]+/)[0] ?? '');
+  if (action === undefined) return false;
+  const negation = (t: string) => NEGATIONS.has(t) || /n['’]t$/.test(t);
+  const names = (t: string) => stemOf(t.replace(/['’].*$/, '')) === action;
+  // Within a clause: "I don't want it, cancel it" asks to cancel.
+  return text.toLowerCase().split(/[,.;:!?()]/).some((clause) => {
+    const tokens = clause.match(/[\p{L}\p{M}][\p{L}\p{M}'’]*/gu) ?? [];
+    return tokens.some((t, i) => negation(t) && tokens.slice(i + 1, i + 1 + NEGATION_REACH).some(names));
+  });
+}

@@ -4,6 +4,7 @@ import { before, describe, test } from 'node:test';
 
 import { fillArguments } from '../../../agent/intents/argument-filler.js';
 import { IntentResolver } from '../../../agent/intents/intent-resolver.js';
+import { negatesAction } from '../../../agent/intents/intent-words.js';
 import { loadDomainSchema, parseDomainSchema } from '../../../shared/domain/domain-schema.js';
 import type { Tools } from '../../../shared/domain/tool-schema.js';
 import { StaticEmbedder } from '../../../shared/platform/static-embedder.js';
@@ -59,6 +60,22 @@ describe('intent resolution', () => {
   test('the context can give what the intent leaves out', async () => {
     const a = await resolver.resolve('track the shipment of my order, I want the tracking number', 'the customer wrote about ORD-11111 yesterday', NOW);
     assert.deepEqual(a.call, { tool: 'track_shipment', arguments: { order_id: 'ORD-11111' } });
+  });
+
+  test('words that refuse what a tool does never call it, when it changes something; the tool stays a candidate', async () => {
+    for (const [text, tool] of [["don't cancel my order ORD-12345, it is not a duplicate order", 'cancel_order'], ['Do NOT refund ORD-12345 yet, the customer still has the item', 'refund_order']] as const) {
+      const a = await resolver.resolve(text, undefined, NOW);
+      assert.equal(a.outcome, 'none', `${text}: ${JSON.stringify(a)}`);
+      assert.equal(a.call, undefined);
+      assert.equal(a.candidates[0]!.tool, tool);
+      assert.match(a.note ?? '', new RegExp(`the words say not to do what ${tool} does: no call`));
+    }
+    const asks = await resolver.resolve("I don't want it any more, please cancel ORD-12345", undefined, NOW);
+    assert.equal(asks.call?.tool ?? asks.tool, 'cancel_order', 'a negation in another clause refuses nothing');
+    assert.deepEqual(
+      ["don't cancel it", 'I do not want it cancelled', 'never refunded', "I don't want it, cancel it", 'cancel it, not the other one', 'not sure: cancel it'].map((t) => negatesAction(t, t.includes('refund') ? 'refund_order' : 'cancel_order')),
+      [true, true, true, false, false, false],
+    );
   });
 
   test('an intent no tool does gets candidates and no call; so do empty, huge and foreign ones, coded, never thrown', async () => {
