@@ -173,10 +173,14 @@ export class Glossary {
   }
 
   /** The renderings that stand for a word: the RENDERINGS commonest in English, a phrase as common as its rarest word. */
-  #pick(renderings: readonly string[]): string {
+  #englishRank(): Map<string, number> | undefined {
     if (this.#wordsByFrequency && !this.#rank) this.#rank = new Map(this.#wordsByFrequency().map((w, i) => [w, i]));
-    const rank = this.#rank;
-    if (!rank || rank.size === 0) return renderings.slice(0, RENDERINGS).join(' ');
+    return this.#rank?.size ? this.#rank : undefined;
+  }
+
+  #pick(renderings: readonly string[]): string {
+    const rank = this.#englishRank();
+    if (!rank) return renderings.slice(0, RENDERINGS).join(' ');
     const rarity = (r: string) => Math.max(...r.split(/[ -]/).map((w) => rank.get(w) ?? rank.size));
     return renderings
       .map((r, i) => ({ r, i, rare: rarity(r) }))
@@ -198,6 +202,25 @@ export class Glossary {
       }
     }
     return lexicon;
+  }
+
+  /**
+   * Whether a line the common words do not give away is still in one of the glossaries'
+   * languages: it uses a common word of one, and that language's glossary knows more of its
+   * words than English's 50,000 commonest do ("Quiero devolver mi pedido": only "mi" is English,
+   * as the abbreviation). False without the English word list to weigh it against.
+   */
+  outreadsEnglish(intent: string): boolean {
+    const rank = this.#englishRank();
+    if (!rank) return false;
+    const words = piecesOf(intent).flatMap((p) => ('word' in p ? [p.word] : []));
+    if (words.length < 3) return false;
+    const english = words.filter((w) => rank.has(w)).length;
+    return GLOSSARY_LANGUAGES.some((language) => {
+      if (!words.some((w) => COMMON_WORDS[language].has(w))) return false;
+      const lexicon = this.#lexicon(language);
+      return lexicon !== undefined && words.filter((w) => lexicon.english(w) !== undefined).length > english;
+    });
   }
 
   /**

@@ -63,7 +63,8 @@ export class IntentResolver {
     if (said.length === 0 || rawWords(said).length === 0) return none('empty', 'the intent says nothing to resolve');
     if (said.length > INTENT_MAX_CHARS) return none('too_long', `the intent is ${said.length} characters; at most ${INTENT_MAX_CHARS} are read`);
     // Another language is read word by word into English where a glossary for it was built; else no call, but the candidates its ids, numbers and shared words point to.
-    const gloss = foreignLanguage(said) ? (this.#glossary?.read(said) ?? null) : undefined;
+    const foreign = foreignLanguage(said);
+    const gloss = foreign || this.#glossary?.outreadsEnglish(said) ? (this.#glossary?.read(said) ?? (foreign ? null : undefined)) : undefined;
     const read = gloss?.text ?? said;
     const ranking = await this.#ranker.rank(read);
     if (gloss === null) return { candidates: ranking.candidates, missing: [], confidence: 0, outcome: 'unsupported_language', note: 'the intent is not in English, and no glossary read it: no call, only the candidates its values and words suggest' };

@@ -125,6 +125,19 @@ describe('glossaries for intents in other languages', () => {
     assert.equal((await without.resolve("Je veux annuler ma commande ORD-12345, j'ai changé d'avis", undefined, NOW)).outcome, 'unsupported_language', 'no glossary: read as before, no call');
   });
 
+  test('a line with one common word of a language is read through its glossary when that knows more of its words than English does', async () => {
+    const english = () => ['the', 'my', 'order', 'cancel', 'now', 'for', 'and', 'ma', 'pa', 'de', 'paris', 'table', 'at', 'book'];
+    const glossary = Glossary.load(glossaryDir, english)!;
+    assert.equal(glossary.outreadsEnglish('Annuler ma commande ORD-12345 maintenant'), true);
+    assert.equal(glossary.outreadsEnglish('cancel the order for ma and pa'), false, 'English, though "ma" is a French word');
+    assert.equal(glossary.outreadsEnglish('book a table at la maison de paris'), false);
+    assert.equal(Glossary.load(glossaryDir)!.outreadsEnglish('Annuler ma commande ORD-12345 maintenant'), false, 'nothing to weigh it against');
+    const resolver = await IntentResolver.build(support, { embedder, glossary: Glossary.load(glossaryDir, () => embedder.wordsByFrequency()) });
+    const a = await resolver.resolve('Annuler ma commande ORD-12345 maintenant', undefined, NOW);
+    assert.match(a.note ?? '', /read through the fra glossary as: .*cancel.* order ORD-12345/, JSON.stringify(a));
+    assert.equal(a.candidates[0]!.tool, 'cancel_order');
+  });
+
   test('bad dictionaries are refused by file and line, and a failed build leaves the glossary that was there', () => {
     const bad = tempDir('thymos-dict-bad-');
     writeFileSync(join(bad, 'freedict-fra-eng.index'), 'annuler\tA\n');
