@@ -6,7 +6,7 @@ import type { IntentAnswer, IntentOutcome } from '../runtime/acting.js';
 import { inputShape } from '../tools/tool-shapes.js';
 import { fillArguments, type Filled, type KnownName } from './argument-filler.js';
 import { COMMON_WORDS, type Glossary } from './glossary.js';
-import { INTENT_MAX_CHARS, negatesAction, rawWords } from './intent-words.js';
+import { asksWhetherDone, INTENT_MAX_CHARS, negatesAction, rawWords } from './intent-words.js';
 import { type ResolverTuning, ToolRanker } from './tool-ranker.js';
 
 /** Fills a tool's input from the words, e.g. by a model's structured output; undefined to leave it to the offline filler. */
@@ -72,7 +72,9 @@ export class IntentResolver {
     if (!ranking.chosen) return { ...base, missing: [], outcome: ranking.refused ?? 'none' };
     const tool = this.#ranker.tools[ranking.chosen]!;
     // "Don't cancel my order" names cancel_order as well as "cancel my order" does: a tool that changes something is not called on words that refuse its action.
-    if (tool.sideEffect !== 'read_only' && negatesAction(read, ranking.chosen)) return { ...base, missing: [], outcome: 'none', note: [base.note, `the words say not to do what ${ranking.chosen} does: no call`].filter(Boolean).join('; ') };
+    // Nor on a question whether it was done: "why was ORD-12345 cancelled?" asks to look, not to cancel.
+    const refusal = tool.sideEffect === 'read_only' ? undefined : negatesAction(read, ranking.chosen) ? 'say not to do' : asksWhetherDone(read, ranking.chosen) ? 'ask whether someone did' : undefined;
+    if (refusal) return { ...base, missing: [], outcome: 'none', note: [base.note, `the words ${refusal} what ${ranking.chosen} does: no call`].filter(Boolean).join('; ') };
     // The context is read as far as an intent is: what is past 2,000 characters is not.
     const given = context?.slice(0, INTENT_MAX_CHARS);
     // A model reads the words as said; the offline filler reads them as glossed (ids, numbers and quoted text are kept as they are).

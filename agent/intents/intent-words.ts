@@ -93,3 +93,21 @@ export function negatesAction(text: string, toolName: string): boolean {
     return tokens.some((t, i) => negation(t) && tokens.slice(i + 1, i + 1 + NEGATION_REACH).some(names));
   });
 }
+
+/** Words a question about what happened begins with. */
+const ASKING = new Set(['who', 'why', 'when', 'was', 'were', 'has', 'have', 'had', 'did', 'is', 'are']);
+
+/**
+ * Whether the words ask about the action of a tool's name as done, not to do it: a sentence that
+ * begins "who", "why", "when", "was", "has"… and names the action in its past form ("why was
+ * ORD-12345 cancelled?", "who refunded it"). "Can I cancel ORD-12345?" and "can you get it
+ * refunded?" still ask for it.
+ */
+export function asksWhetherDone(text: string, toolName: string): boolean {
+  const action = stemOf(toolName.toLowerCase().split(/[_\-.\s]+/)[0] ?? '');
+  if (action === undefined) return false;
+  return (text.toLowerCase().match(/[^.!;]+[.!;?]?/g) ?? []).some((sentence) => {
+    const tokens = sentence.match(/[\p{L}\p{M}][\p{L}\p{M}'’]*/gu) ?? [];
+    return ASKING.has(tokens[0] ?? '') && tokens.some((t) => t.endsWith('ed') && stemOf(t) === action);
+  });
+}

@@ -4,7 +4,7 @@ import { before, describe, test } from 'node:test';
 
 import { fillArguments } from '../../../agent/intents/argument-filler.js';
 import { IntentResolver } from '../../../agent/intents/intent-resolver.js';
-import { negatesAction } from '../../../agent/intents/intent-words.js';
+import { asksWhetherDone, negatesAction } from '../../../agent/intents/intent-words.js';
 import { loadDomainSchema, parseDomainSchema } from '../../../shared/domain/domain-schema.js';
 import type { Tools } from '../../../shared/domain/tool-schema.js';
 import { StaticEmbedder } from '../../../shared/platform/static-embedder.js';
@@ -62,7 +62,7 @@ describe('intent resolution', () => {
     assert.deepEqual(a.call, { tool: 'track_shipment', arguments: { order_id: 'ORD-11111' } });
   });
 
-  test('words that refuse what a tool does never call it, when it changes something; the tool stays a candidate', async () => {
+  test('words that refuse what a tool does, or ask whether it was done, never call it when it changes something; the tool stays a candidate', async () => {
     for (const [text, tool] of [["don't cancel my order ORD-12345, it is not a duplicate order", 'cancel_order'], ['Do NOT refund ORD-12345 yet, the customer still has the item', 'refund_order']] as const) {
       const a = await resolver.resolve(text, undefined, NOW);
       assert.equal(a.outcome, 'none', `${text}: ${JSON.stringify(a)}`);
@@ -70,6 +70,15 @@ describe('intent resolution', () => {
       assert.equal(a.candidates[0]!.tool, tool);
       assert.match(a.note ?? '', new RegExp(`the words say not to do what ${tool} does: no call`));
     }
+    for (const text of ['why was my order ORD-12345 cancelled?', 'who cancelled ORD-12345']) {
+      const a = await resolver.resolve(text, undefined, NOW);
+      assert.equal(a.outcome, 'none', `${text}: ${JSON.stringify(a)}`);
+      assert.match(a.note ?? '', /the words ask whether someone did what cancel_order does: no call/);
+    }
+    assert.deepEqual(
+      ['was ORD-12345 refunded?', 'why was it refunded', 'can you get it refunded?', 'is it too late to refund it?', 'refunded twice, why?'].map((t) => asksWhetherDone(t, 'refund_order')),
+      [true, true, false, false, false],
+    );
     const asks = await resolver.resolve("I don't want it any more, please cancel ORD-12345", undefined, NOW);
     assert.equal(asks.call?.tool ?? asks.tool, 'cancel_order', 'a negation in another clause refuses nothing');
     assert.deepEqual(
