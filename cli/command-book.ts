@@ -56,9 +56,13 @@ export const COMMANDS: readonly CommandSpec[] = [
     args: '',
     summary: 'Build the glossaries through which plain-words intents in French, Spanish and German are read',
     details:
-      'Reads the FreeDict dictionaries (freedict-fra-eng, -spa-eng, -deu-eng in dictd\'s format; Debian: apt-get install dict-freedict-fra-eng dict-freedict-spa-eng dict-freedict-deu-eng) and writes, for each, its words and their English into models/glossary of the Thymos install, replacing what was there; agents started afterwards read an intent in those languages through them (README: "Plain words"). The dictionaries are GPL-licensed and stay on this machine. None found: NOT_FOUND (exit 2), nothing changed; a folder it cannot write: WRITE_FAILED (exit 1), the glossary there left as it was.',
-    options: { from: { type: 'string', value: 'DIR', help: 'where the dictionaries are (default: /usr/share/dictd)' }, json },
-    examples: ['thymos glossary', 'thymos glossary --from ~/freedict --json'],
+      'Reads the FreeDict dictionaries (freedict-fra-eng, -spa-eng, -deu-eng in dictd\'s format; Debian: apt-get install dict-freedict-fra-eng dict-freedict-spa-eng dict-freedict-deu-eng) and writes, for each, its words and their English into --out, the config\'s [tools] glossary_dir, or models/glossary of the Thymos install (which a reinstall removes), replacing what was there; agents started afterwards with that config read an intent in those languages through them (README: "Plain words"). The dictionaries are GPL-licensed and stay on this machine. None found: NOT_FOUND (exit 2), nothing changed; a folder it cannot write: WRITE_FAILED (exit 1), the glossary there left as it was.',
+    options: {
+      from: { type: 'string', value: 'DIR', help: 'where the dictionaries are (default: /usr/share/dictd)' },
+      out: { type: 'string', value: 'DIR', help: 'where to build the glossaries (default: the config\'s [tools] glossary_dir, else models/glossary of the Thymos install)' },
+      ...fleet,
+    },
+    examples: ['thymos glossary', 'thymos glossary --from ~/freedict --out glossary --json'],
   },
   {
     name: 'up',

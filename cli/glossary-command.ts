@@ -1,17 +1,19 @@
 import { buildGlossaries } from '../agent/intents/index.js';
+import { resolveConfigFile } from '../shared/config/thymos-config.js';
 import { glossaryDir } from '../shared/platform/thymos-root.js';
 import { commandNamed } from './command-book.js';
 import { parseCommandArgs } from './fleet-args.js';
 
 /**
- * `thymos glossary`: builds, into the Thymos install's models/glossary, the glossaries through
- * which the offline intent resolver reads French, Spanish and German, from the FreeDict
- * dictionaries this machine has. Every agent started afterwards reads them.
+ * `thymos glossary`: builds the glossaries through which the offline intent resolver reads
+ * French, Spanish and German, from the FreeDict dictionaries this machine has, into `--out`,
+ * else the config's `[tools] glossary_dir`, else models/glossary of the Thymos install. Every
+ * agent started afterwards with that config reads them.
  */
 export function runGlossaryCommand(argv: string[]): number {
-  const { values } = parseCommandArgs(argv, commandNamed('glossary')!) as { values: { from?: string; json?: boolean } };
+  const { values } = parseCommandArgs(argv, commandNamed('glossary')!) as { values: { from?: string; out?: string; config?: string; json?: boolean } };
   const from = values.from ?? '/usr/share/dictd';
-  const out = glossaryDir();
+  const out = values.out ?? resolveConfigFile(values.config).glossaryPath ?? glossaryDir();
   const started = performance.now();
   const built = buildGlossaries(from, out);
   if (values.json) process.stdout.write(`${JSON.stringify({ glossary: out, words: built })}\n`);

@@ -39,6 +39,7 @@ export class IntentActs implements Acting {
   readonly #remember: (memories: NewMemory[]) => Promise<unknown>;
   readonly #logger: Logger;
   readonly #model: ModelFiller | undefined;
+  readonly #glossaryDir: string;
   readonly #loop: (use: 'dialogue' | 'reasoning', chain?: readonly string[], by?: string, keyOf?: (tool: string) => string) => ToolLoop | undefined;
   #resolver: Promise<IntentResolver> | undefined;
 
@@ -50,6 +51,8 @@ export class IntentActs implements Acting {
     /** A use's model tool loop, its calls made as `by` (see `toolLoopOf`), under the keys `keyOf` names when given. */
     loop: (use: 'dialogue' | 'reasoning', chain?: readonly string[], by?: string, keyOf?: (tool: string) => string) => ToolLoop | undefined;
     model?: ModelFiller;
+    /** Where the glossaries for intents in other languages are; default: models/glossary of the Thymos install. */
+    glossaryDir?: string;
   }) {
     this.#loop = options.loop;
     this.#caller = options.caller;
@@ -57,6 +60,7 @@ export class IntentActs implements Acting {
     this.#remember = options.remember;
     this.#logger = options.logger;
     this.#model = options.model;
+    this.#glossaryDir = options.glossaryDir ?? glossaryDir();
   }
 
   #build(): Promise<IntentResolver> {
@@ -68,7 +72,8 @@ export class IntentActs implements Acting {
       } catch (err) {
         this.#logger.warn({ err: (err as Error).message }, 'intent resolution runs on words only: the offline model could not be read');
       }
-      return IntentResolver.build(this.#caller.tools, { embedder, glossary: Glossary.load(glossaryDir(), embedder?.wordsByFrequency && (() => embedder!.wordsByFrequency())), known: this.#known, ...(this.#model ? { model: this.#model } : {}) });
+      const glossary = Glossary.load(this.#glossaryDir, embedder?.wordsByFrequency && (() => embedder!.wordsByFrequency()));
+      return IntentResolver.build(this.#caller.tools, { embedder, glossary, known: this.#known, ...(this.#model ? { model: this.#model } : {}) });
     })();
     this.#resolver.catch(() => (this.#resolver = undefined));
     return this.#resolver;

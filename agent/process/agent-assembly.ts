@@ -106,7 +106,7 @@ export async function assembleAgent(
     env: process.env,
     logger,
   });
-  runtime.useTools(actingOf(tools, runtime, models, startContext?.aliases ?? (domain ? aliasTable(domain) : []), logger));
+  runtime.useTools(actingOf(tools, runtime, models, { aliases: startContext?.aliases ?? (domain ? aliasTable(domain) : []), glossary: config.glossaryPath }, logger));
   // An approved call that changes something waits for the agent to be Active: it runs when the agent next becomes so.
   let mode = runtime.mode;
   runtime.on('state', (s) => {
@@ -126,10 +126,11 @@ export async function assembleAgent(
  * reasoning calls them as itself (`model:<use>`) through the same path; plain words and
  * `[TOOL: …]` are resolved to calls, with the names the domain gives ids.
  */
-function actingOf(tools: ToolCaller, runtime: AgentRuntime, models: AgentModels, aliases: readonly AliasEntry[], logger: Logger): IntentActs {
+function actingOf(tools: ToolCaller, runtime: AgentRuntime, models: AgentModels, words: { aliases: readonly AliasEntry[]; glossary: string | undefined }, logger: Logger): IntentActs {
   return new IntentActs({
     caller: tools,
-    known: knownNames(aliases),
+    known: knownNames(words.aliases),
+    ...(words.glossary ? { glossaryDir: words.glossary } : {}),
     remember: (memories) => runtime.hear(memories, { storeWithinMs: TOOL_MEMORY_WITHIN_MS }),
     loop: (use, chain, by, keyOf) => toolLoopOf(tools, { caller: by ?? `model:${use}`, maxSteps: models.settings(use).max_tool_steps ?? 0, budgetMs: models.settings(use).tool_budget_ms ?? 20_000, ...(chain ? { chain } : {}), ...(keyOf ? { keyOf } : {}) }),
     logger,

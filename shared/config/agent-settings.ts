@@ -173,6 +173,12 @@ export const ToolsSettingsSchema = z
      * stores every read's record before it answers. @default 1000
      */
     record_reads_within_ms: z.number().int().min(0).max(60_000).default(1000),
+    /**
+     * Where the glossaries for plain-words intents in French, Spanish and German are
+     * (`thymos glossary --out DIR` builds them there), relative to this file; empty:
+     * `models/glossary` of the Thymos install, which a reinstall removes. @default ""
+     */
+    glossary_dir: z.string().default(''),
   })
   .strict();
 export type ToolsSettings = z.infer<typeof ToolsSettingsSchema>;

@@ -52,6 +52,8 @@ export interface ThymosConfig extends ThymosSettings {
   readonly natsTls: NatsTlsFiles | undefined;
   /** The folder of `[nats] credentials`, absolute and checked to be a folder; undefined when unset. */
   readonly natsCredentialsPath: string | undefined;
+  /** The folder of `[tools] glossary_dir`, absolute; undefined when unset (the Thymos install's models/glossary). */
+  readonly glossaryPath: string | undefined;
 }
 
 /** Files a connection to the server of `[nats] url` uses for TLS (nats.js reads them as it connects, and again on each reconnect). */
@@ -159,6 +161,7 @@ function fromObject(raw: unknown, where: string, source: string | undefined, fil
     domainSchemaPath: settings.domain.schema === undefined ? undefined : at(settings.domain.schema),
     behaviorPath: settings.agent.behavior === undefined ? undefined : at(settings.agent.behavior),
     relevancePath: settings.supervisor.relevance === undefined ? undefined : at(settings.supervisor.relevance),
+    glossaryPath: settings.tools.glossary_dir ? at(settings.tools.glossary_dir) : undefined,
   });
 }
 

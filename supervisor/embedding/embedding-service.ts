@@ -1,4 +1,4 @@
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import PQueue from 'p-queue';
@@ -147,6 +147,7 @@ export class EmbeddingService {
   }
 }
 
+/** A path of the config's, relative to the config file's folder; an absolute one as it is. */
 function resolveFrom(config: ThymosConfig, path: string): string {
-  return config.file ? join(config.file, '..', path) : path;
+  return config.file && !isAbsolute(path) ? join(config.file, '..', path) : path;
 }

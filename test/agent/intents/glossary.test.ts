@@ -12,28 +12,13 @@ import { loadDomainSchema } from '../../../shared/domain/domain-schema.js';
 import type { Tools } from '../../../shared/domain/tool-schema.js';
 import { ErrorCode, ThymosError } from '../../../shared/errors/errors.js';
 import { StaticEmbedder } from '../../../shared/platform/static-embedder.js';
+import { writeDictionary } from '../../helpers/dictd.js';
 import { ensureModel } from '../../helpers/embedding-model.js';
 import { fuzzStrings } from '../../helpers/fuzz.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 import { REPO_ROOT, THYMOS_BIN } from '../../helpers/workspace.js';
 
 const NOW = new Date('2026-06-10T09:00:00');
-const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
-const b64 = (n: number): string => (n < 64 ? B64[n]! : b64(Math.floor(n / 64)) + B64[n % 64]);
-
-/** A dictionary in dictd's format, as FreeDict ships it: the index (headword, base-64 offset and length) and the gzipped entries. */
-function writeDictionary(dir: string, lang: string, entries: Array<[string, string]>): void {
-  let body = '';
-  const index: string[] = [];
-  for (const [head, text] of entries) {
-    const bytes = Buffer.byteLength(body);
-    body += text;
-    index.push(`${head}\t${b64(bytes)}\t${b64(Buffer.byteLength(text))}`);
-  }
-  writeFileSync(join(dir, `freedict-${lang}-eng.index`), `${index.join('\n')}\n`);
-  writeFileSync(join(dir, `freedict-${lang}-eng.dict.dz`), gzipSync(body));
-}
-
 const DEU: Array<[string, string]> = [
   ['00databaseinfo', '00databaseinfo\nThis is the German-English FreeDict dictionary\n'],
   ['Bestellung', 'Bestellung /bəʃtˈɛlʊŋ/ <fem, n, sg>\ncommission <n>\n   Synonyms: {Auftrag}\n\n'],
@@ -173,13 +158,30 @@ describe('glossaries for intents in other languages', () => {
     assert.equal(readFileSync(blocked, 'utf8'), 'not a folder');
   });
 
+  test('thymos glossary builds into --out, else the config\'s [tools] glossary_dir, and says what it built', () => {
+    const dicts = tempDir('thymos-dict-cli-ok-');
+    writeDictionary(dicts, 'fra', FRA);
+    const out = join(tempDir('thymos-glossary-cli-'), 'g');
+    const run = spawnSync(process.execPath, [THYMOS_BIN, 'glossary', '--from', dicts, '--out', out, '--json'], { encoding: 'utf8' });
+    assert.equal(run.status, 0, run.stderr);
+    assert.deepEqual(JSON.parse(run.stdout), { glossary: out, words: { fra: 9 } });
+    assert.match(readFileSync(join(out, 'fra.tsv'), 'utf8'), /^annuler\tcancel\|annul\|call off$/m);
+    const project = tempDir('thymos-glossary-config-');
+    writeFileSync(join(project, 'thymos.toml'), '[tools]\nglossary_dir = "words"\n');
+    const byConfig = spawnSync(process.execPath, [THYMOS_BIN, 'glossary', '--from', dicts, '--config', join(project, 'thymos.toml')], { encoding: 'utf8' });
+    assert.equal(byConfig.status, 0, byConfig.stderr);
+    assert.match(byConfig.stdout, new RegExp(`^built ${join(project, 'words')} \\(fra: 9 words\\) in \\d+ ms\n$`));
+    assert.ok(existsSync(join(project, 'words', 'fra.tsv')));
+  });
+
   test('thymos glossary with no dictionary where it looks: NOT_FOUND, exit 2, nothing written', () => {
     const empty = tempDir('thymos-dict-cli-');
     mkdirSync(join(empty, 'sub'));
-    const run = spawnSync(process.execPath, [THYMOS_BIN, 'glossary', '--from', join(empty, 'sub'), '--json'], { encoding: 'utf8' });
+    const run = spawnSync(process.execPath, [THYMOS_BIN, 'glossary', '--from', join(empty, 'sub'), '--out', join(empty, 'out'), '--json'], { encoding: 'utf8' });
     assert.equal(run.status, 2, run.stderr);
     assert.match(run.stderr, /NOT_FOUND: no FreeDict dictionary in .*sub: expected freedict-fra-eng\.index/);
     assert.equal(run.stdout, '');
+    assert.ok(!existsSync(join(empty, 'out')));
   });
 
   test("Debian's French dictionary: a French intent takes the tool an English one would", { skip: !existsSync('/usr/share/dictd/freedict-fra-eng.index') && 'dict-freedict-fra-eng is not installed' }, async () => {

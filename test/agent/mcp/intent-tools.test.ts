@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 
+import { buildGlossaries } from '../../../agent/intents/index.js';
 import { type AgentChild, killAllAgents, startAgent } from '../../helpers/agent-child.js';
+import { writeDictionary } from '../../helpers/dictd.js';
 import { freePort } from '../../helpers/ports.js';
 import { createWorkspace, REPO_ROOT, type Workspace } from '../../helpers/workspace.js';
 
@@ -92,7 +94,11 @@ describe('intent tools over MCP', () => {
   before(async () => {
     ws = createWorkspace({ schema: null });
     writeFileSync(join(ws.dir, 'desk.pkl'), domain(ws.dir));
-    ws.writeConfig(readFileSync(ws.configPath, 'utf8').replace('data_dir = "data"', `data_dir = "data"\n[domain]\nschema = "desk.pkl"`).replace('[agent]', '[agent]\nbehavior = "./behavior.mjs"'));
+    // A French glossary from a dictionary in FreeDict's format, where [tools] glossary_dir says.
+    mkdirSync(join(ws.dir, 'dicts'));
+    writeDictionary(join(ws.dir, 'dicts'), 'fra', [['commande', 'commande\norder\n'], ['trouver', 'trouver\nfind\n'], ['est', 'est\nis\n']]);
+    buildGlossaries(join(ws.dir, 'dicts'), join(ws.dir, 'glossary'));
+    ws.writeConfig(`${readFileSync(ws.configPath, 'utf8').replace('data_dir = "data"', `data_dir = "data"\n[domain]\nschema = "desk.pkl"`).replace('[agent]', '[agent]\nbehavior = "./behavior.mjs"')}\n[tools]\nglossary_dir = "glossary"\n`);
     agent = await startAgent({ id: 'desk', port: await freePort(), config: ws.configPath });
     client = await agent.client();
   });
@@ -153,8 +159,12 @@ describe('intent tools over MCP', () => {
     assert.match(noReason.content[0]!.text!, /INVALID_INPUT/);
     assert.equal((await call('resolve_intent', { intent: '' })).structuredContent?.outcome, 'empty');
     assert.equal((await call('resolve_intent', { intent: 'x'.repeat(5000) })).structuredContent?.outcome, 'too_long');
-    // Another script: no glossary reads it (French, Spanish and German are read where `thymos glossary` was run).
+    // Another script: no glossary reads it.
     assert.equal((await call('resolve_intent', { intent: '我的订单 AB-1234 在哪里？我找不到它' })).structuredContent?.outcome, 'unsupported_language');
+    // French, through the glossary [tools] glossary_dir names.
+    const french = (await call('resolve_intent', { intent: 'Où est ma commande AB-1234 ? Je ne la trouve pas' })).structuredContent;
+    assert.match(String(french?.note), /read through the fra glossary as: .*order AB-1234 .*find/, JSON.stringify(french));
+    assert.deepEqual(french?.call, { tool: 'lookup_order', arguments: { order_id: 'AB-1234' } });
     const huge = await call('resolve_intent', { intent: 'x'.repeat(25_000) });
     assert.equal(huge.isError, true);
     assert.match(huge.content[0]!.text!, /INVALID_INPUT/);

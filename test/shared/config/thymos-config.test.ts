@@ -64,6 +64,13 @@ describe('thymos.toml', () => {
     assert.match(err.message, /:2: lifecycle\.threshold_active: Too big: expected number to be <=1; got 1\.5$/);
   });
 
+  test('[tools] glossary_dir: unset by default (the install\'s models/glossary), else relative to the config file, or absolute as it is', () => {
+    assert.equal(parseConfig('', '/srv/game/thymos.toml').glossaryPath, undefined);
+    assert.equal(parseConfig('[tools]\nglossary_dir = "words/glossary"\n', '/srv/game/thymos.toml').glossaryPath, '/srv/game/words/glossary');
+    assert.equal(parseConfig('[tools]\nglossary_dir = "/var/lib/thymos/glossary"\n', '/srv/game/thymos.toml').glossaryPath, '/var/lib/thymos/glossary');
+    assert.match(configError('[tools]\nglossary_dir = 3\n').message, /:2: tools\.glossary_dir: /);
+  });
+
   test('[tools] record_reads_within_ms: 1000 by default, 0 allowed, a negative or fractional value refused with its line', () => {
     assert.equal(parseConfig('', '/srv/game/thymos.toml').tools.record_reads_within_ms, 1000);
     assert.equal(parseConfig('[tools]\nrecord_reads_within_ms = 0\n', '/srv/game/thymos.toml').tools.record_reads_within_ms, 0);
