@@ -3,8 +3,9 @@
  * through: for each word of the language, the English words a bilingual dictionary gives it.
  *
  * Source: the FreeDict dictionaries in dictd's format (`freedict-fra-eng`, `freedict-spa-eng`,
- * `freedict-deu-eng`: Debian's packages `dict-freedict-fra-eng` and the like install them in
- * /usr/share/dictd; freedict.org has them for other systems). They are GPL-licensed, so they
+ * `freedict-deu-eng`, and `freedict-eng-fra` and the like read backwards: Debian's packages
+ * `dict-freedict-fra-eng` and the like install them in /usr/share/dictd; freedict.org has them
+ * for other systems). They are GPL-licensed, so they
  * are read on the machine that builds, never shipped in the package: without them, an intent in
  * another language is answered `unsupported_language`.
  *
@@ -41,9 +42,10 @@ function indexNumber(digits: string, where: string): number {
   return n;
 }
 
-/** The English renderings of one dictd entry: its lines after the headword's, up to its notes. */
-export function renderingsOf(entry: string): string[] {
+/** What one dictd entry renders its headword as: its lines after the headword's, up to its notes; `foreign` for renderings in another language than English. */
+export function renderingsOf(entry: string, foreign = false): string[] {
   const found: string[] = [];
+  const phraseOf = foreign ? /^\p{L}[\p{L}' -]*$/u : /^[a-z][a-z' -]*$/;
   for (const raw of entry.split('\n').slice(1)) {
     const line = raw.trim();
     if (line === '') break;
@@ -53,15 +55,17 @@ export function renderingsOf(entry: string): string[] {
       .replace(/<[^>]*>|\[[^\]]*\]|\([^)]*\)|\{[^}]*\}/g, ' ');
     for (const part of plain.split(/[,;]/)) {
       const phrase = part.trim().toLowerCase().replace(/^to\s+/, '').replace(/\s+/g, ' ');
-      if (phrase && /^[a-z][a-z' -]*$/.test(phrase) && phrase.split(' ').length <= MOST_WORDS) found.push(phrase);
+      if (phrase && phraseOf.test(phrase) && phrase.split(' ').length <= MOST_WORDS) found.push(phrase);
     }
   }
   return found;
 }
 
-/** One dictionary (`<dir>/freedict-<lang>-eng.{index,dict.dz}`) as glossary lines, or undefined when it is not there. */
-export function glossaryLines(dir: string, lang: string): string[] | undefined {
-  const base = join(dir, `freedict-${lang}-eng`);
+/** Words and phrases of up to three words, not dictd's own entries (00databaseinfo and the like). */
+const HEADWORD = /^\p{L}[\p{L}'-]*(?: \p{L}[\p{L}'-]*){0,2}$/u;
+
+/** A dictionary's entries (`<base>.index` and `<base>.dict.dz`), headwords lower-cased, or undefined when it is not there. */
+function entriesOf(base: string): Array<{ head: string; entry: string }> | undefined {
   if (!existsSync(`${base}.index`)) return undefined;
   if (!existsSync(`${base}.dict.dz`)) throw new ThymosError(ErrorCode.INVALID_INPUT, `${base}.index has no ${base}.dict.dz beside it: a dictionary in dictd's format is both`);
   let body: Buffer;
@@ -70,21 +74,39 @@ export function glossaryLines(dir: string, lang: string): string[] | undefined {
   } catch (err) {
     throw new ThymosError(ErrorCode.INVALID_INPUT, `${base}.dict.dz: expected a dictzip (gzip) file: ${(err as Error).message}`);
   }
-  const counts = new Map<string, Map<string, number>>();
+  const entries: Array<{ head: string; entry: string }> = [];
   readFileSync(`${base}.index`, 'utf8').split('\n').forEach((line, i) => {
     if (line === '') return;
     const [head, offset, length] = line.split('\t');
     const where = `${base}.index line ${i + 1}`;
     if (head === undefined || offset === undefined || length === undefined) throw new ThymosError(ErrorCode.INVALID_INPUT, `${where}: expected headword, offset and length separated by tabs`);
     const word = head.toLowerCase();
-    // Words and phrases of up to three words, not dictd's own entries (00databaseinfo and the like).
-    if (!/^\p{L}[\p{L}'-]*(?: \p{L}[\p{L}'-]*){0,2}$/u.test(word) || word.startsWith('00')) return;
+    if (!HEADWORD.test(word) || word.startsWith('00')) return;
     const start = indexNumber(offset, where);
-    const entry = body.subarray(start, start + indexNumber(length, where)).toString('utf8');
-    const seen = counts.get(word) ?? new Map<string, number>();
-    for (const phrase of renderingsOf(entry)) seen.set(phrase, (seen.get(phrase) ?? 0) + 1);
-    if (seen.size > 0) counts.set(word, seen);
+    entries.push({ head: word, entry: body.subarray(start, start + indexNumber(length, where)).toString('utf8') });
   });
+  return entries;
+}
+
+/**
+ * One language's glossary lines, from `<dir>/freedict-<lang>-eng` (a word to its English) and,
+ * where it is there too, `<dir>/freedict-eng-<lang>` read backwards (an English word to the
+ * words that render it: "cancel" gives "anular" its English); undefined when neither is there.
+ */
+export function glossaryLines(dir: string, lang: string): string[] | undefined {
+  const forward = entriesOf(join(dir, `freedict-${lang}-eng`));
+  const backward = entriesOf(join(dir, `freedict-eng-${lang}`));
+  if (!forward && !backward) return undefined;
+  const counts = new Map<string, Map<string, number>>();
+  const count = (word: string, english: string) => {
+    const seen = counts.get(word) ?? counts.set(word, new Map()).get(word)!;
+    seen.set(english, (seen.get(english) ?? 0) + 1);
+  };
+  for (const { head, entry } of forward ?? []) for (const english of renderingsOf(entry)) count(head, english);
+  for (const { head, entry } of backward ?? []) {
+    if (!/^[a-z][a-z' -]*$/.test(head)) continue;
+    for (const word of renderingsOf(entry, true)) if (HEADWORD.test(word)) count(word, head);
+  }
   const lines: string[] = [];
   for (const [word, seen] of [...counts].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
     // Most often given first, then the one of fewest words; the sort is stable, so among equals the dictionary's own order stands.
@@ -106,8 +128,8 @@ export function buildGlossaries(from: string, out: string): Record<string, numbe
     return lines ? [{ lang, lines }] : [];
   });
   if (read.length === 0) {
-    const files = GLOSSARY_LANGUAGES.map((l) => `freedict-${l}-eng.index and .dict.dz`).join(', ');
-    throw new ThymosError(ErrorCode.NOT_FOUND, `no FreeDict dictionary in ${resolve(from)}: expected ${files} (Debian: apt-get install dict-freedict-fra-eng dict-freedict-spa-eng dict-freedict-deu-eng)`);
+    const files = GLOSSARY_LANGUAGES.map((l) => `freedict-${l}-eng`).join(', ');
+    throw new ThymosError(ErrorCode.NOT_FOUND, `no FreeDict dictionary in ${resolve(from)}: expected ${files} (or freedict-eng-fra and the like), each an .index and a .dict.dz (Debian: apt-get install dict-freedict-fra-eng dict-freedict-spa-eng dict-freedict-deu-eng)`);
   }
   const built = Object.fromEntries(read.map(({ lang, lines }) => [lang, lines.length]));
   const target = resolve(out);

@@ -59,8 +59,8 @@ describe('glossaries for intents in other languages', () => {
     support = (await loadDomainSchema(join(REPO_ROOT, 'examples', 'support', 'tools.pkl'))).tools;
     embedder = StaticEmbedder.load(ensureModel(), { maxLength: 256 });
     const dicts = tempDir('thymos-dict-');
-    writeDictionary(dicts, 'deu', DEU);
-    writeDictionary(dicts, 'fra', FRA);
+    writeDictionary(dicts, 'deu-eng', DEU);
+    writeDictionary(dicts, 'fra-eng', FRA);
     glossaryDir = join(tempDir('thymos-glossary-'), 'glossary');
     assert.deepEqual(buildGlossaries(dicts, glossaryDir), { fra: 9, deu: 8 });
   });
@@ -73,6 +73,21 @@ describe('glossaries for intents in other languages', () => {
     assert.ok(!deu.some((l) => l.startsWith('00') || l.startsWith('ein sehr')));
     assert.deepEqual([...deu.filter(Boolean)].sort(), deu.filter(Boolean), 'sorted, for the reader\'s binary search');
     assert.deepEqual(renderingsOf('x /ipa/\n1. cancel <v>\n2. annul [law], to call off (a plan)\n   Note: formal\n   Synonyms: {y}\n\nafter'), ['cancel', 'annul', 'call off']);
+  });
+
+  test('an English-to-French dictionary beside it is read backwards: the words that render an English word take it as their English', () => {
+    const dicts = tempDir('thymos-dict-both-');
+    writeDictionary(dicts, 'fra-eng', FRA);
+    writeDictionary(dicts, 'eng-fra', [['cancel', 'cancel /kænsəl/\nannuler, résilier\n'], ['password', 'password /pæswɜːd/\nmot de passe\n'], ['Delivery', 'Delivery\nlivraison\n'], ['3D', '3D\ntrois\n']]);
+    const out = join(tempDir('thymos-glossary-both-'), 'glossary');
+    assert.deepEqual(buildGlossaries(dicts, out), { fra: 12 });
+    const fra = readFileSync(join(out, 'fra.tsv'), 'utf8').split('\n');
+    assert.ok(fra.includes('annuler\tcancel|annul|call off'), 'given by both: counted twice, first');
+    assert.ok(fra.includes('résilier\tcancel'));
+    assert.ok(fra.includes('mot de passe\tpassword'));
+    assert.ok(fra.includes('livraison\tdelivery'));
+    assert.ok(!fra.some((l) => l.startsWith('trois')), 'an English headword that is no word is not read');
+    assert.equal(Glossary.load(out)!.read("J'ai oublié mon mot de passe ma commande")!.text.includes('password'), true);
   });
 
   test('a word is read as itself, as a form of a headword, or as a compound by its head; ids, numbers and quoted text are kept; short words the glossary knows are left out ("de"), others kept ("sie", a name)', () => {
@@ -144,10 +159,10 @@ describe('glossaries for intents in other languages', () => {
 
   test('a build that replaces a glossary leaves nothing of its own beside it', () => {
     const dicts = tempDir('thymos-dict-again-');
-    writeDictionary(dicts, 'fra', FRA);
+    writeDictionary(dicts, 'fra-eng', FRA);
     const out = join(tempDir('thymos-glossary-again-'), 'glossary');
     buildGlossaries(dicts, out);
-    writeDictionary(dicts, 'fra', FRA.slice(0, 3));
+    writeDictionary(dicts, 'fra-eng', FRA.slice(0, 3));
     assert.deepEqual(buildGlossaries(dicts, out), { fra: 3 });
     assert.deepEqual(readdirSync(dirname(out)), ['glossary']);
     assert.deepEqual(readdirSync(out).sort(), ['README.md', 'fra.tsv']);
@@ -160,7 +175,7 @@ describe('glossaries for intents in other languages', () => {
 
   test('thymos glossary builds into --out, else the config\'s [tools] glossary_dir, and says what it built', () => {
     const dicts = tempDir('thymos-dict-cli-ok-');
-    writeDictionary(dicts, 'fra', FRA);
+    writeDictionary(dicts, 'fra-eng', FRA);
     const out = join(tempDir('thymos-glossary-cli-'), 'g');
     const run = spawnSync(process.execPath, [THYMOS_BIN, 'glossary', '--from', dicts, '--out', out, '--json'], { encoding: 'utf8' });
     assert.equal(run.status, 0, run.stderr);
@@ -179,7 +194,7 @@ describe('glossaries for intents in other languages', () => {
     mkdirSync(join(empty, 'sub'));
     const run = spawnSync(process.execPath, [THYMOS_BIN, 'glossary', '--from', join(empty, 'sub'), '--out', join(empty, 'out'), '--json'], { encoding: 'utf8' });
     assert.equal(run.status, 2, run.stderr);
-    assert.match(run.stderr, /NOT_FOUND: no FreeDict dictionary in .*sub: expected freedict-fra-eng\.index/);
+    assert.match(run.stderr, /NOT_FOUND: no FreeDict dictionary in .*sub: expected freedict-fra-eng, freedict-spa-eng, freedict-deu-eng \(or freedict-eng-fra and the like\), each an \.index and a \.dict\.dz/);
     assert.equal(run.stdout, '');
     assert.ok(!existsSync(join(empty, 'out')));
   });

@@ -96,7 +96,7 @@ describe('intent tools over MCP', () => {
     writeFileSync(join(ws.dir, 'desk.pkl'), domain(ws.dir));
     // A French glossary from a dictionary in FreeDict's format, where [tools] glossary_dir says.
     mkdirSync(join(ws.dir, 'dicts'));
-    writeDictionary(join(ws.dir, 'dicts'), 'fra', [['commande', 'commande\norder\n'], ['trouver', 'trouver\nfind\n'], ['est', 'est\nis\n']]);
+    writeDictionary(join(ws.dir, 'dicts'), 'fra-eng', [['commande', 'commande\norder\n'], ['trouver', 'trouver\nfind\n'], ['est', 'est\nis\n']]);
     buildGlossaries(join(ws.dir, 'dicts'), join(ws.dir, 'glossary'));
     ws.writeConfig(`${readFileSync(ws.configPath, 'utf8').replace('data_dir = "data"', `data_dir = "data"\n[domain]\nschema = "desk.pkl"`).replace('[agent]', '[agent]\nbehavior = "./behavior.mjs"')}\n[tools]\nglossary_dir = "glossary"\n`);
     agent = await startAgent({ id: 'desk', port: await freePort(), config: ws.configPath });
