@@ -19,7 +19,7 @@ async function runExample(file: string, args: string[] = []): Promise<string> {
   return out;
 }
 
-test('the village game loop walks the player through Ashford, passes its own checks and stops its fleet', async () => {
+test('the village game loop walks the player through Ashford, passes its own checks and stops its fleet, and does so again on the same data', async () => {
   // Its own data directory, so a fleet a developer runs in examples/village is not touched.
   const ws = createWorkspace({ extra: '[lifecycle]\nmin_dwell_ms = 0' });
   try {
@@ -28,6 +28,10 @@ test('the village game loop walks the player through Ashford, passes its own che
     assert.doesNotMatch(out, /FAIL/);
     assert.deepEqual(natsViolations(join(ws.dir, 'data')), [], 'nats-server refused none of the fleet\'s own processes');
     assert.match(out, /tick 6: the player is at village_square/);
+    // Played again on the same data: the same checks pass, and the quest is not posted twice.
+    const again = await runExample('examples/village/game-loop.ts', [ws.configPath]);
+    assert.match(again, /all checks passed/);
+    assert.match(again, /ok {3}the wolves quest, on the board from a game played before in .*, was not posted twice/);
   } finally {
     await killFleet(join(ws.dir, 'data'));
     ws.dispose();
