@@ -39,7 +39,7 @@ export class IntentActs implements Acting {
   readonly #remember: (memories: NewMemory[]) => Promise<unknown>;
   readonly #logger: Logger;
   readonly #model: ModelFiller | undefined;
-  readonly #glossaryDir: string;
+  readonly #glossaryDir: string | undefined;
   readonly #loop: (use: 'dialogue' | 'reasoning', chain?: readonly string[], by?: string, keyOf?: (tool: string) => string) => ToolLoop | undefined;
   #resolver: Promise<IntentResolver> | undefined;
 
@@ -60,7 +60,7 @@ export class IntentActs implements Acting {
     this.#remember = options.remember;
     this.#logger = options.logger;
     this.#model = options.model;
-    this.#glossaryDir = options.glossaryDir ?? glossaryDir();
+    this.#glossaryDir = options.glossaryDir;
   }
 
   #build(): Promise<IntentResolver> {
@@ -72,7 +72,8 @@ export class IntentActs implements Acting {
       } catch (err) {
         this.#logger.warn({ err: (err as Error).message }, 'intent resolution runs on words only: the offline model could not be read');
       }
-      const glossary = Glossary.load(this.#glossaryDir, embedder?.wordsByFrequency && (() => embedder!.wordsByFrequency()));
+      // Found when the first intent is resolved, as the offline model is: an agent's start pays nothing for it.
+      const glossary = Glossary.load(this.#glossaryDir ?? glossaryDir(), embedder?.wordsByFrequency && (() => embedder!.wordsByFrequency()));
       return IntentResolver.build(this.#caller.tools, { embedder, glossary, known: this.#known, ...(this.#model ? { model: this.#model } : {}) });
     })();
     this.#resolver.catch(() => (this.#resolver = undefined));
