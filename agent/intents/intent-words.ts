@@ -77,6 +77,11 @@ export function rawWords(text: string): string[] {
   return (text.toLowerCase().match(/[\p{L}\p{M}][\p{L}\p{M}\p{N}]*/gu) ?? []).map((w) => SHORTHAND.get(w) ?? w).filter((w) => !INTENT_STOP_WORDS.has(w) && !/\p{N}/u.test(w));
 }
 
+/** The stem of the first word of a tool's name, what it does: `cancel` of `cancel_order`; undefined when that is a stop word. */
+function actionOf(toolName: string): string | undefined {
+  return stemOf(toolName.toLowerCase().split(/[_\-.\s]+/)[0] ?? '');
+}
+
 /** Words that say not to: "never", "no", "don't" written without its apostrophe; any word ending in n't is one too. */
 const NEGATIONS: ReadonlySet<string> = new Set(['not', 'never', 'no', 'cannot', 'without', 'nor', 'neither', 'dont', 'doesnt', 'didnt', 'wont', 'cant', 'shouldnt', 'mustnt']);
 /** How many words after a negation it reaches: "don't want to cancel", "do not ever refund". */
@@ -88,7 +93,7 @@ const NEGATION_REACH = 3;
  * `refund_order`). "I don't want the order any more" does not: it names no action to refuse.
  */
 export function negatesAction(text: string, toolName: string): boolean {
-  const action = stemOf(toolName.toLowerCase().split(/[_\-.\s]+/)[0] ?? '');
+  const action = actionOf(toolName);
   if (action === undefined) return false;
   const negation = (t: string) => NEGATIONS.has(t) || /n['’]t$/.test(t);
   const names = (t: string) => stemOf(t.replace(/['’].*$/, '')) === action;
@@ -109,7 +114,7 @@ const ASKING = new Set(['who', 'why', 'when', 'was', 'were', 'has', 'have', 'had
  * refunded?" still ask for it.
  */
 export function asksWhetherDone(text: string, toolName: string): boolean {
-  const action = stemOf(toolName.toLowerCase().split(/[_\-.\s]+/)[0] ?? '');
+  const action = actionOf(toolName);
   if (action === undefined) return false;
   return (text.toLowerCase().match(/[^.!;]+[.!;?]?/g) ?? []).some((sentence) => {
     const tokens = sentence.match(/[\p{L}\p{M}][\p{L}\p{M}'’]*/gu) ?? [];
