@@ -40,6 +40,7 @@ export class IntentActs implements Acting {
   readonly #logger: Logger;
   readonly #model: ModelFiller | undefined;
   readonly #glossaryDir: string | undefined;
+  readonly #modelDir: string | undefined;
   readonly #loop: (use: 'dialogue' | 'reasoning', chain?: readonly string[], by?: string, keyOf?: (tool: string) => string) => ToolLoop | undefined;
   #resolver: Promise<IntentResolver> | undefined;
 
@@ -53,6 +54,13 @@ export class IntentActs implements Acting {
     model?: ModelFiller;
     /** Where the glossaries for intents in other languages are; default: models/glossary of the Thymos install. */
     glossaryDir?: string;
+    /**
+     * A custom model to read plain words with, where the fleet's recall has one (`[embedding]
+     * model_dir`): read when it is a static model as `npm run build:model` builds one; otherwise,
+     * and by default, models/glove-100d of the Thymos install, since a sentence model has no word
+     * vectors to read an intent's words with.
+     */
+    modelDir?: string;
   }) {
     this.#loop = options.loop;
     this.#caller = options.caller;
@@ -61,6 +69,7 @@ export class IntentActs implements Acting {
     this.#logger = options.logger;
     this.#model = options.model;
     this.#glossaryDir = options.glossaryDir;
+    this.#modelDir = options.modelDir;
   }
 
   #build(): Promise<IntentResolver> {
@@ -68,7 +77,8 @@ export class IntentActs implements Acting {
       let embedder: StaticEmbedder | undefined;
       try {
         // A few words at a time: their rows are read from the file as needed, not the whole model into this agent's heap.
-        embedder = StaticEmbedder.load(offlineModelDir(), { maxLength: 256, resident: false });
+        const own = this.#modelDir !== undefined && StaticEmbedder.isStaticModel(this.#modelDir);
+        embedder = StaticEmbedder.load(own ? this.#modelDir! : offlineModelDir(), { maxLength: 256, resident: false });
       } catch (err) {
         this.#logger.warn({ err: (err as Error).message }, 'intent resolution runs on words only: the offline model could not be read');
       }

@@ -106,7 +106,7 @@ export async function assembleAgent(
     env: process.env,
     logger,
   });
-  runtime.useTools(actingOf(tools, runtime, models, { aliases: startContext?.aliases ?? (domain ? aliasTable(domain) : []), glossary: config.glossaryPath }, logger));
+  runtime.useTools(actingOf(tools, runtime, models, { aliases: startContext?.aliases ?? (domain ? aliasTable(domain) : []), glossary: config.glossaryPath, model: offlineModelOf(config) }, logger));
   // An approved call that changes something waits for the agent to be Active: it runs when the agent next becomes so.
   let mode = runtime.mode;
   runtime.on('state', (s) => {
@@ -126,17 +126,23 @@ export async function assembleAgent(
  * reasoning calls them as itself (`model:<use>`) through the same path; plain words and
  * `[TOOL: …]` are resolved to calls, with the names the domain gives ids.
  */
-function actingOf(tools: ToolCaller, runtime: AgentRuntime, models: AgentModels, words: { aliases: readonly AliasEntry[]; glossary: string | undefined }, logger: Logger): IntentActs {
+function actingOf(tools: ToolCaller, runtime: AgentRuntime, models: AgentModels, words: { aliases: readonly AliasEntry[]; glossary: string | undefined; model: string | undefined }, logger: Logger): IntentActs {
   return new IntentActs({
     caller: tools,
     known: knownNames(words.aliases),
     ...(words.glossary ? { glossaryDir: words.glossary } : {}),
+    ...(words.model ? { modelDir: words.model } : {}),
     remember: (memories) => runtime.hear(memories, { storeWithinMs: TOOL_MEMORY_WITHIN_MS }),
     loop: (use, chain, by, keyOf) => toolLoopOf(tools, { caller: by ?? `model:${use}`, maxSteps: models.settings(use).max_tool_steps ?? 0, budgetMs: models.settings(use).tool_budget_ms ?? 20_000, ...(chain ? { chain } : {}), ...(keyOf ? { keyOf } : {}) }),
     logger,
     // With an `[llm.extraction]` model, it fills the arguments; offline, the deterministic filler does.
     ...(models.usesModel('extraction') ? { model: modelFiller(tools.tools, () => models.provider('extraction'), (p, r) => runtime.account('extraction', p, r)) } : {}),
   });
+}
+
+/** The custom model of `[embedding] model_dir`, for plain words to be read with the model recall uses (`IntentActs` reads it when it is a static one). */
+function offlineModelOf(config: ThymosConfig): string | undefined {
+  return config.embedding.model === 'custom' ? config.embeddingModelPath : undefined;
 }
 
 /** The agent's definition: from its start context, else the domain, else a default persona. */

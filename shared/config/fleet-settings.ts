@@ -229,9 +229,13 @@ export const EmbeddingSettingsSchema = z
      * into `cache_dir` on first use. @default "custom"
      */
     model: z.string().min(1).default('custom'),
-    /** Directory of the custom model; empty: `models/glove-100d` of the Thymos install. @default "" */
+    /**
+     * Directory of the custom model, relative to the config file; empty: `models/glove-100d` of
+     * the Thymos install. Agents read plain words (`resolve_intent`, `act`) with it too when it is
+     * a static model as `npm run build:model` builds one. @default ""
+     */
     model_dir: z.string().default(''),
-    /** Where downloaded models are kept; empty: `<data_dir>/models`. @default "" */
+    /** Where downloaded models are kept, relative to the config file; empty: `<data_dir>/models`. @default "" */
     cache_dir: z.string().default(''),
     /** Longest text in tokens; longer ones are cut. @default 128 */
     max_length: z.number().int().min(8).max(8192).default(128),

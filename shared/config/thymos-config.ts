@@ -1,5 +1,5 @@
 import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
-import { dirname, isAbsolute, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 
 import toml from 'toml';
 import { z } from 'zod';
@@ -54,6 +54,10 @@ export interface ThymosConfig extends ThymosSettings {
   readonly natsCredentialsPath: string | undefined;
   /** The folder of `[tools] glossary_dir`, absolute; undefined when unset (the Thymos install's models/glossary). */
   readonly glossaryPath: string | undefined;
+  /** The folder of `[embedding] model_dir`, absolute; undefined when unset (the Thymos install's models/glove-100d). */
+  readonly embeddingModelPath: string | undefined;
+  /** The folder of `[embedding] cache_dir`, absolute; `<data_dir>/models` when unset. */
+  readonly embeddingCachePath: string;
 }
 
 /** Files a connection to the server of `[nats] url` uses for TLS (nats.js reads them as it connects, and again on each reconnect). */
@@ -162,6 +166,8 @@ function fromObject(raw: unknown, where: string, source: string | undefined, fil
     behaviorPath: settings.agent.behavior === undefined ? undefined : at(settings.agent.behavior),
     relevancePath: settings.supervisor.relevance === undefined ? undefined : at(settings.supervisor.relevance),
     glossaryPath: settings.tools.glossary_dir ? at(settings.tools.glossary_dir) : undefined,
+    embeddingModelPath: settings.embedding.model_dir ? at(settings.embedding.model_dir) : undefined,
+    embeddingCachePath: settings.embedding.cache_dir ? at(settings.embedding.cache_dir) : join(at(settings.data_dir), 'models'),
   });
 }
 

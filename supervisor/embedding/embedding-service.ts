@@ -1,5 +1,3 @@
-import { isAbsolute, join } from 'node:path';
-
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import PQueue from 'p-queue';
 
@@ -51,11 +49,11 @@ export class EmbeddingService {
    */
   static async load(config: ThymosConfig): Promise<EmbeddingService> {
     const e = config.embedding;
-    const modelDir = e.model_dir ? resolveFrom(config, e.model_dir) : offlineModelDir();
+    const modelDir = config.embeddingModelPath ?? offlineModelDir();
     const embedder =
       e.model === 'custom' && StaticEmbedder.isStaticModel(modelDir)
         ? StaticEmbedder.load(modelDir, { maxLength: e.max_length })
-        : await FastembedEmbedder.load({ model: e.model, modelDir, cacheDir: e.cache_dir ? resolveFrom(config, e.cache_dir) : join(config.dataPath, 'models'), maxLength: e.max_length });
+        : await FastembedEmbedder.load({ model: e.model, modelDir, cacheDir: config.embeddingCachePath, maxLength: e.max_length });
     return new EmbeddingService(embedder, { batchMax: e.batch_max, cacheEntries: e.cache_entries });
   }
 
@@ -145,9 +143,4 @@ export class EmbeddingService {
       for (const w of batch) w.reject(e);
     }
   }
-}
-
-/** A path of the config's, relative to the config file's folder; an absolute one as it is. */
-function resolveFrom(config: ThymosConfig, path: string): string {
-  return config.file && !isAbsolute(path) ? join(config.file, '..', path) : path;
 }

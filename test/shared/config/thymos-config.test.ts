@@ -64,6 +64,18 @@ describe('thymos.toml', () => {
     assert.match(err.message, /:2: lifecycle\.threshold_active: Too big: expected number to be <=1; got 1\.5$/);
   });
 
+  test('[embedding] model_dir and cache_dir: relative to the config file, or absolute as they are; unset, the install\'s model and <data_dir>/models', () => {
+    const unset = parseConfig('data_dir = "state"\n', '/srv/game/thymos.toml');
+    assert.equal(unset.embeddingModelPath, undefined);
+    assert.equal(unset.embeddingCachePath, '/srv/game/state/models');
+    const relative = parseConfig('[embedding]\nmodel_dir = "models/mine"\ncache_dir = "cache"\n', '/srv/game/thymos.toml');
+    assert.equal(relative.embeddingModelPath, '/srv/game/models/mine');
+    assert.equal(relative.embeddingCachePath, '/srv/game/cache');
+    const absolute = parseConfig('[embedding]\nmodel_dir = "/opt/models/mine"\ncache_dir = "/var/cache/thymos"\n', '/srv/game/thymos.toml');
+    assert.equal(absolute.embeddingModelPath, '/opt/models/mine');
+    assert.equal(absolute.embeddingCachePath, '/var/cache/thymos');
+  });
+
   test('[tools] glossary_dir: unset by default (the install\'s models/glossary), else relative to the config file, or absolute as it is', () => {
     assert.equal(parseConfig('', '/srv/game/thymos.toml').glossaryPath, undefined);
     assert.equal(parseConfig('[tools]\nglossary_dir = "words/glossary"\n', '/srv/game/thymos.toml').glossaryPath, '/srv/game/words/glossary');
