@@ -238,9 +238,10 @@ export const COMMANDS: readonly CommandSpec[] = [
     name: 'validate',
     args: '',
     summary: 'Check thymos.toml and the Pkl domain schema it names; prints what they define',
-    details: 'Warnings (an api_key_env variable unset in this environment) go to stderr and into the JSON as warnings; with --strict they are errors.',
-    options: { ...fleet, strict },
-    examples: ['thymos validate', 'thymos validate --config examples/village/thymos.toml --json', 'thymos validate --strict'],
+    details:
+      'Warnings (an api_key_env variable unset in this environment) go to stderr and into the JSON as warnings; with --strict they are errors. With --intents, each tool\'s examples are resolved against the others as an agent granted every tool resolves plain words offline (resolve_intent, act): how many go to their own tool, which tools are told apart least, and which examples would call another tool. Nothing runs; it reports and does not fail.',
+    options: { ...fleet, strict, intents: { type: 'boolean', help: 'also resolve each tool\'s examples against the others, offline, and say which would go to another tool' } },
+    examples: ['thymos validate', 'thymos validate --config examples/village/thymos.toml --json', 'thymos validate --strict', 'thymos validate --intents'],
   },
   {
     name: 'nats-config',

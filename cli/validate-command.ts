@@ -1,11 +1,12 @@
 import { resolveConfig } from '../agent/process/agent-process.js';
 import { checkFleet, toolGrants } from '../shared/domain/fleet-checks.js';
 import { commandNamed } from './command-book.js';
+import { exampleReport } from './example-report.js';
 import { parseCommandArgs } from './fleet-args.js';
 
 /** `thymos validate`: checks thymos.toml and the domain schema, prints what they define. */
 export async function runValidateCommand(argv: string[]): Promise<number> {
-  const { values } = parseCommandArgs(argv, commandNamed('validate')!) as { values: { config?: string; json?: boolean; strict?: boolean } };
+  const { values } = parseCommandArgs(argv, commandNamed('validate')!) as { values: { config?: string; json?: boolean; strict?: boolean; intents?: boolean } };
   const config = resolveConfig(values.config);
   const { domain, warnings } = await checkFleet(config, values.strict);
   for (const w of warnings) process.stderr.write(`thymos: warning: ${w.message}\n`);
@@ -24,8 +25,9 @@ export async function runValidateCommand(argv: string[]): Promise<number> {
     tools: toolGrants(domain),
     warnings,
   };
+  const examples = values.intents ? await exampleReport(config, domain.tools) : undefined;
   if (values.json) {
-    process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify(examples ? { ...summary, intents: examples.check } : summary, null, 2)}\n`);
   } else {
     process.stdout.write(
       `config ok: ${summary.config}\n` +
@@ -35,7 +37,8 @@ export async function runValidateCommand(argv: string[]): Promise<number> {
         `concept types: ${summary.concept_types.join(', ') || '-'}; relationship types: ${summary.relationship_types.join(', ') || '-'}\n` +
         `relevance rules: ${summary.relevance_rules}; event filters: ${summary.event_filters}\n` +
         `world tables: ${summary.world_tables.join(', ') || '-'}; world watches: ${summary.world_watches}\n` +
-        `tools (${Object.keys(summary.tools).length}): ${Object.entries(summary.tools).map(([name, ids]) => `${name} (${ids.join(', ') || 'granted to nobody'})`).join(', ') || '-'}\n`,
+        `tools (${Object.keys(summary.tools).length}): ${Object.entries(summary.tools).map(([name, ids]) => `${name} (${ids.join(', ') || 'granted to nobody'})`).join(', ') || '-'}\n` +
+        (examples?.text ?? ''),
     );
   }
   return 0;

@@ -1,3 +1,4 @@
+import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import type { AliasEntry } from '../../shared/domain/alias-table.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { Logger } from '../../shared/platform/logger.js';
@@ -12,6 +13,20 @@ import type { ToolCaller } from '../tools/tool-caller.js';
 import type { KnownName } from './argument-filler.js';
 import { Glossary } from './glossary.js';
 import { IntentResolver, type ModelFiller } from './intent-resolver.js';
+
+/** The custom model of `[embedding] model_dir`, a candidate to read plain words with (`wordsModelDir` says whether it can). */
+export function customWordsModel(config: ThymosConfig): string | undefined {
+  return config.embedding.model === 'custom' ? config.embeddingModelPath : undefined;
+}
+
+/**
+ * The model plain words are read with: `custom` when it is a static model as `npm run
+ * build:model` builds one (the fleet's recall uses it too), else models/glove-100d of the Thymos
+ * install, since a sentence model has no word vectors to read an intent's words with.
+ */
+export function wordsModelDir(custom: string | undefined): string {
+  return custom !== undefined && StaticEmbedder.isStaticModel(custom) ? custom : offlineModelDir();
+}
 
 /** The tag of the memory an agent keeps of each act and each `[TOOL: …]` it resolved. */
 export const INTENT_TAG = 'intent';
@@ -54,12 +69,7 @@ export class IntentActs implements Acting {
     model?: ModelFiller;
     /** Where the glossaries for intents in other languages are; default: models/glossary of the Thymos install. */
     glossaryDir?: string;
-    /**
-     * A custom model to read plain words with, where the fleet's recall has one (`[embedding]
-     * model_dir`): read when it is a static model as `npm run build:model` builds one; otherwise,
-     * and by default, models/glove-100d of the Thymos install, since a sentence model has no word
-     * vectors to read an intent's words with.
-     */
+    /** A custom model to read plain words with (`customWordsModel`), when it is a static one (`wordsModelDir`). */
     modelDir?: string;
   }) {
     this.#loop = options.loop;
@@ -77,8 +87,7 @@ export class IntentActs implements Acting {
       let embedder: StaticEmbedder | undefined;
       try {
         // A few words at a time: their rows are read from the file as needed, not the whole model into this agent's heap.
-        const own = this.#modelDir !== undefined && StaticEmbedder.isStaticModel(this.#modelDir);
-        embedder = StaticEmbedder.load(own ? this.#modelDir! : offlineModelDir(), { maxLength: 256, resident: false });
+        embedder = StaticEmbedder.load(wordsModelDir(this.#modelDir), { maxLength: 256, resident: false });
       } catch (err) {
         this.#logger.warn({ err: (err as Error).message }, 'intent resolution runs on words only: the offline model could not be read');
       }

@@ -13,7 +13,7 @@ import type { AgentStartContext } from '../../shared/protocol/agent-start-contex
 import { ConceptTracker } from '../concepts/concept-tracker.js';
 import { ModelConceptExtractor } from '../concepts/model-concept-extractor.js';
 import { MemoryConsolidator } from '../consolidation/memory-consolidator.js';
-import { IntentActs, knownNames } from '../intents/intent-acts.js';
+import { customWordsModel, IntentActs, knownNames } from '../intents/intent-acts.js';
 import { modelFiller } from '../intents/model-filler.js';
 import { AgentModels } from '../llm/agent-models.js';
 import type { GenerateResult, LlmProvider } from '../llm/llm-provider.js';
@@ -106,7 +106,7 @@ export async function assembleAgent(
     env: process.env,
     logger,
   });
-  runtime.useTools(actingOf(tools, runtime, models, { aliases: startContext?.aliases ?? (domain ? aliasTable(domain) : []), glossary: config.glossaryPath, model: offlineModelOf(config) }, logger));
+  runtime.useTools(actingOf(tools, runtime, models, { aliases: startContext?.aliases ?? (domain ? aliasTable(domain) : []), glossary: config.glossaryPath, model: customWordsModel(config) }, logger));
   // An approved call that changes something waits for the agent to be Active: it runs when the agent next becomes so.
   let mode = runtime.mode;
   runtime.on('state', (s) => {
@@ -138,11 +138,6 @@ function actingOf(tools: ToolCaller, runtime: AgentRuntime, models: AgentModels,
     // With an `[llm.extraction]` model, it fills the arguments; offline, the deterministic filler does.
     ...(models.usesModel('extraction') ? { model: modelFiller(tools.tools, () => models.provider('extraction'), (p, r) => runtime.account('extraction', p, r)) } : {}),
   });
-}
-
-/** The custom model of `[embedding] model_dir`, for plain words to be read with the model recall uses (`IntentActs` reads it when it is a static one). */
-function offlineModelOf(config: ThymosConfig): string | undefined {
-  return config.embedding.model === 'custom' ? config.embeddingModelPath : undefined;
 }
 
 /** The agent's definition: from its start context, else the domain, else a default persona. */

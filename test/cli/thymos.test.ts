@@ -103,6 +103,19 @@ describe('the thymos command without a running fleet', () => {
     assert.match(bad.stderr, /CONFIG_INVALID: .*bad\.toml:2: fleet\.name: expected a fleet name/);
   });
 
+  test('validate --intents resolves each tool\'s examples against the others, offline, in text and in the JSON', async () => {
+    const text = await runThymos(['validate', '--intents'], ws.dir);
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, /^intents: 2 examples of 1 tools, each resolved against the others \(5 folds\):\n {2}own tool first 100 %; answered with it \d+ %/m);
+    const json = await runThymos(['validate', '--intents', '--json'], ws.dir);
+    assert.equal(json.code, 0, json.stderr);
+    const intents = (JSON.parse(json.stdout) as { intents: { examples: number; first: number; astray: unknown[]; model: string | null } }).intents;
+    assert.deepEqual([intents.examples, intents.first, intents.astray], [2, 2, []]);
+    assert.match(String(intents.model), /glove-100d$/);
+    // Without the option, none of it.
+    assert.equal((JSON.parse((await runThymos(['validate', '--json'], ws.dir)).stdout) as { intents?: unknown }).intents, undefined);
+  });
+
   test('an api_key_env variable that is not set is a warning that says who reads it and when; --strict makes it CONFIG_INVALID, exit 2', async () => {
     const variable = 'THYMOS_TEST_KEY_NOBODY_SETS';
     const llm = ['[llm.dialogue]', 'provider = "openai-compatible"', 'base_url = "http://127.0.0.1:9/v1"', 'model = "m"', `api_key_env = "${variable}"`];

@@ -1,0 +1,81 @@
+import type { Tool, Tools } from '../../shared/domain/tool-schema.js';
+import type { Embedder } from '../../shared/platform/embedder.js';
+import type { Glossary } from './glossary.js';
+import { IntentResolver } from './intent-resolver.js';
+
+/** An example that, held out of its tool's list, is resolved to another tool. */
+export interface AstrayExample {
+  /** The tool whose example it is. */
+  tool: string;
+  example: string;
+  /** The tool it is resolved to instead. */
+  resolved: string;
+  /** Whether that is a call (every required value found), not only a tool named with what it misses. */
+  call: boolean;
+  /** Whether that tool is not `read_only`: a call of it would change something. */
+  writes: boolean;
+}
+
+/** How a catalogue's own examples resolve, each against the catalogue without it. */
+export interface ExampleCheck {
+  tools: number;
+  /** Examples read (every example of every tool). */
+  examples: number;
+  folds: number;
+  /** Examples whose own tool is the first candidate. */
+  first: number;
+  /** Examples answered with their own tool: a call, or the fields it misses. */
+  ownTool: number;
+  /** Of those, calls. */
+  called: number;
+  /** Examples answered with another tool, in the catalogue's order. */
+  astray: AstrayExample[];
+  /** Pairs of tools whose examples are resolved to each other, most examples first. */
+  confusable: Array<{ tools: [string, string]; examples: number }>;
+}
+
+/**
+ * Resolves every example of a catalogue against the catalogue without it: the examples are cut
+ * into `folds` parts by their place in each tool's list, and each part is resolved by a resolver
+ * built on the rest, as an agent granted every tool would resolve those words if nobody had
+ * written them down. An example resolved to another tool says the two are told apart by too
+ * little: words they share (the same names, places and ids in both tools' examples), or words of
+ * one that the other's lines use. Nothing runs; nothing is fitted to any intent.
+ */
+export async function checkExamples(tools: Tools, options: { embedder?: Embedder | undefined; glossary?: Glossary | undefined; folds?: number; now?: Date } = {}): Promise<ExampleCheck> {
+  const folds = Math.max(2, options.folds ?? 5);
+  const now = options.now ?? new Date();
+  const check: ExampleCheck = { tools: Object.keys(tools).length, examples: 0, folds, first: 0, ownTool: 0, called: 0, astray: [], confusable: [] };
+  for (let fold = 0; fold < folds; fold++) {
+    const rest: Record<string, Tool> = {};
+    const held: Array<{ tool: string; example: string }> = [];
+    for (const [name, tool] of Object.entries(tools)) {
+      tool.examples.forEach((example, i) => i % folds === fold && held.push({ tool: name, example }));
+      rest[name] = { ...tool, examples: tool.examples.filter((_, i) => i % folds !== fold) };
+    }
+    if (held.length === 0) continue;
+    const resolver = await IntentResolver.build(rest, { embedder: options.embedder, glossary: options.glossary });
+    for (const { tool, example } of held) {
+      const a = await resolver.resolve(example, undefined, now);
+      check.examples++;
+      if (a.candidates[0]?.tool === tool) check.first++;
+      const named = a.call?.tool ?? a.tool;
+      if (named === tool) {
+        check.ownTool++;
+        if (a.call) check.called++;
+      } else if (named !== undefined) {
+        check.astray.push({ tool, example, resolved: named, call: a.call !== undefined, writes: tools[named]!.sideEffect !== 'read_only' });
+      }
+    }
+  }
+  const order = new Map(Object.keys(tools).map((t, i) => [t, i]));
+  check.astray.sort((a, b) => order.get(a.tool)! - order.get(b.tool)!);
+  const pairs = new Map<string, { tools: [string, string]; examples: number }>();
+  for (const x of check.astray) {
+    const pair = [x.tool, x.resolved].sort() as [string, string];
+    const key = pair.join(' ');
+    pairs.set(key, { tools: pair, examples: (pairs.get(key)?.examples ?? 0) + 1 });
+  }
+  check.confusable = [...pairs.values()].sort((a, b) => b.examples - a.examples || a.tools[0].localeCompare(b.tools[0]));
+  return check;
+}
