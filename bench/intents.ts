@@ -217,7 +217,7 @@ export const intentsScenario: Scenario = {
     // Again: each word's neighbours in meaning are remembered now, as in an agent that has heard such words before.
     const again = await measure(big, [...readSet('dev.json'), ...readSet('held.json')], now);
     // The catalogue's own examples, each against the others: the authors' own words, with the names, places and ids their tools' examples share, that nothing was tuned on (`thymos validate --intents`).
-    const own = await checkExamples(domain.tools, { embedder, now });
+    const own = await checkExamples(domain.tools, { embedder, glossary, now });
     const pct = (a: number) => round((100 * a) / Math.max(own.examples, 1), 1);
     const astrayCalls = own.astray.filter((x) => x.call);
     const figures: Figure[] = [

@@ -25,7 +25,7 @@ export async function runValidateCommand(argv: string[]): Promise<number> {
     tools: toolGrants(domain),
     warnings,
   };
-  const examples = values.intents ? await exampleReport(config, domain.tools) : undefined;
+  const examples = values.intents ? await exampleReport(config, domain) : undefined;
   if (values.json) {
     process.stdout.write(`${JSON.stringify(examples ? { ...summary, intents: examples.check } : summary, null, 2)}\n`);
   } else {

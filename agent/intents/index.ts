@@ -5,7 +5,8 @@ export { fillArguments, type Filled, type KnownName } from './argument-filler.js
 export { type AstrayExample, checkExamples, type ExampleCheck } from './example-check.js';
 export { Glossary } from './glossary.js';
 export { buildGlossaries } from './glossary-build.js';
-export { customWordsModel, INTENT_TAG, IntentActs, knownNames, wordsModelDir } from './intent-acts.js';
+export { INTENT_TAG, IntentActs, knownNames } from './intent-acts.js';
 export { foreignLanguage, IntentResolver, type ModelFiller } from './intent-resolver.js';
 export { modelFiller } from './model-filler.js';
 export { DEFAULT_TUNING, type ResolverTuning, ToolRanker } from './tool-ranker.js';
+export { customWordsModel, readWords, type WordsReader } from './words-model.js';

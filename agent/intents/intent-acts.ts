@@ -1,9 +1,6 @@
-import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import type { AliasEntry } from '../../shared/domain/alias-table.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { Logger } from '../../shared/platform/logger.js';
-import { StaticEmbedder } from '../../shared/platform/static-embedder.js';
-import { glossaryDir, offlineModelDir } from '../../shared/platform/thymos-root.js';
 import type { ToolCallRecord } from '../../shared/protocol/tool-call.js';
 import type { ToolLoop } from '../llm/tool-loop.js';
 import type { NewMemory } from '../memory/agent-memory.js';
@@ -11,22 +8,8 @@ import { type Acting, type ActOutcome, type ActRequest, type IntentAnswer, type 
 import type { TalkReply, TalkRequest } from '../runtime/agent-behavior.js';
 import type { ToolCaller } from '../tools/tool-caller.js';
 import type { KnownName } from './argument-filler.js';
-import { Glossary } from './glossary.js';
 import { IntentResolver, type ModelFiller } from './intent-resolver.js';
-
-/** The custom model of `[embedding] model_dir`, a candidate to read plain words with (`wordsModelDir` says whether it can). */
-export function customWordsModel(config: ThymosConfig): string | undefined {
-  return config.embedding.model === 'custom' ? config.embeddingModelPath : undefined;
-}
-
-/**
- * The model plain words are read with: `custom` when it is a static model as `npm run
- * build:model` builds one (the fleet's recall uses it too), else models/glove-100d of the Thymos
- * install, since a sentence model has no word vectors to read an intent's words with.
- */
-export function wordsModelDir(custom: string | undefined): string {
-  return custom !== undefined && StaticEmbedder.isStaticModel(custom) ? custom : offlineModelDir();
-}
+import { readWords } from './words-model.js';
 
 /** The tag of the memory an agent keeps of each act and each `[TOOL: …]` it resolved. */
 export const INTENT_TAG = 'intent';
@@ -69,7 +52,7 @@ export class IntentActs implements Acting {
     model?: ModelFiller;
     /** Where the glossaries for intents in other languages are; default: models/glossary of the Thymos install. */
     glossaryDir?: string;
-    /** A custom model to read plain words with (`customWordsModel`), when it is a static one (`wordsModelDir`). */
+    /** A custom model to read plain words with (`customWordsModel`), when it is a static one (`readWords`). */
     modelDir?: string;
   }) {
     this.#loop = options.loop;
@@ -84,15 +67,9 @@ export class IntentActs implements Acting {
 
   #build(): Promise<IntentResolver> {
     this.#resolver ??= (async () => {
-      let embedder: StaticEmbedder | undefined;
-      try {
-        // A few words at a time: their rows are read from the file as needed, not the whole model into this agent's heap.
-        embedder = StaticEmbedder.load(wordsModelDir(this.#modelDir), { maxLength: 256, resident: false });
-      } catch (err) {
-        this.#logger.warn({ err: (err as Error).message }, 'intent resolution runs on words only: the offline model could not be read');
-      }
-      // Found when the first intent is resolved, as the offline model is: an agent's start pays nothing for it.
-      const glossary = Glossary.load(this.#glossaryDir ?? glossaryDir(), embedder?.wordsByFrequency && (() => embedder!.wordsByFrequency()));
+      // Read when the first intent is resolved: an agent's start pays nothing for them. A few words at a time: their rows are read from the file as needed, not the whole model into this agent's heap.
+      const { embedder, glossary, warnings } = readWords({ custom: this.#modelDir, glossary: this.#glossaryDir, resident: false });
+      for (const w of warnings) this.#logger.warn(w);
       return IntentResolver.build(this.#caller.tools, { embedder, glossary, known: this.#known, ...(this.#model ? { model: this.#model } : {}) });
     })();
     this.#resolver.catch(() => (this.#resolver = undefined));

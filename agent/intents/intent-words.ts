@@ -4,14 +4,12 @@ import { STOP_WORDS } from '../memory/stop-words.js';
 
 /**
  * Words too common to say which tool is meant. Recall's stop words, but for the question words
- * ("where is my order" asks to look, not to note): what a request asks is in them. And words of
- * courtesy, which any request may hold: "please cancel ORD-48213" had been nearer an example of
- * another tool that says "please" than to `cancel_order`'s lines that do not.
+ * ("where is my order" asks to look, not to note): what a request asks is in them. And "please"
+ * and "kindly", which any request may hold and no action or value is named by: "please cancel
+ * ORD-48213" had been nearer an example of another tool that says please than `cancel_order`'s
+ * lines. (Not "thanks" or "hello": a tool may thank, an enum may be `hello`.)
  */
-const INTENT_STOP_WORDS: ReadonlySet<string> = new Set([
-  ...[...STOP_WORDS].filter((w) => !['where', 'what', 'when', 'which', 'who', 'how', 'why'].includes(w)),
-  ...['please', 'thanks', 'thank', 'hi', 'hello', 'hey', 'kindly'],
-]);
+const INTENT_STOP_WORDS: ReadonlySet<string> = new Set([...[...STOP_WORDS].filter((w) => !['where', 'what', 'when', 'which', 'who', 'how', 'why'].includes(w)), 'please', 'kindly']);
 
 /** A run of letters (any script) or digits. */
 const WORD = /[\p{L}\p{M}][\p{L}\p{M}\p{N}]*|\p{N}+/gu;

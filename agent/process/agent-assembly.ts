@@ -13,8 +13,9 @@ import type { AgentStartContext } from '../../shared/protocol/agent-start-contex
 import { ConceptTracker } from '../concepts/concept-tracker.js';
 import { ModelConceptExtractor } from '../concepts/model-concept-extractor.js';
 import { MemoryConsolidator } from '../consolidation/memory-consolidator.js';
-import { customWordsModel, IntentActs, knownNames } from '../intents/intent-acts.js';
+import { IntentActs, knownNames } from '../intents/intent-acts.js';
 import { modelFiller } from '../intents/model-filler.js';
+import { customWordsModel } from '../intents/words-model.js';
 import { AgentModels } from '../llm/agent-models.js';
 import type { GenerateResult, LlmProvider } from '../llm/llm-provider.js';
 import { AgentMemory } from '../memory/agent-memory.js';

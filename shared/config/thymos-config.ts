@@ -156,18 +156,19 @@ function fromObject(raw: unknown, where: string, source: string | undefined, fil
     });
   }
   const natsTls = Object.values(tls).some((f) => f !== undefined) ? Object.freeze(Object.fromEntries(Object.entries(tls).filter(([, f]) => f !== undefined))) : undefined;
+  const dataPath = at(settings.data_dir);
   return Object.freeze({
     natsTls,
     natsCredentialsPath: credentials,
     ...settings,
     file: fromFile && file !== undefined ? resolve(file) : undefined,
-    dataPath: at(settings.data_dir),
+    dataPath,
     domainSchemaPath: settings.domain.schema === undefined ? undefined : at(settings.domain.schema),
     behaviorPath: settings.agent.behavior === undefined ? undefined : at(settings.agent.behavior),
     relevancePath: settings.supervisor.relevance === undefined ? undefined : at(settings.supervisor.relevance),
     glossaryPath: settings.tools.glossary_dir ? at(settings.tools.glossary_dir) : undefined,
     embeddingModelPath: settings.embedding.model_dir ? at(settings.embedding.model_dir) : undefined,
-    embeddingCachePath: settings.embedding.cache_dir ? at(settings.embedding.cache_dir) : join(at(settings.data_dir), 'models'),
+    embeddingCachePath: settings.embedding.cache_dir ? at(settings.embedding.cache_dir) : join(dataPath, 'models'),
   });
 }
 

@@ -104,13 +104,31 @@ describe('the thymos command without a running fleet', () => {
   });
 
   test('validate --intents resolves each tool\'s examples against the others, offline, in text and in the JSON', async () => {
-    const text = await runThymos(['validate', '--intents'], ws.dir);
+    const village = await runThymos(['validate', '--intents'], ws.dir);
+    assert.equal(village.code, 0, village.stderr);
+    assert.match(village.stdout, /^intents: 2 examples of 1 tool, each resolved against the others \(2 folds\):$/m);
+    // Two tools whose examples share their words: one of the bell's is the gate's call.
+    const tool = (name: string, description: string, examples: string[]) =>
+      `["${name}"] { description = "${description}"; sideEffect = "writes_local"; executor = new Script { path = "tools.mjs"; export = "act" }; examples { ${examples.map((e) => JSON.stringify(e)).join('; ')} } }`;
+    const pkl = [
+      `amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}`,
+      'tools {',
+      tool('ring_alarm_bell', 'Ring the alarm bell so the whole village takes shelter', ['ring the alarm bell', 'sound the alarm, raiders on the road', 'wolves at the north gate, warn everyone']),
+      tool('close_gate', 'Close and bar one of the village gates', ['shut the north gate, the wolves are coming', 'close the north gate for the night', 'bar the gate, wolves in the north field']),
+      '}',
+    ];
+    writeFileSync(join(ws.dir, 'gate.pkl'), pkl.join('\n'));
+    writeFileSync(join(ws.dir, 'gate.toml'), 'data_dir = "data"\n[domain]\nschema = "gate.pkl"\n');
+    const text = await runThymos(['validate', '--config', 'gate.toml', '--intents'], ws.dir);
     assert.equal(text.code, 0, text.stderr);
-    assert.match(text.stdout, /^intents: 2 examples of 1 tools, each resolved against the others \(5 folds\):\n {2}own tool first 100 %; answered with it \d+ %/m);
-    const json = await runThymos(['validate', '--intents', '--json'], ws.dir);
+    assert.match(text.stdout, /^intents: 6 examples of 2 tools, each resolved against the others \(3 folds\):\n {2}own tool first [\d.]+ %; answered with it [\d.]+ % \(called [\d.]+ %\), with another tool [\d.]+ % \(\d+ calls, \d+ of them to tools that write\), with none [\d.]+ %$/m);
+    assert.match(text.stdout, /^ {2}told apart least: close_gate \/ ring_alarm_bell \d+$/m);
+    assert.match(text.stdout, /^ {4}"wolves at the north gate, warn everyone" \(ring_alarm_bell\) → close_gate, which writes$/m);
+    const json = await runThymos(['validate', '--config', 'gate.toml', '--intents', '--json'], ws.dir);
     assert.equal(json.code, 0, json.stderr);
-    const intents = (JSON.parse(json.stdout) as { intents: { examples: number; first: number; astray: unknown[]; model: string | null } }).intents;
-    assert.deepEqual([intents.examples, intents.first, intents.astray], [2, 2, []]);
+    const intents = (JSON.parse(json.stdout) as { intents: { examples: number; astray: Array<{ example: string; resolved: string; call: boolean }>; model: string | null } }).intents;
+    assert.equal(intents.examples, 6);
+    assert.ok(intents.astray.some((x) => x.example === 'wolves at the north gate, warn everyone' && x.resolved === 'close_gate' && x.call));
     assert.match(String(intents.model), /glove-100d$/);
     // Without the option, none of it.
     assert.equal((JSON.parse((await runThymos(['validate', '--json'], ws.dir)).stdout) as { intents?: unknown }).intents, undefined);

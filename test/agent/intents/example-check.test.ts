@@ -37,8 +37,10 @@ describe('checkExamples: a catalogue\'s examples, each against the others', () =
     const check = await checkExamples(tools, { embedder, now: new Date('2026-06-10T09:00:00') });
     assert.equal(check.tools, 4);
     assert.equal(check.examples, 9);
-    assert.equal(check.folds, 5);
-    assert.ok(check.first <= check.examples && check.called <= check.ownTool && check.ownTool + check.astray.length <= check.examples, JSON.stringify(check));
+    assert.equal(check.folds, 3, 'three examples a tool at most');
+    // Each example is answered with its own tool, another, or none.
+    assert.equal(check.ownTool + check.astray.length + check.noTool, check.examples, JSON.stringify(check));
+    assert.ok(check.first <= check.examples && check.called <= check.ownTool, JSON.stringify(check));
     const astray = check.astray.find((x) => x.example === 'wolves at the north gate, warn everyone');
     assert.deepEqual(astray, { tool: 'ring_alarm_bell', example: 'wolves at the north gate, warn everyone', resolved: 'close_gate', call: true, writes: true });
     assert.deepEqual(check.confusable[0]?.tools, ['close_gate', 'ring_alarm_bell']);
@@ -47,9 +49,15 @@ describe('checkExamples: a catalogue\'s examples, each against the others', () =
     assert.ok(!check.astray.some((x) => x.tool === 'weather_report' || x.resolved === 'weather_report'));
   });
 
-  test('a catalogue without examples has nothing to check, and no resolver is built', async () => {
+  test('a catalogue without examples has nothing to check; folds are a whole number of at least 2, and no more than the longest list of examples', async () => {
     const { tools } = parseDomainSchema({ tools: { sweep_square: TOOLS.sweep_square } }, '/tmp/village.pkl');
-    const check = await checkExamples(tools, { folds: 3 });
-    assert.deepEqual(check, { tools: 1, examples: 0, folds: 3, first: 0, ownTool: 0, called: 0, astray: [], confusable: [] });
+    assert.deepEqual(await checkExamples(tools, { folds: 3 }), { tools: 1, examples: 0, folds: 2, first: 0, ownTool: 0, called: 0, astray: [], noTool: 0, confusable: [] });
+    for (const folds of [1, 2.5, Number.NaN]) await assert.rejects(checkExamples(tools, { folds }), /INVALID_INPUT|folds: expected a whole number of at least 2, got/);
+    // Three examples a tool at most: three folds, each example held out once.
+    const { tools: village } = parseDomainSchema({ tools: TOOLS }, '/tmp/village.pkl');
+    const check = await checkExamples(village, { folds: 10 });
+    assert.equal(check.folds, 3);
+    assert.equal(check.examples, 9);
+    assert.equal(check.ownTool + check.astray.length + check.noTool, 9);
   });
 });

@@ -1,11 +1,14 @@
 import assert from 'node:assert/strict';
-import { readdirSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 
-import { IntentActs } from '../../../agent/intents/intent-acts.js';
+import { customWordsModel, IntentActs, readWords } from '../../../agent/intents/index.js';
+import { parseConfig } from '../../../shared/config/thymos-config.js';
 import { createLogger } from '../../../shared/platform/logger.js';
+import { offlineModelDir } from '../../../shared/platform/thymos-root.js';
 import { ensureModel } from '../../helpers/embedding-model.js';
+import { eventually } from '../../helpers/fleet.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 import { memoryToolCaller } from '../../helpers/tool-caller.js';
 
@@ -17,25 +20,7 @@ const TOOLS = {
     executor: { kind: 'script', path: 'tools.mjs', export: 'look' },
     examples: ['where is my order ORD-12345', 'has ORD-55120 shipped yet?', 'track order ORD-48213'],
   },
-  rename_pet: {
-    description: 'Give a pet in the stable a new name',
-    input: { pet: { description: 'The pet' }, name: { description: 'Its new name' } },
-    sideEffect: 'writes_local',
-    executor: { kind: 'script', path: 'tools.mjs', export: 'rename' },
-    examples: ['call my horse Clover from now on', 'rename the pony to Biscuit'],
-  },
 };
-
-/** Intent acts over TOOLS reading plain words with the model in `modelDir`, and what they warned of. */
-function acts(modelDir: string | undefined) {
-  const dir = tempDir('thymos-acts-');
-  const { tools } = memoryToolCaller(TOOLS, dir);
-  const warned: string[] = [];
-  const logger = createLogger({ level: 'silent' });
-  logger.warn = ((obj: unknown, msg?: string) => void warned.push(`${msg ?? ''} ${JSON.stringify(obj)}`)) as typeof logger.warn;
-  const intents = new IntentActs({ caller: tools, known: [], remember: async () => undefined, logger, loop: () => undefined, ...(modelDir ? { modelDir } : {}) });
-  return { intents, warned };
-}
 
 /** A folder holding the project's offline model's files, linked: a static model of the user's own; with its vectors cut short when `cut`. */
 function linkedModel(cut = false): string {
@@ -48,39 +33,50 @@ function linkedModel(cut = false): string {
   return dir;
 }
 
-describe('intent acts: the model plain words are read with ([embedding] model_dir)', () => {
-  test('a static model in modelDir is read: a confident call, no warning', async () => {
-    const { intents, warned } = acts(linkedModel());
-    const a = await intents.resolve('has my order ORD-20231 shipped?');
-    assert.deepEqual(a.call, { tool: 'lookup_order', arguments: { order_id: 'ORD-20231' } });
-    // Only with the model's word list is there a ratio, and a confidence above a half.
-    assert.ok(a.confidence > 0.5, JSON.stringify(a));
-    assert.deepEqual(warned, []);
+describe('the model plain words are read with ([embedding] model_dir)', () => {
+  test('only a custom model is a candidate: model = "custom" with model_dir set', () => {
+    assert.equal(customWordsModel(parseConfig('[embedding]\nmodel_dir = "mine"\n', '/srv/game/thymos.toml')), '/srv/game/mine');
+    assert.equal(customWordsModel(parseConfig('[embedding]\nmodel = "fast-bge-small-en-v1.5"\nmodel_dir = "mine"\n', '/srv/game/thymos.toml')), undefined);
+    assert.equal(customWordsModel(parseConfig('', '/srv/game/thymos.toml')), undefined);
   });
 
-  test('the static model of modelDir is the one read: one that cannot be read leaves words alone, said in the log', async () => {
-    // The same model, its vectors cut short: read from this folder, it fails.
-    const { intents, warned } = acts(linkedModel(true));
-    const a = await intents.resolve('has my order ORD-20231 shipped?');
-    assert.equal(warned.length, 1);
-    assert.match(warned[0]!, /intent resolution runs on words only/);
-    assert.ok(a.confidence <= 0.5, JSON.stringify(a));
-    assert.equal(a.candidates[0]?.tool, 'lookup_order');
+  test('a static model in model_dir is read, and nothing is said', () => {
+    ensureModel();
+    const dir = linkedModel();
+    const words = readWords({ custom: dir, resident: false });
+    assert.equal(words.modelDir, dir);
+    assert.ok(words.embedder);
+    assert.deepEqual(words.warnings, []);
   });
 
-  test('a folder that holds no static model (a sentence model for fastembed) leaves the install\'s offline model in use', async () => {
+  test('one that cannot be read leaves the model Thymos ships in use, and says which folder failed and why', () => {
+    const dir = linkedModel(true);
+    const words = readWords({ custom: dir, resident: false });
+    assert.equal(words.modelDir, offlineModelDir());
+    assert.ok(words.embedder);
+    assert.equal(words.warnings.length, 1);
+    assert.ok(words.warnings[0]!.startsWith(`plain words are read with the model Thymos ships: the model of [embedding] model_dir at ${dir} could not be read (`), words.warnings[0]);
+  });
+
+  test('a folder that holds no static model (a sentence model for fastembed) leaves the model Thymos ships in use, unsaid', () => {
     const dir = tempDir('thymos-onnx-');
     writeFileSync(join(dir, 'model.onnx'), 'not read here');
-    const { intents, warned } = acts(dir);
-    const a = await intents.resolve('has my order ORD-20231 shipped?');
-    assert.ok(a.confidence > 0.5, JSON.stringify(a));
-    assert.deepEqual(warned, []);
+    const words = readWords({ custom: dir, resident: false });
+    assert.equal(words.modelDir, offlineModelDir());
+    assert.deepEqual(words.warnings, []);
   });
 
-  test('a tool that writes is not called on words alone, with no model to weigh them', async () => {
-    const { intents } = acts(linkedModel(true));
-    const a = await intents.resolve('rename the pony Biscuit to Clover');
-    assert.equal(a.call, undefined);
-    assert.equal(a.candidates[0]?.tool, 'rename_pet');
+  test('an agent\'s intent acts read the model they are given, and log what could not be read', async () => {
+    const dir = tempDir('thymos-acts-');
+    const log = join(dir, 'agent.log');
+    const logger = createLogger({ level: 'warn', file: log });
+    const intents = new IntentActs({ caller: memoryToolCaller(TOOLS, dir).tools, known: [], remember: async () => undefined, logger, loop: () => undefined, modelDir: linkedModel(true) });
+    const a = await intents.resolve('has my order ORD-20231 shipped?');
+    assert.deepEqual(a.call, { tool: 'lookup_order', arguments: { order_id: 'ORD-20231' } });
+    // With a model's word list there is a ratio, and a confidence above a half: the model Thymos ships was read.
+    assert.ok(a.confidence > 0.5, JSON.stringify(a));
+    // The log is written as pino writes it, a moment later.
+    const said = /"level":40.*plain words are read with the model Thymos ships: the model of \[embedding\] model_dir at .*thymos-model-/;
+    await eventually(() => (existsSync(log) && said.test(readFileSync(log, 'utf8')) ? true : undefined), 10_000, 'the warning in the log');
   });
 });

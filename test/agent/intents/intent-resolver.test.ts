@@ -4,7 +4,7 @@ import { before, describe, test } from 'node:test';
 
 import { fillArguments } from '../../../agent/intents/argument-filler.js';
 import { IntentResolver } from '../../../agent/intents/intent-resolver.js';
-import { asksWhetherDone, negatesAction } from '../../../agent/intents/intent-words.js';
+import { asksWhetherDone, intentWords, negatesAction } from '../../../agent/intents/intent-words.js';
 import { loadDomainSchema, parseDomainSchema } from '../../../shared/domain/domain-schema.js';
 import type { Tools } from '../../../shared/domain/tool-schema.js';
 import { StaticEmbedder } from '../../../shared/platform/static-embedder.js';
@@ -184,6 +184,14 @@ describe('the offline argument filler', () => {
     const f = fillArguments(tools.schedule!, 'book "Budget review" next Tuesday at 3pm for 45 minutes in aurora with ann@x.io and bo@y.org', { now: NOW });
     assert.deepEqual(f.arguments, { title: 'Budget review', start: '2026-06-16T15:00', duration_minutes: 45, attendees: ['ann@x.io', 'bo@y.org'], room: 'aurora' });
     assert.deepEqual(f.missing, []);
+  });
+
+  test('"please" and "kindly" are no words of a request; "thanks" and "hello" still are, an action or a value', () => {
+    assert.deepEqual(intentWords('Please kindly cancel my order, pls'), ['cancel', 'order']);
+    assert.deepEqual(intentWords('thank the donor, say hello'), ['thank', 'donor', 'sai', 'hello']);
+    const { tools: greet } = parseDomainSchema({ tools: { greet: { description: 'Greet a visitor', input: { words: { type: 'enum', values: ['hello', 'goodbye'] } }, sideEffect: 'writes_local', executor: { kind: 'script', path: 't.mjs', export: 'g' } } } }, '/tmp/greet.pkl');
+    assert.deepEqual(fillArguments(greet.greet!, 'greet them with hello please').arguments, { words: 'hello' });
+    assert.equal(negatesAction("don't thank them", 'thank_donor'), true);
   });
 
   test('what is not said is missing, not guessed; a name the agent knows fills a field that takes its id', () => {
