@@ -62,17 +62,16 @@ export async function checkExamples(
   const now = options.now ?? new Date();
   const check: ExampleCheck = { tools: Object.keys(tools).length, examples: 0, folds, first: 0, ownTool: 0, called: 0, astray: [], noTool: 0, confusable: [] };
   const order = new Map(Object.keys(tools).map((t, i) => [t, i]));
-  const place = new Map<AstrayExample, number>();
   for (let fold = 0; fold < folds; fold++) {
     const rest: Record<string, Tool> = {};
-    const held: Array<{ tool: string; example: string; at: number }> = [];
+    const held: Array<{ tool: string; example: string }> = [];
     for (const [name, tool] of Object.entries(tools)) {
-      tool.examples.forEach((example, at) => at % folds === fold && held.push({ tool: name, example, at }));
+      tool.examples.forEach((example, at) => at % folds === fold && held.push({ tool: name, example }));
       rest[name] = { ...tool, examples: tool.examples.filter((_, i) => i % folds !== fold) };
     }
     if (held.length === 0) continue;
     const resolver = await IntentResolver.build(rest, { embedder: options.embedder, glossary: options.glossary, known: options.known ?? [] });
-    for (const { tool, example, at } of held) {
+    for (const { tool, example } of held) {
       const a = await resolver.resolve(example, undefined, now);
       check.examples++;
       if (a.candidates[0]?.tool === tool) check.first++;
@@ -81,15 +80,15 @@ export async function checkExamples(
         check.ownTool++;
         if (a.call) check.called++;
       } else if (named !== undefined) {
-        const astray = { tool, example, resolved: named, call: a.call !== undefined, writes: tools[named]!.sideEffect !== 'read_only' };
-        check.astray.push(astray);
-        place.set(astray, at);
+        check.astray.push({ tool, example, resolved: named, call: a.call !== undefined, writes: tools[named]!.sideEffect !== 'read_only' });
       } else {
         check.noTool++;
       }
     }
   }
-  check.astray.sort((a, b) => order.get(a.tool)! - order.get(b.tool)! || place.get(a)! - place.get(b)!);
+  // The catalogue's order: by tool, then by the example's place in its list.
+  const placeOf = (x: AstrayExample) => tools[x.tool]!.examples.indexOf(x.example);
+  check.astray.sort((a, b) => order.get(a.tool)! - order.get(b.tool)! || placeOf(a) - placeOf(b));
   const pairs = new Map<string, { tools: [string, string]; examples: number }>();
   for (const x of check.astray) {
     const pair = [x.tool, x.resolved].sort() as [string, string];
