@@ -6,7 +6,7 @@ export { type AstrayExample, checkExamples, type ExampleCheck } from './example-
 export { Glossary } from './glossary.js';
 export { buildGlossaries } from './glossary-build.js';
 export { INTENT_TAG, IntentActs, knownNames } from './intent-acts.js';
-export { foreignLanguage, IntentResolver, type ModelFiller } from './intent-resolver.js';
-export { modelFiller } from './model-filler.js';
+export { foreignLanguage, IntentResolver } from './intent-resolver.js';
+export { type ModelReader, modelReader, type ModelReading } from './model-reader.js';
 export { DEFAULT_TUNING, type ResolverTuning, ToolRanker } from './tool-ranker.js';
 export { customWordsModel, readWords, type WordsReader } from './words-model.js';

@@ -8,7 +8,8 @@ import { type Acting, type ActOutcome, type ActRequest, type IntentAnswer, type 
 import type { TalkReply, TalkRequest } from '../runtime/agent-behavior.js';
 import type { ToolCaller } from '../tools/tool-caller.js';
 import type { KnownName } from './argument-filler.js';
-import { IntentResolver, type ModelFiller } from './intent-resolver.js';
+import { IntentResolver } from './intent-resolver.js';
+import type { ModelReader } from './model-reader.js';
 import { readWords } from './words-model.js';
 
 /** The tag of the memory an agent keeps of each act and each `[TOOL: …]` it resolved. */
@@ -36,7 +37,7 @@ export class IntentActs implements Acting {
   readonly #known: readonly KnownName[];
   readonly #remember: (memories: NewMemory[]) => Promise<unknown>;
   readonly #logger: Logger;
-  readonly #model: ModelFiller | undefined;
+  readonly #model: ModelReader | undefined;
   readonly #glossaryDir: string | undefined;
   readonly #modelDir: string | undefined;
   readonly #loop: (use: 'dialogue' | 'reasoning', chain?: readonly string[], by?: string, keyOf?: (tool: string) => string) => ToolLoop | undefined;
@@ -49,7 +50,7 @@ export class IntentActs implements Acting {
     logger: Logger;
     /** A use's model tool loop, its calls made as `by` (see `toolLoopOf`), under the keys `keyOf` names when given. */
     loop: (use: 'dialogue' | 'reasoning', chain?: readonly string[], by?: string, keyOf?: (tool: string) => string) => ToolLoop | undefined;
-    model?: ModelFiller;
+    model?: ModelReader;
     /** Where the glossaries for intents in other languages are; default: models/glossary of the Thymos install. */
     glossaryDir?: string;
     /** A custom model to read plain words with (`customWordsModel`), when it is a static one (`readWords`). */

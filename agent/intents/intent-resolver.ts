@@ -1,16 +1,16 @@
 import { type z } from 'zod';
 
 import type { Tools } from '../../shared/domain/tool-schema.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { Embedder } from '../../shared/platform/embedder.js';
 import type { IntentAnswer, IntentOutcome } from '../runtime/acting.js';
 import { inputShape } from '../tools/tool-shapes.js';
 import { fillArguments, type Filled, type KnownName } from './argument-filler.js';
 import { COMMON_WORDS, type Glossary } from './glossary.js';
 import { asksWhetherDone, INTENT_MAX_CHARS, negatesAction, rawWords } from './intent-words.js';
+import type { ModelReader, ModelReading } from './model-reader.js';
 import { type ResolverTuning, ToolRanker } from './tool-ranker.js';
 
-/** Fills a tool's input from the words, e.g. by a model's structured output; undefined to leave it to the offline filler. */
-export type ModelFiller = (tool: string, intent: string, context: string | undefined) => Promise<Filled | undefined>;
 
 /** Words other languages use most, that English does not: a line made of them is not read as English. */
 const FOREIGN = new Set(Object.values(COMMON_WORDS).flatMap((words) => [...words]));
@@ -39,17 +39,17 @@ export function foreignLanguage(text: string): boolean {
 export class IntentResolver {
   readonly #ranker: ToolRanker;
   readonly #known: readonly KnownName[];
-  readonly #model: ModelFiller | undefined;
+  readonly #model: ModelReader | undefined;
   readonly #glossary: Glossary | undefined;
 
-  private constructor(ranker: ToolRanker, known: readonly KnownName[], model: ModelFiller | undefined, glossary: Glossary | undefined) {
+  private constructor(ranker: ToolRanker, known: readonly KnownName[], model: ModelReader | undefined, glossary: Glossary | undefined) {
     this.#ranker = ranker;
     this.#known = known;
     this.#model = model;
     this.#glossary = glossary;
   }
 
-  static async build(tools: Tools, options: { embedder?: Embedder | undefined; known?: readonly KnownName[]; model?: ModelFiller; glossary?: Glossary | undefined; tuning?: Partial<ResolverTuning> } = {}): Promise<IntentResolver> {
+  static async build(tools: Tools, options: { embedder?: Embedder | undefined; known?: readonly KnownName[]; model?: ModelReader; glossary?: Glossary | undefined; tuning?: Partial<ResolverTuning> } = {}): Promise<IntentResolver> {
     return new IntentResolver(await ToolRanker.build(tools, options), options.known ?? [], options.model, options.glossary);
   }
 
@@ -67,24 +67,55 @@ export class IntentResolver {
     const gloss = foreign || this.#glossary?.outreadsEnglish(said) ? (this.#glossary?.read(said) ?? (foreign ? null : undefined)) : undefined;
     const read = gloss?.text ?? said;
     const ranking = await this.#ranker.rank(read);
-    if (gloss === null) return { candidates: ranking.candidates, missing: [], confidence: 0, outcome: 'unsupported_language', note: 'the intent is not in English, and no glossary read it: no call, only the candidates its values and words suggest' };
-    const base = { candidates: ranking.candidates, confidence: ranking.confidence, ...(gloss ? { note: `read through the ${gloss.language} glossary as: ${gloss.text.length > NOTE_GLOSS ? `${gloss.text.slice(0, NOTE_GLOSS)}…` : gloss.text}` } : {}) };
-    if (!ranking.chosen) return { ...base, missing: [], outcome: ranking.refused ?? 'none' };
-    const tool = this.#ranker.tools[ranking.chosen]!;
-    // "Don't cancel my order" names cancel_order as well as "cancel my order" does: a tool that changes something is not called on words that refuse its action.
-    // Nor on a question whether it was done: "why was ORD-12345 cancelled?" asks to look, not to cancel.
-    const refusal = tool.sideEffect === 'read_only' ? undefined : negatesAction(read, ranking.chosen) ? 'say not to do' : asksWhetherDone(read, ranking.chosen) ? 'ask whether someone did' : undefined;
-    if (refusal) return { ...base, missing: [], outcome: 'none', note: [base.note, `the words ${refusal} what ${ranking.chosen} does: no call`].filter(Boolean).join('; ') };
     // The context is read as far as an intent is: what is past 2,000 characters is not.
     const given = context?.slice(0, INTENT_MAX_CHARS);
-    // A model reads the words as said; the offline filler reads them as glossed (ids, numbers and quoted text are kept as they are).
-    const filled = (await this.#model?.(ranking.chosen, said, given)) ?? fillArguments(tool, given ? `${read}\n${given}` : read, { known: this.#known, now });
+    // With a model, it reads the words as said (in any language) and chooses among the candidates, or none; a model that fails leaves it to the offline decision, said in the note.
+    const reading = await this.#read(ranking.candidates.map((c) => c.tool), said, given);
+    if (gloss === null && typeof reading !== 'object') {
+      return { candidates: ranking.candidates, missing: [], confidence: 0, outcome: 'unsupported_language', note: joined('the intent is not in English, and no glossary read it: no call, only the candidates its values and words suggest', reading) };
+    }
+    const glossNote = gloss ? `read through the ${gloss.language} glossary as: ${gloss.text.length > NOTE_GLOSS ? `${gloss.text.slice(0, NOTE_GLOSS)}…` : gloss.text}` : undefined;
+    const base = { candidates: ranking.candidates, confidence: ranking.confidence };
+    if (typeof reading === 'object') {
+      const note = joined(glossNote, `the model read it as ${reading.tool ?? 'none of the candidates'}`);
+      if (!reading.tool) return { ...base, missing: [], outcome: 'none', note };
+      return this.#answer(base, reading.tool, reading, read, note);
+    }
+    const note = joined(glossNote, reading);
+    if (!ranking.chosen) return { ...base, missing: [], outcome: ranking.refused ?? 'none', ...(note ? { note } : {}) };
+    const filled = fillArguments(this.#ranker.tools[ranking.chosen]!, given ? `${read}\n${given}` : read, { known: this.#known, now });
+    return this.#answer(base, ranking.chosen, filled, read, note);
+  }
+
+  /** The model's reading of the words, or why it could not be had (a note); undefined without a model. */
+  async #read(offered: readonly string[], said: string, given: string | undefined): Promise<ModelReading | string | undefined> {
+    if (!this.#model || offered.length === 0) return undefined;
+    try {
+      return await this.#model(offered, said, given);
+    } catch (err) {
+      const code = err instanceof ThymosError ? err.code : ErrorCode.LLM_UNAVAILABLE;
+      return `the model could not read it (${code}: ${(err as Error).message.slice(0, 200)}): decided offline`;
+    }
+  }
+
+  /** The answer for a chosen tool and its filled arguments: none on words that refuse what a tool that changes something does; else checked field by field, a call when every required one is there. */
+  #answer(base: Pick<IntentAnswer, 'candidates' | 'confidence'>, chosen: string, filled: Filled, read: string, said: string | undefined): IntentAnswer {
+    const tool = this.#ranker.tools[chosen]!;
+    // "Don't cancel my order" names cancel_order as well as "cancel my order" does: a tool that changes something is not called on words that refuse its action.
+    // Nor on a question whether it was done: "why was ORD-12345 cancelled?" asks to look, not to cancel.
+    const refusal = tool.sideEffect === 'read_only' ? undefined : negatesAction(read, chosen) ? 'say not to do' : asksWhetherDone(read, chosen) ? 'ask whether someone did' : undefined;
+    if (refusal) return { ...base, missing: [], outcome: 'none', note: joined(said, `the words ${refusal} what ${chosen} does: no call`)! };
     const { valid, refused } = validArguments(tool, filled.arguments);
     const missing = [...new Set([...filled.missing, ...refused.filter((f) => tool.input[f]?.required)])];
-    const note = [base.note, refused.length > 0 ? `left out what its field refuses: ${refused.join(', ')}` : undefined].filter(Boolean).join('; ') || undefined;
-    if (missing.length > 0) return { ...base, missing, outcome: 'incomplete', tool: ranking.chosen, arguments: valid, ...(note ? { note } : {}) };
-    return { ...base, missing: [], outcome: 'call', call: { tool: ranking.chosen, arguments: valid }, ...(note ? { note } : {}) };
+    const note = joined(said, refused.length > 0 ? `left out what its field refuses: ${refused.join(', ')}` : undefined);
+    if (missing.length > 0) return { ...base, missing, outcome: 'incomplete', tool: chosen, arguments: valid, ...(note ? { note } : {}) };
+    return { ...base, missing: [], outcome: 'call', call: { tool: chosen, arguments: valid }, ...(note ? { note } : {}) };
   }
+}
+
+/** Notes joined with "; ", undefined when there are none. */
+function joined(...notes: Array<string | undefined>): string | undefined {
+  return notes.filter(Boolean).join('; ') || undefined;
 }
 
 /** The filled arguments each field's own schema takes, and the fields whose value it refuses. */

@@ -14,7 +14,7 @@ import { ConceptTracker } from '../concepts/concept-tracker.js';
 import { ModelConceptExtractor } from '../concepts/model-concept-extractor.js';
 import { MemoryConsolidator } from '../consolidation/memory-consolidator.js';
 import { IntentActs, knownNames } from '../intents/intent-acts.js';
-import { modelFiller } from '../intents/model-filler.js';
+import { modelReader } from '../intents/model-reader.js';
 import { customWordsModel } from '../intents/words-model.js';
 import { AgentModels } from '../llm/agent-models.js';
 import type { GenerateResult, LlmProvider } from '../llm/llm-provider.js';
@@ -136,8 +136,8 @@ function actingOf(tools: ToolCaller, runtime: AgentRuntime, models: AgentModels,
     remember: (memories) => runtime.hear(memories, { storeWithinMs: TOOL_MEMORY_WITHIN_MS }),
     loop: (use, chain, by, keyOf) => toolLoopOf(tools, { caller: by ?? `model:${use}`, maxSteps: models.settings(use).max_tool_steps ?? 0, budgetMs: models.settings(use).tool_budget_ms ?? 20_000, ...(chain ? { chain } : {}), ...(keyOf ? { keyOf } : {}) }),
     logger,
-    // With an `[llm.extraction]` model, it fills the arguments; offline, the deterministic filler does.
-    ...(models.usesModel('extraction') ? { model: modelFiller(tools.tools, () => models.provider('extraction'), (p, r) => runtime.account('extraction', p, r)) } : {}),
+    // With an `[llm.extraction]` model, it chooses among the candidates (or none) and fills the arguments; offline, the ranking's bars and the deterministic filler do.
+    ...(models.usesModel('extraction') ? { model: modelReader(tools.tools, () => models.provider('extraction'), (p, r) => runtime.account('extraction', p, r)) } : {}),
   });
 }
 
