@@ -96,8 +96,10 @@ export class IntentActs implements Acting {
   /**
    * Resolves and, when the answer is a call, makes it through the governed path with `reason`
    * (validation, permission, approval, limits, record). Run twice (a retry after a crash), the
-   * same words resolve to the same call with the same arguments: a tool with an
-   * `idempotencyKey` answers the first call's outcome, as for any caller.
+   * same words resolve offline to the same call with the same arguments: a tool with an
+   * `idempotencyKey` answers the first call's outcome, as for any caller. Read by a model, a
+   * retry may resolve to another call (the model answers anew, or fails and the offline bars
+   * decide): a key settles only a call whose keyed fields are the same.
    */
   async act(intent: string, reason: string, request: ActRequest, how = 'act'): Promise<ActOutcome> {
     const answer = await this.resolve(intent);

@@ -3,7 +3,7 @@ import { type z } from 'zod';
 import type { Tools } from '../../shared/domain/tool-schema.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { Embedder } from '../../shared/platform/embedder.js';
-import type { IntentAnswer, IntentOutcome } from '../runtime/acting.js';
+import type { IntentAnswer, IntentCandidate, IntentOutcome } from '../runtime/acting.js';
 import { inputShape } from '../tools/tool-shapes.js';
 import { fillArguments, type Filled, type KnownName } from './argument-filler.js';
 import { COMMON_WORDS, type Glossary } from './glossary.js';
@@ -16,6 +16,8 @@ import { type ResolverTuning, ToolRanker } from './tool-ranker.js';
 const FOREIGN = new Set(Object.values(COMMON_WORDS).flatMap((words) => [...words]));
 /** How much of a gloss an answer's note shows. */
 const NOTE_GLOSS = 300;
+/** How many tools a model is offered to choose among. */
+const OFFERED = 5;
 const ENGLISH = new Set('the a an is are to of for my me i you your it this that and or with on in at be can please what how'.split(' '));
 
 /** Whether a line is in a language the offline resolver does not read: another script, or more of other languages' common words than of English's. */
@@ -70,21 +72,33 @@ export class IntentResolver {
     // The context is read as far as an intent is: what is past 2,000 characters is not.
     const given = context?.slice(0, INTENT_MAX_CHARS);
     // With a model, it reads the words as said (in any language) and chooses among the candidates, or none; a model that fails leaves it to the offline decision, said in the note.
-    const reading = await this.#read(ranking.candidates.map((c) => c.tool), said, given);
+    const reading = await this.#read(this.#offered(ranking.candidates), said, given);
+    const unread = 'the intent is not in English, and no glossary read it';
     if (gloss === null && typeof reading !== 'object') {
-      return { candidates: ranking.candidates, missing: [], confidence: 0, outcome: 'unsupported_language', note: joined('the intent is not in English, and no glossary read it: no call, only the candidates its values and words suggest', reading) };
+      return { candidates: ranking.candidates, missing: [], confidence: 0, outcome: 'unsupported_language', note: joined(`${unread}: no call, only the candidates its values and words suggest`, reading)! };
     }
     const glossNote = gloss ? `read through the ${gloss.language} glossary as: ${gloss.text.length > NOTE_GLOSS ? `${gloss.text.slice(0, NOTE_GLOSS)}…` : gloss.text}` : undefined;
     const base = { candidates: ranking.candidates, confidence: ranking.confidence };
     if (typeof reading === 'object') {
-      const note = joined(glossNote, `the model read it as ${reading.tool ?? 'none of the candidates'}`);
-      if (!reading.tool) return { ...base, missing: [], outcome: 'none', note };
-      return this.#answer(base, reading.tool, reading, read, note);
+      const note = joined(glossNote, `the model read it as ${reading.tool ?? 'none of the candidates'}`)!;
+      if (!reading.tool) return { ...base, missing: [], outcome: 'none', note, by: 'model' };
+      // The words that refuse an action are read in English (or through a glossary): in words neither reads, a tool that changes something is not called on the model's word alone.
+      if (gloss === null && this.#ranker.tools[reading.tool]!.sideEffect !== 'read_only') {
+        return { ...base, missing: [], outcome: 'unsupported_language', note: `${note}, which changes something; ${unread}, so whether they refuse its action is not read: no call`, by: 'model' };
+      }
+      return { ...this.#answer(base, reading.tool, reading, read, note), by: 'model' };
     }
     const note = joined(glossNote, reading);
     if (!ranking.chosen) return { ...base, missing: [], outcome: ranking.refused ?? 'none', ...(note ? { note } : {}) };
     const filled = fillArguments(this.#ranker.tools[ranking.chosen]!, given ? `${read}\n${given}` : read, { known: this.#known, now });
     return this.#answer(base, ranking.chosen, filled, read, note);
+  }
+
+  /** What the model is offered: the ranking's candidates, or every granted tool when there are at most five (an agent of a few tools is read whatever words its ranking found). */
+  #offered(candidates: readonly IntentCandidate[]): string[] {
+    const names = Object.keys(this.#ranker.tools);
+    const ranked = candidates.map((c) => c.tool);
+    return names.length <= OFFERED ? [...ranked, ...names.filter((n) => !ranked.includes(n))] : ranked.slice(0, OFFERED);
   }
 
   /** The model's reading of the words, or why it could not be had (a note); undefined without a model. */
@@ -93,8 +107,8 @@ export class IntentResolver {
     try {
       return await this.#model(offered, said, given);
     } catch (err) {
-      const code = err instanceof ThymosError ? err.code : ErrorCode.LLM_UNAVAILABLE;
-      return `the model could not read it (${code}: ${(err as Error).message.slice(0, 200)}): decided offline`;
+      // The code only: what the model wrote is not passed on in an answer that is remembered.
+      return `the model could not read it (${err instanceof ThymosError ? err.code : ErrorCode.LLM_UNAVAILABLE}): decided offline`;
     }
   }
 

@@ -57,6 +57,6 @@ export function modelReader(tools: Tools, provider: () => LlmProvider, spent: (p
     if (value.tool === null) return { arguments: {}, missing: [] };
     const tool = tools[value.tool]!;
     const args = Object.fromEntries(Object.entries(value.arguments ?? {}).filter(([k, v]) => Object.hasOwn(tool.input, k) && v !== null && v !== ''));
-    return { tool: value.tool, arguments: args, missing: Object.entries(tool.input).filter(([f, spec]) => spec.required && args[f] === undefined).map(([f]) => f) };
+    return { tool: value.tool, arguments: args, missing: Object.entries(tool.input).filter(([f, spec]) => spec.required && !Object.hasOwn(args, f)).map(([f]) => f) };
   };
 }

@@ -12,9 +12,10 @@ const CONTEXT_MAX = 4_000;
 
 /** One line that says what an answer is. */
 function answerText(a: IntentAnswer): string {
-  if (a.call) return `${a.call.tool} ${JSON.stringify(a.call.arguments)} (confidence ${a.confidence})`;
+  const sure = a.by === 'model' ? 'read by the model' : `confidence ${a.confidence}`;
+  if (a.call) return `${a.call.tool} ${JSON.stringify(a.call.arguments)} (${sure})`;
   const candidates = a.candidates.map((c) => `${c.tool} ${c.score}`).join(', ') || 'none';
-  if (a.outcome === 'incomplete') return `${a.tool} ${JSON.stringify(a.arguments ?? {})}, missing ${a.missing.join(', ')} (confidence ${a.confidence}); candidates: ${candidates}`;
+  if (a.outcome === 'incomplete') return `${a.tool} ${JSON.stringify(a.arguments ?? {})}, missing ${a.missing.join(', ')} (${sure}); candidates: ${candidates}`;
   return `no call: ${a.outcome}${a.note ? ` (${a.note})` : ''}; candidates: ${candidates}`;
 }
 

@@ -33,6 +33,8 @@ export interface IntentAnswer {
   arguments?: Record<string, unknown>;
   /** What was found that does not fit (a value its field refuses), or why nothing was tried. */
   note?: string;
+  /** `model` when the `[llm.extraction]` model chose (or refused) the tool; absent when the offline bars decided. `confidence` is the offline ranking's either way. */
+  by?: 'model';
 }
 
 /** What `act` did: the resolution, and the call's record when it made one (or why the call could not be made). */

@@ -66,14 +66,19 @@ describe('plain words read by a model', () => {
 
   const reply = (content: unknown) => (res: ServerResponse) =>
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ model: 'stand-in', choices: [{ message: { role: 'assistant', content: JSON.stringify(content) }, finish_reason: 'stop' }], usage: { prompt_tokens: 50, completion_tokens: 20 } }));
+  const raw = (content: string) => (res: ServerResponse) =>
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ model: 'stand-in', choices: [{ message: { role: 'assistant', content }, finish_reason: 'stop' }], usage: { prompt_tokens: 50, completion_tokens: 20 } }));
   const system = () => asked.at(-1)!.messages[0]!.content;
 
   test('it chooses among the candidates where the offline bars refuse, and its arguments are checked field by field', async () => {
     const words = "need my order ORD-58832 to go to my mums house instead, it hasnt shipped yet";
     const before = await offline.resolve(words, undefined, NOW);
     assert.equal(before.outcome, 'ambiguous', `offline, two tools fit alike: ${JSON.stringify(before)}`);
-    answer = reply({ tool: 'update_shipping_address', arguments: { order_id: 'ORD-58832', city: 'Leeds', country: 'England', invented: 1, __proto__: 'x' } });
+    // As a model writes it: a key that would reach a prototype, a field the tool does not have, and one named like an object's own method.
+    answer = raw('{"tool": "update_shipping_address", "arguments": {"order_id": "ORD-58832", "city": "Leeds", "country": "England", "invented": 1, "__proto__": {"polluted": true}, "toString": "x"}}');
     const a = await withModel.resolve(words, undefined, NOW);
+    assert.equal(({} as Record<string, unknown>).polluted, undefined, 'no prototype reached');
+    assert.equal(a.by, 'model');
     assert.equal(a.outcome, 'incomplete', JSON.stringify(a));
     assert.equal(a.tool, 'update_shipping_address');
     assert.deepEqual(a.arguments, { order_id: 'ORD-58832', city: 'Leeds' }, 'a country that is not a code is refused, not coerced; a field it does not have is dropped');
@@ -100,21 +105,28 @@ describe('plain words read by a model', () => {
     assert.match(a.note ?? '', /the model read it as none of the candidates/);
   });
 
-  test('it reads a language no glossary reads, and a complete reading is a call', async () => {
-    const words = "J'ai oublié mon mot de passe, je suis la cliente CUS-20481, ticket TCK-40192";
+  test('it reads a language no glossary reads: a complete reading of a tool that reads is a call', async () => {
+    const words = "Où est ma commande ORD-48213 ? Je l'attends depuis une semaine";
     assert.equal((await offline.resolve(words, undefined, NOW)).outcome, 'unsupported_language');
-    answer = reply({ tool: 'reset_password', arguments: { customer_id: 'CUS-20481', ticket_id: 'TCK-40192' } });
+    answer = reply({ tool: 'track_shipment', arguments: { order_id: 'ORD-48213' } });
     const a = await withModel.resolve(words, undefined, NOW);
-    assert.deepEqual(a.call, { tool: 'reset_password', arguments: { customer_id: 'CUS-20481', ticket_id: 'TCK-40192' } }, JSON.stringify(a));
-    assert.match(asked.at(-1)!.messages[1]!.content, /^Request: J'ai oublié mon mot de passe/, 'the words as said, not a gloss');
+    assert.deepEqual(a.call, { tool: 'track_shipment', arguments: { order_id: 'ORD-48213' } }, JSON.stringify(a));
+    assert.match(asked.at(-1)!.messages[1]!.content, /^Request: Où est ma commande/, 'the words as said, not a gloss');
   });
 
   test('a tool that changes something is still not called on words that refuse its action, whatever the model says', async () => {
     answer = reply({ tool: 'cancel_order', arguments: { order_id: 'ORD-12345', reason: 'customer_request' } });
     const a = await withModel.resolve("don't cancel my order ORD-12345", undefined, NOW);
+    assert.equal(asked.length, 1, 'the model was asked');
     assert.equal(a.outcome, 'none', JSON.stringify(a));
     assert.equal(a.call, undefined);
-    assert.match(a.note ?? '', /say not to do what cancel_order does/);
+    assert.match(a.note ?? '', /the model read it as cancel_order; the words say not to do what cancel_order does/);
+    // In words no glossary reads, whether they refuse an action is not read: a tool that changes something is not called on the model's reading, one that reads is.
+    const b = await withModel.resolve("N'annulez pas ma commande ORD-48213, je la veux toujours", undefined, NOW);
+    assert.equal(b.outcome, 'unsupported_language', JSON.stringify(b));
+    assert.equal(b.call, undefined);
+    assert.match(b.note ?? '', /the model read it as cancel_order, which changes something; the intent is not in English, and no glossary read it, so whether they refuse its action is not read: no call/);
+
   });
 
   test('a tool it was not offered is never taken: asked once to repair, then the offline decision stands, said in the note', async () => {
@@ -128,15 +140,25 @@ describe('plain words read by a model', () => {
     assert.match(asked[1]!.messages.at(-1)!.content, /does not fit/);
     assert.notEqual(a.call?.tool, 'close_account');
     assert.deepEqual({ ...a, note: undefined }, { ...before, note: undefined }, 'the offline answer');
-    assert.match(a.note ?? '', /the model could not read it \(LLM_OUTPUT_INVALID: .*\): decided offline/);
+    assert.equal(a.note, 'the model could not read it (LLM_OUTPUT_INVALID): decided offline', 'its code, not what the model wrote');
+    assert.equal(a.by, undefined);
     assert.equal(spent.length, 1, 'both attempts counted as one reading');
+    // Arguments that are no object are asked again too; null ones are none.
+    answer = reply({ tool: 'track_shipment', arguments: 'ORD-48213' });
+    assert.match((await withModel.resolve(words, undefined, NOW)).note ?? '', /LLM_OUTPUT_INVALID/);
+    answer = reply({ tool: 'track_shipment', arguments: null });
+    const n = await withModel.resolve(words, undefined, NOW);
+    assert.deepEqual([n.outcome, n.tool, n.missing], ['incomplete', 'track_shipment', ['order_id']]);
   });
 
   test('a model that fails leaves the words to the offline ranking and filler', async () => {
     answer = (res) => res.writeHead(503).end('busy');
     const a = await withModel.resolve('track the shipment of order ORD-48213', undefined, NOW);
     assert.deepEqual(a.call, { tool: 'track_shipment', arguments: { order_id: 'ORD-48213' } });
-    assert.match(a.note ?? '', /the model could not read it \(LLM_[A-Z_]+: .*\): decided offline/);
+    assert.match(a.note ?? '', /^the model could not read it \(LLM_[A-Z_]+\): decided offline$/);
+    // A reader that rejects with no error at all is a failed reading too.
+    const odd = await IntentResolver.build(support, { embedder, model: () => Promise.reject('no reason') });
+    assert.match((await odd.resolve('track the shipment of order ORD-48213', undefined, NOW)).note ?? '', /could not read it \(LLM_UNAVAILABLE\)/);
   });
 
   test('an offline provider reads nothing: the offline answer, no note', async () => {
@@ -180,5 +202,14 @@ describe('plain words read by a model', () => {
     answer = reply({ tool: 'post_quest', arguments: { id: 'wolves', title: 'Drive the wolves off the north pasture', location: 'north_pasture', reward: 40 } });
     const b = await captain.resolve('post a quest for adventurers to drive the wolves off the north pasture, forty silver for it');
     assert.deepEqual(b.call, { tool: 'post_quest', arguments: { id: 'wolves', title: 'Drive the wolves off the north pasture', location: 'north_pasture', reward: 40 } });
+    // An agent of a few tools offers them all, whatever words its ranking found: here none.
+    const words = 'Zxq blorp?';
+    assert.deepEqual((await (await IntentResolver.build(tools, { embedder })).resolve(words)).candidates, []);
+    answer = reply({ tool: null });
+    asked.length = 0;
+    const c = await captain.resolve(words);
+    assert.equal(asked.length, 1);
+    assert.match(system(), /- post_quest \(changes something\)/);
+    assert.deepEqual([c.outcome, c.by], ['none', 'model']);
   });
 });
