@@ -1,21 +1,15 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { checkExamples, Glossary } from '../agent/intents/index.js';
 import { foreignLanguage, IntentResolver } from '../agent/intents/intent-resolver.js';
 import type { ResolverTuning } from '../agent/intents/tool-ranker.js';
-import { OpenAiCompatibleProvider } from '../agent/llm/openai-compatible-provider.js';
-import { runToolLoop } from '../agent/llm/tool-loop.js';
-import { toolLoopOf } from '../agent/tools/model-tools.js';
 import { loadDomainSchema } from '../shared/domain/domain-schema.js';
 import type { Tool, Tools } from '../shared/domain/tool-schema.js';
 import { StaticEmbedder } from '../shared/platform/static-embedder.js';
 import { glossaryDir, offlineModelDir } from '../shared/platform/thymos-root.js';
-import { memoryToolCaller } from '../test/helpers/tool-caller.js';
 import { REPO_ROOT } from '../test/helpers/workspace.js';
+import { readingOverhead, toolLoopOverhead } from './intent-model-time.js';
 import type { Figure, Scenario } from './scenario.js';
 import { quantile, round } from './stats.js';
 
@@ -155,53 +149,6 @@ function firstReading(): number | undefined {
   return read?.language === 'deu' ? performance.now() - started : undefined;
 }
 
-/**
- * What a model's tool loop adds above the model's own time: a stand-in chat-completions server
- * on loopback that takes `MODEL_MS` per answer asks for one read-only Script call, then answers;
- * the loop's time less two direct calls to the same server is the loop's own (validation,
- * record, the call, the second request's larger body).
- */
-async function toolLoopOverhead(rounds: number): Promise<{ loop: number[]; direct: number[] }> {
-  const MODEL_MS = 20;
-  const dir = mkdtempSync(join(tmpdir(), 'thymos-bench-loop-'));
-  writeFileSync(join(dir, 'tools.mjs'), 'export function look(input) { return { order: input.order_id, status: "shipped" }; }\n');
-  const server = createServer((req, res) => {
-    let raw = '';
-    req.on('data', (d: Buffer) => (raw += d.toString()));
-    req.on('end', () => {
-      const chat = JSON.parse(raw) as { messages: Array<{ role: string }>; tools?: unknown[] };
-      const asks = chat.tools && !chat.messages.some((m) => m.role === 'tool');
-      const message = asks ? { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'look', arguments: '{"order_id":"ORD-12345"}' } }] } : { role: 'assistant', content: 'It shipped.' };
-      setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ model: 'stand-in', choices: [{ message, finish_reason: 'stop' }], usage: { prompt_tokens: 1, completion_tokens: 1 } })), MODEL_MS);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  try {
-    const provider = new OpenAiCompatibleProvider({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, model: 'stand-in', temperature: 0, maxTokens: 64, timeoutMs: 5000, maxRetries: 0 });
-    const { tools } = memoryToolCaller({ look: { description: 'Look up an order', input: { order_id: { pattern: 'ORD-[0-9]{5}' } }, sideEffect: 'read_only', executor: { kind: 'script', path: 'tools.mjs', export: 'look' } } }, dir);
-    const loop = toolLoopOf(tools, { caller: 'model:bench', maxSteps: 4, budgetMs: 10_000 })!;
-    const messages = [{ role: 'user' as const, content: 'Has ORD-12345 shipped?' }];
-    const out = { loop: [] as number[], direct: [] as number[] };
-    for (let i = 0; i < rounds + 5; i++) {
-      const a = performance.now();
-      await runToolLoop(provider, { messages }, loop);
-      const b = performance.now();
-      await provider.generate({ messages });
-      await provider.generate({ messages });
-      const c = performance.now();
-      if (i >= 5) {
-        out.loop.push(b - a);
-        out.direct.push(c - b);
-      }
-    }
-    return out;
-  } finally {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
 export const intentsScenario: Scenario = {
   name: 'intents',
   title: 'Intent resolution: plain words to a tool call, offline',
@@ -233,10 +180,13 @@ export const intentsScenario: Scenario = {
     const firstGerman = firstReading();
     if (firstGerman !== undefined) figures.push({ metric: 'an agent\'s first intent in German: reading the German glossary from disk, and the gloss', value: round(firstGerman, 0), unit: 'ms' });
     const timing = await toolLoopOverhead(100);
+    const reading = await readingOverhead(domain.tools, readSet('dev.json').map((x) => x.intent), now);
     const added = timing.loop.map((l, i) => l - timing.direct[i]!);
     figures.push(
       { metric: 'a model\'s tool loop of one call (two model answers of 20 ms each), p50 / p95', value: `${round(quantile(timing.loop, 0.5), 1)} / ${round(quantile(timing.loop, 0.95), 1)}`, unit: 'ms' },
       { metric: 'what the loop adds above the model\'s own time (the same two answers asked directly), p50 / p95', value: `${round(quantile(added, 0.5), 2)} / ${round(quantile(added, 0.95), 2)}`, unit: 'ms' },
+      { metric: `plain words read by an [llm.extraction] model (one answer of 20 ms) at ${Object.keys(domain.tools).length} tools, p50 / p95`, value: `${round(quantile(reading.read, 0.5), 1)} / ${round(quantile(reading.read, 0.95), 1)}`, unit: 'ms' },
+      { metric: 'what the reading adds above the model\'s own time (the ranking, the request, validation; the same request asked directly), p50 / p95', value: `${round(quantile(reading.added, 0.5), 2)} / ${round(quantile(reading.added, 0.95), 2)}`, unit: 'ms' },
     );
     return {
       figures,
