@@ -2,6 +2,7 @@ import type { AliasEntry } from '../../shared/domain/alias-table.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { ToolCallRecord } from '../../shared/protocol/tool-call.js';
+import type { SamplingClient } from '../llm/agent-models.js';
 import type { ToolLoop } from '../llm/tool-loop.js';
 import type { NewMemory } from '../memory/agent-memory.js';
 import { type Acting, type ActOutcome, type ActRequest, type IntentAnswer, type JobCalls, REPLY_MARKER, withoutMarkers } from '../runtime/acting.js';
@@ -89,8 +90,8 @@ export class IntentActs implements Acting {
   }
 
   /** What the words mean among the granted tools; nothing runs. */
-  async resolve(intent: string, context?: string): Promise<IntentAnswer> {
-    return (await this.#build()).resolve(intent, context);
+  async resolve(intent: string, context?: string, client?: SamplingClient): Promise<IntentAnswer> {
+    return (await this.#build()).resolve(intent, context, new Date(), client);
   }
 
   /**
@@ -102,7 +103,7 @@ export class IntentActs implements Acting {
    * decide): a key settles only a call whose keyed fields are the same.
    */
   async act(intent: string, reason: string, request: ActRequest, how = 'act'): Promise<ActOutcome> {
-    const answer = await this.resolve(intent);
+    const answer = await this.resolve(intent, undefined, request.client);
     let outcome: ActOutcome = { intent, answer };
     if (answer.call) {
       try {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 
 import type { Tools } from '../../shared/domain/tool-schema.js';
+import type { SamplingClient } from '../llm/agent-models.js';
 import type { GenerateResult, LlmProvider } from '../llm/llm-provider.js';
 import { generateStructured } from '../llm/structured-output.js';
 import type { Filled } from './argument-filler.js';
@@ -13,9 +14,10 @@ export interface ModelReading extends Filled {
 /**
  * Reads an intent with a model: which of the offered candidates it asks for, if any, and the
  * arguments it states. Undefined when no model is configured (the offline resolver decides);
- * throws when the model fails or answers outside what it was offered.
+ * throws when the model fails or answers outside what it was offered. `client`: the MCP client
+ * that asked, when it can sample (a use of `mcp-sampling` reads with its model).
  */
-export type ModelReader = (offered: readonly string[], intent: string, context: string | undefined) => Promise<ModelReading | undefined>;
+export type ModelReader = (offered: readonly string[], intent: string, context: string | undefined, client?: SamplingClient) => Promise<ModelReading | undefined>;
 
 /** What a model is told of one field. */
 function fieldLine(name: string, f: Tools[string]['input'][string]): string {
@@ -38,10 +40,10 @@ function toolLines(name: string, tool: Tools[string]): string[] {
  * value a field refuses is left out and reported missing, and a tool that changes something is
  * still not called on words that refuse its action.
  */
-export function modelReader(tools: Tools, provider: () => LlmProvider, spent: (provider: LlmProvider, result: GenerateResult) => void): ModelReader {
-  return async (offered, intent, context) => {
+export function modelReader(tools: Tools, provider: (client?: SamplingClient) => LlmProvider, spent: (provider: LlmProvider, result: GenerateResult) => void): ModelReader {
+  return async (offered, intent, context, client) => {
     const names = offered.filter((n) => Object.hasOwn(tools, n));
-    const model = provider();
+    const model = provider(client);
     if (names.length === 0 || model.kind === 'offline') return undefined;
     const system = [
       'You map a request to one of the tools below, or to none of them.',

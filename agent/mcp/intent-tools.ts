@@ -4,7 +4,7 @@ import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { IntentAnswer } from '../runtime/acting.js';
 import { REASON_MAX } from '../tools/tool-shapes.js';
 import { callChain, callerKey, callerOf } from './declared-tools.js';
-import { guard, type ToolContext,toolError } from './tool-kit.js';
+import { guard, samplingClient, type ToolContext, toolError } from './tool-kit.js';
 
 /** The longest intent the endpoint takes; the resolver reads 2,000 characters and answers `too_long` past them. */
 const INTENT_EDGE_MAX = 20_000;
@@ -40,9 +40,9 @@ export function registerIntentTools(ctx: ToolContext): void {
       inputSchema: { intent, context: z.string().max(CONTEXT_MAX).optional().describe('What else the values may come from, e.g. the conversation so far.') },
       annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
     },
-    async (args) =>
+    async (args, extra) =>
       guard(async () => {
-        const answer = await acting().resolve(args.intent, args.context);
+        const answer = await acting().resolve(args.intent, args.context, samplingClient(server, extra));
         return { content: [{ type: 'text', text: answerText(answer) }], structuredContent: { ...answer } };
       }),
   );
@@ -56,7 +56,7 @@ export function registerIntentTools(ctx: ToolContext): void {
     },
     async (args, extra) =>
       guard(async () => {
-        const done = await acting().act(args.intent, args.reason, { caller: callerOf(server, extra), signal: extra.signal, idempotencyKey: callerKey(extra), chain: callChain(extra) });
+        const done = await acting().act(args.intent, args.reason, { caller: callerOf(server, extra), signal: extra.signal, idempotencyKey: callerKey(extra), chain: callChain(extra), client: samplingClient(server, extra) });
         const { answer, record } = done;
         if (done.error) {
           const refused = toolError(new ThymosError(done.error.code as ErrorCode, `${answerText(answer)}: not made: ${done.error.message}`));

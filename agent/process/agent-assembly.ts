@@ -137,7 +137,7 @@ function actingOf(tools: ToolCaller, runtime: AgentRuntime, models: AgentModels,
     loop: (use, chain, by, keyOf) => toolLoopOf(tools, { caller: by ?? `model:${use}`, maxSteps: models.settings(use).max_tool_steps ?? 0, budgetMs: models.settings(use).tool_budget_ms ?? 20_000, ...(chain ? { chain } : {}), ...(keyOf ? { keyOf } : {}) }),
     logger,
     // With an `[llm.extraction]` model, it chooses among the candidates (or none) and fills the arguments; offline, the ranking's bars and the deterministic filler do.
-    ...(models.usesModel('extraction') ? { model: modelReader(tools.tools, () => models.provider('extraction'), (p, r) => runtime.account('extraction', p, r)) } : {}),
+    ...(models.usesModel('extraction') ? { model: modelReader(tools.tools, (client) => models.provider('extraction', client), (p, r) => runtime.account('extraction', p, r)) } : {}),
   });
 }
 

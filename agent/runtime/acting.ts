@@ -1,4 +1,5 @@
 import type { ToolCallRecord } from '../../shared/protocol/tool-call.js';
+import type { SamplingClient } from '../llm/agent-models.js';
 import type { ToolStep } from '../llm/llm-provider.js';
 import type { ToolLoop } from '../llm/tool-loop.js';
 import type { TalkReply, TalkRequest } from './agent-behavior.js';
@@ -41,6 +42,8 @@ export interface ActRequest {
   chain?: readonly string[] | undefined;
   /** The call's idempotency key, or what names it for the tool called (a job's keys). */
   idempotencyKey?: string | ((tool: string) => string) | undefined;
+  /** The MCP client that asks, when it can sample: an `[llm.extraction]` of `mcp-sampling` reads the words with its model. */
+  client?: SamplingClient | undefined;
 }
 
 /** Who a job's calls are made as, and the idempotency key of each (see `jobKeys`). */
@@ -61,7 +64,7 @@ export interface Acting {
   /** One call of a granted tool by name, through the governed path; refused before it is a record (a tool not granted, input that does not validate) is a throw. */
   call(tool: string, args: Record<string, unknown>, request: ActRequest): Promise<ToolCallRecord>;
   /** What the words mean among the granted tools; nothing runs. */
-  resolve(intent: string, context?: string): Promise<IntentAnswer>;
+  resolve(intent: string, context?: string, client?: SamplingClient): Promise<IntentAnswer>;
   /** Resolves, and makes the call through the governed path when it is confident and complete. */
   act(intent: string, reason: string, request: ActRequest): Promise<ActOutcome>;
   /**

@@ -29,6 +29,8 @@ describe('tool calls through MCP sampling', () => {
       asked.push(request.params);
       const p = request.params;
       const answered = p.messages.some((m) => Array.isArray(m.content) && m.content.some((c) => c.type === 'tool_result'));
+      // The [llm.extraction] reading of plain words: the one tool offered, with the order the words name.
+      if (p.systemPrompt?.startsWith('You map a request')) return { model: 'client-model', role: 'assistant', content: { type: 'text', text: JSON.stringify({ tool: 'lookup_order', arguments: { order_id: /[A-Z]{2}-\d{4}/.exec(JSON.stringify(p.messages))?.[0] } }) } };
       if (p.tools && !answered) return { model: 'client-model', role: 'assistant', stopReason: 'toolUse', content: [{ type: 'tool_use', id: 'use-1', name: 'lookup_order', input: { order_id: 'AB-1234' } }] };
       return { model: 'client-model', role: 'assistant', content: { type: 'text', text: '{"message":"Your order AB-1234 has shipped.","emotional_tone":"helpful","learned":[]}' } };
     });
@@ -37,7 +39,7 @@ describe('tool calls through MCP sampling', () => {
   };
 
   before(async () => {
-    ws = createWorkspace({ schema: null, extra: '[llm.dialogue]\nprovider = "mcp-sampling"\nmax_tokens = 200' });
+    ws = createWorkspace({ schema: null, extra: '[llm.dialogue]\nprovider = "mcp-sampling"\nmax_tokens = 200\n[llm.extraction]\nprovider = "mcp-sampling"' });
     writeFileSync(join(ws.dir, 'desk.mjs'), `export function lookup(input) { return { order: input.order_id, status: 'shipped' }; }\n`);
     writeFileSync(
       join(ws.dir, 'desk.pkl'),
@@ -106,6 +108,32 @@ tools {
       const r = (await client.callTool({ name: 'talk_to_desk', arguments: { message: 'Has AB-1234 shipped yet?', speaker: 'guest' } }, undefined, { onprogress: (p) => pieces.push(p) })) as Result;
       assert.equal(r.structuredContent?.reply, 'Your order AB-1234 has shipped.');
       assert.deepEqual(pieces, [{ progress: 'Your order AB-1234 has shipped.'.length, message: 'Your order AB-1234 has shipped.' }]);
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('[llm.extraction] of mcp-sampling: plain words the offline bars refuse are read by the asking client\'s model; a client that cannot sample gets the offline answer', async () => {
+    const words = 'AB-1234, any news, mate?';
+    const plain = new Client({ name: 'no-sampler', version: '1.0.0' });
+    await plain.connect(new StreamableHTTPClientTransport(new URL(agent.url)));
+    const from = asked.length;
+    try {
+      const offline = (await plain.callTool({ name: 'resolve_intent', arguments: { intent: words } })) as Result;
+      assert.notEqual(offline.structuredContent?.outcome, 'call', JSON.stringify(offline.structuredContent));
+      assert.equal(offline.structuredContent?.by, undefined);
+      assert.equal(asked.length, from, 'no client model to ask');
+    } finally {
+      await plain.close();
+    }
+    const client = await sampler(false);
+    try {
+      const r = (await client.callTool({ name: 'resolve_intent', arguments: { intent: words } })) as Result;
+      assert.deepEqual([r.structuredContent?.call, r.structuredContent?.by], [{ tool: 'lookup_order', arguments: { order_id: 'AB-1234' } }, 'model'], JSON.stringify(r.structuredContent));
+      assert.match(asked.at(-1)!.systemPrompt ?? '', /- lookup_order \(only reads\): Look up an order's status/);
+      const act = (await client.callTool({ name: 'act', arguments: { intent: words, reason: 'the customer asked' } })) as Result;
+      const record = act.structuredContent?.record as { status: string; result: unknown };
+      assert.deepEqual([record.status, record.result], ['ok', { order: 'AB-1234', status: 'shipped' }], JSON.stringify(act.structuredContent));
     } finally {
       await client.close();
     }
