@@ -2,10 +2,9 @@ import type { AliasEntry } from '../../shared/domain/alias-table.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { ToolCallRecord } from '../../shared/protocol/tool-call.js';
-import type { SamplingClient } from '../llm/agent-models.js';
 import type { ToolLoop } from '../llm/tool-loop.js';
 import type { NewMemory } from '../memory/agent-memory.js';
-import { type Acting, type ActOutcome, type ActRequest, type IntentAnswer, type JobCalls, REPLY_MARKER, withoutMarkers } from '../runtime/acting.js';
+import { type Acting, type ActOutcome, type ActRequest, type IntentAnswer, type JobCalls, type ReadRequest, REPLY_MARKER, withoutMarkers } from '../runtime/acting.js';
 import type { TalkReply, TalkRequest } from '../runtime/agent-behavior.js';
 import type { ToolCaller } from '../tools/tool-caller.js';
 import type { KnownName } from './argument-filler.js';
@@ -90,8 +89,8 @@ export class IntentActs implements Acting {
   }
 
   /** What the words mean among the granted tools; nothing runs. */
-  async resolve(intent: string, context?: string, client?: SamplingClient): Promise<IntentAnswer> {
-    return (await this.#build()).resolve(intent, context, new Date(), client);
+  async resolve(intent: string, context?: string, request?: ReadRequest): Promise<IntentAnswer> {
+    return (await this.#build()).resolve(intent, context, new Date(), request);
   }
 
   /**
@@ -103,7 +102,7 @@ export class IntentActs implements Acting {
    * decide): a key settles only a call whose keyed fields are the same.
    */
   async act(intent: string, reason: string, request: ActRequest, how = 'act'): Promise<ActOutcome> {
-    const answer = await this.resolve(intent, undefined, request.client);
+    const answer = await this.resolve(intent, undefined, { client: request.client, signal: request.signal });
     let outcome: ActOutcome = { intent, answer };
     if (answer.call) {
       try {

@@ -3,8 +3,7 @@ import { type z } from 'zod';
 import type { Tools } from '../../shared/domain/tool-schema.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { Embedder } from '../../shared/platform/embedder.js';
-import type { SamplingClient } from '../llm/agent-models.js';
-import type { IntentAnswer, IntentCandidate, IntentOutcome } from '../runtime/acting.js';
+import type { IntentAnswer, IntentCandidate, IntentOutcome, ReadRequest } from '../runtime/acting.js';
 import { inputShape } from '../tools/tool-shapes.js';
 import { fillArguments, type Filled, type KnownName } from './argument-filler.js';
 import { COMMON_WORDS, type Glossary } from './glossary.js';
@@ -60,8 +59,8 @@ export class IntentResolver {
     return this.#ranker.tools;
   }
 
-  /** `client`: the MCP client that asked, when it can sample (a model of `mcp-sampling` is its). */
-  async resolve(intent: string, context?: string, now = new Date(), client?: SamplingClient): Promise<IntentAnswer> {
+  /** `request`: the MCP client that asked, when it can sample (a model of `mcp-sampling` is its), and what cancels a model's reading. */
+  async resolve(intent: string, context?: string, now = new Date(), request?: ReadRequest): Promise<IntentAnswer> {
     const said = intent.trim();
     const none = (outcome: IntentOutcome, note: string): IntentAnswer => ({ candidates: [], missing: [], confidence: 0, outcome, note });
     if (said.length === 0 || rawWords(said).length === 0) return none('empty', 'the intent says nothing to resolve');
@@ -74,7 +73,7 @@ export class IntentResolver {
     // The context is read as far as an intent is: what is past 2,000 characters is not.
     const given = context?.slice(0, INTENT_MAX_CHARS);
     // With a model, it reads the words as said (in any language) and chooses among the candidates, or none; a model that fails leaves it to the offline decision, said in the note.
-    const reading = await this.#read(this.#offered(ranking.candidates), said, given, client);
+    const reading = await this.#read(this.#offered(ranking.candidates), said, given, request);
     const unread = 'the intent is not in English, and no glossary read it';
     if (gloss === null && typeof reading !== 'object') {
       return { candidates: ranking.candidates, missing: [], confidence: 0, outcome: 'unsupported_language', note: joined(`${unread}: no call, only the candidates its values and words suggest`, reading)! };
@@ -104,11 +103,13 @@ export class IntentResolver {
   }
 
   /** The model's reading of the words, or why it could not be had (a note); undefined without a model. */
-  async #read(offered: readonly string[], said: string, given: string | undefined, client: SamplingClient | undefined): Promise<ModelReading | string | undefined> {
+  async #read(offered: readonly string[], said: string, given: string | undefined, request: ReadRequest | undefined): Promise<ModelReading | string | undefined> {
     if (!this.#model || offered.length === 0) return undefined;
     try {
-      return await this.#model(offered, said, given, client);
+      return await this.#model(offered, said, given, request);
     } catch (err) {
+      // A reading its asker cancelled ends the resolution: nothing is decided for a request that is gone.
+      if (request?.signal?.aborted) throw err;
       // The code only: what the model wrote is not passed on in an answer that is remembered.
       return `the model could not read it (${err instanceof ThymosError ? err.code : ErrorCode.LLM_UNAVAILABLE}): decided offline`;
     }

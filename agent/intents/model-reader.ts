@@ -4,6 +4,7 @@ import type { Tools } from '../../shared/domain/tool-schema.js';
 import type { SamplingClient } from '../llm/agent-models.js';
 import type { GenerateResult, LlmProvider } from '../llm/llm-provider.js';
 import { generateStructured } from '../llm/structured-output.js';
+import type { ReadRequest } from '../runtime/acting.js';
 import type { Filled } from './argument-filler.js';
 
 /** What a model made of plain words: the candidate it reads them as asking for (none: `tool` undefined), and that tool's arguments the words state. */
@@ -14,10 +15,10 @@ export interface ModelReading extends Filled {
 /**
  * Reads an intent with a model: which of the offered candidates it asks for, if any, and the
  * arguments it states. Undefined when no model is configured (the offline resolver decides);
- * throws when the model fails or answers outside what it was offered. `client`: the MCP client
- * that asked, when it can sample (a use of `mcp-sampling` reads with its model).
+ * throws when the model fails or answers outside what it was offered. `request`: the MCP client
+ * that asked, when it can sample (a use of `mcp-sampling` reads with its model), and what cancels the reading.
  */
-export type ModelReader = (offered: readonly string[], intent: string, context: string | undefined, client?: SamplingClient) => Promise<ModelReading | undefined>;
+export type ModelReader = (offered: readonly string[], intent: string, context: string | undefined, request?: ReadRequest) => Promise<ModelReading | undefined>;
 
 /** What a model is told of one field. */
 function fieldLine(name: string, f: Tools[string]['input'][string]): string {
@@ -41,9 +42,9 @@ function toolLines(name: string, tool: Tools[string]): string[] {
  * still not called on words that refuse its action.
  */
 export function modelReader(tools: Tools, provider: (client?: SamplingClient) => LlmProvider, spent: (provider: LlmProvider, result: GenerateResult) => void): ModelReader {
-  return async (offered, intent, context, client) => {
+  return async (offered, intent, context, request) => {
     const names = offered.filter((n) => Object.hasOwn(tools, n));
-    const model = provider(client);
+    const model = provider(request?.client);
     if (names.length === 0 || model.kind === 'offline') return undefined;
     const system = [
       'You map a request to one of the tools below, or to none of them.',
@@ -55,7 +56,7 @@ export function modelReader(tools: Tools, provider: (client?: SamplingClient) =>
     ].join('\n');
     const user = `Request: ${intent}${context ? `\nContext: ${context}` : ''}`;
     const schema = z.object({ tool: z.enum(names as [string, ...string[]]).nullable(), arguments: z.record(z.string(), z.unknown()).nullish() });
-    const { value } = await generateStructured(model, { messages: [{ role: 'system', content: system }, { role: 'user', content: user }], temperature: 0 }, schema, { spent: (r) => spent(model, r) });
+    const { value } = await generateStructured(model, { messages: [{ role: 'system', content: system }, { role: 'user', content: user }], temperature: 0, signal: request?.signal }, schema, { spent: (r) => spent(model, r) });
     if (value.tool === null) return { arguments: {}, missing: [] };
     const tool = tools[value.tool]!;
     const args = Object.fromEntries(Object.entries(value.arguments ?? {}).filter(([k, v]) => Object.hasOwn(tool.input, k) && v !== null && v !== ''));

@@ -42,7 +42,7 @@ export function registerIntentTools(ctx: ToolContext): void {
     },
     async (args, extra) =>
       guard(async () => {
-        const answer = await acting().resolve(args.intent, args.context, samplingClient(server, extra));
+        const answer = await acting().resolve(args.intent, args.context, { client: samplingClient(server, extra), signal: extra.signal });
         return { content: [{ type: 'text', text: answerText(answer) }], structuredContent: { ...answer } };
       }),
   );

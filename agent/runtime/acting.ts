@@ -35,6 +35,13 @@ export function withActs(reply: TalkReply, acted: { reply: string; acts: readonl
   return acted.acts.length === 0 ? reply : { ...reply, reply: acted.reply, tool_calls: [...(reply.tool_calls ?? []), ...actSteps(acted.acts)] };
 }
 
+/** Who asks plain words to be read, and what cancels the reading. */
+export interface ReadRequest {
+  /** The MCP client that asks, when it can sample: an `[llm.extraction]` of `mcp-sampling` reads the words with its model. */
+  client?: SamplingClient | undefined;
+  signal?: AbortSignal | undefined;
+}
+
 /** Who asks an act, and what cancels it. */
 export interface ActRequest {
   caller: string;
@@ -64,7 +71,7 @@ export interface Acting {
   /** One call of a granted tool by name, through the governed path; refused before it is a record (a tool not granted, input that does not validate) is a throw. */
   call(tool: string, args: Record<string, unknown>, request: ActRequest): Promise<ToolCallRecord>;
   /** What the words mean among the granted tools; nothing runs. */
-  resolve(intent: string, context?: string, client?: SamplingClient): Promise<IntentAnswer>;
+  resolve(intent: string, context?: string, request?: ReadRequest): Promise<IntentAnswer>;
   /** Resolves, and makes the call through the governed path when it is confident and complete. */
   act(intent: string, reason: string, request: ActRequest): Promise<ActOutcome>;
   /**

@@ -78,7 +78,7 @@ export function jobRequest(job: Job, delivery: JobDelivery, acting: Acting | und
       if (outcome.record) counted(outcome.record);
       return outcome;
     }),
-    resolve: acting && ((intent) => acting.resolve(intent)),
+    resolve: acting && ((intent) => acting.resolve(intent, undefined, { signal })),
     call: acting && (async (tool, args) => counted(await acting.call(tool, args, ask))),
   };
 }
@@ -86,7 +86,8 @@ export function jobRequest(job: Job, delivery: JobDelivery, acting: Acting | und
 /**
  * Works one delivery of a job: the behaviour's `work` when it has one, else the default — the
  * `[llm.reasoning]` model with the agent's tools when that use has a model that can call tools
- * and tools are granted, else the job's words resolved offline to one call. Never throws: a
+ * and tools are granted, else the job's words resolved to one call as `act` resolves them (by
+ * the `[llm.extraction]` model when one is set, else offline). Never throws: a
  * throw is a `retry` (CANCELLED and AGENT_STOPPING included: the job goes back to the queue), a
  * result that is not a `JobResult` is a `give_up` naming what was wrong. How it ended is
  * remembered (tag `job`, one memory per delivery).

@@ -161,6 +161,17 @@ describe('plain words read by a model', () => {
     assert.match((await odd.resolve('track the shipment of order ORD-48213', undefined, NOW)).note ?? '', /could not read it \(LLM_UNAVAILABLE\)/);
   });
 
+  test('a reading its asker cancels ends the resolution with CANCELLED, deciding nothing', async () => {
+    let arrived: () => void = () => undefined;
+    const asking = new Promise<void>((resolve) => (arrived = resolve));
+    answer = () => arrived(); // the stand-in never answers
+    const stop = new AbortController();
+    const read = withModel.resolve('track the shipment of order ORD-48213', undefined, NOW, { signal: stop.signal });
+    await asking;
+    stop.abort();
+    await assert.rejects(read, (err: Error & { code?: string }) => err.code === 'CANCELLED');
+  });
+
   test('an offline provider reads nothing: the offline answer, no note', async () => {
     const quiet = await IntentResolver.build(support, { embedder, model: modelReader(support, () => new OfflineProvider(), () => undefined) });
     const a = await quiet.resolve('track the shipment of order ORD-48213', undefined, NOW);

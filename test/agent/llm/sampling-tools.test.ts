@@ -122,6 +122,7 @@ tools {
       const offline = (await plain.callTool({ name: 'resolve_intent', arguments: { intent: words } })) as Result;
       assert.notEqual(offline.structuredContent?.outcome, 'call', JSON.stringify(offline.structuredContent));
       assert.equal(offline.structuredContent?.by, undefined);
+      assert.equal(offline.structuredContent?.note, undefined, 'no reading was tried, nor failed');
       assert.equal(asked.length, from, 'no client model to ask');
     } finally {
       await plain.close();
@@ -132,6 +133,7 @@ tools {
       assert.deepEqual([r.structuredContent?.call, r.structuredContent?.by], [{ tool: 'lookup_order', arguments: { order_id: 'AB-1234' } }, 'model'], JSON.stringify(r.structuredContent));
       assert.match(asked.at(-1)!.systemPrompt ?? '', /- lookup_order \(only reads\): Look up an order's status/);
       const act = (await client.callTool({ name: 'act', arguments: { intent: words, reason: 'the customer asked' } })) as Result;
+      assert.equal(act.structuredContent?.by, 'model');
       const record = act.structuredContent?.record as { status: string; result: unknown };
       assert.deepEqual([record.status, record.result], ['ok', { order: 'AB-1234', status: 'shipped' }], JSON.stringify(act.structuredContent));
     } finally {
