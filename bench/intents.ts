@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { checkExamples, Glossary } from '../agent/intents/index.js';
+import { checkExamples, Glossary, modelReader } from '../agent/intents/index.js';
 import { foreignLanguage, IntentResolver } from '../agent/intents/intent-resolver.js';
 import type { ResolverTuning } from '../agent/intents/tool-ranker.js';
+import { OpenAiCompatibleProvider } from '../agent/llm/openai-compatible-provider.js';
 import { loadDomainSchema } from '../shared/domain/domain-schema.js';
 import type { Tool, Tools } from '../shared/domain/tool-schema.js';
 import { StaticEmbedder } from '../shared/platform/static-embedder.js';
@@ -52,7 +53,7 @@ export interface IntentFigures {
 const same = (a: unknown, b: unknown) => (typeof a === 'string' && typeof b === 'string' ? a.toLowerCase() === b.toLowerCase() : a === b);
 
 /** Resolves every intent of `set` and counts what the figures need. */
-export async function measure(resolver: IntentResolver, set: readonly LabelledIntent[], now: Date): Promise<IntentFigures & { ms: number[] }> {
+export async function measure(resolver: Pick<IntentResolver, 'tools' | 'resolve'>, set: readonly LabelledIntent[], now: Date): Promise<IntentFigures & { ms: number[] }> {
   const f: IntentFigures & { ms: number[] } = { intents: set.length, inScope: 0, outOfScope: 0, top1: 0, answered: 0, answeredRight: 0, calledWhenComplete: 0, outOfScopeNone: 0, wrongCalls: 0, wrongWriteCalls: 0, argumentsRight: 0, argumentsStated: 0, inOtherLanguage: 0, top1English: 0, answeredEnglish: 0, ms: [] };
   let complete = 0;
   for (const x of set) {
@@ -72,7 +73,8 @@ export async function measure(resolver: IntentResolver, set: readonly LabelledIn
     f.inScope++;
     const english = !foreignLanguage(x.intent);
     if (!english) f.inOtherLanguage++;
-    if (a.candidates[0]?.tool === x.tool) {
+    // Read by a model, its choice is its first; offline, the ranking's first candidate.
+    if ((a.by === 'model' ? named : a.candidates[0]?.tool) === x.tool) {
       f.top1++;
       if (english) f.top1English++;
     }
@@ -121,6 +123,38 @@ function figuresOf(half: string, f: IntentFigures): Figure[] {
     { metric: `${half}: wrong calls (to a tool not meant) / of them to tools that are not read_only`, value: `${f.wrongCalls} / ${f.wrongWriteCalls}`, unit: 'calls', goal: '0 to tools that are not read_only' },
     { metric: `${half}: stated arguments filled as stated, when the tool is right`, value: pct(f.argumentsRight, f.argumentsStated), unit: '%' },
   ];
+}
+
+/**
+ * Both halves as an agent with an `[llm.extraction]` model reads them, when `THYMOS_BENCH_LLM_URL`
+ * names an OpenAI-compatible endpoint (`THYMOS_BENCH_LLM_MODEL` its model, `THYMOS_BENCH_LLM_KEY`
+ * its key, if it takes one); none without it. A reading that fails is counted in `failed`, its
+ * intent answered offline as an agent's would be.
+ */
+async function modelFigures(tools: Tools, embedder: StaticEmbedder, glossary: Glossary | undefined, now: Date): Promise<{ figures: Figure[]; notes: string[] }> {
+  const url = process.env.THYMOS_BENCH_LLM_URL;
+  if (!url) return { figures: [], notes: ['No model was read with (THYMOS_BENCH_LLM_URL unset): the figures are the offline resolver\'s. Set it to an OpenAI-compatible endpoint (THYMOS_BENCH_LLM_MODEL, THYMOS_BENCH_LLM_KEY) to measure both halves as read by that [llm.extraction] model too.'] };
+  const model = process.env.THYMOS_BENCH_LLM_MODEL ?? 'default';
+  const provider = new OpenAiCompatibleProvider({ baseUrl: url, model, apiKey: process.env.THYMOS_BENCH_LLM_KEY, temperature: 0, maxTokens: 400, timeoutMs: 60_000, maxRetries: 1 });
+  let spent = 0;
+  let failed = 0;
+  const reader = modelReader(tools, () => provider, (_p, r) => (spent += r.usage.input_tokens + r.usage.output_tokens));
+  const resolver = await IntentResolver.build(tools, { embedder, glossary, model: reader });
+  const counted = {
+    tools: resolver.tools,
+    resolve: async (...args: Parameters<IntentResolver['resolve']>) => {
+      const a = await resolver.resolve(...args);
+      if (a.note?.includes('the model could not read it')) failed++;
+      return a;
+    },
+  };
+  const dev = await measure(counted, readSet('dev.json'), now);
+  const held = await measure(counted, readSet('held.json'), now);
+  const by = `read by ${model}`;
+  return {
+    figures: [...figuresOf(`development half, ${by}`, dev), ...figuresOf(`held-aside half, ${by}`, held), { metric: `${by}: readings that failed (answered offline) / tokens spent`, value: `${failed} / ${spent}`, unit: '' }],
+    notes: [`Read by ${model} at ${new URL(url).host} as an agent's [llm.extraction] model reads plain words (README: "Plain words", "With a model"); p50 resolution with it: ${round(quantile([...dev.ms, ...held.ms], 0.5), 0)} ms.`],
+  };
 }
 
 /** The catalogue three times over, renamed: 189 tools of the same kind, for the time a resolution takes at that size. */
@@ -177,6 +211,8 @@ export const intentsScenario: Scenario = {
       { metric: `resolution at ${Object.keys(domain.tools).length} tools, p50 / p95`, value: `${round(quantile([...dev.ms, ...held.ms], 0.5), 2)} / ${round(quantile([...dev.ms, ...held.ms], 0.95), 2)}`, unit: 'ms' },
       { metric: 'loading the offline model (GloVe 100d, 50,000 words) / indexing 63 tools', value: `${round(loadMs, 0)} / ${round(buildMs, 0)}`, unit: 'ms' },
     ];
+    const read = await modelFigures(domain.tools, embedder, glossary, now);
+    figures.push(...read.figures);
     const firstGerman = firstReading();
     if (firstGerman !== undefined) figures.push({ metric: 'an agent\'s first intent in German: reading the German glossary from disk, and the gloss', value: round(firstGerman, 0), unit: 'ms' });
     const timing = await toolLoopOverhead(100);
@@ -199,6 +235,7 @@ export const intentsScenario: Scenario = {
           ? 'Intents in French, Spanish and German are read through the glossaries `thymos glossary` built on this machine from the FreeDict dictionaries (Debian\'s dict-freedict-fra-eng, -spa-eng, -deu-eng, and -eng-fra and -eng-spa read backwards); without them they are unsupported_language and the figures are those of b91e63e.'
           : 'No glossary was built here (`thymos glossary`): intents in French, Spanish and German are unsupported_language, with candidates and no call.',
         'How it resolves, every lever tried with its figure on the development half, and what the gap to the goals is made of: docs/intents.md.',
+        ...read.notes,
       ],
       json: { dev: { ...dev, ms: undefined }, held: { ...held, ms: undefined } },
     };
