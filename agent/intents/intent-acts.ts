@@ -102,7 +102,7 @@ export class IntentActs implements Acting {
    * decide): a key settles only a call whose keyed fields are the same.
    */
   async act(intent: string, reason: string, request: ActRequest, how = 'act'): Promise<ActOutcome> {
-    const answer = await this.resolve(intent, undefined, { client: request.client, signal: request.signal });
+    const answer = await this.resolve(intent, undefined, request);
     let outcome: ActOutcome = { intent, answer };
     if (answer.call) {
       try {

@@ -73,7 +73,7 @@ export class IntentResolver {
     // The context is read as far as an intent is: what is past 2,000 characters is not.
     const given = context?.slice(0, INTENT_MAX_CHARS);
     // With a model, it reads the words as said (in any language) and chooses among the candidates, or none; a model that fails leaves it to the offline decision, said in the note.
-    const reading = await this.#read(this.#offered(ranking.candidates), said, given, request);
+    const reading = await this.#read(ranking.candidates, said, given, request);
     const unread = 'the intent is not in English, and no glossary read it';
     if (gloss === null && typeof reading !== 'object') {
       return { candidates: ranking.candidates, missing: [], confidence: 0, outcome: 'unsupported_language', note: joined(`${unread}: no call, only the candidates its values and words suggest`, reading)! };
@@ -103,8 +103,10 @@ export class IntentResolver {
   }
 
   /** The model's reading of the words, or why it could not be had (a note); undefined without a model. */
-  async #read(offered: readonly string[], said: string, given: string | undefined, request: ReadRequest | undefined): Promise<ModelReading | string | undefined> {
-    if (!this.#model || offered.length === 0) return undefined;
+  async #read(candidates: readonly IntentCandidate[], said: string, given: string | undefined, request: ReadRequest | undefined): Promise<ModelReading | string | undefined> {
+    if (!this.#model) return undefined;
+    const offered = this.#offered(candidates);
+    if (offered.length === 0) return undefined;
     try {
       return await this.#model(offered, said, given, request);
     } catch (err) {

@@ -42,15 +42,12 @@ export interface ReadRequest {
   signal?: AbortSignal | undefined;
 }
 
-/** Who asks an act, and what cancels it. */
-export interface ActRequest {
+/** Who asks an act, and what cancels it (its words read as `ReadRequest` says). */
+export interface ActRequest extends ReadRequest {
   caller: string;
-  signal?: AbortSignal | undefined;
   chain?: readonly string[] | undefined;
   /** The call's idempotency key, or what names it for the tool called (a job's keys). */
   idempotencyKey?: string | ((tool: string) => string) | undefined;
-  /** The MCP client that asks, when it can sample: an `[llm.extraction]` of `mcp-sampling` reads the words with its model. */
-  client?: SamplingClient | undefined;
 }
 
 /** Who a job's calls are made as, and the idempotency key of each (see `jobKeys`). */
