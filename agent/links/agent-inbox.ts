@@ -5,6 +5,7 @@ import { ErrorCode, isThymosError, ThymosError } from '../../shared/errors/error
 import { codedRequest } from '../../shared/nats/coded-request.js';
 import { serveCoded } from '../../shared/nats/coded-responder.js';
 import { sendAgentMessage } from '../../shared/nats/event-stream.js';
+import { agentIdentity } from '../../shared/nats/nats-identity.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { type AgentMessage, AgentMessageSchema, AskReplySchema, newMessage } from '../../shared/protocol/agent-message.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
@@ -82,6 +83,7 @@ export class AgentInbox implements Messenger {
     try {
       const { answer } = await codedRequest(nc, this.#names.agentAsk(to, this.#runtime.id), message, AskReplySchema, {
         timeoutMs,
+        asked: agentIdentity(to),
         errorPrefix: `${to}: `,
         unanswered: (why, err) => new ThymosError(ErrorCode.TIMEOUT, `${to} did not answer within ${timeoutMs} ms`, { cause: err, details: { unanswered: why } }),
       });

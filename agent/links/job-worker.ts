@@ -2,14 +2,17 @@ import { jetstream, type JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 
 import { backoffAfter, type Work } from '../../shared/domain/queue-schema.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import { ErrorCode, isThymosError, ThymosError } from '../../shared/errors/errors.js';
 import { describeIssues } from '../../shared/errors/zod-issues.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
-import { type DeadLetter, deadLetterId, JOB_PAYLOAD_MAX_BYTES, JobSchema } from '../../shared/protocol/job.js';
+import { type JobGiveUp, JobSchema } from '../../shared/protocol/job.js';
 import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
 import type { JobEnding } from '../runtime/job-work.js';
 import type { Working } from '../runtime/runtime-ports.js';
+
+/** Hands a job given up to the supervisor, which writes its dead letter (only it may). */
+export type GiveUp = (given: JobGiveUp) => Promise<unknown>;
 
 /** How long one pull waits for a job before it asks again (and looks at the agent's mode). */
 const PULL_MS = 5000;
@@ -29,8 +32,9 @@ const PULL_MS = 5000;
  * It is acknowledged once done (for the default, a call made `ok`, or `pending` a person's
  * approval). One to try again is delivered again after the queue's back-off, until `maxDeliver`
  * (at once when the agent is stopping or listening: it goes to another worker); one given up on,
- * and a message that is not a job, go to `<fleet>.jobs.dead.<queue>` with the reason and
- * attempts, and leave the queue.
+ * and a message that is not a job, are handed to the supervisor (`job_give_up`), which writes the
+ * dead letter on `<fleet>.jobs.dead.<queue>` with the reason and attempts, taking the job from the
+ * queue's stream, and takes it off the queue. With no supervisor to take it, the job goes back.
  *
  * Closing stops taking jobs; the job in hand is finished first (its call is never cut in the
  * middle of being recorded), then acknowledged or handed back.
@@ -57,9 +61,12 @@ export class JobWorker {
   };
 
   readonly #concurrency: number;
+  readonly #giveUp: GiveUp;
 
-  constructor(runtime: Working, work: readonly Work[], names: FleetNames, logger: Logger, concurrency = 1) {
+  /** `giveUp` hands a job given up to the supervisor (`job_give_up`), which writes its dead letter and takes it off the queue. */
+  constructor(runtime: Working, work: readonly Work[], names: FleetNames, logger: Logger, giveUp: GiveUp, concurrency = 1) {
     this.#runtime = runtime;
+    this.#giveUp = giveUp;
     this.#work = work;
     this.#concurrency = concurrency;
     this.#names = names;
@@ -82,7 +89,7 @@ export class JobWorker {
           this.#pulls.delete(pull);
         }
       };
-      for (let i = 0; i < this.#concurrency; i++) this.#loops.push(this.#loop(w, next, js));
+      for (let i = 0; i < this.#concurrency; i++) this.#loops.push(this.#loop(w, next));
     }
     this.#logger.info({ work: this.#work.map((w) => `${w.queue}/${w.skill}`) }, 'taking jobs');
   }
@@ -101,7 +108,7 @@ export class JobWorker {
     return s.mode === 'active' && s.status === 'ready';
   }
 
-  async #loop(w: Work, next: () => Promise<JsMsg | null>, js: ReturnType<typeof jetstream>): Promise<void> {
+  async #loop(w: Work, next: () => Promise<JsMsg | null>): Promise<void> {
     while (!this.#closed) {
       if (!this.#takes()) {
         await new Promise<void>((resolve) => this.#wake.push(resolve));
@@ -122,7 +129,7 @@ export class JobWorker {
         m.nak();
         continue;
       }
-      await this.#handle(w, m, js).catch((err: unknown) => {
+      await this.#handle(w, m).catch((err: unknown) => {
         // Refused by the agent (it went to Listening or began to stop as the job came): back at once.
         this.#logger.warn({ err: (err as Error).message, seq: m.seq }, 'job not handled; it goes back to the queue');
         m.nak(this.#retryIn(w, m.info.deliveryCount));
@@ -130,7 +137,7 @@ export class JobWorker {
     }
   }
 
-  async #handle(w: Work, m: JsMsg, js: ReturnType<typeof jetstream>): Promise<void> {
+  async #handle(w: Work, m: JsMsg): Promise<void> {
     const attempts = m.info.deliveryCount;
     const raw = parseJsonOrUndefined(m.string());
     const parsed = JobSchema.safeParse(raw);
@@ -151,11 +158,19 @@ export class JobWorker {
       this.#logger.warn({ job: id, attempts, code: ending.code, retry_in_ms: delay }, `job failed: ${ending.message}`);
       return;
     }
-    const kept = parsed.success ? parsed.data : raw !== undefined && m.data.length <= JOB_PAYLOAD_MAX_BYTES ? raw : m.string().slice(0, 2000);
-    const letter: DeadLetter = { job: kept, queue: w.queue, skill: w.skill, reason: { code: ending.code, message: ending.message }, attempts, agent: this.#runtime.id, at: new Date().toISOString() };
-    // Deduplicated by the job and the delivery: a worker that dies between the two publishes it once.
-    await js.publish(this.#names.deadLetters(w.queue), JSON.stringify(letter), { msgID: deadLetterId(id, m.info.streamSequence) });
-    // Acknowledged, not terminated: its dead letter holds it now, and a work queue keeps a terminated job.
+    const reason = { code: ending.code, message: ending.message.slice(0, 2000) };
+    try {
+      await this.#giveUp({ queue: w.queue, skill: w.skill, seq: m.info.streamSequence, attempts, reason });
+    } catch (err) {
+      // Off the queue already (the supervisor caught it, or an earlier try got through): done.
+      if (!isThymosError(err, ErrorCode.NOT_FOUND)) {
+        // Kept, not lost: handed back, past its last delivery it is the supervisor's from the advisory.
+        m.nak(this.#retryIn(w, attempts));
+        this.#logger.warn({ job: id, attempts, code: ending.code, err: (err as Error).message }, 'job given up, but the supervisor did not take it: it goes back to the queue');
+        return;
+      }
+    }
+    // Its dead letter holds it now; the acknowledgement ends this delivery.
     await this.#ack(m, id);
     this.#logger.warn({ job: id, attempts, code: ending.code }, `job given up, a dead letter: ${ending.message}`);
   }

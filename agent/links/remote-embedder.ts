@@ -32,7 +32,7 @@ export class RemoteEmbedder implements Embedder {
   static async connect(nc: NatsConnection, timeoutMs: number, names: FleetNames = DEFAULT_FLEET_NAMES, hints?: HintBook): Promise<RemoteEmbedder> {
     let info;
     try {
-      info = await validatedRequest(nc, names.embedInfo, undefined, EmbedInfoSchema, { timeoutMs, unanswered: (why, err) => unavailable(names.embedInfo, why, err) });
+      info = await validatedRequest(nc, names.embedInfo, undefined, EmbedInfoSchema, { timeoutMs, asked: 'supervisor', unanswered: (why, err) => unavailable(names.embedInfo, why, err) });
     } catch (err) {
       throw new ThymosError(ErrorCode.EMBEDDER_UNAVAILABLE, `no embedding service answers on ${names.embedInfo} ([embedding] enabled, and a model the supervisor could load): ${(err as Error).message}`, { cause: err });
     }
@@ -53,6 +53,7 @@ export class RemoteEmbedder implements Embedder {
     for (let i = 0; i < texts.length; i += 1024) {
       const { result: reply } = await codedRequest(this.#nc, this.#names.embed, { texts: texts.slice(i, i + 1024) }, EmbedOkSchema, {
         timeoutMs: this.#timeoutMs,
+        asked: 'supervisor',
         unanswered: (why, err) => unavailable(this.#names.embed, why, err),
       });
       if (reply.model !== this.model || reply.dims !== this.dims) {

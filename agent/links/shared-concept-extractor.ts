@@ -55,6 +55,7 @@ export class SharedConceptExtractor implements ConceptExtractor {
       for (const chunk of chunks(texts)) {
         const { result } = await codedRequest(service.nc, service.names.concepts, { texts: chunk }, ConceptOkSchema, {
           timeoutMs: SERVICE_TIMEOUT_MS,
+          asked: 'supervisor',
           unanswered: (why, err) => new ThymosError(ErrorCode.NATS_UNAVAILABLE, `${why === 'timeout' ? 'the concept service did not answer in time' : 'no concept service answers'} on ${service.names.concepts}`, { cause: err }),
         });
         if (result.concepts.length !== chunk.length) throw new ThymosError(ErrorCode.INVALID_REPLY, `${service.names.concepts} answered ${result.concepts.length} lists for ${chunk.length} texts`);

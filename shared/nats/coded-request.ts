@@ -4,7 +4,8 @@ import type { z } from 'zod';
 import { ErrorCode, ThymosError, WireErrorSchema } from '../errors/errors.js';
 import { describeIssues } from '../errors/zod-issues.js';
 import { parseWireJson } from '../protocol/parse-json.js';
-import { isNoResponders, refusal } from './nats-connection.js';
+import { isNoResponders, refusal, replyInbox } from './nats-connection.js';
+import type { NatsIdentity } from './nats-identity.js';
 
 /** Why a request got no answer: nobody listens on the subject, or the answer did not come in time. */
 export type Unanswered = 'no-responders' | 'timeout';
@@ -13,6 +14,8 @@ export type Unanswered = 'no-responders' | 'timeout';
 export interface RequestOptions {
   /** How long to wait for the answer. */
   timeoutMs: number;
+  /** Who answers: only that identity may publish on the inbox the answer comes to (`replyInbox`). */
+  asked: NatsIdentity;
   headers?: MsgHdrs | undefined;
   /** The caller's coded error for a request nobody answered (FLEET_NOT_RUNNING, NATS_UNAVAILABLE…). */
   unanswered: (why: Unanswered, err: unknown) => ThymosError;
@@ -61,9 +64,14 @@ export async function codedRequest<T>(nc: NatsConnection, subject: string, body:
 async function send(nc: NatsConnection, subject: string, body: unknown, options: RequestOptions): Promise<unknown> {
   let text: string;
   try {
-    const pending = nc.request(subject, body === undefined ? '' : JSON.stringify(body), { timeout: options.timeoutMs, ...(options.headers ? { headers: options.headers } : {}) });
+    const reply = replyInbox(nc, options.asked);
+    const pending = nc.request(subject, body === undefined ? '' : JSON.stringify(body), { timeout: options.timeoutMs, noMux: true, reply, ...(options.headers ? { headers: options.headers } : {}) });
     if (options.abandon) pending.catch(() => undefined); // abandoned: its late failure is nobody's
-    text = (await (options.abandon ? Promise.race([pending, options.abandon]) : pending)).string();
+    const answer = await (options.abandon ? Promise.race([pending, options.abandon]) : pending);
+    // An answer is published with no reply subject; one with a reply was sent some other way (a
+    // JetStream delivery aimed at this inbox by a pull that named it), not by the one asked.
+    if (answer.reply) throw invalidReply(subject, `it came with a reply subject (${answer.reply.split('.', 2).join('.')}…), as what JetStream delivers for a pull does: not an answer from ${options.asked}`);
+    text = answer.string();
   } catch (err) {
     if (err instanceof ThymosError) throw err;
     throw refusal(err, subject) ?? options.unanswered(isNoResponders(err) ? 'no-responders' : 'timeout', err);

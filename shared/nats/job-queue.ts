@@ -4,7 +4,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Queue } from '../domain/queue-schema.js';
 import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { DEFAULT_FLEET_NAMES, type FleetNames } from '../protocol/fleet-names.js';
-import { DeadLetterSchema, type Job, JobSchema, type ListedDeadLetter, type SkillBacklog } from '../protocol/job.js';
+import type { Job, SkillBacklog } from '../protocol/job.js';
 
 const NS_PER_MS = 1_000_000;
 const CONSUMER_NOT_FOUND = 10014;
@@ -112,38 +112,4 @@ async function oldestAge(jsm: JetStreamManager, stream: string, subject: string)
     if (isApiError(err, NO_MESSAGE)) return 0;
     throw err;
   }
-}
-
-/** The newest dead letters (of one queue with `queue`), newest first, at most `limit`. */
-export async function deadLetters(jsm: JetStreamManager, limit: number, queue?: string, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<ListedDeadLetter[]> {
-  const info = await jsm.streams.info(names.deadStream).catch((err: unknown) => {
-    if (isApiError(err, STREAM_NOT_FOUND)) return undefined;
-    throw err;
-  });
-  const out: ListedDeadLetter[] = [];
-  if (!info || info.state.messages === 0) return out;
-  for (let seq = info.state.last_seq; seq >= info.state.first_seq && out.length < limit; seq--) {
-    const m = await jsm.streams.getMessage(names.deadStream, { seq }).catch(() => null);
-    if (!m || (queue !== undefined && m.subject !== names.deadLetters(queue))) continue;
-    const letter = DeadLetterSchema.safeParse(m.json());
-    if (letter.success) out.push({ ...letter.data, seq });
-  }
-  return out;
-}
-
-/**
- * Puts a dead letter's job back on its queue, under the same job id (so its calls keep their
- * idempotency key), and removes the letter. A letter whose job is not a job cannot be requeued
- * (INVALID_INPUT); one that is not there is NOT_FOUND.
- */
-export async function requeueDeadLetter(jsm: JetStreamManager, nc: NatsConnection, seq: number, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<{ id: string; queue: string; skill: string; seq: number }> {
-  const m = await jsm.streams.getMessage(names.deadStream, { seq }).catch(() => null);
-  if (!m) throw new ThymosError(ErrorCode.NOT_FOUND, `no dead letter ${seq} (thymos jobs dead lists them)`);
-  const letter = DeadLetterSchema.parse(m.json());
-  const job = JobSchema.safeParse(letter.job);
-  if (!job.success) throw new ThymosError(ErrorCode.INVALID_INPUT, `dead letter ${seq} holds no job to requeue (${letter.reason.message})`);
-  // A requeued job keeps its id; the stream deduplicates by another, so it is not taken for the first publish.
-  const ack = await jetstream(nc).publish(names.job(job.data.queue, job.data.skill), JSON.stringify(job.data), { msgID: `${job.data.id}~requeued-${seq}` });
-  await jsm.streams.deleteMessage(names.deadStream, seq, false);
-  return { id: job.data.id, queue: job.data.queue, skill: job.data.skill, seq: ack.seq };
 }

@@ -1,4 +1,6 @@
-import { type Authenticator, connect, createInbox, credsAuthenticator, type NatsConnection, NoRespondersError, PermissionViolationError, RequestError, type TlsOptions } from '@nats-io/transport-node';
+import { randomBytes } from 'node:crypto';
+
+import { type Authenticator, connect, credsAuthenticator, type NatsConnection, NoRespondersError, PermissionViolationError, RequestError, type TlsOptions } from '@nats-io/transport-node';
 
 import type { NatsTlsFiles } from '../config/thymos-config.js';
 import { ErrorCode, ThymosError } from '../errors/errors.js';
@@ -65,10 +67,15 @@ export function connectNats(options: NatsConnectOptions): Promise<NatsConnection
   });
 }
 
-/** A new inbox subject under the connection's own prefix (`connectNats`'s `who`), for replies that come more than once. */
-export function newInbox(nc: NatsConnection): string {
+/**
+ * A new inbox for the answers of identity `asked` to this connection: under the connection's own
+ * prefix (`connectNats`'s `who`), then the identity asked (`natsReplyPrefix`: only it may publish
+ * there), then 128 random bits, so that nobody else can name it either.
+ */
+export function replyInbox(nc: NatsConnection, asked: NatsIdentity): string {
   // The prefix is an option of the connection, which nats.js keeps on it but not in its interface.
-  return createInbox((nc as NatsConnection & { options?: { inboxPrefix?: string } }).options?.inboxPrefix);
+  const prefix = (nc as NatsConnection & { options?: { inboxPrefix?: string } }).options?.inboxPrefix || '_INBOX';
+  return `${prefix}.${asked}.${randomBytes(16).toString('hex')}`;
 }
 
 /**

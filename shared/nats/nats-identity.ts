@@ -28,6 +28,16 @@ export const agentIdentity = (id: string): NatsIdentity => `agent-${id}`;
  */
 export const natsInboxPrefix = (who: NatsIdentity): string => `_INBOX.${who}`;
 
+/**
+ * Where identity `who` may publish answers. A request's answer comes to
+ * `_INBOX.<asker>.<asked>.<random>` (`replyInbox`), an inbox of the asker that names the identity
+ * it asked, so nats-server lets only that identity answer there. Not nats-server's
+ * `allow_responses`, which lets a connection publish on the reply subject of any message it
+ * receives, whoever sent it: an agent could name any subject as the reply of a message to itself
+ * and publish there.
+ */
+export const natsAnswers = (who: NatsIdentity): string => `_INBOX.*.${who}.>`;
+
 /** The folder of a fleet's NATS identities: `data/secrets/nats/`, mode 0700. */
 export function natsSecretsDir(dataPath: string): string {
   return join(dataPath, 'secrets', 'nats');

@@ -1,21 +1,13 @@
 import type { DomainSchema } from '../domain/domain-schema.js';
 import { workOf } from '../domain/queue-schema.js';
 import type { FleetNames } from '../protocol/fleet-names.js';
-import { type NatsIdentity, natsInboxPrefix } from './nats-identity.js';
+import { natsAnswers, type NatsIdentity, natsInboxPrefix } from './nats-identity.js';
 
 /** What nats-server lets one user publish and subscribe to, in its own configuration's terms. */
 export interface NatsUserPermissions {
   publish: { allow: string[]; deny?: string[] };
   subscribe: { allow: string[] };
 }
-
-/**
- * Where a process that answers requests may publish its answers: any identity's inboxes. Not
- * nats-server's `allow_responses`, which grants a publish to the reply subject of any message a
- * connection receives, whoever sent it: an agent could then name any subject as the reply of a
- * message to itself and publish there.
- */
-const ANSWERS = '_INBOX.*.>';
 
 /** The queues and skills each agent of the domain takes jobs of, which its NATS user may pull from. */
 export type NatsWork = (agentId: string) => ReadonlyArray<{ queue: string; skill: string }>;
@@ -42,7 +34,7 @@ export function domainWork(domain: Pick<DomainSchema, 'agents' | 'queues'>): Nat
  *   two durable consumers (look up, pull, acknowledge) and the skill consumers of its work (and
  *   write those queues' dead letters). Replies come to `_INBOX.agent-<id>.>` only; it
  *   answers on others' inboxes.
- * - A spare of the warm pool: take its claim (and answer it) and call the concept and embedding services;
+ * - A spare of the warm pool: take its claim (and answer it, on the supervisor's inboxes that name `spare`) and call the concept and embedding services;
  *   nothing of any agent until its claim makes it one (it then connects as that agent).
  * - The client (library and CLI): the supervisor's and the world store's APIs, world events,
  *   jobs (not dead letters), live queries and agents' decisions; it answers no request.
@@ -53,7 +45,7 @@ export function natsPermissions(names: FleetNames, who: NatsIdentity, work: Nats
   const f = names.fleet;
   const inbox = `${natsInboxPrefix(who)}.>`;
   const services = [names.concepts, names.embed, names.embedInfo];
-  if (who === 'spare') return { publish: { allow: [...services, ANSWERS] }, subscribe: { allow: [names.spareClaim('*'), inbox] } };
+  if (who === 'spare') return { publish: { allow: [...services, natsAnswers('spare')] }, subscribe: { allow: [names.spareClaim('*'), inbox] } };
   if (who === 'client') {
     return {
       publish: { allow: [names.supervisor('*'), names.world('*'), names.allEvents, names.job('*', '*')], deny: [names.allDeadLetters] },
@@ -73,7 +65,6 @@ export function natsPermissions(names: FleetNames, who: NatsIdentity, work: Nats
     `$JS.API.CONSUMER.MSG.NEXT.${stream}.${consumer}`,
     `$JS.ACK.${stream}.${consumer}.>`,
   ]);
-  const deadLetters = [...new Set(work(id).map(({ queue }) => names.deadLetters(queue)))];
   return {
     publish: {
       allow: [
@@ -86,10 +77,9 @@ export function natsPermissions(names: FleetNames, who: NatsIdentity, work: Nats
         names.agentAsk('*', id),
         names.agentEvent(id, '>'),
         ...services,
-        ANSWERS,
+        natsAnswers(who),
         '$JS.API.INFO',
         ...jetstream,
-        ...deadLetters,
       ],
       // Nothing into a stream it reads: JetStream delivers a pulled message to whatever reply
       // subject the pull names, so what an agent could write there it could send anywhere.

@@ -10,7 +10,7 @@ import { parseJsonOrUndefined } from '../protocol/parse-json.js';
 import { type PingReply, PingReplySchema, type ProgressMessage, ProgressMessageSchema, SupervisorResultSchemas } from '../protocol/supervisor-protocol.js';
 import { WorldResultSchemas } from '../protocol/world-protocol.js';
 import { codedRequest } from './coded-request.js';
-import { newInbox } from './nats-connection.js';
+import { replyInbox } from './nats-connection.js';
 
 export { REQUESTER_HEADER };
 /** This process, as the audit log names it: program, pid and host (self-declared, not authenticated). */
@@ -78,10 +78,11 @@ export class SupervisorRequester<R extends Results> {
     let progressSub: ReturnType<NatsConnection['subscribe']> | undefined;
     const body = { ...payload };
     if (options.onProgress) {
-      const inbox = newInbox(this.#nc);
+      const inbox = replyInbox(this.#nc, 'supervisor');
       const listener = options.onProgress;
       progressSub = this.#nc.subscribe(inbox, {
         callback: (_err, msg) => {
+          if (msg.reply) return; // not the supervisor's: a JetStream delivery aimed here
           const p = ProgressMessageSchema.safeParse(parseJsonOrUndefined(msg.string()));
           if (p.success) listener(p.data);
         },
@@ -95,6 +96,7 @@ export class SupervisorRequester<R extends Results> {
       h.set(REQUESTER_HEADER, REQUESTER);
       const reply = await codedRequest(this.#nc, subject, body, this.#replies[op], {
         timeoutMs: timeout,
+        asked: 'supervisor',
         headers: h,
         abandon: watchdog?.lost,
         unanswered: (why, err) =>
@@ -148,6 +150,7 @@ export class SupervisorRequester<R extends Results> {
     try {
       const reply = await codedRequest(this.#nc, this.#pingSubject, {}, z.object({ result: PingReplySchema }), {
         timeoutMs: 2000,
+        asked: 'supervisor',
         unanswered: (why) => new ThymosError(why === 'no-responders' ? ErrorCode.FLEET_NOT_RUNNING : ErrorCode.TIMEOUT, why),
       });
       return reply.result;

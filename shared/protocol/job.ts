@@ -70,6 +70,22 @@ export const DeadLetterSchema = z.object({
 });
 export type DeadLetter = z.infer<typeof DeadLetterSchema>;
 
+/**
+ * What a worker says when it gives a job up (`<fleet>.agent.<id>.supervisor.job_give_up`): which
+ * delivery (the queue, the skill, the job's place in the queue's stream) and why. The supervisor
+ * takes the job itself from the stream and who gave up from the subject, never from this.
+ */
+export const JobGiveUpSchema = z
+  .object({
+    queue: QueueNameSchema,
+    skill: SkillNameSchema,
+    seq: z.number().int().positive(),
+    attempts: z.number().int().positive(),
+    reason: z.object({ code: z.string().min(1).max(64), message: z.string().max(2000) }).strict(),
+  })
+  .strict();
+export type JobGiveUp = z.infer<typeof JobGiveUpSchema>;
+
 /** A dead letter as `jobs dead` lists it: with its place in the dead-letter stream, which `requeue` takes. */
 export const ListedDeadLetterSchema = DeadLetterSchema.extend({ seq: z.number().int().positive() });
 export type ListedDeadLetter = z.infer<typeof ListedDeadLetterSchema>;

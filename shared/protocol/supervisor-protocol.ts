@@ -5,7 +5,7 @@ import { QueueNameSchema } from '../domain/queue-schema.js';
 import { ToolNameSchema } from '../domain/tool-schema.js';
 import { WireErrorSchema } from '../errors/errors.js';
 import { isInboxSubject } from './fleet-names.js';
-import { ListedDeadLetterSchema, SkillBacklogSchema } from './job.js';
+import { JobGiveUpSchema, ListedDeadLetterSchema, SkillBacklogSchema } from './job.js';
 import { ReconcileContextSchema } from './reconcile-context.js';
 import { ApprovalDecisionSchema, CallDecisionReportSchema, PendingCallSchema } from './tool-call.js';
 
@@ -139,6 +139,12 @@ export const SupervisorRequestSchemas = {
   jobs_dead: z.object({ queue: QueueNameSchema.optional(), limit: z.number().int().min(1).max(1000).default(50) }).strict(),
   /** Puts a dead letter's job back on its queue (same job id) and removes the letter. */
   jobs_requeue: z.object({ seq: z.number().int().positive() }).strict(),
+  /**
+   * A worker gives up a job it holds (sent by the agent, on its own subject
+   * `<fleet>.agent.<id>.supervisor.job_give_up`): the supervisor writes its dead letter and takes
+   * it off the queue. Only a delivered, unacknowledged job of a queue and skill the agent works.
+   */
+  job_give_up: JobGiveUpSchema,
 } as const;
 export type SupervisorOp = keyof typeof SupervisorRequestSchemas;
 export const SUPERVISOR_OPS = Object.keys(SupervisorRequestSchemas) as SupervisorOp[];
@@ -166,6 +172,8 @@ export const SupervisorResultSchemas = {
   jobs: z.array(SkillBacklogSchema),
   jobs_dead: z.array(ListedDeadLetterSchema),
   jobs_requeue: z.object({ id: z.string(), queue: z.string(), skill: z.string(), seq: z.number().int() }),
+  /** The dead letter's place in the dead-letter stream, and whether it was there already (given up before, or caught by the supervisor). */
+  job_give_up: z.object({ seq: z.number().int(), duplicate: z.boolean() }),
 } as const satisfies Record<SupervisorOp, z.ZodType>;
 
 /** Every supervisor reply: a result or an error with a stable code. */

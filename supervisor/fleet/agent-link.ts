@@ -2,6 +2,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { codedRequest } from '../../shared/nats/coded-request.js';
+import { agentIdentity } from '../../shared/nats/nats-identity.js';
 import { AgentControlOkSchema, type AgentControlRequest, type AgentState, type AgentStatusMessage, AgentStatusMessageSchema } from '../../shared/protocol/agent-protocol.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
 import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
@@ -22,6 +23,7 @@ export class AgentLink {
     const subject = this.#names.agentControl(id);
     return codedRequest(this.#nc, subject, request, AgentControlOkSchema, {
       timeoutMs,
+      asked: agentIdentity(id),
       errorPrefix: `${id}: `,
       unanswered: (why, err) =>
         new ThymosError(why === 'no-responders' ? ErrorCode.NATS_UNAVAILABLE : ErrorCode.TIMEOUT, `${id} did not answer ${request.op} on ${subject} within ${timeoutMs} ms: ${(err as Error).message}`, { cause: err }),
@@ -37,6 +39,7 @@ export class AgentLink {
     const subject = this.#names.spareClaim(slot);
     return codedRequest(this.#nc, subject, claim, SpareClaimOkSchema, {
       timeoutMs,
+      asked: 'spare',
       abandon,
       errorPrefix: `${claim.agentId} (in ${slot}): `,
       unanswered: (why, err) =>
@@ -59,6 +62,8 @@ export class AgentLink {
       }, timeoutMs);
       void (async () => {
         for await (const m of sub) {
+          // The agent's own status comes with no reply (see AgentHeartbeats).
+          if (m.reply) continue;
           const parsed = AgentStatusMessageSchema.safeParse(parseJsonOrUndefined(m.string()));
           if (parsed.success && (parsed.data.kind === 'ready' || parsed.data.kind === 'heartbeat')) {
             clearTimeout(timer);

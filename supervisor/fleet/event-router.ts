@@ -123,7 +123,14 @@ export class EventRouter {
     }
     const event = parsed.data;
     // An agent's events come on its own subject, where only it may publish: their source is it.
+    // Anything else the stream holds (a message JetStream delivered to an event subject for a pull
+    // that named it keeps its first subject) is nobody's event.
     const publisher = this.#o.names.eventPublisher(m.subject);
+    if (publisher === undefined && !m.subject.startsWith(this.#o.names.event(''))) {
+      this.#o.logger.warn({ subject: m.subject, seq: m.seq }, 'event not routed: it did not come on an event subject');
+      m.ack();
+      return;
+    }
     if (publisher !== undefined && event.source !== publisher) {
       this.#o.logger.warn({ subject: m.subject, seq: m.seq, source: event.source }, 'event not routed: its source is not the agent whose subject it came on');
       m.ack();

@@ -12,8 +12,9 @@ import { type DomainSchema, EMPTY_DOMAIN, loadDomainSchema } from '../../shared/
 import { queueSkills } from '../../shared/domain/queue-schema.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
 import { watchLastDeliveries } from '../../shared/nats/dead-letter-watch.js';
+import { deadLetters, giveUpJob, requeueDeadLetter } from '../../shared/nats/dead-letters.js';
 import { ensureEventStream } from '../../shared/nats/event-stream.js';
-import { deadLetters, ensureJobQueues, jobBacklog, requeueDeadLetter } from '../../shared/nats/job-queue.js';
+import { ensureJobQueues, jobBacklog } from '../../shared/nats/job-queue.js';
 import { moveLegacyInboxes } from '../../shared/nats/legacy-inbox.js';
 import { connectNats, type NatsLink } from '../../shared/nats/nats-connection.js';
 import { fleetNatsLink, fleetNatsSeed } from '../../shared/nats/nats-identity.js';
@@ -26,7 +27,7 @@ import { createLogger, type Logger } from '../../shared/platform/logger.js';
 import { StopOnce } from '../../shared/platform/stop-once.js';
 import { writeAtomic } from '../../shared/platform/write-atomic.js';
 import { FleetNames } from '../../shared/protocol/fleet-names.js';
-import type { ListedDeadLetter, SkillBacklog } from '../../shared/protocol/job.js';
+import type { JobGiveUp, ListedDeadLetter, SkillBacklog } from '../../shared/protocol/job.js';
 import { ReconcileContextSchema } from '../../shared/protocol/reconcile-context.js';
 import { type FleetStatus, SupervisorRequestSchemas, SupervisorResultSchemas } from '../../shared/protocol/supervisor-protocol.js';
 import type { ApprovalDecision } from '../../shared/protocol/tool-call.js';
@@ -154,6 +155,7 @@ interface JobQueues {
   backlog(queue?: string): Promise<SkillBacklog[]>;
   dead(limit: number, queue?: string): Promise<ListedDeadLetter[]>;
   requeue(seq: number): Promise<{ id: string; queue: string; skill: string; seq: number }>;
+  giveUp(agent: string, request: JobGiveUp): Promise<{ seq: number; duplicate: boolean }>;
 }
 
 /** The work queues: a stream per queue, a consumer per skill that serves it (shared/nats/job-queue.ts); their backlog and dead letters. */
@@ -173,6 +175,7 @@ async function openJobQueues(jsm: JetStreamManager | undefined, nc: NatsConnecti
     backlog,
     dead: async (limit, queue) => (jsm ? deadLetters(jsm, limit, queue, names) : []),
     requeue: (seq) => requeueDeadLetter(js(), nc, seq, names),
+    giveUp: (agent, request) => giveUpJob(js(), nc, agent, request, domainWork(domain), names),
   };
 }
 
@@ -327,7 +330,7 @@ function supervisorControlApi(
       results: SupervisorResultSchemas,
       subject: (op) => names.supervisor(op),
       // An agent's own calls come on its own subjects, so who asks is known, not claimed.
-      agents: { subject: (id, op) => names.agentSupervisor(id, op), ops: new Set(['ping', 'call_pending', 'agent_endpoint']), only: new Set(['call_pending', 'agent_endpoint']) },
+      agents: { subject: (id, op) => names.agentSupervisor(id, op), ops: new Set(['ping', 'call_pending', 'agent_endpoint', 'job_give_up']), only: new Set(['call_pending', 'agent_endpoint', 'job_give_up']) },
       contextOp: 'reconcile',
       audit: { log: audit, ops: new Set(['reconcile', 'start', 'stop', 'archive', 'restore', 'stop_all', 'approve', 'refuse', 'agent_endpoint', 'jobs_requeue']), only: { agent_endpoint: (r) => (r as { wake?: boolean }).wake === true }, details: { agent_endpoint: (r) => ({ tool: (r as { tool?: unknown }).tool }) } },
       handlers: {
@@ -352,6 +355,7 @@ function supervisorControlApi(
         jobs: (r) => jobs.backlog(r.queue),
         jobs_dead: (r) => jobs.dead(r.limit, r.queue),
         jobs_requeue: (r) => jobs.requeue(r.seq),
+        job_give_up: (r, _progress, by) => jobs.giveUp(by.agent!, r),
       },
     },
     logger,

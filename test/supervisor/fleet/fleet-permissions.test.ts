@@ -212,7 +212,7 @@ describe('what each identity may do on a fleet’s managed nats-server', () => {
     const nc = await connectNats({ servers: url, name: 'refused', seed: readNatsSeed(data, 'agent-elder_rowan')!, who: 'agent-elder_rowan' });
     open.push(nc);
     logRefusals(nc, logger, 'agent-elder_rowan');
-    const err = await codedRequest(nc, names.supervisor('stop'), { id: 'mira_herbalist' }, z.unknown(), { unanswered: () => new ThymosError(ErrorCode.TIMEOUT, 'unanswered'), timeoutMs: 5000 }).then(
+    const err = await codedRequest(nc, names.supervisor('stop'), { id: 'mira_herbalist' }, z.unknown(), { unanswered: () => new ThymosError(ErrorCode.TIMEOUT, 'unanswered'), timeoutMs: 5000, asked: 'supervisor' }).then(
       () => undefined,
       (e: unknown) => e,
     );
