@@ -1,5 +1,6 @@
 import * as chrono from 'chrono-node';
 
+import { compilePattern, type SafePattern } from '../../shared/domain/safe-pattern.js';
 import type { Tool, ToolField } from '../../shared/domain/tool-schema.js';
 import { editDistance, rawWords } from './intent-words.js';
 
@@ -35,10 +36,10 @@ function cueWords(name: string, field: ToolField): Set<string> {
   return new Set([...rawWords(name.replace(/[_-]/g, ' ')), ...rawWords(field.description ?? '').slice(0, 6)]);
 }
 
-function wholeMatch(field: ToolField): RegExp | undefined {
+function wholeMatch(field: ToolField): SafePattern | undefined {
   if (!field.pattern) return undefined;
   try {
-    return new RegExp(`^(?:${field.pattern})$`, 'u');
+    return compilePattern(field.pattern);
   } catch {
     return undefined;
   }
@@ -47,9 +48,9 @@ function wholeMatch(field: ToolField): RegExp | undefined {
 /** Whether a string field takes dates or times: its pattern takes an ISO date, time or date-time, or its description says ISO 8601. */
 function timeShape(field: ToolField): 'date' | 'datetime' | 'time' | undefined {
   const whole = wholeMatch(field);
-  if (whole?.test('2024-06-11T15:00')) return 'datetime';
-  if (whole?.test('2024-06-11')) return 'date';
-  if (whole?.test('15:00')) return 'time';
+  if (whole?.matches('2024-06-11T15:00')) return 'datetime';
+  if (whole?.matches('2024-06-11')) return 'date';
+  if (whole?.matches('15:00')) return 'time';
   if (!whole && /ISO 8601|\bdate\b/i.test(field.description ?? '')) return /\btime\b|T\d\d:/i.test(field.description ?? '') ? 'datetime' : 'date';
   return undefined;
 }
@@ -114,7 +115,7 @@ interface Source {
 function listValues(field: ToolField, s: Source): string[] {
   const whole = wholeMatch(field);
   if (field.type !== 'string' || !whole) return [];
-  const found = s.words.map((w) => w.text).filter((w) => !s.used.has(w) && whole.test(w) && /[\d@:A-Z-]/.test(w));
+  const found = s.words.map((w) => w.text).filter((w) => !s.used.has(w) && whole.matches(w) && /[\d@:A-Z-]/.test(w));
   return [...new Set(found)].slice(0, field.maxItems);
 }
 
@@ -180,10 +181,10 @@ function stringValue(name: string, field: ToolField, cues: Set<string>, s: Sourc
   const shape = timeShape(field);
   if (shape) {
     const parsed = chrono.parse(s.text, s.now, { forwardDate: true });
-    const found = parsed.filter((p) => !Number.isNaN(p.start.date().getTime())).map((p) => formatTime(p.start.date(), shape)).filter((v) => !s.used.has(v) && (!whole || whole.test(v)));
+    const found = parsed.filter((p) => !Number.isNaN(p.start.date().getTime())).map((p) => formatTime(p.start.date(), shape)).filter((v) => !s.used.has(v) && (!whole || whole.matches(v)));
     return found.length >= 1 ? found[0] : undefined;
   }
-  const fits = (v: string) => !s.used.has(v) && v.length >= (field.min ?? 1) && v.length <= (field.max ?? 10_000) && (!whole || whole.test(v));
+  const fits = (v: string) => !s.used.has(v) && v.length >= (field.min ?? 1) && v.length <= (field.max ?? 10_000) && (!whole || whole.matches(v));
   // A known name for an id the field takes.
   for (const k of s.known) {
     if (!fits(k.id)) continue;

@@ -1,3 +1,4 @@
+import { compilePattern, type SafePattern } from '../../shared/domain/safe-pattern.js';
 import type { Tool, Tools } from '../../shared/domain/tool-schema.js';
 
 /** Words a distinctive pattern does not take: one that takes any of them takes ordinary words, and says nothing of a tool. */
@@ -6,7 +7,7 @@ const ORDINARY = ['order', 'the', 'hello', 'please', 'a', 'x', 'Order', 'OK', 'I
 /** A field whose pattern is distinctive, and whether a value is one, whole. */
 export interface FieldPattern {
   field: string;
-  whole: RegExp;
+  whole: SafePattern;
 }
 
 /** The fields of a tool whose `pattern` is distinctive (takes none of the ordinary words), each with how to find its values in a text. */
@@ -14,13 +15,13 @@ export function distinctivePatterns(tool: Tool): FieldPattern[] {
   const out: FieldPattern[] = [];
   for (const [field, spec] of Object.entries(tool.input)) {
     if (spec.type !== 'string' || !spec.pattern) continue;
-    let whole: RegExp;
+    let whole: SafePattern;
     try {
-      whole = new RegExp(`^(?:${spec.pattern})$`, 'u');
+      whole = compilePattern(spec.pattern);
     } catch {
       continue;
     }
-    if (ORDINARY.some((w) => whole.test(w))) continue;
+    if (ORDINARY.some((w) => whole.matches(w))) continue;
     out.push({ field, whole });
   }
   return out;
@@ -39,7 +40,7 @@ export function valuesIn(text: string, patterns: readonly FieldPattern[]): Map<s
   const out = new Map<string, string[]>();
   const tokens = valueTokens(text);
   for (const p of patterns) {
-    const found = tokens.filter((t) => p.whole.test(t));
+    const found = tokens.filter((t) => p.whole.matches(t));
     if (found.length > 0) out.set(p.whole.source, found);
   }
   return out;
@@ -59,7 +60,7 @@ export function valueFit(text: string, tools: Tools, byTool: ReadonlyMap<string,
   for (const name of Object.keys(tools)) {
     const mine = byTool.get(name) ?? [];
     let taken = 0;
-    for (const v of values) if (mine.some((p) => p.whole.test(v))) taken++;
+    for (const v of values) if (mine.some((p) => p.whole.matches(v))) taken++;
     fit.set(name, taken / values.size);
   }
   return fit;

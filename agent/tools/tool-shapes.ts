@@ -1,6 +1,7 @@
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 
+import { compilePattern } from '../../shared/domain/safe-pattern.js';
 import { needsReason, type Tool, type ToolField } from '../../shared/domain/tool-schema.js';
 
 /** The longest string a field takes when it declares no `max`. */
@@ -25,7 +26,8 @@ function scalar(f: ToolField): z.ZodType {
       let s = z.string().max(f.max ?? STRING_MAX);
       if (f.min != null) s = s.min(f.min);
       // JSON Schema's `pattern` matches anywhere; the whole value must match, so it is anchored.
-      if (f.pattern != null) s = s.regex(new RegExp(`^(?:${f.pattern})$`, 'u'), `expected a value matching ${f.pattern}`);
+      // RE2 matches it: zod's .regex() would backtrack on the agent's only thread. Clients still see it.
+      if (f.pattern != null) s = s.refine(compilePattern(f.pattern).matches, `expected a value matching ${f.pattern}`).meta({ pattern: `^(?:${f.pattern})$` });
       return s;
     }
   }

@@ -8,5 +8,6 @@ export { appliesTo, type HeardEvent, hearsEvent, type Listener } from './event-f
 export { checkFleet, type FleetWarning, fleetWarnings, toolGrants } from './fleet-checks.js';
 export { fillUrl, parseUrlTemplate, UrlInputError, type UrlTemplate, wellFormed } from './http-url.js';
 export { backoffAfter, type Queue, QueueNameSchema, queueProblems, QueueSchema, queueSkills, SkillNameSchema, type Work, workOf, type WorkRelevance, WorkRelevanceSchema } from './queue-schema.js';
+export { compilePattern, patternProblem, type SafePattern } from './safe-pattern.js';
 export { argField, grantedTools, type HttpExecutor, keyFields, type McpExecutor, needsReason, PERMISSIONS, RESERVED_TOOL_NAMES, type ScriptExecutor, type Secret, SIDE_EFFECTS, type SubprocessArg, type SubprocessExecutor, type Tool, type ToolField, ToolFieldSchema, ToolNameSchema, type Tools, ToolSchema, toolSecrets } from './tool-schema.js';
 export { checkWorldFilter, requireWorldTable, type WorldCondition, type WorldConditionInput, WorldConditionSchema, type WorldFilter, type WorldFilterInput, WorldFilterSchema, worldRowFieldsSchema, WorldRowIdSchema, type WorldTable, type WorldTables, WorldTableSchema } from './world-schema.js';

@@ -4,6 +4,7 @@ import { z } from 'zod';
 
 import { type Capability, grants, parseCapability } from './capabilities.js';
 import { parseUrlTemplate } from './http-url.js';
+import { patternProblem } from './safe-pattern.js';
 
 /** A tool name, as model APIs allow for function names. */
 export const ToolNameSchema = z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'expected a tool name: letters, digits, _ or -, at most 64');
@@ -195,11 +196,8 @@ function fieldProblems(at: string, f: ToolField): Array<[string, string]> {
   if (f.type !== 'enum' && f.values) out.push([`${at}.values`, `values are for type "enum"; this field is ${f.type}`]);
   if (f.pattern != null) {
     if (f.type !== 'string') out.push([`${at}.pattern`, `a pattern is for strings; this field is ${f.type}`]);
-    try {
-      new RegExp(`^(?:${f.pattern})$`, 'u');
-    } catch (err) {
-      out.push([`${at}.pattern`, `not a JavaScript regular expression: ${(err as Error).message}`]);
-    }
+    const problem = patternProblem(f.pattern);
+    if (problem) out.push([`${at}.pattern`, problem]);
   }
   if (f.type === 'boolean' && (f.min != null || f.max != null)) out.push([at, 'min and max are for numbers and strings']);
   if (f.min != null && f.max != null && f.min > f.max) out.push([at, `min ${f.min} is above max ${f.max}`]);
