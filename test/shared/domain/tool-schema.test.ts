@@ -46,6 +46,17 @@ describe('capabilities: [!][scope:]pattern, the last match deciding', () => {
     assert.deepEqual(granted(['?ost_quest']), ['post_quest']);
   });
 
+  test('a deny by tag takes away a tag that holds a slash: a star crosses it in every scope', () => {
+    const tagged = { danger_tool: ['danger/high'], split: ['a/b'], calm: ['safe'] };
+    const grantedOf = (caps: string[]) => Object.entries(tagged).filter(([name, tags]) => grants(caps.map((c) => parseCapability(c)), { name, scopes: { tag: tags } })).map(([n]) => n);
+    assert.deepEqual(grantedOf(['*', '!tag:danger*']), ['split', 'calm']);
+    assert.deepEqual(grantedOf(['*', '!tag:*']), [], 'every tag, a/b included');
+    assert.deepEqual(grantedOf(['tag:*/high']), ['danger_tool']);
+    const memory = parseCapability('memory:threads/*', ['memory']);
+    assert.ok(memory.matches('threads/a/b'), 'a scope of its own reads its star the same way');
+    assert.equal(parseCapability('{lookup,x}').literal, true, 'braces are not a wildcard');
+  });
+
   test('a bad pattern or an unknown scope is an error naming what is expected', () => {
     assert.throws(() => parseCapability('!'), /expected \[!\]\[scope:\]pattern/);
     assert.throws(() => parseCapability('memory:x'), /unknown scope "memory:"; expected tag:/);
@@ -133,7 +144,7 @@ tools {
     refused({ agents: { desk: { persona: { name: 'D' }, capabilities: ['lookup_ordr'] } }, tools: { lookup_order: tool() } }, /agents\.desk\.capabilities\[0\]/, /no tool is named "lookup_ordr"; expected one of lookup_order/);
     refused({ agents: { desk: { persona: { name: 'D' }, capabilities: ['tag:billing'] } }, tools: { lookup_order: tool({ tags: ['orders'] }) } }, /capabilities\[0\]/, /no tool has the tag "billing"/);
     refused({ agents: { desk: { persona: { name: 'D' }, capabilities: ['billing_*'] } }, tools: { lookup_order: tool() } }, /capabilities\[0\]/, /"billing_\*" matches no tool name/);
-    refused({ agents: { desk: { persona: { name: 'D' }, capabilities: ['{lookup_order,x}'] } }, tools: { lookup_order: tool() } }, /capabilities\[0\]/, /matches no tool name/);
+    refused({ agents: { desk: { persona: { name: 'D' }, capabilities: ['{lookup_order,x}'] } }, tools: { lookup_order: tool() } }, /capabilities\[0\]/, /no tool is named "\{lookup_order,x\}"/);
     parseDomainSchema({ agents: { desk: { persona: { name: 'D' }, capabilities: ['lookup_*'] } }, tools: { lookup_order: tool() } });
   });
 

@@ -1,0 +1,60 @@
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+
+import { type AgentChild, killAllAgents, startAgent } from '../../helpers/agent-child.js';
+import { freePort } from '../../helpers/ports.js';
+import { createWorkspace, REPO_ROOT, type Workspace } from '../../helpers/workspace.js';
+
+const DOMAIN = `amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}
+agents { ["desk"] { persona { name = "Desk" }; capabilities { "*"; "!tag:danger*" } } }
+tools {
+  ["drop"] { description = "Taken back by its tag"; tags { "danger" }; sideEffect = "read_only"; executor = new Script { path = "tools.mjs"; export = "wipe" } }
+  ["wipe"] { description = "Granted by *, taken back by its tag"; tags { "danger/high" }; sideEffect = "read_only"; executor = new Script { path = "tools.mjs"; export = "wipe" } }
+  ["shout"] { description = "Shouts a word"; tags { "calm/loud" }; input { ["word"] {} }; sideEffect = "read_only"; executor = new Script { path = "tools.mjs"; export = "shout" } }
+}
+`;
+
+const SCRIPT = `
+export function wipe() { return 'wiped'; }
+export function shout(input) { return input.word.toUpperCase(); }
+`;
+
+const call = (c: Client, name: string, args: Record<string, unknown>) => c.callTool({ name, arguments: args }) as Promise<CallToolResult>;
+const errorOf = (r: CallToolResult) => r._meta?.['thymos/error'] as { code: string; message: string } | undefined;
+
+describe('the bounds of the tool path on a real agent', () => {
+  let ws: Workspace;
+  let agent: AgentChild;
+  let client: Client;
+
+  before(async () => {
+    ws = createWorkspace({ schema: null });
+    writeFileSync(join(ws.dir, 'tools.pkl'), DOMAIN);
+    writeFileSync(join(ws.dir, 'tools.mjs'), SCRIPT);
+    ws.writeConfig(['data_dir = "data"', '[domain]', 'schema = "tools.pkl"', '[agent]', 'nats_wait_ms = 200', '[memory]', 'concepts = false'].join('\n'));
+    agent = await startAgent({ id: 'desk', port: await freePort(), config: ws.configPath });
+    client = await agent.client();
+  });
+
+  after(async () => {
+    await agent.stop();
+    await killAllAgents();
+    ws.dispose();
+  });
+
+  test('a tool tagged danger/high under "*" and "!tag:danger*" is neither listed nor callable', async () => {
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    assert.ok(names.includes('shout'), names.join(', '));
+    assert.ok(!names.includes('drop'), 'the tag danger is taken back');
+    assert.ok(!names.includes('wipe'), `the tag danger/high is taken back too, yet wipe is listed: ${names.join(', ')}`);
+    const r = await call(client, 'wipe', {});
+    assert.equal(errorOf(r)?.code, 'NOT_FOUND', JSON.stringify(r));
+    const catalogue = JSON.parse(((await client.readResource({ uri: 'agent://desk/tools' })).contents[0] as { text: string }).text) as Array<{ name: string }>;
+    assert.deepEqual(catalogue.map((t) => t.name), ['shout']);
+  });
+});
