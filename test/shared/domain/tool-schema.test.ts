@@ -206,6 +206,16 @@ describe('Http URL filling', () => {
     assert.throws(() => fillUrl(template, { id: 'x', expand: '\udc00' }), UrlInputError, 'a lone surrogate in a query value');
   });
 
+  test('two values in one path segment are checked together, as a server that decodes twice reads them', () => {
+    const joined = parseUrlTemplate('http://127.0.0.1:8787/items/{a}{b}/x');
+    for (const [a, b] of [['.', '.'], ['%2', 'e%2e'], ['%2', 'E.'], ['%2', 'F'], ['%5', 'C'], ['%', '2e%2e'], ['%25', '2e.']]) {
+      assert.throws(() => fillUrl(joined, { a, b }), UrlInputError, `${JSON.stringify(a)} then ${JSON.stringify(b)}`);
+    }
+    assert.throws(() => fillUrl(template, { id: '%2F%' }), UrlInputError, 'a decoder that leaves a stray % alone still reads %2F');
+    assert.equal(fillUrl(joined, { a: 'v1.', b: '2' }).pathname, '/items/v1.2/x');
+    assert.equal(fillUrl(joined, { a: '%2', b: '0' }).pathname, '/items/%2520/x', 'what decodes to no separator and no dot segment is sent');
+  });
+
   test('fuzzed values never change the origin or the number of path segments', () => {
     const r = new Rng(43);
     const alphabet = ['/', '\\', '.', '..', '%', '%2f', '%2e', '@', ':', '?', '#', '&', '=', '\r', '\n', ' ', 'evil.test', '\u0000', '\u202e', 'é', 'a', '{', '}'];
@@ -220,5 +230,28 @@ describe('Http URL filling', () => {
         assert.ok(err instanceof UrlInputError, `${JSON.stringify(id)}: ${(err as Error).message}`);
       }
     }
+  });
+
+  test('fuzzed pairs of values in one segment never decode, however often, to a dot segment or a separator', () => {
+    const r = new Rng(44);
+    const joined = parseUrlTemplate('http://127.0.0.1:8787/items/{a}{b}/x');
+    const bits = ['%', '%2', '%25', '2', 'e', 'E', 'F', 'f', '5', 'C', '.', 'a'];
+    const word = () => Array.from({ length: 1 + r.int(4) }, () => r.pick(bits)).join('');
+    let sent = 0;
+    for (let i = 0; i < 3000; i++) {
+      const [a, b] = [word(), word()];
+      let segment: string;
+      try {
+        segment = fillUrl(joined, { a, b }).pathname.split('/')[2]!;
+      } catch (err) {
+        assert.ok(err instanceof UrlInputError, `${a} ${b}: ${(err as Error).message}`);
+        continue;
+      }
+      sent++;
+      // Decoded as a lenient server would, each valid escape at a time, until nothing changes.
+      for (let seen = ''; seen !== segment; ) [seen, segment] = [segment, segment.replace(/%([0-7][0-9A-Fa-f])/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)))];
+      assert.ok(segment !== '.' && segment !== '..' && !/[/\\]/.test(segment), `${JSON.stringify(a)} ${JSON.stringify(b)} → ${segment}`);
+    }
+    assert.ok(sent > 100, 'most pairs are sent');
   });
 });
