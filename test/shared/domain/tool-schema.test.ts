@@ -90,6 +90,16 @@ tools {
     for (const name of ['act', 'resolve_intent', 'get_call', 'recall', 'talk_to_anyone', 'get_x_state']) refused({ tools: { [name]: tool() } }, new RegExp(`^tools\\.${name}$`), /Thymos's own tools/);
   });
 
+  test('a tool named __proto__, constructor or prototype is refused by name, never dropped', async () => {
+    refused(JSON.parse(`{ "tools": { "__proto__": ${JSON.stringify(tool())} } }`) as object, /^tools\.__proto__$/, /expected tool names other than __proto__/);
+    for (const name of ['constructor', 'prototype']) refused({ tools: { [name]: tool() } }, /^tools\./, new RegExp(`other than __proto__, constructor or prototype; got the key "${name}"`));
+    await assert.rejects(
+      loadDomainSchema(pkl(`tools { ["__proto__"] { description = "x"; sideEffect = "read_only"; executor = new Http { url = "http://127.0.0.1/x" } } }`)),
+      (e: unknown) => isThymosError(e, 'SCHEMA_INVALID') && /tools\.__proto__: expected tool names other than __proto__/.test(e.message),
+      'validate reads the Pkl file as an agent would, and says so',
+    );
+  });
+
   test('fields, classes, keys and executors that do not hold together are refused where they are', () => {
     refused({ tools: { t: tool({ sideEffect: 'irreversible' }) } }, /tools\.t\.permission/, /irreversible tool needs permission "confirm"/);
     refused({ tools: { t: tool({ input: { kind: { type: 'enum' } } }) } }, /tools\.t\.input\.kind\.values/, /lists its values/);
