@@ -16,12 +16,18 @@ tools {
   ["drop"] { description = "Taken back by its tag"; tags { "danger" }; sideEffect = "read_only"; executor = new Script { path = "tools.mjs"; export = "wipe" } }
   ["wipe"] { description = "Granted by *, taken back by its tag"; tags { "danger/high" }; sideEffect = "read_only"; executor = new Script { path = "tools.mjs"; export = "wipe" } }
   ["shout"] { description = "Shouts a word"; tags { "calm/loud" }; input { ["word"] {} }; sideEffect = "read_only"; executor = new Script { path = "tools.mjs"; export = "shout" } }
+  ["give"] { description = "Returns what it is asked for"; input { ["kind"] { type = "enum"; values { "function"; "symbol"; "bigint"; "nested_bigint"; "cycle"; "plain" } } }; sideEffect = "read_only"; executor = new Script { path = "tools.mjs"; export = "give" } }
 }
 `;
 
 const SCRIPT = `
 export function wipe() { return 'wiped'; }
 export function shout(input) { return input.word.toUpperCase(); }
+export function give({ kind }) {
+  const cycle = { name: 'loop' };
+  cycle.self = cycle;
+  return { function: () => 1, symbol: Symbol('s'), bigint: 10n, nested_bigint: { n: 10n }, cycle, plain: { kind } }[kind];
+}
 `;
 
 const call = (c: Client, name: string, args: Record<string, unknown>) => c.callTool({ name, arguments: args }) as Promise<CallToolResult>;
@@ -55,6 +61,15 @@ describe('the bounds of the tool path on a real agent', () => {
     const r = await call(client, 'wipe', {});
     assert.equal(errorOf(r)?.code, 'NOT_FOUND', JSON.stringify(r));
     const catalogue = JSON.parse(((await client.readResource({ uri: 'agent://desk/tools' })).contents[0] as { text: string }).text) as Array<{ name: string }>;
-    assert.deepEqual(catalogue.map((t) => t.name), ['shout']);
+    assert.deepEqual(catalogue.map((t) => t.name).filter((n) => n === 'wipe' || n === 'drop'), [], 'nor in the catalogue');
+  });
+
+  test('a Script that returns no JSON value (a function, a Symbol, a BigInt, a cycle) is TOOL_FAILED naming the tool', async () => {
+    for (const kind of ['function', 'symbol', 'bigint', 'nested_bigint', 'cycle']) {
+      const r = await call(client, 'give', { kind });
+      assert.equal(errorOf(r)?.code, 'TOOL_FAILED', `${kind}: ${JSON.stringify(r)}`);
+      assert.match(errorOf(r)!.message, /^give: .*expected a JSON value/, kind);
+    }
+    assert.deepEqual(JSON.parse((((await call(client, 'give', { kind: 'plain' })).content[0]) as { text: string }).text), { kind: 'plain' });
   });
 });
