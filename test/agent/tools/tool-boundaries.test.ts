@@ -72,4 +72,12 @@ describe('the bounds of the tool path on a real agent', () => {
     }
     assert.deepEqual(JSON.parse((((await call(client, 'give', { kind: 'plain' })).content[0]) as { text: string }).text), { kind: 'plain' });
   });
+
+  test('an argument the tool does not declare is INVALID_INPUT naming it, not dropped', async () => {
+    const r = await call(client, 'shout', { word: 'hi', wrod: 'typo' });
+    assert.equal(errorOf(r)?.code, 'INVALID_INPUT', JSON.stringify(r));
+    assert.match(errorOf(r)!.message, /"wrod"/);
+    const shout = (await client.listTools()).tools.find((t) => t.name === 'shout')!;
+    assert.equal(shout.inputSchema.additionalProperties, false, 'and the advertised schema says so');
+  });
 });

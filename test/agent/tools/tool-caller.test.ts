@@ -22,4 +22,9 @@ describe('the governed path as a model calls it', () => {
       await assert.rejects(caller.call(name, {}, { caller: 'model:dialogue' }), (e: { code?: string }) => e.code === 'NOT_FOUND', name);
     }
   });
+
+  test('an argument the tool does not declare is INVALID_INPUT naming it', async () => {
+    const { tools: caller } = memoryToolCaller(tools, dir);
+    await assert.rejects(caller.call('shout', { word: 'hi', wrod: 'typo' }, { caller: 'model:dialogue' }), (e: { code?: string; message?: string }) => e.code === 'INVALID_INPUT' && /"wrod"/.test(e.message ?? ''));
+  });
 });
