@@ -10,6 +10,7 @@ import { fleetWarnings, toolGrants } from '../../../shared/domain/fleet-checks.j
 import { fillUrl, parseUrlTemplate, UrlInputError } from '../../../shared/domain/http-url.js';
 import { grantedTools } from '../../../shared/domain/tool-schema.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
+import { AgentStartContextSchema } from '../../../shared/protocol/agent-start-context.js';
 import { Rng } from '../../helpers/fuzz.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 import { REPO_ROOT } from '../../helpers/workspace.js';
@@ -98,6 +99,7 @@ tools {
       (e: unknown) => isThymosError(e, 'SCHEMA_INVALID') && /tools\.__proto__: expected tool names other than __proto__/.test(e.message),
       'validate reads the Pkl file as an agent would, and says so',
     );
+    assert.equal(AgentStartContextSchema.safeParse(JSON.parse(`{ "tools": { "__proto__": ${JSON.stringify(tool())} } }`)).success, false, 'nor does an agent\'s start file drop it');
   });
 
   test('fields, classes, keys and executors that do not hold together are refused where they are', () => {
