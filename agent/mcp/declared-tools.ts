@@ -82,7 +82,7 @@ export function catalogueEntry(name: string, tool: Tool) {
     description: tool.description,
     tags: tool.tags,
     examples: tool.examples,
-    input: z.toJSONSchema(z.object(inputShape(tool))),
+    input: z.toJSONSchema(z.object(inputShape(tool)).strict()),
     ...(tool.output ? { output: z.toJSONSchema(z.object(outputShape(tool)!)) } : {}),
     sideEffect: tool.sideEffect,
     permission: tool.permission,
@@ -104,7 +104,8 @@ export function registerDeclaredTools(server: McpServer, id: string, caller: Too
       name,
       {
         description: `${tool.description}${needsReason(tool) ? ' Give a reason.' : ''}`,
-        inputSchema: inputShape(tool),
+        // Strict, as on the model path: an unknown key is refused (INVALID_INPUT naming it), never dropped.
+        inputSchema: z.object(inputShape(tool)).strict(),
         ...(output ? { outputSchema: output } : {}),
         annotations: { title: name, ...toolAnnotations(tool) },
         _meta: { 'thymos/tool': { sideEffect: tool.sideEffect, permission: tool.permission, tags: tool.tags } },

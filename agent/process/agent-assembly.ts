@@ -24,6 +24,7 @@ import type { AgentBehavior, AgentBehaviorContext, CreateBehavior, TalkRequest }
 import { AgentRuntime } from '../runtime/agent-runtime.js';
 import { DialogueBehavior } from '../runtime/dialogue-behavior.js';
 import { toolLoopOf } from '../tools/model-tools.js';
+import { redactConsole } from '../tools/redact-console.js';
 import { ToolCaller } from '../tools/tool-caller.js';
 import type { AgentOptions } from './agent-options.js';
 
@@ -107,6 +108,8 @@ export async function assembleAgent(
     env: process.env,
     logger,
   });
+  // A Script runs in this process: what it logs is redacted as the call's record is.
+  if (Object.keys(tools.tools).length > 0) redactConsole((text) => tools.redact(text));
   runtime.useTools(actingOf(tools, runtime, models, { aliases: startContext?.aliases ?? (domain ? aliasTable(domain) : []), glossary: config.glossaryPath, model: customWordsModel(config) }, logger));
   // An approved call that changes something waits for the agent to be Active: it runs when the agent next becomes so.
   let mode = runtime.mode;

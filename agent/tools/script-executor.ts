@@ -28,7 +28,7 @@ export type ScriptFunction = (input: Record<string, unknown>, context: ScriptCon
 /**
  * Runs a Script tool: the named export of the application's compiled module (loaded once,
  * as Node caches modules), called with the input and a context. What it returns is the
- * result; what it throws is TOOL_FAILED with its message (a ThymosError keeps its code). A
+ * result, once it is a JSON value (else TOOL_FAILED); what it throws is TOOL_FAILED with its message (a ThymosError keeps its code). A
  * function that ignores the signal is answered TOOL_TIMEOUT at the timeout all the same, and
  * whatever it still does after that is not recorded.
  */
@@ -55,13 +55,34 @@ export async function runScript(tool: Tool, input: Record<string, unknown>, ctx:
     },
     publish: (event) => ctx.world().publish(event),
   };
+  let result: unknown;
   try {
-    return await (fn as ScriptFunction)(input, context);
+    result = await (fn as ScriptFunction)(input, context);
   } catch (err) {
     if (ctx.signal.aborted) throw ctx.signal.reason;
     if (err instanceof ThymosError) throw wireSafe(err);
     throw new ThymosError(ErrorCode.TOOL_FAILED, `${ctx.tool}: ${err instanceof Error ? err.message : String(err)}`);
   }
+  return jsonValue(ctx.tool, result);
+}
+
+/**
+ * What a script returned, as JSON has it (a Date becomes its string, as JSON.stringify makes
+ * it): the record, the memory and the MCP answer carry only that. No return is null; a function,
+ * a Symbol, a BigInt or a cycle is TOOL_FAILED naming what came.
+ */
+function jsonValue(tool: string, result: unknown): unknown {
+  if (result === undefined) return undefined;
+  let text: string | undefined;
+  let why: string;
+  try {
+    text = JSON.stringify(result);
+    why = `a ${typeof result}`;
+  } catch (err) {
+    why = `a value JSON cannot hold (${(err as Error).message.replace(/\s+/g, ' ')})`;
+  }
+  if (text === undefined) throw new ThymosError(ErrorCode.TOOL_FAILED, `${tool}: the script returned ${why}; expected a JSON value: an object, array, string, number, boolean or null`);
+  return JSON.parse(text) as unknown;
 }
 
 /** A script's own ThymosError as it can be recorded and sent: details that are no JSON (a cycle, a BigInt) are left out, and it says so. */

@@ -218,7 +218,8 @@ export class ToolCaller {
   /** Runs one call through the governed path; the record says how it ended (a refused or failed call is a record too). */
   async call(name: string, args: Record<string, unknown>, request: CallRequest): Promise<ToolCallRecord> {
     return this.#o.gate.call(async () => {
-      const tool = this.#o.tools[name];
+      // Own tools only: `constructor` or `toString` is no tool, whatever an object inherits.
+      const tool = Object.hasOwn(this.#o.tools, name) ? this.#o.tools[name] : undefined;
       if (!tool) throw new ThymosError(ErrorCode.NOT_FOUND, `${this.#o.agent} has no tool ${JSON.stringify(name)}; its tools: ${Object.keys(this.#o.tools).join(', ') || 'none granted'}`, { location: { path: 'name' } });
       const { reason, ...input } = this.#validate(name, tool, args);
       const callId = randomUUID();

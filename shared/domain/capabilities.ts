@@ -1,10 +1,12 @@
-import picomatch from 'picomatch';
+import { NameGlob } from './name-glob.js';
 
 /**
  * The capability grammar, `[!][scope:]pattern`: a glob over names (`orders_*`), or with a
  * scope (`tag:refunds`) over what that scope lists; `!` takes away what the rest grants. Each
  * pattern is matched in turn and the last that matches decides; nothing matching means no
  * grant. Tools use it now (names and tags); shared memory will use it with scopes of its own.
+ * The pattern is a {@link NameGlob}: `*` takes any run of characters, `/` included, in every
+ * scope, so `!tag:danger*` takes away `danger/high` as it reads.
  */
 export interface Capability {
   /** The pattern as written. */
@@ -27,8 +29,8 @@ export function parseCapability(text: string, scopes: readonly string[] = ['tag'
   const scope = m[2] ?? 'name';
   if (scope !== 'name' && !scopes.includes(scope)) throw new Error(`capability ${JSON.stringify(text)}: unknown scope "${scope}:"; expected ${scopes.map((s) => `${s}:`).join(', ')} or a plain pattern`);
   const glob = m[3]!;
-  const isMatch = picomatch(glob, { dot: true, nobrace: true, noextglob: true });
-  return { text, deny: m[1] === '!', scope, glob, literal: !picomatch.scan(glob).isGlob, matches: (value) => isMatch(value) };
+  const pattern = new NameGlob(glob);
+  return { text, deny: m[1] === '!', scope, glob, literal: !pattern.wild, matches: (value) => pattern.matches(value) };
 }
 
 /** What a capability is tested against: a name, and per scope the values it lists (a tool's tags). */

@@ -9,7 +9,7 @@ import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { describeIssues } from '../errors/zod-issues.js';
 import { pklErrorLocation, withPklLine } from './pkl-lines.js';
 import { QueueNameSchema, queueProblems, QueueSchema, SkillNameSchema, WorkRelevanceSchema } from './queue-schema.js';
-import { resolveScriptPaths, ToolNameSchema, toolProblems, ToolSchema } from './tool-schema.js';
+import { resolveScriptPaths, toolProblems, ToolsSchema } from './tool-schema.js';
 import { checkWorldFilter, RESERVED_WORLD_FIELDS, RESERVED_WORLD_TABLES, WorldFilterSchema, WorldNameSchema, WorldTableSchema } from './world-schema.js';
 
 /** Lower-case letters, digits and underscores, starting with a letter; at most 48 characters. */
@@ -192,7 +192,7 @@ export const DomainSchemaSchema = z.object({
   /** Context properties besides those the rules use: of each agent's entry and of `global`. */
   contextProperties: ContextPropertiesSchema.prefault({}),
   /** Tools agents may be granted through their capabilities. */
-  tools: z.record(ToolNameSchema, ToolSchema).default({}),
+  tools: ToolsSchema.default({}),
   queues: z.record(QueueNameSchema, QueueSchema).default({}),
   workRelevance: WorkRelevanceSchema.nullish(),
 });

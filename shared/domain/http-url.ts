@@ -87,46 +87,63 @@ function text(value: unknown): string {
   return typeof value === 'string' ? value : JSON.stringify(value);
 }
 
-/** `s` percent-decoded until it no longer changes (at most 5 times): what a server that decodes more than once may see. */
+/**
+ * `s` percent-decoded until it no longer changes (at most 5 times): what a server that decodes
+ * more than once may see. A run that is not UTF-8 keeps its bytes above 0x7F encoded and gives
+ * up the others, as a lenient decoder would: a stray `%` does not hide a `%2F` beside it.
+ */
 function decodeFully(s: string): string {
   let out = s;
   for (let i = 0; i < 5; i++) {
-    let next: string;
-    try {
-      next = decodeURIComponent(out);
-    } catch {
-      return out;
-    }
+    const next = out.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) => {
+      try {
+        return decodeURIComponent(run);
+      } catch {
+        return run.replace(/%([0-7][0-9A-Fa-f])/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+      }
+    });
     if (next === out) return out;
     out = next;
   }
   return out;
 }
 
+/** Whether text a server reads as one path segment, once decoded, is a dot segment or holds a separator or NUL. */
+function unsafeSegment(decoded: string): boolean {
+  // Servers that decode %2F or %5C before they resolve dot segments would read a separator: none may come from input.
+  // eslint-disable-next-line no-control-regex -- NUL is one of the characters refused
+  return decoded === '.' || decoded === '..' || /[/\\\u0000]/.test(decoded);
+}
+
+/** One path segment filled from `input`; refused if a value, or the segment they make together, is unsafe decoded. */
+function fillSegment(seg: readonly Piece[], input: Readonly<Record<string, unknown>>): string {
+  const filled = seg
+    .map((p) => {
+      if ('text' in p) return p.text;
+      const value = input[p.field];
+      if (value === undefined || value === null || Array.isArray(value)) throw new UrlInputError(p.field, `${p.field}: a path segment needs one value`);
+      const raw = text(value);
+      if (raw === '' || unsafeSegment(decodeFully(raw))) throw new UrlInputError(p.field, `${p.field}: ${JSON.stringify(raw)} cannot stand in a path segment (no /, \\, . or .., encoded or not)`);
+      return encode(p.field, raw);
+    })
+    .join('');
+  // Values side by side (`{a}{b}`: `.` and `.`, or `%2` and `E.`) can make together what neither is alone.
+  const fields = seg.flatMap((p) => ('field' in p ? [p.field] : []));
+  if (fields.length > 0 && unsafeSegment(decodeFully(filled))) {
+    throw new UrlInputError(fields[0]!, `${fields.join(', ')}: together they make the path segment ${JSON.stringify(decodeFully(filled))}, which a server that decodes it could read as . or .. or a separator`);
+  }
+  return filled;
+}
+
 /**
  * The URL for one call: every placeholder percent-encoded from `input`. A path value that is
- * (or decodes, once or more, to) `.` or `..`, or holds `/`, `\` or NUL, is refused; a query placeholder of an absent optional field drops
+ * (or decodes, once or more, to) `.` or `..`, or holds `/`, `\` or NUL, is refused, and so is a
+ * path segment its values make so together; a query placeholder of an absent optional field drops
  * the parameter when the value is the placeholder alone; a list in a query value repeats the
  * parameter. The result is checked to keep the template's origin and number of path segments.
  */
 export function fillUrl(template: UrlTemplate, input: Readonly<Record<string, unknown>>): URL {
-  const path = template.segments
-    .map((seg) =>
-      seg
-        .map((p) => {
-          if ('text' in p) return p.text;
-          const value = input[p.field];
-          if (value === undefined || value === null || Array.isArray(value)) throw new UrlInputError(p.field, `${p.field}: a path segment needs one value`);
-          const raw = text(value);
-          const decoded = decodeFully(raw);
-          // Servers that decode %2F or %5C before they resolve dot segments would read a separator: none may come from input.
-          // eslint-disable-next-line no-control-regex -- NUL is one of the characters refused
-          if (raw === '' || decoded === '.' || decoded === '..' || /[/\\\u0000]/.test(decoded)) throw new UrlInputError(p.field, `${p.field}: ${JSON.stringify(raw)} cannot stand in a path segment (no /, \\, . or .., encoded or not)`);
-          return encode(p.field, raw);
-        })
-        .join(''),
-    )
-    .join('/');
+  const path = template.segments.map((seg) => fillSegment(seg, input)).join('/');
   const params: string[] = [];
   for (const q of template.query) {
     const only = q.value.length === 1 && 'field' in q.value[0]! ? q.value[0].field : undefined;

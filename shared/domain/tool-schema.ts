@@ -6,8 +6,14 @@ import { type Capability, grants, parseCapability } from './capabilities.js';
 import { parseUrlTemplate } from './http-url.js';
 import { patternProblem } from './safe-pattern.js';
 
+/** Names a JavaScript object keeps apart from its own keys: never the name of a tool or a field. */
+const OBJECT_NAMES = ['__proto__', 'constructor', 'prototype'];
+
 /** A tool name, as model APIs allow for function names. */
-export const ToolNameSchema = z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'expected a tool name: letters, digits, _ or -, at most 64');
+export const ToolNameSchema = z
+  .string()
+  .regex(/^[a-zA-Z0-9_-]{1,64}$/, 'expected a tool name: letters, digits, _ or -, at most 64')
+  .refine((name) => !OBJECT_NAMES.includes(name), 'expected a tool name other than __proto__, constructor or prototype');
 
 /**
  * Names an agent's MCP endpoint has or will have for itself: its built-in tools, and those
@@ -24,7 +30,7 @@ const RESERVED_TOOL_PATTERN = /^(talk_to_.*|query_.*_knowledge|get_.*_state)$/;
 const FieldNameSchema = z
   .string()
   .regex(/^[A-Za-z_][A-Za-z0-9_-]{0,63}$/, 'expected a field name: a letter or _, then letters, digits, _ or -')
-  .refine((name) => !['__proto__', 'constructor', 'prototype'].includes(name), 'expected a field name other than __proto__, constructor or prototype');
+  .refine((name) => !OBJECT_NAMES.includes(name), 'expected a field name other than __proto__, constructor or prototype');
 
 export const ToolFieldSchema = z
   .object({
@@ -111,13 +117,22 @@ export const McpExecutorSchema = z
 export type McpExecutor = z.infer<typeof McpExecutorSchema>;
 
 /**
- * The fields of an input or output by name. A `__proto__` key is refused before the record is
- * read: zod would drop it without a word, and a field declared must never vanish.
+ * A record whose keys are names. A `__proto__` key is refused before the record is read: zod
+ * would drop it without a word, and a field or tool declared must never vanish.
  */
-const fieldRecord = z
-  .unknown()
-  .refine((v) => !(v !== null && typeof v === 'object' && Object.hasOwn(v, '__proto__')), 'expected field names other than __proto__')
-  .pipe(z.record(FieldNameSchema, ToolFieldSchema));
+function namedRecord<K extends z.ZodType<string>, V extends z.ZodType>(key: K, value: V, what: string) {
+  return z
+    .unknown()
+    .superRefine((v, ctx) => {
+      if (v !== null && typeof v === 'object' && Object.hasOwn(v, '__proto__')) {
+        ctx.addIssue({ code: 'custom', path: ['__proto__'], message: `expected ${what} names other than __proto__: a JavaScript object would not keep "__proto__" as a ${what}` });
+      }
+    })
+    .pipe(z.record(key, value));
+}
+
+/** The fields of an input or output by name. */
+const fieldRecord = namedRecord(FieldNameSchema, ToolFieldSchema, 'field');
 
 export const SIDE_EFFECTS = ['read_only', 'writes_local', 'writes_external', 'irreversible'] as const;
 export const PERMISSIONS = ['safe', 'confirm', 'admin'] as const;
@@ -144,6 +159,9 @@ export const ToolSchema = z
   .strict();
 export type Tool = z.infer<typeof ToolSchema>;
 export type Tools = Readonly<Record<string, Tool>>;
+
+/** A domain's tools by name; a tool named `__proto__` is refused, not dropped. */
+export const ToolsSchema = namedRecord(ToolNameSchema, ToolSchema, 'tool');
 
 /** Whether a call of `tool` must give a reason: as declared, else for anything not read-only. */
 export function needsReason(tool: Tool): boolean {

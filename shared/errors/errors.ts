@@ -79,7 +79,7 @@ export const ErrorCode = {
   TOOL_DENIED: 'TOOL_DENIED',
   /** A tool did not finish within its `timeoutMs`. */
   TOOL_TIMEOUT: 'TOOL_TIMEOUT',
-  /** A tool's executor failed: the service answered non-2xx (its status in `details`), could not be reached, or the script threw. */
+  /** A tool's executor failed: the service answered non-2xx (its status in `details`), could not be reached, or the script threw or returned what is not a JSON value. */
   TOOL_FAILED: 'TOOL_FAILED',
   /** A tool's result was larger than its `outputLimitBytes`. */
   TOOL_OUTPUT_TOO_LARGE: 'TOOL_OUTPUT_TOO_LARGE',

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { AliasEntrySchema } from '../domain/alias-table.js';
 import { AgentDefinitionSchema, ConceptTypeSchema, RelationshipTypeSchema, SearchStrategySchema, WorldWatchSchema } from '../domain/domain-schema.js';
 import { QueueNameSchema, QueueSchema } from '../domain/queue-schema.js';
-import { ToolNameSchema, ToolSchema } from '../domain/tool-schema.js';
+import { ToolsSchema } from '../domain/tool-schema.js';
 
 /**
  * What a supervisor (or a user) may hand an agent at start in `--context FILE`:
@@ -21,7 +21,7 @@ export const AgentStartContextSchema = z
     /** The domain schema's world watches (standing live queries on world tables). */
     worldWatches: z.array(WorldWatchSchema).optional(),
     /** The tools its capabilities grant, by name (Script paths absolute; secrets only named, never their values). */
-    tools: z.record(ToolNameSchema, ToolSchema).optional(),
+    tools: ToolsSchema.optional(),
     /** The work queues it serves, with their settings (it takes their jobs of its skills). */
     queues: z.record(QueueNameSchema, QueueSchema).optional(),
     properties: z.record(z.string(), z.unknown()).default({}),

@@ -10,6 +10,7 @@ import { fleetWarnings, toolGrants } from '../../../shared/domain/fleet-checks.j
 import { fillUrl, parseUrlTemplate, UrlInputError } from '../../../shared/domain/http-url.js';
 import { grantedTools } from '../../../shared/domain/tool-schema.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
+import { AgentStartContextSchema } from '../../../shared/protocol/agent-start-context.js';
 import { Rng } from '../../helpers/fuzz.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 import { REPO_ROOT } from '../../helpers/workspace.js';
@@ -46,6 +47,17 @@ describe('capabilities: [!][scope:]pattern, the last match deciding', () => {
     assert.deepEqual(granted(['?ost_quest']), ['post_quest']);
   });
 
+  test('a deny by tag takes away a tag that holds a slash: a star crosses it in every scope', () => {
+    const tagged = { danger_tool: ['danger/high'], split: ['a/b'], calm: ['safe'] };
+    const grantedOf = (caps: string[]) => Object.entries(tagged).filter(([name, tags]) => grants(caps.map((c) => parseCapability(c)), { name, scopes: { tag: tags } })).map(([n]) => n);
+    assert.deepEqual(grantedOf(['*', '!tag:danger*']), ['split', 'calm']);
+    assert.deepEqual(grantedOf(['*', '!tag:*']), [], 'every tag, a/b included');
+    assert.deepEqual(grantedOf(['tag:*/high']), ['danger_tool']);
+    const memory = parseCapability('memory:threads/*', ['memory']);
+    assert.ok(memory.matches('threads/a/b'), 'a scope of its own reads its star the same way');
+    assert.equal(parseCapability('{lookup,x}').literal, true, 'braces are not a wildcard');
+  });
+
   test('a bad pattern or an unknown scope is an error naming what is expected', () => {
     assert.throws(() => parseCapability('!'), /expected \[!\]\[scope:\]pattern/);
     assert.throws(() => parseCapability('memory:x'), /unknown scope "memory:"; expected tag:/);
@@ -77,6 +89,17 @@ tools {
   test("a tool name outside model APIs' rule, or one of Thymos's own, is refused", async () => {
     await assert.rejects(loadDomainSchema(pkl(`tools { ["look up"] { description = "x"; sideEffect = "read_only"; executor = new Http { url = "http://127.0.0.1/x" } } }`)), (e: unknown) => isThymosError(e, 'SCHEMA_INVALID'));
     for (const name of ['act', 'resolve_intent', 'get_call', 'recall', 'talk_to_anyone', 'get_x_state']) refused({ tools: { [name]: tool() } }, new RegExp(`^tools\\.${name}$`), /Thymos's own tools/);
+  });
+
+  test('a tool named __proto__, constructor or prototype is refused by name, never dropped', async () => {
+    refused(JSON.parse(`{ "tools": { "__proto__": ${JSON.stringify(tool())} } }`) as object, /^tools\.__proto__$/, /expected tool names other than __proto__/);
+    for (const name of ['constructor', 'prototype']) refused({ tools: { [name]: tool() } }, /^tools\./, new RegExp(`other than __proto__, constructor or prototype; got the key "${name}"`));
+    await assert.rejects(
+      loadDomainSchema(pkl(`tools { ["__proto__"] { description = "x"; sideEffect = "read_only"; executor = new Http { url = "http://127.0.0.1/x" } } }`)),
+      (e: unknown) => isThymosError(e, 'SCHEMA_INVALID') && /tools\.__proto__: expected tool names other than __proto__/.test(e.message),
+      'validate reads the Pkl file as an agent would, and says so',
+    );
+    assert.equal(AgentStartContextSchema.safeParse(JSON.parse(`{ "tools": { "__proto__": ${JSON.stringify(tool())} } }`)).success, false, 'nor does an agent\'s start file drop it');
   });
 
   test('fields, classes, keys and executors that do not hold together are refused where they are', () => {
@@ -133,7 +156,7 @@ tools {
     refused({ agents: { desk: { persona: { name: 'D' }, capabilities: ['lookup_ordr'] } }, tools: { lookup_order: tool() } }, /agents\.desk\.capabilities\[0\]/, /no tool is named "lookup_ordr"; expected one of lookup_order/);
     refused({ agents: { desk: { persona: { name: 'D' }, capabilities: ['tag:billing'] } }, tools: { lookup_order: tool({ tags: ['orders'] }) } }, /capabilities\[0\]/, /no tool has the tag "billing"/);
     refused({ agents: { desk: { persona: { name: 'D' }, capabilities: ['billing_*'] } }, tools: { lookup_order: tool() } }, /capabilities\[0\]/, /"billing_\*" matches no tool name/);
-    refused({ agents: { desk: { persona: { name: 'D' }, capabilities: ['{lookup_order,x}'] } }, tools: { lookup_order: tool() } }, /capabilities\[0\]/, /matches no tool name/);
+    refused({ agents: { desk: { persona: { name: 'D' }, capabilities: ['{lookup_order,x}'] } }, tools: { lookup_order: tool() } }, /capabilities\[0\]/, /no tool is named "\{lookup_order,x\}"/);
     parseDomainSchema({ agents: { desk: { persona: { name: 'D' }, capabilities: ['lookup_*'] } }, tools: { lookup_order: tool() } });
   });
 
@@ -195,6 +218,16 @@ describe('Http URL filling', () => {
     assert.throws(() => fillUrl(template, { id: 'x', expand: '\udc00' }), UrlInputError, 'a lone surrogate in a query value');
   });
 
+  test('two values in one path segment are checked together, as a server that decodes twice reads them', () => {
+    const joined = parseUrlTemplate('http://127.0.0.1:8787/items/{a}{b}/x');
+    for (const [a, b] of [['.', '.'], ['%2', 'e%2e'], ['%2', 'E.'], ['%2', 'F'], ['%5', 'C'], ['%', '2e%2e'], ['%25', '2e.']]) {
+      assert.throws(() => fillUrl(joined, { a, b }), UrlInputError, `${JSON.stringify(a)} then ${JSON.stringify(b)}`);
+    }
+    assert.throws(() => fillUrl(template, { id: '%2F%' }), UrlInputError, 'a decoder that leaves a stray % alone still reads %2F');
+    assert.equal(fillUrl(joined, { a: 'v1.', b: '2' }).pathname, '/items/v1.2/x');
+    assert.equal(fillUrl(joined, { a: '%2', b: '0' }).pathname, '/items/%2520/x', 'what decodes to no separator and no dot segment is sent');
+  });
+
   test('fuzzed values never change the origin or the number of path segments', () => {
     const r = new Rng(43);
     const alphabet = ['/', '\\', '.', '..', '%', '%2f', '%2e', '@', ':', '?', '#', '&', '=', '\r', '\n', ' ', 'evil.test', '\u0000', '\u202e', 'é', 'a', '{', '}'];
@@ -209,5 +242,28 @@ describe('Http URL filling', () => {
         assert.ok(err instanceof UrlInputError, `${JSON.stringify(id)}: ${(err as Error).message}`);
       }
     }
+  });
+
+  test('fuzzed pairs of values in one segment never decode, however often, to a dot segment or a separator', () => {
+    const r = new Rng(44);
+    const joined = parseUrlTemplate('http://127.0.0.1:8787/items/{a}{b}/x');
+    const bits = ['%', '%2', '%25', '2', 'e', 'E', 'F', 'f', '5', 'C', '.', 'a'];
+    const word = () => Array.from({ length: 1 + r.int(4) }, () => r.pick(bits)).join('');
+    let sent = 0;
+    for (let i = 0; i < 3000; i++) {
+      const [a, b] = [word(), word()];
+      let segment: string;
+      try {
+        segment = fillUrl(joined, { a, b }).pathname.split('/')[2]!;
+      } catch (err) {
+        assert.ok(err instanceof UrlInputError, `${a} ${b}: ${(err as Error).message}`);
+        continue;
+      }
+      sent++;
+      // Decoded as a lenient server would, each valid escape at a time, until nothing changes.
+      for (let seen = ''; seen !== segment; ) [seen, segment] = [segment, segment.replace(/%([0-7][0-9A-Fa-f])/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)))];
+      assert.ok(segment !== '.' && segment !== '..' && !/[/\\]/.test(segment), `${JSON.stringify(a)} ${JSON.stringify(b)} → ${segment}`);
+    }
+    assert.ok(sent > 100, 'most pairs are sent');
   });
 });
