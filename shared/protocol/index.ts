@@ -8,7 +8,7 @@ export { CONCEPT_ALIASES_MAX, CONCEPT_TEXTS_MAX, ConceptOkSchema, ConceptRequest
 export { decodeVectors, EmbedInfoSchema, EmbedOkSchema, EmbedRequestSchema, encodeVectors } from './embed-protocol.js';
 export { DEFAULT_FLEET_NAMES, FleetNames, isInboxSubject, REQUESTER_HEADER } from './fleet-names.js';
 export { type HeardHints, HintHeaders, hintHeaders, moreFollows, readHints } from './heard-hints.js';
-export { type DeadLetter, deadLetterId, DeadLetterSchema, type Job, JOB_PAYLOAD_MAX_BYTES, JobIdSchema, type JobInput, JobInputSchema, JobSchema, type ListedDeadLetter, ListedDeadLetterSchema, parseJob, type SkillBacklog, SkillBacklogSchema } from './job.js';
+export { type DeadLetter, deadLetterId, DeadLetterSchema, type Job, JOB_PAYLOAD_MAX_BYTES, type JobGiveUp, JobGiveUpSchema, JobIdSchema, type JobInput, JobInputSchema, JobSchema, type ListedDeadLetter, ListedDeadLetterSchema, parseJob, type SkillBacklog, SkillBacklogSchema } from './job.js';
 export { parseJsonOrUndefined, parseWireJson } from './parse-json.js';
 export { type AgentContext, AgentContextSchema, parseReconcileContext, parseReconcileContextText, type ReconcileContext, type ReconcileContextInput, ReconcileContextSchema } from './reconcile-context.js';
 export { type SpareClaim, SpareClaimOkSchema, SpareClaimSchema } from './spare-protocol.js';
