@@ -13,6 +13,7 @@ import { parseWireJson } from '../../shared/protocol/parse-json.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
 import type { ToolCaller } from '../tools/tool-caller.js';
 import { type AgentMcpSession, agentResourceUris, createAgentMcpSession } from './agent-mcp-server.js';
+import { cancelOnClose } from './cancel-on-close.js';
 import { callsUri } from './declared-tools.js';
 
 interface Session extends AgentMcpSession {
@@ -165,7 +166,9 @@ export class AgentHttpServer {
         return;
       }
       const session = this.#find(sessionId, res);
-      if (session) await session.transport.handleRequest(req, res, parsed);
+      if (!session) return;
+      cancelOnClose(session.transport, res, parsed);
+      await session.transport.handleRequest(req, res, parsed);
       return;
     }
     if (req.method === 'GET' || req.method === 'DELETE') {

@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+import { loadConfig } from '../../shared/config/thymos-config.js';
 import { isThymosError } from '../../shared/errors/errors.js';
+import { readAgentToken } from '../../shared/platform/agent-token.js';
 import { type ChatExchange, type ChatRequest, ChatStandIn, completion, dialoguePieces, streamPieces } from '../helpers/chat-stand-in.js';
 import { eventually, startTestFleet, type TestFleet } from '../helpers/fleet.js';
 
@@ -85,6 +90,36 @@ describe('replies that stream', () => {
     assert.match(cut.content, /^I told bo: Listen well: the wolves/);
     assert.ok(!cut.content.includes('sheep know it first'), cut.content);
     assert.ok((await turns('elder_rowan', 'bo')).some((t) => t.content === 'bo said to me: Tell me of the wolves.'));
+  });
+
+  test('a client whose connection closes mid-reply cancels it: the model\'s request stops, and the words said so far stay, cut', async () => {
+    let exchange: ChatExchange | undefined;
+    standIn.answer = async (_chat, res, ex) => {
+      exchange = ex;
+      await streamPieces(res, dialoguePieces('Hear me: the river rises each spring, and the mill floods when the snow melts early.', 4), { delayMs: 60, exchange: ex });
+    };
+    // A stock MCP client that goes away without a cancel: its HTTP connection closes, nothing more.
+    const { url } = await tf.fleet.agentUrl('elder_rowan');
+    const token = readAgentToken(loadConfig(tf.ws.configPath).dataPath, 'elder_rowan');
+    const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: token ? { authorization: `Bearer ${token}` } : {} } });
+    const client = new Client({ name: 'walks-away', version: '1.0.0' });
+    await client.connect(transport);
+    const heard: string[] = [];
+    const gone = new Promise<void>((resolve) => {
+      void client
+        .callTool({ name: 'talk_to_elder_rowan', arguments: { message: 'Tell me of the river.', speaker: 'di' } }, undefined, {
+          onprogress: (p) => {
+            heard.push(p.message ?? '');
+            if (heard.join('').includes('river')) void transport.close().then(resolve);
+          },
+        })
+        .catch(() => resolve());
+    });
+    await gone;
+    await eventually(() => (exchange?.closedEarly ? true : undefined), 20_000, 'the stand-in to see its request closed');
+    const cut = await eventually(async () => (await turns('elder_rowan', 'di')).find((t) => t.tags.includes('cut')), 20_000, 'the cut turn');
+    assert.match(cut.content, /^I told di: Hear me: the river/);
+    assert.ok(!cut.content.includes('snow melts early'), cut.content);
   });
 
   test('a stream that breaks off, or sends an error, ends coded after the words already passed on', async () => {
