@@ -94,7 +94,7 @@ export const agentStartupScenario: Scenario = {
           if (v === first && i >= RUNS - 5) {
             // Idle: one client has listed tools, then nothing happens for 3 s.
             const client = new Client({ name: 'bench', version: '1' });
-            await client.connect(new StreamableHTTPClientTransport(new URL(agent.url)));
+            await client.connect(new StreamableHTTPClientTransport(new URL(agent.url), { requestInit: { headers: agent.headers() } }));
             await client.listTools();
             await client.close();
             await sleep(3000);

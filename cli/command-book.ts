@@ -149,10 +149,10 @@ export const COMMANDS: readonly CommandSpec[] = [
   {
     name: 'url',
     args: 'ID',
-    summary: 'The MCP address of a running agent (http://127.0.0.1:PORT/mcp), for an MCP client',
-    details: 'An agent keeps its port across wakes while it is free; pin one with [supervisor] agent_ports.',
-    options: fleet,
-    examples: ['thymos url elder_rowan', 'npx @modelcontextprotocol/inspector --cli "$(thymos url elder_rowan)" --method tools/list'],
+    summary: 'The MCP address of a running agent (http://127.0.0.1:PORT/mcp), for an MCP client; with --header, the Authorization header it asks for',
+    details: 'An agent keeps its port across wakes while it is free; pin one with [supervisor] agent_ports. With --header, prints "Authorization: Bearer <token>" alone, read from data/agents/ID/mcp-token (with [mcp] require_token = false there is none: exit 2).',
+    options: { header: { type: 'boolean', help: 'print the Authorization header the agent asks for instead of its address' }, ...fleet },
+    examples: ['thymos url elder_rowan', 'npx @modelcontextprotocol/inspector --cli "$(thymos url elder_rowan)" --header "$(thymos url elder_rowan --header)" --method tools/list'],
   },
   {
     name: 'tools',

@@ -5,6 +5,7 @@ import { connect, type Fleet } from '../client/fleet-client.js';
 import { fleetPaths } from '../shared/config/fleet-paths.js';
 import { ErrorCode, ThymosError, type WireError, WireErrorSchema } from '../shared/errors/errors.js';
 import { ExitCode, exitCodeFor } from '../shared/errors/exit-codes.js';
+import { agentTokenPath, readAgentToken } from '../shared/platform/agent-token.js';
 import { parseReconcileContextText } from '../shared/protocol/reconcile-context.js';
 import type { FleetStatus, ProgressMessage, ReconcileReport } from '../shared/protocol/supervisor-protocol.js';
 import { downFleet, upFleet } from '../supervisor/pm2/fleet-launcher.js';
@@ -232,6 +233,16 @@ export async function runUrlCommand(argv: string[]): Promise<number> {
   const args = parseFleetArgs(argv, spec, { min: 1, max: 1 });
   const id = parseId(args.positionals[0]!, usage);
   const found = await withFleet(args.config, (f) => f.agentUrl(id));
+  if (args.values.header === true) {
+    // The token is the agent's own file: printed as the header alone, so "$(thymos url ID --header)" is one argument.
+    const token = args.config.mcp.require_token ? readAgentToken(args.config.dataPath, id) : undefined;
+    if (!token) {
+      const why = args.config.mcp.require_token ? `it has no token in ${agentTokenPath(args.config.dataPath, id)} yet` : 'it asks for none ([mcp] require_token = false)';
+      throw new ThymosError(ErrorCode.INVALID_INPUT, `${id}: no Authorization header to print: ${why}`);
+    }
+    out(args.json ? JSON.stringify({ id, header: `Authorization: Bearer ${token}` }) : `Authorization: Bearer ${token}`);
+    return ExitCode.OK;
+  }
   out(args.json ? JSON.stringify({ id, ...found }) : found.url);
   return ExitCode.OK;
 }

@@ -6,11 +6,15 @@
  *   npm run example
  */
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+import { loadConfig } from '../../index.js';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const bin = fileURLToPath(new URL('../../dist/bin/thymos.js', import.meta.url));
@@ -42,8 +46,10 @@ async function startElder(port: number, mode: 'active' | 'passive') {
     child.once('message', (m) => (m === 'ready' ? resolve() : reject(new Error(String(m)))));
     child.once('exit', (code) => reject(new Error(`elder_rowan exited with ${code} before ready`)));
   });
+  // He asks every request for his token, which he made on his first start: as any MCP client, send it.
+  const token = readFileSync(join(loadConfig(`${here}thymos.toml`).dataPath, 'agents', 'elder_rowan', 'mcp-token'), 'utf8').trim();
   const client = new Client({ name: 'village-example', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`)));
+  await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
   const stop = async () => {
     await client.close();
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));

@@ -135,10 +135,12 @@ export const McpSettingsSchema = z
     /**
      * Ask every request to `/mcp` for `Authorization: Bearer <token>`. Each agent makes its
      * token on first start, in `<data_dir>/agents/<id>/mcp-token` (mode 0600); `connect()`, the
-     * CLI and the supervisor read it from there. `/health` stays open.
-     * @default false
+     * CLI and the supervisor read it from there, and `thymos url ID --header` prints the header.
+     * `/health` stays open. `false` lets any process that reaches the port call the agent's
+     * tools: an explicit choice.
+     * @default true
      */
-    require_token: z.boolean().default(false),
+    require_token: z.boolean().default(true),
   })
   .strict();
 

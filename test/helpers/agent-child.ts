@@ -3,6 +3,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
+import { loadConfig } from '../../shared/config/thymos-config.js';
+import { readAgentToken } from '../../shared/platform/agent-token.js';
 import { withDeadline } from '../../shared/platform/deadline.js';
 import { THYMOS_BIN } from './workspace.js';
 
@@ -18,8 +20,10 @@ export interface AgentChild {
   exited: Promise<number | string>;
   /** Sends a signal and waits for the exit. */
   stop(signal?: NodeJS.Signals): Promise<number | string>;
-  /** A connected MCP client (the SDK's own client). */
+  /** A connected MCP client (the SDK's own client), with the agent's token when it asks for one. */
   client(): Promise<Client>;
+  /** The headers an MCP client of this agent sends: its bearer token (`[mcp] require_token`, on by default), when it has one. */
+  headers(): Record<string, string>;
 }
 
 export interface StartAgentOptions {
@@ -73,9 +77,13 @@ export async function startAgent(options: StartAgentOptions): Promise<AgentChild
       }
       return result;
     },
+    headers(): Record<string, string> {
+      const token = readAgentToken(loadConfig(options.config).dataPath, options.id);
+      return token ? { authorization: `Bearer ${token}` } : {};
+    },
     async client() {
       const client = new Client({ name: 'thymos-test', version: '1.0.0' });
-      await client.connect(new StreamableHTTPClientTransport(new URL(agent.url)));
+      await client.connect(new StreamableHTTPClientTransport(new URL(agent.url), { requestInit: { headers: agent.headers() } }));
       clients.push(client);
       return client;
     },

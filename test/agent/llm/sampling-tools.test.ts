@@ -34,7 +34,7 @@ describe('tool calls through MCP sampling', () => {
       if (p.tools && !answered) return { model: 'client-model', role: 'assistant', stopReason: 'toolUse', content: [{ type: 'tool_use', id: 'use-1', name: 'lookup_order', input: { order_id: 'AB-1234' } }] };
       return { model: 'client-model', role: 'assistant', content: { type: 'text', text: '{"message":"Your order AB-1234 has shipped.","emotional_tone":"helpful","learned":[]}' } };
     });
-    await client.connect(new StreamableHTTPClientTransport(new URL(agent.url)));
+    await client.connect(new StreamableHTTPClientTransport(new URL(agent.url), { requestInit: { headers: agent.headers() } }));
     return client;
   };
 
@@ -116,7 +116,7 @@ tools {
   test('[llm.extraction] of mcp-sampling: plain words the offline bars refuse are read by the asking client\'s model; a client that cannot sample gets the offline answer', async () => {
     const words = 'AB-1234, any news, mate?';
     const plain = new Client({ name: 'no-sampler', version: '1.0.0' });
-    await plain.connect(new StreamableHTTPClientTransport(new URL(agent.url)));
+    await plain.connect(new StreamableHTTPClientTransport(new URL(agent.url), { requestInit: { headers: agent.headers() } }));
     const from = asked.length;
     try {
       const offline = (await plain.callTool({ name: 'resolve_intent', arguments: { intent: words } })) as Result;

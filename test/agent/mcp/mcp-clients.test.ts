@@ -63,8 +63,9 @@ describe('stock MCP clients, configured as the README says', () => {
   let guarded: { dir: string; port: string; token: string };
 
   before(async () => {
-    open = { dir: workspace(''), port: String(await freePort()) };
-    guarded = { dir: workspace('[mcp]\nrequire_token = true'), port: String(await freePort()), token: '' };
+    // `open` turns the token off, as a user may choose to; `guarded` keeps the default.
+    open = { dir: workspace('[mcp]\nrequire_token = false'), port: String(await freePort()) };
+    guarded = { dir: workspace(''), port: String(await freePort()), token: '' };
     dirs.push(open.dir, guarded.dir);
     await startAgent({ id: 'elder_rowan', port: Number(open.port), config: join(open.dir, 'thymos.toml') });
     await startAgent({ id: 'elder_rowan', port: Number(guarded.port), config: join(guarded.dir, 'thymos.toml') });
@@ -76,16 +77,16 @@ describe('stock MCP clients, configured as the README says', () => {
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   });
 
-  test('the MCP Inspector CLI: tools/list, tools/call and resources/read as written', async () => {
-    const all = inspectorSnippets().filter((l) => !l.includes('--header'));
-    // The fleet's form asks `thymos url` for the address (the pool test checks what it prints): here, the open agent's.
+  test('the MCP Inspector CLI: tools/list, tools/call and resources/read as written, with the token an agent asks for by default', async () => {
+    const all = inspectorSnippets();
+    // The fleet's form asks `thymos url` for the address and the header (the pool test checks what they print): here, the guarded agent's.
     const fleetForm = all.filter((l) => l.includes('"$(thymos url elder_rowan)"'));
     const snippets = all.filter((l) => !fleetForm.includes(l));
-    assert.equal(snippets.length, 3, 'the README shows three Inspector commands for an open agent');
+    assert.equal(snippets.length, 3, 'the README shows three Inspector commands for one agent');
     assert.equal(fleetForm.length, 1, 'and one for an agent of a fleet');
-    const [list, call, read, fleetList] = await Promise.all(
-      [...snippets, ...fleetForm].map((l) => shell(l.replaceAll(README_PORT, open.port).replace('"$(thymos url elder_rowan)"', `http://127.0.0.1:${open.port}/mcp`), open.dir)),
-    );
+    for (const l of all) assert.match(l, / --header "/, 'every one sends the token');
+    const asFleet = (l: string) => l.replace('"$(thymos url elder_rowan)"', `http://127.0.0.1:${guarded.port}/mcp`).replace('"$(thymos url elder_rowan --header)"', `"Authorization: Bearer ${guarded.token}"`);
+    const [list, call, read, fleetList] = await Promise.all([...snippets, ...fleetForm].map((l) => shell(asFleet(l).replaceAll(README_PORT, guarded.port), guarded.dir)));
     assert.deepEqual(JSON.parse(fleetList!), JSON.parse(list!), 'the fleet form lists the same tools');
     const tools = (JSON.parse(list!) as { tools: Array<{ name: string }> }).tools.map((t) => t.name);
     for (const name of ['talk_to_elder_rowan', 'remember', 'recall', 'get_elder_rowan_state']) assert.ok(tools.includes(name), `tools/list has ${name}`);
@@ -93,6 +94,14 @@ describe('stock MCP clients, configured as the README says', () => {
     const contents = (JSON.parse(read!) as { contents: Array<{ uri: string; text: string }> }).contents;
     assert.equal(contents[0]!.uri, 'agent://elder_rowan/state');
     assert.equal((JSON.parse(contents[0]!.text) as { status: string }).status, 'ready');
+  });
+
+  test('without the header an agent answers 401; with [mcp] require_token = false the same command works', async () => {
+    const bare = inspectorSnippets()[0]!.replace(/ --header ".*"$/, '');
+    assert.doesNotMatch(bare, /--header/);
+    await assert.rejects(shell(bare.replaceAll(README_PORT, guarded.port), guarded.dir), /401|Unauthorized|UNAUTHORIZED|auth_required/i, 'refused by default (the Inspector then asks for OAuth)');
+    const tools = (JSON.parse(await shell(bare.replaceAll(README_PORT, open.port), open.dir)) as { tools: Array<{ name: string }> }).tools;
+    assert.ok(tools.some((t) => t.name === 'talk_to_elder_rowan'), 'an agent whose token was turned off answers without it');
   });
 
   test('the MCP Inspector CLI lists a declared tool with its schema and classes, and a call of it without reason is refused', async () => {
@@ -116,26 +125,16 @@ describe('stock MCP clients, configured as the README says', () => {
     assert.match(refused.content[0]!.text, /^INVALID_INPUT: .*reason/s);
   });
 
-  test('Claude Desktop through mcp-remote: the mcpServers snippet as written', async () => {
-    const [plain] = mcpServersSnippets();
-    assert.ok(plain);
-    const { tools, state } = await throughMcpRemote({ command: plain.command, args: plain.args.map((a) => a.replace(README_PORT, open.port)) }, open.dir);
+  test('Claude Desktop through mcp-remote: the mcpServers snippet as written, with the token; without the header, the agent whose token is off', async () => {
+    const [snippet] = mcpServersSnippets();
+    assert.ok(snippet, 'the README shows mcp-remote');
+    assert.ok(snippet.args.includes('--header'), 'with the token');
+    const args = snippet.args.map((a) => a.replace(README_PORT, guarded.port).replace('<token>', guarded.token));
+    const { tools, state } = await throughMcpRemote({ command: snippet.command, args }, guarded.dir);
     assert.ok(tools.includes('talk_to_elder_rowan'));
     assert.deepEqual([state.id, state.status], ['elder_rowan', 'ready']);
-  });
-
-  test('with [mcp] require_token: the Inspector and mcp-remote with the header the README gives; without it, 401', async () => {
-    const [withHeader] = inspectorSnippets().filter((l) => l.includes('--header'));
-    assert.ok(withHeader, 'the README shows the Inspector with a token');
-    const tools = (JSON.parse(await shell(withHeader.replaceAll(README_PORT, guarded.port), guarded.dir)) as { tools: Array<{ name: string }> }).tools;
-    assert.ok(tools.some((t) => t.name === 'talk_to_elder_rowan'));
-    const bare = withHeader.replace(/ --header .*$/, '').replaceAll(README_PORT, guarded.port);
-    await assert.rejects(shell(bare, guarded.dir), /401|Unauthorized|UNAUTHORIZED|auth_required/i, 'the same command without the header is refused (the Inspector then asks for OAuth)');
-
-    const tokenSnippet = mcpServersSnippets().find((s) => s.args.includes('--header'));
-    assert.ok(tokenSnippet, 'the README shows mcp-remote with a token');
-    const args = tokenSnippet.args.map((a) => a.replace(README_PORT, guarded.port).replace('<token>', guarded.token));
-    const { state } = await throughMcpRemote({ command: tokenSnippet.command, args }, guarded.dir);
-    assert.equal(state.status, 'ready');
+    const at = snippet.args.indexOf('--header');
+    const plain = snippet.args.filter((_a, i) => i !== at && i !== at + 1).map((a) => a.replace(README_PORT, open.port));
+    assert.equal((await throughMcpRemote({ command: snippet.command, args: plain }, open.dir)).state.status, 'ready');
   });
 });

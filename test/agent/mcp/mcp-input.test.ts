@@ -14,6 +14,9 @@ interface RawResponse {
   body: string;
 }
 
+/** The agent's bearer token (\`[mcp] require_token\` is on by default), sent with every raw request. */
+let auth: Record<string, string> = {};
+
 function raw(port: number, options: { method?: string; path?: string; headers?: Record<string, string>; body?: string | Buffer }): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const req = request(
@@ -22,7 +25,7 @@ function raw(port: number, options: { method?: string; path?: string; headers?: 
         port,
         method: options.method ?? 'POST',
         path: options.path ?? '/mcp',
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...options.headers },
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...auth, ...options.headers },
       },
       (res) => {
         let body = '';
@@ -51,6 +54,7 @@ describe('bad input at the MCP edge', () => {
   before(async () => {
     ws = createWorkspace({ agent: [] , extra: '[mcp]\nmax_body_bytes = 65536\n[memory]\nmax_content_chars = 2000' });
     agent = await startAgent({ id: 'tomas_innkeeper', port: await freePort(), config: ws.configPath });
+    auth = agent.headers();
     client = await agent.client();
   });
   after(async () => {

@@ -206,7 +206,7 @@ describe('offline dialogue and reasoning', () => {
         asked.push(request.params);
         return { model: 'client-model-7', role: 'assistant', content: { type: 'text', text: '{"message":"The keys hang in the counting house, as you surely know?","emotional_tone":"curious","learned":[]}' } };
       });
-      await sampler.connect(new StreamableHTTPClientTransport(new URL(scribe.url)));
+      await sampler.connect(new StreamableHTTPClientTransport(new URL(scribe.url), { requestInit: { headers: scribe.headers() } }));
       const reply = (await sampler.callTool({ name: 'talk_to_scribe', arguments: { message: 'Where are the granary keys?', speaker: 'player' } })) as ToolResult;
       assert.equal(reply.isError, undefined, JSON.stringify(reply));
       assert.equal(reply.structuredContent!.reply, 'The keys hang in the counting house, as you surely know?');

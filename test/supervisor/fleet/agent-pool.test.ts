@@ -93,6 +93,12 @@ describe('the warm pool', () => {
     const url = await runThymos(['url', 'elder_rowan'], ws.dir);
     assert.equal(url.code, 0, url.stderr);
     assert.equal(url.stdout.trim(), `http://127.0.0.1:${row.port}/mcp`);
+    // The header it asks for by default, alone on its line, so "$(thymos url ID --header)" is one argument.
+    const header = await runThymos(['url', 'elder_rowan', '--header'], ws.dir);
+    assert.equal(header.code, 0, header.stderr);
+    assert.equal(header.stdout.trim(), `Authorization: Bearer ${readFileSync(join(data, 'agents', 'elder_rowan', 'mcp-token'), 'utf8').trim()}`);
+    const bare = await fetch(url.stdout.trim(), { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+    assert.equal(bare.status, 401, 'and refuses a request without it');
     const tools = await (await fleet.agent('elder_rowan')).listTools();
     assert.ok(tools.tools.some((t) => t.name === 'remember'));
 
