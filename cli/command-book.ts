@@ -244,6 +244,15 @@ export const COMMANDS: readonly CommandSpec[] = [
     examples: ['thymos validate', 'thymos validate --config examples/village/thymos.toml --json', 'thymos validate --strict', 'thymos validate --intents'],
   },
   {
+    name: 'reload',
+    args: '',
+    summary: 'Apply an edited domain schema to the running fleet: agents added get their NATS identity, agents removed are stopped and lose theirs',
+    details:
+      'Evaluates and checks the domain first (a bad one changes nothing), stops through the supervisor the agents it no longer names that run (a snapshot; their data stays), then restarts the supervisor on the new domain, which makes the identities of added agents, deletes those of removed ones and has the managed nats-server reload its users: a removed agent\'s key is refused from then on. Prints what changed. With [nats] url and [nats] identities, the server is yours: it writes data/run/nats-users.conf, and until that server admits every added agent says to reload it (nats-server --signal reload) and exits 1, changing nothing else. thymos up on a running fleet only says it runs.',
+    options: fleet,
+    examples: ['thymos reload', 'thymos reload --json'],
+  },
+  {
     name: 'nats-config',
     args: '',
     summary: 'Make the fleet\'s NATS identities and write the users a nats-server you run ([nats] url) includes',

@@ -35,6 +35,7 @@ const OWN_MODULE_COMMANDS: Record<string, (argv: string[]) => Promise<number> | 
   init: async (a) => (await import('./init-command.js')).runInitCommand(a),
   validate: async (a) => (await import('./validate-command.js')).runValidateCommand(a),
   'nats-config': async (a) => (await import('./nats-config-command.js')).runNatsConfigCommand(a),
+  reload: async (a) => (await import('./reload-command.js')).runReloadCommand(a),
   setup: async (a) => (await import('./setup-command.js')).runSetupCommand(a),
   glossary: async (a) => (await import('./glossary-command.js')).runGlossaryCommand(a),
   completion: async (a) => (await import('./completion.js')).runCompletionCommand(a),

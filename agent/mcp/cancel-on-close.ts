@@ -1,14 +1,16 @@
 import type { ServerResponse } from 'node:http';
 
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { z } from 'zod';
 
-/** The ids of the JSON-RPC requests in a POST body (one message or a batch); notifications and answers have none to cancel. */
+/** A JSON-RPC request: a method and an id (notifications and answers have no id to cancel, or no method). */
+const RequestSchema = z.object({ method: z.string(), id: z.union([z.string(), z.number()]) });
+
+/** The ids of the JSON-RPC requests in a POST body (one message or a batch). */
 function requestIds(body: unknown): Array<string | number> {
-  const messages = Array.isArray(body) ? body : [body];
-  return messages.flatMap((m) => {
-    if (typeof m !== 'object' || m === null || typeof (m as { method?: unknown }).method !== 'string') return [];
-    const id = (m as { id?: unknown }).id;
-    return typeof id === 'string' || typeof id === 'number' ? [id] : [];
+  return (Array.isArray(body) ? body : [body]).flatMap((m) => {
+    const request = RequestSchema.safeParse(m);
+    return request.success ? [request.data.id] : [];
   });
 }
 
