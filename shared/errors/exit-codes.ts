@@ -24,6 +24,7 @@ export function exitCodeFor(code: ErrorCode): ExitCode {
     case ErrorCode.USAGE:
     case ErrorCode.CONFIG_INVALID:
     case ErrorCode.SCHEMA_INVALID:
+    case ErrorCode.SCHEMA_READ_REFUSED:
     case ErrorCode.INVALID_INPUT:
     case ErrorCode.INVALID_CONTEXT:
     case ErrorCode.AGENT_NOT_FOUND:
