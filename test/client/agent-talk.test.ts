@@ -24,6 +24,9 @@ describe('replies that stream', () => {
     const result = await (await tf.fleet.agent(id)).callTool({ name: 'conversation', arguments: { speaker } });
     return (result.structuredContent as { turns: Turn[] }).turns;
   };
+  /** Until `id` is active: a start a busy machine let fail, or a restart pm2 made, is waited out. */
+  const running = (id: string) =>
+    eventually(async () => ((await tf.fleet.status()).agents.find((a) => a.id === id)?.state === 'active' ? true : (await tf.fleet.start(id), undefined)), 120_000, `${id} to be active`);
   const memoryCount = async (id: string): Promise<number> => {
     const state = await (await tf.fleet.agent(id)).callTool({ name: `get_${id}_state`, arguments: {} });
     return (state.structuredContent as { memory_count: number }).memory_count;
@@ -32,8 +35,8 @@ describe('replies that stream', () => {
   before(async () => {
     standIn = await ChatStandIn.start();
     tf = await startTestFleet(['[lifecycle]', 'min_dwell_ms = 0', '[llm.dialogue]', 'provider = "openai-compatible"', `base_url = "${standIn.baseUrl}"`, 'model = "stand-in-1"', 'timeout_ms = 20000', 'max_retries = 0']);
-    await tf.fleet.start('elder_rowan');
-    await tf.fleet.start('captain_lysa');
+    await running('elder_rowan');
+    await running('captain_lysa');
   });
   after(async () => {
     await tf?.dispose();
@@ -147,6 +150,7 @@ describe('replies that stream', () => {
       if (chat.stream) return streamPieces(res, asks ? [] : dialoguePieces(message.message, 5, { emotional_tone: 'stern', learned: message.learned }), { delayMs: 5, ...(asks ? { toolCalls: call } : {}) });
       return completion(res, asks ? '' : JSON.stringify(message), asks ? { tool_calls: call } : {});
     };
+    await running('captain_lysa');
     const before = await memoryCount('captain_lysa');
     standIn.answer = answerWith('wolves_streamed');
     const pieces: string[] = [];

@@ -36,8 +36,14 @@ let data: string;
 let pidsBefore: Map<string, number>;
 const tallies: Tally[] = [];
 
+/** The port of a running agent: started again if a busy machine left it down, waited for until it runs. */
 async function port(id: string): Promise<number> {
-  return (await fleet.status()).agents.find((a) => a.id === id)!.port!;
+  return eventually(async () => {
+    const row = (await fleet.status()).agents.find((a) => a.id === id);
+    if (row?.state === 'active' && row.port !== null) return row.port;
+    await fleet.start(id);
+    return undefined;
+  }, 120_000, `${id} to run with a port`);
 }
 
 describe('fuzzing every boundary of a real fleet: every case gets a coded answer, nothing crashes', () => {
