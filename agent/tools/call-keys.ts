@@ -15,6 +15,12 @@ export interface KeyStore {
   claimKey(tool: string, key: string, callId: string): Promise<void>;
 }
 
+/** Which generation of `key` a call carried: 1 for the key itself, n for `key~n` (`keyExpiresAfterS`). */
+function generation(call: ToolCallRecord, key: string): number {
+  const n = call.idempotency_key.startsWith(`${key}~`) ? Number(call.idempotency_key.slice(key.length + 1)) : 1;
+  return Number.isInteger(n) && n > 1 ? n : 1;
+}
+
 /** What an earlier call with the key may be for a repeat to answer with it: done, or still under way. */
 const ANSWERED_BY: ReadonlySet<CallStatus> = new Set(['ok', 'pending', 'running']);
 
@@ -40,7 +46,8 @@ export function idempotencyKey(tool: Tool, input: Record<string, unknown>, callI
  * waited under the key in the agent's database. One that ended `ok`, or still waits for approval
  * or runs, is the answer (marked `replayed`), and nothing runs. One that failed, was refused or
  * was interrupted by a crash does not count: the call runs again, carrying the same key to the
- * service. An earlier call with the key but other arguments is IDEMPOTENCY_CONFLICT. A call
+ * service. One that ended `ok` longer ago than its tool's `keyExpiresAfterS` does not count
+ * either: the key is spent, and the new call carries its next generation (`key~2`, `key~3`…). An earlier call with the key but other arguments is IDEMPOTENCY_CONFLICT. A call
  * refused before its turn (the agent's mode, an admin tool) never claims the key.
  */
 export class CallKeys {
@@ -51,15 +58,20 @@ export class CallKeys {
     this.#store = store;
   }
 
-  async once(tool: Tool, record: ToolCallRecord, run: () => Promise<ToolCallRecord>): Promise<ToolCallRecord> {
-    if (!ONCE.has(tool.sideEffect) || record.idempotency_key === record.call_id) return run();
+  async once(tool: Tool, record: ToolCallRecord, run: (record: ToolCallRecord) => Promise<ToolCallRecord>): Promise<ToolCallRecord> {
+    if (!ONCE.has(tool.sideEffect) || record.idempotency_key === record.call_id) return run(record);
     const id = `${record.tool} ${record.idempotency_key}`;
     const turn = (this.#turns.get(id) ?? Promise.resolve()).then(async () => {
-      const earlier = await this.#earlier(record);
-      if (earlier) return earlier;
+      const earlier = await this.#store.callWithKey(record.tool, record.idempotency_key);
+      const expired = earlier !== undefined && this.#expired(tool, earlier);
+      if (earlier && !expired) {
+        const answer = this.#answer(earlier, record);
+        if (answer) return answer;
+      }
       // Claimed before it runs or waits: a crash after this leaves the key naming a call found interrupted, which runs again.
       await this.#store.claimKey(record.tool, record.idempotency_key, record.call_id);
-      return run();
+      // Past its tool's keyExpiresAfterS, the key is spent: the next generation goes to the service.
+      return run(expired ? { ...record, idempotency_key: `${record.idempotency_key}~${generation(earlier, record.idempotency_key) + 1}` } : record);
     });
     const settled = turn.catch(() => undefined);
     this.#turns.set(id, settled);
@@ -69,9 +81,14 @@ export class CallKeys {
     return turn;
   }
 
-  async #earlier(record: ToolCallRecord): Promise<ToolCallRecord | undefined> {
-    const found = await this.#store.callWithKey(record.tool, record.idempotency_key);
-    if (!found || !ANSWERED_BY.has(found.status)) return undefined;
+  /** An earlier call that ended `ok` more than its tool's `keyExpiresAfterS` ago (one still waiting or running never expires). */
+  #expired(tool: Tool, found: ToolCallRecord): boolean {
+    if (tool.keyExpiresAfterS == null || found.status !== 'ok') return false;
+    return Date.now() - Date.parse(found.requested_at) > tool.keyExpiresAfterS * 1000;
+  }
+
+  #answer(found: ToolCallRecord, record: ToolCallRecord): ToolCallRecord | undefined {
+    if (!ANSWERED_BY.has(found.status)) return undefined;
     if (!isDeepStrictEqual(found.arguments, record.arguments)) {
       throw new ThymosError(ErrorCode.IDEMPOTENCY_CONFLICT, `${record.tool}: the idempotency key ${JSON.stringify(record.idempotency_key)} belongs to call ${found.call_id} (${found.status}), made with other arguments; give another key, or the same arguments`, {
         details: { call_id: found.call_id },

@@ -238,7 +238,7 @@ export class ToolCaller {
       // Refused before an earlier call's outcome is looked for: a caller that may not run the tool now does not read one either.
       const refusal = this.#refusal(name, tool, record.chain ?? []);
       if (refusal) return this.#finish(record, tool, { error: refusal, status: 'refused' }, 0);
-      return this.#keys.once(tool, record, () => (tool.permission === 'confirm' ? this.#await(record, tool) : this.#runAndFinish(tool, record, request.signal)));
+      return this.#keys.once(tool, record, (keyed) => (tool.permission === 'confirm' ? this.#await(keyed, tool) : this.#runAndFinish(tool, keyed, request.signal)));
     });
   }
 

@@ -150,6 +150,8 @@ export const ToolSchema = z
     timeoutMs: z.number().int().min(1).max(600_000).default(10_000),
     outputLimitBytes: z.number().int().min(1).max(16 * 1024 * 1024).default(65_536),
     idempotencyKey: z.string().min(1).nullish(),
+    /** How long a key's outcome answers a repeat; past it the key is a new call (`~2`, `~3`… appended). Unset: for as long as the agent keeps its calls. */
+    keyExpiresAfterS: z.number().int().min(1).max(315_360_000).nullish(),
     reasonRequired: z.boolean().nullish(),
     /** How many calls of the tool run at once in one agent; the others wait their turn within their timeout. */
     maxConcurrent: z.number().int().min(1).max(10_000).nullish(),
@@ -184,6 +186,9 @@ export function toolProblems(tools: Record<string, Tool>, agents: Readonly<Recor
     if (tool.sideEffect === 'irreversible' && tool.permission === 'safe') problems.push([`${at}.permission`, 'an irreversible tool needs permission "confirm" or "admin"']);
     if (Object.hasOwn(tool.input, 'reason')) problems.push([`${at}.input.reason`, '"reason" is the argument every call may give (required unless the tool is read-only); name the field otherwise']);
     for (const f of keyFields(tool.idempotencyKey ?? '')) if (!Object.hasOwn(tool.input, f)) problems.push([`${at}.idempotencyKey`, `{${f}} is not an input field (${Object.keys(tool.input).join(', ') || 'none'})`]);
+    if (tool.keyExpiresAfterS != null && tool.sideEffect !== 'writes_external' && tool.sideEffect !== 'irreversible') {
+      problems.push([`${at}.keyExpiresAfterS`, `only a tool that writes outside the agent (writes_external, irreversible) remembers its keys; this one is ${tool.sideEffect}`]);
+    }
     if (tool.executor.kind === 'http') problems.push(...httpProblems(at, tool));
     if (tool.executor.kind === 'subprocess') problems.push(...subprocessProblems(at, tool));
     if (tool.executor.kind === 'mcp') problems.push(...mcpProblems(at, tool.executor, agents));

@@ -109,6 +109,7 @@ tools {
     refused({ tools: { t: tool({ input: { s: { pattern: '(' } } }) } }, /pattern/, /not a JavaScript regular expression/);
     refused({ tools: { t: tool({ input: { reason: {} } }) } }, /input\.reason/, /"reason" is the argument/);
     refused({ tools: { t: tool({ idempotencyKey: '{nope}' }) } }, /idempotencyKey/, /\{nope\} is not an input field/);
+    refused({ tools: { t: tool({ keyExpiresAfterS: 60 }) } }, /tools\.t\.keyExpiresAfterS/, /only a tool that writes outside the agent .* this one is read_only/);
     refused({ tools: { t: tool({ idempotencyKey: '{toString}' }) } }, /idempotencyKey/, /\{toString\} is not an input field/);
     refused({ tools: { t: tool({ input: JSON.parse('{"__proto__": {}}') as object }) } }, /tools\.t\.input/, /other than __proto__/);
     refused({ tools: { t: tool({ input: { s: { min: -3, max: 2.5 } } }) } }, /tools\.t\.input\.s\.min/, /a whole number from 0/);
