@@ -17,4 +17,4 @@ export { type AgentBehavior, type AgentBehaviorContext, type CreateBehavior, typ
 export type { Decision, Thought } from './runtime/agent-reasoner.js';
 export { AgentRuntime } from './runtime/agent-runtime.js';
 export { DialogueBehavior } from './runtime/dialogue-behavior.js';
-export type { ScriptContext, ScriptFunction } from './tools/script-executor.js';
+export type { ScriptContext, ScriptFunction } from './tools/script-context.js';

@@ -1,4 +1,5 @@
-// Bundles the `thymos` command into dist/bin/: one file per lazily loaded command.
+// Bundles the `thymos` command into dist/bin/: one file per lazily loaded command, and
+// the entry of the worker thread a Script tool runs in, which the agent loads from there.
 // Agents start from this bundle; loading one file instead of hundreds of modules
 // saves about 100 ms per agent start (docs/benchmarks.md).
 import { chmodSync, rmSync } from 'node:fs';
@@ -6,7 +7,7 @@ import { build } from 'esbuild';
 
 rmSync('dist/bin', { recursive: true, force: true });
 await build({
-  entryPoints: { thymos: 'cli/thymos.ts' },
+  entryPoints: { thymos: 'cli/thymos.ts', 'script-worker': 'agent/tools/script-worker.ts' },
   outdir: 'dist/bin',
   bundle: true,
   splitting: true,

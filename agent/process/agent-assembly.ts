@@ -24,7 +24,6 @@ import type { AgentBehavior, AgentBehaviorContext, CreateBehavior, TalkRequest }
 import { AgentRuntime } from '../runtime/agent-runtime.js';
 import { DialogueBehavior } from '../runtime/dialogue-behavior.js';
 import { toolLoopOf } from '../tools/model-tools.js';
-import { redactConsole } from '../tools/redact-console.js';
 import { ToolCaller } from '../tools/tool-caller.js';
 import type { AgentOptions } from './agent-options.js';
 
@@ -105,11 +104,10 @@ export async function assembleAgent(
     maxPending: config.tools.max_pending,
     maxHops: config.tools.max_hops,
     recordReadsWithinMs: config.tools.record_reads_within_ms,
+    scripts: { memoryMb: config.tools.script_memory_mb, maxThreads: config.tools.script_threads },
     env: process.env,
     logger,
   });
-  // A Script runs in this process: what it logs is redacted as the call's record is.
-  if (Object.keys(tools.tools).length > 0) redactConsole((text) => tools.redact(text));
   runtime.useTools(actingOf(tools, runtime, models, { aliases: startContext?.aliases ?? (domain ? aliasTable(domain) : []), glossary: config.glossaryPath, model: customWordsModel(config) }, logger));
   // An approved call that changes something waits for the agent to be Active: it runs when the agent next becomes so.
   let mode = runtime.mode;

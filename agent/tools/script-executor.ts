@@ -1,96 +1,48 @@
-import { pathToFileURL } from 'node:url';
-
 import type { ScriptExecutor, Tool } from '../../shared/domain/tool-schema.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import type { WorldClient } from '../../shared/nats/world-client.js';
-import type { EventPublisher } from '../runtime/agent-links.js';
 import type { ExecutorContext } from './executor-context.js';
+import { ScriptPool } from './script-pool.js';
 
-/** What a Script tool's function is called with, after its validated input. */
-export interface ScriptContext {
-  agent: string;
-  tool: string;
-  caller: string;
-  reason: string | undefined;
-  callId: string;
-  idempotencyKey: string;
-  /** Fires at the tool's timeout (or when the agent stops): stop work and return. */
-  signal: AbortSignal;
-  /** The shared world store, as the agent (reads and writes through the supervisor). */
-  world: Pick<WorldClient, 'get' | 'query' | 'set' | 'patch' | 'delete' | 'tables'>;
-  /** Publishes a world event as the agent. */
-  publish: EventPublisher;
-}
-
-/** A Script tool's function. */
-export type ScriptFunction = (input: Record<string, unknown>, context: ScriptContext) => unknown;
-
-/**
- * Runs a Script tool: the named export of the application's compiled module (loaded once,
- * as Node caches modules), called with the input and a context. What it returns is the
- * result, once it is a JSON value (else TOOL_FAILED); what it throws is TOOL_FAILED with its message (a ThymosError keeps its code). A
- * function that ignores the signal is answered TOOL_TIMEOUT at the timeout all the same, and
- * whatever it still does after that is not recorded.
- */
-export async function runScript(tool: Tool, input: Record<string, unknown>, ctx: ExecutorContext): Promise<unknown> {
-  const exec = tool.executor as ScriptExecutor;
-  let mod: Record<string, unknown>;
-  try {
-    mod = (await import(pathToFileURL(exec.path).href)) as Record<string, unknown>;
-  } catch (err) {
-    throw new ThymosError(ErrorCode.TOOL_FAILED, `${ctx.tool}: cannot load ${exec.path}: ${(err as Error).message}`);
-  }
-  const fn = mod[exec.export];
-  if (typeof fn !== 'function') throw new ThymosError(ErrorCode.TOOL_FAILED, `${ctx.tool}: ${exec.path} has no function export named ${JSON.stringify(exec.export)} (it exports ${Object.keys(mod).join(', ') || 'nothing'})`);
-  const context: ScriptContext = {
-    agent: ctx.agent,
-    tool: ctx.tool,
-    caller: ctx.caller,
-    reason: ctx.reason,
-    callId: ctx.callId,
-    idempotencyKey: ctx.idempotencyKey,
-    signal: ctx.signal,
-    get world() {
-      return ctx.world().world;
-    },
-    publish: (event) => ctx.world().publish(event),
-  };
-  let result: unknown;
-  try {
-    result = await (fn as ScriptFunction)(input, context);
-  } catch (err) {
-    if (ctx.signal.aborted) throw ctx.signal.reason;
-    if (err instanceof ThymosError) throw wireSafe(err);
-    throw new ThymosError(ErrorCode.TOOL_FAILED, `${ctx.tool}: ${err instanceof Error ? err.message : String(err)}`);
-  }
-  return jsonValue(ctx.tool, result);
+export interface ScriptExecutorsOptions {
+  /** Each worker's heap limit in MB (`[tools] script_memory_mb`). */
+  memoryMb: number;
+  /** The most workers of one module, so its calls at once (`[tools] script_threads`). */
+  maxThreads: number;
+  /** Takes secrets out of what a script writes to standard output and error. */
+  redact(text: string): string;
 }
 
 /**
- * What a script returned, as JSON has it (a Date becomes its string, as JSON.stringify makes
- * it): the record, the memory and the MCP answer carry only that. No return is null; a function,
- * a Symbol, a BigInt or a cycle is TOOL_FAILED naming what came.
+ * Runs an agent's Script tools: the named export of the application's compiled module, called
+ * with the input and a `ScriptContext`, in a worker thread of the module's `ScriptPool` (one
+ * pool per module, started with the agent, so each module is imported before its first call).
+ * What the function returns is the result, once it is a JSON value (else TOOL_FAILED); what it
+ * throws is TOOL_FAILED with its message (a ThymosError keeps its code). At the timeout the call
+ * is answered TOOL_TIMEOUT, the script's signal fires, and a worker still running after the
+ * grace is terminated, synchronous code included; a worker that runs out of heap is TOOL_FAILED
+ * naming the limit. Either way the agent is untouched and a fresh worker takes the next call.
  */
-function jsonValue(tool: string, result: unknown): unknown {
-  if (result === undefined) return undefined;
-  let text: string | undefined;
-  let why: string;
-  try {
-    text = JSON.stringify(result);
-    why = `a ${typeof result}`;
-  } catch (err) {
-    why = `a value JSON cannot hold (${(err as Error).message.replace(/\s+/g, ' ')})`;
-  }
-  if (text === undefined) throw new ThymosError(ErrorCode.TOOL_FAILED, `${tool}: the script returned ${why}; expected a JSON value: an object, array, string, number, boolean or null`);
-  return JSON.parse(text) as unknown;
-}
+export class ScriptExecutors {
+  readonly #o: ScriptExecutorsOptions;
+  readonly #pools = new Map<string, ScriptPool>();
 
-/** A script's own ThymosError as it can be recorded and sent: details that are no JSON (a cycle, a BigInt) are left out, and it says so. */
-function wireSafe(err: ThymosError): ThymosError {
-  try {
-    JSON.stringify(err.details);
-    return err;
-  } catch {
-    return new ThymosError(err.code, `${err.message} (its details were left out: they are not JSON)`, { ...(err.location ? { location: err.location } : {}), cause: err });
+  constructor(tools: readonly Tool[], options: ScriptExecutorsOptions) {
+    this.#o = options;
+    for (const t of tools) if (t.executor.kind === 'script') this.#pool(t.executor.path);
+  }
+
+  run(tool: Tool, input: Record<string, unknown>, ctx: ExecutorContext): Promise<unknown> {
+    const exec = tool.executor as ScriptExecutor;
+    return this.#pool(exec.path).run(exec.export, input, ctx);
+  }
+
+  /** Ends every worker (the agent is stopping). */
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.#pools.values()].map((p) => p.close()));
+  }
+
+  #pool(path: string): ScriptPool {
+    let pool = this.#pools.get(path);
+    if (!pool) this.#pools.set(path, (pool = new ScriptPool({ path, ...this.#o })));
+    return pool;
   }
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 
 import { z } from 'zod';
 
+import { ToolsSettingsSchema } from '../../shared/config/index.js';
 import { fillUrl, parseUrlTemplate, UrlInputError } from '../../shared/domain/http-url.js';
 import type { Tool } from '../../shared/domain/tool-schema.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
@@ -13,13 +14,14 @@ import type { RuntimeGate } from '../runtime/runtime-ports.js';
 import { CallApprovals, type SubmitPending } from './call-approvals.js';
 import { CallKeys, idempotencyKey } from './call-keys.js';
 import { CallLimits } from './call-limits.js';
+import { checkOutput } from './check-output.js';
 import type { ExecutorContext } from './executor-context.js';
 import { runHttp } from './http-executor.js';
 import { type FindEndpoint, McpExecutors } from './mcp-executor.js';
-import { runScript } from './script-executor.js';
+import { ScriptExecutors } from './script-executor.js';
 import { SecretRedactor } from './secret-redactor.js';
 import { runSubprocess, subprocessArgs } from './subprocess-executor.js';
-import { inputShape, outputShape } from './tool-shapes.js';
+import { inputShape } from './tool-shapes.js';
 
 /** Where an agent keeps its calls: its own database. */
 export interface CallStore {
@@ -56,6 +58,8 @@ export interface ToolCallerOptions {
    * 0: before it answers, as every other call's. `get_call` finds it at once either way.
    */
   recordReadsWithinMs?: number;
+  /** A Script worker's heap limit in MB, and the most workers of one Script module (`[tools] script_memory_mb`, `script_threads`). */
+  scripts?: { memoryMb: number; maxThreads: number };
   env: NodeJS.ProcessEnv;
   logger: Logger;
 }
@@ -70,14 +74,14 @@ export interface CallRequest {
   chain?: readonly string[] | undefined;
 }
 
-/** What runs a call, by the executor's kind (Mcp keeps sessions, so each ToolCaller has its own). */
-const EXECUTORS: Record<Exclude<Tool['executor']['kind'], 'mcp'>, (tool: Tool, input: Record<string, unknown>, ctx: ExecutorContext) => Promise<unknown>> = {
+/** What runs a call, by the executor's kind (Mcp keeps sessions and Script its workers, so each ToolCaller has its own). */
+const EXECUTORS: Record<Exclude<Tool['executor']['kind'], 'mcp' | 'script'>, (tool: Tool, input: Record<string, unknown>, ctx: ExecutorContext) => Promise<unknown>> = {
   http: runHttp,
-  script: runScript,
   subprocess: runSubprocess,
 };
 
 const RECORD_TEXT_MAX = 600;
+const SCRIPT_DEFAULTS = { memoryMb: ToolsSettingsSchema.shape.script_memory_mb.parse(undefined), maxThreads: ToolsSettingsSchema.shape.script_threads.parse(undefined) };
 /** The shortest secret a tool sends: a shorter one would be found (and replaced) all over ordinary text. */
 const SECRET_MIN_CHARS = 8;
 const RECENT_CALLS = 50;
@@ -101,6 +105,7 @@ export class ToolCaller {
   readonly #keys: CallKeys;
   readonly #limits = new CallLimits();
   readonly #mcp: McpExecutors;
+  readonly #scripts: ScriptExecutors;
   readonly #listeners = new Set<(record: ToolCallRecord) => void>();
   #recent: ToolCallRecord[] = [];
   readonly #counts = new Map<string, number>();
@@ -110,6 +115,7 @@ export class ToolCaller {
     this.#redactor = new SecretRedactor(Object.values(options.tools), options.env);
     this.#keys = new CallKeys(options.calls);
     this.#mcp = new McpExecutors(options.agent);
+    this.#scripts = new ScriptExecutors(Object.values(options.tools), { ...(options.scripts ?? SCRIPT_DEFAULTS), redact: (text) => this.redact(text) });
     this.#approvals = new CallApprovals({
       agent: options.agent,
       tools: options.tools,
@@ -151,6 +157,7 @@ export class ToolCaller {
   close(): void {
     this.#approvals.close();
     void this.#mcp.close();
+    void this.#scripts.close();
   }
 
   /** Calls `listener` with each call's record as it changes (pending, decided, running, ended); returns how to stop. */
@@ -352,7 +359,8 @@ export class ToolCaller {
       signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
     });
     aborted.catch(() => undefined);
-    const run = tool.executor.kind === 'mcp' ? this.#mcp.run(tool, record.arguments, ctx) : EXECUTORS[tool.executor.kind](tool, record.arguments, ctx);
+    const kind = tool.executor.kind;
+    const run = kind === 'mcp' ? this.#mcp.run(tool, record.arguments, ctx) : kind === 'script' ? this.#scripts.run(tool, record.arguments, ctx) : EXECUTORS[kind](tool, record.arguments, ctx);
     const result = await Promise.race([run, aborted]);
     // Secrets are taken out before anything quotes or cuts the result (an output error shows a part of it).
     return checkOutput(name, tool, this.redact(result));
@@ -377,17 +385,6 @@ export class ToolCaller {
     this.#o.logger.info({ tool: done.tool, call: done.call_id, caller: done.caller, status: done.status, ms: done.duration_ms, ...(done.error ? { code: done.error.code } : {}) }, 'tool call');
     return done;
   }
-}
-
-/** The result within the declared `output` (and the output limit, for what a Script returns). */
-function checkOutput(name: string, tool: Tool, result: unknown): unknown {
-  const size = Buffer.byteLength(typeof result === 'string' ? result : (JSON.stringify(result) ?? ''));
-  if (size > tool.outputLimitBytes) throw new ThymosError(ErrorCode.TOOL_OUTPUT_TOO_LARGE, `${name}: the result is ${size} bytes, over ${tool.outputLimitBytes} (outputLimitBytes)`, { details: { limit: tool.outputLimitBytes } });
-  const shape = outputShape(tool);
-  if (!shape) return result ?? null;
-  const parsed = z.object(shape).safeParse(result);
-  if (!parsed.success) throw new ThymosError(ErrorCode.TOOL_OUTPUT_INVALID, `${name}: the result does not match its declared output: ${describeIssues(parsed.error, result)}`);
-  return parsed.data;
 }
 
 /** The sentence a call is remembered by: what, with what, for whom, why, and how it ended. */

@@ -176,6 +176,17 @@ export const ToolsSettingsSchema = z
      */
     record_reads_within_ms: z.number().int().min(0).max(60_000).default(1000),
     /**
+     * The heap of each worker thread a Script tool runs in, in MB (V8's old generation; the
+     * memory of Buffers and ArrayBuffers is not counted). A script that needs more is stopped
+     * and its call is TOOL_FAILED naming this limit; the agent keeps running. @default 256
+     */
+    script_memory_mb: z.number().int().min(16).max(16_384).default(256),
+    /**
+     * How many worker threads one Script module may have in an agent, so how many of its calls
+     * run at once; another waits for a worker within its own timeout. @default 4
+     */
+    script_threads: z.number().int().min(1).max(64).default(4),
+    /**
      * Where the glossaries for plain-words intents in French, Spanish and German are
      * (`thymos glossary --out DIR` builds them there), relative to this file; empty:
      * `models/glossary` of the Thymos install, which a reinstall removes. @default ""

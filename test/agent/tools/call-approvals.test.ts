@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -8,18 +8,23 @@ import type { ApprovalDecision } from '../../../shared/protocol/tool-call.js';
 import { memoryToolCaller } from '../../helpers/tool-caller.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'thymos-call-approvals-'));
-const RUNS = `__thymosRuns${process.pid}`;
+/** Where the script writes the name of each call it runs, one a line: it runs in a worker thread, whose globals the test does not see. */
+const RUNS = join(dir, 'runs.log');
 writeFileSync(
   join(dir, 'tools.mjs'),
-  `export async function act(input, ctx) {
-  globalThis.${RUNS} ??= {};
-  globalThis.${RUNS}[input.name] = (globalThis.${RUNS}[input.name] ?? 0) + 1;
+  `import { appendFileSync } from 'node:fs';
+export async function act(input, ctx) {
+  appendFileSync(${JSON.stringify(RUNS)}, input.name + '\\n');
   if (input.slow) await new Promise((r) => setTimeout(r, 300));
   return 'done ' + input.name;
 }
 `,
 );
-const runs = () => (globalThis as unknown as Record<string, Record<string, number> | undefined>)[RUNS] ?? {};
+const runs = () => {
+  const counts: Record<string, number> = {};
+  for (const name of existsSync(RUNS) ? readFileSync(RUNS, 'utf8').split('\n').filter(Boolean) : []) counts[name] = (counts[name] ?? 0) + 1;
+  return counts;
+};
 
 /** A ToolCaller over an in-memory store, with a mode the test switches. */
 function caller(options: { failRemember?: boolean } = {}) {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -10,12 +10,13 @@ import { eventually } from '../../helpers/fleet.js';
 import { memoryToolCaller } from '../../helpers/tool-caller.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'thymos-call-keys-'));
-const RUNS = `__thymosKeyRuns${process.pid}`;
+/** Where the script writes the key of each call it runs, one a line: it runs in a worker thread, whose globals the test does not see. */
+const RUNS = join(dir, 'runs.log');
 writeFileSync(
   join(dir, 'tools.mjs'),
-  `export async function post(input, ctx) {
-  globalThis.${RUNS} ??= [];
-  globalThis.${RUNS}.push(ctx.idempotencyKey);
+  `import { appendFileSync } from 'node:fs';
+export async function post(input, ctx) {
+  appendFileSync(${JSON.stringify(RUNS)}, ctx.idempotencyKey + '\\n');
   if (input.slow) await new Promise((r) => setTimeout(r, 200));
   if (input.text === 'fail') throw new Error('the board is full');
   return 'posted ' + input.text;
@@ -23,7 +24,7 @@ writeFileSync(
 `,
 );
 writeFileSync(join(dir, 'append.mjs'), `import { appendFileSync } from 'node:fs';\nappendFileSync(process.argv[2], process.env.THYMOS_IDEMPOTENCY_KEY + '\\n');\nprocess.stdout.write('appended');\n`);
-const scriptRuns = () => (globalThis as unknown as Record<string, string[] | undefined>)[RUNS] ?? [];
+const scriptRuns = () => (existsSync(RUNS) ? readFileSync(RUNS, 'utf8').split('\n').filter(Boolean) : []);
 
 /** What the local service received: the Idempotency-Key of each request. */
 const received: Array<string | undefined> = [];

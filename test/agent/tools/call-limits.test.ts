@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -9,20 +9,31 @@ import { after, before, describe, test } from 'node:test';
 import { memoryToolCaller } from '../../helpers/tool-caller.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'thymos-call-limits-'));
-const LOAD = `__thymosLoad${process.pid}`;
+/** Where the script writes when each call starts (+) and ends (-), one a line: calls run in worker threads, whose globals the test does not see. */
+const LOAD = join(dir, 'load.log');
 writeFileSync(
   join(dir, 'tools.mjs'),
-  `export async function work(input) {
-  const load = (globalThis.${LOAD} ??= { now: 0, most: 0, runs: 0 });
-  load.now++; load.runs++;
-  load.most = Math.max(load.most, load.now);
+  `import { appendFileSync } from 'node:fs';
+export async function work(input) {
+  appendFileSync(${JSON.stringify(LOAD)}, '+\\n');
   await new Promise((r) => setTimeout(r, input.ms));
-  load.now--;
+  appendFileSync(${JSON.stringify(LOAD)}, '-\\n');
   return 'worked';
 }
 `,
 );
-const load = () => (globalThis as unknown as Record<string, { now: number; most: number; runs: number }>)[LOAD]!;
+/** How many calls ran, and the most that ran at once. */
+const load = () => {
+  let now = 0;
+  let most = 0;
+  let runs = 0;
+  for (const mark of existsSync(LOAD) ? readFileSync(LOAD, 'utf8').split('\n').filter(Boolean) : []) {
+    if (mark === '+') runs++;
+    now += mark === '+' ? 1 : -1;
+    most = Math.max(most, now);
+  }
+  return { most, runs };
+};
 
 /** How the local service answers each path: a list of [status, Retry-After] taken in turn, then 200. */
 const script = new Map<string, Array<[number, string | undefined]>>();

@@ -29,6 +29,7 @@ export function shout(input) { return input.word.toUpperCase(); }
 export function tell() {
   console.log('the token is', process.env.BOUNDARY_TOKEN);
   console.error({ token: process.env.BOUNDARY_TOKEN });
+  process.stdout.write('written: ' + process.env.BOUNDARY_TOKEN + '\\n');
   return 'told';
 }
 export function give({ kind }) {
@@ -91,9 +92,9 @@ describe('the bounds of the tool path on a real agent', () => {
     assert.equal(shout.inputSchema.additionalProperties, false, 'and the advertised schema says so');
   });
 
-  test("what a Script logs with console reaches the agent's log with its secrets redacted", async () => {
+  test("what a Script logs with console, or writes to process.stdout itself, reaches the agent's log with its secrets redacted", async () => {
     assert.equal(((await call(client, 'tell', {})).content[0] as { text: string }).text, 'told');
-    await eventually(() => ((agent.output().match(/\[secret BOUNDARY_TOKEN\]/g) ?? []).length >= 2 ? true : undefined), 10_000, 'both console lines in the log');
+    await eventually(() => ((agent.output().match(/\[secret BOUNDARY_TOKEN\]/g) ?? []).length >= 3 ? true : undefined), 10_000, 'both console lines and the written one in the log');
     assert.ok(!agent.output().includes(SECRET), 'the secret is not in the log');
   });
 });

@@ -1,0 +1,21 @@
+import type { WorldClient } from '../../shared/nats/world-client.js';
+import type { EventPublisher } from '../runtime/agent-links.js';
+
+/** What a Script tool's function is called with, after its validated input. */
+export interface ScriptContext {
+  agent: string;
+  tool: string;
+  caller: string;
+  reason: string | undefined;
+  callId: string;
+  idempotencyKey: string;
+  /** Fires at the tool's timeout (or when the agent stops, or the caller cancels): stop work and return. */
+  signal: AbortSignal;
+  /** The shared world store, as the agent (reads and writes through the supervisor); NATS_UNAVAILABLE while the agent has no link. */
+  world: Pick<WorldClient, 'get' | 'query' | 'set' | 'patch' | 'delete' | 'tables'>;
+  /** Publishes a world event as the agent. */
+  publish: EventPublisher;
+}
+
+/** A Script tool's function. */
+export type ScriptFunction = (input: Record<string, unknown>, context: ScriptContext) => unknown;
