@@ -8,7 +8,7 @@ import { OpenAiCompatibleProvider } from '../agent/llm/openai-compatible-provide
 import { loadDomainSchema } from '../shared/domain/domain-schema.js';
 import type { Tool, Tools } from '../shared/domain/tool-schema.js';
 import { StaticEmbedder } from '../shared/platform/static-embedder.js';
-import { glossaryDir, offlineModelDir } from '../shared/platform/thymos-root.js';
+import { glossaryDir, offlineModelDir } from '../shared/config/thymos-root.js';
 import { REPO_ROOT } from '../test/helpers/workspace.js';
 import { readingOverhead, toolLoopOverhead } from './intent-model-time.js';
 import type { Figure, Scenario } from './scenario.js';

@@ -1,6 +1,6 @@
 import { buildGlossaries } from '../agent/intents/index.js';
 import { resolveConfigFile } from '../shared/config/thymos-config.js';
-import { glossaryDir } from '../shared/platform/thymos-root.js';
+import { glossaryDir } from '../shared/config/thymos-root.js';
 import { commandNamed } from './command-book.js';
 import { parseCommandArgs } from './fleet-args.js';
 

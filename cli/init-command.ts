@@ -3,7 +3,7 @@ import { basename, join, relative, resolve, sep } from 'node:path';
 
 import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
 import { ExitCode } from '../shared/errors/exit-codes.js';
-import { thymosRoot } from '../shared/platform/thymos-root.js';
+import { thymosRoot } from '../shared/config/thymos-root.js';
 import { commandNamed } from './command-book.js';
 import { parseCommandArgs } from './fleet-args.js';
 

@@ -1,5 +1,5 @@
 /**
- * Configuration: `thymos.toml` (one schema per section, every default in it), the data directory's layout and the running fleet's recorded addresses.
+ * Configuration: `thymos.toml` (one schema per section, every default in it), the data directory's layout, the running fleet's recorded addresses, and where the Thymos package and what it ships are.
  */
 export { type MemorySettings, ToolsSettingsSchema } from './agent-settings.js';
 export { type FleetPaths, fleetPaths, Pm2Names, spareClaimFile } from './fleet-paths.js';
@@ -7,3 +7,4 @@ export { type FleetInfo, fleetNatsUrl, readFleetInfo, writeFleetInfo } from './f
 export { DEFAULT_FLEET_NAME, type EventsSettings, FleetNameSchema, type LifecycleSettings } from './fleet-settings.js';
 export { LLM_PROVIDERS, LLM_USE_SCHEMAS, LLM_USES, type LlmContextSettings, LlmContextUseSettingsSchema, type LlmUse, type LlmUseSettings, LlmUseSettingsSchema } from './llm-settings.js';
 export { agentMcpUrl, configFromObject, loadConfig, type NatsTlsFiles, parseConfig, resolveConfigFile, type ThymosConfig, type ThymosConfigInput, ThymosConfigSchema, type ThymosSettings } from './thymos-config.js';
+export { glossaryDir, offlineModelDir, thymosRoot } from './thymos-root.js';

@@ -3,7 +3,7 @@ import { dirname, join, parse, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 import { ErrorCode, ThymosError } from '../errors/errors.js';
-import { thymosRoot } from '../platform/thymos-root.js';
+import { thymosRoot } from '../config/thymos-root.js';
 
 /**
  * What evaluating a domain module may read: the files of the application's folder that are

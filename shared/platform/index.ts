@@ -15,5 +15,4 @@ export { portTaken, refusesConnections } from './port-probe.js';
 export { cpuSeconds, memoryBytes } from './process-usage.js';
 export { STATIC_VECTORS_FILE, StaticEmbedder } from './static-embedder.js';
 export { StopOnce } from './stop-once.js';
-export { glossaryDir, offlineModelDir, thymosRoot } from './thymos-root.js';
 export { writeAtomic } from './write-atomic.js';

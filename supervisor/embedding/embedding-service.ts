@@ -7,7 +7,7 @@ import { serveCoded, serveConstant } from '../../shared/nats/coded-responder.js'
 import type { Embedder } from '../../shared/platform/embedder.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { StaticEmbedder } from '../../shared/platform/static-embedder.js';
-import { offlineModelDir } from '../../shared/platform/thymos-root.js';
+import { offlineModelDir } from '../../shared/config/thymos-root.js';
 import { EmbedRequestSchema, encodeVectors } from '../../shared/protocol/embed-protocol.js';
 import { DEFAULT_FLEET_NAMES, type FleetNames } from '../../shared/protocol/fleet-names.js';
 import { FastembedEmbedder } from './fastembed-embedder.js';

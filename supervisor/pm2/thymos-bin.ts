@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { thymosRoot } from '../../shared/platform/thymos-root.js';
+import { thymosRoot } from '../../shared/config/thymos-root.js';
 
 /**
  * The bundled `thymos` command (`dist/bin/thymos.js`) that pm2 runs for the supervisor
