@@ -77,14 +77,18 @@ export async function runReloadCommand(argv: string[]): Promise<number> {
  */
 async function ownServerReady(config: ThymosConfig, domain: DomainSchema, added: readonly string[]): Promise<boolean> {
   const ids = Object.keys(domain.agents);
-  for (const id of ids) ensureNatsIdentity(config.dataPath, agentIdentity(id));
-  for (const id of staleAgentIdentities(config.dataPath, ids)) removeNatsIdentity(config.dataPath, agentIdentity(id));
-  const written = writeNatsUsersInclude(fleetPaths(config.dataPath), { names: new FleetNames(config.fleet.name), work: domainWork(domain) });
   const url = config.nats.url!;
-  const refused: string[] = [];
-  for (const id of added) if ((await admission(url, fleetNatsLink(config, agentIdentity(id), url), 3000)).outcome !== 'admitted') refused.push(id);
-  if (refused.length === 0) return true;
-  err(`thymos: ${written.changed ? 'wrote' : 'unchanged'} ${written.file}; the nats-server at ${url} does not admit ${refused.map(agentIdentity).join(', ')} yet: reload that server (nats-server --signal reload), then run thymos reload again`);
+  // The keys of agents gone from the domain, read before they are deleted: the server must refuse them once reloaded.
+  const stale = staleAgentIdentities(config.dataPath, ids);
+  const staleLinks = stale.map((id) => ({ id, link: fleetNatsLink(config, agentIdentity(id), url) }));
+  for (const id of ids) ensureNatsIdentity(config.dataPath, agentIdentity(id));
+  for (const id of stale) removeNatsIdentity(config.dataPath, agentIdentity(id));
+  const written = writeNatsUsersInclude(fleetPaths(config.dataPath), { names: new FleetNames(config.fleet.name), work: domainWork(domain) });
+  const waiting: string[] = [];
+  for (const id of added) if ((await admission(url, fleetNatsLink(config, agentIdentity(id), url), 3000)).outcome !== 'admitted') waiting.push(`admits no ${agentIdentity(id)}`);
+  for (const { id, link } of staleLinks) if (link.seed && (await admission(url, link, 3000)).outcome === 'admitted') waiting.push(`still admits ${agentIdentity(id)}`);
+  if (waiting.length === 0) return true;
+  err(`thymos: ${written.changed ? 'wrote' : 'unchanged'} ${written.file}; the nats-server at ${url} ${waiting.join(', ')}: reload that server (nats-server --signal reload), then run thymos reload again`);
   return false;
 }
 
@@ -94,7 +98,8 @@ async function restartSupervisor(config: ThymosConfig, removed: readonly string[
   const pm = await ProcessManager.connect(paths.pm2Home);
   try {
     await pm.delete(Pm2Names.supervisor);
-    for (const id of removed) if ((await pm.describe(Pm2Names.agent(id)))?.status === 'online') await pm.delete(Pm2Names.agent(id));
+    // Whatever its status (online, launching, waiting to restart): the new supervisor adopts only the domain's agents.
+    for (const id of removed) if (await pm.describe(Pm2Names.agent(id))) await pm.delete(Pm2Names.agent(id));
   } finally {
     pm.disconnect();
   }

@@ -2,6 +2,7 @@ import { type Consumer, type ConsumerMessages, jetstream, type JsMsg } from '@na
 import type { NatsConnection } from '@nats-io/transport-node';
 
 import { ensureAgentConsumer } from '../../shared/nats/event-stream.js';
+import { ownDelivery } from '../../shared/nats/own-delivery.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
 import { moreFollows, readHints } from '../../shared/protocol/heard-hints.js';
@@ -68,7 +69,8 @@ export class AgentEventListener {
     const taken = await readPending(
       consumer,
       BATCH,
-      async (msgs) => {
+      async (delivered) => {
+        const msgs = this.#own(delivered);
         const skip = msgs.slice(0, toSkip);
         for (const m of skip) m.ack();
         toSkip -= skip.length;
@@ -99,8 +101,17 @@ export class AgentEventListener {
     await this.#messages?.close().catch(() => undefined);
   }
 
+  /** What its own heard consumer delivered: another agent may aim its deliveries at this pull's inbox (`ownDelivery`); those are dropped, unacknowledged. */
+  #own(msgs: readonly JsMsg[]): JsMsg[] {
+    const { names } = this.#options;
+    const own = msgs.filter((m) => ownDelivery(m, names.heardStream, names.heardConsumer(this.#runtime.id), names.agentHeard(this.#runtime.id)));
+    if (own.length < msgs.length) this.#logger.warn({ dropped: msgs.length - own.length }, 'messages not delivered by this agent\'s heard consumer dropped');
+    return own;
+  }
+
   /** `live`: heard as it happened, not replayed at start-up; only live events are reasoned about. */
-  async #hear(msgs: readonly JsMsg[], live = false): Promise<void> {
+  async #hear(delivered: readonly JsMsg[], live = false): Promise<void> {
+    const msgs = this.#own(delivered);
     const memories: NewMemory[] = [];
     const again = msgs.filter((m) => m.redelivered);
     if (again.length > 0) this.#logger.info({ events: again.length, first: again[0]!.seq, deliveries: again[0]!.info.deliveryCount }, 'events delivered again (not acknowledged in time)');

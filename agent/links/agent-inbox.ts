@@ -6,6 +6,7 @@ import { codedRequest } from '../../shared/nats/coded-request.js';
 import { serveCoded } from '../../shared/nats/coded-responder.js';
 import { sendAgentMessage } from '../../shared/nats/event-stream.js';
 import { agentIdentity } from '../../shared/nats/nats-identity.js';
+import { ownDelivery } from '../../shared/nats/own-delivery.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { type AgentMessage, AgentMessageSchema, AskReplySchema, newMessage } from '../../shared/protocol/agent-message.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
@@ -104,6 +105,11 @@ export class AgentInbox implements Messenger {
   }
 
   async #take(m: JsMsg): Promise<void> {
+    // Delivered by its own inbox consumer, not aimed here by another agent's pull (`ownDelivery`): dropped unacknowledged otherwise.
+    if (!ownDelivery(m, this.#names.inboxStream, this.#names.inboxConsumer(this.#runtime.id), (subject) => this.#names.senderOf(subject, this.#runtime.id, 'inbox') !== undefined)) {
+      this.#logger.warn({ subject: m.subject }, 'a message not delivered by this agent\'s inbox consumer dropped');
+      return;
+    }
     const parsed = AgentMessageSchema.safeParse(parseJsonOrUndefined(m.string()));
     if (!parsed.success || parsed.data.to !== this.#runtime.id) {
       this.#logger.warn({ seq: m.seq }, 'malformed inbox message ignored');

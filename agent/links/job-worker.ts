@@ -4,6 +4,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { backoffAfter, type Work } from '../../shared/domain/queue-schema.js';
 import { ErrorCode, isThymosError, ThymosError } from '../../shared/errors/errors.js';
 import { describeIssues } from '../../shared/errors/zod-issues.js';
+import { ownDelivery } from '../../shared/nats/own-delivery.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
 import { type JobGiveUp, JobSchema } from '../../shared/protocol/job.js';
@@ -124,6 +125,11 @@ export class JobWorker {
         continue;
       }
       if (!m) continue;
+      // Another agent may aim its own deliveries at this pull's inbox: only the skill's own jobs are worked (or handed back).
+      if (!ownDelivery(m, this.#names.jobStream(w.queue), this.#names.skillConsumer(w.skill), this.#names.job(w.queue, w.skill))) {
+        this.#logger.warn({ subject: m.subject, queue: w.queue, skill: w.skill }, 'a message not delivered by the skill\'s consumer dropped');
+        continue;
+      }
       // Taken just as the agent was told to stop or listen: it goes back at once, untouched.
       if (this.#closed || !this.#takes()) {
         m.nak();

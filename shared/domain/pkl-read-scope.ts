@@ -2,8 +2,8 @@ import { realpathSync } from 'node:fs';
 import { dirname, join, parse, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { thymosRoot } from '../config/thymos-root.js';
+import { ErrorCode, ThymosError } from '../errors/errors.js';
 
 /**
  * What evaluating a domain module may read: the files of the application's folder that are

@@ -1,14 +1,18 @@
+import { randomUUID } from 'node:crypto';
+
 import { jetstream, JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 
 import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { DEFAULT_FLEET_NAMES, type FleetNames } from '../protocol/fleet-names.js';
-import { type DeadLetter, deadLetterId, DeadLetterSchema, type JobGiveUp, JobSchema, type ListedDeadLetter } from '../protocol/job.js';
+import { type DeadLetter, deadLetterId, DeadLetterSchema, JOB_PAYLOAD_MAX_BYTES, type JobGiveUp, JobSchema, type ListedDeadLetter } from '../protocol/job.js';
 import { parseJsonOrUndefined } from '../protocol/parse-json.js';
 import type { NatsWork } from './nats-permissions.js';
 
 const STREAM_NOT_FOUND = 10059;
 const CONSUMER_NOT_FOUND = 10014;
+/** How many messages past `limit` a listing of dead letters reads at most, looking for letters among what is not. */
+const SCAN_SLACK = 10_000;
 const isApiError = (err: unknown, code: number) => err instanceof JetStreamApiError && err.code === code;
 
 /** One delivery given up: where the job is, why, after how many deliveries, and who gave up. */
@@ -45,7 +49,8 @@ export async function writeDeadLetter(jsm: JetStreamManager, nc: NatsConnection,
   const raw = parseJsonOrUndefined(m.string());
   const job = JobSchema.safeParse(raw);
   const letter: DeadLetter = {
-    job: job.success ? job.data : raw !== undefined ? raw : m.string().slice(0, 2000),
+    // What is not a job is kept as it came while it is no bigger than a job may be, else its start.
+    job: job.success ? job.data : raw !== undefined && m.data.length <= JOB_PAYLOAD_MAX_BYTES ? raw : m.string().slice(0, 2000),
     queue: given.queue,
     skill: given.skill,
     reason: given.reason,
@@ -53,7 +58,7 @@ export async function writeDeadLetter(jsm: JetStreamManager, nc: NatsConnection,
     agent: given.agent,
     at: new Date().toISOString(),
   };
-  const ack = await jetstream(nc).publish(names.deadLetters(given.queue), JSON.stringify(letter), { msgID: deadLetterId(job.success ? job.data.id : `seq-${given.seq}`, given.seq) });
+  const ack = await publishOwn(jsm, nc, names.deadStream, names.deadLetters(given.queue), JSON.stringify(letter), deadLetterId(given.queue, job.success ? job.data.id : `seq-${given.seq}`, given.seq));
   // Off the queue once its letter holds it; a crash between the two writes the same letter again.
   await jsm.streams.deleteMessage(stream, given.seq, false).catch((err: unknown) => {
     if (!/not found|no message/i.test((err as Error).message)) throw err;
@@ -83,6 +88,22 @@ export async function giveUpJob(jsm: JetStreamManager, nc: NatsConnection, agent
 }
 
 /**
+ * Publishes `data` on `subject` under the deduplication id `msgID`, and makes sure that a
+ * duplicate is one: a message another agent's pull aimed into the stream keeps its headers (its
+ * `Nats-Msg-Id` with them) under its first subject, so the id may be taken by something else. A
+ * duplicate whose stored message is not on `subject` is published again under a fresh id.
+ */
+async function publishOwn(jsm: JetStreamManager, nc: NatsConnection, stream: string, subject: string, data: string, msgID: string): Promise<{ seq: number; duplicate: boolean }> {
+  const js = jetstream(nc);
+  const ack = await js.publish(subject, data, { msgID });
+  if (!ack.duplicate) return { seq: ack.seq, duplicate: false };
+  const held = await jsm.streams.getMessage(stream, { seq: ack.seq }).catch(() => null);
+  if (held?.subject === subject) return { seq: ack.seq, duplicate: true };
+  const again = await js.publish(subject, data, { msgID: `${msgID}~${randomUUID()}` });
+  return { seq: again.seq, duplicate: false };
+}
+
+/**
  * The newest dead letters (of one queue with `queue`), newest first, at most `limit`. Only what
  * the stream holds under a dead-letter subject is a letter: a message JetStream delivered there
  * for a pull that named it keeps its first subject, and is not listed.
@@ -94,7 +115,9 @@ export async function deadLetters(jsm: JetStreamManager, limit: number, queue?: 
   });
   const out: ListedDeadLetter[] = [];
   if (!info || info.state.messages === 0) return out;
-  for (let seq = info.state.last_seq; seq >= info.state.first_seq && out.length < limit; seq--) {
+  // Bounded: what others aimed into the stream is skipped, but never read without end.
+  const floor = Math.max(info.state.first_seq, info.state.last_seq - limit - SCAN_SLACK);
+  for (let seq = info.state.last_seq; seq >= floor && out.length < limit; seq--) {
     const m = await jsm.streams.getMessage(names.deadStream, { seq }).catch(() => null);
     if (!m || (queue !== undefined && m.subject !== names.deadLetters(queue))) continue;
     const letter = DeadLetterSchema.safeParse(parseJsonOrUndefined(m.string()));
@@ -123,7 +146,7 @@ export async function requeueDeadLetter(jsm: JetStreamManager, nc: NatsConnectio
     throw new ThymosError(ErrorCode.INVALID_INPUT, `dead letter ${seq} holds a job that says ${job.data.queue}/${job.data.skill} but was taken from ${queue}/${skill}: its workers would give it up again`);
   }
   // A requeued job keeps its id; the stream deduplicates by another, so it is not taken for the first publish.
-  const ack = await jetstream(nc).publish(names.job(queue, skill), JSON.stringify(job.data), { msgID: `${job.data.id}~requeued-${seq}` });
+  const ack = await publishOwn(jsm, nc, names.jobStream(queue), names.job(queue, skill), JSON.stringify(job.data), `${job.data.id}~requeued-${seq}`);
   await jsm.streams.deleteMessage(names.deadStream, seq, false);
   return { id: job.data.id, queue, skill, seq: ack.seq };
 }

@@ -91,9 +91,10 @@ export const ListedDeadLetterSchema = DeadLetterSchema.extend({ seq: z.number().
 export type ListedDeadLetter = z.infer<typeof ListedDeadLetterSchema>;
 
 /**
- * The deduplication id of a job's dead letter: its id and the stream sequence of the delivery
- * given up on, so the worker and the supervisor (from the advisory) publish one letter between them.
+ * The deduplication id of a job's dead letter: its queue, its id and its place in the queue's
+ * stream, so a worker and the supervisor (from the advisory) write one letter between them, and
+ * two queues' jobs of one id are two letters.
  */
-export function deadLetterId(jobId: string, streamSeq: number): string {
-  return `${jobId}:dead:${streamSeq}`;
+export function deadLetterId(queue: string, jobId: string, streamSeq: number): string {
+  return `${queue}:${jobId}:dead:${streamSeq}`;
 }
