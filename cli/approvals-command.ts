@@ -28,7 +28,7 @@ export async function runApprovalsCommand(argv: string[]): Promise<number> {
     const pending = await fleet.approvals(id);
     if (args.json) out(JSON.stringify(pending, null, 2));
     else if (pending.length === 0) out(id ? `no call of ${id} waits for approval` : 'no call waits for approval');
-    else out(renderTable(['AGENT', 'CALL', 'TOOL', 'ARGUMENTS', 'REASON', 'CALLER', 'EXPIRES'], pending.map((p) => [p.agent, p.call_id, p.tool, printable(JSON.stringify(p.arguments)), printable(p.reason ?? ''), printable(p.caller), p.expires_at])));
+    else out(renderTable(['AGENT', 'CALL', 'TOOL', 'ARGUMENTS', 'REASON', 'CALLER', 'EXPIRES', 'INTERRUPTED'], pending.map((p) => [p.agent, p.call_id, p.tool, printable(JSON.stringify(p.arguments)), printable(p.reason ?? ''), printable(p.caller), p.expires_at, p.interrupted_at ?? ''])));
     return ExitCode.OK;
   } finally {
     await fleet.close();
@@ -46,7 +46,7 @@ export async function runDecideCommand(decision: 'approve' | 'refuse', argv: str
   if (!reason) throw new ThymosError(ErrorCode.USAGE, `--reason: say why the call is ${decision === 'approve' ? 'approved' : 'refused'}; it goes into the audit log\nusage: ${usage}`);
   const fleet = await connect(args.config);
   try {
-    const report = await fleet[decision](id, callId, { reason });
+    const report = await fleet[decision](id, callId, { reason, ...(decision === 'approve' && args.values.done === true ? { done: true } : {}) });
     if (args.json) out(JSON.stringify(report));
     else out(`${report.call_id} (${report.tool} of ${report.agent}) ${report.decision}; ${report.delivered ? 'the agent has the decision' : `${report.agent} is not running: it gets the decision when it wakes`}`);
     return ExitCode.OK;

@@ -84,14 +84,17 @@ export interface Fleet {
   talk(id: string, message: string, options?: TalkOptions): Promise<TalkAnswer>;
   /**
    * The tool calls that wait for a person's approval (tools of permission `confirm`), oldest
-   * first; one agent's when `id` is given. Decide with `approve` or `refuse`.
+   * first; one agent's when `id` is given. Decide with `approve` or `refuse`. A call a crash cut
+   * off while it ran (`interrupted_at`) is listed again: did it take effect?
    */
   approvals(id?: string): Promise<PendingCall[]>;
   /**
    * Approves a pending call: the agent runs it now if it is awake, else when it wakes. Audited
-   * with this process as the approver; a call this process made is refused (TOOL_DENIED).
+   * with this process as the approver; a call this process made is refused (TOOL_DENIED). A call
+   * a crash interrupted runs again; with `done: true` it is recorded as having taken effect
+   * (`ok`, `marked_done`) and not run again (INVALID_INPUT for a call that has not run).
    */
-  approve(id: string, callId: string, options: { reason: string }): Promise<CallDecisionReport>;
+  approve(id: string, callId: string, options: { reason: string; done?: boolean }): Promise<CallDecisionReport>;
   /** Refuses a pending call: it never runs, and its caller finds it refused. Audited like `approve`. */
   refuse(id: string, callId: string, options: { reason: string }): Promise<CallDecisionReport>;
   /** The fleet's work queues: publish jobs, and see what waits for which skill. */
@@ -215,8 +218,8 @@ class FleetClient implements Fleet {
     return this.#requester.request('approvals', id === undefined ? {} : { id }, { timeoutMs: QUICK_MS });
   }
 
-  approve(id: string, callId: string, options: { reason: string }): Promise<CallDecisionReport> {
-    return this.#requester.request('approve', { id, call_id: callId, reason: options.reason });
+  approve(id: string, callId: string, options: { reason: string; done?: boolean }): Promise<CallDecisionReport> {
+    return this.#requester.request('approve', { id, call_id: callId, reason: options.reason, ...(options.done === true ? { done: true } : {}) });
   }
 
   refuse(id: string, callId: string, options: { reason: string }): Promise<CallDecisionReport> {

@@ -9,14 +9,20 @@ import type { Logger } from '../../shared/platform/logger.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
 import { type JobGiveUp, JobSchema } from '../../shared/protocol/job.js';
 import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
-import type { JobEnding } from '../runtime/job-work.js';
+import type { ToolCallRecord } from '../../shared/protocol/tool-call.js';
+import { type JobEnding, settledEnding } from '../runtime/job-work.js';
 import type { Working } from '../runtime/runtime-ports.js';
 
 /** Hands a job given up to the supervisor, which writes its dead letter (only it may). */
 export type GiveUp = (given: JobGiveUp) => Promise<unknown>;
 
+/** Resolves with the records of these calls once none is under way (`callsSettled`); rejects when the signal aborts. */
+export type CallsSettled = (callIds: readonly string[], signal: AbortSignal) => Promise<ToolCallRecord[]>;
+
 /** How long one pull waits for a job before it asks again (and looks at the agent's mode). */
 const PULL_MS = 5000;
+/** How a call that is not over yet stands in a job's steps: waiting for a person, cut off by a crash, or running. */
+const UNDER_WAY: ReadonlySet<string> = new Set(['pending', 'interrupted', 'running']);
 
 /**
  * An agent's work from the queues: for each queue and skill it serves, one job at a time (or
@@ -30,8 +36,12 @@ const PULL_MS = 5000;
  * first call's outcome (`writes_external`, `irreversible`). While it works, the job is
  * kept (`working`) so the queue's `ackWaitMs` does not give it to another worker.
  *
- * It is acknowledged once done (for the default, a call made `ok`, or `pending` a person's
- * approval). One to try again is delivered again after the queue's back-off, until `maxDeliver`
+ * It is acknowledged once done and its calls are over. A job done whose calls still wait for a
+ * person (`pending`, or `interrupted` by a crash: see `interruptedCall`) is held: kept from the
+ * queue's `ackWaitMs` without holding a place of `[jobs] concurrency`, and settled by how they
+ * end — all `ok` (run, or marked done), acknowledged; one refused, given up; one failed, tried
+ * again. An agent that stops while it holds a job leaves it unacknowledged: it is delivered again
+ * after `ackWaitMs`, and its calls, made again under the same keys, answer as they stand. One to try again is delivered again after the queue's back-off, until `maxDeliver`
  * (at once when the agent is stopping or listening: it goes to another worker); one given up on,
  * and a message that is not a job, are handed to the supervisor (`job_give_up`), which writes the
  * dead letter on `<fleet>.jobs.dead.<queue>` with the reason and attempts, taking the job from the
@@ -63,10 +73,18 @@ export class JobWorker {
 
   readonly #concurrency: number;
   readonly #giveUp: GiveUp;
+  readonly #settled: CallsSettled | undefined;
+  /** The jobs held until their calls are over: aborted when the worker closes. */
+  readonly #held = new Set<AbortController>();
 
-  /** `giveUp` hands a job given up to the supervisor (`job_give_up`), which writes its dead letter and takes it off the queue. */
-  constructor(runtime: Working, work: readonly Work[], names: FleetNames, logger: Logger, giveUp: GiveUp, concurrency = 1) {
+  /**
+   * `giveUp` hands a job given up to the supervisor (`job_give_up`), which writes its dead letter
+   * and takes it off the queue; `settled` says when calls are over (without it, a job whose call
+   * waits for a person is acknowledged at once).
+   */
+  constructor(runtime: Working, work: readonly Work[], names: FleetNames, logger: Logger, giveUp: GiveUp, concurrency = 1, settled?: CallsSettled) {
     this.#runtime = runtime;
+    this.#settled = settled;
     this.#giveUp = giveUp;
     this.#work = work;
     this.#concurrency = concurrency;
@@ -99,6 +117,7 @@ export class JobWorker {
     this.#closed = true;
     this.#runtime.off('state', this.#onState);
     for (const pull of this.#pulls) pull.stop();
+    for (const held of this.#held) held.abort();
     for (const w of this.#wake) w();
     this.#wake = [];
     await Promise.allSettled(this.#loops);
@@ -152,6 +171,36 @@ export class JobWorker {
       ? await this.#keptAlive(w, m, (deadline) => this.#runtime.work(parsed.data, { attempt: attempts, last: attempts >= w.settings.maxDeliver, seq: m.info.streamSequence }, deadline))
       : { done: false, retry: false, code: ErrorCode.INVALID_INPUT, message: parsed.success ? `not a job of ${w.queue}/${w.skill}: it says ${parsed.data.queue}/${parsed.data.skill}` : `not a job: ${raw === undefined ? 'not JSON' : describeIssues(parsed.error, raw)}; expected {id, queue, skill, payload, published_at}`, steps: [] };
     const id = parsed.success ? parsed.data.id : `seq-${m.seq}`;
+    const waits = ending.done ? ending.steps.flatMap((s) => (s.call_id !== undefined && UNDER_WAY.has(s.status) ? [s.call_id] : [])) : [];
+    if (waits.length > 0 && this.#settled) return this.#hold(w, m, id, waits, this.#settled);
+    await this.#end(w, m, id, ending);
+  }
+
+  /**
+   * Keeps a job whose calls are not over from the queue's `ackWaitMs` until they are, then ends it
+   * by how they ended. Its place of `[jobs] concurrency` is free meanwhile.
+   */
+  #hold(w: Work, m: JsMsg, id: string, callIds: string[], settled: CallsSettled): void {
+    const stop = new AbortController();
+    this.#held.add(stop);
+    const timer = setInterval(() => m.working(), Math.max(Math.floor(w.settings.ackWaitMs / 3), 200));
+    this.#logger.info({ job: id, calls: callIds }, 'job held until its calls are decided and over');
+    void settled(callIds, stop.signal)
+      .then(
+        (records) => this.#end(w, m, id, settledEnding(records)),
+        // The worker closes: unacknowledged, the job is delivered again after ackWaitMs.
+        () => undefined,
+      )
+      .catch((err: unknown) => this.#logger.warn({ job: id, err: (err as Error).message }, 'a held job was not settled; it is delivered again after ackWaitMs'))
+      .finally(() => {
+        clearInterval(timer);
+        this.#held.delete(stop);
+      });
+  }
+
+  /** Acknowledges a job done, hands back one to try again, and gives up one not worth another delivery. */
+  async #end(w: Work, m: JsMsg, id: string, ending: JobEnding): Promise<void> {
+    const attempts = m.info.deliveryCount;
     if (ending.done) {
       await this.#ack(m, id);
       this.#logger.info({ job: id, queue: w.queue, skill: w.skill, attempts, note: ending.note }, 'job done');

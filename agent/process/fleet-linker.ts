@@ -159,9 +159,11 @@ async function openReaders(parts: FleetLinkParts, names: FleetNames, listeners: 
 async function startWork(parts: FleetLinkParts, nc: NatsConnection, names: FleetNames, listeners: Array<{ close(): Promise<void> }>): Promise<void> {
   if (parts.work.length === 0) return;
   const { JobWorker } = await import('../links/job-worker.js');
+  const { callsSettled } = await import('../tools/calls-settled.js');
   const { SupervisorRequester } = await import('../../shared/nats/supervisor-requester.js');
   const supervisor = SupervisorRequester.control(nc, parts.config.supervisor.request_timeout_ms, names, parts.runtime.id);
-  const worker = new JobWorker(parts.runtime, parts.work, names, parts.logger, (given) => supervisor.request('job_give_up', given), parts.config.jobs.concurrency);
+  const settled = (ids: readonly string[], signal: AbortSignal) => callsSettled(parts.tools, ids, signal);
+  const worker = new JobWorker(parts.runtime, parts.work, names, parts.logger, (given) => supervisor.request('job_give_up', given), parts.config.jobs.concurrency, settled);
   parts.cleanup.push(() => worker.close());
   listeners.push(worker);
   await worker.open(nc);

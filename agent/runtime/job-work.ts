@@ -149,14 +149,28 @@ async function withWords(request: Omit<JobRequest, 'byDefault'>, steps: ToolStep
   const { answer, record, error } = await request.act(request.text);
   if (record) {
     const note = `${record.tool} ${record.status} (call ${record.call_id})`;
-    if (record.status === 'ok' || record.status === 'pending') return { done: true, note, steps };
-    // A failed or interrupted call may go through next time, as may one refused for now (the agent listening, a limit); one refused by permission or a person will not.
+    // A call that waits for a person (pending, or cut off by a crash and asked about) is done here: the worker holds the job until it is over.
+    if (record.status === 'ok' || record.status === 'pending' || (record.status === 'interrupted' && record.interrupted_at !== undefined)) return { done: true, note, steps };
+    // A failed call (or one interrupted before the agent asked a person about such calls) may go through next time, as may one refused for now (the agent listening, a limit); one refused by permission or a person will not.
     const code = record.error?.code ?? ErrorCode.TOOL_FAILED;
     return { done: false, retry: record.status !== 'refused' || NOT_NOW.has(code), code, message: `${record.tool} ${record.status}: ${record.error?.message ?? ''}`.trim(), steps };
   }
   if (error) return { done: false, retry: NOT_NOW.has(error.code), code: error.code, message: error.message, steps };
   const meant = answer.tool ?? answer.candidates[0]?.tool;
   return { done: false, retry: false, code: ErrorCode.INVALID_INPUT, message: `the words resolve to no call (${answer.outcome}${meant ? `, nearest ${meant}` : ''}${answer.missing.length > 0 ? `, missing ${answer.missing.join(', ')}` : ''}${answer.note ? `: ${answer.note}` : ''})`, steps };
+}
+
+/**
+ * How a job held for its calls ends once they are over: done when each ended `ok` (run, or
+ * marked done by a person); given up when one was refused (by a person, or not run again after a
+ * crash); tried again when one failed.
+ */
+export function settledEnding(records: readonly ToolCallRecord[]): JobEnding {
+  const steps = records.map(recordStep);
+  const note = records.map((r) => `${r.tool} ${r.status}${r.marked_done ? ' (marked done)' : ''} (call ${r.call_id})`).join(', ');
+  const bad = records.find((r) => r.status !== 'ok');
+  if (!bad) return { done: true, note, steps };
+  return { done: false, retry: bad.status !== 'refused', code: bad.error?.code ?? ErrorCode.TOOL_FAILED, message: `${bad.tool} ${bad.status}: ${bad.error?.message ?? ''}`.trim(), steps };
 }
 
 const MODEL_ANSWER = z.object({ status: z.enum(['done', 'retry', 'give_up']), summary: z.string().max(2000).default('') });

@@ -3,6 +3,7 @@ import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/error
 import type { Logger } from '../../shared/platform/logger.js';
 import type { ApprovalDecision, CallStatus, PendingCall, ToolCallRecord } from '../../shared/protocol/tool-call.js';
 import type { RuntimeGate } from '../runtime/runtime-ports.js';
+import { waitsAfterCrash } from './interrupted-call.js';
 
 /** Hands a pending call to the supervisor; resolves with the decision when one was made already. */
 export type SubmitPending = (call: PendingCall) => Promise<ApprovalDecision | null>;
@@ -22,6 +23,8 @@ export interface ApprovalHost {
   save(record: ToolCallRecord): Promise<void>;
   /** Ends a call without running it. */
   refuse(record: ToolCallRecord, tool: Tool | undefined, error: ThymosError): Promise<ToolCallRecord>;
+  /** Ends an interrupted call `ok` without running it again: a person said it took effect. */
+  markDone(record: ToolCallRecord, tool: Tool | undefined): Promise<ToolCallRecord>;
   /** Checks the recorded arguments again (the domain may have changed since the call was made), then runs and records the call. */
   run(tool: Tool, record: ToolCallRecord): Promise<ToolCallRecord>;
 }
@@ -34,6 +37,10 @@ export interface ApprovalHost {
  * effects waits until the agent is Active). Approved calls run one pass at a time, each re-read
  * before it runs, so none runs twice; a call past its deadline that no decision reached is
  * refused here too.
+ *
+ * A call cut off by a crash (see `interruptedCall`) goes the same way: handed in as interrupted
+ * until a person decides, or approved by rule when its service honours its key. Approved, it runs
+ * again; `done`, it is recorded `ok` without running; refused, it is left as it was, never run again.
  */
 export class CallApprovals {
   readonly #host: ApprovalHost;
@@ -72,7 +79,7 @@ export class CallApprovals {
   }
 
   async #handAll(): Promise<void> {
-    for (const r of await this.#host.callsWithStatus('pending').catch(() => [])) {
+    for (const r of await this.#waiting()) {
       if (r.decided_by !== undefined) continue;
       if (r.expires_at && Date.parse(r.expires_at) <= Date.now()) {
         await this.decide(r.call_id, { approved: false, by: 'thymos', reason: `no decision by ${r.expires_at} ([tools] approval_timeout_s)`, at: new Date().toISOString() }).catch(() => undefined);
@@ -92,11 +99,18 @@ export class CallApprovals {
     const h = this.#host;
     const record = await h.getCall(callId);
     if (!record) throw new ThymosError(ErrorCode.NOT_FOUND, `${h.agent} has no call ${JSON.stringify(callId)}`, { location: { path: 'call_id' } });
-    if (record.status !== 'pending' || record.decided_by !== undefined) return record;
+    const cut = waitsAfterCrash(record);
+    if (!(record.status === 'pending' || cut) || record.decided_by !== undefined) return record;
     const decided: ToolCallRecord = { ...record, decided_by: decision.by, decision_reason: decision.reason };
-    const tool = h.tools[record.tool];
-    if (!tool) return h.refuse(decided, undefined, new ThymosError(ErrorCode.TOOL_DENIED, `${record.tool} is no longer granted to ${h.agent}`));
-    if (!decision.approved) return h.refuse(decided, tool, new ThymosError(ErrorCode.TOOL_DENIED, `${record.tool} was refused by ${decision.by}: ${decision.reason}`));
+    const tool = Object.hasOwn(h.tools, record.tool) ? h.tools[record.tool] : undefined;
+    if (decision.done === true) {
+      // Only a call that may have run can be said to have taken effect: one that waits for its first approval has not.
+      if (!cut) return record;
+      return h.markDone(decided, tool);
+    }
+    const again = cut ? ' (it was cut off by a crash: not run again, and whether it took effect is not known)' : '';
+    if (!tool) return h.refuse(decided, undefined, new ThymosError(ErrorCode.TOOL_DENIED, `${record.tool} is no longer granted to ${h.agent}${again}`));
+    if (!decision.approved) return h.refuse(decided, tool, new ThymosError(ErrorCode.TOOL_DENIED, `${record.tool} was refused by ${decision.by}: ${decision.reason}${again}`));
     if (record.expires_at && Date.parse(decision.at) > Date.parse(record.expires_at)) {
       return h.refuse(decided, tool, new ThymosError(ErrorCode.TOOL_DENIED, `${record.tool} was approved after its deadline ${record.expires_at}`));
     }
@@ -120,13 +134,19 @@ export class CallApprovals {
     return this.#pass;
   }
 
+  /** The calls that wait for a decision or to run: pending, and interrupted by a crash since this rule (an older record says no `interrupted_at`). */
+  async #waiting(): Promise<ToolCallRecord[]> {
+    const [pending, cut] = await Promise.all(['pending', 'interrupted'].map((s) => this.#host.callsWithStatus(s as CallStatus).catch(() => [])));
+    return [...pending!, ...cut!.filter((r) => r.interrupted_at !== undefined)];
+  }
+
   async #runPass(): Promise<void> {
     const h = this.#host;
-    for (const { call_id } of await h.callsWithStatus('pending')) {
-      // Read again: only a call still approved and waiting runs.
+    for (const { call_id } of await this.#waiting()) {
+      // Read again: only a call still approved and waiting runs (an interrupted one approved, by a person or by rule, runs again).
       const r = await h.getCall(call_id);
-      const tool = r && h.tools[r.tool];
-      if (!r || !tool || r.status !== 'pending' || r.decided_by === undefined) continue;
+      const tool = r && Object.hasOwn(h.tools, r.tool) ? h.tools[r.tool] : undefined;
+      if (!r || !tool || !(r.status === 'pending' || (r.status === 'interrupted' && r.interrupted_at !== undefined)) || r.decided_by === undefined) continue;
       if (tool.permission === 'admin' && !h.allowAdmin) {
         await h.refuse(r, tool, new ThymosError(ErrorCode.TOOL_DENIED, `${r.tool} is an admin tool; it runs only with [tools] allow_admin = true`));
         continue;
@@ -141,6 +161,6 @@ export class CallApprovals {
 
 /** What the supervisor keeps of a pending call. */
 function pendingCall(r: ToolCallRecord): PendingCall {
-  const { call_id, agent, tool, arguments: args, reason, caller, requested_at, expires_at } = r;
-  return { call_id, agent, tool, arguments: args, ...(reason !== undefined ? { reason } : {}), caller, requested_at, expires_at: expires_at! };
+  const { call_id, agent, tool, arguments: args, reason, caller, requested_at, expires_at, interrupted_at } = r;
+  return { call_id, agent, tool, arguments: args, ...(reason !== undefined ? { reason } : {}), caller, requested_at, expires_at: expires_at!, ...(interrupted_at !== undefined ? { interrupted_at } : {}) };
 }

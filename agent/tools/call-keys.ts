@@ -23,6 +23,12 @@ function generation(call: ToolCallRecord, key: string): number {
 
 /** What an earlier call with the key may be for a repeat to answer with it: done, or still under way. */
 const ANSWERED_BY: ReadonlySet<CallStatus> = new Set(['ok', 'pending', 'running']);
+/**
+ * What an earlier call cut off by a crash (`interrupted_at`) may be for a repeat to answer with
+ * it too: waiting for a person or to run again by rule, or refused by a person after the crash.
+ * A repeat never runs what a person was asked about, nor what they refused to run again.
+ */
+const ANSWERED_AFTER_CRASH: ReadonlySet<CallStatus> = new Set(['interrupted', 'refused']);
 
 /**
  * A call's idempotency key: the tool's template filled from the input (each value
@@ -44,10 +50,15 @@ export function idempotencyKey(tool: Tool, input: Record<string, unknown>, callI
  * key (from the tool's template or the caller; a call id is never repeated). Calls with the
  * same tool and key take turns in this process; each first looks up the latest call that ran or
  * waited under the key in the agent's database. One that ended `ok`, or still waits for approval
- * or runs, is the answer (marked `replayed`), and nothing runs. One that failed, was refused or
- * was interrupted by a crash does not count: the call runs again, carrying the same key to the
- * service. One that ended `ok` longer ago than its tool's `keyExpiresAfterS` does not count
- * either: the key is spent, and the new call carries its next generation (`key~2`, `key~3`…). An earlier call with the key but other arguments is IDEMPOTENCY_CONFLICT. A call
+ * or runs, is the answer (marked `replayed`), and nothing runs. So is one cut off by a crash
+ * (`interruptedCall`): it waits for a person, or runs again by itself when its service honours
+ * the key, and a repeat does not run it meanwhile; refused after the crash, it stays refused. One
+ * that failed, or was refused before it ran, does not count: the call runs again, carrying the
+ * same key to the service (an `interrupted` record older than this rule, without
+ * `interrupted_at`, counts as failed). One that ended `ok` longer ago than its tool's
+ * `keyExpiresAfterS` does not count either: the key is spent, and the new call carries its next
+ * generation (`key~2`, `key~3`…). An earlier call with the key but other arguments is
+ * IDEMPOTENCY_CONFLICT. A call
  * refused before its turn (the agent's mode, an admin tool) never claims the key.
  */
 export class CallKeys {
@@ -68,7 +79,7 @@ export class CallKeys {
         const answer = this.#answer(earlier, record);
         if (answer) return answer;
       }
-      // Claimed before it runs or waits: a crash after this leaves the key naming a call found interrupted, which runs again.
+      // Claimed before it runs or waits: a crash after this leaves the key naming a call found interrupted, which answers repeats.
       await this.#store.claimKey(record.tool, record.idempotency_key, record.call_id);
       // Past its tool's keyExpiresAfterS, the key is spent: the next generation goes to the service.
       return run(expired ? { ...record, idempotency_key: `${record.idempotency_key}~${generation(earlier, record.idempotency_key) + 1}` } : record);
@@ -88,7 +99,8 @@ export class CallKeys {
   }
 
   #answer(found: ToolCallRecord, record: ToolCallRecord): ToolCallRecord | undefined {
-    if (!ANSWERED_BY.has(found.status)) return undefined;
+    const answers = ANSWERED_BY.has(found.status) || (found.interrupted_at !== undefined && ANSWERED_AFTER_CRASH.has(found.status));
+    if (!answers) return undefined;
     if (!isDeepStrictEqual(found.arguments, record.arguments)) {
       throw new ThymosError(ErrorCode.IDEMPOTENCY_CONFLICT, `${record.tool}: the idempotency key ${JSON.stringify(record.idempotency_key)} belongs to call ${found.call_id} (${found.status}), made with other arguments; give another key, or the same arguments`, {
         details: { call_id: found.call_id },

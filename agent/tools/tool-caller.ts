@@ -17,6 +17,7 @@ import { CallLimits } from './call-limits.js';
 import { checkOutput } from './check-output.js';
 import type { ExecutorContext } from './executor-context.js';
 import { runHttp } from './http-executor.js';
+import { interruptedCall } from './interrupted-call.js';
 import { type FindEndpoint, McpExecutors } from './mcp-executor.js';
 import { ScriptExecutors } from './script-executor.js';
 import { SecretRedactor } from './secret-redactor.js';
@@ -94,7 +95,7 @@ const PENDING_ARGUMENTS_MAX_BYTES = 64 * 1024;
  * with `[tools] allow_admin`), run the executor within its timeout and output limit, and
  * record the call — in the agent's database and as a `tool_call` memory, with the value of
  * every secret its tools use removed. A call with side effects is saved as `running` before the
- * executor starts (after a crash it is found `interrupted`, not run again) and as it ends, before
+ * executor starts (after a crash it is found `interrupted`: see `interruptedCall`) and as it ends, before
  * it answers; a read-only one only as it ends, written behind (`recordReadsWithinMs`).
  */
 export class ToolCaller {
@@ -126,6 +127,7 @@ export class ToolCaller {
       getCall: (id) => options.calls.getCall(id),
       save: (record) => this.#save(record),
       refuse: (record, tool, error) => this.#finish(record, tool, { status: 'refused', error }, 0),
+      markDone: (record, tool) => this.#finish({ ...record, marked_done: true }, tool, { status: 'ok', result: null }, 0),
       run: async (tool, record) => {
         try {
           this.#validate(record.tool, tool, { ...record.arguments, ...(record.reason !== undefined ? { reason: record.reason } : {}) });
@@ -211,10 +213,10 @@ export class ToolCaller {
     return this.#redactor.redact(value);
   }
 
-  /** Marks calls cut off by a crash (`running` when the agent starts) as `interrupted`; returns how many. */
+  /** Marks calls cut off by a crash (`running` when the agent starts) `interrupted`, to run again or wait for a person (`interruptedCall`); returns how many. */
   async recover(): Promise<number> {
     const cut = await this.#o.calls.callsWithStatus('running');
-    for (const r of cut) await this.#o.calls.saveCall({ ...r, status: 'interrupted', error: new ThymosError(ErrorCode.TOOL_FAILED, `${r.tool} was cut off by the agent stopping; whether it took effect is not known`).toJSON() });
+    for (const r of cut) await this.#o.calls.saveCall(interruptedCall(r, Object.hasOwn(this.#o.tools, r.tool) ? this.#o.tools[r.tool] : undefined, new Date(), this.#o.approvalTimeoutS));
     return cut.length;
   }
 

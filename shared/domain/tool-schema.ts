@@ -152,6 +152,13 @@ export const ToolSchema = z
     idempotencyKey: z.string().min(1).nullish(),
     /** How long a key's outcome answers a repeat; past it the key is a new call (`~2`, `~3`… appended). Unset: for as long as the agent keeps its calls. */
     keyExpiresAfterS: z.number().int().min(1).max(315_360_000).nullish(),
+    /**
+     * Whether the tool's service honours the call's idempotency key: a call with side effects cut
+     * off by a crash then runs again by itself, under the same key; otherwise it waits for a person
+     * (`thymos approvals`, as interrupted). Not for a `read_only` tool, which is never cut off.
+     * @default false
+     */
+    keyHonoured: z.boolean().default(false),
     reasonRequired: z.boolean().nullish(),
     /** How many calls of the tool run at once in one agent; the others wait their turn within their timeout. */
     maxConcurrent: z.number().int().min(1).max(10_000).nullish(),
@@ -184,6 +191,7 @@ export function toolProblems(tools: Record<string, Tool>, agents: Readonly<Recor
     for (const [field, spec] of Object.entries(tool.input)) problems.push(...fieldProblems(`${at}.input.${field}`, spec));
     for (const [field, spec] of Object.entries(tool.output ?? {})) problems.push(...fieldProblems(`${at}.output.${field}`, spec));
     if (tool.sideEffect === 'irreversible' && tool.permission === 'safe') problems.push([`${at}.permission`, 'an irreversible tool needs permission "confirm" or "admin"']);
+    if (tool.keyHonoured && tool.sideEffect === 'read_only') problems.push([`${at}.keyHonoured`, 'a read_only tool is never cut off in the middle of a side effect: keyHonoured says nothing of it; remove it']);
     if (Object.hasOwn(tool.input, 'reason')) problems.push([`${at}.input.reason`, '"reason" is the argument every call may give (required unless the tool is read-only); name the field otherwise']);
     for (const f of keyFields(tool.idempotencyKey ?? '')) if (!Object.hasOwn(tool.input, f)) problems.push([`${at}.idempotencyKey`, `{${f}} is not an input field (${Object.keys(tool.input).join(', ') || 'none'})`]);
     if (tool.keyExpiresAfterS != null && tool.sideEffect !== 'writes_external' && tool.sideEffect !== 'irreversible') {

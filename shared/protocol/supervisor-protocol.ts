@@ -124,7 +124,8 @@ export const SupervisorRequestSchemas = {
   call_pending: z.object({ call: PendingCallSchema }).strict(),
   /** The calls waiting for approval, of one agent or all. */
   approvals: z.object({ id: AgentIdSchema.optional() }).strict(),
-  approve: z.object({ id: AgentIdSchema, call_id: z.string().min(1).max(64), reason: z.string().trim().min(1).max(2000) }).strict(),
+  /** With `done`, for a call a crash interrupted (`interrupted_at`): it took effect; recorded `ok`, not run again. */
+  approve: z.object({ id: AgentIdSchema, call_id: z.string().min(1).max(64), reason: z.string().trim().min(1).max(2000), done: z.boolean().default(false) }).strict(),
   refuse: z.object({ id: AgentIdSchema, call_id: z.string().min(1).max(64), reason: z.string().trim().min(1).max(2000) }).strict(),
   /**
    * Where the asking agent reaches agent `id` for its Mcp tool `tool` (which must target `id`,

@@ -6,10 +6,12 @@ import { WireErrorSchema } from '../errors/errors.js';
 
 /**
  * Where a call of a declared tool stands: `pending` waits for approval at the supervisor;
- * `running` has started (a call found running when the agent starts again was cut off by a
- * crash and becomes `interrupted`: whether the service did it is not known, and its
- * idempotency key makes a retry safe where the service honours one); `ok` and `failed` ran;
- * `refused` never ran (not allowed, its approval refused or timed out).
+ * `running` has started; `interrupted` was cut off by a crash (found `running` when the agent
+ * started again): whether the service did it is not known, so it runs again by itself only when
+ * its tool says the service honours its idempotency key (`keyHonoured`), and otherwise waits for
+ * a person to run it again, mark it done or refuse it (see `interrupted_at`); `ok` and `failed`
+ * ran (or a person said it took effect: `marked_done`); `refused` was not run (again): not
+ * allowed, its approval refused or timed out.
  */
 export const CallStatusSchema = z.enum(['pending', 'running', 'ok', 'failed', 'refused', 'interrupted']);
 export type CallStatus = z.infer<typeof CallStatusSchema>;
@@ -56,6 +58,13 @@ export const ToolCallRecordSchema = z.object({
   decision_reason: z.string().optional(),
   /** The agents a chain of Mcp calls passed through before this call, first first. */
   chain: z.array(z.string()).optional(),
+  /**
+   * When a crash was found to have cut the call off. While its status is `interrupted` and no
+   * decision is recorded, it waits for a person; each crash that cuts it off is a new question.
+   */
+  interrupted_at: z.string().optional(),
+  /** A person said the interrupted call took effect: it is `ok` without having run again (`decision_reason` says why). */
+  marked_done: z.boolean().optional(),
   /** Set on an answer, never saved: this is an earlier call with the same idempotency key, and nothing ran now. */
   replayed: z.boolean().optional(),
 });
@@ -64,6 +73,11 @@ export type ToolCallRecord = z.infer<typeof ToolCallRecordSchema>;
 /** A person's answer to a pending call, as the supervisor hands it to the agent. */
 export const ApprovalDecisionSchema = z.object({
   approved: z.boolean(),
+  /**
+   * With `approved`, for an interrupted call only: the person says it took effect, so it is
+   * recorded `ok` (`marked_done`) and not run again.
+   */
+  done: z.boolean().optional(),
   /** Who decided (`Thymos-By` of the request), or `thymos` when the call timed out. */
   by: z.string().min(1),
   reason: z.string().min(1).max(2000),
@@ -81,6 +95,12 @@ export const PendingCallSchema = z.object({
   caller: z.string(),
   requested_at: z.iso.datetime({ offset: true }),
   expires_at: z.iso.datetime({ offset: true }),
+  /**
+   * Set when a crash cut the call off after it was approved or began to run: whether it took
+   * effect is not known. Approve runs it again, `done` records that it took effect, refuse
+   * leaves it as it is. Each crash is a new question, with its own time.
+   */
+  interrupted_at: z.iso.datetime({ offset: true }).optional(),
 });
 export type PendingCall = z.infer<typeof PendingCallSchema>;
 
@@ -89,7 +109,7 @@ export const CallDecisionReportSchema = z.object({
   call_id: z.string(),
   agent: z.string(),
   tool: z.string(),
-  decision: z.enum(['approved', 'refused']),
+  decision: z.enum(['approved', 'done', 'refused']),
   delivered: z.boolean(),
 });
 export type CallDecisionReport = z.infer<typeof CallDecisionReportSchema>;

@@ -41,7 +41,9 @@ const party = (who: string) => who.replace(/^mcp:/, '');
  * through the control API (CLI, library); the decision goes to the agent now if it runs, else
  * when it next hands the call in. A call not decided by its deadline is refused. A decision is
  * made once: deciding a decided call is an error, and handing a decided call in again answers
- * the same decision, so nothing runs twice.
+ * the same decision, so nothing runs twice. A call a crash cut off (`interrupted_at`) is handed
+ * in again as a new question, whatever was decided before it ran: approve runs it again, `done`
+ * records that it took effect, refuse leaves it.
  */
 export class ApprovalBook {
   readonly #db: Surreal;
@@ -92,7 +94,9 @@ export class ApprovalBook {
    */
   async submit(call: PendingCall): Promise<ApprovalDecision | null> {
     const known = this.#entries.get(call.call_id);
-    if (known) return known.call.agent === call.agent ? (known.decision ?? null) : null;
+    // A call a crash cut off after it was decided is asked about anew: each crash is a round of its own (`interrupted_at`).
+    if (known && known.call.interrupted_at === call.interrupted_at) return known.call.agent === call.agent ? (known.decision ?? null) : null;
+    if (known && known.call.agent !== call.agent) return null;
     if (this.pending(call.agent).length >= this.#limits.maxPending) {
       throw new ThymosError(ErrorCode.INVALID_INPUT, `${call.agent} has ${this.#limits.maxPending} calls waiting for approval already ([tools] max_pending)`);
     }
@@ -117,7 +121,7 @@ export class ApprovalBook {
    * Refused: a call not known (NOT_FOUND), of another agent, decided already (INVALID_INPUT), or
    * made by the same process (TOOL_DENIED).
    */
-  async decide(agent: string, callId: string, approved: boolean, requester: Requester, reason: string): Promise<CallDecisionReport> {
+  async decide(agent: string, callId: string, approved: boolean, requester: Requester, reason: string, done = false): Promise<CallDecisionReport> {
     const by = describeRequester(requester);
     const entry = this.#entries.get(callId);
     if (!entry || entry.call.agent !== agent) {
@@ -126,7 +130,8 @@ export class ApprovalBook {
     if (entry.decision) throw new ThymosError(ErrorCode.INVALID_INPUT, `call ${callId} was ${entry.decision.approved ? 'approved' : 'refused'} already by ${entry.decision.by}`, { location: { path: 'call_id' } });
     if (party(entry.call.caller) === party(requester.said)) throw new ThymosError(ErrorCode.TOOL_DENIED, `${requester.said} made call ${callId}, and nobody approves or refuses a call they made`);
     if (Date.parse(entry.call.expires_at) <= Date.now()) throw new ThymosError(ErrorCode.INVALID_INPUT, `call ${callId} expired at ${entry.call.expires_at}; it is refused`, { location: { path: 'call_id' } });
-    return this.#decide(entry, { approved, by, reason, at: new Date().toISOString() });
+    if (done && entry.call.interrupted_at === undefined) throw new ThymosError(ErrorCode.INVALID_INPUT, `call ${callId} has not run: only a call a crash interrupted can be marked done; approve or refuse it`, { location: { path: 'done' } });
+    return this.#decide(entry, { approved, ...(done ? { done } : {}), by, reason, at: new Date().toISOString() });
   }
 
   /** Refuses every pending call past its deadline; forgets decisions older than a week. */
@@ -157,7 +162,7 @@ export class ApprovalBook {
         return false;
       },
     );
-    return { call_id, agent, tool, decision: decision.approved ? 'approved' : 'refused', delivered };
+    return { call_id, agent, tool, decision: decision.done === true ? 'done' : decision.approved ? 'approved' : 'refused', delivered };
   }
 
   async #save(entry: Entry): Promise<void> {

@@ -349,7 +349,7 @@ function supervisorControlApi(
         history: (r) => controller.history(r.id, r.limit),
         call_pending: async (r, _progress, by) => ({ decision: await approvals.submit(ownCall(r.call, by)) }),
         approvals: async (r) => approvals.pending(r.id),
-        approve: (r, _progress, by) => approvals.decide(r.id, r.call_id, true, by, r.reason),
+        approve: (r, _progress, by) => approvals.decide(r.id, r.call_id, true, by, r.reason, r.done),
         refuse: (r, _progress, by) => approvals.decide(r.id, r.call_id, false, by, r.reason),
         agent_endpoint: (r, progress, by) => endpoints.resolve({ ...r, from: by.agent! }, progress),
         jobs: (r) => jobs.backlog(r.queue),

@@ -45,8 +45,8 @@ expectTypeOf<Fleet['talk']>().toEqualTypeOf<(id: string, message: string, option
 expectTypeOf<ClientEntry.TalkOptions>().toEqualTypeOf<{ speaker?: string; onText?: (piece: string) => void; signal?: AbortSignal; timeoutMs?: number }>();
 expectTypeOf<ClientEntry.TalkAnswer['text']>().toEqualTypeOf<string>();
 expectTypeOf<Fleet['approvals']>().toEqualTypeOf<(id?: string) => Promise<ClientEntry.PendingCall[]>>();
-expectTypeOf<Fleet['approve']>().toEqualTypeOf<(id: string, callId: string, options: { reason: string }) => Promise<ClientEntry.CallDecisionReport>>();
-expectTypeOf<Fleet['refuse']>().toEqualTypeOf<Fleet['approve']>();
+expectTypeOf<Fleet['approve']>().toEqualTypeOf<(id: string, callId: string, options: { reason: string; done?: boolean }) => Promise<ClientEntry.CallDecisionReport>>();
+expectTypeOf<Fleet['refuse']>().toEqualTypeOf<(id: string, callId: string, options: { reason: string }) => Promise<ClientEntry.CallDecisionReport>>();
 expectTypeOf<Fleet['reconcile']>().toEqualTypeOf<(context: ClientEntry.ReconcileContextInput, options?: ClientEntry.OperationOptions & { dryRun?: boolean; strict?: boolean; returnAfterWakes?: boolean }) => Promise<ClientEntry.ReconcileReport>>();
 expectTypeOf<Fleet['status']>().toEqualTypeOf<() => Promise<ClientEntry.FleetStatus>>();
 expectTypeOf<Fleet['start']>().toEqualTypeOf<(id: string, options?: ClientEntry.OperationOptions & { mode?: ClientEntry.AgentMode }) => Promise<ClientEntry.ReconcileReport>>();

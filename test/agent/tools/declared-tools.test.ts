@@ -309,7 +309,7 @@ describe('declared tools on a real agent: Http and Script executors through the 
     assert.deepEqual(r.structuredContent, { status: 'shipped', items: 2 });
   });
 
-  test('a call cut off by a crash is found interrupted at the next start, and not run again', async () => {
+  test('a call cut off by a crash is found interrupted at the next start, and neither it nor a retry under its key runs again', async () => {
     // Only a caller that knows the token's shape makes it hang (a fuzzed call never does).
     void client.callTool({ name: 'hang', arguments: { token: `hang-${'0'.repeat(32)}`, reason: 'testing a crash' }, _meta: { 'thymos/idempotency_key': 'hang-once' } }).catch(() => undefined);
     const callId = await eventually(() => (existsSync(join(ws.dir, 'hanging.txt')) ? readFileSync(join(ws.dir, 'hanging.txt'), 'utf8') : undefined), 10_000, 'the call running');
@@ -323,12 +323,11 @@ describe('declared tools on a real agent: Http and Script executors through the 
     assert.equal(record.status, 'interrupted', JSON.stringify(record));
     assert.match(record.error!.message, /whether it took effect is not known/);
     assert.equal(existsSync(join(ws.dir, 'hanging.txt')), false, 'not run again');
-    // An interrupted call does not count as done: the caller's retry with the same key runs (and the service's key handling makes it safe).
-    const retry = new AbortController();
-    const retried = client.callTool({ name: 'hang', arguments: { token: `hang-${'0'.repeat(32)}`, reason: 'retrying' }, _meta: { 'thymos/idempotency_key': 'hang-once' } }, undefined, { signal: retry.signal }).catch(() => undefined);
-    await eventually(() => (existsSync(join(ws.dir, 'hanging.txt')) ? true : undefined), 10_000, 'the retry running');
-    retry.abort();
-    await retried;
+    // Its tool does not say the service honours the key (keyHonoured): the caller's retry with the same key answers the interrupted call, and nothing runs.
+    const retried = await client.callTool({ name: 'hang', arguments: { token: `hang-${'0'.repeat(32)}`, reason: 'retrying' }, _meta: { 'thymos/idempotency_key': 'hang-once' } });
+    const answer = (retried._meta as Record<string, { status?: string; call_id?: string; replayed?: boolean }>)['thymos/call'];
+    assert.deepEqual([answer?.status, answer?.call_id, answer?.replayed], ['interrupted', callId, true], JSON.stringify(retried));
+    assert.equal(existsSync(join(ws.dir, 'hanging.txt')), false, 'not run again by the retry');
   });
 
   test('a Listening agent runs read-only tools and refuses the others', async () => {

@@ -1,0 +1,145 @@
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import { eventually, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
+import { REPO_ROOT } from '../../helpers/workspace.js';
+
+/**
+ * A call with side effects that a crash cut off: the agent is killed (SIGKILL, by its PID) after
+ * the Script's side effect and before its record, since the Script's first run of a key writes
+ * its effect and then waits for nothing. It runs again by itself only when its tool says the
+ * service honours the key (`keyHonoured`); otherwise it goes back to the approvals as
+ * interrupted, and the job it belongs to stays unsettled until a person decides.
+ */
+describe('calls a crash interrupted', () => {
+  let tf: TestFleet;
+  const dir = mkdtempSync(join(tmpdir(), 'thymos-interrupted-'));
+  const effects = join(dir, 'effects.log');
+  /** How many times the side effect of the call under `key` happened. */
+  const times = (key: string) => (existsSync(effects) ? readFileSync(effects, 'utf8').split('\n').filter((l) => l === key).length : 0);
+  const tool = (name: string, extra: string) => `  ["${name}"] {
+    description = "Writes a note for ${name}"
+    input { ["note"] {} }
+    sideEffect = "writes_external"
+    timeoutMs = 300000
+    executor = new Script { path = "effects.mjs"; export = "note" }
+    ${extra}
+  }`;
+
+  before(async () => {
+    writeFileSync(
+      join(dir, 'effects.mjs'),
+      `import { appendFileSync, readFileSync } from 'node:fs';
+const LOG = new URL('./effects.log', import.meta.url);
+export async function note(input, ctx) {
+  appendFileSync(LOG, ctx.idempotencyKey + '\\n');
+  const times = readFileSync(LOG, 'utf8').split('\\n').filter((l) => l === ctx.idempotencyKey).length;
+  // The first run of a key waits after its side effect, so the agent is killed before it is recorded.
+  if (times === 1) await new Promise(() => undefined);
+  return { noted: input.note, times };
+}
+`,
+    );
+    writeFileSync(
+      join(dir, 'behavior.mjs'),
+      `export function createBehavior() {
+  return {
+    async work(ctx, { job, call }) {
+      const r = await call(job.payload.tool, { note: job.payload.note, reason: 'the job asks for it' });
+      if (r.status === 'refused') return { status: 'give_up', reason: r.error?.message ?? 'refused' };
+      return r.status === 'failed' ? { status: 'retry', reason: r.error?.message ?? 'failed' } : { status: 'done', note: r.status };
+    },
+  };
+}
+`,
+    );
+    writeFileSync(
+      join(dir, 'desk.pkl'),
+      `amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}
+queues { ["support"] { maxDeliver = 5; ackWaitMs = 2000; backoffMs { 100 } } }
+agents { ["desk"] { persona { name = "Desk" }; skills { "orders" }; capabilities { "confirm_note"; "plain_note"; "honoured_note" } } }
+tools {
+${tool('confirm_note', 'permission = "confirm"')}
+${tool('plain_note', '')}
+${tool('honoured_note', 'keyHonoured = true')}
+}
+`,
+    );
+    tf = await startTestFleet(['[lifecycle]', 'min_dwell_ms = 0'], { schema: join(dir, 'desk.pkl'), agent: [`behavior = ${JSON.stringify(join(dir, 'behavior.mjs'))}`] });
+    await tf.fleet.start('desk');
+  });
+  after(async () => {
+    await tf?.dispose();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const deskPid = async () => (await tf.fleet.status()).agents.find((a) => a.id === 'desk')!.pid!;
+  const killAndWaitForRestart = async () => {
+    const pid = await deskPid();
+    process.kill(pid, 'SIGKILL');
+    await eventually(async () => {
+      const row = (await tf.fleet.status()).agents.find((a) => a.id === 'desk')!;
+      return row.pid !== undefined && row.pid !== pid && row.state === 'active' ? true : undefined;
+    }, 60_000, 'pm2 to restart the agent');
+  };
+  const unsettledJobs = async () => {
+    const b = (await tf.fleet.jobs.list('support')).find((r) => r.skill === 'orders')!;
+    return b.waiting + b.in_progress;
+  };
+  const delivered = async () => (await tf.fleet.jobs.list('support')).find((r) => r.skill === 'orders')!.delivered;
+  const settled = async () => ((await unsettledJobs()) === 0 ? true : undefined);
+  const interrupted = (tool: string) => eventually(async () => (await tf.fleet.approvals('desk')).find((p) => p.tool === tool && p.interrupted_at !== undefined), 60_000, `${tool} listed as interrupted`);
+
+  test('an approved confirm call cut off while it runs is asked about again; approving runs it once more, and only then is its job settled', async () => {
+    const key = 'job:support/orders/J-confirm#1';
+    await tf.fleet.jobs.publish('support', 'orders', { tool: 'confirm_note', note: 'refund ORD-1' }, { id: 'J-confirm' });
+    const first = await eventually(async () => (await tf.fleet.approvals('desk')).find((p) => p.tool === 'confirm_note'), 30_000, 'the call waiting for approval');
+    assert.equal(first.interrupted_at, undefined);
+    await assert.rejects(tf.fleet.approve('desk', first.call_id, { reason: 'it is done', done: true }), { code: 'INVALID_INPUT' }, 'a call that has not run cannot be marked done');
+    assert.ok((await unsettledJobs()) > 0, 'a job whose call waits for a person is held, not acknowledged');
+    await tf.fleet.approve('desk', first.call_id, { reason: 'checked with the customer' });
+    await eventually(() => (times(key) === 1 ? true : undefined), 30_000, 'the approved call to run');
+    await killAndWaitForRestart();
+    const again = await interrupted('confirm_note');
+    assert.equal(again.call_id, first.call_id, 'the same call, asked about anew');
+    assert.equal(times(key), 1, 'not run again by itself');
+    assert.ok((await unsettledJobs()) > 0, 'its job is not settled while the call waits');
+    const report = await tf.fleet.approve('desk', first.call_id, { reason: 'it did not go through: run it again' });
+    assert.equal(report.decision, 'approved');
+    await eventually(settled, 60_000, 'the job settled once the call ran');
+    assert.equal(times(key), 2, 'run again once');
+    assert.equal((await tf.fleet.approvals('desk')).length, 0);
+  });
+
+  test('a call cut off between its side effect and its record, retried under its key, is not run again but asked about; marked done, its job is settled without running it', async () => {
+    const key = 'job:support/orders/J-plain#1';
+    await tf.fleet.jobs.publish('support', 'orders', { tool: 'plain_note', note: 'ship ORD-2' }, { id: 'J-plain' });
+    await eventually(() => (times(key) === 1 ? true : undefined), 30_000, 'the side effect');
+    const before = await delivered();
+    await killAndWaitForRestart();
+    const cut = await interrupted('plain_note');
+    // The job is delivered again after ackWaitMs, and its call made again under the same key answers as it stands.
+    await eventually(async () => ((await delivered()) > before ? true : undefined), 30_000, 'the job delivered again');
+    assert.equal(times(key), 1, 'not run again by the retry');
+    assert.ok((await unsettledJobs()) > 0, 'its job is not settled while the call waits');
+    const report = await tf.fleet.approve('desk', cut.call_id, { reason: 'the parcel shows as shipped in the carrier\'s records', done: true });
+    assert.equal(report.decision, 'done');
+    await assert.rejects(tf.fleet.approve('desk', cut.call_id, { reason: 'again', done: true }), { code: 'INVALID_INPUT' }, 'a decision is made once');
+    await eventually(settled, 60_000, 'the job settled by the person saying the call took effect');
+    assert.equal(times(key), 1, 'marked done, never run again');
+  });
+
+  test('a call of a tool whose service honours its key runs again by itself after the crash, under the same key', async () => {
+    const key = 'job:support/orders/J-honoured#1';
+    await tf.fleet.jobs.publish('support', 'orders', { tool: 'honoured_note', note: 'ship ORD-3' }, { id: 'J-honoured' });
+    await eventually(() => (times(key) === 1 ? true : undefined), 30_000, 'the side effect');
+    await killAndWaitForRestart();
+    await eventually(() => (times(key) === 2 ? true : undefined), 60_000, 'the call run again by itself');
+    await eventually(settled, 60_000, 'the job settled');
+    assert.equal(times(key), 2, 'once by the crash, once again; the service does it once');
+    assert.equal((await tf.fleet.approvals('desk')).length, 0, 'nobody was asked');
+  });
+});
