@@ -7,7 +7,7 @@ import { describeIssues } from '../../shared/errors/zod-issues.js';
 import { ownDelivery } from '../../shared/nats/own-delivery.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
-import { type JobGiveUp, JobSchema } from '../../shared/protocol/job.js';
+import { type Job, type JobGiveUp, JobSchema } from '../../shared/protocol/job.js';
 import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
 import type { ToolCallRecord } from '../../shared/protocol/tool-call.js';
 import { type JobEnding, settledEnding } from '../runtime/job-work.js';
@@ -163,31 +163,44 @@ export class JobWorker {
   }
 
   async #handle(w: Work, m: JsMsg): Promise<void> {
-    const attempts = m.info.deliveryCount;
     const raw = parseJsonOrUndefined(m.string());
     const parsed = JobSchema.safeParse(raw);
-    const here = parsed.success && parsed.data.queue === w.queue && parsed.data.skill === w.skill;
-    const ending: JobEnding = here
-      ? await this.#keptAlive(w, m, (deadline) => this.#runtime.work(parsed.data, { attempt: attempts, last: attempts >= w.settings.maxDeliver, seq: m.info.streamSequence }, deadline))
-      : { done: false, retry: false, code: ErrorCode.INVALID_INPUT, message: parsed.success ? `not a job of ${w.queue}/${w.skill}: it says ${parsed.data.queue}/${parsed.data.skill}` : `not a job: ${raw === undefined ? 'not JSON' : describeIssues(parsed.error, raw)}; expected {id, queue, skill, payload, published_at}`, steps: [] };
-    const id = parsed.success ? parsed.data.id : `seq-${m.seq}`;
+    if (parsed.success && parsed.data.queue === w.queue && parsed.data.skill === w.skill) return this.#workJob(w, m, parsed.data);
+    const message = parsed.success ? `not a job of ${w.queue}/${w.skill}: it says ${parsed.data.queue}/${parsed.data.skill}` : `not a job: ${raw === undefined ? 'not JSON' : describeIssues(parsed.error, raw)}; expected {id, queue, skill, payload, published_at}`;
+    await this.#end(w, m, parsed.success ? parsed.data.id : `seq-${m.seq}`, { done: false, retry: false, code: ErrorCode.INVALID_INPUT, message, steps: [] });
+  }
+
+  /** Works a job of this queue and skill: ended by how the work ended, or held while a call it made is under way. */
+  async #workJob(w: Work, m: JsMsg, job: Job): Promise<void> {
+    const attempts = m.info.deliveryCount;
+    const ending = await this.#keptAlive(w, m, (deadline) => this.#runtime.work(job, { attempt: attempts, last: attempts >= w.settings.maxDeliver, seq: m.info.streamSequence }, deadline));
     const waits = ending.done ? ending.steps.flatMap((s) => (s.call_id !== undefined && UNDER_WAY.has(s.status) ? [s.call_id] : [])) : [];
-    if (waits.length > 0 && this.#settled) return this.#hold(w, m, id, waits, this.#settled);
-    await this.#end(w, m, id, ending);
+    if (waits.length > 0 && this.#settled) return this.#hold(w, m, job, waits, this.#settled);
+    await this.#end(w, m, job.id, ending);
   }
 
   /**
-   * Keeps a job whose calls are not over from the queue's `ackWaitMs` until they are, then ends it
-   * by how they ended. Its place of `[jobs] concurrency` is free meanwhile.
+   * Keeps a job whose calls are not over from the queue's `ackWaitMs` until they are. Its place
+   * of `[jobs] concurrency` is free meanwhile. Calls that ended `ok` (run, or marked done by a
+   * person) have the job worked once more, so what it does once they are through is done (tell
+   * the customer the refund was made): each call it makes again answers its first outcome, and
+   * nothing runs twice. A call refused or failed ends the job by how it ended.
    */
-  #hold(w: Work, m: JsMsg, id: string, callIds: string[], settled: CallsSettled): void {
+  #hold(w: Work, m: JsMsg, job: Job, callIds: string[], settled: CallsSettled): void {
+    const id = job.id;
     const stop = new AbortController();
     this.#held.add(stop);
     const timer = setInterval(() => m.working(), Math.max(Math.floor(w.settings.ackWaitMs / 3), 200));
     this.#logger.info({ job: id, calls: callIds }, 'job held until its calls are decided and over');
     void settled(callIds, stop.signal)
       .then(
-        (records) => this.#end(w, m, id, settledEnding(records)),
+        (records) => {
+          const ending = settledEnding(records);
+          if (!ending.done || this.#closed) return this.#end(w, m, id, ending);
+          this.#logger.info({ job: id, note: ending.note }, 'its calls are through: the job is worked once more');
+          clearInterval(timer);
+          return this.#workJob(w, m, job);
+        },
         // The worker closes: unacknowledged, the job is delivered again after ackWaitMs.
         () => undefined,
       )

@@ -26,13 +26,20 @@ async function must(request, tool, args) {
   return record;
 }
 
+/** The teams a ticket was with before, which could not settle it (the support service keeps them). */
+const triedOf = (ticket) => (Array.isArray(ticket.tried) ? ticket.tried.filter((t) => typeof t === 'string') : []);
+
 async function triage(ctx, request, ticket) {
-  const [best] = await ctx.recall(ticket.text, { k: 1, filter: (m) => m.tags.includes('knowledge') });
-  const team = /^(\w+) team:/.exec(best?.memory.content ?? '')?.[1];
-  // No word of the ticket is in any team's description: a person reads it.
-  if (!team || best.score.bm25 === 0) {
-    await must(request, 'escalate_ticket', { ticket_id: ticket.ticket_id, tier: 'tier2', summary: `Triage could not tell which team this is for: "${ticket.text.slice(0, 300)}"`, reason: 'no team fits the ticket' });
-    return { status: 'done', note: 'escalated: no team fits' };
+  const tried = triedOf(ticket);
+  const hits = await ctx.recall(ticket.text, { k: 3, filter: (m) => m.tags.includes('knowledge') });
+  // The best team whose description shares a word with the ticket, among those that have not had it.
+  const best = hits.map((h) => ({ team: /^(\w+) team:/.exec(h.memory.content)?.[1], bm25: h.score.bm25 })).find((h) => h.team && h.bm25 > 0 && !tried.includes(h.team));
+  const team = best?.team;
+  // No word of the ticket is in any other team's description: a person reads it.
+  if (!team) {
+    const why = tried.length ? `none of the teams that fit could settle it (${tried.join(', ')})` : 'Triage could not tell which team this is for';
+    await must(request, 'escalate_ticket', { ticket_id: ticket.ticket_id, tier: 'tier2', summary: `${why}: "${ticket.text.slice(0, 300)}"`, reason: 'no team fits the ticket' });
+    return { status: 'done', note: `escalated: ${tried.length ? 'no other team fits' : 'no team fits'}` };
   }
   await must(request, 'update_ticket', { ticket_id: ticket.ticket_id, team, reason: `the ticket reads like ${team} work` });
   return { status: 'done', note: `to ${team}` };
@@ -53,6 +60,12 @@ async function specialist(ctx, request, ticket) {
   }
   // A call that failed may go through on the next delivery; on the last, or when nothing fits, a person takes over.
   if (record && record.status !== 'refused' && !request.last) return { status: 'retry', reason: `${record.tool} ${record.status}`, code: record.error?.code ?? 'TOOL_FAILED' };
+  // None of this team's tools fits the words, and no other team has had it: back to triage, which tries the next team that fits.
+  if (!record && triedOf(ticket).length === 0) {
+    await must(request, 'add_ticket_note', { ticket_id, note: `Not for ${ctx.id}: ${outcome.answer.outcome}${outcome.answer.candidates[0] ? `, nearest ${outcome.answer.candidates[0].tool}` : ''}`, reason: 'say why it goes back' });
+    await must(request, 'update_ticket', { ticket_id, team: 'triage', reason: `none of ${ctx.id}'s tools fits the ticket` });
+    return { status: 'done', note: 'handed back to triage' };
+  }
   const why = record ? `${record.tool} ${record.status}` : `${outcome.answer.outcome}${outcome.answer.candidates[0] ? `, nearest ${outcome.answer.candidates[0].tool}` : ''}`;
   await must(request, 'escalate_ticket', { ticket_id, tier: 'tier2', summary: `${ctx.id} could not settle it (${why}): "${ticket.text.slice(0, 300)}"`, reason: 'the front line cannot settle it' });
   return { status: 'done', note: `escalated (${why})` };

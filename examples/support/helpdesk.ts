@@ -20,6 +20,8 @@ export interface Ticket {
   status: 'open' | 'pending_customer' | 'on_hold' | 'solved' | 'closed';
   priority: 'low' | 'normal' | 'high' | 'urgent';
   team: string;
+  /** The teams that have had it, in order (not triage): triage does not hand it to one again. */
+  tried: string[];
   replies: string[];
   notes: string[];
   escalations: Array<{ tier: string; summary: string }>;
@@ -71,7 +73,7 @@ export class Helpdesk {
 
   /** A customer writes in: a new ticket, sent to triage. */
   async open(customer: string, text: string): Promise<Ticket> {
-    const ticket: Ticket = { ticket_id: `TCK-${++this.#next}`, customer_id: customer, subject: text.slice(0, 60), text, status: 'open', priority: 'normal', team: 'triage', replies: [], notes: [], escalations: [], opened_at: performance.now() };
+    const ticket: Ticket = { ticket_id: `TCK-${++this.#next}`, customer_id: customer, subject: text.slice(0, 60), text, status: 'open', priority: 'normal', team: 'triage', tried: [], replies: [], notes: [], escalations: [], opened_at: performance.now() };
     this.tickets.set(ticket.ticket_id, ticket);
     await this.route('triage', { ticket_id: ticket.ticket_id, customer_id: customer, text }, `${ticket.ticket_id}-triage`);
     return ticket;
@@ -158,9 +160,11 @@ export class Helpdesk {
     if (method === 'PATCH' && !sub) {
       for (const f of ['status', 'priority'] as const) if (typeof body[f] === 'string') (t as unknown as Record<string, unknown>)[f] = body[f];
       if (typeof body.team === 'string' && body.team !== t.team) {
+        if (t.team !== 'triage') t.tried.push(t.team);
         t.team = body.team;
         t.routed_at ??= performance.now();
-        await this.route(t.team, { ticket_id: t.ticket_id, customer_id: t.customer_id, text: t.text }, `${t.ticket_id}-${t.team}`);
+        // Handed back to triage, it comes with the teams that had it, and as a new job (its id counts the hand-offs).
+        await this.route(t.team, { ticket_id: t.ticket_id, customer_id: t.customer_id, text: t.text, tried: t.tried }, `${t.ticket_id}-${t.team}-${t.tried.length}`);
       }
       return [200, { ticket_id: t.ticket_id, status: t.status, team: t.team }];
     }
