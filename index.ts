@@ -26,7 +26,7 @@ export {
   type TalkReply,
   type TalkRequest,
 } from './agent/index.js';
-export { type AgentClient, connect, type ConnectOptions, type Fleet, type OperationOptions } from './client/index.js';
+export { type AgentClient, type Approver, approver, connect, type ConnectOptions, type Fleet, type OperationOptions } from './client/index.js';
 export {
   type AgentControlReply,
   AgentControlReplySchema,

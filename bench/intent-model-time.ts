@@ -9,9 +9,9 @@ import type { GenerateRequest } from '../agent/llm/llm-provider.js';
 import { OpenAiCompatibleProvider } from '../agent/llm/openai-compatible-provider.js';
 import { runToolLoop } from '../agent/llm/tool-loop.js';
 import { toolLoopOf } from '../agent/tools/model-tools.js';
+import { offlineModelDir } from '../shared/config/thymos-root.js';
 import type { Tools } from '../shared/domain/tool-schema.js';
 import { StaticEmbedder } from '../shared/platform/static-embedder.js';
-import { offlineModelDir } from '../shared/config/thymos-root.js';
 import { memoryToolCaller } from '../test/helpers/tool-caller.js';
 
 /** How long the stand-in model takes to answer. */

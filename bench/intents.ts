@@ -5,10 +5,10 @@ import { checkExamples, Glossary, modelReader } from '../agent/intents/index.js'
 import { foreignLanguage, IntentResolver } from '../agent/intents/intent-resolver.js';
 import type { ResolverTuning } from '../agent/intents/tool-ranker.js';
 import { OpenAiCompatibleProvider } from '../agent/llm/openai-compatible-provider.js';
+import { glossaryDir, offlineModelDir } from '../shared/config/thymos-root.js';
 import { loadDomainSchema } from '../shared/domain/domain-schema.js';
 import type { Tool, Tools } from '../shared/domain/tool-schema.js';
 import { StaticEmbedder } from '../shared/platform/static-embedder.js';
-import { glossaryDir, offlineModelDir } from '../shared/config/thymos-root.js';
 import { REPO_ROOT } from '../test/helpers/workspace.js';
 import { readingOverhead, toolLoopOverhead } from './intent-model-time.js';
 import type { Figure, Scenario } from './scenario.js';

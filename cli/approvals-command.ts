@@ -1,3 +1,4 @@
+import { approver } from '../client/approver.js';
 import { connect } from '../client/fleet-client.js';
 import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
 import { ExitCode } from '../shared/errors/exit-codes.js';
@@ -35,7 +36,7 @@ export async function runApprovalsCommand(argv: string[]): Promise<number> {
   }
 }
 
-/** `thymos approve|refuse ID CALL --reason TEXT`: decides one pending call, as this user (audited). */
+/** `thymos approve|refuse ID CALL --reason TEXT`: decides one pending call, as the fleet's approver (its own key; audited). */
 export async function runDecideCommand(decision: 'approve' | 'refuse', argv: string[]): Promise<number> {
   const spec = commandNamed(decision)!;
   const usage = usageLine(spec);
@@ -44,13 +45,13 @@ export async function runDecideCommand(decision: 'approve' | 'refuse', argv: str
   const callId = args.positionals[1]!;
   const reason = typeof args.values.reason === 'string' ? args.values.reason.trim() : '';
   if (!reason) throw new ThymosError(ErrorCode.USAGE, `--reason: say why the call is ${decision === 'approve' ? 'approved' : 'refused'}; it goes into the audit log\nusage: ${usage}`);
-  const fleet = await connect(args.config);
+  const desk = await approver(args.config);
   try {
-    const report = await fleet[decision](id, callId, { reason, ...(decision === 'approve' && args.values.done === true ? { done: true } : {}) });
+    const report = await desk[decision](id, callId, { reason, ...(decision === 'approve' && args.values.done === true ? { done: true } : {}) });
     if (args.json) out(JSON.stringify(report));
     else out(`${report.call_id} (${report.tool} of ${report.agent}) ${report.decision}; ${report.delivered ? 'the agent has the decision' : `${report.agent} is not running: it gets the decision when it wakes`}`);
     return ExitCode.OK;
   } finally {
-    await fleet.close();
+    await desk.close();
   }
 }

@@ -181,7 +181,7 @@ export const COMMANDS: readonly CommandSpec[] = [
     name: 'approve',
     args: 'ID CALL',
     summary: 'Approve a pending tool call: the agent runs it now, or when it next wakes',
-    details: 'The decision is audited with who made it and why (<data_dir>/logs/audit.jsonl). Nobody approves a call they made: one made by this same process is TOOL_DENIED. For a call listed as interrupted, --done says it took effect: it is recorded ok and not run again.',
+    details: 'Decided as the fleet\'s approver, with its own NATS key (<data_dir>/secrets/nats/approver.nk, made by thymos up; approver.creds with [nats] credentials), which the client\'s key cannot stand in for. The decision is audited as by approver, with why (<data_dir>/logs/audit.jsonl). Nobody approves a call they made: one made by this same process is TOOL_DENIED. For a call listed as interrupted, --done says it took effect: it is recorded ok and not run again.',
     options: { reason: { type: 'string', value: 'TEXT', required: true, help: 'why, for the audit log' }, done: { type: 'boolean', help: 'an interrupted call took effect: record it done, do not run it again' }, ...fleet },
     examples: ['thymos approve billing_desk 6f1c… --reason "refund checked with the customer"', 'thymos approve billing_desk 6f1c… --done --reason "the refund shows in the bank\'s ledger"'],
   },

@@ -35,7 +35,7 @@ export async function runNatsConfigCommand(argv: string[]): Promise<number> {
   const paths = fleetPaths(config.dataPath);
   const include = `include "${includePath(relative(dirname(server), natsUsersIncludeFile(paths)))}"`;
   const ids = Object.keys(domain.agents);
-  const made = (['supervisor', 'client', 'spare', ...ids.map(agentIdentity)] as const).filter((who) => ensureNatsIdentity(config.dataPath, who).created);
+  const made = (['supervisor', 'client', 'approver', 'spare', ...ids.map(agentIdentity)] as const).filter((who) => ensureNatsIdentity(config.dataPath, who).created);
   // With no domain schema there is no domain to tell which agents left it: nothing is deleted.
   const revoked = config.domainSchemaPath ? staleAgentIdentities(config.dataPath, ids) : [];
   for (const id of revoked) removeNatsIdentity(config.dataPath, agentIdentity(id));

@@ -1,27 +1,24 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 
-import { fleetNatsUrl, readFleetInfo } from '../shared/config/fleet-runtime.js';
 import { agentMcpUrl, loadConfig, type ThymosConfig } from '../shared/config/thymos-config.js';
 import { AgentIdSchema } from '../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
 import { publishWorldEvent } from '../shared/nats/event-stream.js';
 import { publishJob } from '../shared/nats/job-queue.js';
-import { connectNats, type NatsConnection } from '../shared/nats/nats-connection.js';
-import { fleetNatsLink } from '../shared/nats/nats-identity.js';
+import type { NatsConnection } from '../shared/nats/nats-connection.js';
 import { REQUESTER, REQUESTER_HEADER, SupervisorRequester } from '../shared/nats/supervisor-requester.js';
 import { WorldClient } from '../shared/nats/world-client.js';
 import { readAgentToken } from '../shared/platform/agent-token.js';
-import { withDeadline } from '../shared/platform/deadline.js';
-import { refusesConnections } from '../shared/platform/port-probe.js';
 import { type AgentMode, type EventDecision, EventDecisionSchema } from '../shared/protocol/agent-protocol.js';
 import { FleetNames } from '../shared/protocol/fleet-names.js';
 import { type ListedDeadLetter, parseJob, type SkillBacklog } from '../shared/protocol/job.js';
 import { parseJsonOrUndefined } from '../shared/protocol/parse-json.js';
 import { parseReconcileContext, type ReconcileContextInput } from '../shared/protocol/reconcile-context.js';
 import type { FleetStatus, ProgressMessage, ReconcileReport, SupervisorResultSchemas, TransitionRecord } from '../shared/protocol/supervisor-protocol.js';
-import type { CallDecisionReport, PendingCall } from '../shared/protocol/tool-call.js';
+import type { PendingCall } from '../shared/protocol/tool-call.js';
 import { parseWorldEvent, type WorldEventInput } from '../shared/protocol/world-event.js';
 import { type TalkAnswer, type TalkOptions,talkTo } from './agent-talk.js';
+import { connectFleetNats } from './connect-fleet-nats.js';
 
 /** An MCP client connected to one running agent (the SDK's own `Client`): `callTool`, `readResource`, `listTools`… */
 export type AgentClient = Client;
@@ -84,19 +81,11 @@ export interface Fleet {
   talk(id: string, message: string, options?: TalkOptions): Promise<TalkAnswer>;
   /**
    * The tool calls that wait for a person's approval (tools of permission `confirm`), oldest
-   * first; one agent's when `id` is given. Decide with `approve` or `refuse`. A call a crash cut
+   * first; one agent's when `id` is given. Deciding them is not the client's: the approver
+   * decides (`approver(config)`, `thymos approve`), with a key of its own. A call a crash cut
    * off while it ran (`interrupted_at`) is listed again: did it take effect?
    */
   approvals(id?: string): Promise<PendingCall[]>;
-  /**
-   * Approves a pending call: the agent runs it now if it is awake, else when it wakes. Audited
-   * with this process as the approver; a call this process made is refused (TOOL_DENIED). A call
-   * a crash interrupted runs again; with `done: true` it is recorded as having taken effect
-   * (`ok`, `marked_done`) and not run again (INVALID_INPUT for a call that has not run).
-   */
-  approve(id: string, callId: string, options: { reason: string; done?: boolean }): Promise<CallDecisionReport>;
-  /** Refuses a pending call: it never runs, and its caller finds it refused. Audited like `approve`. */
-  refuse(id: string, callId: string, options: { reason: string }): Promise<CallDecisionReport>;
   /** The fleet's work queues: publish jobs, and see what waits for which skill. */
   readonly jobs: Jobs;
   /** A running agent's MCP address (what `thymos url ID` prints), port and pid; AGENT_NOT_ACTIVE if it does not run. */
@@ -133,20 +122,7 @@ export interface Jobs {
  */
 export async function connect(config: ThymosConfig | string, options: ConnectOptions = {}): Promise<Fleet> {
   const cfg = typeof config === 'string' ? loadConfig(config) : config;
-  const url = fleetNatsUrl(cfg);
-  const managed = cfg.nats.url ? undefined : readFleetInfo(cfg);
-  // The fleet's own nats-server: when nothing listens on its port the fleet is down, and waiting tells nothing more.
-  if (managed?.managed_nats && managed.nats_port && (await refusesConnections('127.0.0.1', managed.nats_port))) {
-    throw new ThymosError(ErrorCode.FLEET_NOT_RUNNING, `the fleet is not running: nothing listens on 127.0.0.1:${managed.nats_port}, its NATS port (data/run/fleet.json); start it with thymos up`);
-  }
-  const ms = options.connectTimeoutMs ?? 3000;
-  const pending = connectNats({ servers: url, name: 'thymos-client', ...fleetNatsLink(cfg, 'client', url), who: 'client' });
-  const nc = await withDeadline(pending, ms, () => undefined);
-  if (!nc) {
-    void pending.then((late) => late.close()).catch(() => undefined);
-    throw new ThymosError(ErrorCode.FLEET_NOT_RUNNING, `cannot reach the fleet's NATS at ${url} within ${ms} ms: is the fleet up (thymos up)?`);
-  }
-  return new FleetClient(nc, cfg);
+  return new FleetClient(await connectFleetNats(cfg, 'client', options.connectTimeoutMs ?? 3000), cfg);
 }
 
 const QUICK_MS = 10_000;
@@ -216,14 +192,6 @@ class FleetClient implements Fleet {
 
   approvals(id?: string): Promise<PendingCall[]> {
     return this.#requester.request('approvals', id === undefined ? {} : { id }, { timeoutMs: QUICK_MS });
-  }
-
-  approve(id: string, callId: string, options: { reason: string; done?: boolean }): Promise<CallDecisionReport> {
-    return this.#requester.request('approve', { id, call_id: callId, reason: options.reason, ...(options.done === true ? { done: true } : {}) });
-  }
-
-  refuse(id: string, callId: string, options: { reason: string }): Promise<CallDecisionReport> {
-    return this.#requester.request('refuse', { id, call_id: callId, reason: options.reason });
   }
 
   history(id: string, limit = 50): Promise<TransitionRecord[]> {

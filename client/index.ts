@@ -1,6 +1,6 @@
 /**
  * `thymos/client`: what a game loop or a job loop needs to drive a running fleet — connect,
- * reconcile, publish, an MCP client per agent, the world store, status — the config and the
+ * the approver (`approver`, with a key of its own), reconcile, publish, an MCP client per agent, the world store, status — the config and the
  * domain schema a loop reads, and the types and errors of those calls. It loads neither SurrealDB nor pm2 nor the MCP server side (the
  * architecture test holds it to that); `upFleet`/`downFleet` come from `thymos` or
  * `thymos/supervisor`.
@@ -28,4 +28,5 @@ export { type CallDecisionReport, type PendingCall, type ToolCallRecord } from '
 export { type WorldEventInput } from '../shared/protocol/world-event.js';
 export { type WorldChange, type WorldQueryInput, type WorldRow } from '../shared/protocol/world-protocol.js';
 export { type TalkAnswer, type TalkOptions } from './agent-talk.js';
+export { type Approver, approver } from './approver.js';
 export { type AgentClient, connect, type ConnectOptions, type Fleet, type Jobs, type OperationOptions } from './fleet-client.js';

@@ -15,7 +15,7 @@ import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { connect, downFleet, exitWithError, type Fleet, loadConfig, upFleet } from '../../index.js';
+import { type Approver, approver, connect, downFleet, exitWithError, type Fleet, loadConfig, upFleet } from '../../index.js';
 import { Helpdesk, type Ticket } from './helpdesk.js';
 
 const configFile = process.argv[2] ?? fileURLToPath(new URL('thymos.toml', import.meta.url));
@@ -64,21 +64,25 @@ function outcome(t: Ticket): string {
   return t.status;
 }
 
-/** The desk's supervisor: approves refunds within the limit, refuses the rest and hands those tickets to the escalation desk. */
-function supervise(fleet: Fleet, desk: Helpdesk, decided: Map<string, 'approved' | 'refused'>): () => Promise<void> {
+/**
+ * The desk's supervisor: approves refunds within the limit, refuses the rest and hands those
+ * tickets to the escalation desk. It decides as the fleet's approver, a key of its own: the
+ * loop's client connection, which publishes the jobs, could not approve a refund.
+ */
+function supervise(manager: Approver, desk: Helpdesk, decided: Map<string, 'approved' | 'refused'>): () => Promise<void> {
   let round: Promise<void> | undefined;
   const timer = setInterval(() => {
     if (round) return;
     round = (async () => {
-      for (const call of await fleet.approvals()) {
+      for (const call of await manager.approvals()) {
         if (decided.has(call.call_id)) continue;
         const amount = Number(call.arguments.amount);
         const ticket = /TCK-\d{5}/.exec(call.reason ?? '')?.[0];
         if (amount <= REFUND_LIMIT) {
-          await fleet.approve(call.agent, call.call_id, { reason: `within the desk's refund limit of ${REFUND_LIMIT}` });
+          await manager.approve(call.agent, call.call_id, { reason: `within the desk's refund limit of ${REFUND_LIMIT}` });
           decided.set(call.call_id, 'approved');
         } else {
-          await fleet.refuse(call.agent, call.call_id, { reason: `above ${REFUND_LIMIT}: a manager decides` });
+          await manager.refuse(call.agent, call.call_id, { reason: `above ${REFUND_LIMIT}: a manager decides` });
           decided.set(call.call_id, 'refused');
           if (ticket) await desk.escalate(ticket, 'supervisor', `A refund of ${amount} on ${String(call.arguments.order_id)} is above the desk's limit; a manager decides.`);
         }
@@ -128,8 +132,9 @@ async function main(): Promise<number> {
   console.log(`Starting the support desk (${configFile})`);
   const up = await upFleet(config, { onStep: (line) => console.log(`  ${line}`) });
   fleet = await connect(config);
+  const manager = await approver(config);
   const decided = new Map<string, 'approved' | 'refused'>();
-  const stopSupervising = supervise(fleet, desk, decided);
+  const stopSupervising = supervise(manager, desk, decided);
   try {
     console.log('\nmorning: a burst of tickets');
     const first = await burst(desk, morning);
@@ -177,7 +182,7 @@ async function main(): Promise<number> {
       check(`${id} recalls the ticket it worked by ${what}`, found?.results.some((r) => r.content.includes(what)) === true, JSON.stringify(found?.results.map((r) => r.content.slice(0, 120))));
     }
     const audit = readAudit(join(config.dataPath, 'logs', 'audit.jsonl'));
-    check('the approvals this loop decided are in the audit log', [...decided.keys()].every((id) => audit.some((line) => line.includes(id))), `${decided.size} decided`);
+    check('the approvals this loop decided are in the audit log, as the approver’s', [...decided.keys()].every((id) => audit.some((line) => line.includes(id) && line.includes('"by":"approver"'))), `${decided.size} decided`);
     // A stock MCP client on a specialist's port: its declared tools are listed, and a change without a reason is refused.
     await fleet.start('billing');
     const billing = await fleet.agent('billing');
@@ -187,6 +192,7 @@ async function main(): Promise<number> {
     check('a call of a tool with side effects, without a reason, is refused', refused.isError === true && /reason/.test(JSON.stringify(refused.content)), JSON.stringify(refused.content).slice(0, 200));
   } finally {
     await stopSupervising();
+    await manager.close();
     await fleet.close();
     if (!up.alreadyRunning) {
       console.log('\nStopping the desk');

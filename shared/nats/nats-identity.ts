@@ -13,12 +13,15 @@ import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { writeAtomic } from '../platform/write-atomic.js';
 
 /**
- * Who a process is on the fleet's NATS: the supervisor, the client library and CLI, a spare of
- * the warm pool before its claim, or one agent; and `system`, the supervisor's second connection,
- * to the managed server's system account (it reads the server's advisories there). Each has its
- * own NATS user (an nkey), so the managed nats-server knows who connects and refuses anyone else.
+ * Who a process is on the fleet's NATS: the supervisor, the client library and CLI, the approver
+ * (whoever decides what waits for a person: `thymos approve`, the library's `approver()`), a spare
+ * of the warm pool before its claim, or one agent; and `system`, the supervisor's second
+ * connection, to the managed server's system account (it reads the server's advisories there).
+ * Each has its own NATS user (an nkey), so the managed nats-server knows who connects and refuses
+ * anyone else. The approver is apart from the client so that a process that calls agents' tools
+ * with the client's key cannot also approve those calls: only a holder of the approver's key can.
  */
-export type NatsIdentity = 'supervisor' | 'client' | 'spare' | 'system' | `agent-${string}`;
+export type NatsIdentity = 'supervisor' | 'client' | 'approver' | 'spare' | 'system' | `agent-${string}`;
 
 export const agentIdentity = (id: string): NatsIdentity => `agent-${id}`;
 

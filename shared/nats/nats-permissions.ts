@@ -36,8 +36,11 @@ export function domainWork(domain: Pick<DomainSchema, 'agents' | 'queues'>): Nat
  *   answers on others' inboxes.
  * - A spare of the warm pool: take its claim (and answer it, on the supervisor's inboxes that name `spare`) and call the concept and embedding services;
  *   nothing of any agent until its claim makes it one (it then connects as that agent).
- * - The client (library and CLI): the supervisor's and the world store's APIs, world events,
- *   jobs (not dead letters), live queries and agents' decisions; it answers no request.
+ * - The client (library and CLI): the supervisor's and the world store's APIs (but deciding an
+ *   approval), world events, jobs (not dead letters), live queries and agents' decisions; it
+ *   answers no request.
+ * - The approver: the supervisor's API as the approver (`<fleet>.approver.<op>`: list, approve and
+ *   refuse what waits for a person), nothing else; it answers no request.
  */
 export function natsPermissions(names: FleetNames, who: NatsIdentity, work: NatsWork): NatsUserPermissions | undefined {
   // The system identity is alone in the system account, whose subjects are the server's own.
@@ -48,10 +51,12 @@ export function natsPermissions(names: FleetNames, who: NatsIdentity, work: Nats
   if (who === 'spare') return { publish: { allow: [...services, natsAnswers('spare')] }, subscribe: { allow: [names.spareClaim('*'), inbox] } };
   if (who === 'client') {
     return {
-      publish: { allow: [names.supervisor('*'), names.world('*'), names.allEvents, names.job('*', '*')], deny: [names.allDeadLetters] },
+      // Approving is the approver's: the supervisor serves it on the approver's subjects only, and the old ones are closed too.
+      publish: { allow: [names.supervisor('*'), names.world('*'), names.allEvents, names.job('*', '*')], deny: [names.allDeadLetters, names.supervisor('approve'), names.supervisor('refuse')] },
       subscribe: { allow: [inbox, names.worldLive('*'), names.allAgentDecisions] },
     };
   }
+  if (who === 'approver') return { publish: { allow: [names.approver('*')] }, subscribe: { allow: [inbox] } };
   const id = who.slice('agent-'.length);
   const own = `${f}.agent.${id}.>`;
   // The supervisor creates an agent's consumers (before its first start); the agent only reads them.

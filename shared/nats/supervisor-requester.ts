@@ -67,6 +67,14 @@ export class SupervisorRequester<R extends Results> {
     return new SupervisorRequester(nc, timeoutMs, subject, SupervisorResultSchemas, subject('ping'));
   }
 
+  /**
+   * The supervisor's API as the approver calls it (`<fleet>.approver.<op>`): `approvals`,
+   * `approve`, `refuse`, `ping`. Only a connection with the approver's identity may publish there.
+   */
+  static approver(nc: NatsConnection, timeoutMs: number, names: FleetNames = DEFAULT_FLEET_NAMES): SupervisorRequester<typeof SupervisorResultSchemas> {
+    return new SupervisorRequester(nc, timeoutMs, (op) => names.approver(op), SupervisorResultSchemas, names.approver('ping'));
+  }
+
   /** The world store's API: tables, get, set, query, subscribe… With `agent`, as that agent, on its own subjects (`<fleet>.agent.<id>.world.<op>`). */
   static world(nc: NatsConnection, timeoutMs: number, names: FleetNames = DEFAULT_FLEET_NAMES, agent?: string): SupervisorRequester<typeof WorldResultSchemas> {
     const ping = agent === undefined ? names.supervisor('ping') : names.agentSupervisor(agent, 'ping');

@@ -149,6 +149,15 @@ export class FleetNames {
   }
 
   /**
+   * The supervisor's API as the approver calls it: `<fleet>.approver.<op>` (`approve`, `refuse`,
+   * `approvals`, `ping`). Only the approver identity may publish there, so a decision made there is
+   * the approver's, whatever the request says of itself.
+   */
+  approver(op: string): string {
+    return `${this.fleet}.approver.${op}`;
+  }
+
+  /**
    * The supervisor's API as agent `id` calls it: `<fleet>.agent.<id>.supervisor.<op>`. Only that
    * agent may publish under `<fleet>.agent.<id>.`, so the supervisor takes who asks from here.
    */

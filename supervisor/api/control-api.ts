@@ -9,13 +9,16 @@ import type { Logger } from '../../shared/platform/logger.js';
 import { auditDetails, type AuditLog } from './audit-log.js';
 
 type Schemas = Record<string, z.ZodType>;
+/** Whose subject a request came on: the client's, the approver's, or an agent's own (the index of the token that names it). */
+type Source = 'client' | 'approver' | number;
 
 /**
  * Who sent a request. `who` comes from the subject nats-server let it publish on: `agent-<id>`
- * for an agent's own `<fleet>.agent.<id>.…` (and `agent` is the id), `client` for the API's
- * public subject, which agents may not publish on. `said` is what the request says of itself
- * (`Thymos-By`: program#pid@host, `unknown` when it does not): it tells apart the processes of
- * one identity, and proves nothing.
+ * for an agent's own `<fleet>.agent.<id>.…` (and `agent` is the id), `approver` for the
+ * approver's `<fleet>.approver.<op>`, `client` for the API's public subject, which neither agents
+ * nor the approver may publish on. `said` is what the request says of itself (`Thymos-By`:
+ * program#pid@host, `unknown` when it does not): it tells apart the processes of one identity,
+ * and proves nothing.
  */
 export interface Requester {
   who: string;
@@ -23,7 +26,7 @@ export interface Requester {
   said: string;
 }
 
-/** A requester as an approval records who decided: `client (thymos#4242@host)`. */
+/** A requester as an approval records who decided: `approver (thymos#4242@host)`. */
 export function describeRequester(by: Requester): string {
   return `${by.who} (${by.said})`;
 }
@@ -46,6 +49,12 @@ export interface ControlApiOptions<S extends Schemas, R extends { [K in keyof S]
    * the public subject at all (an agent's own calls, which the client has no business making).
    */
   agents?: { subject: (id: string, op: string) => string; ops: ReadonlySet<string>; only?: ReadonlySet<string> };
+  /**
+   * Ops the approver calls, on `subject(op)` (e.g. `names.approver`), a subject only its identity
+   * may publish on. Ops in `only` are the approver's alone: asked on the public subject, they are
+   * UNAUTHORIZED (audited), whatever the request says of itself.
+   */
+  approver?: { subject: (op: string) => string; ops: ReadonlySet<string>; only?: ReadonlySet<string> };
   handlers: ControlHandlers<S, R>;
   /** The op whose invalid requests are INVALID_CONTEXT (reported without the `context.` prefix). */
   contextOp?: keyof S & string;
@@ -75,13 +84,14 @@ export class ControlApi<S extends Schemas, R extends { [K in keyof S]: z.ZodType
   }
 
   start(): void {
-    const agents = this.#options.agents;
+    const { agents, approver } = this.#options;
     for (const op of Object.keys(this.#options.schemas)) {
-      if (!agents?.only?.has(op)) this.#subs.push(this.#serve(op, this.#options.subject(op)));
+      if (!agents?.only?.has(op)) this.#subs.push(this.#serve(op, this.#options.subject(op), 'client'));
       if (agents?.ops.has(op)) {
         const subject = agents.subject('*', op);
         this.#subs.push(this.#serve(op, subject, subject.split('.').indexOf('*')));
       }
+      if (approver?.ops.has(op)) this.#subs.push(this.#serve(op, approver.subject(op), 'approver'));
     }
   }
 
@@ -89,17 +99,19 @@ export class ControlApi<S extends Schemas, R extends { [K in keyof S]: z.ZodType
     for (const s of this.#subs) s.unsubscribe();
   }
 
-  /** Who sent `msg`: the agent whose subject it came on (its id the token at `agentAt`), else the client. */
-  #requester(msg: Msg, agentAt: number | undefined): Requester {
+  /** Who sent `msg`: the agent whose subject it came on (its id the token at index `from`), else the identity whose subject it is. */
+  #requester(msg: Msg, from: Source): Requester {
     const said = msg.headers?.get(REQUESTER_HEADER) || 'unknown';
-    const agent = agentAt === undefined ? undefined : msg.subject.split('.')[agentAt];
-    return agent === undefined ? { who: 'client', said } : { who: `agent-${agent}`, agent, said };
+    if (typeof from === 'string') return { who: from, said };
+    const agent = msg.subject.split('.')[from]!;
+    return { who: `agent-${agent}`, agent, said };
   }
 
-  /** Serves `op` on `subject`; with `agentAt`, a subject of agents' own, whose token there names the agent asking. */
-  #serve(op: keyof S & string, subject: string, agentAt?: number): Subscription {
+  /** Serves `op` on `subject`, a subject of `from`'s: the client's, the approver's, or agents' own (the index of the token that names the agent asking). */
+  #serve(op: keyof S & string, subject: string, from: Source): Subscription {
     const { schemas, handlers, contextOp, audit } = this.#options;
     const isContext = op === contextOp;
+    const approverOnly = from === 'client' && this.#options.approver?.only?.has(op) === true;
     return serveCoded(
       this.#nc,
       {
@@ -117,13 +129,16 @@ export class ControlApi<S extends Schemas, R extends { [K in keyof S]: z.ZodType
           const progress = (p: unknown) => {
             if (progressSubject) this.#nc.publish(progressSubject, JSON.stringify(p));
           };
-          return { result: await handlers[op](request, progress, this.#requester(msg, agentAt)) };
+          if (approverOnly) {
+            throw new ThymosError(ErrorCode.UNAUTHORIZED, `${op} is the approver's: only its identity decides what waits for approval (thymos ${op}, or the library's approver()), never the client's`);
+          }
+          return { result: await handlers[op](request, progress, this.#requester(msg, from)) };
         },
         onReply: audit?.ops.has(op)
           ? (reply: CodedReply, request, msg, ms) => {
               if (audit.only?.[op] && !audit.only[op](request)) return undefined;
               const id = (request as { id?: unknown } | undefined)?.id;
-              const by = this.#requester(msg, agentAt);
+              const by = this.#requester(msg, from);
               return audit.log.record({
                 at: new Date().toISOString(),
                 op,

@@ -151,9 +151,9 @@ async function ensureNats(config: ThymosConfig, pm: ProcessManager, launch: AppL
   const port = config.nats.port || remembered || (await freePort());
   const natsUrl = `nats://127.0.0.1:${port}`;
   const nats = await pm.describe(Pm2Names.nats);
-  // Who may connect: the supervisor, the client library and CLI, the pool's spares, and each
-  // agent of the domain (the supervisor makes theirs as it starts). Made when missing.
-  const made = (['supervisor', 'client', 'spare', 'system'] as const).filter((who) => ensureNatsIdentity(paths.data, who).created);
+  // Who may connect: the supervisor, the client library and CLI, the approver, the pool's spares,
+  // and each agent of the domain (the supervisor makes theirs as it starts). Made when missing.
+  const made = (['supervisor', 'client', 'approver', 'spare', 'system'] as const).filter((who) => ensureNatsIdentity(paths.data, who).created);
   if (nats?.status === 'online') {
     if (!existsSync(natsServerConfigFile(paths))) {
       throw new ThymosError(

@@ -331,6 +331,8 @@ function supervisorControlApi(
       subject: (op) => names.supervisor(op),
       // An agent's own calls come on its own subjects, so who asks is known, not claimed.
       agents: { subject: (id, op) => names.agentSupervisor(id, op), ops: new Set(['ping', 'call_pending', 'agent_endpoint', 'job_give_up']), only: new Set(['call_pending', 'agent_endpoint', 'job_give_up']) },
+      // Decisions only on the approver's subjects: an identity apart from whoever calls agents' tools (the client, the agents).
+      approver: { subject: (op) => names.approver(op), ops: new Set(['ping', 'approvals', 'approve', 'refuse']), only: new Set(['approve', 'refuse']) },
       contextOp: 'reconcile',
       audit: { log: audit, ops: new Set(['reconcile', 'start', 'stop', 'archive', 'restore', 'stop_all', 'approve', 'refuse', 'agent_endpoint', 'jobs_requeue']), only: { agent_endpoint: (r) => (r as { wake?: boolean }).wake === true }, details: { agent_endpoint: (r) => ({ tool: (r as { tool?: unknown }).tool }) } },
       handlers: {

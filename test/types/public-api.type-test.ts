@@ -16,6 +16,7 @@ type Values<M> = { [K in keyof M]: M[K] extends abstract new (...args: never[]) 
 // thymos/client: its values, by name.
 expectTypeOf<Values<typeof ClientEntry>>().toEqualTypeOf<
   | 'connect'
+  | 'approver'
   | 'loadConfig'
   | 'loadDomainSchema'
   | 'ErrorCode'
@@ -35,7 +36,7 @@ expectTypeOf<Values<typeof ClientEntry>>().toEqualTypeOf<
 expectTypeOf<typeof ClientEntry.connect>().toEqualTypeOf<(config: ClientEntry.ThymosConfig | string, options?: ClientEntry.ConnectOptions) => Promise<ClientEntry.Fleet>>();
 expectTypeOf<ClientEntry.ConnectOptions>().toEqualTypeOf<{ connectTimeoutMs?: number }>();
 type Fleet = ClientEntry.Fleet;
-expectTypeOf<keyof Fleet>().toEqualTypeOf<'reconcile' | 'status' | 'start' | 'stop' | 'archive' | 'restore' | 'publish' | 'world' | 'history' | 'decisions' | 'approvals' | 'approve' | 'refuse' | 'agent' | 'agentUrl' | 'talk' | 'jobs' | 'close'>();
+expectTypeOf<keyof Fleet>().toEqualTypeOf<'reconcile' | 'status' | 'start' | 'stop' | 'archive' | 'restore' | 'publish' | 'world' | 'history' | 'decisions' | 'approvals' | 'agent' | 'agentUrl' | 'talk' | 'jobs' | 'close'>();
 expectTypeOf<keyof ClientEntry.Jobs>().toEqualTypeOf<'publish' | 'list' | 'dead' | 'requeue'>();
 expectTypeOf<ClientEntry.Jobs['requeue']>().toEqualTypeOf<(seq: number) => Promise<{ id: string; queue: string; skill: string; seq: number }>>();
 expectTypeOf<ClientEntry.ListedDeadLetter['reason']>().toEqualTypeOf<{ code: string; message: string }>();
@@ -45,8 +46,12 @@ expectTypeOf<Fleet['talk']>().toEqualTypeOf<(id: string, message: string, option
 expectTypeOf<ClientEntry.TalkOptions>().toEqualTypeOf<{ speaker?: string; onText?: (piece: string) => void; signal?: AbortSignal; timeoutMs?: number }>();
 expectTypeOf<ClientEntry.TalkAnswer['text']>().toEqualTypeOf<string>();
 expectTypeOf<Fleet['approvals']>().toEqualTypeOf<(id?: string) => Promise<ClientEntry.PendingCall[]>>();
-expectTypeOf<Fleet['approve']>().toEqualTypeOf<(id: string, callId: string, options: { reason: string; done?: boolean }) => Promise<ClientEntry.CallDecisionReport>>();
-expectTypeOf<Fleet['refuse']>().toEqualTypeOf<(id: string, callId: string, options: { reason: string }) => Promise<ClientEntry.CallDecisionReport>>();
+// Deciding is the approver's, with a key of its own: not the client's.
+expectTypeOf<typeof ClientEntry.approver>().toEqualTypeOf<(config: ClientEntry.ThymosConfig | string, options?: ClientEntry.ConnectOptions) => Promise<ClientEntry.Approver>>();
+expectTypeOf<keyof ClientEntry.Approver>().toEqualTypeOf<'approvals' | 'approve' | 'refuse' | 'close'>();
+expectTypeOf<ClientEntry.Approver['approvals']>().toEqualTypeOf<Fleet['approvals']>();
+expectTypeOf<ClientEntry.Approver['approve']>().toEqualTypeOf<(id: string, callId: string, options: { reason: string; done?: boolean }) => Promise<ClientEntry.CallDecisionReport>>();
+expectTypeOf<ClientEntry.Approver['refuse']>().toEqualTypeOf<(id: string, callId: string, options: { reason: string }) => Promise<ClientEntry.CallDecisionReport>>();
 expectTypeOf<Fleet['reconcile']>().toEqualTypeOf<(context: ClientEntry.ReconcileContextInput, options?: ClientEntry.OperationOptions & { dryRun?: boolean; strict?: boolean; returnAfterWakes?: boolean }) => Promise<ClientEntry.ReconcileReport>>();
 expectTypeOf<Fleet['status']>().toEqualTypeOf<() => Promise<ClientEntry.FleetStatus>>();
 expectTypeOf<Fleet['start']>().toEqualTypeOf<(id: string, options?: ClientEntry.OperationOptions & { mode?: ClientEntry.AgentMode }) => Promise<ClientEntry.ReconcileReport>>();

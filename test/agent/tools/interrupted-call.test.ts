@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
+import { type Approver,approver } from '../../../client/approver.js';
 import { eventually, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
 import { REPO_ROOT } from '../../helpers/workspace.js';
 
@@ -16,6 +17,7 @@ import { REPO_ROOT } from '../../helpers/workspace.js';
  */
 describe('calls a crash interrupted', () => {
   let tf: TestFleet;
+  let desk: Approver;
   const dir = mkdtempSync(join(tmpdir(), 'thymos-interrupted-'));
   const effects = join(dir, 'effects.log');
   /** How many times the side effect of the call under `key` happened. */
@@ -69,9 +71,12 @@ ${tool('honoured_note', 'keyHonoured = true')}
 `,
     );
     tf = await startTestFleet(['[lifecycle]', 'min_dwell_ms = 0'], { schema: join(dir, 'desk.pkl'), agent: [`behavior = ${JSON.stringify(join(dir, 'behavior.mjs'))}`] });
+    // Deciding is the approver's, with a key of its own.
+    desk = await approver(tf.ws.configPath);
     await tf.fleet.start('desk');
   });
   after(async () => {
+    await desk?.close();
     await tf?.dispose();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -98,16 +103,16 @@ ${tool('honoured_note', 'keyHonoured = true')}
     await tf.fleet.jobs.publish('support', 'orders', { tool: 'confirm_note', note: 'refund ORD-1' }, { id: 'J-confirm' });
     const first = await eventually(async () => (await tf.fleet.approvals('desk')).find((p) => p.tool === 'confirm_note'), 30_000, 'the call waiting for approval');
     assert.equal(first.interrupted_at, undefined);
-    await assert.rejects(tf.fleet.approve('desk', first.call_id, { reason: 'it is done', done: true }), { code: 'INVALID_INPUT' }, 'a call that has not run cannot be marked done');
+    await assert.rejects(desk.approve('desk', first.call_id, { reason: 'it is done', done: true }), { code: 'INVALID_INPUT' }, 'a call that has not run cannot be marked done');
     assert.ok((await unsettledJobs()) > 0, 'a job whose call waits for a person is held, not acknowledged');
-    await tf.fleet.approve('desk', first.call_id, { reason: 'checked with the customer' });
+    await desk.approve('desk', first.call_id, { reason: 'checked with the customer' });
     await eventually(() => (times(key) === 1 ? true : undefined), 30_000, 'the approved call to run');
     await killAndWaitForRestart();
     const again = await interrupted('confirm_note');
     assert.equal(again.call_id, first.call_id, 'the same call, asked about anew');
     assert.equal(times(key), 1, 'not run again by itself');
     assert.ok((await unsettledJobs()) > 0, 'its job is not settled while the call waits');
-    const report = await tf.fleet.approve('desk', first.call_id, { reason: 'it did not go through: run it again' });
+    const report = await desk.approve('desk', first.call_id, { reason: 'it did not go through: run it again' });
     assert.equal(report.decision, 'approved');
     await eventually(settled, 60_000, 'the job settled once the call ran');
     assert.equal(times(key), 2, 'run again once');
@@ -125,9 +130,9 @@ ${tool('honoured_note', 'keyHonoured = true')}
     await eventually(async () => ((await delivered()) > before ? true : undefined), 30_000, 'the job delivered again');
     assert.equal(times(key), 1, 'not run again by the retry');
     assert.ok((await unsettledJobs()) > 0, 'its job is not settled while the call waits');
-    const report = await tf.fleet.approve('desk', cut.call_id, { reason: 'the parcel shows as shipped in the carrier\'s records', done: true });
+    const report = await desk.approve('desk', cut.call_id, { reason: 'the parcel shows as shipped in the carrier\'s records', done: true });
     assert.equal(report.decision, 'done');
-    await assert.rejects(tf.fleet.approve('desk', cut.call_id, { reason: 'again', done: true }), { code: 'INVALID_INPUT' }, 'a decision is made once');
+    await assert.rejects(desk.approve('desk', cut.call_id, { reason: 'again', done: true }), { code: 'INVALID_INPUT' }, 'a decision is made once');
     await eventually(settled, 60_000, 'the job settled by the person saying the call took effect');
     assert.equal(times(key), 1, 'marked done, never run again');
   });

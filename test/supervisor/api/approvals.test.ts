@@ -6,9 +6,16 @@ import { after, before, describe, test } from 'node:test';
 
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { type CallToolResult, ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { headers, type MsgHdrs } from '@nats-io/transport-node';
 
+import { type Approver, approver } from '../../../client/approver.js';
+import { fleetNatsUrl } from '../../../shared/config/fleet-runtime.js';
+import { loadConfig } from '../../../shared/config/thymos-config.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
-import { REQUESTER } from '../../../shared/nats/supervisor-requester.js';
+import { connectNats, type NatsConnection, permissionViolation } from '../../../shared/nats/nats-connection.js';
+import { type NatsIdentity, readNatsSeed } from '../../../shared/nats/nats-identity.js';
+import { REQUESTER, REQUESTER_HEADER, SupervisorRequester } from '../../../shared/nats/supervisor-requester.js';
+import { FleetNames } from '../../../shared/protocol/fleet-names.js';
 import { eventually, runThymos, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
 import { REPO_ROOT } from '../../helpers/workspace.js';
 
@@ -53,6 +60,8 @@ describe('confirm tools: a pending call is approved, refused or timed out at the
   let dir: string;
   let tf: TestFleet;
   let client: Client;
+  /** The desk's approver, in this process: the one that calls the desk's tools through `client`. */
+  let desk: Approver;
   const updates: string[] = [];
   const refunds = () => (existsSync(join(dir, 'refunds.log')) ? readFileSync(join(dir, 'refunds.log'), 'utf8').trim().split('\n').filter(Boolean).length : 0);
   const cli = (...args: string[]) => runThymos([...args, '--config', tf.ws.configPath], tf.ws.dir);
@@ -72,12 +81,15 @@ describe('confirm tools: a pending call is approved, refused or timed out at the
 
   before(async () => {
     dir = domainDir();
-    tf = await startTestFleet(['[tools]', `approval_timeout_s = ${APPROVAL_TIMEOUT_S}`], { schema: join(dir, 'desk.pkl') });
+    // The client's attempts to approve are refused by nats-server, on purpose.
+    tf = await startTestFleet(['[tools]', `approval_timeout_s = ${APPROVAL_TIMEOUT_S}`], { schema: join(dir, 'desk.pkl'), refusals: 'expected' });
     await tf.fleet.start('desk');
     await connectDesk();
+    desk = await approver(tf.ws.configPath);
   });
 
   after(async () => {
+    await desk?.close();
     await tf?.dispose();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -97,9 +109,49 @@ describe('confirm tools: a pending call is approved, refused or timed out at the
     assert.ok(!tools.some((t) => /approve|refuse/.test(t)), `no approval tool on the agent: ${tools.join(', ')}`);
   });
 
+  test('the client cannot approve, even as another process: nats-server refuses its key where decisions are made, the supervisor refuses a decision on the client’s subject, and the call still waits', async () => {
+    const [pending] = await tf.fleet.approvals('desk');
+    const config = loadConfig(tf.ws.configPath);
+    const names = new FleetNames(config.fleet.name);
+    const as = (who: NatsIdentity) => connectNats({ servers: fleetNatsUrl(config), name: `test-${who}`, seed: readNatsSeed(config.dataPath, who)!, who });
+    const decision = { id: 'desk', call_id: pending!.call_id, reason: 'a forged approval' };
+    const own: NatsConnection[] = [];
+    try {
+      const clientNc = await as('client');
+      own.push(clientNc);
+      // What connect() sends, and the approver's requests, each saying it is some other process (Thymos-By is not proof).
+      for (const requester of [SupervisorRequester.control(clientNc, 10_000, names), SupervisorRequester.approver(clientNc, 10_000, names)]) {
+        for (const op of ['approve', 'refuse'] as const) {
+          await assert.rejects(requester.request(op, decision), (e: unknown) => isThymosError(e, 'UNAUTHORIZED') && /nats-server refused the publish/.test((e as Error).message), `the client's ${op}`);
+        }
+      }
+      for (const subject of [names.approver('approve'), names.supervisor('approve')]) {
+        const forged = await clientNc.request(subject, JSON.stringify(decision), { timeout: 5000, headers: forgedBy() }).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        assert.equal(permissionViolation(forged)?.subject, subject, `a raw request with the client’s key and a forged Thymos-By on ${subject}: ${String(forged)}`);
+      }
+      // An agent's key neither: its calls are its own, decisions are not.
+      const agentNc = await as('agent-desk');
+      own.push(agentNc);
+      await assert.rejects(SupervisorRequester.approver(agentNc, 10_000, names).request('approve', decision), (e: unknown) => isThymosError(e, 'UNAUTHORIZED') && /nats-server refused the publish/.test((e as Error).message));
+      // A key that may publish anywhere (the supervisor's), asking on the client's subject: the supervisor itself refuses.
+      const anywhere = await as('supervisor');
+      own.push(anywhere);
+      await assert.rejects(SupervisorRequester.control(anywhere, 10_000, names).request('approve', decision), (e: unknown) => isThymosError(e, 'UNAUTHORIZED') && /approver/.test((e as Error).message));
+    } finally {
+      for (const nc of own) await nc.close();
+    }
+    assert.ok((await desk.approvals('desk')).some((p) => p.call_id === pending!.call_id), 'the call still waits');
+    assert.equal(refunds(), 0, 'nothing ran');
+    const audit = readFileSync(join(tf.ws.dir, 'data', 'logs', 'audit.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { op: string; by: string; result: string });
+    assert.ok(audit.some((e) => e.op === 'approve' && e.by === 'client' && e.result === 'UNAUTHORIZED'), `the refused decision is audited: ${JSON.stringify(audit)}`);
+  });
+
   test('nobody approves their own call; another approver does, once, and the call runs once', async () => {
     const [pending] = await tf.fleet.approvals('desk');
-    await assert.rejects(tf.fleet.approve('desk', pending!.call_id, { reason: 'mine' }), (e: unknown) => isThymosError(e, 'TOOL_DENIED'));
+    await assert.rejects(desk.approve('desk', pending!.call_id, { reason: 'mine' }), (e: unknown) => isThymosError(e, 'TOOL_DENIED'));
     const approved = await cli('approve', 'desk', pending!.call_id, '--reason', 'checked the photos', '--json');
     assert.equal(approved.code, 0, approved.stderr);
     assert.deepEqual(JSON.parse(approved.stdout), { call_id: pending!.call_id, agent: 'desk', tool: 'refund', decision: 'approved', delivered: true });
@@ -117,7 +169,7 @@ describe('confirm tools: a pending call is approved, refused or timed out at the
     assert.equal(again.code, 2, `deciding twice is refused: ${again.stderr}`);
     assert.equal(refunds(), 1, 'nothing ran twice');
     const audit = readFileSync(join(tf.ws.dir, 'data', 'logs', 'audit.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { op: string; by: string; via?: string; result: string; details?: { call_id?: string } });
-    assert.ok(audit.some((e) => e.op === 'approve' && e.result === 'ok' && e.details?.call_id === pending!.call_id && e.by === 'client' && /#\d+@/.test(e.via ?? '')), JSON.stringify(audit));
+    assert.ok(audit.some((e) => e.op === 'approve' && e.result === 'ok' && e.details?.call_id === pending!.call_id && e.by === 'approver' && /#\d+@/.test(e.via ?? '')), JSON.stringify(audit));
     assert.ok(audit.some((e) => e.op === 'approve' && e.result === 'TOOL_DENIED'), 'the refused own approval is audited too');
   });
 
@@ -163,3 +215,10 @@ describe('confirm tools: a pending call is approved, refused or timed out at the
     assert.equal(refunds(), 2);
   });
 });
+
+/** Headers that say the request comes from another process than the one sending it. */
+function forgedBy(): MsgHdrs {
+  const h = headers();
+  h.set(REQUESTER_HEADER, 'approver-console#1@elsewhere');
+  return h;
+}

@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { connect as natsConnect } from '@nats-io/transport-node';
 
+import { approver } from '../../../client/approver.js';
 import { connect, type Fleet } from '../../../client/fleet-client.js';
 import { loadConfig } from '../../../shared/config/thymos-config.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
@@ -67,6 +68,15 @@ describe('a fleet on a nats-server in operator mode, with credentials files', ()
     const failed = refused.failed.find((f) => f.id === 'mira_herbalist');
     assert.ok(failed, JSON.stringify(refused));
     assert.match(JSON.stringify(failed), /AGENT_START_FAILED.*no NATS credentials file .*agent-mira_herbalist\.creds/);
+    // The approver is not needed to run the fleet: without its file it alone is refused, named; with it, it connects as itself.
+    await assert.rejects(approver(config), (e: unknown) => isThymosError(e, 'NATS_UNAVAILABLE') && /no NATS credentials file .*creds\/approver\.creds/.test((e as Error).message));
+    await operator.creds(creds, 'approver');
+    const desk = await approver(config);
+    try {
+      assert.deepEqual(await desk.approvals(), []);
+    } finally {
+      await desk.close();
+    }
     await assert.rejects(natsConnect({ servers: url, maxReconnectAttempts: 0 }), /Authorization Violation/);
   });
 

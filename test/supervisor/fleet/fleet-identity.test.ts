@@ -44,15 +44,15 @@ describe('who may connect to a fleet’s managed nats-server', () => {
     await testFleet?.dispose();
   });
 
-  test('the supervisor, the client, the pool and the server’s system account each have an identity of their own, in files only the owner reads', () => {
+  test('the supervisor, the client, the approver, the pool and the server’s system account each have an identity of their own, in files only the owner reads', () => {
     assert.equal(statSync(natsSecretsDir(data)).mode & 0o777, 0o700);
-    for (const who of ['supervisor', 'client', 'spare', 'system'] as const) {
+    for (const who of ['supervisor', 'client', 'approver', 'spare', 'system'] as const) {
       assert.equal(statSync(natsIdentityFile(data, who)).mode & 0o777, 0o600, who);
       assert.match(readFileSync(natsIdentityFile(data, who), 'utf8'), /^SU[A-Z0-9]+\n$/, who);
     }
     const conf = readFileSync(join(fleetPaths(data).run, 'nats.conf'), 'utf8');
     assert.equal(statSync(join(fleetPaths(data).run, 'nats.conf')).mode & 0o777, 0o600);
-    for (const who of ['supervisor', 'client', 'spare', 'system'] as const) {
+    for (const who of ['supervisor', 'client', 'approver', 'spare', 'system'] as const) {
       const seed = new TextDecoder().decode(readNatsSeed(data, who)!);
       assert.equal(conf.includes(seed), false, `the server holds public keys only, not ${who}'s seed`);
       assert.equal(conf.includes(fromSeed(readNatsSeed(data, who)!).getPublicKey()), true, `${who} is admitted`);
@@ -83,7 +83,7 @@ describe('who may connect to a fleet’s managed nats-server', () => {
     const row = status.agents.find((a) => a.id === 'elder_rowan')!;
     assert.equal(row.state, 'active');
     const pid = row.pid!;
-    const secrets = [seed, ...(['supervisor', 'client', 'spare'] as const).map((w) => new TextDecoder().decode(readNatsSeed(data, w)!))];
+    const secrets = [seed, ...(['supervisor', 'client', 'approver', 'spare'] as const).map((w) => new TextDecoder().decode(readNatsSeed(data, w)!))];
     const places: Array<[string, string]> = [
       ['the agent’s environment (what pm2 env prints)', readFileSync(`/proc/${pid}/environ`, 'utf8')],
       ['the agent’s arguments', readFileSync(`/proc/${pid}/cmdline`, 'utf8')],

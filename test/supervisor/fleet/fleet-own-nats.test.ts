@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { connect as natsConnect } from '@nats-io/transport-node';
 
+import { approver } from '../../../client/approver.js';
 import { connect, type Fleet } from '../../../client/fleet-client.js';
 import { loadConfig } from '../../../shared/config/thymos-config.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
@@ -47,7 +48,7 @@ describe('a fleet on a nats-server you run, with the fleet’s users', () => {
     assert.equal(first.code, 0, first.stderr);
     const report = JSON.parse(first.stdout) as { file: string; changed: boolean; users: string[]; made: string[]; include: string };
     assert.equal(report.changed, true);
-    assert.deepEqual(report.users.filter((u) => !u.startsWith('agent-')).sort(), ['client', 'spare', 'supervisor']);
+    assert.deepEqual(report.users.filter((u) => !u.startsWith('agent-')).sort(), ['approver', 'client', 'spare', 'supervisor']);
     assert.equal(report.users.filter((u) => u.startsWith('agent-')).length, 6, 'one per agent of the village');
     assert.equal(report.include, 'include "../data/run/nats-users.conf"');
     assert.doesNotMatch(readFileSync(report.file, 'utf8'), /"SU[A-Z0-9]+"/, 'public keys only');
@@ -68,7 +69,7 @@ describe('a fleet on a nats-server you run, with the fleet’s users', () => {
     // Written again but not reloaded: the server does not admit the new key yet.
     const written = await runThymos(['nats-config', '--server-config', join(ws.dir, 'nats', 'nats.conf')], ws.dir);
     assert.equal(written.code, 0, written.stderr);
-    assert.match(written.stdout, /^wrote .*nats-users\.conf: 9 users/);
+    assert.match(written.stdout, /^wrote .*nats-users\.conf: 10 users/);
     await assert.rejects(upFleet(loadConfig(ws.configPath)), (e: unknown) => isThymosError(e, 'NATS_UNAVAILABLE') && /does not admit the fleet's identities client: run thymos nats-config/.test((e as Error).message));
     assert.equal(fleetPids(data).apps.size, 0, 'nothing was started');
     // A users file an earlier version wrote (an agent's permissions then were others) is not today's either.
@@ -107,6 +108,12 @@ describe('a fleet on a nats-server you run, with the fleet’s users', () => {
     const report = await fleet.reconcile({ agents: { elder_rowan: { relevance: 1 } } });
     assert.deepEqual(report.failed, []);
     assert.equal((await fleet.status()).agents.find((a) => a.id === 'elder_rowan')?.state, 'active');
+    const desk = await approver(config);
+    try {
+      assert.deepEqual(await desk.approvals(), [], 'the approver connects as itself, with the key thymos nats-config made');
+    } finally {
+      await desk.close();
+    }
     await assert.rejects(natsConnect({ servers: url, maxReconnectAttempts: 0 }), /Authorization Violation/);
   });
 });

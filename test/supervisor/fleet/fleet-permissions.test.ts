@@ -144,9 +144,27 @@ describe('what each identity may do on a fleet’s managed nats-server', () => {
     await refusedOn(refused, 'publish', names.deadLetters('any'));
     nc.subscribe(names.agentControl('elder_rowan'));
     await refusedOn(refused, 'subscription', names.agentControl('elder_rowan'));
-    // What it may: the supervisor's API, answered on its own inboxes.
+    // Nor decide what waits for approval: not where the approver asks, nor on its own old subjects.
+    for (const subject of [names.approver('approve'), names.approver('refuse'), names.supervisor('approve'), names.supervisor('refuse')]) await requestRefused(nc, subject, JSON.stringify({ id: 'elder_rowan', call_id: 'c-1', reason: 'forged' }));
+    // What it may: the supervisor's API, answered on its own inboxes, listing approvals included.
     const status = await testFleet!.fleet.status();
     assert.equal(status.agents.find((a) => a.id === 'elder_rowan')?.state, 'active');
+    assert.deepEqual(await testFleet!.fleet.approvals(), []);
+  });
+
+  test('the approver decides approvals and does nothing else: not the supervisor’s other ops, not the world, not events, not another’s replies', async () => {
+    const { nc, refused } = await connectAs('approver');
+    const asApprover = SupervisorRequester.approver(nc, 10_000, names);
+    assert.deepEqual(await asApprover.request('approvals', {}), []);
+    // Served as the approver's: an unknown call is the supervisor's NOT_FOUND, not a refusal.
+    await assert.rejects(asApprover.request('approve', { id: 'elder_rowan', call_id: 'c-none', reason: 'checked' }), (e: unknown) => e instanceof ThymosError && e.code === ErrorCode.NOT_FOUND);
+    await requestRefused(nc, names.supervisor('stop'), JSON.stringify({ id: 'elder_rowan' }));
+    await requestRefused(nc, names.supervisor('approvals'), '{}');
+    await requestRefused(nc, names.world('get'), '{}');
+    nc.publish(names.event('rumour'), '{}');
+    await refusedOn(refused, 'publish', names.event('rumour'));
+    nc.subscribe(`${natsInboxPrefix('client')}.>`);
+    await refusedOn(refused, 'subscription', `${natsInboxPrefix('client')}.>`);
   });
 
   test('the world store knows which agent asks from where it asks: an agent writes and subscribes as itself only, and ends only its own subscriptions', async () => {
