@@ -8,5 +8,5 @@ export { type Decision, type Thought } from './agent-reasoner.js';
 export { AgentRuntime } from './agent-runtime.js';
 export { buildContext, CONTEXT_TIERS, type ContextItem, type ContextPacket, type ContextTier, countTokens, TOKEN_COUNT } from './context-packet.js';
 export { DialogueBehavior, onlyAsks } from './dialogue-behavior.js';
-export { JOB_TAG, jobCalls, type JobEnding, jobText } from './job-work.js';
+export { JOB_TAG, jobCalls, type JobEnding, jobText, settledEnding } from './job-work.js';
 export { type Controllable, type Conversing, type Hearing, type Messenger, type RuntimeGate, type Working } from './runtime-ports.js';

@@ -58,7 +58,10 @@ const afternoon: Array<[customer: string, text: string]> = [
   ['CUS-20011', 'I want to return SKU-MUG22 from ORD-10011, 2 of them, it is the wrong item'],
 ];
 
-/** How a ticket ended: solved, waiting for the customer after an approved change, escalated, or still open. */
+/** Whether a ticket is through: solved, or escalated to a person (waiting for an approval is not through). */
+const through = (t: Ticket) => t.status === 'solved' || t.escalations.length > 0;
+
+/** How a ticket ended: solved, escalated, or still open or waiting. */
 function outcome(t: Ticket): string {
   if (t.escalations.length > 0) return `escalated to ${t.escalations.map((e) => `${e.tier}: ${e.summary.slice(0, 90)}`).join('; ')}`;
   return t.status;
@@ -107,7 +110,7 @@ async function settled(fleet: Fleet, desk: Helpdesk, tickets: Ticket[]): Promise
   const done = await until(async () => {
     const backlog = await fleet.jobs.list('support');
     const busy = backlog.some((b) => b.waiting + b.in_progress > 0) || (await fleet.approvals()).length > 0;
-    return !busy && tickets.every((t) => t.status !== 'open') ? true : undefined;
+    return !busy && tickets.every(through) ? true : undefined;
   }, 120_000);
   for (const t of tickets) console.log(`  ${t.ticket_id} ${t.customer_id}: ${outcome(t)} — "${t.text.slice(0, 60)}"${t.replies.length ? `\n      reply: ${t.replies.at(-1)!.slice(0, 110)}` : ''}`);
   return done === true;
@@ -143,7 +146,7 @@ async function main(): Promise<number> {
     await fleet.jobs.publish('support', 'billing', { ticket_id: 'TCK-1', text: '' }, { id: 'junk-2' });
     const woke = await until(async () => ((await states(fleet!)).get('triage') === 'active' ? true : undefined), 60_000);
     check('the burst woke triage, with no context sent by anyone', woke === true);
-    check('every morning ticket settled: solved, waiting on an approved change, or escalated', await settled(fleet, desk, first));
+    check('every morning ticket settled: solved, or escalated to a person', await settled(fleet, desk, first));
 
     console.log('\nthe lull');
     const slept = await until(async () => {
@@ -163,7 +166,18 @@ async function main(): Promise<number> {
     const all = [...first, ...second];
     const dead = await fleet.jobs.dead({ queue: 'support' });
     for (const l of dead) console.log(`  dead letter: ${String((l.job as { id?: string }).id ?? l.job)} (${l.reason.code}) ${l.reason.message.slice(0, 80)}`);
-    check('every ticket was solved, is waiting on an approved refund, or was escalated', all.every((t) => t.status === 'solved' || t.status === 'pending_customer' || t.escalations.length > 0), all.map((t) => `${t.ticket_id} ${outcome(t)}`).join('; '));
+    check('every ticket was solved or escalated: none left waiting, its customer not told', all.every(through), all.map((t) => `${t.ticket_id} ${outcome(t)}`).join('; '));
+    const of = (customer: string, tickets = all) => tickets.find((t) => t.customer_id === customer)!;
+    const approvedRefund = of('CUS-20009');
+    check(
+      'a refund a person approved was made, and its customer told so: the ticket is solved',
+      approvedRefund.status === 'solved' && desk.refunds.some((r) => r.order_id === 'ORD-10009' && r.amount === 35) && /^Done: refund/.test(approvedRefund.replies.at(-1) ?? ''),
+      `${outcome(approvedRefund)}; replies: ${JSON.stringify(approvedRefund.replies)}`,
+    );
+    const plainRefund = of('CUS-20007');
+    check('a plain refund request was refunded by billing, not escalated', plainRefund.status === 'solved' && desk.refunds.some((r) => r.order_id === 'ORD-10007' && r.amount === 30), `${outcome(plainRefund)}; tried: ${plainRefund.tried.join(', ')}`);
+    const escalated = all.filter((t) => t.escalations.length > 0).map((t) => t.customer_id).sort();
+    check('only what needs a person was escalated: the two refunds above the limit and a message no team can read', JSON.stringify(escalated) === JSON.stringify(['CUS-20005', 'CUS-20006', 'CUS-20008']), escalated.join(', '));
     check('every escalated ticket was taken over by the escalation desk', all.filter((t) => t.escalations.length > 0).every((t) => t.notes.some((n) => n.startsWith('Taken over by'))));
     check('the malformed jobs are dead letters, each with its reason', ['junk-1', 'junk-2'].every((id) => dead.some((l) => (l.job as { id?: string }).id === id && l.reason.message.length > 0)), JSON.stringify(dead.map((l) => l.reason)));
     const byOrder = new Map<string, number>();

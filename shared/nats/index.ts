@@ -12,5 +12,6 @@ export { consumeLong, LONG_PULL, type PullTiming } from './long-pull.js';
 export { admission, connectNats, connectsAs, logRefusals, type NatsConnection, type NatsConnectOptions, type NatsLink, permissionViolation, refusal, replyInbox } from './nats-connection.js';
 export { agentIdentity, ensureNatsIdentity, fleetNatsLink, fleetNatsSeed, listNatsIdentities, natsAnswers, natsCredentialsFile, type NatsIdentity, natsIdentityFile, natsInboxPrefix, natsSecretsDir, nkeySigner, readNatsSeed, removeNatsIdentity, staleAgentIdentities } from './nats-identity.js';
 export { domainWork, natsPermissions, type NatsUserPermissions, type NatsWork } from './nats-permissions.js';
+export { ownDelivery } from './own-delivery.js';
 export { REQUESTER, REQUESTER_HEADER, SupervisorRequester } from './supervisor-requester.js';
 export { WorldClient, type WorldClientOptions, type WorldSubscription } from './world-client.js';
