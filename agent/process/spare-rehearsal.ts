@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
@@ -36,10 +37,12 @@ export async function rehearseAgent(config: ThymosConfig, dir: string, logger: L
     const { runtime, memory: assembled } = await assembleAgent(options, rehearsalConfig, store, undefined, undefined, { definition, defined: false }, quiet, extractor);
     memory = assembled;
     runtime.setStatus('ready');
-    http = new AgentHttpServer(runtime, rehearsalConfig, quiet);
+    // Its endpoint asks for a token of its own, as every agent's does: nobody else can call the rehearsal's model while it runs.
+    const token = randomBytes(24).toString('base64url');
+    http = new AgentHttpServer(runtime, rehearsalConfig, quiet, token);
     const port = await http.listen('127.0.0.1', 0);
     const offline = !new AgentModels(REHEARSAL_ID, config.llm, definition, {}, {}).usesModel('dialogue');
-    const steps = await rehearseMcp(`http://127.0.0.1:${port}/mcp`, offline);
+    const steps = await rehearseMcp(`http://127.0.0.1:${port}/mcp`, token, offline);
     return { steps, ms: Math.round(performance.now() - started) };
   } finally {
     await http?.close();
@@ -73,8 +76,8 @@ function removeRehearsal(dir: string, logger: Logger): void {
 }
 
 /** An MCP session the way a client runs one: initialize, a few tool calls, then the session's end; the steps it ran. */
-async function rehearseMcp(url: string, talk: boolean): Promise<string[]> {
-  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+async function rehearseMcp(url: string, token: string, talk: boolean): Promise<string[]> {
+  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${token}` };
   const post = async (body: object): Promise<void> => {
     const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', ...body }) });
     const session = res.headers.get('mcp-session-id');
