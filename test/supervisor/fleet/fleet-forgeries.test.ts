@@ -5,17 +5,18 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { AckPolicy, jetstream, type JetStreamManager, jetstreamManager } from '@nats-io/jetstream';
-import { connect as natsConnect, type Msg, type NatsConnection, nkeyAuthenticator, PermissionViolationError } from '@nats-io/transport-node';
+import { connect as natsConnect, type Msg, type NatsConnection, type PermissionViolationError } from '@nats-io/transport-node';
 import { z } from 'zod';
 
 import { readFleetInfo } from '../../../shared/config/fleet-runtime.js';
 import { loadConfig } from '../../../shared/config/thymos-config.js';
 import { ErrorCode, isThymosError, ThymosError } from '../../../shared/errors/errors.js';
 import { codedRequest } from '../../../shared/nats/coded-request.js';
-import { type NatsIdentity, natsInboxPrefix, readNatsSeed } from '../../../shared/nats/nats-identity.js';
+import { type NatsIdentity, natsInboxPrefix } from '../../../shared/nats/nats-identity.js';
 import { SupervisorRequester } from '../../../shared/nats/supervisor-requester.js';
 import { FleetNames } from '../../../shared/protocol/fleet-names.js';
 import { eventually, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
+import { connectAs as connectAsIdentity, refusedOn as refusedOnly } from '../../helpers/nats-as.js';
 import { startNatsServer } from '../../helpers/nats-server.js';
 import { REPO_ROOT } from '../../helpers/workspace.js';
 
@@ -60,17 +61,8 @@ agents {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  async function connectAs(who: NatsIdentity): Promise<{ nc: NatsConnection; refused: PermissionViolationError[] }> {
-    const nc = await natsConnect({ servers: url, authenticator: nkeyAuthenticator(readNatsSeed(data, who)!), inboxPrefix: natsInboxPrefix(who), maxReconnectAttempts: 0 });
-    open.push(nc);
-    const refused: PermissionViolationError[] = [];
-    void (async () => {
-      for await (const s of nc.status()) if (s.type === 'error' && s.error instanceof PermissionViolationError) refused.push(s.error);
-    })();
-    return { nc, refused };
-  }
-  const refusedOn = (refused: PermissionViolationError[], subject: string) =>
-    eventually(() => (refused.some((r) => r.operation === 'publish' && r.subject === subject) ? true : undefined), 10_000, `nats-server to refuse the publish on ${subject}`);
+  const connectAs = (who: NatsIdentity) => connectAsIdentity(url, data, who, open);
+  const refusedOn = (refused: PermissionViolationError[], subject: string) => refusedOnly(refused, 'publish', subject);
 
   /** Publishes `body` into `to`'s inbox as `from`, then `to` pulls its own inbox with `reply` as the pull's reply subject: JetStream delivers the message there. */
   async function redirect(from: NatsConnection, to: { id: string; nc: NatsConnection }, body: unknown, reply: string): Promise<void> {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { connect as natsConnect, type NatsConnection, nkeyAuthenticator, PermissionViolationError } from '@nats-io/transport-node';
+import { connect as natsConnect, type NatsConnection, nkeyAuthenticator } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { z } from 'zod';
 
@@ -16,6 +16,7 @@ import { SupervisorRequester } from '../../../shared/nats/supervisor-requester.j
 import { WorldClient } from '../../../shared/nats/world-client.js';
 import { FleetNames } from '../../../shared/protocol/fleet-names.js';
 import { eventually, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
+import { connectAs as connectAsIdentity, refusedOn } from '../../helpers/nats-as.js';
 
 /**
  * What nats-server refuses each of the fleet's identities (README: "Who may connect to the
@@ -44,20 +45,7 @@ describe('what each identity may do on a fleet’s managed nats-server', () => {
     await testFleet?.dispose();
   });
 
-  /** A raw connection as `who`, with its keys and its own inboxes, and the refusals nats-server sends it. */
-  async function connectAs(who: NatsIdentity): Promise<{ nc: NatsConnection; refused: PermissionViolationError[] }> {
-    const nc = await natsConnect({ servers: url, authenticator: nkeyAuthenticator(readNatsSeed(data, who)!), inboxPrefix: natsInboxPrefix(who), maxReconnectAttempts: 0 });
-    open.push(nc);
-    const refused: PermissionViolationError[] = [];
-    void (async () => {
-      for await (const s of nc.status()) if (s.type === 'error' && s.error instanceof PermissionViolationError) refused.push(s.error);
-    })();
-    return { nc, refused };
-  }
-
-  /** Waits for nats-server to refuse `operation` on `subject` to this connection. */
-  const refusedOn = (refused: PermissionViolationError[], operation: 'publish' | 'subscription', subject: string) =>
-    eventually(() => (refused.some((r) => r.operation === operation && r.subject === subject) ? true : undefined), 10_000, `nats-server to refuse the ${operation} on ${subject}`);
+  const connectAs = (who: NatsIdentity) => connectAsIdentity(url, data, who, open);
 
   /** A request refused by nats-server: rejected with its permission violation, not a timeout. */
   const requestRefused = async (nc: NatsConnection, subject: string, body = '') => {
