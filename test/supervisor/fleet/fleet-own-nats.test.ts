@@ -9,13 +9,13 @@ import { approver } from '../../../client/approver.js';
 import { connect, type Fleet } from '../../../client/fleet-client.js';
 import { loadConfig } from '../../../shared/config/thymos-config.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
-import { connectsAs } from '../../../shared/nats/nats-connection.js';
+import { admission, connectsAs } from '../../../shared/nats/nats-connection.js';
 import { ensureNatsIdentity, readNatsSeed, removeNatsIdentity } from '../../../shared/nats/nats-identity.js';
 import { upFleet } from '../../../supervisor/pm2/fleet-launcher.js';
 import { disposeOwnServerFleet, eventually, fleetPids, killFleet, runThymos } from '../../helpers/fleet.js';
 import { startNatsServer, type TestNatsServer } from '../../helpers/nats-server.js';
 import { freePort } from '../../helpers/ports.js';
-import { createWorkspace, type Workspace } from '../../helpers/workspace.js';
+import { createWorkspace, REPO_ROOT, VILLAGE_SCHEMA, type Workspace } from '../../helpers/workspace.js';
 
 /**
  * A fleet on a nats-server its user runs (`[nats] url`), given the fleet's users by
@@ -115,5 +115,28 @@ describe('a fleet on a nats-server you run, with the fleet’s users', () => {
       await desk.close();
     }
     await assert.rejects(natsConnect({ servers: url, maxReconnectAttempts: 0 }), /Authorization Violation/);
+  });
+
+  test('thymos reload on a server you run: writes the users, says to reload that server and exits 1 until it admits the added agent and refuses the removed ones; then applies the domain', async () => {
+    const crew = join(ws.dir, 'crew.pkl');
+    // elder_rowan stays (it runs), cal is added, the rest of the village is removed.
+    writeFileSync(crew, `amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}\nagents {\n  ["elder_rowan"] { persona { name = "Elder Rowan" } }\n  ["cal"] { persona { name = "Cal" } }\n}\n`);
+    ws.writeConfig(readFileSync(ws.configPath, 'utf8').replace(`schema = ${JSON.stringify(VILLAGE_SCHEMA)}`, `schema = ${JSON.stringify(crew)}`));
+    const removedSeed = readNatsSeed(data, 'agent-bram_smith')!;
+    const first = await runThymos(['reload'], ws.dir);
+    assert.equal(first.code, 1, first.stdout);
+    assert.match(first.stderr, /admits no agent-cal, still admits agent-bram_smith.*: reload that server \(nats-server --signal reload\), then run thymos reload again/);
+    assert.equal((await fleet!.status()).agents.some((a) => a.id === 'cal'), false, 'nothing else changed');
+    // Its owner reloads the server (SIGHUP), with the users file thymos reload wrote.
+    process.kill(nats!.pid, 'SIGHUP');
+    const second = await eventually(async () => {
+      const r = await runThymos(['reload'], ws.dir);
+      return r.code === 0 ? r : undefined;
+    }, 30_000, 'the server to admit cal once reloaded');
+    assert.match(second.stdout, /^added cal: /m);
+    assert.match(second.stdout, /^removed bram_smith: its data kept/m);
+    assert.deepEqual((await fleet!.status()).agents.map((a) => a.id).sort(), ['cal', 'elder_rowan']);
+    assert.equal((await admission(url, { seed: removedSeed }, 3000)).outcome, 'refused', 'a removed agent\'s key is refused');
+    assert.equal((await fleet!.start('cal')).failed.length, 0, 'the added agent starts, connecting as itself');
   });
 });
