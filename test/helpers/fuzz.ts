@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -270,6 +271,15 @@ function fitted(nc: NatsConnection, data: Buffer): Buffer {
   return data.length > max ? data.subarray(0, max) : data;
 }
 
+/**
+ * A reply inbox naming who answers `subject` (an agent for its control and questions, else the
+ * supervisor): an identity may answer only on inboxes that name it (`natsAnswers`).
+ */
+export function inboxAsking(subject: string): string {
+  const agent = /^[^.]+\.agent\.([^.]+)\.(?:control|ask\.)/.exec(subject)?.[1];
+  return `_INBOX.test.${agent ? `agent-${agent}` : 'supervisor'}.${randomBytes(8).toString('hex')}`;
+}
+
 /** Random payloads as NATS requests to subjects answered with `{ok, result | error}`. */
 export async function fuzzNatsRequests(nc: NatsConnection, subjects: Array<{ subject: string; payload: (r: Rng) => unknown }>, n: number, r: Rng, t: Tally): Promise<void> {
   for (let i = 0; i < n; i++) {
@@ -280,7 +290,7 @@ export async function fuzzNatsRequests(nc: NatsConnection, subjects: Array<{ sub
     t.cases++;
     let text: string;
     try {
-      text = (await nc.request(subject, data, { timeout: 20_000 })).string();
+      text = (await nc.request(subject, data, { timeout: 20_000, noMux: true, reply: inboxAsking(subject) })).string();
     } catch (err) {
       // An op nobody serves: NATS itself answers that no one listens there.
       if (isNoResponders(err)) {

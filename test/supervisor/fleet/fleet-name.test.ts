@@ -8,6 +8,7 @@ import type { Fleet } from '../../../client/fleet-client.js';
 import { readFleetInfo } from '../../../shared/config/fleet-runtime.js';
 import { loadConfig } from '../../../shared/config/thymos-config.js';
 import { asFleetSupervisor, eventually, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
+import { inboxAsking } from '../../helpers/fuzz.js';
 
 const text = (r: unknown) => (r as { content: Array<{ text: string }> }).content.map((c) => c.text).join('\n');
 
@@ -32,7 +33,8 @@ describe('a fleet named by [fleet] name', () => {
     const report = await fleet.reconcile({ agents: { tomas_innkeeper: { relevance: 1 } } });
     assert.deepEqual(report.started, ['tomas_innkeeper']);
 
-    const control = (await nc.request('north.agent.tomas_innkeeper.control', JSON.stringify({ op: 'get_state' }), { timeout: 5000 })).json<{ ok: boolean; state: { id: string } }>();
+    // Answered on an inbox that names the agent asked, where alone it may answer.
+    const control = (await nc.request('north.agent.tomas_innkeeper.control', JSON.stringify({ op: 'get_state' }), { timeout: 5000, noMux: true, reply: inboxAsking('north.agent.tomas_innkeeper.control') })).json<{ ok: boolean; state: { id: string } }>();
     assert.equal(control.ok, true);
     assert.equal(control.state.id, 'tomas_innkeeper');
     for (const subject of ['thymos.supervisor.ping', 'thymos.agent.tomas_innkeeper.control', 'thymos.world.tables']) {
