@@ -21,19 +21,22 @@ import { quantile, removeDbDir, round } from './stats.js';
 
 const ROUNDS = 300;
 const WARMUP = 30;
+/** Scripts stopped at their timeout, each followed by a call that waits for the worker started in its place. */
+const RESPAWNS = 10;
 /** The program a Subprocess tool runs, and the bench spawns bare: it does nothing, so what is measured is the spawning. */
 const PROGRAM = '/bin/true';
 
 function domainPkl(port: number, dir: string): string {
-  writeFileSync(join(dir, 'tools.mjs'), 'export function echo(input) { return { said: input.word }; }\n');
+  writeFileSync(join(dir, 'tools.mjs'), 'export function echo(input) { return { said: input.word }; }\nexport function spin() { for (;;) {} }\n');
   return `amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}
 agents {
-  ["desk"] { persona { name = "Desk" }; capabilities { "http_read"; "script_read"; "program_read"; "ask_clerk" } }
+  ["desk"] { persona { name = "Desk" }; capabilities { "http_read"; "script_read"; "script_spin"; "program_read"; "ask_clerk" } }
   ["clerk"] { persona { name = "Clerk" }; capabilities { "echo" } }
 }
 tools {
   ["http_read"] { description = "Reads from the local service"; sideEffect = "read_only"; executor = new Http { url = "http://127.0.0.1:${port}/item" } }
   ["script_read"] { description = "A Script that returns at once"; input { ["word"] {} }; sideEffect = "read_only"; executor = new Script { path = ${JSON.stringify(join(dir, 'tools.mjs'))}; export = "echo" } }
+  ["script_spin"] { description = "A Script that never returns (a synchronous loop)"; sideEffect = "read_only"; timeoutMs = 50; executor = new Script { path = ${JSON.stringify(join(dir, 'tools.mjs'))}; export = "spin" } }
   ["echo"] { description = "The clerk's Script that returns at once"; input { ["word"] {} }; sideEffect = "read_only"; executor = new Script { path = ${JSON.stringify(join(dir, 'tools.mjs'))}; export = "echo" } }
   ["program_read"] { description = "Runs a program that does nothing"; sideEffect = "read_only"; executor = new Subprocess { command = "${PROGRAM}" } }
   ["ask_clerk"] { description = "The clerk's echo, through the fleet"; input { ["word"] {} }; sideEffect = "read_only"; executor = new Mcp { agent = "clerk"; tool = "echo" } }
@@ -50,6 +53,12 @@ async function ms(fn: () => Promise<unknown>): Promise<number> {
 async function tool(client: Client, name: string, args: Record<string, unknown> = {}): Promise<void> {
   const r = (await client.callTool({ name, arguments: args })) as CallToolResult;
   if (r.isError) throw new Error(`${name}: ${JSON.stringify(r.content)}`);
+}
+
+/** A call expected to fail with `code`; anything else is the bench's error. */
+async function toolFails(client: Client, name: string, code: string): Promise<void> {
+  const r = (await client.callTool({ name, arguments: {} })) as CallToolResult;
+  if (!r.isError || !JSON.stringify(r.content).includes(code)) throw new Error(`${name}: expected ${code}, got ${JSON.stringify(r.content)}`);
 }
 
 function bareSpawn(): Promise<void> {
@@ -170,6 +179,12 @@ export const toolsScenario: Scenario = {
           if (i < WARMUP) continue;
           for (const [k, v] of Object.entries(round_)) t[k as keyof typeof t].push(v);
         }
+        // A Script that never returns is answered at its timeout and its worker ended; the next call waits for the fresh one.
+        const respawn = { timeout: [] as number[], next: [] as number[] };
+        for (let i = 0; i < RESPAWNS; i++) {
+          respawn.timeout.push(await ms(() => toolFails(desk, 'script_spin', 'TOOL_TIMEOUT')));
+          respawn.next.push(await ms(() => tool(desk, 'script_read', { word: `r${i}` })));
+        }
         const minus = (a: number[], ...bs: number[][]) => a.map((x, i) => x - bs.reduce((s, b) => s + b[i]!, 0));
         const http = minus(t.http, t.ping, t.direct);
         const script = minus(t.script, t.ping);
@@ -188,6 +203,8 @@ export const toolsScenario: Scenario = {
           { metric: "Mcp: the clerk's tool called directly over MCP, p50 / p95", value: `${p(t.clerk, 0.5)} / ${p(t.clerk, 0.95)}`, unit: 'ms' },
           { metric: "Mcp: desk's tool that calls the clerk's, over MCP, p50 / p95", value: `${p(t.mcp, 0.5)} / ${p(t.mcp, 0.95)}`, unit: 'ms' },
           { metric: 'Mcp: overhead above calling the clerk directly, p50 / p95', value: `${p(mcp, 0.5)} / ${p(mcp, 0.95)}`, unit: 'ms' },
+          { metric: 'Script: a synchronous loop answered TOOL_TIMEOUT (timeoutMs = 50), p50', value: p(respawn.timeout, 0.5), unit: 'ms' },
+          { metric: 'Script: the next call of its module, while a fresh worker starts, p50 / max', value: `${p(respawn.next, 0.5)} / ${round(Math.max(...respawn.next), 2)}`, unit: 'ms' },
           { metric: 'first call in a fresh agent: Http / Script / Subprocess / Mcp', value: `${round(first.http_read!, 1)} / ${round(first.script_read!, 1)} / ${round(first.program_read!, 1)} / ${round(first.ask_clerk!, 1)}`, unit: 'ms' },
         );
       });
@@ -207,7 +224,8 @@ export const toolsScenario: Scenario = {
       notes: [
         `${ROUNDS} rounds after ${WARMUP} of warm-up, one client, read-only tools (nothing waits for approval). Each round times an MCP ping, a direct request to the local service, desk's Http tool, its Script tool, a bare spawn of ${PROGRAM}, its Subprocess tool, the clerk's Script tool called directly, and desk's Mcp tool that calls it; overheads are taken pair by pair within a round.`,
         'An overhead is what Thymos adds: the governed path (validation, the record (written behind for these read-only tools; a call with side effects is written as running before it starts and as it ends, before it answers), the tool_call memory, the log line), the executor and the agent side of MCP. The Mcp overhead includes asking the supervisor where the clerk is (one NATS request per call) and a second MCP hop.',
-        'The first-call figures are for a fresh agent whose caches are cold: the Script module is imported, the MCP client side is loaded and its session to the clerk opened.',
+        'The first-call figures are for a fresh agent whose caches are cold: the MCP client side is loaded and its session to the clerk opened. A Script module is imported when the agent starts, in a worker thread kept warm for its calls.',
+        `A Script that runs past its timeout (here a synchronous loop, ${RESPAWNS} times) is answered TOOL_TIMEOUT at once and its worker is ended a second later; a fresh worker is started in its place, and the next call of the module waits for it: that wait is the cost of a stopped Script.`,
         'The in-process figures are measured on the Script tool, so no transport is in them: the agent database is an embedded SurrealDB, and one write takes most of a path that waits for it. By default (`[tools] record_reads_within_ms = 1000`) a read-only call answers first; its record and its memory are written within a second, in one write with whatever else waits, which lands during later calls.',
         `This process (the caller) warns of more than 1,500 abort listeners on one AbortSignal after about 1,500 tool calls on one session to an agent: undici adds one per request to the MCP transport's shared signal and removes it when the request is garbage-collected. It is not a leak: over 4,000 calls with forced collections the count falls back to 2 and the heap stays flat.`,
       ],
