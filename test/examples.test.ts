@@ -107,11 +107,17 @@ function deskModel(chat: ChatRequest): { content: string; tool_calls?: unknown[]
   const payload = JSON.parse(job.slice(job.indexOf('\n') + 1)) as { ticket_id: string; text: string; customer_id: string };
   const text = payload.text;
   const ticket_id = payload.ticket_id;
-  if (chat.messages.some((m) => m.role === 'tool') || chat.tool_choice !== 'auto') return { content: JSON.stringify({ status: 'done', summary: `worked ${ticket_id}` }) };
   const call = (name: string, args: Record<string, unknown>) => ({ id: `call_${name}`, type: 'function', function: { name, arguments: JSON.stringify({ ...args, reason: `ticket ${ticket_id}` }) } });
+  const reply = (message: string, status_after: string) => call('reply_to_customer', { ticket_id, message, status_after });
+  const results = chat.messages.filter((m) => m.role === 'tool');
+  // A refund's outcome read before the customer is answered: waiting for a person, or made (also when a job is worked again once its approval came).
+  if (results.length === 1 && chat.tool_choice === 'auto' && /refund/i.test(text) && offered.has('refund_order') && !chat.messages.some((m) => JSON.stringify(m).includes('reply_to_customer'))) {
+    const waits = (JSON.parse(String(results[0]!.content)) as { status?: string }).status === 'pending';
+    return { content: '', tool_calls: [waits ? reply('Your refund waits for a colleague\'s approval.', 'pending_customer') : reply('Done: refund made; it shows on your statement within days.', 'solved')] };
+  }
+  if (results.length > 0 || chat.tool_choice !== 'auto') return { content: JSON.stringify({ status: 'done', summary: `worked ${ticket_id}` }) };
   const order = /ORD-\d{5}/.exec(text)?.[0];
   const escalate = call('escalate_ticket', { ticket_id, tier: 'tier2', summary: `Nothing I can settle here: ${text.slice(0, 200)}` });
-  const reply = (message: string, status_after: string) => call('reply_to_customer', { ticket_id, message, status_after });
   let calls: unknown[];
   if (!offered.has('reply_to_customer')) {
     const team = /charged|refund|invoice/i.test(text) ? 'billing' : /return|parcel|deliver/i.test(text) ? 'shipping' : /device|wifi|sign/i.test(text) ? 'technical' : undefined;
@@ -119,7 +125,7 @@ function deskModel(chat: ChatRequest): { content: string; tool_calls?: unknown[]
   } else if (!offered.has('escalate_ticket')) {
     calls = [call('add_ticket_note', { ticket_id, note: `Taken over by the senior desk: ${text.slice(0, 200)}` }), reply('A senior colleague has your ticket now.', 'open'), call('update_ticket', { ticket_id, status: 'on_hold' })];
   } else if (offered.has('refund_order') && /refund.* (\d+\.\d\d)/.test(text) && order) {
-    calls = [call('refund_order', { order_id: order, amount: Number(/(\d+\.\d\d)/.exec(text)![1]), reason_code: 'duplicate_charge' }), reply('Your refund waits for a colleague\'s approval.', 'pending_customer')];
+    calls = [call('refund_order', { order_id: order, amount: Number(/(\d+\.\d\d)/.exec(text)![1]), reason_code: 'duplicate_charge' })];
   } else if (offered.has('resend_invoice') && /INV-\d{6}/.test(text)) {
     calls = [call('resend_invoice', { invoice_id: /INV-\d{6}/.exec(text)![0] }), reply('The invoice is on its way again.', 'solved')];
   } else if (offered.has('create_return') && /SKU-[A-Z0-9]+/.test(text) && order) {
