@@ -26,7 +26,8 @@ export interface AdoptionOptions {
 /**
  * What a supervisor finds at its (re)start: agents pm2 still runs are adopted with their pid,
  * port and mode (asked of the agent, else the registry's); agents the registry thought running
- * but pm2 no longer runs become Dormant. An agent pm2 is still starting is waited for.
+ * but pm2 no longer runs become Dormant. An agent pm2 is still starting is waited for. An agent
+ * the domain no longer defines is stopped, not adopted.
  */
 export async function adoptAgents(o: AdoptionOptions): Promise<{ adopted: string[]; lost: string[] }> {
   const { registry, processes, logger } = o;
@@ -34,9 +35,20 @@ export async function adoptAgents(o: AdoptionOptions): Promise<{ adopted: string
   const apps = new Map((await processes.list()).map((p) => [p.name, p]));
   const adopted: string[] = [];
   const lost: string[] = [];
+  const wanted = new Set(o.ids);
   for (const entry of registry.all()) {
     let app = apps.get(Pm2Names.agent(entry.id));
     apps.delete(Pm2Names.agent(entry.id));
+    // An agent an edit of the domain removed is never adopted: its process is stopped (it saves a
+    // snapshot on the way out) and its data kept, as `thymos reload` would have done.
+    if (!wanted.has(entry.id)) {
+      if (app) {
+        await processes.delete(app.name).catch(() => undefined);
+        logger.warn({ agent: entry.id }, 'an agent the domain no longer defines was running: stopped, its data kept');
+      }
+      if (RUNNING(entry.state)) await o.transitions.setState(entry, 'dormant', { mode: null, pid: null }, 'no longer in the domain schema');
+      continue;
+    }
     // An agent pm2 is still starting (restarted after a crash, not ready yet) is waited for, not lost.
     if (app?.status === 'launching') app = await processes.settled(app.name, o.config.supervisor.start_timeout_ms);
     if (app && app.status === 'online' && app.pid) {

@@ -11,7 +11,7 @@ import { loadConfig } from '../../shared/config/thymos-config.js';
 import { connectsAs } from '../../shared/nats/nats-connection.js';
 import { natsIdentityFile, readNatsSeed } from '../../shared/nats/nats-identity.js';
 import { withDeadline } from '../../shared/platform/deadline.js';
-import { runThymos, startTestFleet, type TestFleet } from '../helpers/fleet.js';
+import { alive, eventually, runThymos, startTestFleet, type TestFleet } from '../helpers/fleet.js';
 import { REPO_ROOT } from '../helpers/workspace.js';
 
 /** `thymos reload`: an edited domain applied to a running fleet, with its managed nats-server. */
@@ -74,5 +74,25 @@ describe('thymos reload', () => {
     writeDomain(['ben', 'cal']);
     const up = await runThymos(['up'], tf.ws.dir);
     assert.match(up.stderr, /already running/);
+  });
+
+  test('a supervisor that restarts on a domain an edit took an agent from stops that agent rather than adopt it, and keeps its data', async () => {
+    const config = loadConfig(tf.ws.configPath);
+    writeDomain(['ben', 'cal']);
+    await tf.fleet.start('ben');
+    const status = await tf.fleet.status();
+    const before = status.supervisor.pid;
+    const benPid = status.agents.find((a) => a.id === 'ben')?.pid;
+    assert.ok(benPid, 'ben runs');
+    writeDomain(['cal']);
+    // pm2 restarts a supervisor killed -9, on the domain as the file now says.
+    process.kill(before, 'SIGKILL');
+    const after = await eventually(async () => {
+      const s = await tf.fleet.status();
+      return s.supervisor.pid !== before ? s : undefined;
+    }, 60_000, 'the supervisor to be restarted');
+    assert.deepEqual(after.agents.map((a) => a.id), ['cal']);
+    await eventually(() => (alive(benPid) ? undefined : true), 30_000, 'ben\'s process to be stopped');
+    assert.ok(existsSync(join(config.dataPath, 'agents', 'ben')), 'its data is kept');
   });
 });
