@@ -26,7 +26,15 @@ export {
   type TalkReply,
   type TalkRequest,
 } from './agent/index.js';
-export { type AgentClient, type Approver, approver, connect, type ConnectOptions, type Fleet, type OperationOptions } from './client/index.js';
+export {
+  type AgentClient,
+  type Approver,
+  approver,
+  connect,
+  type ConnectOptions,
+  type Fleet,
+  type OperationOptions,
+} from './client/index.js';
 export {
   type AgentControlReply,
   AgentControlReplySchema,
@@ -70,4 +78,12 @@ export {
   type WorldRow,
   type WorldSubscription,
 } from './shared/index.js';
-export { downFleet, type DownResult, type LaunchOptions, type RelevanceModule, type RelevanceModuleInput, upFleet, type UpResult } from './supervisor/index.js';
+export {
+  downFleet,
+  type DownResult,
+  type LaunchOptions,
+  type RelevanceModule,
+  type RelevanceModuleInput,
+  upFleet,
+  type UpResult,
+} from './supervisor/index.js';

@@ -13,7 +13,17 @@ export { memoryStrength } from './memory/memory-strength.js';
 export { defaultDefinition } from './process/agent-assembly.js';
 export { AGENT_USAGE, type AgentOptions, AgentOptionsSchema, parseAgentArgs } from './process/agent-options.js';
 export { agentDataDir, resolveConfig, runAgentProcess, type RunningAgent } from './process/agent-process.js';
-export { type AgentBehavior, type AgentBehaviorContext, type CreateBehavior, type JobDelivery, type JobRequest, type JobResult, JobResultSchema, type TalkReply, type TalkRequest } from './runtime/agent-behavior.js';
+export {
+  type AgentBehavior,
+  type AgentBehaviorContext,
+  type CreateBehavior,
+  type JobDelivery,
+  type JobRequest,
+  type JobResult,
+  JobResultSchema,
+  type TalkReply,
+  type TalkRequest,
+} from './runtime/agent-behavior.js';
 export type { Decision, Thought } from './runtime/agent-reasoner.js';
 export { AgentRuntime } from './runtime/agent-runtime.js';
 export { DialogueBehavior } from './runtime/dialogue-behavior.js';

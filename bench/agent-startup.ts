@@ -57,7 +57,8 @@ function variants(second: string | undefined, cacheRoot: string): Variant[] {
   for (const node of [process.execPath, ...(second ? [second] : [])]) {
     const version = nodeVersion(node);
     out.push({ label: `Node ${version}`, node, version, ready: [], bare: [], link: [] });
-    if (hasCompileCache(node)) out.push({ label: `Node ${version}, compile cache`, node, version, cache: join(cacheRoot, version), ready: [], bare: [], link: [] });
+    if (hasCompileCache(node))
+      out.push({ label: `Node ${version}, compile cache`, node, version, cache: join(cacheRoot, version), ready: [], bare: [], link: [] });
   }
   return out;
 }
@@ -72,13 +73,26 @@ export const agentStartupScenario: Scenario = {
     const cacheRoot = mkdtempSync(join(tmpdir(), 'thymos-compile-cache-'));
     const all = variants(options.node, cacheRoot);
     const [first] = all;
-    const withIdentity: Variant = { ...first!, label: `${first!.label}, with its NATS identity`, config: secured.ws.configPath, ready: [], bare: [], link: [] };
+    const withIdentity: Variant = {
+      ...first!,
+      label: `${first!.label}, with its NATS identity`,
+      config: secured.ws.configPath,
+      ready: [],
+      bare: [],
+      link: [],
+    };
     all.splice(1, 0, withIdentity);
     const rss: number[] = [];
     try {
       // The cache as a fleet has it after its first agent: filled by one start that ran to ready.
       for (const v of all.filter((x) => x.cache)) {
-        const agent = await startAgent({ id: 'elder_rowan', port: await freePort(), config: ws.configPath, node: v.node, env: { ...process.env, NODE_COMPILE_CACHE: v.cache } });
+        const agent = await startAgent({
+          id: 'elder_rowan',
+          port: await freePort(),
+          config: ws.configPath,
+          node: v.node,
+          env: { ...process.env, NODE_COMPILE_CACHE: v.cache },
+        });
         await agent.stop();
       }
       // Round-robin, so a noisy spell of the machine falls on every variant alike.
@@ -89,7 +103,13 @@ export const agentStartupScenario: Scenario = {
           delete env.NODE_COMPILE_CACHE;
           if (v.cache) env.NODE_COMPILE_CACHE = v.cache;
           const t = performance.now();
-          const agent = await startAgent({ id: 'elder_rowan', port: await freePort(), config: v.config ?? ws.configPath, node: v.node, env });
+          const agent = await startAgent({
+            id: 'elder_rowan',
+            port: await freePort(),
+            config: v.config ?? ws.configPath,
+            node: v.node,
+            env,
+          });
           v.ready.push(performance.now() - t);
           if (v === first && i >= RUNS - 5) {
             // Idle: one client has listed tools, then nothing happens for 3 s.
@@ -110,9 +130,15 @@ export const agentStartupScenario: Scenario = {
       const parts: Figure[] = [];
       for (const [label, code] of [
         ['node alone', ''],
-        ['+ MCP SDK server', "await import('@modelcontextprotocol/sdk/server/mcp.js'); await import('@modelcontextprotocol/sdk/server/streamableHttp.js');"],
+        [
+          '+ MCP SDK server',
+          "await import('@modelcontextprotocol/sdk/server/mcp.js'); await import('@modelcontextprotocol/sdk/server/streamableHttp.js');",
+        ],
         ['+ NATS client', "await import('@nats-io/transport-node');"],
-        ['+ SurrealDB embedded, one open database', "const { Surreal } = await import('surrealdb'); const { createNodeEngines } = await import('@surrealdb/node'); const db = new Surreal({ engines: createNodeEngines() }); await db.connect('mem://');"],
+        [
+          '+ SurrealDB embedded, one open database',
+          "const { Surreal } = await import('surrealdb'); const { createNodeEngines } = await import('@surrealdb/node'); const db = new Surreal({ engines: createNodeEngines() }); await db.connect('mem://');",
+        ],
       ] as const) {
         const script = `${code} setTimeout(() => { process.stdout.write(String(process.memoryUsage().rss)); process.exit(0); }, 1000);`;
         const out = await new Promise<string>((resolve) => {
@@ -125,13 +151,34 @@ export const agentStartupScenario: Scenario = {
       }
       return {
         figures: [
-          { metric: `spawn → ready p50 / p95 (\`thymos agent\` from the bundle, Pkl evaluated, NATS linked, 2 seeded memories), ${first!.label}`, value: `${round(quantile(first!.ready, 0.5), 0)} / ${round(quantile(first!.ready, 0.95), 0)}`, unit: 'ms', goal: '≤ 250 ms p50' },
-          { metric: `bare \`node -e ""\` spawn → exit p50, same run, ${first!.label}`, value: round(quantile(first!.bare, 0.5), 0), unit: 'ms' },
-          { metric: `ratio agent ready / bare node (p50), ${first!.label}`, value: round(quantile(first!.ready, 0.5) / quantile(first!.bare, 0.5), 1), unit: '×' },
+          {
+            metric: `spawn → ready p50 / p95 (\`thymos agent\` from the bundle, Pkl evaluated, NATS linked, 2 seeded memories), ${first!.label}`,
+            value: `${round(quantile(first!.ready, 0.5), 0)} / ${round(quantile(first!.ready, 0.95), 0)}`,
+            unit: 'ms',
+            goal: '≤ 250 ms p50',
+          },
+          {
+            metric: `bare \`node -e ""\` spawn → exit p50, same run, ${first!.label}`,
+            value: round(quantile(first!.bare, 0.5), 0),
+            unit: 'ms',
+          },
+          {
+            metric: `ratio agent ready / bare node (p50), ${first!.label}`,
+            value: round(quantile(first!.ready, 0.5) / quantile(first!.bare, 0.5), 1),
+            unit: '×',
+          },
           ...all.slice(1).flatMap((v): Figure[] => [
-            { metric: `cold start p50 / p95, ${v.label}`, value: `${round(quantile(v.ready, 0.5), 0)} / ${round(quantile(v.ready, 0.95), 0)}`, unit: 'ms' },
+            {
+              metric: `cold start p50 / p95, ${v.label}`,
+              value: `${round(quantile(v.ready, 0.5), 0)} / ${round(quantile(v.ready, 0.95), 0)}`,
+              unit: 'ms',
+            },
             { metric: `bare node p50, ${v.label}`, value: round(quantile(v.bare, 0.5), 0), unit: 'ms' },
-            { metric: `ratio agent ready / bare node (p50), ${v.label}`, value: round(quantile(v.ready, 0.5) / quantile(v.bare, 0.5), 1), unit: '×' },
+            {
+              metric: `ratio agent ready / bare node (p50), ${v.label}`,
+              value: round(quantile(v.ready, 0.5) / quantile(v.bare, 0.5), 1),
+              unit: '×',
+            },
           ]),
           {
             metric: `what connecting as its own NATS identity adds to a start, p50 (${withIdentity.label} against ${first!.label})`,

@@ -13,7 +13,12 @@ import { killFleet } from '../test/helpers/fleet.js';
  * brought down and its processes killed by pid. The folder is removed, unless KEEP is set in the
  * environment (its path is printed): the fleet's logs stay for a look.
  */
-export async function withBenchFleet<T>(name: string, pkl: string, toml: string[], run: (fleet: Fleet, data: string) => Promise<T>): Promise<T> {
+export async function withBenchFleet<T>(
+  name: string,
+  pkl: string,
+  toml: string[],
+  run: (fleet: Fleet, data: string) => Promise<T>,
+): Promise<T> {
   const dir = mkdtempSync(join(tmpdir(), `thymos-bench-${name}-`));
   const data = join(dir, 'data');
   writeFileSync(join(dir, 'world.pkl'), pkl);

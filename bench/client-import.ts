@@ -51,17 +51,54 @@ export const clientImportScenario: Scenario = {
       // One warm-up each (the page cache), then the two in turn.
       await importOnce(project, 'thymos/client');
       await importOnce(project, 'thymos');
-      for (let i = 0; i < ROUNDS; i++) for (const spec of ['thymos/client', 'thymos'] as const) samples[spec].push(await importOnce(project, spec));
-      const p50 = (spec: keyof typeof samples) => quantile(samples[spec].map((s) => s.ms), 0.5);
-      const rss = (spec: keyof typeof samples) => quantile(samples[spec].map((s) => s.rss / 2 ** 20), 0.5);
+      for (let i = 0; i < ROUNDS; i++)
+        for (const spec of ['thymos/client', 'thymos'] as const) samples[spec].push(await importOnce(project, spec));
+      const p50 = (spec: keyof typeof samples) =>
+        quantile(
+          samples[spec].map((s) => s.ms),
+          0.5,
+        );
+      const rss = (spec: keyof typeof samples) =>
+        quantile(
+          samples[spec].map((s) => s.rss / 2 ** 20),
+          0.5,
+        );
       const mapped = (spec: keyof typeof samples) => `${samples[spec].filter((s) => s.native).length} of ${ROUNDS}`;
       return {
         figures: [
-          { metric: "import('thymos/client') p50 / p95", value: `${round(p50('thymos/client'), 0)} / ${round(quantile(samples['thymos/client'].map((s) => s.ms), 0.95), 0)}`, unit: 'ms' },
-          { metric: "import('thymos') p50 / p95", value: `${round(p50('thymos'), 0)} / ${round(quantile(samples.thymos.map((s) => s.ms), 0.95), 0)}`, unit: 'ms' },
-          { metric: "ratio thymos/client / thymos (p50)", value: round(p50('thymos/client') / p50('thymos'), 2), unit: '×', goal: '< 0.5' },
-          { metric: "RSS after import p50: thymos/client / thymos", value: `${round(rss('thymos/client'), 0)} / ${round(rss('thymos'), 0)}`, unit: 'MB' },
-          { metric: "processes that mapped @surrealdb/node's native library: thymos/client / thymos", value: `${mapped('thymos/client')} / ${mapped('thymos')}`, unit: '' },
+          {
+            metric: "import('thymos/client') p50 / p95",
+            value: `${round(p50('thymos/client'), 0)} / ${round(
+              quantile(
+                samples['thymos/client'].map((s) => s.ms),
+                0.95,
+              ),
+              0,
+            )}`,
+            unit: 'ms',
+          },
+          {
+            metric: "import('thymos') p50 / p95",
+            value: `${round(p50('thymos'), 0)} / ${round(
+              quantile(
+                samples.thymos.map((s) => s.ms),
+                0.95,
+              ),
+              0,
+            )}`,
+            unit: 'ms',
+          },
+          { metric: 'ratio thymos/client / thymos (p50)', value: round(p50('thymos/client') / p50('thymos'), 2), unit: '×', goal: '< 0.5' },
+          {
+            metric: 'RSS after import p50: thymos/client / thymos',
+            value: `${round(rss('thymos/client'), 0)} / ${round(rss('thymos'), 0)}`,
+            unit: 'MB',
+          },
+          {
+            metric: "processes that mapped @surrealdb/node's native library: thymos/client / thymos",
+            value: `${mapped('thymos/client')} / ${mapped('thymos')}`,
+            unit: '',
+          },
         ],
         notes: [
           `${ROUNDS} fresh processes per entry point, in turn, each timing one dynamic import in an empty project that installed the packed package; /proc/self/maps read after the import.`,

@@ -35,10 +35,16 @@ async function recallFigures(texts: string[], queries: string[]): Promise<Figure
       const from = stored;
       const ingest = await timed(async () => {
         for (; stored < n; stored += 1000) {
-          await memory.rememberMany(texts.slice(stored, stored + 1000).map((content) => ({ content, source: { kind: 'bench', by: 'bench' } })));
+          await memory.rememberMany(
+            texts.slice(stored, stored + 1000).map((content) => ({ content, source: { kind: 'bench', by: 'bench' } })),
+          );
         }
       });
-      figures.push({ metric: `remember with vectors, batches of 1,000, from ${from.toLocaleString('en')} to ${n.toLocaleString('en')} memories, per memory`, value: round(ingest / (n - from), 3), unit: 'ms' });
+      figures.push({
+        metric: `remember with vectors, batches of 1,000, from ${from.toLocaleString('en')} to ${n.toLocaleString('en')} memories, per memory`,
+        value: round(ingest / (n - from), 3),
+        unit: 'ms',
+      });
       for (const strategy of ['bm25', 'vector', 'hybrid', 'cascade'] as SearchStrategy[]) {
         const samples: number[] = [];
         for (const q of queries) samples.push(await timed(() => memory.recall(q, { k: 10, strategy, reinforce: false })));
@@ -46,7 +52,14 @@ async function recallFigures(texts: string[], queries: string[]): Promise<Figure
           metric: `recall k=10, ${strategy}, ${n.toLocaleString('en')} memories, p50 / p95`,
           value: `${round(quantile(samples, 0.5))} / ${round(quantile(samples, 0.95))}`,
           unit: 'ms',
-          goal: n === 10_000 ? (strategy === 'bm25' || strategy === 'cascade' ? 'p95 ≤ 10 ms' : strategy === 'hybrid' ? 'p95 ≤ 25 ms' : undefined) : undefined,
+          goal:
+            n === 10_000
+              ? strategy === 'bm25' || strategy === 'cascade'
+                ? 'p95 ≤ 10 ms'
+                : strategy === 'hybrid'
+                  ? 'p95 ≤ 25 ms'
+                  : undefined
+              : undefined,
         });
       }
     }
@@ -76,20 +89,36 @@ async function serviceFigures(texts: string[]): Promise<Figure[]> {
     const remote = await RemoteEmbedder.connect(clientNc, 10_000);
     const one: number[] = [];
     for (let i = 0; i < 200; i++) one.push(await timed(() => remote.embed([texts[10_000 + i]!])));
-    figures.push({ metric: 'service over NATS, one text per request, one at a time, p50 / p95', value: `${round(quantile(one, 0.5))} / ${round(quantile(one, 0.95))}`, unit: 'ms' });
+    figures.push({
+      metric: 'service over NATS, one text per request, one at a time, p50 / p95',
+      value: `${round(quantile(one, 0.5))} / ${round(quantile(one, 0.95))}`,
+      unit: 'ms',
+    });
     const fresh = texts.slice(20_000, 22_048);
     const runsBefore = service.stats.runs;
     const concurrentMs = await timed(() => Promise.all(fresh.map((t) => remote.embed([t]))));
-    figures.push({ metric: `service, ${fresh.length.toLocaleString('en')} one-text requests at once (merged into ${service.stats.runs - runsBefore} model runs)`, value: Math.round((fresh.length / concurrentMs) * 1000), unit: 'texts/s' });
+    figures.push({
+      metric: `service, ${fresh.length.toLocaleString('en')} one-text requests at once (merged into ${service.stats.runs - runsBefore} model runs)`,
+      value: Math.round((fresh.length / concurrentMs) * 1000),
+      unit: 'texts/s',
+    });
     const batched = texts.slice(30_000, 32_048);
     const batchedMs = await timed(async () => {
       for (let i = 0; i < batched.length; i += 64) await remote.embed(batched.slice(i, i + 64));
     });
-    figures.push({ metric: 'service, requests of 64 texts, one at a time', value: Math.round((batched.length / batchedMs) * 1000), unit: 'texts/s' });
+    figures.push({
+      metric: 'service, requests of 64 texts, one at a time',
+      value: Math.round((batched.length / batchedMs) * 1000),
+      unit: 'texts/s',
+    });
     const cachedMs = await timed(async () => {
       for (let i = 0; i < batched.length; i += 64) await remote.embed(batched.slice(i, i + 64));
     });
-    figures.push({ metric: 'service, the same requests again (cache by content hash)', value: Math.round((batched.length / cachedMs) * 1000), unit: 'texts/s' });
+    figures.push({
+      metric: 'service, the same requests again (cache by content hash)',
+      value: Math.round((batched.length / cachedMs) * 1000),
+      unit: 'texts/s',
+    });
   } finally {
     service.stop();
     await clientNc.close();
@@ -107,7 +136,9 @@ export const embeddingScenario: Scenario = {
   name: 'embedding',
   title: 'Embeddings: service throughput, and recall per search strategy',
   async run() {
-    const tokenizer = JSON.parse(readFileSync(join(ensureModel(), 'tokenizer.json'), 'utf8')) as { model: { vocab: Record<string, number> } };
+    const tokenizer = JSON.parse(readFileSync(join(ensureModel(), 'tokenizer.json'), 'utf8')) as {
+      model: { vocab: Record<string, number> };
+    };
     const vocab = Object.keys(tokenizer.model.vocab).slice(2, 30_002);
     const texts = corpus(Math.max(...SIZES), vocab, seeded(7));
     const queries = Array.from({ length: QUERIES }, (_, i) => texts[(i * 7919) % texts.length]!.split(' ').slice(0, 3).join(' '));
@@ -116,7 +147,7 @@ export const embeddingScenario: Scenario = {
       figures,
       notes: [
         'Texts are 8–20 words drawn from the model vocabulary with a Zipf-like spread; fastembed pads every input to `[embedding] max_length` = 128 tokens.',
-        'Recall is in process (no MCP, no NATS) without reinforcement; vector search is exhaustive over one Float32Array; hybrid runs both searches and fuses their ranks; cascade (the default) asks the embedder for the query\'s vector on every recall to rank its word matches by meaning, which in an agent is one request to the fleet\'s service (the one-text figure above). Queries are three words of a stored memory.',
+        "Recall is in process (no MCP, no NATS) without reinforcement; vector search is exhaustive over one Float32Array; hybrid runs both searches and fuses their ranks; cascade (the default) asks the embedder for the query's vector on every recall to rank its word matches by meaning, which in an agent is one request to the fleet's service (the one-text figure above). Queries are three words of a stored memory.",
         'The service is the supervisor’s `EmbeddingService` on a real nats-server: one model run at a time, texts of requests that wait merged up to `batch_max` = 64.',
       ],
     };

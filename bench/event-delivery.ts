@@ -38,9 +38,18 @@ const FEW = 5;
 function domainPkl(n: number): string {
   const lines = [`amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}`, 'agents {'];
   for (let i = 0; i < n; i++) {
-    lines.push(`  ["e_${String(i).padStart(3, '0')}"] { persona { name = "Listener ${i}" }; homeLocation = "place_${i % PLACES}"; tags { ${i < FEW ? '"few"' : ''} } }`);
+    lines.push(
+      `  ["e_${String(i).padStart(3, '0')}"] { persona { name = "Listener ${i}" }; homeLocation = "place_${i % PLACES}"; tags { ${i < FEW ? '"few"' : ''} } }`,
+    );
   }
-  lines.push('}', 'eventFilters {', '  new { eventTags { "bench" } }', '  new { eventTags { "local" }; sameLocation = true }', '  new { agentTags { "few" }; eventTags { "few" } }', '}');
+  lines.push(
+    '}',
+    'eventFilters {',
+    '  new { eventTags { "bench" } }',
+    '  new { eventTags { "local" }; sameLocation = true }',
+    '  new { agentTags { "few" }; eventTags { "few" } }',
+    '}',
+  );
   return lines.join('\n');
 }
 
@@ -48,7 +57,13 @@ function domainPkl(n: number): string {
 const SERIES = process.env.SERIES === '1';
 
 /** Publishes one event and resolves with each hearer's delay until its memories resource said it changed. */
-async function deliver(fleet: Fleet, hearers: readonly string[], waiters: Map<string, () => void>, i: number, tag = 'bench'): Promise<number[]> {
+async function deliver(
+  fleet: Fleet,
+  hearers: readonly string[],
+  waiters: Map<string, () => void>,
+  i: number,
+  tag = 'bench',
+): Promise<number[]> {
   const t0 = performance.now();
   const arrivals = hearers.map((id) => new Promise<number>((resolve) => waiters.set(id, () => resolve(performance.now() - t0))));
   await fleet.publish({ type: 'bench.tick', tags: [tag], payload: { summary: `Bench event ${i}` } });
@@ -57,7 +72,9 @@ async function deliver(fleet: Fleet, hearers: readonly string[], waiters: Map<st
   for (const id of hearers) waiters.delete(id);
   if (SERIES) {
     const d = [...delays].sort((x, y) => x - y);
-    console.log(`event ${i} to ${hearers.length}: publish acknowledged ${Math.round(acked)} ms; remembered first / median / last ${Math.round(d[0]!)} / ${Math.round(quantile(d, 0.5))} / ${Math.round(d.at(-1)!)} ms; at ${new Date().toISOString().slice(11, 23)}`);
+    console.log(
+      `event ${i} to ${hearers.length}: publish acknowledged ${Math.round(acked)} ms; remembered first / median / last ${Math.round(d[0]!)} / ${Math.round(quantile(d, 0.5))} / ${Math.round(d.at(-1)!)} ms; at ${new Date().toISOString().slice(11, 23)}`,
+    );
   }
   return delays;
 }
@@ -82,7 +99,8 @@ async function allStored(natsUrl: string, data: string, hearers: readonly string
       const router = await jsm.consumers.info('THYMOS_EVENTS', 'events_router');
       const pending = await Promise.all(hearers.map((id) => jsm.consumers.info('THYMOS_HEARD', `heard_${id}`)));
       if (router.num_pending + router.num_ack_pending === 0 && pending.every((c) => c.num_pending + c.num_ack_pending === 0)) return;
-      if (performance.now() > deadline) throw new Error(`hearers still storing after 120 s: ${pending.map((c) => c.num_pending + c.num_ack_pending).join(', ')}`);
+      if (performance.now() > deadline)
+        throw new Error(`hearers still storing after 120 s: ${pending.map((c) => c.num_pending + c.num_ack_pending).join(', ')}`);
       await sleep(50);
     }
   } finally {
@@ -104,29 +122,59 @@ async function hearingCost(fleet: Fleet, data: string, ids: readonly string[], n
   const pidOf = new Map(status.agents.map((a) => [a.id, a.pid ?? 0]));
   const hearers = ids.filter((_, i) => i % PLACES === 0);
   const others = ids.filter((id) => !hearers.includes(id));
-  const groups = { hearers: hearers.map((id) => pidOf.get(id)!), others: others.map((id) => pidOf.get(id)!), supervisor: [status.supervisor.pid] };
-  const sample = () => ({ hearers: cpuOf(groups.hearers), others: cpuOf(groups.others), supervisor: cpuOf(groups.supervisor), at: performance.now() });
+  const groups = {
+    hearers: hearers.map((id) => pidOf.get(id)!),
+    others: others.map((id) => pidOf.get(id)!),
+    supervisor: [status.supervisor.pid],
+  };
+  const sample = () => ({
+    hearers: cpuOf(groups.hearers),
+    others: cpuOf(groups.others),
+    supervisor: cpuOf(groups.supervisor),
+    at: performance.now(),
+  });
   const before = new Map(await Promise.all(hearers.map(async (id) => [id, await memoryCount(fleet, id)] as const)));
   const idle0 = sample();
   await sleep(3000);
   const idle1 = sample();
   const notes0 = hearers.reduce((n, id) => n + (notified.get(id) ?? 0), 0);
   for (let i = 0; i < LOCAL_EVENTS; i += 50) {
-    await Promise.all(Array.from({ length: 50 }, (_, j) => fleet.publish({ type: 'bench.local', tags: ['local'], location: 'place_0', payload: { summary: `Local news ${i + j}` } })));
+    await Promise.all(
+      Array.from({ length: 50 }, (_, j) =>
+        fleet.publish({ type: 'bench.local', tags: ['local'], location: 'place_0', payload: { summary: `Local news ${i + j}` } }),
+      ),
+    );
   }
   await allStored(status.supervisor.nats_url, data, hearers);
   const busy = sample();
-  const short = (await Promise.all(hearers.map(async (id) => [id, (await memoryCount(fleet, id)) - before.get(id)!] as const))).filter(([, n]) => n !== LOCAL_EVENTS);
+  const short = (await Promise.all(hearers.map(async (id) => [id, (await memoryCount(fleet, id)) - before.get(id)!] as const))).filter(
+    ([, n]) => n !== LOCAL_EVENTS,
+  );
   if (short.length > 0) throw new Error(`hearers that did not remember the ${LOCAL_EVENTS} events once each: ${JSON.stringify(short)}`);
   const batches = (hearers.reduce((n, id) => n + (notified.get(id) ?? 0), 0) - notes0) / hearers.length;
   const seconds = (busy.at - idle1.at) / 1000;
   const idleRate = (k: 'hearers' | 'others' | 'supervisor') => ((idle1[k] - idle0[k]) / (idle1.at - idle0.at)) * 1000;
-  const perEvent = (k: 'hearers' | 'others' | 'supervisor', count: number) => (Math.max(0, busy[k] - idle1[k] - idleRate(k) * seconds) / count / LOCAL_EVENTS) * 1000;
+  const perEvent = (k: 'hearers' | 'others' | 'supervisor', count: number) =>
+    (Math.max(0, busy[k] - idle1[k] - idleRate(k) * seconds) / count / LOCAL_EVENTS) * 1000;
   return [
-    { metric: `CPU per event in each agent that hears it (${LOCAL_EVENTS} events at one place, ${hearers.length} hearers, idle subtracted)`, value: round(perEvent('hearers', hearers.length), 2), unit: 'ms', goal: '≤ 2 ms' },
+    {
+      metric: `CPU per event in each agent that hears it (${LOCAL_EVENTS} events at one place, ${hearers.length} hearers, idle subtracted)`,
+      value: round(perEvent('hearers', hearers.length), 2),
+      unit: 'ms',
+      goal: '≤ 2 ms',
+    },
     { metric: `… batches each hearer took them in (one notification each), of ${LOCAL_EVENTS} events`, value: round(batches, 1), unit: '' },
-    { metric: `CPU per event in each agent that does not hear it (the other ${others.length})`, value: round(perEvent('others', others.length), 3), unit: 'ms', goal: '≤ 0.05 ms' },
-    { metric: 'CPU per event in the supervisor: the router and the embedding service answering the 10 hearers', value: round(perEvent('supervisor', 1), 2), unit: 'ms' },
+    {
+      metric: `CPU per event in each agent that does not hear it (the other ${others.length})`,
+      value: round(perEvent('others', others.length), 3),
+      unit: 'ms',
+      goal: '≤ 0.05 ms',
+    },
+    {
+      metric: 'CPU per event in the supervisor: the router and the embedding service answering the 10 hearers',
+      value: round(perEvent('supervisor', 1), 2),
+      unit: 'ms',
+    },
   ];
 }
 
@@ -161,14 +209,29 @@ export const eventDeliveryScenario: Scenario = {
           });
           await client.subscribeResource({ uri: `agent://${id}/memories` });
         }
-        const pids = { hearers: (await fleet.status()).agents.filter((a) => active.includes(a.id)).map((a) => a.pid ?? 0), supervisor: [(await fleet.status()).supervisor.pid], nats: [fleetPids(data).apps.get(Pm2Names.nats) ?? 0] };
+        const pids = {
+          hearers: (await fleet.status()).agents.filter((a) => active.includes(a.id)).map((a) => a.pid ?? 0),
+          supervisor: [(await fleet.status()).supervisor.pid],
+          nats: [fleetPids(data).apps.get(Pm2Names.nats) ?? 0],
+        };
         const byEvent: number[][] = [];
         for (let i = 0; i < WARM_UP; i++) byEvent.push(await deliver(fleet, active, waiters, i));
-        const cpu0 = { hearers: cpuOf(pids.hearers), supervisor: cpuOf(pids.supervisor), nats: cpuOf(pids.nats), client: process.cpuUsage(), at: performance.now() };
+        const cpu0 = {
+          hearers: cpuOf(pids.hearers),
+          supervisor: cpuOf(pids.supervisor),
+          nats: cpuOf(pids.nats),
+          client: process.cpuUsage(),
+          at: performance.now(),
+        };
         for (let i = WARM_UP; i < WARM_UP + EVENTS; i++) byEvent.push(await deliver(fleet, active, waiters, i));
         const delays = byEvent.slice(WARM_UP).flat();
         await allStored((await fleet.status()).supervisor.nats_url, data, active);
-        const spent = { hearers: cpuOf(pids.hearers) - cpu0.hearers, supervisor: cpuOf(pids.supervisor) - cpu0.supervisor, nats: cpuOf(pids.nats) - cpu0.nats, client: (process.cpuUsage(cpu0.client).user + process.cpuUsage(cpu0.client).system) / 1e6 };
+        const spent = {
+          hearers: cpuOf(pids.hearers) - cpu0.hearers,
+          supervisor: cpuOf(pids.supervisor) - cpu0.supervisor,
+          nats: cpuOf(pids.nats) - cpu0.nats,
+          client: (process.cpuUsage(cpu0.client).user + process.cpuUsage(cpu0.client).system) / 1e6,
+        };
         const wall = (performance.now() - cpu0.at) / 1000;
         const per = (x: number) => round((x / EVENTS) * 1000, 1);
         figures.push({
@@ -179,7 +242,12 @@ export const eventDeliveryScenario: Scenario = {
         const first = byEvent[0]!;
         const warm = byEvent.slice(0, WARM_UP).flat();
         figures.push({ metric: `published → remembered, ${size} agents, p50`, value: round(quantile(delays, 0.5), 1), unit: 'ms' });
-        figures.push({ metric: `published → remembered, ${size} agents, p95`, value: round(quantile(delays, 0.95), 1), unit: 'ms', goal: size === 50 ? '≤ 150 ms' : undefined });
+        figures.push({
+          metric: `published → remembered, ${size} agents, p95`,
+          value: round(quantile(delays, 0.95), 1),
+          unit: 'ms',
+          goal: size === 50 ? '≤ 150 ms' : undefined,
+        });
         figures.push({
           metric: `… the first event after the wake: p50 / max; the first ${WARM_UP} (the warm-up): p95; the first ${FIRST} (as measured until 2026-11-25): p95`,
           value: `${round(quantile(first, 0.5), 1)} / ${round(Math.max(...first), 1)} ms; ${round(quantile(warm, 0.95), 1)} ms; ${round(quantile(byEvent.slice(0, FIRST).flat(), 0.95), 1)} ms`,
@@ -188,7 +256,12 @@ export const eventDeliveryScenario: Scenario = {
         if (size !== n) continue;
         const few: number[] = [];
         for (let i = 0; i < EVENTS; i++) few.push(...(await deliver(fleet, active.slice(0, FEW), waiters, i, 'few')));
-        figures.push({ metric: `published → remembered, ${FEW} of ${size} agents hear it, p95`, value: round(quantile(few, 0.95), 1), unit: 'ms', goal: '≤ 25 ms' });
+        figures.push({
+          metric: `published → remembered, ${FEW} of ${size} agents hear it, p95`,
+          value: round(quantile(few, 0.95), 1),
+          unit: 'ms',
+          goal: '≤ 25 ms',
+        });
         figures.push(...(await hearingCost(fleet, data, active, notified)));
       }
       // Every agent sleeps (their consumers retain); the router alone works; then one wakes to what it missed.
@@ -208,14 +281,22 @@ export const eventDeliveryScenario: Scenario = {
         const supervisor = [status.supervisor.pid];
         const c0 = cpuOf(supervisor);
         for (let i = 0; i < LOCAL_EVENTS; i += 50) {
-          await Promise.all(Array.from({ length: 50 }, (_, j) => fleet.publish({ type: 'bench.local', tags: ['local'], location: 'place_0', payload: { summary: `Quiet news ${i + j}` } })));
+          await Promise.all(
+            Array.from({ length: 50 }, (_, j) =>
+              fleet.publish({ type: 'bench.local', tags: ['local'], location: 'place_0', payload: { summary: `Quiet news ${i + j}` } }),
+            ),
+          );
         }
         await routed();
         const routerLocal = ((cpuOf(supervisor) - c0) / LOCAL_EVENTS) * 1000;
         const t = performance.now();
         const c1 = cpuOf(supervisor);
         for (let i = 0; i < REPLAY; i += 200) {
-          await Promise.all(Array.from({ length: 200 }, (_, j) => fleet.publish({ id: `r-${i + j}`, type: 'bench.missed', tags: ['bench'], payload: { summary: `Missed ${i + j}` } })));
+          await Promise.all(
+            Array.from({ length: 200 }, (_, j) =>
+              fleet.publish({ id: `r-${i + j}`, type: 'bench.missed', tags: ['bench'], payload: { summary: `Missed ${i + j}` } }),
+            ),
+          );
         }
         const publishMs = performance.now() - t;
         await routed();
@@ -224,14 +305,33 @@ export const eventDeliveryScenario: Scenario = {
         const t1 = performance.now();
         await fleet.start(sleeper);
         const wakeMs = performance.now() - t1;
-        const log = readFileSync(join(data, 'logs', `${sleeper}.log`), 'utf8').split('\n').filter((l) => l.includes('agent ready')).at(-1)!;
+        const log = readFileSync(join(data, 'logs', `${sleeper}.log`), 'utf8')
+          .split('\n')
+          .filter((l) => l.includes('agent ready'))
+          .at(-1)!;
         const replayMs = (JSON.parse(log) as { phases: { replay: number } }).phases.replay;
         figures.push(
-          { metric: `router CPU per event, every agent Dormant (${LOCAL_EVENTS} events at one place, ${n / PLACES} hearers each)`, value: round(routerLocal, 2), unit: 'ms' },
-          { metric: `publish ${REPLAY.toLocaleString('en')} events that all ${n} agents hear, 200 in flight`, value: Math.round(publishMs), unit: 'ms' },
-          { metric: `… routed to all ${n} (${(REPLAY * n).toLocaleString('en')} copies), from the first publish; router CPU per event`, value: `${Math.round(routeMs)} ms; ${round(routerAll, 2)} ms`, unit: '' },
+          {
+            metric: `router CPU per event, every agent Dormant (${LOCAL_EVENTS} events at one place, ${n / PLACES} hearers each)`,
+            value: round(routerLocal, 2),
+            unit: 'ms',
+          },
+          {
+            metric: `publish ${REPLAY.toLocaleString('en')} events that all ${n} agents hear, 200 in flight`,
+            value: Math.round(publishMs),
+            unit: 'ms',
+          },
+          {
+            metric: `… routed to all ${n} (${(REPLAY * n).toLocaleString('en')} copies), from the first publish; router CPU per event`,
+            value: `${Math.round(routeMs)} ms; ${round(routerAll, 2)} ms`,
+            unit: '',
+          },
           { metric: `replay of ${REPLAY.toLocaleString('en')} missed events on wake (agent's replay phase)`, value: replayMs, unit: 'ms' },
-          { metric: `wake with ${REPLAY.toLocaleString('en')} missed events (start to ready, verified)`, value: Math.round(wakeMs), unit: 'ms' },
+          {
+            metric: `wake with ${REPLAY.toLocaleString('en')} missed events (start to ready, verified)`,
+            value: Math.round(wakeMs),
+            unit: 'ms',
+          },
         );
       } finally {
         await nc.close();

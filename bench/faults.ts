@@ -41,8 +41,18 @@ export const faultsScenario: Scenario = {
       });
       let lost = 0;
       for (const w of hammer.acked) if (!(await recallCount(fleet, w.id, w.word, w.memoryId))) lost++;
-      figures.push({ metric: `acknowledged MCP writes lost across ${hammer.kills} kill -9 of 2 agents (of ${hammer.acked.length} acknowledged; ${hammer.failedWrites} refused or cut while down)`, value: lost, unit: 'writes', goal: '0' });
-      figures.push({ metric: 'kill -9 → the restarted agent acknowledges a write, p50 / p95 / max', value: `${round(quantile(hammer.backMs, 0.5), 0)} / ${round(quantile(hammer.backMs, 0.95), 0)} / ${Math.max(...hammer.backMs)}`, unit: 'ms', goal: "back within pm2's back-off" });
+      figures.push({
+        metric: `acknowledged MCP writes lost across ${hammer.kills} kill -9 of 2 agents (of ${hammer.acked.length} acknowledged; ${hammer.failedWrites} refused or cut while down)`,
+        value: lost,
+        unit: 'writes',
+        goal: '0',
+      });
+      figures.push({
+        metric: 'kill -9 → the restarted agent acknowledges a write, p50 / p95 / max',
+        value: `${round(quantile(hammer.backMs, 0.5), 0)} / ${round(quantile(hammer.backMs, 0.95), 0)} / ${Math.max(...hammer.backMs)}`,
+        unit: 'ms',
+        goal: "back within pm2's back-off",
+      });
 
       // 2. The supervisor killed in the middle of a reconcile, which the restarted one finishes.
       const targets = [
@@ -59,24 +69,34 @@ export const faultsScenario: Scenario = {
         const supervisor = (await fleet.status()).supervisor.pid;
         let killedAt = 0;
         const outcome = await fleet
-          .reconcile({ agents: Object.fromEntries(Object.entries(target).map(([id, relevance]) => [id, { relevance }])) }, {
-            onProgress: () => {
-              if (killedAt === 0) {
-                killedAt = performance.now();
-                process.kill(supervisor, 'SIGKILL');
-              }
+          .reconcile(
+            { agents: Object.fromEntries(Object.entries(target).map(([id, relevance]) => [id, { relevance }])) },
+            {
+              onProgress: () => {
+                if (killedAt === 0) {
+                  killedAt = performance.now();
+                  process.kill(supervisor, 'SIGKILL');
+                }
+              },
             },
-          })
+          )
           .then(
             () => 'answered',
             (err: unknown) => (isThymosError(err) ? err.code : String(err)),
           );
         if (outcome === 'SUPERVISOR_LOST') lostMs.push(performance.now() - killedAt);
         try {
-          await eventually(async () => {
-            const s = await fleet.status();
-            return s.supervisor.pid !== supervisor && isDeepStrictEqual(Object.fromEntries(s.agents.map((a) => [a.id, a.state])), expected) ? true : undefined;
-          }, 120_000, 'the reconcile to be finished');
+          await eventually(
+            async () => {
+              const s = await fleet.status();
+              return s.supervisor.pid !== supervisor &&
+                isDeepStrictEqual(Object.fromEntries(s.agents.map((a) => [a.id, a.state])), expected)
+                ? true
+                : undefined;
+            },
+            120_000,
+            'the reconcile to be finished',
+          );
           finishMs.push(performance.now() - killedAt);
         } catch {
           unfinished++;
@@ -84,17 +104,46 @@ export const faultsScenario: Scenario = {
         for (const id of IDS) if (agentProcesses(data, id).length > 1) doubleRuns++;
         if (alive(supervisor)) doubleRuns++;
       }
-      figures.push({ metric: `reconciles left unfinished after ${SUPERVISOR_KILLS} kill -9 of the supervisor mid-reconcile`, value: unfinished, unit: 'reconciles', goal: '0' });
-      figures.push({ metric: 'agents (or supervisors) found running twice after those kills', value: doubleRuns, unit: 'processes', goal: '0' });
-      figures.push({ metric: 'kill -9 → the caller gets SUPERVISOR_LOST, median', value: lostMs.length ? Math.round(quantile(lostMs, 0.5)) : 'never', unit: lostMs.length ? 'ms' : '', goal: `${SUPERVISOR_KILLS} of ${SUPERVISOR_KILLS}, not the 5-minute request timeout` });
-      figures.push({ metric: 'kill -9 → the restarted supervisor has finished the reconcile, median', value: finishMs.length ? Math.round(quantile(finishMs, 0.5)) : 'never', unit: 'ms' });
+      figures.push({
+        metric: `reconciles left unfinished after ${SUPERVISOR_KILLS} kill -9 of the supervisor mid-reconcile`,
+        value: unfinished,
+        unit: 'reconciles',
+        goal: '0',
+      });
+      figures.push({
+        metric: 'agents (or supervisors) found running twice after those kills',
+        value: doubleRuns,
+        unit: 'processes',
+        goal: '0',
+      });
+      figures.push({
+        metric: 'kill -9 → the caller gets SUPERVISOR_LOST, median',
+        value: lostMs.length ? Math.round(quantile(lostMs, 0.5)) : 'never',
+        unit: lostMs.length ? 'ms' : '',
+        goal: `${SUPERVISOR_KILLS} of ${SUPERVISOR_KILLS}, not the 5-minute request timeout`,
+      });
+      figures.push({
+        metric: 'kill -9 → the restarted supervisor has finished the reconcile, median',
+        value: finishMs.length ? Math.round(quantile(finishMs, 0.5)) : 'never',
+        unit: 'ms',
+      });
 
       // 3. nats-server killed with -9 and restarted by pm2, with events retained for a Dormant agent.
       await fleet.stop('elder_rowan');
       let published = 0;
       const publish = async () => {
         const n = published++;
-        await eventually(() => fleet.publish({ id: `soak-${n}`, type: 'council.notice', tags: ['council'], payload: { summary: `Soak notice number${n} was posted` } }), 30_000, 'a publish');
+        await eventually(
+          () =>
+            fleet.publish({
+              id: `soak-${n}`,
+              type: 'council.notice',
+              tags: ['council'],
+              payload: { summary: `Soak notice number${n} was posted` },
+            }),
+          30_000,
+          'a publish',
+        );
       };
       const restartMs: number[] = [];
       for (let k = 0; k < NATS_RESTARTS; k++) {
@@ -102,10 +151,14 @@ export const faultsScenario: Scenario = {
         const pid = fleetPids(data).apps.get('thymos-nats')!;
         const t0 = performance.now();
         process.kill(pid, 'SIGKILL');
-        await eventually(async () => {
-          const now = fleetPids(data).apps.get('thymos-nats');
-          return now && now !== pid ? (await fleet.status()).supervisor.pid : undefined;
-        }, 30_000, 'nats-server and the supervisor back');
+        await eventually(
+          async () => {
+            const now = fleetPids(data).apps.get('thymos-nats');
+            return now && now !== pid ? (await fleet.status()).supervisor.pid : undefined;
+          },
+          30_000,
+          'nats-server and the supervisor back',
+        );
         restartMs.push(performance.now() - t0);
       }
       for (let i = 0; i < EVENTS_PER_PHASE; i++) await publish();
@@ -116,8 +169,17 @@ export const faultsScenario: Scenario = {
         const r = await elder.callTool({ name: 'recall', arguments: { query: `number${n}`, k: 3 } });
         if (((r.content as Array<{ text: string }>)[0]?.text ?? '').includes(`number${n} was posted`)) found++;
       }
-      figures.push({ metric: `events retained for a Dormant agent lost across ${NATS_RESTARTS} kill -9 of nats-server (of ${published} published)`, value: published - found, unit: 'events', goal: '0' });
-      figures.push({ metric: 'kill -9 of nats-server → the supervisor answers again through it, median', value: Math.round(quantile(restartMs, 0.5)), unit: 'ms' });
+      figures.push({
+        metric: `events retained for a Dormant agent lost across ${NATS_RESTARTS} kill -9 of nats-server (of ${published} published)`,
+        value: published - found,
+        unit: 'events',
+        goal: '0',
+      });
+      figures.push({
+        metric: 'kill -9 of nats-server → the supervisor answers again through it, median',
+        value: Math.round(quantile(restartMs, 0.5)),
+        unit: 'ms',
+      });
       return {
         figures,
         notes: [

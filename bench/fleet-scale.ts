@@ -34,7 +34,8 @@ function memAvailableMb(): number {
 /** A Pkl domain of n plain agents. */
 function domainPkl(n: number): string {
   const lines = [`amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}`, 'agents {'];
-  for (let i = 0; i < n; i++) lines.push(`  ["w_${String(i).padStart(3, '0')}"] { persona { name = "Worker ${i}" }; homeLocation = "hall_${i % 5}" }`);
+  for (let i = 0; i < n; i++)
+    lines.push(`  ["w_${String(i).padStart(3, '0')}"] { persona { name = "Worker ${i}" }; homeLocation = "hall_${i % 5}" }`);
   lines.push('}');
   return lines.join('\n');
 }
@@ -53,18 +54,36 @@ export const fleetScaleScenario: Scenario = {
     writeFileSync(join(dir, 'world.pkl'), domainPkl(n));
     writeFileSync(
       join(dir, 'thymos.toml'),
-      ['data_dir = "data"', '[domain]', 'schema = "world.pkl"', '[lifecycle]', 'min_dwell_ms = 0', `max_running = ${n}`, `max_active = ${n}`, '[supervisor]', ...(CONCURRENCY ? [`concurrency = ${CONCURRENCY}`] : []), '[log]', 'level = "warn"'].join('\n'),
+      [
+        'data_dir = "data"',
+        '[domain]',
+        'schema = "world.pkl"',
+        '[lifecycle]',
+        'min_dwell_ms = 0',
+        `max_running = ${n}`,
+        `max_active = ${n}`,
+        '[supervisor]',
+        ...(CONCURRENCY ? [`concurrency = ${CONCURRENCY}`] : []),
+        '[log]',
+        'level = "warn"',
+      ].join('\n'),
     );
     const config = loadConfig(join(dir, 'thymos.toml'));
     const ids = Array.from({ length: n }, (_, i) => `w_${String(i).padStart(3, '0')}`);
-    const force = (count: number, relevance: number) => ({ agents: Object.fromEntries(ids.slice(0, count).map((id) => [id, { relevance }])) });
+    const force = (count: number, relevance: number) => ({
+      agents: Object.fromEntries(ids.slice(0, count).map((id) => [id, { relevance }])),
+    });
     const figures: Figure[] = [];
     const notes: string[] = [];
     const availableBefore = memAvailableMb();
     try {
       let t = performance.now();
       await upFleet(config);
-      figures.push({ metric: 'thymos up (pm2 daemon, nats-server, supervisor answering)', value: Math.round(performance.now() - t), unit: 'ms' });
+      figures.push({
+        metric: 'thymos up (pm2 daemon, nats-server, supervisor answering)',
+        value: Math.round(performance.now() - t),
+        unit: 'ms',
+      });
       const fleet = await connect(config);
       try {
         const wakeTimes: number[] = [];
@@ -89,8 +108,16 @@ export const fleetScaleScenario: Scenario = {
           sleepTimes.push(performance.now() - t);
           if (down.stopped.length !== TWENTY || down.failed.length) throw new Error(`stop: ${JSON.stringify(down.failed)}`);
         }
-        figures.push({ metric: '20 agents Dormant → Active (reconcile wall time), median of 3', value: Math.round(quantile(wakeTimes, 0.5)), unit: 'ms' });
-        figures.push({ metric: '20 agents Active → Dormant (snapshot, stop), median of 3', value: Math.round(quantile(sleepTimes, 0.5)), unit: 'ms' });
+        figures.push({
+          metric: '20 agents Dormant → Active (reconcile wall time), median of 3',
+          value: Math.round(quantile(wakeTimes, 0.5)),
+          unit: 'ms',
+        });
+        figures.push({
+          metric: '20 agents Active → Dormant (snapshot, stop), median of 3',
+          value: Math.round(quantile(sleepTimes, 0.5)),
+          unit: 'ms',
+        });
 
         t = performance.now();
         const scale = await fleet.reconcile(force(n, 1));
@@ -119,7 +146,11 @@ export const fleetScaleScenario: Scenario = {
       }
       t = performance.now();
       await downFleet(config);
-      figures.push({ metric: `thymos down with ${n} agents running (snapshot each, stop all)`, value: round((performance.now() - t) / 1000, 1), unit: 's' });
+      figures.push({
+        metric: `thymos down with ${n} agents running (snapshot each, stop all)`,
+        value: round((performance.now() - t) / 1000, 1),
+        unit: 's',
+      });
     } finally {
       await killFleet(data);
       rmSync(dir, { recursive: true, force: true });

@@ -48,9 +48,15 @@ export const fuzzScenario: Scenario = {
       };
       await run(tally('MCP tool calls'), async (t) => fuzzMcpTools(await fleet.agent('elder_rowan'), N.tools, new Rng(101), t));
       const port = (await fleet.status()).agents.find((a) => a.id === 'bram_smith')!.port!;
-      await run(tally('HTTP to an MCP port'), (t) => fuzzMcpHttp(port, readAgentToken(data, 'bram_smith'), MAX_BODY, N.http, new Rng(102), t));
-      await run(tally('NATS requests (supervisor control and world APIs, reconcile contexts, agent control, embedding)'), (t) => fuzzNatsRequests(nc, fleetRequestSubjects(AGENTS), N.nats, new Rng(103), t));
-      await run(tally('NATS publishes (world events, inboxes, heartbeats)'), (t) => fuzzNatsPublishes(nc, fleetPublishSubjects(AGENTS), N.publish, new Rng(104), t));
+      await run(tally('HTTP to an MCP port'), (t) =>
+        fuzzMcpHttp(port, readAgentToken(data, 'bram_smith'), MAX_BODY, N.http, new Rng(102), t),
+      );
+      await run(tally('NATS requests (supervisor control and world APIs, reconcile contexts, agent control, embedding)'), (t) =>
+        fuzzNatsRequests(nc, fleetRequestSubjects(AGENTS), N.nats, new Rng(103), t),
+      );
+      await run(tally('NATS publishes (world events, inboxes, heartbeats)'), (t) =>
+        fuzzNatsPublishes(nc, fleetPublishSubjects(AGENTS), N.publish, new Rng(104), t),
+      );
       await run(tally('thymos.toml'), (t) => fuzzToml(N.toml, new Rng(105), t));
       await run(tally('Pkl domain schema'), (t) => fuzzPkl(N.pkl, new Rng(106), t));
       const seconds = (performance.now() - started) / 1000;
@@ -61,12 +67,27 @@ export const fuzzScenario: Scenario = {
       const total = tallies.reduce((s, t) => s + t.cases, 0);
       const figures: Figure[] = tallies.map((t) => ({
         metric: `${t.boundary}: cases (accepted / refused by code)`,
-        value: `${t.cases} (${t.accepted} / ${Object.entries(t.refused).sort((a, b) => b[1] - a[1]).map(([c, k]) => `${c} ${k}`).join(', ') || 'none'})`,
+        value: `${t.cases} (${t.accepted} / ${
+          Object.entries(t.refused)
+            .sort((a, b) => b[1] - a[1])
+            .map(([c, k]) => `${c} ${k}`)
+            .join(', ') || 'none'
+        })`,
         unit: '',
       }));
       figures.push({ metric: 'all cases', value: total, unit: 'cases' });
-      figures.push({ metric: 'answers without a stable code (INTERNAL, HTTP 5xx, none, unclear)', value: 0, unit: '', goal: '0 (the run stops at the first)' });
-      figures.push({ metric: 'fleet processes that died or restarted (supervisor, nats-server, agents)', value: crashed.length === 0 && isDeepStrictEqual(before, after) ? 0 : crashed.join(', '), unit: '', goal: '0' });
+      figures.push({
+        metric: 'answers without a stable code (INTERNAL, HTTP 5xx, none, unclear)',
+        value: 0,
+        unit: '',
+        goal: '0 (the run stops at the first)',
+      });
+      figures.push({
+        metric: 'fleet processes that died or restarted (supervisor, nats-server, agents)',
+        value: crashed.length === 0 && isDeepStrictEqual(before, after) ? 0 : crashed.join(', '),
+        unit: '',
+        goal: '0',
+      });
       figures.push({ metric: 'a Dormant agent woke to a backlog of garbage events', value: woke ? 'yes' : 'no', unit: '', goal: 'yes' });
       figures.push({ metric: 'campaign wall time', value: Math.round(seconds), unit: 's' });
       return {

@@ -18,17 +18,36 @@ import { memoryToolCaller } from '../test/helpers/tool-caller.js';
 const MODEL_MS = 20;
 
 /** A stand-in chat-completions server on loopback that answers after `MODEL_MS` with what `answer` makes of the request. */
-async function standIn(answer: (chat: { messages: Array<{ role: string; content: string | null }>; tools?: unknown[] }) => Record<string, unknown>): Promise<{ server: Server; provider: OpenAiCompatibleProvider }> {
+async function standIn(
+  answer: (chat: { messages: Array<{ role: string; content: string | null }>; tools?: unknown[] }) => Record<string, unknown>,
+): Promise<{ server: Server; provider: OpenAiCompatibleProvider }> {
   const server = createServer((req, res) => {
     let raw = '';
     req.on('data', (d: Buffer) => (raw += d.toString()));
     req.on('end', () => {
       const message = answer(JSON.parse(raw) as Parameters<typeof answer>[0]);
-      setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ model: 'stand-in', choices: [{ message, finish_reason: 'stop' }], usage: { prompt_tokens: 1, completion_tokens: 1 } })), MODEL_MS);
+      setTimeout(
+        () =>
+          res.writeHead(200, { 'content-type': 'application/json' }).end(
+            JSON.stringify({
+              model: 'stand-in',
+              choices: [{ message, finish_reason: 'stop' }],
+              usage: { prompt_tokens: 1, completion_tokens: 1 },
+            }),
+          ),
+        MODEL_MS,
+      );
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const provider = new OpenAiCompatibleProvider({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, model: 'stand-in', temperature: 0, maxTokens: 64, timeoutMs: 5000, maxRetries: 0 });
+  const provider = new OpenAiCompatibleProvider({
+    baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+    model: 'stand-in',
+    temperature: 0,
+    maxTokens: 64,
+    timeoutMs: 5000,
+    maxRetries: 0,
+  });
   return { server, provider };
 }
 
@@ -46,10 +65,26 @@ export async function toolLoopOverhead(rounds: number): Promise<{ loop: number[]
   const dir = mkdtempSync(join(tmpdir(), 'thymos-bench-loop-'));
   writeFileSync(join(dir, 'tools.mjs'), 'export function look(input) { return { order: input.order_id, status: "shipped" }; }\n');
   const { server, provider } = await standIn((chat) =>
-    chat.tools && !chat.messages.some((m) => m.role === 'tool') ? { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'look', arguments: '{"order_id":"ORD-12345"}' } }] } : { role: 'assistant', content: 'It shipped.' },
+    chat.tools && !chat.messages.some((m) => m.role === 'tool')
+      ? {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'look', arguments: '{"order_id":"ORD-12345"}' } }],
+        }
+      : { role: 'assistant', content: 'It shipped.' },
   );
   try {
-    const { tools } = memoryToolCaller({ look: { description: 'Look up an order', input: { order_id: { pattern: 'ORD-[0-9]{5}' } }, sideEffect: 'read_only', executor: { kind: 'script', path: 'tools.mjs', export: 'look' } } }, dir);
+    const { tools } = memoryToolCaller(
+      {
+        look: {
+          description: 'Look up an order',
+          input: { order_id: { pattern: 'ORD-[0-9]{5}' } },
+          sideEffect: 'read_only',
+          executor: { kind: 'script', path: 'tools.mjs', export: 'look' },
+        },
+      },
+      dir,
+    );
     const loop = toolLoopOf(tools, { caller: 'model:bench', maxSteps: 4, budgetMs: 10_000 })!;
     const messages = [{ role: 'user' as const, content: 'Has ORD-12345 shipped?' }];
     const out = { loop: [] as number[], direct: [] as number[] };
@@ -82,13 +117,24 @@ export async function toolLoopOverhead(rounds: number): Promise<{ loop: number[]
 export async function readingOverhead(tools: Tools, intents: readonly string[], now: Date): Promise<{ read: number[]; added: number[] }> {
   let last: GenerateRequest | undefined;
   const { server, provider } = await standIn((chat) => {
-    last = { messages: chat.messages.map((m) => ({ role: m.role as 'system' | 'user', content: m.content ?? '' })), json: true, temperature: 0 };
+    last = {
+      messages: chat.messages.map((m) => ({ role: m.role as 'system' | 'user', content: m.content ?? '' })),
+      json: true,
+      temperature: 0,
+    };
     const first = /^- (\w+) \(/m.exec(chat.messages[0]?.content ?? '')?.[1] ?? null;
     return { role: 'assistant', content: JSON.stringify({ tool: first, arguments: {} }) };
   });
   try {
     const embedder = StaticEmbedder.load(offlineModelDir(), { maxLength: 256 });
-    const resolver = await IntentResolver.build(tools, { embedder, model: modelReader(tools, () => provider, () => undefined) });
+    const resolver = await IntentResolver.build(tools, {
+      embedder,
+      model: modelReader(
+        tools,
+        () => provider,
+        () => undefined,
+      ),
+    });
     const out = { read: [] as number[], added: [] as number[] };
     for (const [i, intent] of intents.entries()) {
       last = undefined;

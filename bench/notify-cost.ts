@@ -82,7 +82,9 @@ async function main(): Promise<void> {
     await sleep(500);
     child.send('go');
     const { perNotification } = await new Promise<{ perNotification: number[] }>((resolve) => child.once('message', resolve));
-    console.log(`CPU per notification sent, median of ${ROUNDS} rounds of ${N}, ${GAP} ms apart: ${round(quantile(perNotification, 0.5), 3)} ms (rounds: ${perNotification.map((x) => round(x, 2)).join(', ')}); received ${received} of ${ROUNDS * N}`);
+    console.log(
+      `CPU per notification sent, median of ${ROUNDS} rounds of ${N}, ${GAP} ms apart: ${round(quantile(perNotification, 0.5), 3)} ms (rounds: ${perNotification.map((x) => round(x, 2)).join(', ')}); received ${received} of ${ROUNDS * N}`,
+    );
     await client.close();
   } finally {
     child.kill();

@@ -40,7 +40,8 @@ const PER_WINDOW = EVENTS * Math.max(1, BURST);
 
 function domainPkl(n: number): string {
   const lines = [`amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}`, 'agents {'];
-  for (let i = 0; i < n; i++) lines.push(`  ["e_${String(i).padStart(3, '0')}"] { persona { name = "Listener ${i}" }; homeLocation = "place_0" }`);
+  for (let i = 0; i < n; i++)
+    lines.push(`  ["e_${String(i).padStart(3, '0')}"] { persona { name = "Listener ${i}" }; homeLocation = "place_0" }`);
   lines.push('}', 'eventFilters {', '  new { eventTags { "bench" } }', '}');
   return lines.join('\n');
 }
@@ -109,7 +110,11 @@ async function allAcknowledged(jsm: JetStreamManager, ids: readonly string[]): P
 /** BURST events published together; resolves once every hearer stored them all, then pauses GAP ms. */
 async function oneBurst(fleet: Fleet, jsm: JetStreamManager, ids: readonly string[], i: number): Promise<number[]> {
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: BURST }, (_, j) => fleet.publish({ type: 'bench.tick', tags: ['bench'], payload: { summary: `Bench event ${i}.${j} about the wolves near the mill` } })));
+  await Promise.all(
+    Array.from({ length: BURST }, (_, j) =>
+      fleet.publish({ type: 'bench.tick', tags: ['bench'], payload: { summary: `Bench event ${i}.${j} about the wolves near the mill` } }),
+    ),
+  );
   await allAcknowledged(jsm, ids);
   await sleep(GAP);
   return [performance.now() - t0];
@@ -144,7 +149,9 @@ async function cpuPerEvent(pid: number, idleMs: number, run: () => Promise<void>
   await run();
   const b1 = threadCpu(pid);
   const scale = idleWall > 0 ? (performance.now() - busyStart) / idleWall : 0;
-  return new Map([...b1].map(([name, ms]) => [name, (ms - (b0.get(name) ?? 0) - ((i1.get(name) ?? 0) - (i0.get(name) ?? 0)) * scale) / PER_WINDOW]));
+  return new Map(
+    [...b1].map(([name, ms]) => [name, (ms - (b0.get(name) ?? 0) - ((i1.get(name) ?? 0) - (i0.get(name) ?? 0)) * scale) / PER_WINDOW]),
+  );
 }
 
 async function main(): Promise<void> {
@@ -156,7 +163,10 @@ async function main(): Promise<void> {
     for (const id of ids) {
       const client = await fleet.agent(id);
       client.setNotificationHandler(ResourceUpdatedNotificationSchema, (note) => {
-        if (note.params.uri === `agent://${id}/memories`) { notes++; waiters.get(id)?.(); }
+        if (note.params.uri === `agent://${id}/memories`) {
+          notes++;
+          waiters.get(id)?.();
+        }
       });
       await client.subscribeResource({ uri: `agent://${id}/memories` });
     }
@@ -174,9 +184,18 @@ async function main(): Promise<void> {
         for (const end = i + EVENTS; i < end; i++) delays.push(...(await oneRound(i)));
       });
       for (const [name, ms] of cpu) console.log(`${name.padEnd(16)} ${round(ms, 2)} ms per event`);
-      console.log(`all threads      ${round([...cpu.values()].reduce((a, b) => a + b, 0), 2)} ms per event (idle subtracted)`);
-      console.log(`all ${N} hearers together: ${round(((pids.reduce((sum, p) => sum + cpuSeconds(p), 0) - all0) / PER_WINDOW) * 1000, 1)} ms per event (idle not subtracted)`);
-      console.log(`${BURST > 0 ? `${BURST} events published together → stored by all` : 'published → announced by all'} ${N}: p50 ${round(quantile(delays, 0.5), 1)} ms, p95 ${round(quantile(delays, 0.95), 1)} ms`);
+      console.log(
+        `all threads      ${round(
+          [...cpu.values()].reduce((a, b) => a + b, 0),
+          2,
+        )} ms per event (idle subtracted)`,
+      );
+      console.log(
+        `all ${N} hearers together: ${round(((pids.reduce((sum, p) => sum + cpuSeconds(p), 0) - all0) / PER_WINDOW) * 1000, 1)} ms per event (idle not subtracted)`,
+      );
+      console.log(
+        `${BURST > 0 ? `${BURST} events published together → stored by all` : 'published → announced by all'} ${N}: p50 ${round(quantile(delays, 0.5), 1)} ms, p95 ${round(quantile(delays, 0.95), 1)} ms`,
+      );
       console.log('notifications per event per hearer', notes / (i * Math.max(1, BURST)) / N);
       const path = process.env.PROFILE;
       if (!path) return;

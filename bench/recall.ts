@@ -23,7 +23,28 @@ const FTS_QUERIES = 20;
 
 /** Sentences over a 3,000-word vocabulary with a Zipf-like spread, the same every run. */
 function corpus(n: number, rand: () => number): string[] {
-  const syllables = ['ka', 'lo', 'mi', 'ra', 'th', 'en', 'or', 'ul', 'be', 'sa', 'dri', 'vo', 'an', 'el', 'qu', 'ni', 'to', 'fe', 'ga', 'wy'];
+  const syllables = [
+    'ka',
+    'lo',
+    'mi',
+    'ra',
+    'th',
+    'en',
+    'or',
+    'ul',
+    'be',
+    'sa',
+    'dri',
+    'vo',
+    'an',
+    'el',
+    'qu',
+    'ni',
+    'to',
+    'fe',
+    'ga',
+    'wy',
+  ];
   const vocab = Array.from({ length: 3000 }, (_, i) => {
     let w = '';
     let x = i + 1;
@@ -85,17 +106,37 @@ async function inProcess(n: number, texts: string[], queries: string[]): Promise
   await removeDbDir(dir);
   const label = `${n / 1000}k`;
   return [
-    { metric: `consolidate all ${label} memories (contradiction check of each, fading; no concepts), dry run`, value: `${round(consolidateMs, 0)} (${report!.superseded.length} contradictions)`, unit: 'ms' },
-    { metric: `in-process BM25 — remember p50 / p95 at ${label}`, value: `${round(quantile(remember, 0.5))} / ${round(quantile(remember, 0.95))}`, unit: 'ms' },
+    {
+      metric: `consolidate all ${label} memories (contradiction check of each, fading; no concepts), dry run`,
+      value: `${round(consolidateMs, 0)} (${report!.superseded.length} contradictions)`,
+      unit: 'ms',
+    },
+    {
+      metric: `in-process BM25 — remember p50 / p95 at ${label}`,
+      value: `${round(quantile(remember, 0.5))} / ${round(quantile(remember, 0.95))}`,
+      unit: 'ms',
+    },
     {
       metric: `the default strategy (${settings.search_strategy}) — recall k=10 p50 / p95 at ${label} (reinforcement written behind)`,
       value: `${round(quantile(byDefault, 0.5))} / ${round(quantile(byDefault, 0.95))}`,
       unit: 'ms',
       goal: n === 10_000 ? 'p95 ≤ 10 ms' : undefined,
     },
-    { metric: `… the same, the reinforcement write awaited (reinforce_write_ms = 0)`, value: `${round(quantile(awaitedWrite, 0.5))} / ${round(quantile(awaitedWrite, 0.95))}`, unit: 'ms' },
-    { metric: `in-process BM25 — recall k=10 p50 / p95 at ${label} (reinforcement written behind)`, value: `${round(quantile(recall, 0.5))} / ${round(quantile(recall, 0.95))}`, unit: 'ms' },
-    { metric: `in-process BM25 — query k=10 p50 / p95 at ${label} (read only)`, value: `${round(quantile(query, 0.5))} / ${round(quantile(query, 0.95))}`, unit: 'ms' },
+    {
+      metric: `… the same, the reinforcement write awaited (reinforce_write_ms = 0)`,
+      value: `${round(quantile(awaitedWrite, 0.5))} / ${round(quantile(awaitedWrite, 0.95))}`,
+      unit: 'ms',
+    },
+    {
+      metric: `in-process BM25 — recall k=10 p50 / p95 at ${label} (reinforcement written behind)`,
+      value: `${round(quantile(recall, 0.5))} / ${round(quantile(recall, 0.95))}`,
+      unit: 'ms',
+    },
+    {
+      metric: `in-process BM25 — query k=10 p50 / p95 at ${label} (read only)`,
+      value: `${round(quantile(query, 0.5))} / ${round(quantile(query, 0.95))}`,
+      unit: 'ms',
+    },
     { metric: `in-process BM25 — rebuild at start from ${label} rows`, value: round(loadMs, 0), unit: 'ms' },
     ...cascadeFigures(cascade, label),
     ...vectorFigures(vectors, label),
@@ -121,14 +162,27 @@ async function vectorTimes(memory: AgentMemory, queries: readonly string[]): Pro
 
 function vectorFigures(t: { vector: number[]; hybrid: number[] }, label: string): Figure[] {
   return [
-    { metric: `vector (offline model, in-process scan) — query k=10 p50 / p95 at ${label}`, value: `${round(quantile(t.vector, 0.5))} / ${round(quantile(t.vector, 0.95))}`, unit: 'ms', goal: label === '100k' ? '≤ 200 ms (semantic)' : undefined },
-    { metric: `hybrid — query k=10 p50 / p95 at ${label}`, value: `${round(quantile(t.hybrid, 0.5))} / ${round(quantile(t.hybrid, 0.95))}`, unit: 'ms' },
+    {
+      metric: `vector (offline model, in-process scan) — query k=10 p50 / p95 at ${label}`,
+      value: `${round(quantile(t.vector, 0.5))} / ${round(quantile(t.vector, 0.95))}`,
+      unit: 'ms',
+      goal: label === '100k' ? '≤ 200 ms (semantic)' : undefined,
+    },
+    {
+      metric: `hybrid — query k=10 p50 / p95 at ${label}`,
+      value: `${round(quantile(t.hybrid, 0.5))} / ${round(quantile(t.hybrid, 0.95))}`,
+      unit: 'ms',
+    },
   ];
 }
 
 /** A synthetic memory: one of 20 speakers, in one of 100 conversations, said on one of 365 days before 2026-01-01. */
 function benchMemory(content: string, i: number) {
-  return { content, source: { kind: 'bench', by: `speaker${i % 20}`, thread: `t${i % 100}` }, occurred_at: Date.UTC(2025, 0, 1) + (i % 365) * 86_400_000 };
+  return {
+    content,
+    source: { kind: 'bench', by: `speaker${i % 20}`, thread: `t${i % 100}` },
+    occurred_at: Date.UTC(2025, 0, 1) + (i % 365) * 86_400_000,
+  };
 }
 
 /** Read-only cascade recalls: the plain queries (lexical and episodes), and the same naming a speaker and a month (structural and temporal stages too). */
@@ -138,15 +192,28 @@ async function cascadeTimes(memory: AgentMemory, queries: readonly string[]): Pr
   const now = Date.UTC(2026, 0, 1);
   for (const [i, q] of queries.entries()) {
     plain.push(await timed(() => memory.recall(q, { k: 10, reinforce: false, strategy: 'cascade', now })));
-    narrowed.push(await timed(() => memory.recall(`What did speaker${i % 20} say of ${q} last May?`, { k: 10, reinforce: false, strategy: 'cascade', now })));
+    narrowed.push(
+      await timed(() =>
+        memory.recall(`What did speaker${i % 20} say of ${q} last May?`, { k: 10, reinforce: false, strategy: 'cascade', now }),
+      ),
+    );
   }
   return { plain, narrowed };
 }
 
 function cascadeFigures(t: { plain: number[]; narrowed: number[] }, label: string): Figure[] {
   return [
-    { metric: `cascade — query k=10 p50 / p95 at ${label} (read only)`, value: `${round(quantile(t.plain, 0.5))} / ${round(quantile(t.plain, 0.95))}`, unit: 'ms' },
-    { metric: `cascade naming a speaker and a month (structural and temporal stages) — query k=10 p50 / p95 at ${label}`, value: `${round(quantile(t.narrowed, 0.5))} / ${round(quantile(t.narrowed, 0.95))}`, unit: 'ms', goal: label === '100k' ? '≤ 50 ms (structural)' : undefined },
+    {
+      metric: `cascade — query k=10 p50 / p95 at ${label} (read only)`,
+      value: `${round(quantile(t.plain, 0.5))} / ${round(quantile(t.plain, 0.95))}`,
+      unit: 'ms',
+    },
+    {
+      metric: `cascade naming a speaker and a month (structural and temporal stages) — query k=10 p50 / p95 at ${label}`,
+      value: `${round(quantile(t.narrowed, 0.5))} / ${round(quantile(t.narrowed, 0.95))}`,
+      unit: 'ms',
+      goal: label === '100k' ? '≤ 50 ms (structural)' : undefined,
+    },
   ];
 }
 
@@ -164,7 +231,15 @@ async function atScale(n: number, texts: string[], queries: string[]): Promise<F
   await store.close();
   await removeDbDir(dir);
   const label = `${n / 1000}k`;
-  return [{ metric: `in-process BM25 — query k=10 p50 / p95 at ${label} (read only)`, value: `${round(quantile(query, 0.5))} / ${round(quantile(query, 0.95))}`, unit: 'ms' }, ...cascadeFigures(cascade, label), ...vectorFigures(vectors, label)];
+  return [
+    {
+      metric: `in-process BM25 — query k=10 p50 / p95 at ${label} (read only)`,
+      value: `${round(quantile(query, 0.5))} / ${round(quantile(query, 0.95))}`,
+      unit: 'ms',
+    },
+    ...cascadeFigures(cascade, label),
+    ...vectorFigures(vectors, label),
+  ];
 }
 
 async function surrealFts(n: number, texts: string[], queries: string[]): Promise<Figure[]> {
@@ -185,8 +260,14 @@ async function surrealFts(n: number, texts: string[], queries: string[]): Promis
   const two: number[] = [];
   const one: number[] = [];
   for (const q of queries.slice(0, FTS_QUERIES)) {
-    two.push(await timed(() => db.query('SELECT id, search::score(1) AS s FROM note WHERE content @1,OR@ $q ORDER BY s DESC LIMIT 10', { q })));
-    one.push(await timed(() => db.query('SELECT id, search::score(1) AS s FROM note WHERE content @1@ $q ORDER BY s DESC LIMIT 10', { q: q.split(' ')[0] })));
+    two.push(
+      await timed(() => db.query('SELECT id, search::score(1) AS s FROM note WHERE content @1,OR@ $q ORDER BY s DESC LIMIT 10', { q })),
+    );
+    one.push(
+      await timed(() =>
+        db.query('SELECT id, search::score(1) AS s FROM note WHERE content @1@ $q ORDER BY s DESC LIMIT 10', { q: q.split(' ')[0] }),
+      ),
+    );
   }
   await db.close();
   await sleep(200);
@@ -194,8 +275,16 @@ async function surrealFts(n: number, texts: string[], queries: string[]): Promis
   const label = `${n / 1000}k`;
   return [
     { metric: `SurrealDB FULLTEXT — insert one p50 at ${label}`, value: round(quantile(insert, 0.5)), unit: 'ms' },
-    { metric: `SurrealDB FULLTEXT — one-term query p50 / p95 at ${label}`, value: `${round(quantile(one, 0.5))} / ${round(quantile(one, 0.95))}`, unit: 'ms' },
-    { metric: `SurrealDB FULLTEXT — two-term OR query p50 / p95 at ${label}`, value: `${round(quantile(two, 0.5))} / ${round(quantile(two, 0.95))}`, unit: 'ms' },
+    {
+      metric: `SurrealDB FULLTEXT — one-term query p50 / p95 at ${label}`,
+      value: `${round(quantile(one, 0.5))} / ${round(quantile(one, 0.95))}`,
+      unit: 'ms',
+    },
+    {
+      metric: `SurrealDB FULLTEXT — two-term OR query p50 / p95 at ${label}`,
+      value: `${round(quantile(two, 0.5))} / ${round(quantile(two, 0.95))}`,
+      unit: 'ms',
+    },
   ];
 }
 

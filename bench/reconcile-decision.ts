@@ -46,11 +46,15 @@ export const reconcileDecisionScenario: Scenario = {
       for (let run = 0; run < RUNS; run++) {
         // A context that changes every tick: the player moves, a few agents are named.
         const agents: Record<string, Record<string, unknown>> = {};
-        for (let k = 0; k < Math.min(50, n); k++) agents[`npc_${(run * 7 + k * 13) % n}`] = k % 3 === 0 ? { in_party: true } : { ticks_since_talk: k % 5 };
+        for (let k = 0; k < Math.min(50, n); k++)
+          agents[`npc_${(run * 7 + k * 13) % n}`] = k % 3 === 0 ? { in_party: true } : { ticks_since_talk: k % 5 };
         agents[`npc_${run % n}`] = { relevance: 1 };
         const t = performance.now();
         const context = parseReconcileContext({ tick: run, global: { player_location: `place_${run % 50}` }, agents });
-        const scores = await evaluator.scoreAll(current.map((e) => ({ id: e.id, running: e.state === 'active' || e.state === 'listening' })), context);
+        const scores = await evaluator.scoreAll(
+          current.map((e) => ({ id: e.id, running: e.state === 'active' || e.state === 'listening' })),
+          context,
+        );
         const scored: ScoredAgent[] = current.map((e) => {
           const s = scores.get(e.id)!;
           if (!('score' in s)) throw s;
@@ -69,7 +73,7 @@ export const reconcileDecisionScenario: Scenario = {
       notes: [
         `${RUNS} reconciles per size, each with a different context (player location, 50 agents named, one forced); the first runs (JIT warm-up) are included.`,
         'Measured: context validation with zod, scoring every agent (forced relevance, then the four village rule kinds, then the default), and the decision with hysteresis, dwell time and capacity limits (max_running 200, max_active 100).',
-        "Not measured here: asking running agents over NATS (only for agents no rule scores, with a 250 ms deadline by default), registry writes and process actions.",
+        'Not measured here: asking running agents over NATS (only for agents no rule scores, with a 250 ms deadline by default), registry writes and process actions.',
       ],
     };
   },

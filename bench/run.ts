@@ -31,7 +31,26 @@ import { worldLiveScenario } from './world-live.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RESULTS = join(ROOT, 'bench', 'results');
-const SCENARIOS: Scenario[] = [agentStartupScenario, clientImportScenario, recallScenario, reconcileDecisionScenario, fleetScaleScenario, wakeScenario, wakePoolScenario, wakeManyScenario, eventDeliveryScenario, worldLiveScenario, toolsScenario, intentsScenario, talkStreamScenario, supportScenario, embeddingScenario, locomoScenario, faultsScenario, fuzzScenario];
+const SCENARIOS: Scenario[] = [
+  agentStartupScenario,
+  clientImportScenario,
+  recallScenario,
+  reconcileDecisionScenario,
+  fleetScaleScenario,
+  wakeScenario,
+  wakePoolScenario,
+  wakeManyScenario,
+  eventDeliveryScenario,
+  worldLiveScenario,
+  toolsScenario,
+  intentsScenario,
+  talkStreamScenario,
+  supportScenario,
+  embeddingScenario,
+  locomoScenario,
+  faultsScenario,
+  fuzzScenario,
+];
 
 interface StoredResult extends ScenarioResult {
   machine: string;
@@ -48,7 +67,11 @@ function machine(): string {
 function commit(): string {
   try {
     const sha = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'agent', 'supervisor', 'client', 'shared', 'cli', 'bench', ':!bench/results'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    const dirty = execFileSync(
+      'git',
+      ['status', '--porcelain', '--', 'agent', 'supervisor', 'client', 'shared', 'cli', 'bench', ':!bench/results'],
+      { cwd: ROOT, encoding: 'utf8' },
+    ).trim();
     return dirty ? `${sha} (with uncommitted changes)` : sha;
   } catch {
     return 'unknown';
@@ -57,18 +80,40 @@ function commit(): string {
 
 /** The headline figures, in the order the summary shows them: scenario, metric pattern, label, goal when the figure has none. */
 const HEADLINES: Array<{ scenario: string; metric: RegExp; label: string; goal?: string }> = [
-  { scenario: 'agent-startup', metric: /^spawn → ready|^ratio agent ready \/ bare node \(p50\), Node v20/, label: 'Cold start of an agent' },
+  {
+    scenario: 'agent-startup',
+    metric: /^spawn → ready|^ratio agent ready \/ bare node \(p50\), Node v20/,
+    label: 'Cold start of an agent',
+  },
   { scenario: 'agent-startup', metric: /^cold start p50 \/ p95, Node/, label: 'Agent' },
   { scenario: 'agent-startup', metric: /^idle agent RSS/, label: 'Idle agent RSS' },
   { scenario: 'client-import', metric: /^ratio thymos\/client|^processes that mapped/, label: 'Importing thymos/client' },
   { scenario: 'reconcile-decision', metric: /^decision p50, 10,000/, label: 'Reconcile decision at 10,000 agents, p50' },
-  { scenario: 'wake', metric: /^one agent Dormant|^a player's step, the player walks on.*reconcile wakes|agents Dormant → Active in one|^idle agent PSS|^CPU of/, label: 'Wake' },
-  { scenario: 'wake-pool', metric: /^one agent Dormant|^CPU of one wake-and-stop|^a player's step, .*: (reconcile wakes|the [0-9]+ first visits)|^an agent's first-ever|^50 agents Dormant|^pool: refilling/, label: 'Warm wake (pool of 4)' },
+  {
+    scenario: 'wake',
+    metric:
+      /^one agent Dormant|^a player's step, the player walks on.*reconcile wakes|agents Dormant → Active in one|^idle agent PSS|^CPU of/,
+    label: 'Wake',
+  },
+  {
+    scenario: 'wake-pool',
+    metric:
+      /^one agent Dormant|^CPU of one wake-and-stop|^a player's step, .*: (reconcile wakes|the [0-9]+ first visits)|^an agent's first-ever|^50 agents Dormant|^pool: refilling/,
+    label: 'Warm wake (pool of 4)',
+  },
   { scenario: 'wake-many', metric: /^50 agents Dormant|^a waiting spare/, label: 'Warm wake (pool of 50)' },
-  { scenario: 'recall', metric: /^the default strategy .* recall k=10 p50 \/ p95 at 10k/, label: 'Recall at 10,000 memories (the default strategy, cascade), p50 / p95' },
+  {
+    scenario: 'recall',
+    metric: /^the default strategy .* recall k=10 p50 \/ p95 at 10k/,
+    label: 'Recall at 10,000 memories (the default strategy, cascade), p50 / p95',
+  },
   { scenario: 'event-delivery', metric: /50 agents, p95|5 of 50 agents hear|^CPU per event in each agent/, label: 'Events' },
   { scenario: 'tools', metric: /overhead above/, label: 'What a tool call costs' },
-  { scenario: 'intents', metric: /^held-aside half: (top-1|out of scope|in scope answered with a call|wrong calls)|^resolution at 189|^what the loop adds/, label: 'Intent resolution (held-aside half) and a model\'s tool loop' },
+  {
+    scenario: 'intents',
+    metric: /^held-aside half: (top-1|out of scope|in scope answered with a call|wrong calls)|^resolution at 189|^what the loop adds/,
+    label: "Intent resolution (held-aside half) and a model's tool loop",
+  },
   { scenario: 'talk-stream', metric: /^first words: the stand-in|^the whole reply from asking/, label: 'Replies that stream' },
   { scenario: 'support', metric: /^tickets per second|^publish → solved|^burst of/, label: 'A worker fleet (support desk)' },
   { scenario: 'locomo', metric: /— R@5 \/ R@10 \/ R@20/, label: 'LoCoMo evidence recall' },
@@ -117,9 +162,17 @@ function render(results: StoredResult[]): string {
 }
 
 async function main(): Promise<void> {
-  const { values, positionals: wanted } = parseArgs({ args: process.argv.slice(2), options: { data: { type: 'string' }, node: { type: 'string' }, render: { type: 'boolean' } }, allowPositionals: true });
+  const { values, positionals: wanted } = parseArgs({
+    args: process.argv.slice(2),
+    options: { data: { type: 'string' }, node: { type: 'string' }, render: { type: 'boolean' } },
+    allowPositionals: true,
+  });
   // --render: no scenario runs; docs/benchmarks.md is written again from the stored results.
-  const chosen = values.render ? [] : wanted.length === 0 ? SCENARIOS.filter((s) => !s.needsData || values.data) : SCENARIOS.filter((s) => wanted.includes(s.name));
+  const chosen = values.render
+    ? []
+    : wanted.length === 0
+      ? SCENARIOS.filter((s) => !s.needsData || values.data)
+      : SCENARIOS.filter((s) => wanted.includes(s.name));
   if (chosen.length === 0 && !values.render) {
     process.stderr.write(`no scenario named ${wanted.join(', ')}; known: ${SCENARIOS.map((s) => s.name).join(', ')}\n`);
     process.exit(2);

@@ -26,9 +26,12 @@ const EASY_RATE = 5;
 function deskPkl(): string {
   const grants = {
     triage: '"get_ticket"; "update_ticket"; "add_ticket_note"; "escalate_ticket"',
-    billing: '"get_invoice"; "resend_invoice"; "refund_order_small"; "refund_order"; "reply_to_customer"; "add_ticket_note"; "escalate_ticket"',
-    shipping: '"get_order"; "track_shipment"; "update_shipping_address"; "create_return"; "reply_to_customer"; "add_ticket_note"; "escalate_ticket"',
-    technical: '"run_diagnostics"; "search_knowledge_base"; "report_outage_status"; "reset_password"; "unlock_account"; "reply_to_customer"; "add_ticket_note"; "escalate_ticket"',
+    billing:
+      '"get_invoice"; "resend_invoice"; "refund_order_small"; "refund_order"; "reply_to_customer"; "add_ticket_note"; "escalate_ticket"',
+    shipping:
+      '"get_order"; "track_shipment"; "update_shipping_address"; "create_return"; "reply_to_customer"; "add_ticket_note"; "escalate_ticket"',
+    technical:
+      '"run_diagnostics"; "search_knowledge_base"; "report_outage_status"; "reset_password"; "unlock_account"; "reply_to_customer"; "add_ticket_note"; "escalate_ticket"',
     escalation: '"get_ticket"; "update_ticket"; "add_ticket_note"; "reply_to_customer"',
   };
   const knowledge = `knowledge {
@@ -36,10 +39,13 @@ function deskPkl(): string {
       "shipping team: where is my parcel, package, delivery, track, tracking, late, lost, not arrived, address, return an item, damaged, broken, wrong item"
       "technical team: device, wifi, connection, firmware, app, website, sign in, log in, password, locked account, error, crash"
     }`;
-  const agent = (id: string, skill: keyof typeof grants) => `  ["${id}"] { persona { name = "${id}" }; skills { "${skill}" }; capabilities { ${grants[skill]} }${skill === 'triage' ? `\n    ${knowledge}` : ''} }`;
+  const agent = (id: string, skill: keyof typeof grants) =>
+    `  ["${id}"] { persona { name = "${id}" }; skills { "${skill}" }; capabilities { ${grants[skill]} }${skill === 'triage' ? `\n    ${knowledge}` : ''} }`;
   const agents = [
     ...Array.from({ length: TRIAGE }, (_, i) => agent(`triage_${i + 1}`, 'triage')),
-    ...Object.entries(TEAMS).flatMap(([team, n]) => Array.from({ length: n }, (_, i) => agent(`${team}_${i + 1}`, team as keyof typeof grants))),
+    ...Object.entries(TEAMS).flatMap(([team, n]) =>
+      Array.from({ length: n }, (_, i) => agent(`${team}_${i + 1}`, team as keyof typeof grants)),
+    ),
     agent('escalation_1', 'escalation'),
   ];
   return `amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}
@@ -76,7 +82,11 @@ async function until<T>(get: () => Promise<T | undefined> | T | undefined, ms: n
   }
 }
 
-const WORKERS = () => [...Array.from({ length: TRIAGE }, (_, i) => `triage_${i + 1}`), ...Object.entries(TEAMS).flatMap(([t, n]) => Array.from({ length: n }, (_, i) => `${t}_${i + 1}`)), 'escalation_1'];
+const WORKERS = () => [
+  ...Array.from({ length: TRIAGE }, (_, i) => `triage_${i + 1}`),
+  ...Object.entries(TEAMS).flatMap(([t, n]) => Array.from({ length: n }, (_, i) => `${t}_${i + 1}`)),
+  'escalation_1',
+];
 
 async function allIn(fleet: Fleet, state: string, ids: readonly string[]): Promise<true | undefined> {
   const s = new Map((await fleet.status()).agents.map((a) => [a.id, a.state]));
@@ -94,7 +104,10 @@ async function cpuByPart(fleet: Fleet, data: string): Promise<Record<string, num
   const status = await fleet.status();
   const pm = await ProcessManager.connect(join(data, 'pm2'));
   const nats = await pm.describe(Pm2Names.nats).finally(() => pm.disconnect());
-  const out: Record<string, number> = { supervisor: cpuSeconds(status.supervisor.pid), 'nats-server': nats?.pid ? cpuSeconds(nats.pid) : 0 };
+  const out: Record<string, number> = {
+    supervisor: cpuSeconds(status.supervisor.pid),
+    'nats-server': nats?.pid ? cpuSeconds(nats.pid) : 0,
+  };
   for (const a of status.agents) if (a.pid) out[a.id.replace(/_\d+$/, '')] = (out[a.id.replace(/_\d+$/, '')] ?? 0) + cpuSeconds(a.pid);
   const own = process.cpuUsage();
   out['shop service and client'] = (own.user + own.system) / 1e6;
@@ -125,7 +138,12 @@ function countAwake(fleet: Fleet): { stop(): Promise<number> } {
 }
 
 /** Opens `n` tickets at `rate` a second and waits for them to settle: the solved ones, the seconds from the first opened to the last solved, and each one's wait. */
-async function offer(desk: Helpdesk, n: number, rate: number, from: number): Promise<{ tickets: Ticket[]; solved: Ticket[]; seconds: number; lat: number[] }> {
+async function offer(
+  desk: Helpdesk,
+  n: number,
+  rate: number,
+  from: number,
+): Promise<{ tickets: Ticket[]; solved: Ticket[]; seconds: number; lat: number[] }> {
   const tickets: Ticket[] = [];
   const t0 = performance.now();
   for (let i = 0; i < n; i++) {
@@ -147,7 +165,11 @@ async function burstAfterLull(fleet: Fleet, desk: Helpdesk, from: number): Promi
   for (let i = 0; i < BURST; i++) tickets.push(await desk.open(`CUS-${30_000 + i}`, ticketText(from + i)));
   await until(() => (tickets.every((t) => t.status !== 'open') ? true : undefined), 180_000, 'the burst settled');
   const firstOf = (k: 'routed_at' | 'solved_at') => Math.min(...tickets.flatMap((t) => (t[k] ? [t[k]] : []))) - t0;
-  return { routed: firstOf('routed_at'), solved: firstOf('solved_at'), all: Math.max(...tickets.map((t) => t.solved_at ?? t.opened_at)) - t0 };
+  return {
+    routed: firstOf('routed_at'),
+    solved: firstOf('solved_at'),
+    all: Math.max(...tickets.map((t) => t.solved_at ?? t.opened_at)) - t0,
+  };
 }
 
 /**
@@ -163,7 +185,19 @@ export const supportScenario: Scenario = {
   async run() {
     const figures: Figure[] = [];
     const json: Record<string, unknown> = {};
-    const toml = (pool: number) => ['[agent]', `behavior = ${JSON.stringify(join(SUPPORT, 'desk-behavior.mjs'))}`, 'shutdown_timeout_ms = 5000', '[supervisor]', `pool_size = ${pool}`, '[lifecycle]', 'min_dwell_ms = 30000', 'max_active = 40', 'max_running = 40', '[log]', 'level = "warn"'];
+    const toml = (pool: number) => [
+      '[agent]',
+      `behavior = ${JSON.stringify(join(SUPPORT, 'desk-behavior.mjs'))}`,
+      'shutdown_timeout_ms = 5000',
+      '[supervisor]',
+      `pool_size = ${pool}`,
+      '[lifecycle]',
+      'min_dwell_ms = 30000',
+      'max_active = 40',
+      'max_running = 40',
+      '[log]',
+      'level = "warn"',
+    ];
     let fleetRef: Fleet | undefined;
     const desk = new Helpdesk(async (skill, payload, id) => fleetRef!.jobs.publish('support', skill, payload, { id }));
     await desk.listen();
@@ -182,16 +216,60 @@ export const supportScenario: Scenario = {
         const burst = await burstAfterLull(fleet, desk, TICKETS);
         return { tickets, solved, seconds, lat, cpu, burst, easy, active };
       });
-      json.warm = { active: warm.active, solved: warm.solved.length, seconds: warm.seconds, p50: quantile(warm.lat, 0.5), p95: quantile(warm.lat, 0.95), cpu: warm.cpu, burst: warm.burst, easy: { solved: warm.easy.solved.length, seconds: warm.easy.seconds, p50: quantile(warm.easy.lat, 0.5), p95: quantile(warm.easy.lat, 0.95) } };
+      json.warm = {
+        active: warm.active,
+        solved: warm.solved.length,
+        seconds: warm.seconds,
+        p50: quantile(warm.lat, 0.5),
+        p95: quantile(warm.lat, 0.95),
+        cpu: warm.cpu,
+        burst: warm.burst,
+        easy: {
+          solved: warm.easy.solved.length,
+          seconds: warm.easy.seconds,
+          p50: quantile(warm.easy.lat, 0.5),
+          p95: quantile(warm.easy.lat, 0.95),
+        },
+      };
       figures.push(
         { metric: `tickets solved of ${TICKETS} (the rest escalated)`, value: warm.solved.length, unit: '' },
-        { metric: `tickets per second sustained, ${RATE}/s offered`, value: round(warm.solved.length / warm.seconds, 1), unit: '/s', goal: '≥ 10 /s' },
-        { metric: `publish → solved p50 / p95 at ${RATE}/s offered, the workers woken first`, value: `${Math.round(quantile(warm.lat, 0.5))} / ${Math.round(quantile(warm.lat, 0.95))}`, unit: 'ms', goal: 'p95 ≤ 2000 ms' },
-        { metric: `workers Active during the ${RATE}/s run, median of one look a second (of ${WORKERS().length})`, value: warm.active, unit: '' },
-        { metric: `publish → solved p50 / p95 at ${EASY_RATE}/s offered (${EASY} tickets, ${warm.easy.solved.length} solved at ${round(warm.easy.solved.length / warm.easy.seconds, 1)}/s)`, value: `${Math.round(quantile(warm.easy.lat, 0.5))} / ${Math.round(quantile(warm.easy.lat, 0.95))}`, unit: 'ms' },
-        { metric: 'CPU per ticket, all of it (fleet, nats-server, the shop service and client)', value: round((Object.values(warm.cpu).reduce((a, b) => a + b, 0) * 1000) / TICKETS, 1), unit: 'ms' },
-        ...Object.entries(warm.cpu).map(([part, sec]) => ({ metric: `CPU per ticket: ${part}`, value: round((sec * 1000) / TICKETS, 1), unit: 'ms' })),
-        { metric: `burst of ${BURST} after a lull, pool of 4: first ticket handed to a team / first solved / all solved`, value: `${Math.round(warm.burst.routed)} / ${Math.round(warm.burst.solved)} / ${Math.round(warm.burst.all)}`, unit: 'ms' },
+        {
+          metric: `tickets per second sustained, ${RATE}/s offered`,
+          value: round(warm.solved.length / warm.seconds, 1),
+          unit: '/s',
+          goal: '≥ 10 /s',
+        },
+        {
+          metric: `publish → solved p50 / p95 at ${RATE}/s offered, the workers woken first`,
+          value: `${Math.round(quantile(warm.lat, 0.5))} / ${Math.round(quantile(warm.lat, 0.95))}`,
+          unit: 'ms',
+          goal: 'p95 ≤ 2000 ms',
+        },
+        {
+          metric: `workers Active during the ${RATE}/s run, median of one look a second (of ${WORKERS().length})`,
+          value: warm.active,
+          unit: '',
+        },
+        {
+          metric: `publish → solved p50 / p95 at ${EASY_RATE}/s offered (${EASY} tickets, ${warm.easy.solved.length} solved at ${round(warm.easy.solved.length / warm.easy.seconds, 1)}/s)`,
+          value: `${Math.round(quantile(warm.easy.lat, 0.5))} / ${Math.round(quantile(warm.easy.lat, 0.95))}`,
+          unit: 'ms',
+        },
+        {
+          metric: 'CPU per ticket, all of it (fleet, nats-server, the shop service and client)',
+          value: round((Object.values(warm.cpu).reduce((a, b) => a + b, 0) * 1000) / TICKETS, 1),
+          unit: 'ms',
+        },
+        ...Object.entries(warm.cpu).map(([part, sec]) => ({
+          metric: `CPU per ticket: ${part}`,
+          value: round((sec * 1000) / TICKETS, 1),
+          unit: 'ms',
+        })),
+        {
+          metric: `burst of ${BURST} after a lull, pool of 4: first ticket handed to a team / first solved / all solved`,
+          value: `${Math.round(warm.burst.routed)} / ${Math.round(warm.burst.solved)} / ${Math.round(warm.burst.all)}`,
+          unit: 'ms',
+        },
       );
       const cold = await withBenchFleet('support-pool0', deskPkl(), toml(0), async (fleet) => {
         fleetRef = fleet;
@@ -199,14 +277,22 @@ export const supportScenario: Scenario = {
         return burstAfterLull(fleet, desk, TICKETS + BURST);
       });
       json.cold = cold;
-      figures.push({ metric: `burst of ${BURST} after a lull, no pool: first ticket handed to a team / first solved / all solved`, value: `${Math.round(cold.routed)} / ${Math.round(cold.solved)} / ${Math.round(cold.all)}`, unit: 'ms' });
+      figures.push({
+        metric: `burst of ${BURST} after a lull, no pool: first ticket handed to a team / first solved / all solved`,
+        value: `${Math.round(cold.routed)} / ${Math.round(cold.solved)} / ${Math.round(cold.all)}`,
+        unit: 'ms',
+      });
     } finally {
       await desk.close();
     }
     return {
       figures,
       notes: [
-        `The desk of examples/support (desk-behavior.mjs, offline: intent resolution and the shop API's tools) with ${TRIAGE} triage agents, ${Object.entries(TEAMS).map(([t, n]) => `${n} ${t}`).join(', ')} specialists and an escalation agent; its shop service on 127.0.0.1:8787 in the bench's process.`,
+        `The desk of examples/support (desk-behavior.mjs, offline: intent resolution and the shop API's tools) with ${TRIAGE} triage agents, ${Object.entries(
+          TEAMS,
+        )
+          .map(([t, n]) => `${n} ${t}`)
+          .join(', ')} specialists and an escalation agent; its shop service on 127.0.0.1:8787 in the bench's process.`,
         `Sustained: every worker awake first; ${EASY} tickets at ${EASY_RATE} a second, then ${TICKETS} tickets opened at ${RATE} a second (the CPU figures are of these) (an invoice sent again, a return, a device checked, in turn, each naming its own ids). Each ticket: triage recalls which team fits and hands it on (update_ticket); a specialist resolves the words to one call, makes it, and answers the customer (reply_to_customer). Solved = the customer's reply that closes it. Per second = solved tickets over the time from the first opened to the last solved.`,
         'Every worker is woken first and stays up at least 30 s (min_dwell_ms); from then on the work relevance keeps awake as many as the tickets need (one per job waiting or in hand, kept 3 s past the last: keepActiveMs). Burst after a lull: the work relevance puts every worker to sleep (Dormant), then 20 tickets are opened at once; first handed to a team = triage awake and done with one, first solved = a specialist awake and done with one.',
         'Every lever tried with its figure, and what the burst after a lull is made of: docs/worker-fleets.md.',

@@ -27,7 +27,10 @@ const RESPAWNS = 10;
 const PROGRAM = '/bin/true';
 
 function domainPkl(port: number, dir: string): string {
-  writeFileSync(join(dir, 'tools.mjs'), 'export function echo(input) { return { said: input.word }; }\nexport function spin() { for (;;) {} }\n');
+  writeFileSync(
+    join(dir, 'tools.mjs'),
+    'export function echo(input) { return { said: input.word }; }\nexport function spin() { for (;;) {} }\n',
+  );
   return `amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}
 agents {
   ["desk"] { persona { name = "Desk" }; capabilities { "http_read"; "script_read"; "script_spin"; "program_read"; "ask_clerk" } }
@@ -58,7 +61,8 @@ async function tool(client: Client, name: string, args: Record<string, unknown> 
 /** A call expected to fail with `code`; anything else is the bench's error. */
 async function toolFails(client: Client, name: string, code: string): Promise<void> {
   const r = (await client.callTool({ name, arguments: {} })) as CallToolResult;
-  if (!r.isError || !JSON.stringify(r.content).includes(code)) throw new Error(`${name}: expected ${code}, got ${JSON.stringify(r.content)}`);
+  if (!r.isError || !JSON.stringify(r.content).includes(code))
+    throw new Error(`${name}: expected ${code}, got ${JSON.stringify(r.content)}`);
 }
 
 function bareSpawn(): Promise<void> {
@@ -79,15 +83,43 @@ const p = (xs: number[], q: number) => round(quantile(xs, q), 2);
 async function recordingShare(): Promise<{ withDb: number[]; before: number[]; without: number[] }> {
   const dir = tempDir('thymos-bench-record-');
   writeFileSync(join(dir, 'tools.mjs'), 'export function echo(input) { return input.word; }\n');
-  const domain = parseDomainSchema({ tools: { echo: { description: 'Echo', input: { word: {} }, sideEffect: 'read_only', executor: { kind: 'script', path: 'tools.mjs', export: 'echo' } } } }, join(dir, 'world.pkl'));
+  const domain = parseDomainSchema(
+    {
+      tools: {
+        echo: {
+          description: 'Echo',
+          input: { word: {} },
+          sideEffect: 'read_only',
+          executor: { kind: 'script', path: 'tools.mjs', export: 'echo' },
+        },
+      },
+    },
+    join(dir, 'world.pkl'),
+  );
   const store = await MemoryStore.open(join(dir, 'db'), { timeoutMs: 30_000 });
   const memory = await AgentMemory.load(store, configFromObject({}).memory);
-  const nothing: CallStore = { saveCall: async () => undefined, getCall: async () => undefined, callsWithStatus: async () => [], callWithKey: async () => undefined, claimKey: async () => undefined };
-  const caller = (calls: CallStore, remember: (m: Parameters<AgentMemory['rememberMany']>[0]) => Promise<unknown>, recordReadsWithinMs: number) =>
+  const nothing: CallStore = {
+    saveCall: async () => undefined,
+    getCall: async () => undefined,
+    callsWithStatus: async () => [],
+    callWithKey: async () => undefined,
+    claimKey: async () => undefined,
+  };
+  const caller = (
+    calls: CallStore,
+    remember: (m: Parameters<AgentMemory['rememberMany']>[0]) => Promise<unknown>,
+    recordReadsWithinMs: number,
+  ) =>
     new ToolCaller({
       agent: 'desk',
       tools: domain.tools,
-      gate: { id: 'desk', call: (fn) => fn(), isActive: () => true, requireActive: () => undefined, signal: () => new AbortController().signal },
+      gate: {
+        id: 'desk',
+        call: (fn) => fn(),
+        isActive: () => true,
+        requireActive: () => undefined,
+        signal: () => new AbortController().signal,
+      },
       calls,
       remember,
       world: () => {
@@ -164,7 +196,16 @@ export const toolsScenario: Scenario = {
         first.script_read = await ms(() => tool(desk, 'script_read', { word: 'a' }));
         first.program_read = await ms(() => tool(desk, 'program_read'));
         first.ask_clerk = await ms(() => tool(desk, 'ask_clerk', { word: 'a' }));
-        const t = { ping: [] as number[], direct: [] as number[], spawn: [] as number[], clerk: [] as number[], http: [] as number[], script: [] as number[], program: [] as number[], mcp: [] as number[] };
+        const t = {
+          ping: [] as number[],
+          direct: [] as number[],
+          spawn: [] as number[],
+          clerk: [] as number[],
+          http: [] as number[],
+          script: [] as number[],
+          program: [] as number[],
+          mcp: [] as number[],
+        };
         for (let i = 0; i < ROUNDS + WARMUP; i++) {
           const round_ = {
             ping: await ms(() => desk.ping()),
@@ -194,27 +235,77 @@ export const toolsScenario: Scenario = {
           { metric: 'MCP ping to the agent (the transport alone), p50 / p95', value: `${p(t.ping, 0.5)} / ${p(t.ping, 0.95)}`, unit: 'ms' },
           { metric: 'Http: the local service asked directly, p50 / p95', value: `${p(t.direct, 0.5)} / ${p(t.direct, 0.95)}`, unit: 'ms' },
           { metric: 'Http: tool call over MCP, p50 / p95', value: `${p(t.http, 0.5)} / ${p(t.http, 0.95)}`, unit: 'ms' },
-          { metric: 'Http: overhead above the service and the MCP round trip, p50 / p95', value: `${p(http, 0.5)} / ${p(http, 0.95)}`, unit: 'ms', goal: '≤ 5 ms p95' },
+          {
+            metric: 'Http: overhead above the service and the MCP round trip, p50 / p95',
+            value: `${p(http, 0.5)} / ${p(http, 0.95)}`,
+            unit: 'ms',
+            goal: '≤ 5 ms p95',
+          },
           { metric: 'Script: tool call over MCP, p50 / p95', value: `${p(t.script, 0.5)} / ${p(t.script, 0.95)}`, unit: 'ms' },
-          { metric: 'Script: overhead above the MCP round trip, p50 / p95', value: `${p(script, 0.5)} / ${p(script, 0.95)}`, unit: 'ms', goal: '≤ 2 ms p95' },
-          { metric: `Subprocess: a bare spawn of ${PROGRAM} from this process, p50 / p95`, value: `${p(t.spawn, 0.5)} / ${p(t.spawn, 0.95)}`, unit: 'ms' },
+          {
+            metric: 'Script: overhead above the MCP round trip, p50 / p95',
+            value: `${p(script, 0.5)} / ${p(script, 0.95)}`,
+            unit: 'ms',
+            goal: '≤ 2 ms p95',
+          },
+          {
+            metric: `Subprocess: a bare spawn of ${PROGRAM} from this process, p50 / p95`,
+            value: `${p(t.spawn, 0.5)} / ${p(t.spawn, 0.95)}`,
+            unit: 'ms',
+          },
           { metric: 'Subprocess: tool call over MCP, p50 / p95', value: `${p(t.program, 0.5)} / ${p(t.program, 0.95)}`, unit: 'ms' },
-          { metric: 'Subprocess: overhead above a bare spawn and the MCP round trip, p50 / p95', value: `${p(program, 0.5)} / ${p(program, 0.95)}`, unit: 'ms' },
-          { metric: "Mcp: the clerk's tool called directly over MCP, p50 / p95", value: `${p(t.clerk, 0.5)} / ${p(t.clerk, 0.95)}`, unit: 'ms' },
-          { metric: "Mcp: desk's tool that calls the clerk's, over MCP, p50 / p95", value: `${p(t.mcp, 0.5)} / ${p(t.mcp, 0.95)}`, unit: 'ms' },
+          {
+            metric: 'Subprocess: overhead above a bare spawn and the MCP round trip, p50 / p95',
+            value: `${p(program, 0.5)} / ${p(program, 0.95)}`,
+            unit: 'ms',
+          },
+          {
+            metric: "Mcp: the clerk's tool called directly over MCP, p50 / p95",
+            value: `${p(t.clerk, 0.5)} / ${p(t.clerk, 0.95)}`,
+            unit: 'ms',
+          },
+          {
+            metric: "Mcp: desk's tool that calls the clerk's, over MCP, p50 / p95",
+            value: `${p(t.mcp, 0.5)} / ${p(t.mcp, 0.95)}`,
+            unit: 'ms',
+          },
           { metric: 'Mcp: overhead above calling the clerk directly, p50 / p95', value: `${p(mcp, 0.5)} / ${p(mcp, 0.95)}`, unit: 'ms' },
           { metric: 'Script: a synchronous loop answered TOOL_TIMEOUT (timeoutMs = 50), p50', value: p(respawn.timeout, 0.5), unit: 'ms' },
-          { metric: 'Script: the next call of its module, while a fresh worker starts, p50 / max', value: `${p(respawn.next, 0.5)} / ${round(Math.max(...respawn.next), 2)}`, unit: 'ms' },
-          { metric: 'first call in a fresh agent: Http / Script / Subprocess / Mcp', value: `${round(first.http_read!, 1)} / ${round(first.script_read!, 1)} / ${round(first.program_read!, 1)} / ${round(first.ask_clerk!, 1)}`, unit: 'ms' },
+          {
+            metric: 'Script: the next call of its module, while a fresh worker starts, p50 / max',
+            value: `${p(respawn.next, 0.5)} / ${round(Math.max(...respawn.next), 2)}`,
+            unit: 'ms',
+          },
+          {
+            metric: 'first call in a fresh agent: Http / Script / Subprocess / Mcp',
+            value: `${round(first.http_read!, 1)} / ${round(first.script_read!, 1)} / ${round(first.program_read!, 1)} / ${round(first.ask_clerk!, 1)}`,
+            unit: 'ms',
+          },
         );
       });
       const rec = await recordingShare();
       const share = (quantile(rec.before, 0.5) - quantile(rec.without, 0.5)) / quantile(rec.before, 0.5);
       figures.push(
-        { metric: 'governed path in process, Script that returns at once, with the agent database, p50 / p95', value: `${p(rec.withDb, 0.5)} / ${p(rec.withDb, 0.95)}`, unit: 'ms' },
-        { metric: 'governed path in process, same, its record stored before it answers (record_reads_within_ms = 0), p50 / p95', value: `${p(rec.before, 0.5)} / ${p(rec.before, 0.95)}`, unit: 'ms' },
-        { metric: 'governed path in process, same, with a store that keeps nothing, p50 / p95', value: `${p(rec.without, 0.5)} / ${p(rec.without, 0.95)}`, unit: 'ms' },
-        { metric: 'share of a read-only call spent recording it when its record is stored before it answers, p50', value: round(share * 100, 0), unit: '%' },
+        {
+          metric: 'governed path in process, Script that returns at once, with the agent database, p50 / p95',
+          value: `${p(rec.withDb, 0.5)} / ${p(rec.withDb, 0.95)}`,
+          unit: 'ms',
+        },
+        {
+          metric: 'governed path in process, same, its record stored before it answers (record_reads_within_ms = 0), p50 / p95',
+          value: `${p(rec.before, 0.5)} / ${p(rec.before, 0.95)}`,
+          unit: 'ms',
+        },
+        {
+          metric: 'governed path in process, same, with a store that keeps nothing, p50 / p95',
+          value: `${p(rec.without, 0.5)} / ${p(rec.without, 0.95)}`,
+          unit: 'ms',
+        },
+        {
+          metric: 'share of a read-only call spent recording it when its record is stored before it answers, p50',
+          value: round(share * 100, 0),
+          unit: '%',
+        },
       );
     } finally {
       await new Promise((r) => service.close(r));

@@ -30,7 +30,16 @@ export const wakeManyScenario: Scenario = {
   name: 'wake-many',
   title: '50 wakes at once from a warm pool of 50 spares',
   run: (): Promise<Omit<ScenarioResult, 'name' | 'title'>> => {
-    const toml = ['[lifecycle]', 'min_dwell_ms = 0', `max_running = ${AGENTS}`, `max_active = ${AGENTS}`, '[log]', 'level = "info"', '[supervisor]', `pool_size = ${AGENTS}`];
+    const toml = [
+      '[lifecycle]',
+      'min_dwell_ms = 0',
+      `max_running = ${AGENTS}`,
+      `max_active = ${AGENTS}`,
+      '[log]',
+      'level = "info"',
+      '[supervisor]',
+      `pool_size = ${AGENTS}`,
+    ];
     return withBenchFleet('wake-many', domainPkl(), toml, async (fleet, data) => {
       const fillMs = await poolReady(fleet, AGENTS, 180_000);
       const pids = join(data, 'pm2', 'pids');
@@ -45,20 +54,52 @@ export const wakeManyScenario: Scenario = {
       const t = performance.now();
       const report = await fleet.reconcile({ agents: Object.fromEntries(all.map((a) => [a, { relevance: 1 }])) });
       const wakeMs = performance.now() - t;
-      if (report.failed.length > 0 || report.started.length !== AGENTS) throw new Error(`50 wake: started ${report.started.length}, failed ${JSON.stringify(report.failed)}`);
+      if (report.failed.length > 0 || report.started.length !== AGENTS)
+        throw new Error(`50 wake: started ${report.started.length}, failed ${JSON.stringify(report.failed)}`);
       const pool = (await fleet.status()).supervisor.pool;
       const figures: Figure[] = [
-        { metric: `${AGENTS} agents Dormant → Active in one reconcile, all from spares`, value: round(wakeMs / 1000, 2), unit: 's', goal: '≤ 3 s' },
+        {
+          metric: `${AGENTS} agents Dormant → Active in one reconcile, all from spares`,
+          value: round(wakeMs / 1000, 2),
+          unit: 's',
+          goal: '≤ 3 s',
+        },
         { metric: 'wakes that took a spare / started cold', value: `${pool?.hits ?? '-'} / ${pool?.misses ?? '-'}`, unit: '' },
-        { metric: `filling the pool of ${AGENTS} from empty (as many spares at once as there are cores beyond the first)`, value: round(fillMs / 1000, 1), unit: 's' },
+        {
+          metric: `filling the pool of ${AGENTS} from empty (as many spares at once as there are cores beyond the first)`,
+          value: round(fillMs / 1000, 1),
+          unit: 's',
+        },
         {
           metric: `a waiting spare's PSS / RSS, median of ${spares.length}; all ${spares.length} spares' PSS together`,
-          value: `${round(quantile(memory.map((m) => m.pss), 0.5), 1)} / ${round(quantile(memory.map((m) => m.rss), 0.5), 1)} MB; ${round(memory.reduce((s, m) => s + m.pss, 0), 0)} MB`,
+          value: `${round(
+            quantile(
+              memory.map((m) => m.pss),
+              0.5,
+            ),
+            1,
+          )} / ${round(
+            quantile(
+              memory.map((m) => m.rss),
+              0.5,
+            ),
+            1,
+          )} MB; ${round(
+            memory.reduce((s, m) => s + m.pss, 0),
+            0,
+          )} MB`,
           unit: '',
         },
-        { metric: `CPU of ${spares.length} waiting spares together, over ${IDLE_SECONDS} s`, value: round(idleCpu * 100, 1), unit: '% of one core' },
+        {
+          metric: `CPU of ${spares.length} waiting spares together, over ${IDLE_SECONDS} s`,
+          value: round(idleCpu * 100, 1),
+          unit: '% of one core',
+        },
       ];
-      return { figures, notes: [`[supervisor] pool_size = ${AGENTS}: the pool is filled before the wake; the same ${AGENTS} agents as the wake scenario.`] };
+      return {
+        figures,
+        notes: [`[supervisor] pool_size = ${AGENTS}: the pool is filled before the wake; the same ${AGENTS} agents as the wake scenario.`],
+      };
     });
   },
 };

@@ -32,7 +32,12 @@ export function domainPkl(): string {
   const lines = [`amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}`, 'agents {'];
   // The agents beyond the two walks' NPCs live where the player never goes.
   for (let i = 0; i < AGENTS; i++) lines.push(`  ["${id(i)}"] { persona { name = "Npc ${i}" }; homeLocation = "${home(i)}" }`);
-  lines.push('}', 'relevanceRules {', '  new { name = "same location"; condition = new SameAs { property = "location"; global = "player_location" }; score = 0.9 }', '}');
+  lines.push(
+    '}',
+    'relevanceRules {',
+    '  new { name = "same location"; condition = new SameAs { property = "location"; global = "player_location" }; score = 0.9 }',
+    '}',
+  );
   return lines.join('\n');
 }
 
@@ -72,10 +77,14 @@ function logLines(file: string, msg: string): Array<Record<string, unknown>> {
 }
 
 /** Median of each phase over the entries' `phases`, in the order they first appear. */
-function phaseMedians(entries: Array<Record<string, unknown>>, extra: (e: Record<string, unknown>) => Record<string, number> = () => ({})): string {
+function phaseMedians(
+  entries: Array<Record<string, unknown>>,
+  extra: (e: Record<string, unknown>) => Record<string, number> = () => ({}),
+): string {
   const byPhase = new Map<string, number[]>();
   for (const e of entries) {
-    for (const [name, ms] of Object.entries({ ...extra(e), ...(e.phases as Record<string, number>) })) (byPhase.get(name) ?? byPhase.set(name, []).get(name)!).push(ms);
+    for (const [name, ms] of Object.entries({ ...extra(e), ...(e.phases as Record<string, number>) }))
+      (byPhase.get(name) ?? byPhase.set(name, []).get(name)!).push(ms);
   }
   return [...byPhase.entries()].map(([name, values]) => `${name} ${round(quantile(values, 0.5), 0)}`).join(' · ');
 }
@@ -101,13 +110,31 @@ async function idleFigures(fleet: Fleet, bare: { pss: number; rss: number }, not
   await sleep(IDLE_SECONDS * 1000);
   const cpuIdle = (fleetCpu() - cpu0) / IDLE_SECONDS;
   const supervisorIdle = (cpuSeconds(status.supervisor.pid) - supervisorCpu0) / IDLE_SECONDS;
-  const pss = quantile(memory.map((m) => m.pss), 0.5);
-  const rss = quantile(memory.map((m) => m.rss), 0.5);
-  notes.push(`The idle figures were taken ${round(settledAfter, 0)} s after the 50 had started, once a 2-second window cost the 50 under 5 % of a core (or after 40 s).`);
+  const pss = quantile(
+    memory.map((m) => m.pss),
+    0.5,
+  );
+  const rss = quantile(
+    memory.map((m) => m.rss),
+    0.5,
+  );
+  notes.push(
+    `The idle figures were taken ${round(settledAfter, 0)} s after the 50 had started, once a 2-second window cost the 50 under 5 % of a core (or after 40 s).`,
+  );
   return [
-    { metric: `idle agent PSS / RSS, median of ${pids.length}`, value: `${round(pss, 1)} / ${round(rss, 1)}`, unit: 'MB', goal: 'PSS ≤ 40 MB' },
+    {
+      metric: `idle agent PSS / RSS, median of ${pids.length}`,
+      value: `${round(pss, 1)} / ${round(rss, 1)}`,
+      unit: 'MB',
+      goal: 'PSS ≤ 40 MB',
+    },
     { metric: 'bare idle node PSS / RSS (same run)', value: `${round(bare.pss, 1)} / ${round(bare.rss, 1)}`, unit: 'MB' },
-    { metric: `CPU of ${pids.length} idle agents together, over ${IDLE_SECONDS} s`, value: round(cpuIdle * 100, 1), unit: '% of one core', goal: '≤ 5 %' },
+    {
+      metric: `CPU of ${pids.length} idle agents together, over ${IDLE_SECONDS} s`,
+      value: round(cpuIdle * 100, 1),
+      unit: '% of one core',
+      goal: '≤ 5 %',
+    },
     { metric: `supervisor CPU while ${pids.length} agents idle`, value: round(supervisorIdle * 100, 1), unit: '% of one core' },
   ];
 }
@@ -148,7 +175,8 @@ async function walk(fleet: Fleet, where: 'place' | 'road', before: (lastStepStar
     const report = await fleet.reconcile({ global: { player_location: here }, agents: locations }, { returnAfterWakes: true });
     const reconciled = performance.now() - t;
     const woke = report.started.filter((a) => there.includes(a)).length;
-    if (report.failed.length > 0 || woke !== there.length) throw new Error(`step ${s} to ${here}: woke ${woke}/${there.length}, failed ${JSON.stringify(report.failed)}`);
+    if (report.failed.length > 0 || woke !== there.length)
+      throw new Error(`step ${s} to ${here}: woke ${woke}/${there.length}, failed ${JSON.stringify(report.failed)}`);
     await Promise.all(there.map((n) => talk(fleet, n)));
     const ms = performance.now() - t;
     // The first step starts from an empty village: it wakes without putting anyone to sleep.
@@ -167,15 +195,32 @@ async function walk(fleet: Fleet, where: 'place' | 'road', before: (lastStepStar
 function walkFigures(label: string, w: Walk, goal: string | undefined): Figure[] {
   const ms = (values: number[], q: number) => round(quantile(values, q), 0);
   return [
-    { metric: `a player's step, ${label}: reconcile wakes the 4 NPCs there, then each answers a talk; median / p95 of the ${w.steps.length} steps back to a place`, value: `${ms(w.steps, 0.5)} / ${ms(w.steps, 0.95)}`, unit: 'ms', ...(goal ? { goal } : {}) },
+    {
+      metric: `a player's step, ${label}: reconcile wakes the 4 NPCs there, then each answers a talk; median / p95 of the ${w.steps.length} steps back to a place`,
+      value: `${ms(w.steps, 0.5)} / ${ms(w.steps, 0.95)}`,
+      unit: 'ms',
+      ...(goal ? { goal } : {}),
+    },
     { metric: `a player's step, ${label}: the reconcile alone, median`, value: ms(w.reconciles, 0.5), unit: 'ms' },
-    { metric: `a player's step, ${label}: the ${w.firstVisits.length} first visits (every NPC there wakes for the first time), median / max`, value: `${ms(w.firstVisits, 0.5)} / ${ms(w.firstVisits, 1)}`, unit: 'ms' },
+    {
+      metric: `a player's step, ${label}: the ${w.firstVisits.length} first visits (every NPC there wakes for the first time), median / max`,
+      value: `${ms(w.firstVisits, 0.5)} / ${ms(w.firstVisits, 1)}`,
+      unit: 'ms',
+    },
   ];
 }
 
 /** A supervisor log's entries for `agents` between two epoch ms. */
-function entriesOf(log: string, msg: string, agents: ReadonlySet<string> | undefined, from: number, to: number): Array<Record<string, unknown>> {
-  return logLines(log, msg).filter((e) => (!agents || agents.has(String(e.agent))) && Date.parse(String(e.time)) >= from && Date.parse(String(e.time)) <= to);
+function entriesOf(
+  log: string,
+  msg: string,
+  agents: ReadonlySet<string> | undefined,
+  from: number,
+  to: number,
+): Array<Record<string, unknown>> {
+  return logLines(log, msg).filter(
+    (e) => (!agents || agents.has(String(e.agent))) && Date.parse(String(e.time)) >= from && Date.parse(String(e.time)) <= to,
+  );
 }
 
 /**
@@ -186,7 +231,9 @@ function entriesOf(log: string, msg: string, agents: ReadonlySet<string> | undef
  */
 export function cycleCpuParts(data: string, who: string, n: number, cycleMs: number): string {
   const pool = join(data, 'logs', 'pool');
-  const spares = existsSync(pool) ? readdirSync(pool).flatMap((f) => [...logLines(join(pool, f), 'spare ready'), ...logLines(join(pool, f), 'claimed')]) : [];
+  const spares = existsSync(pool)
+    ? readdirSync(pool).flatMap((f) => [...logLines(join(pool, f), 'spare ready'), ...logLines(join(pool, f), 'claimed')])
+    : [];
   const claimed = spares.filter((e) => e.msg === 'claimed' && e.agent === who).slice(0, n);
   const agentLog = join(data, 'logs', `${who}.log`);
   const cpu = (entries: Array<Record<string, unknown>>) => entries.slice(0, n).map((e) => Number(e.cpu_ms));
@@ -198,7 +245,11 @@ export function cycleCpuParts(data: string, who: string, n: number, cycleMs: num
   const parts = claimed.length
     ? [`a spare's boot and rehearsal ${boot}`, `the claim ${med(ready.map((r, i) => r - Number(claimed[i]?.cpu_ms)))}`]
     : [`the cold start ${med(ready)}`];
-  parts.push(`serving until asked to stop ${med(stopping.map((s, i) => s - ready[i]!))}`, `the stop ${med(stopped.map((s, i) => s - stopping[i]!))}`, `the supervisor, nats-server and pm2 ${round(cycleMs - quantile(stopped, 0.5), 0)}`);
+  parts.push(
+    `serving until asked to stop ${med(stopping.map((s, i) => s - ready[i]!))}`,
+    `the stop ${med(stopped.map((s, i) => s - stopping[i]!))}`,
+    `the supervisor, nats-server and pm2 ${round(cycleMs - quantile(stopped, 0.5), 0)}`,
+  );
   return parts.join(' · ');
 }
 
@@ -257,7 +308,16 @@ async function wakeRun(poolSize: number): Promise<Omit<ScenarioResult, 'name' | 
   const bareSpawn: number[] = [];
   for (let i = 0; i < 5; i++) bareSpawn.push(await bareNodeSpawnMs());
   const bare = await bareIdleMb();
-  const toml = ['[lifecycle]', 'min_dwell_ms = 0', `max_running = ${AGENTS}`, `max_active = ${AGENTS}`, '[log]', 'level = "info"', '[supervisor]', `pool_size = ${poolSize}`];
+  const toml = [
+    '[lifecycle]',
+    'min_dwell_ms = 0',
+    `max_running = ${AGENTS}`,
+    `max_active = ${AGENTS}`,
+    '[log]',
+    'level = "info"',
+    '[supervisor]',
+    `pool_size = ${poolSize}`,
+  ];
   return withBenchFleet('wake', domainPkl(), toml, async (fleet, data) => {
     const figures: Figure[] = [];
     const notes: string[] = [];
@@ -268,7 +328,9 @@ async function wakeRun(poolSize: number): Promise<Omit<ScenarioResult, 'name' | 
       const report = await fleet.reconcile(context);
       const ms = performance.now() - t;
       if (report.failed.length > 0 || report.started.length !== started || report.stopped.length !== stopped) {
-        throw new Error(`${what}: started ${report.started.length}/${started}, stopped ${report.stopped.length}/${stopped}, failed ${JSON.stringify(report.failed)}`);
+        throw new Error(
+          `${what}: started ${report.started.length}/${started}, stopped ${report.stopped.length}/${stopped}, failed ${JSON.stringify(report.failed)}`,
+        );
       }
       return ms;
     };
@@ -338,15 +400,42 @@ async function wakeRun(poolSize: number): Promise<Omit<ScenarioResult, 'name' | 
     const spawnMs = quantile(bareSpawn, 0.5);
     const singleMs = quantile(single, 0.5);
     figures.push(
-      { metric: `one agent Dormant → Active, fleet.reconcile returns, median of ${SINGLE_WAKES}`, value: round(singleMs, 0), unit: 'ms', goal: poolSize ? '≤ 150 ms' : '≤ 250 ms (≤ 150 ms with the pool)' },
+      {
+        metric: `one agent Dormant → Active, fleet.reconcile returns, median of ${SINGLE_WAKES}`,
+        value: round(singleMs, 0),
+        unit: 'ms',
+        goal: poolSize ? '≤ 150 ms' : '≤ 250 ms (≤ 150 ms with the pool)',
+      },
       { metric: 'ratio one wake / bare node spawn → exit (same run)', value: round(singleMs / spawnMs, 1), unit: '×' },
-      { metric: `CPU of one wake-and-stop cycle (${poolSize ? 'a claim, a stop and the spare booted in its place' : 'a cold start and a stop'}), all the fleet's processes, mean of ${SINGLE_WAKES}`, value: round(cycleCpu * 1000, 0), unit: 'ms' },
-      { metric: 'one agent Archived → Active (unpacked, then started), median of 3', value: round(quantile(fromArchive, 0.5), 0), unit: 'ms' },
+      {
+        metric: `CPU of one wake-and-stop cycle (${poolSize ? 'a claim, a stop and the spare booted in its place' : 'a cold start and a stop'}), all the fleet's processes, mean of ${SINGLE_WAKES}`,
+        value: round(cycleCpu * 1000, 0),
+        unit: 'ms',
+      },
+      {
+        metric: 'one agent Archived → Active (unpacked, then started), median of 3',
+        value: round(quantile(fromArchive, 0.5), 0),
+        unit: 'ms',
+      },
       ...walkFigures('the player lingers until the pool has refilled (returnAfterWakes)', lingering, undefined),
-      ...walkFigures(`the player walks on ${PACE_MS / 1000} s after each step began (returnAfterWakes)`, paced, poolSize ? '≤ 300 ms median, ≤ 600 ms p95' : undefined),
-      { metric: "an agent's first-ever wake against a later one, supervisor side, medians over both walks", value: `${round(firstStarts.first, 0)} / ${round(firstStarts.later, 0)} ms = ${round(firstStarts.first / firstStarts.later, 1)}`, unit: '×', goal: '≤ 2×' },
+      ...walkFigures(
+        `the player walks on ${PACE_MS / 1000} s after each step began (returnAfterWakes)`,
+        paced,
+        poolSize ? '≤ 300 ms median, ≤ 600 ms p95' : undefined,
+      ),
+      {
+        metric: "an agent's first-ever wake against a later one, supervisor side, medians over both walks",
+        value: `${round(firstStarts.first, 0)} / ${round(firstStarts.later, 0)} ms = ${round(firstStarts.first / firstStarts.later, 1)}`,
+        unit: '×',
+        goal: '≤ 2×',
+      },
       { metric: '20 agents Dormant → Active in one reconcile', value: round(wake20, 0), unit: 'ms' },
-      { metric: `${AGENTS} agents Dormant → Active in one reconcile`, value: round(wake50 / 1000, 1), unit: 's', goal: poolSize ? '≤ 3 s' : '≤ 8 s (≤ 3 s with the pool)' },
+      {
+        metric: `${AGENTS} agents Dormant → Active in one reconcile`,
+        value: round(wake50 / 1000, 1),
+        unit: 's',
+        goal: poolSize ? '≤ 3 s' : '≤ 8 s (≤ 3 s with the pool)',
+      },
       {
         metric: `CPU of one agent's start, mean of the ${AGENTS} started together; their total over ${cores} cores`,
         value: `${round((startCpu / AGENTS) * 1000, 0)} ms / ${round(startCpu / cores, 1)} s`,
@@ -356,9 +445,24 @@ async function wakeRun(poolSize: number): Promise<Omit<ScenarioResult, 'name' | 
     );
     if (pool) {
       figures.push(
-        { metric: `pool of ${pool.size}: wakes that took a spare / started cold, over the whole run`, value: `${pool.hits} / ${pool.misses}`, unit: '' },
-        { metric: 'pool: the lingering walk, warm / cold wakes; the paced walk', value: poolAfterWalk && poolBeforeWalk && poolAfterPaced ? `${poolAfterWalk.hits - poolBeforeWalk.hits} / ${poolAfterWalk.misses - poolBeforeWalk.misses}; ${poolAfterPaced.hits - poolAfterWalk.hits} / ${poolAfterPaced.misses - poolAfterWalk.misses}` : '-', unit: '' },
-        { metric: 'pool: refilling 4 spares after a step, median (the player lingers that long); one spare, the last', value: `${round(quantile(lingering.waited.slice(1), 0.5), 0)} / ${pool.lastRefillMs ?? '-'}`, unit: 'ms' },
+        {
+          metric: `pool of ${pool.size}: wakes that took a spare / started cold, over the whole run`,
+          value: `${pool.hits} / ${pool.misses}`,
+          unit: '',
+        },
+        {
+          metric: 'pool: the lingering walk, warm / cold wakes; the paced walk',
+          value:
+            poolAfterWalk && poolBeforeWalk && poolAfterPaced
+              ? `${poolAfterWalk.hits - poolBeforeWalk.hits} / ${poolAfterWalk.misses - poolBeforeWalk.misses}; ${poolAfterPaced.hits - poolAfterWalk.hits} / ${poolAfterPaced.misses - poolAfterWalk.misses}`
+              : '-',
+          unit: '',
+        },
+        {
+          metric: 'pool: refilling 4 spares after a step, median (the player lingers that long); one spare, the last',
+          value: `${round(quantile(lingering.waited.slice(1), 0.5), 0)} / ${pool.lastRefillMs ?? '-'}`,
+          unit: 'ms',
+        },
       );
     } else {
       figures.push(...(await idleFigures(fleet, bare, notes)));

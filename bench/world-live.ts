@@ -63,7 +63,10 @@ export const worldLiveScenario: Scenario = {
       for (const n of SUBSCRIBERS) {
         const waiters = new Set<() => void>();
         const subs = [];
-        for (let s = 0; s < n; s++) subs.push(await fleet.world.subscribe({ table: 'place', where: [{ field: 'region', value: 'north' }] }, () => [...waiters][0]?.()));
+        for (let s = 0; s < n; s++)
+          subs.push(
+            await fleet.world.subscribe({ table: 'place', where: [{ field: 'region', value: 'north' }] }, () => [...waiters][0]?.()),
+          );
         const delays: number[] = [];
         for (let i = 0; i < WRITES; i++) {
           const all = await writeAndWait(fleet, waiters, n, i);
@@ -95,15 +98,35 @@ export const worldLiveScenario: Scenario = {
 
       // (c) Structured queries on a table of 1,000 rows.
       for (let i = 0; i < ROWS; i += 100) {
-        await Promise.all(Array.from({ length: 100 }, (_, j) => fleet.world.set('place', `q${i + j}`, { name: `Q ${i + j}`, danger: (i + j) % 10, region: (i + j) % 2 ? 'south' : 'west' })));
+        await Promise.all(
+          Array.from({ length: 100 }, (_, j) =>
+            fleet.world.set('place', `q${i + j}`, { name: `Q ${i + j}`, danger: (i + j) % 10, region: (i + j) % 2 ? 'south' : 'west' }),
+          ),
+        );
       }
       const queries: number[] = [];
       for (let i = 0; i < 100; i++) {
-        queries.push(await timed(() => fleet.world.query({ table: 'place', where: [{ field: 'region', value: 'west' }, { field: 'danger', op: '>=', value: 7 }], order_by: { field: 'danger', direction: 'desc' }, limit: 20 })));
+        queries.push(
+          await timed(() =>
+            fleet.world.query({
+              table: 'place',
+              where: [
+                { field: 'region', value: 'west' },
+                { field: 'danger', op: '>=', value: 7 },
+              ],
+              order_by: { field: 'danger', direction: 'desc' },
+              limit: 20,
+            }),
+          ),
+        );
       }
       const gets: number[] = [];
       for (let i = 0; i < 100; i++) gets.push(await timed(() => fleet.world.get('place', `q${i * 7}`)));
-      figures.push({ metric: `query (2 conditions, order, limit 20) on ${ROWS.toLocaleString('en')} rows, p50`, value: round(quantile(queries, 0.5), 1), unit: 'ms' });
+      figures.push({
+        metric: `query (2 conditions, order, limit 20) on ${ROWS.toLocaleString('en')} rows, p50`,
+        value: round(quantile(queries, 0.5), 1),
+        unit: 'ms',
+      });
       figures.push({ metric: `get one row by id, p50`, value: round(quantile(gets, 0.5), 2), unit: 'ms' });
     });
     return {

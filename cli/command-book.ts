@@ -38,7 +38,8 @@ export const COMMANDS: readonly CommandSpec[] = [
     name: 'init',
     args: '[DIR]',
     summary: 'Start a project in DIR (default: here): thymos.toml, a Pkl domain, a context and a loop script',
-    details: 'Writes thymos.toml, world.pkl (amending the installed schemas/Thymos.pkl by a path that works from DIR), context.json, loop.mjs, README.md and .gitignore. Never overwrites: a folder that has any of them is FILE_EXISTS (exit 3) and nothing is written.',
+    details:
+      'Writes thymos.toml, world.pkl (amending the installed schemas/Thymos.pkl by a path that works from DIR), context.json, loop.mjs, README.md and .gitignore. Never overwrites: a folder that has any of them is FILE_EXISTS (exit 3) and nothing is written.',
     options: { json },
     examples: ['thymos init', 'thymos init my-town'],
   },
@@ -59,7 +60,11 @@ export const COMMANDS: readonly CommandSpec[] = [
       'Reads the FreeDict dictionaries (freedict-fra-eng, -spa-eng, -deu-eng in dictd\'s format, and freedict-eng-fra and the like backwards; Debian: apt-get install dict-freedict-fra-eng dict-freedict-spa-eng dict-freedict-deu-eng) and writes, for each, its words and their English into --out, the config\'s [tools] glossary_dir, or models/glossary of the Thymos install (which a reinstall removes), replacing what was there; agents started afterwards with that config read an intent in those languages through them (README: "Plain words"). The dictionaries are GPL-licensed and stay on this machine. None found: NOT_FOUND (exit 2), nothing changed; a folder it cannot write: WRITE_FAILED (exit 1), the glossary there left as it was.',
     options: {
       from: { type: 'string', value: 'DIR', help: 'where the dictionaries are (default: /usr/share/dictd)' },
-      out: { type: 'string', value: 'DIR', help: 'where to build the glossaries (default: the config\'s [tools] glossary_dir, else models/glossary of the Thymos install)' },
+      out: {
+        type: 'string',
+        value: 'DIR',
+        help: "where to build the glossaries (default: the config's [tools] glossary_dir, else models/glossary of the Thymos install)",
+      },
       ...fleet,
     },
     examples: ['thymos glossary', 'thymos glossary --from ~/freedict --out glossary --json'],
@@ -105,14 +110,19 @@ export const COMMANDS: readonly CommandSpec[] = [
     name: 'reconcile',
     args: '',
     summary: 'Score every agent from a context and move the fleet to match; prints what changed',
-    details: 'Context properties that no relevance rule uses and contextProperties does not declare are warnings on stderr (and warnings in --json): likely typos.',
+    details:
+      'Context properties that no relevance rule uses and contextProperties does not declare are warnings on stderr (and warnings in --json): likely typos.',
     options: {
       context: { type: 'string', value: 'FILE|-', required: true, help: 'the context as JSON: a file, or - for stdin (required)' },
       'dry-run': { type: 'boolean', help: 'say what would change, change nothing' },
       strict: { type: 'boolean', help: 'a context property nothing declares or uses is an error (INVALID_CONTEXT, exit 2), not a warning' },
       ...fleet,
     },
-    examples: ['thymos reconcile --context context.json', `echo '{"global":{"player_location":"tavern"}}' | thymos reconcile --context - --dry-run`, 'thymos reconcile --context context.json --strict'],
+    examples: [
+      'thymos reconcile --context context.json',
+      `echo '{"global":{"player_location":"tavern"}}' | thymos reconcile --context - --dry-run`,
+      'thymos reconcile --context context.json --strict',
+    ],
   },
   {
     name: 'start',
@@ -122,14 +132,36 @@ export const COMMANDS: readonly CommandSpec[] = [
     options: { mode: { type: 'string', value: 'active|passive', help: 'how it runs (default: active)' }, ...fleet },
     examples: ['thymos start elder_rowan', 'thymos start bram_smith --mode passive'],
   },
-  { name: 'stop', args: 'ID', summary: 'Snapshot and stop one agent (Dormant)', details: ONE_AGENT, options: fleet, examples: ['thymos stop elder_rowan'] },
-  { name: 'archive', args: 'ID', summary: "Archive one agent: stopped, its folder packed into data/archive/<id>.tar.gz", details: ONE_AGENT, options: fleet, examples: ['thymos archive mira_herbalist'] },
-  { name: 'restore', args: 'ID', summary: 'Unpack an archived agent: Dormant again, memory intact', details: ONE_AGENT, options: fleet, examples: ['thymos restore mira_herbalist'] },
+  {
+    name: 'stop',
+    args: 'ID',
+    summary: 'Snapshot and stop one agent (Dormant)',
+    details: ONE_AGENT,
+    options: fleet,
+    examples: ['thymos stop elder_rowan'],
+  },
+  {
+    name: 'archive',
+    args: 'ID',
+    summary: 'Archive one agent: stopped, its folder packed into data/archive/<id>.tar.gz',
+    details: ONE_AGENT,
+    options: fleet,
+    examples: ['thymos archive mira_herbalist'],
+  },
+  {
+    name: 'restore',
+    args: 'ID',
+    summary: 'Unpack an archived agent: Dormant again, memory intact',
+    details: ONE_AGENT,
+    options: fleet,
+    examples: ['thymos restore mira_herbalist'],
+  },
   {
     name: 'logs',
     args: 'ID|supervisor|nats-server',
     summary: "Print a process's log readably (an agent's, the supervisor's or nats-server's), or the whole fleet's with --all",
-    details: 'Lines are shown through pino-pretty, one a line, coloured on a terminal (NO_COLOR turns colours off); --json prints them as written. With --all every log in <data_dir>/logs is read, merged by time and each line labelled with its process; with --follow, agents started later are followed too.',
+    details:
+      'Lines are shown through pino-pretty, one a line, coloured on a terminal (NO_COLOR turns colours off); --json prints them as written. With --all every log in <data_dir>/logs is read, merged by time and each line labelled with its process; with --follow, agents started later are followed too.',
     options: {
       follow: { type: 'boolean', short: 'f', help: 'keep printing what is written' },
       lines: lines('lines to print first, of each log (default: 50)'),
@@ -137,7 +169,12 @@ export const COMMANDS: readonly CommandSpec[] = [
       json: { type: 'boolean', help: 'the lines as written (pino JSON), not made readable' },
       config,
     },
-    examples: ['thymos logs elder_rowan --follow', 'thymos logs supervisor -n 200', 'thymos logs --all -f', 'thymos logs bram_smith --json | jq .msg'],
+    examples: [
+      'thymos logs elder_rowan --follow',
+      'thymos logs supervisor -n 200',
+      'thymos logs --all -f',
+      'thymos logs bram_smith --json | jq .msg',
+    ],
   },
   {
     name: 'history',
@@ -149,10 +186,15 @@ export const COMMANDS: readonly CommandSpec[] = [
   {
     name: 'url',
     args: 'ID',
-    summary: 'The MCP address of a running agent (http://127.0.0.1:PORT/mcp), for an MCP client; with --header, the Authorization header it asks for',
-    details: 'An agent keeps its port across wakes while it is free; pin one with [supervisor] agent_ports. With --header, prints "Authorization: Bearer <token>" alone, read from data/agents/ID/mcp-token (with [mcp] require_token = false there is none: exit 2).',
+    summary:
+      'The MCP address of a running agent (http://127.0.0.1:PORT/mcp), for an MCP client; with --header, the Authorization header it asks for',
+    details:
+      'An agent keeps its port across wakes while it is free; pin one with [supervisor] agent_ports. With --header, prints "Authorization: Bearer <token>" alone, read from data/agents/ID/mcp-token (with [mcp] require_token = false there is none: exit 2).',
     options: { header: { type: 'boolean', help: 'print the Authorization header the agent asks for instead of its address' }, ...fleet },
-    examples: ['thymos url elder_rowan', 'npx @modelcontextprotocol/inspector --cli "$(thymos url elder_rowan)" --header "$(thymos url elder_rowan --header)" --method tools/list'],
+    examples: [
+      'thymos url elder_rowan',
+      'npx @modelcontextprotocol/inspector --cli "$(thymos url elder_rowan)" --header "$(thymos url elder_rowan --header)" --method tools/list',
+    ],
   },
   {
     name: 'tools',
@@ -163,17 +205,22 @@ export const COMMANDS: readonly CommandSpec[] = [
   },
   {
     name: 'call',
-    args: "ID TOOL ['{\"arg\":\"value\"}']",
+    args: 'ID TOOL [\'{"arg":"value"}\']',
     summary: 'Call one MCP tool on a running agent and print its answer',
-    details: 'Arguments are one JSON object. A tool name the agent does not have, or arguments its schema refuses, exit 2 with what it expects (see thymos tools ID). talk_to_ID prints the reply as the agent\'s model writes it (not with --json).',
+    details:
+      "Arguments are one JSON object. A tool name the agent does not have, or arguments its schema refuses, exit 2 with what it expects (see thymos tools ID). talk_to_ID prints the reply as the agent's model writes it (not with --json).",
     options: fleet,
-    examples: [`thymos call elder_rowan talk_to_elder_rowan '{"message":"Who tends the mill?","speaker":"player"}'`, `thymos call bram_smith recall '{"query":"wolves"}' --json`],
+    examples: [
+      `thymos call elder_rowan talk_to_elder_rowan '{"message":"Who tends the mill?","speaker":"player"}'`,
+      `thymos call bram_smith recall '{"query":"wolves"}' --json`,
+    ],
   },
   {
     name: 'approvals',
     args: '[ID]',
     summary: 'The tool calls waiting for a person to approve them (tools of permission "confirm"), of one agent or all',
-    details: 'A call waits until it is approved or refused (thymos approve, thymos refuse) or its [tools] approval_timeout_s passes, counted while its agent is Dormant too; then it is refused. A call a crash cut off while it ran, whose service does not honour its idempotency key, is listed again as interrupted (INTERRUPTED: when): did it take effect? Approve runs it again, approve --done records that it did, refuse leaves it.',
+    details:
+      'A call waits until it is approved or refused (thymos approve, thymos refuse) or its [tools] approval_timeout_s passes, counted while its agent is Dormant too; then it is refused. A call a crash cut off while it ran, whose service does not honour its idempotency key, is listed again as interrupted (INTERRUPTED: when): did it take effect? Approve runs it again, approve --done records that it did, refuse leaves it.',
     options: fleet,
     examples: ['thymos approvals', 'thymos approvals billing_desk --json'],
   },
@@ -181,9 +228,17 @@ export const COMMANDS: readonly CommandSpec[] = [
     name: 'approve',
     args: 'ID CALL',
     summary: 'Approve a pending tool call: the agent runs it now, or when it next wakes',
-    details: 'Decided as the fleet\'s approver, with its own NATS key (<data_dir>/secrets/nats/approver.nk, made by thymos up; approver.creds with [nats] credentials), which the client\'s key cannot stand in for. The decision is audited as by approver, with why (<data_dir>/logs/audit.jsonl). Nobody approves a call they made: one made by this same process is TOOL_DENIED. For a call listed as interrupted, --done says it took effect: it is recorded ok and not run again.',
-    options: { reason: { type: 'string', value: 'TEXT', required: true, help: 'why, for the audit log' }, done: { type: 'boolean', help: 'an interrupted call took effect: record it done, do not run it again' }, ...fleet },
-    examples: ['thymos approve billing_desk 6f1c… --reason "refund checked with the customer"', 'thymos approve billing_desk 6f1c… --done --reason "the refund shows in the bank\'s ledger"'],
+    details:
+      "Decided as the fleet's approver, with its own NATS key (<data_dir>/secrets/nats/approver.nk, made by thymos up; approver.creds with [nats] credentials), which the client's key cannot stand in for. The decision is audited as by approver, with why (<data_dir>/logs/audit.jsonl). Nobody approves a call they made: one made by this same process is TOOL_DENIED. For a call listed as interrupted, --done says it took effect: it is recorded ok and not run again.",
+    options: {
+      reason: { type: 'string', value: 'TEXT', required: true, help: 'why, for the audit log' },
+      done: { type: 'boolean', help: 'an interrupted call took effect: record it done, do not run it again' },
+      ...fleet,
+    },
+    examples: [
+      'thymos approve billing_desk 6f1c… --reason "refund checked with the customer"',
+      'thymos approve billing_desk 6f1c… --done --reason "the refund shows in the bank\'s ledger"',
+    ],
   },
   {
     name: 'refuse',
@@ -195,7 +250,7 @@ export const COMMANDS: readonly CommandSpec[] = [
   },
   {
     name: 'publish',
-    args: "TYPE ['{\"summary\":\"…\"}']",
+    args: 'TYPE [\'{"summary":"…"}\']',
     summary: 'Publish a world event; agents whose event filters match remember it (Dormant ones on waking)',
     options: {
       tags: { type: 'string', value: 'a,b', help: 'tags the event carries' },
@@ -205,19 +260,27 @@ export const COMMANDS: readonly CommandSpec[] = [
       id: { type: 'string', value: 'ID', help: 'its id: an event published twice with one id is kept once' },
       ...fleet,
     },
-    examples: [`thymos publish tavern.brawl '{"summary":"A brawl broke out at the Drowned Lantern"}' --location tavern --mentions bram_smith`],
+    examples: [
+      `thymos publish tavern.brawl '{"summary":"A brawl broke out at the Drowned Lantern"}' --location tavern --mentions bram_smith`,
+    ],
   },
   {
     name: 'jobs',
-    args: "publish QUEUE SKILL ['{\"order_id\":\"…\"}'] | ls [QUEUE] | dead [QUEUE] | requeue SEQ",
+    args: 'publish QUEUE SKILL [\'{"order_id":"…"}\'] | ls [QUEUE] | dead [QUEUE] | requeue SEQ',
     summary: "The work queues: publish a job for a skill, see each skill's backlog, the dead letters, and put one back",
-    details: 'A job published twice with one --id within an hour is one job. ls shows what waits, what is being worked, the oldest job\'s age and whether an agent has the skill.',
+    details:
+      "A job published twice with one --id within an hour is one job. ls shows what waits, what is being worked, the oldest job's age and whether an agent has the skill.",
     options: {
-      id: { type: 'string', value: 'ID', help: 'publish only: the job\'s id (letters, digits, _ . : -); made up when left out' },
+      id: { type: 'string', value: 'ID', help: "publish only: the job's id (letters, digits, _ . : -); made up when left out" },
       limit: { type: 'string', value: 'N', help: 'dead only: the newest N letters (default 50)' },
       ...fleet,
     },
-    examples: [`thymos jobs publish support billing '{"ticket":"T-1001","text":"I was charged twice"}' --id T-1001`, 'thymos jobs ls', 'thymos jobs dead support', 'thymos jobs requeue 12'],
+    examples: [
+      `thymos jobs publish support billing '{"ticket":"T-1001","text":"I was charged twice"}' --id T-1001`,
+      'thymos jobs ls',
+      'thymos jobs dead support',
+      'thymos jobs requeue 12',
+    ],
   },
   {
     name: 'world',
@@ -232,34 +295,62 @@ export const COMMANDS: readonly CommandSpec[] = [
       limit: { type: 'string', value: 'N', help: 'query only: rows at most' },
       ...fleet,
     },
-    examples: ['thymos world tables', `thymos world set quest wolves '{"title":"Wolves at the mill","status":"open"}'`, 'thymos world query quest --where status=open --order title'],
+    examples: [
+      'thymos world tables',
+      `thymos world set quest wolves '{"title":"Wolves at the mill","status":"open"}'`,
+      'thymos world query quest --where status=open --order title',
+    ],
   },
   {
     name: 'validate',
     args: '',
     summary: 'Check thymos.toml and the Pkl domain schema it names; prints what they define',
     details:
-      'Warnings (an api_key_env variable unset in this environment) go to stderr and into the JSON as warnings; with --strict they are errors. With --intents, each tool\'s examples are resolved against the others as an agent granted every tool resolves plain words offline (resolve_intent, act): how many go to their own tool, which tools are told apart least, and which examples would call another tool. Nothing runs; it reports and does not fail.',
-    options: { ...fleet, strict, intents: { type: 'boolean', help: 'also resolve each tool\'s examples against the others, offline, and say which would go to another tool' } },
-    examples: ['thymos validate', 'thymos validate --config examples/village/thymos.toml --json', 'thymos validate --strict', 'thymos validate --intents'],
+      "Warnings (an api_key_env variable unset in this environment) go to stderr and into the JSON as warnings; with --strict they are errors. With --intents, each tool's examples are resolved against the others as an agent granted every tool resolves plain words offline (resolve_intent, act): how many go to their own tool, which tools are told apart least, and which examples would call another tool. Nothing runs; it reports and does not fail.",
+    options: {
+      ...fleet,
+      strict,
+      intents: {
+        type: 'boolean',
+        help: "also resolve each tool's examples against the others, offline, and say which would go to another tool",
+      },
+    },
+    examples: [
+      'thymos validate',
+      'thymos validate --config examples/village/thymos.toml --json',
+      'thymos validate --strict',
+      'thymos validate --intents',
+    ],
   },
   {
     name: 'reload',
     args: '',
-    summary: 'Apply an edited domain schema to the running fleet: agents added get their NATS identity, agents removed are stopped and lose theirs',
+    summary:
+      'Apply an edited domain schema to the running fleet: agents added get their NATS identity, agents removed are stopped and lose theirs',
     details:
-      'Evaluates and checks the domain first (a bad one changes nothing), stops through the supervisor the agents it no longer names that run (a snapshot; their data stays), then restarts the supervisor on the new domain, which makes the identities of added agents, deletes those of removed ones and has the managed nats-server reload its users: a removed agent\'s key is refused from then on. Prints what changed. With [nats] url and [nats] identities, the server is yours: it writes data/run/nats-users.conf, and until that server admits every added agent says to reload it (nats-server --signal reload) and exits 1, changing nothing else. thymos up on a running fleet only says it runs.',
+      "Evaluates and checks the domain first (a bad one changes nothing), stops through the supervisor the agents it no longer names that run (a snapshot; their data stays), then restarts the supervisor on the new domain, which makes the identities of added agents, deletes those of removed ones and has the managed nats-server reload its users: a removed agent's key is refused from then on. Prints what changed. With [nats] url and [nats] identities, the server is yours: it writes data/run/nats-users.conf, and until that server admits every added agent says to reload it (nats-server --signal reload) and exits 1, changing nothing else. thymos up on a running fleet only says it runs.",
     options: fleet,
     examples: ['thymos reload', 'thymos reload --json'],
   },
   {
     name: 'nats-config',
     args: '',
-    summary: 'Make the fleet\'s NATS identities and write the users a nats-server you run ([nats] url) includes',
+    summary: "Make the fleet's NATS identities and write the users a nats-server you run ([nats] url) includes",
     details:
-      'Makes a key (data/secrets/nats/, mode 0600) for the supervisor, the client, the spares and each agent of the domain that has none, deletes those of agents gone from the domain (with a domain schema), and writes their users and permissions, public keys only, to data/run/nats-users.conf (mode 0644). Add the include line it prints to the server\'s configuration, reload it, and set [nats] identities = true; thymos up then checks that the server admits them and nobody else. Run it again when the domain gains or loses agents, then reload the server. The server thymos up runs itself needs none of this.',
-    options: { 'server-config': { type: 'string', value: 'FILE', required: true, help: 'your nats-server\'s configuration (required): the include line is given relative to it, as nats-server reads include paths' }, ...fleet },
-    examples: ['thymos nats-config --server-config /etc/nats/nats.conf', 'thymos nats-config --server-config nats.conf --config examples/village/thymos.toml --json'],
+      "Makes a key (data/secrets/nats/, mode 0600) for the supervisor, the client, the spares and each agent of the domain that has none, deletes those of agents gone from the domain (with a domain schema), and writes their users and permissions, public keys only, to data/run/nats-users.conf (mode 0644). Add the include line it prints to the server's configuration, reload it, and set [nats] identities = true; thymos up then checks that the server admits them and nobody else. Run it again when the domain gains or loses agents, then reload the server. The server thymos up runs itself needs none of this.",
+    options: {
+      'server-config': {
+        type: 'string',
+        value: 'FILE',
+        required: true,
+        help: "your nats-server's configuration (required): the include line is given relative to it, as nats-server reads include paths",
+      },
+      ...fleet,
+    },
+    examples: [
+      'thymos nats-config --server-config /etc/nats/nats.conf',
+      'thymos nats-config --server-config nats.conf --config examples/village/thymos.toml --json',
+    ],
   },
   {
     name: 'agent',
@@ -300,9 +391,18 @@ export const COMMANDS: readonly CommandSpec[] = [
     args: 'bash|zsh',
     summary: 'Print a shell completion script for commands and their options',
     options: {},
-    examples: ['source <(thymos completion bash)            # in ~/.bashrc', 'thymos completion zsh > "${fpath[1]}/_thymos"   # then restart zsh'],
+    examples: [
+      'source <(thymos completion bash)            # in ~/.bashrc',
+      'thymos completion zsh > "${fpath[1]}/_thymos"   # then restart zsh',
+    ],
   },
-  { name: 'help', args: '[COMMAND]', summary: "This list, or one command's options and examples", options: {}, examples: ['thymos help call'] },
+  {
+    name: 'help',
+    args: '[COMMAND]',
+    summary: "This list, or one command's options and examples",
+    options: {},
+    examples: ['thymos help call'],
+  },
   { name: 'version', args: '', summary: 'Print the version', options: {}, examples: ['thymos version'] },
 ];
 
@@ -329,7 +429,10 @@ export function usageLine(spec: CommandSpec): string {
 
 /** What `thymos CMD --help` and `thymos help CMD` print. */
 export function commandHelp(spec: CommandSpec): string {
-  const options = Object.entries(spec.options).map(([name, o]) => [`${o.short ? `-${o.short}, ` : ''}--${name}${o.value ? ` ${o.value}` : ''}`, o.help]);
+  const options = Object.entries(spec.options).map(([name, o]) => [
+    `${o.short ? `-${o.short}, ` : ''}--${name}${o.value ? ` ${o.value}` : ''}`,
+    o.help,
+  ]);
   const width = Math.max(0, ...options.map(([flag]) => flag!.length));
   return [
     `usage: ${usageLine(spec)}`,

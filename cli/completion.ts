@@ -1,7 +1,10 @@
 import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
-import { COMMANDS,type CommandSpec } from './command-book.js';
+import { COMMANDS, type CommandSpec } from './command-book.js';
 
-const flags = (c: CommandSpec) => [...Object.entries(c.options).flatMap(([name, o]) => [`--${name}`, ...(o.short ? [`-${o.short}`] : [])]), '--help'];
+const flags = (c: CommandSpec) => [
+  ...Object.entries(c.options).flatMap(([name, o]) => [`--${name}`, ...(o.short ? [`-${o.short}`] : [])]),
+  '--help',
+];
 /** Options whose value is a file name. */
 const takesFile = (o: { value?: string }) => o.value?.startsWith('FILE') === true;
 const quote = (s: string) => `'${s.replace(/'/g, "'\\''")}'`;
@@ -9,7 +12,15 @@ const quote = (s: string) => `'${s.replace(/'/g, "'\\''")}'`;
 /** A bash completion script: commands, then each command's options; file names after --config and --context. */
 export function bashCompletion(): string {
   const cases = COMMANDS.map((c) => `    ${c.name}) opts=${quote(flags(c).join(' '))} ;;`);
-  const fileOptions = [...new Set(COMMANDS.flatMap((c) => Object.entries(c.options).filter(([, o]) => takesFile(o)).map(([n]) => `--${n}`)))];
+  const fileOptions = [
+    ...new Set(
+      COMMANDS.flatMap((c) =>
+        Object.entries(c.options)
+          .filter(([, o]) => takesFile(o))
+          .map(([n]) => `--${n}`),
+      ),
+    ),
+  ];
   return `# thymos completion for bash: source <(thymos completion bash)
 _thymos() {
   local cur prev opts
@@ -39,7 +50,10 @@ export function zshCompletion(): string {
   const esc = (s: string) => s.replace(/'/g, "'\\''").replace(/[[\]:]/g, '\\$&');
   const commands = COMMANDS.map((c) => `    '${c.name}:${esc(c.summary)}'`);
   const cases = COMMANDS.map((c) => {
-    const specs = Object.entries(c.options).map(([name, o]) => `'--${name}[${esc(o.help)}]${o.type === 'string' ? `:${esc(o.value ?? 'value')}:${takesFile(o) ? '_files' : ' '}` : ''}'`);
+    const specs = Object.entries(c.options).map(
+      ([name, o]) =>
+        `'--${name}[${esc(o.help)}]${o.type === 'string' ? `:${esc(o.value ?? 'value')}:${takesFile(o) ? '_files' : ' '}` : ''}'`,
+    );
     return `    ${c.name}) _arguments ${[...specs, "'--help[show this command'\\''s help]'", "'*:argument: '"].join(' ')} ;;`;
   });
   return `#compdef thymos
@@ -67,7 +81,10 @@ if [[ "\${zsh_eval_context[-1]}" == loadautofunc ]]; then _thymos "$@"; else com
 export function runCompletionCommand(argv: string[]): number {
   const [shell, ...rest] = argv;
   if ((shell !== 'bash' && shell !== 'zsh') || rest.length > 0) {
-    throw new ThymosError(ErrorCode.USAGE, `completion: expected bash or zsh, got ${JSON.stringify(argv.join(' '))}\nusage: thymos completion bash|zsh`);
+    throw new ThymosError(
+      ErrorCode.USAGE,
+      `completion: expected bash or zsh, got ${JSON.stringify(argv.join(' '))}\nusage: thymos completion bash|zsh`,
+    );
   }
   process.stdout.write(shell === 'bash' ? bashCompletion() : zshCompletion());
   return 0;

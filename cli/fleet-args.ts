@@ -19,7 +19,12 @@ export interface FleetArgs {
  * positionals. Errors are USAGE errors that quote the usage line. `only` narrows the options
  * (a `world` subcommand takes some of them; `--config` and `--json` always).
  */
-export function parseCommandArgs(argv: string[], spec: CommandSpec, positionals: { min: number; max: number } = { min: 0, max: 0 }, only?: readonly string[]): Omit<FleetArgs, 'config' | 'json'> {
+export function parseCommandArgs(
+  argv: string[],
+  spec: CommandSpec,
+  positionals: { min: number; max: number } = { min: 0, max: 0 },
+  only?: readonly string[],
+): Omit<FleetArgs, 'config' | 'json'> {
   const usage = usageLine(spec);
   const options: Options = {};
   for (const [name, o] of Object.entries(spec.options)) {
@@ -34,13 +39,21 @@ export function parseCommandArgs(argv: string[], spec: CommandSpec, positionals:
   }
   const n = parsed.positionals.length;
   if (n < positionals.min || n > positionals.max) {
-    throw new ThymosError(ErrorCode.USAGE, `expected ${positionals.min === positionals.max ? positionals.min : `${positionals.min} to ${positionals.max}`} argument(s), got ${n}\nusage: ${usage}`);
+    throw new ThymosError(
+      ErrorCode.USAGE,
+      `expected ${positionals.min === positionals.max ? positionals.min : `${positionals.min} to ${positionals.max}`} argument(s), got ${n}\nusage: ${usage}`,
+    );
   }
   return parsed;
 }
 
 /** `parseCommandArgs` for a command that talks to a fleet: its config file resolved, `--json` read. */
-export function parseFleetArgs(argv: string[], spec: CommandSpec, positionals: { min: number; max: number } = { min: 0, max: 0 }, only?: readonly string[]): FleetArgs {
+export function parseFleetArgs(
+  argv: string[],
+  spec: CommandSpec,
+  positionals: { min: number; max: number } = { min: 0, max: 0 },
+  only?: readonly string[],
+): FleetArgs {
   const parsed = parseCommandArgs(argv, spec, positionals, only);
   return { ...parsed, config: resolveConfigFile(parsed.values.config as string | undefined), json: parsed.values.json === true };
 }
@@ -48,6 +61,10 @@ export function parseFleetArgs(argv: string[], spec: CommandSpec, positionals: {
 /** An agent id from the command line; a USAGE error quoting `usage` otherwise. */
 export function parseId(raw: string, usage: string): string {
   const r = AgentIdSchema.safeParse(raw);
-  if (!r.success) throw new ThymosError(ErrorCode.USAGE, `ID: expected an agent id (lower-case letters, digits, _), got ${JSON.stringify(raw)}\nusage: ${usage}`);
+  if (!r.success)
+    throw new ThymosError(
+      ErrorCode.USAGE,
+      `ID: expected an agent id (lower-case letters, digits, _), got ${JSON.stringify(raw)}\nusage: ${usage}`,
+    );
   return r.data;
 }

@@ -32,9 +32,14 @@ async function withFleet<T>(config: Parameters<typeof connect>[0], run: (fleet: 
 export async function runUpCommand(argv: string[]): Promise<number> {
   const args = parseFleetArgs(argv, book('up'));
   const strict = args.values.strict === true;
-  const result = await upFleet(args.config, { onStep: args.json ? undefined : err, onWarning: (w) => err(`thymos: warning: ${w.message}`), strict });
+  const result = await upFleet(args.config, {
+    onStep: args.json ? undefined : err,
+    onWarning: (w) => err(`thymos: warning: ${w.message}`),
+    strict,
+  });
   if (args.json) out(JSON.stringify(result));
-  else if (result.alreadyRunning) err(`thymos: the fleet is already running (supervisor pid ${result.supervisorPid}, NATS ${result.natsUrl})`);
+  else if (result.alreadyRunning)
+    err(`thymos: the fleet is already running (supervisor pid ${result.supervisorPid}, NATS ${result.natsUrl})`);
   else out(`thymos: fleet up (supervisor pid ${result.supervisorPid}, NATS ${result.natsUrl})`);
   // Already running is a conflict, not a start: a script that runs `up` learns it started nothing.
   return result.alreadyRunning ? ExitCode.CONFLICT : ExitCode.OK;
@@ -70,7 +75,13 @@ export function renderStatus(s: FleetStatus): string {
       a.score === null ? null : `${a.score.toFixed(2)} ${a.source ?? ''}`.trim(),
       formatAge(a.since),
       formatBytes(a.rss_bytes),
-      [a.pinned ? `pinned ${a.pinned}` : '', a.restarts ? `${a.restarts} restart(s)` : '', a.last_error ? `last error ${a.last_error.code}` : ''].filter(Boolean).join(', '),
+      [
+        a.pinned ? `pinned ${a.pinned}` : '',
+        a.restarts ? `${a.restarts} restart(s)` : '',
+        a.last_error ? `last error ${a.last_error.code}` : '',
+      ]
+        .filter(Boolean)
+        .join(', '),
     ]),
   );
   const c = s.counts;
@@ -93,7 +104,9 @@ export async function runReconcileCommand(argv: string[]): Promise<number> {
     throw new ThymosError(ErrorCode.USAGE, `--context ${source}: cannot read: ${(e as Error).message}`, { cause: e });
   }
   const context = parseReconcileContextText(text, source === '-' ? 'stdin' : source);
-  const report = await withFleet(args.config, (f) => f.reconcile(context, { dryRun: args.values['dry-run'] === true, strict: args.values.strict === true, onProgress: progress }));
+  const report = await withFleet(args.config, (f) =>
+    f.reconcile(context, { dryRun: args.values['dry-run'] === true, strict: args.values.strict === true, onProgress: progress }),
+  );
   for (const w of report.warnings ?? []) err(`thymos: warning: ${w}`);
   out(args.json ? JSON.stringify(report, null, 2) : renderReport(report));
   return report.failed.length > 0 ? ExitCode.FAILURE : ExitCode.OK;
@@ -111,7 +124,8 @@ export function renderReport(r: ReconcileReport): string {
   // What an earlier reconcile that answered after its wakes left running did since.
   const s = r.settled;
   if (s) {
-    for (const key of ['stopped', 'downgraded', 'archived'] as const) if (s[key].length) lines.push(`since the last answer, ${key}: ${s[key].join(', ')}`);
+    for (const key of ['stopped', 'downgraded', 'archived'] as const)
+      if (s[key].length) lines.push(`since the last answer, ${key}: ${s[key].join(', ')}`);
     for (const f of s.failed) lines.push(`since the last answer, FAILED ${f.id}: ${f.code}: ${f.message}`);
   }
   lines.push(`${r.dry_run ? 'dry run: nothing was changed; ' : ''}${r.duration_ms} ms`);
@@ -125,8 +139,13 @@ export async function runAgentOperationCommand(op: 'start' | 'stop' | 'archive' 
   const args = parseFleetArgs(argv, spec, { min: 1, max: 1 });
   const id = parseId(args.positionals[0]!, usage);
   const mode = args.values.mode as string | undefined;
-  if (mode !== undefined && mode !== 'active' && mode !== 'passive') throw new ThymosError(ErrorCode.USAGE, `--mode: expected active or passive, got ${JSON.stringify(mode)}\nusage: ${usage}`);
-  const report = await withFleet(args.config, (f) => (op === 'start' ? f.start(id, { mode: mode as 'active' | 'passive' | undefined, onProgress: progress }) : f[op](id, { onProgress: progress })));
+  if (mode !== undefined && mode !== 'active' && mode !== 'passive')
+    throw new ThymosError(ErrorCode.USAGE, `--mode: expected active or passive, got ${JSON.stringify(mode)}\nusage: ${usage}`);
+  const report = await withFleet(args.config, (f) =>
+    op === 'start'
+      ? f.start(id, { mode: mode as 'active' | 'passive' | undefined, onProgress: progress })
+      : f[op](id, { onProgress: progress }),
+  );
   out(args.json ? JSON.stringify(report, null, 2) : renderReport(report));
   return report.failed.length > 0 ? ExitCode.FAILURE : ExitCode.OK;
 }
@@ -138,18 +157,30 @@ export async function runLogsCommand(argv: string[]): Promise<number> {
   const args = parseFleetArgs(argv, spec, { min: 0, max: 1 });
   const all = args.values.all === true;
   const name = args.positionals[0];
-  if (all === (name !== undefined)) throw new ThymosError(ErrorCode.USAGE, `expected one process (an agent id, supervisor or nats-server) or --all, not ${all ? 'both' : 'neither'}\nusage: ${usage}`);
+  if (all === (name !== undefined))
+    throw new ThymosError(
+      ErrorCode.USAGE,
+      `expected one process (an agent id, supervisor or nats-server) or --all, not ${all ? 'both' : 'neither'}\nusage: ${usage}`,
+    );
   if (name !== undefined && name !== 'supervisor' && name !== 'nats-server') parseId(name, usage);
   const lines = args.values.lines === undefined ? 50 : Number(args.values.lines);
-  if (!Number.isInteger(lines) || lines < 0) throw new ThymosError(ErrorCode.USAGE, `--lines: expected a whole number, got ${JSON.stringify(args.values.lines)}\nusage: ${usage}`);
+  if (!Number.isInteger(lines) || lines < 0)
+    throw new ThymosError(ErrorCode.USAGE, `--lines: expected a whole number, got ${JSON.stringify(args.values.lines)}\nusage: ${usage}`);
   // pino-pretty is loaded only here, not by every fleet command.
   const { lineFormatter, logFiles, showLogs } = await import('./log-view.js');
   const dir = fleetPaths(args.config.dataPath).logs;
   const file = name === undefined ? undefined : join(dir, `${name}.log`);
-  if (file && !existsSync(file)) throw new ThymosError(ErrorCode.AGENT_NOT_FOUND, `no log for ${name}: expected ${file} (has it ever run?)`);
+  if (file && !existsSync(file))
+    throw new ThymosError(ErrorCode.AGENT_NOT_FOUND, `no log for ${name}: expected ${file} (has it ever run?)`);
   if (!file && logFiles(dir).size === 0) throw new ThymosError(ErrorCode.AGENT_NOT_FOUND, `no logs in ${dir} (has the fleet ever run?)`);
   const format = lineFormatter({ json: args.json, colour: process.stdout.isTTY === true && !process.env.NO_COLOR, label: all });
-  await showLogs(() => (file ? new Map([[name!, file]]) : logFiles(dir)), lines, args.values.follow === true, format, (text) => process.stdout.write(text));
+  await showLogs(
+    () => (file ? new Map([[name!, file]]) : logFiles(dir)),
+    lines,
+    args.values.follow === true,
+    format,
+    (text) => process.stdout.write(text),
+  );
   return ExitCode.OK;
 }
 
@@ -166,9 +197,13 @@ export async function runCallCommand(argv: string[]): Promise<number> {
     try {
       parsed = JSON.parse(json);
     } catch (e) {
-      throw new ThymosError(ErrorCode.USAGE, `tool arguments: expected a JSON object, got ${JSON.stringify(json.slice(0, 60))}: ${(e as Error).message}\nusage: ${usage}`);
+      throw new ThymosError(
+        ErrorCode.USAGE,
+        `tool arguments: expected a JSON object, got ${JSON.stringify(json.slice(0, 60))}: ${(e as Error).message}\nusage: ${usage}`,
+      );
     }
-    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new ThymosError(ErrorCode.USAGE, `tool arguments: expected a JSON object\nusage: ${usage}`);
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+      throw new ThymosError(ErrorCode.USAGE, `tool arguments: expected a JSON object\nusage: ${usage}`);
     toolArgs = parsed as Record<string, unknown>;
   }
   // A reply is printed as the agent's model writes it; the rest of the answer follows as before.
@@ -180,7 +215,11 @@ export async function runCallCommand(argv: string[]): Promise<number> {
   };
   const { result, tools } = await withFleet(args.config, async (f) => {
     const client = await f.agent(id);
-    const answer = await client.callTool({ name: tool, arguments: toolArgs }, undefined, tool === `talk_to_${id}` && !args.json ? { onprogress, resetTimeoutOnProgress: true } : {});
+    const answer = await client.callTool(
+      { name: tool, arguments: toolArgs },
+      undefined,
+      tool === `talk_to_${id}` && !args.json ? { onprogress, resetTimeoutOnProgress: true } : {},
+    );
     // A tool the agent does not have: name the ones it has, nearest first.
     const failure = toolErrorOf(answer);
     const unknownTool = failure?.code === ErrorCode.NOT_FOUND && failure.location?.path === 'name';
@@ -188,13 +227,19 @@ export async function runCallCommand(argv: string[]): Promise<number> {
   });
   if (tools) {
     const near = suggest(tool, tools);
-    throw new ThymosError(ErrorCode.NOT_FOUND, `${id} has no tool ${JSON.stringify(tool)}${near ? `; did you mean ${near}?` : ''}\nits tools: ${tools.join(', ')} (thymos tools ${id} says what each takes)`);
+    throw new ThymosError(
+      ErrorCode.NOT_FOUND,
+      `${id} has no tool ${JSON.stringify(tool)}${near ? `; did you mean ${near}?` : ''}\nits tools: ${tools.join(', ')} (thymos tools ${id} says what each takes)`,
+    );
   }
   if (args.json) out(JSON.stringify(result, null, 2));
   const failure = result.isError ? (toolErrorOf(result) ?? { code: ErrorCode.INTERNAL }) : undefined;
-  const texts = ((result.content as Array<{ type: string; text?: string }>) ?? []).map((c) => (c.type === 'text' ? c.text! : JSON.stringify(c)));
+  const texts = ((result.content as Array<{ type: string; text?: string }>) ?? []).map((c) =>
+    c.type === 'text' ? c.text! : JSON.stringify(c),
+  );
   if (streamed) process.stdout.write('\n');
-  if (!args.json && !(streamed && !failure)) (failure ? err : out)(failure ? texts.map((t) => `thymos: ${t}`).join('\n') : texts.join('\n'));
+  if (!args.json && !(streamed && !failure))
+    (failure ? err : out)(failure ? texts.map((t) => `thymos: ${t}`).join('\n') : texts.join('\n'));
   return failure ? exitCodeFor(failure.code as ErrorCode) : ExitCode.OK;
 }
 
@@ -222,7 +267,12 @@ export async function runToolsCommand(argv: string[]): Promise<number> {
       .join(', ');
   };
   const firstSentence = (text: string | undefined) => (text ?? '').split(/(?<=\.)\s/)[0]!.replace(/\s+/g, ' ');
-  out(renderTable(['TOOL', 'ARGUMENTS (* required)', 'WHAT IT DOES'], tools.map((t) => [t.name, argsOf(t) || '-', firstSentence(t.description)])));
+  out(
+    renderTable(
+      ['TOOL', 'ARGUMENTS (* required)', 'WHAT IT DOES'],
+      tools.map((t) => [t.name, argsOf(t) || '-', firstSentence(t.description)]),
+    ),
+  );
   return ExitCode.OK;
 }
 
@@ -237,7 +287,9 @@ export async function runUrlCommand(argv: string[]): Promise<number> {
     // The token is the agent's own file: printed as the header alone, so "$(thymos url ID --header)" is one argument.
     const token = args.config.mcp.require_token ? readAgentToken(args.config.dataPath, id) : undefined;
     if (!token) {
-      const why = args.config.mcp.require_token ? `it has no token in ${agentTokenPath(args.config.dataPath, id)} yet` : 'it asks for none ([mcp] require_token = false)';
+      const why = args.config.mcp.require_token
+        ? `it has no token in ${agentTokenPath(args.config.dataPath, id)} yet`
+        : 'it asks for none ([mcp] require_token = false)';
       throw new ThymosError(ErrorCode.INVALID_INPUT, `${id}: no Authorization header to print: ${why}`);
     }
     out(args.json ? JSON.stringify({ id, header: `Authorization: Bearer ${token}` }) : `Authorization: Bearer ${token}`);
@@ -254,16 +306,19 @@ export async function runHistoryCommand(argv: string[]): Promise<number> {
   const args = parseFleetArgs(argv, spec, { min: 1, max: 1 });
   const id = parseId(args.positionals[0]!, usage);
   const limit = args.values.lines === undefined ? 20 : Number(args.values.lines);
-  if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new ThymosError(ErrorCode.USAGE, `--lines: expected 1 to 1000, got ${JSON.stringify(args.values.lines)}`);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
+    throw new ThymosError(ErrorCode.USAGE, `--lines: expected 1 to 1000, got ${JSON.stringify(args.values.lines)}`);
   const history = await withFleet(args.config, (f) => f.history(id, limit));
   out(
     args.json
       ? JSON.stringify(history, null, 2)
-      : renderTable(['AT', 'FROM', 'TO', 'SCORE', 'REASON', 'RESULT'], history.map((t) => [t.at, t.from, t.to, t.score?.toFixed(2), t.reason, t.ok ? 'ok' : t.error])),
+      : renderTable(
+          ['AT', 'FROM', 'TO', 'SCORE', 'REASON', 'RESULT'],
+          history.map((t) => [t.at, t.from, t.to, t.score?.toFixed(2), t.reason, t.ok ? 'ok' : t.error]),
+        ),
   );
   return ExitCode.OK;
 }
-
 
 /** `thymos publish TYPE ['{"summary":"…"}'] [--tags a,b] [--location L] [--mentions a,b] [--source S] [--id ID]` */
 export async function runPublishCommand(argv: string[]): Promise<number> {
@@ -276,10 +331,19 @@ export async function runPublishCommand(argv: string[]): Promise<number> {
     try {
       payload = JSON.parse(json);
     } catch (e) {
-      throw new ThymosError(ErrorCode.USAGE, `payload: expected a JSON object, got ${JSON.stringify(json.slice(0, 60))}: ${(e as Error).message}\nusage: ${usage}`);
+      throw new ThymosError(
+        ErrorCode.USAGE,
+        `payload: expected a JSON object, got ${JSON.stringify(json.slice(0, 60))}: ${(e as Error).message}\nusage: ${usage}`,
+      );
     }
   }
-  const list = (v: unknown) => (typeof v === 'string' ? v.split(',').map((s) => s.trim()).filter(Boolean) : undefined);
+  const list = (v: unknown) =>
+    typeof v === 'string'
+      ? v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean)
+      : undefined;
   const v = args.values;
   const input = {
     type,
@@ -291,6 +355,10 @@ export async function runPublishCommand(argv: string[]): Promise<number> {
     ...(typeof v.id === 'string' ? { id: v.id } : {}),
   };
   const result = await withFleet(args.config, (f) => f.publish(input as Parameters<Fleet['publish']>[0]));
-  out(args.json ? JSON.stringify(result) : `published ${type} as ${result.id} (stream sequence ${result.seq}${result.duplicate ? ', a duplicate: dropped' : ''})`);
+  out(
+    args.json
+      ? JSON.stringify(result)
+      : `published ${type} as ${result.id} (stream sequence ${result.seq}${result.duplicate ? ', a duplicate: dropped' : ''})`,
+  );
   return ExitCode.OK;
 }

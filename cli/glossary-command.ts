@@ -11,12 +11,19 @@ import { parseCommandArgs } from './fleet-args.js';
  * agent started afterwards with that config reads them.
  */
 export function runGlossaryCommand(argv: string[]): number {
-  const { values } = parseCommandArgs(argv, commandNamed('glossary')!) as { values: { from?: string; out?: string; config?: string; json?: boolean } };
+  const { values } = parseCommandArgs(argv, commandNamed('glossary')!) as {
+    values: { from?: string; out?: string; config?: string; json?: boolean };
+  };
   const from = values.from ?? '/usr/share/dictd';
   const out = values.out ?? resolveConfigFile(values.config).glossaryPath ?? glossaryDir();
   const started = performance.now();
   const built = buildGlossaries(from, out);
   if (values.json) process.stdout.write(`${JSON.stringify({ glossary: out, words: built })}\n`);
-  else process.stdout.write(`built ${out} (${Object.entries(built).map(([l, n]) => `${l}: ${n} words`).join(', ')}) in ${Math.round(performance.now() - started)} ms\n`);
+  else
+    process.stdout.write(
+      `built ${out} (${Object.entries(built)
+        .map(([l, n]) => `${l}: ${n} words`)
+        .join(', ')}) in ${Math.round(performance.now() - started)} ms\n`,
+    );
   return 0;
 }

@@ -9,7 +9,9 @@ import { parseCommandArgs } from './fleet-args.js';
 
 /** The Pkl module an application amends, as a path from `dir` (Pkl resolves `amends` from the file). */
 function schemaPathFrom(dir: string): string {
-  const path = relative(dir, join(thymosRoot(), 'schemas', 'Thymos.pkl')).split(sep).join('/');
+  const path = relative(dir, join(thymosRoot(), 'schemas', 'Thymos.pkl'))
+    .split(sep)
+    .join('/');
   return path.startsWith('.') ? path : `./${path}`;
 }
 
@@ -151,7 +153,10 @@ export function runInitCommand(argv: string[]): number {
   const files = projectFiles(dir);
   const present = Object.keys(files).filter((f) => existsSync(join(dir, f)));
   if (present.length > 0) {
-    throw new ThymosError(ErrorCode.FILE_EXISTS, `${dir} already has ${present.join(', ')}; thymos init writes only into a folder without them (move them away, or name another folder)`);
+    throw new ThymosError(
+      ErrorCode.FILE_EXISTS,
+      `${dir} already has ${present.join(', ')}; thymos init writes only into a folder without them (move them away, or name another folder)`,
+    );
   }
   const written: string[] = [];
   try {
@@ -163,13 +168,19 @@ export function runInitCommand(argv: string[]): number {
   } catch (e) {
     // All or nothing: a half-made project would make the next init refuse.
     for (const file of written) rmSync(join(dir, file), { force: true });
-    throw new ThymosError((e as NodeJS.ErrnoException).code === 'EEXIST' ? ErrorCode.FILE_EXISTS : ErrorCode.WRITE_FAILED, `cannot write the project into ${dir}: ${(e as Error).message}`, { cause: e });
+    throw new ThymosError(
+      (e as NodeJS.ErrnoException).code === 'EEXIST' ? ErrorCode.FILE_EXISTS : ErrorCode.WRITE_FAILED,
+      `cannot write the project into ${dir}: ${(e as Error).message}`,
+      { cause: e },
+    );
   }
   if (args.values.json) process.stdout.write(`${JSON.stringify({ dir, files: Object.keys(files) })}\n`);
   else {
     const cd = relative(process.cwd(), dir);
     const go = cd === '' ? '' : `cd ${cd.startsWith('..') ? dir : cd} && `;
-    process.stdout.write(`thymos: a new project in ${dir}: ${Object.keys(files).join(', ')}\nnext: ${go}npx thymos setup && npx thymos validate && npx thymos up && npx thymos reconcile --context context.json\n`);
+    process.stdout.write(
+      `thymos: a new project in ${dir}: ${Object.keys(files).join(', ')}\nnext: ${go}npx thymos setup && npx thymos validate && npx thymos up && npx thymos reconcile --context context.json\n`,
+    );
   }
   return ExitCode.OK;
 }

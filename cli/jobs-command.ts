@@ -16,16 +16,26 @@ export async function runJobsCommand(argv: string[]): Promise<number> {
   const args = parseFleetArgs(argv, spec, { min: 1, max: 4 });
   const [action, ...rest] = args.positionals as [string, ...string[]];
   if (action === 'publish') {
-    if (rest.length < 2 || rest.length > 3) throw new ThymosError(ErrorCode.USAGE, `jobs publish: expected QUEUE SKILL and a JSON payload\nusage: ${usage}`);
+    if (rest.length < 2 || rest.length > 3)
+      throw new ThymosError(ErrorCode.USAGE, `jobs publish: expected QUEUE SKILL and a JSON payload\nusage: ${usage}`);
     const [queue, skill, json = '{}'] = rest as [string, string, string?];
     const payload = parseJsonOrUndefined(json);
-    if (payload === undefined) throw new ThymosError(ErrorCode.USAGE, `jobs publish: the payload is not JSON: ${JSON.stringify(json.slice(0, 60))}\nusage: ${usage}`);
+    if (payload === undefined)
+      throw new ThymosError(
+        ErrorCode.USAGE,
+        `jobs publish: the payload is not JSON: ${JSON.stringify(json.slice(0, 60))}\nusage: ${usage}`,
+      );
     const id = typeof args.values.id === 'string' ? args.values.id : undefined;
     const fleet = await connect(args.config);
     try {
       const sent = await fleet.jobs.publish(queue, skill, payload, id === undefined ? {} : { id });
       if (args.json) out(JSON.stringify(sent));
-      else out(sent.duplicate ? `job ${sent.id} was published before: it is the same job (nothing new queued)` : `job ${sent.id} queued for ${skill} on ${queue} (seq ${sent.seq})`);
+      else
+        out(
+          sent.duplicate
+            ? `job ${sent.id} was published before: it is the same job (nothing new queued)`
+            : `job ${sent.id} queued for ${skill} on ${queue} (seq ${sent.seq})`,
+        );
       return ExitCode.OK;
     } finally {
       await fleet.close();
@@ -38,7 +48,20 @@ export async function runJobsCommand(argv: string[]): Promise<number> {
       const rows = await fleet.jobs.list(rest[0]);
       if (args.json) out(JSON.stringify(rows, null, 2));
       else if (rows.length === 0) out('no work queue has jobs or skills (declare queues in the domain, and skills on agents)');
-      else out(renderTable(['QUEUE', 'SKILL', 'WAITING', 'IN PROGRESS', 'OLDEST', 'SERVED'], rows.map((r) => [r.queue, r.skill, String(r.waiting), String(r.in_progress), r.oldest_ms > 0 ? formatAge(new Date(Date.now() - r.oldest_ms).toISOString()) : '-', r.served ? 'yes' : 'no agent has it'])));
+      else
+        out(
+          renderTable(
+            ['QUEUE', 'SKILL', 'WAITING', 'IN PROGRESS', 'OLDEST', 'SERVED'],
+            rows.map((r) => [
+              r.queue,
+              r.skill,
+              String(r.waiting),
+              String(r.in_progress),
+              r.oldest_ms > 0 ? formatAge(new Date(Date.now() - r.oldest_ms).toISOString()) : '-',
+              r.served ? 'yes' : 'no agent has it',
+            ]),
+          ),
+        );
       return ExitCode.OK;
     } finally {
       await fleet.close();
@@ -47,13 +70,36 @@ export async function runJobsCommand(argv: string[]): Promise<number> {
   if (action === 'dead') {
     if (rest.length > 1) throw new ThymosError(ErrorCode.USAGE, `jobs dead: expected at most a QUEUE\nusage: ${usage}`);
     const limit = typeof args.values.limit === 'string' ? Number(args.values.limit) : undefined;
-    if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1 && limit <= 1000)) throw new ThymosError(ErrorCode.USAGE, `--limit: expected a whole number from 1 to 1000, got ${JSON.stringify(args.values.limit)}\nusage: ${usage}`);
+    if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1 && limit <= 1000))
+      throw new ThymosError(
+        ErrorCode.USAGE,
+        `--limit: expected a whole number from 1 to 1000, got ${JSON.stringify(args.values.limit)}\nusage: ${usage}`,
+      );
     const fleet = await connect(args.config);
     try {
-      const letters = await fleet.jobs.dead({ ...(rest[0] !== undefined ? { queue: rest[0] } : {}), ...(limit !== undefined ? { limit } : {}) });
+      const letters = await fleet.jobs.dead({
+        ...(rest[0] !== undefined ? { queue: rest[0] } : {}),
+        ...(limit !== undefined ? { limit } : {}),
+      });
       if (args.json) out(JSON.stringify(letters, null, 2));
       else if (letters.length === 0) out('no dead letters');
-      else out(renderTable(['SEQ', 'QUEUE', 'SKILL', 'JOB', 'ATTEMPTS', 'CODE', 'REASON', 'BY', 'AT'], letters.map((l) => [String(l.seq), l.queue, l.skill, jobId(l.job), String(l.attempts), l.reason.code, printable(l.reason.message.slice(0, 80)), l.agent, l.at])));
+      else
+        out(
+          renderTable(
+            ['SEQ', 'QUEUE', 'SKILL', 'JOB', 'ATTEMPTS', 'CODE', 'REASON', 'BY', 'AT'],
+            letters.map((l) => [
+              String(l.seq),
+              l.queue,
+              l.skill,
+              jobId(l.job),
+              String(l.attempts),
+              l.reason.code,
+              printable(l.reason.message.slice(0, 80)),
+              l.agent,
+              l.at,
+            ]),
+          ),
+        );
       return ExitCode.OK;
     } finally {
       await fleet.close();
@@ -61,7 +107,11 @@ export async function runJobsCommand(argv: string[]): Promise<number> {
   }
   if (action === 'requeue') {
     const seq = Number(rest[0]);
-    if (rest.length !== 1 || !(Number.isInteger(seq) && seq > 0)) throw new ThymosError(ErrorCode.USAGE, `jobs requeue: expected the SEQ of one dead letter (thymos jobs dead lists them)\nusage: ${usage}`);
+    if (rest.length !== 1 || !(Number.isInteger(seq) && seq > 0))
+      throw new ThymosError(
+        ErrorCode.USAGE,
+        `jobs requeue: expected the SEQ of one dead letter (thymos jobs dead lists them)\nusage: ${usage}`,
+      );
     const fleet = await connect(args.config);
     try {
       const back = await fleet.jobs.requeue(seq);

@@ -15,7 +15,14 @@ export interface LogViewOptions {
 
 /** A line of a fleet log, readable: pino's JSON through pino-pretty on one line; nats-server's own lines as they are. */
 export function lineFormatter(options: LogViewOptions): (name: string, line: string) => string {
-  const pretty = options.json ? undefined : prettyFactory({ colorize: options.colour, singleLine: true, translateTime: 'SYS:yyyy-mm-dd HH:MM:ss.l', ignore: 'pid,hostname,agent' });
+  const pretty = options.json
+    ? undefined
+    : prettyFactory({
+        colorize: options.colour,
+        singleLine: true,
+        translateTime: 'SYS:yyyy-mm-dd HH:MM:ss.l',
+        ignore: 'pid,hostname,agent',
+      });
   return (name, line) => {
     const text = pretty ? pretty(line).replace(/\n$/, '') : line;
     return options.label ? `${name.padEnd(16)} | ${text}` : text;
@@ -51,7 +58,13 @@ export function logFiles(dir: string): Map<string, string> {
  * line before it in its own log), then, with `follow`, what each log gains — a log that appears
  * later (an agent started since) is followed from its start. Runs until the process ends.
  */
-export async function showLogs(files: () => Map<string, string>, n: number, follow: boolean, format: (name: string, line: string) => string, write: (text: string) => void): Promise<void> {
+export async function showLogs(
+  files: () => Map<string, string>,
+  n: number,
+  follow: boolean,
+  format: (name: string, line: string) => string,
+  write: (text: string) => void,
+): Promise<void> {
   const start = files();
   const merged: Array<{ at: string; name: string; line: string }> = [];
   for (const [name, file] of start) {

@@ -19,7 +19,9 @@ import { parseCommandArgs } from './fleet-args.js';
  * nothing new.
  */
 export async function runNatsConfigCommand(argv: string[]): Promise<number> {
-  const { values } = parseCommandArgs(argv, commandNamed('nats-config')!) as { values: { config?: string; json?: boolean; 'server-config'?: string } };
+  const { values } = parseCommandArgs(argv, commandNamed('nats-config')!) as {
+    values: { config?: string; json?: boolean; 'server-config'?: string };
+  };
   const config = resolveConfig(values.config);
   if (!config.nats.url) {
     throw new ThymosError(
@@ -28,20 +30,38 @@ export async function runNatsConfigCommand(argv: string[]): Promise<number> {
     );
   }
   const serverConfig = values['server-config'];
-  if (!serverConfig) throw new ThymosError(ErrorCode.USAGE, '--server-config FILE is required: your nats-server\'s configuration, since nats-server reads an include path relative to the file that includes it');
+  if (!serverConfig)
+    throw new ThymosError(
+      ErrorCode.USAGE,
+      "--server-config FILE is required: your nats-server's configuration, since nats-server reads an include path relative to the file that includes it",
+    );
   const server = resolve(serverConfig);
-  if (!statSync(server, { throwIfNoEntry: false })?.isFile()) throw new ThymosError(ErrorCode.USAGE, `--server-config: ${server} is not a file; expected your nats-server's configuration`);
+  if (!statSync(server, { throwIfNoEntry: false })?.isFile())
+    throw new ThymosError(ErrorCode.USAGE, `--server-config: ${server} is not a file; expected your nats-server's configuration`);
   const { domain } = await checkFleet(config);
   const paths = fleetPaths(config.dataPath);
   const include = `include "${includePath(relative(dirname(server), natsUsersIncludeFile(paths)))}"`;
   const ids = Object.keys(domain.agents);
-  const made = (['supervisor', 'client', 'approver', 'spare', ...ids.map(agentIdentity)] as const).filter((who) => ensureNatsIdentity(config.dataPath, who).created);
+  const made = (['supervisor', 'client', 'approver', 'spare', ...ids.map(agentIdentity)] as const).filter(
+    (who) => ensureNatsIdentity(config.dataPath, who).created,
+  );
   // With no domain schema there is no domain to tell which agents left it: nothing is deleted.
   const revoked = config.domainSchemaPath ? staleAgentIdentities(config.dataPath, ids) : [];
   for (const id of revoked) removeNatsIdentity(config.dataPath, agentIdentity(id));
   const skipped: string[] = [];
-  const written = writeNatsUsersInclude(paths, { names: new FleetNames(config.fleet.name), work: domainWork(domain) }, (file, reason) => skipped.push(`${file}: ${reason}`));
-  const report = { file: written.file, changed: written.changed, users: written.who, made, revoked, skipped, include, identities: config.nats.identities };
+  const written = writeNatsUsersInclude(paths, { names: new FleetNames(config.fleet.name), work: domainWork(domain) }, (file, reason) =>
+    skipped.push(`${file}: ${reason}`),
+  );
+  const report = {
+    file: written.file,
+    changed: written.changed,
+    users: written.who,
+    made,
+    revoked,
+    skipped,
+    include,
+    identities: config.nats.identities,
+  };
   if (values.json) {
     process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
     return 0;
@@ -52,7 +72,9 @@ export async function runNatsConfigCommand(argv: string[]): Promise<number> {
       (made.length > 0 ? `made the identities ${made.join(', ')}\n` : '') +
       (revoked.length > 0 ? `deleted the identities of ${revoked.join(', ')}: no longer in the domain\n` : '') +
       `add to ${server}, then reload the server (nats-server --signal reload):\n  ${include}\n` +
-      (config.nats.identities ? '' : `and set [nats] identities = true in ${config.file ?? 'thymos.toml'}, so the fleet connects as them\n`),
+      (config.nats.identities
+        ? ''
+        : `and set [nats] identities = true in ${config.file ?? 'thymos.toml'}, so the fleet connects as them\n`),
   );
   return 0;
 }
@@ -64,6 +86,10 @@ export async function runNatsConfigCommand(argv: string[]): Promise<number> {
  */
 function includePath(path: string): string {
   const slashed = sep === '/' ? path : path.split(sep).join('/');
-  if (/["\\\p{Cc}]/u.test(slashed)) throw new ThymosError(ErrorCode.USAGE, `the include path ${JSON.stringify(slashed)} has a quote, a backslash or a control character, which nats-server cannot read in an include: move the data directory or the server's configuration`);
+  if (/["\\\p{Cc}]/u.test(slashed))
+    throw new ThymosError(
+      ErrorCode.USAGE,
+      `the include path ${JSON.stringify(slashed)} has a quote, a backslash or a control character, which nats-server cannot read in an include: move the data directory or the server's configuration`,
+    );
   return slashed;
 }

@@ -5,7 +5,13 @@ import type { DomainSchema } from '../shared/domain/domain-schema.js';
 import { checkFleet } from '../shared/domain/fleet-checks.js';
 import { ExitCode } from '../shared/errors/exit-codes.js';
 import { admission } from '../shared/nats/nats-connection.js';
-import { agentIdentity, ensureNatsIdentity, fleetNatsLink, removeNatsIdentity, staleAgentIdentities } from '../shared/nats/nats-identity.js';
+import {
+  agentIdentity,
+  ensureNatsIdentity,
+  fleetNatsLink,
+  removeNatsIdentity,
+  staleAgentIdentities,
+} from '../shared/nats/nats-identity.js';
 import { domainWork } from '../shared/nats/nats-permissions.js';
 import { FleetNames } from '../shared/protocol/fleet-names.js';
 import { upFleet } from '../supervisor/pm2/fleet-launcher.js';
@@ -49,7 +55,12 @@ export async function runReloadCommand(argv: string[]): Promise<number> {
     const before = (await fleet.status()).agents;
     const removedRows = before.filter((a) => !wanted.has(a.id));
     const known = new Set(before.map((a) => a.id));
-    report = { added: [...wanted].filter((id) => !known.has(id)).sort(), removed: removedRows.map((a) => a.id).sort(), stopped: [], supervisor_pid: null };
+    report = {
+      added: [...wanted].filter((id) => !known.has(id)).sort(),
+      removed: removedRows.map((a) => a.id).sort(),
+      stopped: [],
+      supervisor_pid: null,
+    };
     if (config.nats.url && config.nats.identities && !(await ownServerReady(config, domain, report.added))) return ExitCode.FAILURE;
     for (const row of removedRows) {
       if (row.state !== 'active' && row.state !== 'listening') continue;
@@ -64,7 +75,10 @@ export async function runReloadCommand(argv: string[]): Promise<number> {
   else {
     out(`reloaded ${config.domainSchemaPath ?? 'the domain'}: supervisor pid ${report.supervisor_pid ?? '?'}, ${wanted.size} agents`);
     for (const id of report.added) out(`added ${id}: it has its NATS identity and starts when reconciled`);
-    for (const id of report.removed) out(`removed ${id}: ${report.stopped.includes(id) ? 'stopped (a snapshot), ' : ''}its data kept in ${config.dataPath}/agents/${id}, its NATS identity revoked`);
+    for (const id of report.removed)
+      out(
+        `removed ${id}: ${report.stopped.includes(id) ? 'stopped (a snapshot), ' : ''}its data kept in ${config.dataPath}/agents/${id}, its NATS identity revoked`,
+      );
     if (report.added.length === 0 && report.removed.length === 0) out('no agent added or removed; the rest of the domain is in force');
   }
   return ExitCode.OK;
@@ -83,12 +97,20 @@ async function ownServerReady(config: ThymosConfig, domain: DomainSchema, added:
   const staleLinks = stale.map((id) => ({ id, link: fleetNatsLink(config, agentIdentity(id), url) }));
   for (const id of ids) ensureNatsIdentity(config.dataPath, agentIdentity(id));
   for (const id of stale) removeNatsIdentity(config.dataPath, agentIdentity(id));
-  const written = writeNatsUsersInclude(fleetPaths(config.dataPath), { names: new FleetNames(config.fleet.name), work: domainWork(domain) });
+  const written = writeNatsUsersInclude(fleetPaths(config.dataPath), {
+    names: new FleetNames(config.fleet.name),
+    work: domainWork(domain),
+  });
   const waiting: string[] = [];
-  for (const id of added) if ((await admission(url, fleetNatsLink(config, agentIdentity(id), url), 3000)).outcome !== 'admitted') waiting.push(`admits no ${agentIdentity(id)}`);
-  for (const { id, link } of staleLinks) if (link.seed && (await admission(url, link, 3000)).outcome === 'admitted') waiting.push(`still admits ${agentIdentity(id)}`);
+  for (const id of added)
+    if ((await admission(url, fleetNatsLink(config, agentIdentity(id), url), 3000)).outcome !== 'admitted')
+      waiting.push(`admits no ${agentIdentity(id)}`);
+  for (const { id, link } of staleLinks)
+    if (link.seed && (await admission(url, link, 3000)).outcome === 'admitted') waiting.push(`still admits ${agentIdentity(id)}`);
   if (waiting.length === 0) return true;
-  err(`thymos: ${written.changed ? 'wrote' : 'unchanged'} ${written.file}; the nats-server at ${url} ${waiting.join(', ')}: reload that server (nats-server --signal reload), then run thymos reload again`);
+  err(
+    `thymos: ${written.changed ? 'wrote' : 'unchanged'} ${written.file}; the nats-server at ${url} ${waiting.join(', ')}: reload that server (nats-server --signal reload), then run thymos reload again`,
+  );
   return false;
 }
 

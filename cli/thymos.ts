@@ -52,8 +52,14 @@ function asksForHelp(argv: readonly string[]): boolean {
 
 /** An unknown command, or one asked about with `help`, with the nearest command named. */
 function unknownCommand(name: string): ThymosError {
-  const near = suggest(name, COMMANDS.map((c) => c.name));
-  return new ThymosError(ErrorCode.USAGE, `unknown command ${JSON.stringify(name)}${near ? `; did you mean ${near}?` : ''}\nthymos help lists the commands`);
+  const near = suggest(
+    name,
+    COMMANDS.map((c) => c.name),
+  );
+  return new ThymosError(
+    ErrorCode.USAGE,
+    `unknown command ${JSON.stringify(name)}${near ? `; did you mean ${near}?` : ''}\nthymos help lists the commands`,
+  );
 }
 
 /** A parse error for an unknown option gets the nearest option of the command. */
@@ -63,7 +69,10 @@ function withOptionSuggestion(err: ThymosError, command: string | undefined): Th
   if (!spec || !unknown || err.code !== ErrorCode.USAGE) return err;
   const near = suggest(unknown.replace(/^-+/, ''), Object.keys(spec.options));
   if (!near) return err;
-  return new ThymosError(err.code, err.message.replace(`Unknown option '${unknown}'`, `Unknown option '${unknown}' (did you mean --${near}?)`));
+  return new ThymosError(
+    err.code,
+    err.message.replace(`Unknown option '${unknown}'`, `Unknown option '${unknown}' (did you mean --${near}?)`),
+  );
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -74,7 +83,8 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${commandHelp(spec)}\n`);
     return ExitCode.OK;
   }
-  if (command !== undefined && Object.hasOwn(FLEET_COMMANDS, command)) return FLEET_COMMANDS[command]!(await import('./fleet-commands.js'), rest);
+  if (command !== undefined && Object.hasOwn(FLEET_COMMANDS, command))
+    return FLEET_COMMANDS[command]!(await import('./fleet-commands.js'), rest);
   if (command !== undefined && Object.hasOwn(OWN_MODULE_COMMANDS, command)) return OWN_MODULE_COMMANDS[command]!(rest);
   switch (command) {
     case 'help': {

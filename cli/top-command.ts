@@ -47,7 +47,8 @@ export class TopSampler {
         ...a,
         pss_bytes: memory?.pss ?? null,
         rss_bytes: memory?.rss ?? a.rss_bytes,
-        cpu_percent: seconds > 0 && cpu !== undefined && before?.cpu !== undefined ? Math.max(0, ((cpu - before.cpu) / seconds) * 100) : null,
+        cpu_percent:
+          seconds > 0 && cpu !== undefined && before?.cpu !== undefined ? Math.max(0, ((cpu - before.cpu) / seconds) * 100) : null,
         events_per_s: seconds > 0 && before ? Math.max(0, (a.events_routed - before.routed) / seconds) : null,
       };
     });
@@ -94,9 +95,20 @@ export async function runTopCommand(argv: string[]): Promise<number> {
   const usage = usageLine(spec);
   const args = parseFleetArgs(argv, spec);
   const interval = args.values.interval === undefined ? 1000 : Number(args.values.interval);
-  if (!Number.isInteger(interval) || interval < 200 || interval > 60_000) throw new ThymosError(ErrorCode.USAGE, `--interval: expected milliseconds from 200 to 60000, got ${JSON.stringify(args.values.interval)}\nusage: ${usage}`);
-  const byName = Object.entries(TOP_SORTS).find(([k, v]) => args.values.sort === k || args.values.sort === v.name)?.[0] as TopSort | undefined;
-  if (args.values.sort !== undefined && !byName) throw new ThymosError(ErrorCode.USAGE, `--sort: expected one of ${Object.values(TOP_SORTS).map((v) => v.name).join(', ')}, got ${JSON.stringify(args.values.sort)}\nusage: ${usage}`);
+  if (!Number.isInteger(interval) || interval < 200 || interval > 60_000)
+    throw new ThymosError(
+      ErrorCode.USAGE,
+      `--interval: expected milliseconds from 200 to 60000, got ${JSON.stringify(args.values.interval)}\nusage: ${usage}`,
+    );
+  const byName = Object.entries(TOP_SORTS).find(([k, v]) => args.values.sort === k || args.values.sort === v.name)?.[0] as
+    TopSort | undefined;
+  if (args.values.sort !== undefined && !byName)
+    throw new ThymosError(
+      ErrorCode.USAGE,
+      `--sort: expected one of ${Object.values(TOP_SORTS)
+        .map((v) => v.name)
+        .join(', ')}, got ${JSON.stringify(args.values.sort)}\nusage: ${usage}`,
+    );
   let sort: TopSort = byName ?? 'c';
   const live = args.values.once !== true && process.stdout.isTTY === true && process.stdin.isTTY === true;
   const fleet = await connect(args.config);
@@ -111,14 +123,26 @@ export async function runTopCommand(argv: string[]): Promise<number> {
       process.stdout.write(`${args.json ? JSON.stringify(rows) : renderTop(status, rows, sort)}\n`);
       return ExitCode.OK;
     }
-    return await liveView(fleet, sampler, interval, () => sort, (s) => (sort = s));
+    return await liveView(
+      fleet,
+      sampler,
+      interval,
+      () => sort,
+      (s) => (sort = s),
+    );
   } finally {
     await fleet.close();
   }
 }
 
 /** Draws a frame every `interval` on the terminal's alternate screen until q (or Ctrl-C); a key of TOP_SORTS re-sorts at once. */
-async function liveView(fleet: Fleet, sampler: TopSampler, interval: number, sort: () => TopSort, setSort: (s: TopSort) => void): Promise<number> {
+async function liveView(
+  fleet: Fleet,
+  sampler: TopSampler,
+  interval: number,
+  sort: () => TopSort,
+  setSort: (s: TopSort) => void,
+): Promise<number> {
   const out = process.stdout;
   let quit!: () => void;
   const quitting = new Promise<void>((resolve) => (quit = resolve));

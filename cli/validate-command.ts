@@ -6,7 +6,9 @@ import { parseCommandArgs } from './fleet-args.js';
 
 /** `thymos validate`: checks thymos.toml and the domain schema, prints what they define. */
 export async function runValidateCommand(argv: string[]): Promise<number> {
-  const { values } = parseCommandArgs(argv, commandNamed('validate')!) as { values: { config?: string; json?: boolean; strict?: boolean; intents?: boolean } };
+  const { values } = parseCommandArgs(argv, commandNamed('validate')!) as {
+    values: { config?: string; json?: boolean; strict?: boolean; intents?: boolean };
+  };
   const config = resolveConfig(values.config);
   const { domain, warnings } = await checkFleet(config, values.strict);
   for (const w of warnings) process.stderr.write(`thymos: warning: ${w.message}\n`);
@@ -37,7 +39,11 @@ export async function runValidateCommand(argv: string[]): Promise<number> {
         `concept types: ${summary.concept_types.join(', ') || '-'}; relationship types: ${summary.relationship_types.join(', ') || '-'}\n` +
         `relevance rules: ${summary.relevance_rules}; event filters: ${summary.event_filters}\n` +
         `world tables: ${summary.world_tables.join(', ') || '-'}; world watches: ${summary.world_watches}\n` +
-        `tools (${Object.keys(summary.tools).length}): ${Object.entries(summary.tools).map(([name, ids]) => `${name} (${ids.join(', ') || 'granted to nobody'})`).join(', ') || '-'}\n` +
+        `tools (${Object.keys(summary.tools).length}): ${
+          Object.entries(summary.tools)
+            .map(([name, ids]) => `${name} (${ids.join(', ') || 'granted to nobody'})`)
+            .join(', ') || '-'
+        }\n` +
         (examples?.text ?? ''),
     );
   }

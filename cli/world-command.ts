@@ -17,7 +17,8 @@ const usage = (message: string) => new ThymosError(ErrorCode.USAGE, `${message}\
 export async function runWorldCommand(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
   const arity: Record<string, number> = { tables: 0, get: 2, set: 3, patch: 3, delete: 2, query: 1 };
-  if (sub === undefined || !Object.hasOwn(arity, sub)) throw usage(`world: expected one of ${Object.keys(arity).join(', ')}, got ${JSON.stringify(sub ?? '')}`);
+  if (sub === undefined || !Object.hasOwn(arity, sub))
+    throw usage(`world: expected one of ${Object.keys(arity).join(', ')}, got ${JSON.stringify(sub ?? '')}`);
   const n = arity[sub]!;
   const args = parseFleetArgs(rest, SPEC, { min: n, max: n }, sub === 'query' ? ['where', 'order', 'limit'] : []);
   const [table, id, json] = args.positionals as [string, string, string];
@@ -49,15 +50,20 @@ export async function runWorldCommand(argv: string[]): Promise<number> {
       }
       default: {
         const spec = await declared(fleet, table);
-        const query: WorldQueryInput = { table, where: ((args.values.where as unknown as string[] | undefined) ?? []).map((w) => parseCondition(w, spec)) };
+        const query: WorldQueryInput = {
+          table,
+          where: ((args.values.where as unknown as string[] | undefined) ?? []).map((w) => parseCondition(w, spec)),
+        };
         if (typeof args.values.order === 'string') {
           const [field, direction = 'asc'] = args.values.order.split(':');
-          if (direction !== 'asc' && direction !== 'desc') throw usage(`--order: expected FIELD or FIELD:asc or FIELD:desc, got ${JSON.stringify(args.values.order)}`);
+          if (direction !== 'asc' && direction !== 'desc')
+            throw usage(`--order: expected FIELD or FIELD:asc or FIELD:desc, got ${JSON.stringify(args.values.order)}`);
           query.order_by = { field: field!, direction };
         }
         if (typeof args.values.limit === 'string') {
           const limit = Number(args.values.limit);
-          if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw usage(`--limit: expected 1 to 1000, got ${JSON.stringify(args.values.limit)}`);
+          if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
+            throw usage(`--limit: expected 1 to 1000, got ${JSON.stringify(args.values.limit)}`);
           query.limit = limit;
         }
         const rows = await fleet.world.query(query);
@@ -73,7 +79,11 @@ export async function runWorldCommand(argv: string[]): Promise<number> {
 async function declared(fleet: Fleet, table: string): Promise<WorldTable> {
   const tables = await fleet.world.tables();
   const spec = Object.hasOwn(tables, table) ? tables[table] : undefined;
-  if (!spec) throw new ThymosError(ErrorCode.INVALID_INPUT, `table: no world table ${JSON.stringify(table)}; the domain declares ${Object.keys(tables).join(', ') || 'none'}`);
+  if (!spec)
+    throw new ThymosError(
+      ErrorCode.INVALID_INPUT,
+      `table: no world table ${JSON.stringify(table)}; the domain declares ${Object.keys(tables).join(', ') || 'none'}`,
+    );
   return spec;
 }
 
@@ -125,9 +135,17 @@ function parseCondition(text: string, table: WorldTable): WorldConditionInput {
 
 function renderTables(tables: WorldTables): string {
   const rows = Object.entries(tables).flatMap(([name, t]) =>
-    Object.entries(t.fields).map(([field, spec]) => [name, field, spec.type, spec.required ? 'yes' : '', spec.allowedValues?.join(', ') ?? '']),
+    Object.entries(t.fields).map(([field, spec]) => [
+      name,
+      field,
+      spec.type,
+      spec.required ? 'yes' : '',
+      spec.allowedValues?.join(', ') ?? '',
+    ]),
   );
-  return rows.length ? renderTable(['TABLE', 'FIELD', 'TYPE', 'REQUIRED', 'ALLOWED'], rows) : 'no world tables (declare worldTables in the Pkl schema)';
+  return rows.length
+    ? renderTable(['TABLE', 'FIELD', 'TYPE', 'REQUIRED', 'ALLOWED'], rows)
+    : 'no world tables (declare worldTables in the Pkl schema)';
 }
 
 function renderRows(rows: WorldRow[], table: WorldTable): string {

@@ -74,10 +74,16 @@ export async function talkTo(client: Client, id: string, message: string, option
   if (result.isError === true) {
     const wire = WireErrorSchema.safeParse(result._meta?.['thymos/error']);
     const text = JSON.stringify(result.content).slice(0, 300);
-    throw wire.success ? new ThymosError(wire.data.code, wire.data.message, { details: wire.data.details }) : new ThymosError(ErrorCode.INTERNAL, `talk to ${id} failed: ${text}`);
+    throw wire.success
+      ? new ThymosError(wire.data.code, wire.data.message, { details: wire.data.details })
+      : new ThymosError(ErrorCode.INTERNAL, `talk to ${id} failed: ${text}`);
   }
   const answer = TalkAnswerSchema.safeParse(result.structuredContent);
-  if (!answer.success) throw new ThymosError(ErrorCode.INVALID_REPLY, `talk_to_${id} answered something that is not a talk answer: ${describeIssues(answer.error, result.structuredContent)}`);
+  if (!answer.success)
+    throw new ThymosError(
+      ErrorCode.INVALID_REPLY,
+      `talk_to_${id} answered something that is not a talk answer: ${describeIssues(answer.error, result.structuredContent)}`,
+    );
   const { data } = answer;
   return { ...data, text: data.greeting !== undefined ? `${data.greeting}\n${data.reply}` : data.reply };
 }

@@ -63,7 +63,12 @@ class FleetApprover implements Approver {
   }
 
   approve(id: string, callId: string, options: { reason: string; done?: boolean }): Promise<CallDecisionReport> {
-    return this.#requester.request('approve', { id, call_id: callId, reason: options.reason, ...(options.done === true ? { done: true } : {}) });
+    return this.#requester.request('approve', {
+      id,
+      call_id: callId,
+      reason: options.reason,
+      ...(options.done === true ? { done: true } : {}),
+    });
   }
 
   refuse(id: string, callId: string, options: { reason: string }): Promise<CallDecisionReport> {

@@ -20,19 +20,34 @@ export async function connectFleetNats(config: ThymosConfig, who: FleetUser, tim
   const managed = config.nats.url ? undefined : readFleetInfo(config);
   // The fleet's own nats-server: when nothing listens on its port the fleet is down, and waiting tells nothing more.
   if (managed?.managed_nats && managed.nats_port && (await refusesConnections('127.0.0.1', managed.nats_port))) {
-    throw new ThymosError(ErrorCode.FLEET_NOT_RUNNING, `the fleet is not running: nothing listens on 127.0.0.1:${managed.nats_port}, its NATS port (data/run/fleet.json); start it with thymos up`);
+    throw new ThymosError(
+      ErrorCode.FLEET_NOT_RUNNING,
+      `the fleet is not running: nothing listens on 127.0.0.1:${managed.nats_port}, its NATS port (data/run/fleet.json); start it with thymos up`,
+    );
   }
   const link = fleetNatsLink(config, who, url);
   // Without its key, the connection would be refused over and over until the deadline, and read as a fleet that is down.
-  if (config.natsCredentialsPath === undefined && (managed?.managed_nats || config.nats.identities) && !readNatsSeed(config.dataPath, who)) {
-    const fix = managed?.managed_nats ? 'thymos up makes the keys that are missing (and has the running nats-server admit them)' : 'run thymos nats-config, then reload that server';
-    throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `the fleet has no NATS key for ${who} (${natsIdentityFile(config.dataPath, who)}): ${fix}`);
+  if (
+    config.natsCredentialsPath === undefined &&
+    (managed?.managed_nats || config.nats.identities) &&
+    !readNatsSeed(config.dataPath, who)
+  ) {
+    const fix = managed?.managed_nats
+      ? 'thymos up makes the keys that are missing (and has the running nats-server admit them)'
+      : 'run thymos nats-config, then reload that server';
+    throw new ThymosError(
+      ErrorCode.NATS_UNAVAILABLE,
+      `the fleet has no NATS key for ${who} (${natsIdentityFile(config.dataPath, who)}): ${fix}`,
+    );
   }
   const pending = connectNats({ servers: url, name: `thymos-${who}`, ...link, who });
   const nc = await withDeadline(pending, timeoutMs, () => undefined);
   if (!nc) {
     void pending.then((late) => late.close()).catch(() => undefined);
-    throw new ThymosError(ErrorCode.FLEET_NOT_RUNNING, `cannot reach the fleet's NATS at ${url} within ${timeoutMs} ms: is the fleet up (thymos up)?`);
+    throw new ThymosError(
+      ErrorCode.FLEET_NOT_RUNNING,
+      `cannot reach the fleet's NATS at ${url} within ${timeoutMs} ms: is the fleet up (thymos up)?`,
+    );
   }
   return nc;
 }

@@ -14,10 +14,16 @@ import { FleetNames } from '../shared/protocol/fleet-names.js';
 import { type ListedDeadLetter, parseJob, type SkillBacklog } from '../shared/protocol/job.js';
 import { parseJsonOrUndefined } from '../shared/protocol/parse-json.js';
 import { parseReconcileContext, type ReconcileContextInput } from '../shared/protocol/reconcile-context.js';
-import type { FleetStatus, ProgressMessage, ReconcileReport, SupervisorResultSchemas, TransitionRecord } from '../shared/protocol/supervisor-protocol.js';
+import type {
+  FleetStatus,
+  ProgressMessage,
+  ReconcileReport,
+  SupervisorResultSchemas,
+  TransitionRecord,
+} from '../shared/protocol/supervisor-protocol.js';
 import type { PendingCall } from '../shared/protocol/tool-call.js';
 import { parseWorldEvent, type WorldEventInput } from '../shared/protocol/world-event.js';
-import { type TalkAnswer, type TalkOptions,talkTo } from './agent-talk.js';
+import { type TalkAnswer, type TalkOptions, talkTo } from './agent-talk.js';
 import { connectFleetNats } from './connect-fleet-nats.js';
 
 /** An MCP client connected to one running agent (the SDK's own `Client`): `callTool`, `readResource`, `listTools`… */
@@ -44,7 +50,10 @@ export interface Fleet {
    * It returns once every move is done, unless `returnAfterWakes`: then it returns as soon as the agents it wakes or upgrades are ready, with the agents still going to sleep in `pending`;
    * the next reconcile waits for them, and its report's `settled` says how they ended (a failed stop is there).
    */
-  reconcile(context: ReconcileContextInput, options?: OperationOptions & { dryRun?: boolean; strict?: boolean; returnAfterWakes?: boolean }): Promise<ReconcileReport>;
+  reconcile(
+    context: ReconcileContextInput,
+    options?: OperationOptions & { dryRun?: boolean; strict?: boolean; returnAfterWakes?: boolean },
+  ): Promise<ReconcileReport>;
   status(): Promise<FleetStatus>;
   start(id: string, options?: OperationOptions & { mode?: AgentMode }): Promise<ReconcileReport>;
   stop(id: string, options?: OperationOptions): Promise<ReconcileReport>;
@@ -101,7 +110,12 @@ export interface Jobs {
    * within an hour is the same job (`duplicate`). INVALID_INPUT names a bad field; a queue the
    * fleet does not have is NOT_FOUND.
    */
-  publish(queue: string, skill: string, payload: unknown, options?: { id?: string }): Promise<{ id: string; seq: number; duplicate: boolean }>;
+  publish(
+    queue: string,
+    skill: string,
+    payload: unknown,
+    options?: { id?: string },
+  ): Promise<{ id: string; seq: number; duplicate: boolean }>;
   /** Each skill's backlog on each queue (one queue's with `queue`): waiting, in progress, the oldest job's age, whether an agent serves it. */
   list(queue?: string): Promise<SkillBacklog[]>;
   /** The newest dead letters (of one queue with `queue`), newest first: each job given up on, why, after how many deliveries, by whom. */
@@ -149,17 +163,33 @@ class FleetClient implements Fleet {
         return { id: job.id, ...(await publishJob(nc, job, this.#names)) };
       },
       list: (queue) => this.#requester.request('jobs', queue === undefined ? {} : { queue }, { timeoutMs: QUICK_MS }),
-      dead: (options = {}) => this.#requester.request('jobs_dead', { ...(options.queue !== undefined ? { queue: options.queue } : {}), ...(options.limit !== undefined ? { limit: options.limit } : {}) }, { timeoutMs: QUICK_MS }),
+      dead: (options = {}) =>
+        this.#requester.request(
+          'jobs_dead',
+          {
+            ...(options.queue !== undefined ? { queue: options.queue } : {}),
+            ...(options.limit !== undefined ? { limit: options.limit } : {}),
+          },
+          { timeoutMs: QUICK_MS },
+        ),
       requeue: (seq) => this.#requester.request('jobs_requeue', { seq }),
     };
   }
 
-  async reconcile(context: ReconcileContextInput, options: OperationOptions & { dryRun?: boolean; strict?: boolean; returnAfterWakes?: boolean } = {}): Promise<ReconcileReport> {
+  async reconcile(
+    context: ReconcileContextInput,
+    options: OperationOptions & { dryRun?: boolean; strict?: boolean; returnAfterWakes?: boolean } = {},
+  ): Promise<ReconcileReport> {
     const valid = parseReconcileContext(context);
     return this.#requester.request(
       'reconcile',
       // Sent only when asked for, so a supervisor from before the option still takes every other reconcile.
-      { context: valid, dry_run: options.dryRun ?? false, strict: options.strict ?? false, ...(options.returnAfterWakes ? { return_after_wakes: true } : {}) },
+      {
+        context: valid,
+        dry_run: options.dryRun ?? false,
+        strict: options.strict ?? false,
+        ...(options.returnAfterWakes ? { return_after_wakes: true } : {}),
+      },
       { onProgress: options.onProgress, watch: true },
     );
   }
@@ -170,7 +200,11 @@ class FleetClient implements Fleet {
   }
 
   start(id: string, options: OperationOptions & { mode?: AgentMode } = {}): Promise<ReconcileReport> {
-    return this.#requester.request('start', { id, ...(options.mode ? { mode: options.mode } : {}) }, { onProgress: options.onProgress, watch: true });
+    return this.#requester.request(
+      'start',
+      { id, ...(options.mode ? { mode: options.mode } : {}) },
+      { onProgress: options.onProgress, watch: true },
+    );
   }
 
   stop(id: string, options: OperationOptions = {}): Promise<ReconcileReport> {
@@ -199,7 +233,8 @@ class FleetClient implements Fleet {
   }
 
   decisions(onDecision: (decision: EventDecision) => void, options: { agent?: string } = {}): { close(): void } {
-    const subject = options.agent === undefined ? this.#names.allAgentDecisions : this.#names.agentDecision(AgentIdSchema.parse(options.agent));
+    const subject =
+      options.agent === undefined ? this.#names.allAgentDecisions : this.#names.agentDecision(AgentIdSchema.parse(options.agent));
     const sub = this.#nc.subscribe(subject, {
       callback: (err, msg) => {
         // An agent publishes its decisions with no reply: one with a reply was sent some other way (a JetStream delivery aimed here).
@@ -220,7 +255,10 @@ class FleetClient implements Fleet {
     const row = status.agents.find((a) => a.id === id);
     if (!row) throw new ThymosError(ErrorCode.AGENT_NOT_FOUND, `no agent "${id}" in the fleet`);
     if (row.port === null || (row.state !== 'active' && row.state !== 'listening')) {
-      throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${id} is ${row.state}: it has no MCP endpoint until it runs (reconcile or thymos start ${id})`);
+      throw new ThymosError(
+        ErrorCode.AGENT_NOT_ACTIVE,
+        `${id} is ${row.state}: it has no MCP endpoint until it runs (reconcile or thymos start ${id})`,
+      );
     }
     return { url: agentMcpUrl(this.#config, row.port), port: row.port, pid: row.pid };
   }

@@ -66,21 +66,40 @@ export function buildEmbeddingModel({ out, vocab }: BuildOptions): number {
   const io = (name: string, elem: number, shape: Array<string | number>) =>
     onnx.ValueInfoProto.create({
       name,
-      type: { tensorType: { elemType: elem, shape: { dim: shape.map((d) => (typeof d === 'string' ? { dimParam: d } : { dimValue: d })) } } },
+      type: {
+        tensorType: { elemType: elem, shape: { dim: shape.map((d) => (typeof d === 'string' ? { dimParam: d } : { dimValue: d })) } },
+      },
     });
   const graph = onnx.GraphProto.create({
     name: 'thymos_static_embedding',
     initializer: [
-      TensorProto.create({ name: 'embeddings', dims: [tokens.length, dims], dataType: TensorProto.DataType.FLOAT, rawData: new Uint8Array(matrix.buffer) }),
+      TensorProto.create({
+        name: 'embeddings',
+        dims: [tokens.length, dims],
+        dataType: TensorProto.DataType.FLOAT,
+        rawData: new Uint8Array(matrix.buffer),
+      }),
       int64('axis_2', [2]),
       int64('axis_1', [1]),
     ],
     node: [
       onnx.NodeProto.create({ opType: 'Gather', input: ['embeddings', 'input_ids'], output: ['vectors'], name: 'lookup' }),
-      onnx.NodeProto.create({ opType: 'Cast', input: ['attention_mask'], output: ['mask'], name: 'mask_float', attribute: [{ name: 'to', type: onnx.AttributeProto.AttributeType.INT, i: TensorProto.DataType.FLOAT }] }),
+      onnx.NodeProto.create({
+        opType: 'Cast',
+        input: ['attention_mask'],
+        output: ['mask'],
+        name: 'mask_float',
+        attribute: [{ name: 'to', type: onnx.AttributeProto.AttributeType.INT, i: TensorProto.DataType.FLOAT }],
+      }),
       onnx.NodeProto.create({ opType: 'Unsqueeze', input: ['mask', 'axis_2'], output: ['mask3'], name: 'mask_3d' }),
       onnx.NodeProto.create({ opType: 'Mul', input: ['vectors', 'mask3'], output: ['masked'], name: 'apply_mask' }),
-      onnx.NodeProto.create({ opType: 'ReduceSum', input: ['masked', 'axis_1'], output: ['last_hidden_state'], name: 'sum', attribute: [{ name: 'keepdims', type: onnx.AttributeProto.AttributeType.INT, i: 1 }] }),
+      onnx.NodeProto.create({
+        opType: 'ReduceSum',
+        input: ['masked', 'axis_1'],
+        output: ['last_hidden_state'],
+        name: 'sum',
+        attribute: [{ name: 'keepdims', type: onnx.AttributeProto.AttributeType.INT, i: 1 }],
+      }),
     ],
     input: [
       io('input_ids', TensorProto.DataType.INT64, ['batch', 'sequence']),
@@ -95,7 +114,15 @@ export function buildEmbeddingModel({ out, vocab }: BuildOptions): number {
     version: '1.0',
     truncation: null,
     padding: null,
-    added_tokens: ['[PAD]', '[UNK]'].map((content, id) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true })),
+    added_tokens: ['[PAD]', '[UNK]'].map((content, id) => ({
+      id,
+      content,
+      single_word: false,
+      lstrip: false,
+      rstrip: false,
+      normalized: false,
+      special: true,
+    })),
     normalizer: { type: 'Lowercase' },
     pre_tokenizer: { type: 'BertPreTokenizer' },
     post_processor: null,
@@ -112,7 +139,10 @@ export function buildEmbeddingModel({ out, vocab }: BuildOptions): number {
   writeFileSync(join(staging, VECTORS_FILE), new Uint8Array(matrix.buffer));
   writeFileSync(join(staging, 'tokenizer.json'), JSON.stringify(tokenizer));
   writeFileSync(join(staging, 'config.json'), JSON.stringify({ pad_token_id: 0, hidden_size: dims, model_type: 'thymos-static-glove' }));
-  writeFileSync(join(staging, 'tokenizer_config.json'), JSON.stringify({ model_max_length: MAX_LENGTH, pad_token: '[PAD]', unk_token: '[UNK]' }));
+  writeFileSync(
+    join(staging, 'tokenizer_config.json'),
+    JSON.stringify({ model_max_length: MAX_LENGTH, pad_token: '[PAD]', unk_token: '[UNK]' }),
+  );
   writeFileSync(join(staging, 'special_tokens_map.json'), JSON.stringify({ pad_token: '[PAD]', unk_token: '[UNK]' }));
   writeFileSync(
     join(staging, 'README.md'),
@@ -124,7 +154,13 @@ export function buildEmbeddingModel({ out, vocab }: BuildOptions): number {
 }
 
 if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith('build-embedding-model.ts')) {
-  const { values } = parseArgs({ options: { out: { type: 'string', default: 'models/glove-100d' }, vocab: { type: 'string', default: '50000' }, 'if-missing': { type: 'boolean' } } });
+  const { values } = parseArgs({
+    options: {
+      out: { type: 'string', default: 'models/glove-100d' },
+      vocab: { type: 'string', default: '50000' },
+      'if-missing': { type: 'boolean' },
+    },
+  });
   if (values['if-missing'] && [MODEL_FILE, VECTORS_FILE].every((f) => existsSync(join(values.out!, f)))) process.exit(0);
   const vocab = Number(values.vocab);
   if (!Number.isInteger(vocab) || vocab < 100) {
@@ -133,5 +169,7 @@ if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith
   }
   const started = performance.now();
   const size = buildEmbeddingModel({ out: values.out!, vocab });
-  process.stdout.write(`built ${values.out} (${size} tokens) in ${Math.round(performance.now() - started)} ms${existsSync(join(values.out!, MODEL_FILE)) ? '' : ' — model file missing!'}\n`);
+  process.stdout.write(
+    `built ${values.out} (${size} tokens) in ${Math.round(performance.now() - started)} ms${existsSync(join(values.out!, MODEL_FILE)) ? '' : ' — model file missing!'}\n`,
+  );
 }

@@ -75,7 +75,8 @@ interface SourceMapEntry {
 function withAbsoluteSources(url: string, entry: SourceMapEntry): SourceMapEntry {
   if (!entry.data?.sources || url.endsWith('.ts')) return entry;
   const dir = dirname(fileURLToPath(url));
-  const path = (source: string) => (source.startsWith('file:') ? fileURLToPath(source) : resolve(dir, entry.data?.sourceRoot ?? '', source));
+  const path = (source: string) =>
+    source.startsWith('file:') ? fileURLToPath(source) : resolve(dir, entry.data?.sourceRoot ?? '', source);
   return { ...entry, data: { ...entry.data, sources: entry.data.sources.map(path), sourceRoot: '' } };
 }
 
@@ -119,11 +120,15 @@ function fold(raw: string): { dumps: number; bytes: number } {
 
 function runTestFile(file: string, raw: string): Promise<number> {
   return new Promise((done) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-force-exit', '--test-timeout=600000', file], {
-      cwd: ROOT,
-      stdio: 'inherit',
-      env: { ...process.env, NODE_V8_COVERAGE: raw },
-    });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-force-exit', '--test-timeout=600000', file],
+      {
+        cwd: ROOT,
+        stdio: 'inherit',
+        env: { ...process.env, NODE_V8_COVERAGE: raw },
+      },
+    );
     child.on('exit', (code, signal) => done(code ?? (signal ? 1 : 0)));
   });
 }
@@ -178,8 +183,25 @@ async function main(): Promise<void> {
   }
   const c8 = spawnSync(
     process.execPath,
-    [require.resolve('c8/bin/c8.js'), 'report', '--temp-directory', MERGED, '--reports-dir', join(ROOT, 'coverage'), '--reporter', 'json-summary', '--reporter', 'html', '--all', '--exclude-after-remap',
-      ...['agent', 'supervisor', 'shared', 'client', 'cli'].flatMap((f) => ['--include', `${f}/**/*.ts`]), '--include', 'index.ts', '--src', ROOT],
+    [
+      require.resolve('c8/bin/c8.js'),
+      'report',
+      '--temp-directory',
+      MERGED,
+      '--reports-dir',
+      join(ROOT, 'coverage'),
+      '--reporter',
+      'json-summary',
+      '--reporter',
+      'html',
+      '--all',
+      '--exclude-after-remap',
+      ...['agent', 'supervisor', 'shared', 'client', 'cli'].flatMap((f) => ['--include', `${f}/**/*.ts`]),
+      '--include',
+      'index.ts',
+      '--src',
+      ROOT,
+    ],
     { cwd: ROOT, stdio: 'inherit' },
   );
   if (c8.status !== 0) throw new Error(`c8 report failed (${c8.status})`);
@@ -209,7 +231,9 @@ async function main(): Promise<void> {
   const below = [
     ...(percent(all.lines) < FLOOR_LINES ? [`lines ${percent(all.lines).toFixed(1)} % < ${FLOOR_LINES} %`] : []),
     ...(percent(all.branches) < FLOOR_BRANCHES ? [`branches ${percent(all.branches).toFixed(1)} % < ${FLOOR_BRANCHES} %`] : []),
-    ...[...byFolder.entries()].filter(([, t]) => percent(t.lines) < FLOOR_FOLDER_LINES).map(([name, t]) => `${name}: lines ${percent(t.lines).toFixed(1)} % < ${FLOOR_FOLDER_LINES} %`),
+    ...[...byFolder.entries()]
+      .filter(([, t]) => percent(t.lines) < FLOOR_FOLDER_LINES)
+      .map(([name, t]) => `${name}: lines ${percent(t.lines).toFixed(1)} % < ${FLOOR_FOLDER_LINES} %`),
   ];
   if (process.argv.length <= 2) {
     const commit = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).stdout.trim();

@@ -3,10 +3,24 @@
  */
 export { AgentArchive } from './fleet/agent-archive.js';
 export { type AgentEntry, AgentRegistry } from './fleet/agent-registry.js';
-export { decideStates, type Decision, type DecisionReason, type ScoredAgent, type ScoreSource, STATE_RANK, stateForScore } from './fleet/decide-states.js';
+export {
+  decideStates,
+  type Decision,
+  type DecisionReason,
+  type ScoredAgent,
+  type ScoreSource,
+  STATE_RANK,
+  stateForScore,
+} from './fleet/decide-states.js';
 export { FleetController, type FleetControllerOptions, type ProgressListener } from './fleet/fleet-controller.js';
 export { PortAllocator } from './fleet/port-allocator.js';
-export { type AskAgent, RelevanceEvaluator, type RelevanceModule, type RelevanceModuleInput, type Score } from './fleet/relevance-evaluator.js';
+export {
+  type AskAgent,
+  RelevanceEvaluator,
+  type RelevanceModule,
+  type RelevanceModuleInput,
+  type Score,
+} from './fleet/relevance-evaluator.js';
 export { SupervisorMetrics } from './fleet/supervisor-metrics.js';
 export { downFleet, type DownResult, type LaunchOptions, upFleet, type UpResult } from './pm2/fleet-launcher.js';
 export {

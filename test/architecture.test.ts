@@ -19,12 +19,16 @@ function sources(dir: string): string[] {
 
 function imports(file: string): string[] {
   const text = readFileSync(file, 'utf8');
-  return [...text.matchAll(/(?:import|export)[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)].map((m) => (m[1] ?? m[2])!);
+  return [...text.matchAll(/(?:import|export)[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)].map(
+    (m) => (m[1] ?? m[2])!,
+  );
 }
 
 /** Repository-relative path of the .ts file a relative import names. */
 function target(file: string, spec: string): string {
-  return relative(REPO_ROOT, resolve(dirname(file), spec)).replace(/\\/g, '/').replace(/\.js$/, '.ts');
+  return relative(REPO_ROOT, resolve(dirname(file), spec))
+    .replace(/\\/g, '/')
+    .replace(/\.js$/, '.ts');
 }
 
 const rel = (file: string) => relative(REPO_ROOT, file).replace(/\\/g, '/');
@@ -38,7 +42,11 @@ const concernFolders = ['agent', 'supervisor', 'shared'].flatMap((side) =>
 
 /** Every relative import of the source tree as an edge between repository-relative files. */
 function edges(): Array<{ from: string; to: string; spec: string }> {
-  return allSources.flatMap((file) => imports(file).filter((spec) => spec.startsWith('.')).map((spec) => ({ from: rel(file), to: target(file, spec), spec })));
+  return allSources.flatMap((file) =>
+    imports(file)
+      .filter((spec) => spec.startsWith('.'))
+      .map((spec) => ({ from: rel(file), to: target(file, spec), spec })),
+  );
 }
 
 /** The circles of a directed graph, each as the path that closes it. */
@@ -78,7 +86,10 @@ test('agent/ and supervisor/ never import each other; shared/ imports neither; c
   ] as const) {
     for (const file of sources(join(REPO_ROOT, from))) {
       for (const spec of imports(file)) {
-        if (spec.startsWith('.') && new RegExp(`(^|/)${forbidden}/`).test(join(relative(REPO_ROOT, join(file, '..')), spec).replace(/\\/g, '/'))) {
+        if (
+          spec.startsWith('.') &&
+          new RegExp(`(^|/)${forbidden}/`).test(join(relative(REPO_ROOT, join(file, '..')), spec).replace(/\\/g, '/'))
+        ) {
           offences.push(`${relative(REPO_ROOT, file)} imports ${spec}`);
         }
       }
@@ -89,7 +100,11 @@ test('agent/ and supervisor/ never import each other; shared/ imports neither; c
 
 test('shared/ is layered: errors, config, domain, protocol, platform, nats — each imports only those before it', () => {
   const order = ['shared/errors', 'shared/config', 'shared/domain', 'shared/protocol', 'shared/platform', 'shared/nats'];
-  assert.deepEqual(concernFolders.filter((f) => f.startsWith('shared/')).sort(), [...order].sort(), 'every folder of shared/ has its place in the order');
+  assert.deepEqual(
+    concernFolders.filter((f) => f.startsWith('shared/')).sort(),
+    [...order].sort(),
+    'every folder of shared/ has its place in the order',
+  );
   const offences = edges()
     .filter((e) => order.includes(dirname(e.from)) && order.includes(dirname(e.to)))
     .filter((e) => order.indexOf(dirname(e.to)) > order.indexOf(dirname(e.from)))
@@ -120,7 +135,14 @@ test('every concern folder has an index.ts that says what lives there and names 
     const text = readFileSync(index, 'utf8');
     if (!/^\/\*\*\s*\n\s*\*\s*\S/.test(text)) offences.push(`${folder}/index.ts does not open with a statement of what lives there`);
     if (/export \*/.test(text)) offences.push(`${folder}/index.ts re-exports with a wildcard`);
-    const names = new Set([...text.matchAll(/export (?:type )?\{([^}]*)\}/g)].flatMap((m) => m[1]!.split(',').map((n) => n.trim().replace(/^type\s+/, '')).filter(Boolean)));
+    const names = new Set(
+      [...text.matchAll(/export (?:type )?\{([^}]*)\}/g)].flatMap((m) =>
+        m[1]!
+          .split(',')
+          .map((n) => n.trim().replace(/^type\s+/, ''))
+          .filter(Boolean),
+      ),
+    );
     listed.set(folder, names);
   }
   for (const file of allSources) {
@@ -129,7 +151,16 @@ test('every concern folder has an index.ts that says what lives there and names 
       const to = target(file, m[2]!);
       const folder = dirname(to);
       if (!listed.has(folder) || dirname(rel(file)) === folder || rel(file) === `${folder}/index.ts`) continue;
-      for (const name of m[1]!.split(',').map((n) => n.trim().replace(/^type\s+/, '').split(/\s+as\s+/)[0]!).filter(Boolean)) {
+      for (const name of m[1]!
+        .split(',')
+        .map(
+          (n) =>
+            n
+              .trim()
+              .replace(/^type\s+/, '')
+              .split(/\s+as\s+/)[0]!,
+        )
+        .filter(Boolean)) {
         if (!listed.get(folder)!.has(name)) offences.push(`${rel(file)} takes ${name} from ${to}, which ${folder}/index.ts does not name`);
       }
     }
@@ -148,8 +179,10 @@ test('NATS request/reply goes through the coded helpers only, and no reply is ca
       .forEach((line, i) => {
         const at = `${path}:${i + 1}`;
         if (/\.respond\(/.test(line)) offences.push(`${at}: .respond( outside the coded responder`);
-        if (/\b(nc|#nc|connection\(\)|natsConnection)\)?\.request\(/.test(line)) offences.push(`${at}: NATS .request( outside the coded requester`);
-        if (/\b(reply|msg|m)\b[\w.()]*\s+as\s+[A-Z{]/.test(line) || /\.json<|\bresult as\b/.test(line)) offences.push(`${at}: a reply cast instead of validated`);
+        if (/\b(nc|#nc|connection\(\)|natsConnection)\)?\.request\(/.test(line))
+          offences.push(`${at}: NATS .request( outside the coded requester`);
+        if (/\b(reply|msg|m)\b[\w.()]*\s+as\s+[A-Z{]/.test(line) || /\.json<|\bresult as\b/.test(line))
+          offences.push(`${at}: a reply cast instead of validated`);
       });
   }
   assert.deepEqual(offences, []);
@@ -164,7 +197,8 @@ test('subjects and stream names are spelled only in the fleet names module', () 
       .split('\n')
       .forEach((line, i) => {
         if (/^\s*(\/\*|\*|\/\/)/.test(line)) return;
-        if (/['"`](thymos\.(agent|events|supervisor|world|embed)\b|THYMOS_(EVENTS|INBOX)\b)/.test(line)) offences.push(`${path}:${i + 1}: ${line.trim()}`);
+        if (/['"`](thymos\.(agent|events|supervisor|world|embed)\b|THYMOS_(EVENTS|INBOX)\b)/.test(line))
+          offences.push(`${path}:${i + 1}: ${line.trim()}`);
       });
   }
   assert.deepEqual(offences, []);
@@ -176,7 +210,8 @@ test('tests mirror the source folders, and the client and the CLI have their own
     const dir = join(REPO_ROOT, 'test', side);
     for (const name of readdirSync(dir)) {
       const path = join(dir, name);
-      if (statSync(path).isDirectory() ? !existsSync(join(REPO_ROOT, side, name)) : true) offences.push(`test/${side}/${name} has no source folder ${side}/${name}`);
+      if (statSync(path).isDirectory() ? !existsSync(join(REPO_ROOT, side, name)) : true)
+        offences.push(`test/${side}/${name} has no source folder ${side}/${name}`);
     }
   }
   for (const side of ['client', 'cli']) if (!existsSync(join(REPO_ROOT, 'test', side))) offences.push(`test/${side} is missing`);
@@ -194,7 +229,10 @@ test('no source file over 400 lines and no function over 80: the hubs stay split
     const visit = (node: ts.Node): void => {
       if (ts.isFunctionLike(node) && 'body' in node && node.body) {
         const length = line(node.end) - line(node.getStart(source)) + 1;
-        if (length > 80) offences.push(`${rel(file)}:${line(node.getStart(source))} ${node.name?.getText(source) ?? '(anonymous function)'}: ${length} lines`);
+        if (length > 80)
+          offences.push(
+            `${rel(file)}:${line(node.getStart(source))} ${node.name?.getText(source) ?? '(anonymous function)'}: ${length} lines`,
+          );
       }
       ts.forEachChild(node, visit);
     };
@@ -221,22 +259,57 @@ test('every code folder has an index.ts that names its exports (no wildcard re-e
 test('thymos/client reaches neither SurrealDB, nor pm2, nor the MCP server side, through any import, lazy ones and packages included', async () => {
   // esbuild follows every import a bundler would, dynamic ones and those inside packages, and
   // drops type-only ones, as Node does: what it reads is all `thymos/client` can ever load.
-  const { metafile } = await build({ entryPoints: [join(REPO_ROOT, 'client', 'index.ts')], absWorkingDir: REPO_ROOT, bundle: true, platform: 'node', format: 'esm', write: false, metafile: true, outdir: 'out', logLevel: 'silent' });
+  const { metafile } = await build({
+    entryPoints: [join(REPO_ROOT, 'client', 'index.ts')],
+    absWorkingDir: REPO_ROOT,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    write: false,
+    metafile: true,
+    outdir: 'out',
+    logLevel: 'silent',
+  });
   const inputs = Object.keys(metafile.inputs);
   // An import of a name computed at run time is one esbuild cannot follow: none in the files it reached here.
-  const computed = inputs.filter((p) => !p.includes('node_modules/') && /\bimport\(\s*[^'"\s]/.test(readFileSync(join(REPO_ROOT, p), 'utf8')));
+  const computed = inputs.filter(
+    (p) => !p.includes('node_modules/') && /\bimport\(\s*[^'"\s]/.test(readFileSync(join(REPO_ROOT, p), 'utf8')),
+  );
   assert.deepEqual(computed, []);
-  assert.ok(inputs.some((p) => p.startsWith('node_modules/@modelcontextprotocol/sdk/dist/esm/client/')), 'the graph reaches the MCP client, so packages are followed');
+  assert.ok(
+    inputs.some((p) => p.startsWith('node_modules/@modelcontextprotocol/sdk/dist/esm/client/')),
+    'the graph reaches the MCP client, so packages are followed',
+  );
   // The SDK's client shares three helper files that live under server/ (zod-compat,
   // zod-json-schema-compat, auth/errors); the server side is the rest of that folder.
   const sharedHelpers = /server\/(zod-compat|zod-json-schema-compat|auth\/errors)\.js$/;
-  const forbidden = ['surrealdb', '@surrealdb', 'pm2', 'pino', 'fastembed', '@pkl-community', 'express', 'hono', '@hono', '@modelcontextprotocol/sdk/dist/esm/server'].map((p) => new RegExp(`(^|/)node_modules/${p}/`));
-  assert.deepEqual(inputs.filter((p) => forbidden.some((f) => f.test(p)) && !sharedHelpers.test(p)), []);
-  assert.deepEqual(inputs.filter((p) => /^(agent|supervisor|cli)\//.test(p)), [], 'nor the agent, supervisor or CLI folders');
+  const forbidden = [
+    'surrealdb',
+    '@surrealdb',
+    'pm2',
+    'pino',
+    'fastembed',
+    '@pkl-community',
+    'express',
+    'hono',
+    '@hono',
+    '@modelcontextprotocol/sdk/dist/esm/server',
+  ].map((p) => new RegExp(`(^|/)node_modules/${p}/`));
+  assert.deepEqual(
+    inputs.filter((p) => forbidden.some((f) => f.test(p)) && !sharedHelpers.test(p)),
+    [],
+  );
+  assert.deepEqual(
+    inputs.filter((p) => /^(agent|supervisor|cli)\//.test(p)),
+    [],
+    'nor the agent, supervisor or CLI folders',
+  );
 });
 
 test('each entry point in package.json exports names a folder index that is built', () => {
-  const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { exports: Record<string, { types: string; default: string } | string> };
+  const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as {
+    exports: Record<string, { types: string; default: string } | string>;
+  };
   assert.deepEqual(Object.keys(pkg.exports).sort(), ['.', './agent', './client', './package.json', './supervisor']);
   for (const [entry, to] of Object.entries(pkg.exports)) {
     if (typeof to === 'string') continue;

@@ -92,7 +92,8 @@ export class ConceptTracker {
     for (const a of stored.aliases) tracker.#aliases.set(a.text.toLowerCase(), a);
     for (const m of stored.mentions) tracker.#addMention(m.concept, m.memory);
     const fresh = options.aliases.filter((a) => tracker.#aliases.get(a.alias.toLowerCase())?.concept !== a.target);
-    for (const a of fresh) tracker.#aliases.set(a.alias.toLowerCase(), { text: a.alias, concept: a.target, type: a.type, source: a.source });
+    for (const a of fresh)
+      tracker.#aliases.set(a.alias.toLowerCase(), { text: a.alias, concept: a.target, type: a.type, source: a.source });
     await store.saveAliases(fresh.map((a) => ({ text: a.alias, concept: a.target, type: a.type, source: a.source })));
     tracker.#names = new Map(options.aliases.map((a) => [a.target, { name: a.name, type: a.type }]));
     tracker.#rebuildPattern();
@@ -170,8 +171,22 @@ export class ConceptTracker {
         this.#addMention(key, record.id);
         const before = this.#concepts.get(key);
         const c: ConceptRecord = before
-          ? { ...before, mentions: before.mentions + 1, significance: before.significance + record.importance, last_seen: Math.max(before.last_seen, record.created_at) }
-          : { key, name, type, tier: 'mentioned', mentions: 1, significance: record.importance, first_seen: record.created_at, last_seen: record.created_at };
+          ? {
+              ...before,
+              mentions: before.mentions + 1,
+              significance: before.significance + record.importance,
+              last_seen: Math.max(before.last_seen, record.created_at),
+            }
+          : {
+              key,
+              name,
+              type,
+              tier: 'mentioned',
+              mentions: 1,
+              significance: record.importance,
+              first_seen: record.created_at,
+              last_seen: record.created_at,
+            };
         c.tier = this.#tier(c);
         this.#concepts.set(key, c);
         changed.set(key, c);
@@ -180,7 +195,13 @@ export class ConceptTracker {
     }
     const promoted = [...changed.values()].filter((c) => c.tier === 'tracked' && c.mentions === this.#settings.concept_tracked_mentions);
     if (promoted.length > 0) this.#logger?.debug({ concepts: promoted.map((c) => c.key) }, 'concepts now tracked');
-    return { concepts: [...changed.values()], mentions, extracted: records.map((r) => r.id), at, ...(aliases.length > 0 ? { aliases } : {}) };
+    return {
+      concepts: [...changed.values()],
+      mentions,
+      extracted: records.map((r) => r.id),
+      at,
+      ...(aliases.length > 0 ? { aliases } : {}),
+    };
   }
 
   /**
@@ -212,8 +233,10 @@ export class ConceptTracker {
     const found = new Map<string, { name: string; type: string }>();
     const hits = this.#aliasHits(record.content);
     // An alias the text itself gave ("Hal, whom they call the grey miller") names the concept by the name beside it.
-    const beside = (concept: string) => extracted.find((c) => (this.#aliases.get(c.name.toLowerCase())?.concept ?? conceptKey(c.name)) === concept);
-    for (const hit of hits) found.set(hit.concept, this.#names.get(hit.concept) ?? beside(hit.concept) ?? { name: hit.text, type: hit.type });
+    const beside = (concept: string) =>
+      extracted.find((c) => (this.#aliases.get(c.name.toLowerCase())?.concept ?? conceptKey(c.name)) === concept);
+    for (const hit of hits)
+      found.set(hit.concept, this.#names.get(hit.concept) ?? beside(hit.concept) ?? { name: hit.text, type: hit.type });
     for (const c of extracted) {
       const lower = c.name.toLowerCase();
       // "Rowan" found inside the alias "Elder Rowan" is that concept, already counted.
@@ -245,11 +268,18 @@ export class ConceptTracker {
    * domain declares. Properties are checked against the type (declared, typed, in range) and
    * missing ones take their defaults; a symmetric type is stored both ways.
    */
-  async link(fromName: string, toName: string, type: string, properties: Record<string, unknown> = {}, at = Date.now()): Promise<{ from: string; to: string; type: string; properties: Record<string, unknown> }> {
+  async link(
+    fromName: string,
+    toName: string,
+    type: string,
+    properties: Record<string, unknown> = {},
+    at = Date.now(),
+  ): Promise<{ from: string; to: string; type: string; properties: Record<string, unknown> }> {
     const { spec, properties: props } = checkRelationship(this.#types, type, properties);
     const from = this.#conceptFor(fromName, at);
     const to = this.#conceptFor(toName, at);
-    if (from.key === to.key) throw new ThymosError(ErrorCode.INVALID_INPUT, `to: a concept is not related to itself (${from.key})`, { location: { path: 'to' } });
+    if (from.key === to.key)
+      throw new ThymosError(ErrorCode.INVALID_INPUT, `to: a concept is not related to itself (${from.key})`, { location: { path: 'to' } });
     const relations = [{ from, to, type, properties: props, at }];
     if (spec.symmetric) relations.push({ from: to, to: from, type, properties: props, at });
     await this.#store.saveLinks(relations, []);
@@ -262,10 +292,15 @@ export class ConceptTracker {
 
   /** Records that one memory happened because of another. */
   async linkCause(effect: string, cause: string, reason = '', at = Date.now()): Promise<void> {
-    for (const [path, id] of [['from', effect], ['to', cause]] as const) {
-      if (!this.#memory.get(id)) throw new ThymosError(ErrorCode.NOT_FOUND, `${path}: no memory ${JSON.stringify(id)}`, { location: { path } });
+    for (const [path, id] of [
+      ['from', effect],
+      ['to', cause],
+    ] as const) {
+      if (!this.#memory.get(id))
+        throw new ThymosError(ErrorCode.NOT_FOUND, `${path}: no memory ${JSON.stringify(id)}`, { location: { path } });
     }
-    if (effect === cause) throw new ThymosError(ErrorCode.INVALID_INPUT, 'to: a memory does not cause itself', { location: { path: 'to' } });
+    if (effect === cause)
+      throw new ThymosError(ErrorCode.INVALID_INPUT, 'to: a memory does not cause itself', { location: { path: 'to' } });
     await this.#store.saveLinks([], [{ effect, cause, reason, at }]);
     this.#causesOf(effect).push({ cause, reason });
   }
@@ -273,13 +308,25 @@ export class ConceptTracker {
   /** Concepts reachable from one within `depth` hops (at most 5), nearest first, optionally along some types only. */
   related(name: string, depth = 1, types?: readonly string[]): RelatedConcept[] {
     const start = this.get(name)?.key ?? this.#aliases.get(name.toLowerCase())?.concept ?? conceptKey(name);
-    return walkRelated(start, Math.min(Math.max(1, depth), MAX_HOPS), (key) => this.#edges.get(key) ?? [], (key) => this.#concepts.get(key)?.name ?? this.#names.get(key)?.name ?? key, types);
+    return walkRelated(
+      start,
+      Math.min(Math.max(1, depth), MAX_HOPS),
+      (key) => this.#edges.get(key) ?? [],
+      (key) => this.#concepts.get(key)?.name ?? this.#names.get(key)?.name ?? key,
+      types,
+    );
   }
 
   /** The causes of a memory, walked back up to `depth` (at most 5) links. */
   causes(memoryId: string, depth = MAX_HOPS): CauseStep[] {
-    if (!this.#memory.get(memoryId)) throw new ThymosError(ErrorCode.NOT_FOUND, `memory: no memory ${JSON.stringify(memoryId)}`, { location: { path: 'memory' } });
-    return walkCauses(memoryId, Math.min(depth, MAX_HOPS), (id) => this.#causes.get(id) ?? [], (id) => this.#memory.get(id)?.content ?? '');
+    if (!this.#memory.get(memoryId))
+      throw new ThymosError(ErrorCode.NOT_FOUND, `memory: no memory ${JSON.stringify(memoryId)}`, { location: { path: 'memory' } });
+    return walkCauses(
+      memoryId,
+      Math.min(depth, MAX_HOPS),
+      (id) => this.#causes.get(id) ?? [],
+      (id) => this.#memory.get(id)?.content ?? '',
+    );
   }
 
   #conceptFor(name: string, at: number): ConceptRecord {
@@ -288,7 +335,16 @@ export class ConceptTracker {
     const known = this.#concepts.get(key);
     if (known) return known;
     const named = this.#names.get(key);
-    return { key, name: named?.name ?? name, type: named?.type ?? 'thing', tier: 'mentioned', mentions: 0, significance: 0, first_seen: at, last_seen: at };
+    return {
+      key,
+      name: named?.name ?? name,
+      type: named?.type ?? 'thing',
+      tier: 'mentioned',
+      mentions: 0,
+      significance: 0,
+      first_seen: at,
+      last_seen: at,
+    };
   }
 
   #edgesOf(key: string): Array<{ type: string; to: string; properties: Record<string, unknown> }> {
@@ -317,7 +373,9 @@ export class ConceptTracker {
   }
 
   #view(c: ConceptRecord): ConceptView {
-    const aliases = [...this.#aliases.values()].filter((a) => a.concept === c.key).map(({ text, type, source }) => ({ text, type, source }));
+    const aliases = [...this.#aliases.values()]
+      .filter((a) => a.concept === c.key)
+      .map(({ text, type, source }) => ({ text, type, source }));
     return { ...c, aliases, memories: [...(this.#mentions.get(c.key) ?? [])].reverse() };
   }
 
@@ -344,10 +402,19 @@ export class ConceptTracker {
    * right type and allowed values; required ones present once merged with what was known).
    * A new name becomes a concept.
    */
-  async describe(name: string, input: { type?: string | undefined; attributes?: Record<string, unknown> | undefined }, at = Date.now()): Promise<ConceptView> {
+  async describe(
+    name: string,
+    input: { type?: string | undefined; attributes?: Record<string, unknown> | undefined },
+    at = Date.now(),
+  ): Promise<ConceptView> {
     const concept = { ...this.#conceptFor(name, at) };
     const type = input.type ?? concept.type;
-    const attributes = checkDescription(this.#conceptTypes, type, input.type && input.type !== concept.type ? {} : (concept.attributes ?? {}), input.attributes ?? {});
+    const attributes = checkDescription(
+      this.#conceptTypes,
+      type,
+      input.type && input.type !== concept.type ? {} : (concept.attributes ?? {}),
+      input.attributes ?? {},
+    );
     const described: ConceptRecord = { ...concept, type, attributes, last_seen: Math.max(concept.last_seen, at) };
     await this.#store.saveConcepts([described], []);
     this.#concepts.set(described.key, described);
@@ -363,7 +430,6 @@ export class ConceptTracker {
     return entry(this.#mentions, key, () => new Set<string>());
   }
 
-
   #aliasHits(text: string): Array<ConceptAlias & { concept: string }> {
     if (!this.#aliasPattern) return [];
     const hits: Array<ConceptAlias & { concept: string }> = [];
@@ -377,6 +443,8 @@ export class ConceptTracker {
   /** One regular expression over every alias, longest first, on word boundaries. */
   #rebuildPattern(): void {
     const texts = [...this.#aliases.keys()].sort((a, b) => b.length - a.length);
-    this.#aliasPattern = texts.length ? new RegExp(`(?<![\\p{L}\\p{N}])(${texts.map((t) => escape(t).replace(/ /g, '\\s+')).join('|')})(?![\\p{L}\\p{N}])`, 'giu') : undefined;
+    this.#aliasPattern = texts.length
+      ? new RegExp(`(?<![\\p{L}\\p{N}])(${texts.map((t) => escape(t).replace(/ /g, '\\s+')).join('|')})(?![\\p{L}\\p{N}])`, 'giu')
+      : undefined;
   }
 }

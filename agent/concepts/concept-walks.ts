@@ -20,7 +20,13 @@ export interface CauseStep {
 type Edge = { type: string; to: string; properties: Record<string, unknown> };
 
 /** Concepts reachable from `start` within `limit` hops, nearest first, optionally along some types only. */
-export function walkRelated(start: string, limit: number, edgesOf: (key: string) => readonly Edge[], nameOf: (key: string) => string, types?: readonly string[]): RelatedConcept[] {
+export function walkRelated(
+  start: string,
+  limit: number,
+  edgesOf: (key: string) => readonly Edge[],
+  nameOf: (key: string) => string,
+  types?: readonly string[],
+): RelatedConcept[] {
   const seen = new Set([start]);
   const out: RelatedConcept[] = [];
   let frontier: RelatedConcept[] = [{ key: start, name: '', hops: 0, path: [] }];
@@ -41,7 +47,12 @@ export function walkRelated(start: string, limit: number, edgesOf: (key: string)
 }
 
 /** The causes of memory `id`, walked back up to `limit` links, nearest first. */
-export function walkCauses(id: string, limit: number, causesOf: (id: string) => ReadonlyArray<{ cause: string; reason: string }>, contentOf: (id: string) => string): CauseStep[] {
+export function walkCauses(
+  id: string,
+  limit: number,
+  causesOf: (id: string) => ReadonlyArray<{ cause: string; reason: string }>,
+  contentOf: (id: string) => string,
+): CauseStep[] {
   const out: CauseStep[] = [];
   const seen = new Set([id]);
   let frontier = [id];

@@ -2,7 +2,11 @@ import type { ExtractedConcept } from '../../shared/platform/concept-extractor.j
 import type { AliasRow } from '../memory/memory-store.js';
 
 /** The key of a name: lower case, runs of anything but letters and digits as one _. */
-export const conceptKey = (name: string) => name.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, '_').replace(/^_+|_+$/g, '');
+export const conceptKey = (name: string) =>
+  name
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}]+/gu, '_')
+    .replace(/^_+|_+$/g, '');
 
 /** How an alias is looked up: lower case, runs of white space as one space. */
 export const aliasKey = (text: string) => text.toLowerCase().replace(/\s+/g, ' ');

@@ -52,7 +52,10 @@ export class ModelConceptExtractor implements ConceptExtractor {
       try {
         out.push(...(await this.#ask(provider, chunk)));
       } catch (err) {
-        this.#o.logger.warn({ err: (err as Error).message, texts: chunk.length }, 'the extraction model failed; the offline extractor found these concepts');
+        this.#o.logger.warn(
+          { err: (err as Error).message, texts: chunk.length },
+          'the extraction model failed; the offline extractor found these concepts',
+        );
         out.push(...(await this.#o.fallback.extract(chunk)));
       }
     }
@@ -74,8 +77,13 @@ export class ModelConceptExtractor implements ConceptExtractor {
     ];
     const { value } = await generateStructured(provider, { messages }, AnswerSchema, { spent: (r) => this.#o.spent?.(provider, r) });
     if (value.texts.length !== texts.length) {
-      throw new ThymosError(ErrorCode.LLM_OUTPUT_INVALID, `the extraction model answered for ${value.texts.length} text(s) of ${texts.length}`);
+      throw new ThymosError(
+        ErrorCode.LLM_OUTPUT_INVALID,
+        `the extraction model answered for ${value.texts.length} text(s) of ${texts.length}`,
+      );
     }
-    return value.texts.map((t) => t.concepts.map((c) => ({ name: c.name, type: c.type, ...(c.aliases?.length ? { aliases: c.aliases } : {}) })));
+    return value.texts.map((t) =>
+      t.concepts.map((c) => ({ name: c.name, type: c.type, ...(c.aliases?.length ? { aliases: c.aliases } : {}) })),
+    );
   }
 }

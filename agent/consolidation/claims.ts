@@ -54,7 +54,12 @@ const OPPOSITE_OF = new Map<string, [string, boolean]>(
 
 /** The content words of a statement (stemmed, opposites folded to one side) and whether it is negated overall. */
 export function parseClaim(text: string): { words: Set<string>; negated: boolean } {
-  const tokens = text.toLowerCase().replace(/n['’]t\b/g, ' not').replace(/\bcannot\b/g, 'can not').match(/\p{L}+/gu) ?? [];
+  const tokens =
+    text
+      .toLowerCase()
+      .replace(/n['’]t\b/g, ' not')
+      .replace(/\bcannot\b/g, 'can not')
+      .match(/\p{L}+/gu) ?? [];
   const words = new Set<string>();
   let negated = false;
   for (const t of tokens) {
@@ -81,4 +86,3 @@ export function overlaps(a: ReadonlySet<string>, b: ReadonlySet<string>): boolea
   for (const w of a) if (b.has(w)) shared++;
   return shared >= 2 && shared / (a.size + b.size - shared) >= JACCARD_MIN;
 }
-

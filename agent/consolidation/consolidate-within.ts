@@ -6,7 +6,12 @@ import type { MemoryConsolidator } from './memory-consolidator.js';
  * Consolidates everything (contradictions among what is new since the last run) for a
  * schedule or a passivation; waits at most `budgetMs`, and never throws: a failure is logged.
  */
-export async function consolidateWithin(consolidator: MemoryConsolidator, trigger: 'schedule' | 'passivation', budgetMs: number, logger: Logger): Promise<void> {
+export async function consolidateWithin(
+  consolidator: MemoryConsolidator,
+  trigger: 'schedule' | 'passivation',
+  budgetMs: number,
+  logger: Logger,
+): Promise<void> {
   const run = consolidator.consolidate({}, { trigger }).then(
     () => true,
     (err: unknown) => {

@@ -55,14 +55,33 @@ export class Plan {
    * a stored one with the same key and other sources is superseded by it. Returns the new
    * insight with the sources of the one it replaces, or undefined when nothing changed.
    */
-  insight(input: { kind: Insight['kind']; key: string; content: string; sources: readonly MemoryRecord[]; tags: string[]; importance?: number }): { id: string; previousSources: Set<string> } | undefined {
+  insight(input: {
+    kind: Insight['kind'];
+    key: string;
+    content: string;
+    sources: readonly MemoryRecord[];
+    tags: string[];
+    importance?: number;
+  }): { id: string; previousSources: Set<string> } | undefined {
     const sources = input.sources.map((m) => m.id);
-    const id = `${input.kind}-${createHash('sha256').update(`${input.key}\n${sources.join('\n')}`).digest('hex').slice(0, 24)}`;
+    const id = `${input.kind}-${createHash('sha256')
+      .update(`${input.key}\n${sources.join('\n')}`)
+      .digest('hex')
+      .slice(0, 24)}`;
     if (this.#memory.get(id) || this.insights.some((i) => i.id === id)) return undefined;
     const before = this.#insights.get(input.key);
-    if (before && !this.isSuperseded(before.id)) this.supersede(before, id, `${input.kind} restated from ${before.derived_from?.length ?? 0} to ${sources.length} source memories`);
+    if (before && !this.isSuperseded(before.id))
+      this.supersede(before, id, `${input.kind} restated from ${before.derived_from?.length ?? 0} to ${sources.length} source memories`);
     const importance = input.importance ?? Math.min(1, Math.max(...input.sources.map((m) => m.importance)) + 0.2);
-    this.created.push({ id, content: input.content, importance, tags: input.tags, source: { kind: 'insight', by: `consolidation:${input.kind}` }, derived_from: sources, insight_key: input.key });
+    this.created.push({
+      id,
+      content: input.content,
+      importance,
+      tags: input.tags,
+      source: { kind: 'insight', by: `consolidation:${input.kind}` },
+      derived_from: sources,
+      insight_key: input.key,
+    });
     this.insights.push({ id, kind: input.kind, content: input.content, sources });
     return { id, previousSources: new Set(before?.derived_from ?? []) };
   }

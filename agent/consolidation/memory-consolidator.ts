@@ -39,7 +39,13 @@ export class MemoryConsolidator {
   #running: Promise<ConsolidationReport> | undefined;
   #writer: InsightWriter | undefined;
 
-  constructor(options: { memory: AgentMemory; store: MemoryStore; concepts?: ConceptTracker | undefined; settings: MemorySettings; logger?: Logger | undefined }) {
+  constructor(options: {
+    memory: AgentMemory;
+    store: MemoryStore;
+    concepts?: ConceptTracker | undefined;
+    settings: MemorySettings;
+    logger?: Logger | undefined;
+  }) {
     this.#memory = options.memory;
     this.#store = options.store;
     this.#concepts = options.concepts;
@@ -59,7 +65,10 @@ export class MemoryConsolidator {
    * Consolidates the memories in `scope`. Runs one at a time: a call while one runs waits for
    * it, then runs. `dryRun` reports without writing.
    */
-  async consolidate(scope: ConsolidationScope = {}, options: { trigger?: ConsolidationTrigger; dryRun?: boolean; now?: number } = {}): Promise<ConsolidationReport> {
+  async consolidate(
+    scope: ConsolidationScope = {},
+    options: { trigger?: ConsolidationTrigger; dryRun?: boolean; now?: number } = {},
+  ): Promise<ConsolidationReport> {
     const previous = this.#running;
     const run = (async () => {
       await previous?.catch(() => undefined);
@@ -96,12 +105,24 @@ export class MemoryConsolidator {
     };
     if (!dryRun) {
       await this.#word(plan);
-      await this.#memory.commit(plan.created, [...plan.changes].map(([id, changes]) => ({ id, changes })), now);
+      await this.#memory.commit(
+        plan.created,
+        [...plan.changes].map(([id, changes]) => ({ id, changes })),
+        now,
+      );
       if (isWhole(scope)) await this.#store.setMeta(LAST_RUN_META, now);
     }
     report.took_ms = Math.round(performance.now() - started);
     this.#logger?.info(
-      { trigger, examined: report.examined, insights: report.insights.length, superseded: report.superseded.length, demoted: report.demoted.length, took_ms: report.took_ms, dry_run: dryRun },
+      {
+        trigger,
+        examined: report.examined,
+        insights: report.insights.length,
+        superseded: report.superseded.length,
+        demoted: report.demoted.length,
+        took_ms: report.took_ms,
+        dry_run: dryRun,
+      },
       'memories consolidated',
     );
     return report;
@@ -203,7 +224,8 @@ export class MemoryConsolidator {
       for (const id of candidates) {
         const other = claims.get(id)!;
         const older = other.m;
-        if (id === newer.id || older.created_at > newer.created_at || (older.created_at === newer.created_at && older.id > newer.id)) continue;
+        if (id === newer.id || older.created_at > newer.created_at || (older.created_at === newer.created_at && older.id > newer.id))
+          continue;
         if (plan.isSuperseded(older.id) || claim.negated === other.negated || !overlaps(claim.words, other.words)) continue;
         const reason = `contradicted by a newer memory (${newer.id}): "${clip(newer.content)}"`;
         plan.supersede(older, newer.id, reason);
@@ -224,7 +246,14 @@ export class MemoryConsolidator {
     if (s.demote_below === 0) return;
     const faded: MemoryRecord[] = [];
     for (const m of this.#memory.all()) {
-      if (m.insight_key !== undefined || m.superseded_by !== undefined || m.compacted_into !== undefined || plan.isSuperseded(m.id) || !inside(m, scope)) continue;
+      if (
+        m.insight_key !== undefined ||
+        m.superseded_by !== undefined ||
+        m.compacted_into !== undefined ||
+        plan.isSuperseded(m.id) ||
+        !inside(m, scope)
+      )
+        continue;
       if (m.demoted_at === undefined) {
         if (memoryStrength(m, now, s) >= s.demote_below) continue;
         plan.change(m.id, { demoted_at: now });
@@ -241,7 +270,14 @@ export class MemoryConsolidator {
       const body = group.map((m) => m.content).join(' | ');
       const content = (head + body).slice(0, s.max_content_chars);
       const tags = [...new Set(['digest', ...group.flatMap((m) => m.tags)])].slice(0, s.max_tags);
-      const digest = plan.insight({ kind: 'digest', key: `digest:${d}:${group[0]!.id}`, content, sources: group, tags, importance: Math.max(...group.map((m) => m.importance)) });
+      const digest = plan.insight({
+        kind: 'digest',
+        key: `digest:${d}:${group[0]!.id}`,
+        content,
+        sources: group,
+        tags,
+        importance: Math.max(...group.map((m) => m.importance)),
+      });
       if (digest) for (const m of group) plan.change(m.id, { compacted_into: digest.id });
     }
   }

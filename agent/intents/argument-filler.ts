@@ -28,7 +28,9 @@ interface Token {
 
 /** The words of a text with where each starts; a word over 128 characters is no value of any field, and no pattern is tried on it. */
 function tokens(text: string): Token[] {
-  return [...text.matchAll(/[^\s,;!?()]+/gu)].map((m) => ({ text: m[0].replace(/^['"“]+|['"”.:]+$/gu, ''), at: m.index })).filter((t) => t.text.length <= 128);
+  return [...text.matchAll(/[^\s,;!?()]+/gu)]
+    .map((m) => ({ text: m[0].replace(/^['"“]+|['"”.:]+$/gu, ''), at: m.index }))
+    .filter((t) => t.text.length <= 128);
 }
 
 /** The words that name a field: its name's parts and its description's words. */
@@ -51,7 +53,8 @@ function timeShape(field: ToolField): 'date' | 'datetime' | 'time' | undefined {
   if (whole?.matches('2024-06-11T15:00')) return 'datetime';
   if (whole?.matches('2024-06-11')) return 'date';
   if (whole?.matches('15:00')) return 'time';
-  if (!whole && /ISO 8601|\bdate\b/i.test(field.description ?? '')) return /\btime\b|T\d\d:/i.test(field.description ?? '') ? 'datetime' : 'date';
+  if (!whole && /ISO 8601|\bdate\b/i.test(field.description ?? ''))
+    return /\btime\b|T\d\d:/i.test(field.description ?? '') ? 'datetime' : 'date';
   return undefined;
 }
 
@@ -80,7 +83,8 @@ export function fillArguments(tool: Tool, text: string, options: { known?: reado
   const quoted = [...text.matchAll(QUOTED)].map((m) => m[1] ?? m[2] ?? m[3] ?? '');
   const entries = Object.entries(tool.input);
   // Most particular first: a pattern or a time says more than a number or free text does.
-  const order = (f: ToolField) => (f.type === 'string' && f.pattern && !timeShape(f) ? 0 : f.type === 'enum' ? 1 : timeShape(f) ? 2 : f.type === 'string' ? 4 : 3);
+  const order = (f: ToolField) =>
+    f.type === 'string' && f.pattern && !timeShape(f) ? 0 : f.type === 'enum' ? 1 : timeShape(f) ? 2 : f.type === 'string' ? 4 : 3;
   for (const [name, field] of [...entries].sort(([, a], [, b]) => order(a) - order(b))) {
     const source = { text, words, numbers, quoted, used, known: options.known ?? [], now: options.now ?? new Date() };
     if (field.list) {
@@ -121,13 +125,31 @@ function listValues(field: ToolField, s: Source): string[] {
 
 /** Numbers written as words, as people write small counts. */
 const NUMBER_WORDS: Readonly<Record<string, number>> = {
-  one: 1, two: 2, three: 3, four: 4, five: 5, six: 6, seven: 7, eight: 8, nine: 9, ten: 10, eleven: 11, twelve: 12, fifteen: 15, twenty: 20, thirty: 30, fifty: 50, hundred: 100,
+  one: 1,
+  two: 2,
+  three: 3,
+  four: 4,
+  five: 5,
+  six: 6,
+  seven: 7,
+  eight: 8,
+  nine: 9,
+  ten: 10,
+  eleven: 11,
+  twelve: 12,
+  fifteen: 15,
+  twenty: 20,
+  thirty: 30,
+  fifty: 50,
+  hundred: 100,
 };
 
 /** The numbers a text holds, written in digits or as words. */
 export function numbersIn(text: string): Array<{ value: number; raw: string; at: number }> {
   const digits = [...text.matchAll(NUMBER)].map((m) => ({ value: Number(m[0].replace(',', '.')), raw: m[0], at: m.index }));
-  const words = [...text.matchAll(/\p{L}+/gu)].filter((m) => Object.hasOwn(NUMBER_WORDS, m[0].toLowerCase())).map((m) => ({ value: NUMBER_WORDS[m[0].toLowerCase()]!, raw: m[0], at: m.index }));
+  const words = [...text.matchAll(/\p{L}+/gu)]
+    .filter((m) => Object.hasOwn(NUMBER_WORDS, m[0].toLowerCase()))
+    .map((m) => ({ value: NUMBER_WORDS[m[0].toLowerCase()]!, raw: m[0], at: m.index }));
   return [...digits, ...words].sort((a, b) => a.at - b.at);
 }
 
@@ -149,7 +171,8 @@ function fillOne(name: string, field: ToolField, s: Source): unknown {
 /** An enum value the words name: each of its words said, begun ("prod" for production) or a typo away ("stagign"). */
 function enumValue(field: ToolField, s: Source): string | undefined {
   const said = [...new Set(rawWords(s.text))];
-  const names = (p: string) => said.some((w) => w === p || (w.length >= 4 && p.startsWith(w)) || (w.length >= 5 && editDistance(w, p, 1) <= 1));
+  const names = (p: string) =>
+    said.some((w) => w === p || (w.length >= 4 && p.startsWith(w)) || (w.length >= 5 && editDistance(w, p, 1) <= 1));
   const fits = (field.values ?? []).filter((v) => {
     const parts = rawWords(v.replace(/[_-]/g, ' '));
     return parts.length > 0 && parts.every(names);
@@ -158,7 +181,8 @@ function enumValue(field: ToolField, s: Source): string | undefined {
 }
 
 function numberNear(cues: Set<string>, field: ToolField, s: Source): number | undefined {
-  const ok = (n: number) => (field.type !== 'integer' || Number.isInteger(n)) && (field.min == null || n >= field.min) && (field.max == null || n <= field.max);
+  const ok = (n: number) =>
+    (field.type !== 'integer' || Number.isInteger(n)) && (field.min == null || n >= field.min) && (field.max == null || n <= field.max);
   const free = s.numbers.filter((n) => !s.used.has(String(n.value)) && ok(n.value) && !partOfId(n, s));
   const near = free.filter((n) => {
     const i = s.words.findIndex((w) => w.at <= n.at && n.at < w.at + w.text.length + 2);
@@ -181,14 +205,22 @@ function stringValue(name: string, field: ToolField, cues: Set<string>, s: Sourc
   const shape = timeShape(field);
   if (shape) {
     const parsed = chrono.parse(s.text, s.now, { forwardDate: true });
-    const found = parsed.filter((p) => !Number.isNaN(p.start.date().getTime())).map((p) => formatTime(p.start.date(), shape)).filter((v) => !s.used.has(v) && (!whole || whole.matches(v)));
+    const found = parsed
+      .filter((p) => !Number.isNaN(p.start.date().getTime()))
+      .map((p) => formatTime(p.start.date(), shape))
+      .filter((v) => !s.used.has(v) && (!whole || whole.matches(v)));
     return found.length >= 1 ? found[0] : undefined;
   }
-  const fits = (v: string) => !s.used.has(v) && v.length >= (field.min ?? 1) && v.length <= (field.max ?? 10_000) && (!whole || whole.matches(v));
+  const fits = (v: string) =>
+    !s.used.has(v) && v.length >= (field.min ?? 1) && v.length <= (field.max ?? 10_000) && (!whole || whole.matches(v));
   // A known name for an id the field takes.
   for (const k of s.known) {
     if (!fits(k.id)) continue;
-    if (k.names.some((n) => new RegExp(`(?<![\\p{L}])${n.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?![\\p{L}])`, 'iu').test(s.text)) && [...cues].some((c) => /who|npc|agent|person|giver|target|name/.test(c) || c === name)) return k.id;
+    if (
+      k.names.some((n) => new RegExp(`(?<![\\p{L}])${n.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?![\\p{L}])`, 'iu').test(s.text)) &&
+      [...cues].some((c) => /who|npc|agent|person|giver|target|name/.test(c) || c === name)
+    )
+      return k.id;
   }
   // A word right after the field's name ("id wolves", "location: north_pasture").
   for (let i = 0; i < s.words.length - 1; i++) {
@@ -211,6 +243,9 @@ function stringValue(name: string, field: ToolField, cues: Set<string>, s: Sourc
   const text = s.quoted.find((q) => fits(q));
   if (text !== undefined || !field.required) return text;
   // Unquoted, what follows a colon ("Page the payments on-call: refunds are failing"), to the end of its clause.
-  const after = /:\s*([^,;\n]{2,})/u.exec(s.text)?.[1]?.trim().replace(/[.!?]+$/u, '');
+  const after = /:\s*([^,;\n]{2,})/u
+    .exec(s.text)?.[1]
+    ?.trim()
+    .replace(/[.!?]+$/u, '');
   return after !== undefined && fits(after) && !/^\d/.test(after) ? after : undefined;
 }

@@ -52,15 +52,32 @@ export interface ExampleCheck {
  */
 export async function checkExamples(
   tools: Tools,
-  options: { embedder?: Embedder | undefined; glossary?: Glossary | undefined; known?: readonly KnownName[]; folds?: number; now?: Date } = {},
+  options: {
+    embedder?: Embedder | undefined;
+    glossary?: Glossary | undefined;
+    known?: readonly KnownName[];
+    folds?: number;
+    now?: Date;
+  } = {},
 ): Promise<ExampleCheck> {
   const asked = options.folds ?? 5;
-  if (!Number.isInteger(asked) || asked < 2) throw new ThymosError(ErrorCode.INVALID_INPUT, `folds: expected a whole number of at least 2, got ${asked}`);
+  if (!Number.isInteger(asked) || asked < 2)
+    throw new ThymosError(ErrorCode.INVALID_INPUT, `folds: expected a whole number of at least 2, got ${asked}`);
   // A part per example of the longest list at most: more would hold nothing out.
   const longest = Math.max(0, ...Object.values(tools).map((t) => t.examples.length));
   const folds = Math.max(2, Math.min(asked, longest));
   const now = options.now ?? new Date();
-  const check: ExampleCheck = { tools: Object.keys(tools).length, examples: 0, folds, first: 0, ownTool: 0, called: 0, astray: [], noTool: 0, confusable: [] };
+  const check: ExampleCheck = {
+    tools: Object.keys(tools).length,
+    examples: 0,
+    folds,
+    first: 0,
+    ownTool: 0,
+    called: 0,
+    astray: [],
+    noTool: 0,
+    confusable: [],
+  };
   const order = new Map(Object.keys(tools).map((t, i) => [t, i]));
   for (let fold = 0; fold < folds; fold++) {
     const rest: Record<string, Tool> = {};
@@ -70,7 +87,11 @@ export async function checkExamples(
       rest[name] = { ...tool, examples: tool.examples.filter((_, i) => i % folds !== fold) };
     }
     if (held.length === 0) continue;
-    const resolver = await IntentResolver.build(rest, { embedder: options.embedder, glossary: options.glossary, known: options.known ?? [] });
+    const resolver = await IntentResolver.build(rest, {
+      embedder: options.embedder,
+      glossary: options.glossary,
+      known: options.known ?? [],
+    });
     for (const { tool, example } of held) {
       const a = await resolver.resolve(example, undefined, now);
       check.examples++;

@@ -32,7 +32,9 @@ const TOKEN_MAX = 128;
 
 /** The words of a text as values are written: between spaces and clause marks, trailing marks off. */
 export function valueTokens(text: string): string[] {
-  return (text.match(/[^\s,;!?()"“”]+/gu) ?? []).map((t) => t.replace(/^['‘]+|['’.:]+$/gu, '').replace(/'s$/u, '')).filter((t) => t.length > 0 && t.length <= TOKEN_MAX);
+  return (text.match(/[^\s,;!?()"“”]+/gu) ?? [])
+    .map((t) => t.replace(/^['‘]+|['’.:]+$/gu, '').replace(/'s$/u, ''))
+    .filter((t) => t.length > 0 && t.length <= TOKEN_MAX);
 }
 
 /** The values an intent holds that some tool's distinctive pattern takes (each token tried whole), by the pattern's source. */

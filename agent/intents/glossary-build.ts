@@ -36,7 +36,8 @@ function indexNumber(digits: string, where: string): number {
   let n = 0;
   for (const d of digits) {
     const v = BASE64.indexOf(d);
-    if (v < 0) throw new ThymosError(ErrorCode.INVALID_INPUT, `${where}: expected a base-64 offset or length, got ${JSON.stringify(digits)}`);
+    if (v < 0)
+      throw new ThymosError(ErrorCode.INVALID_INPUT, `${where}: expected a base-64 offset or length, got ${JSON.stringify(digits)}`);
     n = n * 64 + v;
   }
   return n;
@@ -50,11 +51,13 @@ export function renderingsOf(entry: string, foreign = false): string[] {
     const line = raw.trim();
     if (line === '') break;
     if (/^("|synonyms?:|see:|note:|antonyms?:)/i.test(line)) continue;
-    const plain = line
-      .replace(/^\d+\.\s*/, '')
-      .replace(/<[^>]*>|\[[^\]]*\]|\([^)]*\)|\{[^}]*\}/g, ' ');
+    const plain = line.replace(/^\d+\.\s*/, '').replace(/<[^>]*>|\[[^\]]*\]|\([^)]*\)|\{[^}]*\}/g, ' ');
     for (const part of plain.split(/[,;]/)) {
-      const phrase = part.trim().toLowerCase().replace(/^to\s+/, '').replace(/\s+/g, ' ');
+      const phrase = part
+        .trim()
+        .toLowerCase()
+        .replace(/^to\s+/, '')
+        .replace(/\s+/g, ' ');
       if (phrase && phraseOf.test(phrase) && phrase.split(' ').length <= MOST_WORDS) found.push(phrase);
     }
   }
@@ -67,7 +70,11 @@ const HEADWORD = /^\p{L}[\p{L}'-]*(?: \p{L}[\p{L}'-]*){0,2}$/u;
 /** A dictionary's entries (`<base>.index` and `<base>.dict.dz`), headwords lower-cased, or undefined when it is not there. */
 function entriesOf(base: string): Array<{ head: string; entry: string }> | undefined {
   if (!existsSync(`${base}.index`)) return undefined;
-  if (!existsSync(`${base}.dict.dz`)) throw new ThymosError(ErrorCode.INVALID_INPUT, `${base}.index has no ${base}.dict.dz beside it: a dictionary in dictd's format is both`);
+  if (!existsSync(`${base}.dict.dz`))
+    throw new ThymosError(
+      ErrorCode.INVALID_INPUT,
+      `${base}.index has no ${base}.dict.dz beside it: a dictionary in dictd's format is both`,
+    );
   let body: Buffer;
   try {
     body = gunzipSync(readFileSync(`${base}.dict.dz`));
@@ -75,16 +82,19 @@ function entriesOf(base: string): Array<{ head: string; entry: string }> | undef
     throw new ThymosError(ErrorCode.INVALID_INPUT, `${base}.dict.dz: expected a dictzip (gzip) file: ${(err as Error).message}`);
   }
   const entries: Array<{ head: string; entry: string }> = [];
-  readFileSync(`${base}.index`, 'utf8').split('\n').forEach((line, i) => {
-    if (line === '') return;
-    const [head, offset, length] = line.split('\t');
-    const where = `${base}.index line ${i + 1}`;
-    if (head === undefined || offset === undefined || length === undefined) throw new ThymosError(ErrorCode.INVALID_INPUT, `${where}: expected headword, offset and length separated by tabs`);
-    const word = head.toLowerCase();
-    if (!HEADWORD.test(word) || word.startsWith('00')) return;
-    const start = indexNumber(offset, where);
-    entries.push({ head: word, entry: body.subarray(start, start + indexNumber(length, where)).toString('utf8') });
-  });
+  readFileSync(`${base}.index`, 'utf8')
+    .split('\n')
+    .forEach((line, i) => {
+      if (line === '') return;
+      const [head, offset, length] = line.split('\t');
+      const where = `${base}.index line ${i + 1}`;
+      if (head === undefined || offset === undefined || length === undefined)
+        throw new ThymosError(ErrorCode.INVALID_INPUT, `${where}: expected headword, offset and length separated by tabs`);
+      const word = head.toLowerCase();
+      if (!HEADWORD.test(word) || word.startsWith('00')) return;
+      const start = indexNumber(offset, where);
+      entries.push({ head: word, entry: body.subarray(start, start + indexNumber(length, where)).toString('utf8') });
+    });
   return entries;
 }
 
@@ -110,7 +120,10 @@ export function glossaryLines(dir: string, lang: string): string[] | undefined {
   const lines: string[] = [];
   for (const [word, seen] of [...counts].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
     // Most often given first, then the one of fewest words; the sort is stable, so among equals the dictionary's own order stands.
-    const best = [...seen].sort((a, b) => b[1] - a[1] || a[0].split(' ').length - b[0].split(' ').length).slice(0, MOST_RENDERINGS).map(([p]) => p);
+    const best = [...seen]
+      .sort((a, b) => b[1] - a[1] || a[0].split(' ').length - b[0].split(' ').length)
+      .slice(0, MOST_RENDERINGS)
+      .map(([p]) => p);
     lines.push(`${word}\t${best.join('|')}`);
   }
   return lines;
@@ -122,14 +135,18 @@ export function glossaryLines(dir: string, lang: string): string[] | undefined {
  * `from` holds none of the dictionaries.
  */
 export function buildGlossaries(from: string, out: string): Record<string, number> {
-  if (existsSync(from) && !statSync(from).isDirectory()) throw new ThymosError(ErrorCode.INVALID_INPUT, `${resolve(from)} is a file: expected the folder that holds the dictionaries`);
+  if (existsSync(from) && !statSync(from).isDirectory())
+    throw new ThymosError(ErrorCode.INVALID_INPUT, `${resolve(from)} is a file: expected the folder that holds the dictionaries`);
   const read = GLOSSARY_LANGUAGES.flatMap((lang) => {
     const lines = glossaryLines(from, lang);
     return lines ? [{ lang, lines }] : [];
   });
   if (read.length === 0) {
     const files = GLOSSARY_LANGUAGES.map((l) => `freedict-${l}-eng`).join(', ');
-    throw new ThymosError(ErrorCode.NOT_FOUND, `no FreeDict dictionary in ${resolve(from)}: expected ${files} (or freedict-eng-fra and the like), each an .index and a .dict.dz (Debian: apt-get install dict-freedict-fra-eng dict-freedict-spa-eng dict-freedict-deu-eng)`);
+    throw new ThymosError(
+      ErrorCode.NOT_FOUND,
+      `no FreeDict dictionary in ${resolve(from)}: expected ${files} (or freedict-eng-fra and the like), each an .index and a .dict.dz (Debian: apt-get install dict-freedict-fra-eng dict-freedict-spa-eng dict-freedict-deu-eng)`,
+    );
   }
   const built = Object.fromEntries(read.map(({ lang, lines }) => [lang, lines.length]));
   const target = resolve(out);
@@ -139,11 +156,17 @@ export function buildGlossaries(from: string, out: string): Record<string, numbe
   try {
     mkdirSync(staging, { recursive: true });
     for (const { lang, lines } of read) writeFileSync(join(staging, `${lang}.tsv`), `${lines.join('\n')}\n`);
-    writeFileSync(join(staging, 'README.md'), `Built by thymos glossary from the FreeDict dictionaries in ${resolve(from)} (GPL): ${JSON.stringify(built)}. Not shipped in the package.\n`);
+    writeFileSync(
+      join(staging, 'README.md'),
+      `Built by thymos glossary from the FreeDict dictionaries in ${resolve(from)} (GPL): ${JSON.stringify(built)}. Not shipped in the package.\n`,
+    );
     if (existsSync(target)) renameSync(target, old);
     renameSync(staging, target);
   } catch (err) {
-    throw new ThymosError(ErrorCode.WRITE_FAILED, `cannot write the glossaries into ${target}: ${(err as Error).message} (run thymos glossary as the user who installed Thymos)`);
+    throw new ThymosError(
+      ErrorCode.WRITE_FAILED,
+      `cannot write the glossaries into ${target}: ${(err as Error).message} (run thymos glossary as the user who installed Thymos)`,
+    );
   } finally {
     // What is left aside is cleared; a folder that cannot be cleared (where none could be made) is no second error.
     for (const aside of [staging, old]) {

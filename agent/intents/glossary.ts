@@ -22,7 +22,11 @@ const MOST_GLOSS = 2_000;
 const KEPT_SHORT = new Set(['not', 'no', 'never', 'without']);
 /** Each language's commonest words, which tell the languages apart before any glossary is read. */
 export const COMMON_WORDS: Record<Language, ReadonlySet<string>> = {
-  fra: new Set('le la les des du un une et est pour mon ma mes je tu il elle nous vous ils sont avec dans sur pas qui que ne au aux ce cette'.split(' ')),
+  fra: new Set(
+    'le la les des du un une et est pour mon ma mes je tu il elle nous vous ils sont avec dans sur pas qui que ne au aux ce cette'.split(
+      ' ',
+    ),
+  ),
   spa: new Set('el la los las por para con una del al lo mi yo es está como pero muy sí'.split(' ')),
   deu: new Set('der die das und ist ich mein meine nicht ein eine bei auf zu mit für den dem sie wir bitte gibt'.split(' ')),
 };
@@ -50,7 +54,7 @@ class Lexicon {
   constructor(tsv: string) {
     this.#text = tsv;
     const starts: number[] = [];
-    for (let at = 0; at < tsv.length; ) {
+    for (let at = 0; at < tsv.length;) {
       const end = tsv.indexOf('\n', at);
       const tab = tsv.indexOf('\t', at);
       // A line without a headword and a tab is no entry.
@@ -118,7 +122,8 @@ class Lexicon {
         let shared = stem.length;
         while (shared < word.length && shared < head.length && word[shared] === head[shared]) shared++;
         if (head.length - shared > 2 || head.includes(' ')) continue;
-        if (!best || shared > best.shared || (shared === best.shared && head.length < best.length)) best = { i, shared, length: head.length };
+        if (!best || shared > best.shared || (shared === best.shared && head.length < best.length))
+          best = { i, shared, length: head.length };
       }
       if (best) return this.#renderingAt(best.i);
     }

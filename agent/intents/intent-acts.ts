@@ -4,7 +4,16 @@ import type { Logger } from '../../shared/platform/logger.js';
 import type { ToolCallRecord } from '../../shared/protocol/tool-call.js';
 import type { ToolLoop } from '../llm/tool-loop.js';
 import type { NewMemory } from '../memory/agent-memory.js';
-import { type Acting, type ActOutcome, type ActRequest, type IntentAnswer, type JobCalls, type ReadRequest, REPLY_MARKER, withoutMarkers } from '../runtime/acting.js';
+import {
+  type Acting,
+  type ActOutcome,
+  type ActRequest,
+  type IntentAnswer,
+  type JobCalls,
+  type ReadRequest,
+  REPLY_MARKER,
+  withoutMarkers,
+} from '../runtime/acting.js';
 import type { TalkReply, TalkRequest } from '../runtime/agent-behavior.js';
 import type { ToolCaller } from '../tools/tool-caller.js';
 import type { KnownName } from './argument-filler.js';
@@ -40,7 +49,12 @@ export class IntentActs implements Acting {
   readonly #model: ModelReader | undefined;
   readonly #glossaryDir: string | undefined;
   readonly #modelDir: string | undefined;
-  readonly #loop: (use: 'dialogue' | 'reasoning', chain?: readonly string[], by?: string, keyOf?: (tool: string) => string) => ToolLoop | undefined;
+  readonly #loop: (
+    use: 'dialogue' | 'reasoning',
+    chain?: readonly string[],
+    by?: string,
+    keyOf?: (tool: string) => string,
+  ) => ToolLoop | undefined;
   #resolver: Promise<IntentResolver> | undefined;
 
   constructor(options: {
@@ -71,7 +85,12 @@ export class IntentActs implements Acting {
       // Read when the first intent is resolved: an agent's start pays nothing for them. A few words at a time: their rows are read from the file as needed, not the whole model into this agent's heap.
       const { embedder, glossary, warnings } = readWords({ custom: this.#modelDir, glossary: this.#glossaryDir, resident: false });
       for (const w of warnings) this.#logger.warn(w);
-      return IntentResolver.build(this.#caller.tools, { embedder, glossary, known: this.#known, ...(this.#model ? { model: this.#model } : {}) });
+      return IntentResolver.build(this.#caller.tools, {
+        embedder,
+        glossary,
+        known: this.#known,
+        ...(this.#model ? { model: this.#model } : {}),
+      });
     })();
     this.#resolver.catch(() => (this.#resolver = undefined));
     return this.#resolver;
@@ -80,7 +99,16 @@ export class IntentActs implements Acting {
   /** A use's model tool loop; its calls are made as `model:<use>`, as `sampling:<client>` when the MCP client's model writes them, or as a job's caller under its keys. */
   loop(use: 'dialogue' | 'reasoning', chain?: readonly string[], sampler?: string, job?: JobCalls): ToolLoop | undefined {
     if (job !== undefined) return this.#loop(use, chain, job.caller, job.keyOf);
-    return this.#loop(use, chain, sampler ? `sampling:${sampler.replace(/^the MCP client /, '').replace(/[^\w.@-]/g, '_').slice(0, 64)}` : `model:${use}`);
+    return this.#loop(
+      use,
+      chain,
+      sampler
+        ? `sampling:${sampler
+            .replace(/^the MCP client /, '')
+            .replace(/[^\w.@-]/g, '_')
+            .slice(0, 64)}`
+        : `model:${use}`,
+    );
   }
 
   /** One call by name through the governed path; the record says how it ended. */
@@ -106,7 +134,15 @@ export class IntentActs implements Acting {
     let outcome: ActOutcome = { intent, answer };
     if (answer.call) {
       try {
-        outcome = { intent, answer, record: await this.#caller.call(answer.call.tool, { ...answer.call.arguments, reason }, { ...request, idempotencyKey: keyFor(request, answer.call.tool) }) };
+        outcome = {
+          intent,
+          answer,
+          record: await this.#caller.call(
+            answer.call.tool,
+            { ...answer.call.arguments, reason },
+            { ...request, idempotencyKey: keyFor(request, answer.call.tool) },
+          ),
+        };
       } catch (err) {
         // Refused before it became a record (its input, the agent stopping): the act says why, and is remembered.
         const e = err instanceof ThymosError ? err : new ThymosError(ErrorCode.INTERNAL, (err as Error).message);
@@ -132,14 +168,24 @@ export class IntentActs implements Acting {
     for (const m of found.slice(0, MARKERS_MAX)) {
       const intent = m[1]!.trim();
       if (request.message.includes(m[0]) || request.message.includes(intent)) {
-        const outcome: ActOutcome = { intent, answer: { candidates: [], missing: [], confidence: 0, outcome: 'echoed', note: 'the line it answered holds these words: quoted, not its own' } };
+        const outcome: ActOutcome = {
+          intent,
+          answer: {
+            candidates: [],
+            missing: [],
+            confidence: 0,
+            outcome: 'echoed',
+            note: 'the line it answered holds these words: quoted, not its own',
+          },
+        };
         await this.#keep(outcome, '[TOOL:]', ask.caller);
         acts.push(outcome);
         continue;
       }
       acts.push(await this.act(intent, `its reply to ${request.speaker} said so`, ask, '[TOOL:]'));
     }
-    if (found.length > MARKERS_MAX) this.#logger.warn({ markers: found.length }, `a reply asked for more than ${MARKERS_MAX} [TOOL: …]; the rest were not acted on`);
+    if (found.length > MARKERS_MAX)
+      this.#logger.warn({ markers: found.length }, `a reply asked for more than ${MARKERS_MAX} [TOOL: …]; the rest were not acted on`);
     return { reply: withoutMarkers(reply.reply), acts };
   }
 
@@ -151,7 +197,14 @@ export class IntentActs implements Acting {
         ? `${answer.call?.tool ?? ''} refused (${outcome.error.code})`
         : `no call: ${answer.outcome}${answer.tool ? ` ${answer.tool}, missing ${answer.missing.join(', ')}` : ''}${answer.candidates.length ? `; candidates ${answer.candidates.map((c) => c.tool).join(', ')}` : ''}`;
     try {
-      await this.#remember([{ content: `${how} "${outcome.intent.slice(0, 300)}" → ${what}`, tags: [INTENT_TAG, answer.outcome, ...(record ? [record.tool] : [])], importance: 0.4, source: { kind: 'intent', by } }]);
+      await this.#remember([
+        {
+          content: `${how} "${outcome.intent.slice(0, 300)}" → ${what}`,
+          tags: [INTENT_TAG, answer.outcome, ...(record ? [record.tool] : [])],
+          importance: 0.4,
+          source: { kind: 'intent', by },
+        },
+      ]);
     } catch (err) {
       this.#logger.warn({ err: (err as Error).message }, 'the memory of an intent was not kept');
     }

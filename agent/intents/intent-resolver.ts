@@ -11,7 +11,6 @@ import { asksWhetherDone, INTENT_MAX_CHARS, negatesAction, rawWords } from './in
 import type { ModelReader, ModelReading } from './model-reader.js';
 import { type ResolverTuning, ToolRanker } from './tool-ranker.js';
 
-
 /** Words other languages use most, that English does not: a line made of them is not read as English. */
 const FOREIGN = new Set(Object.values(COMMON_WORDS).flatMap((words) => [...words]));
 /** How much of a gloss an answer's note shows. */
@@ -24,7 +23,7 @@ const ENGLISH = new Set('the a an is are to of for my me i you your it this that
 export function foreignLanguage(text: string): boolean {
   const letters = text.match(/\p{L}/gu) ?? [];
   if (letters.length >= 4 && letters.filter((c) => /[a-zA-ZÀ-ÿ]/.test(c)).length / letters.length < 0.5) return true;
-  const words = (text.toLowerCase().match(/\p{L}+/gu) ?? []);
+  const words = text.toLowerCase().match(/\p{L}+/gu) ?? [];
   if (words.length < 4) return false;
   const foreign = words.filter((w) => FOREIGN.has(w)).length;
   const english = words.filter((w) => ENGLISH.has(w)).length;
@@ -51,7 +50,16 @@ export class IntentResolver {
     this.#glossary = glossary;
   }
 
-  static async build(tools: Tools, options: { embedder?: Embedder | undefined; known?: readonly KnownName[]; model?: ModelReader; glossary?: Glossary | undefined; tuning?: Partial<ResolverTuning> } = {}): Promise<IntentResolver> {
+  static async build(
+    tools: Tools,
+    options: {
+      embedder?: Embedder | undefined;
+      known?: readonly KnownName[];
+      model?: ModelReader;
+      glossary?: Glossary | undefined;
+      tuning?: Partial<ResolverTuning>;
+    } = {},
+  ): Promise<IntentResolver> {
     return new IntentResolver(await ToolRanker.build(tools, options), options.known ?? [], options.model, options.glossary);
   }
 
@@ -64,10 +72,12 @@ export class IntentResolver {
     const said = intent.trim();
     const none = (outcome: IntentOutcome, note: string): IntentAnswer => ({ candidates: [], missing: [], confidence: 0, outcome, note });
     if (said.length === 0 || rawWords(said).length === 0) return none('empty', 'the intent says nothing to resolve');
-    if (said.length > INTENT_MAX_CHARS) return none('too_long', `the intent is ${said.length} characters; at most ${INTENT_MAX_CHARS} are read`);
+    if (said.length > INTENT_MAX_CHARS)
+      return none('too_long', `the intent is ${said.length} characters; at most ${INTENT_MAX_CHARS} are read`);
     // Another language is read word by word into English where a glossary for it was built; else no call, but the candidates its ids, numbers and shared words point to.
     const foreign = foreignLanguage(said);
-    const gloss = foreign || this.#glossary?.outreadsEnglish(said) ? (this.#glossary?.read(said) ?? (foreign ? null : undefined)) : undefined;
+    const gloss =
+      foreign || this.#glossary?.outreadsEnglish(said) ? (this.#glossary?.read(said) ?? (foreign ? null : undefined)) : undefined;
     const read = gloss?.text ?? said;
     const ranking = await this.#ranker.rank(read);
     // The context is read as far as an intent is: what is past 2,000 characters is not.
@@ -76,16 +86,30 @@ export class IntentResolver {
     const reading = await this.#read(ranking.candidates, said, given, request);
     const unread = 'the intent is not in English, and no glossary read it';
     if (gloss === null && typeof reading !== 'object') {
-      return { candidates: ranking.candidates, missing: [], confidence: 0, outcome: 'unsupported_language', note: joined(`${unread}: no call, only the candidates its values and words suggest`, reading)! };
+      return {
+        candidates: ranking.candidates,
+        missing: [],
+        confidence: 0,
+        outcome: 'unsupported_language',
+        note: joined(`${unread}: no call, only the candidates its values and words suggest`, reading)!,
+      };
     }
-    const glossNote = gloss ? `read through the ${gloss.language} glossary as: ${gloss.text.length > NOTE_GLOSS ? `${gloss.text.slice(0, NOTE_GLOSS)}…` : gloss.text}` : undefined;
+    const glossNote = gloss
+      ? `read through the ${gloss.language} glossary as: ${gloss.text.length > NOTE_GLOSS ? `${gloss.text.slice(0, NOTE_GLOSS)}…` : gloss.text}`
+      : undefined;
     const base = { candidates: ranking.candidates, confidence: ranking.confidence };
     if (typeof reading === 'object') {
       const note = joined(glossNote, `the model read it as ${reading.tool ?? 'none of the candidates'}`)!;
       if (!reading.tool) return { ...base, missing: [], outcome: 'none', note, by: 'model' };
       // The words that refuse an action are read in English (or through a glossary): in words neither reads, a tool that changes something is not called on the model's word alone.
       if (gloss === null && this.#ranker.tools[reading.tool]!.sideEffect !== 'read_only') {
-        return { ...base, missing: [], outcome: 'unsupported_language', note: `${note}, which changes something; ${unread}, so whether they refuse its action is not read: no call`, by: 'model' };
+        return {
+          ...base,
+          missing: [],
+          outcome: 'unsupported_language',
+          note: `${note}, which changes something; ${unread}, so whether they refuse its action is not read: no call`,
+          by: 'model',
+        };
       }
       return { ...this.#answer(base, reading.tool, reading, read, note), by: 'model' };
     }
@@ -103,7 +127,12 @@ export class IntentResolver {
   }
 
   /** The model's reading of the words, or why it could not be had (a note); undefined without a model. */
-  async #read(candidates: readonly IntentCandidate[], said: string, given: string | undefined, request: ReadRequest | undefined): Promise<ModelReading | string | undefined> {
+  async #read(
+    candidates: readonly IntentCandidate[],
+    said: string,
+    given: string | undefined,
+    request: ReadRequest | undefined,
+  ): Promise<ModelReading | string | undefined> {
     if (!this.#model) return undefined;
     const offered = this.#offered(candidates);
     if (offered.length === 0) return undefined;
@@ -118,11 +147,24 @@ export class IntentResolver {
   }
 
   /** The answer for a chosen tool and its filled arguments: none on words that refuse what a tool that changes something does; else checked field by field, a call when every required one is there. */
-  #answer(base: Pick<IntentAnswer, 'candidates' | 'confidence'>, chosen: string, filled: Filled, read: string, said: string | undefined): IntentAnswer {
+  #answer(
+    base: Pick<IntentAnswer, 'candidates' | 'confidence'>,
+    chosen: string,
+    filled: Filled,
+    read: string,
+    said: string | undefined,
+  ): IntentAnswer {
     const tool = this.#ranker.tools[chosen]!;
     // "Don't cancel my order" names cancel_order as well as "cancel my order" does: a tool that changes something is not called on words that refuse its action.
     // Nor on a question whether it was done: "why was ORD-12345 cancelled?" asks to look, not to cancel.
-    const refusal = tool.sideEffect === 'read_only' ? undefined : negatesAction(read, chosen) ? 'say not to do' : asksWhetherDone(read, chosen) ? 'ask whether someone did' : undefined;
+    const refusal =
+      tool.sideEffect === 'read_only'
+        ? undefined
+        : negatesAction(read, chosen)
+          ? 'say not to do'
+          : asksWhetherDone(read, chosen)
+            ? 'ask whether someone did'
+            : undefined;
     if (refusal) return { ...base, missing: [], outcome: 'none', note: joined(said, `the words ${refusal} what ${chosen} does: no call`)! };
     const { valid, refused } = validArguments(tool, filled.arguments);
     const missing = [...new Set([...filled.missing, ...refused.filter((f) => tool.input[f]?.required)])];

@@ -9,7 +9,11 @@ import { STOP_WORDS } from '../memory/stop-words.js';
  * ORD-48213" had been nearer an example of another tool that says please than `cancel_order`'s
  * lines. (Not "thanks" or "hello": a tool may thank, an enum may be `hello`.)
  */
-const INTENT_STOP_WORDS: ReadonlySet<string> = new Set([...[...STOP_WORDS].filter((w) => !['where', 'what', 'when', 'which', 'who', 'how', 'why'].includes(w)), 'please', 'kindly']);
+const INTENT_STOP_WORDS: ReadonlySet<string> = new Set([
+  ...[...STOP_WORDS].filter((w) => !['where', 'what', 'when', 'which', 'who', 'how', 'why'].includes(w)),
+  'please',
+  'kindly',
+]);
 
 /** A run of letters (any script) or digits. */
 const WORD = /[\p{L}\p{M}][\p{L}\p{M}\p{N}]*|\p{N}+/gu;
@@ -63,16 +67,50 @@ export function editDistance(a: string, b: string, max: number): number {
 }
 
 /** Shorthand people write in chat and tickets, read as the word it stands for. A Map, not an object: a word such as "constructor" is only a word. */
-const SHORTHAND: ReadonlyMap<string, string> = new Map(Object.entries({
-  pls: 'please', plz: 'please', thx: 'thanks', ty: 'thanks', tmrw: 'tomorrow', tmr: 'tomorrow', tmw: 'tomorrow', tmrrw: 'tomorrow', tonite: 'tonight',
-  mtg: 'meeting', appt: 'appointment', msg: 'message', pw: 'password', pwd: 'password', acct: 'account', addr: 'address', db: 'database',
-  prod: 'production', env: 'environment', cfg: 'configuration', config: 'configuration', info: 'information', qty: 'quantity', amt: 'amount',
-  hr: 'hour', hrs: 'hours', min: 'minute', mins: 'minutes', wk: 'week', yr: 'year', asap: 'urgently', u: 'you', ur: 'your', b4: 'before',
-}));
+const SHORTHAND: ReadonlyMap<string, string> = new Map(
+  Object.entries({
+    pls: 'please',
+    plz: 'please',
+    thx: 'thanks',
+    ty: 'thanks',
+    tmrw: 'tomorrow',
+    tmr: 'tomorrow',
+    tmw: 'tomorrow',
+    tmrrw: 'tomorrow',
+    tonite: 'tonight',
+    mtg: 'meeting',
+    appt: 'appointment',
+    msg: 'message',
+    pw: 'password',
+    pwd: 'password',
+    acct: 'account',
+    addr: 'address',
+    db: 'database',
+    prod: 'production',
+    env: 'environment',
+    cfg: 'configuration',
+    config: 'configuration',
+    info: 'information',
+    qty: 'quantity',
+    amt: 'amount',
+    hr: 'hour',
+    hrs: 'hours',
+    min: 'minute',
+    mins: 'minutes',
+    wk: 'week',
+    yr: 'year',
+    asap: 'urgently',
+    u: 'you',
+    ur: 'your',
+    b4: 'before',
+  }),
+);
 
 /** The words of a text as they are written, lower-cased, shorthand spelled out, stop words left out (not stemmed). */
 export function rawWords(text: string): string[] {
-  return (text.toLowerCase().match(/[\p{L}\p{M}][\p{L}\p{M}\p{N}]*/gu) ?? []).map((w) => SHORTHAND.get(w) ?? w).filter((w) => !INTENT_STOP_WORDS.has(w) && !/\p{N}/u.test(w));
+  return (text.toLowerCase().match(/[\p{L}\p{M}][\p{L}\p{M}\p{N}]*/gu) ?? [])
+    .map((w) => SHORTHAND.get(w) ?? w)
+    .filter((w) => !INTENT_STOP_WORDS.has(w) && !/\p{N}/u.test(w));
 }
 
 /** The stem of the first word of a tool's name, what it does: `cancel` of `cancel_order`; undefined when that is a stop word. */
@@ -81,7 +119,22 @@ function actionOf(toolName: string): string | undefined {
 }
 
 /** Words that say not to: "never", "no", "don't" written without its apostrophe; any word ending in n't is one too. */
-const NEGATIONS: ReadonlySet<string> = new Set(['not', 'never', 'no', 'cannot', 'without', 'nor', 'neither', 'dont', 'doesnt', 'didnt', 'wont', 'cant', 'shouldnt', 'mustnt']);
+const NEGATIONS: ReadonlySet<string> = new Set([
+  'not',
+  'never',
+  'no',
+  'cannot',
+  'without',
+  'nor',
+  'neither',
+  'dont',
+  'doesnt',
+  'didnt',
+  'wont',
+  'cant',
+  'shouldnt',
+  'mustnt',
+]);
 /** How many words after a negation it reaches: "don't want to cancel", "do not ever refund". */
 const NEGATION_REACH = 3;
 
@@ -96,10 +149,13 @@ export function negatesAction(text: string, toolName: string): boolean {
   const negation = (t: string) => NEGATIONS.has(t) || /n['’]t$/.test(t);
   const names = (t: string) => stemOf(t.replace(/['’].*$/, '')) === action;
   // Within a clause: "I don't want it, cancel it" asks to cancel.
-  return text.toLowerCase().split(/[,.;:!?()]/).some((clause) => {
-    const tokens = clause.match(/[\p{L}\p{M}][\p{L}\p{M}'’]*/gu) ?? [];
-    return tokens.some((t, i) => negation(t) && tokens.slice(i + 1, i + 1 + NEGATION_REACH).some(names));
-  });
+  return text
+    .toLowerCase()
+    .split(/[,.;:!?()]/)
+    .some((clause) => {
+      const tokens = clause.match(/[\p{L}\p{M}][\p{L}\p{M}'’]*/gu) ?? [];
+      return tokens.some((t, i) => negation(t) && tokens.slice(i + 1, i + 1 + NEGATION_REACH).some(names));
+    });
 }
 
 /** Words a question about what happened begins with. */

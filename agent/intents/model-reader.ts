@@ -18,18 +18,29 @@ export interface ModelReading extends Filled {
  * throws when the model fails or answers outside what it was offered. `request`: the MCP client
  * that asked, when it can sample (a use of `mcp-sampling` reads with its model), and what cancels the reading.
  */
-export type ModelReader = (offered: readonly string[], intent: string, context: string | undefined, request?: ReadRequest) => Promise<ModelReading | undefined>;
+export type ModelReader = (
+  offered: readonly string[],
+  intent: string,
+  context: string | undefined,
+  request?: ReadRequest,
+) => Promise<ModelReading | undefined>;
 
 /** What a model is told of one field. */
 function fieldLine(name: string, f: Tools[string]['input'][string]): string {
-  const shape = f.type === 'enum' ? `one of ${(f.values ?? []).map((v) => JSON.stringify(v)).join(', ')}` : `${f.list ? 'a list of ' : ''}${f.type}${f.pattern ? ` matching ${f.pattern}` : ''}`;
+  const shape =
+    f.type === 'enum'
+      ? `one of ${(f.values ?? []).map((v) => JSON.stringify(v)).join(', ')}`
+      : `${f.list ? 'a list of ' : ''}${f.type}${f.pattern ? ` matching ${f.pattern}` : ''}`;
   return `  - ${name} (${f.required ? 'required' : 'optional'}, ${shape})${f.description ? `: ${f.description}` : ''}`;
 }
 
 /** What a model is told of one tool it may choose: what it does, whether it changes something, its fields. */
 function toolLines(name: string, tool: Tools[string]): string[] {
   const fields = Object.entries(tool.input);
-  return [`- ${name} (${tool.sideEffect === 'read_only' ? 'only reads' : 'changes something'}): ${tool.description}`, ...(fields.length > 0 ? fields.map(([f, spec]) => fieldLine(f, spec)) : ['  (no fields)'])];
+  return [
+    `- ${name} (${tool.sideEffect === 'read_only' ? 'only reads' : 'changes something'}): ${tool.description}`,
+    ...(fields.length > 0 ? fields.map(([f, spec]) => fieldLine(f, spec)) : ['  (no fields)']),
+  ];
 }
 
 /**
@@ -41,7 +52,11 @@ function toolLines(name: string, tool: Tools[string]): string[] {
  * value a field refuses is left out and reported missing, and a tool that changes something is
  * still not called on words that refuse its action.
  */
-export function modelReader(tools: Tools, provider: (client?: SamplingClient) => LlmProvider, spent: (provider: LlmProvider, result: GenerateResult) => void): ModelReader {
+export function modelReader(
+  tools: Tools,
+  provider: (client?: SamplingClient) => LlmProvider,
+  spent: (provider: LlmProvider, result: GenerateResult) => void,
+): ModelReader {
   return async (offered, intent, context, request) => {
     const names = offered.filter((n) => Object.hasOwn(tools, n));
     const model = provider(request?.client);
@@ -55,11 +70,34 @@ export function modelReader(tools: Tools, provider: (client?: SamplingClient) =>
       'Answer with one JSON object: {"tool": the tool\'s name or null, "arguments": {the fields you could fill}}.',
     ].join('\n');
     const user = `Request: ${intent}${context ? `\nContext: ${context}` : ''}`;
-    const schema = z.object({ tool: z.enum(names as [string, ...string[]]).nullable(), arguments: z.record(z.string(), z.unknown()).nullish() });
-    const { value } = await generateStructured(model, { messages: [{ role: 'system', content: system }, { role: 'user', content: user }], temperature: 0, signal: request?.signal }, schema, { spent: (r) => spent(model, r) });
+    const schema = z.object({
+      tool: z.enum(names as [string, ...string[]]).nullable(),
+      arguments: z.record(z.string(), z.unknown()).nullish(),
+    });
+    const { value } = await generateStructured(
+      model,
+      {
+        messages: [
+          { role: 'system', content: system },
+          { role: 'user', content: user },
+        ],
+        temperature: 0,
+        signal: request?.signal,
+      },
+      schema,
+      { spent: (r) => spent(model, r) },
+    );
     if (value.tool === null) return { arguments: {}, missing: [] };
     const tool = tools[value.tool]!;
-    const args = Object.fromEntries(Object.entries(value.arguments ?? {}).filter(([k, v]) => Object.hasOwn(tool.input, k) && v !== null && v !== ''));
-    return { tool: value.tool, arguments: args, missing: Object.entries(tool.input).filter(([f, spec]) => spec.required && !Object.hasOwn(args, f)).map(([f]) => f) };
+    const args = Object.fromEntries(
+      Object.entries(value.arguments ?? {}).filter(([k, v]) => Object.hasOwn(tool.input, k) && v !== null && v !== ''),
+    );
+    return {
+      tool: value.tool,
+      arguments: args,
+      missing: Object.entries(tool.input)
+        .filter(([f, spec]) => spec.required && !Object.hasOwn(args, f))
+        .map(([f]) => f),
+    };
   };
 }

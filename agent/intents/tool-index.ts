@@ -68,7 +68,9 @@ export interface IndexTuning {
 
 /** The words of a tool's metadata that are not an example: name, description, tags, field names and descriptions, enum values. Never executor details. */
 function aboutText(name: string, tool: Tools[string]): string {
-  const fields = Object.entries(tool.input).map(([f, spec]) => `${f.replace(/[_-]/g, ' ')} ${spec.description ?? ''} ${(spec.values ?? []).join(' ')}`);
+  const fields = Object.entries(tool.input).map(
+    ([f, spec]) => `${f.replace(/[_-]/g, ' ')} ${spec.description ?? ''} ${(spec.values ?? []).join(' ')}`,
+  );
   return [name.replace(/[_-]/g, ' '), tool.description, tool.tags.join(' '), ...fields].join('. ');
 }
 
@@ -106,7 +108,16 @@ export class ToolIndex {
   readonly #stems = new Map<string, Map<string, number>>();
   readonly #likelihood: ToolLikelihood;
 
-  private constructor(tools: Tools, texts: ToolText[], embedder: Embedder | undefined, tuning: IndexTuning, vocab: string[], wordVectors: readonly Float32Array[], toolWords: Map<string, number[]>, english: English | undefined) {
+  private constructor(
+    tools: Tools,
+    texts: ToolText[],
+    embedder: Embedder | undefined,
+    tuning: IndexTuning,
+    vocab: string[],
+    wordVectors: readonly Float32Array[],
+    toolWords: Map<string, number[]>,
+    english: English | undefined,
+  ) {
     this.tools = tools;
     this.#texts = texts;
     this.#embedder = embedder;
@@ -127,8 +138,13 @@ export class ToolIndex {
       for (const w of t.words.keys()) own.set(w, (own.get(w) ?? 0) + 1);
       this.#stems.set(t.tool, own);
     }
-    for (const t of texts) for (const raw of rawWords(t.text)) if (raw.length >= 4 && !this.#surface.has(raw)) this.#surface.set(raw, intentWords(raw)[0] ?? raw);
-    this.#likelihood = new ToolLikelihood(texts.map((t) => ({ tool: t.tool, words: t.words.keys() })), { prior: tuning.likelihoodPrior, english });
+    for (const t of texts)
+      for (const raw of rawWords(t.text))
+        if (raw.length >= 4 && !this.#surface.has(raw)) this.#surface.set(raw, intentWords(raw)[0] ?? raw);
+    this.#likelihood = new ToolLikelihood(
+      texts.map((t) => ({ tool: t.tool, words: t.words.keys() })),
+      { prior: tuning.likelihoodPrior, english },
+    );
   }
 
   static async build(tools: Tools, options: { embedder?: Embedder | undefined; tuning: IndexTuning }): Promise<ToolIndex> {
@@ -183,7 +199,11 @@ export class ToolIndex {
       if (word === undefined) continue;
       // A word the offline model holds is a word, not a typo: "cave" is not "came" misspelled.
       const read = this.#idf.has(word) ? word : raw.length < 4 || this.#embedder?.hasWord?.(raw) ? undefined : this.#nearest(raw);
-      out.push(read ? { raw, word: read, weight: this.#idf.get(read)!, known: true } : { raw, word, weight: this.#unknownIdf * this.#t.unknownWeight, known: false });
+      out.push(
+        read
+          ? { raw, word: read, weight: this.#idf.get(read)!, known: true }
+          : { raw, word, weight: this.#unknownIdf * this.#t.unknownWeight, known: false },
+      );
     }
     return out;
   }
@@ -229,7 +249,15 @@ export class ToolIndex {
       }
       const words = (total > 0 ? Math.min(1, score / total) : 0) * (t.about ? 1 : this.#t.exampleWeight);
       const meaning = vector && t.vector ? Math.max(0, dot(vector, t.vector)) : 0;
-      const m = byTool.get(t.tool) ?? { tool: t.tool, words: 0, near: 0, meaning: 0, likelihood: likely.posterior.get(t.tool) ?? 0, ratio: likely.ratio && (likely.ratio.get(t.tool) ?? -Infinity), matched: [] };
+      const m = byTool.get(t.tool) ?? {
+        tool: t.tool,
+        words: 0,
+        near: 0,
+        meaning: 0,
+        likelihood: likely.posterior.get(t.tool) ?? 0,
+        ratio: likely.ratio && (likely.ratio.get(t.tool) ?? -Infinity),
+        matched: [],
+      };
       if (words > m.words) [m.words, m.byWords] = [words, t.text];
       m.meaning = Math.max(m.meaning, meaning);
       byTool.set(t.tool, m);
@@ -239,12 +267,18 @@ export class ToolIndex {
   }
 
   /** Each tool's share of the intent's words that it uses, or uses a word near in meaning to (that one counted by how near). */
-  #nearWords(query: QueryWord[], total: number, byTool: Map<string, ToolMatch>, near: ReadonlyArray<ReadonlyArray<readonly [number, number]>> | undefined): void {
+  #nearWords(
+    query: QueryWord[],
+    total: number,
+    byTool: Map<string, ToolMatch>,
+    near: ReadonlyArray<ReadonlyArray<readonly [number, number]>> | undefined,
+  ): void {
     if (total <= 0) return;
     // By query word, each tool's nearest word in meaning among those near enough.
     const nearest = query.map((_, qi) => {
       const best = new Map<string, readonly [number, number]>();
-      for (const hit of near?.[qi] ?? []) for (const tool of this.#holders[hit[0]]!) if (hit[1] > (best.get(tool)?.[1] ?? 0)) best.set(tool, hit);
+      for (const hit of near?.[qi] ?? [])
+        for (const tool of this.#holders[hit[0]]!) if (hit[1] > (best.get(tool)?.[1] ?? 0)) best.set(tool, hit);
       return best;
     });
     for (const [tool, m] of byTool) {
@@ -294,5 +328,4 @@ export class ToolIndex {
     });
     return raws.map((r) => found.get(r)!);
   }
-
 }

@@ -52,11 +52,12 @@ export class ToolLikelihood {
     const all = totals.reduce((a, b) => a + b, 0);
     const english = options.english;
     // log( P(w | tool) / P(w | background) ), P(w | tool) = (count + μ · background) / (total + μ).
-    const ratios = (c: Float64Array, background: number) => c.map((n, i) => Math.log((n + mu * background) / ((totals[i]! + mu) * background)));
+    const ratios = (c: Float64Array, background: number) =>
+      c.map((n, i) => Math.log((n + mu * background) / ((totals[i]! + mu) * background)));
     this.#unexplained = totals.map((n) => Math.log(mu / (n + mu)));
     for (const [w, c] of counts) {
       const own = c.reduce((a, b) => a + b, 0) / all;
-      const plain = english ? english.probability.get(w) ?? english.unlisted : undefined;
+      const plain = english ? (english.probability.get(w) ?? english.unlisted) : undefined;
       this.#which.set(w, ratios(c, plain === undefined ? own : 0.5 * plain + 0.5 * own));
       if (plain !== undefined) this.#any.set(w, ratios(c, plain));
     }
@@ -69,7 +70,8 @@ export class ToolLikelihood {
    */
   score(words: readonly string[]): { posterior: Map<string, number>; ratio?: Map<string, number> } {
     const english = this.#any.size > 0;
-    if (this.#tools.length === 0 || !words.some((w) => this.#which.has(w))) return { posterior: new Map(), ...(english ? { ratio: new Map() } : {}) };
+    if (this.#tools.length === 0 || !words.some((w) => this.#which.has(w)))
+      return { posterior: new Map(), ...(english ? { ratio: new Map() } : {}) };
     const sum = (table: Map<string, Float64Array>) => {
       const log = new Float64Array(this.#tools.length);
       for (const w of words) {
@@ -102,7 +104,11 @@ export interface English {
  * probability 1 / (r × H), H the list's harmonic number), kept for the stems in `wanted` only:
  * an agent keeps a few hundred numbers, not the model's fifty thousand.
  */
-export function englishBackground(wordsByFrequency: readonly string[], stem: (word: string) => string | undefined, wanted: ReadonlySet<string>): English {
+export function englishBackground(
+  wordsByFrequency: readonly string[],
+  stem: (word: string) => string | undefined,
+  wanted: ReadonlySet<string>,
+): English {
   const harmonic = Math.log(Math.max(wordsByFrequency.length, 1)) + 0.5772;
   const probability = new Map<string, number>();
   wordsByFrequency.forEach((w, rank) => {

@@ -98,7 +98,10 @@ export class ToolRanker {
     this.#patterns = new Map(Object.entries(index.tools).map(([name, tool]) => [name, distinctivePatterns(tool)]));
   }
 
-  static async build(tools: Tools, options: { embedder?: Embedder | undefined; tuning?: Partial<ResolverTuning> } = {}): Promise<ToolRanker> {
+  static async build(
+    tools: Tools,
+    options: { embedder?: Embedder | undefined; tuning?: Partial<ResolverTuning> } = {},
+  ): Promise<ToolRanker> {
     const tuning = { ...DEFAULT_TUNING, ...options.tuning };
     return new ToolRanker(await ToolIndex.build(tools, { embedder: options.embedder, tuning }), tuning);
   }
@@ -118,7 +121,10 @@ export class ToolRanker {
         return { m, score: fit ? (1 - t.valuesShare) * text + t.valuesShare * fit.get(m.tool)! : text };
       })
       .sort((a, b) => b.score - a.score);
-    const candidates = scored.slice(0, k).filter((c) => c.score > 0).map(({ m, score }) => ({ tool: m.tool, score: round(score), why: why(m) }));
+    const candidates = scored
+      .slice(0, k)
+      .filter((c) => c.score > 0)
+      .map(({ m, score }) => ({ tool: m.tool, score: round(score), why: why(m) }));
     const [first, second] = scored;
     if (!first || first.score <= 0) return { candidates, confidence: 0, refused: 'none' };
     const lead = first.score - (second?.score ?? 0);
@@ -126,16 +132,18 @@ export class ToolRanker {
     // Without the offline model there is no ratio, and the words alone decide less: a tool that
     // only reads needs the bars of one that writes, and one that writes is never called.
     const wordsOnly = first.m.ratio === undefined;
-    const [least, margin, leastRatio] = writes || wordsOnly ? [t.leastToWrite, t.marginToWrite, t.ratioToWrite] : [t.least, t.margin, t.leastRatio];
+    const [least, margin, leastRatio] =
+      writes || wordsOnly ? [t.leastToWrite, t.marginToWrite, t.ratioToWrite] : [t.least, t.margin, t.leastRatio];
     // Each measure's share of the way to where it is trusted, the weakest deciding: 0.5 on every threshold, 1 at twice each; at most 0.5 without a ratio.
     const share = (x: number, bar: number) => (bar > 0 ? Math.max(0, x / (2 * bar)) : 1);
-    const confidence = round(Math.min(1, share(first.score, least), share(lead, margin), wordsOnly ? 0.5 : share(first.m.ratio!, leastRatio)));
+    const confidence = round(
+      Math.min(1, share(first.score, least), share(lead, margin), wordsOnly ? 0.5 : share(first.m.ratio!, leastRatio)),
+    );
     const fits = first.score >= least && (wordsOnly ? !writes : first.m.ratio! >= leastRatio);
     const best = { ...first.m, score: first.score, lead };
     if (fits && lead >= margin) return { candidates, confidence, chosen: first.m.tool, best };
     return { candidates, confidence, refused: fits ? 'ambiguous' : 'none', best };
   }
-
 }
 
 function round(x: number): number {

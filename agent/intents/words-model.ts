@@ -30,7 +30,10 @@ export interface WordsReader {
  *   rows from the file as needed (an agent, which reads a few words now and then)
  */
 export function readWords(options: { custom?: string | undefined; glossary?: string | undefined; resident: boolean }): WordsReader {
-  const dirs = [...(options.custom !== undefined && StaticEmbedder.isStaticModel(options.custom) ? [options.custom] : []), offlineModelDir()];
+  const dirs = [
+    ...(options.custom !== undefined && StaticEmbedder.isStaticModel(options.custom) ? [options.custom] : []),
+    offlineModelDir(),
+  ];
   let embedder: StaticEmbedder | undefined;
   let modelDir: string | undefined;
   const warnings: string[] = [];
@@ -40,7 +43,10 @@ export function readWords(options: { custom?: string | undefined; glossary?: str
       modelDir = dir;
       break;
     } catch (err) {
-      const what = dir === dirs.at(-1) ? 'intent resolution runs on words only: the offline model' : 'plain words are read with the model Thymos ships: the model of [embedding] model_dir';
+      const what =
+        dir === dirs.at(-1)
+          ? 'intent resolution runs on words only: the offline model'
+          : 'plain words are read with the model Thymos ships: the model of [embedding] model_dir';
       warnings.push(`${what} at ${dir} could not be read (${(err as Error).message})`);
     }
   }

@@ -86,7 +86,13 @@ export class AgentControlChannel {
     const nc = this.#nc;
     if (!nc || nc.isClosed()) return;
     const calls = this.#options.toolCalls?.() ?? [];
-    const msg: AgentStatusMessage = { kind, ts: new Date().toISOString(), state: this.#runtime.getState(), rss_bytes: process.memoryUsage.rss(), ...(calls.length ? { tool_calls: calls } : {}) };
+    const msg: AgentStatusMessage = {
+      kind,
+      ts: new Date().toISOString(),
+      state: this.#runtime.getState(),
+      rss_bytes: process.memoryUsage.rss(),
+      ...(calls.length ? { tool_calls: calls } : {}),
+    };
     try {
       nc.publish(this.#options.names.agentStatus(this.#runtime.id), JSON.stringify(msg));
     } catch (err) {
@@ -108,7 +114,12 @@ export class AgentControlChannel {
   }
 
   async #connect(): Promise<void> {
-    const nc = await connectNats({ servers: this.#options.servers, name: `thymos-agent-${this.#runtime.id}`, ...this.#options.link, who: agentIdentity(this.#runtime.id) });
+    const nc = await connectNats({
+      servers: this.#options.servers,
+      name: `thymos-agent-${this.#runtime.id}`,
+      ...this.#options.link,
+      who: agentIdentity(this.#runtime.id),
+    });
     if (this.#closed) {
       await nc.close();
       return;
@@ -121,7 +132,10 @@ export class AgentControlChannel {
         subject: this.#options.names.agentControl(this.#runtime.id),
         schema: AgentControlRequestSchema,
         invalid: (error, raw) =>
-          new ThymosError(ErrorCode.INVALID_INPUT, `control message: ${describeIssues(error, raw)}; expected {"op":"get_state"|"set_mode"|"snapshot"|"shutdown"|"evaluate"|"decide_call"}`),
+          new ThymosError(
+            ErrorCode.INVALID_INPUT,
+            `control message: ${describeIssues(error, raw)}; expected {"op":"get_state"|"set_mode"|"snapshot"|"shutdown"|"evaluate"|"decide_call"}`,
+          ),
         handle: (req) => this.#handle(req),
       },
       this.#logger,
@@ -167,7 +181,11 @@ export class AgentControlChannel {
         setImmediate(this.#options.onShutdown);
         return { state: this.#runtime.getState() };
       case 'decide_call': {
-        if (!this.#options.decideCall) throw new ThymosError(ErrorCode.NOT_FOUND, `${this.#runtime.id} has no declared tools, so no call ${JSON.stringify(req.call_id)}`);
+        if (!this.#options.decideCall)
+          throw new ThymosError(
+            ErrorCode.NOT_FOUND,
+            `${this.#runtime.id} has no declared tools, so no call ${JSON.stringify(req.call_id)}`,
+          );
         return { state: this.#runtime.getState(), call: await this.#options.decideCall(req.call_id, req.decision) };
       }
     }

@@ -87,7 +87,10 @@ export class AgentEventListener {
   start(): void {
     const consumer = this.#consumer;
     if (!consumer || this.#closed) return;
-    readForever(consumer, BATCH, (msgs) => this.#hear(msgs, true), this.#logger, 'event', { ms: BURST_GATHER_MS, more: (m) => moreFollows(m.headers) }).then(
+    readForever(consumer, BATCH, (msgs) => this.#hear(msgs, true), this.#logger, 'event', {
+      ms: BURST_GATHER_MS,
+      more: (m) => moreFollows(m.headers),
+    }).then(
       (messages) => {
         this.#messages = messages;
         if (this.#closed) void messages.close();
@@ -104,8 +107,11 @@ export class AgentEventListener {
   /** What its own heard consumer delivered: another agent may aim its deliveries at this pull's inbox (`ownDelivery`); those are dropped, unacknowledged. */
   #own(msgs: readonly JsMsg[]): JsMsg[] {
     const { names } = this.#options;
-    const own = msgs.filter((m) => ownDelivery(m, names.heardStream, names.heardConsumer(this.#runtime.id), names.agentHeard(this.#runtime.id)));
-    if (own.length < msgs.length) this.#logger.warn({ dropped: msgs.length - own.length }, 'messages not delivered by this agent\'s heard consumer dropped');
+    const own = msgs.filter((m) =>
+      ownDelivery(m, names.heardStream, names.heardConsumer(this.#runtime.id), names.agentHeard(this.#runtime.id)),
+    );
+    if (own.length < msgs.length)
+      this.#logger.warn({ dropped: msgs.length - own.length }, "messages not delivered by this agent's heard consumer dropped");
     return own;
   }
 
@@ -114,7 +120,11 @@ export class AgentEventListener {
     const msgs = this.#own(delivered);
     const memories: NewMemory[] = [];
     const again = msgs.filter((m) => m.redelivered);
-    if (again.length > 0) this.#logger.info({ events: again.length, first: again[0]!.seq, deliveries: again[0]!.info.deliveryCount }, 'events delivered again (not acknowledged in time)');
+    if (again.length > 0)
+      this.#logger.info(
+        { events: again.length, first: again[0]!.seq, deliveries: again[0]!.info.deliveryCount },
+        'events delivered again (not acknowledged in time)',
+      );
     for (const m of msgs) {
       const parsed = WorldEventSchema.safeParse(parseJsonOrUndefined(m.string()));
       if (!parsed.success) {
@@ -127,7 +137,8 @@ export class AgentEventListener {
     }
     const delay = live ? (this.#options.storeDelayMs ?? 0) : 0;
     // Between half the delay and all of it, at random: agents that hear the same events do not all write at once.
-    if (memories.length > 0) await this.#runtime.hear(memories, delay > 0 ? { live, storeWithinMs: delay * (0.5 + Math.random() / 2) } : { live });
+    if (memories.length > 0)
+      await this.#runtime.hear(memories, delay > 0 ? { live, storeWithinMs: delay * (0.5 + Math.random() / 2) } : { live });
     this.heard += memories.length;
     if (delay === 0) {
       for (const m of msgs) m.ack();
@@ -138,13 +149,18 @@ export class AgentEventListener {
       () => {
         for (const m of msgs) m.ack();
       },
-      (err: unknown) => this.#logger.warn({ err: (err as Error).message, events: msgs.length }, 'heard events not stored before closing; they will be delivered again'),
+      (err: unknown) =>
+        this.#logger.warn(
+          { err: (err as Error).message, events: msgs.length },
+          'heard events not stored before closing; they will be delivered again',
+        ),
     );
   }
 }
 
 function toMemory(e: WorldEvent): NewMemory {
-  const importance = typeof e.payload.importance === 'number' && e.payload.importance >= 0 && e.payload.importance <= 1 ? e.payload.importance : 0.5;
+  const importance =
+    typeof e.payload.importance === 'number' && e.payload.importance >= 0 && e.payload.importance <= 1 ? e.payload.importance : 0.5;
   return {
     id: `ev-${e.id}`,
     content: eventMemoryText(e),

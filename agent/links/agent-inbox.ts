@@ -52,14 +52,26 @@ export class AgentInbox implements Messenger {
   async open(nc: NatsConnection): Promise<number> {
     this.#nc = nc;
     const asks = this.#names.agentAsk(this.#runtime.id, '*');
-    this.#asks = serveCoded(nc, { subject: asks, schema: AgentMessageSchema, handle: async (msg, raw) => ({ answer: await this.#answerLive(msg, raw.subject) }) }, this.#logger);
+    this.#asks = serveCoded(
+      nc,
+      { subject: asks, schema: AgentMessageSchema, handle: async (msg, raw) => ({ answer: await this.#answerLive(msg, raw.subject) }) },
+      this.#logger,
+    );
     const consumer = await jetstream(nc).consumers.get(this.#names.inboxStream, this.#names.inboxConsumer(this.#runtime.id));
-    const taken = await readPending(consumer, BATCH, async (msgs) => {
-      for (const m of msgs) await this.#take(m);
-    }, () => this.#closed);
+    const taken = await readPending(
+      consumer,
+      BATCH,
+      async (msgs) => {
+        for (const m of msgs) await this.#take(m);
+      },
+      () => this.#closed,
+    );
     // Live, each message is on its own: one that fails is redelivered without holding back the rest.
     const takeEach = async (msgs: JsMsg[]) => {
-      for (const m of msgs) await this.#take(m).catch((err: unknown) => this.#logger.error({ err, seq: m.seq }, 'inbox message not handled; it will be redelivered'));
+      for (const m of msgs)
+        await this.#take(m).catch((err: unknown) =>
+          this.#logger.error({ err, seq: m.seq }, 'inbox message not handled; it will be redelivered'),
+        );
     };
     this.#messages = await readForever(consumer, BATCH, takeEach, this.#logger, 'inbox message');
     if (this.#closed) await this.close();
@@ -86,7 +98,8 @@ export class AgentInbox implements Messenger {
         timeoutMs,
         asked: agentIdentity(to),
         errorPrefix: `${to}: `,
-        unanswered: (why, err) => new ThymosError(ErrorCode.TIMEOUT, `${to} did not answer within ${timeoutMs} ms`, { cause: err, details: { unanswered: why } }),
+        unanswered: (why, err) =>
+          new ThymosError(ErrorCode.TIMEOUT, `${to} did not answer within ${timeoutMs} ms`, { cause: err, details: { unanswered: why } }),
       });
       return answer;
     } catch (err) {
@@ -100,14 +113,22 @@ export class AgentInbox implements Messenger {
   }
 
   #connection(): NatsConnection {
-    if (!this.#nc || this.#nc.isClosed()) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `${this.#runtime.id} has no NATS link for messages right now`);
+    if (!this.#nc || this.#nc.isClosed())
+      throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `${this.#runtime.id} has no NATS link for messages right now`);
     return this.#nc;
   }
 
   async #take(m: JsMsg): Promise<void> {
     // Delivered by its own inbox consumer, not aimed here by another agent's pull (`ownDelivery`): dropped unacknowledged otherwise.
-    if (!ownDelivery(m, this.#names.inboxStream, this.#names.inboxConsumer(this.#runtime.id), (subject) => this.#names.senderOf(subject, this.#runtime.id, 'inbox') !== undefined)) {
-      this.#logger.warn({ subject: m.subject }, 'a message not delivered by this agent\'s inbox consumer dropped');
+    if (
+      !ownDelivery(
+        m,
+        this.#names.inboxStream,
+        this.#names.inboxConsumer(this.#runtime.id),
+        (subject) => this.#names.senderOf(subject, this.#runtime.id, 'inbox') !== undefined,
+      )
+    ) {
+      this.#logger.warn({ subject: m.subject }, "a message not delivered by this agent's inbox consumer dropped");
       return;
     }
     const parsed = AgentMessageSchema.safeParse(parseJsonOrUndefined(m.string()));
@@ -118,12 +139,16 @@ export class AgentInbox implements Messenger {
     }
     const sender = this.#names.senderOf(m.subject, this.#runtime.id, 'inbox');
     if (parsed.data.from !== sender) {
-      this.#logger.warn({ seq: m.seq, from: parsed.data.from, subject: m.subject }, 'inbox message ignored: its from is not the agent whose subject it came on');
+      this.#logger.warn(
+        { seq: m.seq, from: parsed.data.from, subject: m.subject },
+        'inbox message ignored: its from is not the agent whose subject it came on',
+      );
       m.ack();
       return;
     }
     const msg = parsed.data;
-    if (msg.kind === 'ask' && !this.#runtime.hasMemory(memoryIdOf(msg)) && this.#runtime.getState().mode === 'active') await this.#answer(msg);
+    if (msg.kind === 'ask' && !this.#runtime.hasMemory(memoryIdOf(msg)) && this.#runtime.getState().mode === 'active')
+      await this.#answer(msg);
     await this.#hear(msg);
     m.ack();
   }
@@ -135,28 +160,50 @@ export class AgentInbox implements Messenger {
     }
     const sender = this.#names.senderOf(subject, this.#runtime.id, 'ask');
     if (msg.from !== sender) {
-      throw new ThymosError(ErrorCode.UNAUTHORIZED, `${subject}: a question from ${msg.from} must come on ${this.#names.agentAsk(this.#runtime.id, msg.from)}`, { location: { path: 'from' } });
+      throw new ThymosError(
+        ErrorCode.UNAUTHORIZED,
+        `${subject}: a question from ${msg.from} must come on ${this.#names.agentAsk(this.#runtime.id, msg.from)}`,
+        { location: { path: 'from' } },
+      );
     }
     const answered = this.#runtime.hasMemory(memoryIdOf(msg));
     await this.#hear(msg);
-    if (this.#runtime.getState().mode !== 'active') throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.#runtime.id} is listening and does not answer now`);
-    if (answered) throw new ThymosError(ErrorCode.INVALID_INPUT, `${this.#runtime.id} was asked this question (${msg.id}) before; its answer went to ${msg.from}'s inbox`);
+    if (this.#runtime.getState().mode !== 'active')
+      throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.#runtime.id} is listening and does not answer now`);
+    if (answered)
+      throw new ThymosError(
+        ErrorCode.INVALID_INPUT,
+        `${this.#runtime.id} was asked this question (${msg.id}) before; its answer went to ${msg.from}'s inbox`,
+      );
     return this.#answer(msg);
   }
 
   /** Answers in character, into the asker's inbox. */
   async #answer(msg: AgentMessage): Promise<AgentMessage> {
     const { reply } = await this.#runtime.talk({ message: msg.text, speaker: msg.from });
-    const answer = newMessage({ id: `ans-${msg.id}`.slice(0, 80), from: this.#runtime.id, to: msg.from, kind: 'answer', text: reply, in_reply_to: msg.id });
+    const answer = newMessage({
+      id: `ans-${msg.id}`.slice(0, 80),
+      from: this.#runtime.id,
+      to: msg.from,
+      kind: 'answer',
+      text: reply,
+      in_reply_to: msg.id,
+    });
     await sendAgentMessage(this.#connection(), answer, this.#names);
     return answer;
   }
 
   async #hear(msg: AgentMessage): Promise<void> {
     const content =
-      msg.kind === 'tell' ? `${msg.from} told me: ${msg.text}` : msg.kind === 'answer' ? `${msg.from} answered me: ${msg.text}` : `${msg.from} asked me: ${msg.text}`;
+      msg.kind === 'tell'
+        ? `${msg.from} told me: ${msg.text}`
+        : msg.kind === 'answer'
+          ? `${msg.from} answered me: ${msg.text}`
+          : `${msg.from} asked me: ${msg.text}`;
     const tags = ['message', msg.kind, ...(msg.kind === 'ask' && onlyAsks(msg.text) ? [QUESTION_TAG] : [])];
-    await this.#runtime.hear([{ id: memoryIdOf(msg), content, tags, importance: 0.5, source: { kind: 'message', by: msg.from, thread: msg.from } }]);
+    await this.#runtime.hear([
+      { id: memoryIdOf(msg), content, tags, importance: 0.5, source: { kind: 'message', by: msg.from, thread: msg.from } },
+    ]);
   }
 }
 

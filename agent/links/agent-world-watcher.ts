@@ -28,7 +28,9 @@ export class AgentWorldWatcher {
 
   async open(world: WorldClient): Promise<void> {
     for (const { index, watch } of this.#watches) {
-      const sub = await world.subscribe({ table: watch.table, where: watch.where }, (change) => void this.#notice(change), { key: `watch:${index}` });
+      const sub = await world.subscribe({ table: watch.table, where: watch.where }, (change) => void this.#notice(change), {
+        key: `watch:${index}`,
+      });
       this.#subs.push(sub);
     }
   }

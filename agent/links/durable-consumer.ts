@@ -8,7 +8,12 @@ import type { Logger } from '../../shared/platform/logger.js';
  * pending (or `stopped()` says so). `handle` acknowledges what it has stored. Returns how
  * many messages it took.
  */
-export async function readPending(consumer: Consumer, batch: number, handle: (msgs: JsMsg[]) => Promise<void>, stopped: () => boolean): Promise<number> {
+export async function readPending(
+  consumer: Consumer,
+  batch: number,
+  handle: (msgs: JsMsg[]) => Promise<void>,
+  stopped: () => boolean,
+): Promise<number> {
   let taken = 0;
   while (!stopped()) {
     const pending = (await consumer.info()).num_pending;
@@ -64,11 +69,14 @@ export async function readForever(
     while (waiting.length > 0) {
       if (gather) {
         const until = performance.now() + gather.ms;
-        while (waiting.length < batch && gather.more(waiting.at(-1)!) && performance.now() < until) await nextArrival(until - performance.now());
+        while (waiting.length < batch && gather.more(waiting.at(-1)!) && performance.now() < until)
+          await nextArrival(until - performance.now());
         arrived = undefined;
       }
       const msgs = waiting.splice(0, batch);
-      await handle(msgs).catch((err: unknown) => logger.error({ err, seqs: [msgs[0]!.seq, msgs.at(-1)!.seq] }, `${what} not handled; it will be redelivered`));
+      await handle(msgs).catch((err: unknown) =>
+        logger.error({ err, seqs: [msgs[0]!.seq, msgs.at(-1)!.seq] }, `${what} not handled; it will be redelivered`),
+      );
     }
     running = undefined;
   };

@@ -52,7 +52,11 @@ export class HintBook {
  * Answers for `texts` in order: what `take` finds in the hints, and for the rest one call of
  * `ask` with just those texts.
  */
-export async function answerWithHints<T>(texts: readonly string[], take: (text: string) => T | undefined, ask: (texts: readonly string[]) => Promise<T[]>): Promise<T[]> {
+export async function answerWithHints<T>(
+  texts: readonly string[],
+  take: (text: string) => T | undefined,
+  ask: (texts: readonly string[]) => Promise<T[]>,
+): Promise<T[]> {
   const out = texts.map(take);
   const asked = texts.flatMap((text, i) => (out[i] ? [] : [{ text, i }]));
   const answers = await ask(asked.map((a) => a.text));

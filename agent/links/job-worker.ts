@@ -82,7 +82,15 @@ export class JobWorker {
    * and takes it off the queue; `settled` says when calls are over (without it, a job whose call
    * waits for a person is acknowledged at once).
    */
-  constructor(runtime: Working, work: readonly Work[], names: FleetNames, logger: Logger, giveUp: GiveUp, concurrency = 1, settled?: CallsSettled) {
+  constructor(
+    runtime: Working,
+    work: readonly Work[],
+    names: FleetNames,
+    logger: Logger,
+    giveUp: GiveUp,
+    concurrency = 1,
+    settled?: CallsSettled,
+  ) {
     this.#runtime = runtime;
     this.#settled = settled;
     this.#giveUp = giveUp;
@@ -146,7 +154,10 @@ export class JobWorker {
       if (!m) continue;
       // Another agent may aim its own deliveries at this pull's inbox: only the skill's own jobs are worked (or handed back).
       if (!ownDelivery(m, this.#names.jobStream(w.queue), this.#names.skillConsumer(w.skill), this.#names.job(w.queue, w.skill))) {
-        this.#logger.warn({ subject: m.subject, queue: w.queue, skill: w.skill }, 'a message not delivered by the skill\'s consumer dropped');
+        this.#logger.warn(
+          { subject: m.subject, queue: w.queue, skill: w.skill },
+          "a message not delivered by the skill's consumer dropped",
+        );
         continue;
       }
       // Taken just as the agent was told to stop or listen: it goes back at once, untouched.
@@ -166,14 +177,24 @@ export class JobWorker {
     const raw = parseJsonOrUndefined(m.string());
     const parsed = JobSchema.safeParse(raw);
     if (parsed.success && parsed.data.queue === w.queue && parsed.data.skill === w.skill) return this.#workJob(w, m, parsed.data);
-    const message = parsed.success ? `not a job of ${w.queue}/${w.skill}: it says ${parsed.data.queue}/${parsed.data.skill}` : `not a job: ${raw === undefined ? 'not JSON' : describeIssues(parsed.error, raw)}; expected {id, queue, skill, payload, published_at}`;
-    await this.#end(w, m, parsed.success ? parsed.data.id : `seq-${m.seq}`, { done: false, retry: false, code: ErrorCode.INVALID_INPUT, message, steps: [] });
+    const message = parsed.success
+      ? `not a job of ${w.queue}/${w.skill}: it says ${parsed.data.queue}/${parsed.data.skill}`
+      : `not a job: ${raw === undefined ? 'not JSON' : describeIssues(parsed.error, raw)}; expected {id, queue, skill, payload, published_at}`;
+    await this.#end(w, m, parsed.success ? parsed.data.id : `seq-${m.seq}`, {
+      done: false,
+      retry: false,
+      code: ErrorCode.INVALID_INPUT,
+      message,
+      steps: [],
+    });
   }
 
   /** Works a job of this queue and skill: ended by how the work ended, or held while a call it made is under way. */
   async #workJob(w: Work, m: JsMsg, job: Job): Promise<void> {
     const attempts = m.info.deliveryCount;
-    const ending = await this.#keptAlive(w, m, (deadline) => this.#runtime.work(job, { attempt: attempts, last: attempts >= w.settings.maxDeliver, seq: m.info.streamSequence }, deadline));
+    const ending = await this.#keptAlive(w, m, (deadline) =>
+      this.#runtime.work(job, { attempt: attempts, last: attempts >= w.settings.maxDeliver, seq: m.info.streamSequence }, deadline),
+    );
     const waits = ending.done ? ending.steps.flatMap((s) => (s.call_id !== undefined && UNDER_WAY.has(s.status) ? [s.call_id] : [])) : [];
     if (waits.length > 0 && this.#settled) return this.#hold(w, m, job, waits, this.#settled);
     await this.#end(w, m, job.id, ending);
@@ -204,7 +225,9 @@ export class JobWorker {
         // The worker closes: unacknowledged, the job is delivered again after ackWaitMs.
         () => undefined,
       )
-      .catch((err: unknown) => this.#logger.warn({ job: id, err: (err as Error).message }, 'a held job was not settled; it is delivered again after ackWaitMs'))
+      .catch((err: unknown) =>
+        this.#logger.warn({ job: id, err: (err as Error).message }, 'a held job was not settled; it is delivered again after ackWaitMs'),
+      )
       .finally(() => {
         clearInterval(timer);
         this.#held.delete(stop);
@@ -234,7 +257,10 @@ export class JobWorker {
       if (!isThymosError(err, ErrorCode.NOT_FOUND)) {
         // Kept, not lost: handed back, past its last delivery it is the supervisor's from the advisory.
         m.nak(this.#retryIn(w, attempts));
-        this.#logger.warn({ job: id, attempts, code: ending.code, err: (err as Error).message }, 'job given up, but the supervisor did not take it: it goes back to the queue');
+        this.#logger.warn(
+          { job: id, attempts, code: ending.code, err: (err as Error).message },
+          'job given up, but the supervisor did not take it: it goes back to the queue',
+        );
         return;
       }
     }
@@ -250,7 +276,14 @@ export class JobWorker {
 
   /** Acknowledges and waits for the server to confirm; unconfirmed, the job may be delivered again (its calls then answer their first outcomes). */
   async #ack(m: JsMsg, id: string): Promise<void> {
-    await m.ackAck().catch((err: unknown) => this.#logger.warn({ job: id, err: (err as Error).message }, 'the acknowledgement was not confirmed; the job may be delivered again'));
+    await m
+      .ackAck()
+      .catch((err: unknown) =>
+        this.#logger.warn(
+          { job: id, err: (err as Error).message },
+          'the acknowledgement was not confirmed; the job may be delivered again',
+        ),
+      );
   }
 
   /**

@@ -29,18 +29,35 @@ export class RemoteEmbedder implements Embedder {
   }
 
   /** Asks which model the service runs; EMBEDDER_UNAVAILABLE when none answers. */
-  static async connect(nc: NatsConnection, timeoutMs: number, names: FleetNames = DEFAULT_FLEET_NAMES, hints?: HintBook): Promise<RemoteEmbedder> {
+  static async connect(
+    nc: NatsConnection,
+    timeoutMs: number,
+    names: FleetNames = DEFAULT_FLEET_NAMES,
+    hints?: HintBook,
+  ): Promise<RemoteEmbedder> {
     let info;
     try {
-      info = await validatedRequest(nc, names.embedInfo, undefined, EmbedInfoSchema, { timeoutMs, asked: 'supervisor', unanswered: (why, err) => unavailable(names.embedInfo, why, err) });
+      info = await validatedRequest(nc, names.embedInfo, undefined, EmbedInfoSchema, {
+        timeoutMs,
+        asked: 'supervisor',
+        unanswered: (why, err) => unavailable(names.embedInfo, why, err),
+      });
     } catch (err) {
-      throw new ThymosError(ErrorCode.EMBEDDER_UNAVAILABLE, `no embedding service answers on ${names.embedInfo} ([embedding] enabled, and a model the supervisor could load): ${(err as Error).message}`, { cause: err });
+      throw new ThymosError(
+        ErrorCode.EMBEDDER_UNAVAILABLE,
+        `no embedding service answers on ${names.embedInfo} ([embedding] enabled, and a model the supervisor could load): ${(err as Error).message}`,
+        { cause: err },
+      );
     }
     return new RemoteEmbedder(nc, names, info.model, info.dims, timeoutMs, hints);
   }
 
   async embed(texts: readonly string[]): Promise<Float32Array[]> {
-    return answerWithHints(texts, (text) => this.known(text), (rest) => this.#ask(rest));
+    return answerWithHints(
+      texts,
+      (text) => this.known(text),
+      (rest) => this.#ask(rest),
+    );
   }
 
   known(text: string): Float32Array | undefined {
@@ -57,7 +74,10 @@ export class RemoteEmbedder implements Embedder {
         unanswered: (why, err) => unavailable(this.#names.embed, why, err),
       });
       if (reply.model !== this.model || reply.dims !== this.dims) {
-        throw new ThymosError(ErrorCode.EMBEDDER_UNAVAILABLE, `the embedding service changed model (${this.model} → ${reply.model}); restart the agent to re-embed`);
+        throw new ThymosError(
+          ErrorCode.EMBEDDER_UNAVAILABLE,
+          `the embedding service changed model (${this.model} → ${reply.model}); restart the agent to re-embed`,
+        );
       }
       out.push(...decodeVectors(reply.vectors, this.dims));
     }

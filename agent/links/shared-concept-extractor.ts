@@ -40,7 +40,11 @@ export class SharedConceptExtractor implements ConceptExtractor {
   }
 
   async extract(texts: readonly string[]): Promise<ExtractedConcept[][]> {
-    return answerWithHints(texts, (text) => this.known(text), (rest) => this.#extract(rest));
+    return answerWithHints(
+      texts,
+      (text) => this.known(text),
+      (rest) => this.#extract(rest),
+    );
   }
 
   known(text: string): ExtractedConcept[] | undefined {
@@ -56,16 +60,28 @@ export class SharedConceptExtractor implements ConceptExtractor {
         const { result } = await codedRequest(service.nc, service.names.concepts, { texts: chunk }, ConceptOkSchema, {
           timeoutMs: SERVICE_TIMEOUT_MS,
           asked: 'supervisor',
-          unanswered: (why, err) => new ThymosError(ErrorCode.NATS_UNAVAILABLE, `${why === 'timeout' ? 'the concept service did not answer in time' : 'no concept service answers'} on ${service.names.concepts}`, { cause: err }),
+          unanswered: (why, err) =>
+            new ThymosError(
+              ErrorCode.NATS_UNAVAILABLE,
+              `${why === 'timeout' ? 'the concept service did not answer in time' : 'no concept service answers'} on ${service.names.concepts}`,
+              { cause: err },
+            ),
         });
-        if (result.concepts.length !== chunk.length) throw new ThymosError(ErrorCode.INVALID_REPLY, `${service.names.concepts} answered ${result.concepts.length} lists for ${chunk.length} texts`);
+        if (result.concepts.length !== chunk.length)
+          throw new ThymosError(
+            ErrorCode.INVALID_REPLY,
+            `${service.names.concepts} answered ${result.concepts.length} lists for ${chunk.length} texts`,
+          );
         out.push(...result.concepts);
       }
       return out;
     } catch (err) {
       // Said a few times, then rarely: a fleet without a supervisor would otherwise say it per memory.
       const level = this.#unanswered++ < 3 || this.#unanswered % 100 === 0 ? 'warn' : 'debug';
-      this.#logger[level]({ err: (err as Error).message, texts: texts.length }, 'concepts extracted in this process: the concept service did not answer');
+      this.#logger[level](
+        { err: (err as Error).message, texts: texts.length },
+        'concepts extracted in this process: the concept service did not answer',
+      );
       return this.#local.extract(texts);
     }
   }

@@ -28,7 +28,13 @@ export class AgentModels {
   readonly #providers = new Map<LlmUse, LlmProvider>();
   readonly #offline = new OfflineProvider();
 
-  constructor(id: string, base: Readonly<Record<LlmUse, LlmUseSettings>>, definition: AgentDefinition, env: NodeJS.ProcessEnv, files: { config?: string | undefined; domain?: string | undefined } = {}) {
+  constructor(
+    id: string,
+    base: Readonly<Record<LlmUse, LlmUseSettings>>,
+    definition: AgentDefinition,
+    env: NodeJS.ProcessEnv,
+    files: { config?: string | undefined; domain?: string | undefined } = {},
+  ) {
     for (const use of LLM_USES) {
       const override = definition.llm?.[use];
       const settings = override ? overlay(id, use, base[use], override, files.domain) : base[use];
@@ -88,7 +94,11 @@ function overlay(id: string, use: LlmUse, base: LlmUseSettings, o: LlmOverride, 
   const parsed = LLM_USE_SCHEMAS[use].safeParse(raw);
   if (!parsed.success) {
     const path = `agents.${id}.llm.${use}`;
-    throw new ThymosError(ErrorCode.CONFIG_INVALID, `${path}: with [llm.${use}] of thymos.toml under it, ${describeIssues(parsed.error, raw)}`, { location: { file, path } });
+    throw new ThymosError(
+      ErrorCode.CONFIG_INVALID,
+      `${path}: with [llm.${use}] of thymos.toml under it, ${describeIssues(parsed.error, raw)}`,
+      { location: { file, path } },
+    );
   }
   return parsed.data;
 }

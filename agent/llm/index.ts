@@ -3,7 +3,19 @@
  */
 export { AgentModels, type SamplingClient } from './agent-models.js';
 export { StringControls } from './json-text.js';
-export { type BriefMemory, type GenerateRequest, type GenerateResult, type LlmMessage, type LlmProvider, type ModelTool, type ModelToolCall, type PromptBrief, type ScoredOption, type TokenUsage, type ToolStep } from './llm-provider.js';
+export {
+  type BriefMemory,
+  type GenerateRequest,
+  type GenerateResult,
+  type LlmMessage,
+  type LlmProvider,
+  type ModelTool,
+  type ModelToolCall,
+  type PromptBrief,
+  type ScoredOption,
+  type TokenUsage,
+  type ToolStep,
+} from './llm-provider.js';
 export { LlmSpending } from './llm-spending.js';
 export { ANSWER_SHAPES, type DialogueReply, DialogueReplySchema, SummarySchema } from './llm-tasks.js';
 export { OfflineProvider, statements } from './offline-provider.js';

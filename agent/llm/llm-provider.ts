@@ -1,6 +1,5 @@
 import type { Persona } from '../../shared/domain/domain-schema.js';
 
-
 /** A tool a model may call: a function definition, its parameters a JSON Schema. */
 export interface ModelTool {
   name: string;

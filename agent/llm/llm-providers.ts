@@ -9,7 +9,12 @@ import { OpenAiCompatibleProvider } from './openai-compatible-provider.js';
  * from the environment variable the configuration names; a missing one is CONFIG_INVALID
  * naming it.
  */
-export function createLlmProvider(use: string, settings: LlmUseSettings, env: NodeJS.ProcessEnv = process.env, file?: string): LlmProvider | undefined {
+export function createLlmProvider(
+  use: string,
+  settings: LlmUseSettings,
+  env: NodeJS.ProcessEnv = process.env,
+  file?: string,
+): LlmProvider | undefined {
   if (settings.provider !== 'openai-compatible') return undefined;
   let apiKey: string | undefined;
   if (settings.api_key_env) {

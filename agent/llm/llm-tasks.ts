@@ -33,7 +33,8 @@ export const SummarySchema = z.object({ insight: z.string().min(1) });
 export const ANSWER_SHAPES = {
   dialogue:
     'Answer with one JSON object: {"message": what you say, "emotional_tone": one word, "actions": [things you do], "state_changes": {}, "learned": [facts the speaker told you worth remembering, in your words]}.',
-  think: 'Answer with one JSON object: {"steps": [your reasoning, step by step], "options": [{"action": one of the options, "score": 0..1 how well it fits, "reason": why}]}.',
+  think:
+    'Answer with one JSON object: {"steps": [your reasoning, step by step], "options": [{"action": one of the options, "score": 0..1 how well it fits, "reason": why}]}.',
   decide: 'Answer with one JSON object: {"action": the option you choose, "confidence": 0..1, "reason": why}.',
   summarize: 'Answer with one JSON object: {"insight": one sentence that says what the memories have in common}.',
   work: 'Once you have acted, answer with one JSON object: {"status": "done" when the job is done, "retry" when it could not be done now but may be later, "give_up" when it cannot or must not be done, "summary": what you did, or why not}.',

@@ -1,10 +1,28 @@
-import { type CreateMessageRequest, type CreateMessageResult, type CreateMessageResultWithTools, ErrorCode as McpErrorCode, McpError, type SamplingMessage } from '@modelcontextprotocol/sdk/types.js';
+import {
+  type CreateMessageRequest,
+  type CreateMessageResult,
+  type CreateMessageResultWithTools,
+  ErrorCode as McpErrorCode,
+  McpError,
+  type SamplingMessage,
+} from '@modelcontextprotocol/sdk/types.js';
 
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { defuseMarkers, type GenerateRequest, type GenerateResult, type LlmMessage, type LlmProvider, type ModelToolCall, type TokenUsage } from './llm-provider.js';
+import {
+  defuseMarkers,
+  type GenerateRequest,
+  type GenerateResult,
+  type LlmMessage,
+  type LlmProvider,
+  type ModelToolCall,
+  type TokenUsage,
+} from './llm-provider.js';
 
 /** Sends one `sampling/createMessage` request to the MCP client, tied to the tool call being served. */
-export type Sample = (params: CreateMessageRequest['params'], options: { signal: AbortSignal; timeout: number }) => Promise<CreateMessageResult | CreateMessageResultWithTools>;
+export type Sample = (
+  params: CreateMessageRequest['params'],
+  options: { signal: AbortSignal; timeout: number },
+) => Promise<CreateMessageResult | CreateMessageResultWithTools>;
 
 /**
  * The conversation as sampling carries it: the model's tool calls as `tool_use` blocks of its
@@ -15,15 +33,23 @@ function samplingMessages(messages: readonly LlmMessage[]): SamplingMessage[] {
   for (const m of messages) {
     if (m.role === 'system') continue;
     if (m.role === 'tool') {
-      const block = { type: 'tool_result' as const, toolUseId: m.tool_call_id, content: [{ type: 'text' as const, text: defuseMarkers(m.content) }] };
+      const block = {
+        type: 'tool_result' as const,
+        toolUseId: m.tool_call_id,
+        content: [{ type: 'text' as const, text: defuseMarkers(m.content) }],
+      };
       const last = out.at(-1);
-      if (last?.role === 'user' && Array.isArray(last.content) && last.content.every((c) => c.type === 'tool_result')) last.content.push(block);
+      if (last?.role === 'user' && Array.isArray(last.content) && last.content.every((c) => c.type === 'tool_result'))
+        last.content.push(block);
       else out.push({ role: 'user', content: [block] });
       continue;
     }
     if (m.role === 'assistant' && m.tool_calls?.length) {
       const uses = m.tool_calls.map((c) => ({ type: 'tool_use' as const, id: c.id, name: c.name, input: argumentsObject(c.arguments) }));
-      out.push({ role: 'assistant', content: [...(m.content ? [{ type: 'text' as const, text: defuseMarkers(m.content) }] : []), ...uses] });
+      out.push({
+        role: 'assistant',
+        content: [...(m.content ? [{ type: 'text' as const, text: defuseMarkers(m.content) }] : []), ...uses],
+      });
       continue;
     }
     out.push({ role: m.role, content: { type: 'text', text: defuseMarkers(m.content) } });
@@ -35,7 +61,9 @@ function samplingMessages(messages: readonly LlmMessage[]): SamplingMessage[] {
 function argumentsObject(text: string): Record<string, unknown> {
   try {
     const parsed: unknown = JSON.parse(text || '{}');
-    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : { arguments: text };
+    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)
+      ? (parsed as Record<string, unknown>)
+      : { arguments: text };
   } catch {
     return { arguments: text };
   }
@@ -94,27 +122,51 @@ export class McpSamplingProvider implements LlmProvider {
           temperature: request.temperature ?? o.temperature,
           maxTokens: request.maxTokens ?? o.maxTokens,
           ...(o.model ? { modelPreferences: { hints: [{ name: o.model }] } } : {}),
-          ...(tools ? { tools: tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.parameters as { type: 'object' } })), toolChoice: { mode: request.toolChoice ?? 'auto' } } : {}),
+          ...(tools
+            ? {
+                tools: tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.parameters as { type: 'object' } })),
+                toolChoice: { mode: request.toolChoice ?? 'auto' },
+              }
+            : {}),
         },
         { signal, timeout: o.timeoutMs },
       );
     } catch (err) {
-      if (request.signal?.aborted) throw new ThymosError(ErrorCode.CANCELLED, `the sampling request to ${o.client} was cancelled`, { cause: err });
+      if (request.signal?.aborted)
+        throw new ThymosError(ErrorCode.CANCELLED, `the sampling request to ${o.client} was cancelled`, { cause: err });
       if (deadline.aborted || (err instanceof McpError && err.code === McpErrorCode.RequestTimeout)) {
-        throw new ThymosError(ErrorCode.TIMEOUT, `${o.client} did not answer the sampling request within ${o.timeoutMs} ms`, { cause: err });
+        throw new ThymosError(ErrorCode.TIMEOUT, `${o.client} did not answer the sampling request within ${o.timeoutMs} ms`, {
+          cause: err,
+        });
       }
-      throw new ThymosError(ErrorCode.LLM_UNAVAILABLE, `${o.client} refused the sampling request: ${(err as Error).message}`, { cause: err });
+      throw new ThymosError(ErrorCode.LLM_UNAVAILABLE, `${o.client} refused the sampling request: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
     const blocks = Array.isArray(result.content) ? result.content : [result.content];
     const text = blocks.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n');
-    const calls: ModelToolCall[] = blocks.flatMap((b) => (b.type === 'tool_use' ? [{ id: b.id, name: b.name, arguments: JSON.stringify(b.input) }] : []));
+    const calls: ModelToolCall[] = blocks.flatMap((b) =>
+      b.type === 'tool_use' ? [{ id: b.id, name: b.name, arguments: JSON.stringify(b.input) }] : [],
+    );
     if (!blocks.some((b) => b.type === 'text') && calls.length === 0) {
-      throw new ThymosError(ErrorCode.LLM_OUTPUT_INVALID, `${o.client} answered the sampling request with ${blocks.map((b) => b.type).join(', ') || 'no'} content; expected text${tools ? ' or tool_use' : ''}`);
+      throw new ThymosError(
+        ErrorCode.LLM_OUTPUT_INVALID,
+        `${o.client} answered the sampling request with ${blocks.map((b) => b.type).join(', ') || 'no'} content; expected text${tools ? ' or tool_use' : ''}`,
+      );
     }
     this.#lastModel = result.model;
     const prompt = request.messages.reduce((n, m) => n + m.content.length, 0);
-    const usage: TokenUsage = { input_tokens: Math.ceil(prompt / 4), output_tokens: Math.ceil((text.length + calls.reduce((n, c) => n + c.arguments.length, 0)) / 4) };
-    return { text, model: result.model, finish_reason: result.stopReason ?? 'stop', usage, ...(calls.length > 0 ? { tool_calls: calls } : {}) };
+    const usage: TokenUsage = {
+      input_tokens: Math.ceil(prompt / 4),
+      output_tokens: Math.ceil((text.length + calls.reduce((n, c) => n + c.arguments.length, 0)) / 4),
+    };
+    return {
+      text,
+      model: result.model,
+      finish_reason: result.stopReason ?? 'stop',
+      usage,
+      ...(calls.length > 0 ? { tool_calls: calls } : {}),
+    };
   }
 
   /** MCP sampling answers whole (`streaming: false`): the text is passed on in one piece once it is in. */

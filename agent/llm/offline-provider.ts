@@ -51,9 +51,13 @@ export class OfflineProvider implements LlmProvider {
   }
 
   async generate(request: GenerateRequest): Promise<GenerateResult> {
-    if (request.signal?.aborted) throw new ThymosError(ErrorCode.CANCELLED, 'the offline call was cancelled', { cause: request.signal.reason });
+    if (request.signal?.aborted)
+      throw new ThymosError(ErrorCode.CANCELLED, 'the offline call was cancelled', { cause: request.signal.reason });
     if (!request.brief) {
-      throw new ThymosError(ErrorCode.LLM_UNAVAILABLE, 'the offline provider answers only requests with a brief (dialogue, think, decide, summarize); configure a model for free-form generation');
+      throw new ThymosError(
+        ErrorCode.LLM_UNAVAILABLE,
+        'the offline provider answers only requests with a brief (dialogue, think, decide, summarize); configure a model for free-form generation',
+      );
     }
     const answer = compose(request.brief);
     const text = request.json ? JSON.stringify(answer) : textOf(answer);
@@ -135,8 +139,12 @@ function think(situation: string, memories: readonly BriefMemory[], options: rea
     const own = words(action);
     const shared = [...own].filter((w) => context.has(w));
     // Earlier options win ties by a hair, so the order the agent lists them in is its preference.
-    const score = round(0.2 + (0.7 * shared.length) / Math.max(own.size, 1) + 0.01 * (options.length - i) / options.length);
-    return { action, score: Math.min(score, 1), reason: shared.length > 0 ? `it speaks to ${shared.join(', ')}` : 'nothing I know points to it' };
+    const score = round(0.2 + (0.7 * shared.length) / Math.max(own.size, 1) + (0.01 * (options.length - i)) / options.length);
+    return {
+      action,
+      score: Math.min(score, 1),
+      reason: shared.length > 0 ? `it speaks to ${shared.join(', ')}` : 'nothing I know points to it',
+    };
   });
   const steps = [`What happened: ${situation}`];
   for (const m of memories.slice(0, 3)) steps.push(`What I remember: ${m.content} (strength ${m.strength})`);

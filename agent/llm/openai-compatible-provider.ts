@@ -5,7 +5,15 @@ import { z } from 'zod';
 
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { describeIssues } from '../../shared/errors/zod-issues.js';
-import { defuseMarkers, type GenerateRequest, type GenerateResult, type LlmMessage, type LlmProvider, type ModelToolCall, type TokenUsage } from './llm-provider.js';
+import {
+  defuseMarkers,
+  type GenerateRequest,
+  type GenerateResult,
+  type LlmMessage,
+  type LlmProvider,
+  type ModelToolCall,
+  type TokenUsage,
+} from './llm-provider.js';
 
 export interface OpenAiCompatibleOptions {
   /** e.g. `http://127.0.0.1:11434/v1` (Ollama), `https://api.openai.com/v1`. */
@@ -23,7 +31,9 @@ export interface OpenAiCompatibleOptions {
   backoffMs?: number;
 }
 
-const UsageSchema = z.object({ prompt_tokens: z.number().nonnegative().optional(), completion_tokens: z.number().nonnegative().optional() }).nullish();
+const UsageSchema = z
+  .object({ prompt_tokens: z.number().nonnegative().optional(), completion_tokens: z.number().nonnegative().optional() })
+  .nullish();
 
 /**
  * A tool call as servers write it: arguments as JSON text (OpenAI), or already an object
@@ -32,14 +42,21 @@ const UsageSchema = z.object({ prompt_tokens: z.number().nonnegative().optional(
 const ToolCallSchema = z.object({
   index: z.number().int().nonnegative().optional(),
   id: z.string().nullish(),
-  function: z.object({ name: z.string().nullish(), arguments: z.union([z.string(), z.record(z.string(), z.unknown())]).nullish() }).nullish(),
+  function: z
+    .object({ name: z.string().nullish(), arguments: z.union([z.string(), z.record(z.string(), z.unknown())]).nullish() })
+    .nullish(),
 });
 
 /** A chat completion (`stream: false`). */
 const CompletionSchema = z.object({
   model: z.string().nullish(),
   choices: z
-    .array(z.object({ message: z.object({ content: z.string().nullish(), tool_calls: z.array(ToolCallSchema).nullish() }).nullish(), finish_reason: z.string().nullish() }))
+    .array(
+      z.object({
+        message: z.object({ content: z.string().nullish(), tool_calls: z.array(ToolCallSchema).nullish() }).nullish(),
+        finish_reason: z.string().nullish(),
+      }),
+    )
     .min(1, 'expected at least one choice'),
   usage: UsageSchema,
 });
@@ -47,12 +64,21 @@ const CompletionSchema = z.object({
 /** One event of a streamed completion. */
 const ChunkSchema = z.object({
   model: z.string().nullish(),
-  choices: z.array(z.object({ delta: z.object({ content: z.string().nullish(), tool_calls: z.array(ToolCallSchema).nullish() }).nullish(), finish_reason: z.string().nullish() })).nullish(),
+  choices: z
+    .array(
+      z.object({
+        delta: z.object({ content: z.string().nullish(), tool_calls: z.array(ToolCallSchema).nullish() }).nullish(),
+        finish_reason: z.string().nullish(),
+      }),
+    )
+    .nullish(),
   usage: UsageSchema,
 });
 
 /** An error event in a stream (OpenAI, vLLM and llama.cpp send `{"error": {...}}` when a generation fails midway). */
-const StreamErrorSchema = z.object({ error: z.union([z.object({ message: z.string().optional() }).passthrough(), z.string().transform((message) => ({ message }))]) });
+const StreamErrorSchema = z.object({
+  error: z.union([z.object({ message: z.string().optional() }).passthrough(), z.string().transform((message) => ({ message }))]),
+});
 
 type WireToolCall = z.infer<typeof ToolCallSchema>;
 
@@ -65,7 +91,11 @@ function wireMessage(m: LlmMessage): Record<string, unknown> {
   const content = defuseMarkers(m.content);
   if (m.role === 'tool') return { role: 'tool', tool_call_id: m.tool_call_id, content };
   if (m.role === 'assistant' && m.tool_calls?.length) {
-    return { role: 'assistant', content: content || null, tool_calls: m.tool_calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) };
+    return {
+      role: 'assistant',
+      content: content || null,
+      tool_calls: m.tool_calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })),
+    };
   }
   return { role: m.role, content };
 }
@@ -107,14 +137,23 @@ export class OpenAiCompatibleProvider implements LlmProvider {
       model: o.model,
       messages: request.messages.map(wireMessage),
       ...(request.tools?.length
-        ? { tools: request.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } })), tool_choice: request.toolChoice ?? 'auto' }
+        ? {
+            tools: request.tools.map((t) => ({
+              type: 'function',
+              function: { name: t.name, description: t.description, parameters: t.parameters },
+            })),
+            tool_choice: request.toolChoice ?? 'auto',
+          }
         : {}),
       temperature: request.temperature ?? o.temperature,
       max_tokens: request.maxTokens ?? o.maxTokens,
       ...(request.json ? { response_format: { type: 'json_object' } } : {}),
       ...(onText ? { stream: true, stream_options: { include_usage: true } } : {}),
     };
-    const headers: Record<string, string> = { 'content-type': 'application/json', accept: onText ? 'text/event-stream' : 'application/json' };
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      accept: onText ? 'text/event-stream' : 'application/json',
+    };
     if (o.apiKey) headers.authorization = `Bearer ${o.apiKey}`;
     const backoff = o.backoffMs ?? 500;
     let attempt = 0;
@@ -135,7 +174,10 @@ export class OpenAiCompatibleProvider implements LlmProvider {
             throw new AbortError(this.#failure(err, request.signal, deadline, attempt));
           }
           const detail = (await response.text().catch(() => '')).slice(0, 300);
-          const failure = new ThymosError(ErrorCode.LLM_UNAVAILABLE, `${this.#url} answered ${response.status}${attempt > 0 ? ` after ${attempt + 1} attempts` : ''}: ${detail}`);
+          const failure = new ThymosError(
+            ErrorCode.LLM_UNAVAILABLE,
+            `${this.#url} answered ${response.status}${attempt > 0 ? ` after ${attempt + 1} attempts` : ''}: ${detail}`,
+          );
           if (response.status !== 429 && response.status < 500) throw new AbortError(failure);
           const after = Number(response.headers.get('retry-after'));
           retryAfterMs = Number.isFinite(after) && after > 0 ? Math.min(after * 1000, o.timeoutMs) : undefined;
@@ -158,9 +200,14 @@ export class OpenAiCompatibleProvider implements LlmProvider {
   #failure(err: unknown, caller: AbortSignal | undefined, deadline: AbortSignal, attempt: number): ThymosError {
     if (err instanceof ThymosError) return err;
     if (caller?.aborted) return new ThymosError(ErrorCode.CANCELLED, `the call to ${this.#url} was cancelled`, { cause: err });
-    if (deadline.aborted) return new ThymosError(ErrorCode.TIMEOUT, `${this.#url} did not answer within ${this.#options.timeoutMs} ms`, { cause: err });
+    if (deadline.aborted)
+      return new ThymosError(ErrorCode.TIMEOUT, `${this.#url} did not answer within ${this.#options.timeoutMs} ms`, { cause: err });
     const reason = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message;
-    return new ThymosError(ErrorCode.LLM_UNAVAILABLE, `cannot reach ${this.#url} (${reason})${attempt > 0 ? ` after ${attempt + 1} attempts` : ''}`, { cause: err });
+    return new ThymosError(
+      ErrorCode.LLM_UNAVAILABLE,
+      `cannot reach ${this.#url} (${reason})${attempt > 0 ? ` after ${attempt + 1} attempts` : ''}`,
+      { cause: err },
+    );
   }
 
   /** A stream when one was asked for and the server sends one; a server that ignores `stream` and answers whole is passed on whole. */
@@ -173,10 +220,16 @@ export class OpenAiCompatibleProvider implements LlmProvider {
 
   async #readJson(response: Response): Promise<GenerateResult> {
     const raw: unknown = await response.json().catch((err: unknown) => {
-      throw new ThymosError(ErrorCode.LLM_UNAVAILABLE, `${this.#url} answered with a body that is not JSON: ${(err as Error).message}`, { cause: err });
+      throw new ThymosError(ErrorCode.LLM_UNAVAILABLE, `${this.#url} answered with a body that is not JSON: ${(err as Error).message}`, {
+        cause: err,
+      });
     });
     const data = CompletionSchema.safeParse(raw);
-    if (!data.success) throw new ThymosError(ErrorCode.LLM_UNAVAILABLE, `${this.#url} answered something that is not a chat completion: ${describeIssues(data.error, raw)}`);
+    if (!data.success)
+      throw new ThymosError(
+        ErrorCode.LLM_UNAVAILABLE,
+        `${this.#url} answered something that is not a chat completion: ${describeIssues(data.error, raw)}`,
+      );
     const choice = data.data.choices[0]!;
     const calls = (choice.message?.tool_calls ?? []).map((c, i) => modelCall(c, i));
     return {
@@ -207,7 +260,8 @@ export class OpenAiCompatibleProvider implements LlmProvider {
       const asked = [...calls.entries()].sort(([a], [b]) => a - b).map(([, c]) => c);
       return { text, model, finish_reason: finish, usage: usage ?? estimate(text), ...(asked.length > 0 ? { tool_calls: asked } : {}) };
     };
-    const broke = (why: string) => new ThymosError(ErrorCode.LLM_UNAVAILABLE, `the stream from ${this.#url} ${why} after ${text.length} characters of text`);
+    const broke = (why: string) =>
+      new ThymosError(ErrorCode.LLM_UNAVAILABLE, `the stream from ${this.#url} ${why} after ${text.length} characters of text`);
     const events = response.body[Symbol.asyncIterator]();
     let finished = false;
     try {
@@ -237,7 +291,11 @@ export class OpenAiCompatibleProvider implements LlmProvider {
           for (const [i, c] of (choice?.delta?.tool_calls ?? []).entries()) {
             const at = c.index ?? i;
             const so = calls.get(at) ?? { id: '', name: '', arguments: '' };
-            calls.set(at, { id: c.id || so.id || `call_${at}`, name: so.name + (c.function?.name ?? ''), arguments: so.arguments + argumentsText(c.function?.arguments) });
+            calls.set(at, {
+              id: c.id || so.id || `call_${at}`,
+              name: so.name + (c.function?.name ?? ''),
+              arguments: so.arguments + argumentsText(c.function?.arguments),
+            });
           }
           const piece = choice?.delta?.content;
           if (piece) {
@@ -266,7 +324,11 @@ export class OpenAiCompatibleProvider implements LlmProvider {
     const error = StreamErrorSchema.safeParse(raw);
     if (error.success) throw broke(`sent an error (${(error.data.error.message ?? JSON.stringify(error.data.error)).slice(0, 300)})`);
     const chunk = ChunkSchema.safeParse(raw);
-    if (!chunk.success) throw new ThymosError(ErrorCode.LLM_UNAVAILABLE, `${this.#url} sent a stream event that is not a completion chunk: ${describeIssues(chunk.error, raw)}`);
+    if (!chunk.success)
+      throw new ThymosError(
+        ErrorCode.LLM_UNAVAILABLE,
+        `${this.#url} sent a stream event that is not a completion chunk: ${describeIssues(chunk.error, raw)}`,
+      );
     return chunk.data;
   }
 }

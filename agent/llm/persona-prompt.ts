@@ -6,7 +6,9 @@ import type { AgentDefinition, Persona } from '../../shared/domain/domain-schema
  * the name, traits and speech lines; the background follows unless that prompt has it already.
  */
 export function personaPrompt(p: Persona, ...more: Array<string | undefined>): string {
-  const intro = p.prompt ? [p.prompt] : [`You are ${p.name}.`, p.traits.length > 0 ? `You are ${p.traits.join(', ')}.` : '', `You speak in a ${p.speechStyle} way.`];
+  const intro = p.prompt
+    ? [p.prompt]
+    : [`You are ${p.name}.`, p.traits.length > 0 ? `You are ${p.traits.join(', ')}.` : '', `You speak in a ${p.speechStyle} way.`];
   return [
     ...intro,
     p.background && !(p.prompt ?? '').includes(p.background) ? `Background: ${p.background}` : '',

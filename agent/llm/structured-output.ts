@@ -43,8 +43,15 @@ export async function generateStructured<T>(
     for (let attempt = 0; attempt <= repairs; attempt++) {
       const asked = { ...request, messages, json: true };
       const sink = options.stream?.sent ? undefined : options.stream;
-      const result = attempt === 0 && options.tools && provider.capabilities.tools ? await runToolLoop(provider, asked, options.tools, sink) : await answer(provider, asked, sink);
-      if (attempt === 0) acted = { ...(result.tool_steps ? { tool_steps: result.tool_steps } : {}), ...(result.invalid_tool_calls ? { invalid_tool_calls: result.invalid_tool_calls } : {}) };
+      const result =
+        attempt === 0 && options.tools && provider.capabilities.tools
+          ? await runToolLoop(provider, asked, options.tools, sink)
+          : await answer(provider, asked, sink);
+      if (attempt === 0)
+        acted = {
+          ...(result.tool_steps ? { tool_steps: result.tool_steps } : {}),
+          ...(result.invalid_tool_calls ? { invalid_tool_calls: result.invalid_tool_calls } : {}),
+        };
       calls += result.calls ?? 1;
       last = result;
       usage.input_tokens += result.usage.input_tokens;
@@ -54,13 +61,19 @@ export async function generateStructured<T>(
         parsed = jsonIn(result.text);
       } catch (err) {
         problem = `not JSON: ${(err as Error).message}`;
-        messages.push({ role: 'assistant', content: result.text }, { role: 'user', content: `That was ${problem}. Answer again with only the JSON object.` });
+        messages.push(
+          { role: 'assistant', content: result.text },
+          { role: 'user', content: `That was ${problem}. Answer again with only the JSON object.` },
+        );
         continue;
       }
       const checked = schema.safeParse(parsed);
       if (checked.success) return { value: checked.data, result: { ...result, ...acted, usage, calls } };
       problem = describeIssues(checked.error, parsed);
-      messages.push({ role: 'assistant', content: result.text }, { role: 'user', content: `That JSON does not fit: ${problem}. Answer again with only the corrected JSON object.` });
+      messages.push(
+        { role: 'assistant', content: result.text },
+        { role: 'user', content: `That JSON does not fit: ${problem}. Answer again with only the corrected JSON object.` },
+      );
     }
     const text = last?.text.trim() ?? '';
     const heard = options.stream?.sent ? options.stream.said : undefined;

@@ -1,5 +1,16 @@
 import { ErrorCode } from '../../shared/errors/errors.js';
-import { answer, type GenerateRequest, type GenerateResult, type LlmMessage, type LlmProvider, type ModelTool, type ModelToolCall, type TextSink, type TokenUsage, type ToolStep } from './llm-provider.js';
+import {
+  answer,
+  type GenerateRequest,
+  type GenerateResult,
+  type LlmMessage,
+  type LlmProvider,
+  type ModelTool,
+  type ModelToolCall,
+  type TextSink,
+  type TokenUsage,
+  type ToolStep,
+} from './llm-provider.js';
 
 /** What a model's tool calls run with, and within what (`[llm.<use>] max_tool_steps`, `tool_budget_ms`). */
 export interface ToolLoop {
@@ -21,15 +32,20 @@ export interface ToolLoop {
 export const CALLS_PER_ROUND = 8;
 
 /** A model's call as it can run: a tool it was offered and arguments that are a JSON object. */
-function readCall(call: ModelToolCall, offered: ReadonlySet<string>): { name: string; args: Record<string, unknown> } | { problem: string } {
-  if (!offered.has(call.name)) return { problem: `there is no tool ${JSON.stringify(call.name.slice(0, 80))}; the tools are ${[...offered].join(', ')}` };
+function readCall(
+  call: ModelToolCall,
+  offered: ReadonlySet<string>,
+): { name: string; args: Record<string, unknown> } | { problem: string } {
+  if (!offered.has(call.name))
+    return { problem: `there is no tool ${JSON.stringify(call.name.slice(0, 80))}; the tools are ${[...offered].join(', ')}` };
   let args: unknown;
   try {
     args = call.arguments.trim() === '' ? {} : JSON.parse(call.arguments);
   } catch (err) {
     return { problem: `the arguments of ${call.name} are not JSON (${(err as Error).message})` };
   }
-  if (args === null || typeof args !== 'object' || Array.isArray(args)) return { problem: `the arguments of ${call.name} are not a JSON object` };
+  if (args === null || typeof args !== 'object' || Array.isArray(args))
+    return { problem: `the arguments of ${call.name} are not a JSON object` };
   return { name: call.name, args: args as Record<string, unknown> };
 }
 
@@ -48,7 +64,12 @@ function readCall(call: ModelToolCall, offered: ReadonlySet<string>): { name: st
  *
  * With a `sink`, every round is streamed into it (`begin` before each answer).
  */
-export async function runToolLoop(provider: LlmProvider, request: GenerateRequest, loop: ToolLoop, sink?: TextSink): Promise<GenerateResult> {
+export async function runToolLoop(
+  provider: LlmProvider,
+  request: GenerateRequest,
+  loop: ToolLoop,
+  sink?: TextSink,
+): Promise<GenerateResult> {
   const budget = AbortSignal.timeout(loop.budgetMs);
   const signal = request.signal ? AbortSignal.any([request.signal, budget]) : budget;
   const offered = new Set(loop.tools.map((t) => t.name));
@@ -71,7 +92,10 @@ export async function runToolLoop(provider: LlmProvider, request: GenerateReques
     messages.push({ role: 'assistant', content: result.text, tool_calls: asked });
     for (const [i, call] of asked.entries()) {
       const started = performance.now();
-      const { content, step } = i >= CALLS_PER_ROUND ? notRun(call, `not run: at most ${CALLS_PER_ROUND} calls are made in one answer`, ErrorCode.TOOL_RATE_LIMITED) : await runOne(call, readCall(call, offered), invalid, budget, loop, signal);
+      const { content, step } =
+        i >= CALLS_PER_ROUND
+          ? notRun(call, `not run: at most ${CALLS_PER_ROUND} calls are made in one answer`, ErrorCode.TOOL_RATE_LIMITED)
+          : await runOne(call, readCall(call, offered), invalid, budget, loop, signal);
       if (step.status === 'invalid') invalid++;
       steps.push({ ...step, ms: Math.round(performance.now() - started) });
       messages.push({ role: 'tool', tool_call_id: call.id, name: call.name, content: JSON.stringify(content) });
@@ -88,10 +112,14 @@ async function runOne(
   signal: AbortSignal,
 ): Promise<{ content: unknown; step: Omit<ToolStep, 'ms'> }> {
   if ('problem' in read) {
-    const again = invalidSoFar === 0 ? ' Write the call again, as a JSON object of the tool\'s parameters.' : '';
-    return { content: { error: { code: ErrorCode.LLM_TOOL_CALL_INVALID, message: `${read.problem}.${again}` } }, step: { tool: call.name.slice(0, 64), status: 'invalid', code: ErrorCode.LLM_TOOL_CALL_INVALID } };
+    const again = invalidSoFar === 0 ? " Write the call again, as a JSON object of the tool's parameters." : '';
+    return {
+      content: { error: { code: ErrorCode.LLM_TOOL_CALL_INVALID, message: `${read.problem}.${again}` } },
+      step: { tool: call.name.slice(0, 64), status: 'invalid', code: ErrorCode.LLM_TOOL_CALL_INVALID },
+    };
   }
-  if (budget.aborted) return notRun(call, `not run: the tool budget (${loop.budgetMs} ms) is spent; answer with what you have`, ErrorCode.TIMEOUT);
+  if (budget.aborted)
+    return notRun(call, `not run: the tool budget (${loop.budgetMs} ms) is spent; answer with what you have`, ErrorCode.TIMEOUT);
   if (signal.aborted) return notRun(call, 'not run: the reply was cancelled', ErrorCode.CANCELLED);
   return loop.run(read.name, read.args, signal);
 }

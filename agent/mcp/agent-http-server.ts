@@ -77,7 +77,12 @@ export class AgentHttpServer {
       const onError = (err: NodeJS.ErrnoException) => {
         this.#server.off('listening', onListening);
         if (err.code === 'EADDRINUSE') {
-          reject(new ThymosError(ErrorCode.PORT_IN_USE, `port ${port} on ${host} is already in use; choose another with --port`, { cause: err, details: { port } }));
+          reject(
+            new ThymosError(ErrorCode.PORT_IN_USE, `port ${port} on ${host} is already in use; choose another with --port`, {
+              cause: err,
+              details: { port },
+            }),
+          );
         } else {
           reject(new ThymosError(ErrorCode.INTERNAL, `cannot listen on ${host}:${port}: ${err.message}`, { cause: err }));
         }
@@ -114,7 +119,13 @@ export class AgentHttpServer {
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const host = req.headers.host ?? '';
     if (!this.#allowedHosts.has(host)) {
-      sendJsonRpcError(res, 403, JSONRPC_INVALID_REQUEST, `host ${JSON.stringify(host)} is not allowed (DNS-rebinding protection); add it to mcp.allowed_hosts`, ErrorCode.INVALID_INPUT);
+      sendJsonRpcError(
+        res,
+        403,
+        JSONRPC_INVALID_REQUEST,
+        `host ${JSON.stringify(host)} is not allowed (DNS-rebinding protection); add it to mcp.allowed_hosts`,
+        ErrorCode.INVALID_INPUT,
+      );
       return;
     }
     const origin = req.headers.origin;
@@ -130,12 +141,24 @@ export class AgentHttpServer {
       return;
     }
     if (path !== '/mcp') {
-      sendJsonRpcError(res, 404, JSONRPC_INVALID_REQUEST, `no route ${req.method} ${path}; the MCP endpoint is /mcp`, ErrorCode.INVALID_INPUT);
+      sendJsonRpcError(
+        res,
+        404,
+        JSONRPC_INVALID_REQUEST,
+        `no route ${req.method} ${path}; the MCP endpoint is /mcp`,
+        ErrorCode.INVALID_INPUT,
+      );
       return;
     }
     if (this.#token !== undefined && !bearerMatches(headerValue(req.headers.authorization), this.#token)) {
       res.setHeader('www-authenticate', 'Bearer realm="thymos"');
-      sendJsonRpcError(res, 401, JSONRPC_INVALID_REQUEST, `${this.#runtime.id} asks for its bearer token (mcp.require_token): send "Authorization: Bearer <token>" with the token in <data_dir>/agents/${this.#runtime.id}/mcp-token`, ErrorCode.UNAUTHORIZED);
+      sendJsonRpcError(
+        res,
+        401,
+        JSONRPC_INVALID_REQUEST,
+        `${this.#runtime.id} asks for its bearer token (mcp.require_token): send "Authorization: Bearer <token>" with the token in <data_dir>/agents/${this.#runtime.id}/mcp-token`,
+        ErrorCode.UNAUTHORIZED,
+      );
       return;
     }
     if (this.#runtime.status === 'stopping') {
@@ -146,7 +169,13 @@ export class AgentHttpServer {
     if (req.method === 'POST') {
       const body = await readBody(req, this.#config.mcp.max_body_bytes);
       if (body.kind === 'too_large') {
-        sendJsonRpcError(res, 413, JSONRPC_INVALID_REQUEST, `request body over ${this.#config.mcp.max_body_bytes} bytes (mcp.max_body_bytes)`, ErrorCode.INVALID_INPUT);
+        sendJsonRpcError(
+          res,
+          413,
+          JSONRPC_INVALID_REQUEST,
+          `request body over ${this.#config.mcp.max_body_bytes} bytes (mcp.max_body_bytes)`,
+          ErrorCode.INVALID_INPUT,
+        );
         return;
       }
       let parsed: unknown;
@@ -158,7 +187,13 @@ export class AgentHttpServer {
       }
       if (sessionId === undefined) {
         if (!isInitializeRequest(parsed)) {
-          sendJsonRpcError(res, 400, JSONRPC_INVALID_REQUEST, 'expected an initialize request, or an mcp-session-id header from one', ErrorCode.INVALID_INPUT);
+          sendJsonRpcError(
+            res,
+            400,
+            JSONRPC_INVALID_REQUEST,
+            'expected an initialize request, or an mcp-session-id header from one',
+            ErrorCode.INVALID_INPUT,
+          );
           return;
         }
         const session = this.#open();
@@ -210,7 +245,13 @@ export class AgentHttpServer {
   #find(id: string, res: ServerResponse): Session | undefined {
     const session = this.#sessions.get(id);
     if (!session) {
-      sendJsonRpcError(res, 404, JSONRPC_INVALID_REQUEST, `unknown or expired MCP session ${JSON.stringify(id.slice(0, 80))}; initialize again`, ErrorCode.INVALID_INPUT);
+      sendJsonRpcError(
+        res,
+        404,
+        JSONRPC_INVALID_REQUEST,
+        `unknown or expired MCP session ${JSON.stringify(id.slice(0, 80))}; initialize again`,
+        ErrorCode.INVALID_INPUT,
+      );
       return undefined;
     }
     session.lastSeen = Date.now();
@@ -244,7 +285,10 @@ export class AgentHttpServer {
     this.#changed.clear();
     for (const s of this.#sessions.values()) {
       for (const uri of uris) {
-        if (s.subscriptions.has(uri)) s.server.server.sendResourceUpdated({ uri }).catch((err: unknown) => this.#logger.debug({ err }, 'resource notification not delivered'));
+        if (s.subscriptions.has(uri))
+          s.server.server
+            .sendResourceUpdated({ uri })
+            .catch((err: unknown) => this.#logger.debug({ err }, 'resource notification not delivered'));
       }
     }
   }

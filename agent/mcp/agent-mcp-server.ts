@@ -1,5 +1,13 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { type CallToolResult, ErrorCode as McpErrorCode, type LoggingLevel, LoggingLevelSchema, McpError, SubscribeRequestSchema, UnsubscribeRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  type CallToolResult,
+  ErrorCode as McpErrorCode,
+  type LoggingLevel,
+  LoggingLevelSchema,
+  McpError,
+  SubscribeRequestSchema,
+  UnsubscribeRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
@@ -34,7 +42,16 @@ export interface AgentMcpSession {
 }
 
 /** The least pino level (10 trace … 60 fatal) each MCP logging level takes. */
-const PINO_MIN: Record<LoggingLevel, number> = { debug: 10, info: 30, notice: 40, warning: 40, error: 50, critical: 60, alert: 60, emergency: 60 };
+const PINO_MIN: Record<LoggingLevel, number> = {
+  debug: 10,
+  info: 30,
+  notice: 40,
+  warning: 40,
+  error: 50,
+  critical: 60,
+  alert: 60,
+  emergency: 60,
+};
 
 /**
  * logging/setLevel with any level, so that an unknown one is refused here as invalid params
@@ -77,7 +94,13 @@ export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfi
     .string()
     .min(1, 'expected non-empty content')
     .max(limits.max_content_chars, `expected at most ${limits.max_content_chars} characters (memory.max_content_chars)`);
-  const k = z.number().int().min(1).max(limits.recall_max_k).optional().describe(`How many memories (default ${limits.recall_default_k}, at most ${limits.recall_max_k}).`);
+  const k = z
+    .number()
+    .int()
+    .min(1)
+    .max(limits.recall_max_k)
+    .optional()
+    .describe(`How many memories (default ${limits.recall_default_k}, at most ${limits.recall_max_k}).`);
   const query = z.string().min(1).max(QUERY_MAX).describe('What to look for, in words.');
 
   const ctx: ToolContext = { server, runtime, id, persona, limits, uris, content, k, query };
@@ -97,7 +120,8 @@ export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfi
   const subscribable = [uris.state, uris.memories, ...(hasTools ? [callsUri(id)] : [])];
   server.server.setRequestHandler(SubscribeRequestSchema, async (request) => {
     const uri = request.params.uri;
-    if (!subscribable.includes(uri)) throw new McpError(McpErrorCode.InvalidParams, `no resource ${uri}; expected ${subscribable.join(', ')}`);
+    if (!subscribable.includes(uri))
+      throw new McpError(McpErrorCode.InvalidParams, `no resource ${uri}; expected ${subscribable.join(', ')}`);
     subscriptions.add(uri);
     return {};
   });
@@ -113,7 +137,10 @@ export function createAgentMcpSession(runtime: AgentRuntime, config: ThymosConfi
   server.server.setRequestHandler(SetLevelRequest, async (request) => {
     const level = LoggingLevelSchema.safeParse(request.params.level);
     if (!level.success) {
-      throw new McpError(McpErrorCode.InvalidParams, `logging/setLevel: level ${JSON.stringify(request.params.level)} is not one of ${LoggingLevelSchema.options.join(', ')}`);
+      throw new McpError(
+        McpErrorCode.InvalidParams,
+        `logging/setLevel: level ${JSON.stringify(request.params.level)} is not one of ${LoggingLevelSchema.options.join(', ')}`,
+      );
     }
     unlisten?.();
     unlisten = feed?.listen(PINO_MIN[level.data], (record: LogRecord) => {

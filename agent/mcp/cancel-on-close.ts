@@ -27,7 +27,11 @@ export function cancelOnClose(transport: Transport, res: ServerResponse, body: u
   res.once('close', () => {
     if (res.writableFinished) return;
     for (const requestId of ids) {
-      transport.onmessage?.({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason: 'the client closed its connection' } });
+      transport.onmessage?.({
+        jsonrpc: '2.0',
+        method: 'notifications/cancelled',
+        params: { requestId, reason: 'the client closed its connection' },
+      });
     }
   });
 }

@@ -6,7 +6,13 @@ import { z } from 'zod';
 import { needsReason, type Tool } from '../../shared/domain/tool-schema.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { REQUESTER_HEADER } from '../../shared/protocol/fleet-names.js';
-import { CallChainSchema, CHAIN_META, IDEMPOTENCY_META, IdempotencyKeySchema, type ToolCallRecord } from '../../shared/protocol/tool-call.js';
+import {
+  CallChainSchema,
+  CHAIN_META,
+  IDEMPOTENCY_META,
+  IdempotencyKeySchema,
+  type ToolCallRecord,
+} from '../../shared/protocol/tool-call.js';
 import type { ToolCaller } from '../tools/tool-caller.js';
 import { inputShape, outputShape, toolAnnotations } from '../tools/tool-shapes.js';
 import { guard, toolError } from './tool-kit.js';
@@ -33,7 +39,10 @@ export function callerKey(extra: RequestHandlerExtra<ServerRequest, ServerNotifi
   const given = extra._meta?.[IDEMPOTENCY_META];
   if (given === undefined) return undefined;
   const parsed = IdempotencyKeySchema.safeParse(given);
-  if (!parsed.success) throw new ThymosError(ErrorCode.INVALID_INPUT, `_meta.${IDEMPOTENCY_META}: ${parsed.error.issues[0]!.message}`, { location: { path: `_meta.${IDEMPOTENCY_META}` } });
+  if (!parsed.success)
+    throw new ThymosError(ErrorCode.INVALID_INPUT, `_meta.${IDEMPOTENCY_META}: ${parsed.error.issues[0]!.message}`, {
+      location: { path: `_meta.${IDEMPOTENCY_META}` },
+    });
   return parsed.data;
 }
 
@@ -42,7 +51,10 @@ export function callChain(extra: RequestHandlerExtra<ServerRequest, ServerNotifi
   const given = extra._meta?.[CHAIN_META];
   if (given === undefined) return undefined;
   const parsed = CallChainSchema.safeParse(given);
-  if (!parsed.success) throw new ThymosError(ErrorCode.INVALID_INPUT, `_meta.${CHAIN_META}: expected a list of agent ids (at most 64)`, { location: { path: `_meta.${CHAIN_META}` } });
+  if (!parsed.success)
+    throw new ThymosError(ErrorCode.INVALID_INPUT, `_meta.${CHAIN_META}: expected a list of agent ids (at most 64)`, {
+      location: { path: `_meta.${CHAIN_META}` },
+    });
   return parsed.data;
 }
 
@@ -52,20 +64,47 @@ function isObject(value: unknown): value is Record<string, unknown> {
 
 /** What a finished call answers: its result (structured when the tool declares output), or its coded error; the record in `_meta`. */
 export function callResult(record: ToolCallRecord, tool: Tool): CallToolResult {
-  const meta = { 'thymos/call': { call_id: record.call_id, status: record.status, idempotency_key: record.idempotency_key, ...(record.replayed ? { replayed: true } : {}) } };
+  const meta = {
+    'thymos/call': {
+      call_id: record.call_id,
+      status: record.status,
+      idempotency_key: record.idempotency_key,
+      ...(record.replayed ? { replayed: true } : {}),
+    },
+  };
   if (record.error) {
-    const e = new ThymosError(record.error.code, record.error.message, { ...(record.error.details ? { details: record.error.details } : {}) });
+    const e = new ThymosError(record.error.code, record.error.message, {
+      ...(record.error.details ? { details: record.error.details } : {}),
+    });
     const out = toolError(e);
     return { ...out, _meta: { ...out._meta, ...meta } };
   }
   if (record.status === 'pending') {
     const waiting = { status: 'pending', call_id: record.call_id, expires_at: record.expires_at ?? '' };
-    return { content: [{ type: 'text', text: `${JSON.stringify(waiting)}\n${record.tool} waits for a person's approval; get_call or the resource ${callsUri(record.agent)} tells when it is decided.` }], structuredContent: waiting, _meta: meta };
+    return {
+      content: [
+        {
+          type: 'text',
+          text: `${JSON.stringify(waiting)}\n${record.tool} waits for a person's approval; get_call or the resource ${callsUri(record.agent)} tells when it is decided.`,
+        },
+      ],
+      structuredContent: waiting,
+      _meta: meta,
+    };
   }
   if (record.status === 'running') {
     // A repeated idempotency key whose call still runs (approved a moment ago, say): where it stands, not a result.
     const running = { status: 'running', call_id: record.call_id };
-    return { content: [{ type: 'text', text: `${JSON.stringify(running)}\n${record.tool} is running under this idempotency key; get_call tells how it ends.` }], structuredContent: running, _meta: meta };
+    return {
+      content: [
+        {
+          type: 'text',
+          text: `${JSON.stringify(running)}\n${record.tool} is running under this idempotency key; get_call tells how it ends.`,
+        },
+      ],
+      structuredContent: running,
+      _meta: meta,
+    };
   }
   const text = typeof record.result === 'string' ? record.result : JSON.stringify(record.result);
   return {
@@ -110,7 +149,18 @@ export function registerDeclaredTools(server: McpServer, id: string, caller: Too
         annotations: { title: name, ...toolAnnotations(tool) },
         _meta: { 'thymos/tool': { sideEffect: tool.sideEffect, permission: tool.permission, tags: tool.tags } },
       },
-      async (args: Record<string, unknown>, extra) => guard(async () => callResult(await caller.call(name, args, { caller: callerOf(server, extra), signal: extra.signal, idempotencyKey: callerKey(extra), chain: callChain(extra) }), tool)),
+      async (args: Record<string, unknown>, extra) =>
+        guard(async () =>
+          callResult(
+            await caller.call(name, args, {
+              caller: callerOf(server, extra),
+              signal: extra.signal,
+              idempotencyKey: callerKey(extra),
+              chain: callChain(extra),
+            }),
+            tool,
+          ),
+        ),
     );
   }
   server.registerTool(
@@ -124,7 +174,8 @@ export function registerDeclaredTools(server: McpServer, id: string, caller: Too
     async ({ call_id }) =>
       guard(async () => {
         const record = await caller.getCall(call_id);
-        if (!record) throw new ThymosError(ErrorCode.NOT_FOUND, `${id} has no call ${JSON.stringify(call_id)}`, { location: { path: 'call_id' } });
+        if (!record)
+          throw new ThymosError(ErrorCode.NOT_FOUND, `${id} has no call ${JSON.stringify(call_id)}`, { location: { path: 'call_id' } });
         return { content: [{ type: 'text', text: JSON.stringify(record) }], structuredContent: record };
       }),
   );
@@ -132,11 +183,31 @@ export function registerDeclaredTools(server: McpServer, id: string, caller: Too
   server.registerResource(
     'calls',
     calls,
-    { title: `Tool calls of ${id}`, description: 'Its calls that wait for approval, and its latest calls, newest first. Subscribe to be told when one changes; get_call reads one.', mimeType: 'application/json' },
+    {
+      title: `Tool calls of ${id}`,
+      description:
+        'Its calls that wait for approval, and its latest calls, newest first. Subscribe to be told when one changes; get_call reads one.',
+      mimeType: 'application/json',
+    },
     async () => ({ contents: [{ uri: calls, mimeType: 'application/json', text: JSON.stringify(await caller.calls()) }] }),
   );
   const uri = toolsUri(id);
-  server.registerResource('tools', uri, { title: `Tools of ${id}`, description: 'The declared tools this agent may call: name, description, tags, example phrasings, input schema, classes.', mimeType: 'application/json' }, async () => ({
-    contents: [{ uri, mimeType: 'application/json', text: JSON.stringify(Object.entries(caller.tools).map(([name, tool]) => catalogueEntry(name, tool))) }],
-  }));
+  server.registerResource(
+    'tools',
+    uri,
+    {
+      title: `Tools of ${id}`,
+      description: 'The declared tools this agent may call: name, description, tags, example phrasings, input schema, classes.',
+      mimeType: 'application/json',
+    },
+    async () => ({
+      contents: [
+        {
+          uri,
+          mimeType: 'application/json',
+          text: JSON.stringify(Object.entries(caller.tools).map(([name, tool]) => catalogueEntry(name, tool))),
+        },
+      ],
+    }),
+  );
 }

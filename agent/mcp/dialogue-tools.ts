@@ -6,7 +6,17 @@ import { AgentIdSchema } from '../../shared/domain/domain-schema.js';
 import { ToolStepSchema } from '../../shared/protocol/agent-protocol.js';
 import { CONTEXT_TIERS } from '../runtime/context-packet.js';
 import { callChain, callerOf } from './declared-tools.js';
-import { guard, hitOut, HitOutSchema, MEMORIES_RESOURCE_LIMIT, memoryOut, MemoryOutSchema, samplingClient, SPEAKER_MAX, type ToolContext } from './tool-kit.js';
+import {
+  guard,
+  hitOut,
+  HitOutSchema,
+  MEMORIES_RESOURCE_LIMIT,
+  memoryOut,
+  MemoryOutSchema,
+  samplingClient,
+  SPEAKER_MAX,
+  type ToolContext,
+} from './tool-kit.js';
 
 /** Dialogue: talk, and the conversation so far. */
 export function registerDialogueTools(ctx: ToolContext): void {
@@ -18,7 +28,12 @@ export function registerDialogueTools(ctx: ToolContext): void {
       description: `Say something to ${persona.name}. The reply is in character and grounded in what ${persona.name} remembers. Only while the agent is active. Give a progressToken to have the reply's text as it is written, in progress notifications (each one's message is the next piece); the pieces add up to the result's text.`,
       inputSchema: {
         message: content.describe('What you say.'),
-        speaker: z.string().min(1).max(SPEAKER_MAX).optional().describe('Who is speaking; names the conversation thread. Default "stranger".'),
+        speaker: z
+          .string()
+          .min(1)
+          .max(SPEAKER_MAX)
+          .optional()
+          .describe('Who is speaking; names the conversation thread. Default "stranger".'),
       },
       outputSchema: {
         greeting: z.string().optional().describe("The persona's greeting, when this line opened the conversation with the speaker."),
@@ -29,13 +44,22 @@ export function registerDialogueTools(ctx: ToolContext): void {
         state_changes: z.record(z.string(), z.unknown()).optional(),
         learned: z.array(z.string()).optional(),
         model: z.string().optional(),
-        tool_calls: z.array(ToolStepSchema).optional().describe("Calls of the agent's tools made while it answered: its model's, and each [TOOL: …] in its reply."),
+        tool_calls: z
+          .array(ToolStepSchema)
+          .optional()
+          .describe("Calls of the agent's tools made while it answered: its model's, and each [TOOL: …] in its reply."),
       },
     },
     async ({ message, speaker }, extra) =>
       guard(async () => {
         const progress = progressText(extra);
-        const request = { message, speaker: speaker ?? 'stranger', client: samplingClient(server, extra), caller: callerOf(server, extra), chain: callChain(extra) };
+        const request = {
+          message,
+          speaker: speaker ?? 'stranger',
+          client: samplingClient(server, extra),
+          caller: callerOf(server, extra),
+          chain: callChain(extra),
+        };
         const result = await runtime.talk({ ...request, signal: extra.signal, onText: progress?.send }).finally(() => progress?.sent);
         return {
           content: [{ type: 'text', text: result.greeting !== undefined ? `${result.greeting}\n${result.reply}` : result.reply }],
@@ -61,7 +85,13 @@ export function registerDialogueTools(ctx: ToolContext): void {
       description: `The turns of ${persona.name}'s conversation with one speaker, oldest first: who said what, and for replies the model that wrote them and the memories they drew on (derived_from). Works while listening.`,
       inputSchema: {
         speaker: z.string().min(1).max(SPEAKER_MAX).describe('Whose conversation (the speaker named when talking).'),
-        limit: z.number().int().min(1).max(MEMORIES_RESOURCE_LIMIT).optional().describe(`The newest turns to show (default 20, at most ${MEMORIES_RESOURCE_LIMIT}).`),
+        limit: z
+          .number()
+          .int()
+          .min(1)
+          .max(MEMORIES_RESOURCE_LIMIT)
+          .optional()
+          .describe(`The newest turns to show (default 20, at most ${MEMORIES_RESOURCE_LIMIT}).`),
       },
       outputSchema: { turns: z.array(MemoryOutSchema) },
     },
@@ -79,7 +109,9 @@ export function registerDialogueTools(ctx: ToolContext): void {
  * `progressToken`): each piece in order as `message`, with `progress` the characters sent so
  * far. `sent` resolves once every notification is out, so the result comes after the last one.
  */
-function progressText(extra: RequestHandlerExtra<ServerRequest, ServerNotification>): { send: (piece: string) => void; readonly sent: Promise<void> } | undefined {
+function progressText(
+  extra: RequestHandlerExtra<ServerRequest, ServerNotification>,
+): { send: (piece: string) => void; readonly sent: Promise<void> } | undefined {
   const progressToken = extra._meta?.progressToken;
   if (progressToken === undefined) return undefined;
   let progress = 0;
@@ -100,7 +132,17 @@ function progressText(extra: RequestHandlerExtra<ServerRequest, ServerNotificati
 /** The context packet a message would give the dialogue or reasoning model, to see why the agent says what it says. */
 export function registerContextTool(ctx: ToolContext): void {
   const { server, runtime, persona, content } = ctx;
-  const Item = z.object({ id: z.string(), tier: z.enum(CONTEXT_TIERS), content: z.string(), relevance: z.number(), strength: z.number(), tokens: z.number(), thread: z.string().optional(), by: z.string(), occurred_at: z.number() });
+  const Item = z.object({
+    id: z.string(),
+    tier: z.enum(CONTEXT_TIERS),
+    content: z.string(),
+    relevance: z.number(),
+    strength: z.number(),
+    tokens: z.number(),
+    thread: z.string().optional(),
+    by: z.string(),
+    occurred_at: z.number(),
+  });
   server.registerTool(
     'context',
     {
@@ -109,7 +151,12 @@ export function registerContextTool(ctx: ToolContext): void {
       inputSchema: {
         message: content.describe('What is said to the agent (dialogue) or what happened (reasoning).'),
         use: z.enum(['dialogue', 'reasoning']).optional().describe('Whose prompt: talk (dialogue, the default) or think (reasoning).'),
-        speaker: z.string().min(1).max(SPEAKER_MAX).optional().describe('Who is speaking, for dialogue: that conversation\'s turns come in. Default "stranger".'),
+        speaker: z
+          .string()
+          .min(1)
+          .max(SPEAKER_MAX)
+          .optional()
+          .describe('Who is speaking, for dialogue: that conversation\'s turns come in. Default "stranger".'),
       },
       outputSchema: {
         use: z.enum(['dialogue', 'reasoning']),
@@ -119,13 +166,18 @@ export function registerContextTool(ctx: ToolContext): void {
         token_count: z.string(),
         min_relevance: z.number(),
         items: z.array(Item),
-        left_out: z.array(Item.pick({ id: true, tier: true, relevance: true, tokens: true }).extend({ why: z.enum(['budget', 'relevance', 'covered']) })),
+        left_out: z.array(
+          Item.pick({ id: true, tier: true, relevance: true, tokens: true }).extend({ why: z.enum(['budget', 'relevance', 'covered']) }),
+        ),
       },
     },
     async ({ message, use, speaker }) =>
       guard(async () => {
         const packet = await runtime.context(message, use ?? 'dialogue', speaker);
-        const text = [`${packet.used_tokens} of ${packet.budget_tokens} tokens (${packet.token_count}); ${packet.left_out.length} left out.`, ...packet.items.map((i) => `[${i.tier}] ${i.content}`)].join('\n');
+        const text = [
+          `${packet.used_tokens} of ${packet.budget_tokens} tokens (${packet.token_count}); ${packet.left_out.length} left out.`,
+          ...packet.items.map((i) => `[${i.tier}] ${i.content}`),
+        ].join('\n');
         return { content: [{ type: 'text', text }], structuredContent: { ...packet } };
       }),
   );
@@ -169,7 +221,10 @@ export function registerMessageTools(ctx: ToolContext): void {
           const text = `No answer from ${args.to} yet: it is not running or did not answer in time. It will answer when it wakes, into ${id}'s inbox.`;
           return { content: [{ type: 'text', text }], structuredContent: { answered: false } };
         }
-        return { content: [{ type: 'text', text: answer.text }], structuredContent: { answered: true, answer: answer.text, id: answer.id } };
+        return {
+          content: [{ type: 'text', text: answer.text }],
+          structuredContent: { answered: true, answer: answer.text, id: answer.id },
+        };
       }),
   );
 }

@@ -15,7 +15,8 @@ function answerText(a: IntentAnswer): string {
   const sure = a.by === 'model' ? 'read by the model' : `confidence ${a.confidence}`;
   if (a.call) return `${a.call.tool} ${JSON.stringify(a.call.arguments)} (${sure})`;
   const candidates = a.candidates.map((c) => `${c.tool} ${c.score}`).join(', ') || 'none';
-  if (a.outcome === 'incomplete') return `${a.tool} ${JSON.stringify(a.arguments ?? {})}, missing ${a.missing.join(', ')} (${sure}); candidates: ${candidates}`;
+  if (a.outcome === 'incomplete')
+    return `${a.tool} ${JSON.stringify(a.arguments ?? {})}, missing ${a.missing.join(', ')} (${sure}); candidates: ${candidates}`;
   return `no call: ${a.outcome}${a.note ? ` (${a.note})` : ''}; candidates: ${candidates}`;
 }
 
@@ -37,7 +38,10 @@ export function registerIntentTools(ctx: ToolContext): void {
     {
       title: `What would ${persona.name} call?`,
       description: `Resolves plain words to a call of one of ${persona.name}'s granted tools, by their names, descriptions, fields and examples only; nothing is executed. Answers {call?, candidates [{tool, score, why}], missing, confidence, outcome, tool?, arguments?}: no call when no tool fits well, two fit alike, or a required value is not given (then tool, the values found and the missing fields).`,
-      inputSchema: { intent, context: z.string().max(CONTEXT_MAX).optional().describe('What else the values may come from, e.g. the conversation so far.') },
+      inputSchema: {
+        intent,
+        context: z.string().max(CONTEXT_MAX).optional().describe('What else the values may come from, e.g. the conversation so far.'),
+      },
       annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
     },
     async (args, extra) =>
@@ -51,25 +55,54 @@ export function registerIntentTools(ctx: ToolContext): void {
     {
       title: `Ask ${persona.name} to act`,
       description: `Resolves plain words as resolve_intent does and, when the call is confident and complete, makes it through ${persona.name}'s governed path (validation, permission, approval, record) with your reason. Otherwise nothing runs and the answer says why. Every act is remembered.`,
-      inputSchema: { intent, reason: z.string().trim().min(1, 'expected a reason: why this is asked, in words').max(REASON_MAX).describe('Why this is asked; kept with the call.') },
+      inputSchema: {
+        intent,
+        reason: z
+          .string()
+          .trim()
+          .min(1, 'expected a reason: why this is asked, in words')
+          .max(REASON_MAX)
+          .describe('Why this is asked; kept with the call.'),
+      },
       annotations: { readOnlyHint: false, destructiveHint: true, openWorldHint: true },
     },
     async (args, extra) =>
       guard(async () => {
-        const done = await acting().act(args.intent, args.reason, { caller: callerOf(server, extra), signal: extra.signal, idempotencyKey: callerKey(extra), chain: callChain(extra), client: samplingClient(server, extra) });
+        const done = await acting().act(args.intent, args.reason, {
+          caller: callerOf(server, extra),
+          signal: extra.signal,
+          idempotencyKey: callerKey(extra),
+          chain: callChain(extra),
+          client: samplingClient(server, extra),
+        });
         const { answer, record } = done;
         if (done.error) {
-          const refused = toolError(new ThymosError(done.error.code as ErrorCode, `${answerText(answer)}: not made: ${done.error.message}`));
+          const refused = toolError(
+            new ThymosError(done.error.code as ErrorCode, `${answerText(answer)}: not made: ${done.error.message}`),
+          );
           return { ...refused, structuredContent: { ...answer, error: done.error } };
         }
-        const structured = { ...answer, ...(record ? { record: { call_id: record.call_id, status: record.status, ...(record.result !== undefined ? { result: record.result } : {}), ...(record.error ? { error: record.error } : {}) } } : {}) };
+        const structured = {
+          ...answer,
+          ...(record
+            ? {
+                record: {
+                  call_id: record.call_id,
+                  status: record.status,
+                  ...(record.result !== undefined ? { result: record.result } : {}),
+                  ...(record.error ? { error: record.error } : {}),
+                },
+              }
+            : {}),
+        };
         if (record?.error) {
           const failed = toolError(new ThymosError(record.error.code, `${answerText(answer)}: ${record.error.message}`));
           return { ...failed, structuredContent: structured };
         }
-        const said = record ? `${answerText(answer)} → ${record.status}${record.result !== undefined ? `: ${typeof record.result === 'string' ? record.result : JSON.stringify(record.result)}` : ''}` : answerText(answer);
+        const said = record
+          ? `${answerText(answer)} → ${record.status}${record.result !== undefined ? `: ${typeof record.result === 'string' ? record.result : JSON.stringify(record.result)}` : ''}`
+          : answerText(answer);
         return { content: [{ type: 'text', text: said }], structuredContent: structured };
       }),
   );
 }
-

@@ -14,7 +14,10 @@ export function registerMemoryTools(ctx: ToolContext): void {
       outputSchema: { results: z.array(HitOutSchema) },
       annotations: { readOnlyHint: true },
     },
-    async (args) => guard(async () => hitsResult(await runtime.recall(args.query, { ...recallOptions(args, limits.recall_default_k), reinforce: false }))),
+    async (args) =>
+      guard(async () =>
+        hitsResult(await runtime.recall(args.query, { ...recallOptions(args, limits.recall_default_k), reinforce: false })),
+      ),
   );
 
   server.registerTool(
@@ -75,7 +78,14 @@ export function registerConsolidationTools(ctx: ToolContext): void {
       },
       outputSchema: {
         examined: z.number(),
-        insights: z.array(z.object({ id: z.string(), kind: z.enum(['theme', 'contradiction', 'digest']), content: z.string(), sources: z.array(z.string()) })),
+        insights: z.array(
+          z.object({
+            id: z.string(),
+            kind: z.enum(['theme', 'contradiction', 'digest']),
+            content: z.string(),
+            sources: z.array(z.string()),
+          }),
+        ),
         superseded: z.array(z.object({ id: z.string(), by: z.string(), reason: z.string() })),
         importance: z.array(z.object({ id: z.string(), from: z.number(), to: z.number(), reason: z.string() })),
         demoted: z.array(z.string()),

@@ -29,7 +29,8 @@ export function logRequests(server: Server, logger: Logger, withArguments: boole
         ...(typeof params.uri === 'string' ? { uri: params.uri } : {}),
         ...(withArguments && params.arguments !== undefined ? { arguments: params.arguments } : {}),
       };
-      const done = (code: string) => logger.debug({ ...about, ms: Math.round((performance.now() - started) * 10) / 10, code }, 'mcp request');
+      const done = (code: string) =>
+        logger.debug({ ...about, ms: Math.round((performance.now() - started) * 10) / 10, code }, 'mcp request');
       try {
         const result = await handler(request, extra);
         done(resultCode(result));
@@ -43,7 +44,13 @@ export function logRequests(server: Server, logger: Logger, withArguments: boole
 }
 
 /** A tool result that failed, with the Thymos code it carries (every tool of an agent's does). */
-const FailedToolResultSchema = z.object({ isError: z.literal(true), _meta: z.object({ 'thymos/error': z.object({ code: z.string() }) }).partial().optional() });
+const FailedToolResultSchema = z.object({
+  isError: z.literal(true),
+  _meta: z
+    .object({ 'thymos/error': z.object({ code: z.string() }) })
+    .partial()
+    .optional(),
+});
 
 /** `ok`, or the code of the error a tool result carries in `_meta["thymos/error"]`. */
 function resultCode(result: unknown): string {

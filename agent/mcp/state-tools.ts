@@ -56,7 +56,11 @@ export function registerStateTools(ctx: ToolContext): void {
   server.registerResource(
     'memories',
     uris.memories,
-    { title: `Recent memories of ${persona.name}`, description: `The newest ${MEMORIES_RESOURCE_LIMIT} memories.`, mimeType: 'application/json' },
+    {
+      title: `Recent memories of ${persona.name}`,
+      description: `The newest ${MEMORIES_RESOURCE_LIMIT} memories.`,
+      mimeType: 'application/json',
+    },
     async () => ({
       contents: [
         {
@@ -76,7 +80,12 @@ export function registerStateTools(ctx: ToolContext): void {
       argsSchema: { situation: z.string().max(QUERY_MAX).optional().describe('What is going on right now.') },
     },
     ({ situation }) => ({
-      messages: [{ role: 'user', content: { type: 'text', text: personaPrompt(runtime.definition.persona, situation ? `Right now: ${situation}` : undefined) } }],
+      messages: [
+        {
+          role: 'user',
+          content: { type: 'text', text: personaPrompt(runtime.definition.persona, situation ? `Right now: ${situation}` : undefined) },
+        },
+      ],
     }),
   );
 }

@@ -1,6 +1,12 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import { type CallToolResult, CreateMessageResultSchema, CreateMessageResultWithToolsSchema, type ServerNotification, type ServerRequest } from '@modelcontextprotocol/sdk/types.js';
+import {
+  type CallToolResult,
+  CreateMessageResultSchema,
+  CreateMessageResultWithToolsSchema,
+  type ServerNotification,
+  type ServerRequest,
+} from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 
 import type { MemorySettings } from '../../shared/config/agent-settings.js';
@@ -51,14 +57,22 @@ export const strategy = z
   .min(1)
   .max(48)
   .optional()
-  .describe("bm25 matches words, vector matches meaning, hybrid fuses both, cascade narrows by who, when and why before words and meaning (meaning alone is marked fuzzy), or the name of one of the domain's search strategies (default: the agent's searchStrategy, else [memory] search_strategy). Without an embedder, bm25.");
+  .describe(
+    "bm25 matches words, vector matches meaning, hybrid fuses both, cascade narrows by who, when and why before words and meaning (meaning alone is marked fuzzy), or the name of one of the domain's search strategies (default: the agent's searchStrategy, else [memory] search_strategy). Without an embedder, bm25.",
+  );
 export const MemoryOutSchema = z.object({
   id: z.string(),
   content: z.string(),
   importance: z.number(),
   emotional_weight: z.number(),
   tags: z.array(z.string()),
-  source: z.object({ kind: z.string(), by: z.string(), thread: z.string().optional(), event: z.string().optional(), model: z.string().optional() }),
+  source: z.object({
+    kind: z.string(),
+    by: z.string(),
+    thread: z.string().optional(),
+    event: z.string().optional(),
+    model: z.string().optional(),
+  }),
   created_at: z.string(),
   occurred_at: z.string().optional(),
   access_count: z.number(),
@@ -92,15 +106,30 @@ export const isoTime = z.iso.datetime({ offset: true }).transform((s) => Date.pa
 /** Filters a recall applies before ranking. */
 export const recallFilters = {
   tags: z.array(z.string().min(1).max(TAG_MAX)).max(32).optional().describe('Only memories with every one of these tags.'),
-  source: z.string().min(1).max(64).optional().describe('Only memories of this source kind: told, dialogue, knowledge, event, world, insight, …'),
+  source: z
+    .string()
+    .min(1)
+    .max(64)
+    .optional()
+    .describe('Only memories of this source kind: told, dialogue, knowledge, event, world, insight, …'),
   since: isoTime.optional().describe('Only memories of what happened at or after this time (ISO 8601): occurred_at, else when stored.'),
   until: isoTime.optional().describe('Only memories of what happened at or before this time (ISO 8601): occurred_at, else when stored.'),
   include_superseded: z.boolean().optional().describe('Also memories a newer one superseded (default false).'),
   include_faded: z.boolean().optional().describe('Also memories demoted because they faded (default false).'),
 };
-type RecallFilterArgs = { tags?: string[] | undefined; source?: string | undefined; since?: number | undefined; until?: number | undefined; include_superseded?: boolean | undefined; include_faded?: boolean | undefined };
+type RecallFilterArgs = {
+  tags?: string[] | undefined;
+  source?: string | undefined;
+  since?: number | undefined;
+  until?: number | undefined;
+  include_superseded?: boolean | undefined;
+  include_faded?: boolean | undefined;
+};
 
-export function recallOptions(args: RecallFilterArgs & { k?: number | undefined; strategy?: string | undefined }, defaultK: number): Omit<RecallOptions, 'strategy'> & { strategy?: string } {
+export function recallOptions(
+  args: RecallFilterArgs & { k?: number | undefined; strategy?: string | undefined },
+  defaultK: number,
+): Omit<RecallOptions, 'strategy'> & { strategy?: string } {
   const { tags, source, since, until } = args;
   const filtered = tags?.length || source !== undefined || since !== undefined || until !== undefined;
   return {
@@ -120,9 +149,11 @@ export function recallOptions(args: RecallFilterArgs & { k?: number | undefined;
   };
 }
 
-
 /** The client of a tool call as a sampler, when it declared the sampling capability. */
-export function samplingClient(server: McpServer, extra: RequestHandlerExtra<ServerRequest, ServerNotification>): SamplingClient | undefined {
+export function samplingClient(
+  server: McpServer,
+  extra: RequestHandlerExtra<ServerRequest, ServerNotification>,
+): SamplingClient | undefined {
   const sampling = server.server.getClientCapabilities()?.sampling;
   if (!sampling) return undefined;
   const info = server.server.getClientVersion();
@@ -130,7 +161,11 @@ export function samplingClient(server: McpServer, extra: RequestHandlerExtra<Ser
     name: info ? `the MCP client ${info.name}` : 'the MCP client',
     tools: sampling.tools !== undefined,
     sample: (params, options) =>
-      extra.sendRequest({ method: 'sampling/createMessage', params }, params.tools ? CreateMessageResultWithToolsSchema : CreateMessageResultSchema, { signal: AbortSignal.any([options.signal, extra.signal]), timeout: options.timeout }),
+      extra.sendRequest(
+        { method: 'sampling/createMessage', params },
+        params.tools ? CreateMessageResultWithToolsSchema : CreateMessageResultSchema,
+        { signal: AbortSignal.any([options.signal, extra.signal]), timeout: options.timeout },
+      ),
   };
 }
 
@@ -162,9 +197,19 @@ export function toolError(e: ThymosError): CallToolResult {
  */
 export function codedSdkToolError(message: string): CallToolResult {
   const invalid = /^MCP error -32602: Input validation error: Invalid arguments for tool (\S+): ([\s\S]*)$/.exec(message);
-  if (invalid) return toolError(new ThymosError(ErrorCode.INVALID_INPUT, `arguments of ${invalid[1]}: ${invalid[2]}`, { location: { path: 'arguments' } }));
+  if (invalid)
+    return toolError(
+      new ThymosError(ErrorCode.INVALID_INPUT, `arguments of ${invalid[1]}: ${invalid[2]}`, { location: { path: 'arguments' } }),
+    );
   const missing = /^MCP error -32602: Tool (\S+) (not found|disabled)$/.exec(message);
-  if (missing) return toolError(new ThymosError(ErrorCode.NOT_FOUND, `no tool ${JSON.stringify(missing[1])} on this agent; tools/list (or thymos tools ID) names its tools`, { location: { path: 'name' } }));
+  if (missing)
+    return toolError(
+      new ThymosError(
+        ErrorCode.NOT_FOUND,
+        `no tool ${JSON.stringify(missing[1])} on this agent; tools/list (or thymos tools ID) names its tools`,
+        { location: { path: 'name' } },
+      ),
+    );
   const other = /^MCP error -32602: (?!Output validation)([\s\S]*)$/.exec(message);
   return toolError(other ? new ThymosError(ErrorCode.INVALID_INPUT, other[1]!) : new ThymosError(ErrorCode.INTERNAL, message));
 }
@@ -172,9 +217,7 @@ export function codedSdkToolError(message: string): CallToolResult {
 export function hitsResult(hits: RecallHit[]): CallToolResult {
   const results = hits.map(hitOut);
   const text =
-    results.length === 0
-      ? 'No matching memories.'
-      : results.map((r, i) => `${i + 1}. ${r.content} (score ${r.score.final})`).join('\n');
+    results.length === 0 ? 'No matching memories.' : results.map((r, i) => `${i + 1}. ${r.content} (score ${r.score.final})`).join('\n');
   return { content: [{ type: 'text', text }], structuredContent: { results } };
 }
 
@@ -197,7 +240,12 @@ export function memoryOut(m: MemoryRecord): z.infer<typeof MemoryOutSchema> {
 }
 
 export function conceptOut(c: ConceptView): z.infer<typeof ConceptOutSchema> {
-  return { ...c, first_seen: new Date(c.first_seen).toISOString(), last_seen: new Date(c.last_seen).toISOString(), memories: c.memories.slice(0, 20) };
+  return {
+    ...c,
+    first_seen: new Date(c.first_seen).toISOString(),
+    last_seen: new Date(c.last_seen).toISOString(),
+    memories: c.memories.slice(0, 20),
+  };
 }
 
 export function hitOut(h: RecallHit): z.infer<typeof HitOutSchema> {

@@ -104,7 +104,9 @@ export class AgentMemory {
    */
   static async load(store: MemoryStore, settings: MemorySettings, options: AgentMemoryOptions = {}): Promise<AgentMemory> {
     const memory = new AgentMemory(store, settings, options);
-    store.onLateWriteError((err, writes) => options.logger?.warn({ err: (err as Error).message, writes }, 'storing heard memories failed; trying again'));
+    store.onLateWriteError((err, writes) =>
+      options.logger?.warn({ err: (err as Error).message, writes }, 'storing heard memories failed; trying again'),
+    );
     const rows = await store.all();
     rows.sort((a, b) => a.created_at - b.created_at);
     for (const row of rows) memory.#track(row);
@@ -212,8 +214,14 @@ export class AgentMemory {
    * what a consolidation writes. New inputs with a known id are kept as they are.
    * Changes to unknown memories are NOT_FOUND, and nothing is written.
    */
-  async commit(inputs: readonly (NewMemory & { insight_key?: string })[], changes: ReadonlyArray<{ id: string; changes: MemoryChanges }>, now = Date.now(), storeWithinMs?: number): Promise<MemoryRecord[]> {
-    for (const c of changes) if (!this.#records.has(c.id)) throw new ThymosError(ErrorCode.NOT_FOUND, `no memory ${JSON.stringify(c.id)} to change`);
+  async commit(
+    inputs: readonly (NewMemory & { insight_key?: string })[],
+    changes: ReadonlyArray<{ id: string; changes: MemoryChanges }>,
+    now = Date.now(),
+    storeWithinMs?: number,
+  ): Promise<MemoryRecord[]> {
+    for (const c of changes)
+      if (!this.#records.has(c.id)) throw new ThymosError(ErrorCode.NOT_FOUND, `no memory ${JSON.stringify(c.id)} to change`);
     const fresh = new Map<string, MemoryRecord>();
     const out: MemoryRecord[] = [];
     const turnTimes = new Map<string, number>();
@@ -285,7 +293,14 @@ export class AgentMemory {
       }
       const lexical = strategy === 'vector' ? [] : this.#index.search(query, pool, keep, around);
       const semantic = queryVector ? this.#vectors!.index.search(queryVector, pool, keep) : [];
-      found = fuseRankings(strategy, lexical, semantic, options.semanticWeight ?? this.#settings.semantic_weight, this.#settings.rrf_k, queryVector !== undefined);
+      found = fuseRankings(
+        strategy,
+        lexical,
+        semantic,
+        options.semanticWeight ?? this.#settings.semantic_weight,
+        this.#settings.rrf_k,
+        queryVector !== undefined,
+      );
     }
     const hits: RecallHit[] = [];
     for (const f of found) {
@@ -344,7 +359,11 @@ export class AgentMemory {
       meaning:
         vectors && this.#settings.semantic_wait_ms > 0
           ? async (q, ids) => {
-              const got = await vectors.cosinesWithin(q, ids.flatMap((id) => this.#records.get(id) ?? []), this.#settings.semantic_wait_ms);
+              const got = await vectors.cosinesWithin(
+                q,
+                ids.flatMap((id) => this.#records.get(id) ?? []),
+                this.#settings.semantic_wait_ms,
+              );
               if (got) asked = { text: q, vector: got.query };
               return got?.cosines;
             }

@@ -181,7 +181,13 @@ function endOf(start: chrono.ParsedComponents, at: number): number {
 export async function cascadeRecall(
   query: string,
   sources: CascadeSources,
-  options: { k: number; now: number; keep?: ((id: string) => boolean) | undefined; pool: number; tuning?: Partial<CascadeTuning> | undefined },
+  options: {
+    k: number;
+    now: number;
+    keep?: ((id: string) => boolean) | undefined;
+    pool: number;
+    tuning?: Partial<CascadeTuning> | undefined;
+  },
 ): Promise<CascadeHit[]> {
   const { k, keep, pool } = options;
   const t: CascadeTuning = { ...CASCADE, ...options.tuning };
@@ -239,7 +245,10 @@ export async function cascadeRecall(
     pool,
     t.semanticWeight,
   );
-  const fuzzy = ranked.length < k && sources.semantic && t.semanticShare > 0 ? await fill(query, ranked, scores, sources.semantic, k, keep, t.semanticShare) : new Set<string>();
+  const fuzzy =
+    ranked.length < k && sources.semantic && t.semanticShare > 0
+      ? await fill(query, ranked, scores, sources.semantic, k, keep, t.semanticShare)
+      : new Set<string>();
   if (fuzzy.size > 0) ranked.sort((a, b) => b[1].score - a[1].score);
   const top = ranked[0]?.[1].score ?? 0;
   return ranked.slice(0, Math.max(k, pool)).map(([id, e]) => ({
@@ -278,12 +287,21 @@ async function fill(
  * memory with no vector yet takes their median). A memory meaning moved up is marked
  * `semantic`. Without vectors in time, the ranking stays as the exact stages left it.
  */
-async function byMeaning(query: string, ranked: Array<[string, Entry]>, sources: CascadeSources, pool: number, weight: number): Promise<Array<[string, Entry]>> {
+async function byMeaning(
+  query: string,
+  ranked: Array<[string, Entry]>,
+  sources: CascadeSources,
+  pool: number,
+  weight: number,
+): Promise<Array<[string, Entry]>> {
   const top = ranked[0]?.[1].score ?? 0;
   for (const [, e] of ranked) e.score = top > 0 ? e.score / top : 0;
   const kept = ranked.slice(0, pool);
   if (!sources.meaning || weight <= 0 || kept.length < 2) return ranked;
-  const cosines = await sources.meaning(query, kept.map(([id]) => id));
+  const cosines = await sources.meaning(
+    query,
+    kept.map(([id]) => id),
+  );
   if (!cosines) return ranked;
   const values = [...cosines.values()].sort((a, b) => a - b);
   const lo = values[0] ?? 0;
@@ -326,7 +344,12 @@ function episodes(scores: Map<string, { score: number }>, sources: CascadeSource
 }
 
 /** Lifts what happened within the window; "first"/"last" lifts the earliest or latest of the matches. */
-function temporal(time: TimeConstraint, scores: Map<string, { score: number; stages: Set<CascadeStage> }>, sources: CascadeSources, boost: number): void {
+function temporal(
+  time: TimeConstraint,
+  scores: Map<string, { score: number; stages: Set<CascadeStage> }>,
+  sources: CascadeSources,
+  boost: number,
+): void {
   const within = (at: number) => (time.from === undefined || at >= time.from) && (time.to === undefined || at < time.to);
   const dated = [...scores].flatMap(([id, e]) => {
     const m = sources.get(id);

@@ -15,7 +15,14 @@ export interface Relevance {
  * Relevance by one method: `bm25` and `vector` normalise their own scores; `hybrid` fuses the
  * two rankings by reciprocal rank (`rrfK`), the vector one at weight `w`.
  */
-export function fuseRankings(strategy: 'bm25' | 'vector' | 'hybrid', lexical: readonly Bm25Hit[], semantic: ReadonlyArray<{ id: string; score: number }>, w: number, rrfK: number, withVector: boolean): Relevance[] {
+export function fuseRankings(
+  strategy: 'bm25' | 'vector' | 'hybrid',
+  lexical: readonly Bm25Hit[],
+  semantic: ReadonlyArray<{ id: string; score: number }>,
+  w: number,
+  rrfK: number,
+  withVector: boolean,
+): Relevance[] {
   const bestBm25 = lexical[0]?.score ?? 0;
   const byId = new Map<string, { bm25: number; vector: number; lexRank?: number; vecRank?: number }>();
   lexical.forEach((c, rank) => byId.set(c.id, { bm25: bestBm25 > 0 ? c.score / bestBm25 : 0, vector: 0, lexRank: rank }));
@@ -25,7 +32,8 @@ export function fuseRankings(strategy: 'bm25' | 'vector' | 'hybrid', lexical: re
     entry.vecRank = rank;
     byId.set(c.id, entry);
   });
-  const fused = (e: { lexRank?: number; vecRank?: number }) => (e.lexRank === undefined ? 0 : (1 - w) / (rrfK + e.lexRank + 1)) + (e.vecRank === undefined ? 0 : w / (rrfK + e.vecRank + 1));
+  const fused = (e: { lexRank?: number; vecRank?: number }) =>
+    (e.lexRank === undefined ? 0 : (1 - w) / (rrfK + e.lexRank + 1)) + (e.vecRank === undefined ? 0 : w / (rrfK + e.vecRank + 1));
   const bestFused = strategy === 'hybrid' ? Math.max(...[...byId.values()].map(fused), 0) : 0;
   return [...byId].map(([id, e]) => ({
     id,

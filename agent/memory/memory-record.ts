@@ -57,7 +57,9 @@ export interface MemoryRecord {
 }
 
 /** Lineage and importance a consolidation may change on a stored memory; content never changes. */
-export type MemoryChanges = Partial<Pick<MemoryRecord, 'importance' | 'superseded_by' | 'superseded_reason' | 'superseded_at' | 'demoted_at' | 'compacted_into'>>;
+export type MemoryChanges = Partial<
+  Pick<MemoryRecord, 'importance' | 'superseded_by' | 'superseded_reason' | 'superseded_at' | 'demoted_at' | 'compacted_into'>
+>;
 
 /** When what a memory tells happened: `occurred_at`, else when it was stored. */
 export function occurredAt(m: Pick<MemoryRecord, 'created_at' | 'occurred_at'>): number {
@@ -92,7 +94,15 @@ export interface RecallHit {
 
 /** A new memory as stored: defaults filled in, stored and last accessed `now`. */
 export function newRecord(
-  input: { id?: string | undefined; content: string; importance?: number | undefined; emotional_weight?: number | undefined; tags?: readonly string[] | undefined; source: MemorySource; occurred_at?: number | undefined },
+  input: {
+    id?: string | undefined;
+    content: string;
+    importance?: number | undefined;
+    emotional_weight?: number | undefined;
+    tags?: readonly string[] | undefined;
+    source: MemorySource;
+    occurred_at?: number | undefined;
+  },
   now: number,
 ): MemoryRecord {
   return {
@@ -112,7 +122,11 @@ export function newRecord(
 /** Which memories a recall considers: current ones (unless asked otherwise) that pass the caller's filter; undefined when all do. */
 export function recallFilter(
   get: (id: string) => MemoryRecord | undefined,
-  options: { filter?: ((m: MemoryRecord) => boolean) | undefined; includeSuperseded?: boolean | undefined; includeDemoted?: boolean | undefined },
+  options: {
+    filter?: ((m: MemoryRecord) => boolean) | undefined;
+    includeSuperseded?: boolean | undefined;
+    includeDemoted?: boolean | undefined;
+  },
 ): ((id: string) => boolean) | undefined {
   const { filter, includeSuperseded = false, includeDemoted = false } = options;
   if (!filter && includeSuperseded && includeDemoted) return undefined;

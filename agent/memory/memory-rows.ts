@@ -57,7 +57,6 @@ export interface WrittenWith {
   concepts?: ConceptWrite | undefined;
 }
 
-
 /** What a write may change in a stored memory: what consolidation changes, and a recall's reinforcement (absolute values). */
 export type StoredChanges = MemoryChanges & Partial<Pick<MemoryRecord, 'access_count' | 'last_accessed'>>;
 
@@ -71,8 +70,22 @@ export interface MemoryWrite {
 }
 
 /** The bindings of one transaction that stores `writes` in order (a later concept row replaces an earlier one). */
-export function writeBindings(writes: readonly MemoryWrite[]): { rows: unknown[]; updates: unknown[]; concepts: unknown[]; mentions: unknown[]; aliases: unknown[]; calls: unknown[] } {
-  const out = { rows: [] as unknown[], updates: [] as unknown[], concepts: [] as unknown[], mentions: [] as unknown[], aliases: [] as unknown[], calls: [] as unknown[] };
+export function writeBindings(writes: readonly MemoryWrite[]): {
+  rows: unknown[];
+  updates: unknown[];
+  concepts: unknown[];
+  mentions: unknown[];
+  aliases: unknown[];
+  calls: unknown[];
+} {
+  const out = {
+    rows: [] as unknown[],
+    updates: [] as unknown[],
+    concepts: [] as unknown[],
+    mentions: [] as unknown[],
+    aliases: [] as unknown[],
+    calls: [] as unknown[],
+  };
   for (const { records, changes, withNew, calls } of writes) {
     out.calls.push(...(calls ?? []));
     const { vectors, concepts } = withNew;
@@ -128,7 +141,10 @@ function defined<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
-export function conceptBindings(concepts: readonly ConceptRecord[], mentions: ReadonlyArray<{ memory: string; concept: string }>): { concepts: unknown[]; mentions: unknown[] } {
+export function conceptBindings(
+  concepts: readonly ConceptRecord[],
+  mentions: ReadonlyArray<{ memory: string; concept: string }>,
+): { concepts: unknown[]; mentions: unknown[] } {
   return {
     concepts: concepts.map(conceptRow),
     mentions: mentions.map((m) => ({ in: new RecordId('memory', m.memory), out: new RecordId('concept', m.concept) })),

@@ -6,7 +6,23 @@ import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { openEmbeddedSurreal } from '../../shared/platform/embedded-surreal.js';
 import type { CallStatus, ToolCallRecord } from '../../shared/protocol/tool-call.js';
 import type { MemoryRecord } from './memory-record.js';
-import { aliasBindings, type AliasRow, callBinding, conceptBindings, type ConceptRecord, conceptRow, fromRow, type MemoryRow, type MemoryWrite, type StoredChanges, type StoredVector, storedVector, vectorBytes, writeBindings, type WrittenWith } from './memory-rows.js';
+import {
+  aliasBindings,
+  type AliasRow,
+  callBinding,
+  conceptBindings,
+  type ConceptRecord,
+  conceptRow,
+  fromRow,
+  type MemoryRow,
+  type MemoryWrite,
+  type StoredChanges,
+  type StoredVector,
+  storedVector,
+  vectorBytes,
+  writeBindings,
+  type WrittenWith,
+} from './memory-rows.js';
 import { WriteBehind } from './write-behind.js';
 
 export type { AliasRow, ConceptRecord, ConceptWrite, WrittenWith } from './memory-rows.js';
@@ -97,7 +113,10 @@ export class MemoryStore {
   #closing = false;
   /** Queries sent and not yet answered: close waits for them (the engine panics on a connection closed under a query). */
   readonly #inFlight = new Set<Promise<unknown>>();
-  readonly #later = new WriteBehind<MemoryWrite>((writes) => this.#writeNow(writes), { maxItems: 256, onError: (err, n) => this.#reportLate?.(err, n) });
+  readonly #later = new WriteBehind<MemoryWrite>((writes) => this.#writeNow(writes), {
+    maxItems: 256,
+    onError: (err, n) => this.#reportLate?.(err, n),
+  });
   #reportLate: ((err: unknown, writes: number) => void) | undefined;
 
   private constructor(db: Surreal) {
@@ -109,7 +128,9 @@ export class MemoryStore {
    * rather than hanging if it cannot open within `timeoutMs`.
    */
   static async open(dir: string, options: { timeoutMs: number }): Promise<MemoryStore> {
-    return new MemoryStore(await openEmbeddedSurreal(dir, { namespace: 'thymos', database: 'agent', schema: SCHEMA, timeoutMs: options.timeoutMs }));
+    return new MemoryStore(
+      await openEmbeddedSurreal(dir, { namespace: 'thymos', database: 'agent', schema: SCHEMA, timeoutMs: options.timeoutMs }),
+    );
   }
 
   async insert(records: readonly MemoryRecord[]): Promise<void> {
@@ -122,7 +143,11 @@ export class MemoryStore {
    * for the new memories at once (their vectors, the concepts they mention) to that same
    * transaction, so a heard event costs one write instead of three.
    */
-  async apply(records: readonly MemoryRecord[], changes: ReadonlyArray<{ id: string; changes: StoredChanges }>, withNew: WrittenWith = {}): Promise<void> {
+  async apply(
+    records: readonly MemoryRecord[],
+    changes: ReadonlyArray<{ id: string; changes: StoredChanges }>,
+    withNew: WrittenWith = {},
+  ): Promise<void> {
     if (records.length === 0 && changes.length === 0) return;
     await this.#later.flush();
     await this.#writeNow([{ records, changes, withNew }]);
@@ -179,7 +204,10 @@ export class MemoryStore {
 
   /** The stored vectors made by `model`, by memory id. */
   async embeddings(model: string): Promise<Map<string, Float32Array>> {
-    const [rows] = await this.#run<[Array<{ id: RecordId; embedding: StoredVector }>]>('SELECT id, embedding FROM memory WHERE embedding_model = $model', { model });
+    const [rows] = await this.#run<[Array<{ id: RecordId; embedding: StoredVector }>]>(
+      'SELECT id, embedding FROM memory WHERE embedding_model = $model',
+      { model },
+    );
     return new Map((rows ?? []).map((r) => [String(r.id.id), storedVector(r.embedding)]));
   }
 
@@ -216,11 +244,22 @@ export class MemoryStore {
   }
 
   /** Writes concepts (whole records, by key) and the memory → concept mentions, in one request. */
-  async saveConcepts(concepts: readonly ConceptRecord[], mentions: ReadonlyArray<{ memory: string; concept: string }>, extracted: readonly string[] = [], at = Date.now(), aliases: readonly AliasRow[] = []): Promise<void> {
+  async saveConcepts(
+    concepts: readonly ConceptRecord[],
+    mentions: ReadonlyArray<{ memory: string; concept: string }>,
+    extracted: readonly string[] = [],
+    at = Date.now(),
+    aliases: readonly AliasRow[] = [],
+  ): Promise<void> {
     if (concepts.length === 0 && mentions.length === 0 && extracted.length === 0 && aliases.length === 0) return;
     await this.#run(
       'BEGIN TRANSACTION; FOR $c IN $concepts { UPSERT $c.id CONTENT $c.row RETURN NONE; }; IF array::len($mentions) > 0 { INSERT RELATION INTO mentions $mentions RETURN NONE; }; IF array::len($extracted) > 0 { UPDATE $extracted SET concepts_at = $at RETURN NONE; }; FOR $a IN $aliases { UPSERT $a.id CONTENT $a.row RETURN NONE; }; COMMIT TRANSACTION;',
-      { ...conceptBindings(concepts, mentions), extracted: extracted.map((id) => new RecordId('memory', id)), at, aliases: aliasBindings(aliases) },
+      {
+        ...conceptBindings(concepts, mentions),
+        extracted: extracted.map((id) => new RecordId('memory', id)),
+        at,
+        aliases: aliasBindings(aliases),
+      },
     );
   }
 
@@ -246,7 +285,9 @@ export class MemoryStore {
         Array<{ in: RecordId; out: RecordId; type: string; properties: string; at: number }>,
         Array<{ in: RecordId; out: RecordId; reason: string; at: number }>,
       ]
-    >('SELECT * FROM concept; SELECT text, concept, type, source FROM alias; SELECT in, out FROM mentions; SELECT in, out, type, properties, at FROM relates; SELECT in, out, reason, at FROM caused_by;');
+    >(
+      'SELECT * FROM concept; SELECT text, concept, type, source FROM alias; SELECT in, out FROM mentions; SELECT in, out, type, properties, at FROM relates; SELECT in, out, reason, at FROM caused_by;',
+    );
     return {
       concepts: (concepts ?? []).map(({ id, attributes, ...c }) => ({
         ...c,
@@ -259,7 +300,13 @@ export class MemoryStore {
       })),
       aliases: aliases ?? [],
       mentions: (mentions ?? []).map((m) => ({ memory: String(m.in.id), concept: String(m.out.id) })),
-      relations: (relations ?? []).map((r) => ({ from: String(r.in.id), to: String(r.out.id), type: r.type, properties: JSON.parse(r.properties) as Record<string, unknown>, at: Number(r.at) })),
+      relations: (relations ?? []).map((r) => ({
+        from: String(r.in.id),
+        to: String(r.out.id),
+        type: r.type,
+        properties: JSON.parse(r.properties) as Record<string, unknown>,
+        at: Number(r.at),
+      })),
       causes: (causes ?? []).map((c) => ({ effect: String(c.in.id), cause: String(c.out.id), reason: c.reason, at: Number(c.at) })),
     };
   }
@@ -278,8 +325,19 @@ export class MemoryStore {
       'FOR $c IN $concepts { UPSERT $c.id MERGE $c.row RETURN NONE; }; IF array::len($relations) > 0 { INSERT RELATION INTO relates $relations RETURN NONE; }; IF array::len($causes) > 0 { INSERT RELATION INTO caused_by $causes RETURN NONE; };',
       {
         concepts: [...concepts.values()].map(conceptRow),
-        relations: relations.map((r) => ({ in: new RecordId('concept', r.from.key), out: new RecordId('concept', r.to.key), type: r.type, properties: JSON.stringify(r.properties), at: r.at })),
-        causes: causes.map((c) => ({ in: new RecordId('memory', c.effect), out: new RecordId('memory', c.cause), reason: c.reason, at: c.at })),
+        relations: relations.map((r) => ({
+          in: new RecordId('concept', r.from.key),
+          out: new RecordId('concept', r.to.key),
+          type: r.type,
+          properties: JSON.stringify(r.properties),
+          at: r.at,
+        })),
+        causes: causes.map((c) => ({
+          in: new RecordId('memory', c.effect),
+          out: new RecordId('memory', c.cause),
+          reason: c.reason,
+          at: c.at,
+        })),
       },
     );
   }
@@ -393,4 +451,3 @@ export class MemoryStore {
     }
   }
 }
-

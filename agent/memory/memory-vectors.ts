@@ -41,9 +41,15 @@ export class MemoryVectors {
   }
 
   /** Loads the stored vectors of `records` made by `embedder`'s model, and schedules the missing ones. */
-  static async attach(embedder: Embedder, store: MemoryStore, records: ReadonlyMap<string, MemoryRecord>, logger: Logger | undefined): Promise<MemoryVectors> {
+  static async attach(
+    embedder: Embedder,
+    store: MemoryStore,
+    records: ReadonlyMap<string, MemoryRecord>,
+    logger: Logger | undefined,
+  ): Promise<MemoryVectors> {
     const vectors = new MemoryVectors(embedder, store, logger);
-    for (const [id, v] of await store.embeddings(embedder.model)) if (records.has(id) && v.length === embedder.dims) vectors.index.set(id, v);
+    for (const [id, v] of await store.embeddings(embedder.model))
+      if (records.has(id) && v.length === embedder.dims) vectors.index.set(id, v);
     const missing = [...records.values()].filter((r) => !vectors.index.has(r.id));
     if (missing.length > 0) vectors.embedSoon(missing);
     return vectors;
@@ -132,7 +138,9 @@ export class MemoryVectors {
         for (let i = 0; i < batch.length; i += 256) {
           const vectors = await this.#embed(batch.slice(i, i + 256));
           if (!vectors) continue;
-          await this.#store.setEmbeddings(this.#embedder.model, vectors).catch((err: unknown) => this.#logger?.warn({ err: (err as Error).message }, 'vectors not stored'));
+          await this.#store
+            .setEmbeddings(this.#embedder.model, vectors)
+            .catch((err: unknown) => this.#logger?.warn({ err: (err as Error).message }, 'vectors not stored'));
           for (const [id, v] of vectors) this.index.set(id, v);
         }
       });

@@ -26,7 +26,6 @@ export interface RecallOptions {
   cascade?: Partial<CascadeTuning>;
 }
 
-
 /**
  * The search a recall runs: `name` is a method (bm25, vector, hybrid, cascade) or one of the domain's
  * named strategies; unset, the agent's own `fallback`; neither, the memory's default.
@@ -42,7 +41,9 @@ export function resolveSearchStrategy(
   const strategy = Object.hasOwn(named, chosen) ? named[chosen] : undefined;
   if (!strategy) {
     const known = [...SEARCH_METHODS, ...Object.keys(named)];
-    throw new ThymosError(ErrorCode.INVALID_INPUT, `strategy: expected ${known.join(', ')}; got ${JSON.stringify(chosen)}`, { location: { path: 'strategy' } });
+    throw new ThymosError(ErrorCode.INVALID_INPUT, `strategy: expected ${known.join(', ')}; got ${JSON.stringify(chosen)}`, {
+      location: { path: 'strategy' },
+    });
   }
   return { strategy: strategy.method, ...(strategy.semanticWeight != null ? { semanticWeight: strategy.semanticWeight } : {}) };
 }

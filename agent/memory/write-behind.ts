@@ -100,10 +100,13 @@ export class WriteBehind<T> {
 
   #schedule(): void {
     if (this.#timer || this.#writing || this.#closed) return;
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      void this.flush().catch(() => undefined);
-    }, Math.max(0, this.#due - performance.now(), this.#retryAt - performance.now()));
+    this.#timer = setTimeout(
+      () => {
+        this.#timer = undefined;
+        void this.flush().catch(() => undefined);
+      },
+      Math.max(0, this.#due - performance.now(), this.#retryAt - performance.now()),
+    );
   }
 
   #start(): Promise<unknown> {

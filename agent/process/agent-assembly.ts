@@ -54,7 +54,10 @@ export async function assembleAgent(
 ): Promise<AssembledAgent> {
   const { definition, defined } = resolved;
   const memory = await AgentMemory.load(store, config.memory, { logger });
-  const models = new AgentModels(options.agentId, config.llm, definition, process.env, { config: config.file, domain: config.domainSchemaPath });
+  const models = new AgentModels(options.agentId, config.llm, definition, process.env, {
+    config: config.file,
+    domain: config.domainSchemaPath,
+  });
   // What the extraction model spends is counted once the runtime that counts it exists.
   let account: ((provider: LlmProvider, result: GenerateResult) => void) | undefined;
   let concepts: ConceptTracker | undefined;
@@ -63,9 +66,22 @@ export async function assembleAgent(
     const relationshipTypes = startContext?.relationshipTypes ?? domain?.relationshipTypes ?? {};
     const conceptTypes = startContext?.conceptTypes ?? domain?.conceptTypes ?? {};
     const finder = models.usesModel('extraction')
-      ? new ModelConceptExtractor({ provider: () => models.provider('extraction'), fallback: extractor, conceptTypes: Object.keys(conceptTypes), spent: (p, r) => account?.(p, r), logger })
+      ? new ModelConceptExtractor({
+          provider: () => models.provider('extraction'),
+          fallback: extractor,
+          conceptTypes: Object.keys(conceptTypes),
+          spent: (p, r) => account?.(p, r),
+          logger,
+        })
       : extractor;
-    concepts = await ConceptTracker.attach(memory, store, { extractor: finder, settings: config.memory, aliases, relationshipTypes, conceptTypes, logger });
+    concepts = await ConceptTracker.attach(memory, store, {
+      extractor: finder,
+      settings: config.memory,
+      aliases,
+      relationshipTypes,
+      conceptTypes,
+      logger,
+    });
   }
   const consolidator = new MemoryConsolidator({ memory, store, concepts, settings: config.memory, logger });
   await seedKnowledge(memory, store, definition, options.agentId);
@@ -108,7 +124,19 @@ export async function assembleAgent(
     env: process.env,
     logger,
   });
-  runtime.useTools(actingOf(tools, runtime, models, { aliases: startContext?.aliases ?? (domain ? aliasTable(domain) : []), glossary: config.glossaryPath, model: customWordsModel(config) }, logger));
+  runtime.useTools(
+    actingOf(
+      tools,
+      runtime,
+      models,
+      {
+        aliases: startContext?.aliases ?? (domain ? aliasTable(domain) : []),
+        glossary: config.glossaryPath,
+        model: customWordsModel(config),
+      },
+      logger,
+    ),
+  );
   // An approved call that changes something waits for the agent to be Active: it runs when the agent next becomes so.
   let mode = runtime.mode;
   runtime.on('state', (s) => {
@@ -122,23 +150,43 @@ export async function assembleAgent(
   return { memory, runtime, tools };
 }
 
-
 /**
  * What the agent does with its granted tools beyond a call by name: a model of dialogue or
  * reasoning calls them as itself (`model:<use>`) through the same path; plain words and
  * `[TOOL: …]` are resolved to calls, with the names the domain gives ids.
  */
-function actingOf(tools: ToolCaller, runtime: AgentRuntime, models: AgentModels, words: { aliases: readonly AliasEntry[]; glossary: string | undefined; model: string | undefined }, logger: Logger): IntentActs {
+function actingOf(
+  tools: ToolCaller,
+  runtime: AgentRuntime,
+  models: AgentModels,
+  words: { aliases: readonly AliasEntry[]; glossary: string | undefined; model: string | undefined },
+  logger: Logger,
+): IntentActs {
   return new IntentActs({
     caller: tools,
     known: knownNames(words.aliases),
     ...(words.glossary ? { glossaryDir: words.glossary } : {}),
     ...(words.model ? { modelDir: words.model } : {}),
     remember: (memories) => runtime.hear(memories, { storeWithinMs: TOOL_MEMORY_WITHIN_MS }),
-    loop: (use, chain, by, keyOf) => toolLoopOf(tools, { caller: by ?? `model:${use}`, maxSteps: models.settings(use).max_tool_steps ?? 0, budgetMs: models.settings(use).tool_budget_ms ?? 20_000, ...(chain ? { chain } : {}), ...(keyOf ? { keyOf } : {}) }),
+    loop: (use, chain, by, keyOf) =>
+      toolLoopOf(tools, {
+        caller: by ?? `model:${use}`,
+        maxSteps: models.settings(use).max_tool_steps ?? 0,
+        budgetMs: models.settings(use).tool_budget_ms ?? 20_000,
+        ...(chain ? { chain } : {}),
+        ...(keyOf ? { keyOf } : {}),
+      }),
     logger,
     // With an `[llm.extraction]` model, it chooses among the candidates (or none) and fills the arguments; offline, the ranking's bars and the deterministic filler do.
-    ...(models.usesModel('extraction') ? { model: modelReader(tools.tools, (client) => models.provider('extraction', client), (p, r) => runtime.account('extraction', p, r)) } : {}),
+    ...(models.usesModel('extraction')
+      ? {
+          model: modelReader(
+            tools.tools,
+            (client) => models.provider('extraction', client),
+            (p, r) => runtime.account('extraction', p, r),
+          ),
+        }
+      : {}),
   });
 }
 
@@ -172,7 +220,9 @@ async function seedKnowledge(memory: AgentMemory, store: MemoryStore, definition
   const seeded = new Set((await store.getMeta<string[]>('knowledge_seeded')) ?? []);
   const fresh = definition.knowledge.filter((fact) => !seeded.has(hash(fact)));
   if (fresh.length === 0) return;
-  await memory.rememberMany(fresh.map((content) => ({ content, importance: 0.7, tags: ['knowledge'], source: { kind: 'knowledge', by: id } })));
+  await memory.rememberMany(
+    fresh.map((content) => ({ content, importance: 0.7, tags: ['knowledge'], source: { kind: 'knowledge', by: id } })),
+  );
   for (const f of fresh) seeded.add(hash(f));
   await store.setMeta('knowledge_seeded', [...seeded]);
 }
@@ -200,15 +250,23 @@ async function loadBehavior(config: ThymosConfig, id: string, definition: AgentD
     });
   }
   const behavior = (await create({ id, definition })) as Partial<AgentBehavior> | null | undefined;
-  const notFunctions = ['talk', 'evaluateRelevance', 'work'].filter((k) => behavior && (behavior as Record<string, unknown>)[k] !== undefined && typeof (behavior as Record<string, unknown>)[k] !== 'function');
+  const notFunctions = ['talk', 'evaluateRelevance', 'work'].filter(
+    (k) =>
+      behavior && (behavior as Record<string, unknown>)[k] !== undefined && typeof (behavior as Record<string, unknown>)[k] !== 'function',
+  );
   if (!behavior || typeof behavior !== 'object' || notFunctions.length > 0) {
-    throw new ThymosError(ErrorCode.CONFIG_INVALID, `agent.behavior: createBehavior() in ${path} must return an object whose talk, evaluateRelevance and work, where given, are functions${notFunctions.length > 0 ? ` (not: ${notFunctions.join(', ')})` : ''}`, {
-      location: { file: config.file, path: 'agent.behavior' },
-    });
+    throw new ThymosError(
+      ErrorCode.CONFIG_INVALID,
+      `agent.behavior: createBehavior() in ${path} must return an object whose talk, evaluateRelevance and work, where given, are functions${notFunctions.length > 0 ? ` (not: ${notFunctions.join(', ')})` : ''}`,
+      {
+        location: { file: config.file, path: 'agent.behavior' },
+      },
+    );
   }
   // A module may give only what it changes: without talk(), the agent talks as DialogueBehavior does.
   if (typeof behavior.talk === 'function') return behavior as AgentBehavior;
   const dialogue = new DialogueBehavior();
-  return Object.assign(Object.create(behavior) as AgentBehavior, { talk: (ctx: AgentBehaviorContext, req: TalkRequest) => dialogue.talk(ctx, req) });
+  return Object.assign(Object.create(behavior) as AgentBehavior, {
+    talk: (ctx: AgentBehaviorContext, req: TalkRequest) => dialogue.talk(ctx, req),
+  });
 }
-

@@ -54,7 +54,10 @@ export function parseAgentArgs(argv: readonly string[]): AgentOptions {
   };
   const result = AgentOptionsSchema.safeParse(raw);
   if (!result.success) {
-    const text = describeIssues(result.error, raw).replace(/\bagentId\b/g, '--agent-id').replace(/\bnatsUrl\b/g, '--nats-url').replace(/^(port|mode|context|config)\b/gm, '--$1');
+    const text = describeIssues(result.error, raw)
+      .replace(/\bagentId\b/g, '--agent-id')
+      .replace(/\bnatsUrl\b/g, '--nats-url')
+      .replace(/^(port|mode|context|config)\b/gm, '--$1');
     throw new ThymosError(ErrorCode.USAGE, `${text}\n${AGENT_USAGE}`);
   }
   return result.data;

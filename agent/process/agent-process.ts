@@ -68,7 +68,16 @@ export async function runAgentProcess(options: AgentOptions, output: { logFile?:
     const { store, lock, definition } = state;
     // Concepts come from the fleet's concept service once NATS is linked; the tagger here until then.
     const concepts = new SharedConceptExtractor(logger);
-    const { memory, runtime, tools } = await assembleAgent(options, config, store, startContext, state.domain, { definition, defined: state.defined }, logger, concepts);
+    const { memory, runtime, tools } = await assembleAgent(
+      options,
+      config,
+      store,
+      startContext,
+      state.domain,
+      { definition, defined: state.defined },
+      logger,
+      concepts,
+    );
     clock.mark('memory_load');
 
     const { AgentHttpServer } = await httpModule;
@@ -83,28 +92,34 @@ export async function runAgentProcess(options: AgentOptions, output: { logFile?:
     // Declared before the stop, which a shutdown request may run while the links are still being made.
     let links: FleetLinks | undefined;
     let schedule: NodeJS.Timeout | undefined;
-    const stopper = new StopOnce((reason) => shutdownAgent({ config, logger, runtime, channel: links?.channel, listeners: links?.listeners ?? [], http, store, lock, schedule }, reason));
+    const stopper = new StopOnce((reason) =>
+      shutdownAgent(
+        { config, logger, runtime, channel: links?.channel, listeners: links?.listeners ?? [], http, store, lock, schedule },
+        reason,
+      ),
+    );
     const stop = (reason: string) => stopper.stop(reason);
 
-    links = config.nats.url && natsModule
-      ? await linkToFleet({
-          options,
-          config,
-          natsUrl: config.nats.url,
-          channelModule: natsModule,
-          runtime,
-          memory,
-          concepts,
-          worldWatches: state.worldWatches,
-          work: workOf(definition, startContext?.queues ?? state.domain?.queues ?? {}),
-          tools,
-          logger,
-          cleanup,
-          phase: (name) => clock.mark(name),
-          onShutdown: () => void stop('control'),
-          stopping: () => stopper.asked,
-        })
-      : undefined;
+    links =
+      config.nats.url && natsModule
+        ? await linkToFleet({
+            options,
+            config,
+            natsUrl: config.nats.url,
+            channelModule: natsModule,
+            runtime,
+            memory,
+            concepts,
+            worldWatches: state.worldWatches,
+            work: workOf(definition, startContext?.queues ?? state.domain?.queues ?? {}),
+            tools,
+            logger,
+            cleanup,
+            phase: (name) => clock.mark(name),
+            onShutdown: () => void stop('control'),
+            stopping: () => stopper.asked,
+          })
+        : undefined;
 
     const every = config.memory.consolidate_every_s;
     schedule = every > 0 ? setInterval(() => void runtime.consolidateWithin('schedule'), every * 1000) : undefined;
@@ -113,7 +128,15 @@ export async function runAgentProcess(options: AgentOptions, output: { logFile?:
     runtime.setStatus('ready');
     links?.channel.publishStatus('ready');
     logger.info(
-      { port: options.port, mode: options.mode, memories: memory.count, ms: clock.elapsed(), since_process_start_ms: Math.round(performance.now()), cpu_ms: processCpuMs(), phases: clock.phases },
+      {
+        port: options.port,
+        mode: options.mode,
+        memories: memory.count,
+        ms: clock.elapsed(),
+        since_process_start_ms: Math.round(performance.now()),
+        cpu_ms: processCpuMs(),
+        phases: clock.phases,
+      },
       `agent ready on http://${config.agent.host}:${options.port}/mcp`,
     );
     process.send?.('ready');
@@ -130,7 +153,14 @@ export async function runAgentProcess(options: AgentOptions, output: { logFile?:
  * Takes the agent's data lock and opens its database while the domain schema (a Pkl child
  * process) loads, then settles who the agent is and which events and world changes reach it.
  */
-async function openAgentState(options: AgentOptions, config: ThymosConfig, startContext: AgentStartContext | undefined, logger: Logger, cleanup: CleanupStack, clock: PhaseClock) {
+async function openAgentState(
+  options: AgentOptions,
+  config: ThymosConfig,
+  startContext: AgentStartContext | undefined,
+  logger: Logger,
+  cleanup: CleanupStack,
+  clock: PhaseClock,
+) {
   const dir = agentDataDir(config, options.agentId);
   // A first start refused before it could take anything in (a port in use, a bad context) leaves
   // no folder behind: pushed first, this runs last, after the database is closed.
@@ -138,7 +168,11 @@ async function openAgentState(options: AgentOptions, config: ThymosConfig, start
   // A first start on a port another process holds is refused before it makes anything: the
   // database engine may write its files a moment after close, after the folder was removed.
   if (fresh && options.port !== 0 && (await portTaken(config.agent.host, options.port))) {
-    throw new ThymosError(ErrorCode.PORT_IN_USE, `port ${options.port} on ${config.agent.host} is already in use; choose another with --port`, { details: { port: options.port } });
+    throw new ThymosError(
+      ErrorCode.PORT_IN_USE,
+      `port ${options.port} on ${config.agent.host} is already in use; choose another with --port`,
+      { details: { port: options.port } },
+    );
   }
   const started = { listening: false };
   // The engine may still be writing its last files a moment after close: ENOTEMPTY is tried again.

@@ -42,7 +42,11 @@ export async function shutdownAgent(parts: AgentShutdownParts, reason: string): 
   runtime.links.setWorld(undefined);
   for (const l of listeners) await l.close();
   // What was heard live and waits to be stored is stored now, and acknowledged while the connection is open.
-  await parts.store.writePending().catch((err: unknown) => logger.error({ err }, 'storing what waits failed: what was heard will be delivered again; the records of the last reads may be lost'));
+  await parts.store
+    .writePending()
+    .catch((err: unknown) =>
+      logger.error({ err }, 'storing what waits failed: what was heard will be delivered again; the records of the last reads may be lost'),
+    );
   if (config.memory.consolidate_on_passivate) await runtime.consolidateWithin('passivation', config.memory.consolidate_budget_ms);
   await runtime.snapshot(`stop:${reason}`).catch((err: unknown) => logger.error({ err }, 'snapshot failed'));
   await parts.http.close();

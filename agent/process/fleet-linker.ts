@@ -65,7 +65,15 @@ export async function linkToFleet(parts: FleetLinkParts): Promise<FleetLinks> {
   const { AgentControlChannel } = await parts.channelModule;
   const channel = new AgentControlChannel(
     runtime,
-    { servers: parts.natsUrl, link: fleetNatsLink(config, agentIdentity(runtime.id), parts.natsUrl), names, heartbeatMs: config.agent.heartbeat_ms, onShutdown, decideCall: (id, decision) => parts.tools.decide(id, decision), toolCalls: () => parts.tools.counts() },
+    {
+      servers: parts.natsUrl,
+      link: fleetNatsLink(config, agentIdentity(runtime.id), parts.natsUrl),
+      names,
+      heartbeatMs: config.agent.heartbeat_ms,
+      onShutdown,
+      decideCall: (id, decision) => parts.tools.decide(id, decision),
+      toolCalls: () => parts.tools.counts(),
+    },
     logger,
   );
   cleanup.push(() => channel.close());
@@ -96,7 +104,13 @@ export async function linkToFleet(parts: FleetLinkParts): Promise<FleetLinks> {
       runtime.links.setMessenger(inbox);
     });
     await once('world', async () => {
-      const world = new WorldClient(nc, { timeoutMs: config.supervisor.request_timeout_ms, by: options.agentId, owner: options.agentId, names, agent: options.agentId });
+      const world = new WorldClient(nc, {
+        timeoutMs: config.supervisor.request_timeout_ms,
+        by: options.agentId,
+        owner: options.agentId,
+        names,
+        agent: options.agentId,
+      });
       const { publishWorldEvent } = await import('../../shared/nats/event-stream.js');
       runtime.links.setWorld(world, async (input) => {
         const event = parseAgentEvent(input, options.agentId);
@@ -125,7 +139,10 @@ export async function linkToFleet(parts: FleetLinkParts): Promise<FleetLinks> {
   const listenUntilDone = () => retryUntilDone(listen, stopping, logger);
   if (linked) {
     await listen().catch((err: unknown) => {
-      logger.warn({ err: (err as Error).message }, 'world events unavailable (JetStream off or recovering, or no event stream yet); retrying in the background');
+      logger.warn(
+        { err: (err as Error).message },
+        'world events unavailable (JetStream off or recovering, or no event stream yet); retrying in the background',
+      );
       void listenUntilDone();
     });
     phase('replay');
@@ -141,7 +158,11 @@ async function openReaders(parts: FleetLinkParts, names: FleetNames, listeners: 
   const { AgentEventListener } = await import('../links/agent-event-listener.js');
   // What the router found in a heard event's text, so that neither service is asked again.
   const hints = new HintBook();
-  const ear = new AgentEventListener(runtime, { replayMax: config.events.replay_max, ackWaitS: config.events.ack_wait_s, storeDelayMs: config.events.store_delay_ms, names, hints }, logger);
+  const ear = new AgentEventListener(
+    runtime,
+    { replayMax: config.events.replay_max, ackWaitS: config.events.ack_wait_s, storeDelayMs: config.events.store_delay_ms, names, hints },
+    logger,
+  );
   // What arrived while the agent was stopped is heard before it says ready; when NATS
   // comes later, as soon as it does.
   const { AgentInbox } = await import('../links/agent-inbox.js');
@@ -156,14 +177,27 @@ async function openReaders(parts: FleetLinkParts, names: FleetNames, listeners: 
 }
 
 /** The agent's work from the queues, when it has skills that a queue it serves takes (`JobWorker`). */
-async function startWork(parts: FleetLinkParts, nc: NatsConnection, names: FleetNames, listeners: Array<{ close(): Promise<void> }>): Promise<void> {
+async function startWork(
+  parts: FleetLinkParts,
+  nc: NatsConnection,
+  names: FleetNames,
+  listeners: Array<{ close(): Promise<void> }>,
+): Promise<void> {
   if (parts.work.length === 0) return;
   const { JobWorker } = await import('../links/job-worker.js');
   const { callsSettled } = await import('../tools/calls-settled.js');
   const { SupervisorRequester } = await import('../../shared/nats/supervisor-requester.js');
   const supervisor = SupervisorRequester.control(nc, parts.config.supervisor.request_timeout_ms, names, parts.runtime.id);
   const settled = (ids: readonly string[], signal: AbortSignal) => callsSettled(parts.tools, ids, signal);
-  const worker = new JobWorker(parts.runtime, parts.work, names, parts.logger, (given) => supervisor.request('job_give_up', given), parts.config.jobs.concurrency, settled);
+  const worker = new JobWorker(
+    parts.runtime,
+    parts.work,
+    names,
+    parts.logger,
+    (given) => supervisor.request('job_give_up', given),
+    parts.config.jobs.concurrency,
+    settled,
+  );
   parts.cleanup.push(() => worker.close());
   listeners.push(worker);
   await worker.open(nc);

@@ -63,7 +63,12 @@ export async function runSpareProcess(options: SpareOptions): Promise<Spare> {
     import('../links/agent-world-watcher.js'),
     import('../../shared/nats/world-client.js'),
   ]);
-  const nc = await connectNats({ servers: options.natsUrl, name: options.slot, ...fleetNatsLink(config, 'spare', options.natsUrl), who: 'spare' });
+  const nc = await connectNats({
+    servers: options.natsUrl,
+    name: options.slot,
+    ...fleetNatsLink(config, 'spare', options.natsUrl),
+    who: 'spare',
+  });
   logRefusals(nc, logger, 'spare');
   const concepts = new SharedConceptExtractor(logger);
   concepts.link(nc, new FleetNames(config.fleet.name));
@@ -122,7 +127,17 @@ async function become(claim: SpareClaim, options: SpareOptions, logs: string): P
   process.send?.({ type: 'axm:option:configuration', data: { name: Pm2Names.agent(claim.agentId) } });
   const logFile = join(logs, `${claim.agentId}.log`);
   try {
-    return await runAgentProcess({ agentId: claim.agentId, port: claim.port, mode: claim.mode, context: claim.context, config: options.config, natsUrl: options.natsUrl }, { logFile });
+    return await runAgentProcess(
+      {
+        agentId: claim.agentId,
+        port: claim.port,
+        mode: claim.mode,
+        context: claim.context,
+        config: options.config,
+        natsUrl: options.natsUrl,
+      },
+      { logFile },
+    );
   } catch (err) {
     const e = toThymosError(err);
     try {

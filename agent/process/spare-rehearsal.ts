@@ -23,7 +23,12 @@ const REHEARSAL_ID = 'spare_rehearsal';
  * before the spare can be claimed: no agent's data is touched, and nothing of the rehearsal
  * is left for the agent the spare becomes. The user's behaviour module is not loaded for it.
  */
-export async function rehearseAgent(config: ThymosConfig, dir: string, logger: Logger, extractor?: ConceptExtractor): Promise<{ steps: string[]; ms: number }> {
+export async function rehearseAgent(
+  config: ThymosConfig,
+  dir: string,
+  logger: Logger,
+  extractor?: ConceptExtractor,
+): Promise<{ steps: string[]; ms: number }> {
   const started = performance.now();
   rmSync(dir, { recursive: true, force: true });
   const quiet = logger.child({}, { level: 'warn' });
@@ -34,7 +39,16 @@ export async function rehearseAgent(config: ThymosConfig, dir: string, logger: L
   try {
     const definition = defaultDefinition(REHEARSAL_ID);
     const options = { agentId: REHEARSAL_ID, port: 1, mode: 'active' as const };
-    const { runtime, memory: assembled } = await assembleAgent(options, rehearsalConfig, store, undefined, undefined, { definition, defined: false }, quiet, extractor);
+    const { runtime, memory: assembled } = await assembleAgent(
+      options,
+      rehearsalConfig,
+      store,
+      undefined,
+      undefined,
+      { definition, defined: false },
+      quiet,
+      extractor,
+    );
     memory = assembled;
     runtime.setStatus('ready');
     // Its endpoint asks for a token of its own, as every agent's does: nobody else can call the rehearsal's model while it runs.
@@ -77,16 +91,27 @@ function removeRehearsal(dir: string, logger: Logger): void {
 
 /** An MCP session the way a client runs one: initialize, a few tool calls, then the session's end; the steps it ran. */
 async function rehearseMcp(url: string, token: string, talk: boolean): Promise<string[]> {
-  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${token}` };
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    authorization: `Bearer ${token}`,
+  };
   const post = async (body: object): Promise<void> => {
     const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', ...body }) });
     const session = res.headers.get('mcp-session-id');
     if (session) headers['mcp-session-id'] = session;
     const text = await res.text();
-    if (!res.ok || text.includes('"isError":true')) throw new Error(`the spare's rehearsal failed: ${'method' in body ? String(body.method) : ''} answered HTTP ${res.status} ${text.slice(0, 200)}`);
+    if (!res.ok || text.includes('"isError":true'))
+      throw new Error(
+        `the spare's rehearsal failed: ${'method' in body ? String(body.method) : ''} answered HTTP ${res.status} ${text.slice(0, 200)}`,
+      );
   };
   const call = (id: number, name: string, args: object) => post({ id, method: 'tools/call', params: { name, arguments: args } });
-  await post({ id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'thymos-spare', version: '0' } } });
+  await post({
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'thymos-spare', version: '0' } },
+  });
   await post({ method: 'notifications/initialized' });
   await call(2, 'remember', { content: 'The rehearsal bell rang twice at the old mill before dawn.' });
   // A query that names a time, so a claimed agent's first such query finds chrono's date parsers warm.

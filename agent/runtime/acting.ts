@@ -22,17 +22,27 @@ export function withoutMarkers(text: string): string {
 
 /** Acts as the steps of a reply or decision: the call's record when one was made, else the outcome and the tool meant. */
 export function actSteps(acts: readonly ActOutcome[]): ToolStep[] {
-  return acts.map(({ answer, record }) => (record ? recordStep(record) : { tool: answer.tool ?? answer.candidates[0]?.tool ?? '', status: answer.outcome, ms: 0 }));
+  return acts.map(({ answer, record }) =>
+    record ? recordStep(record) : { tool: answer.tool ?? answer.candidates[0]?.tool ?? '', status: answer.outcome, ms: 0 },
+  );
 }
 
 /** A call's record as a step: the tool, how it ended, and how long it took. */
 export function recordStep(record: ToolCallRecord): ToolStep {
-  return { tool: record.tool, call_id: record.call_id, status: record.status, ...(record.error ? { code: record.error.code } : {}), ms: record.duration_ms ?? 0 };
+  return {
+    tool: record.tool,
+    call_id: record.call_id,
+    status: record.status,
+    ...(record.error ? { code: record.error.code } : {}),
+    ms: record.duration_ms ?? 0,
+  };
 }
 
 /** A reply with what its `[TOOL: …]` did: the words without them, and the acts among its tool calls. */
 export function withActs(reply: TalkReply, acted: { reply: string; acts: readonly ActOutcome[] }): TalkReply {
-  return acted.acts.length === 0 ? reply : { ...reply, reply: acted.reply, tool_calls: [...(reply.tool_calls ?? []), ...actSteps(acted.acts)] };
+  return acted.acts.length === 0
+    ? reply
+    : { ...reply, reply: acted.reply, tool_calls: [...(reply.tool_calls ?? []), ...actSteps(acted.acts)] };
 }
 
 /** Who asks plain words to be read, and what cancels the reading. */

@@ -95,11 +95,23 @@ export interface JobRequest extends JobDelivery {
  * reason longer than 2,000 characters is cut there; other keys are ignored.
  */
 export const JobResultSchema = z.discriminatedUnion('status', [
-  z.object({ status: z.literal('done'), note: z.string().transform((t) => t.slice(0, 2000)).optional() }),
+  z.object({
+    status: z.literal('done'),
+    note: z
+      .string()
+      .transform((t) => t.slice(0, 2000))
+      .optional(),
+  }),
   z.object({
     status: z.enum(['retry', 'give_up']),
-    reason: z.string().min(1, 'say why').transform((t) => t.slice(0, 2000)),
-    code: z.string().regex(/^[A-Z][A-Z0-9_]{0,63}$/, 'an upper-case code such as TOOL_FAILED').optional(),
+    reason: z
+      .string()
+      .min(1, 'say why')
+      .transform((t) => t.slice(0, 2000)),
+    code: z
+      .string()
+      .regex(/^[A-Z][A-Z0-9_]{0,63}$/, 'an upper-case code such as TOOL_FAILED')
+      .optional(),
   }),
 ]);
 export type JobResult = z.infer<typeof JobResultSchema>;
@@ -173,13 +185,20 @@ export type CreateBehavior = (options: { id: string; definition: AgentDefinition
  * A behaviour's own relevance for a reconcile context, or undefined when it has none. A score
  * outside 0..1 is INVALID_INPUT naming the agent; a throwing behaviour's error passes through.
  */
-export async function behaviorRelevance(behavior: AgentBehavior, ctx: AgentBehaviorContext, input: RelevanceInput): Promise<number | undefined> {
+export async function behaviorRelevance(
+  behavior: AgentBehavior,
+  ctx: AgentBehaviorContext,
+  input: RelevanceInput,
+): Promise<number | undefined> {
   const evaluate = behavior.evaluateRelevance;
   if (!evaluate) return undefined;
   const score = await evaluate.call(behavior, ctx, input);
   if (score === undefined) return undefined;
   if (typeof score !== 'number' || !(score >= 0 && score <= 1)) {
-    throw new ThymosError(ErrorCode.INVALID_INPUT, `${ctx.id}: evaluateRelevance returned ${JSON.stringify(score)}; expected a number from 0 to 1 or undefined`);
+    throw new ThymosError(
+      ErrorCode.INVALID_INPUT,
+      `${ctx.id}: evaluateRelevance returned ${JSON.stringify(score)}; expected a number from 0 to 1 or undefined`,
+    );
   }
   return score;
 }

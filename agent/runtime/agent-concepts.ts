@@ -14,7 +14,11 @@ export class AgentConcepts {
   }
 
   /** Concepts at or above a tier, or one concept by name or alias; works while listening. */
-  list(query: { name?: string | undefined; tier?: 'mentioned' | 'provisional' | 'tracked' | undefined; limit?: number | undefined }): ConceptView[] {
+  list(query: {
+    name?: string | undefined;
+    tier?: 'mentioned' | 'provisional' | 'tracked' | undefined;
+    limit?: number | undefined;
+  }): ConceptView[] {
     const tracker = this.#require();
     if (query.name !== undefined) {
       const one = tracker.get(query.name);
@@ -24,7 +28,13 @@ export class AgentConcepts {
   }
 
   /** Relates two concepts, or (type `caused_by`) one memory to the memory that caused it. Only while active. */
-  link(request: { from: string; to: string; type: string; properties?: Record<string, unknown> | undefined; reason?: string | undefined }): Promise<unknown> {
+  link(request: {
+    from: string;
+    to: string;
+    type: string;
+    properties?: Record<string, unknown> | undefined;
+    reason?: string | undefined;
+  }): Promise<unknown> {
     return this.#gate.call(async () => {
       this.#gate.requireActive();
       const tracker = this.#require();

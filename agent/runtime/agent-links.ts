@@ -31,7 +31,8 @@ export class AgentLinks {
 
   /** What a Script tool reaches: the world store and the event stream; NATS_UNAVAILABLE until the agent is linked. */
   toolWorld(): { world: WorldClient; publish: EventPublisher } {
-    if (!this.#world || !this.#publish) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `${this.#gate.id} has no NATS link, so its tools cannot reach the world right now`);
+    if (!this.#world || !this.#publish)
+      throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `${this.#gate.id} has no NATS link, so its tools cannot reach the world right now`);
     return { world: this.#world, publish: this.#publish };
   }
 
@@ -43,7 +44,8 @@ export class AgentLinks {
   /** Rows of a world table, through the supervisor. Works while listening too: it is a read. */
   queryWorld(query: WorldQueryInput): Promise<WorldRow[]> {
     return this.#gate.call(async () => {
-      if (!this.#world) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `${this.#gate.id} has no NATS link, so it cannot read the world right now`);
+      if (!this.#world)
+        throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `${this.#gate.id} has no NATS link, so it cannot read the world right now`);
       return this.#world.query(query);
     });
   }
@@ -59,8 +61,10 @@ export class AgentLinks {
   }
 
   #requireMessenger(what: string): Messenger {
-    if (!this.#gate.isActive()) throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.#gate.id} is listening (passive) and does not ${what} now`);
-    if (!this.#messenger) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `${this.#gate.id} has no NATS link, so it cannot ${what} right now`);
+    if (!this.#gate.isActive())
+      throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.#gate.id} is listening (passive) and does not ${what} now`);
+    if (!this.#messenger)
+      throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `${this.#gate.id} has no NATS link, so it cannot ${what} right now`);
     return this.#messenger;
   }
 }

@@ -50,7 +50,15 @@ export async function think(ctx: AgentBehaviorContext, situation: string, option
   const memories = hits.map((h) => ({ content: h.memory.content, strength: h.score.strength }));
   const packet = await buildContext(ctx, 'reasoning', situation, ctx.contextBudget('reasoning'));
   const messages: LlmMessage[] = [
-    { role: 'system', content: prompt(ctx, contextBlocks(packet), `Your options: ${choices.map((o) => JSON.stringify(o)).join(', ')}.`, ANSWER_SHAPES.think) },
+    {
+      role: 'system',
+      content: prompt(
+        ctx,
+        contextBlocks(packet),
+        `Your options: ${choices.map((o) => JSON.stringify(o)).join(', ')}.`,
+        ANSWER_SHAPES.think,
+      ),
+    },
     { role: 'user', content: `What happened: ${situation}\nThink it through, then score every option.` },
   ];
   const action = z.enum(choices as [string, ...string[]]);
@@ -59,11 +67,18 @@ export async function think(ctx: AgentBehaviorContext, situation: string, option
     options: z.array(z.object({ action, score: z.number().min(0).max(1), reason: z.string().default('') })).min(1),
   });
   const brief = { task: 'think' as const, persona: ctx.definition.persona, situation, memories, options: choices };
-  const { value, result } = await generateStructured(provider, { messages, signal: ctx.signal, brief }, schema, { spent: (r) => ctx.spent('reasoning', provider, r) });
+  const { value, result } = await generateStructured(provider, { messages, signal: ctx.signal, brief }, schema, {
+    spent: (r) => ctx.spent('reasoning', provider, r),
+  });
   const scored = new Map(value.options.map((o) => [o.action, o]));
   const all = choices.map((c) => scored.get(c) ?? { action: c, score: 0, reason: 'not weighed' });
   all.sort((a, b) => b.score - a.score);
-  return { situation, steps: value.steps, options: all, model: provider.kind === 'offline' ? 'offline' : `${provider.kind}:${result.model}` };
+  return {
+    situation,
+    steps: value.steps,
+    options: all,
+    model: provider.kind === 'offline' ? 'offline' : `${provider.kind}:${result.model}`,
+  };
 }
 
 /**
@@ -76,11 +91,21 @@ export async function decide(ctx: AgentBehaviorContext, thought: Thought): Promi
   const listed = thought.options.map((o) => `- ${JSON.stringify(o.action)}: ${o.score} (${o.reason})`).join('\n');
   const messages: LlmMessage[] = [
     { role: 'system', content: prompt(ctx, [], ANSWER_SHAPES.decide) },
-    { role: 'user', content: `What happened: ${thought.situation}\nYour reasoning:\n${thought.steps.join('\n')}\nThe options as you scored them:\n${listed}\nChoose one${tools ? '; when one of your tools does what you choose, call it before you answer' : ''}.` },
+    {
+      role: 'user',
+      content: `What happened: ${thought.situation}\nYour reasoning:\n${thought.steps.join('\n')}\nThe options as you scored them:\n${listed}\nChoose one${tools ? '; when one of your tools does what you choose, call it before you answer' : ''}.`,
+    },
   ];
-  const schema = z.object({ action: z.enum(thought.options.map((o) => o.action) as [string, ...string[]]), confidence: z.number().min(0).max(1), reason: z.string().default('') });
+  const schema = z.object({
+    action: z.enum(thought.options.map((o) => o.action) as [string, ...string[]]),
+    confidence: z.number().min(0).max(1),
+    reason: z.string().default(''),
+  });
   const brief = { task: 'decide' as const, persona: ctx.definition.persona, situation: thought.situation, options: thought.options };
-  const { value, result } = await generateStructured(provider, { messages, signal: ctx.signal, brief }, schema, { spent: (r) => ctx.spent('reasoning', provider, r), tools });
+  const { value, result } = await generateStructured(provider, { messages, signal: ctx.signal, brief }, schema, {
+    spent: (r) => ctx.spent('reasoning', provider, r),
+    tools,
+  });
   return { ...value, thought, ...(result.tool_steps?.length ? { tool_calls: result.tool_steps } : {}) };
 }
 
@@ -98,7 +123,19 @@ export function decisionMemory(self: string, heard: MemoryRecord, decision: Deci
 /** A decision about a heard event as the fleet hears of it, with the calls its model made. */
 export function decisionNews(self: string, heard: MemoryRecord, decision: Decision, memory: string): EventDecision {
   const { action, confidence, reason, thought, tool_calls } = decision;
-  return { agent: self, event: heard.source.event!, heard: heard.content, action, confidence, reason, steps: thought.steps, options: thought.options, model: thought.model, memory, ...(tool_calls?.length ? { tool_calls } : {}) };
+  return {
+    agent: self,
+    event: heard.source.event!,
+    heard: heard.content,
+    action,
+    confidence,
+    reason,
+    steps: thought.steps,
+    options: thought.options,
+    model: thought.model,
+    memory,
+    ...(tool_calls?.length ? { tool_calls } : {}),
+  };
 }
 
 function optionsFor(ctx: AgentBehaviorContext, given: readonly string[] | undefined): string[] {

@@ -15,7 +15,14 @@ import type { MemoryRecord, RecallHit } from '../memory/memory-record.js';
 import type { MemoryStore } from '../memory/memory-store.js';
 import { resolveSearchStrategy } from '../memory/search-strategy.js';
 import { type Acting, withActs } from './acting.js';
-import { type AgentBehavior, type AgentBehaviorContext, behaviorRelevance, type JobDelivery, type TalkReply, type TalkRequest } from './agent-behavior.js';
+import {
+  type AgentBehavior,
+  type AgentBehaviorContext,
+  behaviorRelevance,
+  type JobDelivery,
+  type TalkReply,
+  type TalkRequest,
+} from './agent-behavior.js';
 import { AgentConcepts } from './agent-concepts.js';
 import { AgentDisposition } from './agent-disposition.js';
 import { AgentLinks } from './agent-links.js';
@@ -178,7 +185,11 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
       this.#requireActive('it does not hold conversations now; it can still be read (state, recall)');
       const spoken = request.onText ? new SpokenText(request.onText) : undefined;
       const signal = request.signal ? AbortSignal.any([this.#cancel.signal, request.signal]) : this.#cancel.signal;
-      const reply = await this.#behavior.talk(this.#behaviorContext(request.client, request.chain, signal), { ...request, onText: spoken?.write, signal });
+      const reply = await this.#behavior.talk(this.#behaviorContext(request.client, request.chain, signal), {
+        ...request,
+        onText: spoken?.write,
+        signal,
+      });
       this.#conversations++;
       this.#changed();
       const done = this.#acting ? withActs(reply, await this.#acting.actOnMarkers(reply, request, signal)) : reply;
@@ -195,7 +206,13 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
   async work(job: Job, delivery: JobDelivery, deadline: AbortSignal): Promise<JobEnding> {
     return this.#call(async () => {
       this.#requireActive('it takes no jobs now');
-      return workJob(this.#behavior, this.#behaviorContext(undefined, undefined, AbortSignal.any([this.#cancel.signal, deadline])), this.#acting, job, delivery);
+      return workJob(
+        this.#behavior,
+        this.#behaviorContext(undefined, undefined, AbortSignal.any([this.#cancel.signal, deadline])),
+        this.#acting,
+        job,
+        delivery,
+      );
     });
   }
 
@@ -280,7 +297,8 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
    */
   async consolidate(scope: ConsolidationScope, options: { dryRun?: boolean | undefined } = {}): Promise<ConsolidationReport> {
     return this.#call(async () => {
-      if (this.#mode !== 'active' && !options.dryRun) throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.id} is listening (passive): it consolidates only as a dry run now`);
+      if (this.#mode !== 'active' && !options.dryRun)
+        throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.id} is listening (passive): it consolidates only as a dry run now`);
       if (!this.#consolidator) throw new ThymosError(ErrorCode.INVALID_INPUT, `${this.id} has no consolidator`);
       return this.#consolidator.consolidate(scope, { trigger: 'demand', dryRun: options.dryRun ?? false });
     });
@@ -302,7 +320,9 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
    */
   async recall(query: string, options: Omit<RecallOptions, 'strategy'> & { strategy?: string | undefined }): Promise<RecallHit[]> {
     const { strategy, ...rest } = options;
-    return this.#call(() => this.#memory.recall(query, { ...rest, ...resolveSearchStrategy(strategy, this.definition.searchStrategy, this.#searchStrategies) }));
+    return this.#call(() =>
+      this.#memory.recall(query, { ...rest, ...resolveSearchStrategy(strategy, this.definition.searchStrategy, this.#searchStrategies) }),
+    );
   }
 
   /** The newest `limit` turns of the conversation with `speaker`, oldest first; works while listening. */
@@ -350,14 +370,19 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
       id: this.id,
       definition: this.definition,
       logger: this.#logger,
-      recall: (query, options) => this.#memory.recall(query, { ...resolveSearchStrategy(undefined, this.definition.searchStrategy, this.#searchStrategies), ...options }),
+      recall: (query, options) =>
+        this.#memory.recall(query, {
+          ...resolveSearchStrategy(undefined, this.definition.searchStrategy, this.#searchStrategies),
+          ...options,
+        }),
       remember: (memory) => this.#rememberAndAnnounce(memory),
       rememberAll: (memories) => this.#rememberAllAndAnnounce(memories),
       recentTurns: (thread, limit) => this.#memory.threadTurns(thread, limit),
       signal,
       model: (use) => this.#models.provider(use, client),
       contextBudget: (use) => this.#models.contextBudget(use),
-      tools: (use) => this.#acting?.loop(use, chain, client && this.#models.settings(use).provider === 'mcp-sampling' ? client.name : undefined),
+      tools: (use) =>
+        this.#acting?.loop(use, chain, client && this.#models.settings(use).provider === 'mcp-sampling' ? client.name : undefined),
       spent: (use, provider, result) => this.account(use, provider, result),
       disposition: this.#disposition.values,
       feel: (tone, changes) => this.#disposition.feel(tone, changes),

@@ -66,19 +66,40 @@ export function tierOf(m: MemoryRecord): ContextTier {
  * is in the packet already (a learned fact points to the turn it was told in). Never throws on
  * what the query says: an empty or odd query finds less.
  */
-export async function buildContext(ctx: Pick<AgentBehaviorContext, 'recall' | 'recentTurns'>, use: ContextPacket['use'], query: string, budget: LlmContextSettings, thread?: string): Promise<ContextPacket> {
+export async function buildContext(
+  ctx: Pick<AgentBehaviorContext, 'recall' | 'recentTurns'>,
+  use: ContextPacket['use'],
+  query: string,
+  budget: LlmContextSettings,
+  thread?: string,
+): Promise<ContextPacket> {
   const words = query.trim();
-  const hits: RecallHit[] = words ? await ctx.recall(words, { k: CANDIDATES, reinforce: false, filter: (m) => !m.tags.includes(SAID_TAG) }) : [];
+  const hits: RecallHit[] = words
+    ? await ctx.recall(words, { k: CANDIDATES, reinforce: false, filter: (m) => !m.tags.includes(SAID_TAG) })
+    : [];
   const candidates = new Map<string, ContextItem>();
   for (const h of hits) candidates.set(h.memory.id, item(h.memory, tierOf(h.memory), h.score.final, h.score.strength));
   // The conversation's own turns are wanted as they are: what was just said, not what recall ranks.
-  if (thread !== undefined) for (const m of ctx.recentTurns(thread, THREAD_TURNS)) candidates.set(m.id, { ...item(m, 'turns', 1, 1), thread });
-  const packet: ContextPacket = { use, query: words, budget_tokens: budget.context_tokens, used_tokens: 0, token_count: TOKEN_COUNT, min_relevance: budget.context_min_relevance, items: [], left_out: [] };
+  if (thread !== undefined)
+    for (const m of ctx.recentTurns(thread, THREAD_TURNS)) candidates.set(m.id, { ...item(m, 'turns', 1, 1), thread });
+  const packet: ContextPacket = {
+    use,
+    query: words,
+    budget_tokens: budget.context_tokens,
+    used_tokens: 0,
+    token_count: TOKEN_COUNT,
+    min_relevance: budget.context_min_relevance,
+    items: [],
+    left_out: [],
+  };
   const told = new Set<string>();
   for (const tier of CONTEXT_TIERS) {
-    const inTier = [...candidates.values()].filter((c) => c.tier === tier).sort((a, b) => b.relevance - a.relevance || b.occurred_at - a.occurred_at);
+    const inTier = [...candidates.values()]
+      .filter((c) => c.tier === tier)
+      .sort((a, b) => b.relevance - a.relevance || b.occurred_at - a.occurred_at);
     for (const c of inTier) {
-      const out = (why: 'budget' | 'relevance' | 'covered') => packet.left_out.push({ id: c.id, tier: c.tier, relevance: c.relevance, tokens: c.tokens, why });
+      const out = (why: 'budget' | 'relevance' | 'covered') =>
+        packet.left_out.push({ id: c.id, tier: c.tier, relevance: c.relevance, tokens: c.tokens, why });
       if (c.thread === undefined && c.relevance < budget.context_min_relevance) out('relevance');
       else if (tier === 'turns' && c.thread === undefined && told.has(c.id)) out('covered');
       else if (packet.used_tokens + c.tokens > budget.context_tokens) out('budget');
@@ -96,7 +117,16 @@ export async function buildContext(ctx: Pick<AgentBehaviorContext, 'recall' | 'r
 }
 
 function item(m: MemoryRecord, tier: ContextTier, relevance: number, strength: number): ContextItem {
-  return { id: m.id, tier, content: m.content, relevance, strength, tokens: countTokens(m.content), by: m.source.by, occurred_at: m.occurred_at ?? m.created_at };
+  return {
+    id: m.id,
+    tier,
+    content: m.content,
+    relevance,
+    strength,
+    tokens: countTokens(m.content),
+    by: m.source.by,
+    occurred_at: m.occurred_at ?? m.created_at,
+  };
 }
 
 function memoryOf(hits: readonly RecallHit[], id: string): MemoryRecord | undefined {
@@ -114,7 +144,9 @@ const HEADINGS: Record<ContextTier, string> = {
 export function contextBlocks(packet: ContextPacket): string[] {
   const blocks: string[] = [];
   for (const tier of CONTEXT_TIERS) {
-    const lines = packet.items.filter((i) => i.tier === tier && i.thread === undefined).map((i) => `- ${i.content} (strength ${i.strength})`);
+    const lines = packet.items
+      .filter((i) => i.tier === tier && i.thread === undefined)
+      .map((i) => `- ${i.content} (strength ${i.strength})`);
     if (lines.length > 0) blocks.push(`${HEADINGS[tier]}\n${lines.join('\n')}`);
   }
   return blocks;

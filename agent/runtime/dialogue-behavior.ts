@@ -71,11 +71,18 @@ export class DialogueBehavior implements AgentBehavior {
     const messages: LlmMessage[] = [{ role: 'system', content: systemPrompt(ctx, packet) }];
     const echo = heardLine(request);
     for (const turn of packet.items) {
-      if (turn.thread !== undefined && turn.content !== echo) messages.push({ role: turn.by === ctx.id ? 'assistant' : 'user', content: turn.content });
+      if (turn.thread !== undefined && turn.content !== echo)
+        messages.push({ role: turn.by === ctx.id ? 'assistant' : 'user', content: turn.content });
     }
     if (greeting !== undefined) messages.push({ role: 'assistant', content: greeting });
     messages.push({ role: 'user', content: `${request.speaker}: ${request.message}` });
-    const brief = { task: 'dialogue' as const, persona: ctx.definition.persona, speaker: request.speaker, message: request.message, memories };
+    const brief = {
+      task: 'dialogue' as const,
+      persona: ctx.definition.persona,
+      speaker: request.speaker,
+      message: request.message,
+      memories,
+    };
     const model = (name: string) => (provider.kind === 'offline' ? 'offline' : `${provider.kind}:${name}`);
     const stream = request.onText ? new ReplyStream(request.onText) : undefined;
     let answer: Awaited<ReturnType<typeof generateStructured<DialogueReply>>>;
@@ -95,7 +102,10 @@ export class DialogueBehavior implements AgentBehavior {
     const value = { ...answer.value, message: stream ? stream.settle(answer.value.message) : answer.value.message };
     ctx.feel(value.emotional_tone, value.state_changes);
     // One write: a talk that fails stores nothing, so the next one opens the conversation again.
-    await ctx.rememberAll([...(greeting !== undefined ? [greetingTurn(ctx.id, request.speaker, greeting)] : []), ...exchange(ctx.id, request, value, grounding, model(result.model))]);
+    await ctx.rememberAll([
+      ...(greeting !== undefined ? [greetingTurn(ctx.id, request.speaker, greeting)] : []),
+      ...exchange(ctx.id, request, value, grounding, model(result.model)),
+    ]);
     return {
       ...(greeting !== undefined ? { greeting } : {}),
       reply: value.message,
@@ -124,8 +134,20 @@ function openingGreeting(ctx: AgentBehaviorContext, speaker: string): string | u
  * and the words said, the reply's turn tagged `cut`, so the conversation shows what was heard.
  * Nothing is learned from it. A failure to store it is logged; the talk's own error stands.
  */
-async function keepCut(ctx: AgentBehaviorContext, request: TalkRequest, greeting: string | undefined, said: string, model: string): Promise<void> {
-  const turns = exchange(ctx.id, request, { message: said, emotional_tone: 'neutral', actions: [], state_changes: {}, learned: [] }, [], model);
+async function keepCut(
+  ctx: AgentBehaviorContext,
+  request: TalkRequest,
+  greeting: string | undefined,
+  said: string,
+  model: string,
+): Promise<void> {
+  const turns = exchange(
+    ctx.id,
+    request,
+    { message: said, emotional_tone: 'neutral', actions: [], state_changes: {}, learned: [] },
+    [],
+    model,
+  );
   turns[1]!.tags = [...turns[1]!.tags!, CUT_TAG];
   try {
     await ctx.rememberAll([...(greeting !== undefined ? [greetingTurn(ctx.id, request.speaker, greeting)] : []), ...turns]);
@@ -136,7 +158,12 @@ async function keepCut(ctx: AgentBehaviorContext, request: TalkRequest, greeting
 
 /** The greeting as the conversation's first turn, said by the agent. */
 function greetingTurn(self: string, speaker: string, greeting: string): NewMemory {
-  return { content: `I told ${speaker}: ${greeting}`, tags: ['dialogue', SAID_TAG, GREETING_TAG], importance: 0.1, source: { kind: 'dialogue', by: self, thread: speaker } };
+  return {
+    content: `I told ${speaker}: ${greeting}`,
+    tags: ['dialogue', SAID_TAG, GREETING_TAG],
+    importance: 0.1,
+    source: { kind: 'dialogue', by: self, thread: speaker },
+  };
 }
 
 /** The turns of one exchange, in order, and the facts learned from it. */
@@ -144,7 +171,13 @@ function exchange(self: string, request: TalkRequest, reply: DialogueReply, grou
   const thread = request.speaker;
   const heard = randomUUID();
   return [
-    { id: heard, content: heardLine(request), tags: ['dialogue', 'heard', ...(onlyAsks(request.message) ? [QUESTION_TAG] : [])], importance: 0.4, source: { kind: 'dialogue', by: request.speaker, thread } },
+    {
+      id: heard,
+      content: heardLine(request),
+      tags: ['dialogue', 'heard', ...(onlyAsks(request.message) ? [QUESTION_TAG] : [])],
+      importance: 0.4,
+      source: { kind: 'dialogue', by: request.speaker, thread },
+    },
     {
       // What the speaker heard: a `[TOOL: …]` is acted on, not said, and not said again from memory.
       content: `I told ${request.speaker}: ${withoutMarkers(reply.message)}`,
@@ -154,7 +187,13 @@ function exchange(self: string, request: TalkRequest, reply: DialogueReply, grou
       ...(grounding.length > 0 ? { derived_from: grounding.map((h) => h.memory.id) } : {}),
     },
     // Learned facts are not turns (no thread): they stand on their own, stronger than the line they came from.
-    ...reply.learned.map((fact): NewMemory => ({ content: fact, tags: [LEARNED_TAG], importance: 0.6, source: { kind: 'dialogue', by: request.speaker, model }, derived_from: [heard] })),
+    ...reply.learned.map((fact): NewMemory => ({
+      content: fact,
+      tags: [LEARNED_TAG],
+      importance: 0.6,
+      source: { kind: 'dialogue', by: request.speaker, model },
+      derived_from: [heard],
+    })),
   ];
 }
 

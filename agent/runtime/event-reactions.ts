@@ -22,7 +22,10 @@ export class EventReactions {
   /** Queues `react` for a heard memory, unless the backlog is full. */
   add(heard: MemoryRecord, react: () => Promise<void>): void {
     if (this.#queue.size >= REACTION_BACKLOG) {
-      this.#logger.warn({ event: heard.source.event, backlog: this.#queue.size }, 'too many events waiting for a decision; this one is not reasoned about');
+      this.#logger.warn(
+        { event: heard.source.event, backlog: this.#queue.size },
+        'too many events waiting for a decision; this one is not reasoned about',
+      );
       return;
     }
     void this.#queue.add(react).catch((err: unknown) => {

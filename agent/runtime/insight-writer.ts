@@ -11,12 +11,20 @@ export async function wordInsight(ctx: AgentBehaviorContext, name: string, sourc
   const provider = ctx.model('consolidation');
   const messages: LlmMessage[] = [
     { role: 'system', content: `You consolidate the memories of ${name}. ${ANSWER_SHAPES.summarize}` },
-    { role: 'user', content: `Memories:\n${sources.map((m) => `- ${m}`).join('\n')}\nA draft: ${draft}\nWrite the insight as ${name} would remember it.` },
+    {
+      role: 'user',
+      content: `Memories:\n${sources.map((m) => `- ${m}`).join('\n')}\nA draft: ${draft}\nWrite the insight as ${name} would remember it.`,
+    },
   ];
-  const { value } = await generateStructured(provider, { messages, signal: ctx.signal, brief: { task: 'summarize', sources: [...sources], draft } }, SummarySchema, {
-    // An insight in plain words is an insight still.
-    prose: (text) => ({ insight: text }),
-    spent: (r) => ctx.spent('consolidation', provider, r),
-  });
+  const { value } = await generateStructured(
+    provider,
+    { messages, signal: ctx.signal, brief: { task: 'summarize', sources: [...sources], draft } },
+    SummarySchema,
+    {
+      // An insight in plain words is an insight still.
+      prose: (text) => ({ insight: text }),
+      spent: (r) => ctx.spent('consolidation', provider, r),
+    },
+  );
   return value.insight;
 }

@@ -10,21 +10,38 @@ import { goalsLine, personaPrompt } from '../llm/persona-prompt.js';
 import { generateStructured } from '../llm/structured-output.js';
 import type { NewMemory } from '../memory/agent-memory.js';
 import { type Acting, type JobCalls, recordStep } from './acting.js';
-import { type AgentBehavior, type AgentBehaviorContext, type JobDelivery, type JobRequest, type JobResult, JobResultSchema } from './agent-behavior.js';
+import {
+  type AgentBehavior,
+  type AgentBehaviorContext,
+  type JobDelivery,
+  type JobRequest,
+  type JobResult,
+  JobResultSchema,
+} from './agent-behavior.js';
 
 /** What the worker makes of one delivery: how it ended, with the calls made while it was worked. */
-export type JobEnding = { done: true; note: string; steps: ToolStep[] } | { done: false; retry: boolean; code: string; message: string; steps: ToolStep[] };
+export type JobEnding =
+  { done: true; note: string; steps: ToolStep[] } | { done: false; retry: boolean; code: string; message: string; steps: ToolStep[] };
 
 /** The tag of the memory an agent keeps of each job it worked. */
 export const JOB_TAG = 'job';
 
 /** Refusals that say "not now" rather than "no": the job is worth another delivery. */
-const NOT_NOW: ReadonlySet<string> = new Set([ErrorCode.AGENT_NOT_ACTIVE, ErrorCode.AGENT_STOPPING, ErrorCode.CANCELLED, ErrorCode.TOOL_RATE_LIMITED, ErrorCode.TIMEOUT]);
+const NOT_NOW: ReadonlySet<string> = new Set([
+  ErrorCode.AGENT_NOT_ACTIVE,
+  ErrorCode.AGENT_STOPPING,
+  ErrorCode.CANCELLED,
+  ErrorCode.TOOL_RATE_LIMITED,
+  ErrorCode.TIMEOUT,
+]);
 
 /** The words of a job, where the default worker reads them: `payload.intent`, else `payload.text`, else a string payload. */
 export function jobText(job: Job): string | undefined {
   const p = job.payload;
-  const fields = p !== null && typeof p === 'object' && !Array.isArray(p) ? [(p as Record<string, unknown>).intent, (p as Record<string, unknown>).text] : [p];
+  const fields =
+    p !== null && typeof p === 'object' && !Array.isArray(p)
+      ? [(p as Record<string, unknown>).intent, (p as Record<string, unknown>).text]
+      : [p];
   return fields.find((w): w is string => typeof w === 'string' && w.trim() !== '');
 }
 
@@ -51,7 +68,13 @@ export function jobCalls(job: Job): JobCalls {
  * A job as a behaviour is given it: its words, and the agent's tools bound to the job (its caller
  * and keys, its signal). Every call made through it is counted in `steps`.
  */
-export function jobRequest(job: Job, delivery: JobDelivery, acting: Acting | undefined, signal: AbortSignal, steps: ToolStep[]): Omit<JobRequest, 'byDefault'> {
+export function jobRequest(
+  job: Job,
+  delivery: JobDelivery,
+  acting: Acting | undefined,
+  signal: AbortSignal,
+  steps: ToolStep[],
+): Omit<JobRequest, 'byDefault'> {
   const calls = jobCalls(job);
   const ask = { caller: calls.caller, idempotencyKey: calls.keyOf, signal };
   const reason = `job ${job.id} (${job.queue}/${job.skill})`;
@@ -73,11 +96,13 @@ export function jobRequest(job: Job, delivery: JobDelivery, acting: Acting | und
         return out;
       },
     },
-    act: acting && (async (intent, why) => {
-      const outcome = await acting.act(intent, why ?? reason, ask);
-      if (outcome.record) counted(outcome.record);
-      return outcome;
-    }),
+    act:
+      acting &&
+      (async (intent, why) => {
+        const outcome = await acting.act(intent, why ?? reason, ask);
+        if (outcome.record) counted(outcome.record);
+        return outcome;
+      }),
     resolve: acting && ((intent) => acting.resolve(intent, undefined, { signal })),
     call: acting && (async (tool, args) => counted(await acting.call(tool, args, ask))),
   };
@@ -92,14 +117,22 @@ export function jobRequest(job: Job, delivery: JobDelivery, acting: Acting | und
  * result that is not a `JobResult` is a `give_up` naming what was wrong. How it ended is
  * remembered (tag `job`, one memory per delivery).
  */
-export async function workJob(behavior: AgentBehavior, context: AgentBehaviorContext, acting: Acting | undefined, job: Job, delivery: JobDelivery): Promise<JobEnding> {
+export async function workJob(
+  behavior: AgentBehavior,
+  context: AgentBehaviorContext,
+  acting: Acting | undefined,
+  job: Job,
+  delivery: JobDelivery,
+): Promise<JobEnding> {
   const steps: ToolStep[] = [];
   const bound = jobRequest(job, delivery, acting, context.signal, steps);
   // While it works the job, what the behaviour's context offers a model is the job's loop too.
   const ctx: AgentBehaviorContext = { ...context, tools: () => bound.tools };
   const request: JobRequest = { ...bound, byDefault: async () => resultOf(await byDefault(ctx, bound, steps)) };
   const ended = await working(behavior, ctx, request, steps);
-  await ctx.remember(jobMemory(ctx.id, request, ended)).catch((err: unknown) => ctx.logger.warn({ err, job: request.job.id }, "the job's memory was not stored"));
+  await ctx
+    .remember(jobMemory(ctx.id, request, ended))
+    .catch((err: unknown) => ctx.logger.warn({ err, job: request.job.id }, "the job's memory was not stored"));
   return ended;
 }
 
@@ -108,9 +141,18 @@ async function working(behavior: AgentBehavior, ctx: AgentBehaviorContext, reque
     if (!behavior.work) return await byDefault(ctx, request, steps);
     const raw: unknown = await behavior.work(ctx, request);
     const parsed = JobResultSchema.safeParse(raw);
-    if (!parsed.success) return { done: false, retry: false, code: ErrorCode.INVALID_REPLY, message: `work() of ${ctx.id} returned ${describeIssues(parsed.error, raw)}; expected {status: "done", note?} or {status: "retry" | "give_up", reason, code?}`, steps };
+    if (!parsed.success)
+      return {
+        done: false,
+        retry: false,
+        code: ErrorCode.INVALID_REPLY,
+        message: `work() of ${ctx.id} returned ${describeIssues(parsed.error, raw)}; expected {status: "done", note?} or {status: "retry" | "give_up", reason, code?}`,
+        steps,
+      };
     const r = parsed.data;
-    return r.status === 'done' ? { done: true, note: r.note ?? '', steps } : { done: false, retry: r.status === 'retry', code: r.code ?? 'JOB_FAILED', message: r.reason, steps };
+    return r.status === 'done'
+      ? { done: true, note: r.note ?? '', steps }
+      : { done: false, retry: r.status === 'retry', code: r.code ?? 'JOB_FAILED', message: r.reason, steps };
   } catch (err) {
     const code = isThymosError(err) ? err.code : request.signal.aborted ? ErrorCode.CANCELLED : ErrorCode.INTERNAL;
     return { done: false, retry: true, code, message: err instanceof Error ? err.message : String(err), steps };
@@ -124,14 +166,18 @@ async function byDefault(ctx: AgentBehaviorContext, request: Omit<JobRequest, 'b
 }
 
 function resultOf(ended: JobEnding): JobResult {
-  return ended.done ? { status: 'done', note: ended.note } : { status: ended.retry ? 'retry' : 'give_up', reason: ended.message, code: ended.code };
+  return ended.done
+    ? { status: 'done', note: ended.note }
+    : { status: ended.retry ? 'retry' : 'give_up', reason: ended.message, code: ended.code };
 }
 
 /** The memory of one delivery: the job's words (or payload), and how it ended with the calls it made. */
 function jobMemory(self: string, request: JobRequest, ended: JobEnding): NewMemory {
   const { job, attempt, seq } = request;
   const what = (request.text ?? JSON.stringify(job.payload) ?? '').slice(0, 600);
-  const how = ended.done ? `done${ended.note ? `: ${ended.note}` : ''}` : `${ended.retry ? 'to try again' : 'given up'} (${ended.code}): ${ended.message}`;
+  const how = ended.done
+    ? `done${ended.note ? `: ${ended.note}` : ''}`
+    : `${ended.retry ? 'to try again' : 'given up'} (${ended.code}): ${ended.message}`;
   return {
     // One per delivery; a job requeued from its dead letter is another message of the stream, with memories of its own.
     id: `job:${job.id}:${seq}:${attempt}`,
@@ -144,20 +190,41 @@ function jobMemory(self: string, request: JobRequest, ended: JobEnding): NewMemo
 
 /** The default without a model: the job's words resolved to one call, made as the job. */
 async function withWords(request: Omit<JobRequest, 'byDefault'>, steps: ToolStep[]): Promise<JobEnding> {
-  if (request.text === undefined) return { done: false, retry: false, code: ErrorCode.INVALID_INPUT, message: 'the job says nothing to do: expected payload.intent or payload.text (or a string payload)', steps };
-  if (!request.act) return { done: false, retry: false, code: ErrorCode.TOOL_DENIED, message: 'no tools are granted to work jobs with', steps };
+  if (request.text === undefined)
+    return {
+      done: false,
+      retry: false,
+      code: ErrorCode.INVALID_INPUT,
+      message: 'the job says nothing to do: expected payload.intent or payload.text (or a string payload)',
+      steps,
+    };
+  if (!request.act)
+    return { done: false, retry: false, code: ErrorCode.TOOL_DENIED, message: 'no tools are granted to work jobs with', steps };
   const { answer, record, error } = await request.act(request.text);
   if (record) {
     const note = `${record.tool} ${record.status} (call ${record.call_id})`;
     // A call that waits for a person (pending, or cut off by a crash and asked about) is done here: the worker holds the job until it is over.
-    if (record.status === 'ok' || record.status === 'pending' || (record.status === 'interrupted' && record.interrupted_at !== undefined)) return { done: true, note, steps };
+    if (record.status === 'ok' || record.status === 'pending' || (record.status === 'interrupted' && record.interrupted_at !== undefined))
+      return { done: true, note, steps };
     // A failed call (or one interrupted before the agent asked a person about such calls) may go through next time, as may one refused for now (the agent listening, a limit); one refused by permission or a person will not.
     const code = record.error?.code ?? ErrorCode.TOOL_FAILED;
-    return { done: false, retry: record.status !== 'refused' || NOT_NOW.has(code), code, message: `${record.tool} ${record.status}: ${record.error?.message ?? ''}`.trim(), steps };
+    return {
+      done: false,
+      retry: record.status !== 'refused' || NOT_NOW.has(code),
+      code,
+      message: `${record.tool} ${record.status}: ${record.error?.message ?? ''}`.trim(),
+      steps,
+    };
   }
   if (error) return { done: false, retry: NOT_NOW.has(error.code), code: error.code, message: error.message, steps };
   const meant = answer.tool ?? answer.candidates[0]?.tool;
-  return { done: false, retry: false, code: ErrorCode.INVALID_INPUT, message: `the words resolve to no call (${answer.outcome}${meant ? `, nearest ${meant}` : ''}${answer.missing.length > 0 ? `, missing ${answer.missing.join(', ')}` : ''}${answer.note ? `: ${answer.note}` : ''})`, steps };
+  return {
+    done: false,
+    retry: false,
+    code: ErrorCode.INVALID_INPUT,
+    message: `the words resolve to no call (${answer.outcome}${meant ? `, nearest ${meant}` : ''}${answer.missing.length > 0 ? `, missing ${answer.missing.join(', ')}` : ''}${answer.note ? `: ${answer.note}` : ''})`,
+    steps,
+  };
 }
 
 /**
@@ -170,7 +237,13 @@ export function settledEnding(records: readonly ToolCallRecord[]): JobEnding {
   const note = records.map((r) => `${r.tool} ${r.status}${r.marked_done ? ' (marked done)' : ''} (call ${r.call_id})`).join(', ');
   const bad = records.find((r) => r.status !== 'ok');
   if (!bad) return { done: true, note, steps };
-  return { done: false, retry: bad.status !== 'refused', code: bad.error?.code ?? ErrorCode.TOOL_FAILED, message: `${bad.tool} ${bad.status}: ${bad.error?.message ?? ''}`.trim(), steps };
+  return {
+    done: false,
+    retry: bad.status !== 'refused',
+    code: bad.error?.code ?? ErrorCode.TOOL_FAILED,
+    message: `${bad.tool} ${bad.status}: ${bad.error?.message ?? ''}`.trim(),
+    steps,
+  };
 }
 
 const MODEL_ANSWER = z.object({ status: z.enum(['done', 'retry', 'give_up']), summary: z.string().max(2000).default('') });
@@ -184,7 +257,10 @@ const MODEL_ANSWER = z.object({ status: z.enum(['done', 'retry', 'give_up']), su
 async function withModel(ctx: AgentBehaviorContext, request: Omit<JobRequest, 'byDefault'>, steps: ToolStep[]): Promise<JobEnding> {
   const { job, attempt, last } = request;
   const provider = ctx.model('reasoning');
-  const again = attempt > 1 ? ` This is delivery ${attempt}${last ? ', the last' : ''}: an earlier try did not finish. A call it made already answers its first outcome (replayed) rather than running again.` : '';
+  const again =
+    attempt > 1
+      ? ` This is delivery ${attempt}${last ? ', the last' : ''}: an earlier try did not finish. A call it made already answers its first outcome (replayed) rather than running again.`
+      : '';
   const messages: LlmMessage[] = [
     {
       role: 'system',
@@ -195,11 +271,23 @@ async function withModel(ctx: AgentBehaviorContext, request: Omit<JobRequest, 'b
         ANSWER_SHAPES.work,
       ),
     },
-    { role: 'user', content: `Job ${job.id}, published ${job.published_at}.${again}\n${typeof job.payload === 'string' ? job.payload : JSON.stringify(job.payload, null, 1)}` },
+    {
+      role: 'user',
+      content: `Job ${job.id}, published ${job.published_at}.${again}\n${typeof job.payload === 'string' ? job.payload : JSON.stringify(job.payload, null, 1)}`,
+    },
   ];
-  const { value } = await generateStructured(provider, { messages, signal: request.signal }, MODEL_ANSWER, { spent: (r) => ctx.spent('reasoning', provider, r), tools: request.tools });
+  const { value } = await generateStructured(provider, { messages, signal: request.signal }, MODEL_ANSWER, {
+    spent: (r) => ctx.spent('reasoning', provider, r),
+    tools: request.tools,
+  });
   const calls = steps.length > 0 ? ` [${steps.map((s) => `${s.tool} ${s.status}`).join(', ')}]` : ' [no call]';
   if (value.status === 'done') return { done: true, note: `${value.summary}${calls}`.trim(), steps };
   const failed = steps.findLast((s) => s.status !== 'ok' && s.status !== 'pending');
-  return { done: false, retry: value.status === 'retry', code: value.status === 'retry' ? (failed?.code ?? 'JOB_FAILED') : 'JOB_REFUSED', message: `${value.summary || 'the model gave no reason'}${calls}`, steps };
+  return {
+    done: false,
+    retry: value.status === 'retry',
+    code: value.status === 'retry' ? (failed?.code ?? 'JOB_FAILED') : 'JOB_REFUSED',
+    message: `${value.summary || 'the model gave no reason'}${calls}`,
+    steps,
+  };
 }

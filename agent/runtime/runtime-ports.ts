@@ -73,7 +73,6 @@ export interface RuntimeEvents {
   decision: [EventDecision];
 }
 
-
 /** What the job worker calls: the agent's state (it takes jobs only while active and ready) and how it works one. */
 export interface Working {
   readonly id: string;

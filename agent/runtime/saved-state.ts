@@ -8,7 +8,14 @@ import { z } from 'zod';
 export const SavedStateSchema = z.object({
   conversations: z.number().int().min(0).optional().catch(undefined),
   llm: z
-    .object({ calls: z.number(), input_tokens: z.number().optional(), output_tokens: z.number().optional(), cost: z.number().optional(), prose_replies: z.number().optional(), invalid_tool_calls: z.number().optional() })
+    .object({
+      calls: z.number(),
+      input_tokens: z.number().optional(),
+      output_tokens: z.number().optional(),
+      cost: z.number().optional(),
+      prose_replies: z.number().optional(),
+      invalid_tool_calls: z.number().optional(),
+    })
     .optional()
     .catch(undefined),
   disposition: z.record(z.string(), z.unknown()).optional().catch(undefined),

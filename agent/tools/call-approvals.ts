@@ -74,7 +74,10 @@ export class CallApprovals {
       const decision = await this.#submit(pendingCall(record));
       if (decision) await this.decide(record.call_id, decision);
     } catch (err) {
-      this.#host.logger.warn({ call: record.call_id, err: (err as Error).message }, 'pending call not handed to the supervisor yet; tried again within 10 s');
+      this.#host.logger.warn(
+        { call: record.call_id, err: (err as Error).message },
+        'pending call not handed to the supervisor yet; tried again within 10 s',
+      );
     }
   }
 
@@ -82,7 +85,12 @@ export class CallApprovals {
     for (const r of await this.#waiting()) {
       if (r.decided_by !== undefined) continue;
       if (r.expires_at && Date.parse(r.expires_at) <= Date.now()) {
-        await this.decide(r.call_id, { approved: false, by: 'thymos', reason: `no decision by ${r.expires_at} ([tools] approval_timeout_s)`, at: new Date().toISOString() }).catch(() => undefined);
+        await this.decide(r.call_id, {
+          approved: false,
+          by: 'thymos',
+          reason: `no decision by ${r.expires_at} ([tools] approval_timeout_s)`,
+          at: new Date().toISOString(),
+        }).catch(() => undefined);
       } else {
         await this.hand(r);
       }
@@ -98,7 +106,8 @@ export class CallApprovals {
   async decide(callId: string, decision: ApprovalDecision): Promise<ToolCallRecord> {
     const h = this.#host;
     const record = await h.getCall(callId);
-    if (!record) throw new ThymosError(ErrorCode.NOT_FOUND, `${h.agent} has no call ${JSON.stringify(callId)}`, { location: { path: 'call_id' } });
+    if (!record)
+      throw new ThymosError(ErrorCode.NOT_FOUND, `${h.agent} has no call ${JSON.stringify(callId)}`, { location: { path: 'call_id' } });
     const cut = waitsAfterCrash(record);
     if (!(record.status === 'pending' || cut) || record.decided_by !== undefined) return record;
     const decided: ToolCallRecord = { ...record, decided_by: decision.by, decision_reason: decision.reason };
@@ -109,10 +118,24 @@ export class CallApprovals {
       return h.markDone(decided, tool);
     }
     const again = cut ? ' (it was cut off by a crash: not run again, and whether it took effect is not known)' : '';
-    if (!tool) return h.refuse(decided, undefined, new ThymosError(ErrorCode.TOOL_DENIED, `${record.tool} is no longer granted to ${h.agent}${again}`));
-    if (!decision.approved) return h.refuse(decided, tool, new ThymosError(ErrorCode.TOOL_DENIED, `${record.tool} was refused by ${decision.by}: ${decision.reason}${again}`));
+    if (!tool)
+      return h.refuse(
+        decided,
+        undefined,
+        new ThymosError(ErrorCode.TOOL_DENIED, `${record.tool} is no longer granted to ${h.agent}${again}`),
+      );
+    if (!decision.approved)
+      return h.refuse(
+        decided,
+        tool,
+        new ThymosError(ErrorCode.TOOL_DENIED, `${record.tool} was refused by ${decision.by}: ${decision.reason}${again}`),
+      );
     if (record.expires_at && Date.parse(decision.at) > Date.parse(record.expires_at)) {
-      return h.refuse(decided, tool, new ThymosError(ErrorCode.TOOL_DENIED, `${record.tool} was approved after its deadline ${record.expires_at}`));
+      return h.refuse(
+        decided,
+        tool,
+        new ThymosError(ErrorCode.TOOL_DENIED, `${record.tool} was approved after its deadline ${record.expires_at}`),
+      );
     }
     await h.save(decided);
     void this.runApproved();
@@ -136,7 +159,9 @@ export class CallApprovals {
 
   /** The calls that wait for a decision or to run: pending, and interrupted by a crash since this rule (an older record says no `interrupted_at`). */
   async #waiting(): Promise<ToolCallRecord[]> {
-    const [pending, cut] = await Promise.all(['pending', 'interrupted'].map((s) => this.#host.callsWithStatus(s as CallStatus).catch(() => [])));
+    const [pending, cut] = await Promise.all(
+      ['pending', 'interrupted'].map((s) => this.#host.callsWithStatus(s as CallStatus).catch(() => [])),
+    );
     return [...pending!, ...cut!.filter((r) => r.interrupted_at !== undefined)];
   }
 
@@ -146,15 +171,27 @@ export class CallApprovals {
       // Read again: only a call still approved and waiting runs (an interrupted one approved, by a person or by rule, runs again).
       const r = await h.getCall(call_id);
       const tool = r && Object.hasOwn(h.tools, r.tool) ? h.tools[r.tool] : undefined;
-      if (!r || !tool || !(r.status === 'pending' || (r.status === 'interrupted' && r.interrupted_at !== undefined)) || r.decided_by === undefined) continue;
+      if (
+        !r ||
+        !tool ||
+        !(r.status === 'pending' || (r.status === 'interrupted' && r.interrupted_at !== undefined)) ||
+        r.decided_by === undefined
+      )
+        continue;
       if (tool.permission === 'admin' && !h.allowAdmin) {
-        await h.refuse(r, tool, new ThymosError(ErrorCode.TOOL_DENIED, `${r.tool} is an admin tool; it runs only with [tools] allow_admin = true`));
+        await h.refuse(
+          r,
+          tool,
+          new ThymosError(ErrorCode.TOOL_DENIED, `${r.tool} is an admin tool; it runs only with [tools] allow_admin = true`),
+        );
         continue;
       }
       if (tool.sideEffect !== 'read_only' && !h.gate.isActive()) continue;
-      await h.gate.call(() => h.run(tool, r)).catch((err: unknown) => {
-        h.logger.warn({ call: call_id, err: toThymosError(err).message }, 'approved call not run now; tried again on the next pass');
-      });
+      await h.gate
+        .call(() => h.run(tool, r))
+        .catch((err: unknown) => {
+          h.logger.warn({ call: call_id, err: toThymosError(err).message }, 'approved call not run now; tried again on the next pass');
+        });
     }
   }
 }
@@ -162,5 +199,15 @@ export class CallApprovals {
 /** What the supervisor keeps of a pending call. */
 function pendingCall(r: ToolCallRecord): PendingCall {
   const { call_id, agent, tool, arguments: args, reason, caller, requested_at, expires_at, interrupted_at } = r;
-  return { call_id, agent, tool, arguments: args, ...(reason !== undefined ? { reason } : {}), caller, requested_at, expires_at: expires_at!, ...(interrupted_at !== undefined ? { interrupted_at } : {}) };
+  return {
+    call_id,
+    agent,
+    tool,
+    arguments: args,
+    ...(reason !== undefined ? { reason } : {}),
+    caller,
+    requested_at,
+    expires_at: expires_at!,
+    ...(interrupted_at !== undefined ? { interrupted_at } : {}),
+  };
 }

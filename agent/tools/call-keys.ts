@@ -82,7 +82,9 @@ export class CallKeys {
       // Claimed before it runs or waits: a crash after this leaves the key naming a call found interrupted, which answers repeats.
       await this.#store.claimKey(record.tool, record.idempotency_key, record.call_id);
       // Past its tool's keyExpiresAfterS, the key is spent: the next generation goes to the service.
-      return run(expired ? { ...record, idempotency_key: `${record.idempotency_key}~${generation(earlier, record.idempotency_key) + 1}` } : record);
+      return run(
+        expired ? { ...record, idempotency_key: `${record.idempotency_key}~${generation(earlier, record.idempotency_key) + 1}` } : record,
+      );
     });
     const settled = turn.catch(() => undefined);
     this.#turns.set(id, settled);
@@ -102,9 +104,13 @@ export class CallKeys {
     const answers = ANSWERED_BY.has(found.status) || (found.interrupted_at !== undefined && ANSWERED_AFTER_CRASH.has(found.status));
     if (!answers) return undefined;
     if (!isDeepStrictEqual(found.arguments, record.arguments)) {
-      throw new ThymosError(ErrorCode.IDEMPOTENCY_CONFLICT, `${record.tool}: the idempotency key ${JSON.stringify(record.idempotency_key)} belongs to call ${found.call_id} (${found.status}), made with other arguments; give another key, or the same arguments`, {
-        details: { call_id: found.call_id },
-      });
+      throw new ThymosError(
+        ErrorCode.IDEMPOTENCY_CONFLICT,
+        `${record.tool}: the idempotency key ${JSON.stringify(record.idempotency_key)} belongs to call ${found.call_id} (${found.status}), made with other arguments; give another key, or the same arguments`,
+        {
+          details: { call_id: found.call_id },
+        },
+      );
     }
     return { ...found, replayed: true };
   }

@@ -17,7 +17,13 @@ export class CallLimits {
    * first, `refuse` is called with why (TOOL_RATE_LIMITED for the timeout, else the signal's
    * reason) and `run` never is.
    */
-  async take<T>(name: string, tool: Tool, signal: AbortSignal, run: () => Promise<T>, refuse: (error: ThymosError) => Promise<T>): Promise<T> {
+  async take<T>(
+    name: string,
+    tool: Tool,
+    signal: AbortSignal,
+    run: () => Promise<T>,
+    refuse: (error: ThymosError) => Promise<T>,
+  ): Promise<T> {
     const queue = this.#queue(name, tool);
     if (!queue) return run();
     const waiting = performance.now();
@@ -40,9 +46,20 @@ export class CallLimits {
       if (started) throw err;
       const reason = toThymosError(signal.aborted ? signal.reason : err);
       if (reason.code !== ErrorCode.TOOL_TIMEOUT) return refuse(reason);
-      const limits = [tool.maxConcurrent != null ? `maxConcurrent ${tool.maxConcurrent}` : '', tool.ratePerMinute != null ? `ratePerMinute ${tool.ratePerMinute}` : ''].filter(Boolean).join(', ');
+      const limits = [
+        tool.maxConcurrent != null ? `maxConcurrent ${tool.maxConcurrent}` : '',
+        tool.ratePerMinute != null ? `ratePerMinute ${tool.ratePerMinute}` : '',
+      ]
+        .filter(Boolean)
+        .join(', ');
       const waited = Math.round(performance.now() - waiting);
-      return refuse(new ThymosError(ErrorCode.TOOL_RATE_LIMITED, `${name} waited ${waited} ms for its turn (${limits}) and its timeout (${tool.timeoutMs} ms) passed; it did not run`, { details: { waited_ms: waited } }));
+      return refuse(
+        new ThymosError(
+          ErrorCode.TOOL_RATE_LIMITED,
+          `${name} waited ${waited} ms for its turn (${limits}) and its timeout (${tool.timeoutMs} ms) passed; it did not run`,
+          { details: { waited_ms: waited } },
+        ),
+      );
     } finally {
       signal.removeEventListener('abort', onAbort);
     }

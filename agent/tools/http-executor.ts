@@ -23,11 +23,15 @@ export async function runHttp(tool: Tool, input: Record<string, unknown>, ctx: E
   try {
     url = fillUrl(template, input);
   } catch (err) {
-    if (err instanceof UrlInputError) throw new ThymosError(ErrorCode.INVALID_INPUT, `arguments of ${ctx.tool}: ${err.message}`, { location: { path: `arguments.${err.field}` } });
+    if (err instanceof UrlInputError)
+      throw new ThymosError(ErrorCode.INVALID_INPUT, `arguments of ${ctx.tool}: ${err.message}`, {
+        location: { path: `arguments.${err.field}` },
+      });
     throw err;
   }
   const headers: Record<string, string> = { accept: 'application/json, text/plain;q=0.9, */*;q=0.5' };
-  for (const [name, value] of Object.entries(exec.headers)) headers[name] = typeof value === 'string' ? value : `${value.prefix}${ctx.secret(value.env)}`;
+  for (const [name, value] of Object.entries(exec.headers))
+    headers[name] = typeof value === 'string' ? value : `${value.prefix}${ctx.secret(value.env)}`;
   if (tool.sideEffect !== 'read_only') headers['idempotency-key'] = ctx.idempotencyKey;
   let body: string | undefined;
   if (exec.body) {
@@ -50,7 +54,8 @@ export async function runHttp(tool: Tool, input: Record<string, unknown>, ctx: E
     }
     const details = { status: answer.status, ...(wait !== undefined ? { retry_after_ms: wait } : {}) };
     const said = `${ctx.tool}: the service answered ${answer.status} ${answer.statusText}${answer.text ? `: ${answer.text.slice(0, 300)}` : ''}`;
-    if (answer.status === 429) throw new ThymosError(ErrorCode.TOOL_RATE_LIMITED, `${said}${attempt > 0 ? ' (after one retry)' : ''}`, { details });
+    if (answer.status === 429)
+      throw new ThymosError(ErrorCode.TOOL_RATE_LIMITED, `${said}${attempt > 0 ? ' (after one retry)' : ''}`, { details });
     throw new ThymosError(ErrorCode.TOOL_FAILED, `${said}${attempt > 0 ? ' (after one retry)' : ''}`, { details });
   }
 }
@@ -67,7 +72,12 @@ function retryAfterMs(value: string | null): number | undefined {
 type Answer = { ok: true; value: unknown } | { ok: false; status: number; statusText: string; text: string; retryAfter: string | null };
 
 /** One request, following redirects within the origin; a 2xx answer parsed (JSON, else text). */
-async function exchange(tool: Tool, origin: string, req: { url: URL; method: string; headers: Record<string, string>; body: string | undefined }, ctx: ExecutorContext): Promise<Answer> {
+async function exchange(
+  tool: Tool,
+  origin: string,
+  req: { url: URL; method: string; headers: Record<string, string>; body: string | undefined },
+  ctx: ExecutorContext,
+): Promise<Answer> {
   let { url, method, body } = req;
   for (let hop = 0; ; hop++) {
     let res: Response;
@@ -75,13 +85,22 @@ async function exchange(tool: Tool, origin: string, req: { url: URL; method: str
       res = await fetch(url, { method, headers: req.headers, body, redirect: 'manual', signal: ctx.signal });
     } catch (err) {
       if (ctx.signal.aborted) throw ctx.signal.reason;
-      throw new ThymosError(ErrorCode.TOOL_FAILED, `${ctx.tool}: ${method} ${url.origin}${url.pathname} failed: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}`);
+      throw new ThymosError(
+        ErrorCode.TOOL_FAILED,
+        `${ctx.tool}: ${method} ${url.origin}${url.pathname} failed: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}`,
+      );
     }
     if (res.status >= 300 && res.status < 400 && res.headers.has('location')) {
       await res.body?.cancel();
       const next = new URL(res.headers.get('location')!, url);
-      if (next.origin !== origin) throw new ThymosError(ErrorCode.TOOL_FAILED, `${ctx.tool}: the service redirected to another origin (${next.origin}); refused`, { details: { status: res.status } });
-      if (hop >= MAX_REDIRECTS) throw new ThymosError(ErrorCode.TOOL_FAILED, `${ctx.tool}: more than ${MAX_REDIRECTS} redirects`, { details: { status: res.status } });
+      if (next.origin !== origin)
+        throw new ThymosError(ErrorCode.TOOL_FAILED, `${ctx.tool}: the service redirected to another origin (${next.origin}); refused`, {
+          details: { status: res.status },
+        });
+      if (hop >= MAX_REDIRECTS)
+        throw new ThymosError(ErrorCode.TOOL_FAILED, `${ctx.tool}: more than ${MAX_REDIRECTS} redirects`, {
+          details: { status: res.status },
+        });
       if (res.status === 303 || ((res.status === 301 || res.status === 302) && method === 'POST')) {
         method = 'GET';
         body = undefined;
@@ -95,7 +114,9 @@ async function exchange(tool: Tool, origin: string, req: { url: URL; method: str
       try {
         return { ok: true, value: JSON.parse(text) as unknown };
       } catch {
-        throw new ThymosError(ErrorCode.TOOL_FAILED, `${ctx.tool}: the service said JSON but sent something else`, { details: { status: res.status } });
+        throw new ThymosError(ErrorCode.TOOL_FAILED, `${ctx.tool}: the service said JSON but sent something else`, {
+          details: { status: res.status },
+        });
       }
     }
     return { ok: true, value: text };
@@ -114,7 +135,9 @@ async function readCapped(res: Response, limit: number, tool: string): Promise<s
     size += value.byteLength;
     if (size > limit) {
       await reader.cancel();
-      throw new ThymosError(ErrorCode.TOOL_OUTPUT_TOO_LARGE, `${tool}: the answer is over ${limit} bytes (outputLimitBytes)`, { details: { limit } });
+      throw new ThymosError(ErrorCode.TOOL_OUTPUT_TOO_LARGE, `${tool}: the answer is over ${limit} bytes (outputLimitBytes)`, {
+        details: { limit },
+      });
     }
     chunks.push(value);
   }

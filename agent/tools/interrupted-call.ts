@@ -17,12 +17,19 @@ export const BY_RULE = 'thymos';
  */
 export function interruptedCall(r: ToolCallRecord, tool: Tool | undefined, at: Date, approvalTimeoutS: number): ToolCallRecord {
   const earlier = r.decided_by !== undefined ? ` (approved earlier by ${r.decided_by}: ${r.decision_reason ?? ''})` : '';
-  const error = new ThymosError(ErrorCode.TOOL_FAILED, `${r.tool} was cut off by the agent stopping${earlier}; whether it took effect is not known`).toJSON();
+  const error = new ThymosError(
+    ErrorCode.TOOL_FAILED,
+    `${r.tool} was cut off by the agent stopping${earlier}; whether it took effect is not known`,
+  ).toJSON();
   const { decided_by: _by, decision_reason: _why, ...rest } = r;
   const expires_at = new Date(at.getTime() + approvalTimeoutS * 1000).toISOString();
   const cut: ToolCallRecord = { ...rest, status: 'interrupted', interrupted_at: at.toISOString(), expires_at, error };
   if (!tool?.keyHonoured) return cut;
-  return { ...cut, decided_by: BY_RULE, decision_reason: `its service honours the idempotency key ${r.idempotency_key} (keyHonoured): run again under it` };
+  return {
+    ...cut,
+    decided_by: BY_RULE,
+    decision_reason: `its service honours the idempotency key ${r.idempotency_key} (keyHonoured): run again under it`,
+  };
 }
 
 /** Whether a call waits for a person to say what became of it after a crash. */

@@ -63,20 +63,28 @@ export class McpExecutors {
     let result: CallToolResult;
     try {
       const client = await session.client;
-      const raw = await client.callTool({ name: exec.tool, arguments: args, _meta }, undefined, { signal: ctx.signal, timeout: Math.max(1, ctx.deadline - Date.now()) });
+      const raw = await client.callTool({ name: exec.tool, arguments: args, _meta }, undefined, {
+        signal: ctx.signal,
+        timeout: Math.max(1, ctx.deadline - Date.now()),
+      });
       result = CallToolResultSchema.parse(raw);
     } catch (err) {
       if (ctx.signal.aborted) throw ctx.signal.reason;
       // A JSON-RPC error (an unknown tool, bad arguments, the remote's timeout) leaves the session good; anything else drops it.
       if (!(err instanceof McpError)) this.#drop(target.key, session);
-      throw new ThymosError(ErrorCode.TOOL_FAILED, `${ctx.tool}: calling ${exec.tool} at ${target.name} failed: ${ctx.redact((err as Error).message)}`);
+      throw new ThymosError(
+        ErrorCode.TOOL_FAILED,
+        `${ctx.tool}: calling ${exec.tool} at ${target.name} failed: ${ctx.redact((err as Error).message)}`,
+      );
     }
     if (result.isError) {
       // Only another agent of the fleet speaks Thymos's codes; a server outside it could claim any.
       const wire = WireErrorSchema.safeParse(result._meta?.['thymos/error']);
       const text = wire.success ? wire.data.message : textOf(result);
       const code = fleet && wire.success ? wire.data.code : ErrorCode.TOOL_FAILED;
-      throw new ThymosError(code, `${ctx.tool}: ${target.name} answered: ${ctx.redact(text).slice(0, 600)}`, { details: { remote_code: wire.success ? wire.data.code : null } });
+      throw new ThymosError(code, `${ctx.tool}: ${target.name} answered: ${ctx.redact(text).slice(0, 600)}`, {
+        details: { remote_code: wire.success ? wire.data.code : null },
+      });
     }
     if (result.structuredContent !== undefined) return result.structuredContent;
     const text = textOf(result);
@@ -84,7 +92,10 @@ export class McpExecutors {
     try {
       return JSON.parse(text) as unknown;
     } catch {
-      throw new ThymosError(ErrorCode.TOOL_OUTPUT_INVALID, `${ctx.tool}: the tool declares output, and ${target.name}'s ${exec.tool} answered neither structured content nor JSON text`);
+      throw new ThymosError(
+        ErrorCode.TOOL_OUTPUT_INVALID,
+        `${ctx.tool}: the tool declares output, and ${target.name}'s ${exec.tool} answered neither structured content nor JSON text`,
+      );
     }
   }
 
@@ -102,9 +113,19 @@ export class McpExecutors {
       return { name: new URL(exec.url).origin, url: exec.url, authorization, key: `${exec.url} ${authorization ?? ''}` };
     }
     const agent = exec.agent!;
-    if (!this.#find) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `${ctx.tool}: ${this.#self} has no link to its fleet yet, so it cannot find ${agent}`);
+    if (!this.#find)
+      throw new ThymosError(
+        ErrorCode.NATS_UNAVAILABLE,
+        `${ctx.tool}: ${this.#self} has no link to its fleet yet, so it cannot find ${agent}`,
+      );
     const at = await this.#find(agent, ctx.tool, exec.wake, Math.max(1, ctx.deadline - Date.now()));
-    return { name: agent, url: at.url, authorization: at.token ? `Bearer ${at.token}` : undefined, key: `${at.url} ${at.pid ?? ''} ${at.token ?? ''}`, caller: `agent:${this.#self}` };
+    return {
+      name: agent,
+      url: at.url,
+      authorization: at.token ? `Bearer ${at.token}` : undefined,
+      key: `${at.url} ${at.pid ?? ''} ${at.token ?? ''}`,
+      caller: `agent:${this.#self}`,
+    };
   }
 
   /**
@@ -119,10 +140,18 @@ export class McpExecutors {
     if (target.caller) for (const [key, old] of this.#clients) if (key.startsWith(`${target.url} `)) this.#drop(key, old);
     const session: Session = {
       client: (async () => {
-        const [{ Client: McpClient }, { StreamableHTTPClientTransport }] = await Promise.all([import('@modelcontextprotocol/sdk/client/index.js'), import('@modelcontextprotocol/sdk/client/streamableHttp.js')]);
+        const [{ Client: McpClient }, { StreamableHTTPClientTransport }] = await Promise.all([
+          import('@modelcontextprotocol/sdk/client/index.js'),
+          import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+        ]);
         const c = new McpClient({ name: `thymos-agent-${this.#self}`, version: '0.1.0' });
-        const headers: Record<string, string> = { ...(target.authorization ? { authorization: target.authorization } : {}), ...(target.caller ? { [REQUESTER_HEADER]: target.caller } : {}) };
-        await c.connect(new StreamableHTTPClientTransport(new URL(target.url), { requestInit: { headers } }), { timeout: CONNECT_TIMEOUT_MS });
+        const headers: Record<string, string> = {
+          ...(target.authorization ? { authorization: target.authorization } : {}),
+          ...(target.caller ? { [REQUESTER_HEADER]: target.caller } : {}),
+        };
+        await c.connect(new StreamableHTTPClientTransport(new URL(target.url), { requestInit: { headers } }), {
+          timeout: CONNECT_TIMEOUT_MS,
+        });
         return c;
       })(),
     };

@@ -9,8 +9,14 @@ import { inputShape } from './tool-shapes.js';
 
 /** What a model is told of a tool besides its description: what a call does and what it waits for. */
 function consequences(tool: Tool): string {
-  const effect = { read_only: 'Reads only.', writes_local: 'Changes local state.', writes_external: 'Changes something outside.', irreversible: 'Cannot be undone.' }[tool.sideEffect];
-  const permission = tool.permission === 'confirm' ? ' Waits for a person to approve it: the call answers "pending" and runs only once approved.' : '';
+  const effect = {
+    read_only: 'Reads only.',
+    writes_local: 'Changes local state.',
+    writes_external: 'Changes something outside.',
+    irreversible: 'Cannot be undone.',
+  }[tool.sideEffect];
+  const permission =
+    tool.permission === 'confirm' ? ' Waits for a person to approve it: the call answers "pending" and runs only once approved.' : '';
   const reason = tool.sideEffect !== 'read_only' ? ' Give a reason.' : '';
   return `${effect}${permission}${reason}`;
 }
@@ -59,7 +65,10 @@ function stepOf(record: ToolCallRecord): Omit<ToolStep, 'ms'> {
  * With `keyOf`, each call carries the idempotency key it names for the tool (a job's keys, see
  * `jobKeys`), so a job worked again makes its calls under the same keys.
  */
-export function toolLoopOf(caller: ToolCaller, options: { caller: string; maxSteps: number; budgetMs: number; chain?: readonly string[]; keyOf?: (tool: string) => string }): ToolLoop | undefined {
+export function toolLoopOf(
+  caller: ToolCaller,
+  options: { caller: string; maxSteps: number; budgetMs: number; chain?: readonly string[]; keyOf?: (tool: string) => string },
+): ToolLoop | undefined {
   const tools = modelToolsOf(caller.tools);
   if (tools.length === 0 || options.maxSteps === 0) return undefined;
   return {
@@ -69,12 +78,20 @@ export function toolLoopOf(caller: ToolCaller, options: { caller: string; maxSte
     run: async (name, args, signal) => {
       try {
         const key = options.keyOf?.(name);
-        const record = await caller.call(name, args, { caller: options.caller, signal, ...(options.chain ? { chain: options.chain } : {}), ...(key ? { idempotencyKey: key } : {}) });
+        const record = await caller.call(name, args, {
+          caller: options.caller,
+          signal,
+          ...(options.chain ? { chain: options.chain } : {}),
+          ...(key ? { idempotencyKey: key } : {}),
+        });
         return { content: modelResultOf(record), step: stepOf(record) };
       } catch (err) {
         const e = err as { code?: string; message?: string };
         const code = typeof e.code === 'string' ? e.code : 'INTERNAL';
-        return { content: { status: 'refused', error: { code, message: e.message ?? String(err) } }, step: { tool: name, status: 'refused', code } };
+        return {
+          content: { status: 'refused', error: { code, message: e.message ?? String(err) } },
+          step: { tool: name, status: 'refused', code },
+        };
       }
     },
   };

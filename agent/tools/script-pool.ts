@@ -54,13 +54,19 @@ export class ScriptPool {
   }
 
   #start(): ScriptThread {
-    const thread = new ScriptThread({ path: this.#o.path, memoryMb: this.#o.memoryMb, redact: this.#o.redact, ended: (t) => this.#ended(t) });
+    const thread = new ScriptThread({
+      path: this.#o.path,
+      memoryMb: this.#o.memoryMb,
+      redact: this.#o.redact,
+      ended: (t) => this.#ended(t),
+    });
     this.#threads.add(thread);
     return thread;
   }
 
   #take(signal: AbortSignal): Promise<ScriptThread> {
-    if (this.#closed) return Promise.reject(new ThymosError(ErrorCode.AGENT_STOPPING, `the workers of ${this.#o.path} are closed: the agent is stopping`));
+    if (this.#closed)
+      return Promise.reject(new ThymosError(ErrorCode.AGENT_STOPPING, `the workers of ${this.#o.path} are closed: the agent is stopping`));
     const idle = this.#idle.pop();
     if (idle) return Promise.resolve(idle);
     if (this.#threads.size < this.#o.maxThreads) return Promise.resolve(this.#start());

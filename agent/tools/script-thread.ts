@@ -51,14 +51,28 @@ export class ScriptThread {
     this.#o = options;
     const entry = workerEntry();
     const workerData: ScriptWorkerData = { path: options.path };
-    this.#worker = new Worker(entry.filename, { eval: entry.eval, workerData, resourceLimits: { maxOldGenerationSizeMb: options.memoryMb }, stdout: true, stderr: true });
+    this.#worker = new Worker(entry.filename, {
+      eval: entry.eval,
+      workerData,
+      resourceLimits: { maxOldGenerationSizeMb: options.memoryMb },
+      stdout: true,
+      stderr: true,
+    });
     // An idle worker does not keep the agent's process alive.
     this.#worker.unref();
     redactInto(this.#worker.stdout, process.stdout, options.redact);
     redactInto(this.#worker.stderr, process.stderr, options.redact);
     this.#worker.on('message', (m: unknown) => this.#message(m));
     this.#worker.on('error', (err: Error & { code?: string }) => this.#end(this.#why(err)));
-    this.#worker.on('exit', (code) => this.#end(new ThymosError(ErrorCode.TOOL_FAILED, `the worker running ${options.path} exited (code ${code}), as process.exit() or an uncaught error in a script ends it`, { details: { exit_code: code } })));
+    this.#worker.on('exit', (code) =>
+      this.#end(
+        new ThymosError(
+          ErrorCode.TOOL_FAILED,
+          `the worker running ${options.path} exited (code ${code}), as process.exit() or an uncaught error in a script ends it`,
+          { details: { exit_code: code } },
+        ),
+      ),
+    );
   }
 
   /** Whether a call may be given to it: its worker is up and runs nothing. */
@@ -77,7 +91,8 @@ export class ScriptThread {
    * memory, exited), with why. Not before: the tool's answer at a timeout does not wait for it.
    */
   run(name: string, input: Record<string, unknown>, ctx: ExecutorContext): Promise<unknown> {
-    if (!this.idle) throw new ThymosError(ErrorCode.INTERNAL, `the worker of ${this.#o.path} was given a call while ${this.#gone ? 'ended' : 'busy'}`);
+    if (!this.idle)
+      throw new ThymosError(ErrorCode.INTERNAL, `the worker of ${this.#o.path} was given a call while ${this.#gone ? 'ended' : 'busy'}`);
     return new Promise((resolve, reject) => {
       const id = ++this.#calls;
       let grace: NodeJS.Timeout | undefined;
@@ -91,7 +106,20 @@ export class ScriptThread {
         this.#call = undefined;
       };
       this.#call = { id, ctx, resolve, reject, stop };
-      this.#post({ kind: 'call', id, export: name, input, facts: { agent: ctx.agent, tool: ctx.tool, caller: ctx.caller, reason: ctx.reason, callId: ctx.callId, idempotencyKey: ctx.idempotencyKey } });
+      this.#post({
+        kind: 'call',
+        id,
+        export: name,
+        input,
+        facts: {
+          agent: ctx.agent,
+          tool: ctx.tool,
+          caller: ctx.caller,
+          reason: ctx.reason,
+          callId: ctx.callId,
+          idempotencyKey: ctx.idempotencyKey,
+        },
+      });
       if (ctx.signal.aborted) onAbort();
       else ctx.signal.addEventListener('abort', onAbort, { once: true });
     });
@@ -119,7 +147,13 @@ export class ScriptThread {
     if (m.kind === 'ask') return void this.#answer(call, m);
     call.stop();
     if (m.kind === 'done') call.resolve(m.json === undefined ? undefined : JSON.parse(m.json));
-    else call.reject(new ThymosError(m.error.code, m.error.message, { ...(m.error.location ? { location: m.error.location } : {}), ...(m.error.details ? { details: m.error.details } : {}) }));
+    else
+      call.reject(
+        new ThymosError(m.error.code, m.error.message, {
+          ...(m.error.location ? { location: m.error.location } : {}),
+          ...(m.error.details ? { details: m.error.details } : {}),
+        }),
+      );
   }
 
   /** Does what a running call asks, as the agent; refused once its signal has fired. */
@@ -128,7 +162,8 @@ export class ScriptThread {
       if (call.ctx.signal.aborted) throw toThymosError(call.ctx.signal.reason, ErrorCode.CANCELLED);
       const { world, publish } = call.ctx.world();
       const args = m.args as never[];
-      const value: unknown = m.what === 'publish' ? await publish(args[0]!) : await (world[m.what] as (...a: unknown[]) => Promise<unknown>).apply(world, args);
+      const value: unknown =
+        m.what === 'publish' ? await publish(args[0]!) : await (world[m.what] as (...a: unknown[]) => Promise<unknown>).apply(world, args);
       this.#post({ kind: 'answer', ask: m.ask, value });
     } catch (err) {
       this.#post({ kind: 'answer', ask: m.ask, error: toThymosError(err, ErrorCode.TOOL_FAILED).toJSON() });
@@ -137,7 +172,11 @@ export class ScriptThread {
 
   #why(err: Error & { code?: string }): ThymosError {
     if (err.code === 'ERR_WORKER_OUT_OF_MEMORY') {
-      return new ThymosError(ErrorCode.TOOL_FAILED, `ran out of memory: its worker's heap reached [tools] script_memory_mb = ${this.#o.memoryMb} MB and the worker was stopped`, { details: { memory_limit_mb: this.#o.memoryMb } });
+      return new ThymosError(
+        ErrorCode.TOOL_FAILED,
+        `ran out of memory: its worker's heap reached [tools] script_memory_mb = ${this.#o.memoryMb} MB and the worker was stopped`,
+        { details: { memory_limit_mb: this.#o.memoryMb } },
+      );
     }
     return new ThymosError(ErrorCode.TOOL_FAILED, `its worker ended on an uncaught error: ${err.message}`);
   }
@@ -149,7 +188,11 @@ export class ScriptThread {
     const call = this.#call;
     if (call) {
       call.stop();
-      call.reject(call.ctx.signal.aborted ? call.ctx.signal.reason : new ThymosError(why.code, `${call.ctx.tool}: ${why.message}`, { ...(why.details ? { details: why.details } : {}) }));
+      call.reject(
+        call.ctx.signal.aborted
+          ? call.ctx.signal.reason
+          : new ThymosError(why.code, `${call.ctx.tool}: ${why.message}`, { ...(why.details ? { details: why.details } : {}) }),
+      );
     }
     this.#o.ended(this);
   }

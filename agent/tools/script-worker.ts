@@ -20,7 +20,8 @@ const asked = new Map<number, { resolve(value: unknown): void; reject(err: Error
 let asks = 0;
 
 const send = (message: FromScriptWorker) => port.postMessage(message);
-const fromWire = (e: WireError) => new ThymosError(knownCode(e.code, ErrorCode.TOOL_FAILED), e.message, { ...(e.details ? { details: e.details } : {}) });
+const fromWire = (e: WireError) =>
+  new ThymosError(knownCode(e.code, ErrorCode.TOOL_FAILED), e.message, { ...(e.details ? { details: e.details } : {}) });
 
 port.on('message', (m: ToScriptWorker) => {
   if (m.kind === 'call') void call(m);
@@ -55,7 +56,11 @@ async function exported(tool: string, name: string): Promise<ScriptFunction> {
     throw new ThymosError(ErrorCode.TOOL_FAILED, `${tool}: cannot load ${path}: ${(err as Error).message}`);
   }
   const fn = mod[name];
-  if (typeof fn !== 'function') throw new ThymosError(ErrorCode.TOOL_FAILED, `${tool}: ${path} has no function export named ${JSON.stringify(name)} (it exports ${Object.keys(mod).join(', ') || 'nothing'})`);
+  if (typeof fn !== 'function')
+    throw new ThymosError(
+      ErrorCode.TOOL_FAILED,
+      `${tool}: ${path} has no function export named ${JSON.stringify(name)} (it exports ${Object.keys(mod).join(', ') || 'nothing'})`,
+    );
   return fn as ScriptFunction;
 }
 
@@ -96,7 +101,11 @@ function jsonText(tool: string, result: unknown): string | undefined {
   } catch (err) {
     why = `a value JSON cannot hold (${(err as Error).message.replace(/\s+/g, ' ')})`;
   }
-  if (text === undefined) throw new ThymosError(ErrorCode.TOOL_FAILED, `${tool}: the script returned ${why}; expected a JSON value: an object, array, string, number, boolean or null`);
+  if (text === undefined)
+    throw new ThymosError(
+      ErrorCode.TOOL_FAILED,
+      `${tool}: the script returned ${why}; expected a JSON value: an object, array, string, number, boolean or null`,
+    );
   return text;
 }
 

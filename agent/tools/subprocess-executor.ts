@@ -30,8 +30,14 @@ export function subprocessArgs(tool: string, exec: SubprocessExecutor, input: Re
     if (value === undefined || value === null) continue;
     for (const v of Array.isArray(value) ? (value as unknown[]) : [value]) {
       const text = typeof v === 'string' ? v : JSON.stringify(v);
-      const refuse = (why: string) => new ThymosError(ErrorCode.INVALID_INPUT, `arguments of ${tool}: ${filled.field}: ${why}`, { location: { path: `arguments.${filled.field}` } });
-      if (text.startsWith('-') && !filled.allowDash) throw refuse(`${JSON.stringify(text.slice(0, 40))} starts with "-", which the program would read as an option; the tool does not allow it for this argument (Arg { allowDash = true })`);
+      const refuse = (why: string) =>
+        new ThymosError(ErrorCode.INVALID_INPUT, `arguments of ${tool}: ${filled.field}: ${why}`, {
+          location: { path: `arguments.${filled.field}` },
+        });
+      if (text.startsWith('-') && !filled.allowDash)
+        throw refuse(
+          `${JSON.stringify(text.slice(0, 40))} starts with "-", which the program would read as an option; the tool does not allow it for this argument (Arg { allowDash = true })`,
+        );
       if (text.includes('\0')) throw refuse('a program argument cannot hold a NUL character');
       if (filled.option) argv.push(filled.option);
       argv.push(text);
@@ -92,10 +98,22 @@ interface ProgramEnd {
 }
 
 /** Starts the program as the leader of a process group and waits until it has ended and its output closed (see `runSubprocess`). */
-function runProgram(tool: Tool, ctx: ExecutorContext, command: string, argv: string[], env: Record<string, string>, stdin: string | undefined): Promise<ProgramEnd> {
+function runProgram(
+  tool: Tool,
+  ctx: ExecutorContext,
+  command: string,
+  argv: string[],
+  env: Record<string, string>,
+  stdin: string | undefined,
+): Promise<ProgramEnd> {
   const exec = tool.executor as SubprocessExecutor;
   return new Promise<ProgramEnd>((resolve, reject) => {
-    const child = spawn(command, argv, { cwd: exec.cwd ?? undefined, env, detached: true, stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    const child = spawn(command, argv, {
+      cwd: exec.cwd ?? undefined,
+      env,
+      detached: true,
+      stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    });
     const out: Buffer[] = [];
     let outBytes = 0;
     let err = Buffer.alloc(0);
@@ -116,7 +134,14 @@ function runProgram(tool: Tool, ctx: ExecutorContext, command: string, argv: str
     child.stdout!.on('data', (chunk: Buffer) => {
       outBytes += chunk.byteLength;
       if (outBytes > tool.outputLimitBytes) {
-        if (!failure) stop(new ThymosError(ErrorCode.TOOL_OUTPUT_TOO_LARGE, `${ctx.tool}: the program wrote over ${tool.outputLimitBytes} bytes (outputLimitBytes)`, { details: { limit: tool.outputLimitBytes } }));
+        if (!failure)
+          stop(
+            new ThymosError(
+              ErrorCode.TOOL_OUTPUT_TOO_LARGE,
+              `${ctx.tool}: the program wrote over ${tool.outputLimitBytes} bytes (outputLimitBytes)`,
+              { details: { limit: tool.outputLimitBytes } },
+            ),
+          );
         return;
       }
       out.push(chunk);
@@ -177,9 +202,16 @@ export async function runSubprocess(tool: Tool, input: Record<string, unknown>, 
     if (value !== undefined) env[name] = value;
   }
   for (const [name, secret] of Object.entries(exec.secrets)) env[name] = `${secret.prefix}${ctx.secret(secret.env)}`;
-  Object.assign(env, { THYMOS_IDEMPOTENCY_KEY: ctx.idempotencyKey, THYMOS_CALL_ID: ctx.callId, THYMOS_TOOL: ctx.tool, THYMOS_AGENT: ctx.agent });
+  Object.assign(env, {
+    THYMOS_IDEMPOTENCY_KEY: ctx.idempotencyKey,
+    THYMOS_CALL_ID: ctx.callId,
+    THYMOS_TOOL: ctx.tool,
+    THYMOS_AGENT: ctx.agent,
+  });
   const command = resolveCommand(ctx.tool, exec.command, ctx.env('PATH'));
-  const stdin = exec.stdin ? JSON.stringify(Object.fromEntries(exec.stdin.filter((f) => input[f] !== undefined).map((f) => [f, input[f]]))) : undefined;
+  const stdin = exec.stdin
+    ? JSON.stringify(Object.fromEntries(exec.stdin.filter((f) => input[f] !== undefined).map((f) => [f, input[f]])))
+    : undefined;
   if (ctx.signal.aborted) throw ctx.signal.reason;
 
   const { stdout, stderr, stderrCut, code, signal } = await runProgram(tool, ctx, command, argv, env, stdin);
@@ -190,13 +222,18 @@ export async function runSubprocess(tool: Tool, input: Record<string, unknown>, 
     if (stderrCut) kept = kept.includes('\n') ? kept.slice(kept.indexOf('\n') + 1) : kept.slice(Math.min(kept.length, 1024));
     const tail = kept.trim().slice(-600);
     const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
-    throw new ThymosError(ErrorCode.TOOL_FAILED, `${ctx.tool}: ${exec.command} ${how}${tail ? `: ${tail}` : ''}`, { details: { exit_code: code, signal, stderr: tail } });
+    throw new ThymosError(ErrorCode.TOOL_FAILED, `${ctx.tool}: ${exec.command} ${how}${tail ? `: ${tail}` : ''}`, {
+      details: { exit_code: code, signal, stderr: tail },
+    });
   }
   const text = stdout.toString('utf8');
   if (!tool.output) return text.endsWith('\n') ? text.slice(0, -1) : text;
   try {
     return JSON.parse(text) as unknown;
   } catch {
-    throw new ThymosError(ErrorCode.TOOL_OUTPUT_INVALID, `${ctx.tool}: the tool declares output, so the program writes one JSON object on standard output; it wrote ${JSON.stringify(ctx.redact(text).slice(0, 200))}`);
+    throw new ThymosError(
+      ErrorCode.TOOL_OUTPUT_INVALID,
+      `${ctx.tool}: the tool declares output, so the program writes one JSON object on standard output; it wrote ${JSON.stringify(ctx.redact(text).slice(0, 200))}`,
+    );
   }
 }

@@ -76,13 +76,19 @@ export interface CallRequest {
 }
 
 /** What runs a call, by the executor's kind (Mcp keeps sessions and Script its workers, so each ToolCaller has its own). */
-const EXECUTORS: Record<Exclude<Tool['executor']['kind'], 'mcp' | 'script'>, (tool: Tool, input: Record<string, unknown>, ctx: ExecutorContext) => Promise<unknown>> = {
+const EXECUTORS: Record<
+  Exclude<Tool['executor']['kind'], 'mcp' | 'script'>,
+  (tool: Tool, input: Record<string, unknown>, ctx: ExecutorContext) => Promise<unknown>
+> = {
   http: runHttp,
   subprocess: runSubprocess,
 };
 
 const RECORD_TEXT_MAX = 600;
-const SCRIPT_DEFAULTS = { memoryMb: ToolsSettingsSchema.shape.script_memory_mb.parse(undefined), maxThreads: ToolsSettingsSchema.shape.script_threads.parse(undefined) };
+const SCRIPT_DEFAULTS = {
+  memoryMb: ToolsSettingsSchema.shape.script_memory_mb.parse(undefined),
+  maxThreads: ToolsSettingsSchema.shape.script_threads.parse(undefined),
+};
 /** The shortest secret a tool sends: a shorter one would be found (and replaced) all over ordinary text. */
 const SECRET_MIN_CHARS = 8;
 const RECENT_CALLS = 50;
@@ -116,7 +122,10 @@ export class ToolCaller {
     this.#redactor = new SecretRedactor(Object.values(options.tools), options.env);
     this.#keys = new CallKeys(options.calls);
     this.#mcp = new McpExecutors(options.agent);
-    this.#scripts = new ScriptExecutors(Object.values(options.tools), { ...(options.scripts ?? SCRIPT_DEFAULTS), redact: (text) => this.redact(text) });
+    this.#scripts = new ScriptExecutors(Object.values(options.tools), {
+      ...(options.scripts ?? SCRIPT_DEFAULTS),
+      redact: (text) => this.redact(text),
+    });
     this.#approvals = new CallApprovals({
       agent: options.agent,
       tools: options.tools,
@@ -187,7 +196,13 @@ export class ToolCaller {
       behind = undefined;
     }
     // Not awaited: a failed write is tried again until the store closes; the call has answered.
-    if (behind) behind.catch((err: unknown) => this.#o.logger.warn({ tool: record.tool, call: record.call_id, err: (err as Error).message }, 'the record of a read-only call was not kept'));
+    if (behind)
+      behind.catch((err: unknown) =>
+        this.#o.logger.warn(
+          { tool: record.tool, call: record.call_id, err: (err as Error).message },
+          'the record of a read-only call was not kept',
+        ),
+      );
     else if (when !== 'not') await this.#o.calls.saveCall(record);
     // A call counts once as it waits (not again when decided) and once as it ends.
     if (record.status !== 'running' && !(record.status === 'pending' && record.decided_by !== undefined)) {
@@ -216,7 +231,10 @@ export class ToolCaller {
   /** Marks calls cut off by a crash (`running` when the agent starts) `interrupted`, to run again or wait for a person (`interruptedCall`); returns how many. */
   async recover(): Promise<number> {
     const cut = await this.#o.calls.callsWithStatus('running');
-    for (const r of cut) await this.#o.calls.saveCall(interruptedCall(r, Object.hasOwn(this.#o.tools, r.tool) ? this.#o.tools[r.tool] : undefined, new Date(), this.#o.approvalTimeoutS));
+    for (const r of cut)
+      await this.#o.calls.saveCall(
+        interruptedCall(r, Object.hasOwn(this.#o.tools, r.tool) ? this.#o.tools[r.tool] : undefined, new Date(), this.#o.approvalTimeoutS),
+      );
     return cut.length;
   }
 
@@ -229,7 +247,12 @@ export class ToolCaller {
     return this.#o.gate.call(async () => {
       // Own tools only: `constructor` or `toString` is no tool, whatever an object inherits.
       const tool = Object.hasOwn(this.#o.tools, name) ? this.#o.tools[name] : undefined;
-      if (!tool) throw new ThymosError(ErrorCode.NOT_FOUND, `${this.#o.agent} has no tool ${JSON.stringify(name)}; its tools: ${Object.keys(this.#o.tools).join(', ') || 'none granted'}`, { location: { path: 'name' } });
+      if (!tool)
+        throw new ThymosError(
+          ErrorCode.NOT_FOUND,
+          `${this.#o.agent} has no tool ${JSON.stringify(name)}; its tools: ${Object.keys(this.#o.tools).join(', ') || 'none granted'}`,
+          { location: { path: 'name' } },
+        );
       const { reason, ...input } = this.#validate(name, tool, args);
       const callId = randomUUID();
       const record: ToolCallRecord = {
@@ -247,7 +270,9 @@ export class ToolCaller {
       // Refused before an earlier call's outcome is looked for: a caller that may not run the tool now does not read one either.
       const refusal = this.#refusal(name, tool, record.chain ?? []);
       if (refusal) return this.#finish(record, tool, { error: refusal, status: 'refused' }, 0);
-      return this.#keys.once(tool, record, (keyed) => (tool.permission === 'confirm' ? this.#await(keyed, tool) : this.#runAndFinish(tool, keyed, request.signal)));
+      return this.#keys.once(tool, record, (keyed) =>
+        tool.permission === 'confirm' ? this.#await(keyed, tool) : this.#runAndFinish(tool, keyed, request.signal),
+      );
     });
   }
 
@@ -258,11 +283,20 @@ export class ToolCaller {
    */
   async #runAndFinish(tool: Tool, record: ToolCallRecord, callerSignal?: AbortSignal): Promise<ToolCallRecord> {
     const timeout = new AbortController();
-    const timer = setTimeout(() => timeout.abort(new ThymosError(ErrorCode.TOOL_TIMEOUT, `${record.tool} did not finish within ${tool.timeoutMs} ms (timeoutMs)`)), tool.timeoutMs);
+    const timer = setTimeout(
+      () => timeout.abort(new ThymosError(ErrorCode.TOOL_TIMEOUT, `${record.tool} did not finish within ${tool.timeoutMs} ms (timeoutMs)`)),
+      tool.timeoutMs,
+    );
     const signal = AbortSignal.any([timeout.signal, this.#o.gate.signal(), ...(callerSignal ? [callerSignal] : [])]);
     const deadline = Date.now() + tool.timeoutMs;
     try {
-      return await this.#limits.take(record.tool, tool, signal, () => this.#runNow(tool, record, signal, deadline), (error) => this.#finish(record, tool, { status: 'refused', error }, 0));
+      return await this.#limits.take(
+        record.tool,
+        tool,
+        signal,
+        () => this.#runNow(tool, record, signal, deadline),
+        (error) => this.#finish(record, tool, { status: 'refused', error }, 0),
+      );
     } finally {
       clearTimeout(timer);
     }
@@ -290,11 +324,31 @@ export class ToolCaller {
    */
   async #await(record: ToolCallRecord, tool: Tool): Promise<ToolCallRecord> {
     if (Buffer.byteLength(JSON.stringify(record.arguments)) > PENDING_ARGUMENTS_MAX_BYTES) {
-      throw new ThymosError(ErrorCode.INVALID_INPUT, `arguments of ${record.tool}: over ${PENDING_ARGUMENTS_MAX_BYTES} bytes, too large for a call that waits for a person's approval`, { location: { path: 'arguments' } });
+      throw new ThymosError(
+        ErrorCode.INVALID_INPUT,
+        `arguments of ${record.tool}: over ${PENDING_ARGUMENTS_MAX_BYTES} bytes, too large for a call that waits for a person's approval`,
+        { location: { path: 'arguments' } },
+      );
     }
     const waiting = (await this.#o.calls.callsWithStatus('pending')).length;
-    if (waiting >= this.#o.maxPending) return this.#finish(record, tool, { status: 'refused', error: new ThymosError(ErrorCode.TOOL_DENIED, `${this.#o.agent} has ${waiting} calls waiting for approval already ([tools] max_pending = ${this.#o.maxPending})`) }, 0);
-    const pending: ToolCallRecord = { ...record, status: 'pending', expires_at: new Date(Date.parse(record.requested_at) + this.#o.approvalTimeoutS * 1000).toISOString() };
+    if (waiting >= this.#o.maxPending)
+      return this.#finish(
+        record,
+        tool,
+        {
+          status: 'refused',
+          error: new ThymosError(
+            ErrorCode.TOOL_DENIED,
+            `${this.#o.agent} has ${waiting} calls waiting for approval already ([tools] max_pending = ${this.#o.maxPending})`,
+          ),
+        },
+        0,
+      );
+    const pending: ToolCallRecord = {
+      ...record,
+      status: 'pending',
+      expires_at: new Date(Date.parse(record.requested_at) + this.#o.approvalTimeoutS * 1000).toISOString(),
+    };
     await this.#save(pending);
     // Handed in before the caller hears "pending", so the supervisor lists it by then (a failure is tried again within 10 s).
     await this.#approvals.hand(pending);
@@ -306,7 +360,9 @@ export class ToolCaller {
     if (!schema) this.#inputs.set(name, (schema = z.object(inputShape(tool)).strict()));
     const parsed = schema.safeParse(args);
     if (!parsed.success) {
-      throw new ThymosError(ErrorCode.INVALID_INPUT, `arguments of ${name}: ${describeIssues(parsed.error, args)}`, { location: { path: ['arguments', ...(parsed.error.issues[0]?.path ?? []).map(String)].join('.') } });
+      throw new ThymosError(ErrorCode.INVALID_INPUT, `arguments of ${name}: ${describeIssues(parsed.error, args)}`, {
+        location: { path: ['arguments', ...(parsed.error.issues[0]?.path ?? []).map(String)].join('.') },
+      });
     }
     const input = parsed.data as Record<string, unknown>;
     // Where an Http call would go, and a program's arguments, are settled before anything is saved or waits for approval.
@@ -315,7 +371,10 @@ export class ToolCaller {
       try {
         fillUrl(parseUrlTemplate(tool.executor.url), input);
       } catch (err) {
-        if (err instanceof UrlInputError) throw new ThymosError(ErrorCode.INVALID_INPUT, `arguments of ${name}: ${err.message}`, { location: { path: `arguments.${err.field}` } });
+        if (err instanceof UrlInputError)
+          throw new ThymosError(ErrorCode.INVALID_INPUT, `arguments of ${name}: ${err.message}`, {
+            location: { path: `arguments.${err.field}` },
+          });
         throw err;
       }
     }
@@ -327,11 +386,24 @@ export class ToolCaller {
     if (tool.executor.kind === 'mcp' && tool.executor.agent != null) {
       const path = [...chain, this.#o.agent];
       const shown = [...path, tool.executor.agent].join(' → ');
-      if (path.includes(tool.executor.agent)) return new ThymosError(ErrorCode.TOOL_DENIED, `${name} would call ${tool.executor.agent}, which this chain of calls passed through already (${shown}): refused rather than looped`);
-      if (path.length + 1 > this.#o.maxHops) return new ThymosError(ErrorCode.TOOL_DENIED, `${name} would make a chain of ${path.length + 1} agents (${shown}); [tools] max_hops is ${this.#o.maxHops}`);
+      if (path.includes(tool.executor.agent))
+        return new ThymosError(
+          ErrorCode.TOOL_DENIED,
+          `${name} would call ${tool.executor.agent}, which this chain of calls passed through already (${shown}): refused rather than looped`,
+        );
+      if (path.length + 1 > this.#o.maxHops)
+        return new ThymosError(
+          ErrorCode.TOOL_DENIED,
+          `${name} would make a chain of ${path.length + 1} agents (${shown}); [tools] max_hops is ${this.#o.maxHops}`,
+        );
     }
-    if (tool.permission === 'admin' && !this.#o.allowAdmin) return new ThymosError(ErrorCode.TOOL_DENIED, `${name} is an admin tool; it runs only with [tools] allow_admin = true`);
-    if (tool.sideEffect !== 'read_only' && !this.#o.gate.isActive()) return new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.#o.agent} is listening (passive): it runs only read-only tools now, and ${name} is ${tool.sideEffect}`);
+    if (tool.permission === 'admin' && !this.#o.allowAdmin)
+      return new ThymosError(ErrorCode.TOOL_DENIED, `${name} is an admin tool; it runs only with [tools] allow_admin = true`);
+    if (tool.sideEffect !== 'read_only' && !this.#o.gate.isActive())
+      return new ThymosError(
+        ErrorCode.AGENT_NOT_ACTIVE,
+        `${this.#o.agent} is listening (passive): it runs only read-only tools now, and ${name} is ${tool.sideEffect}`,
+      );
     return undefined;
   }
 
@@ -348,8 +420,16 @@ export class ToolCaller {
       deadline,
       secret: (env) => {
         const value = this.#o.env[env]?.trim();
-        if (!value) throw new ThymosError(ErrorCode.TOOL_FAILED, `${name}: the environment variable ${env} that holds its secret is not set in the agent's environment`);
-        if (value.length < SECRET_MIN_CHARS) throw new ThymosError(ErrorCode.TOOL_FAILED, `${name}: the secret in ${env} is shorter than ${SECRET_MIN_CHARS} characters, too short to be kept out of what is recorded`);
+        if (!value)
+          throw new ThymosError(
+            ErrorCode.TOOL_FAILED,
+            `${name}: the environment variable ${env} that holds its secret is not set in the agent's environment`,
+          );
+        if (value.length < SECRET_MIN_CHARS)
+          throw new ThymosError(
+            ErrorCode.TOOL_FAILED,
+            `${name}: the secret in ${env} is shorter than ${SECRET_MIN_CHARS} characters, too short to be kept out of what is recorded`,
+          );
         return value;
       },
       env: (variable) => this.#o.env[variable],
@@ -362,13 +442,23 @@ export class ToolCaller {
     });
     aborted.catch(() => undefined);
     const kind = tool.executor.kind;
-    const run = kind === 'mcp' ? this.#mcp.run(tool, record.arguments, ctx) : kind === 'script' ? this.#scripts.run(tool, record.arguments, ctx) : EXECUTORS[kind](tool, record.arguments, ctx);
+    const run =
+      kind === 'mcp'
+        ? this.#mcp.run(tool, record.arguments, ctx)
+        : kind === 'script'
+          ? this.#scripts.run(tool, record.arguments, ctx)
+          : EXECUTORS[kind](tool, record.arguments, ctx);
     const result = await Promise.race([run, aborted]);
     // Secrets are taken out before anything quotes or cuts the result (an output error shows a part of it).
     return checkOutput(name, tool, this.redact(result));
   }
 
-  async #finish(record: ToolCallRecord, tool: Tool | undefined, outcome: { status: CallStatus; result?: unknown; error?: ThymosError }, ms: number): Promise<ToolCallRecord> {
+  async #finish(
+    record: ToolCallRecord,
+    tool: Tool | undefined,
+    outcome: { status: CallStatus; result?: unknown; error?: ThymosError },
+    ms: number,
+  ): Promise<ToolCallRecord> {
     const done: ToolCallRecord = this.redact({
       ...record,
       status: outcome.status,
@@ -378,13 +468,34 @@ export class ToolCaller {
       ...(outcome.error ? { error: outcome.error.toJSON() } : {}),
     });
     // A read-only call that did not wait for a person is written behind with its memory: repeating it changes nothing, so a crash before the write loses only its record.
-    await this.#save(done, tool?.sideEffect === 'read_only' && tool.permission !== 'confirm' && done.decided_by === undefined ? 'soon' : 'now');
+    await this.#save(
+      done,
+      tool?.sideEffect === 'read_only' && tool.permission !== 'confirm' && done.decided_by === undefined ? 'soon' : 'now',
+    );
     try {
-      await this.#o.remember([{ id: `call_${done.call_id}`, content: recordText(done), tags: ['tool_call', done.tool, ...(tool?.tags ?? [])], importance: 0.5, source: { kind: 'tool_call', by: done.caller } }]);
+      await this.#o.remember([
+        {
+          id: `call_${done.call_id}`,
+          content: recordText(done),
+          tags: ['tool_call', done.tool, ...(tool?.tags ?? [])],
+          importance: 0.5,
+          source: { kind: 'tool_call', by: done.caller },
+        },
+      ]);
     } catch (err) {
       this.#o.logger.warn({ tool: done.tool, call: done.call_id, err: (err as Error).message }, 'the memory of a tool call was not kept');
     }
-    this.#o.logger.info({ tool: done.tool, call: done.call_id, caller: done.caller, status: done.status, ms: done.duration_ms, ...(done.error ? { code: done.error.code } : {}) }, 'tool call');
+    this.#o.logger.info(
+      {
+        tool: done.tool,
+        call: done.call_id,
+        caller: done.caller,
+        status: done.status,
+        ms: done.duration_ms,
+        ...(done.error ? { code: done.error.code } : {}),
+      },
+      'tool call',
+    );
     return done;
   }
 }
@@ -392,6 +503,9 @@ export class ToolCaller {
 /** The sentence a call is remembered by: what, with what, for whom, why, and how it ended. */
 function recordText(r: ToolCallRecord): string {
   const clip = (s: string) => (s.length > RECORD_TEXT_MAX ? `${s.slice(0, RECORD_TEXT_MAX)}…` : s);
-  const ended = r.status === 'ok' ? `ok: ${clip(typeof r.result === 'string' ? r.result : JSON.stringify(r.result))}` : `${r.status}: ${r.error ? `${r.error.code} ${clip(r.error.message)}` : ''}`;
+  const ended =
+    r.status === 'ok'
+      ? `ok: ${clip(typeof r.result === 'string' ? r.result : JSON.stringify(r.result))}`
+      : `${r.status}: ${r.error ? `${r.error.code} ${clip(r.error.message)}` : ''}`;
   return `Tool call ${r.tool} ${clip(JSON.stringify(r.arguments))} for ${r.caller}${r.reason ? `, because ${r.reason}` : ''} — ${ended}`;
 }

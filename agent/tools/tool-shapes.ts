@@ -27,7 +27,8 @@ function scalar(f: ToolField): z.ZodType {
       if (f.min != null) s = s.min(f.min);
       // JSON Schema's `pattern` matches anywhere; the whole value must match, so it is anchored.
       // RE2 matches it: zod's .regex() would backtrack on the agent's only thread. Clients still see it.
-      if (f.pattern != null) s = s.refine(compilePattern(f.pattern).matches, `expected a value matching ${f.pattern}`).meta({ pattern: `^(?:${f.pattern})$` });
+      if (f.pattern != null)
+        s = s.refine(compilePattern(f.pattern).matches, `expected a value matching ${f.pattern}`).meta({ pattern: `^(?:${f.pattern})$` });
       return s;
     }
   }
@@ -43,7 +44,12 @@ function fieldSchema(f: ToolField): z.ZodType {
 export function inputShape(tool: Tool): Record<string, z.ZodType> {
   const shape: Record<string, z.ZodType> = {};
   for (const [name, f] of Object.entries(tool.input)) shape[name] = fieldSchema(f);
-  const reason = z.string().trim().min(1, 'expected a reason: why this call, in words').max(REASON_MAX).describe('Why this call is made; kept with the record of the call.');
+  const reason = z
+    .string()
+    .trim()
+    .min(1, 'expected a reason: why this call, in words')
+    .max(REASON_MAX)
+    .describe('Why this call is made; kept with the record of the call.');
   shape.reason = needsReason(tool) ? reason : reason.optional();
   return shape;
 }

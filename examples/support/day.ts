@@ -87,9 +87,16 @@ function supervise(manager: Approver, desk: Helpdesk, decided: Map<string, 'appr
         } else {
           await manager.refuse(call.agent, call.call_id, { reason: `above ${REFUND_LIMIT}: a manager decides` });
           decided.set(call.call_id, 'refused');
-          if (ticket) await desk.escalate(ticket, 'supervisor', `A refund of ${amount} on ${String(call.arguments.order_id)} is above the desk's limit; a manager decides.`);
+          if (ticket)
+            await desk.escalate(
+              ticket,
+              'supervisor',
+              `A refund of ${amount} on ${String(call.arguments.order_id)} is above the desk's limit; a manager decides.`,
+            );
         }
-        console.log(`  supervisor ${decided.get(call.call_id)} ${call.tool} ${String(call.arguments.order_id)} ${amount} for ${call.agent}`);
+        console.log(
+          `  supervisor ${decided.get(call.call_id)} ${call.tool} ${String(call.arguments.order_id)} ${amount} for ${call.agent}`,
+        );
       }
     })()
       .catch((err: unknown) => console.log(`  supervisor: ${String(err)}`))
@@ -112,7 +119,10 @@ async function settled(fleet: Fleet, desk: Helpdesk, tickets: Ticket[]): Promise
     const busy = backlog.some((b) => b.waiting + b.in_progress > 0) || (await fleet.approvals()).length > 0;
     return !busy && tickets.every(through) ? true : undefined;
   }, 120_000);
-  for (const t of tickets) console.log(`  ${t.ticket_id} ${t.customer_id}: ${outcome(t)} — "${t.text.slice(0, 60)}"${t.replies.length ? `\n      reply: ${t.replies.at(-1)!.slice(0, 110)}` : ''}`);
+  for (const t of tickets)
+    console.log(
+      `  ${t.ticket_id} ${t.customer_id}: ${outcome(t)} — "${t.text.slice(0, 60)}"${t.replies.length ? `\n      reply: ${t.replies.at(-1)!.slice(0, 110)}` : ''}`,
+    );
   return done === true;
 }
 
@@ -126,7 +136,10 @@ async function burst(desk: Helpdesk, messages: Array<[string, string]>): Promise
 async function main(): Promise<number> {
   const config = loadConfig(configFile);
   // Each run is a new day at a new desk: the keys of yesterday's refunds would answer today's.
-  if (config.dataPath !== join(dirname(resolve(configFile)), 'data')) throw new Error(`the support desk starts each day with an empty data directory, so it runs only with data_dir = "data" beside its thymos.toml (${configFile} has ${config.dataPath})`);
+  if (config.dataPath !== join(dirname(resolve(configFile)), 'data'))
+    throw new Error(
+      `the support desk starts each day with an empty data directory, so it runs only with data_dir = "data" beside its thymos.toml (${configFile} has ${config.dataPath})`,
+    );
   if ((await downFleet(config)).wasRunning) console.log("Stopped yesterday's desk");
   rmSync(config.dataPath, { recursive: true, force: true });
   let fleet: Fleet | undefined;
@@ -159,51 +172,115 @@ async function main(): Promise<number> {
     const lullEnded = new Date().toISOString();
     const second = await burst(desk, afternoon);
     check('every afternoon ticket settled', await settled(fleet, desk, second));
-    const woken = await Promise.all(SPECIALISTS.map(async (id) => (await fleet!.history(id)).some((t) => t.to === 'active' && t.ok && t.at >= lullEnded)));
+    const woken = await Promise.all(
+      SPECIALISTS.map(async (id) => (await fleet!.history(id)).some((t) => t.to === 'active' && t.ok && t.at >= lullEnded)),
+    );
     check('the second burst woke the billing, shipping and technical specialists', woken.every(Boolean), JSON.stringify(woken));
 
     console.log('\nchecks');
     const all = [...first, ...second];
     const dead = await fleet.jobs.dead({ queue: 'support' });
-    for (const l of dead) console.log(`  dead letter: ${String((l.job as { id?: string }).id ?? l.job)} (${l.reason.code}) ${l.reason.message.slice(0, 80)}`);
-    check('every ticket was solved or escalated: none left waiting, its customer not told', all.every(through), all.map((t) => `${t.ticket_id} ${outcome(t)}`).join('; '));
+    for (const l of dead)
+      console.log(`  dead letter: ${String((l.job as { id?: string }).id ?? l.job)} (${l.reason.code}) ${l.reason.message.slice(0, 80)}`);
+    check(
+      'every ticket was solved or escalated: none left waiting, its customer not told',
+      all.every(through),
+      all.map((t) => `${t.ticket_id} ${outcome(t)}`).join('; '),
+    );
     const of = (customer: string, tickets = all) => tickets.find((t) => t.customer_id === customer)!;
     const approvedRefund = of('CUS-20009');
     check(
       'a refund a person approved was made, and its customer told so: the ticket is solved',
-      approvedRefund.status === 'solved' && desk.refunds.some((r) => r.order_id === 'ORD-10009' && r.amount === 35) && /^Done: refund/.test(approvedRefund.replies.at(-1) ?? ''),
+      approvedRefund.status === 'solved' &&
+        desk.refunds.some((r) => r.order_id === 'ORD-10009' && r.amount === 35) &&
+        /^Done: refund/.test(approvedRefund.replies.at(-1) ?? ''),
       `${outcome(approvedRefund)}; replies: ${JSON.stringify(approvedRefund.replies)}`,
     );
     const plainRefund = of('CUS-20007');
-    check('a plain refund request was refunded by billing, not escalated', plainRefund.status === 'solved' && desk.refunds.some((r) => r.order_id === 'ORD-10007' && r.amount === 30), `${outcome(plainRefund)}; tried: ${plainRefund.tried.join(', ')}`);
-    const escalated = all.filter((t) => t.escalations.length > 0).map((t) => t.customer_id).sort();
-    check('only what needs a person was escalated: the two refunds above the limit and a message no team can read', JSON.stringify(escalated) === JSON.stringify(['CUS-20005', 'CUS-20006', 'CUS-20008']), escalated.join(', '));
-    check('every escalated ticket was taken over by the escalation desk', all.filter((t) => t.escalations.length > 0).every((t) => t.notes.some((n) => n.startsWith('Taken over by'))));
-    check('the malformed jobs are dead letters, each with its reason', ['junk-1', 'junk-2'].every((id) => dead.some((l) => (l.job as { id?: string }).id === id && l.reason.message.length > 0)), JSON.stringify(dead.map((l) => l.reason)));
+    check(
+      'a plain refund request was refunded by billing, not escalated',
+      plainRefund.status === 'solved' && desk.refunds.some((r) => r.order_id === 'ORD-10007' && r.amount === 30),
+      `${outcome(plainRefund)}; tried: ${plainRefund.tried.join(', ')}`,
+    );
+    const escalated = all
+      .filter((t) => t.escalations.length > 0)
+      .map((t) => t.customer_id)
+      .sort();
+    check(
+      'only what needs a person was escalated: the two refunds above the limit and a message no team can read',
+      JSON.stringify(escalated) === JSON.stringify(['CUS-20005', 'CUS-20006', 'CUS-20008']),
+      escalated.join(', '),
+    );
+    check(
+      'every escalated ticket was taken over by the escalation desk',
+      all.filter((t) => t.escalations.length > 0).every((t) => t.notes.some((n) => n.startsWith('Taken over by'))),
+    );
+    check(
+      'the malformed jobs are dead letters, each with its reason',
+      ['junk-1', 'junk-2'].every((id) => dead.some((l) => (l.job as { id?: string }).id === id && l.reason.message.length > 0)),
+      JSON.stringify(dead.map((l) => l.reason)),
+    );
     const byOrder = new Map<string, number>();
     for (const r of desk.refunds) byOrder.set(`${r.order_id} ${r.amount}`, (byOrder.get(`${r.order_id} ${r.amount}`) ?? 0) + 1);
-    console.log(`  refunds made: ${[...byOrder.entries()].map(([k, n]) => `${k} ×${n}`).join(', ')}; changes asked again and answered, not redone: ${desk.repeats}`);
-    check('no refund was made twice, though ORD-10001 was asked for twice', [...byOrder.values()].every((n) => n === 1) && byOrder.get('ORD-10001 24.5') === 1, JSON.stringify([...byOrder]));
-    check('the refund above the limit was refused and never made', [...decided.values()].includes('refused') && !desk.refunds.some((r) => r.amount > REFUND_LIMIT));
+    console.log(
+      `  refunds made: ${[...byOrder.entries()].map(([k, n]) => `${k} ×${n}`).join(', ')}; changes asked again and answered, not redone: ${desk.repeats}`,
+    );
+    check(
+      'no refund was made twice, though ORD-10001 was asked for twice',
+      [...byOrder.values()].every((n) => n === 1) && byOrder.get('ORD-10001 24.5') === 1,
+      JSON.stringify([...byOrder]),
+    );
+    check(
+      'the refund above the limit was refused and never made',
+      [...decided.values()].includes('refused') && !desk.refunds.some((r) => r.amount > REFUND_LIMIT),
+    );
     const history = await Promise.all(SPECIALISTS.map(async (id) => [id, (await fleet!.history(id)).map((t) => t.to)] as const));
-    check('specialists slept through the lull and woke for the second burst', history.every(([, to]) => to.some((state, i) => state === 'dormant' && to.slice(0, i).includes('active'))), JSON.stringify(history));
-    const recalls: Array<[string, string]> = [['billing', 'ORD-10001'], ['shipping', 'ORD-10005'], ['technical', 'SN-8F3KQ2ZL']];
+    check(
+      'specialists slept through the lull and woke for the second burst',
+      history.every(([, to]) => to.some((state, i) => state === 'dormant' && to.slice(0, i).includes('active'))),
+      JSON.stringify(history),
+    );
+    const recalls: Array<[string, string]> = [
+      ['billing', 'ORD-10001'],
+      ['shipping', 'ORD-10005'],
+      ['technical', 'SN-8F3KQ2ZL'],
+    ];
     for (const [id, what] of recalls) {
       // Asleep since the lull: woken to be asked (it stays up min_dwell_ms, then the work puts it back to sleep).
       await fleet.start(id);
       const agent = await fleet.agent(id);
-      const found = (await agent.callTool({ name: 'recall', arguments: { query: what, tags: ['job'], k: 3 } })).structuredContent as { results: Array<{ content: string }> } | undefined;
-      check(`${id} recalls the ticket it worked by ${what}`, found?.results.some((r) => r.content.includes(what)) === true, JSON.stringify(found?.results.map((r) => r.content.slice(0, 120))));
+      const found = (await agent.callTool({ name: 'recall', arguments: { query: what, tags: ['job'], k: 3 } })).structuredContent as
+        { results: Array<{ content: string }> } | undefined;
+      check(
+        `${id} recalls the ticket it worked by ${what}`,
+        found?.results.some((r) => r.content.includes(what)) === true,
+        JSON.stringify(found?.results.map((r) => r.content.slice(0, 120))),
+      );
     }
     const audit = readAudit(join(config.dataPath, 'logs', 'audit.jsonl'));
-    check('the approvals this loop decided are in the audit log, as the approver’s', [...decided.keys()].every((id) => audit.some((line) => line.includes(id) && line.includes('"by":"approver"'))), `${decided.size} decided`);
+    check(
+      'the approvals this loop decided are in the audit log, as the approver’s',
+      [...decided.keys()].every((id) => audit.some((line) => line.includes(id) && line.includes('"by":"approver"'))),
+      `${decided.size} decided`,
+    );
     // A stock MCP client on a specialist's port: its declared tools are listed, and a change without a reason is refused.
     await fleet.start('billing');
     const billing = await fleet.agent('billing');
     const tools = (await billing.listTools()).tools.map((t) => t.name);
-    check("billing's MCP endpoint lists its declared tools", ['refund_order_small', 'reply_to_customer', 'escalate_ticket'].every((t) => tools.includes(t)), tools.join(', '));
-    const refused = await billing.callTool({ name: 'refund_order_small', arguments: { order_id: 'ORD-10001', amount: 5, reason_code: 'goodwill' } });
-    check('a call of a tool with side effects, without a reason, is refused', refused.isError === true && /reason/.test(JSON.stringify(refused.content)), JSON.stringify(refused.content).slice(0, 200));
+    check(
+      "billing's MCP endpoint lists its declared tools",
+      ['refund_order_small', 'reply_to_customer', 'escalate_ticket'].every((t) => tools.includes(t)),
+      tools.join(', '),
+    );
+    const refused = await billing.callTool({
+      name: 'refund_order_small',
+      arguments: { order_id: 'ORD-10001', amount: 5, reason_code: 'goodwill' },
+    });
+    check(
+      'a call of a tool with side effects, without a reason, is refused',
+      refused.isError === true && /reason/.test(JSON.stringify(refused.content)),
+      JSON.stringify(refused.content).slice(0, 200),
+    );
   } finally {
     await stopSupervising();
     await manager.close();

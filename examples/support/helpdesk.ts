@@ -60,7 +60,13 @@ export class Helpdesk {
   async listen(port = HELPDESK_PORT): Promise<void> {
     await new Promise<void>((resolve, reject) => {
       this.#server.once('error', (err: NodeJS.ErrnoException) =>
-        reject(err.code === 'EADDRINUSE' ? new Error(`127.0.0.1:${port} is taken: the support service the desk's tools call (examples/support/tools.pkl) listens there; stop what holds it and run again`) : err),
+        reject(
+          err.code === 'EADDRINUSE'
+            ? new Error(
+                `127.0.0.1:${port} is taken: the support service the desk's tools call (examples/support/tools.pkl) listens there; stop what holds it and run again`,
+              )
+            : err,
+        ),
       );
       this.#server.listen(port, '127.0.0.1', resolve);
     });
@@ -73,7 +79,20 @@ export class Helpdesk {
 
   /** A customer writes in: a new ticket, sent to triage. */
   async open(customer: string, text: string): Promise<Ticket> {
-    const ticket: Ticket = { ticket_id: `TCK-${++this.#next}`, customer_id: customer, subject: text.slice(0, 60), text, status: 'open', priority: 'normal', team: 'triage', tried: [], replies: [], notes: [], escalations: [], opened_at: performance.now() };
+    const ticket: Ticket = {
+      ticket_id: `TCK-${++this.#next}`,
+      customer_id: customer,
+      subject: text.slice(0, 60),
+      text,
+      status: 'open',
+      priority: 'normal',
+      team: 'triage',
+      tried: [],
+      replies: [],
+      notes: [],
+      escalations: [],
+      opened_at: performance.now(),
+    };
     this.tickets.set(ticket.ticket_id, ticket);
     await this.route('triage', { ticket_id: ticket.ticket_id, customer_id: customer, text }, `${ticket.ticket_id}-triage`);
     return ticket;
@@ -85,7 +104,11 @@ export class Helpdesk {
     if (!t) return;
     t.escalations.push({ tier, summary });
     t.status = 'on_hold';
-    await this.route('escalation', { ticket_id: t.ticket_id, customer_id: t.customer_id, tier, text: summary }, `${t.ticket_id}-escalation-${tier}`);
+    await this.route(
+      'escalation',
+      { ticket_id: t.ticket_id, customer_id: t.customer_id, tier, text: summary },
+      `${t.ticket_id}-escalation-${tier}`,
+    );
   }
 
   async #serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -93,7 +116,8 @@ export class Helpdesk {
     for await (const chunk of req) raw += String(chunk);
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const key = req.headers['idempotency-key'];
-    const write = ([status, body]: Reply): void => void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    const write = ([status, body]: Reply): void =>
+      void res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     if (req.method !== 'GET' && typeof key === 'string' && this.#answered.has(key)) {
       this.repeats++;
       return write(this.#answered.get(key)!);
@@ -104,7 +128,9 @@ export class Helpdesk {
     } catch {
       return write([400, { error: 'the body is not JSON' }]);
     }
-    const reply = await this.#answer(req.method ?? 'GET', url, body, typeof key === 'string' ? key : '').catch((err: unknown) => [500, { error: String(err) }] as Reply);
+    const reply = await this.#answer(req.method ?? 'GET', url, body, typeof key === 'string' ? key : '').catch(
+      (err: unknown) => [500, { error: String(err) }] as Reply,
+    );
     if (req.method !== 'GET' && typeof key === 'string' && reply[0] < 500) this.#answered.set(key, reply);
     write(reply);
   }
@@ -117,7 +143,18 @@ export class Helpdesk {
     if (what === 'tickets' && id) return this.#ticket(method, id, sub, body);
     if (what === 'customers' && id && sub === 'diagnostics') {
       const serial = url.searchParams.get('serial_number') ?? '';
-      return [200, { overall: serial ? 'warning' : 'pass', findings: [serial ? `connectivity: ${serial} drops off the wifi every few hours; firmware 2.1.0, update 2.3.1 available` : 'account_sync: ok', 'sign_in: ok'] }];
+      return [
+        200,
+        {
+          overall: serial ? 'warning' : 'pass',
+          findings: [
+            serial
+              ? `connectivity: ${serial} drops off the wifi every few hours; firmware 2.1.0, update 2.3.1 available`
+              : 'account_sync: ok',
+            'sign_in: ok',
+          ],
+        },
+      ];
     }
     if (what === 'customers' && id && (sub === 'password-reset' || sub === 'unlock')) return [200, { customer_id: id, done: sub }];
     if (what === 'kb') return [200, { articles: [{ title: 'If your device drops off the wifi', url: 'https://help.example/wifi' }] }];
@@ -128,8 +165,29 @@ export class Helpdesk {
   #order(method: string, id: string, sub: string | undefined, body: Record<string, unknown>, key: string): Reply {
     const n = Number(id.slice(4));
     const total = 20 + (n % 7) * 15.5;
-    if (method === 'GET' && !sub) return [200, { order_id: id, customer_id: `CUS-${20_000 + (n % 50)}`, status: 'delivered', total, currency: 'EUR', placed_at: '2026-11-02T10:00:00Z' }];
-    if (method === 'GET' && sub === 'shipment') return [200, { carrier: 'dhl', tracking_number: `JD0146${n}`, status: n % 2 ? 'in_transit' : 'delivered', estimated_delivery: '2026-11-28', last_event: 'Arrived at sorting centre, Leeds' }];
+    if (method === 'GET' && !sub)
+      return [
+        200,
+        {
+          order_id: id,
+          customer_id: `CUS-${20_000 + (n % 50)}`,
+          status: 'delivered',
+          total,
+          currency: 'EUR',
+          placed_at: '2026-11-02T10:00:00Z',
+        },
+      ];
+    if (method === 'GET' && sub === 'shipment')
+      return [
+        200,
+        {
+          carrier: 'dhl',
+          tracking_number: `JD0146${n}`,
+          status: n % 2 ? 'in_transit' : 'delivered',
+          estimated_delivery: '2026-11-28',
+          last_event: 'Arrived at sorting centre, Leeds',
+        },
+      ];
     if (method === 'POST' && sub === 'refunds') {
       const amount = Number(body.amount);
       if (!(amount > 0) || amount > total * 2) return [422, { error: `a refund of ${String(body.amount)} is more than ${id} cost` }];
@@ -156,15 +214,21 @@ export class Helpdesk {
   async #ticket(method: string, id: string, sub: string | undefined, body: Record<string, unknown>): Promise<Reply> {
     const t = this.tickets.get(id);
     if (!t) return [404, { error: `no ticket ${id}` }];
-    if (method === 'GET' && !sub) return [200, { ticket_id: t.ticket_id, status: t.status, priority: t.priority, customer_id: t.customer_id, subject: t.subject }];
+    if (method === 'GET' && !sub)
+      return [200, { ticket_id: t.ticket_id, status: t.status, priority: t.priority, customer_id: t.customer_id, subject: t.subject }];
     if (method === 'PATCH' && !sub) {
-      for (const f of ['status', 'priority'] as const) if (typeof body[f] === 'string') (t as unknown as Record<string, unknown>)[f] = body[f];
+      for (const f of ['status', 'priority'] as const)
+        if (typeof body[f] === 'string') (t as unknown as Record<string, unknown>)[f] = body[f];
       if (typeof body.team === 'string' && body.team !== t.team) {
         if (t.team !== 'triage') t.tried.push(t.team);
         t.team = body.team;
         t.routed_at ??= performance.now();
         // Handed back to triage, it comes with the teams that had it, and as a new job (its id counts the hand-offs).
-        await this.route(t.team, { ticket_id: t.ticket_id, customer_id: t.customer_id, text: t.text, tried: t.tried }, `${t.ticket_id}-${t.team}-${t.tried.length}`);
+        await this.route(
+          t.team,
+          { ticket_id: t.ticket_id, customer_id: t.customer_id, text: t.text, tried: t.tried },
+          `${t.ticket_id}-${t.team}-${t.tried.length}`,
+        );
       }
       return [200, { ticket_id: t.ticket_id, status: t.status, team: t.team }];
     }

@@ -9,11 +9,25 @@
  */
 import { fileURLToPath } from 'node:url';
 
-import { connect, type DomainSchema, downFleet, type EventDecision, exitWithError, type FleetStatus, loadConfig, loadDomainSchema, type ReconcileContextInput, upFleet } from '../../index.js';
+import {
+  connect,
+  type DomainSchema,
+  downFleet,
+  type EventDecision,
+  exitWithError,
+  type FleetStatus,
+  loadConfig,
+  loadDomainSchema,
+  type ReconcileContextInput,
+  upFleet,
+} from '../../index.js';
 
 const configFile = process.argv[2] ?? fileURLToPath(new URL('thymos.toml', import.meta.url));
 const failures: string[] = [];
-const livesAt = (world: DomainSchema, place: string) => Object.entries(world.agents).filter(([, a]) => a.homeLocation === place).map(([id]) => id);
+const livesAt = (world: DomainSchema, place: string) =>
+  Object.entries(world.agents)
+    .filter(([, a]) => a.homeLocation === place)
+    .map(([id]) => id);
 
 function check(what: string, ok: boolean, detail = ''): void {
   console.log(`  ${ok ? 'ok  ' : 'FAIL'} ${what}${detail && !ok ? ` — ${detail}` : ''}`);
@@ -43,11 +57,20 @@ function printFleet(status: FleetStatus): void {
 
 /** Where the player walks, who joins, what the player says and to whom. */
 const walk = [
-  { at: 'village_square', to: 'elder_rowan', say: 'Elder, the mill wheel creaks again, and Hal the miller says its axle is cracked. Who tends the mill?' },
+  {
+    at: 'village_square',
+    to: 'elder_rowan',
+    say: 'Elder, the mill wheel creaks again, and Hal the miller says its axle is cracked. Who tends the mill?',
+  },
   { at: 'forge', to: 'bram_smith', say: 'Bram, will you come with me to the northern pass?', joins: 'bram_smith' },
   { at: 'herb_garden', to: 'mira_herbalist', say: 'Mira, where does silverleaf grow?' },
   { at: 'tavern', to: 'tomas_innkeeper', say: 'Any news of strangers, Tomas?' },
-  { at: 'gatehouse', to: 'captain_lysa', say: 'Captain, what troubles the north road?', news: { type: 'village.alarm', tags: ['danger'], payload: { summary: 'Wolves took two sheep from the north pasture' } } },
+  {
+    at: 'gatehouse',
+    to: 'captain_lysa',
+    say: 'Captain, what troubles the north road?',
+    news: { type: 'village.alarm', tags: ['danger'], payload: { summary: 'Wolves took two sheep from the north pasture' } },
+  },
   { at: 'village_square', to: 'elder_rowan', say: 'Elder, what did I tell you about the mill?' },
 ] as const;
 
@@ -90,11 +113,18 @@ async function main(): Promise<number> {
       }
       console.log(`\ntick ${tick}: the player is at ${step.at}${party.size ? ` with ${[...party].join(', ')}` : ''}`);
       const report = await fleet.reconcile({ tick, global: { player_location: step.at }, agents });
-      const moves = (['started', 'stopped', 'upgraded', 'downgraded', 'archived', 'restored'] as const).filter((k) => report[k].length).map((k) => `${k} ${report[k].join(', ')}`);
+      const moves = (['started', 'stopped', 'upgraded', 'downgraded', 'archived', 'restored'] as const)
+        .filter((k) => report[k].length)
+        .map((k) => `${k} ${report[k].join(', ')}`);
       console.log(`  reconcile: ${moves.join('; ') || 'no change'} (${report.duration_ms} ms)`);
       check(`tick ${tick}: no transition failed`, report.failed.length === 0, JSON.stringify(report.failed));
       // The world moves on: agents whose event filters match remember it; Dormant ones when they wake.
-      await fleet.publish({ type: 'player.arrived', location: step.at, source: 'player', payload: { summary: `A traveller walked into ${step.at.replace('_', ' ')}` } });
+      await fleet.publish({
+        type: 'player.arrived',
+        location: step.at,
+        source: 'player',
+        payload: { summary: `A traveller walked into ${step.at.replace('_', ' ')}` },
+      });
       if ('news' in step) {
         await fleet.publish({ ...step.news, tags: [...step.news.tags] });
         console.log(`  news: ${step.news.payload.summary}`);
@@ -106,13 +136,19 @@ async function main(): Promise<number> {
 
       const state = (id: string) => status.agents.find((a) => a.id === id)?.state;
       const here = livesAt(world, step.at);
-      check(`tick ${tick}: whoever lives at ${step.at} is active`, here.length > 0 && here.every((id) => state(id) === 'active'), here.join(','));
+      check(
+        `tick ${tick}: whoever lives at ${step.at} is active`,
+        here.length > 0 && here.every((id) => state(id) === 'active'),
+        here.join(','),
+      );
       for (const id of party) check(`tick ${tick}: ${id} (in the party) is active`, state(id) === 'active');
       for (const [id, when] of lastTalk) {
         const ago = tick - when;
         const home = status.agents.find((a) => a.id === id);
-        if (!party.has(id) && home?.source === 'rules' && home.score === 0.6 && ago <= 3) check(`tick ${tick}: ${id}, talked to ${ago} tick(s) ago, still listens`, state(id) === 'listening');
-        if (!party.has(id) && ago > 3 && home?.source === 'default') check(`tick ${tick}: ${id}, not seen for ${ago} ticks, is dormant`, state(id) === 'dormant');
+        if (!party.has(id) && home?.source === 'rules' && home.score === 0.6 && ago <= 3)
+          check(`tick ${tick}: ${id}, talked to ${ago} tick(s) ago, still listens`, state(id) === 'listening');
+        if (!party.has(id) && ago > 3 && home?.source === 'default')
+          check(`tick ${tick}: ${id}, not seen for ${ago} ticks, is dormant`, state(id) === 'dormant');
       }
 
       // The line goes to the one it is addressed to; the others present (Bram, in the party) do not answer it.
@@ -130,7 +166,11 @@ async function main(): Promise<number> {
         process.stdout.write('\n');
         check(`tick ${tick}: ${id} answers`, !('failed' in answer), 'failed' in answer ? answer.failed : '');
         if ('failed' in answer) continue;
-        check(`tick ${tick}: ${id}'s reply, as it streamed, is the whole reply`, heard === answer.text, JSON.stringify({ heard, text: answer.text }));
+        check(
+          `tick ${tick}: ${id}'s reply, as it streamed, is the whole reply`,
+          heard === answer.text,
+          JSON.stringify({ heard, text: answer.text }),
+        );
         replies.set(`${tick}:${id}`, answer.text);
         lastTalk.set(id, tick);
       }
@@ -141,28 +181,61 @@ async function main(): Promise<number> {
         // by the tool's description, fields and examples) and makes the call through her governed path.
         const posted = await captain.callTool({
           name: 'act',
-          arguments: { intent: 'post a quest "Drive the wolves from the north pasture", id wolves, location north_pasture, reward 40 silver', reason: 'wolves took sheep from the north pasture' },
+          arguments: {
+            intent: 'post a quest "Drive the wolves from the north pasture", id wolves, location north_pasture, reward 40 silver',
+            reason: 'wolves took sheep from the north pasture',
+          },
         });
         const record = (posted.structuredContent as { record?: { status?: string } } | undefined)?.record;
-        check('the captain posts the wolves quest by saying so (act → post_quest)', !posted.isError && record?.status === 'ok', text(posted));
+        check(
+          'the captain posts the wolves quest by saying so (act → post_quest)',
+          !posted.isError && record?.status === 'ok',
+          text(posted),
+        );
         console.log(`  captain_lysa acts: ${text(posted)}`);
-        const asked = await captain.callTool({ name: 'ask_agent', arguments: { to: 'elder_rowan', question: 'Elder, what should be done about the wolves?', timeout_ms: 300 } });
+        const asked = await captain.callTool({
+          name: 'ask_agent',
+          arguments: { to: 'elder_rowan', question: 'Elder, what should be done about the wolves?', timeout_ms: 300 },
+        });
         console.log(`  captain_lysa asks elder_rowan about the wolves: ${text(asked)}`);
       }
     }
 
     // Told at tick 1, Dormant in between, woken at tick 6: the reply uses what he was told.
     const retold = replies.get(`${walk.length}:elder_rowan`) ?? '';
-    check('the elder, woken after sleeping, answers with what the player told him before', /axle is cracked/.test(retold), retold.slice(0, 300));
+    check(
+      'the elder, woken after sleeping, answers with what the player told him before',
+      /axle is cracked/.test(retold),
+      retold.slice(0, 300),
+    );
     const wolves = await waitFor(() => decisions.find((d) => d.agent === 'captain_lysa' && /Wolves took two sheep/.test(d.heard)));
-    check('the captain, on duty when the wolves alarm came, decided to send the watch to the north pasture', wolves?.action === 'send the watch to the north pasture', JSON.stringify(wolves ?? decisions));
+    check(
+      'the captain, on duty when the wolves alarm came, decided to send the watch to the north pasture',
+      wolves?.action === 'send the watch to the north pasture',
+      JSON.stringify(wolves ?? decisions),
+    );
     const elder = await fleet.agent('elder_rowan');
     const memory = text(await elder.callTool({ name: 'recall', arguments: { query: 'mill wheel', k: 5 } }));
-    check('the elder remembers the first conversation after sleeping through the walk', /mill wheel creaks/.test(memory), memory.slice(0, 200));
-    const heard = text(await elder.callTool({ name: 'query_elder_rowan_knowledge', arguments: { query: 'wolves sheep north pasture', k: 3 } }));
+    check(
+      'the elder remembers the first conversation after sleeping through the walk',
+      /mill wheel creaks/.test(memory),
+      memory.slice(0, 200),
+    );
+    const heard = text(
+      await elder.callTool({ name: 'query_elder_rowan_knowledge', arguments: { query: 'wolves sheep north pasture', k: 3 } }),
+    );
     // By meaning, not words: no word of the question is in the memory.
-    const meant = text(await elder.callTool({ name: 'query_elder_rowan_knowledge', arguments: { query: 'predators hurting the flock', k: 5, strategy: 'by_meaning' } }));
-    check('the elder recalls by meaning: "predators hurting the flock" finds the wolves', /Wolves took two sheep/.test(meant), meant.slice(0, 300));
+    const meant = text(
+      await elder.callTool({
+        name: 'query_elder_rowan_knowledge',
+        arguments: { query: 'predators hurting the flock', k: 5, strategy: 'by_meaning' },
+      }),
+    );
+    check(
+      'the elder recalls by meaning: "predators hurting the flock" finds the wolves',
+      /Wolves took two sheep/.test(meant),
+      meant.slice(0, 300),
+    );
     check('the elder, Dormant when the wolves came, heard of them on waking', /Wolves took two sheep/.test(heard), heard.slice(0, 200));
     // By alias: "the smith" is Bram, so the question finds what the elder knows of Bram.
     const smith = text(await elder.callTool({ name: 'query_elder_rowan_knowledge', arguments: { query: 'the smith', k: 3 } }));
@@ -171,29 +244,73 @@ async function main(): Promise<number> {
     const consolidated = await elder.callTool({ name: 'consolidate', arguments: {} });
     const report = consolidated.structuredContent as { insights: Array<{ kind: string; content: string; sources: string[] }> } | undefined;
     for (const insight of report?.insights ?? []) console.log(`  elder_rowan consolidated: ${insight.content.slice(0, 140)}`);
-    const insights = (await elder.callTool({ name: 'query_elder_rowan_knowledge', arguments: { query: 'come up together', k: 5, source: 'insight' } })).structuredContent as
-      | { results: Array<{ content: string; derived_from?: string[] }> }
-      | undefined;
+    const insights = (
+      await elder.callTool({ name: 'query_elder_rowan_knowledge', arguments: { query: 'come up together', k: 5, source: 'insight' } })
+    ).structuredContent as { results: Array<{ content: string; derived_from?: string[] }> } | undefined;
     const theme = insights?.results.find((r) => (r.derived_from?.length ?? 0) >= 3);
     check('consolidation gave the elder an insight with its sources', theme !== undefined, text(consolidated).slice(0, 300));
     let answer = '';
     for (let i = 0; i < 50 && !/elder_rowan answered me/.test(answer); i++) {
-      answer = text(await (await fleet.agent('captain_lysa')).callTool({ name: 'query_captain_lysa_knowledge', arguments: { query: 'elder_rowan answered me wolves', k: 2 } }));
+      answer = text(
+        await (
+          await fleet.agent('captain_lysa')
+        ).callTool({ name: 'query_captain_lysa_knowledge', arguments: { query: 'elder_rowan answered me wolves', k: 2 } }),
+      );
       if (!/elder_rowan answered me/.test(answer)) await new Promise((r) => setTimeout(r, 200));
     }
     console.log(`  captain_lysa remembers: ${answer.split('\n')[0]}`);
-    check("the elder answered the captain's question after waking, and she remembers it", /elder_rowan answered me: .*Wolves took two sheep/.test(answer), answer.slice(0, 300));
-    const openQuests = await fleet.world.query({ table: 'quest', where: [{ field: 'status', value: 'open' }], order_by: { field: 'reward', direction: 'desc' } });
-    check('the quest board lists the open wolves quest', openQuests.some((q) => q.id === 'wolves' && q.giver === 'captain_lysa'), JSON.stringify(openQuests));
-    if (earlierQuest) check(`the wolves quest, on the board from a game played before in ${config.dataPath}, was not posted twice`, !questNews.some((n) => n === 'create wolves'), questNews.join(', '));
-    else check('the game loop saw the quest posted, live', questNews.some((n) => n.endsWith(' wolves')), questNews.join(', '));
+    check(
+      "the elder answered the captain's question after waking, and she remembers it",
+      /elder_rowan answered me: .*Wolves took two sheep/.test(answer),
+      answer.slice(0, 300),
+    );
+    const openQuests = await fleet.world.query({
+      table: 'quest',
+      where: [{ field: 'status', value: 'open' }],
+      order_by: { field: 'reward', direction: 'desc' },
+    });
+    check(
+      'the quest board lists the open wolves quest',
+      openQuests.some((q) => q.id === 'wolves' && q.giver === 'captain_lysa'),
+      JSON.stringify(openQuests),
+    );
+    if (earlierQuest)
+      check(
+        `the wolves quest, on the board from a game played before in ${config.dataPath}, was not posted twice`,
+        !questNews.some((n) => n === 'create wolves'),
+        questNews.join(', '),
+      );
+    else
+      check(
+        'the game loop saw the quest posted, live',
+        questNews.some((n) => n.endsWith(' wolves')),
+        questNews.join(', '),
+      );
     // What she did is in her memory, with why: a tool_call record.
-    const did = await (await fleet.agent('captain_lysa')).callTool({ name: 'recall', arguments: { query: 'post_quest wolves', source: 'tool_call' } });
-    check('the captain remembers posting the quest, and why', /post_quest .*wolves.*because wolves took sheep/.test(text(did)), text(did).slice(0, 300));
-    const watched = text(await (await fleet.agent('captain_lysa')).callTool({ name: 'query_captain_lysa_knowledge', arguments: { query: 'place north_pasture danger', k: 3 } }));
-    check('the captain, who watches dangerous places, remembers the north pasture turning dangerous', /place north_pasture (appeared|changed) \(name: North pasture; danger: 5\)/.test(watched), watched.slice(0, 200));
+    const did = await (
+      await fleet.agent('captain_lysa')
+    ).callTool({ name: 'recall', arguments: { query: 'post_quest wolves', source: 'tool_call' } });
+    check(
+      'the captain remembers posting the quest, and why',
+      /post_quest .*wolves.*because wolves took sheep/.test(text(did)),
+      text(did).slice(0, 300),
+    );
+    const watched = text(
+      await (
+        await fleet.agent('captain_lysa')
+      ).callTool({ name: 'query_captain_lysa_knowledge', arguments: { query: 'place north_pasture danger', k: 3 } }),
+    );
+    check(
+      'the captain, who watches dangerous places, remembers the north pasture turning dangerous',
+      /place north_pasture (appeared|changed) \(name: North pasture; danger: 5\)/.test(watched),
+      watched.slice(0, 200),
+    );
     const history = await fleet.history('elder_rowan');
-    check('the elder went dormant while the player was away and woke on return', history.some((t) => t.to === 'dormant') && history[0]?.to === 'active', JSON.stringify(history.map((t) => `${t.from}>${t.to}`)));
+    check(
+      'the elder went dormant while the player was away and woke on return',
+      history.some((t) => t.to === 'dormant') && history[0]?.to === 'active',
+      JSON.stringify(history.map((t) => `${t.from}>${t.to}`)),
+    );
   } finally {
     decisionFeed.close();
     await questBoard.close();

@@ -39,9 +39,13 @@ function text(result: unknown): string {
 }
 
 async function startElder(port: number, mode: 'active' | 'passive') {
-  const child = spawn(process.execPath, [bin, 'agent', '--agent-id', 'elder_rowan', '--port', String(port), '--mode', mode, '--config', `${here}thymos.toml`], {
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
+  const child = spawn(
+    process.execPath,
+    [bin, 'agent', '--agent-id', 'elder_rowan', '--port', String(port), '--mode', mode, '--config', `${here}thymos.toml`],
+    {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    },
+  );
   await new Promise<void>((resolve, reject) => {
     child.once('message', (m) => (m === 'ready' ? resolve() : reject(new Error(String(m)))));
     child.once('exit', (code) => reject(new Error(`elder_rowan exited with ${code} before ready`)));
@@ -49,7 +53,11 @@ async function startElder(port: number, mode: 'active' | 'passive') {
   // He asks every request for his token, which he made on his first start: as any MCP client, send it.
   const token = readFileSync(join(loadConfig(`${here}thymos.toml`).dataPath, 'agents', 'elder_rowan', 'mcp-token'), 'utf8').trim();
   const client = new Client({ name: 'village-example', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${token}` } },
+    }),
+  );
   const stop = async () => {
     await client.close();
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
@@ -65,7 +73,10 @@ const elder = await startElder(port, 'active');
 const tools = (await elder.client.listTools()).tools.map((t) => t.name);
 check('he offers talk_to_elder_rowan', tools.includes('talk_to_elder_rowan'), tools.join(', '));
 
-const greeting = await elder.client.callTool({ name: 'talk_to_elder_rowan', arguments: { message: 'What does the blacksmith owe?', speaker: 'player' } });
+const greeting = await elder.client.callTool({
+  name: 'talk_to_elder_rowan',
+  arguments: { message: 'What does the blacksmith owe?', speaker: 'player' },
+});
 console.log(`  player: What does the blacksmith owe?\n  Elder Rowan: ${text(greeting)}`);
 check('he answers from what he knows', /three silver/.test(text(greeting)));
 

@@ -41,7 +41,6 @@ export const AgentSettingsSchema = z
   })
   .strict();
 
-
 /** Private memory of every agent. */
 export const MemorySettingsSchema = z
   .object({
@@ -123,7 +122,12 @@ export const MemorySettingsSchema = z
 export const McpSettingsSchema = z
   .object({
     /** Largest HTTP request body accepted on `/mcp`. @default 1048576 */
-    max_body_bytes: z.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
+    max_body_bytes: z
+      .number()
+      .int()
+      .min(1024)
+      .max(64 * 1024 * 1024)
+      .default(1024 * 1024),
     /** Most concurrent MCP sessions per agent; the oldest idle one is closed past it. @default 64 */
     max_sessions: z.number().int().min(1).max(10_000).default(64),
     /**
@@ -144,7 +148,6 @@ export const McpSettingsSchema = z
   })
   .strict();
 
-
 export type MemorySettings = z.infer<typeof MemorySettingsSchema>;
 export type AgentSettings = z.infer<typeof AgentSettingsSchema>;
 
@@ -157,7 +160,12 @@ export const ToolsSettingsSchema = z
      * How long a `confirm` call waits for a person's approval, counted while the agent is
      * Dormant too; then it is refused. @default 86400
      */
-    approval_timeout_s: z.number().int().min(1).max(30 * 86_400).default(86_400),
+    approval_timeout_s: z
+      .number()
+      .int()
+      .min(1)
+      .max(30 * 86_400)
+      .default(86_400),
     /** How many calls of one agent may wait for approval at once; another is refused (TOOL_DENIED). @default 100 */
     max_pending: z.number().int().min(1).max(10_000).default(100),
     /**

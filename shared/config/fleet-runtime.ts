@@ -19,7 +19,8 @@ export function readFleetInfo(config: ThymosConfig): FleetInfo | undefined {
   const file = fleetPaths(config.dataPath).fleetFile;
   if (!existsSync(file)) return undefined;
   const parsed = FleetInfoSchema.safeParse(JSON.parse(readFileSync(file, 'utf8')));
-  if (!parsed.success) throw new ThymosError(ErrorCode.CONFIG_INVALID, `${file} is malformed: ${parsed.error.message}; remove it and run thymos up`);
+  if (!parsed.success)
+    throw new ThymosError(ErrorCode.CONFIG_INVALID, `${file} is malformed: ${parsed.error.message}; remove it and run thymos up`);
   return parsed.data;
 }
 
@@ -35,7 +36,10 @@ export function fleetNatsUrl(config: ThymosConfig): string {
   if (config.nats.url) return config.nats.url;
   const info = readFleetInfo(config);
   if (!info) {
-    throw new ThymosError(ErrorCode.FLEET_NOT_RUNNING, `no fleet has been started for ${config.dataPath} and [nats] url is unset: run thymos up`);
+    throw new ThymosError(
+      ErrorCode.FLEET_NOT_RUNNING,
+      `no fleet has been started for ${config.dataPath} and [nats] url is unset: run thymos up`,
+    );
   }
   return info.nats_url;
 }

@@ -59,7 +59,9 @@ export const LifecycleSettingsSchema = z
      * Wins over a Pkl `pinned`. Pinned agents count against the capacity limits.
      * @default {}
      */
-    pins: z.record(z.string().regex(/^[a-z][a-z0-9_]{0,47}$/, 'an agent id'), z.enum(['active', 'listening', 'dormant', 'archived'])).default({}),
+    pins: z
+      .record(z.string().regex(/^[a-z][a-z0-9_]{0,47}$/, 'an agent id'), z.enum(['active', 'listening', 'dormant', 'archived']))
+      .default({}),
   })
   .strict()
   .refine((l) => l.threshold_active >= l.threshold_listening && l.threshold_listening >= l.threshold_dormant, {
@@ -115,7 +117,10 @@ export const SupervisorSettingsSchema = z
     agent_ports: z.record(z.string().regex(/^[a-z][a-z0-9_]{0,47}$/, 'an agent id'), z.number().int().min(1).max(65_535)).default({}),
   })
   .strict()
-  .refine((s) => new Set(Object.values(s.agent_ports)).size === Object.keys(s.agent_ports).length, { message: 'expected each agent in agent_ports on a port of its own', path: ['agent_ports'] })
+  .refine((s) => new Set(Object.values(s.agent_ports)).size === Object.keys(s.agent_ports).length, {
+    message: 'expected each agent in agent_ports on a port of its own',
+    path: ['agent_ports'],
+  })
   .refine((s) => s.agent_port_min <= s.agent_port_max, { message: 'expected agent_port_min <= agent_port_max', path: ['agent_port_max'] });
 
 /** World events on JetStream. */
@@ -124,7 +129,12 @@ export const EventsSettingsSchema = z
     /** Events older than this leave the stream (and can no longer be replayed). @default 604800 (7 days) */
     max_age_s: z.number().int().min(1).max(31_536_000).default(604_800),
     /** Largest size of the event stream; the oldest events go first. @default 268435456 */
-    max_bytes: z.number().int().min(1_048_576).max(2 ** 42).default(268_435_456),
+    max_bytes: z
+      .number()
+      .int()
+      .min(1_048_576)
+      .max(2 ** 42)
+      .default(268_435_456),
     /** A republished event id within this window is dropped; at most `max_age_s`. @default 120 */
     duplicate_window_s: z.number().int().min(1).max(86_400).default(120),
     /** An event handed to an agent and not acknowledged (it crashed) is delivered again after this. @default 30 */
@@ -140,8 +150,14 @@ export const EventsSettingsSchema = z
     store_delay_ms: z.number().int().min(0).max(10_000).default(1000),
   })
   .strict()
-  .refine((e) => e.store_delay_ms < e.ack_wait_s * 1000, { message: 'store_delay_ms must be under ack_wait_s (in ms): an event not yet written would be delivered again', path: ['store_delay_ms'] })
-  .refine((e) => e.duplicate_window_s <= e.max_age_s, { message: 'duplicate_window_s must be at most max_age_s: JetStream keeps no event ids longer than the events', path: ['duplicate_window_s'] });
+  .refine((e) => e.store_delay_ms < e.ack_wait_s * 1000, {
+    message: 'store_delay_ms must be under ack_wait_s (in ms): an event not yet written would be delivered again',
+    path: ['store_delay_ms'],
+  })
+  .refine((e) => e.duplicate_window_s <= e.max_age_s, {
+    message: 'duplicate_window_s must be at most max_age_s: JetStream keeps no event ids longer than the events',
+    path: ['duplicate_window_s'],
+  });
 export type EventsSettings = z.infer<typeof EventsSettingsSchema>;
 
 export const NatsSettingsSchema = z
@@ -183,9 +199,19 @@ export const NatsSettingsSchema = z
     tls_key: z.string().min(1).optional(),
   })
   .strict()
-  .refine((n) => n.url !== undefined || n.credentials === undefined, { message: 'expected credentials only with url: the nats-server thymos up runs has identities of its own', path: ['credentials'] })
-  .refine((n) => !(n.identities && n.credentials !== undefined), { message: 'expected identities or credentials, not both: the fleet connects with its own keys (identities) or with the credentials files of a server in operator mode', path: ['credentials'] })
-  .refine((n) => (n.tls_cert === undefined) === (n.tls_key === undefined), { message: 'expected tls_cert and tls_key together (a client certificate and its key)', path: ['tls_cert'] })
+  .refine((n) => n.url !== undefined || n.credentials === undefined, {
+    message: 'expected credentials only with url: the nats-server thymos up runs has identities of its own',
+    path: ['credentials'],
+  })
+  .refine((n) => !(n.identities && n.credentials !== undefined), {
+    message:
+      'expected identities or credentials, not both: the fleet connects with its own keys (identities) or with the credentials files of a server in operator mode',
+    path: ['credentials'],
+  })
+  .refine((n) => (n.tls_cert === undefined) === (n.tls_key === undefined), {
+    message: 'expected tls_cert and tls_key together (a client certificate and its key)',
+    path: ['tls_cert'],
+  })
   .refine((n) => n.url !== undefined || (n.tls_ca ?? n.tls_cert ?? n.tls_key) === undefined, {
     message: 'expected tls_ca, tls_cert and tls_key only with url: the nats-server thymos up runs listens on 127.0.0.1 without TLS',
     path: ['tls_ca'],

@@ -17,11 +17,17 @@ const USE_FIELDS = {
    */
   provider: z.enum(LLM_PROVIDERS).default('offline'),
   /** The chat-completions base URL, e.g. "http://127.0.0.1:11434/v1" (Ollama). */
-  base_url: z.string().regex(/^https?:\/\/\S+$/, 'expected an http:// or https:// URL').optional(),
+  base_url: z
+    .string()
+    .regex(/^https?:\/\/\S+$/, 'expected an http:// or https:// URL')
+    .optional(),
   /** The model name the endpoint knows, e.g. "llama3.2". */
   model: z.string().min(1).optional(),
   /** Name of the environment variable holding the API key (the key itself never goes in this file). */
-  api_key_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected an environment variable name').optional(),
+  api_key_env: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected an environment variable name')
+    .optional(),
   temperature: z.number().min(0).max(2).default(0.7),
   max_tokens: z.number().int().min(1).max(1_000_000).default(512),
   /** A call, all retries included, is abandoned after this long. @default 30000 */
@@ -66,8 +72,14 @@ function useSchema<S extends z.ZodRawShape>(shape: S) {
   return z
     .object(shape)
     .strict()
-    .refine((u: { provider?: unknown; base_url?: unknown }) => u.provider !== 'openai-compatible' || u.base_url !== undefined, { message: 'expected base_url for provider "openai-compatible"', path: ['base_url'] })
-    .refine((u: { provider?: unknown; model?: unknown }) => u.provider !== 'openai-compatible' || u.model !== undefined, { message: 'expected model for provider "openai-compatible"', path: ['model'] });
+    .refine((u: { provider?: unknown; base_url?: unknown }) => u.provider !== 'openai-compatible' || u.base_url !== undefined, {
+      message: 'expected base_url for provider "openai-compatible"',
+      path: ['base_url'],
+    })
+    .refine((u: { provider?: unknown; model?: unknown }) => u.provider !== 'openai-compatible' || u.model !== undefined, {
+      message: 'expected model for provider "openai-compatible"',
+      path: ['model'],
+    });
 }
 
 /** The model of one use (extraction, consolidation). */
@@ -78,7 +90,12 @@ export type LlmContextSettings = Pick<z.infer<typeof LlmContextUseSettingsSchema
 export type LlmToolSettings = Pick<z.infer<typeof LlmContextUseSettingsSchema>, 'max_tool_steps' | 'tool_budget_ms'>;
 export type LlmUseSettings = z.infer<typeof LlmUseSettingsSchema> & Partial<LlmContextSettings> & Partial<LlmToolSettings>;
 /** The schema of each use's settings. */
-export const LLM_USE_SCHEMAS = { dialogue: LlmContextUseSettingsSchema, reasoning: LlmContextUseSettingsSchema, extraction: LlmUseSettingsSchema, consolidation: LlmUseSettingsSchema } as const;
+export const LLM_USE_SCHEMAS = {
+  dialogue: LlmContextUseSettingsSchema,
+  reasoning: LlmContextUseSettingsSchema,
+  extraction: LlmUseSettingsSchema,
+  consolidation: LlmUseSettingsSchema,
+} as const;
 
 /** Which model each use runs. */
 export const LlmSettingsSchema = z

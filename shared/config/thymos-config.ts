@@ -7,7 +7,17 @@ import { z } from 'zod';
 import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { describeIssue } from '../errors/zod-issues.js';
 import { AgentSettingsSchema, JobsSettingsSchema, McpSettingsSchema, MemorySettingsSchema, ToolsSettingsSchema } from './agent-settings.js';
-import { DomainSettingsSchema, EmbeddingSettingsSchema, EventsSettingsSchema, FleetSettingsSchema, LifecycleSettingsSchema, LogSettingsSchema, NatsSettingsSchema, SupervisorSettingsSchema, WorldSettingsSchema } from './fleet-settings.js';
+import {
+  DomainSettingsSchema,
+  EmbeddingSettingsSchema,
+  EventsSettingsSchema,
+  FleetSettingsSchema,
+  LifecycleSettingsSchema,
+  LogSettingsSchema,
+  NatsSettingsSchema,
+  SupervisorSettingsSchema,
+  WorldSettingsSchema,
+} from './fleet-settings.js';
 import { LlmSettingsSchema } from './llm-settings.js';
 
 /** The whole of `thymos.toml`. Every default lives here. */
@@ -120,11 +130,9 @@ function fromObject(raw: unknown, where: string, source: string | undefined, fil
     const keyPath = issue.path.map(String);
     const line = source === undefined ? undefined : findKeyLine(source, keyPath, issue);
     const dotted = keyPath.join('.') || '(top level)';
-    throw new ThymosError(
-      ErrorCode.CONFIG_INVALID,
-      `${where}${line ? `:${line}` : ''}: ${dotted}: ${describeIssue(issue, raw)}`,
-      { location: { file: where, line, path: dotted } },
-    );
+    throw new ThymosError(ErrorCode.CONFIG_INVALID, `${where}${line ? `:${line}` : ''}: ${dotted}: ${describeIssue(issue, raw)}`, {
+      location: { file: where, line, path: dotted },
+    });
   }
   const base = file === undefined ? process.cwd() : dirname(resolve(file));
   const settings = result.data;
@@ -138,12 +146,17 @@ function fromObject(raw: unknown, where: string, source: string | undefined, fil
       const stat = statSync(path);
       if (!stat.isFile()) throw new Error('not a file');
       // A private key any user of the machine may read proves nothing (a group, as ssl-cert, may).
-      if (key === 'tls_key' && (stat.mode & 0o004) !== 0) throw new Error(`any user may read it (mode ${(stat.mode & 0o777).toString(8)}): chmod o-r it`);
+      if (key === 'tls_key' && (stat.mode & 0o004) !== 0)
+        throw new Error(`any user may read it (mode ${(stat.mode & 0o777).toString(8)}): chmod o-r it`);
     } catch (err) {
       const line = source === undefined ? undefined : findKeyLine(source, ['nats', key]);
-      throw new ThymosError(ErrorCode.CONFIG_INVALID, `${where}${line ? `:${line}` : ''}: nats.${key}: expected a readable PEM file, got ${path} (${(err as Error).message})`, {
-        location: { file: where, line, path: `nats.${key}` },
-      });
+      throw new ThymosError(
+        ErrorCode.CONFIG_INVALID,
+        `${where}${line ? `:${line}` : ''}: nats.${key}: expected a readable PEM file, got ${path} (${(err as Error).message})`,
+        {
+          location: { file: where, line, path: `nats.${key}` },
+        },
+      );
     }
     return path;
   };
@@ -151,11 +164,17 @@ function fromObject(raw: unknown, where: string, source: string | undefined, fil
   const credentials = settings.nats.credentials === undefined ? undefined : at(settings.nats.credentials);
   if (credentials !== undefined && !(existsSync(credentials) && statSync(credentials).isDirectory())) {
     const line = source === undefined ? undefined : findKeyLine(source, ['nats', 'credentials']);
-    throw new ThymosError(ErrorCode.CONFIG_INVALID, `${where}${line ? `:${line}` : ''}: nats.credentials: expected a folder of <identity>.creds files, got ${credentials}`, {
-      location: { file: where, line, path: 'nats.credentials' },
-    });
+    throw new ThymosError(
+      ErrorCode.CONFIG_INVALID,
+      `${where}${line ? `:${line}` : ''}: nats.credentials: expected a folder of <identity>.creds files, got ${credentials}`,
+      {
+        location: { file: where, line, path: 'nats.credentials' },
+      },
+    );
   }
-  const natsTls = Object.values(tls).some((f) => f !== undefined) ? Object.freeze(Object.fromEntries(Object.entries(tls).filter(([, f]) => f !== undefined))) : undefined;
+  const natsTls = Object.values(tls).some((f) => f !== undefined)
+    ? Object.freeze(Object.fromEntries(Object.entries(tls).filter(([, f]) => f !== undefined)))
+    : undefined;
   const dataPath = at(settings.data_dir);
   return Object.freeze({
     natsTls,
@@ -176,7 +195,11 @@ function fromObject(raw: unknown, where: string, source: string | undefined, fil
  * Finds the line of a key in TOML text: the `[table]` header of its parent, then
  * the `key =` line inside it. Best effort: returns undefined when not found.
  */
-export function findKeyLine(source: string, path: readonly string[], issue?: { code: string; keys?: readonly string[] }): number | undefined {
+export function findKeyLine(
+  source: string,
+  path: readonly string[],
+  issue?: { code: string; keys?: readonly string[] },
+): number | undefined {
   const keys = issue?.code === 'unrecognized_keys' && issue.keys?.[0] ? [...path, issue.keys[0]] : [...path];
   if (keys.length === 0) return undefined;
   const lines = source.split(/\r?\n/);

@@ -24,8 +24,10 @@ export function aliasTable(domain: DomainSchema): AliasEntry[] {
   const names = new Map<string, string>();
   for (const [id, agent] of Object.entries(domain.agents)) {
     names.set(id, agent.persona.name);
-    for (const alias of new Set([id, agent.persona.name, ...agent.aliases])) entries.push({ alias, target: id, name: agent.persona.name, type: 'person', source: 'agent' });
+    for (const alias of new Set([id, agent.persona.name, ...agent.aliases]))
+      entries.push({ alias, target: id, name: agent.persona.name, type: 'person', source: 'agent' });
   }
-  for (const p of domain.aliasPatterns) entries.push({ alias: p.pattern, target: p.target, name: names.get(p.target) ?? p.target, type: p.type, source: 'domain' });
+  for (const p of domain.aliasPatterns)
+    entries.push({ alias: p.pattern, target: p.target, name: names.get(p.target) ?? p.target, type: p.type, source: 'domain' });
   return entries;
 }

@@ -25,9 +25,13 @@ const CAPABILITY = /^(!?)(?:([a-z][a-z0-9_]*):)?([^!].*)$/;
 /** Parses one capability; an unknown scope or an empty pattern is an error naming what is expected. */
 export function parseCapability(text: string, scopes: readonly string[] = ['tag']): Capability {
   const m = CAPABILITY.exec(text.trim());
-  if (!m || m[3]!.trim() === '') throw new Error(`capability ${JSON.stringify(text)}: expected [!][scope:]pattern, e.g. "lookup_*", "tag:orders", "!refund"`);
+  if (!m || m[3]!.trim() === '')
+    throw new Error(`capability ${JSON.stringify(text)}: expected [!][scope:]pattern, e.g. "lookup_*", "tag:orders", "!refund"`);
   const scope = m[2] ?? 'name';
-  if (scope !== 'name' && !scopes.includes(scope)) throw new Error(`capability ${JSON.stringify(text)}: unknown scope "${scope}:"; expected ${scopes.map((s) => `${s}:`).join(', ')} or a plain pattern`);
+  if (scope !== 'name' && !scopes.includes(scope))
+    throw new Error(
+      `capability ${JSON.stringify(text)}: unknown scope "${scope}:"; expected ${scopes.map((s) => `${s}:`).join(', ')} or a plain pattern`,
+    );
   const glob = m[3]!;
   const pattern = new NameGlob(glob);
   return { text, deny: m[1] === '!', scope, glob, literal: !pattern.wild, matches: (value) => pattern.matches(value) };

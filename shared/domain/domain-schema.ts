@@ -9,7 +9,14 @@ import { evaluatePkl, type EvaluatePklOptions } from './pkl-eval.js';
 import { withPklLine } from './pkl-lines.js';
 import { QueueNameSchema, queueProblems, QueueSchema, SkillNameSchema, WorkRelevanceSchema } from './queue-schema.js';
 import { resolveScriptPaths, toolProblems, ToolsSchema } from './tool-schema.js';
-import { checkWorldFilter, RESERVED_WORLD_FIELDS, RESERVED_WORLD_TABLES, WorldFilterSchema, WorldNameSchema, WorldTableSchema } from './world-schema.js';
+import {
+  checkWorldFilter,
+  RESERVED_WORLD_FIELDS,
+  RESERVED_WORLD_TABLES,
+  WorldFilterSchema,
+  WorldNameSchema,
+  WorldTableSchema,
+} from './world-schema.js';
 
 /** Lower-case letters, digits and underscores, starting with a letter; at most 48 characters. */
 export const AgentIdSchema = z
@@ -64,7 +71,12 @@ export const AgentDefinitionSchema = z.object({
   searchStrategy: z.string().min(1).nullish(),
   /** Per-use model overrides: `dialogue`, `reasoning`, `extraction`, `consolidation`. */
   llm: z
-    .object({ dialogue: LlmOverrideSchema.nullish(), reasoning: LlmOverrideSchema.nullish(), extraction: LlmOverrideSchema.nullish(), consolidation: LlmOverrideSchema.nullish() })
+    .object({
+      dialogue: LlmOverrideSchema.nullish(),
+      reasoning: LlmOverrideSchema.nullish(),
+      extraction: LlmOverrideSchema.nullish(),
+      consolidation: LlmOverrideSchema.nullish(),
+    })
     .strict()
     .nullish(),
   /** What the agent wants; given to its model in dialogue and reasoning. */
@@ -184,7 +196,10 @@ export const DomainSchemaSchema = z.object({
   relevanceRules: z.array(RelevanceRuleSchema).default([]),
   aliasPatterns: z.array(AliasPatternSchema).default([]),
   /** Prompt templates: `persona`, filled per agent into `persona.prompt`. */
-  prompts: z.object({ persona: z.string().min(1).optional() }).strict().default({}),
+  prompts: z
+    .object({ persona: z.string().min(1).optional() })
+    .strict()
+    .default({}),
   worldTables: z.record(WorldNameSchema, WorldTableSchema).default({}),
   worldWatches: z.array(WorldWatchSchema).default([]),
   searchStrategies: z.record(WorldNameSchema, SearchStrategySchema).default({}),
@@ -244,7 +259,10 @@ function checkedDomain(raw: unknown, file: string): DomainSchema {
 /** Tool names, fields, executors and the agents' capabilities hold together; Script paths become absolute. */
 function checkTools(domain: DomainSchema, file: string): void {
   const [problem] = toolProblems(domain.tools, domain.agents, file);
-  if (problem) throw new ThymosError(ErrorCode.SCHEMA_INVALID, `domain schema ${file}: ${problem[0]}: ${problem[1]}`, { location: { file, path: problem[0] } });
+  if (problem)
+    throw new ThymosError(ErrorCode.SCHEMA_INVALID, `domain schema ${file}: ${problem[0]}: ${problem[1]}`, {
+      location: { file, path: problem[0] },
+    });
   resolveScriptPaths(domain.tools, file.startsWith('<') ? process.cwd() : dirname(resolve(file)));
 }
 
@@ -254,12 +272,16 @@ function checkSearchStrategies(domain: DomainSchema, file: string): void {
     throw new ThymosError(ErrorCode.SCHEMA_INVALID, `domain schema ${file}: ${path}: ${message}`, { location: { file, path } });
   };
   for (const name of Object.keys(domain.searchStrategies)) {
-    if ((SEARCH_METHODS as readonly string[]).includes(name)) fail(`searchStrategies.${name}`, `${name} is a search method already; choose another name`);
+    if ((SEARCH_METHODS as readonly string[]).includes(name))
+      fail(`searchStrategies.${name}`, `${name} is a search method already; choose another name`);
   }
   for (const [id, agent] of Object.entries(domain.agents)) {
     const s = agent.searchStrategy;
     if (s != null && !(SEARCH_METHODS as readonly string[]).includes(s) && !Object.hasOwn(domain.searchStrategies, s)) {
-      fail(`agents.${id}.searchStrategy`, `expected ${[...SEARCH_METHODS, ...Object.keys(domain.searchStrategies)].join(', ')}; got ${JSON.stringify(s)}`);
+      fail(
+        `agents.${id}.searchStrategy`,
+        `expected ${[...SEARCH_METHODS, ...Object.keys(domain.searchStrategies)].join(', ')}; got ${JSON.stringify(s)}`,
+      );
     }
   }
 }
@@ -270,9 +292,11 @@ function checkWorldDeclarations(domain: DomainSchema, file: string): void {
     throw new ThymosError(ErrorCode.SCHEMA_INVALID, `domain schema ${file}: ${path}: ${message}`, { location: { file, path } });
   };
   for (const [name, table] of Object.entries(domain.worldTables)) {
-    if (RESERVED_WORLD_TABLES.includes(name)) fail(`worldTables.${name}`, `${name} is kept by Thymos (${RESERVED_WORLD_TABLES.join(', ')}); choose another table name`);
+    if (RESERVED_WORLD_TABLES.includes(name))
+      fail(`worldTables.${name}`, `${name} is kept by Thymos (${RESERVED_WORLD_TABLES.join(', ')}); choose another table name`);
     for (const field of Object.keys(table.fields)) {
-      if (RESERVED_WORLD_FIELDS.includes(field)) fail(`worldTables.${name}.fields.${field}`, `every row already has ${RESERVED_WORLD_FIELDS.join(', ')}; choose another field name`);
+      if (RESERVED_WORLD_FIELDS.includes(field))
+        fail(`worldTables.${name}.fields.${field}`, `every row already has ${RESERVED_WORLD_FIELDS.join(', ')}; choose another field name`);
     }
   }
   domain.worldWatches.forEach((watch, i) => {
@@ -325,9 +349,13 @@ export function checkReferences(domain: DomainSchema, file: string): void {
   const agentProps = new Set([...BUILT_IN_AGENT_PROPERTIES, ...declared.agent]);
   domain.relevanceRules.forEach((r, i) => {
     const path = `relevanceRules[${i}] (${r.name}).condition`;
-    if (!agentProps.has(r.condition.property)) fail(`${path}.property`, `"${r.condition.property}" is not in contextProperties.agent (${[...agentProps].join(', ')})`);
+    if (!agentProps.has(r.condition.property))
+      fail(`${path}.property`, `"${r.condition.property}" is not in contextProperties.agent (${[...agentProps].join(', ')})`);
     if (r.condition.kind === 'same_as' && !declared.global.includes(r.condition.global)) {
-      fail(`${path}.global`, `"${r.condition.global}" is not in contextProperties.global (${declared.global.join(', ') || 'none declared'})`);
+      fail(
+        `${path}.global`,
+        `"${r.condition.global}" is not in contextProperties.global (${declared.global.join(', ') || 'none declared'})`,
+      );
     }
   });
 }
@@ -338,10 +366,16 @@ function fillPersonaPrompts(domain: DomainSchema, file: string): void {
   if (template === undefined) return;
   for (const unknown of template.matchAll(/\{(\w+)\}/g)) {
     if (!Object.hasOwn(PERSONA_PLACEHOLDERS, unknown[1]!)) {
-      const known = Object.keys(PERSONA_PLACEHOLDERS).map((k) => `{${k}}`).join(', ');
-      throw new ThymosError(ErrorCode.SCHEMA_INVALID, `domain schema ${file}: prompts.persona: unknown placeholder {${unknown[1]}}; expected ${known}`, {
-        location: { file, path: 'prompts.persona' },
-      });
+      const known = Object.keys(PERSONA_PLACEHOLDERS)
+        .map((k) => `{${k}}`)
+        .join(', ');
+      throw new ThymosError(
+        ErrorCode.SCHEMA_INVALID,
+        `domain schema ${file}: prompts.persona: unknown placeholder {${unknown[1]}}; expected ${known}`,
+        {
+          location: { file, path: 'prompts.persona' },
+        },
+      );
     }
   }
   for (const agent of Object.values(domain.agents)) {

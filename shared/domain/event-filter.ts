@@ -20,7 +20,10 @@ export interface HeardEvent {
 const overlaps = (a: readonly string[], b: readonly string[]) => a.some((x) => b.includes(x));
 
 /** Whether a declaration naming `agents` and `agentTags` (both empty: everyone) applies to an agent. */
-export function appliesTo(target: { agents: readonly string[]; agentTags: readonly string[] }, who: { id: string; tags: readonly string[] }): boolean {
+export function appliesTo(
+  target: { agents: readonly string[]; agentTags: readonly string[] },
+  who: { id: string; tags: readonly string[] },
+): boolean {
   if (target.agents.length > 0 && !target.agents.includes(who.id)) return false;
   if (target.agentTags.length > 0 && !overlaps(target.agentTags, who.tags)) return false;
   return true;

@@ -68,7 +68,8 @@ function toolWarnings(domain: DomainSchema, env: NodeJS.ProcessEnv): FleetWarnin
 /** Each declared tool with the agents its capabilities grant it to. */
 export function toolGrants(domain: DomainSchema): Record<string, string[]> {
   const out: Record<string, string[]> = Object.fromEntries(Object.keys(domain.tools).map((n) => [n, []]));
-  for (const [id, def] of Object.entries(domain.agents)) for (const name of Object.keys(grantedTools(domain.tools, def.capabilities))) out[name]!.push(id);
+  for (const [id, def] of Object.entries(domain.agents))
+    for (const name of Object.keys(grantedTools(domain.tools, def.capabilities))) out[name]!.push(id);
   return out;
 }
 

@@ -26,7 +26,8 @@ function pieces(text: string, where: string, url: string): Piece[] {
   let last = 0;
   for (const m of text.matchAll(PLACEHOLDER)) {
     if (m.index > last) out.push({ text: text.slice(last, m.index) });
-    if (!/^[A-Za-z_][A-Za-z0-9_-]{0,63}$/.test(m[1]!)) throw new Error(`url ${JSON.stringify(url)}: {${m[1]}} in ${where} is not an input field name`);
+    if (!/^[A-Za-z_][A-Za-z0-9_-]{0,63}$/.test(m[1]!))
+      throw new Error(`url ${JSON.stringify(url)}: {${m[1]}} in ${where} is not an input field name`);
     out.push({ field: m[1]! });
     last = m.index + m[0].length;
   }
@@ -38,10 +39,15 @@ function pieces(text: string, where: string, url: string): Piece[] {
 /** Parses and checks a template; the error says what is wrong with it. */
 export function parseUrlTemplate(url: string): UrlTemplate {
   const m = /^(https?):\/\/([^/?#]+)(\/[^?#]*)?(?:\?([^#]*))?$/.exec(url);
-  if (!m) throw new Error(`url ${JSON.stringify(url)}: expected http:// or https://, a host, then a path and query (no fragment, no spaces)`);
+  if (!m)
+    throw new Error(`url ${JSON.stringify(url)}: expected http:// or https://, a host, then a path and query (no fragment, no spaces)`);
   const [, scheme, authority, path = '/', search] = m;
-  if (/[{}]/.test(authority!)) throw new Error(`url ${JSON.stringify(url)}: the host and port are fixed; a placeholder may stand only in a path segment or a query value`);
-  if (authority!.includes('@')) throw new Error(`url ${JSON.stringify(url)}: no user or password in the URL; put credentials in a header from a Secret`);
+  if (/[{}]/.test(authority!))
+    throw new Error(
+      `url ${JSON.stringify(url)}: the host and port are fixed; a placeholder may stand only in a path segment or a query value`,
+    );
+  if (authority!.includes('@'))
+    throw new Error(`url ${JSON.stringify(url)}: no user or password in the URL; put credentials in a header from a Secret`);
   let origin: string;
   try {
     origin = new URL(`${scheme}://${authority}`).origin;
@@ -49,11 +55,15 @@ export function parseUrlTemplate(url: string): UrlTemplate {
     throw new Error(`url ${JSON.stringify(url)}: ${authority} is not a host[:port]`);
   }
   if (/\s/.test(url)) throw new Error(`url ${JSON.stringify(url)}: no spaces; percent-encode them`);
-  const segments = path!.slice(1).split('/').map((s, i) => pieces(s, `path segment ${i + 1}`, url));
+  const segments = path!
+    .slice(1)
+    .split('/')
+    .map((s, i) => pieces(s, `path segment ${i + 1}`, url));
   const query = (search ? search.split('&').filter(Boolean) : []).map((pair) => {
     const eq = pair.indexOf('=');
     const key = eq < 0 ? pair : pair.slice(0, eq);
-    if (/[{}]/.test(key)) throw new Error(`url ${JSON.stringify(url)}: a query key is fixed; a placeholder may stand only in its value (${key})`);
+    if (/[{}]/.test(key))
+      throw new Error(`url ${JSON.stringify(url)}: a query key is fixed; a placeholder may stand only in its value (${key})`);
     return { key, value: pieces(eq < 0 ? '' : pair.slice(eq + 1), `the value of ${key}`, url) };
   });
   const fields = new Map<string, 'path' | 'query'>();
@@ -121,16 +131,24 @@ function fillSegment(seg: readonly Piece[], input: Readonly<Record<string, unkno
     .map((p) => {
       if ('text' in p) return p.text;
       const value = input[p.field];
-      if (value === undefined || value === null || Array.isArray(value)) throw new UrlInputError(p.field, `${p.field}: a path segment needs one value`);
+      if (value === undefined || value === null || Array.isArray(value))
+        throw new UrlInputError(p.field, `${p.field}: a path segment needs one value`);
       const raw = text(value);
-      if (raw === '' || unsafeSegment(decodeFully(raw))) throw new UrlInputError(p.field, `${p.field}: ${JSON.stringify(raw)} cannot stand in a path segment (no /, \\, . or .., encoded or not)`);
+      if (raw === '' || unsafeSegment(decodeFully(raw)))
+        throw new UrlInputError(
+          p.field,
+          `${p.field}: ${JSON.stringify(raw)} cannot stand in a path segment (no /, \\, . or .., encoded or not)`,
+        );
       return encode(p.field, raw);
     })
     .join('');
   // Values side by side (`{a}{b}`: `.` and `.`, or `%2` and `E.`) can make together what neither is alone.
   const fields = seg.flatMap((p) => ('field' in p ? [p.field] : []));
   if (fields.length > 0 && unsafeSegment(decodeFully(filled))) {
-    throw new UrlInputError(fields[0]!, `${fields.join(', ')}: together they make the path segment ${JSON.stringify(decodeFully(filled))}, which a server that decodes it could read as . or .. or a separator`);
+    throw new UrlInputError(
+      fields[0]!,
+      `${fields.join(', ')}: together they make the path segment ${JSON.stringify(decodeFully(filled))}, which a server that decodes it could read as . or .. or a separator`,
+    );
   }
   return filled;
 }
@@ -151,14 +169,19 @@ export function fillUrl(template: UrlTemplate, input: Readonly<Record<string, un
     if (only !== undefined && (value === undefined || value === null)) continue;
     const values = Array.isArray(value) ? value : [undefined];
     for (const v of values) {
-      const filled = q.value.map((p) => ('text' in p ? p.text : encode(p.field, text(v !== undefined ? v : (input[p.field] ?? ''))))).join('');
+      const filled = q.value
+        .map((p) => ('text' in p ? p.text : encode(p.field, text(v !== undefined ? v : (input[p.field] ?? '')))))
+        .join('');
       params.push(q.value.length === 0 ? q.key : `${q.key}=${filled}`);
     }
   }
   const url = new URL(`${template.origin}/${path}${params.length ? `?${params.join('&')}` : ''}`);
   const segments = url.pathname.slice(1).split('/').length;
   if (url.origin !== template.origin || segments !== template.segments.length) {
-    throw new UrlInputError([...template.fields.keys()].join(', '), `the input would change where the request goes (${url.origin}${url.pathname})`);
+    throw new UrlInputError(
+      [...template.fields.keys()].join(', '),
+      `the input would change where the request goes (${url.origin}${url.pathname})`,
+    );
   }
   return url;
 }

@@ -2,7 +2,8 @@
  * One piece of a glob: a run of characters to match as written, one character of a set, any one
  * character, or `*` (any run, empty included).
  */
-type Piece = { kind: 'char'; char: string } | { kind: 'any' } | { kind: 'star' } | { kind: 'set'; negated: boolean; ranges: Array<[number, number]> };
+type Piece =
+  { kind: 'char'; char: string } | { kind: 'any' } | { kind: 'star' } | { kind: 'set'; negated: boolean; ranges: Array<[number, number]> };
 
 /**
  * A glob over names and tags, as fnmatch reads it (case-sensitive): `*` matches any run of

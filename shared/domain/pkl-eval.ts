@@ -46,18 +46,38 @@ export async function evaluatePkl(file: string, options: EvaluatePklOptions = {}
   const binary = pklBinaryPath();
   const scope = pklReadScope(file, options.root);
   refuseOutsideLinks(scope, file, options.linkCheck);
-  const args = ['eval', '--format', 'json', '--no-cache', '--no-project', '--allowed-modules', scope.allowedModules, '--allowed-resources', scope.allowedResources];
+  const args = [
+    'eval',
+    '--format',
+    'json',
+    '--no-cache',
+    '--no-project',
+    '--allowed-modules',
+    scope.allowedModules,
+    '--allowed-resources',
+    scope.allowedResources,
+  ];
   if (scope.rootDir) args.push('--root-dir', scope.rootDir);
   args.push(resolve(file));
   return new Promise<string>((resolvePromise, reject) => {
-    execFile(binary, args, { timeout: options.timeoutMs ?? 30_000, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8', env: pklEnvironment() }, (err, out, errOut) => {
-      if (!err) return resolvePromise(out);
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'EACCES') {
-        return reject(new ThymosError(ErrorCode.PKL_UNAVAILABLE, `cannot run pkl at ${binary}: ${err.message}`, { cause: err }));
-      }
-      const text = (errOut || err.message).trim();
-      reject(new ThymosError(ErrorCode.SCHEMA_INVALID, `domain schema ${file} failed to evaluate:\n${text}`, { cause: err, location: pklErrorLocation(text, file) }));
-    });
+    execFile(
+      binary,
+      args,
+      { timeout: options.timeoutMs ?? 30_000, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8', env: pklEnvironment() },
+      (err, out, errOut) => {
+        if (!err) return resolvePromise(out);
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'EACCES') {
+          return reject(new ThymosError(ErrorCode.PKL_UNAVAILABLE, `cannot run pkl at ${binary}: ${err.message}`, { cause: err }));
+        }
+        const text = (errOut || err.message).trim();
+        reject(
+          new ThymosError(ErrorCode.SCHEMA_INVALID, `domain schema ${file} failed to evaluate:\n${text}`, {
+            cause: err,
+            location: pklErrorLocation(text, file),
+          }),
+        );
+      },
+    );
   });
 }
 

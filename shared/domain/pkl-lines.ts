@@ -15,7 +15,10 @@ export function pklLineOf(file: string, path: string): number | undefined {
   } catch {
     return undefined;
   }
-  const keys = path.split('.').flatMap((k) => k.split(/[[\]]/).filter(Boolean)).filter((k) => !/^\d+$/.test(k) && !/^\(.*\)$/.test(k));
+  const keys = path
+    .split('.')
+    .flatMap((k) => k.split(/[[\]]/).filter(Boolean))
+    .filter((k) => !/^\d+$/.test(k) && !/^\(.*\)$/.test(k));
   let at = -1;
   for (const [i, key] of keys.entries()) {
     const escaped = key.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

@@ -40,11 +40,17 @@ export function pklReadScope(file: string, root?: string): PklReadScope {
   const module = resolve(file);
   const app = resolve(root ?? dirname(module));
   if (!within(module, app)) {
-    throw new ThymosError(ErrorCode.SCHEMA_READ_REFUSED, `domain schema ${file}: expected it inside the application's folder ${app}`, { location: { file } });
+    throw new ThymosError(ErrorCode.SCHEMA_READ_REFUSED, `domain schema ${file}: expected it inside the application's folder ${app}`, {
+      location: { file },
+    });
   }
   const appReal = realOrSelf(app);
   if (appReal === parse(appReal).root || SYSTEM_FOLDERS.some((s) => within(appReal, s))) {
-    throw new ThymosError(ErrorCode.SCHEMA_READ_REFUSED, `domain schema ${file}: the application's folder ${appReal} would let it read the whole system`, { location: { file } });
+    throw new ThymosError(
+      ErrorCode.SCHEMA_READ_REFUSED,
+      `domain schema ${file}: the application's folder ${appReal} would let it read the whole system`,
+      { location: { file } },
+    );
   }
   const schemasGiven = join(thymosRoot(), 'schemas');
   const schemas = realOrSelf(schemasGiven);

@@ -21,8 +21,25 @@ export const ToolNameSchema = z
  * are kept too, since every agent has its own.
  */
 export const RESERVED_TOOL_NAMES: readonly string[] = Object.freeze([
-  'act', 'resolve_intent', 'get_call', 'approve', 'refuse', 'remember', 'recall', 'consolidate', 'think', 'decide', 'concepts', 'describe_concept',
-  'link', 'causes', 'conversation', 'context', 'send_message', 'ask_agent', 'query_world',
+  'act',
+  'resolve_intent',
+  'get_call',
+  'approve',
+  'refuse',
+  'remember',
+  'recall',
+  'consolidate',
+  'think',
+  'decide',
+  'concepts',
+  'describe_concept',
+  'link',
+  'causes',
+  'conversation',
+  'context',
+  'send_message',
+  'ask_agent',
+  'query_world',
 ]);
 const RESERVED_TOOL_PATTERN = /^(talk_to_.*|query_.*_knowledge|get_.*_state)$/;
 
@@ -48,7 +65,9 @@ export const ToolFieldSchema = z
 export type ToolField = z.infer<typeof ToolFieldSchema>;
 
 /** A value read from an environment variable when a call runs, never written anywhere. */
-export const SecretSchema = z.object({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected an environment variable name'), prefix: z.string().default('') }).strict();
+export const SecretSchema = z
+  .object({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected an environment variable name'), prefix: z.string().default('') })
+  .strict();
 export type Secret = z.infer<typeof SecretSchema>;
 
 export const HttpExecutorSchema = z
@@ -56,7 +75,12 @@ export const HttpExecutorSchema = z
     kind: z.literal('http'),
     method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']).default('GET'),
     url: z.string().min(1),
-    headers: z.record(z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'expected an HTTP header name'), z.union([z.string().regex(/^[^\r\n]*$/, 'expected a header value on one line'), SecretSchema])).default({}),
+    headers: z
+      .record(
+        z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'expected an HTTP header name'),
+        z.union([z.string().regex(/^[^\r\n]*$/, 'expected a header value on one line'), SecretSchema]),
+      )
+      .default({}),
     body: z.array(z.string()).nullish(),
   })
   .strict();
@@ -78,7 +102,16 @@ const EnvNameSchema = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected an 
  * An argument filled from one input field; `allowDash` lets its value start with `-`; `option`
  * goes before each value (`--exclude a --exclude b`) and is left out with it when the field is.
  */
-export const SubprocessArgSchema = z.object({ field: z.string().min(1), allowDash: z.boolean().default(false), option: z.string().regex(/^-[^\0]*$/, 'expected an option: starting with -').nullish() }).strict();
+export const SubprocessArgSchema = z
+  .object({
+    field: z.string().min(1),
+    allowDash: z.boolean().default(false),
+    option: z
+      .string()
+      .regex(/^-[^\0]*$/, 'expected an option: starting with -')
+      .nullish(),
+  })
+  .strict();
 export type SubprocessArg = z.infer<typeof SubprocessArgSchema>;
 
 export const SubprocessExecutorSchema = z
@@ -125,7 +158,11 @@ function namedRecord<K extends z.ZodType<string>, V extends z.ZodType>(key: K, v
     .unknown()
     .superRefine((v, ctx) => {
       if (v !== null && typeof v === 'object' && Object.hasOwn(v, '__proto__')) {
-        ctx.addIssue({ code: 'custom', path: ['__proto__'], message: `expected ${what} names other than __proto__: a JavaScript object would not keep "__proto__" as a ${what}` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['__proto__'],
+          message: `expected ${what} names other than __proto__: a JavaScript object would not keep "__proto__" as a ${what}`,
+        });
       }
     })
     .pipe(z.record(key, value));
@@ -148,7 +185,12 @@ export const ToolSchema = z
     permission: z.enum(PERMISSIONS).default('safe'),
     executor: z.discriminatedUnion('kind', [HttpExecutorSchema, ScriptExecutorSchema, SubprocessExecutorSchema, McpExecutorSchema]),
     timeoutMs: z.number().int().min(1).max(600_000).default(10_000),
-    outputLimitBytes: z.number().int().min(1).max(16 * 1024 * 1024).default(65_536),
+    outputLimitBytes: z
+      .number()
+      .int()
+      .min(1)
+      .max(16 * 1024 * 1024)
+      .default(65_536),
     idempotencyKey: z.string().min(1).nullish(),
     /** How long a key's outcome answers a repeat; past it the key is a new call (`~2`, `~3`… appended). Unset: for as long as the agent keeps its calls. */
     keyExpiresAfterS: z.number().int().min(1).max(315_360_000).nullish(),
@@ -183,24 +225,50 @@ export function keyFields(template: string): string[] {
 }
 
 /** Each problem of the domain's tools and capabilities, as `[path, message]`. */
-export function toolProblems(tools: Record<string, Tool>, agents: Readonly<Record<string, { capabilities: readonly string[] }>>, file: string): Array<[string, string]> {
+export function toolProblems(
+  tools: Record<string, Tool>,
+  agents: Readonly<Record<string, { capabilities: readonly string[] }>>,
+  file: string,
+): Array<[string, string]> {
   const problems: Array<[string, string]> = [];
   for (const [name, tool] of Object.entries(tools)) {
     const at = `tools.${name}`;
-    if (RESERVED_TOOL_NAMES.includes(name) || RESERVED_TOOL_PATTERN.test(name)) problems.push([at, `${name} is the name of one of Thymos's own tools (${RESERVED_TOOL_NAMES.join(', ')}, talk_to_*, query_*_knowledge, get_*_state); choose another`]);
+    if (RESERVED_TOOL_NAMES.includes(name) || RESERVED_TOOL_PATTERN.test(name))
+      problems.push([
+        at,
+        `${name} is the name of one of Thymos's own tools (${RESERVED_TOOL_NAMES.join(', ')}, talk_to_*, query_*_knowledge, get_*_state); choose another`,
+      ]);
     for (const [field, spec] of Object.entries(tool.input)) problems.push(...fieldProblems(`${at}.input.${field}`, spec));
     for (const [field, spec] of Object.entries(tool.output ?? {})) problems.push(...fieldProblems(`${at}.output.${field}`, spec));
-    if (tool.sideEffect === 'irreversible' && tool.permission === 'safe') problems.push([`${at}.permission`, 'an irreversible tool needs permission "confirm" or "admin"']);
-    if (tool.keyHonoured && tool.sideEffect === 'read_only') problems.push([`${at}.keyHonoured`, 'a read_only tool is never cut off in the middle of a side effect: keyHonoured says nothing of it; remove it']);
-    if (Object.hasOwn(tool.input, 'reason')) problems.push([`${at}.input.reason`, '"reason" is the argument every call may give (required unless the tool is read-only); name the field otherwise']);
-    for (const f of keyFields(tool.idempotencyKey ?? '')) if (!Object.hasOwn(tool.input, f)) problems.push([`${at}.idempotencyKey`, `{${f}} is not an input field (${Object.keys(tool.input).join(', ') || 'none'})`]);
+    if (tool.sideEffect === 'irreversible' && tool.permission === 'safe')
+      problems.push([`${at}.permission`, 'an irreversible tool needs permission "confirm" or "admin"']);
+    if (tool.keyHonoured && tool.sideEffect === 'read_only')
+      problems.push([
+        `${at}.keyHonoured`,
+        'a read_only tool is never cut off in the middle of a side effect: keyHonoured says nothing of it; remove it',
+      ]);
+    if (Object.hasOwn(tool.input, 'reason'))
+      problems.push([
+        `${at}.input.reason`,
+        '"reason" is the argument every call may give (required unless the tool is read-only); name the field otherwise',
+      ]);
+    for (const f of keyFields(tool.idempotencyKey ?? ''))
+      if (!Object.hasOwn(tool.input, f))
+        problems.push([`${at}.idempotencyKey`, `{${f}} is not an input field (${Object.keys(tool.input).join(', ') || 'none'})`]);
     if (tool.keyExpiresAfterS != null && tool.sideEffect !== 'writes_external' && tool.sideEffect !== 'irreversible') {
-      problems.push([`${at}.keyExpiresAfterS`, `only a tool that writes outside the agent (writes_external, irreversible) remembers its keys; this one is ${tool.sideEffect}`]);
+      problems.push([
+        `${at}.keyExpiresAfterS`,
+        `only a tool that writes outside the agent (writes_external, irreversible) remembers its keys; this one is ${tool.sideEffect}`,
+      ]);
     }
     if (tool.executor.kind === 'http') problems.push(...httpProblems(at, tool));
     if (tool.executor.kind === 'subprocess') problems.push(...subprocessProblems(at, tool));
     if (tool.executor.kind === 'mcp') problems.push(...mcpProblems(at, tool.executor, agents));
-    if (tool.executor.kind === 'script' && !/\.(m?js|cjs)$/.test(tool.executor.path)) problems.push([`${at}.executor.path`, `expected a compiled JavaScript module (.js, .mjs or .cjs); got ${JSON.stringify(tool.executor.path)}`]);
+    if (tool.executor.kind === 'script' && !/\.(m?js|cjs)$/.test(tool.executor.path))
+      problems.push([
+        `${at}.executor.path`,
+        `expected a compiled JavaScript module (.js, .mjs or .cjs); got ${JSON.stringify(tool.executor.path)}`,
+      ]);
   }
   for (const [id, agent] of Object.entries(agents)) {
     agent.capabilities.forEach((text, i) => {
@@ -213,7 +281,9 @@ export function toolProblems(tools: Record<string, Tool>, agents: Readonly<Recor
       }
       const known = c.scope === 'name' ? Object.keys(tools) : [...new Set(Object.values(tools).flatMap((t) => t.tags))];
       if (!known.some(c.matches)) {
-        const what = c.literal ? `no tool ${c.scope === 'name' ? 'is named' : 'has the tag'} ${JSON.stringify(c.glob)}` : `${JSON.stringify(c.text)} matches no tool ${c.scope === 'name' ? 'name' : 'tag'}`;
+        const what = c.literal
+          ? `no tool ${c.scope === 'name' ? 'is named' : 'has the tag'} ${JSON.stringify(c.glob)}`
+          : `${JSON.stringify(c.text)} matches no tool ${c.scope === 'name' ? 'name' : 'tag'}`;
         problems.push([path, `${what}; expected one of ${known.join(', ') || `(no tools declared in ${file})`}`]);
       }
     });
@@ -233,7 +303,12 @@ function fieldProblems(at: string, f: ToolField): Array<[string, string]> {
   if (f.type === 'boolean' && (f.min != null || f.max != null)) out.push([at, 'min and max are for numbers and strings']);
   if (f.min != null && f.max != null && f.min > f.max) out.push([at, `min ${f.min} is above max ${f.max}`]);
   if (f.type === 'string' || f.type === 'enum') {
-    for (const [k, v] of [['min', f.min], ['max', f.max]] as const) if (v != null && !(Number.isInteger(v) && v >= 0)) out.push([`${at}.${k}`, `a string's ${k} is a length: a whole number from 0; got ${v}`]);
+    for (const [k, v] of [
+      ['min', f.min],
+      ['max', f.max],
+    ] as const)
+      if (v != null && !(Number.isInteger(v) && v >= 0))
+        out.push([`${at}.${k}`, `a string's ${k} is a length: a whole number from 0; got ${v}`]);
   }
   return out;
 }
@@ -246,13 +321,17 @@ function httpProblems(at: string, tool: Tool): Array<[string, string]> {
     for (const [field, where] of template.fields) {
       const spec = Object.hasOwn(tool.input, field) ? tool.input[field] : undefined;
       if (!spec) out.push([`${at}.executor.url`, `{${field}} is not an input field (${Object.keys(tool.input).join(', ') || 'none'})`]);
-      else if (where === 'path' && (!spec.required || spec.list)) out.push([`${at}.executor.url`, `{${field}} stands in the path, so it must be one required value`]);
+      else if (where === 'path' && (!spec.required || spec.list))
+        out.push([`${at}.executor.url`, `{${field}} stands in the path, so it must be one required value`]);
     }
   } catch (err) {
     out.push([`${at}.executor.url`, (err as Error).message]);
   }
-  for (const field of http.body ?? []) if (!Object.hasOwn(tool.input, field)) out.push([`${at}.executor.body`, `${field} is not an input field (${Object.keys(tool.input).join(', ') || 'none'})`]);
-  if (http.body && (http.method === 'GET' || http.method === 'DELETE')) out.push([`${at}.executor.body`, `a ${http.method} request has no body`]);
+  for (const field of http.body ?? [])
+    if (!Object.hasOwn(tool.input, field))
+      out.push([`${at}.executor.body`, `${field} is not an input field (${Object.keys(tool.input).join(', ') || 'none'})`]);
+  if (http.body && (http.method === 'GET' || http.method === 'DELETE'))
+    out.push([`${at}.executor.body`, `a ${http.method} request has no body`]);
   return out;
 }
 
@@ -267,28 +346,50 @@ function subprocessProblems(at: string, tool: Tool): Array<[string, string]> {
   const exec = tool.executor as SubprocessExecutor;
   const fields = Object.keys(tool.input).join(', ') || 'none';
   const out: Array<[string, string]> = [];
-  if (exec.command.includes('\0') || /^\{.*\}$/.test(exec.command)) out.push([`${at}.executor.command`, 'the command is fixed: a path or a program name, never filled from input']);
+  if (exec.command.includes('\0') || /^\{.*\}$/.test(exec.command))
+    out.push([`${at}.executor.command`, 'the command is fixed: a path or a program name, never filled from input']);
   exec.args.forEach((arg, i) => {
     const filled = argField(arg);
-    if (filled && !Object.hasOwn(tool.input, filled.field)) out.push([`${at}.executor.args[${i}]`, `{${filled.field}} is not an input field (${fields})`]);
+    if (filled && !Object.hasOwn(tool.input, filled.field))
+      out.push([`${at}.executor.args[${i}]`, `{${filled.field}} is not an input field (${fields})`]);
     const before = i > 0 ? exec.args[i - 1] : undefined;
     const spec = filled && Object.hasOwn(tool.input, filled.field) ? tool.input[filled.field] : undefined;
     // "-o", "{out}" with out absent would leave -o to take the next argument; a list would give -o only its first value.
     if (spec && !filled!.option && (!spec.required || spec.list) && typeof before === 'string' && before.startsWith('-')) {
-      out.push([`${at}.executor.args[${i}]`, `{${filled!.field}} is ${spec.list ? 'a list' : 'optional'}, so it cannot follow the option ${JSON.stringify(before)} as its own argument: write new Arg { option = ${JSON.stringify(before)}; field = ${JSON.stringify(filled!.field)} } in place of both`]);
-    }
-    else if (!filled && typeof arg === 'string' && /\{[A-Za-z_][A-Za-z0-9_-]*\}/.test(arg)) out.push([`${at}.executor.args[${i}]`, `input fills whole arguments only: write ${JSON.stringify(arg)} as two arguments, the option and "{field}"`]);
+      out.push([
+        `${at}.executor.args[${i}]`,
+        `{${filled!.field}} is ${spec.list ? 'a list' : 'optional'}, so it cannot follow the option ${JSON.stringify(before)} as its own argument: write new Arg { option = ${JSON.stringify(before)}; field = ${JSON.stringify(filled!.field)} } in place of both`,
+      ]);
+    } else if (!filled && typeof arg === 'string' && /\{[A-Za-z_][A-Za-z0-9_-]*\}/.test(arg))
+      out.push([
+        `${at}.executor.args[${i}]`,
+        `input fills whole arguments only: write ${JSON.stringify(arg)} as two arguments, the option and "{field}"`,
+      ]);
     if (typeof arg === 'string' && arg.includes('\0')) out.push([`${at}.executor.args[${i}]`, 'an argument cannot hold a NUL character']);
   });
-  for (const field of exec.stdin ?? []) if (!Object.hasOwn(tool.input, field)) out.push([`${at}.executor.stdin`, `${field} is not an input field (${fields})`]);
-  for (const name of Object.keys(exec.secrets)) if (exec.env.includes(name)) out.push([`${at}.executor.secrets.${name}`, `${name} is passed through by env as well; name it in one of the two`]);
-  for (const name of [...exec.env, ...Object.keys(exec.secrets)]) if (name.startsWith('THYMOS_')) out.push([`${at}.executor.env`, `${name}: THYMOS_ variables are Thymos's own (THYMOS_IDEMPOTENCY_KEY, THYMOS_CALL_ID, THYMOS_TOOL, THYMOS_AGENT)`]);
+  for (const field of exec.stdin ?? [])
+    if (!Object.hasOwn(tool.input, field)) out.push([`${at}.executor.stdin`, `${field} is not an input field (${fields})`]);
+  for (const name of Object.keys(exec.secrets))
+    if (exec.env.includes(name))
+      out.push([`${at}.executor.secrets.${name}`, `${name} is passed through by env as well; name it in one of the two`]);
+  for (const name of [...exec.env, ...Object.keys(exec.secrets)])
+    if (name.startsWith('THYMOS_'))
+      out.push([
+        `${at}.executor.env`,
+        `${name}: THYMOS_ variables are Thymos's own (THYMOS_IDEMPOTENCY_KEY, THYMOS_CALL_ID, THYMOS_TOOL, THYMOS_AGENT)`,
+      ]);
   return out;
 }
 
 function mcpProblems(at: string, exec: McpExecutor, agents: Readonly<Record<string, unknown>>): Array<[string, string]> {
   const out: Array<[string, string]> = [];
-  if ((exec.url == null) === (exec.agent == null)) return [[`${at}.executor`, 'an Mcp executor names either url (another MCP server) or agent (another agent of the fleet), not both or neither']];
+  if ((exec.url == null) === (exec.agent == null))
+    return [
+      [
+        `${at}.executor`,
+        'an Mcp executor names either url (another MCP server) or agent (another agent of the fleet), not both or neither',
+      ],
+    ];
   if (exec.url != null) {
     let url: URL | undefined;
     try {
@@ -296,10 +397,18 @@ function mcpProblems(at: string, exec: McpExecutor, agents: Readonly<Record<stri
     } catch {
       out.push([`${at}.executor.url`, `expected an http(s) URL; got ${JSON.stringify(exec.url)}`]);
     }
-    if (url && (!/^https?:$/.test(url.protocol) || url.username || url.password || url.hash || /[{}]/.test(exec.url))) out.push([`${at}.executor.url`, 'expected an http(s) URL without user, password, fragment or placeholders: the endpoint is fixed in the schema']);
+    if (url && (!/^https?:$/.test(url.protocol) || url.username || url.password || url.hash || /[{}]/.test(exec.url)))
+      out.push([
+        `${at}.executor.url`,
+        'expected an http(s) URL without user, password, fragment or placeholders: the endpoint is fixed in the schema',
+      ]);
     if (exec.wake) out.push([`${at}.executor.wake`, 'wake is for another agent of the fleet (agent), not a url']);
   } else {
-    if (!Object.hasOwn(agents, exec.agent!)) out.push([`${at}.executor.agent`, `no agent ${JSON.stringify(exec.agent)} in the domain; expected one of ${Object.keys(agents).join(', ') || '(none)'}`]);
+    if (!Object.hasOwn(agents, exec.agent!))
+      out.push([
+        `${at}.executor.agent`,
+        `no agent ${JSON.stringify(exec.agent)} in the domain; expected one of ${Object.keys(agents).join(', ') || '(none)'}`,
+      ]);
     if (exec.token) out.push([`${at}.executor.token`, "another agent's token comes from the supervisor; a token is for a url"]);
   }
   return out;
@@ -308,7 +417,8 @@ function mcpProblems(at: string, exec: McpExecutor, agents: Readonly<Record<stri
 /** Every secret a tool reads, with where it is declared (relative to the tool). */
 export function toolSecrets(tool: Tool): Array<{ path: string; secret: Secret }> {
   const e = tool.executor;
-  if (e.kind === 'http') return Object.entries(e.headers).flatMap(([h, v]) => (typeof v === 'string' ? [] : [{ path: `executor.headers.${h}`, secret: v }]));
+  if (e.kind === 'http')
+    return Object.entries(e.headers).flatMap(([h, v]) => (typeof v === 'string' ? [] : [{ path: `executor.headers.${h}`, secret: v }]));
   if (e.kind === 'subprocess') return Object.entries(e.secrets).map(([name, secret]) => ({ path: `executor.secrets.${name}`, secret }));
   if (e.kind === 'mcp' && e.token) return [{ path: 'executor.token', secret: e.token }];
   return [];

@@ -94,7 +94,8 @@ export function checkWorldFilter(tables: WorldTables, filter: WorldFilter, at = 
       throw invalid(`${where}.field`, `table ${filter.table} has no field ${preview(c.field)}; it declares ${listFields(table)}`);
     }
     const ordered = c.op === '<' || c.op === '<=' || c.op === '>' || c.op === '>=';
-    if (ordered && spec.type !== 'number' && spec.type !== 'string') throw invalid(`${where}.op`, `${c.op} needs a number or string field; ${c.field} is ${spec.type}`);
+    if (ordered && spec.type !== 'number' && spec.type !== 'string')
+      throw invalid(`${where}.op`, `${c.op} needs a number or string field; ${c.field} is ${spec.type}`);
     if (spec.type === 'strings' && c.op !== 'contains') throw invalid(`${where}.op`, `${c.field} is a list of strings: use contains`);
     const element = spec.type === 'strings' ? 'string' : spec.type;
     checkValues(c, (v) => typeof v === element, element, where);
@@ -107,7 +108,10 @@ export function requireWorldTable(tables: WorldTables, name: string, at = ''): W
   const table = Object.hasOwn(tables, name) ? tables[name] : undefined;
   if (!table) {
     const names = Object.keys(tables);
-    throw invalid(`${at}table`, `no world table ${preview(name)}; the domain declares ${names.length ? names.join(', ') : 'none (add worldTables to the Pkl schema)'}`);
+    throw invalid(
+      `${at}table`,
+      `no world table ${preview(name)}; the domain declares ${names.length ? names.join(', ') : 'none (add worldTables to the Pkl schema)'}`,
+    );
   }
   return table;
 }

@@ -153,7 +153,9 @@ export type WireError = z.infer<typeof WireErrorSchema>;
  * and one of its codes, though not this copy's prototype.
  */
 export function isThymosError(err: unknown, code?: ErrorCode): err is ThymosError {
-  const thymos = err instanceof ThymosError || (err instanceof Error && err.name === 'ThymosError' && Object.hasOwn(ErrorCode, (err as { code?: unknown }).code as string));
+  const thymos =
+    err instanceof ThymosError ||
+    (err instanceof Error && err.name === 'ThymosError' && Object.hasOwn(ErrorCode, (err as { code?: unknown }).code as string));
   return thymos && (code === undefined || (err as ThymosError).code === code);
 }
 

@@ -1,5 +1,5 @@
 import { ErrorCode, isThymosError } from './errors.js';
-import { ExitCode,exitCodeFor } from './exit-codes.js';
+import { ExitCode, exitCodeFor } from './exit-codes.js';
 
 /**
  * Ends a program the way the `thymos` command does: a `ThymosError` is one line on stderr,

@@ -34,7 +34,13 @@ export interface CodedRequestOptions extends RequestOptions {
  * answer is the caller's `unanswered` error; a reply that is not JSON or does not match
  * `schema` is INVALID_REPLY naming the subject, never a cast.
  */
-export async function validatedRequest<T>(nc: NatsConnection, subject: string, body: unknown, schema: z.ZodType<T>, options: RequestOptions): Promise<T> {
+export async function validatedRequest<T>(
+  nc: NatsConnection,
+  subject: string,
+  body: unknown,
+  schema: z.ZodType<T>,
+  options: RequestOptions,
+): Promise<T> {
   const raw = await send(nc, subject, body, options);
   const parsed = schema.safeParse(raw);
   if (!parsed.success) throw invalidReply(subject, describeIssues(parsed.error, raw));
@@ -46,7 +52,13 @@ export async function validatedRequest<T>(nc: NatsConnection, subject: string, b
  * `okSchema` and returned, or `{ ok: false, error }`, thrown as a ThymosError with the
  * responder's code, location and details. Anything else is INVALID_REPLY naming the subject.
  */
-export async function codedRequest<T>(nc: NatsConnection, subject: string, body: unknown, okSchema: z.ZodType<T>, options: CodedRequestOptions): Promise<T> {
+export async function codedRequest<T>(
+  nc: NatsConnection,
+  subject: string,
+  body: unknown,
+  okSchema: z.ZodType<T>,
+  options: CodedRequestOptions,
+): Promise<T> {
   const raw = await send(nc, subject, body, options);
   const ok = typeof raw === 'object' && raw !== null ? (raw as { ok?: unknown }).ok : undefined;
   if (ok === false) {
@@ -65,12 +77,21 @@ async function send(nc: NatsConnection, subject: string, body: unknown, options:
   let text: string;
   try {
     const reply = replyInbox(nc, options.asked);
-    const pending = nc.request(subject, body === undefined ? '' : JSON.stringify(body), { timeout: options.timeoutMs, noMux: true, reply, ...(options.headers ? { headers: options.headers } : {}) });
+    const pending = nc.request(subject, body === undefined ? '' : JSON.stringify(body), {
+      timeout: options.timeoutMs,
+      noMux: true,
+      reply,
+      ...(options.headers ? { headers: options.headers } : {}),
+    });
     if (options.abandon) pending.catch(() => undefined); // abandoned: its late failure is nobody's
     const answer = await (options.abandon ? Promise.race([pending, options.abandon]) : pending);
     // An answer is published with no reply subject; one with a reply was sent some other way (a
     // JetStream delivery aimed at this inbox by a pull that named it), not by the one asked.
-    if (answer.reply) throw invalidReply(subject, `it came with a reply subject (${answer.reply.split('.', 2).join('.')}…), as what JetStream delivers for a pull does: not an answer from ${options.asked}`);
+    if (answer.reply)
+      throw invalidReply(
+        subject,
+        `it came with a reply subject (${answer.reply.split('.', 2).join('.')}…), as what JetStream delivers for a pull does: not an answer from ${options.asked}`,
+      );
     text = answer.string();
   } catch (err) {
     if (err instanceof ThymosError) throw err;
@@ -84,5 +105,8 @@ async function send(nc: NatsConnection, subject: string, body: unknown, options:
 }
 
 function invalidReply(subject: string, what: string, cause?: unknown): ThymosError {
-  return new ThymosError(ErrorCode.INVALID_REPLY, `the reply on ${subject} is not what this version of Thymos expects: ${what}`, { cause, details: { subject } });
+  return new ThymosError(ErrorCode.INVALID_REPLY, `the reply on ${subject} is not what this version of Thymos expects: ${what}`, {
+    cause,
+    details: { subject },
+  });
 }

@@ -35,7 +35,8 @@ export function serveCoded<S extends z.ZodType>(nc: NatsConnection, endpoint: Co
     callback: (err, msg) => {
       if (err) logger.warn({ err, subject: endpoint.subject }, 'subscription error');
       // A request is answered only on an inbox: not handled at all otherwise (see isInboxSubject).
-      else if (isInboxSubject(msg.reply)) void answer(endpoint, msg, logger).catch((e: unknown) => logger.error({ err: e, subject: endpoint.subject }, 'reply failed'));
+      else if (isInboxSubject(msg.reply))
+        void answer(endpoint, msg, logger).catch((e: unknown) => logger.error({ err: e, subject: endpoint.subject }, 'reply failed'));
     },
   });
 }
@@ -54,7 +55,12 @@ async function answer<S extends z.ZodType>(endpoint: CodedEndpoint<S>, msg: Msg,
     const raw = parseWireJson(endpoint.emptyIsObject && msg.data.length === 0 ? '{}' : msg.string(), `${endpoint.subject}: request`);
     const parsed = endpoint.schema.safeParse(raw);
     if (!parsed.success) {
-      throw endpoint.invalid?.(parsed.error, raw) ?? new ThymosError(ErrorCode.INVALID_INPUT, `${endpoint.subject}: ${describeIssues(parsed.error, raw)}`, { location: { path: parsed.error.issues[0]?.path.map(String).join('.') } });
+      throw (
+        endpoint.invalid?.(parsed.error, raw) ??
+        new ThymosError(ErrorCode.INVALID_INPUT, `${endpoint.subject}: ${describeIssues(parsed.error, raw)}`, {
+          location: { path: parsed.error.issues[0]?.path.map(String).join('.') },
+        })
+      );
     }
     request = parsed.data;
     reply = { ok: true, ...(await endpoint.handle(parsed.data, msg)) };

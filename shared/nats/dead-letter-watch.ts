@@ -10,7 +10,12 @@ import { writeDeadLetter } from './dead-letters.js';
 
 /** Where nats-server says a message reached its consumer's `max_deliver` unacknowledged. */
 const MAX_DELIVERIES = '$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES';
-const AdvisorySchema = z.object({ stream: z.string(), consumer: z.string(), stream_seq: z.number().int().positive(), deliveries: z.number().int().nonnegative() });
+const AdvisorySchema = z.object({
+  stream: z.string(),
+  consumer: z.string(),
+  stream_seq: z.number().int().positive(),
+  deliveries: z.number().int().nonnegative(),
+});
 
 /**
  * Catches the jobs whose worker died on their last delivery (nats-server 2.9 dead-letters
@@ -25,7 +30,13 @@ const AdvisorySchema = z.object({ stream: z.string(), consumer: z.string(), stre
  * message JetStream delivers here because a pull named this subject as its reply carries
  * `$JS.ACK.…` (and its first subject): such a message is ignored.
  */
-export function watchLastDeliveries(nc: NatsConnection, jsm: JetStreamManager, queues: readonly string[], names: FleetNames, logger: Logger): Subscription {
+export function watchLastDeliveries(
+  nc: NatsConnection,
+  jsm: JetStreamManager,
+  queues: readonly string[],
+  names: FleetNames,
+  logger: Logger,
+): Subscription {
   const byStream = new Map(queues.map((q) => [names.jobStream(q), q]));
   return nc.subscribe(`${MAX_DELIVERIES}.*.*`, {
     callback: (err, msg) => {
@@ -35,8 +46,16 @@ export function watchLastDeliveries(nc: NatsConnection, jsm: JetStreamManager, q
       const { stream, consumer, stream_seq: seq, deliveries } = advisory.data;
       const queue = byStream.get(stream);
       if (queue === undefined || !consumer.startsWith('skill_')) return;
-      const reason = { code: ErrorCode.TIMEOUT, message: `its worker did not finish it on the last of ${deliveries} deliveries (it stopped or went silent past ackWaitMs)` };
-      writeDeadLetter(jsm, nc, { queue, skill: consumer.slice('skill_'.length), seq, attempts: deliveries, reason, agent: 'supervisor' }, names).then(
+      const reason = {
+        code: ErrorCode.TIMEOUT,
+        message: `its worker did not finish it on the last of ${deliveries} deliveries (it stopped or went silent past ackWaitMs)`,
+      };
+      writeDeadLetter(
+        jsm,
+        nc,
+        { queue, skill: consumer.slice('skill_'.length), seq, attempts: deliveries, reason, agent: 'supervisor' },
+        names,
+      ).then(
         () => logger.warn({ seq, queue, attempts: deliveries }, 'job given up after its last delivery went unanswered: a dead letter'),
         (e: unknown) => {
           // Already given up by its worker, or not a job of that skill: nothing to do.

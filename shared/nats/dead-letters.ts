@@ -5,7 +5,15 @@ import type { NatsConnection } from '@nats-io/transport-node';
 
 import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { DEFAULT_FLEET_NAMES, type FleetNames } from '../protocol/fleet-names.js';
-import { type DeadLetter, deadLetterId, DeadLetterSchema, JOB_PAYLOAD_MAX_BYTES, type JobGiveUp, JobSchema, type ListedDeadLetter } from '../protocol/job.js';
+import {
+  type DeadLetter,
+  deadLetterId,
+  DeadLetterSchema,
+  JOB_PAYLOAD_MAX_BYTES,
+  type JobGiveUp,
+  JobSchema,
+  type ListedDeadLetter,
+} from '../protocol/job.js';
 import { parseJsonOrUndefined } from '../protocol/parse-json.js';
 import type { NatsWork } from './nats-permissions.js';
 
@@ -37,14 +45,24 @@ export interface GivenUp {
  * worker and the supervisor (from the max-deliveries advisory), or one retried after a crash,
  * write one letter between them; a job already off the queue is NOT_FOUND and nothing is written.
  */
-export async function writeDeadLetter(jsm: JetStreamManager, nc: NatsConnection, given: GivenUp, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<{ seq: number; duplicate: boolean }> {
+export async function writeDeadLetter(
+  jsm: JetStreamManager,
+  nc: NatsConnection,
+  given: GivenUp,
+  names: FleetNames = DEFAULT_FLEET_NAMES,
+): Promise<{ seq: number; duplicate: boolean }> {
   const stream = names.jobStream(given.queue);
   const m = await jsm.streams.getMessage(stream, { seq: given.seq }).catch(() => null);
-  if (!m) throw new ThymosError(ErrorCode.NOT_FOUND, `no job ${given.seq} in ${given.queue}: it was done, or given up already`, { location: { path: 'seq' } });
+  if (!m)
+    throw new ThymosError(ErrorCode.NOT_FOUND, `no job ${given.seq} in ${given.queue}: it was done, or given up already`, {
+      location: { path: 'seq' },
+    });
   // A stream keeps what JetStream delivers to a subject it listens on under the message's first
   // subject: only a job published for this skill is this skill's.
   if (m.subject !== names.job(given.queue, given.skill)) {
-    throw new ThymosError(ErrorCode.UNAUTHORIZED, `job ${given.seq} of ${given.queue} is not a job for skill ${given.skill}`, { location: { path: 'skill' } });
+    throw new ThymosError(ErrorCode.UNAUTHORIZED, `job ${given.seq} of ${given.queue} is not a job for skill ${given.skill}`, {
+      location: { path: 'skill' },
+    });
   }
   const raw = parseJsonOrUndefined(m.string());
   const job = JobSchema.safeParse(raw);
@@ -58,7 +76,14 @@ export async function writeDeadLetter(jsm: JetStreamManager, nc: NatsConnection,
     agent: given.agent,
     at: new Date().toISOString(),
   };
-  const ack = await publishOwn(jsm, nc, names.deadStream, names.deadLetters(given.queue), JSON.stringify(letter), deadLetterId(given.queue, job.success ? job.data.id : `seq-${given.seq}`, given.seq));
+  const ack = await publishOwn(
+    jsm,
+    nc,
+    names.deadStream,
+    names.deadLetters(given.queue),
+    JSON.stringify(letter),
+    deadLetterId(given.queue, job.success ? job.data.id : `seq-${given.seq}`, given.seq),
+  );
   // Off the queue once its letter holds it; a crash between the two writes the same letter again.
   await jsm.streams.deleteMessage(stream, given.seq, false).catch((err: unknown) => {
     if (!/not found|no message/i.test((err as Error).message)) throw err;
@@ -72,17 +97,31 @@ export async function writeDeadLetter(jsm: JetStreamManager, nc: NatsConnection,
  * has delivered and nobody has acknowledged (in a work queue, an acknowledged job is gone). Among
  * the workers that share a skill, which one holds the job is not proven: any of them may give it up.
  */
-export async function giveUpJob(jsm: JetStreamManager, nc: NatsConnection, agent: string, request: JobGiveUp, work: NatsWork, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<{ seq: number; duplicate: boolean }> {
+export async function giveUpJob(
+  jsm: JetStreamManager,
+  nc: NatsConnection,
+  agent: string,
+  request: JobGiveUp,
+  work: NatsWork,
+  names: FleetNames = DEFAULT_FLEET_NAMES,
+): Promise<{ seq: number; duplicate: boolean }> {
   const { queue, skill, seq } = request;
   if (!work(agent).some((w) => w.queue === queue && w.skill === skill)) {
-    throw new ThymosError(ErrorCode.UNAUTHORIZED, `queue: ${agent} does not work ${queue}/${skill}, so it may not give up its jobs`, { location: { path: 'queue' } });
+    throw new ThymosError(ErrorCode.UNAUTHORIZED, `queue: ${agent} does not work ${queue}/${skill}, so it may not give up its jobs`, {
+      location: { path: 'queue' },
+    });
   }
   const consumer = await jsm.consumers.info(names.jobStream(queue), names.skillConsumer(skill)).catch((err: unknown) => {
-    if (isApiError(err, CONSUMER_NOT_FOUND) || isApiError(err, STREAM_NOT_FOUND)) throw new ThymosError(ErrorCode.NOT_FOUND, `no consumer of ${queue}/${skill}`, { cause: err });
+    if (isApiError(err, CONSUMER_NOT_FOUND) || isApiError(err, STREAM_NOT_FOUND))
+      throw new ThymosError(ErrorCode.NOT_FOUND, `no consumer of ${queue}/${skill}`, { cause: err });
     throw err;
   });
   if (seq > consumer.delivered.stream_seq) {
-    throw new ThymosError(ErrorCode.UNAUTHORIZED, `seq: job ${seq} of ${queue}/${skill} was never delivered, so nobody holds it to give up`, { location: { path: 'seq' } });
+    throw new ThymosError(
+      ErrorCode.UNAUTHORIZED,
+      `seq: job ${seq} of ${queue}/${skill} was never delivered, so nobody holds it to give up`,
+      { location: { path: 'seq' } },
+    );
   }
   return writeDeadLetter(jsm, nc, { ...request, agent }, names);
 }
@@ -93,7 +132,14 @@ export async function giveUpJob(jsm: JetStreamManager, nc: NatsConnection, agent
  * `Nats-Msg-Id` with them) under its first subject, so the id may be taken by something else. A
  * duplicate whose stored message is not on `subject` is published again under a fresh id.
  */
-async function publishOwn(jsm: JetStreamManager, nc: NatsConnection, stream: string, subject: string, data: string, msgID: string): Promise<{ seq: number; duplicate: boolean }> {
+async function publishOwn(
+  jsm: JetStreamManager,
+  nc: NatsConnection,
+  stream: string,
+  subject: string,
+  data: string,
+  msgID: string,
+): Promise<{ seq: number; duplicate: boolean }> {
   const js = jetstream(nc);
   const ack = await js.publish(subject, data, { msgID });
   if (!ack.duplicate) return { seq: ack.seq, duplicate: false };
@@ -108,7 +154,12 @@ async function publishOwn(jsm: JetStreamManager, nc: NatsConnection, stream: str
  * the stream holds under a dead-letter subject is a letter: a message JetStream delivered there
  * for a pull that named it keeps its first subject, and is not listed.
  */
-export async function deadLetters(jsm: JetStreamManager, limit: number, queue?: string, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<ListedDeadLetter[]> {
+export async function deadLetters(
+  jsm: JetStreamManager,
+  limit: number,
+  queue?: string,
+  names: FleetNames = DEFAULT_FLEET_NAMES,
+): Promise<ListedDeadLetter[]> {
   const info = await jsm.streams.info(names.deadStream).catch((err: unknown) => {
     if (isApiError(err, STREAM_NOT_FOUND)) return undefined;
     throw err;
@@ -135,18 +186,35 @@ export async function deadLetters(jsm: JetStreamManager, limit: number, queue?: 
  * Run twice (a crash between the publish and the removal): the job is published again under the
  * same deduplication id, which the queue takes once within its window.
  */
-export async function requeueDeadLetter(jsm: JetStreamManager, nc: NatsConnection, seq: number, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<{ id: string; queue: string; skill: string; seq: number }> {
+export async function requeueDeadLetter(
+  jsm: JetStreamManager,
+  nc: NatsConnection,
+  seq: number,
+  names: FleetNames = DEFAULT_FLEET_NAMES,
+): Promise<{ id: string; queue: string; skill: string; seq: number }> {
   const m = await jsm.streams.getMessage(names.deadStream, { seq }).catch(() => null);
   const letter = m ? DeadLetterSchema.safeParse(parseJsonOrUndefined(m.string())) : undefined;
-  if (!m || !letter?.success || m.subject !== names.deadLetters(letter.data.queue)) throw new ThymosError(ErrorCode.NOT_FOUND, `no dead letter ${seq} (thymos jobs dead lists them)`);
+  if (!m || !letter?.success || m.subject !== names.deadLetters(letter.data.queue))
+    throw new ThymosError(ErrorCode.NOT_FOUND, `no dead letter ${seq} (thymos jobs dead lists them)`);
   const { queue, skill } = letter.data;
   const job = JobSchema.safeParse(letter.data.job);
-  if (!job.success) throw new ThymosError(ErrorCode.INVALID_INPUT, `dead letter ${seq} holds no job to requeue (${letter.data.reason.message})`);
+  if (!job.success)
+    throw new ThymosError(ErrorCode.INVALID_INPUT, `dead letter ${seq} holds no job to requeue (${letter.data.reason.message})`);
   if (job.data.queue !== queue || job.data.skill !== skill) {
-    throw new ThymosError(ErrorCode.INVALID_INPUT, `dead letter ${seq} holds a job that says ${job.data.queue}/${job.data.skill} but was taken from ${queue}/${skill}: its workers would give it up again`);
+    throw new ThymosError(
+      ErrorCode.INVALID_INPUT,
+      `dead letter ${seq} holds a job that says ${job.data.queue}/${job.data.skill} but was taken from ${queue}/${skill}: its workers would give it up again`,
+    );
   }
   // A requeued job keeps its id; the stream deduplicates by another, so it is not taken for the first publish.
-  const ack = await publishOwn(jsm, nc, names.jobStream(queue), names.job(queue, skill), JSON.stringify(job.data), `${job.data.id}~requeued-${seq}`);
+  const ack = await publishOwn(
+    jsm,
+    nc,
+    names.jobStream(queue),
+    names.job(queue, skill),
+    JSON.stringify(job.data),
+    `${job.data.id}~requeued-${seq}`,
+  );
   await jsm.streams.deleteMessage(names.deadStream, seq, false);
   return { id: job.data.id, queue, skill, seq: ack.seq };
 }

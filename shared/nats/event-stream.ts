@@ -1,4 +1,13 @@
-import { AckPolicy, DeliverPolicy, jetstream, JetStreamApiError, type JetStreamManager, jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  jetstream,
+  JetStreamApiError,
+  type JetStreamManager,
+  jetstreamManager,
+  RetentionPolicy,
+  StorageType,
+} from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 
 import { type EventsSettings } from '../config/fleet-settings.js';
@@ -20,7 +29,11 @@ const isApiError = (err: unknown, code: number) => err instanceof JetStreamApiEr
  * stream keeps a copy only while its agent's consumer has not acknowledged it (interest
  * retention), so copies do not pile up beside the events themselves.
  */
-export async function ensureEventStream(nc: NatsConnection, settings: EventsSettings, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<JetStreamManager> {
+export async function ensureEventStream(
+  nc: NatsConnection,
+  settings: EventsSettings,
+  names: FleetNames = DEFAULT_FLEET_NAMES,
+): Promise<JetStreamManager> {
   const jsm = await jetstreamManager(nc);
   const limits = {
     storage: StorageType.File,
@@ -38,11 +51,26 @@ export async function ensureEventStream(nc: NatsConnection, settings: EventsSett
       // The subjects change with a new version (messages' senders joined their subjects); what
       // the stream keeps stays, and the consumers that read it still read it.
       const sameSubjects = c.subjects.length === subjects.length && subjects.every((s) => c.subjects.includes(s));
-      if (c.max_age !== limits.max_age || c.max_bytes !== limits.max_bytes || c.duplicate_window !== limits.duplicate_window || !sameSubjects) {
-        await jsm.streams.update(name, { max_age: limits.max_age, max_bytes: limits.max_bytes, duplicate_window: limits.duplicate_window, subjects: [...subjects] });
+      if (
+        c.max_age !== limits.max_age ||
+        c.max_bytes !== limits.max_bytes ||
+        c.duplicate_window !== limits.duplicate_window ||
+        !sameSubjects
+      ) {
+        await jsm.streams.update(name, {
+          max_age: limits.max_age,
+          max_bytes: limits.max_bytes,
+          duplicate_window: limits.duplicate_window,
+          subjects: [...subjects],
+        });
       }
     } catch (err) {
-      if (!isApiError(err, STREAM_NOT_FOUND)) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `JetStream: ${(err as Error).message} (is JetStream enabled on the server? nats-server -js)`, { cause: err });
+      if (!isApiError(err, STREAM_NOT_FOUND))
+        throw new ThymosError(
+          ErrorCode.NATS_UNAVAILABLE,
+          `JetStream: ${(err as Error).message} (is JetStream enabled on the server? nats-server -js)`,
+          { cause: err },
+        );
       await jsm.streams.add({ name, ...limits, retention, subjects: [...subjects] });
     }
   }
@@ -55,7 +83,12 @@ export async function ensureEventStream(nc: NatsConnection, settings: EventsSett
  * what arrives while the agent is Dormant; the supervisor creates them when it registers the
  * agent (an Archived agent has none).
  */
-export async function ensureAgentConsumer(jsm: JetStreamManager, id: string, settings: Pick<EventsSettings, 'ack_wait_s'>, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<void> {
+export async function ensureAgentConsumer(
+  jsm: JetStreamManager,
+  id: string,
+  settings: Pick<EventsSettings, 'ack_wait_s'>,
+  names: FleetNames = DEFAULT_FLEET_NAMES,
+): Promise<void> {
   await ensureConsumer(jsm, names.heardStream, names.heardConsumer(id), names.agentHeard(id), DeliverPolicy.New, settings);
   await ensureConsumer(jsm, names.inboxStream, names.inboxConsumer(id), names.agentInboxes(id), DeliverPolicy.New, settings);
 }
@@ -70,7 +103,11 @@ export async function ensureAgentConsumer(jsm: JetStreamManager, id: string, set
  * acknowledged out of order above that floor is routed again, and its copies kept once (see
  * EventRouter).
  */
-export async function ensureRouterConsumer(jsm: JetStreamManager, settings: Pick<EventsSettings, 'ack_wait_s'>, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<void> {
+export async function ensureRouterConsumer(
+  jsm: JetStreamManager,
+  settings: Pick<EventsSettings, 'ack_wait_s'>,
+  names: FleetNames = DEFAULT_FLEET_NAMES,
+): Promise<void> {
   const info = (name: string) =>
     jsm.consumers.info(names.eventStream, name).catch((err: unknown) => {
       if (isApiError(err, CONSUMER_NOT_FOUND)) return undefined;
@@ -78,15 +115,28 @@ export async function ensureRouterConsumer(jsm: JetStreamManager, settings: Pick
     });
   const [today, earlier] = [await info(names.routerConsumer), await info(names.legacyRouterConsumer)];
   if (!today) {
-    const from = earlier ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: earlier.ack_floor.stream_seq + 1 } : { deliver_policy: DeliverPolicy.New };
+    const from = earlier
+      ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: earlier.ack_floor.stream_seq + 1 }
+      : { deliver_policy: DeliverPolicy.New };
     await jsm.consumers.add(names.eventStream, { durable_name: names.routerConsumer, ...from, ...consumerLimits(settings) });
   }
   if (earlier) await jsm.consumers.delete(names.eventStream, names.legacyRouterConsumer);
 }
 
-const consumerLimits = (settings: Pick<EventsSettings, 'ack_wait_s'>) => ({ ack_policy: AckPolicy.Explicit, ack_wait: settings.ack_wait_s * 1000 * NS_PER_MS, max_ack_pending: 10_000 });
+const consumerLimits = (settings: Pick<EventsSettings, 'ack_wait_s'>) => ({
+  ack_policy: AckPolicy.Explicit,
+  ack_wait: settings.ack_wait_s * 1000 * NS_PER_MS,
+  max_ack_pending: 10_000,
+});
 
-async function ensureConsumer(jsm: JetStreamManager, stream: string, name: string, filter: string, deliver: DeliverPolicy, settings: Pick<EventsSettings, 'ack_wait_s'>): Promise<void> {
+async function ensureConsumer(
+  jsm: JetStreamManager,
+  stream: string,
+  name: string,
+  filter: string,
+  deliver: DeliverPolicy,
+  settings: Pick<EventsSettings, 'ack_wait_s'>,
+): Promise<void> {
   try {
     await jsm.consumers.info(stream, name);
   } catch (err) {
@@ -143,12 +193,21 @@ export async function sendAgentMessage(nc: NatsConnection, message: AgentMessage
  * Publishes an event into the stream; resolves once JetStream has stored it (or dropped a
  * duplicate id). An agent (`agent`) publishes on its own subject, as its own `source`.
  */
-export async function publishWorldEvent(nc: NatsConnection, event: WorldEvent, names: FleetNames = DEFAULT_FLEET_NAMES, agent?: string): Promise<{ seq: number; duplicate: boolean }> {
+export async function publishWorldEvent(
+  nc: NatsConnection,
+  event: WorldEvent,
+  names: FleetNames = DEFAULT_FLEET_NAMES,
+  agent?: string,
+): Promise<{ seq: number; duplicate: boolean }> {
   try {
     const subject = agent === undefined ? names.event(event.type) : names.agentEvent(agent, event.type);
     const ack = await jetstream(nc).publish(subject, JSON.stringify(event), { msgID: event.id });
     return { seq: ack.seq, duplicate: ack.duplicate };
   } catch (err) {
-    throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `publishing ${event.type} failed: ${(err as Error).message} (is the fleet up? its supervisor creates the event stream)`, { cause: err });
+    throw new ThymosError(
+      ErrorCode.NATS_UNAVAILABLE,
+      `publishing ${event.type} failed: ${(err as Error).message} (is the fleet up? its supervisor creates the event stream)`,
+      { cause: err },
+    );
   }
 }

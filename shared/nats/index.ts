@@ -5,12 +5,47 @@ export { codedRequest, type Unanswered, validatedRequest } from './coded-request
 export { type CodedReply, serveCoded, serveConstant } from './coded-responder.js';
 export { watchLastDeliveries } from './dead-letter-watch.js';
 export { deadLetters, type GivenUp, giveUpJob, requeueDeadLetter, writeDeadLetter } from './dead-letters.js';
-export { deleteAgentConsumer, deleteUnroutedConsumers, ensureAgentConsumer, ensureEventStream, ensureRouterConsumer, publishWorldEvent, sendAgentMessage } from './event-stream.js';
+export {
+  deleteAgentConsumer,
+  deleteUnroutedConsumers,
+  ensureAgentConsumer,
+  ensureEventStream,
+  ensureRouterConsumer,
+  publishWorldEvent,
+  sendAgentMessage,
+} from './event-stream.js';
 export { ensureJobQueues, JOB_DEDUP_WINDOW_MS, jobBacklog, publishJob } from './job-queue.js';
 export { moveLegacyInboxes } from './legacy-inbox.js';
 export { consumeLong, LONG_PULL, type PullTiming } from './long-pull.js';
-export { admission, connectNats, connectsAs, logRefusals, type NatsConnection, type NatsConnectOptions, type NatsLink, permissionViolation, refusal, replyInbox } from './nats-connection.js';
-export { agentIdentity, ensureNatsIdentity, fleetNatsLink, fleetNatsSeed, listNatsIdentities, natsAnswers, natsCredentialsFile, type NatsIdentity, natsIdentityFile, natsInboxPrefix, natsSecretsDir, nkeySigner, readNatsSeed, removeNatsIdentity, staleAgentIdentities } from './nats-identity.js';
+export {
+  admission,
+  connectNats,
+  connectsAs,
+  logRefusals,
+  type NatsConnection,
+  type NatsConnectOptions,
+  type NatsLink,
+  permissionViolation,
+  refusal,
+  replyInbox,
+} from './nats-connection.js';
+export {
+  agentIdentity,
+  ensureNatsIdentity,
+  fleetNatsLink,
+  fleetNatsSeed,
+  listNatsIdentities,
+  natsAnswers,
+  natsCredentialsFile,
+  type NatsIdentity,
+  natsIdentityFile,
+  natsInboxPrefix,
+  natsSecretsDir,
+  nkeySigner,
+  readNatsSeed,
+  removeNatsIdentity,
+  staleAgentIdentities,
+} from './nats-identity.js';
 export { domainWork, natsPermissions, type NatsUserPermissions, type NatsWork } from './nats-permissions.js';
 export { ownDelivery } from './own-delivery.js';
 export { REQUESTER, REQUESTER_HEADER, SupervisorRequester } from './supervisor-requester.js';

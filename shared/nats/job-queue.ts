@@ -1,4 +1,12 @@
-import { AckPolicy, DeliverPolicy, jetstream, JetStreamApiError, type JetStreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  jetstream,
+  JetStreamApiError,
+  type JetStreamManager,
+  RetentionPolicy,
+  StorageType,
+} from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 
 import type { Queue } from '../domain/queue-schema.js';
@@ -24,20 +32,39 @@ const isApiError = (err: unknown, code: number) => err instanceof JetStreamApiEr
  * consumers'; a consumer whose settings changed is updated. Consumers of skills no agent has any
  * more are left: their jobs wait, and `jobs ls` shows them unserved.
  */
-export async function ensureJobQueues(jsm: JetStreamManager, queues: Readonly<Record<string, Queue>>, skills: ReadonlyMap<string, readonly string[]>, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<void> {
+export async function ensureJobQueues(
+  jsm: JetStreamManager,
+  queues: Readonly<Record<string, Queue>>,
+  skills: ReadonlyMap<string, readonly string[]>,
+  names: FleetNames = DEFAULT_FLEET_NAMES,
+): Promise<void> {
   // A fleet without queues has no job streams, not even the dead letters'.
   if (Object.keys(queues).length === 0) return;
   const streams: Array<[string, string, RetentionPolicy, number]> = [
-    ...Object.keys(queues).map((q): [string, string, RetentionPolicy, number] => [names.jobStream(q), names.queueJobs(q), RetentionPolicy.Workqueue, 0]),
+    ...Object.keys(queues).map((q): [string, string, RetentionPolicy, number] => [
+      names.jobStream(q),
+      names.queueJobs(q),
+      RetentionPolicy.Workqueue,
+      0,
+    ]),
     [names.deadStream, names.allDeadLetters, RetentionPolicy.Limits, DEAD_LETTERS_KEPT_MS * NS_PER_MS],
   ];
   for (const [name, subject, retention, maxAge] of streams) {
     try {
       await jsm.streams.info(name);
     } catch (err) {
-      if (!isApiError(err, STREAM_NOT_FOUND)) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `JetStream: ${(err as Error).message}`, { cause: err });
+      if (!isApiError(err, STREAM_NOT_FOUND))
+        throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `JetStream: ${(err as Error).message}`, { cause: err });
       // Direct get: the oldest job of a skill is read by subject (jobBacklog).
-      await jsm.streams.add({ name, subjects: [subject], retention, storage: StorageType.File, max_age: maxAge, duplicate_window: JOB_DEDUP_WINDOW_MS * NS_PER_MS, allow_direct: true });
+      await jsm.streams.add({
+        name,
+        subjects: [subject],
+        retention,
+        storage: StorageType.File,
+        max_age: maxAge,
+        duplicate_window: JOB_DEDUP_WINDOW_MS * NS_PER_MS,
+        allow_direct: true,
+      });
     }
   }
   for (const [queue, settings] of Object.entries(queues)) {
@@ -50,7 +77,13 @@ export async function ensureJobQueues(jsm: JetStreamManager, queues: Readonly<Re
         if (c.max_deliver !== config.max_deliver || c.ack_wait !== config.ack_wait) await jsm.consumers.update(stream, durable, config);
       } catch (err) {
         if (!isApiError(err, CONSUMER_NOT_FOUND)) throw err;
-        await jsm.consumers.add(stream, { durable_name: durable, filter_subject: names.job(queue, skill), ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, ...config });
+        await jsm.consumers.add(stream, {
+          durable_name: durable,
+          filter_subject: names.job(queue, skill),
+          ack_policy: AckPolicy.Explicit,
+          deliver_policy: DeliverPolicy.All,
+          ...config,
+        });
       }
     }
   }
@@ -61,14 +94,22 @@ export async function ensureJobQueues(jsm: JetStreamManager, queues: Readonly<Re
  * published again under the same id within an hour is the same job (`duplicate`). A queue the
  * fleet does not have is NOT_FOUND.
  */
-export async function publishJob(nc: NatsConnection, job: Job, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<{ seq: number; duplicate: boolean }> {
+export async function publishJob(
+  nc: NatsConnection,
+  job: Job,
+  names: FleetNames = DEFAULT_FLEET_NAMES,
+): Promise<{ seq: number; duplicate: boolean }> {
   try {
     const ack = await jetstream(nc).publish(names.job(job.queue, job.skill), JSON.stringify(job), { msgID: job.id });
     return { seq: ack.seq, duplicate: ack.duplicate };
   } catch (err) {
     // No stream takes the subject: nats.js says "jetstream is not enabled" (no responders).
     if (/no responders|not enabled/i.test(`${(err as Error).message} ${((err as Error).cause as Error | undefined)?.message ?? ''}`)) {
-      throw new ThymosError(ErrorCode.NOT_FOUND, `no queue "${job.queue}" in this fleet: declare it in the domain's queues and restart the fleet (thymos down, thymos up)`, { cause: err });
+      throw new ThymosError(
+        ErrorCode.NOT_FOUND,
+        `no queue "${job.queue}" in this fleet: declare it in the domain's queues and restart the fleet (thymos down, thymos up)`,
+        { cause: err },
+      );
     }
     throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `publishing job ${job.id}: ${(err as Error).message}`, { cause: err });
   }
@@ -78,7 +119,12 @@ export async function publishJob(nc: NatsConnection, job: Job, names: FleetNames
  * The backlog of every skill of every queue the fleet has: what waits, what is being worked, how
  * old the oldest job not yet done is. Skills nobody serves but that have jobs are listed too.
  */
-export async function jobBacklog(jsm: JetStreamManager, queues: readonly string[], served: ReadonlyMap<string, readonly string[]>, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<SkillBacklog[]> {
+export async function jobBacklog(
+  jsm: JetStreamManager,
+  queues: readonly string[],
+  served: ReadonlyMap<string, readonly string[]>,
+  names: FleetNames = DEFAULT_FLEET_NAMES,
+): Promise<SkillBacklog[]> {
   // Every queue, and every skill of each, asked at once: a round costs about one round trip, not one per skill.
   const perQueue = await Promise.all(
     queues.map(async (queue) => {
@@ -93,9 +139,20 @@ export async function jobBacklog(jsm: JetStreamManager, queues: readonly string[
       return Promise.all(
         [...skills].sort().map(async (skill): Promise<SkillBacklog> => {
           const total = counts[names.job(queue, skill)] ?? 0;
-          const [consumer, oldest] = await Promise.all([jsm.consumers.info(stream, names.skillConsumer(skill)).catch(() => undefined), total > 0 ? oldestAge(jsm, stream, names.job(queue, skill)) : 0]);
+          const [consumer, oldest] = await Promise.all([
+            jsm.consumers.info(stream, names.skillConsumer(skill)).catch(() => undefined),
+            total > 0 ? oldestAge(jsm, stream, names.job(queue, skill)) : 0,
+          ]);
           const inProgress = consumer?.num_ack_pending ?? 0;
-          return { queue, skill, waiting: Math.max(total - inProgress, 0), in_progress: inProgress, oldest_ms: oldest, delivered: consumer?.delivered.consumer_seq ?? 0, served: (served.get(queue) ?? []).includes(skill) };
+          return {
+            queue,
+            skill,
+            waiting: Math.max(total - inProgress, 0),
+            in_progress: inProgress,
+            oldest_ms: oldest,
+            delivered: consumer?.delivered.consumer_seq ?? 0,
+            served: (served.get(queue) ?? []).includes(skill),
+          };
         }),
       );
     }),

@@ -25,7 +25,11 @@ const BATCH = 64;
  * Messages acknowledged out of order above an old consumer's floor are moved again, and
  * remembered once, for the same reason.
  */
-export async function moveLegacyInboxes(jsm: JetStreamManager, settings: Pick<EventsSettings, 'ack_wait_s'>, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<Array<{ agent: string; moved: number; skipped: number }>> {
+export async function moveLegacyInboxes(
+  jsm: JetStreamManager,
+  settings: Pick<EventsSettings, 'ack_wait_s'>,
+  names: FleetNames = DEFAULT_FLEET_NAMES,
+): Promise<Array<{ agent: string; moved: number; skipped: number }>> {
   const prefix = names.legacyInboxConsumer('');
   const legacy: string[] = [];
   for await (const c of jsm.consumers.list(names.inboxStream)) if (c.name.startsWith(prefix)) legacy.push(c.name.slice(prefix.length));
@@ -60,7 +64,7 @@ async function moveOne(jsm: JetStreamManager, id: string, names: FleetNames): Pr
   });
   let moved = 0;
   let skipped = 0;
-  for (let more = true; more; ) {
+  for (let more = true; more;) {
     more = false;
     for await (const m of await reader.fetch({ max_messages: BATCH, expires: 2000 })) {
       const message = AgentMessageSchema.safeParse(parseJsonOrUndefined(m.string()));

@@ -30,12 +30,19 @@ const ROUTINE = new Set(['next', 'heartbeat', 'discard', 'debug', 'flow_control'
  * Starts consuming with `timing` and logs what the consumer reports beyond routine: a pull the
  * server dropped (heartbeats missed: the client pulls again), or a consumer or stream gone.
  */
-export async function consumeLong(consumer: Consumer, options: Pick<ConsumeOptions, 'max_messages'>, logger: Logger, what: string, timing: PullTiming = LONG_PULL): Promise<ConsumerMessages> {
+export async function consumeLong(
+  consumer: Consumer,
+  options: Pick<ConsumeOptions, 'max_messages'>,
+  logger: Logger,
+  what: string,
+  timing: PullTiming = LONG_PULL,
+): Promise<ConsumerMessages> {
   const messages = await consumer.consume({ ...options, expires: timing.expires, idle_heartbeat: timing.idle_heartbeat });
   void (async () => {
     for await (const notice of messages.status()) {
       if (ROUTINE.has(notice.type)) continue;
-      if (notice.type === 'heartbeats_missed') logger.info({ missed: notice.count }, `${what} consumer: no heartbeat from its pull at the server; pulling again`);
+      if (notice.type === 'heartbeats_missed')
+        logger.info({ missed: notice.count }, `${what} consumer: no heartbeat from its pull at the server; pulling again`);
       else logger.warn({ notice }, `${what} consumer: ${notice.type}`);
     }
   })().catch(() => undefined);

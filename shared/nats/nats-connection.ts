@@ -1,6 +1,15 @@
 import { randomBytes } from 'node:crypto';
 
-import { type Authenticator, connect, credsAuthenticator, type NatsConnection, NoRespondersError, PermissionViolationError, RequestError, type TlsOptions } from '@nats-io/transport-node';
+import {
+  type Authenticator,
+  connect,
+  credsAuthenticator,
+  type NatsConnection,
+  NoRespondersError,
+  PermissionViolationError,
+  RequestError,
+  type TlsOptions,
+} from '@nats-io/transport-node';
 
 import type { NatsTlsFiles } from '../config/thymos-config.js';
 import { ErrorCode, ThymosError } from '../errors/errors.js';
@@ -43,7 +52,10 @@ function linkOptions(link: NatsLink, servers: string): { authenticator?: Authent
 
 /** The URLs of a comma-separated server list. */
 function serverList(servers: string): string[] {
-  return servers.split(',').map((s) => s.trim()).filter(Boolean);
+  return servers
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 /**
@@ -97,7 +109,11 @@ export async function connectsAs(servers: string, link: NatsLink, ms: number): P
  * (`Authorization Violation`), or cannot be reached within `ms` (down, a wrong URL, TLS that
  * fails either way), with nats.js's reason. One try.
  */
-export async function admission(servers: string, link: NatsLink, ms: number): Promise<{ outcome: 'admitted' | 'refused' | 'unreachable'; reason?: string }> {
+export async function admission(
+  servers: string,
+  link: NatsLink,
+  ms: number,
+): Promise<{ outcome: 'admitted' | 'refused' | 'unreachable'; reason?: string }> {
   try {
     const nc = await connect({ servers: serverList(servers), ...linkOptions(link, servers), maxReconnectAttempts: 0, timeout: ms });
     await nc.close();
@@ -123,7 +139,10 @@ export function logRefusals(nc: NatsConnection, logger: Logger, who: string): vo
   void (async () => {
     for await (const s of nc.status()) {
       if (s.type === 'error' && s.error instanceof PermissionViolationError) {
-        logger.error({ code: ErrorCode.UNAUTHORIZED, operation: s.error.operation, subject: s.error.subject }, `nats-server refused ${who} a ${s.error.operation} on ${s.error.subject}: its NATS user may not`);
+        logger.error(
+          { code: ErrorCode.UNAUTHORIZED, operation: s.error.operation, subject: s.error.subject },
+          `nats-server refused ${who} a ${s.error.operation} on ${s.error.subject}: its NATS user may not`,
+        );
       }
     }
   })();
@@ -133,10 +152,14 @@ export function logRefusals(nc: NatsConnection, logger: Logger, who: string): vo
 export function refusal(err: unknown, subject: string): ThymosError | undefined {
   const violation = permissionViolation(err);
   if (!violation) return undefined;
-  return new ThymosError(ErrorCode.UNAUTHORIZED, `nats-server refused the ${violation.operation} on ${violation.subject || subject}: this process's NATS identity may not (see "Who may connect to the fleet's NATS" in the README)`, {
-    cause: err,
-    details: { subject: violation.subject || subject },
-  });
+  return new ThymosError(
+    ErrorCode.UNAUTHORIZED,
+    `nats-server refused the ${violation.operation} on ${violation.subject || subject}: this process's NATS identity may not (see "Who may connect to the fleet's NATS" in the README)`,
+    {
+      cause: err,
+      details: { subject: violation.subject || subject },
+    },
+  );
 }
 
 /** The permission violation behind a failed request (nats.js wraps it in a RequestError), if that is why it failed. */

@@ -69,7 +69,10 @@ export function readNatsSeed(dataPath: string, who: NatsIdentity): Uint8Array | 
   if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
   const seed = new TextEncoder().encode(text);
   if (!userKey(seed)) {
-    throw new ThymosError(ErrorCode.CONFIG_INVALID, `the NATS identity ${file} does not hold a user nkey seed (a line starting SU); delete it and run thymos up (or thymos nats-config, for a server you run) to make a new one`);
+    throw new ThymosError(
+      ErrorCode.CONFIG_INVALID,
+      `the NATS identity ${file} does not hold a user nkey seed (a line starting SU); delete it and run thymos up (or thymos nats-config, for a server you run) to make a new one`,
+    );
   }
   return seed;
 }
@@ -95,7 +98,11 @@ export function fleetNatsSeed(config: ThymosConfig, who: NatsIdentity, servers: 
  * `[nats] tls_*`, which make TLS required. A credentials file that is missing, or that others may
  * read, is NATS_UNAVAILABLE naming it.
  */
-export function fleetNatsLink(config: ThymosConfig, who: NatsIdentity, servers: string): { seed: Uint8Array | undefined; creds?: Uint8Array; tls: NatsTlsFiles | undefined } {
+export function fleetNatsLink(
+  config: ThymosConfig,
+  who: NatsIdentity,
+  servers: string,
+): { seed: Uint8Array | undefined; creds?: Uint8Array; tls: NatsTlsFiles | undefined } {
   const own = config.nats.url !== undefined && servers === config.nats.url;
   const creds = own && config.natsCredentialsPath !== undefined ? readCredentials(natsCredentialsFile(config, who)) : undefined;
   return { seed: fleetNatsSeed(config, who, servers), ...(creds ? { creds } : {}), tls: config.natsTls };
@@ -112,9 +119,16 @@ function readCredentials(file: string): Uint8Array {
   try {
     mode = statSync(file).mode;
   } catch {
-    throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `no NATS credentials file ${file} ([nats] credentials): make it for this identity (e.g. nsc generate creds -n <identity> > ${file}) and chmod 600 it`);
+    throw new ThymosError(
+      ErrorCode.NATS_UNAVAILABLE,
+      `no NATS credentials file ${file} ([nats] credentials): make it for this identity (e.g. nsc generate creds -n <identity> > ${file}) and chmod 600 it`,
+    );
   }
-  if ((mode & 0o077) !== 0) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `the NATS credentials file ${file} may be read by others (mode ${(mode & 0o777).toString(8)}): it holds a seed; chmod 600 it`);
+  if ((mode & 0o077) !== 0)
+    throw new ThymosError(
+      ErrorCode.NATS_UNAVAILABLE,
+      `the NATS credentials file ${file} may be read by others (mode ${(mode & 0o777).toString(8)}): it holds a seed; chmod 600 it`,
+    );
   return readFileSync(file);
 }
 
@@ -157,7 +171,10 @@ export function removeNatsIdentity(dataPath: string, who: NatsIdentity): boolean
  * file that holds no seed is left out (that identity is refused, the others still admitted) and
  * named in `skipped`.
  */
-export function listNatsIdentities(dataPath: string, skipped: (file: string, reason: string) => void = () => undefined): Array<{ who: NatsIdentity; publicKey: string }> {
+export function listNatsIdentities(
+  dataPath: string,
+  skipped: (file: string, reason: string) => void = () => undefined,
+): Array<{ who: NatsIdentity; publicKey: string }> {
   const dir = natsSecretsDir(dataPath);
   if (!existsSync(dir)) return [];
   return readdirSync(dir)

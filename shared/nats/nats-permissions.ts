@@ -48,11 +48,15 @@ export function natsPermissions(names: FleetNames, who: NatsIdentity, work: Nats
   const f = names.fleet;
   const inbox = `${natsInboxPrefix(who)}.>`;
   const services = [names.concepts, names.embed, names.embedInfo];
-  if (who === 'spare') return { publish: { allow: [...services, natsAnswers('spare')] }, subscribe: { allow: [names.spareClaim('*'), inbox] } };
+  if (who === 'spare')
+    return { publish: { allow: [...services, natsAnswers('spare')] }, subscribe: { allow: [names.spareClaim('*'), inbox] } };
   if (who === 'client') {
     return {
       // Approving is the approver's: the supervisor serves it on the approver's subjects only, and the old ones are closed too.
-      publish: { allow: [names.supervisor('*'), names.world('*'), names.allEvents, names.job('*', '*')], deny: [names.allDeadLetters, names.supervisor('approve'), names.supervisor('refuse')] },
+      publish: {
+        allow: [names.supervisor('*'), names.world('*'), names.allEvents, names.job('*', '*')],
+        deny: [names.allDeadLetters, names.supervisor('approve'), names.supervisor('refuse')],
+      },
       subscribe: { allow: [inbox, names.worldLive('*'), names.allAgentDecisions] },
     };
   }

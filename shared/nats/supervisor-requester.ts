@@ -7,7 +7,13 @@ import { z } from 'zod';
 import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { DEFAULT_FLEET_NAMES, type FleetNames, REQUESTER_HEADER } from '../protocol/fleet-names.js';
 import { parseJsonOrUndefined } from '../protocol/parse-json.js';
-import { type PingReply, PingReplySchema, type ProgressMessage, ProgressMessageSchema, SupervisorResultSchemas } from '../protocol/supervisor-protocol.js';
+import {
+  type PingReply,
+  PingReplySchema,
+  type ProgressMessage,
+  ProgressMessageSchema,
+  SupervisorResultSchemas,
+} from '../protocol/supervisor-protocol.js';
 import { WorldResultSchemas } from '../protocol/world-protocol.js';
 import { codedRequest } from './coded-request.js';
 import { replyInbox } from './nats-connection.js';
@@ -62,7 +68,12 @@ export class SupervisorRequester<R extends Results> {
    * agent makes (`call_pending`, `agent_endpoint`, `ping`), on its own subjects
    * (`<fleet>.agent.<id>.supervisor.<op>`), which tell the supervisor who asks.
    */
-  static control(nc: NatsConnection, timeoutMs: number, names: FleetNames = DEFAULT_FLEET_NAMES, agent?: string): SupervisorRequester<typeof SupervisorResultSchemas> {
+  static control(
+    nc: NatsConnection,
+    timeoutMs: number,
+    names: FleetNames = DEFAULT_FLEET_NAMES,
+    agent?: string,
+  ): SupervisorRequester<typeof SupervisorResultSchemas> {
     const subject = (op: string) => (agent === undefined ? names.supervisor(op) : names.agentSupervisor(agent, op));
     return new SupervisorRequester(nc, timeoutMs, subject, SupervisorResultSchemas, subject('ping'));
   }
@@ -71,17 +82,36 @@ export class SupervisorRequester<R extends Results> {
    * The supervisor's API as the approver calls it (`<fleet>.approver.<op>`): `approvals`,
    * `approve`, `refuse`, `ping`. Only a connection with the approver's identity may publish there.
    */
-  static approver(nc: NatsConnection, timeoutMs: number, names: FleetNames = DEFAULT_FLEET_NAMES): SupervisorRequester<typeof SupervisorResultSchemas> {
+  static approver(
+    nc: NatsConnection,
+    timeoutMs: number,
+    names: FleetNames = DEFAULT_FLEET_NAMES,
+  ): SupervisorRequester<typeof SupervisorResultSchemas> {
     return new SupervisorRequester(nc, timeoutMs, (op) => names.approver(op), SupervisorResultSchemas, names.approver('ping'));
   }
 
   /** The world store's API: tables, get, set, query, subscribe… With `agent`, as that agent, on its own subjects (`<fleet>.agent.<id>.world.<op>`). */
-  static world(nc: NatsConnection, timeoutMs: number, names: FleetNames = DEFAULT_FLEET_NAMES, agent?: string): SupervisorRequester<typeof WorldResultSchemas> {
+  static world(
+    nc: NatsConnection,
+    timeoutMs: number,
+    names: FleetNames = DEFAULT_FLEET_NAMES,
+    agent?: string,
+  ): SupervisorRequester<typeof WorldResultSchemas> {
     const ping = agent === undefined ? names.supervisor('ping') : names.agentSupervisor(agent, 'ping');
-    return new SupervisorRequester(nc, timeoutMs, (op) => (agent === undefined ? names.world(op) : names.agentWorld(agent, op)), WorldResultSchemas, ping);
+    return new SupervisorRequester(
+      nc,
+      timeoutMs,
+      (op) => (agent === undefined ? names.world(op) : names.agentWorld(agent, op)),
+      WorldResultSchemas,
+      ping,
+    );
   }
 
-  async request<K extends keyof R & string>(op: K, payload: Record<string, unknown> = {}, options: SupervisorRequestOptions = {}): Promise<z.output<R[K]>> {
+  async request<K extends keyof R & string>(
+    op: K,
+    payload: Record<string, unknown> = {},
+    options: SupervisorRequestOptions = {},
+  ): Promise<z.output<R[K]>> {
     const subject = this.#subject(op);
     let progressSub: ReturnType<NatsConnection['subscribe']> | undefined;
     const body = { ...payload };
@@ -109,8 +139,14 @@ export class SupervisorRequester<R extends Results> {
         abandon: watchdog?.lost,
         unanswered: (why, err) =>
           why === 'no-responders'
-            ? new ThymosError(ErrorCode.FLEET_NOT_RUNNING, `no supervisor answers on ${subject}: start the fleet with thymos up`, { cause: err })
-            : new ThymosError(ErrorCode.TIMEOUT, `the supervisor did not answer ${op} within ${timeout} ms ([supervisor] request_timeout_ms)`, { cause: err }),
+            ? new ThymosError(ErrorCode.FLEET_NOT_RUNNING, `no supervisor answers on ${subject}: start the fleet with thymos up`, {
+                cause: err,
+              })
+            : new ThymosError(
+                ErrorCode.TIMEOUT,
+                `the supervisor did not answer ${op} within ${timeout} ms ([supervisor] request_timeout_ms)`,
+                { cause: err },
+              ),
       });
       return reply.result;
     } finally {
@@ -136,7 +172,12 @@ export class SupervisorRequester<R extends Results> {
         if (now === 'gone' || (now && now.pid !== first.pid)) {
           const after = now === 'gone' ? 'no supervisor answers now' : `pid ${now.pid} runs now`;
           const next = op === 'reconcile' ? 'a restarted supervisor finishes an interrupted reconcile by itself; ' : '';
-          reject(new ThymosError(ErrorCode.SUPERVISOR_LOST, `the supervisor (pid ${first.pid}) stopped while handling ${op} (${after}): ${next}see thymos status`));
+          reject(
+            new ThymosError(
+              ErrorCode.SUPERVISOR_LOST,
+              `the supervisor (pid ${first.pid}) stopped while handling ${op} (${after}): ${next}see thymos status`,
+            ),
+          );
           return;
         }
         timer = setTimeout(() => void tick(), WATCH_EVERY_MS);

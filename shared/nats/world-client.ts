@@ -6,7 +6,14 @@ import { type WorldFilter, type WorldFilterInput, WorldFilterSchema, type WorldT
 import { parseInput } from '../errors/zod-issues.js';
 import { DEFAULT_FLEET_NAMES, type FleetNames } from '../protocol/fleet-names.js';
 import { parseJsonOrUndefined } from '../protocol/parse-json.js';
-import { type WorldChange, WorldChangeSchema, type WorldQueryInput, WorldQuerySchema, type WorldResultSchemas, type WorldRow } from '../protocol/world-protocol.js';
+import {
+  type WorldChange,
+  WorldChangeSchema,
+  type WorldQueryInput,
+  WorldQuerySchema,
+  type WorldResultSchemas,
+  type WorldRow,
+} from '../protocol/world-protocol.js';
 import { SupervisorRequester } from './supervisor-requester.js';
 
 /** A running live subscription; `close()` ends it. */
@@ -105,7 +112,11 @@ export class WorldClient {
    * `filter.where`, until `close()`. With a `key`, subscribing again replaces the filter
    * instead of adding a subscription. A row updated so that it no longer matches sends nothing.
    */
-  async subscribe(filter: WorldFilterInput, onChange: (change: WorldChange) => void, options: { key?: string } = {}): Promise<WorldSubscription> {
+  async subscribe(
+    filter: WorldFilterInput,
+    onChange: (change: WorldChange) => void,
+    options: { key?: string } = {},
+  ): Promise<WorldSubscription> {
     const valid = parseInput(WorldFilterSchema, filter, 'world subscription');
     const live: Live = { sub: '', filter: valid, key: options.key, onChange, nats: undefined as unknown as Subscription, closed: false };
     await this.#open(live);
@@ -127,7 +138,11 @@ export class WorldClient {
   }
 
   async #open(live: Live): Promise<void> {
-    const info = await this.#requester.request('subscribe', { ...live.filter, owner: this.#options.owner, ...(live.key ? { key: live.key } : {}) });
+    const info = await this.#requester.request('subscribe', {
+      ...live.filter,
+      owner: this.#options.owner,
+      ...(live.key ? { key: live.key } : {}),
+    });
     if (live.sub !== info.sub) {
       live.nats?.unsubscribe();
       live.sub = info.sub;
@@ -153,7 +168,9 @@ export class WorldClient {
       clearInterval(this.#renewer);
       this.#renewer = undefined;
     }
-    await this.#requester.request('unsubscribe', { sub: live.sub }, { timeoutMs: Math.min(this.#options.timeoutMs, 5000) }).catch(() => undefined);
+    await this.#requester
+      .request('unsubscribe', { sub: live.sub }, { timeoutMs: Math.min(this.#options.timeoutMs, 5000) })
+      .catch(() => undefined);
   }
 
   #scheduleRenew(leaseMs: number): void {

@@ -26,7 +26,11 @@ export function ensureAgentToken(path: string): string {
   }
   if ((statSync(path).mode & 0o077) !== 0) chmodSync(path, 0o600);
   const token = readFileSync(path, 'utf8').trim();
-  if (token.length < 32) throw new ThymosError(ErrorCode.DATABASE_ERROR, `the MCP token in ${path} is too short (${token.length} characters); delete the file to make a new one`);
+  if (token.length < 32)
+    throw new ThymosError(
+      ErrorCode.DATABASE_ERROR,
+      `the MCP token in ${path} is too short (${token.length} characters); delete the file to make a new one`,
+    );
   return token;
 }
 

@@ -11,6 +11,9 @@ export class CleanupStack {
 
   /** Runs every step, last pushed first, once. */
   async run(): Promise<void> {
-    for (const step of this.#steps.splice(0).reverse()) await Promise.resolve().then(step).catch(() => undefined);
+    for (const step of this.#steps.splice(0).reverse())
+      await Promise.resolve()
+        .then(step)
+        .catch(() => undefined);
   }
 }

@@ -17,7 +17,10 @@ const NAME = String.raw`(\p{Lu}[\p{L}'-]*(?:\s+\p{Lu}[\p{L}'-]*){0,3})`;
  * found; the other name ends where the clause does.
  */
 const ALIAS_PHRASES = [
-  new RegExp(String.raw`${NAME},?\s+(?:whom|who|that)\s+(?:[\p{L}'-]+\s+){0,3}?(?:call|calls|called|name|names|named)\s+${OTHER_NAME}`, 'gu'),
+  new RegExp(
+    String.raw`${NAME},?\s+(?:whom|who|that)\s+(?:[\p{L}'-]+\s+){0,3}?(?:call|calls|called|name|names|named)\s+${OTHER_NAME}`,
+    'gu',
+  ),
   new RegExp(String.raw`${NAME},?\s+(?:also\s+|better\s+|otherwise\s+)?(?:known\s+as|called|nicknamed)\s+${OTHER_NAME}`, 'gu'),
 ];
 /** Words an other name cannot be, alone: "called him", "known as it". */
@@ -29,9 +32,13 @@ export function addAliasPhrases(text: string, found: ReadonlyMap<string, Extract
     for (const m of text.matchAll(phrase)) {
       const name = m[1]!.trim().toLowerCase();
       const alias = m[2]!.trim().replace(/\s+/g, ' ');
-      const concept = found.get(name) ?? [...found.values()].find((c) => c.name.toLowerCase().endsWith(` ${name}`) || name.endsWith(` ${c.name.toLowerCase()}`));
-      if (!concept || alias.length < 2 || NOT_A_NAME.has(alias.toLowerCase()) || alias.toLowerCase() === concept.name.toLowerCase()) continue;
-      if (!(concept.aliases ?? []).some((a) => a.toLowerCase() === alias.toLowerCase())) concept.aliases = [...(concept.aliases ?? []), alias].slice(0, CONCEPT_ALIASES_MAX);
+      const concept =
+        found.get(name) ??
+        [...found.values()].find((c) => c.name.toLowerCase().endsWith(` ${name}`) || name.endsWith(` ${c.name.toLowerCase()}`));
+      if (!concept || alias.length < 2 || NOT_A_NAME.has(alias.toLowerCase()) || alias.toLowerCase() === concept.name.toLowerCase())
+        continue;
+      if (!(concept.aliases ?? []).some((a) => a.toLowerCase() === alias.toLowerCase()))
+        concept.aliases = [...(concept.aliases ?? []), alias].slice(0, CONCEPT_ALIASES_MAX);
     }
   }
 }
@@ -78,7 +85,10 @@ export class CompromiseExtractor implements ConceptExtractor {
     const found = new Map<string, ExtractedConcept>();
     const add = (names: string[], type: string) => {
       for (const raw of names) {
-        const name = raw.replace(/^[^\p{L}\p{N}]+|[^\p{L}\p{N}]+$/gu, '').replace(/'s$/i, '').trim();
+        const name = raw
+          .replace(/^[^\p{L}\p{N}]+|[^\p{L}\p{N}]+$/gu, '')
+          .replace(/'s$/i, '')
+          .trim();
         if (name.length < 2) continue;
         const key = name.toLowerCase();
         if (!found.has(key)) found.set(key, { name, type });

@@ -32,8 +32,15 @@ export class DataLock {
     try {
       mkdirSync(dir, { recursive: true });
     } catch (err) {
-      const why = (err as NodeJS.ErrnoException).code === 'EEXIST' || (err as NodeJS.ErrnoException).code === 'ENOTDIR' ? 'a file stands where the directory should be' : (err as Error).message;
-      throw new ThymosError(ErrorCode.DATABASE_ERROR, `cannot create the data directory ${dir} of ${owner.name}: ${why}; expected a writable directory`, { cause: err });
+      const why =
+        (err as NodeJS.ErrnoException).code === 'EEXIST' || (err as NodeJS.ErrnoException).code === 'ENOTDIR'
+          ? 'a file stands where the directory should be'
+          : (err as Error).message;
+      throw new ThymosError(
+        ErrorCode.DATABASE_ERROR,
+        `cannot create the data directory ${dir} of ${owner.name}: ${why}; expected a writable directory`,
+        { cause: err },
+      );
     }
     const lock = new DataLock(join(dir, owner.file));
     for (let attempt = 0; attempt < 3; attempt++) {
@@ -45,7 +52,9 @@ export class DataLock {
         return lock;
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
-          throw new ThymosError(ErrorCode.DATABASE_ERROR, `cannot create lock file ${lock.#path}: ${(err as Error).message}`, { cause: err });
+          throw new ThymosError(ErrorCode.DATABASE_ERROR, `cannot create lock file ${lock.#path}: ${(err as Error).message}`, {
+            cause: err,
+          });
         }
       }
       const holder = readLockPid(lock.#path);

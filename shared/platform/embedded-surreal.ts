@@ -29,7 +29,13 @@ export async function openEmbeddedSurreal(dir: string, options: EmbeddedSurrealO
   const db = new Surreal({ engines: createNodeEngines() });
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new ThymosError(ErrorCode.DATABASE_ERROR, `opening ${dir} did not finish within ${options.timeoutMs} ms: ${whyOpenHangs(dir)}`)), options.timeoutMs);
+    timer = setTimeout(
+      () =>
+        reject(
+          new ThymosError(ErrorCode.DATABASE_ERROR, `opening ${dir} did not finish within ${options.timeoutMs} ms: ${whyOpenHangs(dir)}`),
+        ),
+      options.timeoutMs,
+    );
   });
   const opening = (async () => {
     await db.connect(`surrealkv://${dir}`);
@@ -41,10 +47,12 @@ export async function openEmbeddedSurreal(dir: string, options: EmbeddedSurrealO
   } catch (err) {
     // An open that was only slow may still finish: closed then, it does not keep the path's lock
     // from whoever opens it next.
-    void opening.then(
-      () => db.close(),
-      () => db.close(),
-    ).catch(() => undefined);
+    void opening
+      .then(
+        () => db.close(),
+        () => db.close(),
+      )
+      .catch(() => undefined);
     throw err instanceof ThymosError
       ? err
       : new ThymosError(ErrorCode.DATABASE_ERROR, `cannot open database ${dir}: ${(err as Error).message}`, { cause: err });
@@ -83,7 +91,16 @@ export async function openRemoteSurreal(url: string, options: RemoteSurrealOptio
   const db = new Surreal({ engines: createRemoteEngines(), websocketImpl });
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new ThymosError(ErrorCode.DATABASE_ERROR, `SurrealDB at ${url} did not accept a connection within ${options.timeoutMs} ms ([world] url)`)), options.timeoutMs);
+    timer = setTimeout(
+      () =>
+        reject(
+          new ThymosError(
+            ErrorCode.DATABASE_ERROR,
+            `SurrealDB at ${url} did not accept a connection within ${options.timeoutMs} ms ([world] url)`,
+          ),
+        ),
+      options.timeoutMs,
+    );
   });
   try {
     await Promise.race([
@@ -99,7 +116,9 @@ export async function openRemoteSurreal(url: string, options: RemoteSurrealOptio
     void db.close().catch(() => undefined);
     throw err instanceof ThymosError
       ? err
-      : new ThymosError(ErrorCode.DATABASE_ERROR, `cannot connect to SurrealDB at ${url} ([world] url): ${(err as Error).message}`, { cause: err });
+      : new ThymosError(ErrorCode.DATABASE_ERROR, `cannot connect to SurrealDB at ${url} ([world] url): ${(err as Error).message}`, {
+          cause: err,
+        });
   } finally {
     clearTimeout(timer);
   }

@@ -66,7 +66,9 @@ export function logFeedOf(logger: Logger): LogFeed | undefined {
  */
 export function createLogger(options: LoggerOptions = {}): Logger {
   const level = options.level ?? 'info';
-  const destination = options.file ? pino.destination({ dest: options.file, append: true, mkdir: true, sync: false }) : pino.destination({ fd: options.fd ?? 1, sync: false });
+  const destination = options.file
+    ? pino.destination({ dest: options.file, append: true, mkdir: true, sync: false })
+    : pino.destination({ fd: options.fd ?? 1, sync: false });
   const settings = { level, base: { pid: process.pid, ...options.bindings }, timestamp: pino.stdTimeFunctions.isoTime };
   if (!options.feed || level === 'silent') return pino(settings, destination);
   const feed = new LogFeed();

@@ -29,7 +29,13 @@ export class StaticEmbedder implements Embedder {
   readonly #row: (id: number) => Float32Array | undefined;
   readonly #maxLength: number;
 
-  private constructor(model: string, dims: number, ids: Readonly<Record<string, number>>, row: (id: number) => Float32Array | undefined, maxLength: number) {
+  private constructor(
+    model: string,
+    dims: number,
+    ids: Readonly<Record<string, number>>,
+    row: (id: number) => Float32Array | undefined,
+    maxLength: number,
+  ) {
     this.model = model;
     this.dims = dims;
     this.#ids = ids;
@@ -52,7 +58,12 @@ export class StaticEmbedder implements Embedder {
    */
   static load(dir: string, options: { maxLength: number; resident?: boolean }): StaticEmbedder {
     const where = (file: string) => join(dir, file);
-    const failed = (file: string, err: unknown) => new ThymosError(ErrorCode.EMBEDDER_UNAVAILABLE, `cannot read the embedding model's ${where(file)}: ${(err as Error).message}; build it with npm run build:model, or set [embedding] model_dir`, { cause: err });
+    const failed = (file: string, err: unknown) =>
+      new ThymosError(
+        ErrorCode.EMBEDDER_UNAVAILABLE,
+        `cannot read the embedding model's ${where(file)}: ${(err as Error).message}; build it with npm run build:model, or set [embedding] model_dir`,
+        { cause: err },
+      );
     const read = (file: string) => {
       try {
         return readFileSync(where(file));
@@ -67,12 +78,17 @@ export class StaticEmbedder implements Embedder {
       dims = (JSON.parse(read('config.json').toString('utf8')) as { hidden_size: number }).hidden_size;
     } catch (err) {
       if (err instanceof ThymosError) throw err;
-      throw new ThymosError(ErrorCode.EMBEDDER_UNAVAILABLE, `the embedding model in ${dir} is damaged: ${(err as Error).message}`, { cause: err });
+      throw new ThymosError(ErrorCode.EMBEDDER_UNAVAILABLE, `the embedding model in ${dir} is damaged: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
     const count = vocab !== null && typeof vocab === 'object' ? Object.keys(vocab).length : 0;
     const sized = (bytes: number) => {
       if (!Number.isInteger(dims) || dims < 1 || count === 0 || bytes !== count * dims * 4) {
-        throw new ThymosError(ErrorCode.EMBEDDER_UNAVAILABLE, `the embedding model in ${dir} is damaged: ${STATIC_VECTORS_FILE} holds ${bytes} bytes, expected ${count} tokens × ${dims} floats × 4`);
+        throw new ThymosError(
+          ErrorCode.EMBEDDER_UNAVAILABLE,
+          `the embedding model in ${dir} is damaged: ${STATIC_VECTORS_FILE} holds ${bytes} bytes, expected ${count} tokens × ${dims} floats × 4`,
+        );
       }
     };
     const name = `custom:${dir.split(/[\\/]/).filter(Boolean).at(-1)}`;
@@ -80,8 +96,17 @@ export class StaticEmbedder implements Embedder {
       const bytes = read(STATIC_VECTORS_FILE);
       sized(bytes.byteLength);
       // A file this size is read into a buffer of its own, aligned: viewed as floats, not copied.
-      const vectors = bytes.byteOffset % 4 === 0 ? new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4) : new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
-      return new StaticEmbedder(name, dims, vocab, (id) => (Number.isInteger(id) && id >= 0 && id < count ? vectors.subarray(id * dims, (id + 1) * dims) : undefined), options.maxLength);
+      const vectors =
+        bytes.byteOffset % 4 === 0
+          ? new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4)
+          : new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+      return new StaticEmbedder(
+        name,
+        dims,
+        vocab,
+        (id) => (Number.isInteger(id) && id >= 0 && id < count ? vectors.subarray(id * dims, (id + 1) * dims) : undefined),
+        options.maxLength,
+      );
     }
     let fd: number;
     try {

@@ -4,7 +4,6 @@ import { z } from 'zod';
 
 import { AgentIdSchema } from '../domain/domain-schema.js';
 
-
 /** A message from one agent to another: told, asked (answer wanted), or an answer. */
 export const AgentMessageSchema = z
   .object({

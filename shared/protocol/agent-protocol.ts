@@ -111,6 +111,9 @@ export const AgentStatusMessageSchema = z.object({
   state: AgentStateSchema,
   rss_bytes: z.number().int().optional(),
   /** Its declared tools' calls since the process started, by tool and how they ended; absent when it made none. */
-  tool_calls: z.array(z.object({ tool: z.string(), status: CallStatusSchema, count: z.number().int().min(0) })).max(10_000).optional(),
+  tool_calls: z
+    .array(z.object({ tool: z.string(), status: CallStatusSchema, count: z.number().int().min(0) }))
+    .max(10_000)
+    .optional(),
 });
 export type AgentStatusMessage = z.infer<typeof AgentStatusMessageSchema>;

@@ -1,7 +1,13 @@
 import { z } from 'zod';
 
 import { AliasEntrySchema } from '../domain/alias-table.js';
-import { AgentDefinitionSchema, ConceptTypeSchema, RelationshipTypeSchema, SearchStrategySchema, WorldWatchSchema } from '../domain/domain-schema.js';
+import {
+  AgentDefinitionSchema,
+  ConceptTypeSchema,
+  RelationshipTypeSchema,
+  SearchStrategySchema,
+  WorldWatchSchema,
+} from '../domain/domain-schema.js';
 import { QueueNameSchema, QueueSchema } from '../domain/queue-schema.js';
 import { ToolsSchema } from '../domain/tool-schema.js';
 

@@ -30,7 +30,11 @@ const CONCEPTS_MAX = 256;
 const DIMS_MAX = 4096;
 
 const ConceptsHintSchema = z.array(ExtractedConceptSchema).max(CONCEPTS_MAX);
-const ModelSchema = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces');
+const ModelSchema = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces');
 
 /** The headers that carry `hints` (and `more`: later events follow), or undefined when there is nothing to carry. */
 export function hintHeaders(hints: HeardHints, more = false): MsgHdrs | undefined {
@@ -42,7 +46,10 @@ export function hintHeaders(hints: HeardHints, more = false): MsgHdrs | undefine
   }
   if (hints.concepts && ConceptsHintSchema.safeParse(hints.concepts).success) {
     // Header values are one line of ASCII: JSON escapes line breaks; the rest is escaped here.
-    h.set(HintHeaders.concepts, JSON.stringify(hints.concepts).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
+    h.set(
+      HintHeaders.concepts,
+      JSON.stringify(hints.concepts).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`),
+    );
     any = true;
   }
   const vector = hints.vector;

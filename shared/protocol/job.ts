@@ -16,7 +16,10 @@ export const JobInputSchema = z
   .object({
     queue: QueueNameSchema,
     skill: SkillNameSchema,
-    payload: z.unknown().refine((p) => p !== undefined, 'expected a payload (any JSON value)').refine((p) => Buffer.byteLength(JSON.stringify(p) ?? '') <= JOB_PAYLOAD_MAX_BYTES, `at most ${JOB_PAYLOAD_MAX_BYTES} bytes as JSON`),
+    payload: z
+      .unknown()
+      .refine((p) => p !== undefined, 'expected a payload (any JSON value)')
+      .refine((p) => Buffer.byteLength(JSON.stringify(p) ?? '') <= JOB_PAYLOAD_MAX_BYTES, `at most ${JOB_PAYLOAD_MAX_BYTES} bytes as JSON`),
     id: JobIdSchema.optional(),
   })
   .strict();
@@ -27,7 +30,9 @@ export const JobSchema = z.object({
   id: JobIdSchema,
   queue: QueueNameSchema,
   skill: SkillNameSchema,
-  payload: z.unknown().refine((p) => Buffer.byteLength(JSON.stringify(p) ?? '') <= JOB_PAYLOAD_MAX_BYTES, `at most ${JOB_PAYLOAD_MAX_BYTES} bytes as JSON`),
+  payload: z
+    .unknown()
+    .refine((p) => Buffer.byteLength(JSON.stringify(p) ?? '') <= JOB_PAYLOAD_MAX_BYTES, `at most ${JOB_PAYLOAD_MAX_BYTES} bytes as JSON`),
   /** ISO 8601 time it was published. */
   published_at: z.iso.datetime({ offset: true }),
 });

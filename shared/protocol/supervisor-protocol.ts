@@ -39,7 +39,12 @@ export const ReconcileReportSchema = z.object({
   pending: z.array(AgentIdSchema).optional(),
   /** What the moves left `pending` by the reconcile before did once it had answered: a failed stop is reported here. */
   settled: z
-    .object({ stopped: z.array(AgentIdSchema), downgraded: z.array(AgentIdSchema), archived: z.array(AgentIdSchema), failed: z.array(AgentFailureSchema) })
+    .object({
+      stopped: z.array(AgentIdSchema),
+      downgraded: z.array(AgentIdSchema),
+      archived: z.array(AgentIdSchema),
+      failed: z.array(AgentFailureSchema),
+    })
     .optional(),
 });
 export type ReconcileReport = z.infer<typeof ReconcileReportSchema>;
@@ -72,7 +77,13 @@ export const FleetStatusSchema = z.object({
     nats_url: z.string(),
     /** The warm pool (`[supervisor] pool_size`), null when it is off: spares ready now, and wakes that took one (hits) or started cold (misses). */
     pool: z
-      .object({ size: z.number().int(), ready: z.number().int(), hits: z.number().int(), misses: z.number().int(), lastRefillMs: z.number().nullable() })
+      .object({
+        size: z.number().int(),
+        ready: z.number().int(),
+        hits: z.number().int(),
+        misses: z.number().int(),
+        lastRefillMs: z.number().nullable(),
+      })
       .nullable()
       .optional(),
   }),
@@ -95,7 +106,12 @@ export const TransitionRecordSchema = z.object({
 export type TransitionRecord = z.infer<typeof TransitionRecordSchema>;
 
 /** Where one agent's MCP endpoint is, for another agent's Mcp tool. */
-export const AgentEndpointSchema = z.object({ url: z.string(), token: z.string().nullable(), pid: z.number().int().nullable(), woken: z.boolean() });
+export const AgentEndpointSchema = z.object({
+  url: z.string(),
+  token: z.string().nullable(),
+  pid: z.number().int().nullable(),
+  woken: z.boolean(),
+});
 export type AgentEndpoint = z.infer<typeof AgentEndpointSchema>;
 
 /** Requests to `<fleet>.supervisor.<op>`; the op is the last subject token. */
@@ -104,12 +120,20 @@ export const ProgressSubjectSchema = z.string().max(256).refine(isInboxSubject, 
 
 export const SupervisorRequestSchemas = {
   reconcile: z
-    .object({ context: ReconcileContextSchema, dry_run: z.boolean().default(false), strict: z.boolean().default(false), return_after_wakes: z.boolean().default(false), progress: ProgressSubjectSchema.optional() })
+    .object({
+      context: ReconcileContextSchema,
+      dry_run: z.boolean().default(false),
+      strict: z.boolean().default(false),
+      return_after_wakes: z.boolean().default(false),
+      progress: ProgressSubjectSchema.optional(),
+    })
     .strict(),
   status: z.object({}).strict(),
   /** Which supervisor process answers: callers of long requests watch it to notice a restart. */
   ping: z.object({}).strict(),
-  start: z.object({ id: AgentIdSchema, mode: z.enum(['active', 'passive']).default('active'), progress: ProgressSubjectSchema.optional() }).strict(),
+  start: z
+    .object({ id: AgentIdSchema, mode: z.enum(['active', 'passive']).default('active'), progress: ProgressSubjectSchema.optional() })
+    .strict(),
   stop: z.object({ id: AgentIdSchema, progress: ProgressSubjectSchema.optional() }).strict(),
   archive: z.object({ id: AgentIdSchema, progress: ProgressSubjectSchema.optional() }).strict(),
   restore: z.object({ id: AgentIdSchema, progress: ProgressSubjectSchema.optional() }).strict(),
@@ -125,7 +149,14 @@ export const SupervisorRequestSchemas = {
   /** The calls waiting for approval, of one agent or all. */
   approvals: z.object({ id: AgentIdSchema.optional() }).strict(),
   /** With `done`, for a call a crash interrupted (`interrupted_at`): it took effect; recorded `ok`, not run again. */
-  approve: z.object({ id: AgentIdSchema, call_id: z.string().min(1).max(64), reason: z.string().trim().min(1).max(2000), done: z.boolean().default(false) }).strict(),
+  approve: z
+    .object({
+      id: AgentIdSchema,
+      call_id: z.string().min(1).max(64),
+      reason: z.string().trim().min(1).max(2000),
+      done: z.boolean().default(false),
+    })
+    .strict(),
   refuse: z.object({ id: AgentIdSchema, call_id: z.string().min(1).max(64), reason: z.string().trim().min(1).max(2000) }).strict(),
   /**
    * Where the asking agent reaches agent `id` for its Mcp tool `tool` (which must target `id`,
@@ -133,7 +164,9 @@ export const SupervisorRequestSchemas = {
    * the request came on): the MCP address and token. With `wake`, a Dormant or Listening agent
    * is made Active first; without, a Dormant one is AGENT_NOT_ACTIVE.
    */
-  agent_endpoint: z.object({ id: AgentIdSchema, tool: ToolNameSchema, wake: z.boolean().default(false), progress: ProgressSubjectSchema.optional() }).strict(),
+  agent_endpoint: z
+    .object({ id: AgentIdSchema, tool: ToolNameSchema, wake: z.boolean().default(false), progress: ProgressSubjectSchema.optional() })
+    .strict(),
   /** The work queues' backlog, skill by skill; one queue's when `queue` is given. */
   jobs: z.object({ queue: QueueNameSchema.optional() }).strict(),
   /** The newest dead letters, of one queue with `queue`. */

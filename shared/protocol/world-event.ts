@@ -5,15 +5,19 @@ import { z } from 'zod';
 import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { parseInput } from '../errors/zod-issues.js';
 
-
 /** Dot-separated tokens of lower-case letters, digits, `_` and `-`: `tavern.brawl`. */
-const EventTypeSchema = z.string().regex(/^[a-z0-9_-]{1,64}(\.[a-z0-9_-]{1,64}){0,7}$/, 'an event type: dot-separated tokens of a-z, 0-9, _ or -, e.g. "tavern.brawl"');
+const EventTypeSchema = z
+  .string()
+  .regex(/^[a-z0-9_-]{1,64}(\.[a-z0-9_-]{1,64}){0,7}$/, 'an event type: dot-separated tokens of a-z, 0-9, _ or -, e.g. "tavern.brawl"');
 
 /** What a game loop or job system publishes; `id` and `ts` are filled in when left out. */
 export const WorldEventInputSchema = z
   .object({
     /** Unique per event; a republished id is dropped by the stream (duplicate window). */
-    id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ or -, at most 64').optional(),
+    id: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ or -, at most 64')
+      .optional(),
     type: EventTypeSchema,
     /** ISO 8601 time the event happened. */
     ts: z.iso.datetime({ offset: true }).optional(),
@@ -29,7 +33,10 @@ export const WorldEventInputSchema = z
   .strict();
 export type WorldEventInput = z.input<typeof WorldEventInputSchema>;
 
-export const WorldEventSchema = WorldEventInputSchema.extend({ id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/), ts: z.iso.datetime({ offset: true }) });
+export const WorldEventSchema = WorldEventInputSchema.extend({
+  id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
+  ts: z.iso.datetime({ offset: true }),
+});
 export type WorldEvent = z.infer<typeof WorldEventSchema>;
 
 /** Validates an event at the edge and fills in its id and time. Errors say which field and what came. */
@@ -46,7 +53,11 @@ export function parseWorldEvent(raw: unknown, where = 'event'): WorldEvent {
  */
 export function parseAgentEvent(raw: WorldEventInput, agent: string, where = 'event'): WorldEvent {
   if (raw.source !== undefined && raw.source !== agent) {
-    throw new ThymosError(ErrorCode.UNAUTHORIZED, `${where}.source: an agent publishes events as itself ("${agent}"), not as ${JSON.stringify(raw.source).slice(0, 80)}`, { location: { path: 'source' } });
+    throw new ThymosError(
+      ErrorCode.UNAUTHORIZED,
+      `${where}.source: an agent publishes events as itself ("${agent}"), not as ${JSON.stringify(raw.source).slice(0, 80)}`,
+      { location: { path: 'source' } },
+    );
   }
   const event = parseWorldEvent({ ...raw, source: agent }, where);
   return raw.id === undefined ? event : Object.freeze({ ...event, id: agentEventId(agent, event.id) });
@@ -60,7 +71,12 @@ export function parseAgentEvent(raw: WorldEventInput, agent: string, where = 'ev
  */
 export function agentEventId(agent: string, id: string): string {
   const own = `${agent}-${id}`;
-  return own.length <= 64 ? own : `${agent}-${createHash('sha256').update(id).digest('hex').slice(0, 63 - agent.length)}`;
+  return own.length <= 64
+    ? own
+    : `${agent}-${createHash('sha256')
+        .update(id)
+        .digest('hex')
+        .slice(0, 63 - agent.length)}`;
 }
 
 /** The sentence an agent remembers for an event. */

@@ -3,12 +3,18 @@ import { z } from 'zod';
 import { WorldFilterSchema, WorldRowIdSchema, WorldTableSchema } from '../domain/world-schema.js';
 
 /** Who wrote a row: `app` (the game loop, the CLI) or an agent id. */
-const WriterSchema = z.string().regex(/^[a-z][a-z0-9_:-]{0,63}$/, 'expected a writer name: app or an agent id').default('app');
+const WriterSchema = z
+  .string()
+  .regex(/^[a-z][a-z0-9_:-]{0,63}$/, 'expected a writer name: app or an agent id')
+  .default('app');
 const RowFieldsSchema = z.record(z.string(), z.unknown());
 
 /** A structured query of one world table: conditions (AND), an optional order, a limit. */
 export const WorldQuerySchema = WorldFilterSchema.extend({
-  order_by: z.object({ field: z.string().min(1).max(64), direction: z.enum(['asc', 'desc']).default('asc') }).strict().optional(),
+  order_by: z
+    .object({ field: z.string().min(1).max(64), direction: z.enum(['asc', 'desc']).default('asc') })
+    .strict()
+    .optional(),
   limit: z.number().int().min(1).max(1000).default(100),
 }).strict();
 export type WorldQuery = z.infer<typeof WorldQuerySchema>;

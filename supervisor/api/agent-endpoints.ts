@@ -34,12 +34,21 @@ export class AgentEndpoints {
   async resolve(r: { id: string; from: string; tool: string; wake: boolean }, onProgress: (p: unknown) => void): Promise<AgentEndpoint> {
     const { domain, config } = this.#o;
     const tool = Object.hasOwn(domain.tools, r.tool) ? domain.tools[r.tool] : undefined;
-    if (tool?.executor.kind !== 'mcp' || tool.executor.agent !== r.id) throw new ThymosError(ErrorCode.TOOL_DENIED, `${r.tool} is not a tool of the domain that calls ${r.id} (an Mcp executor with agent = "${r.id}")`);
+    if (tool?.executor.kind !== 'mcp' || tool.executor.agent !== r.id)
+      throw new ThymosError(
+        ErrorCode.TOOL_DENIED,
+        `${r.tool} is not a tool of the domain that calls ${r.id} (an Mcp executor with agent = "${r.id}")`,
+      );
     const from = Object.hasOwn(domain.agents, r.from) ? domain.agents[r.from] : undefined;
-    if (!from || !Object.hasOwn(grantedTools(domain.tools, from.capabilities), r.tool)) throw new ThymosError(ErrorCode.TOOL_DENIED, `${r.from} is not granted ${r.tool}, so it is not told where ${r.id} is`);
+    if (!from || !Object.hasOwn(grantedTools(domain.tools, from.capabilities), r.tool))
+      throw new ThymosError(ErrorCode.TOOL_DENIED, `${r.from} is not granted ${r.tool}, so it is not told where ${r.id} is`);
     let entry = this.#o.entry(r.id);
     let woken = false;
-    if (!entry || entry.state === 'archived') throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${r.id} is ${entry?.state ?? 'unknown'}: it answers tools only once restored (thymos restore ${r.id}); a tool does not wake it from the archive`);
+    if (!entry || entry.state === 'archived')
+      throw new ThymosError(
+        ErrorCode.AGENT_NOT_ACTIVE,
+        `${r.id} is ${entry?.state ?? 'unknown'}: it answers tools only once restored (thymos restore ${r.id}); a tool does not wake it from the archive`,
+      );
     const leaving = this.#o.stopping(r.id);
     if (r.wake && (entry.state !== 'active' || leaving)) {
       const report = await this.#o.wake(r.id, onProgress);
@@ -48,10 +57,22 @@ export class AgentEndpoints {
       entry = this.#o.entry(r.id);
       woken = true;
     }
-    if (!woken && leaving) throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${r.id} is going to sleep: it answers tools only while it runs (the tool ${r.tool} may say wake = true)`);
+    if (!woken && leaving)
+      throw new ThymosError(
+        ErrorCode.AGENT_NOT_ACTIVE,
+        `${r.id} is going to sleep: it answers tools only while it runs (the tool ${r.tool} may say wake = true)`,
+      );
     if (!entry || entry.port === null || (entry.state !== 'active' && entry.state !== 'listening')) {
-      throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${r.id} is ${entry?.state ?? 'unknown'}: it answers tools only while it runs${r.wake ? '' : ` (the tool ${r.tool} may say wake = true)`}`);
+      throw new ThymosError(
+        ErrorCode.AGENT_NOT_ACTIVE,
+        `${r.id} is ${entry?.state ?? 'unknown'}: it answers tools only while it runs${r.wake ? '' : ` (the tool ${r.tool} may say wake = true)`}`,
+      );
     }
-    return { url: agentMcpUrl(config, entry.port), token: config.mcp.require_token ? (readAgentToken(config.dataPath, r.id) ?? null) : null, pid: entry.pid, woken };
+    return {
+      url: agentMcpUrl(config, entry.port),
+      token: config.mcp.require_token ? (readAgentToken(config.dataPath, r.id) ?? null) : null,
+      pid: entry.pid,
+      woken,
+    };
   }
 }

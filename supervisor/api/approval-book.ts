@@ -2,7 +2,13 @@ import { RecordId, type Surreal } from 'surrealdb';
 
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { Logger } from '../../shared/platform/logger.js';
-import { type ApprovalDecision, ApprovalDecisionSchema, type CallDecisionReport, type PendingCall, PendingCallSchema } from '../../shared/protocol/tool-call.js';
+import {
+  type ApprovalDecision,
+  ApprovalDecisionSchema,
+  type CallDecisionReport,
+  type PendingCall,
+  PendingCallSchema,
+} from '../../shared/protocol/tool-call.js';
 import { describeRequester, type Requester } from './control-api.js';
 
 const SCHEMA = `
@@ -64,7 +70,9 @@ export class ApprovalBook {
   static async open(db: Surreal, deliver: DeliverDecision, limits: ApprovalLimits, logger: Logger): Promise<ApprovalBook> {
     const book = new ApprovalBook(db, deliver, limits, logger);
     await db.query(SCHEMA);
-    const [rows] = await db.query<[Array<{ call: string; decision?: string | null; updated: number }>]>('SELECT call, decision, updated FROM approval');
+    const [rows] = await db.query<[Array<{ call: string; decision?: string | null; updated: number }>]>(
+      'SELECT call, decision, updated FROM approval',
+    );
     for (const row of rows ?? []) {
       const call = PendingCallSchema.safeParse(JSON.parse(row.call));
       const decision = row.decision ? ApprovalDecisionSchema.safeParse(JSON.parse(row.decision)) : undefined;
@@ -79,7 +87,10 @@ export class ApprovalBook {
 
   /** Refuses calls past their deadline every `everyMs` (and forgets decisions kept long enough). */
   startSweeping(everyMs = 1000): void {
-    this.#sweeper = setInterval(() => void this.sweep().catch((err: unknown) => this.#logger.warn({ err }, 'approval sweep failed')), everyMs);
+    this.#sweeper = setInterval(
+      () => void this.sweep().catch((err: unknown) => this.#logger.warn({ err }, 'approval sweep failed')),
+      everyMs,
+    );
     this.#sweeper.unref();
   }
 
@@ -95,10 +106,14 @@ export class ApprovalBook {
   async submit(call: PendingCall): Promise<ApprovalDecision | null> {
     const known = this.#entries.get(call.call_id);
     // A call a crash cut off after it was decided is asked about anew: each crash is a round of its own (`interrupted_at`).
-    if (known && known.call.interrupted_at === call.interrupted_at) return known.call.agent === call.agent ? (known.decision ?? null) : null;
+    if (known && known.call.interrupted_at === call.interrupted_at)
+      return known.call.agent === call.agent ? (known.decision ?? null) : null;
     if (known && known.call.agent !== call.agent) return null;
     if (this.pending(call.agent).length >= this.#limits.maxPending) {
-      throw new ThymosError(ErrorCode.INVALID_INPUT, `${call.agent} has ${this.#limits.maxPending} calls waiting for approval already ([tools] max_pending)`);
+      throw new ThymosError(
+        ErrorCode.INVALID_INPUT,
+        `${call.agent} has ${this.#limits.maxPending} calls waiting for approval already ([tools] max_pending)`,
+      );
     }
     const latest = Date.now() + this.#limits.approvalTimeoutS * 1000;
     const asked = Date.parse(call.expires_at);
@@ -121,16 +136,44 @@ export class ApprovalBook {
    * Refused: a call not known (NOT_FOUND), of another agent, decided already (INVALID_INPUT), or
    * made by the same process (TOOL_DENIED).
    */
-  async decide(agent: string, callId: string, approved: boolean, requester: Requester, reason: string, done = false): Promise<CallDecisionReport> {
+  async decide(
+    agent: string,
+    callId: string,
+    approved: boolean,
+    requester: Requester,
+    reason: string,
+    done = false,
+  ): Promise<CallDecisionReport> {
     const by = describeRequester(requester);
     const entry = this.#entries.get(callId);
     if (!entry || entry.call.agent !== agent) {
-      throw new ThymosError(ErrorCode.NOT_FOUND, `no call ${JSON.stringify(callId)} of ${agent} waits for approval; thymos approvals ${agent} lists those that do`, { location: { path: 'call_id' } });
+      throw new ThymosError(
+        ErrorCode.NOT_FOUND,
+        `no call ${JSON.stringify(callId)} of ${agent} waits for approval; thymos approvals ${agent} lists those that do`,
+        { location: { path: 'call_id' } },
+      );
     }
-    if (entry.decision) throw new ThymosError(ErrorCode.INVALID_INPUT, `call ${callId} was ${entry.decision.approved ? 'approved' : 'refused'} already by ${entry.decision.by}`, { location: { path: 'call_id' } });
-    if (party(entry.call.caller) === party(requester.said)) throw new ThymosError(ErrorCode.TOOL_DENIED, `${requester.said} made call ${callId}, and nobody approves or refuses a call they made`);
-    if (Date.parse(entry.call.expires_at) <= Date.now()) throw new ThymosError(ErrorCode.INVALID_INPUT, `call ${callId} expired at ${entry.call.expires_at}; it is refused`, { location: { path: 'call_id' } });
-    if (done && entry.call.interrupted_at === undefined) throw new ThymosError(ErrorCode.INVALID_INPUT, `call ${callId} has not run: only a call a crash interrupted can be marked done; approve or refuse it`, { location: { path: 'done' } });
+    if (entry.decision)
+      throw new ThymosError(
+        ErrorCode.INVALID_INPUT,
+        `call ${callId} was ${entry.decision.approved ? 'approved' : 'refused'} already by ${entry.decision.by}`,
+        { location: { path: 'call_id' } },
+      );
+    if (party(entry.call.caller) === party(requester.said))
+      throw new ThymosError(
+        ErrorCode.TOOL_DENIED,
+        `${requester.said} made call ${callId}, and nobody approves or refuses a call they made`,
+      );
+    if (Date.parse(entry.call.expires_at) <= Date.now())
+      throw new ThymosError(ErrorCode.INVALID_INPUT, `call ${callId} expired at ${entry.call.expires_at}; it is refused`, {
+        location: { path: 'call_id' },
+      });
+    if (done && entry.call.interrupted_at === undefined)
+      throw new ThymosError(
+        ErrorCode.INVALID_INPUT,
+        `call ${callId} has not run: only a call a crash interrupted can be marked done; approve or refuse it`,
+        { location: { path: 'done' } },
+      );
     return this.#decide(entry, { approved, ...(done ? { done } : {}), by, reason, at: new Date().toISOString() });
   }
 
@@ -140,7 +183,12 @@ export class ApprovalBook {
       const entry = this.#entries.get(id);
       if (!entry) continue;
       if (!entry.decision && !(Date.parse(entry.call.expires_at) > now)) {
-        await this.#decide(entry, { approved: false, by: 'thymos', reason: `no decision by ${entry.call.expires_at} ([tools] approval_timeout_s)`, at: new Date(now).toISOString() });
+        await this.#decide(entry, {
+          approved: false,
+          by: 'thymos',
+          reason: `no decision by ${entry.call.expires_at} ([tools] approval_timeout_s)`,
+          at: new Date(now).toISOString(),
+        });
       } else if (entry.decision && now - entry.updated > DECIDED_KEPT_MS) {
         this.#entries.delete(entry.call.call_id);
         await this.#db.query('DELETE $id RETURN NONE', { id: new RecordId('approval', entry.call.call_id) });
@@ -168,7 +216,12 @@ export class ApprovalBook {
   async #save(entry: Entry): Promise<void> {
     await this.#db.query('UPSERT $id CONTENT $row RETURN NONE', {
       id: new RecordId('approval', entry.call.call_id),
-      row: { agent: entry.call.agent, call: JSON.stringify(entry.call), decision: entry.decision ? JSON.stringify(entry.decision) : undefined, updated: entry.updated },
+      row: {
+        agent: entry.call.agent,
+        call: JSON.stringify(entry.call),
+        decision: entry.decision ? JSON.stringify(entry.decision) : undefined,
+        updated: entry.updated,
+      },
     });
     this.#entries.set(entry.call.call_id, entry);
   }

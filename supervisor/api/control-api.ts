@@ -63,7 +63,12 @@ export interface ControlApiOptions<S extends Schemas, R extends { [K in keyof S]
    * Ops whose requests are audited; `only` narrows an op to the requests worth it (an agent
    * woken, not every lookup), `details` adds what the request said to what the result says.
    */
-  audit?: { log: AuditLog; ops: ReadonlySet<string>; only?: Readonly<Record<string, (request: unknown) => boolean>>; details?: Readonly<Record<string, (request: unknown) => Record<string, unknown>>> };
+  audit?: {
+    log: AuditLog;
+    ops: ReadonlySet<string>;
+    only?: Readonly<Record<string, (request: unknown) => boolean>>;
+    details?: Readonly<Record<string, (request: unknown) => Record<string, unknown>>>;
+  };
 }
 
 /**
@@ -130,7 +135,10 @@ export class ControlApi<S extends Schemas, R extends { [K in keyof S]: z.ZodType
             if (progressSubject) this.#nc.publish(progressSubject, JSON.stringify(p));
           };
           if (approverOnly) {
-            throw new ThymosError(ErrorCode.UNAUTHORIZED, `${op} is the approver's: only its identity decides what waits for approval (thymos ${op}, or the library's approver()), never the client's`);
+            throw new ThymosError(
+              ErrorCode.UNAUTHORIZED,
+              `${op} is the approver's: only its identity decides what waits for approval (thymos ${op}, or the library's approver()), never the client's`,
+            );
           }
           return { result: await handlers[op](request, progress, this.#requester(msg, from)) };
         },
@@ -147,7 +155,9 @@ export class ControlApi<S extends Schemas, R extends { [K in keyof S]: z.ZodType
                 ...(typeof id === 'string' ? { id } : {}),
                 result: reply.ok ? 'ok' : reply.error.code,
                 duration_ms: Math.round(ms),
-                ...(reply.ok || audit.details?.[op] ? { details: { ...audit.details?.[op]?.(request), ...(reply.ok ? auditDetails(reply.result) : {}) } } : {}),
+                ...(reply.ok || audit.details?.[op]
+                  ? { details: { ...audit.details?.[op]?.(request), ...(reply.ok ? auditDetails(reply.result) : {}) } }
+                  : {}),
               });
             }
           : undefined,

@@ -47,20 +47,37 @@ export class FastembedEmbedder implements Embedder {
     const { EmbeddingModel, FlagEmbedding } = fastembed;
     const custom = options.model === 'custom';
     if (!custom && !(Object.values(EmbeddingModel) as string[]).includes(options.model)) {
-      throw new ThymosError(ErrorCode.EMBEDDER_UNAVAILABLE, `[embedding] model: no fastembed model ${JSON.stringify(options.model)}; expected "custom" or one of ${Object.values(EmbeddingModel).filter((m) => m !== 'custom').join(', ')}`);
+      throw new ThymosError(
+        ErrorCode.EMBEDDER_UNAVAILABLE,
+        `[embedding] model: no fastembed model ${JSON.stringify(options.model)}; expected "custom" or one of ${Object.values(EmbeddingModel)
+          .filter((m) => m !== 'custom')
+          .join(', ')}`,
+      );
     }
     const modelFile = options.modelFile ?? 'model.onnx';
     if (custom && !existsSync(join(options.modelDir, modelFile))) {
-      throw new ThymosError(ErrorCode.EMBEDDER_UNAVAILABLE, `no embedding model at ${join(options.modelDir, modelFile)}: build it with npm run build:model, or set [embedding] model_dir`);
+      throw new ThymosError(
+        ErrorCode.EMBEDDER_UNAVAILABLE,
+        `no embedding model at ${join(options.modelDir, modelFile)}: build it with npm run build:model, or set [embedding] model_dir`,
+      );
     }
     let flag: import('fastembed').FlagEmbedding;
     try {
       const common = { cacheDir: options.cacheDir, maxLength: options.maxLength, showDownloadProgress: false };
       flag = custom
-        ? await FlagEmbedding.init({ ...common, model: EmbeddingModel.CUSTOM, modelAbsoluteDirPath: options.modelDir, modelName: modelFile })
+        ? await FlagEmbedding.init({
+            ...common,
+            model: EmbeddingModel.CUSTOM,
+            modelAbsoluteDirPath: options.modelDir,
+            modelName: modelFile,
+          })
         : await FlagEmbedding.init({ ...common, model: options.model as Exclude<import('fastembed').EmbeddingModel, 'custom'> });
     } catch (err) {
-      throw new ThymosError(ErrorCode.EMBEDDER_UNAVAILABLE, `cannot load embedding model ${custom ? options.modelDir : options.model}: ${(err as Error).message}`, { cause: err });
+      throw new ThymosError(
+        ErrorCode.EMBEDDER_UNAVAILABLE,
+        `cannot load embedding model ${custom ? options.modelDir : options.model}: ${(err as Error).message}`,
+        { cause: err },
+      );
     }
     const probe = await embedWith(flag, ['probe']);
     const name = custom ? `custom:${options.modelDir.split(/[\\/]/).filter(Boolean).at(-1)}` : options.model;

@@ -59,10 +59,19 @@ export async function adoptAgents(o: AdoptionOptions): Promise<{ adopted: string
         mode = state.mode;
         port = state.port;
       } catch (err) {
-        logger.warn({ agent: entry.id, err: toThymosError(err).message }, 'adopted agent did not answer get_state; keeping the registry mode');
+        logger.warn(
+          { agent: entry.id, err: toThymosError(err).message },
+          'adopted agent did not answer get_state; keeping the registry mode',
+        );
       }
       if (port != null) o.ports.hold(port);
-      await registry.update(entry.id, { state: mode === 'active' ? 'active' : 'listening', mode, pid: app.pid, port, since: RUNNING(entry.state) ? entry.since : Date.now() });
+      await registry.update(entry.id, {
+        state: mode === 'active' ? 'active' : 'listening',
+        mode,
+        pid: app.pid,
+        port,
+        since: RUNNING(entry.state) ? entry.since : Date.now(),
+      });
       adopted.push(entry.id);
     } else {
       o.ports.remember(entry.id, entry.port);

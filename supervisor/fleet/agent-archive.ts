@@ -45,7 +45,11 @@ export class AgentArchive {
       renameSync(tmp, file);
     } catch (err) {
       rmSync(tmp, { force: true });
-      throw new ThymosError(ErrorCode.ARCHIVE_ERROR, `archiving ${id} into ${file} failed; its data stays in ${dir}: ${(err as Error).message}`, { cause: err });
+      throw new ThymosError(
+        ErrorCode.ARCHIVE_ERROR,
+        `archiving ${id} into ${file} failed; its data stays in ${dir}: ${(err as Error).message}`,
+        { cause: err },
+      );
     }
     rmSync(dir, { recursive: true, force: true });
     return file;
@@ -69,7 +73,11 @@ export class AgentArchive {
       if (!existsSync(join(aside, id))) throw new Error(`the archive holds no ${id}/ directory`);
       renameSync(join(aside, id), dir);
     } catch (err) {
-      throw new ThymosError(ErrorCode.ARCHIVE_ERROR, `restoring ${id} from ${file} failed; the archive is kept: ${(err as Error).message}`, { cause: err });
+      throw new ThymosError(
+        ErrorCode.ARCHIVE_ERROR,
+        `restoring ${id} from ${file} failed; the archive is kept: ${(err as Error).message}`,
+        { cause: err },
+      );
     } finally {
       rmSync(aside, { recursive: true, force: true });
     }

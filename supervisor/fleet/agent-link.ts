@@ -3,7 +3,13 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { codedRequest } from '../../shared/nats/coded-request.js';
 import { agentIdentity } from '../../shared/nats/nats-identity.js';
-import { AgentControlOkSchema, type AgentControlRequest, type AgentState, type AgentStatusMessage, AgentStatusMessageSchema } from '../../shared/protocol/agent-protocol.js';
+import {
+  AgentControlOkSchema,
+  type AgentControlRequest,
+  type AgentState,
+  type AgentStatusMessage,
+  AgentStatusMessageSchema,
+} from '../../shared/protocol/agent-protocol.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
 import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
 import { type SpareClaim, SpareClaimOkSchema } from '../../shared/protocol/spare-protocol.js';
@@ -19,14 +25,22 @@ export class AgentLink {
   }
 
   /** Sends a control request; a refusal or a missed deadline is a ThymosError with the agent's code. */
-  control(id: string, request: AgentControlRequest, timeoutMs: number): Promise<{ state: AgentState; score?: number | null | undefined; snapshot_at?: string | undefined }> {
+  control(
+    id: string,
+    request: AgentControlRequest,
+    timeoutMs: number,
+  ): Promise<{ state: AgentState; score?: number | null | undefined; snapshot_at?: string | undefined }> {
     const subject = this.#names.agentControl(id);
     return codedRequest(this.#nc, subject, request, AgentControlOkSchema, {
       timeoutMs,
       asked: agentIdentity(id),
       errorPrefix: `${id}: `,
       unanswered: (why, err) =>
-        new ThymosError(why === 'no-responders' ? ErrorCode.NATS_UNAVAILABLE : ErrorCode.TIMEOUT, `${id} did not answer ${request.op} on ${subject} within ${timeoutMs} ms: ${(err as Error).message}`, { cause: err }),
+        new ThymosError(
+          why === 'no-responders' ? ErrorCode.NATS_UNAVAILABLE : ErrorCode.TIMEOUT,
+          `${id} did not answer ${request.op} on ${subject} within ${timeoutMs} ms: ${(err as Error).message}`,
+          { cause: err },
+        ),
     });
   }
 
@@ -43,7 +57,11 @@ export class AgentLink {
       abandon,
       errorPrefix: `${claim.agentId} (in ${slot}): `,
       unanswered: (why, err) =>
-        new ThymosError(why === 'no-responders' ? ErrorCode.AGENT_START_FAILED : ErrorCode.STARTUP_TIMEOUT, `${slot} did not answer the claim for ${claim.agentId} on ${subject} within ${timeoutMs} ms: ${(err as Error).message}`, { cause: err }),
+        new ThymosError(
+          why === 'no-responders' ? ErrorCode.AGENT_START_FAILED : ErrorCode.STARTUP_TIMEOUT,
+          `${slot} did not answer the claim for ${claim.agentId} on ${subject} within ${timeoutMs} ms: ${(err as Error).message}`,
+          { cause: err },
+        ),
     });
   }
 

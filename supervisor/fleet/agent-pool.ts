@@ -157,7 +157,15 @@ export class AgentPool {
     });
     try {
       // A claimed spare is an agent: pm2 restarts it after a crash, as that agent.
-      await processes.start(agentApp(config, this.#o.thymosBin, slot, ['spare', '--slot', slot, '--nats-url', this.#o.natsUrl], join(paths.logs, 'pool', `${slot}.log`)));
+      await processes.start(
+        agentApp(
+          config,
+          this.#o.thymosBin,
+          slot,
+          ['spare', '--slot', slot, '--nats-url', this.#o.natsUrl],
+          join(paths.logs, 'pool', `${slot}.log`),
+        ),
+      );
       if (exited) throw new Error(`${slot} exited while starting (log: ${join(paths.logs, 'pool', `${slot}.log`)})`);
       if (this.#closed) {
         await processes.delete(slot);

@@ -81,7 +81,8 @@ export class AgentRegistry {
     for (const row of rows ?? []) {
       const id = String(row.id.id);
       const parsed = StoredEntrySchema.safeParse(row);
-      if (!parsed.success) throw new ThymosError(ErrorCode.DATABASE_ERROR, `registry row agent:${id} is malformed: ${parsed.error.message}`);
+      if (!parsed.success)
+        throw new ThymosError(ErrorCode.DATABASE_ERROR, `registry row agent:${id} is malformed: ${parsed.error.message}`);
       this.#entries.set(id, { id, ...parsed.data });
     }
   }
@@ -139,7 +140,16 @@ export class AgentRegistry {
 
   async recordTransition(t: TransitionRecord): Promise<void> {
     await this.#run('CREATE transition CONTENT $t RETURN NONE', {
-      t: { agent: t.id, at: Date.parse(t.at), from: t.from, to: t.to, score: t.score ?? undefined, reason: t.reason, ok: t.ok, error: t.error ?? undefined },
+      t: {
+        agent: t.id,
+        at: Date.parse(t.at),
+        from: t.from,
+        to: t.to,
+        score: t.score ?? undefined,
+        reason: t.reason,
+        ok: t.ok,
+        error: t.error ?? undefined,
+      },
     });
   }
 
@@ -184,7 +194,10 @@ function toRow({ id: _id, ...fields }: AgentEntry): Record<string, unknown> {
 }
 
 /** An agent as `thymos status` shows it: its registry entry, with what pm2 and its heartbeats say of its process. */
-export function statusRow(e: AgentEntry, facts: { app: ProcessInfo | undefined; rss: number | undefined; pinned: LifecycleState | undefined; routed: number }): AgentStatusRow {
+export function statusRow(
+  e: AgentEntry,
+  facts: { app: ProcessInfo | undefined; rss: number | undefined; pinned: LifecycleState | undefined; routed: number },
+): AgentStatusRow {
   const running = e.state === 'active' || e.state === 'listening';
   return {
     id: e.id,

@@ -26,7 +26,6 @@ import { probeMcp } from './mcp-probe.js';
 import type { PortAllocator } from './port-allocator.js';
 import type { SupervisorMetrics } from './supervisor-metrics.js';
 
-
 /** Deadline of a quick control request to an agent (get_state, set_mode). */
 export const CONTROL_TIMEOUT_MS = 5000;
 
@@ -132,12 +131,21 @@ export class AgentStarter {
     // Watched before pm2 starts it, so an exit at any moment of the start is seen.
     const exit = await this.#exitDuringStart(id, [name]);
     try {
-      const args = ['agent', '--agent-id', id, '--port', String(port), '--mode', mode, '--context', this.#writeContext(id, properties), '--nats-url', this.#o.natsUrl];
+      const args = [
+        'agent',
+        '--agent-id',
+        id,
+        '--port',
+        String(port),
+        '--mode',
+        mode,
+        '--context',
+        this.#writeContext(id, properties),
+        '--nats-url',
+        this.#o.natsUrl,
+      ];
       clock.mark('context');
-      await Promise.race([
-        processes.start(agentApp(config, this.#o.thymosBin, name, args, join(paths.logs, `${id}.log`))),
-        exit.failed,
-      ]);
+      await Promise.race([processes.start(agentApp(config, this.#o.thymosBin, name, args, join(paths.logs, `${id}.log`))), exit.failed]);
       clock.mark('pm2_start');
       const pid = (await Promise.race([life.seen, exit.failed])).state.pid;
       clock.mark('ready');
@@ -159,7 +167,14 @@ export class AgentStarter {
    * and its MCP endpoint is probed like a cold agent's. Throws if the spare refuses, exits or
    * does not answer in time; the caller then deletes it and starts the agent cold.
    */
-  async #claim(slot: string, id: string, mode: AgentMode, port: number, properties: Record<string, unknown>, clock: PhaseClock): Promise<number> {
+  async #claim(
+    slot: string,
+    id: string,
+    mode: AgentMode,
+    port: number,
+    properties: Record<string, unknown>,
+    clock: PhaseClock,
+  ): Promise<number> {
     const { config, paths, link } = this.#o;
     const t0 = performance.now();
     const budget = config.supervisor.start_timeout_ms;
@@ -181,7 +196,12 @@ export class AgentStarter {
 
   #probe(id: string, port: number, leftMs: number): Promise<void> {
     const { config } = this.#o;
-    return probeMcp(id, agentMcpUrl(config, port), Math.max(1000, leftMs), config.mcp.require_token ? readAgentToken(config.dataPath, id) : undefined);
+    return probeMcp(
+      id,
+      agentMcpUrl(config, port),
+      Math.max(1000, leftMs),
+      config.mcp.require_token ? readAgentToken(config.dataPath, id) : undefined,
+    );
   }
 
   /** The agent's start context, checked by the schema the agent reads it with, written where it reads it; returns the path. */
@@ -200,7 +220,9 @@ export class AgentStarter {
         conceptTypes: domain.conceptTypes,
         searchStrategies: domain.searchStrategies,
         tools: domain.agents[id] ? grantedTools(domain.tools, domain.agents[id].capabilities) : {},
-        queues: domain.agents[id] ? Object.fromEntries(workOf(domain.agents[id], domain.queues).map((w) => [w.queue, domain.queues[w.queue]!])) : {},
+        queues: domain.agents[id]
+          ? Object.fromEntries(workOf(domain.agents[id], domain.queues).map((w) => [w.queue, domain.queues[w.queue]!]))
+          : {},
         properties,
       } satisfies AgentStartContextInput,
       `${id}: start context`,
@@ -224,9 +246,16 @@ export class AgentStarter {
     const stop = await this.#o.processes.watchExits((exit) => {
       // A late report of a copy deleted before this start is not this start's exit.
       if (!names.includes(exit.name) || exit.at < since) return;
-      void settledLog(log).then(logTail).then((tail) =>
-        fail(new ThymosError(ErrorCode.AGENT_START_FAILED, `${id} exited while starting (exit code ${exit.exitCode ?? 'none'}, pm2 status ${exit.status}, ${exit.restarts} restart(s)); its log ends: ${tail}`)),
-      );
+      void settledLog(log)
+        .then(logTail)
+        .then((tail) =>
+          fail(
+            new ThymosError(
+              ErrorCode.AGENT_START_FAILED,
+              `${id} exited while starting (exit code ${exit.exitCode ?? 'none'}, pm2 status ${exit.status}, ${exit.restarts} restart(s)); its log ends: ${tail}`,
+            ),
+          ),
+        );
     });
     return { failed, stop };
   }

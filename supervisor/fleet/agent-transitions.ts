@@ -52,7 +52,14 @@ export class AgentTransitions {
   }
 
   /** Runs the steps from an agent's state to `to`; records each in the report. Never throws. */
-  async run(id: string, to: LifecycleState, score: number | null, reason: string, report: Report, properties: Record<string, unknown>): Promise<boolean> {
+  async run(
+    id: string,
+    to: LifecycleState,
+    score: number | null,
+    reason: string,
+    report: Report,
+    properties: Record<string, unknown>,
+  ): Promise<boolean> {
     const { registry, metrics, logger } = this.#o;
     const from = registry.get(id)!.state;
     let step = 'plan';
@@ -103,7 +110,16 @@ export class AgentTransitions {
       const entry = registry.get(id)!;
       await registry.update(id, { last_error: { code: e.code, message: e.message } }).catch(() => undefined);
       await registry
-        .recordTransition({ id, at: new Date().toISOString(), from: entry.state, to, score, reason: `${reason} (${step})`, ok: false, error: `${e.code}: ${e.message}` })
+        .recordTransition({
+          id,
+          at: new Date().toISOString(),
+          from: entry.state,
+          to,
+          score,
+          reason: `${reason} (${step})`,
+          ok: false,
+          error: `${e.code}: ${e.message}`,
+        })
         .catch(() => undefined);
       return false;
     }
@@ -114,22 +130,42 @@ export class AgentTransitions {
     const { registry, logger } = this.#o;
     const next = await registry.update(entry.id, { ...patch, state, since: state === entry.state ? entry.since : Date.now() });
     if (state !== entry.state && RUNNING(entry.state) && !RUNNING(state)) {
-      await this.#o.onStopped?.(entry.id).catch((err: unknown) => logger.warn({ err, id: entry.id }, 'ending the live subscriptions of a stopped agent failed'));
+      await this.#o
+        .onStopped?.(entry.id)
+        .catch((err: unknown) => logger.warn({ err, id: entry.id }, 'ending the live subscriptions of a stopped agent failed'));
     }
     if (state !== entry.state) {
-      await registry.recordTransition({ id: entry.id, at: new Date().toISOString(), from: entry.state, to: state, score: next.score, reason, ok: true, error: null });
+      await registry.recordTransition({
+        id: entry.id,
+        at: new Date().toISOString(),
+        from: entry.state,
+        to: state,
+        score: next.score,
+        reason,
+        ok: true,
+        error: null,
+      });
     }
     return next;
   }
 
-  async #start(entry: AgentEntry, mode: AgentMode, score: number | null, reason: string, properties: Record<string, unknown>): Promise<AgentEntry> {
+  async #start(
+    entry: AgentEntry,
+    mode: AgentMode,
+    score: number | null,
+    reason: string,
+    properties: Record<string, unknown>,
+  ): Promise<AgentEntry> {
     const { pid, port, adopted, clock, spare } = await this.#o.starter.start(entry.id, mode, entry.port, properties);
     const state = mode === 'active' ? 'active' : 'listening';
     const next = adopted
       ? await this.setState(entry, state, { mode, pid, port, last_error: null }, `${reason} (adopted)`)
       : await this.setState(entry, state, { mode, pid, port, score, last_error: null }, reason);
     clock.mark('registry');
-    this.#o.logger.info({ agent: entry.id, port, mode, pid, adopted, spare: spare ?? null, ms: clock.elapsed(), phases: clock.phases }, 'agent started');
+    this.#o.logger.info(
+      { agent: entry.id, port, mode, pid, adopted, spare: spare ?? null, ms: clock.elapsed(), phases: clock.phases },
+      'agent started',
+    );
     return next;
   }
 
@@ -148,7 +184,11 @@ export class AgentTransitions {
     if (app?.status === 'online') {
       await this.#o.link.control(entry.id, { op: 'snapshot' }, config.agent.shutdown_timeout_ms).catch((err: unknown) => {
         const e = toThymosError(err);
-        throw new ThymosError(ErrorCode.SNAPSHOT_FAILED, `${entry.id} was not stopped: its snapshot was not acknowledged (${e.code}: ${e.message})`, { cause: err });
+        throw new ThymosError(
+          ErrorCode.SNAPSHOT_FAILED,
+          `${entry.id} was not stopped: its snapshot was not acknowledged (${e.code}: ${e.message})`,
+          { cause: err },
+        );
       });
       clock.mark('snapshot');
     }

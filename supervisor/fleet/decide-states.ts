@@ -29,7 +29,10 @@ export interface Decision {
 }
 
 /** The state a score maps to by the thresholds alone. */
-export function stateForScore(score: number, t: Pick<LifecycleSettings, 'threshold_active' | 'threshold_listening' | 'threshold_dormant'>): LifecycleState {
+export function stateForScore(
+  score: number,
+  t: Pick<LifecycleSettings, 'threshold_active' | 'threshold_listening' | 'threshold_dormant'>,
+): LifecycleState {
   if (score >= t.threshold_active) return 'active';
   if (score >= t.threshold_listening) return 'listening';
   if (score >= t.threshold_dormant) return 'dormant';

@@ -72,7 +72,8 @@ export class EventRouter {
     const jsm = await router.#js.jetstreamManager();
     await ensureRouterConsumer(jsm, options.settings, options.names);
     const retired = await deleteUnroutedConsumers(jsm, options.names);
-    if (retired.length > 0) options.logger.info({ consumers: retired }, 'per-agent consumers of the event stream retired: events are routed now');
+    if (retired.length > 0)
+      options.logger.info({ consumers: retired }, 'per-agent consumers of the event stream retired: events are routed now');
     const consumer = await router.#js.consumers.get(options.names.eventStream, options.names.routerConsumer);
     router.#messages = await consumeLong(consumer, { max_messages: IN_FLIGHT }, options.logger, 'router');
     router.#done = router.#run(router.#messages);
@@ -132,7 +133,10 @@ export class EventRouter {
       return;
     }
     if (publisher !== undefined && event.source !== publisher) {
-      this.#o.logger.warn({ subject: m.subject, seq: m.seq, source: event.source }, 'event not routed: its source is not the agent whose subject it came on');
+      this.#o.logger.warn(
+        { subject: m.subject, seq: m.seq, source: event.source },
+        'event not routed: its source is not the agent whose subject it came on',
+      );
       m.ack();
       return;
     }
@@ -141,7 +145,9 @@ export class EventRouter {
     const published = this.#tail.then(async () => {
       // Later events already taken or waiting: the copies say so, and hearers gather them into one batch.
       const headers = this.#headers(await hints, this.#taken > nth || m.info.pending > 0);
-      return hearers.map((id) => this.#js.publish(this.#o.names.agentHeard(id), m.data, { msgID: `${event.id}:${id}`, ...(headers ? { headers } : {}) }));
+      return hearers.map((id) =>
+        this.#js.publish(this.#o.names.agentHeard(id), m.data, { msgID: `${event.id}:${id}`, ...(headers ? { headers } : {}) }),
+      );
     });
     // A failure here is this event's alone: the next event's copies still go.
     this.#tail = published.catch(() => undefined);

@@ -101,10 +101,21 @@ export class FleetController {
   constructor(options: FleetControllerOptions) {
     this.#o = options;
     this.#pins = fleetPins(options.domain, options.config);
-    this.#ports = new PortAllocator({ min: options.config.supervisor.agent_port_min, max: options.config.supervisor.agent_port_max, host: options.config.agent.host, pinned: fleetPorts(options.domain, options.config) });
+    this.#ports = new PortAllocator({
+      min: options.config.supervisor.agent_port_min,
+      max: options.config.supervisor.agent_port_max,
+      host: options.config.agent.host,
+      pinned: fleetPorts(options.domain, options.config),
+    });
     this.#journal = new ReconcileJournal(options.paths.run, options.logger);
     const starter = new AgentStarter({ ...options, ports: this.#ports, aliases: aliasTable(options.domain) });
-    this.#transitions = new AgentTransitions({ ...options, ports: this.#ports, archive: new AgentArchive(options.paths), starter, heartbeats: this.#heartbeats });
+    this.#transitions = new AgentTransitions({
+      ...options,
+      ports: this.#ports,
+      archive: new AgentArchive(options.paths),
+      starter,
+      heartbeats: this.#heartbeats,
+    });
   }
 
   get ids(): string[] {
@@ -118,7 +129,12 @@ export class FleetController {
   adopt(): Promise<{ adopted: string[]; lost: string[] }> {
     return this.#operations.run(async () => {
       const result = await adoptAgents({ ...this.#o, ids: this.ids, ports: this.#ports, transitions: this.#transitions });
-      await this.#ensureConsumers(this.#o.registry.all().filter((e) => e.state !== 'archived').map((e) => e.id));
+      await this.#ensureConsumers(
+        this.#o.registry
+          .all()
+          .filter((e) => e.state !== 'archived')
+          .map((e) => e.id),
+      );
       this.#o.metrics.setCounts(this.counts());
       this.#o.logger.info(result, 'fleet adopted');
       return result;
@@ -164,7 +180,14 @@ export class FleetController {
       const reply = (r: Report, pending?: readonly string[]): ReconcileReport => {
         if (!taken && !options.only && !options.dryRun) settled = this.#late.take();
         taken = true;
-        return { ...r, warnings, dry_run: options.dryRun ?? false, duration_ms: clock.elapsed(), ...(pending?.length ? { pending: [...pending].sort() } : {}), ...(settled ? { settled } : {}) };
+        return {
+          ...r,
+          warnings,
+          dry_run: options.dryRun ?? false,
+          duration_ms: clock.elapsed(),
+          ...(pending?.length ? { pending: [...pending].sort() } : {}),
+          ...(settled ? { settled } : {}),
+        };
       };
       const early = options.returnAfterWakes ? (r: Report, pending: readonly string[]) => answer(reply(r, pending)) : undefined;
       const report = await this.#apply(decisions, context, { ...options, early });
@@ -173,10 +196,26 @@ export class FleetController {
       clock.mark('moves');
       const duration = clock.elapsed();
       this.#o.metrics.reconcileSeconds.observe(duration / 1000);
-      const moved = report.started.length + report.stopped.length + report.upgraded.length + report.downgraded.length + report.archived.length + report.restored.length;
+      const moved =
+        report.started.length +
+        report.stopped.length +
+        report.upgraded.length +
+        report.downgraded.length +
+        report.archived.length +
+        report.restored.length;
       const late = this.#late.waiting();
       if (moved > 0 || report.failed.length > 0 || late) {
-        this.#o.logger.info({ ms: duration, phases: { ...queued.phases, ...clock.phases }, started: report.started.length, stopped: report.stopped.length, failed: report.failed.length, ...(late ? { for_the_next_report: late } : {}) }, 'reconcile done');
+        this.#o.logger.info(
+          {
+            ms: duration,
+            phases: { ...queued.phases, ...clock.phases },
+            started: report.started.length,
+            stopped: report.stopped.length,
+            failed: report.failed.length,
+            ...(late ? { for_the_next_report: late } : {}),
+          },
+          'reconcile done',
+        );
       }
       const whole = reply(report);
       answer(whole);
@@ -187,9 +226,16 @@ export class FleetController {
   }
 
   /** Scores every agent and decides its state (no process action). */
-  async decide(context: ReconcileContext, now = Date.now(), only?: ReadonlySet<string>): Promise<Array<Decision & { score: number; source: string; error?: ThymosError | undefined }>> {
+  async decide(
+    context: ReconcileContext,
+    now = Date.now(),
+    only?: ReadonlySet<string>,
+  ): Promise<Array<Decision & { score: number; source: string; error?: ThymosError | undefined }>> {
     const entries = this.#o.registry.all().filter((e) => this.#o.domain.agents[e.id]);
-    const scores = await this.#o.evaluator.scoreAll(entries.filter((e) => !only || only.has(e.id)).map((e) => ({ id: e.id, running: RUNNING(e.state) })), context);
+    const scores = await this.#o.evaluator.scoreAll(
+      entries.filter((e) => !only || only.has(e.id)).map((e) => ({ id: e.id, running: RUNNING(e.state) })),
+      context,
+    );
     const errors = new Map<string, ThymosError>();
     const held = new Map<string, string>();
     const scored: ScoredAgent[] = entries.map((e) => {
@@ -208,7 +254,12 @@ export class FleetController {
       return { id: e.id, current: e.state, since: e.since, score: s.score, source: s.source, pinned: this.#pins.get(e.id) };
     });
     const decisions = decideStates(scored, this.#o.config.lifecycle, now);
-    return scored.map((s) => ({ ...decisions.get(s.id)!, score: s.score, source: errors.has(s.id) ? 'error' : (held.get(s.id) ?? s.source), error: errors.get(s.id) }));
+    return scored.map((s) => ({
+      ...decisions.get(s.id)!,
+      score: s.score,
+      source: errors.has(s.id) ? 'error' : (held.get(s.id) ?? s.source),
+      error: errors.get(s.id),
+    }));
   }
 
   async #apply(
@@ -227,7 +278,14 @@ export class FleetController {
       }
       if (entry.score !== d.score || entry.source !== d.source) rescored.push({ id: d.id, score: d.score, source: d.source });
       if (d.state === entry.state) report.unchanged.push(d.id);
-      else moves.push({ entry: { ...entry, score: d.score, source: d.source }, to: d.state, score: d.score, reason: d.reason, properties: this.#o.evaluator.propertiesOf(d.id, context) });
+      else
+        moves.push({
+          entry: { ...entry, score: d.score, source: d.source },
+          to: d.state,
+          score: d.score,
+          reason: d.reason,
+          properties: this.#o.evaluator.propertiesOf(d.id, context),
+        });
     }
     if (options.dryRun) {
       for (const m of moves) describeMove(report, m.entry.state, m.to, m.entry.id);
@@ -253,7 +311,10 @@ export class FleetController {
     const resumed = await this.#journal.resume(async (context, since) => {
       logger.warn({ since }, 'finishing a reconcile interrupted by a supervisor restart');
       const report = await this.reconcile(context);
-      logger.info({ since, started: report.started, stopped: report.stopped, failed: report.failed.map((f) => f.id) }, 'interrupted reconcile finished');
+      logger.info(
+        { since, started: report.started, stopped: report.stopped, failed: report.failed.map((f) => f.id) },
+        'interrupted reconcile finished',
+      );
       return report;
     });
     return resumed && { since: resumed.since, report: resumed.result };
@@ -264,10 +325,19 @@ export class FleetController {
    * runMoves). With `early`, it is called once the moves up are done with the ids still moving;
    * what those do afterwards goes to `#late` instead of `report`, then to the next caller.
    */
-  async #runMoves(moves: Move[], report: Report, onProgress: ProgressListener | undefined, early?: (pending: readonly string[]) => void): Promise<void> {
+  async #runMoves(
+    moves: Move[],
+    report: Report,
+    onProgress: ProgressListener | undefined,
+    early?: (pending: readonly string[]) => void,
+  ): Promise<void> {
     const total = moves.length;
     let done = 0;
-    const limits = moveLimits(this.#o.registry.all().map((e) => e.state), this.#o.config.lifecycle, this.#o.config.supervisor.concurrency);
+    const limits = moveLimits(
+      this.#o.registry.all().map((e) => e.state),
+      this.#o.config.lifecycle,
+      this.#o.config.supervisor.concurrency,
+    );
     const scheduled = moves.map((m) => ({ ...m, id: m.entry.id, from: m.entry.state }));
     const finished = new Set<string>();
     let answered = false;
@@ -319,20 +389,36 @@ export class FleetController {
    * One agent, one command (CLI `start|stop|archive|restore`): bypasses scores, not pins or
    * capacity. With `settled`, its report carries what an earlier reconcile's late moves did.
    */
-  operate(op: AgentOperation, id: string, options: { mode?: AgentMode; onProgress?: ProgressListener; settled?: boolean } = {}): Promise<ReconcileReport> {
+  operate(
+    op: AgentOperation,
+    id: string,
+    options: { mode?: AgentMode; onProgress?: ProgressListener; settled?: boolean } = {},
+  ): Promise<ReconcileReport> {
     if (!this.#o.domain.agents[id]) {
-      return Promise.reject(new ThymosError(ErrorCode.AGENT_NOT_FOUND, `no agent "${id}" in the domain schema; expected one of ${agentIdsPreview(this.ids)}`));
+      return Promise.reject(
+        new ThymosError(ErrorCode.AGENT_NOT_FOUND, `no agent "${id}" in the domain schema; expected one of ${agentIdsPreview(this.ids)}`),
+      );
     }
     return this.#operations.run(async () => {
       const started = performance.now();
       const entry = this.#o.registry.get(id)!;
-      const to = operationTarget(op, entry, { mode: options.mode, pinned: this.#pins.get(id), all: this.#o.registry.all(), lifecycle: this.#o.config.lifecycle });
+      const to = operationTarget(op, entry, {
+        mode: options.mode,
+        pinned: this.#pins.get(id),
+        all: this.#o.registry.all(),
+        lifecycle: this.#o.config.lifecycle,
+      });
       const settled = options.settled ? this.#late.take() : undefined;
       const report = emptyReport();
       if (to === entry.state) report.unchanged.push(id);
       else await this.#runMoves([{ entry, to, score: entry.score, reason: `command ${op}` }], report, options.onProgress);
       this.#o.metrics.setCounts(this.counts());
-      return { ...sortReport(report), dry_run: false, duration_ms: Math.round(performance.now() - started), ...(settled ? { settled } : {}) };
+      return {
+        ...sortReport(report),
+        dry_run: false,
+        duration_ms: Math.round(performance.now() - started),
+        ...(settled ? { settled } : {}),
+      };
     });
   }
 
@@ -348,7 +434,12 @@ export class FleetController {
         .map((entry) => ({ entry, to: 'dormant' as const, score: entry.score, reason: 'fleet down' }));
       await this.#runMoves(moves, report, options.onProgress);
       this.#o.metrics.setCounts(this.counts());
-      return { ...sortReport(report), dry_run: false, duration_ms: Math.round(performance.now() - started), ...(settled ? { settled } : {}) };
+      return {
+        ...sortReport(report),
+        dry_run: false,
+        duration_ms: Math.round(performance.now() - started),
+        ...(settled ? { settled } : {}),
+      };
     });
   }
 
@@ -388,4 +479,3 @@ export class FleetController {
   /** Settles once no operation is waking agents (see FleetOperations): the warm pool refills then. */
   wakesDone = (): Promise<void> => this.#operations.wakesDone();
 }
-

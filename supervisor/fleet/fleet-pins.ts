@@ -13,7 +13,9 @@ export function fleetPins(domain: DomainSchema, config: ThymosConfig): ReadonlyM
   const { max_active, max_running } = config.lifecycle;
   for (const id of pins.keys()) {
     if (!domain.agents[id]) {
-      throw new ThymosError(ErrorCode.CONFIG_INVALID, `lifecycle.pins: no agent "${id}" in the domain schema`, { location: { file: config.file, path: `lifecycle.pins.${id}` } });
+      throw new ThymosError(ErrorCode.CONFIG_INVALID, `lifecycle.pins: no agent "${id}" in the domain schema`, {
+        location: { file: config.file, path: `lifecycle.pins.${id}` },
+      });
     }
   }
   const active = [...pins.values()].filter((s) => s === 'active').length;
@@ -37,7 +39,9 @@ export function fleetPorts(domain: DomainSchema, config: ThymosConfig): Readonly
   for (const [id, def] of Object.entries(domain.agents)) if (def.port != null) ports.set(id, def.port);
   for (const [id, port] of Object.entries(config.supervisor.agent_ports)) {
     if (!domain.agents[id]) {
-      throw new ThymosError(ErrorCode.CONFIG_INVALID, `supervisor.agent_ports: no agent "${id}" in the domain schema`, { location: { file: config.file, path: `supervisor.agent_ports.${id}` } });
+      throw new ThymosError(ErrorCode.CONFIG_INVALID, `supervisor.agent_ports: no agent "${id}" in the domain schema`, {
+        location: { file: config.file, path: `supervisor.agent_ports.${id}` },
+      });
     }
     ports.set(id, port);
   }
@@ -45,7 +49,11 @@ export function fleetPorts(domain: DomainSchema, config: ThymosConfig): Readonly
   for (const [id, port] of ports) {
     const other = owners.get(port);
     if (other) {
-      throw new ThymosError(ErrorCode.CONFIG_INVALID, `${other} and ${id} are both pinned to port ${port} (Pkl port and [supervisor] agent_ports); expected a port each`, { location: { file: config.file, path: 'supervisor.agent_ports' } });
+      throw new ThymosError(
+        ErrorCode.CONFIG_INVALID,
+        `${other} and ${id} are both pinned to port ${port} (Pkl port and [supervisor] agent_ports); expected a port each`,
+        { location: { file: config.file, path: 'supervisor.agent_ports' } },
+      );
     }
     owners.set(port, id);
   }

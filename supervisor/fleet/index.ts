@@ -5,7 +5,15 @@ export { AgentArchive } from './agent-archive.js';
 export { AgentLink } from './agent-link.js';
 export { AgentPool, type AgentPoolOptions } from './agent-pool.js';
 export { type AgentEntry, AgentRegistry } from './agent-registry.js';
-export { decideStates, type Decision, type DecisionReason, type ScoredAgent, type ScoreSource, STATE_RANK, stateForScore } from './decide-states.js';
+export {
+  decideStates,
+  type Decision,
+  type DecisionReason,
+  type ScoredAgent,
+  type ScoreSource,
+  STATE_RANK,
+  stateForScore,
+} from './decide-states.js';
 export { EventRouter, type EventRouterOptions } from './event-router.js';
 export { FleetController, type FleetControllerOptions, type ProgressListener } from './fleet-controller.js';
 export { fleetPins } from './fleet-pins.js';

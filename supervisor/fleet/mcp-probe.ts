@@ -29,10 +29,16 @@ export async function probeMcp(id: string, url: string, timeoutMs: number, token
     const result = InitializeResultSchema.safeParse((message as { result?: unknown }).result);
     if (!result.success) throw new Error(`initialize did not return an InitializeResult: ${text.slice(0, 200)}`);
     if (result.data.serverInfo.name !== `thymos-agent-${id}` || !result.data.capabilities.tools) {
-      throw new Error(`the endpoint is ${result.data.serverInfo.name}, expected thymos-agent-${id} with tools (another process on this port?)`);
+      throw new Error(
+        `the endpoint is ${result.data.serverInfo.name}, expected thymos-agent-${id} with tools (another process on this port?)`,
+      );
     }
     const session = res.headers.get('mcp-session-id');
-    if (session) await fetch(url, { method: 'DELETE', signal, headers: { 'mcp-session-id': session, ...auth } }).then((r) => r.body?.cancel(), () => undefined);
+    if (session)
+      await fetch(url, { method: 'DELETE', signal, headers: { 'mcp-session-id': session, ...auth } }).then(
+        (r) => r.body?.cancel(),
+        () => undefined,
+      );
   } catch (err) {
     throw new ThymosError(ErrorCode.STARTUP_TIMEOUT, `${id}: MCP at ${url} did not answer: ${(err as Error).message}`, { cause: err });
   }

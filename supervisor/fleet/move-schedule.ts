@@ -23,7 +23,11 @@ export interface MoveLimits {
 }
 
 /** The limits of a reconcile's moves: the fleet's settings, and the states its agents are in now. */
-export function moveLimits(states: readonly LifecycleState[], lifecycle: { max_running: number; max_active: number }, concurrency: number): MoveLimits {
+export function moveLimits(
+  states: readonly LifecycleState[],
+  lifecycle: { max_running: number; max_active: number },
+  concurrency: number,
+): MoveLimits {
   return {
     concurrency,
     maxRunning: lifecycle.max_running,
@@ -101,7 +105,9 @@ export async function runMoves<M extends ScheduledMove>(
   const up = moves.filter((m) => !down.includes(m));
   // When no move up needs a place a move down frees, the moves down start once the moves up are
   // done: they would only share the CPU with the wakes the caller is waiting for.
-  const placesNeeded = up.filter(startsRunning).length > limits.maxRunning - limits.running || up.filter(startsActive).length > limits.maxActive - limits.active;
+  const placesNeeded =
+    up.filter(startsRunning).length > limits.maxRunning - limits.running ||
+    up.filter(startsActive).length > limits.maxActive - limits.active;
   const upsDone = Promise.all(
     up.map(async (m) => {
       try {
@@ -131,8 +137,18 @@ export async function runMoves<M extends ScheduledMove>(
       });
     }),
   ).then(() => {
-    runningPlaces.close(new ThymosError(ErrorCode.CAPACITY_EXCEEDED, `the fleet runs as many agents as [lifecycle] max_running (${limits.maxRunning}) allows`));
-    activePlaces.close(new ThymosError(ErrorCode.CAPACITY_EXCEEDED, `the fleet has as many active agents as [lifecycle] max_active (${limits.maxActive}) allows`));
+    runningPlaces.close(
+      new ThymosError(
+        ErrorCode.CAPACITY_EXCEEDED,
+        `the fleet runs as many agents as [lifecycle] max_running (${limits.maxRunning}) allows`,
+      ),
+    );
+    activePlaces.close(
+      new ThymosError(
+        ErrorCode.CAPACITY_EXCEEDED,
+        `the fleet has as many active agents as [lifecycle] max_active (${limits.maxActive}) allows`,
+      ),
+    );
   });
   // Every move has ended before this returns, even if the caller's onUpsDone threw.
   await Promise.allSettled([upsAnswered, downsDone]);

@@ -14,20 +14,45 @@ export type AgentOperation = 'start' | 'stop' | 'archive' | 'restore';
 export function operationTarget(
   op: AgentOperation,
   entry: AgentEntry,
-  o: { mode?: AgentMode | undefined; pinned: LifecycleState | undefined; all: readonly AgentEntry[]; lifecycle: { max_running: number; max_active: number } },
+  o: {
+    mode?: AgentMode | undefined;
+    pinned: LifecycleState | undefined;
+    all: readonly AgentEntry[];
+    lifecycle: { max_running: number; max_active: number };
+  },
 ): LifecycleState {
-  const to: LifecycleState = op === 'start' ? (o.mode === 'passive' ? 'listening' : 'active') : op === 'stop' ? 'dormant' : op === 'archive' ? 'archived' : entry.state === 'archived' ? 'dormant' : entry.state;
+  const to: LifecycleState =
+    op === 'start'
+      ? o.mode === 'passive'
+        ? 'listening'
+        : 'active'
+      : op === 'stop'
+        ? 'dormant'
+        : op === 'archive'
+          ? 'archived'
+          : entry.state === 'archived'
+            ? 'dormant'
+            : entry.state;
   const id = entry.id;
   if (o.pinned && o.pinned !== to) {
-    throw new ThymosError(ErrorCode.AGENT_PINNED, `${id} is pinned to ${o.pinned} by configuration ([lifecycle] pins or the Pkl schema's pinned); ${op} would make it ${to}`);
+    throw new ThymosError(
+      ErrorCode.AGENT_PINNED,
+      `${id} is pinned to ${o.pinned} by configuration ([lifecycle] pins or the Pkl schema's pinned); ${op} would make it ${to}`,
+    );
   }
   const running = o.all.filter((e) => RUNNING(e.state)).length;
   if (RUNNING(to) && !RUNNING(entry.state) && running >= o.lifecycle.max_running) {
-    throw new ThymosError(ErrorCode.CAPACITY_EXCEEDED, `cannot start ${id}: ${running} agents already run and [lifecycle] max_running is ${o.lifecycle.max_running}`);
+    throw new ThymosError(
+      ErrorCode.CAPACITY_EXCEEDED,
+      `cannot start ${id}: ${running} agents already run and [lifecycle] max_running is ${o.lifecycle.max_running}`,
+    );
   }
   const active = o.all.filter((e) => e.state === 'active').length;
   if (to === 'active' && entry.state !== 'active' && active >= o.lifecycle.max_active) {
-    throw new ThymosError(ErrorCode.CAPACITY_EXCEEDED, `cannot make ${id} active: ${active} agents already are and [lifecycle] max_active is ${o.lifecycle.max_active}`);
+    throw new ThymosError(
+      ErrorCode.CAPACITY_EXCEEDED,
+      `cannot make ${id} active: ${active} agents already are and [lifecycle] max_active is ${o.lifecycle.max_active}`,
+    );
   }
   return to;
 }

@@ -62,12 +62,24 @@ export class PortAllocator {
     const pin = this.#pinned.get(id);
     if (pin !== undefined) {
       if (this.#held.has(pin) || !(await this.#take(pin))) {
-        throw new ThymosError(ErrorCode.PORT_IN_USE, `port ${pin} pinned for ${id} (Pkl port or [supervisor] agent_ports) is in use on ${this.#host}`, { details: { port: pin } });
+        throw new ThymosError(
+          ErrorCode.PORT_IN_USE,
+          `port ${pin} pinned for ${id} (Pkl port or [supervisor] agent_ports) is in use on ${this.#host}`,
+          { details: { port: pin } },
+        );
       }
       return pin;
     }
     const mine = (p: number) => !this.#pinnedPorts.has(p) && (this.#remembered.get(p) ?? id) === id;
-    if (preferred != null && preferred >= this.#min && preferred <= this.#max && !this.#held.has(preferred) && mine(preferred) && (await this.#take(preferred))) return preferred;
+    if (
+      preferred != null &&
+      preferred >= this.#min &&
+      preferred <= this.#max &&
+      !this.#held.has(preferred) &&
+      mine(preferred) &&
+      (await this.#take(preferred))
+    )
+      return preferred;
     const size = this.#max - this.#min + 1;
     // First a port nobody had; then, if none is free, one a stopped agent had.
     for (const pass of [mine, (p: number) => !this.#pinnedPorts.has(p)]) {
@@ -80,7 +92,10 @@ export class PortAllocator {
         }
       }
     }
-    throw new ThymosError(ErrorCode.PORT_IN_USE, `no free agent port in ${this.#min}..${this.#max} on ${this.#host} ([supervisor] agent_port_min/agent_port_max)`);
+    throw new ThymosError(
+      ErrorCode.PORT_IN_USE,
+      `no free agent port in ${this.#min}..${this.#max} on ${this.#host} ([supervisor] agent_port_min/agent_port_max)`,
+    );
   }
 
   /** Holds `port` if it can be bound now (held before the check: concurrent starts must not pick the same port). */

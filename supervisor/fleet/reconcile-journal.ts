@@ -28,7 +28,10 @@ export class ReconcileJournal {
       mkdirSync(this.#dir, { recursive: true });
       writeAtomic(this.#file, JSON.stringify({ at: new Date().toISOString(), context }));
     } catch (err) {
-      this.#logger.warn({ err: (err as Error).message }, 'the reconcile journal was not written: a crash now would leave this reconcile unfinished');
+      this.#logger.warn(
+        { err: (err as Error).message },
+        'the reconcile journal was not written: a crash now would leave this reconcile unfinished',
+      );
     }
   }
 
@@ -37,7 +40,10 @@ export class ReconcileJournal {
     try {
       rmSync(this.#file, { force: true });
     } catch (err) {
-      this.#logger.warn({ err: (err as Error).message }, 'the reconcile journal was not removed: a restart would run this finished reconcile again (harmless: nothing left to move)');
+      this.#logger.warn(
+        { err: (err as Error).message },
+        'the reconcile journal was not removed: a restart would run this finished reconcile again (harmless: nothing left to move)',
+      );
     }
   }
 
@@ -61,7 +67,10 @@ export class ReconcileJournal {
       return { since, result: await finish(context, since) };
     } catch (err) {
       const e = toThymosError(err);
-      this.#logger.error({ code: e.code, err: e.message, file: this.#file }, 'the interrupted reconcile could not be finished; its journal is set aside');
+      this.#logger.error(
+        { code: e.code, err: e.message, file: this.#file },
+        'the interrupted reconcile could not be finished; its journal is set aside',
+      );
       try {
         renameSync(this.#file, `${this.#file}.bad`);
       } catch {

@@ -21,7 +21,8 @@ export function sortReport(r: Report): Report {
 
 /** Adds `from`'s entries to `into`'s lists; returns `into`. */
 export function mergeReport(into: Report, from: Report): Report {
-  for (const key of ['started', 'stopped', 'upgraded', 'downgraded', 'archived', 'restored', 'unchanged'] as const) into[key].push(...from[key]);
+  for (const key of ['started', 'stopped', 'upgraded', 'downgraded', 'archived', 'restored', 'unchanged'] as const)
+    into[key].push(...from[key]);
   into.failed.push(...from.failed);
   return into;
 }

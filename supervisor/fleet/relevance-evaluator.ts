@@ -3,7 +3,14 @@ import { pathToFileURL } from 'node:url';
 import { closest, distance } from 'fastest-levenshtein';
 import { z } from 'zod';
 
-import { type AgentDefinition, agentIdsPreview, BUILT_IN_AGENT_PROPERTIES, type Condition, type DomainSchema, type RelevanceRule } from '../../shared/domain/domain-schema.js';
+import {
+  type AgentDefinition,
+  agentIdsPreview,
+  BUILT_IN_AGENT_PROPERTIES,
+  type Condition,
+  type DomainSchema,
+  type RelevanceRule,
+} from '../../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { describeIssues } from '../../shared/errors/zod-issues.js';
 import type { RelevanceInput } from '../../shared/protocol/agent-protocol.js';
@@ -35,7 +42,10 @@ export interface RelevanceModule {
   contextProperties?: { agent?: string[]; global?: string[] };
 }
 
-const ModulePropertiesSchema = z.object({ agent: z.array(z.string()).optional(), global: z.array(z.string()).optional() }).strict().optional();
+const ModulePropertiesSchema = z
+  .object({ agent: z.array(z.string()).optional(), global: z.array(z.string()).optional() })
+  .strict()
+  .optional();
 
 /** Asks a running agent for its own score; resolves undefined when it has none or misses the deadline. */
 export type AskAgent = (id: string, input: RelevanceInput) => Promise<number | undefined>;
@@ -100,15 +110,23 @@ export class RelevanceEvaluator {
       });
     }
     if (typeof mod.evaluate !== 'function') {
-      throw new ThymosError(ErrorCode.CONFIG_INVALID, `supervisor.relevance: ${path} must export a function evaluate(input); found ${typeof mod.evaluate}`, {
-        location: { file: path, path: 'supervisor.relevance' },
-      });
+      throw new ThymosError(
+        ErrorCode.CONFIG_INVALID,
+        `supervisor.relevance: ${path} must export a function evaluate(input); found ${typeof mod.evaluate}`,
+        {
+          location: { file: path, path: 'supervisor.relevance' },
+        },
+      );
     }
     const declared = ModulePropertiesSchema.safeParse(mod.contextProperties);
     if (!declared.success) {
-      throw new ThymosError(ErrorCode.CONFIG_INVALID, `supervisor.relevance: ${path} exports contextProperties that are not { agent?: string[], global?: string[] }: ${describeIssues(declared.error, mod.contextProperties)}`, {
-        location: { file: path, path: 'supervisor.relevance' },
-      });
+      throw new ThymosError(
+        ErrorCode.CONFIG_INVALID,
+        `supervisor.relevance: ${path} exports contextProperties that are not { agent?: string[], global?: string[] }: ${describeIssues(declared.error, mod.contextProperties)}`,
+        {
+          location: { file: path, path: 'supervisor.relevance' },
+        },
+      );
     }
     return { evaluate: mod.evaluate.bind(mod), ...(declared.data ? { contextProperties: declared.data } : {}) };
   }
@@ -122,7 +140,11 @@ export class RelevanceEvaluator {
     for (const id of Object.keys(context.agents)) {
       if (!Object.hasOwn(this.#domain.agents, id)) {
         const expected = agentIdsPreview(Object.keys(this.#domain.agents));
-        throw new ThymosError(ErrorCode.INVALID_CONTEXT, `context: agents.${id}: no agent "${id}" in the domain schema; expected one of ${expected}`, { location: { path: `agents.${id}` } });
+        throw new ThymosError(
+          ErrorCode.INVALID_CONTEXT,
+          `context: agents.${id}: no agent "${id}" in the domain schema; expected one of ${expected}`,
+          { location: { path: `agents.${id}` } },
+        );
       }
     }
     const known = this.#known;
@@ -132,10 +154,13 @@ export class RelevanceEvaluator {
       if (set.has(name)) return;
       const near = set.size > 0 ? closest(name, [...set]) : undefined;
       const hint = near !== undefined && distance(name, near) <= Math.max(2, Math.floor(name.length / 3)) ? ` (did you mean ${near}?)` : '';
-      warnings.push(`context: ${path}: no relevance rule uses "${name}" and contextProperties.${where} does not declare it, so it changes no score${hint}`);
+      warnings.push(
+        `context: ${path}: no relevance rule uses "${name}" and contextProperties.${where} does not declare it, so it changes no score${hint}`,
+      );
     };
     for (const name of Object.keys(context.global)) check(`global.${name}`, name, known.global, 'global');
-    for (const [id, props] of Object.entries(context.agents)) for (const name of Object.keys(props)) check(`agents.${id}.${name}`, name, known.agent, 'agent');
+    for (const [id, props] of Object.entries(context.agents))
+      for (const name of Object.keys(props)) check(`agents.${id}.${name}`, name, known.agent, 'agent');
     if (strict && warnings.length > 0) {
       throw new ThymosError(ErrorCode.INVALID_CONTEXT, `${warnings.join('; ')} (--strict makes these errors)`, { details: { warnings } });
     }
@@ -179,7 +204,10 @@ export class RelevanceEvaluator {
       }
       if (value !== undefined) {
         if (typeof value !== 'number' || !(value >= 0 && value <= 1)) {
-          throw new ThymosError(ErrorCode.INVALID_INPUT, `relevance module returned ${JSON.stringify(value)} for ${id}; expected a number from 0 to 1 or undefined`);
+          throw new ThymosError(
+            ErrorCode.INVALID_INPUT,
+            `relevance module returned ${JSON.stringify(value)} for ${id}; expected a number from 0 to 1 or undefined`,
+          );
         }
         return { score: value, source: 'module' };
       }
@@ -200,7 +228,10 @@ export class RelevanceEvaluator {
    * the agents that need the application's module or their own answer wait on a promise,
    * so a large fleet pays for what it uses. A failing agent gets its error, not a score.
    */
-  async scoreAll(agents: ReadonlyArray<{ id: string; running: boolean }>, context: ReconcileContext): Promise<Map<string, Score | ThymosError>> {
+  async scoreAll(
+    agents: ReadonlyArray<{ id: string; running: boolean }>,
+    context: ReconcileContext,
+  ): Promise<Map<string, Score | ThymosError>> {
     const out = new Map<string, Score | ThymosError>();
     const pending: Array<Promise<void>> = [];
     for (const { id, running } of agents) {
@@ -228,7 +259,8 @@ export class RelevanceEvaluator {
       pending.push(
         this.score(id, context, running).then(
           (s) => void out.set(id, s),
-          (err: unknown) => void out.set(id, err instanceof ThymosError ? err : new ThymosError(ErrorCode.INTERNAL, String(err), { cause: err })),
+          (err: unknown) =>
+            void out.set(id, err instanceof ThymosError ? err : new ThymosError(ErrorCode.INTERNAL, String(err), { cause: err })),
         ),
       );
     }
@@ -252,7 +284,10 @@ export class RelevanceEvaluator {
 }
 
 /** The context properties the rules, the Pkl declarations and the module read; undefined when a module reads what it does not say. */
-function knownProperties(domain: DomainSchema, module: RelevanceModule | undefined): { agent: Set<string>; global: Set<string> } | undefined {
+function knownProperties(
+  domain: DomainSchema,
+  module: RelevanceModule | undefined,
+): { agent: Set<string>; global: Set<string> } | undefined {
   const declared = domain.contextProperties;
   if (module && !module.contextProperties && declared.agent.length === 0 && declared.global.length === 0) return undefined;
   const agent = new Set([...BUILT_IN_AGENT_PROPERTIES, ...declared.agent, ...(module?.contextProperties?.agent ?? [])]);

@@ -15,7 +15,12 @@ interface LlmTotals {
 /** The supervisor's Prometheus metrics, in a registry of its own (no global state). */
 export class SupervisorMetrics {
   readonly registry = new Registry();
-  readonly agents = new Gauge({ name: 'thymos_agents', help: 'Agents by lifecycle state', labelNames: ['state'] as const, registers: [this.registry] });
+  readonly agents = new Gauge({
+    name: 'thymos_agents',
+    help: 'Agents by lifecycle state',
+    labelNames: ['state'] as const,
+    registers: [this.registry],
+  });
   readonly reconcileSeconds = new Histogram({
     name: 'thymos_reconcile_duration_seconds',
     help: 'Wall time of a reconcile, decisions and process actions included',
@@ -34,13 +39,48 @@ export class SupervisorMetrics {
     buckets: [0.25, 0.5, 1, 2, 5, 10, 30],
     registers: [this.registry],
   });
-  readonly transitions = new Counter({ name: 'thymos_transitions_total', help: 'Transitions done', labelNames: ['kind'] as const, registers: [this.registry] });
-  readonly failures = new Counter({ name: 'thymos_transition_failures_total', help: 'Transitions that failed', labelNames: ['kind', 'code'] as const, registers: [this.registry] });
-  readonly llmCalls = new Counter({ name: 'thymos_llm_calls_total', help: 'Model calls of agents (offline answers not counted)', labelNames: ['agent'] as const, registers: [this.registry] });
-  readonly llmTokens = new Counter({ name: 'thymos_llm_tokens_total', help: 'Model tokens of agents, by direction', labelNames: ['agent', 'direction'] as const, registers: [this.registry] });
-  readonly llmCost = new Counter({ name: 'thymos_llm_cost_total', help: 'What model calls cost, by the [llm.<use>] prices', labelNames: ['agent'] as const, registers: [this.registry] });
-  readonly routed = new Counter({ name: 'thymos_events_routed_total', help: 'World events routed to each agent that hears them (stored for it, heard now or on waking)', labelNames: ['agent'] as const, registers: [this.registry] });
-  readonly toolCalls = new Counter({ name: 'thymos_tool_calls_total', help: 'Calls of declared tools, by agent, tool and how they ended (pending: waiting for approval)', labelNames: ['agent', 'tool', 'status'] as const, registers: [this.registry] });
+  readonly transitions = new Counter({
+    name: 'thymos_transitions_total',
+    help: 'Transitions done',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  readonly failures = new Counter({
+    name: 'thymos_transition_failures_total',
+    help: 'Transitions that failed',
+    labelNames: ['kind', 'code'] as const,
+    registers: [this.registry],
+  });
+  readonly llmCalls = new Counter({
+    name: 'thymos_llm_calls_total',
+    help: 'Model calls of agents (offline answers not counted)',
+    labelNames: ['agent'] as const,
+    registers: [this.registry],
+  });
+  readonly llmTokens = new Counter({
+    name: 'thymos_llm_tokens_total',
+    help: 'Model tokens of agents, by direction',
+    labelNames: ['agent', 'direction'] as const,
+    registers: [this.registry],
+  });
+  readonly llmCost = new Counter({
+    name: 'thymos_llm_cost_total',
+    help: 'What model calls cost, by the [llm.<use>] prices',
+    labelNames: ['agent'] as const,
+    registers: [this.registry],
+  });
+  readonly routed = new Counter({
+    name: 'thymos_events_routed_total',
+    help: 'World events routed to each agent that hears them (stored for it, heard now or on waking)',
+    labelNames: ['agent'] as const,
+    registers: [this.registry],
+  });
+  readonly toolCalls = new Counter({
+    name: 'thymos_tool_calls_total',
+    help: 'Calls of declared tools, by agent, tool and how they ended (pending: waiting for approval)',
+    labelNames: ['agent', 'tool', 'status'] as const,
+    registers: [this.registry],
+  });
   readonly #routedTo = new Map<string, number>();
   /** Per agent: the process it last reported from (its started_at) and the counts it reported. */
   readonly #toolsSeen = new Map<string, { process: string; counts: Map<string, number> }>();

@@ -1,6 +1,6 @@
 import type { LifecycleSettings } from '../../shared/config/fleet-settings.js';
 import type { DomainSchema, LifecycleState } from '../../shared/domain/domain-schema.js';
-import { workOf,type WorkRelevance } from '../../shared/domain/queue-schema.js';
+import { workOf, type WorkRelevance } from '../../shared/domain/queue-schema.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { SkillBacklog } from '../../shared/protocol/job.js';
 
@@ -78,7 +78,16 @@ export class WorkScores {
   #round: Promise<void> | undefined;
   readonly workers: ReadonlySet<string>;
 
-  constructor(o: { domain: DomainSchema; settings: WorkRelevance; lifecycle: LifecycleSettings; backlog: () => Promise<SkillBacklog[]>; logger: Logger; concurrency?: number; entry?: (id: string) => WorkerState | undefined; pins?: ReadonlyMap<string, LifecycleState> }) {
+  constructor(o: {
+    domain: DomainSchema;
+    settings: WorkRelevance;
+    lifecycle: LifecycleSettings;
+    backlog: () => Promise<SkillBacklog[]>;
+    logger: Logger;
+    concurrency?: number;
+    entry?: (id: string) => WorkerState | undefined;
+    pins?: ReadonlyMap<string, LifecycleState>;
+  }) {
     this.#settings = o.settings;
     this.#concurrency = o.concurrency ?? 1;
     this.#entry = o.entry ?? (() => undefined);
@@ -165,7 +174,9 @@ export class WorkScores {
 
   /** A pair's workers ranked by their place (`#group`), by id within each; and how many are up. */
   #ranked(pair: string): { rankOf: Map<string, number>; up: number } {
-    const placed = (this.#workersOf.get(pair) ?? []).map((id, i) => ({ id, group: this.#group(id), i })).sort((a, b) => a.group - b.group || a.i - b.i);
+    const placed = (this.#workersOf.get(pair) ?? [])
+      .map((id, i) => ({ id, group: this.#group(id), i }))
+      .sort((a, b) => a.group - b.group || a.i - b.i);
     return { rankOf: new Map(placed.map((w, rank) => [w.id, rank])), up: placed.filter((w) => w.group === 0).length };
   }
 
@@ -175,7 +186,10 @@ export class WorkScores {
     const row = this.#rows.get(pair);
     const floor = Math.min(1, active + hysteresis + PAST);
     if (row && rank < (this.#demand.get(pair) ?? 0)) {
-      const pressure = Math.min(1, Math.max((row.waiting + row.in_progress) / this.#settings.fullBacklog, row.oldest_ms / this.#settings.urgentAfterMs));
+      const pressure = Math.min(
+        1,
+        Math.max((row.waiting + row.in_progress) / this.#settings.fullBacklog, row.oldest_ms / this.#settings.urgentAfterMs),
+      );
       return floor + (1 - floor) * pressure;
     }
     const asleep = Math.min(1, dormant + hysteresis + PAST);
@@ -201,7 +215,10 @@ export class WorkScores {
         // Stopped while the backlog was read (the fleet going down): wake nobody.
         if (!this.#stopped) await reconcile(this.workers);
       } catch (err) {
-        this.#logger.warn({ err: (err as Error).message }, 'work relevance: reading the backlog or reconciling the workers failed; trying again');
+        this.#logger.warn(
+          { err: (err as Error).message },
+          'work relevance: reading the backlog or reconciling the workers failed; trying again',
+        );
       }
     };
     const next = (ms: number) => {

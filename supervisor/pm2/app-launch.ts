@@ -75,7 +75,10 @@ export class AppLaunch {
 
 /** The error an app that exited while starting leaves: its own code and words when its log has them. */
 async function lastWords(logFile: string, from: number, what: string, exit: AppExit): Promise<ThymosError> {
-  const lines = (await settledLog(logFile, from)).split('\n').map((l) => l.trimEnd()).filter(Boolean);
+  const lines = (await settledLog(logFile, from))
+    .split('\n')
+    .map((l) => l.trimEnd())
+    .filter(Boolean);
   const thymos = lines.map((l) => THYMOS_FAILURE.exec(l)).findLast((m) => m !== null);
   if (thymos) {
     const known = WireErrorSchema.shape.code.safeParse(thymos[1]);
@@ -88,5 +91,8 @@ async function lastWords(logFile: string, from: number, what: string, exit: AppE
     return new ThymosError(code, `${what} exited as it started: ${nats[1]} (log: ${logFile})`);
   }
   const tail = lines.slice(-3).join(' | ') || 'nothing in its log';
-  return new ThymosError(ErrorCode.PROCESS_MANAGER_ERROR, `${what} exited as it started (exit code ${exit.exitCode ?? 'unknown'}): ${tail} (log: ${logFile})`);
+  return new ThymosError(
+    ErrorCode.PROCESS_MANAGER_ERROR,
+    `${what} exited as it started (exit code ${exit.exitCode ?? 'unknown'}): ${tail} (log: ${logFile})`,
+  );
 }

@@ -20,7 +20,16 @@ import type { ProgressMessage, ReconcileReport } from '../../shared/protocol/sup
 import { AppLaunch } from './app-launch.js';
 import { freePort } from './free-port.js';
 import { findNatsServer } from './nats-server-binary.js';
-import { moveJetStreamToFleetAccount, natsServerConfigFile, type NatsUsers, natsUsersIncludeFile, natsUsersIncludeIsCurrent, refuseEarlierNatsServer, reloadNatsUsers, writeNatsServerConfig } from './nats-server-config.js';
+import {
+  moveJetStreamToFleetAccount,
+  natsServerConfigFile,
+  type NatsUsers,
+  natsUsersIncludeFile,
+  natsUsersIncludeIsCurrent,
+  refuseEarlierNatsServer,
+  reloadNatsUsers,
+  writeNatsServerConfig,
+} from './nats-server-config.js';
 import { IDLE_PROCESS_NODE_ARGS, ProcessManager } from './process-manager.js';
 import { thymosBinPath } from './thymos-bin.js';
 
@@ -59,7 +68,11 @@ export async function upFleet(config: ThymosConfig, options: LaunchOptions = {})
     try {
       mkdirSync(dir, { recursive: true });
     } catch (err) {
-      throw new ThymosError(ErrorCode.WRITE_FAILED, `cannot create ${dir} (data_dir${config.file ? ` of ${config.file}` : ''}): ${(err as Error).message}`, { cause: err });
+      throw new ThymosError(
+        ErrorCode.WRITE_FAILED,
+        `cannot create ${dir} (data_dir${config.file ? ` of ${config.file}` : ''}): ${(err as Error).message}`,
+        { cause: err },
+      );
     }
   }
   const daemonPid = readLockPid(join(paths.pm2Home, 'pm2.pid'));
@@ -80,11 +93,18 @@ export async function upFleet(config: ThymosConfig, options: LaunchOptions = {})
     const args = ['supervisor', '--nats-url', natsUrl];
     if (config.file) args.push('--config', config.file);
     const logFile = join(paths.logs, 'supervisor.log');
-    const spec = { name: Pm2Names.supervisor, script: bin, args, nodeArgs: [...IDLE_PROCESS_NODE_ARGS], cwd: config.file ? dirname(config.file) : process.cwd() };
+    const spec = {
+      name: Pm2Names.supervisor,
+      script: bin,
+      args,
+      nodeArgs: [...IDLE_PROCESS_NODE_ARGS],
+      cwd: config.file ? dirname(config.file) : process.cwd(),
+    };
     await launch.start(
       { ...spec, waitReady: true, listenTimeoutMs: 60_000, killTimeoutMs: 10_000, autorestart: true, restartDelayMs: 200, logFile },
       'the supervisor',
-      (signal) => waitForSupervisor(natsUrl, new FleetNames(config.fleet.name), fleetNatsLink(config, 'client', natsUrl), 60_000, logFile, signal),
+      (signal) =>
+        waitForSupervisor(natsUrl, new FleetNames(config.fleet.name), fleetNatsLink(config, 'client', natsUrl), 60_000, logFile, signal),
     );
     const sup = await pm.describe(Pm2Names.supervisor);
     step(`supervisor ready (pid ${sup?.pid}); pm2 ls with PM2_HOME=${paths.pm2Home} shows the fleet`);
@@ -116,26 +136,50 @@ async function checkOwnServer(config: ThymosConfig, paths: FleetPaths, users: Na
     : `run thymos nats-config --server-config <that server's configuration>, add the include line it prints (for ${natsUsersIncludeFile(paths)}) and reload the server`;
   const fixed = ['supervisor', 'client', 'spare'] as const;
   const missing = config.nats.identities ? fixed.filter((who) => !readNatsSeed(config.dataPath, who)) : [];
-  if (missing.length > 0) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `[nats] identities is set but the fleet has no NATS identity for ${missing.join(', ')} in ${natsSecretsDir(config.dataPath)}: ${fix}`);
+  if (missing.length > 0)
+    throw new ThymosError(
+      ErrorCode.NATS_UNAVAILABLE,
+      `[nats] identities is set but the fleet has no NATS identity for ${missing.join(', ')} in ${natsSecretsDir(config.dataPath)}: ${fix}`,
+    );
   const nobody = await admission(url, { tls }, 3000);
   if (nobody.outcome === 'unreachable') {
-    const check = tls ? 'check the URL (its host as the server\'s certificate names it) and [nats] tls_ca, tls_cert, tls_key' : 'start it, or check the URL';
-    throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `the nats-server at ${url} ([nats] url) cannot be reached${over}: ${nobody.reason ?? 'no answer'}; ${check}`);
+    const check = tls
+      ? "check the URL (its host as the server's certificate names it) and [nats] tls_ca, tls_cert, tls_key"
+      : 'start it, or check the URL';
+    throw new ThymosError(
+      ErrorCode.NATS_UNAVAILABLE,
+      `the nats-server at ${url} ([nats] url) cannot be reached${over}: ${nobody.reason ?? 'no answer'}; ${check}`,
+    );
   }
   if (!keyed) {
-    if (nobody.outcome === 'refused') throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `the nats-server at ${url} asks for an identity: set [nats] identities = true and ${fix} (or [nats] credentials, for a server in operator mode)`);
+    if (nobody.outcome === 'refused')
+      throw new ThymosError(
+        ErrorCode.NATS_UNAVAILABLE,
+        `the nats-server at ${url} asks for an identity: set [nats] identities = true and ${fix} (or [nats] credentials, for a server in operator mode)`,
+      );
     step(`the nats-server at ${url} answers${over}`);
     return;
   }
   // A server that admits anyone has not got the fleet's users in force: its keys would prove nothing there.
-  if (nobody.outcome === 'admitted') throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `the nats-server at ${url} admits connections with no identity, so the fleet's users are not in force there: ${fix}`);
+  if (nobody.outcome === 'admitted')
+    throw new ThymosError(
+      ErrorCode.NATS_UNAVAILABLE,
+      `the nats-server at ${url} admits connections with no identity, so the fleet's users are not in force there: ${fix}`,
+    );
   // What the server includes must say what each identity may do today: after an upgrade, or a change of the agents' work, it says otherwise.
   if (config.nats.identities && !natsUsersIncludeIsCurrent(paths, users)) {
-    throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `${natsUsersIncludeFile(paths)} does not say what the fleet's identities may do today (Thymos was upgraded, or the agents' work changed): ${fix}`);
+    throw new ThymosError(
+      ErrorCode.NATS_UNAVAILABLE,
+      `${natsUsersIncludeFile(paths)} does not say what the fleet's identities may do today (Thymos was upgraded, or the agents' work changed): ${fix}`,
+    );
   }
   const refused: string[] = [];
   for (const who of fixed) if ((await admission(url, fleetNatsLink(config, who, url), 3000)).outcome !== 'admitted') refused.push(who);
-  if (refused.length > 0) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `the nats-server at ${url} does not admit the fleet's identities ${refused.join(', ')}: ${fix}`);
+  if (refused.length > 0)
+    throw new ThymosError(
+      ErrorCode.NATS_UNAVAILABLE,
+      `the nats-server at ${url} does not admit the fleet's identities ${refused.join(', ')}: ${fix}`,
+    );
   step(`the nats-server at ${url} admits the fleet's identities${over} and nobody else`);
 }
 
@@ -144,7 +188,14 @@ async function checkOwnServer(config: ThymosConfig, paths: FleetPaths, users: Na
  * (`data/run/fleet.json`), else a free one; started unless it is online. A port another
  * process holds fails at once, naming where the port comes from.
  */
-async function ensureNats(config: ThymosConfig, pm: ProcessManager, launch: AppLaunch, binary: string, users: NatsUsers, step: (line: string) => void): Promise<string> {
+async function ensureNats(
+  config: ThymosConfig,
+  pm: ProcessManager,
+  launch: AppLaunch,
+  binary: string,
+  users: NatsUsers,
+  step: (line: string) => void,
+): Promise<string> {
   const paths = fleetPaths(config.dataPath);
   const previous = readFleetInfo(config);
   const remembered = previous?.managed_nats ? previous.nats_port : null;
@@ -153,7 +204,9 @@ async function ensureNats(config: ThymosConfig, pm: ProcessManager, launch: AppL
   const nats = await pm.describe(Pm2Names.nats);
   // Who may connect: the supervisor, the client library and CLI, the approver, the pool's spares,
   // and each agent of the domain (the supervisor makes theirs as it starts). Made when missing.
-  const made = (['supervisor', 'client', 'approver', 'spare', 'system'] as const).filter((who) => ensureNatsIdentity(paths.data, who).created);
+  const made = (['supervisor', 'client', 'approver', 'spare', 'system'] as const).filter(
+    (who) => ensureNatsIdentity(paths.data, who).created,
+  );
   if (nats?.status === 'online') {
     if (!existsSync(natsServerConfigFile(paths))) {
       throw new ThymosError(
@@ -169,14 +222,21 @@ async function ensureNats(config: ThymosConfig, pm: ProcessManager, launch: AppL
   } else {
     if (nats) await pm.delete(Pm2Names.nats);
     if (await portTaken('127.0.0.1', port)) {
-      const where = config.nats.port ? `[nats] port in ${config.file ?? 'the configuration'}` : `remembered from the fleet's last run in ${paths.fleetFile}`;
+      const where = config.nats.port
+        ? `[nats] port in ${config.file ?? 'the configuration'}`
+        : `remembered from the fleet's last run in ${paths.fleetFile}`;
       const fix = config.nats.port ? 'set another [nats] port' : `delete ${paths.fleetFile} to have a free port chosen`;
-      throw new ThymosError(ErrorCode.PORT_IN_USE, `127.0.0.1:${port}, the fleet's NATS port (${where}), is in use by another process: stop it, or ${fix}`, {
-        details: { port },
-      });
+      throw new ThymosError(
+        ErrorCode.PORT_IN_USE,
+        `127.0.0.1:${port}, the fleet's NATS port (${where}), is in use by another process: stop it, or ${fix}`,
+        {
+          details: { port },
+        },
+      );
     }
     mkdirSync(paths.nats, { recursive: true });
-    if (moveJetStreamToFleetAccount(paths)) step(`moved the JetStream store of an earlier version into the fleet's own account (${paths.nats})`);
+    if (moveJetStreamToFleetAccount(paths))
+      step(`moved the JetStream store of an earlier version into the fleet's own account (${paths.nats})`);
     const configFile = writeNatsServerConfig(paths, port, users).file;
     step(`starting nats-server on 127.0.0.1:${port} (JetStream in ${paths.nats}, users in ${configFile})`);
     const logFile = join(paths.logs, 'nats-server.log');
@@ -211,7 +271,10 @@ export interface DownResult {
  * supervisor, the managed nats-server and the fleet's pm2 daemon. If the supervisor does
  * not answer, agents are stopped by pm2 directly (SIGINT: each snapshots on its way out).
  */
-export async function downFleet(config: ThymosConfig, options: LaunchOptions & { onProgress?: (p: ProgressMessage) => void } = {}): Promise<DownResult> {
+export async function downFleet(
+  config: ThymosConfig,
+  options: LaunchOptions & { onProgress?: (p: ProgressMessage) => void } = {},
+): Promise<DownResult> {
   const step = options.onStep ?? (() => undefined);
   const paths = fleetPaths(config.dataPath);
   const daemonPid = readLockPid(join(paths.pm2Home, 'pm2.pid'));
@@ -230,7 +293,11 @@ export async function downFleet(config: ThymosConfig, options: LaunchOptions & {
       });
       if (nc) {
         try {
-          report = await SupervisorRequester.control(nc, config.supervisor.request_timeout_ms, new FleetNames(config.fleet.name)).request('stop_all', {}, { onProgress: options.onProgress, watch: true });
+          report = await SupervisorRequester.control(nc, config.supervisor.request_timeout_ms, new FleetNames(config.fleet.name)).request(
+            'stop_all',
+            {},
+            { onProgress: options.onProgress, watch: true },
+          );
         } catch (err) {
           step(`the supervisor could not stop the agents (${toThymosError(err).message}); stopping them through pm2`);
         } finally {
@@ -274,7 +341,14 @@ async function waitForPort(port: number, ms: number, log: string, signal: AbortS
   throw new ThymosError(ErrorCode.STARTUP_TIMEOUT, `nats-server did not listen on 127.0.0.1:${port} within ${ms} ms (log: ${log})`);
 }
 
-async function waitForSupervisor(natsUrl: string, names: FleetNames, link: NatsLink, ms: number, log: string, signal: AbortSignal): Promise<void> {
+async function waitForSupervisor(
+  natsUrl: string,
+  names: FleetNames,
+  link: NatsLink,
+  ms: number,
+  log: string,
+  signal: AbortSignal,
+): Promise<void> {
   const deadline = Date.now() + ms;
   const pending = connectNats({ servers: natsUrl, name: 'thymos-up', ...link, who: 'client' });
   const nc = await withDeadline(pending, ms, () => {
@@ -291,7 +365,10 @@ async function waitForSupervisor(natsUrl: string, names: FleetNames, link: NatsL
       } catch (err) {
         signal.throwIfAborted();
         if (Date.now() > deadline) {
-          throw new ThymosError(ErrorCode.STARTUP_TIMEOUT, `the supervisor did not answer within ${ms} ms: ${toThymosError(err).message} (log: ${log})`);
+          throw new ThymosError(
+            ErrorCode.STARTUP_TIMEOUT,
+            `the supervisor did not answer within ${ms} ms: ${toThymosError(err).message} (log: ${log})`,
+          );
         }
         await sleep(200);
       }

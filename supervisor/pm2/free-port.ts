@@ -1,7 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:net';
 
-
 /** A port free on 127.0.0.1 right now (the kernel picks it). */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -14,6 +14,15 @@ export {
   natsServerInstallCommand,
   natsServerVersion,
 } from './nats-server-binary.js';
-export { AUTH_ERRORS, natsServerConfigFile, type NatsUsers, natsUsersIncludeFile, refuseEarlierNatsServer, reloadNatsUsers, writeNatsServerConfig, writeNatsUsersInclude } from './nats-server-config.js';
+export {
+  AUTH_ERRORS,
+  natsServerConfigFile,
+  type NatsUsers,
+  natsUsersIncludeFile,
+  refuseEarlierNatsServer,
+  reloadNatsUsers,
+  writeNatsServerConfig,
+  writeNatsUsersInclude,
+} from './nats-server-config.js';
 export { type AppExit, type AppSpec, IDLE_PROCESS_NODE_ARGS, type ProcessInfo, ProcessManager } from './process-manager.js';
 export { thymosBinPath } from './thymos-bin.js';

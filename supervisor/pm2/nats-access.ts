@@ -8,7 +8,14 @@ import { readFleetInfo } from '../../shared/config/fleet-runtime.js';
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { connectsAs } from '../../shared/nats/nats-connection.js';
-import { agentIdentity, ensureNatsIdentity, natsCredentialsFile, readNatsSeed, removeNatsIdentity, staleAgentIdentities } from '../../shared/nats/nats-identity.js';
+import {
+  agentIdentity,
+  ensureNatsIdentity,
+  natsCredentialsFile,
+  readNatsSeed,
+  removeNatsIdentity,
+  staleAgentIdentities,
+} from '../../shared/nats/nats-identity.js';
 import { isAlive } from '../../shared/platform/data-lock.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import { logOffset, settledLog } from './log-tail.js';
@@ -76,7 +83,8 @@ export class NatsAccess {
           throw err;
         }
       }
-      if (granted.length > 0) this.#o.logger.info({ agents: granted.length }, 'nats identities made for the agents of the domain that had none');
+      if (granted.length > 0)
+        this.#o.logger.info({ agents: granted.length }, 'nats identities made for the agents of the domain that had none');
       if (revoked.length > 0) this.#o.logger.info({ agents: revoked }, 'nats identities revoked: agents no longer in the domain');
       return { granted, revoked };
     });
@@ -121,8 +129,15 @@ export class NatsAccess {
       if (admitted && !open && !stale) return;
       if (performance.now() >= deadline) {
         const said = (await settledLog(log, from)).trim().split('\n').slice(-3).join(' | ');
-        const what = !admitted ? `did not admit ${agentIdentity(admit!)}` : open ? 'still admits connections with no identity (was it started by an earlier version? thymos down && thymos up restarts it with its users)' : 'still admits a removed identity';
-        throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `nats-server ${what} within ${ADMITTED_WITHIN_MS} ms of reloading its users; it said: ${said || 'nothing'} (log: ${log})`);
+        const what = !admitted
+          ? `did not admit ${agentIdentity(admit!)}`
+          : open
+            ? 'still admits connections with no identity (was it started by an earlier version? thymos down && thymos up restarts it with its users)'
+            : 'still admits a removed identity';
+        throw new ThymosError(
+          ErrorCode.NATS_UNAVAILABLE,
+          `nats-server ${what} within ${ADMITTED_WITHIN_MS} ms of reloading its users; it said: ${said || 'nothing'} (log: ${log})`,
+        );
       }
       if (admitted) await sleep(50);
     }
@@ -133,12 +148,16 @@ export class NatsAccess {
     const port = readFleetInfo(this.#o.config)?.nats_port;
     const nats = await this.#o.processes.describe(Pm2Names.nats);
     if (!port || nats?.status !== 'online' || !nats.pid || !isAlive(nats.pid)) {
-      throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, 'the managed nats-server is not running: its users cannot be reloaded (thymos up starts it)');
+      throw new ThymosError(
+        ErrorCode.NATS_UNAVAILABLE,
+        'the managed nats-server is not running: its users cannot be reloaded (thymos up starts it)',
+      );
     }
     reloadNatsUsers(this.#o.paths, port, nats.pid, this.#o.users, this.#skipped);
   }
 
-  readonly #skipped = (file: string, reason: string) => this.#o.logger.warn({ file, reason }, "a NATS identity file was left out of the server's users");
+  readonly #skipped = (file: string, reason: string) =>
+    this.#o.logger.warn({ file, reason }, "a NATS identity file was left out of the server's users");
 
   /** On a server the user runs with the fleet's users (`[nats] identities`), an agent must have its key already: Thymos cannot give that server a new user. */
   async #ownServerGrant(id: string): Promise<void> {
@@ -147,10 +166,16 @@ export class NatsAccess {
     if (config.natsCredentialsPath !== undefined) {
       const file = natsCredentialsFile(config, agentIdentity(id));
       if (existsSync(file)) return;
-      throw new ThymosError(ErrorCode.AGENT_START_FAILED, `${id} has no NATS credentials file ${file} ([nats] credentials): make one for user ${agentIdentity(id)} in the fleet's account (e.g. nsc generate creds)`);
+      throw new ThymosError(
+        ErrorCode.AGENT_START_FAILED,
+        `${id} has no NATS credentials file ${file} ([nats] credentials): make one for user ${agentIdentity(id)} in the fleet's account (e.g. nsc generate creds)`,
+      );
     }
     if (!config.nats.identities || readNatsSeed(config.dataPath, agentIdentity(id))) return;
-    throw new ThymosError(ErrorCode.AGENT_START_FAILED, `${id} has no NATS identity, and the nats-server at ${config.nats.url} is yours: run thymos nats-config, then reload that server, to give it one`);
+    throw new ThymosError(
+      ErrorCode.AGENT_START_FAILED,
+      `${id} has no NATS identity, and the nats-server at ${config.nats.url} is yours: run thymos nats-config, then reload that server, to give it one`,
+    );
   }
 
   #serial<T>(run: () => Promise<T>): Promise<T> {

@@ -104,13 +104,14 @@ export async function ensureNatsServer(options: EnsureNatsServerOptions = {}): P
   if (!(host.platform === 'linux' && host.apt && host.root)) throw missing(host);
   const step = options.onStep ?? ((line: string) => void process.stderr.write(`${line}\n`));
   step(
-    'nats-server is not installed: installing Debian\'s package (apt-get update; apt-get install -y --no-install-recommends nats-server). ' +
+    "nats-server is not installed: installing Debian's package (apt-get update; apt-get install -y --no-install-recommends nats-server). " +
       "The package also adds a system user 'nats' and a nats-server.service that systemd starts on 127.0.0.1:4222; Thymos runs its own nats-server under pm2 and does not use it (systemctl disable --now nats-server stops it)",
   );
   await aptGet(['update', '-qq'], host);
   await aptGet(['install', '-y', '-qq', '--no-install-recommends', 'nats-server'], host);
   const path = locateNatsServer(host);
-  if (path === undefined) throw missing(host, 'apt-get installed the nats-server package but no nats-server binary is in the searched directories');
+  if (path === undefined)
+    throw missing(host, 'apt-get installed the nats-server package but no nats-server binary is in the searched directories');
   step(`installed ${path}`);
   return { path, installed: true };
 }

@@ -36,7 +36,12 @@ const SYSTEM_PERMISSIONS = { publish: { deny: ['>'] }, subscribe: { allow: [AUTH
  * none of them is refused. Written again, then reloaded, whenever the fleet gains or loses an
  * identity or an agent's work changes. Whether the text changed.
  */
-export function writeNatsServerConfig(paths: FleetPaths, port: number, users: NatsUsers, skipped?: (file: string, reason: string) => void): { file: string; changed: boolean } {
+export function writeNatsServerConfig(
+  paths: FleetPaths,
+  port: number,
+  users: NatsUsers,
+  skipped?: (file: string, reason: string) => void,
+): { file: string; changed: boolean } {
   const identities = listNatsIdentities(paths.data, skipped);
   const text = [
     `listen: ${JSON.stringify(`127.0.0.1:${port}`)}`,
@@ -47,10 +52,16 @@ export function writeNatsServerConfig(paths: FleetPaths, port: number, users: Na
     'accounts {',
     `  ${FLEET_ACCOUNT}: {`,
     '    jetstream: enabled',
-    ...userLines(identities.filter((i) => i.who !== 'system'), users).map((l) => `  ${l}`),
+    ...userLines(
+      identities.filter((i) => i.who !== 'system'),
+      users,
+    ).map((l) => `  ${l}`),
     '  }',
     `  ${SYSTEM_ACCOUNT}: {`,
-    ...userLines(identities.filter((i) => i.who === 'system'), users).map((l) => `  ${l}`),
+    ...userLines(
+      identities.filter((i) => i.who === 'system'),
+      users,
+    ).map((l) => `  ${l}`),
     '  }',
     '}',
     `system_account: ${SYSTEM_ACCOUNT}`,
@@ -81,7 +92,10 @@ export function moveJetStreamToFleetAccount(paths: FleetPaths): boolean {
   const to = join(paths.nats, 'jetstream', FLEET_ACCOUNT);
   if (!existsSync(from)) return false;
   if (existsSync(to)) {
-    throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `the fleet's JetStream store is in both ${from} (an earlier version's) and ${to}: move the one to keep to ${to} and delete the other, with the fleet down`);
+    throw new ThymosError(
+      ErrorCode.NATS_UNAVAILABLE,
+      `the fleet's JetStream store is in both ${from} (an earlier version's) and ${to}: move the one to keep to ${to} and delete the other, with the fleet down`,
+    );
   }
   renameSync(from, to);
   return true;
@@ -97,7 +111,11 @@ export function natsUsersIncludeFile(paths: FleetPaths): string {
  * its configuration): the same users and permissions as the managed server's, public keys only.
  * Returns the file, whether it changed, and who is in it.
  */
-export function writeNatsUsersInclude(paths: FleetPaths, users: NatsUsers, skipped?: (file: string, reason: string) => void): { file: string; changed: boolean; who: string[] } {
+export function writeNatsUsersInclude(
+  paths: FleetPaths,
+  users: NatsUsers,
+  skipped?: (file: string, reason: string) => void,
+): { file: string; changed: boolean; who: string[] } {
   const { text, who } = natsUsersInclude(paths, users, skipped);
   return { ...writeIfChanged(natsUsersIncludeFile(paths), text, 0o644), who };
 }
@@ -111,10 +129,21 @@ export function natsUsersIncludeIsCurrent(paths: FleetPaths, users: NatsUsers): 
   return existsSync(file) && readFileSync(file, 'utf8') === natsUsersInclude(paths, users).text;
 }
 
-function natsUsersInclude(paths: FleetPaths, users: NatsUsers, skipped?: (file: string, reason: string) => void): { text: string; who: string[] } {
+function natsUsersInclude(
+  paths: FleetPaths,
+  users: NatsUsers,
+  skipped?: (file: string, reason: string) => void,
+): { text: string; who: string[] } {
   // The system identity is the managed server's own: a server you run has its own system account.
   const identities = listNatsIdentities(paths.data, skipped).filter((i) => i.who !== 'system');
-  const text = ['# The users of the Thymos fleet whose data directory is', `# ${paths.data}, written by thymos nats-config.`, 'authorization {', ...userLines(identities, users), '}', ''].join('\n');
+  const text = [
+    '# The users of the Thymos fleet whose data directory is',
+    `# ${paths.data}, written by thymos nats-config.`,
+    'authorization {',
+    ...userLines(identities, users),
+    '}',
+    '',
+  ].join('\n');
   return { text, who: identities.map((i) => i.who) };
 }
 
@@ -146,13 +175,22 @@ function writeIfChanged(file: string, text: string, mode: number): { file: strin
  * Writes the server's users again and has the server at `pid` reload them (SIGHUP); a pid that
  * is gone or not ours is NATS_UNAVAILABLE.
  */
-export function reloadNatsUsers(paths: FleetPaths, port: number, pid: number, users: NatsUsers, skipped?: (file: string, reason: string) => void): void {
+export function reloadNatsUsers(
+  paths: FleetPaths,
+  port: number,
+  pid: number,
+  users: NatsUsers,
+  skipped?: (file: string, reason: string) => void,
+): void {
   refuseEarlierNatsServer(paths, pid);
   writeNatsServerConfig(paths, port, users, skipped);
   try {
     process.kill(pid, 'SIGHUP');
   } catch (err) {
-    throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `the managed nats-server (pid ${pid}) could not be told to reload its users: ${(err as Error).message}`);
+    throw new ThymosError(
+      ErrorCode.NATS_UNAVAILABLE,
+      `the managed nats-server (pid ${pid}) could not be told to reload its users: ${(err as Error).message}`,
+    );
   }
 }
 

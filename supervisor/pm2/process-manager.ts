@@ -168,7 +168,13 @@ export class ProcessManager {
       bus.on('process:event', (packet) => {
         if (packet.event !== 'exit' || !packet.process?.name) return;
         const p = packet.process;
-        const exit: AppExit = { name: p.name ?? '', status: p.status ?? 'unknown', restarts: p.restart_time ?? 0, exitCode: p.exit_code ?? null, at: packet.at ?? Date.now() };
+        const exit: AppExit = {
+          name: p.name ?? '',
+          status: p.status ?? 'unknown',
+          restarts: p.restart_time ?? 0,
+          exitCode: p.exit_code ?? null,
+          at: packet.at ?? Date.now(),
+        };
         for (const l of this.#exitListeners) l(exit);
       }),
     );

@@ -5,7 +5,6 @@ import type { Logger } from '../../shared/platform/logger.js';
 import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
 import { AUTH_ERRORS } from '../pm2/nats-server-config.js';
 
-
 /** The part of nats-server's `client_disconnect` advisory that says who was refused. */
 const AuthErrorSchema = z.looseObject({
   client: z.looseObject({
@@ -50,7 +49,11 @@ export function logRefusedConnections(system: NatsConnection, logger: Logger): S
       if (!advisory.success) return;
       const now = Date.now();
       if (now - windowStart >= WINDOW_MS) {
-        if (counted > 0) logger.warn({ code: 'UNAUTHORIZED', refused: counted }, `nats-server refused ${counted} more connection(s), past ${PER_WINDOW} in ${WINDOW_MS / 1000} s, not logged one by one`);
+        if (counted > 0)
+          logger.warn(
+            { code: 'UNAUTHORIZED', refused: counted },
+            `nats-server refused ${counted} more connection(s), past ${PER_WINDOW} in ${WINDOW_MS / 1000} s, not logged one by one`,
+          );
         [windowStart, logged, counted] = [now, 0, 0];
       }
       if (++logged > PER_WINDOW) {

@@ -99,28 +99,88 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     });
     for (const move of jsm ? await moveLegacyInboxes(jsm, config.events, names) : []) {
       logger.info(move, 'inbox of an earlier version emptied into the agent’s inbox of today');
-      if (move.skipped > 0) logger.warn(move, 'messages in an inbox of an earlier version that are not messages to this agent were left behind');
+      if (move.skipped > 0)
+        logger.warn(move, 'messages in an inbox of an earlier version that are not messages to this agent were left behind');
     }
     const jobs = await openJobQueues(jsm, nc, domain, names, config, logger, cleanup, (id) => registry.get(id));
     const evaluator = await relevanceEvaluator(config, domain, link, jobs.work);
-    const world = await WorldStore.open({ db, tables: domain.worldTables, nc, names, leaseMs: config.world.lease_ms, maxSubscriptions: config.world.max_subscriptions, logger });
+    const world = await WorldStore.open({
+      db,
+      tables: domain.worldTables,
+      nc,
+      names,
+      leaseMs: config.world.lease_ms,
+      maxSubscriptions: config.world.max_subscriptions,
+      logger,
+    });
     cleanup.push(() => world.close());
     let controller: FleetController | undefined;
-    const pool = await openPool({ config, paths, processes, logger, natsUrl, thymosBin: thymosBinPath(), wakesDone: async () => controller?.wakesDone() }, cleanup);
+    const pool = await openPool(
+      { config, paths, processes, logger, natsUrl, thymosBin: thymosBinPath(), wakesDone: async () => controller?.wakesDone() },
+      cleanup,
+    );
     // Every agent of the domain gets its NATS identity; one that left the domain loses its own.
     const access = new NatsAccess({ config, paths, processes, natsUrl, logger, users: { names, work: domainWork(domain) } });
     await access.sync(Object.keys(domain.agents));
-    controller = new FleetController({ access, config, domain, paths, registry, processes, nc, names, link, natsUrl, evaluator, metrics, logger, thymosBin: thymosBinPath(), jsm, pool, onStopped: (id) => world.endOwner(id) });
+    controller = new FleetController({
+      access,
+      config,
+      domain,
+      paths,
+      registry,
+      processes,
+      nc,
+      names,
+      link,
+      natsUrl,
+      evaluator,
+      metrics,
+      logger,
+      thymosBin: thymosBinPath(),
+      jsm,
+      pool,
+      onStopped: (id) => world.endOwner(id),
+    });
     await controller.adopt();
     controller.watchHeartbeats();
     jobs.work?.start((only) => controller.reconcile(ReconcileContextSchema.parse({}), { only }));
     cleanup.push(() => jobs.work?.stop());
-    if (jsm) await startRouter({ nc, names, domain, settings: config.events, registry, evaluator, hints, onRouted: (ids) => metrics.countRouted(ids), logger }, cleanup);
+    if (jsm)
+      await startRouter(
+        { nc, names, domain, settings: config.events, registry, evaluator, hints, onRouted: (ids) => metrics.countRouted(ids), logger },
+        cleanup,
+      );
     const metricsUrl = await metrics.listen('127.0.0.1', config.supervisor.metrics_port);
     cleanup.push(() => metrics.close());
-    const self: FleetStatus['supervisor'] = { pid: process.pid, started_at: new Date().toISOString(), metrics_url: metricsUrl, nats_url: natsUrl };
+    const self: FleetStatus['supervisor'] = {
+      pid: process.pid,
+      started_at: new Date().toISOString(),
+      metrics_url: metricsUrl,
+      nats_url: natsUrl,
+    };
     const audit = new AuditLog(paths.audit, logger);
-    const apis = [supervisorControlApi(nc, names, { controller, approvals: await openApprovals(db, link, config, logger, cleanup), endpoints: new AgentEndpoints({ domain, config, entry: (id) => registry.get(id), stopping: (id) => controller!.stopping(id), wake: (id, onProgress) => controller!.operate('start', id, { mode: 'active', onProgress }) }), jobs }, audit, () => ({ ...self, pool: pool?.stats() ?? null }), logger), worldControlApi(nc, world, logger, names)];
+    const apis = [
+      supervisorControlApi(
+        nc,
+        names,
+        {
+          controller,
+          approvals: await openApprovals(db, link, config, logger, cleanup),
+          endpoints: new AgentEndpoints({
+            domain,
+            config,
+            entry: (id) => registry.get(id),
+            stopping: (id) => controller!.stopping(id),
+            wake: (id, onProgress) => controller!.operate('start', id, { mode: 'active', onProgress }),
+          }),
+          jobs,
+        },
+        audit,
+        () => ({ ...self, pool: pool?.stats() ?? null }),
+        logger,
+      ),
+      worldControlApi(nc, world, logger, names),
+    ];
     for (const api of apis) {
       api.start();
       cleanup.push(() => api.stop());
@@ -159,7 +219,16 @@ interface JobQueues {
 }
 
 /** The work queues: a stream per queue, a consumer per skill that serves it (shared/nats/job-queue.ts); their backlog and dead letters. */
-async function openJobQueues(jsm: JetStreamManager | undefined, nc: NatsConnection, domain: DomainSchema, names: FleetNames, config: ThymosConfig, logger: Logger, cleanup: CleanupStack, entry: (id: string) => WorkerState | undefined): Promise<JobQueues> {
+async function openJobQueues(
+  jsm: JetStreamManager | undefined,
+  nc: NatsConnection,
+  domain: DomainSchema,
+  names: FleetNames,
+  config: ThymosConfig,
+  logger: Logger,
+  cleanup: CleanupStack,
+  entry: (id: string) => WorkerState | undefined,
+): Promise<JobQueues> {
   const skills = queueSkills(domain);
   if (jsm) await ensureJobQueues(jsm, domain.queues, skills, names);
   // A worker that died on a job's last delivery: the job is caught from the advisory.
@@ -169,9 +238,22 @@ async function openJobQueues(jsm: JetStreamManager | undefined, nc: NatsConnecti
     if (!jsm) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, 'the NATS server has no JetStream: there are no work queues');
     return jsm;
   };
-  const backlog = async (queue?: string) => (jsm ? jobBacklog(jsm, queue === undefined ? Object.keys(domain.queues) : [queue], skills, names) : []);
+  const backlog = async (queue?: string) =>
+    jsm ? jobBacklog(jsm, queue === undefined ? Object.keys(domain.queues) : [queue], skills, names) : [];
   return {
-    work: domain.workRelevance && jsm ? new WorkScores({ domain, settings: domain.workRelevance, lifecycle: config.lifecycle, backlog, logger, concurrency: config.jobs.concurrency, entry, pins: fleetPins(domain, config) }) : undefined,
+    work:
+      domain.workRelevance && jsm
+        ? new WorkScores({
+            domain,
+            settings: domain.workRelevance,
+            lifecycle: config.lifecycle,
+            backlog,
+            logger,
+            concurrency: config.jobs.concurrency,
+            entry,
+            pins: fleetPins(domain, config),
+          })
+        : undefined,
     backlog,
     dead: async (limit, queue) => (jsm ? deadLetters(jsm, limit, queue, names) : []),
     requeue: (seq) => requeueDeadLetter(js(), nc, seq, names),
@@ -191,8 +273,16 @@ async function startRouter(
 }
 
 /** Takes the fleet's lock and opens its database and registry while the domain schema (a Pkl child process) loads. */
-async function openFleetState(config: ThymosConfig, paths: FleetPaths, cleanup: CleanupStack): Promise<{ db: Surreal; registry: AgentRegistry; domain: DomainSchema }> {
-  const lock = DataLock.acquire(paths.data, { file: 'supervisor.pid', name: `the supervisor of ${paths.data}`, code: ErrorCode.SUPERVISOR_ALREADY_RUNNING });
+async function openFleetState(
+  config: ThymosConfig,
+  paths: FleetPaths,
+  cleanup: CleanupStack,
+): Promise<{ db: Surreal; registry: AgentRegistry; domain: DomainSchema }> {
+  const lock = DataLock.acquire(paths.data, {
+    file: 'supervisor.pid',
+    name: `the supervisor of ${paths.data}`,
+    code: ErrorCode.SUPERVISOR_ALREADY_RUNNING,
+  });
   cleanup.push(() => lock.release());
   const domainPromise = config.domainSchemaPath ? loadDomainSchema(config.domainSchemaPath) : Promise.resolve(EMPTY_DOMAIN);
   domainPromise.catch(() => undefined);
@@ -228,7 +318,10 @@ async function watchRefusals(config: ThymosConfig, natsUrl: string, logger: Logg
   const seed = fleetNatsSeed(config, 'system', natsUrl);
   const system = seed ? await connectWithin(natsUrl, NATS_CONNECT_MS, { seed }, 'system').catch(() => undefined) : undefined;
   if (!system) {
-    logger.warn({ identity: 'system' }, 'refused connections are not logged: the system identity has no key, or the server did not admit it (thymos up makes it)');
+    logger.warn(
+      { identity: 'system' },
+      'refused connections are not logged: the system identity has no key, or the server did not admit it (thymos up makes it)',
+    );
     return;
   }
   cleanup.push(() => closeNats(system));
@@ -236,8 +329,18 @@ async function watchRefusals(config: ThymosConfig, natsUrl: string, logger: Logg
 }
 
 /** A NATS connection within `ms`, or NATS_UNAVAILABLE; a connection that comes late is closed. */
-async function connectWithin(natsUrl: string, ms: number, link: NatsLink, who: 'supervisor' | 'system' = 'supervisor'): Promise<NatsConnection> {
-  const pending = connectNats({ servers: natsUrl, name: who === 'system' ? 'thymos-supervisor-system' : 'thymos-supervisor', ...link, who });
+async function connectWithin(
+  natsUrl: string,
+  ms: number,
+  link: NatsLink,
+  who: 'supervisor' | 'system' = 'supervisor',
+): Promise<NatsConnection> {
+  const pending = connectNats({
+    servers: natsUrl,
+    name: who === 'system' ? 'thymos-supervisor-system' : 'thymos-supervisor',
+    ...link,
+    who,
+  });
   return withDeadline(pending, ms, () => {
     void pending.then((late) => late.close()).catch(() => undefined);
     throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `NATS at ${natsUrl} did not accept a connection within ${ms} ms`);
@@ -245,7 +348,12 @@ async function connectWithin(natsUrl: string, ms: number, link: NatsLink, who: '
 }
 
 /** The fleet's relevance evaluator; an agent asked for its own score that does not answer in time gives none. */
-async function relevanceEvaluator(config: ThymosConfig, domain: DomainSchema, link: AgentLink, work: WorkScores | undefined): Promise<RelevanceEvaluator> {
+async function relevanceEvaluator(
+  config: ThymosConfig,
+  domain: DomainSchema,
+  link: AgentLink,
+  work: WorkScores | undefined,
+): Promise<RelevanceEvaluator> {
   const timeout = config.supervisor.evaluate_timeout_ms;
   return new RelevanceEvaluator({
     domain,
@@ -271,7 +379,13 @@ async function closeNats(nc: NatsConnection): Promise<void> {
  * extracts on its own) and its embedding service, when `[embedding]` is enabled and its model
  * loads (without it agents recall with BM25 only).
  */
-async function serveTextModels(config: ThymosConfig, nc: NatsConnection, names: FleetNames, logger: Logger, cleanup: CleanupStack): Promise<TextModels> {
+async function serveTextModels(
+  config: ThymosConfig,
+  nc: NatsConnection,
+  names: FleetNames,
+  logger: Logger,
+  cleanup: CleanupStack,
+): Promise<TextModels> {
   const served: TextModels = {};
   if (config.memory.concepts) {
     const tagger = new CompromiseExtractor();
@@ -299,16 +413,31 @@ async function serveTextModels(config: ThymosConfig, nc: NatsConnection, names: 
 function eventHints({ concepts, embedding }: TextModels): EventRouterOptions['hints'] {
   if (!concepts && !embedding) return undefined;
   return async (text) => {
-    const [found, vectors] = await Promise.all([concepts?.extract([text]).catch(() => undefined), embedding?.embed([text]).catch(() => undefined)]);
+    const [found, vectors] = await Promise.all([
+      concepts?.extract([text]).catch(() => undefined),
+      embedding?.embed([text]).catch(() => undefined),
+    ]);
     const values = vectors?.[0];
     return { concepts: found?.[0], vector: values && embedding ? { model: embedding.model, values } : undefined };
   };
 }
 
 /** The calls waiting for approval: decisions go to running agents over their control subject; past their deadline, calls are refused. */
-async function openApprovals(db: Surreal, link: AgentLink, config: ThymosConfig, logger: Logger, cleanup: CleanupStack): Promise<ApprovalBook> {
-  const deliver = (agent: string, call_id: string, decision: ApprovalDecision) => link.control(agent, { op: 'decide_call', call_id, decision }, config.supervisor.request_timeout_ms);
-  const approvals = await ApprovalBook.open(db, deliver, { approvalTimeoutS: config.tools.approval_timeout_s, maxPending: config.tools.max_pending }, logger);
+async function openApprovals(
+  db: Surreal,
+  link: AgentLink,
+  config: ThymosConfig,
+  logger: Logger,
+  cleanup: CleanupStack,
+): Promise<ApprovalBook> {
+  const deliver = (agent: string, call_id: string, decision: ApprovalDecision) =>
+    link.control(agent, { op: 'decide_call', call_id, decision }, config.supervisor.request_timeout_ms);
+  const approvals = await ApprovalBook.open(
+    db,
+    deliver,
+    { approvalTimeoutS: config.tools.approval_timeout_s, maxPending: config.tools.max_pending },
+    logger,
+  );
   approvals.startSweeping();
   cleanup.push(() => approvals.stop());
   return approvals;
@@ -318,7 +447,12 @@ async function openApprovals(db: Surreal, link: AgentLink, config: ThymosConfig,
 function supervisorControlApi(
   nc: NatsConnection,
   names: FleetNames,
-  { controller, approvals, endpoints, jobs }: { controller: FleetController; approvals: ApprovalBook; endpoints: AgentEndpoints; jobs: JobQueues },
+  {
+    controller,
+    approvals,
+    endpoints,
+    jobs,
+  }: { controller: FleetController; approvals: ApprovalBook; endpoints: AgentEndpoints; jobs: JobQueues },
   audit: AuditLog,
   supervisor: () => FleetStatus['supervisor'],
   logger: Logger,
@@ -330,13 +464,43 @@ function supervisorControlApi(
       results: SupervisorResultSchemas,
       subject: (op) => names.supervisor(op),
       // An agent's own calls come on its own subjects, so who asks is known, not claimed.
-      agents: { subject: (id, op) => names.agentSupervisor(id, op), ops: new Set(['ping', 'call_pending', 'agent_endpoint', 'job_give_up']), only: new Set(['call_pending', 'agent_endpoint', 'job_give_up']) },
+      agents: {
+        subject: (id, op) => names.agentSupervisor(id, op),
+        ops: new Set(['ping', 'call_pending', 'agent_endpoint', 'job_give_up']),
+        only: new Set(['call_pending', 'agent_endpoint', 'job_give_up']),
+      },
       // Decisions only on the approver's subjects: an identity apart from whoever calls agents' tools (the client, the agents).
-      approver: { subject: (op) => names.approver(op), ops: new Set(['ping', 'approvals', 'approve', 'refuse']), only: new Set(['approve', 'refuse']) },
+      approver: {
+        subject: (op) => names.approver(op),
+        ops: new Set(['ping', 'approvals', 'approve', 'refuse']),
+        only: new Set(['approve', 'refuse']),
+      },
       contextOp: 'reconcile',
-      audit: { log: audit, ops: new Set(['reconcile', 'start', 'stop', 'archive', 'restore', 'stop_all', 'approve', 'refuse', 'agent_endpoint', 'jobs_requeue']), only: { agent_endpoint: (r) => (r as { wake?: boolean }).wake === true }, details: { agent_endpoint: (r) => ({ tool: (r as { tool?: unknown }).tool }) } },
+      audit: {
+        log: audit,
+        ops: new Set([
+          'reconcile',
+          'start',
+          'stop',
+          'archive',
+          'restore',
+          'stop_all',
+          'approve',
+          'refuse',
+          'agent_endpoint',
+          'jobs_requeue',
+        ]),
+        only: { agent_endpoint: (r) => (r as { wake?: boolean }).wake === true },
+        details: { agent_endpoint: (r) => ({ tool: (r as { tool?: unknown }).tool }) },
+      },
       handlers: {
-        reconcile: (r, progress) => controller.reconcile(r.context, { dryRun: r.dry_run, strict: r.strict, returnAfterWakes: r.return_after_wakes, onProgress: progress }),
+        reconcile: (r, progress) =>
+          controller.reconcile(r.context, {
+            dryRun: r.dry_run,
+            strict: r.strict,
+            returnAfterWakes: r.return_after_wakes,
+            onProgress: progress,
+          }),
         ping: async () => ({ pid: process.pid, started_at: supervisor().started_at }),
         status: async () => ({ supervisor: supervisor(), ...(await controller.status()) }),
         start: (r, progress) => controller.operate('start', r.id, { mode: r.mode, onProgress: progress, settled: true }),
@@ -366,7 +530,10 @@ function supervisorControlApi(
 
 /** A call an agent submits for approval: its own only (`agent` is the one whose subject it came on). */
 function ownCall<C extends { agent: string }>(call: C, by: Requester): C {
-  if (call.agent !== by.agent) throw new ThymosError(ErrorCode.UNAUTHORIZED, `call.agent: ${by.who} may submit its own calls for approval, not ${call.agent}'s`, { location: { path: 'call.agent' } });
+  if (call.agent !== by.agent)
+    throw new ThymosError(ErrorCode.UNAUTHORIZED, `call.agent: ${by.who} may submit its own calls for approval, not ${call.agent}'s`, {
+      location: { path: 'call.agent' },
+    });
   return call;
 }
 

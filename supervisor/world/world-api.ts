@@ -13,7 +13,12 @@ import type { WorldStore } from './world-store.js';
  * writes as itself (`by`), owns the subscriptions it makes (`owner`), and renews or ends only
  * those; a request that names another is UNAUTHORIZED.
  */
-export function worldControlApi(nc: NatsConnection, world: WorldStore, logger: Logger, names: FleetNames = DEFAULT_FLEET_NAMES): ControlApi<typeof WorldRequestSchemas, typeof WorldResultSchemas> {
+export function worldControlApi(
+  nc: NatsConnection,
+  world: WorldStore,
+  logger: Logger,
+  names: FleetNames = DEFAULT_FLEET_NAMES,
+): ControlApi<typeof WorldRequestSchemas, typeof WorldResultSchemas> {
   return new ControlApi(
     nc,
     {
@@ -40,7 +45,11 @@ export function worldControlApi(nc: NatsConnection, world: WorldStore, logger: L
 /** The name a request gives at `path` (`by`, `owner`), which for an agent must be its own id. */
 function itself(from: Requester, named: string, path: string): string {
   if (from.agent !== undefined && named !== from.agent) {
-    throw new ThymosError(ErrorCode.UNAUTHORIZED, `${path}: ${from.who} acts as itself on the world store ("${from.agent}"), not as "${named}"`, { location: { path } });
+    throw new ThymosError(
+      ErrorCode.UNAUTHORIZED,
+      `${path}: ${from.who} acts as itself on the world store ("${from.agent}"), not as "${named}"`,
+      { location: { path } },
+    );
   }
   return named;
 }

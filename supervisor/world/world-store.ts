@@ -92,7 +92,12 @@ export class WorldStore {
    */
   static async open(options: WorldStoreOptions): Promise<WorldStore> {
     const store = new WorldStore(options);
-    await store.#run(SUBSCRIPTION_SCHEMA + Object.entries(options.tables).map(([name, table]) => tableDefinition(name, table)).join(''));
+    await store.#run(
+      SUBSCRIPTION_SCHEMA +
+        Object.entries(options.tables)
+          .map(([name, table]) => tableDefinition(name, table))
+          .join(''),
+    );
     await store.#restoreSubscriptions();
     store.#sweeper = setInterval(() => store.#sweep(), Math.max(250, Math.floor(options.leaseMs / 4)));
     store.#sweeper.unref();
@@ -153,7 +158,9 @@ export class WorldStore {
     if (q.order_by) {
       const field = q.order_by.field;
       if (field !== 'id' && field !== 'updated_at' && field !== 'updated_by' && !Object.hasOwn(table.fields, field)) {
-        throw new ThymosError(ErrorCode.INVALID_INPUT, `order_by.field: table ${q.table} has no field ${JSON.stringify(field)}`, { location: { path: 'order_by.field' } });
+        throw new ThymosError(ErrorCode.INVALID_INPUT, `order_by.field: table ${q.table} has no field ${JSON.stringify(field)}`, {
+          location: { path: 'order_by.field' },
+        });
       }
       // The field is one the domain declares (a checked identifier), not text from the wire.
       query.append(new BoundQuery(` ORDER BY \`${field}\` ${q.order_by.direction === 'desc' ? 'DESC' : 'ASC'}`));
@@ -170,11 +177,22 @@ export class WorldStore {
   async subscribe(request: WorldFilter & { owner: string; key?: string | undefined }): Promise<WorldSubscriptionInfo> {
     checkWorldFilter(this.#o.tables, request);
     const filter: WorldFilter = { table: request.table, where: request.where };
-    const existing = request.key === undefined ? undefined : [...this.#subs.values()].find((s) => s.owner === request.owner && s.key === request.key);
+    const existing =
+      request.key === undefined ? undefined : [...this.#subs.values()].find((s) => s.owner === request.owner && s.key === request.key);
     if (!existing && this.#subs.size >= this.#o.maxSubscriptions) {
-      throw new ThymosError(ErrorCode.CAPACITY_EXCEEDED, `the world store already runs ${this.#subs.size} live subscriptions ([world] max_subscriptions = ${this.#o.maxSubscriptions})`);
+      throw new ThymosError(
+        ErrorCode.CAPACITY_EXCEEDED,
+        `the world store already runs ${this.#subs.size} live subscriptions ([world] max_subscriptions = ${this.#o.maxSubscriptions})`,
+      );
     }
-    const sub: Subscription = existing ?? { sub: randomUUID(), filter, owner: request.owner, key: request.key, leaseUntil: 0, group: undefined };
+    const sub: Subscription = existing ?? {
+      sub: randomUUID(),
+      filter,
+      owner: request.owner,
+      key: request.key,
+      leaseUntil: 0,
+      group: undefined,
+    };
     sub.leaseUntil = Date.now() + this.#o.leaseMs;
     if (existing) await this.#stopLive(existing);
     sub.filter = filter;

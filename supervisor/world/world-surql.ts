@@ -31,7 +31,12 @@ export function conditionOf(filter: WorldFilter): Expr | undefined {
 }
 
 function conditionExpr(table: string, c: WorldCondition): Expr {
-  const value = c.field === 'id' ? (Array.isArray(c.value) ? c.value.map((v) => new RecordId(table, String(v))) : new RecordId(table, String(c.value))) : c.value;
+  const value =
+    c.field === 'id'
+      ? Array.isArray(c.value)
+        ? c.value.map((v) => new RecordId(table, String(v)))
+        : new RecordId(table, String(c.value))
+      : c.value;
   switch (c.op) {
     case '=':
       return eq(c.field, value);

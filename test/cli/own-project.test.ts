@@ -56,7 +56,8 @@ describe('a project of its own, from the packed package', () => {
     };
     const client = probe('thymos/client');
     assert.equal(client.native, 0, 'no @surrealdb/node library mapped');
-    for (const name of ['connect', 'loadConfig', 'ThymosError', 'isThymosError', 'exitWithError', 'WorldClient']) assert.ok(client.names.includes(name), `thymos/client exports ${name}`);
+    for (const name of ['connect', 'loadConfig', 'ThymosError', 'isThymosError', 'exitWithError', 'WorldClient'])
+      assert.ok(client.names.includes(name), `thymos/client exports ${name}`);
     assert.ok(!client.names.includes('upFleet'), 'upFleet (pm2) is not on the client');
     const all = probe('thymos');
     assert.ok(all.native > 0, 'the full package maps the native engine, so the probe can see it');
@@ -88,7 +89,11 @@ describe('a project of its own, from the packed package', () => {
     assert.match(tools.stdout, /talk_to_gate_guard/);
 
     // pm2 comes with the package: the README's way to see the fleet through it works here too.
-    const pm2 = spawnSync(join(project, 'node_modules', '.bin', 'pm2'), ['ls'], { cwd: project, env: { ...env, PM2_HOME: join(project, 'data', 'pm2') }, encoding: 'utf8' });
+    const pm2 = spawnSync(join(project, 'node_modules', '.bin', 'pm2'), ['ls'], {
+      cwd: project,
+      env: { ...env, PM2_HOME: join(project, 'data', 'pm2') },
+      encoding: 'utf8',
+    });
     assert.equal(pm2.status, 0, pm2.stderr);
     assert.match(pm2.stdout, /agent-gate_guard[^\n]*online/, pm2.stdout.slice(0, 600));
 
@@ -98,10 +103,17 @@ describe('a project of its own, from the packed package', () => {
     assert.match(loop.stdout, /tick 1: the player is at the market; started baker/);
 
     // Vector search works with the packaged model and no fastembed: the supervisor serves it.
-    assert.match(readFileSync(join(project, 'data', 'logs', 'supervisor.log'), 'utf8'), /"model":"custom:glove-100d","dims":100,"msg":"embedding service ready"/);
+    assert.match(
+      readFileSync(join(project, 'data', 'logs', 'supervisor.log'), 'utf8'),
+      /"model":"custom:glove-100d","dims":100,"msg":"embedding service ready"/,
+    );
     const recall = thymos('call', 'baker', 'recall', JSON.stringify({ query: 'bread and flour', strategy: 'vector' }), '--json');
     assert.equal(recall.status, 0, recall.stderr);
-    const hits = (JSON.parse(recall.stdout) as { structuredContent: { results: Array<{ content: string; score: { strategy: string; vector?: number } }> } }).structuredContent.results;
+    const hits = (
+      JSON.parse(recall.stdout) as {
+        structuredContent: { results: Array<{ content: string; score: { strategy: string; vector?: number } }> };
+      }
+    ).structuredContent.results;
     assert.equal(hits[0]?.score.strategy, 'vector');
     assert.ok((hits[0]?.score.vector ?? 0) > 0, `a vector score: ${JSON.stringify(hits[0]?.score)}`);
 
@@ -111,10 +123,21 @@ describe('a project of its own, from the packed package', () => {
     assert.match(top.stdout, /baker\s+active/);
 
     // Live, on a terminal: tmux runs it; it draws, redraws, re-sorts on a key and quits on q.
-    const live = terminal('top', `${join(project, 'node_modules', '.bin', 'thymos')} top --interval 300`, { cwd: project, env, height: 20 });
+    const live = terminal('top', `${join(project, 'node_modules', '.bin', 'thymos')} top --interval 300`, {
+      cwd: project,
+      env,
+      height: 20,
+    });
     try {
       const first = await live.until(/thymos top — (\d\d:\d\d:\d\d)/, 30_000, 'a first frame');
-      await eventually(() => { const t = /thymos top — (\d\d:\d\d:\d\d)/.exec(live.screen())?.[1]; return t && t !== first ? t : undefined; }, 30_000, 'a later frame in its place');
+      await eventually(
+        () => {
+          const t = /thymos top — (\d\d:\d\d:\d\d)/.exec(live.screen())?.[1];
+          return t && t !== first ? t : undefined;
+        },
+        30_000,
+        'a later frame in its place',
+      );
       assert.match(live.screen(), /sorted by cpu/);
       live.keys('m');
       await live.until(/sorted by memory/, 10_000, 'sorted by memory after m');

@@ -20,7 +20,10 @@ describe('thymos reload', () => {
   const dir = mkdtempSync(join(tmpdir(), 'thymos-reload-'));
   const schema = join(dir, 'crew.pkl');
   const writeDomain = (agents: string[]) =>
-    writeFileSync(schema, `amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}\nagents {\n${agents.map((id) => `  ["${id}"] { persona { name = "${id}" } }`).join('\n')}\n}\n`);
+    writeFileSync(
+      schema,
+      `amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}\nagents {\n${agents.map((id) => `  ["${id}"] { persona { name = "${id}" } }`).join('\n')}\n}\n`,
+    );
 
   before(async () => {
     writeDomain(['ann', 'ben']);
@@ -54,7 +57,15 @@ describe('thymos reload', () => {
     assert.ok(existsSync(join(config.dataPath, 'agents', 'ann')), 'her data is kept');
     assert.ok(!existsSync(natsIdentityFile(config.dataPath, 'agent-ann')), 'her key is deleted');
     assert.equal(await connectsAs(url, { seed: annSeed }, 0), false, 'and refused');
-    assert.notEqual(await withDeadline(heldClosed.then(() => 'closed'), 20_000, () => 'open'), 'open', 'her connection was cut');
+    assert.notEqual(
+      await withDeadline(
+        heldClosed.then(() => 'closed'),
+        20_000,
+        () => 'open',
+      ),
+      'open',
+      'her connection was cut',
+    );
 
     assert.ok(existsSync(natsIdentityFile(config.dataPath, 'agent-cal')), 'cal has a key');
     const started = await tf.fleet.start('cal');
@@ -70,7 +81,10 @@ describe('thymos reload', () => {
     assert.match(reload.stderr, /SCHEMA_INVALID|domain|pkl/i);
     const after = await tf.fleet.status();
     assert.equal(after.supervisor.pid, before.supervisor.pid);
-    assert.deepEqual(after.agents.map((a) => [a.id, a.state]), before.agents.map((a) => [a.id, a.state]));
+    assert.deepEqual(
+      after.agents.map((a) => [a.id, a.state]),
+      before.agents.map((a) => [a.id, a.state]),
+    );
     writeDomain(['ben', 'cal']);
     const up = await runThymos(['up'], tf.ws.dir);
     assert.match(up.stderr, /already running/);
@@ -87,12 +101,19 @@ describe('thymos reload', () => {
     writeDomain(['cal']);
     // pm2 restarts a supervisor killed -9, on the domain as the file now says.
     process.kill(before, 'SIGKILL');
-    const after = await eventually(async () => {
-      const s = await tf.fleet.status();
-      return s.supervisor.pid !== before ? s : undefined;
-    }, 60_000, 'the supervisor to be restarted');
-    assert.deepEqual(after.agents.map((a) => a.id), ['cal']);
-    await eventually(() => (alive(benPid) ? undefined : true), 30_000, 'ben\'s process to be stopped');
+    const after = await eventually(
+      async () => {
+        const s = await tf.fleet.status();
+        return s.supervisor.pid !== before ? s : undefined;
+      },
+      60_000,
+      'the supervisor to be restarted',
+    );
+    assert.deepEqual(
+      after.agents.map((a) => a.id),
+      ['cal'],
+    );
+    await eventually(() => (alive(benPid) ? undefined : true), 30_000, "ben's process to be stopped");
     assert.ok(existsSync(join(config.dataPath, 'agents', 'ben')), 'its data is kept');
   });
 });

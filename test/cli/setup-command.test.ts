@@ -9,7 +9,8 @@ import { locateNatsServer } from '../../supervisor/pm2/nats-server-binary.js';
 import { createWorkspace, REPO_ROOT, THYMOS_BIN, type Workspace } from '../helpers/workspace.js';
 
 /** The README's first command (`npm run example`) and what it runs first: `thymos setup`. */
-const exampleScript = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: { example: string } }).scripts.example;
+const exampleScript = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { scripts: { example: string } }).scripts
+  .example;
 const firstCommandSetup = exampleScript.split('&&')[0]!.trim();
 
 /** What the stand-in apt-get does: installs a nats-server (one that prints its version), or fails to. */
@@ -68,7 +69,11 @@ describe('setting up the machine: nats-server', () => {
     fails = fakeApt(root, 'fails');
     assert.ok(existsSync('/usr/bin/apt-get'), 'a Debian machine: apt-get is what setup runs');
     const probe = withoutNatsServer('id -u', '/usr/bin:/bin', { user: 'plain', apt: fails.path });
-    assert.equal(probe.stdout.trim(), '65534', `a user namespace for a plain user without nats-server (util-linux unshare): ${probe.stderr}`);
+    assert.equal(
+      probe.stdout.trim(),
+      '65534',
+      `a user namespace for a plain user without nats-server (util-linux unshare): ${probe.stderr}`,
+    );
   });
 
   after(() => {
@@ -82,7 +87,10 @@ describe('setting up the machine: nats-server', () => {
     assert.equal(run.status, 4, `${run.stdout}\n${run.stderr}`);
     const lines = run.stderr.split('\n').filter(Boolean);
     assert.equal(lines.length, 1, run.stderr);
-    assert.equal(lines[0], 'thymos: NATS_SERVER_MISSING: nats-server is not installed; run `sudo apt-get install nats-server`, or set [nats] url in thymos.toml to a NATS server you run');
+    assert.equal(
+      lines[0],
+      'thymos: NATS_SERVER_MISSING: nats-server is not installed; run `sudo apt-get install nats-server`, or set [nats] url in thymos.toml to a NATS server you run',
+    );
     assert.doesNotMatch(run.stdout + run.stderr, NO_TRACE);
     assert.equal(run.stdout, '', 'nothing said of installing');
     assert.equal(existsSync(fails.log), false, 'apt-get never ran');
@@ -93,10 +101,17 @@ describe('setting up the machine: nats-server', () => {
     const run = withoutNatsServer(`${setup} && echo second run && ${setup}`, bin, { user: 'root', apt: installs.path });
     assert.equal(run.status, 0, `${run.stdout}\n${run.stderr}`);
     const [first, second] = run.stdout.split('second run\n');
-    assert.match(first!, /^nats-server is not installed: installing Debian's package \(apt-get update; apt-get install -y --no-install-recommends nats-server\)\. The package also adds a system user 'nats' and a nats-server\.service/);
+    assert.match(
+      first!,
+      /^nats-server is not installed: installing Debian's package \(apt-get update; apt-get install -y --no-install-recommends nats-server\)\. The package also adds a system user 'nats' and a nats-server\.service/,
+    );
     assert.match(first!, /\ninstalled \/usr\/sbin\/nats-server\nnats-server: \/usr\/sbin\/nats-server \(v2\.9\.10\)\n$/);
     assert.equal(second, 'nats-server: /usr/sbin/nats-server (v2.9.10)\n');
-    assert.deepEqual(readFileSync(installs.log, 'utf8').split('\n').filter(Boolean), ['update -qq', 'install -y -qq --no-install-recommends nats-server'], 'apt-get ran twice, in the first run only');
+    assert.deepEqual(
+      readFileSync(installs.log, 'utf8').split('\n').filter(Boolean),
+      ['update -qq', 'install -y -qq --no-install-recommends nats-server'],
+      'apt-get ran twice, in the first run only',
+    );
   });
 
   test('as root, an apt-get that fails is one line with its own last words and exit 4', () => {
@@ -112,10 +127,16 @@ describe('setting up the machine: nats-server', () => {
   test('thymos up and the village game loop (the library) without nats-server: the same line, exit 4, nothing started', () => {
     const up = withoutNatsServer(`node ${THYMOS_BIN} up --config ${ws.configPath}`, bin, { user: 'plain', apt: fails.path });
     assert.equal(up.status, 4, `${up.stdout}\n${up.stderr}`);
-    assert.match(up.stderr, /^thymos: NATS_SERVER_MISSING: nats-server is not installed; run `sudo apt-get install nats-server`, or set \[nats\] url in thymos\.toml to a NATS server you run\n$/);
+    assert.match(
+      up.stderr,
+      /^thymos: NATS_SERVER_MISSING: nats-server is not installed; run `sudo apt-get install nats-server`, or set \[nats\] url in thymos\.toml to a NATS server you run\n$/,
+    );
     assert.equal(existsSync(join(ws.dir, 'data', 'pm2')), false, 'no pm2 daemon was started');
 
-    const loop = withoutNatsServer(`node --import tsx examples/village/game-loop.ts ${ws.configPath}`, bin, { user: 'plain', apt: fails.path });
+    const loop = withoutNatsServer(`node --import tsx examples/village/game-loop.ts ${ws.configPath}`, bin, {
+      user: 'plain',
+      apt: fails.path,
+    });
     assert.equal(loop.status, 4, `${loop.stdout}\n${loop.stderr}`);
     assert.equal(loop.stderr, up.stderr, 'the library ends the loop with the line the command prints');
     assert.doesNotMatch(loop.stdout + loop.stderr, NO_TRACE);
@@ -128,11 +149,16 @@ describe('setting up the machine: nats-server', () => {
     for (let i = 0; i < 2; i++) {
       const text = spawnSync(process.execPath, [THYMOS_BIN, 'setup', '--config', ws.configPath], { encoding: 'utf8' });
       assert.equal(text.status, 0, text.stderr);
-      assert.match(text.stdout, new RegExp(`^nats-server: ${path.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} \\(v\\d+\\.\\d+\\.\\d+\\S*\\)\\n$`));
+      assert.match(
+        text.stdout,
+        new RegExp(`^nats-server: ${path.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} \\(v\\d+\\.\\d+\\.\\d+\\S*\\)\\n$`),
+      );
     }
     const json = spawnSync(process.execPath, [THYMOS_BIN, 'setup', '--config', ws.configPath, '--json'], { encoding: 'utf8' });
     assert.equal(json.status, 0, json.stderr);
-    const { nats_server: found } = JSON.parse(json.stdout) as { nats_server: { needed: boolean; path: string; version: string; installed: boolean } };
+    const { nats_server: found } = JSON.parse(json.stdout) as {
+      nats_server: { needed: boolean; path: string; version: string; installed: boolean };
+    };
     assert.deepEqual({ ...found, version: undefined }, { needed: true, path, version: undefined, installed: false });
     assert.match(found.version, /^v\d+\.\d+\.\d+/);
   });
@@ -141,7 +167,11 @@ describe('setting up the machine: nats-server', () => {
     const here = join(root, 'cwd');
     mkdirSync(join(here, 'sub', 'nats-server'), { recursive: true });
     writeFileSync(join(here, 'nats-server'), '#!/bin/sh\necho planted\n', { mode: 0o755 });
-    const run = spawnSync(process.execPath, [THYMOS_BIN, 'setup', '--config', ws.configPath, '--json'], { cwd: here, env: { PATH: `.:${join(here, 'sub')}:${process.env.PATH}` }, encoding: 'utf8' });
+    const run = spawnSync(process.execPath, [THYMOS_BIN, 'setup', '--config', ws.configPath, '--json'], {
+      cwd: here,
+      env: { PATH: `.:${join(here, 'sub')}:${process.env.PATH}` },
+      encoding: 'utf8',
+    });
     assert.equal(run.status, 0, run.stderr);
     assert.equal((JSON.parse(run.stdout) as { nats_server: { path: string } }).nats_server.path, locateNatsServer());
   });

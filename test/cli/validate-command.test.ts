@@ -15,7 +15,10 @@ describe('thymos validate and what the domain reads', () => {
   function project(files: (dir: string) => void): Workspace {
     const ws = createWorkspace({ schema: 'world.pkl' });
     made.push(ws);
-    writeFileSync(join(ws.dir, 'world.pkl'), `amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}\nprompts { ["persona"] = read("notes.txt").text }\n`);
+    writeFileSync(
+      join(ws.dir, 'world.pkl'),
+      `amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}\nprompts { ["persona"] = read("notes.txt").text }\n`,
+    );
     files(ws.dir);
     return ws;
   }

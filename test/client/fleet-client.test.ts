@@ -33,7 +33,9 @@ describe('the fleet client', () => {
     nats = await startNatsServer({ jetstream: true });
     nc = await natsConnect({ servers: nats.url });
     fleet = await connect(configFromObject({ nats: { url: nats.url }, supervisor: { request_timeout_ms: 3000 } }));
-    north = await connect(configFromObject({ nats: { url: nats.url }, fleet: { name: 'north' }, supervisor: { request_timeout_ms: 3000 } }));
+    north = await connect(
+      configFromObject({ nats: { url: nats.url }, fleet: { name: 'north' }, supervisor: { request_timeout_ms: 3000 } }),
+    );
   });
 
   after(async () => {
@@ -45,17 +47,26 @@ describe('the fleet client', () => {
   });
 
   test('with no supervisor, a request is FLEET_NOT_RUNNING naming the subject', async () => {
-    await assert.rejects(fleet.status(), (e) => isThymosError(e, ErrorCode.FLEET_NOT_RUNNING) && /thymos\.supervisor\.status/.test(e.message));
+    await assert.rejects(
+      fleet.status(),
+      (e) => isThymosError(e, ErrorCode.FLEET_NOT_RUNNING) && /thymos\.supervisor\.status/.test(e.message),
+    );
   });
 
   test('a reply that does not match the result schema is INVALID_REPLY naming the subject and the bad path', async () => {
     await answer('thymos.supervisor.status', JSON.stringify({ ok: true, result: { supervisor: { pid: 'one' }, counts: {}, agents: [] } }));
-    await assert.rejects(fleet.status(), (e) => isThymosError(e, ErrorCode.INVALID_REPLY) && /thymos\.supervisor\.status/.test(e.message) && /supervisor\.pid/.test(e.message));
+    await assert.rejects(
+      fleet.status(),
+      (e) => isThymosError(e, ErrorCode.INVALID_REPLY) && /thymos\.supervisor\.status/.test(e.message) && /supervisor\.pid/.test(e.message),
+    );
   });
 
   test('a reply that is not JSON, or neither ok nor a coded error, is INVALID_REPLY', async () => {
     await answer('thymos.supervisor.history', 'this is not json');
-    await assert.rejects(fleet.history('elder_rowan'), (e) => isThymosError(e, ErrorCode.INVALID_REPLY) && /thymos\.supervisor\.history/.test(e.message));
+    await assert.rejects(
+      fleet.history('elder_rowan'),
+      (e) => isThymosError(e, ErrorCode.INVALID_REPLY) && /thymos\.supervisor\.history/.test(e.message),
+    );
     await answer('thymos.world.tables', JSON.stringify({ result: {} }));
     await assert.rejects(fleet.world.tables(), (e) => isThymosError(e, ErrorCode.INVALID_REPLY) && /thymos\.world\.tables/.test(e.message));
     await answer('thymos.world.get', JSON.stringify({ ok: false, error: { code: 'NO_SUCH_CODE', message: 'x' } }));
@@ -63,9 +74,15 @@ describe('the fleet client', () => {
   });
 
   test("a coded error reply is thrown with the supervisor's code, message and location", async () => {
-    await answer('thymos.supervisor.start', JSON.stringify({ ok: false, error: { code: 'AGENT_NOT_FOUND', message: 'no agent "nobody"', location: { path: 'id' } } }));
+    await answer(
+      'thymos.supervisor.start',
+      JSON.stringify({ ok: false, error: { code: 'AGENT_NOT_FOUND', message: 'no agent "nobody"', location: { path: 'id' } } }),
+    );
     await answer('thymos.supervisor.ping', JSON.stringify({ ok: true, result: { pid: 1, started_at: new Date().toISOString() } }));
-    await assert.rejects(fleet.start('nobody'), (e) => isThymosError(e, ErrorCode.AGENT_NOT_FOUND) && e.message === 'no agent "nobody"' && e.location?.path === 'id');
+    await assert.rejects(
+      fleet.start('nobody'),
+      (e) => isThymosError(e, ErrorCode.AGENT_NOT_FOUND) && e.message === 'no agent "nobody"' && e.location?.path === 'id',
+    );
   });
 
   test('a valid reply comes back typed and validated: rows keep their own fields', async () => {
@@ -77,13 +94,20 @@ describe('the fleet client', () => {
   test('[fleet] name moves every request, event and decision to that fleet’s subjects and streams', async () => {
     await answer('north.supervisor.history', JSON.stringify({ ok: true, result: [] }));
     assert.deepEqual(await north.history('elder_rowan'), []);
-    await assert.rejects(north.status(), (e) => isThymosError(e, ErrorCode.FLEET_NOT_RUNNING) && /north\.supervisor\.status/.test(e.message));
+    await assert.rejects(
+      north.status(),
+      (e) => isThymosError(e, ErrorCode.FLEET_NOT_RUNNING) && /north\.supervisor\.status/.test(e.message),
+    );
 
     await ensureEventStream(nc, configFromObject({}).events, new FleetNames('north'));
     const { seq } = await north.publish({ type: 'wolves.seen', location: 'mill', payload: {} });
     const jsm = await jetstreamManager(nc);
     const stored = await jsm.streams.getMessage('NORTH_EVENTS', { seq });
     assert.equal(stored?.subject, 'north.events.wolves.seen');
-    await assert.rejects(fleet.publish({ type: 'wolves.seen', payload: {} }), (e) => isThymosError(e, ErrorCode.NATS_UNAVAILABLE), 'the default fleet has no stream on this server');
+    await assert.rejects(
+      fleet.publish({ type: 'wolves.seen', payload: {} }),
+      (e) => isThymosError(e, ErrorCode.NATS_UNAVAILABLE),
+      'the default fleet has no stream on this server',
+    );
   });
 });

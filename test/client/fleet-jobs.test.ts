@@ -32,7 +32,7 @@ agents {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  test('a job loop publishes jobs (one id, one job) and sees each skill\'s backlog; a bad job or queue is refused, coded', async () => {
+  test("a job loop publishes jobs (one id, one job) and sees each skill's backlog; a bad job or queue is refused, coded", async () => {
     const { fleet } = tf;
     const first = await fleet.jobs.publish('support', 'billing', { ticket: 'T-1', text: 'I was charged twice' }, { id: 'T-1' });
     const again = await fleet.jobs.publish('support', 'billing', { ticket: 'T-1', text: 'I was charged twice' }, { id: 'T-1' });
@@ -46,7 +46,10 @@ agents {
     assert.equal(bySkill.shipping!.waiting, 0);
     assert.equal(bySkill.legal!.served, false);
     await assert.rejects(fleet.jobs.publish('sales', 'billing', {}), (err: unknown) => isThymosError(err, 'NOT_FOUND'));
-    await assert.rejects(fleet.jobs.publish('support', 'bill ing', {}), (err: unknown) => isThymosError(err, 'INVALID_INPUT') && /skill/.test(err.message));
+    await assert.rejects(
+      fleet.jobs.publish('support', 'bill ing', {}),
+      (err: unknown) => isThymosError(err, 'INVALID_INPUT') && /skill/.test(err.message),
+    );
   });
 
   test('thymos jobs publish and ls', async () => {

@@ -48,7 +48,10 @@ export async function startAgent(options: StartAgentOptions): Promise<AgentChild
   const args = [THYMOS_BIN, 'agent', '--agent-id', options.id, '--port', String(options.port), '--config', options.config];
   if (options.mode) args.push('--mode', options.mode);
   if (options.context) args.push('--context', options.context);
-  const child = spawn(options.node ?? process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe', 'ipc'], env: options.env ?? process.env });
+  const child = spawn(options.node ?? process.execPath, args, {
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    env: options.env ?? process.env,
+  });
   running.add(child);
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));

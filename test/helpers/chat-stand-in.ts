@@ -30,7 +30,8 @@ export interface ChatExchange {
 export class ChatStandIn {
   readonly exchanges: ChatExchange[] = [];
   /** How the next requests are answered. */
-  answer: (chat: ChatRequest, res: ServerResponse, exchange: ChatExchange) => void | Promise<void> = (_chat, res) => void completion(res, 'stand-in');
+  answer: (chat: ChatRequest, res: ServerResponse, exchange: ChatExchange) => void | Promise<void> = (_chat, res) =>
+    void completion(res, 'stand-in');
   readonly #server: Server;
 
   private constructor() {
@@ -68,7 +69,13 @@ export class ChatStandIn {
 /** A whole chat completion (`stream: false`) whose message says `content`. */
 export function completion(res: ServerResponse, content: string, extra: { tool_calls?: unknown[] } = {}): void {
   const message = { role: 'assistant', content, ...extra };
-  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ model: 'stand-in-1', choices: [{ index: 0, message, finish_reason: 'stop' }], usage: { prompt_tokens: 10, completion_tokens: 5 } }));
+  res.writeHead(200, { 'content-type': 'application/json' }).end(
+    JSON.stringify({
+      model: 'stand-in-1',
+      choices: [{ index: 0, message, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 10, completion_tokens: 5 },
+    }),
+  );
 }
 
 /**
@@ -96,13 +103,22 @@ export async function streamPieces(
     if (options.delayMs) await sleep(options.delayMs);
   }
   if (res.destroyed) return;
-  if (options.toolCalls) event({ model: 'stand-in-1', choices: [{ index: 0, delta: { tool_calls: options.toolCalls }, finish_reason: 'tool_calls' }] });
-  event({ model: 'stand-in-1', choices: [{ index: 0, delta: {}, finish_reason: options.toolCalls ? 'tool_calls' : 'stop' }], usage: { prompt_tokens: 10, completion_tokens: pieces.length } });
+  if (options.toolCalls)
+    event({ model: 'stand-in-1', choices: [{ index: 0, delta: { tool_calls: options.toolCalls }, finish_reason: 'tool_calls' }] });
+  event({
+    model: 'stand-in-1',
+    choices: [{ index: 0, delta: {}, finish_reason: options.toolCalls ? 'tool_calls' : 'stop' }],
+    usage: { prompt_tokens: 10, completion_tokens: pieces.length },
+  });
   res.end('data: [DONE]\n\n');
 }
 
 /** `{"message": …}` as a dialogue model writes it, cut into pieces of about `size` characters. */
-export function dialoguePieces(message: string, size = 6, rest: Record<string, unknown> = { emotional_tone: 'calm', learned: [] }): string[] {
+export function dialoguePieces(
+  message: string,
+  size = 6,
+  rest: Record<string, unknown> = { emotional_tone: 'calm', learned: [] },
+): string[] {
   const json = JSON.stringify({ message, ...rest });
   const out: string[] = [];
   for (let i = 0; i < json.length; i += size) out.push(json.slice(i, i + size));

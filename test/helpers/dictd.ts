@@ -23,4 +23,3 @@ export function writeDictionary(dir: string, pair: string, entries: Array<[strin
   writeFileSync(join(dir, `freedict-${pair}.index`), `${index.join('\n')}\n`);
   writeFileSync(join(dir, `freedict-${pair}.dict.dz`), gzipSync(body));
 }
-

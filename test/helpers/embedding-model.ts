@@ -9,7 +9,8 @@ import { REPO_ROOT } from './workspace.js';
 export const MODEL_DIR = join(REPO_ROOT, 'models', 'glove-100d');
 
 export function ensureModel(): string {
-  if (!existsSync(join(MODEL_DIR, 'model.onnx')) || !existsSync(join(MODEL_DIR, 'vectors.f32'))) buildEmbeddingModel({ out: MODEL_DIR, vocab: 50_000 });
+  if (!existsSync(join(MODEL_DIR, 'model.onnx')) || !existsSync(join(MODEL_DIR, 'vectors.f32')))
+    buildEmbeddingModel({ out: MODEL_DIR, vocab: 50_000 });
   return MODEL_DIR;
 }
 

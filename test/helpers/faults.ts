@@ -74,7 +74,11 @@ export async function hammerWithKills(o: {
       try {
         const client = await o.fleet.agent(id);
         // A request whose connection a kill cut is answered by nobody: the SDK would wait for its 60 s default.
-        const r = await client.callTool({ name: 'remember', arguments: { content: `Tally mark ${word} was cut into the gatepost` } }, undefined, { timeout: 3000 });
+        const r = await client.callTool(
+          { name: 'remember', arguments: { content: `Tally mark ${word} was cut into the gatepost` } },
+          undefined,
+          { timeout: 3000 },
+        );
         const memoryId = (r.structuredContent as { id?: string } | undefined)?.id;
         if (r.isError || !memoryId) throw new Error('refused');
         acked.push({ id, word, memoryId, sentAt, at: performance.now() });

@@ -76,7 +76,11 @@ export function asFleetSupervisor(dataDir: string): { authenticator?: Authentica
  * (`thymos down`, then what is left by pid), the server, the workspace. Each step runs whatever
  * the one before did.
  */
-export async function disposeOwnServerFleet(ws: Workspace, fleet: Fleet | undefined, nats: { stop(): Promise<void> } | undefined): Promise<void> {
+export async function disposeOwnServerFleet(
+  ws: Workspace,
+  fleet: Fleet | undefined,
+  nats: { stop(): Promise<void> } | undefined,
+): Promise<void> {
   await fleet?.close().catch(() => undefined);
   await downFleet(loadConfig(ws.configPath)).catch(() => undefined);
   await killFleet(join(ws.dir, 'data'));
@@ -146,7 +150,11 @@ export interface TestFleet {
 /** What the managed nats-server of the fleet in `dataDir` refused to let one of its users do (its log's permission violations). */
 export function natsViolations(dataDir: string): string[] {
   const log = join(dataDir, 'logs', 'nats-server.log');
-  return existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter((l) => l.includes(' Violation')) : [];
+  return existsSync(log)
+    ? readFileSync(log, 'utf8')
+        .split('\n')
+        .filter((l) => l.includes(' Violation'))
+    : [];
 }
 
 /**
@@ -154,8 +162,15 @@ export function natsViolations(dataDir: string): string[] {
  * domain or `schema`. Disposing it fails when nats-server refused one of the fleet's own processes
  * something (a permission the fleet's users lack), unless `refusals` says the test provokes them.
  */
-export async function startTestFleet(extra: string[], options: { schema?: string; agent?: string[]; refusals?: 'expected' } = {}): Promise<TestFleet> {
-  const ws = createWorkspace({ extra: extra.join('\n'), ...(options.schema ? { schema: options.schema } : {}), ...(options.agent ? { agent: options.agent } : {}) });
+export async function startTestFleet(
+  extra: string[],
+  options: { schema?: string; agent?: string[]; refusals?: 'expected' } = {},
+): Promise<TestFleet> {
+  const ws = createWorkspace({
+    extra: extra.join('\n'),
+    ...(options.schema ? { schema: options.schema } : {}),
+    ...(options.agent ? { agent: options.agent } : {}),
+  });
   const config = loadConfig(ws.configPath);
   let fleet: Fleet | undefined;
   const dispose = async () => {
@@ -164,7 +179,8 @@ export async function startTestFleet(extra: string[], options: { schema?: string
     await killFleet(join(ws.dir, 'data'));
     const refused = options.refusals === 'expected' ? [] : natsViolations(join(ws.dir, 'data'));
     ws.dispose();
-    if (refused.length > 0) throw new Error(`nats-server refused the fleet's own processes ${refused.length} time(s):\n${refused.slice(0, 10).join('\n')}`);
+    if (refused.length > 0)
+      throw new Error(`nats-server refused the fleet's own processes ${refused.length} time(s):\n${refused.slice(0, 10).join('\n')}`);
   };
   try {
     await upFleet(config);

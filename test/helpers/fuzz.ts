@@ -88,7 +88,26 @@ const STRINGS = [
 /** `n` hostile texts from seed `seed`: the strings above, their mixes with ordinary words, huge and odd ones. */
 export function fuzzStrings(n: number, seed: number): string[] {
   const r = new Rng(seed);
-  const words = ['refund', 'order', 'ORD-12345', 'please', 'ship', 'kettle', '[TOOL:', ']', 'reason', '{', '"', 'tomorrow at 3pm', '-1', 'ünïcödé', '🔥', 'constructor', '__proto__', 'toString'];
+  const words = [
+    'refund',
+    'order',
+    'ORD-12345',
+    'please',
+    'ship',
+    'kettle',
+    '[TOOL:',
+    ']',
+    'reason',
+    '{',
+    '"',
+    'tomorrow at 3pm',
+    '-1',
+    'ünïcödé',
+    '🔥',
+    'constructor',
+    '__proto__',
+    'toString',
+  ];
   return Array.from({ length: n }, () => {
     const kind = r.int(4);
     if (kind === 0) return r.pick(STRINGS);
@@ -118,7 +137,8 @@ export function fuzzValue(r: Rng, depth = 0): unknown {
       return Array.from({ length: r.int(5) }, () => fuzzValue(r, depth + 1));
     case 7: {
       const o: Record<string, unknown> = {};
-      for (let i = r.int(5); i > 0; i--) o[r.pick([...STRINGS, '__proto__', 'constructor', 'op', 'id', 'table', 'agents', 'content'])] = fuzzValue(r, depth + 1);
+      for (let i = r.int(5); i > 0; i--)
+        o[r.pick([...STRINGS, '__proto__', 'constructor', 'op', 'id', 'table', 'agents', 'content'])] = fuzzValue(r, depth + 1);
       return o;
     }
     case 8:
@@ -147,9 +167,17 @@ function nested(depth: number, objects: boolean): unknown {
 
 /** Bytes that are not valid UTF-8 (overlong forms, lone continuation bytes, 0xff), some inside JSON. */
 export function invalidUtf8(r: Rng): Buffer {
-  const bad = r.pick([Buffer.from([0xff, 0xfe]), Buffer.from([0xc0, 0x80]), Buffer.from([0x80]), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from([0xf8, 0x88, 0x80, 0x80, 0x80])]);
+  const bad = r.pick([
+    Buffer.from([0xff, 0xfe]),
+    Buffer.from([0xc0, 0x80]),
+    Buffer.from([0x80]),
+    Buffer.from([0xed, 0xa0, 0x80]),
+    Buffer.from([0xf8, 0x88, 0x80, 0x80, 0x80]),
+  ]);
   const json = Buffer.from(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"remember","arguments":{"content":"`);
-  return r.chance(0.5) ? Buffer.concat([json, bad, Buffer.from('"}}}')]) : Buffer.concat([bad, Buffer.from(Array.from({ length: r.int(64) }, () => r.int(256)))]);
+  return r.chance(0.5)
+    ? Buffer.concat([json, bad, Buffer.from('"}}}')])
+    : Buffer.concat([bad, Buffer.from(Array.from({ length: r.int(64) }, () => r.int(256)))]);
 }
 
 /** The code of a tool call's answer, or throws when the answer is not a clear one. */
@@ -178,7 +206,12 @@ export async function fuzzMcpTools(client: Client, n: number, r: Rng, t: Tally):
     for (let j = r.int(4); j >= 0; j--) args[r.chance(0.8) && own.length ? r.pick(own) : r.pick(keys)] = fuzzValue(r);
     t.cases++;
     try {
-      const code = toolOutcome((await client.callTool({ name: tool.name, arguments: args }, undefined, { timeout: 30_000 })) as { isError?: boolean; content?: unknown });
+      const code = toolOutcome(
+        (await client.callTool({ name: tool.name, arguments: args }, undefined, { timeout: 30_000 })) as {
+          isError?: boolean;
+          content?: unknown;
+        },
+      );
       if (code) refuse(t, code);
       else t.accepted++;
     } catch (err) {
@@ -186,7 +219,9 @@ export async function fuzzMcpTools(client: Client, n: number, r: Rng, t: Tally):
       else {
         // Refused at the HTTP edge (a body over max_body_bytes): the SDK hands over the JSON-RPC error body.
         const edge = /Error POSTing to endpoint: (\{.*\})$/s.exec((err as Error).message);
-        const code = edge ? (parseJsonOrUndefined(edge[1]!) as { error?: { data?: { code?: string } } } | undefined)?.error?.data?.code : undefined;
+        const code = edge
+          ? (parseJsonOrUndefined(edge[1]!) as { error?: { data?: { code?: string } } } | undefined)?.error?.data?.code
+          : undefined;
         if (code && CODES.has(code) && code !== ErrorCode.INTERNAL) refuse(t, code);
         else throw new Error(`${tool.name}(${JSON.stringify(args).slice(0, 200)}): ${(err as Error).message.slice(0, 500)}`);
       }
@@ -199,7 +234,13 @@ interface RawAnswer {
   body: string;
 }
 
-function rawHttp(port: number, method: string, path: string, headers: Record<string, string>, body: Buffer | undefined): Promise<RawAnswer> {
+function rawHttp(
+  port: number,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body: Buffer | undefined,
+): Promise<RawAnswer> {
   return new Promise((resolve, reject) => {
     let answered = false;
     const req = request({ host: '127.0.0.1', port, method, path, headers }, (res) => {
@@ -222,14 +263,32 @@ export async function fuzzMcpHttp(port: number, token: string | undefined, maxBo
   const allowed = new Set([200, 202, 400, 401, 403, 404, 405, 406, 413, 415]);
   for (let i = 0; i < n; i++) {
     const method = r.pick(['POST', 'POST', 'POST', 'GET', 'DELETE', 'PUT', 'PATCH', 'OPTIONS', 'HEAD']);
-    const path = r.pick(['/mcp', '/mcp', '/mcp', '/mcp', '/mcp', '/mcp', '/mcp?x=1', '/', '/health', '/mcp/../mcp', `/${'a'.repeat(2000)}`, '/%00', '/mcp#frag']);
+    const path = r.pick([
+      '/mcp',
+      '/mcp',
+      '/mcp',
+      '/mcp',
+      '/mcp',
+      '/mcp',
+      '/mcp?x=1',
+      '/',
+      '/health',
+      '/mcp/../mcp',
+      `/${'a'.repeat(2000)}`,
+      '/%00',
+      '/mcp#frag',
+    ]);
     const headers: Record<string, string> = {};
-    if (r.chance(0.8)) headers['content-type'] = r.pick(['application/json', 'application/json', 'text/plain', 'application/json; charset=latin1', '']);
+    if (r.chance(0.8))
+      headers['content-type'] = r.pick(['application/json', 'application/json', 'text/plain', 'application/json; charset=latin1', '']);
     if (r.chance(0.8)) headers.accept = r.pick(['application/json, text/event-stream', 'application/json', 'text/event-stream', '*/*']);
     if (r.chance(0.15)) headers['mcp-session-id'] = r.pick(['', 'nope', '00000000-0000-0000-0000-000000000000', 'x'.repeat(500)]);
     if (r.chance(0.1)) headers.host = r.pick(['evil.example:80', `localhost:${port}`, '127.0.0.1', '[::1]', '']);
     if (r.chance(0.1)) headers.origin = r.pick(['http://evil.example', `http://127.0.0.1:${port}`, 'null', '']);
-    if (token && r.chance(0.7)) headers.authorization = r.chance(0.9) ? `Bearer ${token}` : r.pick(['Bearer', `Bearer ${token}x`, 'Basic Zm9vOmJhcg==', `bearer ${token}`]);
+    if (token && r.chance(0.7))
+      headers.authorization = r.chance(0.9)
+        ? `Bearer ${token}`
+        : r.pick(['Bearer', `Bearer ${token}x`, 'Basic Zm9vOmJhcg==', `bearer ${token}`]);
     if (r.chance(0.1)) headers['mcp-protocol-version'] = r.pick(['1999-01-01', 'x', '2025-06-18']);
     let body: Buffer | undefined;
     switch (r.int(6)) {
@@ -240,7 +299,14 @@ export async function fuzzMcpHttp(port: number, token: string | undefined, maxBo
         body = Buffer.from(JSON.stringify(fuzzValue(r)) ?? 'undefined');
         break;
       case 2:
-        body = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: fuzzValue(r), method: r.pick(['initialize', 'tools/call', 'tools/list', 'resources/read', 'x']), params: fuzzValue(r) }));
+        body = Buffer.from(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id: fuzzValue(r),
+            method: r.pick(['initialize', 'tools/call', 'tools/list', 'resources/read', 'x']),
+            params: fuzzValue(r),
+          }),
+        );
         break;
       case 3:
         body = Buffer.from('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{'.slice(0, 10 + r.int(40)));
@@ -249,7 +315,10 @@ export async function fuzzMcpHttp(port: number, token: string | undefined, maxBo
         body = Buffer.from(
           r.chance(0.5)
             ? deepJsonText(r).slice(0, maxBody)
-            : `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"remember","arguments":{"content":"x","tags":${deepJsonText(r)}}}}`.slice(0, maxBody),
+            : `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"remember","arguments":{"content":"x","tags":${deepJsonText(r)}}}}`.slice(
+                0,
+                maxBody,
+              ),
         );
         break;
       default:
@@ -258,8 +327,12 @@ export async function fuzzMcpHttp(port: number, token: string | undefined, maxBo
     if (body) headers['content-length'] = String(body.length);
     t.cases++;
     const answer = await rawHttp(port, method, path, headers, body);
-    if (!allowed.has(answer.status)) throw new Error(`${method} ${path.slice(0, 40)} (${JSON.stringify(headers).slice(0, 200)}) → HTTP ${answer.status}: ${answer.body.slice(0, 300)}`);
-    if (answer.status >= 400 && method !== 'HEAD' && answer.body.length === 0) throw new Error(`${method} ${path.slice(0, 40)} → HTTP ${answer.status} without a body that says why`);
+    if (!allowed.has(answer.status))
+      throw new Error(
+        `${method} ${path.slice(0, 40)} (${JSON.stringify(headers).slice(0, 200)}) → HTTP ${answer.status}: ${answer.body.slice(0, 300)}`,
+      );
+    if (answer.status >= 400 && method !== 'HEAD' && answer.body.length === 0)
+      throw new Error(`${method} ${path.slice(0, 40)} → HTTP ${answer.status} without a body that says why`);
     if (answer.status < 300) t.accepted++;
     else refuse(t, `HTTP ${answer.status}`);
   }
@@ -281,12 +354,27 @@ export function inboxAsking(subject: string): string {
 }
 
 /** Random payloads as NATS requests to subjects answered with `{ok, result | error}`. */
-export async function fuzzNatsRequests(nc: NatsConnection, subjects: Array<{ subject: string; payload: (r: Rng) => unknown }>, n: number, r: Rng, t: Tally): Promise<void> {
+export async function fuzzNatsRequests(
+  nc: NatsConnection,
+  subjects: Array<{ subject: string; payload: (r: Rng) => unknown }>,
+  n: number,
+  r: Rng,
+  t: Tally,
+): Promise<void> {
   for (let i = 0; i < n; i++) {
     const { subject, payload } = r.pick(subjects);
     // An empty body reads as {} — for stop_all a valid request that would stop the fleet for real.
     const emptyOk = !subject.endsWith('.stop_all');
-    const data = fitted(nc, r.chance(0.1) ? invalidUtf8(r) : emptyOk && r.chance(0.05) ? Buffer.alloc(0) : r.chance(0.05) ? Buffer.from(deepJsonText(r)) : Buffer.from(JSON.stringify(payload(r)) ?? 'null'));
+    const data = fitted(
+      nc,
+      r.chance(0.1)
+        ? invalidUtf8(r)
+        : emptyOk && r.chance(0.05)
+          ? Buffer.alloc(0)
+          : r.chance(0.05)
+            ? Buffer.from(deepJsonText(r))
+            : Buffer.from(JSON.stringify(payload(r)) ?? 'null'),
+    );
     t.cases++;
     let text: string;
     try {
@@ -306,7 +394,8 @@ export async function fuzzNatsRequests(nc: NatsConnection, subjects: Array<{ sub
       throw new Error(`${subject} answered with something that is not JSON: ${text.slice(0, 200)}`);
     }
     if (reply.ok === true) t.accepted++;
-    else if (reply.ok === false && reply.error?.code && CODES.has(reply.error.code) && reply.error.code !== ErrorCode.INTERNAL) refuse(t, reply.error.code);
+    else if (reply.ok === false && reply.error?.code && CODES.has(reply.error.code) && reply.error.code !== ErrorCode.INTERNAL)
+      refuse(t, reply.error.code);
     else throw new Error(`${subject} ← ${data.toString('utf8').slice(0, 200)}: unclear answer ${text.slice(0, 300)}`);
   }
 }
@@ -314,7 +403,10 @@ export async function fuzzNatsRequests(nc: NatsConnection, subjects: Array<{ sub
 /** Random payloads published where nobody answers (events, inboxes, heartbeats): the listeners must shrug them off. */
 export async function fuzzNatsPublishes(nc: NatsConnection, subjects: string[], n: number, r: Rng, t: Tally): Promise<void> {
   for (let i = 0; i < n; i++) {
-    const data = fitted(nc, r.chance(0.2) ? invalidUtf8(r) : r.chance(0.05) ? Buffer.from(deepJsonText(r)) : Buffer.from(JSON.stringify(fuzzValue(r)) ?? 'null'));
+    const data = fitted(
+      nc,
+      r.chance(0.2) ? invalidUtf8(r) : r.chance(0.05) ? Buffer.from(deepJsonText(r)) : Buffer.from(JSON.stringify(fuzzValue(r)) ?? 'null'),
+    );
     nc.publish(r.pick(subjects), data);
     t.cases++;
     t.accepted++; // delivered; whether its listener survived is checked afterwards
@@ -324,7 +416,41 @@ export async function fuzzNatsPublishes(nc: NatsConnection, subjects: string[], 
 
 /** thymos.toml texts put together from pieces of real and broken TOML. */
 export function fuzzToml(n: number, r: Rng, t: Tally): void {
-  const pieces = ['[agent]', '[nats]', '[memory]', '[lifecycle]', '[llm.dialogue]', '[mcp]', 'url = ', 'host = ', 'port = ', 'provider = ', 'require_token = ', 'pins = ', 'max_active = ', '"x"', '"0.0.0.0"', '1', '-1', '1e999', '0x7fffffffffffffff', 'true', '[[a]]', '=', '"', '\n', '{a=1}', '[1,2]', '\u0000', '# c', '"""', "'''", 'recall_max_k = 0', 'data_dir = "/dev/null"', '\ud800'];
+  const pieces = [
+    '[agent]',
+    '[nats]',
+    '[memory]',
+    '[lifecycle]',
+    '[llm.dialogue]',
+    '[mcp]',
+    'url = ',
+    'host = ',
+    'port = ',
+    'provider = ',
+    'require_token = ',
+    'pins = ',
+    'max_active = ',
+    '"x"',
+    '"0.0.0.0"',
+    '1',
+    '-1',
+    '1e999',
+    '0x7fffffffffffffff',
+    'true',
+    '[[a]]',
+    '=',
+    '"',
+    '\n',
+    '{a=1}',
+    '[1,2]',
+    '\u0000',
+    '# c',
+    '"""',
+    "'''",
+    'recall_max_k = 0',
+    'data_dir = "/dev/null"',
+    '\ud800',
+  ];
   for (let i = 0; i < n; i++) {
     const text = Array.from({ length: 1 + r.int(12) }, () => r.pick(pieces)).join(r.pick([' ', '\n', '']));
     t.cases++;
@@ -340,7 +466,9 @@ export function fuzzToml(n: number, r: Rng, t: Tally): void {
 
 /** The village schema with random lines deleted, doubled, cut or replaced, evaluated by pkl. */
 export async function fuzzPkl(n: number, r: Rng, t: Tally): Promise<void> {
-  const lines = readFileSync(VILLAGE_SCHEMA, 'utf8').replace('amends "../../schemas/Thymos.pkl"', `amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}`).split('\n');
+  const lines = readFileSync(VILLAGE_SCHEMA, 'utf8')
+    .replace('amends "../../schemas/Thymos.pkl"', `amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}`)
+    .split('\n');
   const dir = mkdtempSync(join(tmpdir(), 'thymos-fuzz-pkl-'));
   try {
     for (let i = 0; i < n; i++) {
@@ -358,10 +486,23 @@ export async function fuzzPkl(n: number, r: Rng, t: Tally): Promise<void> {
             mutated[at] = mutated[at]!.slice(0, r.int(mutated[at]!.length + 1));
             break;
           case 3:
-            mutated[at] = mutated[at]!.replace(/"[^"]*"|\d+(\.\d+)?|true|false/, () => r.pick(['"💥"', '-1', '1e309', '""', 'null', 'true', '"a.b"', '999999999999']));
+            mutated[at] = mutated[at]!.replace(/"[^"]*"|\d+(\.\d+)?|true|false/, () =>
+              r.pick(['"💥"', '-1', '1e309', '""', 'null', 'true', '"a.b"', '999999999999']),
+            );
             break;
           default:
-            mutated.splice(at, 0, r.pick(['}', '{', 'agents { ["x y"] {} }', 'relevanceRules { new { score = 7 } }', 'eventFilters { new { bogus = 1 } }', '"unterminated']));
+            mutated.splice(
+              at,
+              0,
+              r.pick([
+                '}',
+                '{',
+                'agents { ["x y"] {} }',
+                'relevanceRules { new { score = 7 } }',
+                'eventFilters { new { bogus = 1 } }',
+                '"unterminated',
+              ]),
+            );
         }
       }
       const file = join(dir, `world-${i}.pkl`);
@@ -409,15 +550,29 @@ const NO_AGENT = ['nobody_here', '', 'A', 'a.b', 'x'.repeat(200), '__proto__', '
 export function fleetRequestSubjects(agentIds: string[]): Array<{ subject: string; payload: (r: Rng) => unknown }> {
   const id = (r: Rng) => r.pick(NO_AGENT);
   const context = (r: Rng) => ({
-    agents: Object.fromEntries(Array.from({ length: r.int(4) }, () => [r.pick([...agentIds, ...NO_AGENT]), r.chance(0.5) ? { relevance: r.chance(0.5) ? r.next() : fuzzValue(r), properties: fuzzValue(r) } : fuzzValue(r)])),
+    agents: Object.fromEntries(
+      Array.from({ length: r.int(4) }, () => [
+        r.pick([...agentIds, ...NO_AGENT]),
+        r.chance(0.5) ? { relevance: r.chance(0.5) ? r.next() : fuzzValue(r), properties: fuzzValue(r) } : fuzzValue(r),
+      ]),
+    ),
     ...(r.chance(0.3) ? { globals: fuzzValue(r) } : {}),
   });
   const supervisor: Array<{ subject: string; payload: (r: Rng) => unknown }> = [
-    { subject: 'thymos.supervisor.reconcile', payload: (r) => ({ context: r.chance(0.8) ? context(r) : fuzzValue(r), dry_run: r.chance(0.9) ? true : r.pick(['yes', 1, null, 'false']) }) },
+    {
+      subject: 'thymos.supervisor.reconcile',
+      payload: (r) => ({
+        context: r.chance(0.8) ? context(r) : fuzzValue(r),
+        dry_run: r.chance(0.9) ? true : r.pick(['yes', 1, null, 'false']),
+      }),
+    },
     { subject: 'thymos.supervisor.status', payload: (r) => (r.chance(0.5) ? {} : fuzzValue(r)) },
     { subject: 'thymos.supervisor.ping', payload: (r) => (r.chance(0.5) ? {} : fuzzValue(r)) },
     { subject: 'thymos.supervisor.history', payload: (r) => someOf(r, { id, limit: (x) => x.pick([0, 1, 1001, -5, 1.5]) }) },
-    ...['start', 'stop', 'archive', 'restore'].map((op) => ({ subject: `thymos.supervisor.${op}`, payload: (r: Rng) => someOf(r, { id, mode: (x) => x.pick(['active', 'passive', 'sleepy']) }) })),
+    ...['start', 'stop', 'archive', 'restore'].map((op) => ({
+      subject: `thymos.supervisor.${op}`,
+      payload: (r: Rng) => someOf(r, { id, mode: (x) => x.pick(['active', 'passive', 'sleepy']) }),
+    })),
     { subject: 'thymos.supervisor.stop_all', payload: (r) => ({ [r.pick(['bogus', 'force', 'id'])]: fuzzValue(r) }) },
     { subject: 'thymos.supervisor.nonsense', payload: (r) => fuzzValue(r) },
   ];
@@ -426,21 +581,61 @@ export function fleetRequestSubjects(agentIds: string[]): Array<{ subject: strin
   const world = [
     { subject: 'thymos.world.tables', payload: (r: Rng) => (r.chance(0.5) ? {} : fuzzValue(r)) },
     ...['get', 'delete'].map((op) => ({ subject: `thymos.world.${op}`, payload: (r: Rng) => someOf(r, { table, id: rowId }) })),
-    ...['set', 'patch'].map((op) => ({ subject: `thymos.world.${op}`, payload: (r: Rng) => someOf(r, { table, id: rowId, fields: (x) => (x.chance(0.5) ? { title: x.pick(STRINGS), status: fuzzValue(x) } : fuzzValue(x)), by: (x) => x.pick(['app', 'elder_rowan', '', 'Evil One']) }) })),
-    { subject: 'thymos.world.query', payload: (r: Rng) => someOf(r, { table, where: (x) => (x.chance(0.5) ? { status: x.pick(STRINGS) } : fuzzValue(x)), order_by: (x) => ({ field: x.pick(['title', "title; REMOVE TABLE quest", '']), direction: x.pick(['asc', 'up']) }), limit: (x) => x.pick([0, 1, 1000, 1001]) }) },
-    { subject: 'thymos.world.subscribe', payload: (r: Rng) => someOf(r, { table, where: (x) => fuzzValue(x), owner: (x) => x.pick(['fuzzer', 'Fuzzer!', '']), key: (x) => x.pick(['k', '']) }) },
-    { subject: 'thymos.world.renew', payload: (r: Rng) => someOf(r, { subs: (x) => [x.pick(['00000000-0000-4000-8000-000000000000', 'nope'])] }) },
-    { subject: 'thymos.world.unsubscribe', payload: (r: Rng) => someOf(r, { sub: (x) => x.pick(['00000000-0000-4000-8000-000000000000', 'nope']) }) },
+    ...['set', 'patch'].map((op) => ({
+      subject: `thymos.world.${op}`,
+      payload: (r: Rng) =>
+        someOf(r, {
+          table,
+          id: rowId,
+          fields: (x) => (x.chance(0.5) ? { title: x.pick(STRINGS), status: fuzzValue(x) } : fuzzValue(x)),
+          by: (x) => x.pick(['app', 'elder_rowan', '', 'Evil One']),
+        }),
+    })),
+    {
+      subject: 'thymos.world.query',
+      payload: (r: Rng) =>
+        someOf(r, {
+          table,
+          where: (x) => (x.chance(0.5) ? { status: x.pick(STRINGS) } : fuzzValue(x)),
+          order_by: (x) => ({ field: x.pick(['title', 'title; REMOVE TABLE quest', '']), direction: x.pick(['asc', 'up']) }),
+          limit: (x) => x.pick([0, 1, 1000, 1001]),
+        }),
+    },
+    {
+      subject: 'thymos.world.subscribe',
+      payload: (r: Rng) =>
+        someOf(r, { table, where: (x) => fuzzValue(x), owner: (x) => x.pick(['fuzzer', 'Fuzzer!', '']), key: (x) => x.pick(['k', '']) }),
+    },
+    {
+      subject: 'thymos.world.renew',
+      payload: (r: Rng) => someOf(r, { subs: (x) => [x.pick(['00000000-0000-4000-8000-000000000000', 'nope'])] }),
+    },
+    {
+      subject: 'thymos.world.unsubscribe',
+      payload: (r: Rng) => someOf(r, { sub: (x) => x.pick(['00000000-0000-4000-8000-000000000000', 'nope']) }),
+    },
   ];
   const agents = agentIds.map((a) => ({
     subject: `thymos.agent.${a}.control`,
-    payload: (r: Rng) => (r.chance(0.7) ? { op: r.pick(['get_state', 'snapshot', 'evaluate', 'set_mode', 'SHUTDOWN', 'nope']), ...someOf(r, { mode: (x) => x.pick(['active', 'sleepy']), input: (x) => fuzzValue(x) }) } : fuzzValue(r)),
+    payload: (r: Rng) =>
+      r.chance(0.7)
+        ? {
+            op: r.pick(['get_state', 'snapshot', 'evaluate', 'set_mode', 'SHUTDOWN', 'nope']),
+            ...someOf(r, { mode: (x) => x.pick(['active', 'sleepy']), input: (x) => fuzzValue(x) }),
+          }
+        : fuzzValue(r),
   }));
-  const embed = [{ subject: 'thymos.embed', payload: (r: Rng) => someOf(r, { texts: (x) => (x.chance(0.5) ? [x.pick(STRINGS)] : fuzzValue(x)) }) }];
+  const embed = [
+    { subject: 'thymos.embed', payload: (r: Rng) => someOf(r, { texts: (x) => (x.chance(0.5) ? [x.pick(STRINGS)] : fuzzValue(x)) }) },
+  ];
   return [...supervisor, ...world, ...agents, ...embed];
 }
 
 /** Subjects where a fleet listens without answering: world events, agents' inboxes and heartbeats. */
 export function fleetPublishSubjects(agentIds: string[]): string[] {
-  return ['thymos.events.fuzz', 'thymos.events.fuzz.deep', ...agentIds.flatMap((a) => [`thymos.agent.${a}.inbox.${agentIds[0]}`, `thymos.agent.${a}.status`])];
+  return [
+    'thymos.events.fuzz',
+    'thymos.events.fuzz.deep',
+    ...agentIds.flatMap((a) => [`thymos.agent.${a}.inbox.${agentIds[0]}`, `thymos.agent.${a}.status`]),
+  ];
 }

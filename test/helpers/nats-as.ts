@@ -11,7 +11,12 @@ export interface NatsAs {
 
 /** Connects to `url` as `who`, with its key from `dataDir` and its own inboxes; `open` collects the connection for the test to close. */
 export async function connectAs(url: string, dataDir: string, who: NatsIdentity, open: NatsConnection[]): Promise<NatsAs> {
-  const nc = await natsConnect({ servers: url, authenticator: nkeyAuthenticator(readNatsSeed(dataDir, who)!), inboxPrefix: natsInboxPrefix(who), maxReconnectAttempts: 0 });
+  const nc = await natsConnect({
+    servers: url,
+    authenticator: nkeyAuthenticator(readNatsSeed(dataDir, who)!),
+    inboxPrefix: natsInboxPrefix(who),
+    maxReconnectAttempts: 0,
+  });
   open.push(nc);
   const refused: PermissionViolationError[] = [];
   void (async () => {
@@ -21,6 +26,14 @@ export async function connectAs(url: string, dataDir: string, who: NatsIdentity,
 }
 
 /** Waits for nats-server to refuse `operation` on `subject` to this connection. */
-export function refusedOn(refused: readonly PermissionViolationError[], operation: 'publish' | 'subscription', subject: string): Promise<true> {
-  return eventually(() => (refused.some((r) => r.operation === operation && r.subject === subject) ? true : undefined), 10_000, `nats-server to refuse the ${operation} on ${subject}`);
+export function refusedOn(
+  refused: readonly PermissionViolationError[],
+  operation: 'publish' | 'subscription',
+  subject: string,
+): Promise<true> {
+  return eventually(
+    () => (refused.some((r) => r.operation === operation && r.subject === subject) ? true : undefined),
+    10_000,
+    `nats-server to refuse the ${operation} on ${subject}`,
+  );
 }

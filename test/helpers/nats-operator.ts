@@ -17,7 +17,20 @@ export async function makeTestOperator(): Promise<TestOperator> {
   const operator = createOperator();
   const system = createAccount();
   const account = createAccount();
-  const unlimited = { subs: -1, conn: -1, leaf: -1, imports: -1, exports: -1, data: -1, payload: -1, wildcards: true, mem_storage: -1, disk_storage: -1, streams: -1, consumer: -1 };
+  const unlimited = {
+    subs: -1,
+    conn: -1,
+    leaf: -1,
+    imports: -1,
+    exports: -1,
+    data: -1,
+    payload: -1,
+    wildcards: true,
+    mem_storage: -1,
+    disk_storage: -1,
+    streams: -1,
+    consumer: -1,
+  };
   const operatorJwt = await encodeOperator('test-operator', operator, { system_account: system.getPublicKey() });
   const systemJwt = await encodeAccount('SYS', system, {}, { signer: operator });
   const accountJwt = await encodeAccount('FLEET', account, { limits: unlimited } as never, { signer: operator });

@@ -25,7 +25,9 @@ export async function startNatsServer(options: { jetstream?: boolean; config?: s
 
   const launch = async () => {
     // A configuration file (users, JetStream, its own listen address) replaces the address flags.
-    const args = options.config ? ['-c', options.config, '--ports_file_dir', dir] : ['-a', '127.0.0.1', '-p', String(port), '--ports_file_dir', dir];
+    const args = options.config
+      ? ['-c', options.config, '--ports_file_dir', dir]
+      : ['-a', '127.0.0.1', '-p', String(port), '--ports_file_dir', dir];
     if (options.jetstream) args.push('-js', '-sd', join(dir, 'js'));
     for (const f of readdirSync(dir)) if (f.endsWith('.ports')) rmSync(join(dir, f));
     child = spawn('nats-server', args, { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -62,7 +64,11 @@ export async function startNatsServer(options: { jetstream?: boolean; config?: s
       if (!c || c.exitCode !== null || c.signalCode !== null) return;
       const exited = new Promise((resolve) => c.once('exit', resolve));
       c.kill('SIGTERM');
-      const done = await withDeadline(exited.then(() => true), 3000, () => false);
+      const done = await withDeadline(
+        exited.then(() => true),
+        3000,
+        () => false,
+      );
       if (!done) {
         c.kill('SIGKILL');
         await exited;

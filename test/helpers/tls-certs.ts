@@ -23,10 +23,32 @@ export function makeTestCerts(dir: string): TestCerts {
   const sign = (name: string, subject: string, extensions: string) => {
     openssl('req', ...key, '-keyout', at(`${name}.key`), '-out', at(`${name}.csr`), '-subj', subject);
     writeFileSync(at(`${name}.ext`), `${extensions}\n`);
-    openssl('x509', '-req', '-in', at(`${name}.csr`), '-CA', at('ca.pem'), '-CAkey', at('ca.key'), '-CAcreateserial', '-out', at(`${name}.pem`), '-days', '2', '-extfile', at(`${name}.ext`));
+    openssl(
+      'x509',
+      '-req',
+      '-in',
+      at(`${name}.csr`),
+      '-CA',
+      at('ca.pem'),
+      '-CAkey',
+      at('ca.key'),
+      '-CAcreateserial',
+      '-out',
+      at(`${name}.pem`),
+      '-days',
+      '2',
+      '-extfile',
+      at(`${name}.ext`),
+    );
     chmodSync(at(`${name}.key`), 0o600);
   };
   sign('server', '/CN=localhost', 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth');
   sign('client', '/CN=thymos-fleet', 'extendedKeyUsage=clientAuth');
-  return { ca: at('ca.pem'), serverCert: at('server.pem'), serverKey: at('server.key'), clientCert: at('client.pem'), clientKey: at('client.key') };
+  return {
+    ca: at('ca.pem'),
+    serverCert: at('server.pem'),
+    serverKey: at('server.key'),
+    clientCert: at('client.pem'),
+    clientKey: at('client.key'),
+  };
 }

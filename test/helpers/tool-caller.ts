@@ -8,7 +8,11 @@ import type { CallStatus, ToolCallRecord } from '../../shared/protocol/tool-call
  * A ToolCaller for agent `desk` over an in-memory call store, with the tools of `tools` (a
  * domain's `tools`, paths taken from `dir`) and a mode the test switches. `rows` is the store.
  */
-export function memoryToolCaller(tools: Record<string, unknown>, dir: string, options: { failRemember?: boolean; overrides?: Partial<ToolCallerOptions>; agents?: string[] } = {}) {
+export function memoryToolCaller(
+  tools: Record<string, unknown>,
+  dir: string,
+  options: { failRemember?: boolean; overrides?: Partial<ToolCallerOptions>; agents?: string[] } = {},
+) {
   const agents = Object.fromEntries((options.agents ?? []).map((id) => [id, { persona: { name: id } }]));
   const domain = parseDomainSchema({ tools, agents }, `${dir}/world.pkl`);
   const rows = new Map<string, ToolCallRecord>();
@@ -17,7 +21,13 @@ export function memoryToolCaller(tools: Record<string, unknown>, dir: string, op
   const caller = new ToolCaller({
     agent: 'desk',
     tools: domain.tools,
-    gate: { id: 'desk', call: (fn) => fn(), isActive: () => mode.active, requireActive: () => undefined, signal: () => new AbortController().signal },
+    gate: {
+      id: 'desk',
+      call: (fn) => fn(),
+      isActive: () => mode.active,
+      requireActive: () => undefined,
+      signal: () => new AbortController().signal,
+    },
     calls: {
       saveCall: async (r) => void rows.set(r.call_id, structuredClone(r)),
       getCall: async (id) => structuredClone(rows.get(id)),

@@ -22,9 +22,7 @@ export interface Workspace {
  * A temp folder with a thymos.toml: data under it, the village schema, NATS at
  * `natsUrl` if given, and any extra TOML appended.
  */
-export function createWorkspace(
-  options: { natsUrl?: string; extra?: string; schema?: string | null; agent?: string[] } = {},
-): Workspace {
+export function createWorkspace(options: { natsUrl?: string; extra?: string; schema?: string | null; agent?: string[] } = {}): Workspace {
   const dir = mkdtempSync(join(tmpdir(), 'thymos-test-'));
   const configPath = join(dir, 'thymos.toml');
   const schema = options.schema === undefined ? VILLAGE_SCHEMA : options.schema;

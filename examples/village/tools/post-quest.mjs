@@ -10,7 +10,13 @@
  * @param {import('thymos/agent').ScriptContext} ctx
  */
 export async function postQuest(input, ctx) {
-  const row = await ctx.world.set('quest', input.id, { title: input.title, status: 'open', giver: ctx.agent, location: input.location, reward: input.reward });
+  const row = await ctx.world.set('quest', input.id, {
+    title: input.title,
+    status: 'open',
+    giver: ctx.agent,
+    location: input.location,
+    reward: input.reward,
+  });
   await ctx.publish({
     id: `quest-posted-${input.id}`,
     type: 'quest.posted',

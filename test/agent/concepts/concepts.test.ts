@@ -31,7 +31,13 @@ async function setup() {
   const warnings: string[] = [];
   const logger = { warn: (o: { err?: string }, msg: string) => warnings.push(`${msg}: ${o.err ?? ''}`), debug: () => undefined } as never;
   const memory = await AgentMemory.load(store, settings, { logger });
-  const tracker = await ConceptTracker.attach(memory, store, { extractor: new CompromiseExtractor(), settings, aliases: aliasTable(domain), relationshipTypes: domain.relationshipTypes, logger });
+  const tracker = await ConceptTracker.attach(memory, store, {
+    extractor: new CompromiseExtractor(),
+    settings,
+    aliases: aliasTable(domain),
+    relationshipTypes: domain.relationshipTypes,
+    logger,
+  });
   return { store, memory, tracker, warnings };
 }
 
@@ -43,7 +49,11 @@ describe('concepts and aliases', () => {
     const hits = await memory.recall('what did the old badger say', { k: 3, reinforce: false });
     assert.equal(hits[0]?.memory.id, 'warning');
     const plain = await AgentMemory.load(store, settings);
-    assert.deepEqual((await plain.recall('what did the old badger say', { k: 3, reinforce: false })).map((h) => h.memory.id), [], 'without alias resolution, no word matches');
+    assert.deepEqual(
+      (await plain.recall('what did the old badger say', { k: 3, reinforce: false })).map((h) => h.memory.id),
+      [],
+      'without alias resolution, no word matches',
+    );
     await store.close();
   });
 
@@ -63,10 +73,16 @@ describe('concepts and aliases', () => {
     const smith = tracker.get('the smith');
     assert.equal(smith?.key, 'bram_smith', 'an alias pattern names the agent');
     assert.equal(smith?.name, 'Bram');
-    assert.deepEqual(smith?.aliases.map((a) => [a.text, a.source]).sort(), [['Bram', 'agent'], ['bram_smith', 'agent'], ['the smith', 'domain']]);
+    assert.deepEqual(smith?.aliases.map((a) => [a.text, a.source]).sort(), [
+      ['Bram', 'agent'],
+      ['bram_smith', 'agent'],
+      ['the smith', 'domain'],
+    ]);
     assert.equal(smith?.memories.length, 1);
 
-    await memory.rememberMany(Array.from({ length: 3 }, (_, i) => ({ content: `Mira brewed remedy number ${i}`, importance: 0.1, source: told })));
+    await memory.rememberMany(
+      Array.from({ length: 3 }, (_, i) => ({ content: `Mira brewed remedy number ${i}`, importance: 0.1, source: told })),
+    );
     await memory.settle();
     assert.equal(tracker.get('Mira')?.tier, 'tracked', '5 mentions');
     await memory.remember({ content: 'Elder Rowan named a new heir', importance: 1, source: told });
@@ -74,10 +90,20 @@ describe('concepts and aliases', () => {
     await memory.remember({ content: 'Elder Rowan recovered', importance: 1, source: told });
     await memory.settle();
     assert.equal(tracker.get('the old badger')?.tier, 'tracked', 'three important memories: significance 3');
-    assert.deepEqual(tracker.list('tracked').map((c) => c.key).sort(), ['elder_rowan', 'mira']);
+    assert.deepEqual(
+      tracker
+        .list('tracked')
+        .map((c) => c.key)
+        .sort(),
+      ['elder_rowan', 'mira'],
+    );
 
     // Everything is in the database: a new tracker on the same store sees the same.
-    const again = await ConceptTracker.attach(await AgentMemory.load(store, settings), store, { extractor: new CompromiseExtractor(), settings, aliases: aliasTable(domain) });
+    const again = await ConceptTracker.attach(await AgentMemory.load(store, settings), store, {
+      extractor: new CompromiseExtractor(),
+      settings,
+      aliases: aliasTable(domain),
+    });
     assert.equal(again.get('mira')?.mentions, 5);
     assert.equal(again.get('mira')?.memories.length, 5);
     assert.equal(again.get('elder rowan')?.tier, 'tracked');
@@ -99,9 +125,16 @@ describe('concepts and aliases', () => {
     assert.deepEqual(hal?.memories.sort(), ['fence', 'flour']);
     assert.equal(tracker.get('the smith')?.key, 'bram_smith');
     const hits = await memory.recall('what did the grey miller grind', { k: 3, reinforce: false });
-    assert.ok(hits.some((h) => h.memory.id === 'flour'), `the alias finds a memory that only names Hal: ${JSON.stringify(hits.map((h) => h.memory.id))}`);
+    assert.ok(
+      hits.some((h) => h.memory.id === 'flour'),
+      `the alias finds a memory that only names Hal: ${JSON.stringify(hits.map((h) => h.memory.id))}`,
+    );
 
-    const again = await ConceptTracker.attach(await AgentMemory.load(store, settings), store, { extractor: new CompromiseExtractor(), settings, aliases: aliasTable(domain) });
+    const again = await ConceptTracker.attach(await AgentMemory.load(store, settings), store, {
+      extractor: new CompromiseExtractor(),
+      settings,
+      aliases: aliasTable(domain),
+    });
     assert.equal(again.get('the grey miller')?.key, 'hal', 'stored with the concepts');
     assert.deepEqual(warnings, []);
     await store.close();
@@ -127,7 +160,12 @@ describe('concepts and aliases', () => {
 
   test('typed relationships: validated properties and defaults, symmetric both ways, walked up to 5 hops, kept across a reload', async () => {
     const { store, memory, tracker } = await setup();
-    assert.deepEqual(await tracker.link('the old badger', 'the smith', 'trusts', { strength: 0.8 }), { from: 'elder_rowan', to: 'bram_smith', type: 'trusts', properties: { strength: 0.8 } });
+    assert.deepEqual(await tracker.link('the old badger', 'the smith', 'trusts', { strength: 0.8 }), {
+      from: 'elder_rowan',
+      to: 'bram_smith',
+      type: 'trusts',
+      properties: { strength: 0.8 },
+    });
     assert.deepEqual((await tracker.link('Bram', 'Mira', 'trusts')).properties, { strength: 0.5 }, 'default applied');
     await tracker.link('Mira', 'Tomas', 'knows');
     await tracker.link('Tomas', 'Fenn', 'trusts');
@@ -142,24 +180,65 @@ describe('concepts and aliases', () => {
       [tracker.link('Mira', 'mira', 'knows'), /not related to itself/],
     ];
     for (const [promise, pattern] of bad) await assert.rejects(promise, (e: Error) => pattern.test(e.message));
-    assert.deepEqual(tracker.related('tomas', 1).map((r) => r.key).sort(), ['fenn', 'mira'], 'knows is symmetric');
+    assert.deepEqual(
+      tracker
+        .related('tomas', 1)
+        .map((r) => r.key)
+        .sort(),
+      ['fenn', 'mira'],
+      'knows is symmetric',
+    );
     const far = tracker.related('Elder Rowan', 5);
-    assert.deepEqual(far.map((r) => [r.key, r.hops]), [['bram_smith', 1], ['mira', 2], ['tomas', 3], ['fenn', 4], ['lysa', 5]], 'at most 5 hops: oswin is 6 away');
-    assert.deepEqual(far[1]!.path.map((p) => p.type), ['trusts', 'trusts']);
+    assert.deepEqual(
+      far.map((r) => [r.key, r.hops]),
+      [
+        ['bram_smith', 1],
+        ['mira', 2],
+        ['tomas', 3],
+        ['fenn', 4],
+        ['lysa', 5],
+      ],
+      'at most 5 hops: oswin is 6 away',
+    );
+    assert.deepEqual(
+      far[1]!.path.map((p) => p.type),
+      ['trusts', 'trusts'],
+    );
     assert.deepEqual(tracker.related('Elder Rowan', 9).length, 5, 'depth is capped at 5');
-    assert.deepEqual(tracker.related('mira', 3, ['trusts']).map((r) => r.key), [], 'only along trusts: mira trusts nobody');
+    assert.deepEqual(
+      tracker.related('mira', 3, ['trusts']).map((r) => r.key),
+      [],
+      'only along trusts: mira trusts nobody',
+    );
 
     await memory.remember({ id: 'rain', content: 'It rained for a week', source: told });
     await memory.remember({ id: 'flood', content: 'The river flooded the mill', source: told });
     await memory.remember({ id: 'bread', content: 'Bread ran short in the village', source: told });
     await tracker.linkCause('flood', 'rain', 'the river rose');
     await tracker.linkCause('bread', 'flood', 'no flour');
-    assert.deepEqual(tracker.causes('bread').map((c) => [c.memory, c.hops, c.reason]), [['flood', 1, 'no flour'], ['rain', 2, 'the river rose']]);
+    assert.deepEqual(
+      tracker.causes('bread').map((c) => [c.memory, c.hops, c.reason]),
+      [
+        ['flood', 1, 'no flour'],
+        ['rain', 2, 'the river rose'],
+      ],
+    );
     await assert.rejects(tracker.linkCause('bread', 'nope'), /to: no memory "nope"/);
 
-    const again = await ConceptTracker.attach(await AgentMemory.load(store, settings), store, { extractor: new CompromiseExtractor(), settings, aliases: aliasTable(domain), relationshipTypes: domain.relationshipTypes });
-    assert.deepEqual(again.related('the old badger', 2).map((r) => r.key), ['bram_smith', 'mira']);
-    assert.deepEqual(again.causes('bread').map((c) => c.memory), ['flood', 'rain']);
+    const again = await ConceptTracker.attach(await AgentMemory.load(store, settings), store, {
+      extractor: new CompromiseExtractor(),
+      settings,
+      aliases: aliasTable(domain),
+      relationshipTypes: domain.relationshipTypes,
+    });
+    assert.deepEqual(
+      again.related('the old badger', 2).map((r) => r.key),
+      ['bram_smith', 'mira'],
+    );
+    assert.deepEqual(
+      again.causes('bread').map((c) => c.memory),
+      ['flood', 'rain'],
+    );
     await store.close();
   });
 });
@@ -190,7 +269,9 @@ describe('concepts and vectors at hand are written with their memory', () => {
   test('one transaction: no extraction and no embedding asked, kept across a reload, not found again at restart', async () => {
     const dir = join(tempDir('thymos-together-'), 'db');
     const text = 'Wolves were seen near Millbrook';
-    const { asked, extractor, embedder } = knowing(new Map([[text, { concepts: [{ name: 'Millbrook', type: 'place' }], vector: Float32Array.of(0, 1) }]]));
+    const { asked, extractor, embedder } = knowing(
+      new Map([[text, { concepts: [{ name: 'Millbrook', type: 'place' }], vector: Float32Array.of(0, 1) }]]),
+    );
     const store = await MemoryStore.open(dir, { timeoutMs: 10_000 });
     const writes: string[] = [];
     for (const name of ['apply', 'saveConcepts', 'setEmbeddings'] as const) {
@@ -207,7 +288,11 @@ describe('concepts and vectors at hand are written with their memory', () => {
     assert.deepEqual(asked, { extract: 0, embed: 0 });
     assert.equal(tracker.get('millbrook')?.mentions, 1);
     assert.deepEqual(tracker.get('millbrook')?.memories, ['ev-1']);
-    assert.equal((await memory.recall('anything', { k: 1, strategy: 'vector', reinforce: false }))[0]?.memory.id, 'ev-1', 'its vector is indexed');
+    assert.equal(
+      (await memory.recall('anything', { k: 1, strategy: 'vector', reinforce: false }))[0]?.memory.id,
+      'ev-1',
+      'its vector is indexed',
+    );
     // What a restart would load, read back from the database.
     assert.deepEqual(await store.withoutConcepts(), [], 'a restart does not extract it again');
     assert.deepEqual([...(await store.embeddings('test-model')).get('ev-1')!], [0, 1]);
@@ -219,7 +304,9 @@ describe('concepts and vectors at hand are written with their memory', () => {
 
   test('a text without hints is extracted and embedded as before; a failed write takes back what it counted', async () => {
     const known = 'Mira met the council';
-    const { asked, extractor, embedder } = knowing(new Map([[known, { concepts: [{ name: 'Mira', type: 'person' }], vector: Float32Array.of(0, 1) }]]));
+    const { asked, extractor, embedder } = knowing(
+      new Map([[known, { concepts: [{ name: 'Mira', type: 'person' }], vector: Float32Array.of(0, 1) }]]),
+    );
     const store = await MemoryStore.open(join(tempDir('thymos-together-'), 'db'), { timeoutMs: 10_000 });
     const memory = await AgentMemory.load(store, settings, { embedder });
     const tracker = await ConceptTracker.attach(memory, store, { extractor, settings, aliases: [] });
@@ -230,8 +317,13 @@ describe('concepts and vectors at hand are written with their memory', () => {
     store.apply = () => Promise.reject(new Error('disk full'));
     await assert.rejects(memory.remember({ id: 'm1', content: known, importance: 0.9, source: told }), /disk full/);
     const after = tracker.get('mira');
-    const counted = (c: typeof after) => c && { mentions: c.mentions, significance: Math.round(c.significance * 1000) / 1000, tier: c.tier, memories: c.memories };
-    assert.deepEqual(counted(after), counted(before), 'nothing counted for a memory that was not stored: mentions, significance and tier as they were');
+    const counted = (c: typeof after) =>
+      c && { mentions: c.mentions, significance: Math.round(c.significance * 1000) / 1000, tier: c.tier, memories: c.memories };
+    assert.deepEqual(
+      counted(after),
+      counted(before),
+      'nothing counted for a memory that was not stored: mentions, significance and tier as they were',
+    );
     store.apply = apply;
     await memory.rememberMany([
       { id: 'm2', content: 'Mira walked to the mill', source: told },

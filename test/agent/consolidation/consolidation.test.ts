@@ -28,7 +28,12 @@ async function setup(overrides: Partial<MemorySettings> = {}) {
   const settings = { ...ThymosConfigSchema.parse({}).memory, ...overrides };
   const store = await MemoryStore.open(join(tempDir('thymos-consolidate-'), 'db'), { timeoutMs: 10_000 });
   const memory = await AgentMemory.load(store, settings);
-  const concepts = await ConceptTracker.attach(memory, store, { extractor: new CompromiseExtractor(), settings, aliases: aliasTable(domain), conceptTypes: domain.conceptTypes });
+  const concepts = await ConceptTracker.attach(memory, store, {
+    extractor: new CompromiseExtractor(),
+    settings,
+    aliases: aliasTable(domain),
+    conceptTypes: domain.conceptTypes,
+  });
   const consolidator = new MemoryConsolidator({ memory, store, concepts, settings });
   return { settings, store, memory, concepts, consolidator };
 }
@@ -63,16 +68,33 @@ describe('consolidation', () => {
     const restated = third.insights.find((i) => i.kind === 'theme')!;
     assert.deepEqual(restated.sources, ['m1', 'm2', 'm3', 'm4']);
     assert.deepEqual(third.superseded, [{ id: theme.id, by: restated.id, reason: 'theme restated from 3 to 4 source memories' }]);
-    assert.deepEqual(third.importance.map((c) => c.id), ['m4'], 'only the new source gains importance');
+    assert.deepEqual(
+      third.importance.map((c) => c.id),
+      ['m4'],
+      'only the new source gains importance',
+    );
 
     const reloaded = await AgentMemory.load(store, settings);
     const old = reloaded.get(theme.id)!;
     assert.equal(old.content, theme.content, 'the superseded insight is kept as it was');
     assert.equal(old.superseded_by, restated.id);
     assert.deepEqual(reloaded.get(restated.id)!.derived_from, ['m1', 'm2', 'm3', 'm4']);
-    const found = await reloaded.recall('Bram Elder Rowan come up together', { k: 10, reinforce: false, filter: (m) => m.source.kind === 'insight' });
-    assert.deepEqual(found.map((h) => h.memory.id), [restated.id], 'recall leaves the superseded insight out');
-    const all = await reloaded.recall('Bram Elder Rowan come up together', { k: 10, reinforce: false, filter: (m) => m.source.kind === 'insight', includeSuperseded: true });
+    const found = await reloaded.recall('Bram Elder Rowan come up together', {
+      k: 10,
+      reinforce: false,
+      filter: (m) => m.source.kind === 'insight',
+    });
+    assert.deepEqual(
+      found.map((h) => h.memory.id),
+      [restated.id],
+      'recall leaves the superseded insight out',
+    );
+    const all = await reloaded.recall('Bram Elder Rowan come up together', {
+      k: 10,
+      reinforce: false,
+      filter: (m) => m.source.kind === 'insight',
+      includeSuperseded: true,
+    });
     assert.deepEqual(new Set(all.map((h) => h.memory.id)), new Set([restated.id, theme.id]));
     await store.close();
   });
@@ -104,9 +126,21 @@ describe('consolidation', () => {
     assert.equal(reloaded.get('safe')!.content, 'The old mill is safe to visit at night', 'nothing is rewritten');
     assert.equal(reloaded.get('safe')!.superseded_by, 'unsafe');
     assert.ok(reloaded.get('open')!.superseded_by === undefined);
-    const hits = await reloaded.recall('is the old mill safe at night', { k: 5, reinforce: false, filter: (m) => m.source.kind === 'told' });
-    assert.deepEqual(hits.map((h) => h.memory.id), ['unsafe']);
-    const withOld = await reloaded.recall('is the old mill safe at night', { k: 5, reinforce: false, filter: (m) => m.source.kind === 'told', includeSuperseded: true });
+    const hits = await reloaded.recall('is the old mill safe at night', {
+      k: 5,
+      reinforce: false,
+      filter: (m) => m.source.kind === 'told',
+    });
+    assert.deepEqual(
+      hits.map((h) => h.memory.id),
+      ['unsafe'],
+    );
+    const withOld = await reloaded.recall('is the old mill safe at night', {
+      k: 5,
+      reinforce: false,
+      filter: (m) => m.source.kind === 'told',
+      includeSuperseded: true,
+    });
     assert.deepEqual(new Set(withOld.map((h) => h.memory.id)), new Set(['unsafe', 'safe']));
     assert.deepEqual((await consolidator.consolidate()).superseded, [], 'a second run finds nothing new');
     await store.close();
@@ -115,9 +149,22 @@ describe('consolidation', () => {
   test('faded memories are demoted and a day of them compacted into a digest; nothing is deleted', async () => {
     const { store, memory, settings, consolidator } = await setup({ compact_min: 3 });
     const old = Date.UTC(2026, 0, 10, 9);
-    for (let i = 0; i < 4; i++) await memory.remember({ id: `old${i}`, content: `Trivial chatter number ${i} about the weather and the geese`, importance: 0, tags: ['chatter'], source: told }, old + i * 60_000);
+    for (let i = 0; i < 4; i++)
+      await memory.remember(
+        {
+          id: `old${i}`,
+          content: `Trivial chatter number ${i} about the weather and the geese`,
+          importance: 0,
+          tags: ['chatter'],
+          source: told,
+        },
+        old + i * 60_000,
+      );
     // A month old, but important and felt: stability 168 h × 3 × 2, strength e^(-720/1008) ≈ 0.49.
-    await memory.remember({ id: 'vital', content: 'The weather spirit must never be angered', importance: 1, emotional_weight: 1, source: told }, Date.now() - 30 * DAY);
+    await memory.remember(
+      { id: 'vital', content: 'The weather spirit must never be angered', importance: 1, emotional_weight: 1, source: told },
+      Date.now() - 30 * DAY,
+    );
     await memory.remember({ id: 'fresh', content: 'Today the weather is fine', source: told });
     const before = memory.count;
 
@@ -134,7 +181,11 @@ describe('consolidation', () => {
       assert.equal(reloaded.get(`old${i}`)!.compacted_into, digest.id);
     }
     const hits = await reloaded.recall('chatter about geese', { k: 10, reinforce: false });
-    assert.deepEqual(hits.map((h) => h.memory.id), [digest.id], 'recall finds the digest, not the faded memories');
+    assert.deepEqual(
+      hits.map((h) => h.memory.id),
+      [digest.id],
+      'recall finds the digest, not the faded memories',
+    );
     const faded = await reloaded.recall('chatter about geese', { k: 10, reinforce: false, includeDemoted: true });
     assert.equal(faded.filter((h) => h.memory.id.startsWith('old')).length, 4);
     assert.deepEqual((await consolidator.consolidate()).insights, [], 'compacted memories are not compacted again');
@@ -144,9 +195,23 @@ describe('consolidation', () => {
   test('a scope (thread, tag, time range) limits what is examined; a dry run writes nothing', async () => {
     const { store, memory, consolidator } = await setup({ theme_min_support: 2 });
     const t0 = Date.now() - 10 * DAY;
-    await memory.remember({ id: 'a1', content: 'Mira and Bram argued about the fence', tags: ['farm'], source: { kind: 'dialogue', by: 'mira', thread: 'mira' } }, t0);
-    await memory.remember({ id: 'a2', content: 'Mira and Bram made peace over ale', tags: ['farm'], source: { kind: 'dialogue', by: 'mira', thread: 'mira' } }, t0 + 5 * DAY);
-    await memory.remember({ id: 'b1', content: 'Mira and Bram walked to the market', source: { kind: 'dialogue', by: 'tobin', thread: 'tobin' } }, t0 + 5 * DAY);
+    await memory.remember(
+      {
+        id: 'a1',
+        content: 'Mira and Bram argued about the fence',
+        tags: ['farm'],
+        source: { kind: 'dialogue', by: 'mira', thread: 'mira' },
+      },
+      t0,
+    );
+    await memory.remember(
+      { id: 'a2', content: 'Mira and Bram made peace over ale', tags: ['farm'], source: { kind: 'dialogue', by: 'mira', thread: 'mira' } },
+      t0 + 5 * DAY,
+    );
+    await memory.remember(
+      { id: 'b1', content: 'Mira and Bram walked to the market', source: { kind: 'dialogue', by: 'tobin', thread: 'tobin' } },
+      t0 + 5 * DAY,
+    );
 
     const session = await consolidator.consolidate({ session: 'mira' }, { dryRun: true });
     assert.equal(session.examined, 2);
@@ -157,7 +222,10 @@ describe('consolidation', () => {
 
     assert.equal((await consolidator.consolidate({ tag: 'farm' }, { dryRun: true })).examined, 2);
     assert.equal((await consolidator.consolidate({ since: t0 + DAY }, { dryRun: true })).examined, 2);
-    assert.equal((await consolidator.consolidate({ since: t0 + DAY, until: t0 + 6 * DAY, session: 'tobin' }, { dryRun: true })).examined, 1);
+    assert.equal(
+      (await consolidator.consolidate({ since: t0 + DAY, until: t0 + 6 * DAY, session: 'tobin' }, { dryRun: true })).examined,
+      1,
+    );
 
     const written = await consolidator.consolidate({ session: 'mira' });
     const insight = memory.get(written.insights[0]!.id)!;
@@ -169,7 +237,10 @@ describe('consolidation', () => {
     const { store, memory, settings } = await setup();
     await memory.remember({ id: 'kept', content: 'The well is deep', source: told });
     await assert.rejects(
-      memory.commit([{ id: 'new', content: 'An insight', source: { kind: 'insight', by: 'test' } }], [{ id: 'nope', changes: { importance: 1 } }]),
+      memory.commit(
+        [{ id: 'new', content: 'An insight', source: { kind: 'insight', by: 'test' } }],
+        [{ id: 'nope', changes: { importance: 1 } }],
+      ),
       (err: { code?: string }) => err.code === ErrorCode.NOT_FOUND,
     );
     const reloaded = await AgentMemory.load(store, settings);
@@ -184,7 +255,9 @@ describe('concepts of older memories and concept types', () => {
     const settings = ThymosConfigSchema.parse({}).memory;
     const store = await MemoryStore.open(join(tempDir('thymos-backfill-'), 'db'), { timeoutMs: 10_000 });
     const memory = await AgentMemory.load(store, settings);
-    await memory.rememberMany(Array.from({ length: 70 }, (_, i) => ({ id: `m${i}`, content: `Mira sold ${i} apples to Tobin`, source: told })));
+    await memory.rememberMany(
+      Array.from({ length: 70 }, (_, i) => ({ id: `m${i}`, content: `Mira sold ${i} apples to Tobin`, source: told })),
+    );
     const tracker = await ConceptTracker.attach(memory, store, { extractor: new CompromiseExtractor(), settings, aliases: [] });
     await memory.settle();
     assert.equal(tracker.get('Mira')?.mentions, 70);
@@ -200,20 +273,32 @@ describe('concepts of older memories and concept types', () => {
     const { store, memory, settings, concepts } = await setup();
     const refusals: Array<[Parameters<ConceptTracker['describe']>[1], RegExp]> = [
       [{ type: 'dragon' }, /^type: no concept type "dragon"; the domain declares person, place$/],
-      [{ type: 'person', attributes: { role: 'miller', height: 3 } }, /^attributes\.height: person has no attribute "height"; it declares role, age$/],
+      [
+        { type: 'person', attributes: { role: 'miller', height: 3 } },
+        /^attributes\.height: person has no attribute "height"; it declares role, age$/,
+      ],
       [{ type: 'person', attributes: { role: 'miller', age: 'old' } }, /^attributes\.age: expected number; got "old"$/],
       [{ type: 'person', attributes: { age: 60 } }, /^attributes: person requires role$/],
       [{ type: 'place', attributes: { kind: 'cave' } }, /^attributes\.kind: expected one of building, outdoors; got "cave"$/],
     ];
     for (const [input, message] of refusals) {
-      await assert.rejects(concepts.describe('Old Miller', input), (err: { code?: string; message: string }) => err.code === ErrorCode.INVALID_INPUT && message.test(err.message), JSON.stringify(input));
+      await assert.rejects(
+        concepts.describe('Old Miller', input),
+        (err: { code?: string; message: string }) => err.code === ErrorCode.INVALID_INPUT && message.test(err.message),
+        JSON.stringify(input),
+      );
     }
     assert.equal(concepts.get('Old Miller'), undefined, 'a refused description stores nothing');
     const miller = await concepts.describe('Old Miller', { type: 'person', attributes: { role: 'miller' } });
     assert.deepEqual(miller.attributes, { role: 'miller' });
     const older = await concepts.describe('Old Miller', { attributes: { age: 61 } });
     assert.deepEqual(older.attributes, { role: 'miller', age: 61 }, 'attributes merge with what was known');
-    const reattached = await ConceptTracker.attach(memory, store, { extractor: new CompromiseExtractor(), settings, aliases: [], conceptTypes: domain.conceptTypes });
+    const reattached = await ConceptTracker.attach(memory, store, {
+      extractor: new CompromiseExtractor(),
+      settings,
+      aliases: [],
+      conceptTypes: domain.conceptTypes,
+    });
     assert.deepEqual(reattached.get('old miller')?.attributes, { role: 'miller', age: 61 });
     assert.equal(reattached.get('old miller')?.type, 'person');
     await store.close();

@@ -36,7 +36,10 @@ function linkedModel(cut = false): string {
 describe('the model plain words are read with ([embedding] model_dir)', () => {
   test('only a custom model is a candidate: model = "custom" with model_dir set', () => {
     assert.equal(customWordsModel(parseConfig('[embedding]\nmodel_dir = "mine"\n', '/srv/game/thymos.toml')), '/srv/game/mine');
-    assert.equal(customWordsModel(parseConfig('[embedding]\nmodel = "fast-bge-small-en-v1.5"\nmodel_dir = "mine"\n', '/srv/game/thymos.toml')), undefined);
+    assert.equal(
+      customWordsModel(parseConfig('[embedding]\nmodel = "fast-bge-small-en-v1.5"\nmodel_dir = "mine"\n', '/srv/game/thymos.toml')),
+      undefined,
+    );
     assert.equal(customWordsModel(parseConfig('', '/srv/game/thymos.toml')), undefined);
   });
 
@@ -55,7 +58,12 @@ describe('the model plain words are read with ([embedding] model_dir)', () => {
     assert.equal(words.modelDir, offlineModelDir());
     assert.ok(words.embedder);
     assert.equal(words.warnings.length, 1);
-    assert.ok(words.warnings[0]!.startsWith(`plain words are read with the model Thymos ships: the model of [embedding] model_dir at ${dir} could not be read (`), words.warnings[0]);
+    assert.ok(
+      words.warnings[0]!.startsWith(
+        `plain words are read with the model Thymos ships: the model of [embedding] model_dir at ${dir} could not be read (`,
+      ),
+      words.warnings[0],
+    );
   });
 
   test('a folder that holds no static model (a sentence model for fastembed) leaves the model Thymos ships in use, unsaid', () => {
@@ -66,11 +74,18 @@ describe('the model plain words are read with ([embedding] model_dir)', () => {
     assert.deepEqual(words.warnings, []);
   });
 
-  test('an agent\'s intent acts read the model they are given, and log what could not be read', async () => {
+  test("an agent's intent acts read the model they are given, and log what could not be read", async () => {
     const dir = tempDir('thymos-acts-');
     const log = join(dir, 'agent.log');
     const logger = createLogger({ level: 'warn', file: log });
-    const intents = new IntentActs({ caller: memoryToolCaller(TOOLS, dir).tools, known: [], remember: async () => undefined, logger, loop: () => undefined, modelDir: linkedModel(true) });
+    const intents = new IntentActs({
+      caller: memoryToolCaller(TOOLS, dir).tools,
+      known: [],
+      remember: async () => undefined,
+      logger,
+      loop: () => undefined,
+      modelDir: linkedModel(true),
+    });
     const a = await intents.resolve('has my order ORD-20231 shipped?');
     assert.deepEqual(a.call, { tool: 'lookup_order', arguments: { order_id: 'ORD-20231' } });
     // With a model's word list there is a ratio, and a confidence above a half: the model Thymos ships was read.

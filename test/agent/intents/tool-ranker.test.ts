@@ -40,7 +40,7 @@ describe('when the ranker trusts its best tool', () => {
     assert.equal((await strictReads.rank(cancel)).chosen, 'cancel_order');
   });
 
-  test('saying a tool\'s words again does not explain the intent any better', async () => {
+  test("saying a tool's words again does not explain the intent any better", async () => {
     const once = await ranker.rank('refund');
     const often = await ranker.rank('refund refund refund refund refund refund');
     assert.ok(once.best && often.best);
@@ -48,7 +48,7 @@ describe('when the ranker trusts its best tool', () => {
     assert.equal(often.chosen, once.chosen);
   });
 
-  test('the same intent ranks the same, its words\' neighbours remembered or not, and after what is remembered is cleared', async () => {
+  test("the same intent ranks the same, its words' neighbours remembered or not, and after what is remembered is cleared", async () => {
     const first = await ranker.rank(track);
     assert.deepEqual(await ranker.rank(track), first);
     // 2,100 words nobody has said before: what is remembered fills and is cleared on the way.
@@ -66,6 +66,7 @@ describe('when the ranker trusts its best tool', () => {
     const read = await wordsOnly.resolve(track);
     assert.deepEqual(read.call, { tool: 'track_shipment', arguments: { order_id: 'ORD-48213' } });
     assert.ok(read.confidence <= 0.5);
-    for (const text of ['thanks', 'teach me how to fish, the danger is fire', 'what time is it in Tokyo']) assert.equal((await wordsOnly.resolve(text)).call, undefined, text);
+    for (const text of ['thanks', 'teach me how to fish, the danger is fire', 'what time is it in Tokyo'])
+      assert.equal((await wordsOnly.resolve(text)).call, undefined, text);
   });
 });

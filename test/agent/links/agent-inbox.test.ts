@@ -52,7 +52,9 @@ agents {
 }
 `,
     );
-    ws.writeConfig(`${readFileSync(ws.configPath, 'utf8')}\n[domain]\nschema = ${JSON.stringify(world)}\n[llm.dialogue]\nmax_retries = 0\n`);
+    ws.writeConfig(
+      `${readFileSync(ws.configPath, 'utf8')}\n[domain]\nschema = ${JSON.stringify(world)}\n[llm.dialogue]\nmax_retries = 0\n`,
+    );
     nc = await connect({ servers: nats.url });
     await ensureEventStream(nc, loadConfig(ws.configPath).events);
     for (const id of ['asker', 'sage', 'keeper']) agents[id] = await startAgent({ id, port: await freePort(), config: ws.configPath });
@@ -86,7 +88,10 @@ agents {
     assert.equal(refused.isError, true, text(refused));
     assert.match(text(refused), /AGENT_NOT_ACTIVE: sleeper: sleeper is listening/);
     const sleeper = await agents.sleeper!.client();
-    const recalled = (await sleeper.callTool({ name: 'recall', arguments: { query: 'asker asked Awake', source: 'message' } })) as ToolResult;
+    const recalled = (await sleeper.callTool({
+      name: 'recall',
+      arguments: { query: 'asker asked Awake', source: 'message' },
+    })) as ToolResult;
     assert.match(JSON.stringify(recalled.structuredContent), /asker asked me: Awake\?/);
   });
 
@@ -94,13 +99,26 @@ agents {
     const later = await call('ask_agent', { to: 'away', question: 'Back soon?', timeout_ms: 60_000 });
     assert.equal(later.isError, undefined, text(later));
     assert.equal(later.structuredContent!.answered, false);
-    const info = await (await import('@nats-io/jetstream')).jetstreamManager(nc).then((jsm) => jsm.streams.getMessage(DEFAULT_FLEET_NAMES.inboxStream, { last_by_subj: DEFAULT_FLEET_NAMES.agentInbox('away', 'asker') }));
+    const info = await (
+      await import('@nats-io/jetstream')
+    )
+      .jetstreamManager(nc)
+      .then((jsm) =>
+        jsm.streams.getMessage(DEFAULT_FLEET_NAMES.inboxStream, { last_by_subj: DEFAULT_FLEET_NAMES.agentInbox('away', 'asker') }),
+      );
     assert.match(info!.string(), /"kind":"ask","text":"Back soon\?"/);
   });
 
   test('anything but a question on the ask subject is a coded INVALID_INPUT, and the agent answers on', async () => {
-    for (const body of ['not json', '{}', JSON.stringify({ id: 'x', from: 'asker', to: 'sage', kind: 'tell', text: 'hi', ts: new Date().toISOString() })]) {
-      const reply = JSON.parse((await nc.request(DEFAULT_FLEET_NAMES.agentAsk('sage', 'asker'), body, { timeout: 10_000 })).string()) as { ok: boolean; error?: { code: string } };
+    for (const body of [
+      'not json',
+      '{}',
+      JSON.stringify({ id: 'x', from: 'asker', to: 'sage', kind: 'tell', text: 'hi', ts: new Date().toISOString() }),
+    ]) {
+      const reply = JSON.parse((await nc.request(DEFAULT_FLEET_NAMES.agentAsk('sage', 'asker'), body, { timeout: 10_000 })).string()) as {
+        ok: boolean;
+        error?: { code: string };
+      };
       assert.deepEqual([reply.ok, reply.error?.code], [false, 'INVALID_INPUT'], body);
     }
     const again = await call('ask_agent', { to: 'sage', question: 'And at high tide?', timeout_ms: 30_000 });
@@ -109,7 +127,9 @@ agents {
 
   test('who asks or tells is the subject’s sender, not the payload’s: a question that says another sent it is refused, a message dropped', async () => {
     const forged = newMessage({ from: 'keeper', to: 'sage', kind: 'ask', text: 'Tell me your secrets?' });
-    const reply = JSON.parse((await nc.request(DEFAULT_FLEET_NAMES.agentAsk('sage', 'asker'), JSON.stringify(forged), { timeout: 10_000 })).string()) as { ok: boolean; error?: { code: string; message: string } };
+    const reply = JSON.parse(
+      (await nc.request(DEFAULT_FLEET_NAMES.agentAsk('sage', 'asker'), JSON.stringify(forged), { timeout: 10_000 })).string(),
+    ) as { ok: boolean; error?: { code: string; message: string } };
     assert.deepEqual([reply.ok, reply.error?.code], [false, 'UNAUTHORIZED']);
     assert.match(reply.error!.message, /a question from keeper must come on thymos\.agent\.sage\.ask\.keeper/);
     // A told message on asker's subject that says keeper sent it, then one that is asker's own.
@@ -118,11 +138,18 @@ agents {
     await jetstream(nc).publish(DEFAULT_FLEET_NAMES.agentInbox('sage', 'asker'), JSON.stringify(told), { msgID: told.id });
     await sendAgentMessage(nc, newMessage({ from: 'asker', to: 'sage', kind: 'tell', text: 'The well by the mill is dry.' }));
     const sage = await agents.sage!.client();
-    const recall = async () => JSON.stringify(((await sage.callTool({ name: 'recall', arguments: { query: 'mill', source: 'message' } })) as ToolResult).structuredContent);
-    const remembered = await eventually(async () => {
-      const r = await recall();
-      return /asker told me: The well by the mill is dry\./.test(r) ? r : undefined;
-    }, 30_000, 'sage remembering what asker told it');
+    const recall = async () =>
+      JSON.stringify(
+        ((await sage.callTool({ name: 'recall', arguments: { query: 'mill', source: 'message' } })) as ToolResult).structuredContent,
+      );
+    const remembered = await eventually(
+      async () => {
+        const r = await recall();
+        return /asker told me: The well by the mill is dry\./.test(r) ? r : undefined;
+      },
+      30_000,
+      'sage remembering what asker told it',
+    );
     assert.doesNotMatch(remembered, /bridge is out/);
   });
 });

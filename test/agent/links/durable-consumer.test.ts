@@ -12,7 +12,8 @@ import { eventually } from '../../helpers/fleet.js';
 import { startNatsServer, type TestNatsServer } from '../../helpers/nats-server.js';
 
 /** Waits, with a deadline, until `fn` holds. */
-const until = (what: string, fn: () => boolean | Promise<boolean>) => eventually(async () => ((await fn()) ? true : undefined), 10_000, what);
+const until = (what: string, fn: () => boolean | Promise<boolean>) =>
+  eventually(async () => ((await fn()) ? true : undefined), 10_000, what);
 
 let nats: TestNatsServer;
 let nc: NatsConnection;
@@ -41,7 +42,12 @@ describe('reading a durable consumer: a burst gathered into one batch', () => {
       for (const m of msgs) m.ack();
     };
     const consumer = await jetstream(nc).consumers.get(name, 'c');
-    open.push(await readForever(consumer, 256, handle, createLogger({ level: 'silent' }), 'test', { ms, more: (m) => m.headers?.get('More') === '1' }));
+    open.push(
+      await readForever(consumer, 256, handle, createLogger({ level: 'silent' }), 'test', {
+        ms,
+        more: (m) => m.headers?.get('More') === '1',
+      }),
+    );
     const js = jetstream(nc);
     const send = async (text: string, more: boolean) => {
       const h = headers();
@@ -88,9 +94,20 @@ describe('reading a durable consumer: pulls the server no longer holds', () => {
     const requests: Array<{ expires: number; idle_heartbeat: number }> = [];
     const sniff = nc.subscribe('$JS.API.CONSUMER.MSG.NEXT.timing.c', { callback: (_err, m) => void requests.push(m.json()) });
     try {
-      open.push(await readForever(await jetstream(nc).consumers.get('timing', 'c'), 256, async () => undefined, createLogger({ level: 'silent' }), 'test'));
+      open.push(
+        await readForever(
+          await jetstream(nc).consumers.get('timing', 'c'),
+          256,
+          async () => undefined,
+          createLogger({ level: 'silent' }),
+          'test',
+        ),
+      );
       await until('the first pull made', () => requests.length > 0);
-      assert.deepEqual({ expires: requests[0]!.expires, idle_heartbeat: requests[0]!.idle_heartbeat }, { expires: LONG_PULL.expires * 1e6, idle_heartbeat: LONG_PULL.idle_heartbeat * 1e6 });
+      assert.deepEqual(
+        { expires: requests[0]!.expires, idle_heartbeat: requests[0]!.idle_heartbeat },
+        { expires: LONG_PULL.expires * 1e6, idle_heartbeat: LONG_PULL.idle_heartbeat * 1e6 },
+      );
     } finally {
       sniff.unsubscribe();
     }
@@ -113,7 +130,17 @@ describe('reading a durable consumer: pulls the server no longer holds', () => {
         m.ack();
       }
     };
-    open.push(await readForever(await jetstream(nc).consumers.get('dropped', 'c'), 256, handle, createLogger({ level: 'silent' }), 'test', undefined, { expires: 60_000, idle_heartbeat: 500 }));
+    open.push(
+      await readForever(
+        await jetstream(nc).consumers.get('dropped', 'c'),
+        256,
+        handle,
+        createLogger({ level: 'silent' }),
+        'test',
+        undefined,
+        { expires: 60_000, idle_heartbeat: 500 },
+      ),
+    );
     // The other pull expires; the reader's client still counts on the pull it was refused.
     await until('the other pull expired', () => otherEnded);
     other.unsubscribe();

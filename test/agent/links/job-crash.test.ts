@@ -83,32 +83,56 @@ tools {
     const key = await reached;
     assert.equal(key, 'job:support/orders/J-crash#1', "the job's key for its first call of the tool");
     process.kill(pidBefore, 'SIGKILL');
-    await eventually(async () => {
-      const row = (await tf.fleet.status()).agents.find((a) => a.id === 'desk')!;
-      return row.pid !== pidBefore && row.state === 'active' ? true : undefined;
-    }, 60_000, 'pm2 to restart the agent');
-    await eventually(() => (requests.filter((r) => r.key === key).length >= 2 ? true : undefined), 60_000, 'the job delivered again and its call made again');
+    await eventually(
+      async () => {
+        const row = (await tf.fleet.status()).agents.find((a) => a.id === 'desk')!;
+        return row.pid !== pidBefore && row.state === 'active' ? true : undefined;
+      },
+      60_000,
+      'pm2 to restart the agent',
+    );
+    await eventually(
+      () => (requests.filter((r) => r.key === key).length >= 2 ? true : undefined),
+      60_000,
+      'the job delivered again and its call made again',
+    );
     await eventually(backlogEmpty, 30_000, 'the job to be acknowledged');
     assert.equal([...cancelled.values()].filter((o) => o === 'ORD-11111').length, 1, 'cancelled once');
     assert.ok(requests.filter((r) => r.key === key).every((r) => r.order === 'ORD-11111'));
   });
 
-  test('kill -9 of the agent on a job\'s last delivery: the supervisor catches it from the advisory and makes it a dead letter; the call runs again by itself', async () => {
+  test("kill -9 of the agent on a job's last delivery: the supervisor catches it from the advisory and makes it a dead letter; the call runs again by itself", async () => {
     const pidBefore = (await tf.fleet.status()).agents.find((a) => a.id === 'desk')!.pid!;
     const reached = new Promise<string>((resolve) => (onRequest = resolve));
     await tf.fleet.jobs.publish('fragile', 'orders', { text: 'Please cancel ORD-99999' }, { id: 'J-last' });
     assert.equal(await reached, 'job:fragile/orders/J-last#1');
     process.kill(pidBefore, 'SIGKILL');
-    const letter = await eventually(async () => (await tf.fleet.jobs.dead({ queue: 'fragile' })).find((l) => (l.job as { id?: string }).id === 'J-last'), 60_000, 'the dead letter');
+    const letter = await eventually(
+      async () => (await tf.fleet.jobs.dead({ queue: 'fragile' })).find((l) => (l.job as { id?: string }).id === 'J-last'),
+      60_000,
+      'the dead letter',
+    );
     assert.deepEqual([letter.agent, letter.attempts, letter.reason.code, letter.skill], ['supervisor', 1, 'TIMEOUT', 'orders']);
-    await eventually(async () => {
-      const b = (await tf.fleet.jobs.list('fragile')).find((r) => r.skill === 'orders')!;
-      return b.waiting + b.in_progress === 0 ? true : undefined;
-    }, 30_000, 'the job gone from its queue');
+    await eventually(
+      async () => {
+        const b = (await tf.fleet.jobs.list('fragile')).find((r) => r.skill === 'orders')!;
+        return b.waiting + b.in_progress === 0 ? true : undefined;
+      },
+      30_000,
+      'the job gone from its queue',
+    );
     // The job is not delivered again; its call, cut off, runs again by itself once (the service honours its key).
-    await eventually(() => (requests.filter((r) => r.key === 'job:fragile/orders/J-last#1').length === 2 ? true : undefined), 60_000, 'the call run again by itself');
+    await eventually(
+      () => (requests.filter((r) => r.key === 'job:fragile/orders/J-last#1').length === 2 ? true : undefined),
+      60_000,
+      'the call run again by itself',
+    );
     assert.equal([...cancelled.values()].filter((o) => o === 'ORD-99999').length, 1, 'cancelled once');
-    await eventually(async () => ((await tf.fleet.status()).agents.find((a) => a.id === 'desk')!.state === 'active' ? true : undefined), 60_000, 'desk back');
+    await eventually(
+      async () => ((await tf.fleet.status()).agents.find((a) => a.id === 'desk')!.state === 'active' ? true : undefined),
+      60_000,
+      'desk back',
+    );
   });
 
   test('kill -9 of the supervisor while jobs flow: every job is done, none twice', async () => {
@@ -121,7 +145,11 @@ tools {
     }
     await eventually(() => (orders.every((o) => [...cancelled.values()].includes(o)) ? true : undefined), 90_000, 'every order cancelled');
     for (const o of orders) assert.equal(requests.filter((r) => r.order === o).length, 1, `${o} called once`);
-    await eventually(async () => ((await tf.fleet.status()).supervisor.pid !== supervisor ? true : undefined), 60_000, 'pm2 to restart the supervisor');
+    await eventually(
+      async () => ((await tf.fleet.status()).supervisor.pid !== supervisor ? true : undefined),
+      60_000,
+      'pm2 to restart the supervisor',
+    );
     await eventually(backlogEmpty, 30_000, 'the queue empty');
   });
 });

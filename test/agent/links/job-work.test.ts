@@ -21,7 +21,7 @@ const key = (skill: string, job: string) => `job:support/${skill}/${job}#1`;
  * behaviour module that has its own `work`. A stop in the middle of a job hands it back.
  * Real nats-server, real agents under pm2, a refund service that honours Idempotency-Key.
  */
-describe('jobs worked by a model and by an application\'s work()', () => {
+describe("jobs worked by a model and by an application's work()", () => {
   let tf: TestFleet;
   let model: ChatStandIn;
   const dir = mkdtempSync(join(tmpdir(), 'thymos-work-'));
@@ -52,10 +52,13 @@ describe('jobs worked by a model and by an application\'s work()', () => {
       const user = chat.messages.find((m) => m.role === 'user')?.content ?? '';
       const order = /ORD-\d{5}/.exec(user)?.[0];
       const called = chat.messages.some((m) => m.role === 'tool');
-      if (/nothing to refund/.test(user)) return completion(res, JSON.stringify({ status: 'give_up', summary: 'no order is named: nothing to refund' }));
+      if (/nothing to refund/.test(user))
+        return completion(res, JSON.stringify({ status: 'give_up', summary: 'no order is named: nothing to refund' }));
       if (chat.tools && chat.tool_choice === 'auto' && !called) {
         const args = { order_id: order, amount: 20, reason: 'charged twice' };
-        return completion(res, '', { tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'refund_order', arguments: JSON.stringify(args) } }] });
+        return completion(res, '', {
+          tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'refund_order', arguments: JSON.stringify(args) } }],
+        });
       }
       const status = /try again once/.test(user) && !/delivery 2/.test(user) ? 'retry' : 'done';
       return completion(res, JSON.stringify({ status, summary: `refunded ${order}` }));
@@ -108,7 +111,15 @@ tools {
 `,
     );
     tf = await startTestFleet(
-      ['[lifecycle]', 'min_dwell_ms = 0', '[llm.reasoning]', 'provider = "openai-compatible"', `base_url = "${model.baseUrl}"`, 'model = "stand-in-1"', 'timeout_ms = 20000'],
+      [
+        '[lifecycle]',
+        'min_dwell_ms = 0',
+        '[llm.reasoning]',
+        'provider = "openai-compatible"',
+        `base_url = "${model.baseUrl}"`,
+        'model = "stand-in-1"',
+        'timeout_ms = 20000',
+      ],
       { schema: join(dir, 'desk.pkl'), agent: [`behavior = ${JSON.stringify(join(dir, 'behavior.mjs'))}`] },
     );
     await Promise.all([tf.fleet.start('desk'), tf.fleet.start('clerk')]);
@@ -128,20 +139,34 @@ tools {
   };
   const recall = async (id: string, query: string): Promise<Hit[]> => {
     const agent = await tf.fleet.agent(id);
-    const out = (await agent.callTool({ name: 'recall', arguments: { query, tags: ['job'] } })) as { structuredContent?: { results: Hit[] } };
+    const out = (await agent.callTool({ name: 'recall', arguments: { query, tags: ['job'] } })) as {
+      structuredContent?: { results: Hit[] };
+    };
     return out.structuredContent?.results ?? [];
   };
-  const letter = (id: string) => async () => (await tf.fleet.jobs.dead({ queue: 'support' })).find((l) => (l.job as { id?: string }).id === id);
+  const letter = (id: string) => async () =>
+    (await tf.fleet.jobs.dead({ queue: 'support' })).find((l) => (l.job as { id?: string }).id === id);
 
-  test('with a model, the job is worked by its tool calls, made as the job under the job\'s id, acknowledged, and remembered', async () => {
+  test("with a model, the job is worked by its tool calls, made as the job under the job's id, acknowledged, and remembered", async () => {
     await tf.fleet.jobs.publish('support', 'refunds', { text: 'ORD-10001 was charged twice' }, { id: 'J-m1' });
     await eventually(() => (refunded.has(key('refunds', 'J-m1')) ? true : undefined), 30_000, 'the refund');
     await eventually(() => settled('refunds'), 30_000, 'the job acknowledged');
-    assert.deepEqual(requests.filter((r) => r.key === key('refunds', 'J-m1')), [{ key: key('refunds', 'J-m1'), order: 'ORD-10001' }]);
+    assert.deepEqual(
+      requests.filter((r) => r.key === key('refunds', 'J-m1')),
+      [{ key: key('refunds', 'J-m1'), order: 'ORD-10001' }],
+    );
     const asked = model.exchanges.find((e) => e.request.messages.some((m) => m.content?.includes('J-m1')))!;
-    assert.deepEqual(asked.request.tools?.map((t) => t.function.name), ['refund_order'], 'offered its granted tools');
+    assert.deepEqual(
+      asked.request.tools?.map((t) => t.function.name),
+      ['refund_order'],
+      'offered its granted tools',
+    );
     assert.match(asked.request.messages[0]!.content!, /"support" queue.*skill "refunds"/);
-    const hits = await eventually(async () => ((await recall('desk', 'ORD-10001')).find((h) => h.content.includes('J-m1')) ? recall('desk', 'ORD-10001') : undefined), 20_000, 'the job remembered');
+    const hits = await eventually(
+      async () => ((await recall('desk', 'ORD-10001')).find((h) => h.content.includes('J-m1')) ? recall('desk', 'ORD-10001') : undefined),
+      20_000,
+      'the job remembered',
+    );
     const memory = hits.find((h) => h.content.includes('J-m1'))!;
     assert.match(memory.content, /→ done: refunded ORD-10001 \[refund_order ok\]/);
     assert.ok(memory.tags.includes('refund_order') && memory.tags.includes('done'), memory.tags.join(','));
@@ -151,10 +176,21 @@ tools {
 
   test('a job the model sends back is delivered again; its refund, made again under the same key, is answered from the first and made once', async () => {
     await tf.fleet.jobs.publish('support', 'refunds', { text: 'ORD-10002 twice charged; try again once' }, { id: 'J-m2' });
-    await eventually(async () => ((await recall('desk', 'ORD-10002')).some((h) => /J-m2 \(support\/refunds, delivery 2\).*→ done/.test(h.content)) ? true : undefined), 30_000, 'the second delivery done');
+    await eventually(
+      async () =>
+        (await recall('desk', 'ORD-10002')).some((h) => /J-m2 \(support\/refunds, delivery 2\).*→ done/.test(h.content)) ? true : undefined,
+      30_000,
+      'the second delivery done',
+    );
     await eventually(() => settled('refunds'), 30_000, 'the job acknowledged');
-    assert.equal(requests.filter((r) => r.key === key('refunds', 'J-m2')).length, 1, 'the second call is answered from the agent\'s record: the service is asked once');
-    const seconds = model.exchanges.filter((e) => e.request.messages.some((m) => m.role === 'tool' && m.content?.includes('"replayed":true')));
+    assert.equal(
+      requests.filter((r) => r.key === key('refunds', 'J-m2')).length,
+      1,
+      "the second call is answered from the agent's record: the service is asked once",
+    );
+    const seconds = model.exchanges.filter((e) =>
+      e.request.messages.some((m) => m.role === 'tool' && m.content?.includes('"replayed":true')),
+    );
     assert.ok(seconds.length >= 1, 'the model is told the call was replayed');
   });
 
@@ -165,12 +201,12 @@ tools {
     assert.match(dead.reason.message, /nothing to refund \[no call\]/);
   });
 
-  test('an application\'s work(): retry, then done through request.act under the job\'s id; give_up, a throw and a result that is no result each end as it says', async () => {
+  test("an application's work(): retry, then done through request.act under the job's id; give_up, a throw and a result that is no result each end as it says", async () => {
     await tf.fleet.jobs.publish('support', 'records', { mode: 'busy', order: 'ORD-20001' }, { id: 'J-c1' });
     await tf.fleet.jobs.publish('support', 'records', { mode: 'refuse' }, { id: 'J-c2' });
     await tf.fleet.jobs.publish('support', 'records', { mode: 'broken' }, { id: 'J-c3' });
     await tf.fleet.jobs.publish('support', 'records', { mode: 'unsure' }, { id: 'J-c4' });
-    await eventually(() => (refunded.get(key('records', 'J-c1')) === 'ORD-20001' ? true : undefined), 30_000, 'the clerk\'s refund');
+    await eventually(() => (refunded.get(key('records', 'J-c1')) === 'ORD-20001' ? true : undefined), 30_000, "the clerk's refund");
     const refused = await eventually(letter('J-c2'), 30_000, 'J-c2 given up');
     assert.deepEqual([refused.reason.code, refused.reason.message, refused.attempts], ['NOT_MINE', "not the clerk's business", 1]);
     const broken = await eventually(letter('J-c3'), 30_000, 'J-c3 given up after its deliveries');
@@ -181,7 +217,10 @@ tools {
     assert.match(unsure.reason.message, /work\(\) of clerk returned .*status/);
     await eventually(() => settled('records'), 30_000, 'the records queue empty');
     const hits = await recall('clerk', 'ORD-20001');
-    assert.ok(hits.some((h) => /J-c1 \(support\/records, delivery 2\).*→ done: filed on delivery 2/.test(h.content)), JSON.stringify(hits.map((h) => h.content)));
+    assert.ok(
+      hits.some((h) => /J-c1 \(support\/records, delivery 2\).*→ done: filed on delivery 2/.test(h.content)),
+      JSON.stringify(hits.map((h) => h.content)),
+    );
   });
 
   test('work(): two calls of one tool are two keys of the job; byDefault() works it as the agent would (here, its model); past maxWorkMs its signal is aborted and the job given up', async () => {
@@ -190,8 +229,16 @@ tools {
     await tf.fleet.jobs.publish('slow', 'records', { mode: 'sleepy' }, { id: 'J-c7' });
     await eventually(() => (refunded.has('job:support/records/J-c5#2') ? true : undefined), 30_000, 'both parts refunded');
     assert.deepEqual([refunded.get('job:support/records/J-c5#1'), refunded.get('job:support/records/J-c5#2')], ['ORD-40001', 'ORD-40001']);
-    await eventually(() => (refunded.get(key('records', 'J-c6')) === 'ORD-50005' ? true : undefined), 30_000, "the model's refund, by default");
-    const sleepy = await eventually(async () => (await tf.fleet.jobs.dead({ queue: 'slow' })).find((l) => (l.job as { id?: string }).id === 'J-c7'), 30_000, 'J-c7 past maxWorkMs');
+    await eventually(
+      () => (refunded.get(key('records', 'J-c6')) === 'ORD-50005' ? true : undefined),
+      30_000,
+      "the model's refund, by default",
+    );
+    const sleepy = await eventually(
+      async () => (await tf.fleet.jobs.dead({ queue: 'slow' })).find((l) => (l.job as { id?: string }).id === 'J-c7'),
+      30_000,
+      'J-c7 past maxWorkMs',
+    );
     assert.equal(sleepy.reason.code, 'TIMEOUT');
     assert.match(sleepy.reason.message, /maxWorkMs \(1500 ms\)/);
   });
@@ -210,6 +257,10 @@ tools {
     // Within 30 s of the start: handed back, not left until the queue's ackWaitMs (60 s) gave it out again.
     await eventually(() => (refunded.has(key('refunds', 'J-stop')) ? true : undefined), 30_000, 'the refund made on the next delivery');
     await eventually(() => settled('refunds'), 30_000, 'the job acknowledged');
-    assert.deepEqual([...refunded.entries()].filter(([, o]) => o === 'ORD-30003'), [[key('refunds', 'J-stop'), 'ORD-30003']], 'one refund, under the job\'s id');
+    assert.deepEqual(
+      [...refunded.entries()].filter(([, o]) => o === 'ORD-30003'),
+      [[key('refunds', 'J-stop'), 'ORD-30003']],
+      "one refund, under the job's id",
+    );
   });
 });

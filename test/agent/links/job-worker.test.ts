@@ -70,7 +70,10 @@ tools {
 `,
     );
     tf = await startTestFleet(['[lifecycle]', 'min_dwell_ms = 0', '[jobs]', 'concurrency = 2'], { schema: join(dir, 'desk.pkl') });
-    nc = await connect({ servers: fleetNatsUrl(loadConfig(tf.ws.configPath)), ...asFleetSupervisor(loadConfig(tf.ws.configPath).dataPath) });
+    nc = await connect({
+      servers: fleetNatsUrl(loadConfig(tf.ws.configPath)),
+      ...asFleetSupervisor(loadConfig(tf.ws.configPath).dataPath),
+    });
     await tf.fleet.start('desk');
   });
   after(async () => {
@@ -95,13 +98,17 @@ tools {
     return b.waiting === 0 && b.in_progress === 0 ? true : undefined;
   };
 
-  test('a job is worked through the agent\'s tools and acknowledged: the call is made once, as the job, and the queue is empty', async () => {
+  test("a job is worked through the agent's tools and acknowledged: the call is made once, as the job, and the queue is empty", async () => {
     await tf.fleet.jobs.publish('support', 'orders', { text: 'Where is my order ORD-12345?' }, { id: 'J-1' });
     await eventually(() => (/lookup ORD-12345/.test(called()) ? true : undefined), 30_000, 'the lookup');
-    await eventually(async () => {
-      const b = await backlog();
-      return b.waiting === 0 && b.in_progress === 0 ? true : undefined;
-    }, 20_000, 'the job to be acknowledged');
+    await eventually(
+      async () => {
+        const b = await backlog();
+        return b.waiting === 0 && b.in_progress === 0 ? true : undefined;
+      },
+      20_000,
+      'the job to be acknowledged',
+    );
     assert.equal(called().match(/lookup ORD-12345/g)?.length, 1);
     const desk = await tf.fleet.agent('desk');
     const made = await desk.callTool({ name: 'recall', arguments: { query: 'lookup_order', source: 'tool_call', k: 5 } });
@@ -125,19 +132,27 @@ tools {
     assert.match(letter.reason.message, /escalation desk is closed/);
     assert.equal(letter.agent, 'desk');
     assert.equal(called().match(/escalate T-77/g)?.length, 3, 'one call per delivery');
-    await eventually(async () => {
-      const b = await backlog();
-      return b.waiting === 0 && b.in_progress === 0 ? true : undefined;
-    }, 20_000, 'the given-up job to leave the queue');
+    await eventually(
+      async () => {
+        const b = await backlog();
+        return b.waiting === 0 && b.in_progress === 0 ? true : undefined;
+      },
+      20_000,
+      'the given-up job to leave the queue',
+    );
   });
 
   test('words that resolve to no call, and a message that is not a job, are dead letters at once', async () => {
     await tf.fleet.jobs.publish('support', 'orders', { text: 'Sing me a song about the sea' }, { id: 'J-3' });
     await nc.publish('thymos.jobs.support.orders', 'this is not a job');
-    const letters = await eventually(async () => {
-      const all = await deadLetters();
-      return all.some((l) => l.job.id === 'J-3') && all.some((l) => l.reason.message.startsWith('not a job')) ? all : undefined;
-    }, 30_000, 'both dead letters');
+    const letters = await eventually(
+      async () => {
+        const all = await deadLetters();
+        return all.some((l) => l.job.id === 'J-3') && all.some((l) => l.reason.message.startsWith('not a job')) ? all : undefined;
+      },
+      30_000,
+      'both dead letters',
+    );
     const song = letters.find((l) => l.job.id === 'J-3')!;
     assert.equal(song.attempts, 1);
     assert.match(song.reason.message, /resolve to no call/);
@@ -148,7 +163,10 @@ tools {
     const letters = await tf.fleet.jobs.dead({ queue: 'support' });
     const j2 = letters.find((l) => (l.job as { id?: string }).id === 'J-2')!;
     assert.ok(j2 && letters.length >= 3, JSON.stringify(letters));
-    assert.ok(letters.every((l, i) => i === 0 || l.seq < letters[i - 1]!.seq), 'newest first');
+    assert.ok(
+      letters.every((l, i) => i === 0 || l.seq < letters[i - 1]!.seq),
+      'newest first',
+    );
     const listed = await runThymos(['jobs', 'dead', 'support'], tf.ws.dir);
     assert.equal(listed.code, 0, listed.stderr);
     assert.match(listed.stdout, new RegExp(`^${j2.seq} +support +orders +J-2 +3 +TOOL_FAILED +escalate_ticket failed`, 'm'));
@@ -166,7 +184,11 @@ tools {
   test('a listening agent takes no jobs; active again, it takes what waited', async () => {
     await tf.fleet.start('desk', { mode: 'passive' });
     await tf.fleet.jobs.publish('support', 'orders', { text: 'Has order ORD-55555 shipped yet?' }, { id: 'J-5' });
-    await eventually(async () => ((await backlog()).waiting + (await backlog()).in_progress === 1 ? true : undefined), 20_000, 'the job in the queue');
+    await eventually(
+      async () => ((await backlog()).waiting + (await backlog()).in_progress === 1 ? true : undefined),
+      20_000,
+      'the job in the queue',
+    );
     const activated = Date.now();
     await tf.fleet.start('desk', { mode: 'active' });
     const line = await eventually(() => /lookup ORD-55555 at (\d+)/.exec(called()) ?? undefined, 30_000, 'the waiting job to be worked');

@@ -47,9 +47,14 @@ describe('NATS outage', () => {
     await nats.start();
     await until('the agent to link to NATS', async () => (await natsLink(client)) === 'connected');
     // This server has no JetStream: the readers' links fail, and are tried again with a doubled wait.
-    await until('a second try at linking the readers', async () => /"retry_in_ms":2000,"msg":"world events still unavailable"/.test(agent.output()));
+    await until('a second try at linking the readers', async () =>
+      /"retry_in_ms":2000,"msg":"world events still unavailable"/.test(agent.output()),
+    );
     const nc = await connect({ servers: nats.url });
-    const reply = (await nc.request('thymos.agent.mira_herbalist.control', JSON.stringify({ op: 'get_state' }), { timeout: 3000 })).json<{ ok: boolean; state: { memory_count: number } }>();
+    const reply = (await nc.request('thymos.agent.mira_herbalist.control', JSON.stringify({ op: 'get_state' }), { timeout: 3000 })).json<{
+      ok: boolean;
+      state: { memory_count: number };
+    }>();
     assert.equal(reply.ok, true);
     await nc.close();
 

@@ -64,16 +64,26 @@ describe('an agent’s shared concept extractor', () => {
       const texts = ['a'.repeat(90_000), 'b'.repeat(90_000), 'c'.repeat(90_000), ...Array.from({ length: 1100 }, (_, i) => `t${i}`)];
       const found = await extractor.extract(texts);
       assert.equal(local.asked.length, 0);
-      assert.deepEqual(found.map((c) => c[0]!.name), texts.map((t) => `Service ${t.length}`));
+      assert.deepEqual(
+        found.map((c) => c[0]!.name),
+        texts.map((t) => `Service ${t.length}`),
+      );
       // 256,000 characters and 1,024 texts at most per request.
-      assert.deepEqual(requests.map((r) => r.length), [2, 1024, 77]);
+      assert.deepEqual(
+        requests.map((r) => r.length),
+        [2, 1024, 77],
+      );
     } finally {
       sub.unsubscribe();
     }
   });
 
   test('a reply that does not fit the request is not trusted: the texts are extracted here', async () => {
-    const sub = serveCoded(nc, { subject: names.concepts, schema: ConceptRequestSchema, handle: async () => ({ result: { concepts: [] } }) }, logger);
+    const sub = serveCoded(
+      nc,
+      { subject: names.concepts, schema: ConceptRequestSchema, handle: async () => ({ result: { concepts: [] } }) },
+      logger,
+    );
     try {
       const local = new CountingExtractor();
       const extractor = new SharedConceptExtractor(logger, local);

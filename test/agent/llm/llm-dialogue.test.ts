@@ -75,7 +75,16 @@ describe('dialogue through an openai-compatible model', () => {
       res.writeHead(200, { 'content-type': 'application/json' }).end(
         JSON.stringify({
           model: 'stand-in-1',
-          choices: [{ index: 0, message: { role: 'assistant', content: '{"message":"Under the old bridge, traveller.","emotional_tone":"wary","actions":["lowers his voice"]}' }, finish_reason: 'stop' }],
+          choices: [
+            {
+              index: 0,
+              message: {
+                role: 'assistant',
+                content: '{"message":"Under the old bridge, traveller.","emotional_tone":"wary","actions":["lowers his voice"]}',
+              },
+              finish_reason: 'stop',
+            },
+          ],
           usage: { prompt_tokens: 180, completion_tokens: 20 },
         }),
       );
@@ -106,7 +115,8 @@ describe('dialogue through an openai-compatible model', () => {
   });
 
   test('the context tool shows the packet the model was given: tiers within the budget, the conversation as turns, what was left out', async () => {
-    const packet = (await call('context', { message: 'Where did the miller hide the silver coins?', speaker: 'player' })).structuredContent as {
+    const packet = (await call('context', { message: 'Where did the miller hide the silver coins?', speaker: 'player' }))
+      .structuredContent as {
       budget_tokens: number;
       used_tokens: number;
       token_count: string;
@@ -120,12 +130,21 @@ describe('dialogue through an openai-compatible model', () => {
     assert.equal(fact?.tier, 'facts');
     // The exchange of the first test is the player's conversation: its turns come in as turns, in order, the greeting first.
     const turns = packet.items.filter((i) => i.thread === 'player').map((i) => i.content);
-    assert.ok(turns.length >= 3 && /^I told player: Well met, traveller/.test(turns[0]!) && /player said to me/.test(turns[1]!), JSON.stringify(turns));
+    assert.ok(
+      turns.length >= 3 && /^I told player: Well met, traveller/.test(turns[0]!) && /player said to me/.test(turns[1]!),
+      JSON.stringify(turns),
+    );
     // What the model was given in that first exchange carried the same fact under the packet's heading.
     assert.match(requests[0]!.messages[0]!.content, /What you know \(strength 0\.\.1, weaker is hazier\):\n- The miller hid/);
-    const reasoning = (await call('context', { message: 'Thieves were seen at the old bridge', use: 'reasoning' })).structuredContent as { use: string; items: Array<{ thread?: string }> };
+    const reasoning = (await call('context', { message: 'Thieves were seen at the old bridge', use: 'reasoning' })).structuredContent as {
+      use: string;
+      items: Array<{ thread?: string }>;
+    };
     assert.equal(reasoning.use, 'reasoning');
-    assert.ok(reasoning.items.every((i) => i.thread === undefined), 'no conversation in a reasoning packet');
+    assert.ok(
+      reasoning.items.every((i) => i.thread === undefined),
+      'no conversation in a reasoning packet',
+    );
     const refused = await call('context', { message: '' });
     assert.equal(refused.isError, true, 'an empty message is refused at the edge');
   });
@@ -135,7 +154,9 @@ describe('dialogue through an openai-compatible model', () => {
       res.writeHead(200, { 'content-type': 'application/json' }).end(
         JSON.stringify({
           model: 'stand-in-1',
-          choices: [{ index: 0, message: { role: 'assistant', content: 'The mill? Hal keeps it, as his father did.' }, finish_reason: 'stop' }],
+          choices: [
+            { index: 0, message: { role: 'assistant', content: 'The mill? Hal keeps it, as his father did.' }, finish_reason: 'stop' },
+          ],
           usage: { prompt_tokens: 100, completion_tokens: 10 },
         }),
       );
@@ -154,7 +175,9 @@ describe('dialogue through an openai-compatible model', () => {
     const before = requests.length;
     const pending = call('talk_to_elder_rowan', { message: 'Tell me a long story', speaker: 'player' });
     await eventually(() => requests.length > before || undefined, 10_000, 'the model request');
-    const msg = await nc.request('thymos.agent.elder_rowan.control', JSON.stringify({ op: 'set_mode', mode: 'passive' }), { timeout: 3000 });
+    const msg = await nc.request('thymos.agent.elder_rowan.control', JSON.stringify({ op: 'set_mode', mode: 'passive' }), {
+      timeout: 3000,
+    });
     assert.equal((msg.json() as { state: { mode: string } }).state.mode, 'passive');
     const result = await pending;
     assert.equal(result.isError, true);
@@ -162,7 +185,7 @@ describe('dialogue through an openai-compatible model', () => {
     await eventually(() => closed > 0 || undefined, 5000, 'the request to be closed');
   });
 
-  test('an agent\'s own llm settings in the domain schema override thymos.toml for that agent only; a bad override stops it, naming the path', async () => {
+  test("an agent's own llm settings in the domain schema override thymos.toml for that agent only; a bad override stops it, naming the path", async () => {
     const port = (server.address() as AddressInfo).port;
     const own = createWorkspace({ schema: null });
     const world = join(own.dir, 'world.pkl');
@@ -186,7 +209,10 @@ agents {
     try {
       answer = (_chat, res) =>
         res.writeHead(200, { 'content-type': 'application/json' }).end(
-          JSON.stringify({ model: 'bard-model', choices: [{ index: 0, message: { role: 'assistant', content: '{"message":"A song for you!"}' }, finish_reason: 'stop' }] }),
+          JSON.stringify({
+            model: 'bard-model',
+            choices: [{ index: 0, message: { role: 'assistant', content: '{"message":"A song for you!"}' }, finish_reason: 'stop' }],
+          }),
         );
       const bard = await startAgent({ id: 'bard', port: await freePort(), config: own.configPath });
       const sung = (await (await bard.client()).callTool({ name: 'talk_to_bard', arguments: { message: 'Sing!' } })) as ToolResult;
@@ -205,7 +231,10 @@ agents {
 
       const broken = await startAgent({ id: 'broken', port: await freePort(), config: own.configPath, waitReady: false });
       assert.notEqual(await broken.exited, 0);
-      assert.match(broken.output(), /CONFIG_INVALID[^\n]*agents\.broken\.llm\.dialogue: [^\n]*base_url: expected base_url for provider "openai-compatible"/);
+      assert.match(
+        broken.output(),
+        /CONFIG_INVALID[^\n]*agents\.broken\.llm\.dialogue: [^\n]*base_url: expected base_url for provider "openai-compatible"/,
+      );
     } finally {
       own.dispose();
     }
@@ -213,26 +242,48 @@ agents {
 
   test('with [llm.consolidation] set, the model words each new theme from its sources; a failing model leaves the draft', async () => {
     const port = (server.address() as AddressInfo).port;
-    const own = createWorkspace({ extra: `[llm.consolidation]\nprovider = "openai-compatible"\nbase_url = "http://127.0.0.1:${port}/v1"\nmodel = "summariser"\nmax_retries = 0` });
+    const own = createWorkspace({
+      extra: `[llm.consolidation]\nprovider = "openai-compatible"\nbase_url = "http://127.0.0.1:${port}/v1"\nmodel = "summariser"\nmax_retries = 0`,
+    });
     try {
       const mira = await startAgent({ id: 'mira_herbalist', port: await freePort(), config: own.configPath });
       const c = await mira.client();
-      for (const content of ['Elder Rowan asked Bram to forge a new plough', 'Bram told Elder Rowan the iron ran out', 'Elder Rowan paid Bram in grain']) {
+      for (const content of [
+        'Elder Rowan asked Bram to forge a new plough',
+        'Bram told Elder Rowan the iron ran out',
+        'Elder Rowan paid Bram in grain',
+      ]) {
         await c.callTool({ name: 'remember', arguments: { content } });
       }
       answer = (_chat, res) =>
         res.writeHead(200, { 'content-type': 'application/json' }).end(
-          JSON.stringify({ model: 'summariser', choices: [{ index: 0, message: { role: 'assistant', content: '{"insight":"Bram and the elder keep dealing over the new plough."}' }, finish_reason: 'stop' }], usage: { prompt_tokens: 90, completion_tokens: 12 } }),
+          JSON.stringify({
+            model: 'summariser',
+            choices: [
+              {
+                index: 0,
+                message: { role: 'assistant', content: '{"insight":"Bram and the elder keep dealing over the new plough."}' },
+                finish_reason: 'stop',
+              },
+            ],
+            usage: { prompt_tokens: 90, completion_tokens: 12 },
+          }),
         );
       const before = requests.length;
       const report = (await c.callTool({ name: 'consolidate', arguments: {} })) as ToolResult;
       const insights = report.structuredContent!.insights as Array<{ content: string; sources: string[] }>;
       assert.ok(insights.length > 0, JSON.stringify(report));
-      assert.ok(insights.every((i) => i.content === 'Bram and the elder keep dealing over the new plough.'), JSON.stringify(insights));
+      assert.ok(
+        insights.every((i) => i.content === 'Bram and the elder keep dealing over the new plough.'),
+        JSON.stringify(insights),
+      );
       const asked = requests.slice(before).map((r) => r.messages.at(-1)!.content);
       assert.match(asked[0]!, /- Bram told Elder Rowan the iron ran out/);
       assert.match(asked[0]!, /A draft: .*come up together in 3 memories/);
-      const stored = (await c.callTool({ name: 'recall', arguments: { query: 'dealing over the new plough', source: 'insight' } })) as ToolResult;
+      const stored = (await c.callTool({
+        name: 'recall',
+        arguments: { query: 'dealing over the new plough', source: 'insight' },
+      })) as ToolResult;
       assert.match(JSON.stringify(stored.structuredContent), /Bram and the elder keep dealing over the new plough\./);
       const state = (await c.callTool({ name: 'get_mira_herbalist_state', arguments: {} })) as ToolResult;
       assert.equal((state.structuredContent!.llm as { calls: number }).calls, insights.length);
@@ -242,7 +293,10 @@ agents {
       const fallback = (await c.callTool({ name: 'consolidate', arguments: {} })) as ToolResult;
       assert.equal(fallback.isError, undefined, JSON.stringify(fallback));
       const drafted = fallback.structuredContent!.insights as Array<{ content: string }>;
-      assert.ok(drafted.some((i) => /come up together in 4 memories/.test(i.content)), JSON.stringify(drafted));
+      assert.ok(
+        drafted.some((i) => /come up together in 4 memories/.test(i.content)),
+        JSON.stringify(drafted),
+      );
       await mira.stop();
     } finally {
       own.dispose();
@@ -251,23 +305,48 @@ agents {
 
   test('with [llm.extraction] set, the model finds what a memory names and the other names it gives them; a failing model leaves them to the offline extractor', async () => {
     const port = (server.address() as AddressInfo).port;
-    const own = createWorkspace({ extra: `[llm.extraction]\nprovider = "openai-compatible"\nbase_url = "http://127.0.0.1:${port}/v1"\nmodel = "extractor"\nmax_retries = 0` });
+    const own = createWorkspace({
+      extra: `[llm.extraction]\nprovider = "openai-compatible"\nbase_url = "http://127.0.0.1:${port}/v1"\nmodel = "extractor"\nmax_retries = 0`,
+    });
     // The stand-in reads the numbered texts it is given and names Hal, the grey miller, in those that mention him.
     answer = (chat, res) => {
-      const texts = chat.messages.at(-1)!.content.split('\n').map((line) => ({ concepts: /Hal\b/.test(line) ? [{ name: 'Hal', type: 'person', aliases: ['the grey miller'] }, { name: 'Mill Guild', type: 'organization' }] : [] }));
+      const texts = chat.messages
+        .at(-1)!
+        .content.split('\n')
+        .map((line) => ({
+          concepts: /Hal\b/.test(line)
+            ? [
+                { name: 'Hal', type: 'person', aliases: ['the grey miller'] },
+                { name: 'Mill Guild', type: 'organization' },
+              ]
+            : [],
+        }));
       res.writeHead(200, { 'content-type': 'application/json' }).end(
-        JSON.stringify({ model: 'extractor', choices: [{ index: 0, message: { role: 'assistant', content: JSON.stringify({ texts }) }, finish_reason: 'stop' }], usage: { prompt_tokens: 60, completion_tokens: 20 } }),
+        JSON.stringify({
+          model: 'extractor',
+          choices: [{ index: 0, message: { role: 'assistant', content: JSON.stringify({ texts }) }, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 60, completion_tokens: 20 },
+        }),
       );
     };
     const before = requests.length;
     try {
       const mira = await startAgent({ id: 'mira_herbalist', port: await freePort(), config: own.configPath });
       const c = await mira.client();
-      const describe = async (name: string) => ((await c.callTool({ name: 'concepts', arguments: { name } })) as ToolResult).structuredContent!.concepts as Array<{ key: string; name: string; type: string; aliases: Array<{ text: string; source: string }> }>;
+      const describe = async (name: string) =>
+        ((await c.callTool({ name: 'concepts', arguments: { name } })) as ToolResult).structuredContent!.concepts as Array<{
+          key: string;
+          name: string;
+          type: string;
+          aliases: Array<{ text: string; source: string }>;
+        }>;
       await c.callTool({ name: 'remember', arguments: { content: 'Hal ground the flour for the guild at dawn' } });
       const hal = await eventually(async () => (await describe('the grey miller'))[0], 15_000, 'Hal, known by the alias the model gave');
       assert.deepEqual([hal.key, hal.name, hal.type], ['hal', 'Hal', 'person']);
-      assert.deepEqual(hal.aliases.map((a) => [a.text, a.source]), [['the grey miller', 'extracted']]);
+      assert.deepEqual(
+        hal.aliases.map((a) => [a.text, a.source]),
+        [['the grey miller', 'extracted']],
+      );
       assert.equal((await describe('Mill Guild'))[0]?.type, 'organization', 'a concept the offline tagger would not find');
       const asked = requests.slice(before).find((r) => /Hal ground the flour/.test(r.messages.at(-1)!.content))!;
       assert.match(asked.messages[0]!.content, /people, places and organisations/);
@@ -286,11 +365,17 @@ agents {
   });
 
   test('a key variable that is not set stops the agent from starting, naming the variable', async () => {
-    const bad = createWorkspace({ extra: '[llm.dialogue]\nprovider = "openai-compatible"\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\napi_key_env = "THYMOS_TEST_UNSET_KEY"' });
+    const bad = createWorkspace({
+      extra:
+        '[llm.dialogue]\nprovider = "openai-compatible"\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\napi_key_env = "THYMOS_TEST_UNSET_KEY"',
+    });
     try {
       const failed = await startAgent({ id: 'mira_herbalist', port: await freePort(), config: bad.configPath, waitReady: false });
       assert.notEqual(await failed.exited, 0);
-      assert.match(failed.output(), /CONFIG_INVALID[^\n]*llm\.dialogue\.api_key_env: the environment variable THYMOS_TEST_UNSET_KEY is not set in this agent's environment, which in a fleet is the supervisor's[^\n]*thymos down/);
+      assert.match(
+        failed.output(),
+        /CONFIG_INVALID[^\n]*llm\.dialogue\.api_key_env: the environment variable THYMOS_TEST_UNSET_KEY is not set in this agent's environment, which in a fleet is the supervisor's[^\n]*thymos down/,
+      );
     } finally {
       bad.dispose();
     }

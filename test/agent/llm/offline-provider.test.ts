@@ -6,7 +6,7 @@ import { PersonaSchema } from '../../../shared/domain/domain-schema.js';
 
 const elder = PersonaSchema.parse({ name: 'Elder Rowan', traits: ['wise'], speechStyle: 'measured' });
 
-test("offline replies recite what the agent was told or saw, never its own consolidation insights", () => {
+test('offline replies recite what the agent was told or saw, never its own consolidation insights', () => {
   const told = { content: 'Hal the miller says the axle is cracked', strength: 0.9, kind: 'dialogue' };
   const insight = { content: 'Recurring theme: mill, axle (3 memories)', strength: 1, kind: 'insight' };
   const both = reply(elder, 'player', 'What about the mill?', [insight, told]);
@@ -19,7 +19,13 @@ test("offline replies recite what the agent was told or saw, never its own conso
 
 test('the offline provider streams its answer a word at a time, and the pieces add up to it', async () => {
   const pieces: string[] = [];
-  const brief = { task: 'dialogue' as const, persona: elder, speaker: 'player', message: 'What of the mill?', memories: [{ content: 'The mill wheel turns at dawn', strength: 0.8 }] };
+  const brief = {
+    task: 'dialogue' as const,
+    persona: elder,
+    speaker: 'player',
+    message: 'What of the mill?',
+    memories: [{ content: 'The mill wheel turns at dawn', strength: 0.8 }],
+  };
   const result = await new OfflineProvider().stream({ messages: [], brief, json: true }, (p) => pieces.push(p));
   assert.ok(pieces.length > 5, JSON.stringify(pieces));
   assert.equal(pieces.join(''), result.text);

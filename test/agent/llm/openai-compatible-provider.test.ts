@@ -30,7 +30,13 @@ function within(p: Promise<void>, ms = 3000): Promise<void> {
  * service: each request is answered by the next handler in the queue.
  */
 function completion(content: string, usage = { prompt_tokens: 12, completion_tokens: 5 }) {
-  return JSON.stringify({ id: 'c1', object: 'chat.completion', model: 'stand-in-1', choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }], usage });
+  return JSON.stringify({
+    id: 'c1',
+    object: 'chat.completion',
+    model: 'stand-in-1',
+    choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
+    usage,
+  });
 }
 
 describe('openai-compatible provider against a local chat-completions server', () => {
@@ -57,8 +63,20 @@ describe('openai-compatible provider against a local chat-completions server', (
     });
   });
   const provider = (o: Partial<OpenAiCompatibleOptions> = {}) =>
-    new OpenAiCompatibleProvider({ baseUrl, model: 'stand-in-1', temperature: 0.3, maxTokens: 64, timeoutMs: 2000, maxRetries: 2, backoffMs: 20, ...o });
-  const json = (body: string, status = 200, headers: Record<string, string> = {}): Handler => (_s, res) => res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(body);
+    new OpenAiCompatibleProvider({
+      baseUrl,
+      model: 'stand-in-1',
+      temperature: 0.3,
+      maxTokens: 64,
+      timeoutMs: 2000,
+      maxRetries: 2,
+      backoffMs: 20,
+      ...o,
+    });
+  const json =
+    (body: string, status = 200, headers: Record<string, string> = {}): Handler =>
+    (_s, res) =>
+      res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(body);
 
   before(async () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -72,7 +90,12 @@ describe('openai-compatible provider against a local chat-completions server', (
   test('generate sends model, messages, temperature, max tokens and the key, and returns text and usage', async () => {
     queue.push(json(completion('Well met.')));
     const result = await provider({ apiKey: 'sk-test' }).generate({ messages: [{ role: 'user', content: 'Hello' }], temperature: 0.9 });
-    assert.deepEqual(result, { text: 'Well met.', model: 'stand-in-1', finish_reason: 'stop', usage: { input_tokens: 12, output_tokens: 5 } });
+    assert.deepEqual(result, {
+      text: 'Well met.',
+      model: 'stand-in-1',
+      finish_reason: 'stop',
+      usage: { input_tokens: 12, output_tokens: 5 },
+    });
     const last = seen.at(-1)!;
     assert.deepEqual(last.body, { model: 'stand-in-1', messages: [{ role: 'user', content: 'Hello' }], temperature: 0.9, max_tokens: 64 });
     assert.equal(last.auth, 'Bearer sk-test');
@@ -81,7 +104,10 @@ describe('openai-compatible provider against a local chat-completions server', (
   test('stream delivers the pieces as they arrive, then the whole text and the usage', async () => {
     queue.push((_s, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      const chunks = ['Well', ' met', ', traveller.'].map((c) => ({ model: 'stand-in-1', choices: [{ index: 0, delta: { content: c }, finish_reason: null }] }));
+      const chunks = ['Well', ' met', ', traveller.'].map((c) => ({
+        model: 'stand-in-1',
+        choices: [{ index: 0, delta: { content: c }, finish_reason: null }],
+      }));
       for (const c of chunks) res.write(`data: ${JSON.stringify(c)}\n\n`);
       res.write(`data: ${JSON.stringify({ model: 'stand-in-1', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\n`);
       res.write(`data: ${JSON.stringify({ model: 'stand-in-1', choices: [], usage: { prompt_tokens: 7, completion_tokens: 3 } })}\n\n`);
@@ -97,7 +123,10 @@ describe('openai-compatible provider against a local chat-completions server', (
 
   test('structured output asks for JSON, and a reply that does not fit is repaired once with the reason', async () => {
     const Reply = z.object({ message: z.string(), emotional_tone: z.enum(['calm', 'angry']) });
-    queue.push(json(completion('Sure! {"message": "Go north.", "emotional_tone": "sleepy"}')), json(completion('{"message": "Go north.", "emotional_tone": "calm"}')));
+    queue.push(
+      json(completion('Sure! {"message": "Go north.", "emotional_tone": "sleepy"}')),
+      json(completion('{"message": "Go north.", "emotional_tone": "calm"}')),
+    );
     const { value, result } = await generateStructured(provider(), { messages: [{ role: 'user', content: 'Where?' }] }, Reply);
     assert.deepEqual(value, { message: 'Go north.', emotional_tone: 'calm' });
     assert.deepEqual(result.usage, { input_tokens: 24, output_tokens: 10 }, 'usage adds up over the attempts');
@@ -111,21 +140,34 @@ describe('openai-compatible provider against a local chat-completions server', (
     queue.push(json(completion('no json here')), json(completion('{"message": 3}')));
     const spent: GenerateResult[] = [];
     await assert.rejects(
-      generateStructured(provider(), { messages: [{ role: 'user', content: 'Where?' }] }, Reply, { spent: (r) => spent.push(r), prose: (text) => ({ message: text, emotional_tone: 'calm' as const }) }),
+      generateStructured(provider(), { messages: [{ role: 'user', content: 'Where?' }] }, Reply, {
+        spent: (r) => spent.push(r),
+        prose: (text) => ({ message: text, emotional_tone: 'calm' as const }),
+      }),
       (err: { code?: string; message: string }) => err.code === ErrorCode.LLM_OUTPUT_INVALID && /after 2 attempt/.test(err.message),
       'JSON that does not fit is not prose: it fails',
     );
-    assert.deepEqual(spent.map((r) => [r.calls, r.prose, r.usage]), [[2, false, { input_tokens: 24, output_tokens: 10 }]], 'a failed answer still counts both calls');
+    assert.deepEqual(
+      spent.map((r) => [r.calls, r.prose, r.usage]),
+      [[2, false, { input_tokens: 24, output_tokens: 10 }]],
+      'a failed answer still counts both calls',
+    );
   });
 
   test('prose after the repair is used as it is when the caller allows it, and counted as two calls and a prose answer', async () => {
     const Reply = z.object({ message: z.string() });
     queue.push(json(completion('Go north, friend.')), json(completion('North. Past the mill.')));
     const spent: GenerateResult[] = [];
-    const { value, result } = await generateStructured(provider(), { messages: [{ role: 'user', content: 'Where?' }] }, Reply, { spent: (r) => spent.push(r), prose: (text) => ({ message: text }) });
+    const { value, result } = await generateStructured(provider(), { messages: [{ role: 'user', content: 'Where?' }] }, Reply, {
+      spent: (r) => spent.push(r),
+      prose: (text) => ({ message: text }),
+    });
     assert.deepEqual(value, { message: 'North. Past the mill.' });
     assert.deepEqual([result.calls, result.prose], [2, true]);
-    assert.deepEqual(spent.map((r) => [r.calls, r.prose]), [[2, true]]);
+    assert.deepEqual(
+      spent.map((r) => [r.calls, r.prose]),
+      [[2, true]],
+    );
   });
 
   test('429 and 5xx are retried with backoff; a 400 is not; retries give up with the status', async () => {
@@ -134,21 +176,36 @@ describe('openai-compatible provider against a local chat-completions server', (
 
     const before = seen.length;
     queue.push(json('{"error":"down"}', 503), json('{"error":"down"}', 502), json('{"error":"down"}', 500));
-    await assert.rejects(provider().generate({ messages: [{ role: 'user', content: 'Hi' }] }), (err: { code?: string; message: string }) => err.code === ErrorCode.LLM_UNAVAILABLE && /answered 500 after 3 attempts/.test(err.message));
+    await assert.rejects(
+      provider().generate({ messages: [{ role: 'user', content: 'Hi' }] }),
+      (err: { code?: string; message: string }) =>
+        err.code === ErrorCode.LLM_UNAVAILABLE && /answered 500 after 3 attempts/.test(err.message),
+    );
     assert.equal(seen.length - before, 3, 'max_retries 2: three attempts in all');
 
     queue.push(json('{"error":"bad model"}', 400));
-    await assert.rejects(provider().generate({ messages: [{ role: 'user', content: 'Hi' }] }), (err: { code?: string; message: string }) => err.code === ErrorCode.LLM_UNAVAILABLE && /answered 400: \{"error":"bad model"\}/.test(err.message));
+    await assert.rejects(
+      provider().generate({ messages: [{ role: 'user', content: 'Hi' }] }),
+      (err: { code?: string; message: string }) =>
+        err.code === ErrorCode.LLM_UNAVAILABLE && /answered 400: \{"error":"bad model"\}/.test(err.message),
+    );
   });
 
   test('a Retry-After shorter than the back-off is waited instead, and a 400 after a 503 is not retried', async () => {
     queue.push(json('{"error":"slow down"}', 503, { 'retry-after': '1' }), json(completion('After a second.')));
     // Waiting the back-off (60 s) would time the call out (5 s).
-    assert.equal((await provider({ backoffMs: 60_000, timeoutMs: 5000 }).generate({ messages: [{ role: 'user', content: 'Hi' }] })).text, 'After a second.');
+    assert.equal(
+      (await provider({ backoffMs: 60_000, timeoutMs: 5000 }).generate({ messages: [{ role: 'user', content: 'Hi' }] })).text,
+      'After a second.',
+    );
 
     const before = seen.length;
     queue.push(json('{"error":"down"}', 503), json('{"error":"bad model"}', 400));
-    await assert.rejects(provider().generate({ messages: [{ role: 'user', content: 'Hi' }] }), (err: { code?: string; message: string }) => err.code === ErrorCode.LLM_UNAVAILABLE && /answered 400 after 2 attempts/.test(err.message));
+    await assert.rejects(
+      provider().generate({ messages: [{ role: 'user', content: 'Hi' }] }),
+      (err: { code?: string; message: string }) =>
+        err.code === ErrorCode.LLM_UNAVAILABLE && /answered 400 after 2 attempts/.test(err.message),
+    );
     assert.equal(seen.length - before, 2);
   });
 
@@ -156,7 +213,10 @@ describe('openai-compatible provider against a local chat-completions server', (
     let before = seen.length;
     queue.push(json('{"error":"down"}', 503));
     const controller = new AbortController();
-    const call = provider({ backoffMs: 60_000, timeoutMs: 120_000 }).generate({ messages: [{ role: 'user', content: 'Hi' }], signal: controller.signal });
+    const call = provider({ backoffMs: 60_000, timeoutMs: 120_000 }).generate({
+      messages: [{ role: 'user', content: 'Hi' }],
+      signal: controller.signal,
+    });
     const deadline = Date.now() + 5000;
     while (seen.length === before && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
     controller.abort();
@@ -165,14 +225,20 @@ describe('openai-compatible provider against a local chat-completions server', (
 
     before = seen.length;
     queue.push(json('{"error":"down"}', 503));
-    await assert.rejects(provider({ backoffMs: 60_000, timeoutMs: 300 }).generate({ messages: [{ role: 'user', content: 'Hi' }] }), (err: { code?: string }) => err.code === ErrorCode.TIMEOUT);
+    await assert.rejects(
+      provider({ backoffMs: 60_000, timeoutMs: 300 }).generate({ messages: [{ role: 'user', content: 'Hi' }] }),
+      (err: { code?: string }) => err.code === ErrorCode.TIMEOUT,
+    );
     assert.equal(seen.length - before, 1);
   });
 
   test('a server that hangs times out, and the request is closed', async () => {
     queue.push(() => undefined);
     const started = Date.now();
-    await assert.rejects(provider({ timeoutMs: 300 }).generate({ messages: [{ role: 'user', content: 'Hi' }] }), (err: { code?: string }) => err.code === ErrorCode.TIMEOUT);
+    await assert.rejects(
+      provider({ timeoutMs: 300 }).generate({ messages: [{ role: 'user', content: 'Hi' }] }),
+      (err: { code?: string }) => err.code === ErrorCode.TIMEOUT,
+    );
     assert.ok(Date.now() - started < 2000);
     await within(seen.at(-1)!.closedEarly);
   });
@@ -184,10 +250,13 @@ describe('openai-compatible provider against a local chat-completions server', (
     });
     const controller = new AbortController();
     const pieces: string[] = [];
-    const call = provider({ timeoutMs: 10_000 }).stream({ messages: [{ role: 'user', content: 'A long story' }], signal: controller.signal }, (p) => {
-      pieces.push(p);
-      controller.abort();
-    });
+    const call = provider({ timeoutMs: 10_000 }).stream(
+      { messages: [{ role: 'user', content: 'A long story' }], signal: controller.signal },
+      (p) => {
+        pieces.push(p);
+        controller.abort();
+      },
+    );
     await assert.rejects(call, (err: { code?: string }) => err.code === ErrorCode.CANCELLED);
     assert.deepEqual(pieces, ['Once upon']);
     await within(seen.at(-1)!.closedEarly);
@@ -202,14 +271,22 @@ describe('openai-compatible provider against a local chat-completions server', (
     });
     const before = seen.length;
     const pieces: string[] = [];
-    await assert.rejects(provider().stream({ messages: [{ role: 'user', content: 'A story' }] }, (p) => pieces.push(p)), (err: { code?: string; message: string }) => err.code === ErrorCode.LLM_UNAVAILABLE && /broke off \(.+\) after 9 characters of text/.test(err.message));
+    await assert.rejects(
+      provider().stream({ messages: [{ role: 'user', content: 'A story' }] }, (p) => pieces.push(p)),
+      (err: { code?: string; message: string }) =>
+        err.code === ErrorCode.LLM_UNAVAILABLE && /broke off \(.+\) after 9 characters of text/.test(err.message),
+    );
     assert.deepEqual(pieces, ['Once upon']);
     assert.equal(seen.length - before, 1, 'a stream that began is not asked again');
     queue.push((_s, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.end(`${piece('Once')}data: ${JSON.stringify({ error: { message: 'out of memory', type: 'server_error' } })}\n\n`);
     });
-    await assert.rejects(provider().stream({ messages: [{ role: 'user', content: 'A story' }] }, () => undefined), (err: { code?: string; message: string }) => err.code === ErrorCode.LLM_UNAVAILABLE && /sent an error \(out of memory\) after 4 characters/.test(err.message));
+    await assert.rejects(
+      provider().stream({ messages: [{ role: 'user', content: 'A story' }] }, () => undefined),
+      (err: { code?: string; message: string }) =>
+        err.code === ErrorCode.LLM_UNAVAILABLE && /sent an error \(out of memory\) after 4 characters/.test(err.message),
+    );
   });
 
   test('a server that ignores stream and answers whole is passed on whole, in one piece', async () => {
@@ -225,13 +302,19 @@ describe('openai-compatible provider against a local chat-completions server', (
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.end(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'Once upon a' } }] })}\n\n`);
     });
-    await assert.rejects(provider().stream({ messages: [{ role: 'user', content: 'A story' }] }, () => undefined), (err: { code?: string; message: string }) => err.code === ErrorCode.LLM_UNAVAILABLE && /ended before the model finished/.test(err.message));
+    await assert.rejects(
+      provider().stream({ messages: [{ role: 'user', content: 'A story' }] }, () => undefined),
+      (err: { code?: string; message: string }) =>
+        err.code === ErrorCode.LLM_UNAVAILABLE && /ended before the model finished/.test(err.message),
+    );
   });
 
   test('a server that keeps the stream open after [DONE] has it closed at once, not at the deadline', async () => {
     queue.push((_s, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'Done.' }, finish_reason: 'stop' }] })}\n\ndata: [DONE]\n\n`);
+      res.write(
+        `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'Done.' }, finish_reason: 'stop' }] })}\n\ndata: [DONE]\n\n`,
+      );
     });
     const result = await provider({ timeoutMs: 60_000 }).stream({ messages: [{ role: 'user', content: 'Hi' }] }, () => undefined);
     assert.equal(result.text, 'Done.');
@@ -245,7 +328,10 @@ describe('openai-compatible provider against a local chat-completions server', (
     await new Promise((resolve) => closed.close(resolve));
     await assert.rejects(
       provider({ baseUrl: `http://127.0.0.1:${port}/v1`, maxRetries: 1 }).generate({ messages: [{ role: 'user', content: 'Hi' }] }),
-      (err: { code?: string; message: string }) => err.code === ErrorCode.LLM_UNAVAILABLE && err.message.includes(`127.0.0.1:${port}/v1/chat/completions`) && /ECONNREFUSED/.test(err.message),
+      (err: { code?: string; message: string }) =>
+        err.code === ErrorCode.LLM_UNAVAILABLE &&
+        err.message.includes(`127.0.0.1:${port}/v1/chat/completions`) &&
+        /ECONNREFUSED/.test(err.message),
     );
   });
 });

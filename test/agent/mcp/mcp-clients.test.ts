@@ -25,7 +25,9 @@ function inspectorSnippets(): string[] {
 
 /** The README's `{"mcpServers": …}` snippets (Claude Desktop's configuration). */
 function mcpServersSnippets(): Array<{ command: string; args: string[] }> {
-  return [...README.matchAll(/`(\{"mcpServers": .*?\}\}\})`/g)].map((m) => Object.values((JSON.parse(m[1]!) as { mcpServers: Record<string, { command: string; args: string[] }> }).mcpServers)[0]!);
+  return [...README.matchAll(/`(\{"mcpServers": .*?\}\}\})`/g)].map(
+    (m) => Object.values((JSON.parse(m[1]!) as { mcpServers: Record<string, { command: string; args: string[] }> }).mcpServers)[0]!,
+  );
 }
 
 /**
@@ -35,7 +37,10 @@ function mcpServersSnippets(): Array<{ command: string; args: string[] }> {
 function workspace(extra: string): string {
   mkdirSync(join(REPO_ROOT, '.tmp'), { recursive: true });
   const dir = mkdtempSync(join(REPO_ROOT, '.tmp', 'mcp-clients-'));
-  writeFileSync(join(dir, 'thymos.toml'), ['data_dir = "data"', '[domain]', `schema = ${JSON.stringify(VILLAGE_SCHEMA)}`, '[agent]', 'nats_wait_ms = 200', extra].join('\n'));
+  writeFileSync(
+    join(dir, 'thymos.toml'),
+    ['data_dir = "data"', '[domain]', `schema = ${JSON.stringify(VILLAGE_SCHEMA)}`, '[agent]', 'nats_wait_ms = 200', extra].join('\n'),
+  );
   return dir;
 }
 
@@ -44,13 +49,19 @@ async function shell(line: string, cwd: string): Promise<string> {
   return stdout;
 }
 
-async function throughMcpRemote(server: { command: string; args: string[] }, cwd: string): Promise<{ tools: string[]; state: { id: string; status: string } }> {
+async function throughMcpRemote(
+  server: { command: string; args: string[] },
+  cwd: string,
+): Promise<{ tools: string[]; state: { id: string; status: string } }> {
   const transport = new StdioClientTransport({ command: server.command, args: server.args, cwd, stderr: 'pipe' });
   const client = new Client({ name: 'claude-desktop-like', version: '1.0.0' });
   await client.connect(transport);
   try {
     const tools = (await client.listTools()).tools.map((t) => t.name);
-    const state = (await client.callTool({ name: 'get_elder_rowan_state', arguments: {} })).structuredContent as { id: string; status: string };
+    const state = (await client.callTool({ name: 'get_elder_rowan_state', arguments: {} })).structuredContent as {
+      id: string;
+      status: string;
+    };
     return { tools, state };
   } finally {
     await client.close();
@@ -85,11 +96,17 @@ describe('stock MCP clients, configured as the README says', () => {
     assert.equal(snippets.length, 3, 'the README shows three Inspector commands for one agent');
     assert.equal(fleetForm.length, 1, 'and one for an agent of a fleet');
     for (const l of all) assert.match(l, / --header "/, 'every one sends the token');
-    const asFleet = (l: string) => l.replace('"$(thymos url elder_rowan)"', `http://127.0.0.1:${guarded.port}/mcp`).replace('"$(thymos url elder_rowan --header)"', `"Authorization: Bearer ${guarded.token}"`);
-    const [list, call, read, fleetList] = await Promise.all([...snippets, ...fleetForm].map((l) => shell(asFleet(l).replaceAll(README_PORT, guarded.port), guarded.dir)));
+    const asFleet = (l: string) =>
+      l
+        .replace('"$(thymos url elder_rowan)"', `http://127.0.0.1:${guarded.port}/mcp`)
+        .replace('"$(thymos url elder_rowan --header)"', `"Authorization: Bearer ${guarded.token}"`);
+    const [list, call, read, fleetList] = await Promise.all(
+      [...snippets, ...fleetForm].map((l) => shell(asFleet(l).replaceAll(README_PORT, guarded.port), guarded.dir)),
+    );
     assert.deepEqual(JSON.parse(fleetList!), JSON.parse(list!), 'the fleet form lists the same tools');
     const tools = (JSON.parse(list!) as { tools: Array<{ name: string }> }).tools.map((t) => t.name);
-    for (const name of ['talk_to_elder_rowan', 'remember', 'recall', 'get_elder_rowan_state']) assert.ok(tools.includes(name), `tools/list has ${name}`);
+    for (const name of ['talk_to_elder_rowan', 'remember', 'recall', 'get_elder_rowan_state'])
+      assert.ok(tools.includes(name), `tools/list has ${name}`);
     assert.match((JSON.parse(call!) as { content: Array<{ text: string }> }).content[0]!.text, /three silver/);
     const contents = (JSON.parse(read!) as { contents: Array<{ uri: string; text: string }> }).contents;
     assert.equal(contents[0]!.uri, 'agent://elder_rowan/state');
@@ -99,23 +116,39 @@ describe('stock MCP clients, configured as the README says', () => {
   test('without the header an agent answers 401; with [mcp] require_token = false the same command works', async () => {
     const bare = inspectorSnippets()[0]!.replace(/ --header ".*"$/, '');
     assert.doesNotMatch(bare, /--header/);
-    await assert.rejects(shell(bare.replaceAll(README_PORT, guarded.port), guarded.dir), /401|Unauthorized|UNAUTHORIZED|auth_required/i, 'refused by default (the Inspector then asks for OAuth)');
+    await assert.rejects(
+      shell(bare.replaceAll(README_PORT, guarded.port), guarded.dir),
+      /401|Unauthorized|UNAUTHORIZED|auth_required/i,
+      'refused by default (the Inspector then asks for OAuth)',
+    );
     const tools = (JSON.parse(await shell(bare.replaceAll(README_PORT, open.port), open.dir)) as { tools: Array<{ name: string }> }).tools;
-    assert.ok(tools.some((t) => t.name === 'talk_to_elder_rowan'), 'an agent whose token was turned off answers without it');
+    assert.ok(
+      tools.some((t) => t.name === 'talk_to_elder_rowan'),
+      'an agent whose token was turned off answers without it',
+    );
   });
 
   test('the MCP Inspector CLI lists a declared tool with its schema and classes, and a call of it without reason is refused', async () => {
     const port = String(await freePort());
     await startAgent({ id: 'captain_lysa', port: Number(port), config: join(open.dir, 'thymos.toml') });
     const inspector = `npx @modelcontextprotocol/inspector --cli http://127.0.0.1:${port}/mcp`;
-    const listed = JSON.parse(await shell(`${inspector} --method tools/list`, open.dir)) as { tools: Array<{ name: string; inputSchema: { properties: Record<string, { pattern?: string }>; required?: string[] }; annotations?: Record<string, boolean> }> };
+    const listed = JSON.parse(await shell(`${inspector} --method tools/list`, open.dir)) as {
+      tools: Array<{
+        name: string;
+        inputSchema: { properties: Record<string, { pattern?: string }>; required?: string[] };
+        annotations?: Record<string, boolean>;
+      }>;
+    };
     const postQuest = listed.tools.find((t) => t.name === 'post_quest');
     assert.ok(postQuest, 'post_quest is listed');
     assert.equal(postQuest.inputSchema.properties.id!.pattern, '^(?:[a-z][a-z0-9_]{0,47})$');
     assert.ok(postQuest.inputSchema.required?.includes('reason'), 'reason is required of a tool that writes');
     assert.equal(postQuest.annotations?.readOnlyHint, false);
     // The Inspector prints the error result and exits 5 (tool_is_error).
-    const failed = await shell(`${inspector} --method tools/call --tool-name post_quest --tool-arg id=wolves --tool-arg 'title=Wolves' --tool-arg location=north_pasture --tool-arg reward=40`, open.dir).then(
+    const failed = await shell(
+      `${inspector} --method tools/call --tool-name post_quest --tool-arg id=wolves --tool-arg 'title=Wolves' --tool-arg location=north_pasture --tool-arg reward=40`,
+      open.dir,
+    ).then(
       () => assert.fail('a call without reason succeeded'),
       (err: { code?: number; stdout?: string }) => err,
     );

@@ -17,7 +17,10 @@ interface RawResponse {
 /** The agent's bearer token (\`[mcp] require_token\` is on by default), sent with every raw request. */
 let auth: Record<string, string> = {};
 
-function raw(port: number, options: { method?: string; path?: string; headers?: Record<string, string>; body?: string | Buffer }): Promise<RawResponse> {
+function raw(
+  port: number,
+  options: { method?: string; path?: string; headers?: Record<string, string>; body?: string | Buffer },
+): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const req = request(
       {
@@ -52,7 +55,7 @@ describe('bad input at the MCP edge', () => {
   let client: Client;
 
   before(async () => {
-    ws = createWorkspace({ agent: [] , extra: '[mcp]\nmax_body_bytes = 65536\n[memory]\nmax_content_chars = 2000' });
+    ws = createWorkspace({ agent: [], extra: '[mcp]\nmax_body_bytes = 65536\n[memory]\nmax_content_chars = 2000' });
     agent = await startAgent({ id: 'tomas_innkeeper', port: await freePort(), config: ws.configPath });
     auth = agent.headers();
     client = await agent.client();
@@ -63,7 +66,11 @@ describe('bad input at the MCP edge', () => {
     ws.dispose();
   });
 
-  type ToolResult = { isError?: boolean; content: Array<{ text: string }>; _meta?: { 'thymos/error'?: { code: string; location?: { path?: string } } } };
+  type ToolResult = {
+    isError?: boolean;
+    content: Array<{ text: string }>;
+    _meta?: { 'thymos/error'?: { code: string; location?: { path?: string } } };
+  };
 
   test('an unknown tool is a NOT_FOUND error result that names it, coded like every other error', async () => {
     const result = (await client.callTool({ name: 'steal_gold', arguments: {} })) as ToolResult;
@@ -73,7 +80,9 @@ describe('bad input at the MCP edge', () => {
   });
 
   test('wrong argument types and out-of-range values are refused and store nothing', async () => {
-    const before = ((await client.callTool({ name: 'get_tomas_innkeeper_state', arguments: {} })).structuredContent as { memory_count: number }).memory_count;
+    const before = (
+      (await client.callTool({ name: 'get_tomas_innkeeper_state', arguments: {} })).structuredContent as { memory_count: number }
+    ).memory_count;
     const cases: Array<Record<string, unknown>> = [
       { content: 42 },
       { content: '' },
@@ -93,12 +102,17 @@ describe('bad input at the MCP edge', () => {
     }
     const recall = (await client.callTool({ name: 'recall', arguments: { query: 'x', k: 0 } })) as { isError?: boolean };
     assert.equal(recall.isError, true);
-    const after = ((await client.callTool({ name: 'get_tomas_innkeeper_state', arguments: {} })).structuredContent as { memory_count: number }).memory_count;
+    const after = (
+      (await client.callTool({ name: 'get_tomas_innkeeper_state', arguments: {} })).structuredContent as { memory_count: number }
+    ).memory_count;
     assert.equal(after, before);
   });
 
   test('an oversize message is refused with the limit named', async () => {
-    const result = (await client.callTool({ name: 'talk_to_tomas_innkeeper', arguments: { message: 'y'.repeat(5000) } })) as { isError?: boolean; content: Array<{ text: string }> };
+    const result = (await client.callTool({ name: 'talk_to_tomas_innkeeper', arguments: { message: 'y'.repeat(5000) } })) as {
+      isError?: boolean;
+      content: Array<{ text: string }>;
+    };
     assert.equal(result.isError, true);
     assert.match(result.content[0]!.text, /at most 2000 characters/);
   });
@@ -124,7 +138,11 @@ describe('bad input at the MCP edge', () => {
     assert.ok(session);
     const headers = { 'mcp-session-id': session, 'mcp-protocol-version': '2025-06-18' };
     await raw(agent.port, { headers, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
-    for (const body of ['{"jsonrpc":"1.0","id":2,"method":"tools/list"}', '{"jsonrpc":"2.0","id":{"a":1},"method":7}', '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"recall","arguments":"nope"}}']) {
+    for (const body of [
+      '{"jsonrpc":"1.0","id":2,"method":"tools/list"}',
+      '{"jsonrpc":"2.0","id":{"a":1},"method":7}',
+      '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"recall","arguments":"nope"}}',
+    ]) {
       const res = await raw(agent.port, { headers, body });
       assert.ok(res.status >= 200 && res.status < 500, `${body} → ${res.status}`);
       assert.match(res.body, /error/i, body);
@@ -141,7 +159,10 @@ describe('bad input at the MCP edge', () => {
   });
 
   test('an unknown session id is 404, a foreign Host or Origin is 403 (DNS-rebinding protection)', async () => {
-    const unknown = await raw(agent.port, { headers: { 'mcp-session-id': 'nope' }, body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}' });
+    const unknown = await raw(agent.port, {
+      headers: { 'mcp-session-id': 'nope' },
+      body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+    });
     assert.equal(unknown.status, 404);
     const host = await raw(agent.port, { headers: { host: 'evil.example:80' }, body: INIT });
     assert.equal(host.status, 403);
@@ -154,14 +175,41 @@ describe('bad input at the MCP edge', () => {
 
   test('fuzzed tool arguments never crash the agent', async () => {
     let seed = 7;
-    const rand = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
-    const values: unknown[] = [null, true, -1, 1e308, 'x', '', '\u0000\uffff', '💥'.repeat(100), [], [[[[]]]], {}, { a: { b: { c: {} } } }, 'SELECT * FROM memory; REMOVE TABLE memory;', 'bram_smith', 150];
-    const tools = ['remember', 'recall', 'talk_to_tomas_innkeeper', 'query_tomas_innkeeper_knowledge', 'get_tomas_innkeeper_state', 'send_message', 'ask_agent'];
+    const rand = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
+    const values: unknown[] = [
+      null,
+      true,
+      -1,
+      1e308,
+      'x',
+      '',
+      '\u0000\uffff',
+      '💥'.repeat(100),
+      [],
+      [[[[]]]],
+      {},
+      { a: { b: { c: {} } } },
+      'SELECT * FROM memory; REMOVE TABLE memory;',
+      'bram_smith',
+      150,
+    ];
+    const tools = [
+      'remember',
+      'recall',
+      'talk_to_tomas_innkeeper',
+      'query_tomas_innkeeper_knowledge',
+      'get_tomas_innkeeper_state',
+      'send_message',
+      'ask_agent',
+    ];
     const keys = ['content', 'query', 'message', 'k', 'tags', 'importance', 'speaker', 'to', 'question', 'timeout_ms', 'zzz'];
     for (let i = 0; i < 150; i++) {
       const args: Record<string, unknown> = {};
-      for (let j = 0; j < 1 + Math.floor(rand() * 3); j++) args[keys[Math.floor(rand() * keys.length)]!] = values[Math.floor(rand() * values.length)];
-      const result = (await client.callTool({ name: tools[Math.floor(rand() * tools.length)]!, arguments: args })) as { content: unknown[] };
+      for (let j = 0; j < 1 + Math.floor(rand() * 3); j++)
+        args[keys[Math.floor(rand() * keys.length)]!] = values[Math.floor(rand() * values.length)];
+      const result = (await client.callTool({ name: tools[Math.floor(rand() * tools.length)]!, arguments: args })) as {
+        content: unknown[];
+      };
       assert.ok(Array.isArray(result.content));
     }
     const health = await raw(agent.port, { method: 'GET', path: '/health' });

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { EmptyResultSchema, type LoggingMessageNotification,LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { EmptyResultSchema, type LoggingMessageNotification, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 import { createLogger, logFeedOf, type LogRecord } from '../../../shared/platform/logger.js';
 import { type AgentChild, killAllAgents, startAgent } from '../../helpers/agent-child.js';
@@ -25,8 +25,14 @@ describe("a logger's feed", () => {
     child.warn({ n: 1 }, 'loud');
     stopWarnings();
     logger.error('after');
-    assert.deepEqual(warnings.map((r) => [r.level, r.msg, r.n, r.part]), [[40, 'loud', 1, 'x']]);
-    assert.deepEqual(all.map((r) => r.msg), ['quiet', 'loud', 'after']);
+    assert.deepEqual(
+      warnings.map((r) => [r.level, r.msg, r.n, r.part]),
+      [[40, 'loud', 1, 'x']],
+    );
+    assert.deepEqual(
+      all.map((r) => r.msg),
+      ['quiet', 'loud', 'after'],
+    );
     assert.equal(logFeedOf(createLogger({ fd: 2 })), undefined, 'a logger made without a feed has none');
   });
 });
@@ -57,10 +63,14 @@ describe('MCP logging on an agent', () => {
 
   test("after logging/setLevel debug, the session gets the agent's own records: a line for each of its MCP requests", async () => {
     assert.deepEqual(await client.setLoggingLevel('debug'), {});
-    const line = await eventually(async () => {
-      await client.callTool({ name: 'get_tomas_innkeeper_state', arguments: {} });
-      return messages.find((m) => (m.data as { msg?: string; tool?: string }).tool === 'get_tomas_innkeeper_state');
-    }, 20_000, 'a log message about the tool call');
+    const line = await eventually(
+      async () => {
+        await client.callTool({ name: 'get_tomas_innkeeper_state', arguments: {} });
+        return messages.find((m) => (m.data as { msg?: string; tool?: string }).tool === 'get_tomas_innkeeper_state');
+      },
+      20_000,
+      'a log message about the tool call',
+    );
     assert.equal(line.level, 'debug');
     assert.equal(line.logger, 'thymos-agent-tomas_innkeeper');
     const data = line.data as { msg: string; method: string; ms: number; code: string; arguments?: unknown };
@@ -71,7 +81,11 @@ describe('MCP logging on an agent', () => {
 
   test('the line of a refused call carries its code, and not what was said', async () => {
     await client.callTool({ name: 'talk_to_tomas_innkeeper', arguments: { message: '', speaker: 'a secret speaker' } });
-    const line = await eventually(async () => messages.find((m) => (m.data as { tool?: string; code?: string }).tool === 'talk_to_tomas_innkeeper'), 20_000, 'the line of the refused call');
+    const line = await eventually(
+      async () => messages.find((m) => (m.data as { tool?: string; code?: string }).tool === 'talk_to_tomas_innkeeper'),
+      20_000,
+      'the line of the refused call',
+    );
     assert.equal((line.data as { code: string }).code, 'INVALID_INPUT');
     assert.doesNotMatch(JSON.stringify(line.data), /a secret speaker/);
   });
@@ -88,7 +102,14 @@ describe('MCP logging on an agent', () => {
       await client.callTool({ name: 'get_tomas_innkeeper_state', arguments: {} });
       return messages.some((m) => (m.data as { tool?: string }).tool === 'get_tomas_innkeeper_state') ? true : undefined;
     });
-    assert.deepEqual(messages.filter((m) => (m.data as { method?: string }).method === 'tools/list'), []);
-    await assert.rejects(client.request({ method: 'logging/setLevel', params: { level: 'loud' } } as never, EmptyResultSchema), (e: { code?: number; message?: string }) => e.code === -32602 && /level "loud" is not one of debug, info, notice, warning/.test(e.message ?? ''));
+    assert.deepEqual(
+      messages.filter((m) => (m.data as { method?: string }).method === 'tools/list'),
+      [],
+    );
+    await assert.rejects(
+      client.request({ method: 'logging/setLevel', params: { level: 'loud' } } as never, EmptyResultSchema),
+      (e: { code?: number; message?: string }) =>
+        e.code === -32602 && /level "loud" is not one of debug, info, notice, warning/.test(e.message ?? ''),
+    );
   });
 });

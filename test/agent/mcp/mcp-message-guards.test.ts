@@ -31,7 +31,26 @@ const GUARDS = [
   { name: 'isJSONRPCErrorResponse', guard: isJSONRPCErrorResponse, schema: JSONRPCErrorResponseSchema },
 ] as const;
 
-const VALUES: unknown[] = [undefined, null, 0, 7, 1.5, -1, '', 'x', '2.0', 'notifications/resources/updated', true, [], [1], {}, { code: -32601, message: 'no' }, { code: 1.5, message: 'no' }, { uri: 'agent://a/memories' }, { _meta: { progressToken: 1 } }];
+const VALUES: unknown[] = [
+  undefined,
+  null,
+  0,
+  7,
+  1.5,
+  -1,
+  '',
+  'x',
+  '2.0',
+  'notifications/resources/updated',
+  true,
+  [],
+  [1],
+  {},
+  { code: -32601, message: 'no' },
+  { code: 1.5, message: 'no' },
+  { uri: 'agent://a/memories' },
+  { _meta: { progressToken: 1 } },
+];
 const KEYS = ['jsonrpc', 'id', 'method', 'params', 'result', 'error', 'extra'];
 
 /** Messages of every kind and many malformed ones: each key absent or given one of VALUES. */

@@ -10,7 +10,12 @@ import { type AgentChild, killAllAgents, startAgent } from '../../helpers/agent-
 import { freePort } from '../../helpers/ports.js';
 import { createWorkspace, type Workspace } from '../../helpers/workspace.js';
 
-const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
+const initialize = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+};
 
 describe('[mcp] require_token', () => {
   let ws: Workspace;
@@ -29,7 +34,11 @@ describe('[mcp] require_token', () => {
   });
 
   const post = (headers: Record<string, string> = {}) =>
-    fetch(agent.url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body: JSON.stringify(initialize) });
+    fetch(agent.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+      body: JSON.stringify(initialize),
+    });
 
   test('the agent makes its token on first start, readable by its owner only', () => {
     assert.equal(statSync(tokenFile).mode & 0o777, 0o600);
@@ -37,7 +46,12 @@ describe('[mcp] require_token', () => {
   });
 
   test('/mcp refuses a request without the token or with a wrong one, with 401 and a stable code; /health stays open', async () => {
-    const tries: Array<Record<string, string>> = [{}, { authorization: 'Bearer nope' }, { authorization: `Basic ${readFileSync(tokenFile, 'utf8')}` }, { authorization: `Bearer ${readFileSync(tokenFile, 'utf8')}x` }];
+    const tries: Array<Record<string, string>> = [
+      {},
+      { authorization: 'Bearer nope' },
+      { authorization: `Basic ${readFileSync(tokenFile, 'utf8')}` },
+      { authorization: `Bearer ${readFileSync(tokenFile, 'utf8')}x` },
+    ];
     for (const headers of tries) {
       const res = await post(headers);
       assert.equal(res.status, 401, JSON.stringify(headers));
@@ -52,7 +66,9 @@ describe('[mcp] require_token', () => {
   test('a client that sends the token talks as usual', async () => {
     const token = readFileSync(tokenFile, 'utf8');
     const client = new Client({ name: 'with-token', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(agent.url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(agent.url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
+    );
     const state = await client.callTool({ name: 'get_elder_rowan_state', arguments: {} });
     assert.equal(state.isError, undefined);
     await client.close();

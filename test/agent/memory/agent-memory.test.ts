@@ -23,7 +23,9 @@ describe('agent memory', () => {
     const dir = join(tempDir('thymos-mem-'), 'db');
     const store = await MemoryStore.open(dir, { timeoutMs: 10_000 });
     const memory = await AgentMemory.load(store, settings);
-    await memory.rememberMany(Array.from({ length: 400 }, (_, i) => ({ content: `ledger line ${i}`, source: { kind: 'told', by: 'test' } })));
+    await memory.rememberMany(
+      Array.from({ length: 400 }, (_, i) => ({ content: `ledger line ${i}`, source: { kind: 'told', by: 'test' } })),
+    );
     await store.close();
     const reopened = await reopen((timeoutMs) => MemoryStore.open(dir, { timeoutMs }));
     assert.equal(await reopened.count(), 400);
@@ -38,8 +40,13 @@ describe('agent memory', () => {
     const store = await MemoryStore.open(join(tempDir('thymos-mem-'), 'db'), { timeoutMs: 10_000 });
     const memory = await AgentMemory.load(store, settings);
     const [record] = await memory.rememberMany([{ content: 'The well rope frays', source: { kind: 'told', by: 'test' } }]);
-    const results = await Promise.allSettled(Array.from({ length: 60 }, (_, i) => store.reinforce([{ id: record!.id, access_count: i + 1, last_accessed: 1_000 + i }], 0)));
-    assert.deepEqual(results.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason)), []);
+    const results = await Promise.allSettled(
+      Array.from({ length: 60 }, (_, i) => store.reinforce([{ id: record!.id, access_count: i + 1, last_accessed: 1_000 + i }], 0)),
+    );
+    assert.deepEqual(
+      results.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason)),
+      [],
+    );
     const [row] = (await store.all()).filter((m) => m.id === record!.id);
     // One of the 60 writes landed last, whole: its count and its time belong together.
     assert.ok(row!.access_count >= 1 && row!.access_count <= 60, `access_count ${row!.access_count}`);
@@ -51,11 +58,21 @@ describe('agent memory', () => {
     const store = await MemoryStore.open(join(tempDir('thymos-mem-'), 'db'), { timeoutMs: 10_000 });
     const memory = await AgentMemory.load(store, settings);
     const t0 = Date.UTC(2026, 0, 1);
-    const old = await memory.remember({ content: 'The wolves came down from the north road', importance: 0, source: { kind: 'told', by: 't' } }, t0);
-    const fresh = await memory.remember({ content: 'The wolves came down from the north road again', importance: 0, source: { kind: 'told', by: 't' } }, t0 + 500 * HOUR);
+    const old = await memory.remember(
+      { content: 'The wolves came down from the north road', importance: 0, source: { kind: 'told', by: 't' } },
+      t0,
+    );
+    const fresh = await memory.remember(
+      { content: 'The wolves came down from the north road again', importance: 0, source: { kind: 'told', by: 't' } },
+      t0 + 500 * HOUR,
+    );
     await memory.remember({ content: 'Bread is baked at dawn', source: { kind: 'told', by: 't' } }, t0);
     const hits = await memory.recall('wolves north road', { k: 5, now: t0 + 500 * HOUR });
-    assert.deepEqual(hits.map((h) => h.memory.id), [fresh.id, old.id], 'unrelated memories are not returned');
+    assert.deepEqual(
+      hits.map((h) => h.memory.id),
+      [fresh.id, old.id],
+      'unrelated memories are not returned',
+    );
     assert.ok(hits[1]!.score.strength < 0.1, `a memory unused for 500 h has faded: ${hits[1]!.score.strength}`);
     assert.equal(hits[0]!.score.strength, 1);
     assert.equal(memory.get(old.id)!.access_count, 1, 'recall reinforces');
@@ -75,7 +92,10 @@ describe('agent memory', () => {
     const memory = await AgentMemory.load(store, { ...settings, reinforce_write_ms: 60_000 });
     const well = await memory.remember({ content: 'The well rope frays in the frost', source: { kind: 'told', by: 't' } });
     const hits = await Promise.all(Array.from({ length: 3 }, () => memory.recall('well rope', { k: 1 })));
-    assert.deepEqual(hits.map((h) => h[0]?.memory.id), [well.id, well.id, well.id]);
+    assert.deepEqual(
+      hits.map((h) => h[0]?.memory.id),
+      [well.id, well.id, well.id],
+    );
     assert.equal(memory.get(well.id)!.access_count, 3, 'three recalls at once count three times');
     await store.close();
     const reopened = await reopen((timeoutMs) => MemoryStore.open(dir, { timeoutMs }));
@@ -93,8 +113,14 @@ describe('agent memory', () => {
     const painting = await memory.remember({ content: 'Mira is painting the chapel doors', source: { kind: 'told', by: 't' } });
     const wolves = await memory.remember({ content: 'Wolves were howling near the pasture', source: { kind: 'told', by: 't' } });
     await memory.remember({ content: 'Bread is baked at dawn', source: { kind: 'told', by: 't' } });
-    assert.deepEqual((await memory.recall('who painted the doors', { k: 5, reinforce: false })).map((h) => h.memory.id), [painting.id]);
-    assert.deepEqual((await memory.recall('a wolf howled', { k: 5, reinforce: false })).map((h) => h.memory.id), [wolves.id]);
+    assert.deepEqual(
+      (await memory.recall('who painted the doors', { k: 5, reinforce: false })).map((h) => h.memory.id),
+      [painting.id],
+    );
+    assert.deepEqual(
+      (await memory.recall('a wolf howled', { k: 5, reinforce: false })).map((h) => h.memory.id),
+      [wolves.id],
+    );
     await store.close();
   });
 
@@ -136,7 +162,10 @@ describe('agent memory', () => {
     const live = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30000)']);
     try {
       writeFileSync(lockFile, String(live.pid));
-      assert.throws(() => DataLock.acquire(dir, AGENT_A), (err: unknown) => isThymosError(err, 'AGENT_ALREADY_RUNNING') && err.details?.pid === live.pid);
+      assert.throws(
+        () => DataLock.acquire(dir, AGENT_A),
+        (err: unknown) => isThymosError(err, 'AGENT_ALREADY_RUNNING') && err.details?.pid === live.pid,
+      );
     } finally {
       live.kill('SIGKILL');
       await new Promise((r) => live.once('exit', r));
@@ -152,8 +181,12 @@ describe('agent memory', () => {
     const dir = join(tempDir('thymos-mem-'), 'db');
     const holder = spawn(
       process.execPath,
-      ['--input-type=module', '-e', `import { Surreal } from 'surrealdb'; import { createNodeEngines } from '@surrealdb/node';
-        const db = new Surreal({ engines: createNodeEngines() }); await db.connect('surrealkv://${dir}'); process.stdout.write('open\\n'); setInterval(() => {}, 1000);`],
+      [
+        '--input-type=module',
+        '-e',
+        `import { Surreal } from 'surrealdb'; import { createNodeEngines } from '@surrealdb/node';
+        const db = new Surreal({ engines: createNodeEngines() }); await db.connect('surrealkv://${dir}'); process.stdout.write('open\\n'); setInterval(() => {}, 1000);`,
+      ],
       { stdio: ['ignore', 'pipe', 'inherit'], cwd: process.cwd() },
     );
     try {

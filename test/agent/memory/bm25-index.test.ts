@@ -16,7 +16,11 @@ describe('BM25 over a large memory: words most memories hold', () => {
   test('every word stays: in a memory of 10,000 or fewer, when all are common, or when the rarer ones cannot fill the results', () => {
     assert.equal(narrowQuery('wolves near the mill', 10, 10_000, occurrences), 'wolves near the mill');
     assert.equal(narrowQuery('wolves wolves', 10, 100_000, occurrences), 'wolves wolves');
-    assert.equal(narrowQuery('wolves and sheep', 10, 100_000, occurrences), 'wolves and sheep', 'sheep occurs 5 times: too few for 10 results');
+    assert.equal(
+      narrowQuery('wolves and sheep', 10, 100_000, occurrences),
+      'wolves and sheep',
+      'sheep occurs 5 times: too few for 10 results',
+    );
     assert.equal(narrowQuery('wolves xyzzy', 10, 100_000, occurrences), 'wolves xyzzy', 'a word found nowhere does not replace the query');
     assert.equal(narrowQuery('', 10, 100_000, occurrences), '');
   });
@@ -24,11 +28,18 @@ describe('BM25 over a large memory: words most memories hold', () => {
   test('an index of 12,000 memories answers a query with a common word from its rarer words, best first', () => {
     const index = new Bm25Index();
     for (let i = 0; i < 12_000; i++) {
-      index.add({ id: `m${i}`, content: `${i % 2 === 0 ? 'wolves howled' : 'rain fell'} on day ${i}${i % 400 === 0 ? ' and the mill burned' : ''}`, tags: [] });
+      index.add({
+        id: `m${i}`,
+        content: `${i % 2 === 0 ? 'wolves howled' : 'rain fell'} on day ${i}${i % 400 === 0 ? ' and the mill burned' : ''}`,
+        tags: [],
+      });
     }
     const hits = index.search('wolves mill', 10);
     assert.equal(hits.length, 10);
-    assert.ok(hits.every((h) => Number(h.id.slice(1)) % 400 === 0), `every hit is a memory of the mill: ${hits.map((h) => h.id).join(' ')}`);
+    assert.ok(
+      hits.every((h) => Number(h.id.slice(1)) % 400 === 0),
+      `every hit is a memory of the mill: ${hits.map((h) => h.id).join(' ')}`,
+    );
     assert.equal(index.search('wolves', 5).length, 5, 'a query of common words alone is answered whole');
   });
 });

@@ -48,25 +48,52 @@ describe('the cascade recall', () => {
 
   test('structural and temporal stages: the named speaker and the named day lift their memories, and the breakdown says so', async () => {
     const { store, memory } = await openMemory();
-    await memory.rememberMany([
-      { id: 'bram-old', content: 'The mill wheel needs a new axle', source: { kind: 'dialogue', by: 'Bram' }, occurred_at: NOW - 30 * DAY },
-      { id: 'mira-yday', content: 'The mill wheel squeaks again', source: { kind: 'dialogue', by: 'Mira' }, occurred_at: NOW - DAY },
-      { id: 'bram-yday', content: 'I fixed the mill wheel this morning', source: { kind: 'dialogue', by: 'Bram' }, occurred_at: NOW - DAY + 3600_000 },
-      { id: 'other', content: 'Bread is dear this month', source: { kind: 'dialogue', by: 'Tomas' }, occurred_at: NOW - DAY },
-    ], NOW);
-    const hits = await memory.recall('What did Bram say about the mill wheel yesterday?', { k: 3, strategy: 'cascade', reinforce: false, now: NOW });
+    await memory.rememberMany(
+      [
+        {
+          id: 'bram-old',
+          content: 'The mill wheel needs a new axle',
+          source: { kind: 'dialogue', by: 'Bram' },
+          occurred_at: NOW - 30 * DAY,
+        },
+        { id: 'mira-yday', content: 'The mill wheel squeaks again', source: { kind: 'dialogue', by: 'Mira' }, occurred_at: NOW - DAY },
+        {
+          id: 'bram-yday',
+          content: 'I fixed the mill wheel this morning',
+          source: { kind: 'dialogue', by: 'Bram' },
+          occurred_at: NOW - DAY + 3600_000,
+        },
+        { id: 'other', content: 'Bread is dear this month', source: { kind: 'dialogue', by: 'Tomas' }, occurred_at: NOW - DAY },
+      ],
+      NOW,
+    );
+    const hits = await memory.recall('What did Bram say about the mill wheel yesterday?', {
+      k: 3,
+      strategy: 'cascade',
+      reinforce: false,
+      now: NOW,
+    });
     assert.equal(hits[0]?.memory.id, 'bram-yday');
     assert.deepEqual(hits[0]?.score.stages?.slice().sort(), ['lexical', 'structural', 'temporal']);
     assert.equal(hits[0]?.score.strategy, 'cascade');
     assert.ok(ids(hits).indexOf('bram-old') < 0 || ids(hits).indexOf('bram-old') > 0);
-    const first = await memory.recall('When did Bram first talk of the mill wheel?', { k: 1, strategy: 'cascade', reinforce: false, now: NOW });
+    const first = await memory.recall('When did Bram first talk of the mill wheel?', {
+      k: 1,
+      strategy: 'cascade',
+      reinforce: false,
+      now: NOW,
+    });
     assert.equal(first[0]?.memory.id, 'bram-old', 'the first time: the earliest of the strong matches');
     await store.close();
   });
 
   test('an alias names the speaker too: the concept tracker adds the name it stands for', async () => {
     const { store, memory } = await openMemory();
-    await ConceptTracker.attach(memory, store, { extractor: new CompromiseExtractor(), settings, aliases: [{ alias: 'the smith', target: 'bram_smith', name: 'Bram', type: 'person', source: 'domain' }] });
+    await ConceptTracker.attach(memory, store, {
+      extractor: new CompromiseExtractor(),
+      settings,
+      aliases: [{ alias: 'the smith', target: 'bram_smith', name: 'Bram', type: 'person', source: 'domain' }],
+    });
     await memory.rememberMany([
       { id: 'mira', content: 'The anvil cracked in the cold', source: { kind: 'dialogue', by: 'Mira' } },
       { id: 'bram', content: 'The anvil is mended now', source: { kind: 'dialogue', by: 'Bram' } },
@@ -103,18 +130,39 @@ describe('the cascade recall', () => {
   test('an episode is a conversation thread on one day: its turns rise with its score, while events of one source stand alone', async () => {
     const { store, memory } = await openMemory();
     const game = { kind: 'event', by: 'game' } as const;
-    await memory.rememberMany([
-      { id: 'wolves', content: 'Wolves took two sheep from the north pasture by the village', source: game, occurred_at: NOW - 2 * 3600_000 },
-      { id: 'traveller', content: 'A traveller walked in by the north road', source: game, occurred_at: NOW - 3600_000 },
-      { id: 'turn-1', content: 'Mira: wolves at the north pasture again, two sheep gone', source: { kind: 'dialogue', by: 'Mira', thread: 'talk' }, occurred_at: NOW - 1800_000 },
-      { id: 'turn-2', content: 'Bram: then the village needs a watch by night', source: { kind: 'dialogue', by: 'Bram', thread: 'talk' }, occurred_at: NOW - 1700_000 },
-    ], NOW);
+    await memory.rememberMany(
+      [
+        {
+          id: 'wolves',
+          content: 'Wolves took two sheep from the north pasture by the village',
+          source: game,
+          occurred_at: NOW - 2 * 3600_000,
+        },
+        { id: 'traveller', content: 'A traveller walked in by the north road', source: game, occurred_at: NOW - 3600_000 },
+        {
+          id: 'turn-1',
+          content: 'Mira: wolves at the north pasture again, two sheep gone',
+          source: { kind: 'dialogue', by: 'Mira', thread: 'talk' },
+          occurred_at: NOW - 1800_000,
+        },
+        {
+          id: 'turn-2',
+          content: 'Bram: then the village needs a watch by night',
+          source: { kind: 'dialogue', by: 'Bram', thread: 'talk' },
+          occurred_at: NOW - 1700_000,
+        },
+      ],
+      NOW,
+    );
     const hits = await memory.recall('wolves at the north pasture', { k: 4, strategy: 'cascade', reinforce: false, now: NOW });
     assert.equal(hits[0]?.memory.id, 'wolves');
     const score = (id: string) => hits.find((h) => h.memory.id === id)?.score;
     // A memory of no thread is lifted by its own score, so it keeps its share of the best BM25 score.
     const traveller = score('traveller')!;
-    assert.ok(Math.abs(traveller.final - traveller.bm25) < 0.001, `sharing a source with the best match lifts nothing: ${JSON.stringify(traveller)}`);
+    assert.ok(
+      Math.abs(traveller.final - traveller.bm25) < 0.001,
+      `sharing a source with the best match lifts nothing: ${JSON.stringify(traveller)}`,
+    );
     const turn2 = score('turn-2')!;
     assert.ok(turn2.final > turn2.bm25 + 0.1, `a turn of the thread that holds a strong match rises with it: ${JSON.stringify(turn2)}`);
     await store.close();
@@ -123,13 +171,26 @@ describe('the cascade recall', () => {
   test('an episode is scored as one document: the turns of a session that holds the query words between them rise above those of a session with the best single turn', async () => {
     const { path, store, memory } = await openMemory();
     const said = (by: string, thread: string) => ({ kind: 'dialogue', by, thread }) as const;
-    await memory.rememberMany([
-      { id: 'm1', content: 'the mill wheel stopped at dawn', source: said('Mira', 'morning'), occurred_at: NOW - 5 * 3600_000 },
-      { id: 'm2', content: 'its axle cracked in the frost', source: said('Bram', 'morning'), occurred_at: NOW - 5 * 3600_000 + 60_000 },
-      { id: 'm3', content: 'then we send for a smith today', source: said('Mira', 'morning'), occurred_at: NOW - 5 * 3600_000 + 120_000 },
-      { id: 'e1', content: 'the mill wheel and its axle are painted green', source: said('Tomas', 'evening'), occurred_at: NOW - 3600_000 },
-      { id: 'e2', content: 'the paint is still wet, mind your sleeves', source: said('Anna', 'evening'), occurred_at: NOW - 3600_000 + 60_000 },
-    ], NOW);
+    await memory.rememberMany(
+      [
+        { id: 'm1', content: 'the mill wheel stopped at dawn', source: said('Mira', 'morning'), occurred_at: NOW - 5 * 3600_000 },
+        { id: 'm2', content: 'its axle cracked in the frost', source: said('Bram', 'morning'), occurred_at: NOW - 5 * 3600_000 + 60_000 },
+        { id: 'm3', content: 'then we send for a smith today', source: said('Mira', 'morning'), occurred_at: NOW - 5 * 3600_000 + 120_000 },
+        {
+          id: 'e1',
+          content: 'the mill wheel and its axle are painted green',
+          source: said('Tomas', 'evening'),
+          occurred_at: NOW - 3600_000,
+        },
+        {
+          id: 'e2',
+          content: 'the paint is still wet, mind your sleeves',
+          source: said('Anna', 'evening'),
+          occurred_at: NOW - 3600_000 + 60_000,
+        },
+      ],
+      NOW,
+    );
     const query = 'mill wheel axle frost';
     const rank = (hits: Awaited<ReturnType<AgentMemory['recall']>>, id: string) => ids(hits).indexOf(id);
     const alone = await memory.recall(query, { k: 5, strategy: 'cascade', reinforce: false, now: NOW, cascade: { episodeWeight: 0 } });
@@ -148,7 +209,14 @@ describe('the cascade recall', () => {
     const index = new EpisodeIndex();
     const words = new Bm25Index();
     const keep = (id: string, content: string, at: number, thread?: string) => {
-      const m = { id, content, tags: [], source: thread ? { kind: 'dialogue', by: 'Mira', thread } : { kind: 'event', by: 'game' }, created_at: at, occurred_at: at };
+      const m = {
+        id,
+        content,
+        tags: [],
+        source: thread ? { kind: 'dialogue', by: 'Mira', thread } : { kind: 'event', by: 'game' },
+        created_at: at,
+        occurred_at: at,
+      };
       index.add(m, words.add(m));
     };
     keep('a', 'wolves at the fold', NOW, 't');
@@ -178,8 +246,21 @@ describe('the cascade recall', () => {
     assert.deepEqual(hits[0]?.score.stages, ['semantic']);
     const exact = await memory.recall('Tomas bakes bread', { k: 1, strategy: 'cascade', reinforce: false });
     assert.equal(exact[0]?.score.fuzzy, undefined, 'a word match is not fuzzy');
-    for (const q of ['', '   ', '???', 'before', 'after after before', 'the the the', '\u0000', 'x'.repeat(2000), 'between 31 February and never']) {
-      await assert.doesNotReject(memory.recall(q, { k: 3, strategy: 'cascade', reinforce: false }), `query ${JSON.stringify(q.slice(0, 20))}`);
+    for (const q of [
+      '',
+      '   ',
+      '???',
+      'before',
+      'after after before',
+      'the the the',
+      '\u0000',
+      'x'.repeat(2000),
+      'between 31 February and never',
+    ]) {
+      await assert.doesNotReject(
+        memory.recall(q, { k: 3, strategy: 'cascade', reinforce: false }),
+        `query ${JSON.stringify(q.slice(0, 20))}`,
+      );
     }
     await store.close();
 
@@ -195,7 +276,14 @@ describe('the cascade recall', () => {
     ]);
     await both.memory.vectorsReady();
     const three = await both.memory.recall('wolves near the sheep', { k: 3, strategy: 'cascade', reinforce: false });
-    assert.deepEqual(three.map((h) => [h.memory.id, h.score.fuzzy ?? false]), [['watch', false], ['wolves', false], ['bread', true]]);
+    assert.deepEqual(
+      three.map((h) => [h.memory.id, h.score.fuzzy ?? false]),
+      [
+        ['watch', false],
+        ['wolves', false],
+        ['bread', true],
+      ],
+    );
     assert.equal(asked.filter((t) => t === 'wolves near the sheep').length, 1);
     await both.store.close();
   });
@@ -205,7 +293,11 @@ describe('the cascade recall', () => {
     let gate: (() => void) | undefined;
     const held = new Promise<void>((resolve) => (gate = resolve));
     let hold = false;
-    const embedder: Embedder = { model: real.model, dims: real.dims, embed: async (texts) => (hold ? held.then(() => real.embed(texts)) : real.embed(texts)) };
+    const embedder: Embedder = {
+      model: real.model,
+      dims: real.dims,
+      embed: async (texts) => (hold ? held.then(() => real.embed(texts)) : real.embed(texts)),
+    };
     const told = { kind: 'told', by: 'x' } as const;
     const memories = [
       { id: 'howl', content: 'Wolves howled at the moon', source: told },
@@ -239,7 +331,11 @@ describe('the cascade recall', () => {
     const off = await openMemory(real, { ...settings, semantic_wait_ms: 0 });
     await off.memory.rememberMany(memories);
     await off.memory.vectorsReady();
-    assert.deepEqual(ids(await off.memory.recall(query, { k: 2, strategy: 'cascade', reinforce: false })), ['howl', 'lambs'], 'semantic_wait_ms = 0 ranks by words alone');
+    assert.deepEqual(
+      ids(await off.memory.recall(query, { k: 2, strategy: 'cascade', reinforce: false })),
+      ['howl', 'lambs'],
+      'semantic_wait_ms = 0 ranks by words alone',
+    );
     await off.store.close();
   });
 });
@@ -248,18 +344,52 @@ describe('which queries are worth a date parse', () => {
   test('every text in which chrono finds a time passes the check; plain ones do not', () => {
     // The intents sets are several hundred requests written as people write them; the sentences after
     // them use each word chrono's English parsers read.
-    const texts = ['dev', 'held'].flatMap((half) => (JSON.parse(readFileSync(join(import.meta.dirname, '../../../bench/intents', `${half}.json`), 'utf8')) as Array<{ intent: string }>).map((c) => c.intent));
+    const texts = ['dev', 'held'].flatMap((half) =>
+      (
+        JSON.parse(readFileSync(join(import.meta.dirname, '../../../bench/intents', `${half}.json`), 'utf8')) as Array<{ intent: string }>
+      ).map((c) => c.intent),
+    );
     texts.push(
-      'what happened last weekend', 'this weekday', 'see you tmrw', 'overmorrow then', 'at noon', 'around midnight', 'this morning', 'last night', 'a few hrs ago',
-      'three days ago', 'two weeks later', 'next qtr', 'in a couple of years', 'the sat before', 'on Thurs', 'early in Sept', 'by the end of the month', 'five o\'clock', 'next w',
-      'Was it in May?', 'a year and a half from now', 'within the hour',
+      'what happened last weekend',
+      'this weekday',
+      'see you tmrw',
+      'overmorrow then',
+      'at noon',
+      'around midnight',
+      'this morning',
+      'last night',
+      'a few hrs ago',
+      'three days ago',
+      'two weeks later',
+      'next qtr',
+      'in a couple of years',
+      'the sat before',
+      'on Thurs',
+      'early in Sept',
+      'by the end of the month',
+      "five o'clock",
+      'next w',
+      'Was it in May?',
+      'a year and a half from now',
+      'within the hour',
     );
     const now = new Date(NOW);
     const parsed = texts.filter((t) => chrono.parse(t, now).length > 0);
     assert.ok(parsed.length >= 20, `chrono read ${parsed.length} of the texts`);
-    assert.deepEqual(parsed.filter((t) => !mayNameTime(t)), []);
-    const plain = ['when did the bell ring', 'Did you hear the bell at the mill?', 'tell me about the wolves', 'who is the captain of the guard'];
+    assert.deepEqual(
+      parsed.filter((t) => !mayNameTime(t)),
+      [],
+    );
+    const plain = [
+      'when did the bell ring',
+      'Did you hear the bell at the mill?',
+      'tell me about the wolves',
+      'who is the captain of the guard',
+    ];
     assert.deepEqual(plain.filter(mayNameTime), []);
-    assert.equal(timeConstraint('when did the bell ring', NOW, () => undefined), undefined);
+    assert.equal(
+      timeConstraint('when did the bell ring', NOW, () => undefined),
+      undefined,
+    );
   });
 });

@@ -49,9 +49,16 @@ describe('vector and hybrid recall with the offline model through fastembed', ()
   test('the built model loads through fastembed and places meanings near each other', async () => {
     assert.equal(embedder.dims, 100);
     assert.equal(embedder.model, 'custom:glove-100d');
-    const [wolves, lambs, bread] = await embedder.embed(['The wolves attacked the sheep', 'A pack of wolves killed two lambs', 'I baked bread this morning']);
+    const [wolves, lambs, bread] = await embedder.embed([
+      'The wolves attacked the sheep',
+      'A pack of wolves killed two lambs',
+      'I baked bread this morning',
+    ]);
     assert.ok(Math.abs(dot(wolves!, wolves!) - 1) < 1e-4, 'unit length');
-    assert.ok(dot(wolves!, lambs!) > dot(wolves!, bread!) + 0.2, `wolves~lambs ${dot(wolves!, lambs!)} vs wolves~bread ${dot(wolves!, bread!)}`);
+    assert.ok(
+      dot(wolves!, lambs!) > dot(wolves!, bread!) + 0.2,
+      `wolves~lambs ${dot(wolves!, lambs!)} vs wolves~bread ${dot(wolves!, bread!)}`,
+    );
   });
 
   test('vector recall finds by meaning what shares no word; hybrid keeps word matches; scores say how', async () => {
@@ -93,15 +100,52 @@ describe('vector and hybrid recall with the offline model through fastembed', ()
   test('a vector is stored as bytes and read back exactly, and one stored as an array by an older version still loads', async () => {
     const dir = join(tempDir('thymos-vec-'), 'db');
     // What databases written before vectors went in as bytes hold: the field typed as an array.
-    const old = await openEmbeddedSurreal(dir, { namespace: 'thymos', database: 'agent', schema: 'DEFINE TABLE memory SCHEMAFULL; DEFINE FIELD embedding ON memory TYPE option<array<float>>; DEFINE FIELD embedding_model ON memory TYPE option<string>; DEFINE FIELD content ON memory TYPE string;', timeoutMs: 10_000 });
+    const old = await openEmbeddedSurreal(dir, {
+      namespace: 'thymos',
+      database: 'agent',
+      schema:
+        'DEFINE TABLE memory SCHEMAFULL; DEFINE FIELD embedding ON memory TYPE option<array<float>>; DEFINE FIELD embedding_model ON memory TYPE option<string>; DEFINE FIELD content ON memory TYPE string;',
+      timeoutMs: 10_000,
+    });
     await old.query('CREATE memory:legacy SET content = "old", embedding = [0.5, -0.25, 1.5], embedding_model = "m"');
     await old.close();
     const store = await reopen((timeoutMs) => MemoryStore.open(dir, { timeoutMs }));
     // A view into a larger buffer: only its own floats may be stored.
     const backing = Float32Array.from([9, 0.1, -2.5, 3.75, 1e-7, 9]);
     const view = backing.subarray(1, 5);
-    await store.apply([{ id: 'fresh', content: 'new', importance: 0.5, emotional_weight: 0, tags: [], source: { kind: 'told', by: 't' }, created_at: 1, last_accessed: 1, access_count: 0 }], [], { vectors: { model: 'm', byId: new Map([['fresh', view]]) } });
-    await store.apply([{ id: 'later', content: 'embedded later', importance: 0.5, emotional_weight: 0, tags: [], source: { kind: 'told', by: 't' }, created_at: 1, last_accessed: 1, access_count: 0 }], []);
+    await store.apply(
+      [
+        {
+          id: 'fresh',
+          content: 'new',
+          importance: 0.5,
+          emotional_weight: 0,
+          tags: [],
+          source: { kind: 'told', by: 't' },
+          created_at: 1,
+          last_accessed: 1,
+          access_count: 0,
+        },
+      ],
+      [],
+      { vectors: { model: 'm', byId: new Map([['fresh', view]]) } },
+    );
+    await store.apply(
+      [
+        {
+          id: 'later',
+          content: 'embedded later',
+          importance: 0.5,
+          emotional_weight: 0,
+          tags: [],
+          source: { kind: 'told', by: 't' },
+          created_at: 1,
+          last_accessed: 1,
+          access_count: 0,
+        },
+      ],
+      [],
+    );
     await store.setEmbeddings('m', new Map([['later', Float32Array.from([1, -1])]]));
     const stored = await store.embeddings('m');
     assert.deepEqual([...stored.get('fresh')!], [...view]);
@@ -109,8 +153,14 @@ describe('vector and hybrid recall with the offline model through fastembed', ()
     assert.deepEqual([...stored.get('legacy')!], [0.5, -0.25, 1.5]);
     await store.close();
     const raw = await reopen((timeoutMs) => openEmbeddedSurreal(dir, { namespace: 'thymos', database: 'agent', timeoutMs }));
-    const [kinds] = await raw.query<[Array<{ id: unknown; bytes: boolean }>]>('SELECT id, type::is_bytes(embedding) AS bytes FROM memory ORDER BY id');
-    assert.deepEqual(kinds.map((k) => k.bytes), [true, true, false], 'fresh and later are bytes; legacy stays an array');
+    const [kinds] = await raw.query<[Array<{ id: unknown; bytes: boolean }>]>(
+      'SELECT id, type::is_bytes(embedding) AS bytes FROM memory ORDER BY id',
+    );
+    assert.deepEqual(
+      kinds.map((k) => k.bytes),
+      [true, true, false],
+      'fresh and later are bytes; legacy stays an array',
+    );
     await raw.close();
   });
 
@@ -131,7 +181,9 @@ describe('vector and hybrid recall with the offline model through fastembed', ()
     await memory.remember({ id: 'storm', content: 'A storm flattened the barley', source: told });
     assert.equal((await store.embeddings(embedder.model)).size, 0, 'stored and acknowledged while the embedder is still busy');
     let answered = false;
-    const pending = memory.recall('bad weather ruined the crops', { k: 1, strategy: 'vector', reinforce: false }).then((hits) => ((answered = true), hits));
+    const pending = memory
+      .recall('bad weather ruined the crops', { k: 1, strategy: 'vector', reinforce: false })
+      .then((hits) => ((answered = true), hits));
     await new Promise((r) => setImmediate(r));
     assert.equal(answered, false, 'the recall waits for the queued vectors');
     release();
@@ -163,15 +215,31 @@ describe('vector and hybrid recall with the offline model through fastembed', ()
 
   test('a missing model, an unknown model and an unreachable download are EMBEDDER_UNAVAILABLE, naming what was wrong', async () => {
     const cases: Array<[Parameters<typeof FastembedEmbedder.load>[0], RegExp]> = [
-      [{ model: 'custom', modelDir: '/nonexistent/model', cacheDir: tmpdir(), maxLength: 128 }, /no embedding model at \/nonexistent\/model\/model\.onnx: build it with npm run build:model/],
-      [{ model: 'word2vec-9000', modelDir: '', cacheDir: tmpdir(), maxLength: 128 }, /no fastembed model "word2vec-9000"; expected "custom" or one of .*fast-bge-small-en-v1\.5/],
+      [
+        { model: 'custom', modelDir: '/nonexistent/model', cacheDir: tmpdir(), maxLength: 128 },
+        /no embedding model at \/nonexistent\/model\/model\.onnx: build it with npm run build:model/,
+      ],
+      [
+        { model: 'word2vec-9000', modelDir: '', cacheDir: tmpdir(), maxLength: 128 },
+        /no fastembed model "word2vec-9000"; expected "custom" or one of .*fast-bge-small-en-v1\.5/,
+      ],
     ];
     // The real download path, where the network is closed (as in CI): it fails fast and says why.
     // Where fastembed's storage resolves, the download would just work, so that case is left out.
-    const online = await lookup('storage.googleapis.com').then(() => true, () => false);
-    if (!online) cases.push([{ model: 'fast-bge-small-en-v1.5', modelDir: '', cacheDir: tempDir('thymos-fe-'), maxLength: 128 }, /cannot load embedding model fast-bge-small-en-v1\.5/]);
+    const online = await lookup('storage.googleapis.com').then(
+      () => true,
+      () => false,
+    );
+    if (!online)
+      cases.push([
+        { model: 'fast-bge-small-en-v1.5', modelDir: '', cacheDir: tempDir('thymos-fe-'), maxLength: 128 },
+        /cannot load embedding model fast-bge-small-en-v1\.5/,
+      ]);
     for (const [options, pattern] of cases) {
-      await assert.rejects(FastembedEmbedder.load(options), (e: ThymosError) => e.code === ErrorCode.EMBEDDER_UNAVAILABLE && pattern.test(e.message));
+      await assert.rejects(
+        FastembedEmbedder.load(options),
+        (e: ThymosError) => e.code === ErrorCode.EMBEDDER_UNAVAILABLE && pattern.test(e.message),
+      );
     }
   });
 });

@@ -112,7 +112,11 @@ describe('memories stored within a delay', () => {
     const dir = dbDir();
     const store = await MemoryStore.open(dir, { timeoutMs: 10_000 });
     const memory = await AgentMemory.load(store, settings);
-    const records = await memory.rememberMany([{ id: 'ev-1', content: 'Wolves were seen at the mill', source: { kind: 'event', by: 'game', event: '1' } }], Date.now(), 60_000);
+    const records = await memory.rememberMany(
+      [{ id: 'ev-1', content: 'Wolves were seen at the mill', source: { kind: 'event', by: 'game', event: '1' } }],
+      Date.now(),
+      60_000,
+    );
     assert.equal(records.length, 1);
     const [hit] = await memory.recall('wolves mill', { k: 1, reinforce: false });
     assert.equal(hit?.memory.id, 'ev-1', 'recallable before it is stored');
@@ -121,7 +125,10 @@ describe('memories stored within a delay', () => {
     await memory.stored();
     await store.close();
     const again = await reopen((timeoutMs) => MemoryStore.open(dir, { timeoutMs }));
-    assert.deepEqual((await again.all()).map((m) => m.id), ['ev-1']);
+    assert.deepEqual(
+      (await again.all()).map((m) => m.id),
+      ['ev-1'],
+    );
     await again.close();
   });
 
@@ -129,7 +136,14 @@ describe('memories stored within a delay', () => {
     const store = await MemoryStore.open(dbDir(), { timeoutMs: 10_000 });
     const memory = await AgentMemory.load(store, settings);
     await store.close();
-    await assert.rejects(memory.rememberMany([{ id: 'ev-late', content: 'A late bell rang', source: { kind: 'event', by: 'game', event: 'late' } }], Date.now(), 1000), /closed/);
+    await assert.rejects(
+      memory.rememberMany(
+        [{ id: 'ev-late', content: 'A late bell rang', source: { kind: 'event', by: 'game', event: 'late' } }],
+        Date.now(),
+        1000,
+      ),
+      /closed/,
+    );
     assert.equal(memory.get('ev-late'), undefined);
   });
 
@@ -137,8 +151,17 @@ describe('memories stored within a delay', () => {
     const dir = dbDir();
     const store = await MemoryStore.open(dir, { timeoutMs: 10_000 });
     const memory = await AgentMemory.load(store, settings);
-    for (let i = 0; i < 20; i++) await memory.rememberMany([{ id: `ev-${i}`, content: `Song ${i} is sung`, source: { kind: 'event', by: 'game', event: String(i) } }], Date.now(), 60_000);
-    await memory.rememberMany([{ id: 'ev-3', content: 'Song 3 is sung', source: { kind: 'event', by: 'game', event: '3' } }], Date.now(), 60_000);
+    for (let i = 0; i < 20; i++)
+      await memory.rememberMany(
+        [{ id: `ev-${i}`, content: `Song ${i} is sung`, source: { kind: 'event', by: 'game', event: String(i) } }],
+        Date.now(),
+        60_000,
+      );
+    await memory.rememberMany(
+      [{ id: 'ev-3', content: 'Song 3 is sung', source: { kind: 'event', by: 'game', event: '3' } }],
+      Date.now(),
+      60_000,
+    );
     assert.equal(memory.count, 20);
     await store.close();
     const again = await reopen((timeoutMs) => MemoryStore.open(dir, { timeoutMs }));

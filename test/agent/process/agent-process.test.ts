@@ -15,7 +15,12 @@ import { startNatsServer, type TestNatsServer } from '../../helpers/nats-server.
 import { freePort } from '../../helpers/ports.js';
 import { createWorkspace, type Workspace } from '../../helpers/workspace.js';
 
-type ToolResult = { isError?: boolean; content: Array<{ type: string; text?: string }>; structuredContent?: Record<string, unknown>; _meta?: Record<string, unknown> };
+type ToolResult = {
+  isError?: boolean;
+  content: Array<{ type: string; text?: string }>;
+  structuredContent?: Record<string, unknown>;
+  _meta?: Record<string, unknown>;
+};
 
 async function call(client: Client, name: string, args: Record<string, unknown> = {}): Promise<ToolResult> {
   return (await client.callTool({ name, arguments: args })) as ToolResult;
@@ -71,7 +76,27 @@ describe('agent process', () => {
 
     test('lists its tools, resources and persona prompt to a stock MCP client', async () => {
       const tools = (await client.listTools()).tools.map((t) => t.name).sort();
-      assert.deepEqual(tools, ['act', 'ask_agent', 'causes', 'concepts', 'consolidate', 'context', 'conversation', 'decide', 'describe_concept', 'get_elder_rowan_state', 'link', 'query_elder_rowan_knowledge', 'query_world', 'recall', 'remember', 'resolve_intent', 'send_message', 'talk_to_elder_rowan', 'think']);
+      assert.deepEqual(tools, [
+        'act',
+        'ask_agent',
+        'causes',
+        'concepts',
+        'consolidate',
+        'context',
+        'conversation',
+        'decide',
+        'describe_concept',
+        'get_elder_rowan_state',
+        'link',
+        'query_elder_rowan_knowledge',
+        'query_world',
+        'recall',
+        'remember',
+        'resolve_intent',
+        'send_message',
+        'talk_to_elder_rowan',
+        'think',
+      ]);
       const resources = (await client.listResources()).resources.map((r) => r.uri).sort();
       assert.deepEqual(resources, ['agent://elder_rowan/memories', 'agent://elder_rowan/state']);
       const prompt = await client.getPrompt({ name: 'persona', arguments: { situation: 'a storm is coming' } });
@@ -104,7 +129,10 @@ describe('agent process', () => {
       const linked = await call(client, 'link', { from: 'the old badger', to: 'the smith', type: 'trusts', properties: { strength: 0.9 } });
       assert.deepEqual(linked.structuredContent, { from: 'elder_rowan', to: 'bram_smith', type: 'trusts', properties: { strength: 0.9 } });
       const walked = await call(client, 'concepts', { name: 'Elder Rowan', depth: 2 });
-      assert.deepEqual((walked.structuredContent?.related as Array<{ key: string }>).map((r) => r.key), ['bram_smith']);
+      assert.deepEqual(
+        (walked.structuredContent?.related as Array<{ key: string }>).map((r) => r.key),
+        ['bram_smith'],
+      );
       const bad = await call(client, 'link', { from: 'Mira', to: 'Bram', type: 'loves' });
       assert.equal(bad.isError, true);
       assert.match(text(bad), /^INVALID_INPUT: type: no relationship type "loves"; the domain declares trusts, knows/);
@@ -115,7 +143,10 @@ describe('agent process', () => {
       assert.equal(stored.isError, undefined, text(stored));
       assert.equal(typeof stored.structuredContent?.id, 'string');
       const recalled = await call(client, 'recall', { query: 'what happened to the mill?', k: 3 });
-      const results = recalled.structuredContent?.results as Array<{ content: string; score: { bm25: number; strength: number; final: number } }>;
+      const results = recalled.structuredContent?.results as Array<{
+        content: string;
+        score: { bm25: number; strength: number; final: number };
+      }>;
       assert.equal(results[0]!.content, 'A dragon burned the mill at dawn');
       const score = results[0]!.score;
       assert.ok(score.bm25 > 0 && score.bm25 <= 1);
@@ -134,8 +165,12 @@ describe('agent process', () => {
       const after = (await call(client, 'get_elder_rowan_state')).structuredContent as { memory_count: number; conversations: number };
       assert.equal(after.memory_count, before.memory_count + 3, 'the greeting, the heard line and the reply');
       assert.equal(after.conversations, before.conversations + 1);
-      const memories = JSON.parse(((await client.readResource({ uri: 'agent://elder_rowan/memories' })).contents[0] as { text: string }).text) as Array<{ content: string; source: { thread?: string } }>;
-      assert.ok(memories.some((m) => m.content === 'player said to me: Tell me about the dragon and the mill' && m.source.thread === 'player'));
+      const memories = JSON.parse(
+        ((await client.readResource({ uri: 'agent://elder_rowan/memories' })).contents[0] as { text: string }).text,
+      ) as Array<{ content: string; source: { thread?: string } }>;
+      assert.ok(
+        memories.some((m) => m.content === 'player said to me: Tell me about the dragon and the mill' && m.source.thread === 'player'),
+      );
     });
 
     test('asked the same question again and again, it answers from what it knows, not from records of the question', async () => {
@@ -179,7 +214,11 @@ describe('agent process', () => {
 
     test('consolidates when passivated and on demand, and describes concepts by the domain’s concept types', async () => {
       const ids: string[] = [];
-      for (const content of ['Mira bought nails from Bram', 'Bram charged Mira too much for the hinges', 'Mira and Bram shook hands at the fair']) {
+      for (const content of [
+        'Mira bought nails from Bram',
+        'Bram charged Mira too much for the hinges',
+        'Mira and Bram shook hands at the fair',
+      ]) {
         ids.push((await call(client, 'remember', { content, tags: ['market'] })).structuredContent!.id as string);
       }
       const preview = await call(client, 'consolidate', { tag: 'market', dry_run: true });
@@ -190,7 +229,9 @@ describe('agent process', () => {
       assert.equal((await control(nc, 'elder_rowan', { op: 'set_mode', mode: 'passive' })).state.mode, 'passive');
       const insight = await eventually(async () => {
         const found = await call(client, 'query_elder_rowan_knowledge', { query: 'Mira Bram together', source: 'insight' });
-        return (found.structuredContent!.results as Array<{ content: string; derived_from?: string[] }>).find((r) => r.content.startsWith('Bram and Mira'));
+        return (found.structuredContent!.results as Array<{ content: string; derived_from?: string[] }>).find((r) =>
+          r.content.startsWith('Bram and Mira'),
+        );
       });
       assert.match(insight.content, /Bram and Mira come up together in \d+ memories/);
       for (const id of ids) assert.ok(insight.derived_from?.includes(id), `${id} is a source of ${JSON.stringify(insight)}`);
@@ -270,7 +311,10 @@ describe('agent process', () => {
 
     const second = await startAgent({ id: 'bram_smith', port, config: ws.configPath });
     const client2 = await second.client();
-    const state = (await call(client2, 'get_bram_smith_state')).structuredContent as { memory_count: number; last_snapshot_at: string | null };
+    const state = (await call(client2, 'get_bram_smith_state')).structuredContent as {
+      memory_count: number;
+      last_snapshot_at: string | null;
+    };
     assert.equal(state.memory_count, count, 'same memories, and the knowledge facts were not seeded twice');
     assert.notEqual(state.last_snapshot_at, null);
     const hit = await call(client2, 'recall', { query: 'horseshoe farmer 17', k: 1 });
@@ -290,14 +334,21 @@ describe('agent process', () => {
     try {
       const agent = await startAgent({ id: 'mira_herbalist', port: await freePort(), config: scheduled.configPath });
       const client = await agent.client();
-      for (const content of ['Bram sharpened Mira’s sickle', 'Mira paid Bram in salve', 'Bram and Mira walked to the river']) await call(client, 'remember', { content });
+      for (const content of ['Bram sharpened Mira’s sickle', 'Mira paid Bram in salve', 'Bram and Mira walked to the river'])
+        await call(client, 'remember', { content });
       const theme = await eventually(async () => {
         const found = await call(client, 'recall', { query: 'Bram Mira together', source: 'insight', k: 5 });
-        return (found.structuredContent!.results as Array<{ content: string; derived_from?: string[] }>).find((r) => r.content.startsWith('Bram and Mira come up together in 3 memories'));
+        return (found.structuredContent!.results as Array<{ content: string; derived_from?: string[] }>).find((r) =>
+          r.content.startsWith('Bram and Mira come up together in 3 memories'),
+        );
       });
       assert.equal(theme.derived_from?.length, 3);
       // The log line is written asynchronously: it may reach the output a moment after the insight is recallable.
-      await eventually(() => (/"trigger":"schedule"[^\n]*memories consolidated/.test(agent.output()) ? true : undefined), 10_000, 'the scheduled consolidation logged');
+      await eventually(
+        () => (/"trigger":"schedule"[^\n]*memories consolidated/.test(agent.output()) ? true : undefined),
+        10_000,
+        'the scheduled consolidation logged',
+      );
       assert.equal(await agent.stop('SIGTERM'), 0);
       assert.match(agent.output(), /"trigger":"passivation"[^\n]*memories consolidated/);
     } finally {

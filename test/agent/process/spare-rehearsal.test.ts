@@ -26,7 +26,10 @@ test('a rehearsal runs an MCP session against a made-up agent and leaves nothing
 });
 
 test('a rehearsal never talks to a configured dialogue model', async () => {
-  const ws = createWorkspace({ schema: null, extra: ['[llm.dialogue]', 'provider = "openai-compatible"', 'base_url = "http://127.0.0.1:9/v1"', 'model = "m"'].join('\n') });
+  const ws = createWorkspace({
+    schema: null,
+    extra: ['[llm.dialogue]', 'provider = "openai-compatible"', 'base_url = "http://127.0.0.1:9/v1"', 'model = "m"'].join('\n'),
+  });
   try {
     const { steps } = await rehearseAgent(loadConfig(ws.configPath), join(ws.dir, 'warm'), quiet);
     assert.deepEqual(steps, ['initialize', 'remember', 'recall', 'end']);

@@ -24,13 +24,50 @@ describe('the context packet', () => {
     const t = Date.UTC(2026, 4, 1);
     await memory.rememberMany(
       [
-        { id: 'heard-mill', content: 'player said to me: the mill wheel broke in the flood', tags: ['dialogue', 'heard'], source: { kind: 'dialogue', by: 'player', thread: 'player' } },
-        { id: 'said-mill', content: 'I told player: the mill wheel can be mended', tags: ['dialogue', 'said'], source: { kind: 'dialogue', by: 'me', thread: 'player' } },
-        { id: 'fact-mill', content: 'The mill wheel broke in the flood', tags: ['learned'], importance: 0.6, source: { kind: 'dialogue', by: 'player' }, derived_from: ['heard-mill'] },
-        { id: 'theme-mill', content: 'Theme: the mill and the flood come up again and again', tags: ['insight', 'theme'], source: { kind: 'insight', by: 'consolidation:theme' } },
-        { id: 'event-mill', content: 'Water rose over the mill race (weather.flood at mill)', tags: ['event'], source: { kind: 'event', by: 'game', event: 'e1' } },
-        { id: 'old-turn', content: 'bram said to me: the mill flood took the lower field', tags: ['dialogue', 'heard'], source: { kind: 'dialogue', by: 'bram', thread: 'bram' } },
-        { id: 'question-mill', content: 'bram said to me: who will mend the mill wheel?', tags: ['dialogue', 'heard', 'question'], source: { kind: 'dialogue', by: 'bram', thread: 'bram' } },
+        {
+          id: 'heard-mill',
+          content: 'player said to me: the mill wheel broke in the flood',
+          tags: ['dialogue', 'heard'],
+          source: { kind: 'dialogue', by: 'player', thread: 'player' },
+        },
+        {
+          id: 'said-mill',
+          content: 'I told player: the mill wheel can be mended',
+          tags: ['dialogue', 'said'],
+          source: { kind: 'dialogue', by: 'me', thread: 'player' },
+        },
+        {
+          id: 'fact-mill',
+          content: 'The mill wheel broke in the flood',
+          tags: ['learned'],
+          importance: 0.6,
+          source: { kind: 'dialogue', by: 'player' },
+          derived_from: ['heard-mill'],
+        },
+        {
+          id: 'theme-mill',
+          content: 'Theme: the mill and the flood come up again and again',
+          tags: ['insight', 'theme'],
+          source: { kind: 'insight', by: 'consolidation:theme' },
+        },
+        {
+          id: 'event-mill',
+          content: 'Water rose over the mill race (weather.flood at mill)',
+          tags: ['event'],
+          source: { kind: 'event', by: 'game', event: 'e1' },
+        },
+        {
+          id: 'old-turn',
+          content: 'bram said to me: the mill flood took the lower field',
+          tags: ['dialogue', 'heard'],
+          source: { kind: 'dialogue', by: 'bram', thread: 'bram' },
+        },
+        {
+          id: 'question-mill',
+          content: 'bram said to me: who will mend the mill wheel?',
+          tags: ['dialogue', 'heard', 'question'],
+          source: { kind: 'dialogue', by: 'bram', thread: 'bram' },
+        },
       ],
       t,
     );
@@ -45,7 +82,11 @@ describe('the context packet', () => {
     const tiers = packet.items.map((i) => i.tier);
     const order = tiers.map((t) => CONTEXT_TIERS.indexOf(t));
     const recalled = packet.items.filter((i) => i.thread === undefined).map((i) => CONTEXT_TIERS.indexOf(i.tier));
-    assert.deepEqual(recalled, [...recalled].sort((a, b) => a - b), `recalled items by tier: ${tiers.join(', ')}`);
+    assert.deepEqual(
+      recalled,
+      [...recalled].sort((a, b) => a - b),
+      `recalled items by tier: ${tiers.join(', ')}`,
+    );
     assert.ok(order.length >= 5);
     const byId = new Map(packet.items.map((i) => [i.id, i]));
     assert.equal(byId.get('fact-mill')?.tier, 'facts');
@@ -54,11 +95,20 @@ describe('the context packet', () => {
     assert.equal(byId.get('old-turn')?.tier, 'turns');
     assert.equal(byId.get('question-mill')?.tier, 'questions');
     // The conversation with the player is in as its own turns, oldest first, at the end.
-    assert.deepEqual(packet.items.filter((i) => i.thread === 'player').map((i) => i.id), ['heard-mill', 'said-mill']);
-    assert.equal(packet.used_tokens, packet.items.reduce((n, i) => n + i.tokens, 0));
+    assert.deepEqual(
+      packet.items.filter((i) => i.thread === 'player').map((i) => i.id),
+      ['heard-mill', 'said-mill'],
+    );
+    assert.equal(
+      packet.used_tokens,
+      packet.items.reduce((n, i) => n + i.tokens, 0),
+    );
     assert.equal(packet.token_count, 'ceil(characters / 4)');
     // Without the conversation, the heard line the fact came from is told by the fact already.
-    const alone = await buildContext(ctx, 'reasoning', 'player said the mill wheel broke in the flood', { context_tokens: 5000, context_min_relevance: 0 });
+    const alone = await buildContext(ctx, 'reasoning', 'player said the mill wheel broke in the flood', {
+      context_tokens: 5000,
+      context_min_relevance: 0,
+    });
     assert.ok(alone.items.some((i) => i.id === 'fact-mill'));
     assert.deepEqual(
       alone.left_out.filter((l) => l.id === 'heard-mill').map((l) => l.why),
@@ -73,7 +123,10 @@ describe('the context packet', () => {
     const budget = fact.tokens + 3;
     const tight = await buildContext(ctx, 'reasoning', 'mill wheel flood', { context_tokens: budget, context_min_relevance: 0 });
     assert.ok(tight.used_tokens <= budget);
-    assert.ok(tight.items.every((i) => i.tier === 'facts'), `only facts fit: ${tight.items.map((i) => i.tier).join(', ')}`);
+    assert.ok(
+      tight.items.every((i) => i.tier === 'facts'),
+      `only facts fit: ${tight.items.map((i) => i.tier).join(', ')}`,
+    );
     assert.ok(tight.left_out.some((l) => l.why === 'budget' && l.tier === 'turns'));
     assert.equal(countTokens('abcd'), 1);
     assert.equal(countTokens('abcde'), 2);
@@ -81,7 +134,10 @@ describe('the context packet', () => {
 
   test('a recalled memory under the least relevance stays out; the conversation does not', async () => {
     const packet = await buildContext(ctx, 'dialogue', 'mill wheel flood', { context_tokens: 5000, context_min_relevance: 1 }, 'player');
-    assert.deepEqual(packet.items.map((i) => i.id), ['heard-mill', 'said-mill']);
+    assert.deepEqual(
+      packet.items.map((i) => i.id),
+      ['heard-mill', 'said-mill'],
+    );
     assert.ok(packet.left_out.length > 0 && packet.left_out.every((l) => l.why === 'relevance'));
   });
 

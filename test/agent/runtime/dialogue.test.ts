@@ -23,7 +23,13 @@ import { freePort } from '../../helpers/ports.js';
 import { createWorkspace, REPO_ROOT, type Workspace } from '../../helpers/workspace.js';
 
 type ToolResult = { isError?: boolean; content: Array<{ text?: string }>; structuredContent?: Record<string, unknown> };
-type Memory = { id: string; content: string; tags: string[]; source: { kind: string; by: string; thread?: string; model?: string; event?: string }; derived_from?: string[] };
+type Memory = {
+  id: string;
+  content: string;
+  tags: string[];
+  source: { kind: string; by: string; thread?: string; model?: string; event?: string };
+  derived_from?: string[];
+};
 
 /** A garrison of two: a warden who reasons about danger, and a scribe who does not. */
 function writeWorld(dir: string): string {
@@ -63,7 +69,8 @@ describe('offline dialogue and reasoning', () => {
   let client: Client;
   let router: EventRouter | undefined;
   const decisions: EventDecision[] = [];
-  const call = async (c: Client, name: string, args: Record<string, unknown> = {}) => (await c.callTool({ name, arguments: args })) as ToolResult;
+  const call = async (c: Client, name: string, args: Record<string, unknown> = {}) =>
+    (await c.callTool({ name, arguments: args })) as ToolResult;
 
   before(async () => {
     nats = await startNatsServer({ jetstream: true });
@@ -73,7 +80,15 @@ describe('offline dialogue and reasoning', () => {
     const config = loadConfig(ws.configPath);
     await ensureEventStream(nc, config.events);
     // Events reach agents through a supervisor's router; here one runs on its own.
-    router = await EventRouter.start({ nc, names: DEFAULT_FLEET_NAMES, domain: await loadDomainSchema(config.domainSchemaPath!), settings: config.events, hearers: () => ['warden', 'scribe'], locationOf: () => null, logger: createLogger({ level: 'silent' }) });
+    router = await EventRouter.start({
+      nc,
+      names: DEFAULT_FLEET_NAMES,
+      domain: await loadDomainSchema(config.domainSchemaPath!),
+      settings: config.events,
+      hearers: () => ['warden', 'scribe'],
+      locationOf: () => null,
+      logger: createLogger({ level: 'silent' }),
+    });
     nc.subscribe('thymos.agent.*.decision', {
       callback: (_err, msg) => {
         decisions.push(EventDecisionSchema.parse(msg.json()));
@@ -104,7 +119,10 @@ describe('offline dialogue and reasoning', () => {
     assert.equal(out.model, 'offline');
     assert.deepEqual(out.learned, []);
 
-    const told = await call(client, 'talk_to_warden', { message: 'Warden, the east gate hinge is broken. Can you send a smith?', speaker: 'player' });
+    const told = await call(client, 'talk_to_warden', {
+      message: 'Warden, the east gate hinge is broken. Can you send a smith?',
+      speaker: 'player',
+    });
     assert.deepEqual(told.structuredContent!.learned, ['player told me: the east gate hinge is broken.']);
     assert.equal(told.structuredContent!.greeting, undefined, 'the player was greeted already');
 
@@ -116,7 +134,7 @@ describe('offline dialogue and reasoning', () => {
     assert.equal(turn.content, 'player said to me: Warden, the east gate hinge is broken. Can you send a smith?');
 
     // The thread with the player is its turns in order, each with who said it; replies name the model and the memories they drew on.
-    const thread = ((await call(client, 'conversation', { speaker: 'player' })).structuredContent!.turns as Memory[]);
+    const thread = (await call(client, 'conversation', { speaker: 'player' })).structuredContent!.turns as Memory[];
     assert.deepEqual(
       thread.map((m) => m.source.by),
       ['warden', 'player', 'warden', 'player', 'warden'],
@@ -138,7 +156,7 @@ describe('offline dialogue and reasoning', () => {
     assert.deepEqual(state.disposition, { mood: 'stern' });
   });
 
-  test('think scores the agent\'s actions against the situation and its memories; decide picks one with a confidence', async () => {
+  test("think scores the agent's actions against the situation and its memories; decide picks one with a confidence", async () => {
     const thought = (await call(client, 'think', { situation: 'Tracks of a pack on the north road at dawn' })).structuredContent!;
     const options = thought.options as Array<{ action: string; score: number; reason: string }>;
     assert.equal(options.length, 3);
@@ -147,7 +165,12 @@ describe('offline dialogue and reasoning', () => {
     assert.ok(options[0]!.score > options[1]!.score);
     assert.match((thought.steps as string[]).join('\n'), /What I remember: Wolves come down the north road/);
 
-    const decided = (await call(client, 'decide', { situation: 'Smoke rises from the granary', options: ['fetch water for the granary', 'sound the bell'] })).structuredContent!;
+    const decided = (
+      await call(client, 'decide', {
+        situation: 'Smoke rises from the granary',
+        options: ['fetch water for the granary', 'sound the bell'],
+      })
+    ).structuredContent!;
     assert.equal(decided.action, 'fetch water for the granary');
     assert.ok((decided.confidence as number) > 0 && (decided.confidence as number) <= 1);
 
@@ -165,14 +188,21 @@ describe('offline dialogue and reasoning', () => {
     assert.equal(decision.model, 'offline');
     const memories = await memoriesOf(client, 'warden');
     const recorded = memories.find((m) => m.id === decision.memory)!;
-    assert.match(recorded.content, /^I heard: .*Wolves seen on the north road.*\. I decided to send a patrol to the north road \(confidence/);
+    assert.match(
+      recorded.content,
+      /^I heard: .*Wolves seen on the north road.*\. I decided to send a patrol to the north road \(confidence/,
+    );
     assert.equal(recorded.source.kind, 'reasoning');
     assert.equal(recorded.source.event, event.id);
 
     await nc.request('thymos.agent.warden.control', JSON.stringify({ op: 'set_mode', mode: 'passive' }), { timeout: 3000 });
     const quiet = parseWorldEvent({ type: 'watch.sighting', tags: ['danger'], payload: { summary: 'A bear by the mill' } });
     await publishWorldEvent(nc, quiet);
-    await eventually(async () => (await memoriesOf(client, 'warden')).some((m) => m.source.event === quiet.id) || undefined, 10_000, 'the listening warden to hear the bear');
+    await eventually(
+      async () => (await memoriesOf(client, 'warden')).some((m) => m.source.event === quiet.id) || undefined,
+      10_000,
+      'the listening warden to hear the bear',
+    );
     await new Promise((r) => setTimeout(r, 300));
     assert.equal(decisions.filter((d) => d.event === quiet.id).length, 0);
     const refused = await call(client, 'decide', { situation: 'anything' });
@@ -180,7 +210,12 @@ describe('offline dialogue and reasoning', () => {
     await nc.request('thymos.agent.warden.control', JSON.stringify({ op: 'set_mode', mode: 'active' }), { timeout: 3000 });
 
     // Its earlier decision is not evidence: it holds the patrol's words and would vote for the patrol again.
-    const next = (await call(client, 'decide', { situation: 'Watch sighting: a bear by the mill', options: ['chase the bear from the mill', 'send a patrol to the north road'] })).structuredContent!;
+    const next = (
+      await call(client, 'decide', {
+        situation: 'Watch sighting: a bear by the mill',
+        options: ['chase the bear from the mill', 'send a patrol to the north road'],
+      })
+    ).structuredContent!;
     assert.equal(next.action, 'chase the bear from the mill', JSON.stringify(next));
   });
 
@@ -196,7 +231,11 @@ describe('offline dialogue and reasoning', () => {
   });
 
   test('with [llm.dialogue] provider "mcp-sampling", the MCP client that can sample writes the reply; one that cannot gets the offline one', async () => {
-    const sampling = createWorkspace({ natsUrl: undefined, schema: null, extra: '[llm.dialogue]\nprovider = "mcp-sampling"\nmodel = "claude-hint"\nmax_tokens = 300' });
+    const sampling = createWorkspace({
+      natsUrl: undefined,
+      schema: null,
+      extra: '[llm.dialogue]\nprovider = "mcp-sampling"\nmodel = "claude-hint"\nmax_tokens = 300',
+    });
     sampling.writeConfig(`${loadConfigText(sampling)}\n[domain]\nschema = ${JSON.stringify(writeWorld(sampling.dir))}\n`);
     const scribe = await startAgent({ id: 'scribe', port: await freePort(), config: sampling.configPath });
     try {
@@ -204,10 +243,20 @@ describe('offline dialogue and reasoning', () => {
       const sampler = new Client({ name: 'sampling-client', version: '1.0.0' }, { capabilities: { sampling: {} } });
       sampler.setRequestHandler(CreateMessageRequestSchema, async (request) => {
         asked.push(request.params);
-        return { model: 'client-model-7', role: 'assistant', content: { type: 'text', text: '{"message":"The keys hang in the counting house, as you surely know?","emotional_tone":"curious","learned":[]}' } };
+        return {
+          model: 'client-model-7',
+          role: 'assistant',
+          content: {
+            type: 'text',
+            text: '{"message":"The keys hang in the counting house, as you surely know?","emotional_tone":"curious","learned":[]}',
+          },
+        };
       });
       await sampler.connect(new StreamableHTTPClientTransport(new URL(scribe.url), { requestInit: { headers: scribe.headers() } }));
-      const reply = (await sampler.callTool({ name: 'talk_to_scribe', arguments: { message: 'Where are the granary keys?', speaker: 'player' } })) as ToolResult;
+      const reply = (await sampler.callTool({
+        name: 'talk_to_scribe',
+        arguments: { message: 'Where are the granary keys?', speaker: 'player' },
+      })) as ToolResult;
       assert.equal(reply.isError, undefined, JSON.stringify(reply));
       assert.equal(reply.structuredContent!.reply, 'The keys hang in the counting house, as you surely know?');
       assert.equal(reply.structuredContent!.model, 'mcp-sampling:client-model-7');
@@ -223,9 +272,15 @@ describe('offline dialogue and reasoning', () => {
       assert.ok(llm.input_tokens > 50 && llm.output_tokens > 10, JSON.stringify(llm));
 
       const plain = await scribe.client();
-      const offline = (await plain.callTool({ name: 'talk_to_scribe', arguments: { message: 'Where are the granary keys?', speaker: 'guest' } })) as ToolResult;
+      const offline = (await plain.callTool({
+        name: 'talk_to_scribe',
+        arguments: { message: 'Where are the granary keys?', speaker: 'guest' },
+      })) as ToolResult;
       assert.equal(offline.structuredContent!.model, 'offline');
-      assert.match(offline.structuredContent!.reply as string, /^Now that is a question\. I recall this: The granary keys hang in the counting house\./);
+      assert.match(
+        offline.structuredContent!.reply as string,
+        /^Now that is a question\. I recall this: The granary keys hang in the counting house\./,
+      );
       await sampler.close();
     } finally {
       await scribe.stop();

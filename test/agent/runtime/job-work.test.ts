@@ -7,7 +7,13 @@ import type { Job } from '../../../shared/protocol/job.js';
 import { JobSchema } from '../../../shared/protocol/job.js';
 import { IdempotencyKeySchema } from '../../../shared/protocol/tool-call.js';
 
-const job = (id: string, payload: unknown = 'x'): Job => ({ id, queue: 'support', skill: 'billing', payload, published_at: new Date().toISOString() });
+const job = (id: string, payload: unknown = 'x'): Job => ({
+  id,
+  queue: 'support',
+  skill: 'billing',
+  payload,
+  published_at: new Date().toISOString(),
+});
 
 describe('a job, as its worker reads it', () => {
   test("its calls' keys: numbered per tool from 1, the same on every delivery, and never another job's or a caller's", () => {
@@ -22,7 +28,7 @@ describe('a job, as its worker reads it', () => {
     const b = keys('J1:2', ['refund']);
     assert.ok(!a.includes(b[0]!), `${b[0]} is not among ${a.join(', ')}`);
     assert.equal(jobCalls(job('J1')).caller, 'job:J1');
-    assert.equal(IdempotencyKeySchema.safeParse(a[0]).success, false, 'a caller may not give a job\'s key');
+    assert.equal(IdempotencyKeySchema.safeParse(a[0]).success, false, "a caller may not give a job's key");
     assert.equal(IdempotencyKeySchema.safeParse('order-17-refund').success, true);
   });
 
@@ -41,9 +47,23 @@ describe('a job, as its worker reads it', () => {
   });
 
   test("work()'s result: done with a note cut to 2,000, retry or give_up with a reason; a code is upper-case; anything else is named", () => {
-    assert.deepEqual(JobResultSchema.parse({ status: 'done', note: 'n'.repeat(3000), extra: 1 }), { status: 'done', note: 'n'.repeat(2000) });
-    assert.deepEqual(JobResultSchema.parse({ status: 'give_up', reason: 'no', code: 'NOT_MINE' }), { status: 'give_up', reason: 'no', code: 'NOT_MINE' });
-    for (const bad of [{ status: 'maybe' }, { status: 'retry' }, { status: 'retry', reason: '' }, { status: 'give_up', reason: 'no', code: 'lower' }, null, 'done']) {
+    assert.deepEqual(JobResultSchema.parse({ status: 'done', note: 'n'.repeat(3000), extra: 1 }), {
+      status: 'done',
+      note: 'n'.repeat(2000),
+    });
+    assert.deepEqual(JobResultSchema.parse({ status: 'give_up', reason: 'no', code: 'NOT_MINE' }), {
+      status: 'give_up',
+      reason: 'no',
+      code: 'NOT_MINE',
+    });
+    for (const bad of [
+      { status: 'maybe' },
+      { status: 'retry' },
+      { status: 'retry', reason: '' },
+      { status: 'give_up', reason: 'no', code: 'lower' },
+      null,
+      'done',
+    ]) {
       assert.equal(JobResultSchema.safeParse(bad).success, false, JSON.stringify(bad));
     }
   });

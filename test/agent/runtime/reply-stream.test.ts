@@ -20,7 +20,7 @@ function streamed(text: string, cuts: readonly number[]): { pieces: string[]; st
 /** A repeatable pseudo-random sequence (a linear congruential generator). */
 function random(seed: number): () => number {
   let s = seed;
-  return () => ((s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  return () => (s = (s * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
 }
 
 function randomCuts(length: number, next: () => number): number[] {
@@ -77,7 +77,10 @@ describe('a reply streamed as the speaker hears it', () => {
   });
 
   test('what was passed on is, after every letter the model writes, a beginning of what the whole reply is heard as', () => {
-    for (const reply of ['Hm.  [TOOL: x] yes [TO be [TOOL: y z]  done [', '  a\t\tb [TOOL: q]c  [[TOOL: r]] \u{1D420}\u{1D420} [TOOL:\n\n s]  ']) {
+    for (const reply of [
+      'Hm.  [TOOL: x] yes [TO be [TOOL: y z]  done [',
+      '  a\t\tb [TOOL: q]c  [[TOOL: r]] \u{1D420}\u{1D420} [TOOL:\n\n s]  ',
+    ]) {
       const pieces: string[] = [];
       const stream = new ReplyStream((p) => pieces.push(p));
       stream.begin();
@@ -86,7 +89,11 @@ describe('a reply streamed as the speaker hears it', () => {
         assert.ok(withoutMarkers(reply).startsWith(pieces.join('')), JSON.stringify({ reply, sent: pieces.join('') }));
       }
       assert.equal(stream.settle(reply), reply);
-      assert.equal(pieces.join('') + new SpokenText(() => undefined).settle({ reply: withoutMarkers(reply), grounding: [] }).reply.slice(pieces.join('').length), withoutMarkers(reply));
+      assert.equal(
+        pieces.join('') +
+          new SpokenText(() => undefined).settle({ reply: withoutMarkers(reply), grounding: [] }).reply.slice(pieces.join('').length),
+        withoutMarkers(reply),
+      );
     }
   });
 
@@ -125,10 +132,11 @@ describe('a reply streamed as the speaker hears it', () => {
 
   test('a line break a model left inside the JSON string is taken as meant, not as the end of the reply', () => {
     const json = '{"message": "The mill is north.\nFollow the river\tand you will find it.", "emotional_tone": "helpful"}';
-    for (let cut = 1; cut < json.length; cut += 3) assert.equal(streamed(json, [cut]).pieces.join(''), 'The mill is north.\nFollow the river\tand you will find it.');
+    for (let cut = 1; cut < json.length; cut += 3)
+      assert.equal(streamed(json, [cut]).pieces.join(''), 'The mill is north.\nFollow the river\tand you will find it.');
   });
 
-  test('only the last answer\'s [TOOL: …] are kept for acting on; one left open when an answer ends is never said', () => {
+  test("only the last answer's [TOOL: …] are kept for acting on; one left open when an answer ends is never said", () => {
     const pieces: string[] = [];
     const stream = new ReplyStream((p) => pieces.push(p));
     stream.begin();

@@ -45,12 +45,13 @@ function caller(options: { failRemember?: boolean } = {}) {
 
 const approve = (by = 'alice'): ApprovalDecision => ({ approved: true, by, reason: 'fine', at: new Date().toISOString() });
 
-describe('the approvals of an agent\'s calls', () => {
+describe("the approvals of an agent's calls", () => {
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   test('approved calls run once each, however the passes over them overlap', async () => {
     const { tools, rows, mode } = caller();
-    const ask = async (name: string, slow = false) => (await tools.call('do_it', { name, slow, reason: 'test' }, { caller: 'bob' })).call_id;
+    const ask = async (name: string, slow = false) =>
+      (await tools.call('do_it', { name, slow, reason: 'test' }, { caller: 'bob' })).call_id;
     const [y, x, z] = [await ask('Y', true), await ask('X'), await ask('Z')];
     mode.active = false;
     await tools.decide(y, approve());
@@ -65,7 +66,10 @@ describe('the approvals of an agent\'s calls', () => {
     await first;
     await tools.runApproved();
     assert.deepEqual(runs(), { X: 1, Y: 1, Z: 1 });
-    assert.deepEqual([...rows.values()].map((r) => r.status), ['ok', 'ok', 'ok']);
+    assert.deepEqual(
+      [...rows.values()].map((r) => r.status),
+      ['ok', 'ok', 'ok'],
+    );
     assert.equal(rows.get(x)!.decided_by, 'alice', 'the second decision changed nothing');
     const counts = Object.fromEntries(tools.counts().map((c) => [c.status, c.count]));
     assert.deepEqual(counts, { pending: 3, ok: 3 }, 'each call counts once as it waits and once as it ends');
@@ -82,7 +86,8 @@ describe('the approvals of an agent\'s calls', () => {
 
   test('no more than [tools] max_pending calls wait at once', async () => {
     const { tools } = caller();
-    for (const n of ['a', 'b', 'c']) assert.equal((await tools.call('do_it', { name: n, reason: 'test' }, { caller: 'bob' })).status, 'pending');
+    for (const n of ['a', 'b', 'c'])
+      assert.equal((await tools.call('do_it', { name: n, reason: 'test' }, { caller: 'bob' })).status, 'pending');
     const fourth = await tools.call('do_it', { name: 'd', reason: 'test' }, { caller: 'bob' });
     assert.equal(fourth.status, 'refused');
     assert.match(fourth.error!.message, /max_pending = 3/);

@@ -23,7 +23,10 @@ export async function post(input, ctx) {
 }
 `,
 );
-writeFileSync(join(dir, 'append.mjs'), `import { appendFileSync } from 'node:fs';\nappendFileSync(process.argv[2], process.env.THYMOS_IDEMPOTENCY_KEY + '\\n');\nprocess.stdout.write('appended');\n`);
+writeFileSync(
+  join(dir, 'append.mjs'),
+  `import { appendFileSync } from 'node:fs';\nappendFileSync(process.argv[2], process.env.THYMOS_IDEMPOTENCY_KEY + '\\n');\nprocess.stdout.write('appended');\n`,
+);
 const scriptRuns = () => (existsSync(RUNS) ? readFileSync(RUNS, 'utf8').split('\n').filter(Boolean) : []);
 
 /** What the local service received: the Idempotency-Key of each request. */
@@ -48,12 +51,48 @@ describe('idempotency keys, end to end: a repeated key runs a call with side eff
     writeFileSync(ledger, '');
     ({ tools } = memoryToolCaller(
       {
-        refund: { description: 'Refunds', input: { order_id: {}, amount: { type: 'number' } }, sideEffect: 'writes_external', idempotencyKey: 'refund-{order_id}', executor: { kind: 'http', method: 'POST', url: `${url}/refunds`, body: ['order_id', 'amount'] } },
-        refund_once_a_second: { description: 'Refunds, a key kept 1 s', input: { order_id: {}, amount: { type: 'number' } }, sideEffect: 'writes_external', idempotencyKey: 'refund-{order_id}-{amount}', keyExpiresAfterS: 1, executor: { kind: 'http', method: 'POST', url: `${url}/refunds`, body: ['order_id', 'amount'] } },
-        flaky: { description: 'Fails', input: { order_id: {} }, sideEffect: 'writes_external', idempotencyKey: 'flaky-{order_id}', executor: { kind: 'http', method: 'POST', url: `${url}/fail` } },
-        peek: { description: 'Reads', input: { order_id: {} }, sideEffect: 'read_only', idempotencyKey: '{order_id}', executor: { kind: 'http', url: `${url}/peek` } },
-        post: { description: 'Posts', input: { text: {}, slow: { type: 'boolean', required: false } }, sideEffect: 'writes_external', executor: { kind: 'script', path: 'tools.mjs', export: 'post' } },
-        append: { description: 'Appends', input: { file: {} }, sideEffect: 'irreversible', permission: 'admin', executor: { kind: 'subprocess', command: process.execPath, args: ['append.mjs', '{file}'] } },
+        refund: {
+          description: 'Refunds',
+          input: { order_id: {}, amount: { type: 'number' } },
+          sideEffect: 'writes_external',
+          idempotencyKey: 'refund-{order_id}',
+          executor: { kind: 'http', method: 'POST', url: `${url}/refunds`, body: ['order_id', 'amount'] },
+        },
+        refund_once_a_second: {
+          description: 'Refunds, a key kept 1 s',
+          input: { order_id: {}, amount: { type: 'number' } },
+          sideEffect: 'writes_external',
+          idempotencyKey: 'refund-{order_id}-{amount}',
+          keyExpiresAfterS: 1,
+          executor: { kind: 'http', method: 'POST', url: `${url}/refunds`, body: ['order_id', 'amount'] },
+        },
+        flaky: {
+          description: 'Fails',
+          input: { order_id: {} },
+          sideEffect: 'writes_external',
+          idempotencyKey: 'flaky-{order_id}',
+          executor: { kind: 'http', method: 'POST', url: `${url}/fail` },
+        },
+        peek: {
+          description: 'Reads',
+          input: { order_id: {} },
+          sideEffect: 'read_only',
+          idempotencyKey: '{order_id}',
+          executor: { kind: 'http', url: `${url}/peek` },
+        },
+        post: {
+          description: 'Posts',
+          input: { text: {}, slow: { type: 'boolean', required: false } },
+          sideEffect: 'writes_external',
+          executor: { kind: 'script', path: 'tools.mjs', export: 'post' },
+        },
+        append: {
+          description: 'Appends',
+          input: { file: {} },
+          sideEffect: 'irreversible',
+          permission: 'admin',
+          executor: { kind: 'subprocess', command: process.execPath, args: ['append.mjs', '{file}'] },
+        },
       },
       dir,
       { overrides: { allowAdmin: true } },
@@ -74,14 +113,18 @@ describe('idempotency keys, end to end: a repeated key runs a call with side eff
     assert.equal(again.call_id, first.call_id);
     assert.equal(again.replayed, true);
     assert.deepEqual(again.result, first.result);
-    await assert.rejects(tools.call('refund', { order_id: 'AB-1', amount: 25, reason: 'more' }, { caller: 'bob' }), (e: { code: string; details?: { call_id: string } }) => e.code === 'IDEMPOTENCY_CONFLICT' && e.details?.call_id === first.call_id);
+    await assert.rejects(
+      tools.call('refund', { order_id: 'AB-1', amount: 25, reason: 'more' }, { caller: 'bob' }),
+      (e: { code: string; details?: { call_id: string } }) => e.code === 'IDEMPOTENCY_CONFLICT' && e.details?.call_id === first.call_id,
+    );
     assert.equal(received.length, 1);
   });
 
   test('keyExpiresAfterS: within it a repeat answers with the first call; past it the same key is a new call, sent as key~2, then key~3', async () => {
     received.length = 0;
     const args = { order_id: 'AB-7', amount: 20, reason: 'broken kettle' };
-    const past = async (call: { requested_at: string }) => eventually(() => (Date.now() - Date.parse(call.requested_at) > 1000 ? true : undefined), 10_000, 'the key to expire');
+    const past = async (call: { requested_at: string }) =>
+      eventually(() => (Date.now() - Date.parse(call.requested_at) > 1000 ? true : undefined), 10_000, 'the key to expire');
     const first = await tools.call('refund_once_a_second', args, { caller: 'alice' });
     const again = await tools.call('refund_once_a_second', args, { caller: 'alice' });
     assert.deepEqual([first.status, again.replayed, again.call_id], ['ok', true, first.call_id]);
@@ -91,14 +134,22 @@ describe('idempotency keys, end to end: a repeated key runs a call with side eff
     assert.equal(later.status, 'ok', JSON.stringify(later.error));
     assert.notEqual(later.call_id, first.call_id, 'a new call');
     assert.equal(later.idempotency_key, 'refund-AB-7-20~2');
-    assert.equal((await tools.call('refund_once_a_second', args, { caller: 'bob' })).call_id, later.call_id, 'answered by the new one while it is fresh');
+    assert.equal(
+      (await tools.call('refund_once_a_second', args, { caller: 'bob' })).call_id,
+      later.call_id,
+      'answered by the new one while it is fresh',
+    );
     await past(later);
     assert.equal((await tools.call('refund_once_a_second', args, { caller: 'alice' })).idempotency_key, 'refund-AB-7-20~3');
     assert.deepEqual(received, ['refund-AB-7-20', 'refund-AB-7-20~2', 'refund-AB-7-20~3'], 'the service saw each generation once');
   });
 
-  test('Script: the caller\'s key is used when the tool declares none; concurrent repeats run once', async () => {
-    const [a, b, c] = await Promise.all([1, 2, 3].map(() => tools.call('post', { text: 'wolves', slow: true, reason: 'warn' }, { caller: 'alice', idempotencyKey: 'quest-42' })));
+  test("Script: the caller's key is used when the tool declares none; concurrent repeats run once", async () => {
+    const [a, b, c] = await Promise.all(
+      [1, 2, 3].map(() =>
+        tools.call('post', { text: 'wolves', slow: true, reason: 'warn' }, { caller: 'alice', idempotencyKey: 'quest-42' }),
+      ),
+    );
     assert.deepEqual(scriptRuns(), ['quest-42']);
     assert.equal(new Set([a!.call_id, b!.call_id, c!.call_id]).size, 1);
     assert.equal([a, b, c].filter((r) => r!.replayed).length, 2);

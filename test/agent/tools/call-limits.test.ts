@@ -45,12 +45,42 @@ describe("a tool's limits, and a service that says when to come back", () => {
   const tools = () =>
     memoryToolCaller(
       {
-        one_at_a_time: { description: 'Works alone', input: { ms: { type: 'integer' } }, sideEffect: 'read_only', maxConcurrent: 1, executor: { kind: 'script', path: 'tools.mjs', export: 'work' } },
-        once_a_minute: { description: 'Works rarely', input: { ms: { type: 'integer' } }, sideEffect: 'read_only', ratePerMinute: 1, timeoutMs: 300, executor: { kind: 'script', path: 'tools.mjs', export: 'work' } },
+        one_at_a_time: {
+          description: 'Works alone',
+          input: { ms: { type: 'integer' } },
+          sideEffect: 'read_only',
+          maxConcurrent: 1,
+          executor: { kind: 'script', path: 'tools.mjs', export: 'work' },
+        },
+        once_a_minute: {
+          description: 'Works rarely',
+          input: { ms: { type: 'integer' } },
+          sideEffect: 'read_only',
+          ratePerMinute: 1,
+          timeoutMs: 300,
+          executor: { kind: 'script', path: 'tools.mjs', export: 'work' },
+        },
         read: { description: 'Reads', sideEffect: 'read_only', timeoutMs: 5000, executor: { kind: 'http', url: `${url}/read` } },
-        read_later: { description: 'Reads, told to wait long', sideEffect: 'read_only', timeoutMs: 2000, executor: { kind: 'http', url: `${url}/read-later` } },
-        write: { description: 'Writes', sideEffect: 'writes_external', timeoutMs: 5000, executor: { kind: 'http', method: 'POST', url: `${url}/write` } },
-        write_keyed: { description: 'Writes with a key', input: { id: {} }, sideEffect: 'writes_external', idempotencyKey: 'w-{id}', timeoutMs: 5000, executor: { kind: 'http', method: 'POST', url: `${url}/write-keyed` } },
+        read_later: {
+          description: 'Reads, told to wait long',
+          sideEffect: 'read_only',
+          timeoutMs: 2000,
+          executor: { kind: 'http', url: `${url}/read-later` },
+        },
+        write: {
+          description: 'Writes',
+          sideEffect: 'writes_external',
+          timeoutMs: 5000,
+          executor: { kind: 'http', method: 'POST', url: `${url}/write` },
+        },
+        write_keyed: {
+          description: 'Writes with a key',
+          input: { id: {} },
+          sideEffect: 'writes_external',
+          idempotencyKey: 'w-{id}',
+          timeoutMs: 5000,
+          executor: { kind: 'http', method: 'POST', url: `${url}/write-keyed` },
+        },
       },
       dir,
     ).tools;
@@ -75,7 +105,10 @@ describe("a tool's limits, and a service that says when to come back", () => {
   test('maxConcurrent: calls over the limit wait their turn, and all run', async () => {
     const caller = tools();
     const records = await Promise.all([1, 2, 3].map(() => caller.call('one_at_a_time', { ms: 100 }, { caller: 'test' })));
-    assert.deepEqual(records.map((r) => r.status), ['ok', 'ok', 'ok']);
+    assert.deepEqual(
+      records.map((r) => r.status),
+      ['ok', 'ok', 'ok'],
+    );
     assert.equal(load().most, 1, 'never two at once');
   });
 

@@ -25,11 +25,32 @@ export function tangle() { const d = { why: 'upstream said no' }; d.self = d; th
 `,
 );
 const TOOLS = {
-  look: { description: 'Looks', input: { what: {} }, sideEffect: 'read_only', executor: { kind: 'script', path: 'tools.mjs', export: 'look' } },
-  peek: { description: 'Looks, once a person says so', input: { what: {} }, sideEffect: 'read_only', permission: 'confirm', executor: { kind: 'script', path: 'tools.mjs', export: 'look' } },
-  post: { description: 'Posts', input: { what: {} }, sideEffect: 'writes_external', executor: { kind: 'script', path: 'tools.mjs', export: 'post' } },
+  look: {
+    description: 'Looks',
+    input: { what: {} },
+    sideEffect: 'read_only',
+    executor: { kind: 'script', path: 'tools.mjs', export: 'look' },
+  },
+  peek: {
+    description: 'Looks, once a person says so',
+    input: { what: {} },
+    sideEffect: 'read_only',
+    permission: 'confirm',
+    executor: { kind: 'script', path: 'tools.mjs', export: 'look' },
+  },
+  post: {
+    description: 'Posts',
+    input: { what: {} },
+    sideEffect: 'writes_external',
+    executor: { kind: 'script', path: 'tools.mjs', export: 'post' },
+  },
   count: { description: 'Counts', input: {}, sideEffect: 'read_only', executor: { kind: 'script', path: 'tools.mjs', export: 'count' } },
-  tangle: { description: 'Fails oddly', input: {}, sideEffect: 'read_only', executor: { kind: 'script', path: 'tools.mjs', export: 'tangle' } },
+  tangle: {
+    description: 'Fails oddly',
+    input: {},
+    sideEffect: 'read_only',
+    executor: { kind: 'script', path: 'tools.mjs', export: 'tangle' },
+  },
 };
 
 /** The agent's real database, with each way a record reached it counted. */
@@ -83,7 +104,10 @@ describe('the record of a read-only call: written behind, read at once, kept acr
     const pending = await tools.call('peek', { what: 'the vault', reason: 'asked' }, { caller: 'test' });
     assert.equal(pending.status, 'pending');
     await tools.decide(pending.call_id, { approved: true, by: 'warden', reason: 'fine', at: new Date().toISOString() });
-    const ended = await waitFor(() => store.getCall(pending.call_id), (r) => r?.status === 'ok');
+    const ended = await waitFor(
+      () => store.getCall(pending.call_id),
+      (r) => r?.status === 'ok',
+    );
     assert.equal(ended?.result, 'seen the vault');
     assert.deepEqual(seen.soon, [], 'nothing went behind');
     assert.ok(seen.now.includes('peek ok'));
@@ -137,4 +161,3 @@ async function waitFor<T>(get: () => Promise<T>, ok: (v: T) => boolean, ms = 10_
     await new Promise((r) => setTimeout(r, 20));
   }
 }
-

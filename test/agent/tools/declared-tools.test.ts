@@ -40,7 +40,8 @@ function ordersService(): Server {
         res.writeHead(302, { location: 'http://127.0.0.2:9/stolen' });
         return res.end();
       }
-      if (url.pathname === '/notes' && req.method === 'POST') return json(201, { saved: JSON.parse(body) as unknown, key: req.headers['idempotency-key'] });
+      if (url.pathname === '/notes' && req.method === 'POST')
+        return json(201, { saved: JSON.parse(body) as unknown, key: req.headers['idempotency-key'] });
       json(404, { error: `nothing at ${url.pathname}` });
     });
   });
@@ -126,7 +127,8 @@ export function shout(input, ctx) {
 `;
 
 const call = (c: Client, name: string, args: Record<string, unknown>) => c.callTool({ name, arguments: args }) as Promise<CallToolResult>;
-const errorOf = (r: CallToolResult) => (r._meta?.['thymos/error'] as { code: string; message: string; details?: { status?: number } } | undefined);
+const errorOf = (r: CallToolResult) =>
+  r._meta?.['thymos/error'] as { code: string; message: string; details?: { status?: number } } | undefined;
 
 function filesUnder(dir: string): string[] {
   return readdirSync(dir).flatMap((n) => {
@@ -148,7 +150,19 @@ describe('declared tools on a real agent: Http and Script executors through the 
     writeFileSync(join(ws.dir, 'tools.pkl'), domain((service.address() as AddressInfo).port));
     writeFileSync(join(ws.dir, 'tools.mjs'), SCRIPT);
     writeFileSync(join(ws.dir, 'stamp.mjs'), "process.stdout.write('stamped ' + process.argv[2] + ' for ' + process.env.THYMOS_AGENT)");
-    ws.writeConfig(['data_dir = "data"', '[domain]', 'schema = "tools.pkl"', '[agent]', 'nats_wait_ms = 200', '[log]', 'level = "debug"', '[memory]', 'concepts = false'].join('\n'));
+    ws.writeConfig(
+      [
+        'data_dir = "data"',
+        '[domain]',
+        'schema = "tools.pkl"',
+        '[agent]',
+        'nats_wait_ms = 200',
+        '[log]',
+        'level = "debug"',
+        '[memory]',
+        'concepts = false',
+      ].join('\n'),
+    );
     agent = await startAgent({ id: 'desk', port: await freePort(), config: ws.configPath, env: { ...process.env, ORDERS_TOKEN: SECRET } });
     client = await agent.client();
   });
@@ -172,12 +186,18 @@ describe('declared tools on a real agent: Http and Script executors through the 
     assert.equal(lookup.annotations?.openWorldHint, true);
     assert.ok(lookup.outputSchema?.properties?.status, 'the declared output is its outputSchema');
     const note = byName.get('note')!;
-    assert.deepEqual([...(note.inputSchema.required ?? [])].sort(), ['order_id', 'reason', 'text'], 'reason is required of a tool with side effects');
+    assert.deepEqual(
+      [...(note.inputSchema.required ?? [])].sort(),
+      ['order_id', 'reason', 'text'],
+      'reason is required of a tool with side effects',
+    );
     assert.equal(note.annotations?.idempotentHint, true);
     assert.equal(byName.get('purge')!.annotations?.destructiveHint, true);
     assert.equal(byName.has('forbidden_lookup'), false, '"!forbidden_*" takes back what "tag:orders" granted');
     assert.ok(byName.has('get_call'));
-    const catalogue = JSON.parse(((await client.readResource({ uri: 'agent://desk/tools' })).contents[0] as { text: string }).text) as Array<{ name: string; examples: string[] }>;
+    const catalogue = JSON.parse(
+      ((await client.readResource({ uri: 'agent://desk/tools' })).contents[0] as { text: string }).text,
+    ) as Array<{ name: string; examples: string[] }>;
     assert.deepEqual(catalogue.map((t) => t.name).sort(), [...byName.keys()].filter((n) => byName.get(n)!._meta?.['thymos/tool']).sort());
     assert.deepEqual(catalogue.find((t) => t.name === 'lookup_order')!.examples, ['where is my order AB-1234']);
     assert.ok(!JSON.stringify(catalogue).includes('127.0.0.1'), 'the catalogue says nothing of executors');
@@ -191,10 +211,19 @@ describe('declared tools on a real agent: Http and Script executors through the 
     assert.equal(got.url, '/orders/AB-1234');
     assert.equal(got.headers.authorization, `Bearer ${SECRET}`);
     const callId = (r._meta?.['thymos/call'] as { call_id: string }).call_id;
-    const record = (await call(client, 'get_call', { call_id: callId })).structuredContent as { status: string; tool: string; caller: string };
+    const record = (await call(client, 'get_call', { call_id: callId })).structuredContent as {
+      status: string;
+      tool: string;
+      caller: string;
+    };
     assert.deepEqual([record.status, record.tool, record.caller], ['ok', 'lookup_order', 'mcp:thymos-test']);
-    const hits = (await call(client, 'recall', { query: 'order AB-1234' })).structuredContent as { results: Array<{ content: string; source: { kind: string } }> };
-    assert.ok(hits.results.some((h) => h.source.kind === 'tool_call' && h.content.includes('lookup_order')), 'recall finds what the agent did');
+    const hits = (await call(client, 'recall', { query: 'order AB-1234' })).structuredContent as {
+      results: Array<{ content: string; source: { kind: string } }>;
+    };
+    assert.ok(
+      hits.results.some((h) => h.source.kind === 'tool_call' && h.content.includes('lookup_order')),
+      'recall finds what the agent did',
+    );
   });
 
   test('Http: non-2xx, timeout, output cap and a cross-origin redirect are coded tool errors', async () => {
@@ -210,7 +239,19 @@ describe('declared tools on a real agent: Http and Script executors through the 
 
   test('Http: no input changes the origin or the shape of the path', async () => {
     const before = seen.length;
-    for (const id of ['..', '.', '%2e%2e', '%2E.', '..%2f', '../admin', '@evil.test', '//evil.test', 'a\r\nX-Injected: 1', 'AB-1234/../admin', 'AB-1234/../../admin']) {
+    for (const id of [
+      '..',
+      '.',
+      '%2e%2e',
+      '%2E.',
+      '..%2f',
+      '../admin',
+      '@evil.test',
+      '//evil.test',
+      'a\r\nX-Injected: 1',
+      'AB-1234/../admin',
+      'AB-1234/../../admin',
+    ]) {
       const sent = seen.length;
       const r = await call(client, 'order_by_any_id', { id, expand: 'items&admin=1' });
       if (seen.length === sent) {
@@ -241,7 +282,7 @@ describe('declared tools on a real agent: Http and Script executors through the 
     assert.equal(seen.at(-1)!.headers['idempotency-key'], 'note-AB-1234');
   });
 
-  test('a repeated idempotency key answers with the earlier call from the agent\'s database, and nothing reaches the service', async () => {
+  test("a repeated idempotency key answers with the earlier call from the agent's database, and nothing reaches the service", async () => {
     const before = seen.length;
     const args = { order_id: 'CD-5678', text: 'leave at the door', reason: 'the customer asked' };
     const first = await call(client, 'note', args);
@@ -251,7 +292,11 @@ describe('declared tools on a real agent: Http and Script executors through the 
     assert.equal(meta(again).call_id, meta(first).call_id);
     assert.equal(meta(again).replayed, true);
     assert.equal(errorOf(await call(client, 'note', { ...args, text: 'other' }))?.code, 'IDEMPOTENCY_CONFLICT');
-    const bad = (await client.callTool({ name: 'shout', arguments: { word: 'x' }, _meta: { 'thymos/idempotency_key': 'two words' } })) as CallToolResult;
+    const bad = (await client.callTool({
+      name: 'shout',
+      arguments: { word: 'x' },
+      _meta: { 'thymos/idempotency_key': 'two words' },
+    })) as CallToolResult;
     assert.equal(errorOf(bad)?.code, 'INVALID_INPUT');
     assert.match(errorOf(bad)!.message, /_meta\.thymos\/idempotency_key: expected an idempotency key/);
   });
@@ -264,7 +309,11 @@ describe('declared tools on a real agent: Http and Script executors through the 
     const slow = await call(client, 'wait_a_while', { reason: 'testing the timeout' });
     assert.equal(errorOf(slow)?.code, 'TOOL_TIMEOUT');
     assert.ok(Date.now() - t0 < 4000, 'answered at the timeout, not when the script would have ended');
-    const aborted = await eventually(() => (existsSync(join(ws.dir, 'aborted.txt')) ? readFileSync(join(ws.dir, 'aborted.txt'), 'utf8') : undefined), 10_000, 'the script told of the abort');
+    const aborted = await eventually(
+      () => (existsSync(join(ws.dir, 'aborted.txt')) ? readFileSync(join(ws.dir, 'aborted.txt'), 'utf8') : undefined),
+      10_000,
+      'the script told of the abort',
+    );
     assert.equal(aborted, 'TOOL_TIMEOUT', "the script's signal fired with the timeout as its reason");
   });
 
@@ -279,7 +328,8 @@ describe('declared tools on a real agent: Http and Script executors through the 
   test('an admin tool is refused without [tools] allow_admin, and recorded as refused', async () => {
     const r = await call(client, 'purge', { reason: 'cleaning up' });
     assert.equal(errorOf(r)?.code, 'TOOL_DENIED');
-    const record = (await call(client, 'get_call', { call_id: (r._meta?.['thymos/call'] as { call_id: string }).call_id })).structuredContent as { status: string };
+    const record = (await call(client, 'get_call', { call_id: (r._meta?.['thymos/call'] as { call_id: string }).call_id }))
+      .structuredContent as { status: string };
     assert.equal(record.status, 'refused');
   });
 
@@ -311,20 +361,37 @@ describe('declared tools on a real agent: Http and Script executors through the 
 
   test('a call cut off by a crash is found interrupted at the next start, and neither it nor a retry under its key runs again', async () => {
     // Only a caller that knows the token's shape makes it hang (a fuzzed call never does).
-    void client.callTool({ name: 'hang', arguments: { token: `hang-${'0'.repeat(32)}`, reason: 'testing a crash' }, _meta: { 'thymos/idempotency_key': 'hang-once' } }).catch(() => undefined);
-    const callId = await eventually(() => (existsSync(join(ws.dir, 'hanging.txt')) ? readFileSync(join(ws.dir, 'hanging.txt'), 'utf8') : undefined), 10_000, 'the call running');
+    void client
+      .callTool({
+        name: 'hang',
+        arguments: { token: `hang-${'0'.repeat(32)}`, reason: 'testing a crash' },
+        _meta: { 'thymos/idempotency_key': 'hang-once' },
+      })
+      .catch(() => undefined);
+    const callId = await eventually(
+      () => (existsSync(join(ws.dir, 'hanging.txt')) ? readFileSync(join(ws.dir, 'hanging.txt'), 'utf8') : undefined),
+      10_000,
+      'the call running',
+    );
     // Killed as a crash would: the client is left open (closing it would cancel the call first).
     process.kill(agent.pid, 'SIGKILL');
     assert.equal(await agent.exited, 'SIGKILL');
     rmSync(join(ws.dir, 'hanging.txt'));
     agent = await startAgent({ id: 'desk', port: agent.port, config: ws.configPath, env: { ...process.env, ORDERS_TOKEN: SECRET } });
     client = await agent.client();
-    const record = (await call(client, 'get_call', { call_id: callId })).structuredContent as { status: string; error?: { message: string } };
+    const record = (await call(client, 'get_call', { call_id: callId })).structuredContent as {
+      status: string;
+      error?: { message: string };
+    };
     assert.equal(record.status, 'interrupted', JSON.stringify(record));
     assert.match(record.error!.message, /whether it took effect is not known/);
     assert.equal(existsSync(join(ws.dir, 'hanging.txt')), false, 'not run again');
     // Its tool does not say the service honours the key (keyHonoured): the caller's retry with the same key answers the interrupted call, and nothing runs.
-    const retried = await client.callTool({ name: 'hang', arguments: { token: `hang-${'0'.repeat(32)}`, reason: 'retrying' }, _meta: { 'thymos/idempotency_key': 'hang-once' } });
+    const retried = await client.callTool({
+      name: 'hang',
+      arguments: { token: `hang-${'0'.repeat(32)}`, reason: 'retrying' },
+      _meta: { 'thymos/idempotency_key': 'hang-once' },
+    });
     const answer = (retried._meta as Record<string, { status?: string; call_id?: string; replayed?: boolean }>)['thymos/call'];
     assert.deepEqual([answer?.status, answer?.call_id, answer?.replayed], ['interrupted', callId, true], JSON.stringify(retried));
     assert.equal(existsSync(join(ws.dir, 'hanging.txt')), false, 'not run again by the retry');
@@ -332,7 +399,13 @@ describe('declared tools on a real agent: Http and Script executors through the 
 
   test('a Listening agent runs read-only tools and refuses the others', async () => {
     await agent.stop();
-    agent = await startAgent({ id: 'desk', port: agent.port, config: ws.configPath, mode: 'passive', env: { ...process.env, ORDERS_TOKEN: SECRET } });
+    agent = await startAgent({
+      id: 'desk',
+      port: agent.port,
+      config: ws.configPath,
+      mode: 'passive',
+      env: { ...process.env, ORDERS_TOKEN: SECRET },
+    });
     client = await agent.client();
     const ok = await call(client, 'lookup_order', { order_id: 'AB-1234' });
     assert.equal(ok.isError, undefined, JSON.stringify(ok));

@@ -21,7 +21,8 @@ tools {
 // Without a linear-time engine the first call holds the agent for minutes: the deadline turns that into a failure, not a hang.
 const CALL_DEADLINE_MS = 30_000;
 
-const call = (c: Client, word: string) => c.callTool({ name: 'spell', arguments: { word } }, undefined, { timeout: CALL_DEADLINE_MS }) as Promise<CallToolResult>;
+const call = (c: Client, word: string) =>
+  c.callTool({ name: 'spell', arguments: { word } }, undefined, { timeout: CALL_DEADLINE_MS }) as Promise<CallToolResult>;
 const errorOf = (r: CallToolResult) => r._meta?.['thymos/error'] as { code: string; message: string } | undefined;
 
 describe('field patterns on a real agent: a catastrophic argument is refused and the agent goes on answering', () => {
@@ -33,7 +34,9 @@ describe('field patterns on a real agent: a catastrophic argument is refused and
     ws = createWorkspace({ schema: null });
     writeFileSync(join(ws.dir, 'tools.pkl'), DOMAIN);
     writeFileSync(join(ws.dir, 'tools.mjs'), 'export function spell(input) { return { spelled: input.word.split("").join("-") }; }\n');
-    ws.writeConfig(['data_dir = "data"', '[domain]', 'schema = "tools.pkl"', '[agent]', 'nats_wait_ms = 200', '[memory]', 'concepts = false'].join('\n'));
+    ws.writeConfig(
+      ['data_dir = "data"', '[domain]', 'schema = "tools.pkl"', '[agent]', 'nats_wait_ms = 200', '[memory]', 'concepts = false'].join('\n'),
+    );
     agent = await startAgent({ id: 'desk', port: await freePort(), config: ws.configPath });
     client = await agent.client();
   });

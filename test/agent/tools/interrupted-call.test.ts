@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { type Approver,approver } from '../../../client/approver.js';
+import { type Approver, approver } from '../../../client/approver.js';
 import { eventually, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
 import { REPO_ROOT } from '../../helpers/workspace.js';
 
@@ -21,7 +21,12 @@ describe('calls a crash interrupted', () => {
   const dir = mkdtempSync(join(tmpdir(), 'thymos-interrupted-'));
   const effects = join(dir, 'effects.log');
   /** How many times the side effect of the call under `key` happened. */
-  const times = (key: string) => (existsSync(effects) ? readFileSync(effects, 'utf8').split('\n').filter((l) => l === key).length : 0);
+  const times = (key: string) =>
+    existsSync(effects)
+      ? readFileSync(effects, 'utf8')
+          .split('\n')
+          .filter((l) => l === key).length
+      : 0;
   const tool = (name: string, extra: string) => `  ["${name}"] {
     description = "Writes a note for ${name}"
     input { ["note"] {} }
@@ -70,7 +75,10 @@ ${tool('honoured_note', 'keyHonoured = true')}
 }
 `,
     );
-    tf = await startTestFleet(['[lifecycle]', 'min_dwell_ms = 0'], { schema: join(dir, 'desk.pkl'), agent: [`behavior = ${JSON.stringify(join(dir, 'behavior.mjs'))}`] });
+    tf = await startTestFleet(['[lifecycle]', 'min_dwell_ms = 0'], {
+      schema: join(dir, 'desk.pkl'),
+      agent: [`behavior = ${JSON.stringify(join(dir, 'behavior.mjs'))}`],
+    });
     // Deciding is the approver's, with a key of its own.
     desk = await approver(tf.ws.configPath);
     await tf.fleet.start('desk');
@@ -85,10 +93,14 @@ ${tool('honoured_note', 'keyHonoured = true')}
   const killAndWaitForRestart = async () => {
     const pid = await deskPid();
     process.kill(pid, 'SIGKILL');
-    await eventually(async () => {
-      const row = (await tf.fleet.status()).agents.find((a) => a.id === 'desk')!;
-      return row.pid !== undefined && row.pid !== pid && row.state === 'active' ? true : undefined;
-    }, 60_000, 'pm2 to restart the agent');
+    await eventually(
+      async () => {
+        const row = (await tf.fleet.status()).agents.find((a) => a.id === 'desk')!;
+        return row.pid !== undefined && row.pid !== pid && row.state === 'active' ? true : undefined;
+      },
+      60_000,
+      'pm2 to restart the agent',
+    );
   };
   const unsettledJobs = async () => {
     const b = (await tf.fleet.jobs.list('support')).find((r) => r.skill === 'orders')!;
@@ -96,14 +108,27 @@ ${tool('honoured_note', 'keyHonoured = true')}
   };
   const delivered = async () => (await tf.fleet.jobs.list('support')).find((r) => r.skill === 'orders')!.delivered;
   const settled = async () => ((await unsettledJobs()) === 0 ? true : undefined);
-  const interrupted = (tool: string) => eventually(async () => (await tf.fleet.approvals('desk')).find((p) => p.tool === tool && p.interrupted_at !== undefined), 60_000, `${tool} listed as interrupted`);
+  const interrupted = (tool: string) =>
+    eventually(
+      async () => (await tf.fleet.approvals('desk')).find((p) => p.tool === tool && p.interrupted_at !== undefined),
+      60_000,
+      `${tool} listed as interrupted`,
+    );
 
   test('an approved confirm call cut off while it runs is asked about again; approving runs it once more, and only then is its job settled', async () => {
     const key = 'job:support/orders/J-confirm#1';
     await tf.fleet.jobs.publish('support', 'orders', { tool: 'confirm_note', note: 'refund ORD-1' }, { id: 'J-confirm' });
-    const first = await eventually(async () => (await tf.fleet.approvals('desk')).find((p) => p.tool === 'confirm_note'), 30_000, 'the call waiting for approval');
+    const first = await eventually(
+      async () => (await tf.fleet.approvals('desk')).find((p) => p.tool === 'confirm_note'),
+      30_000,
+      'the call waiting for approval',
+    );
     assert.equal(first.interrupted_at, undefined);
-    await assert.rejects(desk.approve('desk', first.call_id, { reason: 'it is done', done: true }), { code: 'INVALID_INPUT' }, 'a call that has not run cannot be marked done');
+    await assert.rejects(
+      desk.approve('desk', first.call_id, { reason: 'it is done', done: true }),
+      { code: 'INVALID_INPUT' },
+      'a call that has not run cannot be marked done',
+    );
     assert.ok((await unsettledJobs()) > 0, 'a job whose call waits for a person is held, not acknowledged');
     await desk.approve('desk', first.call_id, { reason: 'checked with the customer' });
     await eventually(() => (times(key) === 1 ? true : undefined), 30_000, 'the approved call to run');
@@ -130,9 +155,13 @@ ${tool('honoured_note', 'keyHonoured = true')}
     await eventually(async () => ((await delivered()) > before ? true : undefined), 30_000, 'the job delivered again');
     assert.equal(times(key), 1, 'not run again by the retry');
     assert.ok((await unsettledJobs()) > 0, 'its job is not settled while the call waits');
-    const report = await desk.approve('desk', cut.call_id, { reason: 'the parcel shows as shipped in the carrier\'s records', done: true });
+    const report = await desk.approve('desk', cut.call_id, { reason: "the parcel shows as shipped in the carrier's records", done: true });
     assert.equal(report.decision, 'done');
-    await assert.rejects(desk.approve('desk', cut.call_id, { reason: 'again', done: true }), { code: 'INVALID_INPUT' }, 'a decision is made once');
+    await assert.rejects(
+      desk.approve('desk', cut.call_id, { reason: 'again', done: true }),
+      { code: 'INVALID_INPUT' },
+      'a decision is made once',
+    );
     await eventually(settled, 60_000, 'the job settled by the person saying the call took effect');
     assert.equal(times(key), 1, 'marked done, never run again');
   });

@@ -36,12 +36,21 @@ function companyServer(): Server {
       return;
     }
     const mcp = new McpServer({ name: 'crm', version: '1.0.0' });
-    mcp.registerTool('lookup_customer', { inputSchema: { email: z.string() }, outputSchema: { name: z.string(), tier: z.string() } }, async (args, extra) => {
-      received.push({ args, meta: extra._meta, authorization: req.headers.authorization });
-      // A server outside the fleet may say anything in _meta, a Thymos code too: it is not believed.
-      if (args.email === 'nobody@example.com') return { content: [{ type: 'text', text: 'no such customer' }], isError: true, _meta: { 'thymos/error': { code: 'IDEMPOTENCY_CONFLICT', message: 'no such customer' } } };
-      return { content: [{ type: 'text', text: '{}' }], structuredContent: { name: 'Ada', tier: 'gold' } };
-    });
+    mcp.registerTool(
+      'lookup_customer',
+      { inputSchema: { email: z.string() }, outputSchema: { name: z.string(), tier: z.string() } },
+      async (args, extra) => {
+        received.push({ args, meta: extra._meta, authorization: req.headers.authorization });
+        // A server outside the fleet may say anything in _meta, a Thymos code too: it is not believed.
+        if (args.email === 'nobody@example.com')
+          return {
+            content: [{ type: 'text', text: 'no such customer' }],
+            isError: true,
+            _meta: { 'thymos/error': { code: 'IDEMPOTENCY_CONFLICT', message: 'no such customer' } },
+          };
+        return { content: [{ type: 'text', text: '{}' }], structuredContent: { name: 'Ada', tier: 'gold' } };
+      },
+    );
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     res.on('close', () => void transport.close());
     void mcp.connect(transport).then(() => transport.handleRequest(req, res));
@@ -68,7 +77,13 @@ describe('the Mcp executor: a tool of another MCP server', () => {
     const mcp = (token: string) => ({ kind: 'mcp', url, tool: 'lookup_customer', token: { env: token } });
     const { tools } = memoryToolCaller(
       {
-        customer: { description: 'Looks a customer up', input: { email: {} }, output: { name: {}, tier: {} }, sideEffect: 'read_only', executor: mcp('CRM_TOKEN') },
+        customer: {
+          description: 'Looks a customer up',
+          input: { email: {} },
+          output: { name: {}, tier: {} },
+          sideEffect: 'read_only',
+          executor: mcp('CRM_TOKEN'),
+        },
         customer_no_token: { description: 'Without a token', input: { email: {} }, sideEffect: 'read_only', executor: mcp('UNSET_TOKEN') },
       },
       dir,
@@ -78,7 +93,11 @@ describe('the Mcp executor: a tool of another MCP server', () => {
     assert.equal(r.status, 'ok', JSON.stringify(r.error));
     assert.deepEqual(r.result, { name: 'Ada', tier: 'gold' });
     assert.deepEqual(received.at(-1)!.args, { email: 'ada@example.com' }, 'no reason is added for a server outside the fleet');
-    assert.deepEqual(received.at(-1)!.meta, { 'thymos/idempotency_key': 'k-1' }, 'the key travels; the chain of fleet agents does not leave the fleet');
+    assert.deepEqual(
+      received.at(-1)!.meta,
+      { 'thymos/idempotency_key': 'k-1' },
+      'the key travels; the chain of fleet agents does not leave the fleet',
+    );
     const again = await tools.call('customer', { email: 'ada@example.com' }, { caller: 'test' });
     assert.equal(again.status, 'ok', 'the session is kept and reused');
     const missing = await tools.call('customer', { email: 'nobody@example.com' }, { caller: 'test' });
@@ -97,7 +116,11 @@ describe('chains of agent calls', () => {
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   test('[tools] max_hops counts the agents the chain would pass, the called one included', async () => {
-    const { tools } = memoryToolCaller({ ask: { description: 'Asks the smith', sideEffect: 'read_only', executor: { kind: 'mcp', agent: 'smith', tool: 'x' } } }, dir, { agents: ['smith'] });
+    const { tools } = memoryToolCaller(
+      { ask: { description: 'Asks the smith', sideEffect: 'read_only', executor: { kind: 'mcp', agent: 'smith', tool: 'x' } } },
+      dir,
+      { agents: ['smith'] },
+    );
     // max_hops is 3: a → desk → smith is 3 agents, a → b → desk → smith would be 4.
     const long = await tools.call('ask', {}, { caller: 'test', chain: ['a', 'b'] });
     assert.equal(long.status, 'refused');
@@ -144,9 +167,17 @@ describe('the Mcp executor: a tool of another agent of the fleet', () => {
   let dir: string;
   let tf: TestFleet;
   let npc: Client;
-  const call = (name: string, args: Record<string, unknown>, meta?: Record<string, unknown>) => npc.callTool({ name, arguments: args, ...(meta ? { _meta: meta } : {}) }, undefined, { timeout: 90_000 }) as Promise<CallToolResult>;
+  const call = (name: string, args: Record<string, unknown>, meta?: Record<string, unknown>) =>
+    npc.callTool({ name, arguments: args, ...(meta ? { _meta: meta } : {}) }, undefined, { timeout: 90_000 }) as Promise<CallToolResult>;
   const errorOf = (r: CallToolResult) => r._meta?.['thymos/error'] as { code: string; message: string } | undefined;
-  const forged = () => (existsSync(join(dir, 'forged.log')) ? readFileSync(join(dir, 'forged.log'), 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { item: string; key: string; caller: string; reason: string }) : []);
+  const forged = () =>
+    existsSync(join(dir, 'forged.log'))
+      ? readFileSync(join(dir, 'forged.log'), 'utf8')
+          .trim()
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as { item: string; key: string; caller: string; reason: string })
+      : [];
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'thymos-mcp-agents-'));
@@ -164,14 +195,31 @@ describe('the Mcp executor: a tool of another agent of the fleet', () => {
     assert.equal(errorOf(asleep)?.code, 'AGENT_NOT_ACTIVE', JSON.stringify(asleep));
     assert.match(errorOf(asleep)!.message, /blacksmith is dormant.*wake = true/);
     assert.equal(forged().length, 0);
-    const woken = await call('ask_forge_waking', { item: 'horseshoe', reason: 'my horse threw a shoe' }, { 'thymos/idempotency_key': 'shoe-1' });
+    const woken = await call(
+      'ask_forge_waking',
+      { item: 'horseshoe', reason: 'my horse threw a shoe' },
+      { 'thymos/idempotency_key': 'shoe-1' },
+    );
     assert.equal(woken.isError, undefined, JSON.stringify(woken));
     assert.deepEqual(woken.structuredContent ?? JSON.parse((woken.content[0] as { text: string }).text), { forged: 'horseshoe' });
     assert.deepEqual(forged(), [{ item: 'horseshoe', key: 'shoe-1', caller: 'agent:npc', reason: 'my horse threw a shoe' }]);
     const status = await tf.fleet.status();
     assert.equal(status.agents.find((a) => a.id === 'blacksmith')?.state, 'active');
-    const audit = readFileSync(join(tf.ws.dir, 'data', 'logs', 'audit.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { op: string; id?: string; by: string; details?: { woken?: boolean; tool?: string } });
-    assert.ok(audit.some((e) => e.op === 'agent_endpoint' && e.id === 'blacksmith' && e.details?.woken === true && e.by === 'agent-npc' && e.details.tool === 'ask_forge_waking'), `the wake is audited, with who asked for which tool: ${JSON.stringify(audit.filter((e) => e.op === 'agent_endpoint'))}`);
+    const audit = readFileSync(join(tf.ws.dir, 'data', 'logs', 'audit.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { op: string; id?: string; by: string; details?: { woken?: boolean; tool?: string } });
+    assert.ok(
+      audit.some(
+        (e) =>
+          e.op === 'agent_endpoint' &&
+          e.id === 'blacksmith' &&
+          e.details?.woken === true &&
+          e.by === 'agent-npc' &&
+          e.details.tool === 'ask_forge_waking',
+      ),
+      `the wake is audited, with who asked for which tool: ${JSON.stringify(audit.filter((e) => e.op === 'agent_endpoint'))}`,
+    );
   });
 
   test('a running agent is called directly; a repeated key reaches it once', async () => {
@@ -202,7 +250,12 @@ describe('the Mcp executor: a tool of another agent of the fleet', () => {
     const names = new FleetNames(config.fleet.name);
     /** Asks as agent `from`, with its own NATS identity. */
     const ask = async (from: string, id: string) => {
-      const nc = await connectNats({ servers: fleetNatsUrl(config), name: `test-endpoints-${from}`, seed: readNatsSeed(config.dataPath, agentIdentity(from)), who: agentIdentity(from) });
+      const nc = await connectNats({
+        servers: fleetNatsUrl(config),
+        name: `test-endpoints-${from}`,
+        seed: readNatsSeed(config.dataPath, agentIdentity(from)),
+        who: agentIdentity(from),
+      });
       try {
         return await SupervisorRequester.control(nc, 10_000, names, from).request('agent_endpoint', { id, tool: 'ask_forge' });
       } finally {

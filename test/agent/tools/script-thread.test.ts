@@ -39,8 +39,10 @@ export function shout(input) { return input.word.toUpperCase(); }
 /** Long enough for any answer on a loaded machine, short enough that an agent that no longer answers fails the test rather than its runner. */
 const ANSWER_WITHIN_MS = 20_000;
 
-const call = (c: Client, name: string, args: Record<string, unknown>) => c.callTool({ name, arguments: args }, undefined, { timeout: ANSWER_WITHIN_MS }) as Promise<CallToolResult>;
-const errorOf = (r: CallToolResult) => r._meta?.['thymos/error'] as { code: string; message: string; details?: Record<string, unknown> } | undefined;
+const call = (c: Client, name: string, args: Record<string, unknown>) =>
+  c.callTool({ name, arguments: args }, undefined, { timeout: ANSWER_WITHIN_MS }) as Promise<CallToolResult>;
+const errorOf = (r: CallToolResult) =>
+  r._meta?.['thymos/error'] as { code: string; message: string; details?: Record<string, unknown> } | undefined;
 
 describe('a Script that hangs, ignores its signal or runs out of memory, on a real agent', () => {
   let ws: Workspace;
@@ -58,7 +60,19 @@ describe('a Script that hangs, ignores its signal or runs out of memory, on a re
     ws = createWorkspace({ schema: null });
     writeFileSync(join(ws.dir, 'tools.pkl'), DOMAIN);
     writeFileSync(join(ws.dir, 'tools.mjs'), SCRIPT);
-    ws.writeConfig(['data_dir = "data"', '[domain]', 'schema = "tools.pkl"', '[agent]', 'nats_wait_ms = 200', '[memory]', 'concepts = false', '[tools]', 'script_memory_mb = 64'].join('\n'));
+    ws.writeConfig(
+      [
+        'data_dir = "data"',
+        '[domain]',
+        'schema = "tools.pkl"',
+        '[agent]',
+        'nats_wait_ms = 200',
+        '[memory]',
+        'concepts = false',
+        '[tools]',
+        'script_memory_mb = 64',
+      ].join('\n'),
+    );
     agent = await startAgent({ id: 'desk', port: await freePort(), config: ws.configPath });
     client = await agent.client();
   });
@@ -82,7 +96,11 @@ describe('a Script that hangs, ignores its signal or runs out of memory, on a re
     const [pid, , tid] = readFileSync(file, 'utf8').split('/');
     assert.equal(Number(pid), agent.pid, 'it ran inside the agent process');
     // A thread of its own that is gone burns nothing; the agent's main thread would never go.
-    await eventually(() => (existsSync(`/proc/${pid}/task/${tid}`) ? undefined : true), ANSWER_WITHIN_MS, `thread ${tid} of the agent to end`);
+    await eventually(
+      () => (existsSync(`/proc/${pid}/task/${tid}`) ? undefined : true),
+      ANSWER_WITHIN_MS,
+      `thread ${tid} of the agent to end`,
+    );
     await answers();
   });
 

@@ -29,7 +29,10 @@ if (process.argv[3] === 'exit') process.exit(0);
 setInterval(() => {}, 1000);
 `,
 );
-writeFileSync(join(dir, 'fail.mjs'), `process.stderr.write('x'.repeat(9000) + '\\nthe token ' + process.env.TOKEN + ' was refused\\n'); process.exit(3);\n`);
+writeFileSync(
+  join(dir, 'fail.mjs'),
+  `process.stderr.write('x'.repeat(9000) + '\\nthe token ' + process.env.TOKEN + ' was refused\\n'); process.exit(3);\n`,
+);
 /** A grandchild in a session of its own that keeps the program's output open after the program exits. */
 writeFileSync(
   join(dir, 'escape.mjs'),
@@ -49,23 +52,68 @@ const node = process.execPath;
 const TOOLS = {
   show: {
     description: 'Shows its arguments',
-    input: { name: {}, files: { list: true, required: false }, count: { type: 'integer', required: false }, offset: { type: 'integer', required: false } },
+    input: {
+      name: {},
+      files: { list: true, required: false },
+      count: { type: 'integer', required: false },
+      offset: { type: 'integer', required: false },
+    },
     output: { argv: { list: true }, stdin: {}, cwd: {} },
     sideEffect: 'writes_external',
-    executor: { kind: 'subprocess', command: node, args: ['show.mjs', '--name', '{name}', '{files}', { field: 'count', option: '--count' }, { field: 'offset', allowDash: true }] },
+    executor: {
+      kind: 'subprocess',
+      command: node,
+      args: ['show.mjs', '--name', '{name}', '{files}', { field: 'count', option: '--count' }, { field: 'offset', allowDash: true }],
+    },
   },
   show_env: {
     description: 'Shows its environment and standard input',
     input: { text: {}, hidden: { required: false } },
     sideEffect: 'read_only',
-    executor: { kind: 'subprocess', command: 'node', args: ['show.mjs', '--read-stdin'], env: ['PATH', 'HOME'], secrets: { GH_TOKEN: { env: 'DEPLOY_TOKEN' } }, stdin: ['text'] },
+    executor: {
+      kind: 'subprocess',
+      command: 'node',
+      args: ['show.mjs', '--read-stdin'],
+      env: ['PATH', 'HOME'],
+      secrets: { GH_TOKEN: { env: 'DEPLOY_TOKEN' } },
+      stdin: ['text'],
+    },
   },
-  family: { description: 'Starts a family of processes', input: { file: {}, how: {} }, sideEffect: 'read_only', timeoutMs: 500, executor: { kind: 'subprocess', command: node, args: ['family.mjs', '{file}', '{how}'] } },
-  fail: { description: 'Fails loudly', sideEffect: 'read_only', executor: { kind: 'subprocess', command: node, args: ['fail.mjs'], secrets: { TOKEN: { env: 'DEPLOY_TOKEN' } } } },
-  flood: { description: 'Writes too much', sideEffect: 'read_only', outputLimitBytes: 1000, executor: { kind: 'subprocess', command: node, args: ['flood.mjs'] } },
-  escape: { description: 'Leaves a grandchild holding its output', input: { file: {} }, sideEffect: 'read_only', timeoutMs: 8000, executor: { kind: 'subprocess', command: node, args: ['escape.mjs', '{file}'] } },
-  spill: { description: 'Spills a secret', sideEffect: 'read_only', executor: { kind: 'subprocess', command: node, args: ['spill.mjs'], secrets: { TOKEN: { env: 'DEPLOY_TOKEN' } } } },
-  missing: { description: 'A program nowhere', sideEffect: 'read_only', executor: { kind: 'subprocess', command: 'thymos-no-such-program' } },
+  family: {
+    description: 'Starts a family of processes',
+    input: { file: {}, how: {} },
+    sideEffect: 'read_only',
+    timeoutMs: 500,
+    executor: { kind: 'subprocess', command: node, args: ['family.mjs', '{file}', '{how}'] },
+  },
+  fail: {
+    description: 'Fails loudly',
+    sideEffect: 'read_only',
+    executor: { kind: 'subprocess', command: node, args: ['fail.mjs'], secrets: { TOKEN: { env: 'DEPLOY_TOKEN' } } },
+  },
+  flood: {
+    description: 'Writes too much',
+    sideEffect: 'read_only',
+    outputLimitBytes: 1000,
+    executor: { kind: 'subprocess', command: node, args: ['flood.mjs'] },
+  },
+  escape: {
+    description: 'Leaves a grandchild holding its output',
+    input: { file: {} },
+    sideEffect: 'read_only',
+    timeoutMs: 8000,
+    executor: { kind: 'subprocess', command: node, args: ['escape.mjs', '{file}'] },
+  },
+  spill: {
+    description: 'Spills a secret',
+    sideEffect: 'read_only',
+    executor: { kind: 'subprocess', command: node, args: ['spill.mjs'], secrets: { TOKEN: { env: 'DEPLOY_TOKEN' } } },
+  },
+  missing: {
+    description: 'A program nowhere',
+    sideEffect: 'read_only',
+    executor: { kind: 'subprocess', command: 'thymos-no-such-program' },
+  },
 };
 
 const agentEnv = { PATH: process.env.PATH, HOME: '/home/desk', LEAKY: 'not for programs', DEPLOY_TOKEN: SECRET };
@@ -82,9 +130,13 @@ function alive(pid: number): boolean {
 describe('the Subprocess executor, with real processes', () => {
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  test('input fills whole arguments (a list one per value, an absent field none); the program runs in the schema file\'s folder', async () => {
+  test("input fills whole arguments (a list one per value, an absent field none); the program runs in the schema file's folder", async () => {
     const { tools } = memoryToolCaller(TOOLS, dir, { overrides: { env: agentEnv } });
-    const r = await tools.call('show', { name: 'a b; rm -rf ~', files: ['x.txt', 'y z.txt'], offset: -5, reason: 'test' }, { caller: 'test' });
+    const r = await tools.call(
+      'show',
+      { name: 'a b; rm -rf ~', files: ['x.txt', 'y z.txt'], offset: -5, reason: 'test' },
+      { caller: 'test' },
+    );
     assert.equal(r.status, 'ok', JSON.stringify(r.error));
     const out = r.result as { argv: string[]; cwd: string };
     assert.deepEqual(out.argv, ['--name', 'a b; rm -rf ~', 'x.txt', 'y z.txt', '-5'], 'an absent optional field takes its option with it');
@@ -95,18 +147,24 @@ describe('the Subprocess executor, with real processes', () => {
 
   test('a value starting with "-" is refused before anything is saved or run, unless its argument allows it', async () => {
     const { tools, rows } = memoryToolCaller(TOOLS, dir, { overrides: { env: agentEnv } });
-    await assert.rejects(tools.call('show', { name: '--output=/etc/passwd', reason: 'test' }, { caller: 'test' }), (err: { code: string; message: string; location?: { path?: string } }) => {
-      assert.equal(err.code, 'INVALID_INPUT');
-      assert.equal(err.location?.path, 'arguments.name');
-      assert.match(err.message, /starts with "-".*allowDash/);
-      return true;
-    });
-    await assert.rejects(tools.call('show', { name: 'ok', files: ['fine', '-rf'], reason: 'test' }, { caller: 'test' }), /arguments of show: files/);
+    await assert.rejects(
+      tools.call('show', { name: '--output=/etc/passwd', reason: 'test' }, { caller: 'test' }),
+      (err: { code: string; message: string; location?: { path?: string } }) => {
+        assert.equal(err.code, 'INVALID_INPUT');
+        assert.equal(err.location?.path, 'arguments.name');
+        assert.match(err.message, /starts with "-".*allowDash/);
+        return true;
+      },
+    );
+    await assert.rejects(
+      tools.call('show', { name: 'ok', files: ['fine', '-rf'], reason: 'test' }, { caller: 'test' }),
+      /arguments of show: files/,
+    );
     await assert.rejects(tools.call('show', { name: 'nul\0byte', reason: 'test' }, { caller: 'test' }), /NUL/);
     assert.equal(rows.size, 0, 'nothing was saved, so nothing ran');
   });
 
-  test('only the variables on the allowlist, the secrets and the call\'s own reach the program; secrets never reach the record', async () => {
+  test("only the variables on the allowlist, the secrets and the call's own reach the program; secrets never reach the record", async () => {
     const { tools } = memoryToolCaller(TOOLS, dir, { overrides: { env: agentEnv } });
     const r = await tools.call('show_env', { text: 'hello', hidden: 'not sent' }, { caller: 'test' });
     assert.equal(r.status, 'ok', JSON.stringify(r.error));
@@ -158,7 +216,8 @@ describe('the Subprocess executor, with real processes', () => {
     const r = await tools.call('spill', {}, { caller: 'test' });
     assert.equal(r.error?.code, 'TOOL_FAILED');
     const text = JSON.stringify(r);
-    for (let i = 0; i + 8 <= SECRET.length; i++) assert.ok(!text.includes(SECRET.slice(i, i + 8)), `no 8 characters of the secret (${SECRET.slice(i, i + 8)})`);
+    for (let i = 0; i + 8 <= SECRET.length; i++)
+      assert.ok(!text.includes(SECRET.slice(i, i + 8)), `no 8 characters of the secret (${SECRET.slice(i, i + 8)})`);
     assert.match(r.error!.message, /\[secret DEPLOY_TOKEN\]/);
   });
 

@@ -53,8 +53,15 @@ describe('the bounds of the tool path on a real agent', () => {
     ws = createWorkspace({ schema: null });
     writeFileSync(join(ws.dir, 'tools.pkl'), DOMAIN);
     writeFileSync(join(ws.dir, 'tools.mjs'), SCRIPT);
-    ws.writeConfig(['data_dir = "data"', '[domain]', 'schema = "tools.pkl"', '[agent]', 'nats_wait_ms = 200', '[memory]', 'concepts = false'].join('\n'));
-    agent = await startAgent({ id: 'desk', port: await freePort(), config: ws.configPath, env: { ...process.env, BOUNDARY_TOKEN: SECRET } });
+    ws.writeConfig(
+      ['data_dir = "data"', '[domain]', 'schema = "tools.pkl"', '[agent]', 'nats_wait_ms = 200', '[memory]', 'concepts = false'].join('\n'),
+    );
+    agent = await startAgent({
+      id: 'desk',
+      port: await freePort(),
+      config: ws.configPath,
+      env: { ...process.env, BOUNDARY_TOKEN: SECRET },
+    });
     client = await agent.client();
   });
 
@@ -71,8 +78,14 @@ describe('the bounds of the tool path on a real agent', () => {
     assert.ok(!names.includes('wipe'), `the tag danger/high is taken back too, yet wipe is listed: ${names.join(', ')}`);
     const r = await call(client, 'wipe', {});
     assert.equal(errorOf(r)?.code, 'NOT_FOUND', JSON.stringify(r));
-    const catalogue = JSON.parse(((await client.readResource({ uri: 'agent://desk/tools' })).contents[0] as { text: string }).text) as Array<{ name: string }>;
-    assert.deepEqual(catalogue.map((t) => t.name).filter((n) => n === 'wipe' || n === 'drop'), [], 'nor in the catalogue');
+    const catalogue = JSON.parse(
+      ((await client.readResource({ uri: 'agent://desk/tools' })).contents[0] as { text: string }).text,
+    ) as Array<{ name: string }>;
+    assert.deepEqual(
+      catalogue.map((t) => t.name).filter((n) => n === 'wipe' || n === 'drop'),
+      [],
+      'nor in the catalogue',
+    );
   });
 
   test('a Script that returns no JSON value (a function, a Symbol, a BigInt, a cycle) is TOOL_FAILED naming the tool', async () => {
@@ -81,7 +94,7 @@ describe('the bounds of the tool path on a real agent', () => {
       assert.equal(errorOf(r)?.code, 'TOOL_FAILED', `${kind}: ${JSON.stringify(r)}`);
       assert.match(errorOf(r)!.message, /^give: .*expected a JSON value/, kind);
     }
-    assert.deepEqual(JSON.parse((((await call(client, 'give', { kind: 'plain' })).content[0]) as { text: string }).text), { kind: 'plain' });
+    assert.deepEqual(JSON.parse(((await call(client, 'give', { kind: 'plain' })).content[0] as { text: string }).text), { kind: 'plain' });
   });
 
   test('an argument the tool does not declare is INVALID_INPUT naming it, not dropped', async () => {
@@ -94,7 +107,11 @@ describe('the bounds of the tool path on a real agent', () => {
 
   test("what a Script logs with console, or writes to process.stdout itself, reaches the agent's log with its secrets redacted", async () => {
     assert.equal(((await call(client, 'tell', {})).content[0] as { text: string }).text, 'told');
-    await eventually(() => ((agent.output().match(/\[secret BOUNDARY_TOKEN\]/g) ?? []).length >= 3 ? true : undefined), 10_000, 'both console lines and the written one in the log');
+    await eventually(
+      () => ((agent.output().match(/\[secret BOUNDARY_TOKEN\]/g) ?? []).length >= 3 ? true : undefined),
+      10_000,
+      'both console lines and the written one in the log',
+    );
     assert.ok(!agent.output().includes(SECRET), 'the secret is not in the log');
   });
 });

@@ -10,7 +10,12 @@ const dir = mkdtempSync(join(tmpdir(), 'thymos-tool-caller-'));
 writeFileSync(join(dir, 'tools.mjs'), 'export function shout(input) { return input.word.toUpperCase(); }\n');
 
 const tools = {
-  shout: { description: 'Shouts a word', input: { word: {} }, sideEffect: 'read_only', executor: { kind: 'script', path: 'tools.mjs', export: 'shout' } },
+  shout: {
+    description: 'Shouts a word',
+    input: { word: {} },
+    sideEffect: 'read_only',
+    executor: { kind: 'script', path: 'tools.mjs', export: 'shout' },
+  },
 };
 
 describe('the governed path as a model calls it', () => {
@@ -25,6 +30,9 @@ describe('the governed path as a model calls it', () => {
 
   test('an argument the tool does not declare is INVALID_INPUT naming it', async () => {
     const { tools: caller } = memoryToolCaller(tools, dir);
-    await assert.rejects(caller.call('shout', { word: 'hi', wrod: 'typo' }, { caller: 'model:dialogue' }), (e: { code?: string; message?: string }) => e.code === 'INVALID_INPUT' && /"wrod"/.test(e.message ?? ''));
+    await assert.rejects(
+      caller.call('shout', { word: 'hi', wrod: 'typo' }, { caller: 'model:dialogue' }),
+      (e: { code?: string; message?: string }) => e.code === 'INVALID_INPUT' && /"wrod"/.test(e.message ?? ''),
+    );
   });
 });

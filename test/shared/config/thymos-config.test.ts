@@ -37,7 +37,9 @@ describe('thymos.toml', () => {
     const defaults = ThymosConfigSchema.parse({});
     for (const section of ['agent', 'lifecycle', 'supervisor', 'nats', 'events', 'memory', 'mcp', 'log'] as const) {
       assert.deepEqual(repo[section], defaults[section], section);
-      const keys = Object.keys((ThymosConfigSchema.shape[section] as unknown as { def: { innerType: { shape: object } } }).def.innerType.shape);
+      const keys = Object.keys(
+        (ThymosConfigSchema.shape[section] as unknown as { def: { innerType: { shape: object } } }).def.innerType.shape,
+      );
       assert.ok(keys.length > 0, `keys of ${section}`);
       for (const key of keys) assert.match(text, new RegExp(`^#? ?${key} = `, 'm'), `${section}.${key} is in thymos.toml`);
     }
@@ -64,7 +66,7 @@ describe('thymos.toml', () => {
     assert.match(err.message, /:2: lifecycle\.threshold_active: Too big: expected number to be <=1; got 1\.5$/);
   });
 
-  test('[embedding] model_dir and cache_dir: relative to the config file, or absolute as they are; unset, the install\'s model and <data_dir>/models', () => {
+  test("[embedding] model_dir and cache_dir: relative to the config file, or absolute as they are; unset, the install's model and <data_dir>/models", () => {
     const unset = parseConfig('data_dir = "state"\n', '/srv/game/thymos.toml');
     assert.equal(unset.embeddingModelPath, undefined);
     assert.equal(unset.embeddingCachePath, '/srv/game/state/models');
@@ -76,17 +78,26 @@ describe('thymos.toml', () => {
     assert.equal(absolute.embeddingCachePath, '/var/cache/thymos');
   });
 
-  test('[tools] glossary_dir: unset by default (the install\'s models/glossary), else relative to the config file, or absolute as it is', () => {
+  test("[tools] glossary_dir: unset by default (the install's models/glossary), else relative to the config file, or absolute as it is", () => {
     assert.equal(parseConfig('', '/srv/game/thymos.toml').glossaryPath, undefined);
-    assert.equal(parseConfig('[tools]\nglossary_dir = "words/glossary"\n', '/srv/game/thymos.toml').glossaryPath, '/srv/game/words/glossary');
-    assert.equal(parseConfig('[tools]\nglossary_dir = "/var/lib/thymos/glossary"\n', '/srv/game/thymos.toml').glossaryPath, '/var/lib/thymos/glossary');
+    assert.equal(
+      parseConfig('[tools]\nglossary_dir = "words/glossary"\n', '/srv/game/thymos.toml').glossaryPath,
+      '/srv/game/words/glossary',
+    );
+    assert.equal(
+      parseConfig('[tools]\nglossary_dir = "/var/lib/thymos/glossary"\n', '/srv/game/thymos.toml').glossaryPath,
+      '/var/lib/thymos/glossary',
+    );
     assert.match(configError('[tools]\nglossary_dir = 3\n').message, /:2: tools\.glossary_dir: /);
   });
 
   test('[tools] record_reads_within_ms: 1000 by default, 0 allowed, a negative or fractional value refused with its line', () => {
     assert.equal(parseConfig('', '/srv/game/thymos.toml').tools.record_reads_within_ms, 1000);
     assert.equal(parseConfig('[tools]\nrecord_reads_within_ms = 0\n', '/srv/game/thymos.toml').tools.record_reads_within_ms, 0);
-    assert.match(configError('[tools]\nrecord_reads_within_ms = -1\n').message, /:2: tools\.record_reads_within_ms: Too small: expected number to be >=0; got -1$/);
+    assert.match(
+      configError('[tools]\nrecord_reads_within_ms = -1\n').message,
+      /:2: tools\.record_reads_within_ms: Too small: expected number to be >=0; got -1$/,
+    );
     assert.match(configError('[tools]\nrecord_reads_within_ms = 2.5\n').message, /:2: tools\.record_reads_within_ms: .*int/i);
   });
 
@@ -109,23 +120,38 @@ describe('thymos.toml', () => {
 
   test('[nats] TLS files: only with url, a certificate with its key, each a readable file named with its line; resolved against the file’s folder', () => {
     assert.match(configError('[nats]\ntls_ca = "ca.pem"\n').message, /nats\.tls_ca: expected tls_ca, tls_cert and tls_key only with url/);
-    assert.match(configError('[nats]\nurl = "nats://nats.example:4222"\ntls_cert = "c.pem"\n').message, /nats\.tls_cert: expected tls_cert and tls_key together/);
+    assert.match(
+      configError('[nats]\nurl = "nats://nats.example:4222"\ntls_cert = "c.pem"\n').message,
+      /nats\.tls_cert: expected tls_cert and tls_key together/,
+    );
     const dir = tempDir('thymos-cfg-');
     writeFileSync(join(dir, 'ca.pem'), '-----BEGIN CERTIFICATE-----\n');
-    writeFileSync(join(dir, 'thymos.toml'), '[nats]\nurl = "nats://nats.example:4222"\ntls_ca = "ca.pem"\ntls_cert = "client.pem"\ntls_key = "client.key"\n');
+    writeFileSync(
+      join(dir, 'thymos.toml'),
+      '[nats]\nurl = "nats://nats.example:4222"\ntls_ca = "ca.pem"\ntls_cert = "client.pem"\ntls_key = "client.key"\n',
+    );
     assert.throws(
       () => loadConfig(join(dir, 'thymos.toml')),
-      (err: unknown) => isThymosError(err, 'CONFIG_INVALID') && err.location?.line === 4 && /thymos\.toml:4: nats\.tls_cert: expected a readable PEM file, got .*client\.pem/.test(err.message),
+      (err: unknown) =>
+        isThymosError(err, 'CONFIG_INVALID') &&
+        err.location?.line === 4 &&
+        /thymos\.toml:4: nats\.tls_cert: expected a readable PEM file, got .*client\.pem/.test(err.message),
     );
     writeFileSync(join(dir, 'client.pem'), '-----BEGIN CERTIFICATE-----\n');
     writeFileSync(join(dir, 'client.key'), '-----BEGIN PRIVATE KEY-----\n', { mode: 0o644 });
     chmodSync(join(dir, 'client.key'), 0o644);
     assert.throws(
       () => loadConfig(join(dir, 'thymos.toml')),
-      (err: unknown) => isThymosError(err, 'CONFIG_INVALID') && /thymos\.toml:5: nats\.tls_key: .*any user may read it \(mode 644\): chmod o-r it/.test(err.message),
+      (err: unknown) =>
+        isThymosError(err, 'CONFIG_INVALID') &&
+        /thymos\.toml:5: nats\.tls_key: .*any user may read it \(mode 644\): chmod o-r it/.test(err.message),
     );
     chmodSync(join(dir, 'client.key'), 0o640);
-    assert.deepEqual(loadConfig(join(dir, 'thymos.toml')).natsTls, { caFile: join(dir, 'ca.pem'), certFile: join(dir, 'client.pem'), keyFile: join(dir, 'client.key') });
+    assert.deepEqual(loadConfig(join(dir, 'thymos.toml')).natsTls, {
+      caFile: join(dir, 'ca.pem'),
+      certFile: join(dir, 'client.pem'),
+      keyFile: join(dir, 'client.key'),
+    });
     writeFileSync(join(dir, 'thymos.toml'), '[nats]\nurl = "nats://nats.example:4222"\ntls_ca = "ca.pem"\n');
     assert.deepEqual(loadConfig(join(dir, 'thymos.toml')).natsTls, { caFile: join(dir, 'ca.pem') });
     assert.equal(parseConfig('[nats]\nurl = "nats://nats.example:4222"\n').natsTls, undefined);
@@ -139,18 +165,43 @@ describe('thymos.toml', () => {
 
   test('a missing file is a CONFIG_INVALID error that names the path', () => {
     const dir = tempDir('thymos-cfg-');
-    assert.throws(() => loadConfig(join(dir, 'nope.toml')), (err: unknown) => isThymosError(err, 'CONFIG_INVALID') && /cannot read config file .*nope\.toml/.test(err.message));
+    assert.throws(
+      () => loadConfig(join(dir, 'nope.toml')),
+      (err: unknown) => isThymosError(err, 'CONFIG_INVALID') && /cannot read config file .*nope\.toml/.test(err.message),
+    );
     writeFileSync(join(dir, 'ok.toml'), 'data_dir = "/var/lib/thymos"\n');
     assert.equal(loadConfig(join(dir, 'ok.toml')).dataPath, '/var/lib/thymos');
   });
 
   test('fuzzed configuration text never escapes as anything but CONFIG_INVALID', () => {
-    const pieces = ['[agent]', '[nats]', 'url = ', 'host = ', '"x"', '1', '-1', '1e999', 'true', '[[a]]', '=', '"', '\n', '[memory]', 'recall_max_k = 0', '{a=1}', '[1,2]', '\u0000', '# c'];
+    const pieces = [
+      '[agent]',
+      '[nats]',
+      'url = ',
+      'host = ',
+      '"x"',
+      '1',
+      '-1',
+      '1e999',
+      'true',
+      '[[a]]',
+      '=',
+      '"',
+      '\n',
+      '[memory]',
+      'recall_max_k = 0',
+      '{a=1}',
+      '[1,2]',
+      '\u0000',
+      '# c',
+    ];
     let seed = 42;
-    const rand = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+    const rand = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
     let refused = 0;
     for (let i = 0; i < 500; i++) {
-      const text = Array.from({ length: 1 + Math.floor(rand() * 8) }, () => pieces[Math.floor(rand() * pieces.length)]).join(rand() < 0.5 ? ' ' : '\n');
+      const text = Array.from({ length: 1 + Math.floor(rand() * 8) }, () => pieces[Math.floor(rand() * pieces.length)]).join(
+        rand() < 0.5 ? ' ' : '\n',
+      );
       try {
         parseConfig(text, 'fuzz.toml');
       } catch (err) {

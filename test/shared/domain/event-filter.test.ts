@@ -16,7 +16,10 @@ const listener = (id: string, location?: string): Listener => {
   const d = village.agents[id]!;
   return { id, name: d.persona.name, tags: d.tags, aliases: d.aliases, location: location ?? d.homeLocation };
 };
-const who = (raw: unknown) => Object.keys(village.agents).filter((id) => hearsEvent(village.eventFilters, listener(id), parseWorldEvent(raw))).sort();
+const who = (raw: unknown) =>
+  Object.keys(village.agents)
+    .filter((id) => hearsEvent(village.eventFilters, listener(id), parseWorldEvent(raw)))
+    .sort();
 
 describe('event filters', () => {
   test('the village filters: same location, mentions by id, name or alias, guards hear danger, the elder hears council', () => {
@@ -58,7 +61,11 @@ describe('event filters', () => {
       [{ type: 'x', extra: 1 }, 'extra'],
       [{ type: 'x', tags: Array(40).fill('t') }, 'tags'],
     ] as const) {
-      assert.throws(() => parseWorldEvent(raw), (err: unknown) => isThymosError(err, 'INVALID_INPUT') && err.message.includes(field), JSON.stringify(raw));
+      assert.throws(
+        () => parseWorldEvent(raw),
+        (err: unknown) => isThymosError(err, 'INVALID_INPUT') && err.message.includes(field),
+        JSON.stringify(raw),
+      );
     }
   });
 });

@@ -36,7 +36,10 @@ describe('name globs, read as fnmatch reads them', () => {
     assert.ok(matches('{a,b}', '{a,b}') && !matches('{a,b}', 'a'), 'braces are not alternatives');
     assert.ok(matches('a\\*', 'a\\xyz') && !matches('a\\*', 'a*'), 'a backslash escapes nothing');
     assert.ok(matches('^a.b$', '^a.b$') && !matches('a.b', 'axb'), 'what a regular expression reads is literal');
-    assert.deepEqual(['abc', 'a*c', 'a?c', 'a[b]c', 'a{b}c'].map((g) => new NameGlob(g).wild), [false, true, true, true, false]);
+    assert.deepEqual(
+      ['abc', 'a*c', 'a?c', 'a[b]c', 'a{b}c'].map((g) => new NameGlob(g).wild),
+      [false, true, true, true, false],
+    );
   });
 
   // A backtracking matcher would not answer this in any lifetime; the deadline fails it.
@@ -52,7 +55,11 @@ describe('name globs, read as fnmatch reads them', () => {
     for (let i = 0; i < 3000; i++) {
       const tokens = Array.from({ length: r.int(6) }, () => alphabet[r.int(alphabet.length)]!);
       const value = Array.from({ length: r.int(7) }, () => values[r.int(values.length)]).join('');
-      assert.equal(new NameGlob(tokens.join('')).matches(value), reference(tokens, value), `${tokens.join('')} against ${JSON.stringify(value)}`);
+      assert.equal(
+        new NameGlob(tokens.join('')).matches(value),
+        reference(tokens, value),
+        `${tokens.join('')} against ${JSON.stringify(value)}`,
+      );
     }
   });
 });

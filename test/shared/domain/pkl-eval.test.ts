@@ -70,7 +70,10 @@ describe('what evaluating the domain may read', () => {
   test("a link to another process's /proc/<pid>/environ is refused before pkl runs, and the token comes through nowhere", async () => {
     const { dir, file } = app('read("secrets.txt").text', { 'secrets.txt': { link: environ } });
     // The hole: pkl allows reads by the path it is given, so an allow-list of paths lets the link through.
-    const raw = execFileSync(pklBinaryPath(), ['eval', '-f', 'json', '--allowed-resources', `^prop:,^file:(?://)?${dir}/`, file], { encoding: 'utf8', env: {} });
+    const raw = execFileSync(pklBinaryPath(), ['eval', '-f', 'json', '--allowed-resources', `^prop:,^file:(?://)?${dir}/`, file], {
+      encoding: 'utf8',
+      env: {},
+    });
     assert.ok(raw.includes(TOKEN), 'pkl alone reads the token through the link');
     await assert.rejects(persona(file), refusedLink(join(dir, 'secrets.txt'), /^\/proc\/\d+\/environ$/));
   });
@@ -95,7 +98,10 @@ describe('what evaluating the domain may read', () => {
   test('a plain file of the folder reads, in a subfolder too, and so does a link that stays inside the folder', async () => {
     assert.equal(await persona(app('read("places.txt").text', { 'places.txt': 'the square' }).file), 'the square');
     assert.equal(await persona(app('read("lore/mill.txt").text', { 'lore/mill.txt': 'the mill' }).file), 'the mill');
-    assert.equal(await persona(app('read("alias.txt").text', { 'places.txt': 'the gate', 'alias.txt': { link: 'places.txt' } }).file), 'the gate');
+    assert.equal(
+      await persona(app('read("alias.txt").text', { 'places.txt': 'the gate', 'alias.txt': { link: 'places.txt' } }).file),
+      'the gate',
+    );
   });
 
   test('a hidden file (.env), node_modules and a path out of the folder are refused by pkl with the line that reads them', async () => {
@@ -108,7 +114,15 @@ describe('what evaluating the domain may read', () => {
       ['read("file:///%2e%2e/etc/hostname").text', {}],
     ] as const) {
       const { file } = app(expr, files);
-      await assert.rejects(persona(file), (err: unknown) => isThymosError(err, 'SCHEMA_INVALID') && /Refusing to read resource/.test(err.message) && err.location?.line === 2 && !err.message.includes(TOKEN), expr);
+      await assert.rejects(
+        persona(file),
+        (err: unknown) =>
+          isThymosError(err, 'SCHEMA_INVALID') &&
+          /Refusing to read resource/.test(err.message) &&
+          err.location?.line === 2 &&
+          !err.message.includes(TOKEN),
+        expr,
+      );
     }
     // A link to the hidden file is refused before pkl runs: it would read .env by another name.
     const linked = app('read("config.txt").text', { '.env': TOKEN, 'config.txt': { link: '.env' } });
@@ -118,7 +132,11 @@ describe('what evaluating the domain may read', () => {
   test("the supervisor's environment is out of reach: env: is refused and prop: holds only pkl's own", async () => {
     process.env.THYMOS_TEST_SECRET = TOKEN;
     try {
-      await assert.rejects(persona(app('read("env:THYMOS_TEST_SECRET").text').file), (err: unknown) => isThymosError(err, 'SCHEMA_INVALID') && /env:THYMOS_TEST_SECRET/.test(err.message) && !err.message.includes(TOKEN));
+      await assert.rejects(
+        persona(app('read("env:THYMOS_TEST_SECRET").text').file),
+        (err: unknown) =>
+          isThymosError(err, 'SCHEMA_INVALID') && /env:THYMOS_TEST_SECRET/.test(err.message) && !err.message.includes(TOKEN),
+      );
       assert.equal(await persona(app('read?("prop:THYMOS_TEST_SECRET")?.text ?? "none"').file), 'none');
       assert.equal(await persona(app('read?("prop:user.home")?.text ?? "none"').file), 'none');
     } finally {
@@ -135,6 +153,9 @@ describe('what evaluating the domain may read', () => {
 
   test('a folder too large to check is refused rather than read unchecked', async () => {
     const { file } = app('"x"', { 'a.txt': 'a', 'b.txt': 'b', 'c.txt': 'c' });
-    await assert.rejects(loadDomainSchema(file, { linkCheck: { maxEntries: 2 } }), (err: unknown) => isThymosError(err, 'SCHEMA_READ_REFUSED') && /too large to check/.test(err.message));
+    await assert.rejects(
+      loadDomainSchema(file, { linkCheck: { maxEntries: 2 } }),
+      (err: unknown) => isThymosError(err, 'SCHEMA_READ_REFUSED') && /too large to check/.test(err.message),
+    );
   });
 });

@@ -5,7 +5,12 @@ import { parseDomainSchema } from '../../../shared/domain/domain-schema.js';
 import { compilePattern, patternProblem } from '../../../shared/domain/safe-pattern.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
 
-const tool = (pattern: string) => ({ description: 'a tool', sideEffect: 'read_only', input: { code: { pattern } }, executor: { kind: 'http', url: 'http://127.0.0.1:8787/x' } });
+const tool = (pattern: string) => ({
+  description: 'a tool',
+  sideEffect: 'read_only',
+  input: { code: { pattern } },
+  executor: { kind: 'http', url: 'http://127.0.0.1:8787/x' },
+});
 
 /** The domain error a pattern draws, as `thymos validate` and an agent's start see it. */
 function refusal(pattern: string): { code: string; path: string | undefined; message: string } {
@@ -40,7 +45,12 @@ describe('user-supplied patterns are matched by RE2, in time linear in the value
   });
 
   test('a backreference, a lookahead or a lookbehind is refused at validation, naming the tool, the field and what is expected', () => {
-    for (const [pattern, what] of [['(a)\\1', /got a backreference `\\1`/], ['(?<x>a)\\k<x>', /got a named backreference/], ['a(?=b)', /got a lookahead `\(\?=`/], ['(?<!x)a', /got a lookbehind `\(\?<!`/]] as const) {
+    for (const [pattern, what] of [
+      ['(a)\\1', /got a backreference `\\1`/],
+      ['(?<x>a)\\k<x>', /got a named backreference/],
+      ['a(?=b)', /got a lookahead `\(\?=`/],
+      ['(?<!x)a', /got a lookbehind `\(\?<!`/],
+    ] as const) {
       const { code, path, message } = refusal(pattern);
       assert.equal(code, 'SCHEMA_INVALID');
       assert.equal(path, 'tools.lookup.input.code.pattern');
@@ -54,8 +64,15 @@ describe('user-supplied patterns are matched by RE2, in time linear in the value
 
   test('a pattern only one of the two dialects reads is refused: clients read it as JavaScript, the agent as RE2', () => {
     assert.match(refusal('(?i)abc').message, /not a JavaScript regular expression/, "RE2's inline flags are not JavaScript's");
-    assert.match(refusal('\\p{Script=Greek}+').message, /RE2 syntax .*; got "\\\\p\{Script=Greek\}\+": /, "JavaScript's property names are not all RE2's");
+    assert.match(
+      refusal('\\p{Script=Greek}+').message,
+      /RE2 syntax .*; got "\\\\p\{Script=Greek\}\+": /,
+      "JavaScript's property names are not all RE2's",
+    );
     assert.equal(patternProblem('[A-Z]{2}-\\d{4}'), undefined);
-    assert.throws(() => compilePattern('(a)\\1'), (err: unknown) => isThymosError(err, 'SCHEMA_INVALID') && /backreference/.test(err.message));
+    assert.throws(
+      () => compilePattern('(a)\\1'),
+      (err: unknown) => isThymosError(err, 'SCHEMA_INVALID') && /backreference/.test(err.message),
+    );
   });
 });

@@ -25,7 +25,7 @@ describe('ending a program on an error', () => {
     assert.equal(held.status, 3);
   });
 
-  test("one from another copy of Thymos (its name and a code, another prototype) is the same line", () => {
+  test('one from another copy of Thymos (its name and a code, another prototype) is the same line', () => {
     const foreign = Object.assign(new Error('busy'), { name: 'ThymosError', code: 'CAPACITY_EXCEEDED' });
     assert.ok(isThymosError(foreign, 'CAPACITY_EXCEEDED'));
     assert.ok(!isThymosError(Object.assign(new Error('x'), { name: 'ThymosError', code: 'NOT_A_CODE' })), 'an unknown code is not ours');

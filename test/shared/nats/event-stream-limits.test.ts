@@ -31,7 +31,10 @@ describe('the [events] limits of the fleet’s streams', () => {
     await nats?.stop();
   });
 
-  async function limitsOf(jsm: JetStreamManager, names: FleetNames): Promise<{ stream: string; max_age_s: number; max_bytes: number; duplicate_window_s: number }[]> {
+  async function limitsOf(
+    jsm: JetStreamManager,
+    names: FleetNames,
+  ): Promise<{ stream: string; max_age_s: number; max_bytes: number; duplicate_window_s: number }[]> {
     return Promise.all(
       [names.eventStream, names.heardStream, names.inboxStream].map(async (stream) => {
         const c = (await jsm.streams.info(stream)).config;
@@ -44,11 +47,13 @@ describe('the [events] limits of the fleet’s streams', () => {
     const names = new FleetNames('limits');
     const first = EventsSettingsSchema.parse({ max_age_s: 3600, max_bytes: 8 * MIB, duplicate_window_s: 60 });
     const jsm = await ensureEventStream(nc, first, names);
-    for (const s of await limitsOf(jsm, names)) assert.deepEqual(s, { stream: s.stream, max_age_s: 3600, max_bytes: 8 * MIB, duplicate_window_s: 60 });
+    for (const s of await limitsOf(jsm, names))
+      assert.deepEqual(s, { stream: s.stream, max_age_s: 3600, max_bytes: 8 * MIB, duplicate_window_s: 60 });
 
     const changed = EventsSettingsSchema.parse({ max_age_s: 7200, max_bytes: 16 * MIB, duplicate_window_s: 30 });
     await ensureEventStream(nc, changed, names);
-    for (const s of await limitsOf(jsm, names)) assert.deepEqual(s, { stream: s.stream, max_age_s: 7200, max_bytes: 16 * MIB, duplicate_window_s: 30 });
+    for (const s of await limitsOf(jsm, names))
+      assert.deepEqual(s, { stream: s.stream, max_age_s: 7200, max_bytes: 16 * MIB, duplicate_window_s: 30 });
   });
 
   test('copies past max_bytes push out the oldest: a Dormant agent keeps the newest it heard', async () => {
@@ -83,7 +88,11 @@ describe('the [events] limits of the fleet’s streams', () => {
     const js = jetstream(nc);
     for (let i = 0; i < 5; i++) await js.publish(names.agentHeard('ada'), `copy ${i}`, { msgID: `e${i}:ada` });
     assert.equal((await jsm.streams.info(names.heardStream)).state.messages, 5);
-    await eventually(async () => ((await jsm.streams.info(names.heardStream)).state.messages === 0 ? true : undefined), 20_000, 'the copies to age out');
+    await eventually(
+      async () => ((await jsm.streams.info(names.heardStream)).state.messages === 0 ? true : undefined),
+      20_000,
+      'the copies to age out',
+    );
     assert.equal((await jsm.consumers.info(names.heardStream, names.heardConsumer('ada'))).num_pending, 0);
   });
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { jetstream, type JetStreamManager,jetstreamManager } from '@nats-io/jetstream';
+import { jetstream, type JetStreamManager, jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 
 import { QueueSchema } from '../../../shared/domain/queue-schema.js';
@@ -31,7 +31,7 @@ describe('work queues on JetStream', () => {
     await nats?.stop();
   });
 
-  test('each queue is a work-queue stream, each skill that serves it a durable consumer with the queue\'s delivery settings', async () => {
+  test("each queue is a work-queue stream, each skill that serves it a durable consumer with the queue's delivery settings", async () => {
     const stream = await jsm.streams.info('DESK_JOBS_SUPPORT');
     assert.equal(stream.config.retention, 'workqueue');
     assert.deepEqual(stream.config.subjects, ['desk.jobs.support.*']);
@@ -56,7 +56,10 @@ describe('work queues on JetStream', () => {
     assert.equal(first.duplicate, false);
     assert.equal(again.duplicate, true);
     assert.equal(again.seq, first.seq);
-    await assert.rejects(publishJob(nc, parseJob({ queue: 'sales', skill: 'billing', payload: {} }), names), (err: unknown) => isThymosError(err, 'NOT_FOUND') && /no queue "sales"/.test(err.message));
+    await assert.rejects(
+      publishJob(nc, parseJob({ queue: 'sales', skill: 'billing', payload: {} }), names),
+      (err: unknown) => isThymosError(err, 'NOT_FOUND') && /no queue "sales"/.test(err.message),
+    );
   });
 
   test('bad jobs are refused at the edge, naming the field', () => {
@@ -68,10 +71,15 @@ describe('work queues on JetStream', () => {
       [{ queue: 'support', skill: 'billing', payload: 1, id: 'a b' }, /id/],
       [{ queue: 'support', skill: 'billing', payload: 1, extra: true }, /extra/],
     ];
-    for (const [raw, pattern] of cases) assert.throws(() => parseJob(raw), (err: unknown) => isThymosError(err, 'INVALID_INPUT') && pattern.test(err.message), JSON.stringify(raw).slice(0, 80));
+    for (const [raw, pattern] of cases)
+      assert.throws(
+        () => parseJob(raw),
+        (err: unknown) => isThymosError(err, 'INVALID_INPUT') && pattern.test(err.message),
+        JSON.stringify(raw).slice(0, 80),
+      );
   });
 
-  test('the backlog: what waits, what a worker holds, the oldest job\'s age, and skills nobody serves', async () => {
+  test("the backlog: what waits, what a worker holds, the oldest job's age, and skills nobody serves", async () => {
     await publishJob(nc, parseJob({ queue: 'support', skill: 'shipping', payload: { ticket: 'T-2' } }), names);
     await publishJob(nc, parseJob({ queue: 'support', skill: 'shipping', payload: { ticket: 'T-3' } }), names);
     await publishJob(nc, parseJob({ queue: 'support', skill: 'legal', payload: { ticket: 'T-4' } }), names);
@@ -79,18 +87,33 @@ describe('work queues on JetStream', () => {
     const held = await consumer.next({ expires: 5000 });
     assert.ok(held, 'a worker takes one shipping job');
     const served = new Map([['support', ['billing', 'shipping']]]);
-    const rows = await eventually(async () => {
-      const r = await jobBacklog(jsm, ['support'], served, names);
-      return r.find((x) => x.skill === 'shipping')?.in_progress === 1 ? r : undefined;
-    }, 10_000, 'the held job to show');
+    const rows = await eventually(
+      async () => {
+        const r = await jobBacklog(jsm, ['support'], served, names);
+        return r.find((x) => x.skill === 'shipping')?.in_progress === 1 ? r : undefined;
+      },
+      10_000,
+      'the held job to show',
+    );
     const bySkill = Object.fromEntries(rows.map((r) => [r.skill, r]));
-    assert.deepEqual({ ...bySkill.shipping, oldest_ms: 0 }, { queue: 'support', skill: 'shipping', waiting: 1, in_progress: 1, oldest_ms: 0, delivered: 1, served: true });
+    assert.deepEqual(
+      { ...bySkill.shipping, oldest_ms: 0 },
+      { queue: 'support', skill: 'shipping', waiting: 1, in_progress: 1, oldest_ms: 0, delivered: 1, served: true },
+    );
     assert.ok(bySkill.shipping!.oldest_ms >= 0 && bySkill.shipping!.oldest_ms < 60_000);
     assert.equal(bySkill.billing!.waiting, 1);
     assert.equal(bySkill.billing!.delivered, 0, 'no billing job taken yet');
-    assert.deepEqual({ ...bySkill.legal, oldest_ms: 0 }, { queue: 'support', skill: 'legal', waiting: 1, in_progress: 0, oldest_ms: 0, delivered: 0, served: false });
+    assert.deepEqual(
+      { ...bySkill.legal, oldest_ms: 0 },
+      { queue: 'support', skill: 'legal', waiting: 1, in_progress: 0, oldest_ms: 0, delivered: 0, served: false },
+    );
     held.ack();
-    await eventually(async () => ((await jobBacklog(jsm, ['support'], served, names)).find((x) => x.skill === 'shipping')?.in_progress === 0 ? true : undefined), 10_000, 'the acknowledged job to be gone');
+    await eventually(
+      async () =>
+        (await jobBacklog(jsm, ['support'], served, names)).find((x) => x.skill === 'shipping')?.in_progress === 0 ? true : undefined,
+      10_000,
+      'the acknowledged job to be gone',
+    );
     assert.deepEqual(await jobBacklog(jsm, ['nowhere'], served, names), []);
   });
 });

@@ -5,7 +5,7 @@ import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/
 
 import { EventsSettingsSchema } from '../../../shared/config/fleet-settings.js';
 import { ensureAgentConsumer, ensureEventStream } from '../../../shared/nats/event-stream.js';
-import { movedMsgId,moveLegacyInboxes } from '../../../shared/nats/legacy-inbox.js';
+import { movedMsgId, moveLegacyInboxes } from '../../../shared/nats/legacy-inbox.js';
 import { connectNats, type NatsConnection } from '../../../shared/nats/nats-connection.js';
 import { newMessage } from '../../../shared/protocol/agent-message.js';
 import { FleetNames } from '../../../shared/protocol/fleet-names.js';
@@ -37,9 +37,16 @@ describe('an inbox kept by an earlier version', () => {
     // The earlier version's inbox stream and ada's and cy's consumers on it.
     await jsm.streams.add({ name: names.inboxStream, subjects: [`${names.fleet}.agent.*.inbox`] });
     for (const id of ['ada', 'cy']) {
-      await jsm.consumers.add(names.inboxStream, { durable_name: names.legacyInboxConsumer(id), ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.New, filter_subject: names.legacyInbox(id) });
+      await jsm.consumers.add(names.inboxStream, {
+        durable_name: names.legacyInboxConsumer(id),
+        ack_policy: AckPolicy.Explicit,
+        deliver_policy: DeliverPolicy.New,
+        filter_subject: names.legacyInbox(id),
+      });
     }
-    const sent = ['Read already.', 'Meet me at the mill.', 'Bring the map.'].map((text) => newMessage({ from: 'bob', to: 'ada', kind: 'tell', text }));
+    const sent = ['Read already.', 'Meet me at the mill.', 'Bring the map.'].map((text) =>
+      newMessage({ from: 'bob', to: 'ada', kind: 'tell', text }),
+    );
     for (const m of sent) await js.publish(names.legacyInbox('ada'), JSON.stringify(m), { msgID: m.id });
     await js.publish(names.legacyInbox('ada'), 'not a message');
     // ada took the first before the upgrade.
@@ -53,12 +60,16 @@ describe('an inbox kept by an earlier version', () => {
     // A first move that crashed after copying one message, before deleting the old consumer.
     await js.publish(names.agentInbox('ada', 'bob'), JSON.stringify(sent[1]), { msgID: movedMsgId(sent[1]!.id) });
     const moves = await moveLegacyInboxes(jsm, settings, names);
-    assert.deepEqual(moves.sort((a, b) => a.agent.localeCompare(b.agent)), [
-      // One was stored by the crashed first move already; the text that is no message stays behind.
-      { agent: 'ada', moved: 1, skipped: 1 },
-      { agent: 'cy', moved: 0, skipped: 0 },
-    ]);
-    for (const id of ['ada', 'cy']) await assert.rejects(jsm.consumers.info(names.inboxStream, names.legacyInboxConsumer(id)), /consumer not found/);
+    assert.deepEqual(
+      moves.sort((a, b) => a.agent.localeCompare(b.agent)),
+      [
+        // One was stored by the crashed first move already; the text that is no message stays behind.
+        { agent: 'ada', moved: 1, skipped: 1 },
+        { agent: 'cy', moved: 0, skipped: 0 },
+      ],
+    );
+    for (const id of ['ada', 'cy'])
+      await assert.rejects(jsm.consumers.info(names.inboxStream, names.legacyInboxConsumer(id)), /consumer not found/);
     assert.deepEqual((await jsm.streams.info(names.inboxStream)).config.subjects, [names.allInboxes]);
     assert.deepEqual(await moveLegacyInboxes(jsm, settings, names), [], 'a second run finds nothing to move');
     // cy got today's consumer too.

@@ -9,7 +9,16 @@ import { nkeyAuthenticator } from '@nats-io/transport-node';
 
 import { writeFleetInfo } from '../../../shared/config/fleet-runtime.js';
 import { configFromObject } from '../../../shared/config/thymos-config.js';
-import { ensureNatsIdentity, fleetNatsSeed, listNatsIdentities, natsIdentityFile, natsSecretsDir, nkeySigner, readNatsSeed, removeNatsIdentity } from '../../../shared/nats/nats-identity.js';
+import {
+  ensureNatsIdentity,
+  fleetNatsSeed,
+  listNatsIdentities,
+  natsIdentityFile,
+  natsSecretsDir,
+  nkeySigner,
+  readNatsSeed,
+  removeNatsIdentity,
+} from '../../../shared/nats/nats-identity.js';
 
 const dirs: string[] = [];
 const dataDir = () => {
@@ -58,11 +67,19 @@ test('a file that holds no user seed is a coded error naming it and what to do, 
   const accountSeed = new TextDecoder().decode(createAccount().getSeed());
   for (const junk of ['', 'not a seed', 'SAAJUNK', accountSeed]) {
     writeFileSync(natsIdentityFile(data, 'client'), junk);
-    assert.throws(() => readNatsSeed(data, 'client'), (err: Error & { code?: string }) => err.code === 'CONFIG_INVALID' && err.message.includes(natsIdentityFile(data, 'client')) && /thymos up/.test(err.message));
+    assert.throws(
+      () => readNatsSeed(data, 'client'),
+      (err: Error & { code?: string }) =>
+        err.code === 'CONFIG_INVALID' && err.message.includes(natsIdentityFile(data, 'client')) && /thymos up/.test(err.message),
+    );
     assert.throws(() => ensureNatsIdentity(data, 'client'), /does not hold a user nkey seed/);
     assert.equal(readFileSync(natsIdentityFile(data, 'client'), 'utf8'), junk, 'the file is left as it was');
     const skipped: string[] = [];
-    assert.deepEqual(listNatsIdentities(data, (file) => skipped.push(file)), [], 'the server admits the others, not this one');
+    assert.deepEqual(
+      listNatsIdentities(data, (file) => skipped.push(file)),
+      [],
+      'the server admits the others, not this one',
+    );
     assert.deepEqual(skipped, [natsIdentityFile(data, 'client')]);
   }
 });
@@ -87,11 +104,23 @@ test('a key signs in only to the server the fleet recorded: its own, or the user
   assert.equal(fleetNatsSeed(config, 'client', own), undefined, 'a server the user runs, without [nats] identities');
   const withIdentities = configFromObject({ data_dir: data, nats: { url: own, identities: true } });
   assert.deepEqual(fleetNatsSeed(withIdentities, 'client', own), readNatsSeed(data, 'client'), 'the user’s server, with [nats] identities');
-  assert.equal(fleetNatsSeed(withIdentities, 'client', 'nats://127.0.0.1:5222'), undefined, 'with [nats] identities, still not another server (thymos agent --nats-url by hand)');
+  assert.equal(
+    fleetNatsSeed(withIdentities, 'client', 'nats://127.0.0.1:5222'),
+    undefined,
+    'with [nats] identities, still not another server (thymos agent --nats-url by hand)',
+  );
   writeFleetInfo(config, { nats_url: own, managed_nats: true, nats_port: 4222 });
   assert.deepEqual(fleetNatsSeed(config, 'client', own), readNatsSeed(data, 'client'));
-  assert.deepEqual(fleetNatsSeed(configFromObject({ data_dir: data, nats: { url: own } }), 'client', own), readNatsSeed(data, 'client'), 'an agent told the managed server’s URL');
-  assert.equal(fleetNatsSeed(configFromObject({ data_dir: data, nats: { url: 'nats://127.0.0.1:5222' } }), 'client', 'nats://127.0.0.1:5222'), undefined, 'another server, whatever a stale fleet.json says');
+  assert.deepEqual(
+    fleetNatsSeed(configFromObject({ data_dir: data, nats: { url: own } }), 'client', own),
+    readNatsSeed(data, 'client'),
+    'an agent told the managed server’s URL',
+  );
+  assert.equal(
+    fleetNatsSeed(configFromObject({ data_dir: data, nats: { url: 'nats://127.0.0.1:5222' } }), 'client', 'nats://127.0.0.1:5222'),
+    undefined,
+    'another server, whatever a stale fleet.json says',
+  );
 });
 
 test('signing in with Node’s Ed25519 gives what nats.js’s own nkey authenticator gives', () => {

@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { AckPolicy, jetstream, jetstreamManager,type JsMsg } from '@nats-io/jetstream';
+import { AckPolicy, jetstream, jetstreamManager, type JsMsg } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 
 import { ownDelivery } from '../../../shared/nats/own-delivery.js';
 import { eventually } from '../../helpers/fleet.js';
 import { startNatsServer } from '../../helpers/nats-server.js';
 
-test('a message another consumer delivered into a pull\'s inbox (a pull aimed there) is told apart from the pull\'s own', async () => {
+test("a message another consumer delivered into a pull's inbox (a pull aimed there) is told apart from the pull's own", async () => {
   const server = await startNatsServer({ jetstream: true });
   const nc = await connect({ servers: server.url });
   try {
@@ -38,11 +38,14 @@ test('a message another consumer delivered into a pull\'s inbox (a pull aimed th
     spy.unsubscribe();
     const forged = got.find((m) => m.subject === 'inbox.b.a');
     const real = got.find((m) => m.subject === 'jobs.q.s');
-    assert.ok(forged, 'the forged message reached the victim\'s pull, as nats-server 2.9 allows');
+    assert.ok(forged, "the forged message reached the victim's pull, as nats-server 2.9 allows");
     assert.ok(real);
     assert.equal(ownDelivery(forged, 'JOBS', 'skill_s', 'jobs.q.s'), false);
     assert.equal(ownDelivery(real, 'JOBS', 'skill_s', 'jobs.q.s'), true);
-    assert.equal(ownDelivery(real, 'JOBS', 'skill_s', (s) => s.startsWith('jobs.q.')), true);
+    assert.equal(
+      ownDelivery(real, 'JOBS', 'skill_s', (s) => s.startsWith('jobs.q.')),
+      true,
+    );
     assert.equal(ownDelivery(real, 'JOBS', 'skill_other', 'jobs.q.s'), false);
   } finally {
     await nc.close();

@@ -31,10 +31,18 @@ describe('the offline model read without ONNX Runtime', () => {
   test('read on demand (as an agent does), the vectors are the same as read whole; a word that names an object method is still only a word', async () => {
     const whole = StaticEmbedder.load(ensureModel(), { maxLength: 128 });
     const rows = StaticEmbedder.load(ensureModel(), { maxLength: 128, resident: false });
-    const texts = ['refund the broken kettle for order ORD-10001', 'constructor toString __proto__ hasOwnProperty valueOf', 'the the the wolves', 'zxqv'];
+    const texts = [
+      'refund the broken kettle for order ORD-10001',
+      'constructor toString __proto__ hasOwnProperty valueOf',
+      'the the the wolves',
+      'zxqv',
+    ];
     const [a, b] = [await whole.embed(texts), await rows.embed(texts)];
     texts.forEach((t, i) => assert.deepEqual([...b[i]!], [...a[i]!], t));
-    assert.ok(a[0]!.some((x) => x !== 0) && a[1]!.every((x) => Number.isFinite(x)), 'known words count; method names are looked up as words, never as functions');
+    assert.ok(
+      a[0]!.some((x) => x !== 0) && a[1]!.every((x) => Number.isFinite(x)),
+      'known words count; method names are looked up as words, never as functions',
+    );
   });
 
   test('lists its words most frequent first, as GloVe orders them, special tokens left out', () => {
@@ -54,11 +62,22 @@ describe('the offline model read without ONNX Runtime', () => {
   test('a missing or damaged model is EMBEDDER_UNAVAILABLE naming the file', () => {
     const dir = join(tempDir('thymos-static-'), 'm');
     assert.equal(StaticEmbedder.isStaticModel(dir), false);
-    assert.throws(() => StaticEmbedder.load(dir, { maxLength: 128 }), (e: ThymosError) => e.code === ErrorCode.EMBEDDER_UNAVAILABLE && /m\/tokenizer\.json/.test(e.message));
+    assert.throws(
+      () => StaticEmbedder.load(dir, { maxLength: 128 }),
+      (e: ThymosError) => e.code === ErrorCode.EMBEDDER_UNAVAILABLE && /m\/tokenizer\.json/.test(e.message),
+    );
     cpSync(ensureModel(), dir, { recursive: true });
     truncateSync(join(dir, 'vectors.f32'), 1000);
-    for (const resident of [true, false]) assert.throws(() => StaticEmbedder.load(dir, { maxLength: 128, resident }), (e: ThymosError) => e.code === ErrorCode.EMBEDDER_UNAVAILABLE && /vectors\.f32 holds 1000 bytes, expected 50002 tokens × 100 floats/.test(e.message));
+    for (const resident of [true, false])
+      assert.throws(
+        () => StaticEmbedder.load(dir, { maxLength: 128, resident }),
+        (e: ThymosError) =>
+          e.code === ErrorCode.EMBEDDER_UNAVAILABLE && /vectors\.f32 holds 1000 bytes, expected 50002 tokens × 100 floats/.test(e.message),
+      );
     writeFileSync(join(dir, 'config.json'), '{not json');
-    assert.throws(() => StaticEmbedder.load(dir, { maxLength: 128 }), (e: ThymosError) => e.code === ErrorCode.EMBEDDER_UNAVAILABLE && /is damaged/.test(e.message));
+    assert.throws(
+      () => StaticEmbedder.load(dir, { maxLength: 128 }),
+      (e: ThymosError) => e.code === ErrorCode.EMBEDDER_UNAVAILABLE && /is damaged/.test(e.message),
+    );
   });
 });

@@ -8,11 +8,20 @@ import { HintHeaders, hintHeaders, moreFollows, readHints } from '../../../share
 
 test('hints travel as headers and come back as sent, names with accents too', () => {
   const values = Float32Array.from({ length: 100 }, (_, i) => Math.sin(i));
-  const h = hintHeaders({ concepts: [{ name: 'Zoë', type: 'person' }, { name: 'Millbrook', type: 'place' }], vector: { model: 'custom:glove-100d', values } });
+  const h = hintHeaders({
+    concepts: [
+      { name: 'Zoë', type: 'person' },
+      { name: 'Millbrook', type: 'place' },
+    ],
+    vector: { model: 'custom:glove-100d', values },
+  });
   assert.ok(h);
   assert.match(h.get(HintHeaders.concepts), /^[\x20-\x7e]+$/, 'one line of ASCII');
   const back = readHints(h);
-  assert.deepEqual(back.concepts, [{ name: 'Zoë', type: 'person' }, { name: 'Millbrook', type: 'place' }]);
+  assert.deepEqual(back.concepts, [
+    { name: 'Zoë', type: 'person' },
+    { name: 'Millbrook', type: 'place' },
+  ]);
   assert.equal(back.vector?.model, 'custom:glove-100d');
   assert.deepEqual(Array.from(back.vector!.values), Array.from(values));
 });
@@ -40,10 +49,22 @@ test('malformed hints are dropped, never thrown: the hearer asks the services in
     [[HintHeaders.concepts, '[{"name":"","type":"person"}]']],
     [[HintHeaders.concepts, JSON.stringify(Array.from({ length: 257 }, () => ({ name: 'a', type: 'b' })))]],
     [[HintHeaders.concepts, '['.repeat(100) + ']'.repeat(100)]],
-    [[HintHeaders.vectorModel, 'm'], [HintHeaders.vector, 'AAA']],
-    [[HintHeaders.vectorModel, 'm'], [HintHeaders.vector, 'not base64!']],
-    [[HintHeaders.vectorModel, 'm'], [HintHeaders.vector, Buffer.from(Float32Array.of(Number.NaN).buffer).toString('base64')]],
-    [[HintHeaders.vectorModel, 'm'], [HintHeaders.vector, Buffer.alloc(4 * 5000).toString('base64')]],
+    [
+      [HintHeaders.vectorModel, 'm'],
+      [HintHeaders.vector, 'AAA'],
+    ],
+    [
+      [HintHeaders.vectorModel, 'm'],
+      [HintHeaders.vector, 'not base64!'],
+    ],
+    [
+      [HintHeaders.vectorModel, 'm'],
+      [HintHeaders.vector, Buffer.from(Float32Array.of(Number.NaN).buffer).toString('base64')],
+    ],
+    [
+      [HintHeaders.vectorModel, 'm'],
+      [HintHeaders.vector, Buffer.alloc(4 * 5000).toString('base64')],
+    ],
     [[HintHeaders.vector, Buffer.alloc(8).toString('base64')]],
   ];
   for (const pairs of bad) {
@@ -53,7 +74,12 @@ test('malformed hints are dropped, never thrown: the hearer asks the services in
   }
   for (let i = 0; i < 500; i++) {
     const h = headers();
-    h.set(HintHeaders.concepts, randomBytes(40).toString('latin1').replace(/[\r\n]/g, ' '));
+    h.set(
+      HintHeaders.concepts,
+      randomBytes(40)
+        .toString('latin1')
+        .replace(/[\r\n]/g, ' '),
+    );
     h.set(HintHeaders.vectorModel, randomBytes(8).toString('base64'));
     h.set(HintHeaders.vector, randomBytes(1 + (i % 64)).toString(i % 2 ? 'base64' : 'hex'));
     const hints = readHints(h);

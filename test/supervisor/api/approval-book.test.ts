@@ -31,7 +31,13 @@ describe("the supervisor's approval book", () => {
   let dir: string;
   let db: Surreal;
   const delivered: Array<{ agent: string; callId: string; decision: ApprovalDecision }> = [];
-  const open = () => ApprovalBook.open(db, async (agent, callId, decision) => void delivered.push({ agent, callId, decision }), { approvalTimeoutS: 60, maxPending: 3 }, logger);
+  const open = () =>
+    ApprovalBook.open(
+      db,
+      async (agent, callId, decision) => void delivered.push({ agent, callId, decision }),
+      { approvalTimeoutS: 60, maxPending: 3 },
+      logger,
+    );
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'thymos-approval-book-'));
@@ -41,29 +47,40 @@ describe("the supervisor's approval book", () => {
   after(async () => {
     await db.close();
     // The engine may go on writing its last files for a while after close (surrealdb.js#592): removed once it has stopped.
-    await eventually(() => {
-      try {
-        rmSync(dir, { recursive: true, force: true });
-        return true;
-      } catch {
-        return undefined;
-      }
-    }, 60_000, 'the database folder removed');
+    await eventually(
+      () => {
+        try {
+          rmSync(dir, { recursive: true, force: true });
+          return true;
+        } catch {
+          return undefined;
+        }
+      },
+      60_000,
+      'the database folder removed',
+    );
   });
 
   test('two people deciding one call at once: one decision wins, the other is refused', async () => {
     const book = await open();
     const call = pending();
     await book.submit(call);
-    const results = await Promise.allSettled([book.decide('desk', call.call_id, true, { who: 'client', said: 'alice#2@h' }, 'ok'), book.decide('desk', call.call_id, false, { who: 'client', said: 'bob#3@h' }, 'no')]);
+    const results = await Promise.allSettled([
+      book.decide('desk', call.call_id, true, { who: 'client', said: 'alice#2@h' }, 'ok'),
+      book.decide('desk', call.call_id, false, { who: 'client', said: 'bob#3@h' }, 'no'),
+    ]);
     assert.deepEqual(results.map((r) => r.status).sort(), ['fulfilled', 'rejected']);
     const lost = results.find((r) => r.status === 'rejected') as PromiseRejectedResult;
     assert.ok(isThymosError(lost.reason, 'INVALID_INPUT'), String(lost.reason));
     assert.equal(delivered.filter((d) => d.callId === call.call_id).length, 1);
-    assert.deepEqual(await book.submit(call), delivered.find((d) => d.callId === call.call_id)!.decision, 'handed in again, the call gets the same decision');
+    assert.deepEqual(
+      await book.submit(call),
+      delivered.find((d) => d.callId === call.call_id)!.decision,
+      'handed in again, the call gets the same decision',
+    );
   });
 
-  test('the deadline is the supervisor\'s: at most approval_timeout_s from now, whatever the call says; past it the call is refused', async () => {
+  test("the deadline is the supervisor's: at most approval_timeout_s from now, whatever the call says; past it the call is refused", async () => {
     const book = await open();
     const far = pending({ expires_at: '9999-01-01T00:00:00.000Z' });
     await book.submit(far);
@@ -72,15 +89,21 @@ describe("the supervisor's approval book", () => {
     await book.sweep(Date.now() + 61_000);
     assert.ok(!book.pending('desk').some((p) => p.call_id === far.call_id));
     assert.equal(delivered.find((d) => d.callId === far.call_id)?.decision.approved, false);
-    await assert.rejects(book.decide('desk', far.call_id, true, { who: 'client', said: 'alice#2@h' }, 'late'), (e: unknown) => isThymosError(e, 'INVALID_INPUT'));
+    await assert.rejects(book.decide('desk', far.call_id, true, { who: 'client', said: 'alice#2@h' }, 'late'), (e: unknown) =>
+      isThymosError(e, 'INVALID_INPUT'),
+    );
   });
 
-  test('own calls, other agents\' calls and more than max_pending are refused; the book survives a restart', async () => {
+  test("own calls, other agents' calls and more than max_pending are refused; the book survives a restart", async () => {
     const book = await open();
     const mine = pending();
     await book.submit(mine);
-    await assert.rejects(book.decide('desk', mine.call_id, true, { who: 'client', said: 'game.ts#1@host' }, 'mine'), (e: unknown) => isThymosError(e, 'TOOL_DENIED'));
-    await assert.rejects(book.decide('other', mine.call_id, true, { who: 'client', said: 'alice#2@h' }, 'x'), (e: unknown) => isThymosError(e, 'NOT_FOUND'));
+    await assert.rejects(book.decide('desk', mine.call_id, true, { who: 'client', said: 'game.ts#1@host' }, 'mine'), (e: unknown) =>
+      isThymosError(e, 'TOOL_DENIED'),
+    );
+    await assert.rejects(book.decide('other', mine.call_id, true, { who: 'client', said: 'alice#2@h' }, 'x'), (e: unknown) =>
+      isThymosError(e, 'NOT_FOUND'),
+    );
     while (book.pending('desk').length < 3) await book.submit(pending());
     await assert.rejects(book.submit(pending()), (e: unknown) => isThymosError(e, 'INVALID_INPUT') && /max_pending/.test(e.message));
     const reopened = await open();

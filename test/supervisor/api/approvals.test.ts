@@ -63,9 +63,16 @@ describe('confirm tools: a pending call is approved, refused or timed out at the
   /** The desk's approver, in this process: the one that calls the desk's tools through `client`. */
   let desk: Approver;
   const updates: string[] = [];
-  const refunds = () => (existsSync(join(dir, 'refunds.log')) ? readFileSync(join(dir, 'refunds.log'), 'utf8').trim().split('\n').filter(Boolean).length : 0);
+  const refunds = () =>
+    existsSync(join(dir, 'refunds.log')) ? readFileSync(join(dir, 'refunds.log'), 'utf8').trim().split('\n').filter(Boolean).length : 0;
   const cli = (...args: string[]) => runThymos([...args, '--config', tf.ws.configPath], tf.ws.dir);
-  const record = async (callId: string) => (await call(client, 'get_call', { call_id: callId })).structuredContent as { status: string; error?: { code: string; message: string }; decided_by?: string; result?: unknown };
+  const record = async (callId: string) =>
+    (await call(client, 'get_call', { call_id: callId })).structuredContent as {
+      status: string;
+      error?: { code: string; message: string };
+      decided_by?: string;
+      result?: unknown;
+    };
   const connectDesk = async () => {
     client = await tf.fleet.agent('desk');
     client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => void updates.push(n.params.uri));
@@ -82,7 +89,10 @@ describe('confirm tools: a pending call is approved, refused or timed out at the
   before(async () => {
     dir = domainDir();
     // The client's attempts to approve are refused by nats-server, on purpose.
-    tf = await startTestFleet(['[tools]', `approval_timeout_s = ${APPROVAL_TIMEOUT_S}`], { schema: join(dir, 'desk.pkl'), refusals: 'expected' });
+    tf = await startTestFleet(['[tools]', `approval_timeout_s = ${APPROVAL_TIMEOUT_S}`], {
+      schema: join(dir, 'desk.pkl'),
+      refusals: 'expected',
+    });
     await tf.fleet.start('desk');
     await connectDesk();
     desk = await approver(tf.ws.configPath);
@@ -97,10 +107,14 @@ describe('confirm tools: a pending call is approved, refused or timed out at the
   test('a confirm call answers pending at once, runs nothing, and is listed at the supervisor with its caller', async () => {
     const callId = await askRefund('AB-1');
     assert.equal(refunds(), 0);
-    const listed = await eventually(async () => {
-      const all = await tf.fleet.approvals();
-      return all.some((p) => p.call_id === callId) ? all : undefined;
-    }, 20_000, 'the call listed at the supervisor');
+    const listed = await eventually(
+      async () => {
+        const all = await tf.fleet.approvals();
+        return all.some((p) => p.call_id === callId) ? all : undefined;
+      },
+      20_000,
+      'the call listed at the supervisor',
+    );
     const mine = listed.find((p) => p.call_id === callId)!;
     assert.ok(mine, JSON.stringify(listed));
     assert.deepEqual([mine.agent, mine.tool, mine.caller, mine.reason], ['desk', 'refund', REQUESTER, 'order AB-1 arrived broken']);
@@ -113,16 +127,24 @@ describe('confirm tools: a pending call is approved, refused or timed out at the
     const [pending] = await tf.fleet.approvals('desk');
     const config = loadConfig(tf.ws.configPath);
     const names = new FleetNames(config.fleet.name);
-    const as = (who: NatsIdentity) => connectNats({ servers: fleetNatsUrl(config), name: `test-${who}`, seed: readNatsSeed(config.dataPath, who)!, who });
+    const as = (who: NatsIdentity) =>
+      connectNats({ servers: fleetNatsUrl(config), name: `test-${who}`, seed: readNatsSeed(config.dataPath, who)!, who });
     const decision = { id: 'desk', call_id: pending!.call_id, reason: 'a forged approval' };
     const own: NatsConnection[] = [];
     try {
       const clientNc = await as('client');
       own.push(clientNc);
       // What connect() sends, and the approver's requests, each saying it is some other process (Thymos-By is not proof).
-      for (const requester of [SupervisorRequester.control(clientNc, 10_000, names), SupervisorRequester.approver(clientNc, 10_000, names)]) {
+      for (const requester of [
+        SupervisorRequester.control(clientNc, 10_000, names),
+        SupervisorRequester.approver(clientNc, 10_000, names),
+      ]) {
         for (const op of ['approve', 'refuse'] as const) {
-          await assert.rejects(requester.request(op, decision), (e: unknown) => isThymosError(e, 'UNAUTHORIZED') && /nats-server refused the publish/.test((e as Error).message), `the client's ${op}`);
+          await assert.rejects(
+            requester.request(op, decision),
+            (e: unknown) => isThymosError(e, 'UNAUTHORIZED') && /nats-server refused the publish/.test((e as Error).message),
+            `the client's ${op}`,
+          );
         }
       }
       for (const subject of [names.approver('approve'), names.supervisor('approve')]) {
@@ -130,23 +152,42 @@ describe('confirm tools: a pending call is approved, refused or timed out at the
           () => undefined,
           (e: unknown) => e,
         );
-        assert.equal(permissionViolation(forged)?.subject, subject, `a raw request with the client’s key and a forged Thymos-By on ${subject}: ${String(forged)}`);
+        assert.equal(
+          permissionViolation(forged)?.subject,
+          subject,
+          `a raw request with the client’s key and a forged Thymos-By on ${subject}: ${String(forged)}`,
+        );
       }
       // An agent's key neither: its calls are its own, decisions are not.
       const agentNc = await as('agent-desk');
       own.push(agentNc);
-      await assert.rejects(SupervisorRequester.approver(agentNc, 10_000, names).request('approve', decision), (e: unknown) => isThymosError(e, 'UNAUTHORIZED') && /nats-server refused the publish/.test((e as Error).message));
+      await assert.rejects(
+        SupervisorRequester.approver(agentNc, 10_000, names).request('approve', decision),
+        (e: unknown) => isThymosError(e, 'UNAUTHORIZED') && /nats-server refused the publish/.test((e as Error).message),
+      );
       // A key that may publish anywhere (the supervisor's), asking on the client's subject: the supervisor itself refuses.
       const anywhere = await as('supervisor');
       own.push(anywhere);
-      await assert.rejects(SupervisorRequester.control(anywhere, 10_000, names).request('approve', decision), (e: unknown) => isThymosError(e, 'UNAUTHORIZED') && /approver/.test((e as Error).message));
+      await assert.rejects(
+        SupervisorRequester.control(anywhere, 10_000, names).request('approve', decision),
+        (e: unknown) => isThymosError(e, 'UNAUTHORIZED') && /approver/.test((e as Error).message),
+      );
     } finally {
       for (const nc of own) await nc.close();
     }
-    assert.ok((await desk.approvals('desk')).some((p) => p.call_id === pending!.call_id), 'the call still waits');
+    assert.ok(
+      (await desk.approvals('desk')).some((p) => p.call_id === pending!.call_id),
+      'the call still waits',
+    );
     assert.equal(refunds(), 0, 'nothing ran');
-    const audit = readFileSync(join(tf.ws.dir, 'data', 'logs', 'audit.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { op: string; by: string; result: string });
-    assert.ok(audit.some((e) => e.op === 'approve' && e.by === 'client' && e.result === 'UNAUTHORIZED'), `the refused decision is audited: ${JSON.stringify(audit)}`);
+    const audit = readFileSync(join(tf.ws.dir, 'data', 'logs', 'audit.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { op: string; by: string; result: string });
+    assert.ok(
+      audit.some((e) => e.op === 'approve' && e.by === 'client' && e.result === 'UNAUTHORIZED'),
+      `the refused decision is audited: ${JSON.stringify(audit)}`,
+    );
   });
 
   test('nobody approves their own call; another approver does, once, and the call runs once', async () => {
@@ -154,33 +195,70 @@ describe('confirm tools: a pending call is approved, refused or timed out at the
     await assert.rejects(desk.approve('desk', pending!.call_id, { reason: 'mine' }), (e: unknown) => isThymosError(e, 'TOOL_DENIED'));
     const approved = await cli('approve', 'desk', pending!.call_id, '--reason', 'checked the photos', '--json');
     assert.equal(approved.code, 0, approved.stderr);
-    assert.deepEqual(JSON.parse(approved.stdout), { call_id: pending!.call_id, agent: 'desk', tool: 'refund', decision: 'approved', delivered: true });
-    const done = await eventually(async () => {
-      const r = await record(pending!.call_id);
-      return r.status === 'ok' ? r : undefined;
-    }, 20_000, 'the approved call run');
+    assert.deepEqual(JSON.parse(approved.stdout), {
+      call_id: pending!.call_id,
+      agent: 'desk',
+      tool: 'refund',
+      decision: 'approved',
+      delivered: true,
+    });
+    const done = await eventually(
+      async () => {
+        const r = await record(pending!.call_id);
+        return r.status === 'ok' ? r : undefined;
+      },
+      20_000,
+      'the approved call run',
+    );
     assert.deepEqual(done.result, { refunded: 12.5 });
     assert.match(done.decided_by ?? '', /#\d+@/);
     assert.equal(refunds(), 1);
     await eventually(() => (updates.includes('agent://desk/calls') ? true : undefined), 10_000, 'a calls resource notification');
     const metricsUrl = (await tf.fleet.status()).supervisor.metrics_url;
-    await eventually(async () => ((await (await fetch(metricsUrl)).text()).includes('thymos_tool_calls_total{agent="desk",tool="refund",status="ok"} 1') ? true : undefined), 10_000, 'the call counted in /metrics');
+    await eventually(
+      async () =>
+        (await (await fetch(metricsUrl)).text()).includes('thymos_tool_calls_total{agent="desk",tool="refund",status="ok"} 1')
+          ? true
+          : undefined,
+      10_000,
+      'the call counted in /metrics',
+    );
     const again = await cli('approve', 'desk', pending!.call_id, '--reason', 'again');
     assert.equal(again.code, 2, `deciding twice is refused: ${again.stderr}`);
     assert.equal(refunds(), 1, 'nothing ran twice');
-    const audit = readFileSync(join(tf.ws.dir, 'data', 'logs', 'audit.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { op: string; by: string; via?: string; result: string; details?: { call_id?: string } });
-    assert.ok(audit.some((e) => e.op === 'approve' && e.result === 'ok' && e.details?.call_id === pending!.call_id && e.by === 'approver' && /#\d+@/.test(e.via ?? '')), JSON.stringify(audit));
-    assert.ok(audit.some((e) => e.op === 'approve' && e.result === 'TOOL_DENIED'), 'the refused own approval is audited too');
+    const audit = readFileSync(join(tf.ws.dir, 'data', 'logs', 'audit.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { op: string; by: string; via?: string; result: string; details?: { call_id?: string } });
+    assert.ok(
+      audit.some(
+        (e) =>
+          e.op === 'approve' &&
+          e.result === 'ok' &&
+          e.details?.call_id === pending!.call_id &&
+          e.by === 'approver' &&
+          /#\d+@/.test(e.via ?? ''),
+      ),
+      JSON.stringify(audit),
+    );
+    assert.ok(
+      audit.some((e) => e.op === 'approve' && e.result === 'TOOL_DENIED'),
+      'the refused own approval is audited too',
+    );
   });
 
   test('a refused call never runs and its caller finds it refused', async () => {
     const callId = await askRefund('AB-2');
     const refused = await cli('refuse', 'desk', callId, '--reason', 'over the limit');
     assert.equal(refused.code, 0, refused.stderr);
-    const r = await eventually(async () => {
-      const x = await record(callId);
-      return x.status === 'refused' ? x : undefined;
-    }, 20_000, 'the refusal');
+    const r = await eventually(
+      async () => {
+        const x = await record(callId);
+        return x.status === 'refused' ? x : undefined;
+      },
+      20_000,
+      'the refusal',
+    );
     assert.equal(r.error?.code, 'TOOL_DENIED');
     assert.match(r.error!.message, /over the limit/);
     assert.equal(refunds(), 1);
@@ -204,13 +282,21 @@ describe('confirm tools: a pending call is approved, refused or timed out at the
   test('a call nobody decides is refused at its deadline, counted while the agent is Dormant', async () => {
     const callId = await askRefund('AB-4');
     await tf.fleet.stop('desk');
-    await eventually(async () => ((await tf.fleet.approvals('desk')).length === 0 ? true : undefined), (APPROVAL_TIMEOUT_S + 20) * 1000, 'the deadline');
+    await eventually(
+      async () => ((await tf.fleet.approvals('desk')).length === 0 ? true : undefined),
+      (APPROVAL_TIMEOUT_S + 20) * 1000,
+      'the deadline',
+    );
     await tf.fleet.start('desk');
     await connectDesk();
-    const r = await eventually(async () => {
-      const x = await record(callId);
-      return x.status === 'refused' ? x : undefined;
-    }, 20_000, 'the timed-out refusal');
+    const r = await eventually(
+      async () => {
+        const x = await record(callId);
+        return x.status === 'refused' ? x : undefined;
+      },
+      20_000,
+      'the timed-out refusal',
+    );
     assert.match(r.error!.message, /approval_timeout_s/);
     assert.equal(refunds(), 2);
   });

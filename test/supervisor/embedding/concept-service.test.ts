@@ -21,7 +21,10 @@ describe('the fleet’s concept service', () => {
     const event = 'bench.local: Mira saw wolves near Millbrook at dawn';
     const answers = await Promise.all(Array.from({ length: 10 }, () => service.extract([event, event])));
     for (const a of answers) assert.deepEqual(a, answers[0]);
-    assert.ok(answers[0]![0]!.some((c) => c.name === 'Mira' && c.type === 'person'), JSON.stringify(answers[0]));
+    assert.ok(
+      answers[0]![0]!.some((c) => c.name === 'Mira' && c.type === 'person'),
+      JSON.stringify(answers[0]),
+    );
     assert.deepEqual(counting.asked, [event]);
     await service.extract([event, 'Bram stayed at the forge']);
     assert.deepEqual(counting.asked, [event, 'Bram stayed at the forge']);
@@ -31,7 +34,8 @@ describe('the fleet’s concept service', () => {
   test('an extractor that fails fails the request, and the text is tried again next time', async () => {
     let fail = true;
     const service = new ConceptService({
-      extract: (texts) => (fail ? Promise.reject(new Error('tagger broke')) : Promise.resolve(texts.map(() => [{ name: 'Ok', type: 'person' }]))),
+      extract: (texts) =>
+        fail ? Promise.reject(new Error('tagger broke')) : Promise.resolve(texts.map(() => [{ name: 'Ok', type: 'person' }])),
     });
     await assert.rejects(service.extract(['Mira']), /tagger broke/);
     fail = false;

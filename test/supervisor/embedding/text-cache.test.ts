@@ -9,7 +9,10 @@ test('the cache keeps at most its entries, and the least recently used text goes
   assert.equal(cache.get(TextCache.key('a')), 'a', 'reading a makes it the most recent');
   cache.set(TextCache.key('d'), 'd');
   assert.equal(cache.get(TextCache.key('b')), undefined, 'b, least recently used, went first');
-  assert.deepEqual(['a', 'c', 'd'].map((t) => cache.get(TextCache.key(t))), ['a', 'c', 'd']);
+  assert.deepEqual(
+    ['a', 'c', 'd'].map((t) => cache.get(TextCache.key(t))),
+    ['a', 'c', 'd'],
+  );
   cache.set(TextCache.key('c'), 'c again');
   cache.set(TextCache.key('e'), 'e');
   assert.equal(cache.get(TextCache.key('a')), undefined, 'setting c again made it recent, so a went');

@@ -23,7 +23,11 @@ async function readySpares(pm: ProcessManager, data: string): Promise<Map<string
 
 /** Waits until the supervisor itself counts `n` spares ready (pm2 may show a spare a moment before the pool takes it in). */
 async function poolReady(fleet: TestFleet['fleet'], n: number): Promise<void> {
-  await eventually(async () => ((await fleet.status()).supervisor.pool?.ready ?? 0) >= n || undefined, 60_000, `${n} spare(s) ready in the pool`);
+  await eventually(
+    async () => ((await fleet.status()).supervisor.pool?.ready ?? 0) >= n || undefined,
+    60_000,
+    `${n} spare(s) ready in the pool`,
+  );
 }
 
 /** The `agent started` lines of the supervisor's log for `id`, oldest first. */
@@ -68,11 +72,22 @@ describe('the warm pool', () => {
     assert.ok(pid, 'a ready spare');
     const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
     if (compileCacheAvailable()) {
-      assert.ok(env.includes(`NODE_COMPILE_CACHE=${cache}`), `the spare's environment names the cache: ${env.filter((e) => e.startsWith('NODE_')).join(' ')}`);
+      assert.ok(
+        env.includes(`NODE_COMPILE_CACHE=${cache}`),
+        `the spare's environment names the cache: ${env.filter((e) => e.startsWith('NODE_')).join(' ')}`,
+      );
       // A spare writes the cache once it is ready, not only at exit.
-      await eventually(() => (existsSync(cache) && readdirSync(cache, { recursive: true }).length > 1 ? true : undefined), 30_000, 'compiled code in the cache');
+      await eventually(
+        () => (existsSync(cache) && readdirSync(cache, { recursive: true }).length > 1 ? true : undefined),
+        30_000,
+        'compiled code in the cache',
+      );
     } else {
-      assert.deepEqual(env.filter((e) => e.startsWith('NODE_COMPILE_CACHE=')), [], `Node ${process.version} has no compile cache to name`);
+      assert.deepEqual(
+        env.filter((e) => e.startsWith('NODE_COMPILE_CACHE=')),
+        [],
+        `Node ${process.version} has no compile cache to name`,
+      );
       assert.equal(existsSync(cache), false);
     }
   });
@@ -96,8 +111,15 @@ describe('the warm pool', () => {
     // The header it asks for by default, alone on its line, so "$(thymos url ID --header)" is one argument.
     const header = await runThymos(['url', 'elder_rowan', '--header'], ws.dir);
     assert.equal(header.code, 0, header.stderr);
-    assert.equal(header.stdout.trim(), `Authorization: Bearer ${readFileSync(join(data, 'agents', 'elder_rowan', 'mcp-token'), 'utf8').trim()}`);
-    const bare = await fetch(url.stdout.trim(), { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{}' });
+    assert.equal(
+      header.stdout.trim(),
+      `Authorization: Bearer ${readFileSync(join(data, 'agents', 'elder_rowan', 'mcp-token'), 'utf8').trim()}`,
+    );
+    const bare = await fetch(url.stdout.trim(), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: '{}',
+    });
     assert.equal(bare.status, 401, 'and refuses a request without it');
     const tools = await (await fleet.agent('elder_rowan')).listTools();
     assert.ok(tools.tools.some((t) => t.name === 'remember'));
@@ -109,12 +131,23 @@ describe('the warm pool', () => {
     const mine = join(data, 'agents', 'elder_rowan');
     const agentFiles = openFiles(row.pid!).filter((f) => f.startsWith(join(data, 'agents')));
     assert.ok(agentFiles.length > 0, 'it holds its database');
-    assert.deepEqual(agentFiles.filter((f) => !f.startsWith(`${mine}/`)), [], 'it holds no other agent’s files');
+    assert.deepEqual(
+      agentFiles.filter((f) => !f.startsWith(`${mine}/`)),
+      [],
+      'it holds no other agent’s files',
+    );
     // The embedded engine keeps a closed database's files open until the process exits (surrealdb.js#592):
     // the rehearsal's own, already deleted, are all that may be left of it.
     const rehearsal = openFiles(row.pid!).filter((f) => f.includes('.warm'));
-    assert.deepEqual(rehearsal.filter((f) => !(f.startsWith(join(data, 'run', 'pool', `${first.spare}.warm`)) && f.endsWith('(deleted)'))), [], 'only its own rehearsal, deleted');
-    assert.match(readFileSync(join(data, 'logs', 'pool', `${first.spare}.log`), 'utf8'), /"steps":\["initialize","remember","recall","talk","end"\].*"msg":"rehearsed"/);
+    assert.deepEqual(
+      rehearsal.filter((f) => !(f.startsWith(join(data, 'run', 'pool', `${first.spare}.warm`)) && f.endsWith('(deleted)'))),
+      [],
+      'only its own rehearsal, deleted',
+    );
+    assert.match(
+      readFileSync(join(data, 'logs', 'pool', `${first.spare}.log`), 'utf8'),
+      /"steps":\["initialize","remember","recall","talk","end"\].*"msg":"rehearsed"/,
+    );
 
     assert.deepEqual((await fleet.reconcile(sleepAgent('elder_rowan'))).failed, []);
     await eventually(() => (alive(row.pid!) ? undefined : true), 20_000, 'the process that was elder_rowan to exit');
@@ -171,10 +204,14 @@ describe('the warm pool', () => {
       60_000,
       'pm2 to restart mira_herbalist',
     );
-    const tools = await eventually(async () => {
-      const client = await fleet.agent('mira_herbalist');
-      return (await client.listTools()).tools;
-    }, 30_000, 'the restarted mira_herbalist to answer');
+    const tools = await eventually(
+      async () => {
+        const client = await fleet.agent('mira_herbalist');
+        return (await client.listTools()).tools;
+      },
+      30_000,
+      'the restarted mira_herbalist to answer',
+    );
     assert.ok(tools.length > 0);
     const lock = Number(readFileSync(join(data, 'agents', 'mira_herbalist', 'agent.pid'), 'utf8'));
     assert.equal(lock, after.pid, 'the restarted process holds the agent’s lock');
@@ -211,11 +248,22 @@ describe('a pool of one', () => {
         60_000,
         'the restarted supervisor to replace the spare',
       );
-      const status = await eventually(async () => {
-        const s = await tf.fleet.status();
-        return s.supervisor.pid !== supervisorPid ? s : undefined;
-      }, 30_000, 'the restarted supervisor to answer');
-      assert.deepEqual(status.agents.filter((a) => a.pid).map((a) => a.id).sort(), ['bram_smith', 'elder_rowan'], 'it adopted the agents that were spares');
+      const status = await eventually(
+        async () => {
+          const s = await tf.fleet.status();
+          return s.supervisor.pid !== supervisorPid ? s : undefined;
+        },
+        30_000,
+        'the restarted supervisor to answer',
+      );
+      assert.deepEqual(
+        status.agents
+          .filter((a) => a.pid)
+          .map((a) => a.id)
+          .sort(),
+        ['bram_smith', 'elder_rowan'],
+        'it adopted the agents that were spares',
+      );
     } finally {
       pm.disconnect();
     }

@@ -6,7 +6,8 @@ import type { LifecycleState } from '../../../shared/domain/domain-schema.js';
 import { decideStates, type ScoredAgent, stateForScore } from '../../../supervisor/fleet/decide-states.js';
 
 const NOW = 1_000_000_000;
-const settings = (over: Record<string, unknown> = {}) => ThymosConfigSchema.parse({ lifecycle: { min_dwell_ms: 10_000, hysteresis: 0.05, ...over } }).lifecycle;
+const settings = (over: Record<string, unknown> = {}) =>
+  ThymosConfigSchema.parse({ lifecycle: { min_dwell_ms: 10_000, hysteresis: 0.05, ...over } }).lifecycle;
 const agent = (id: string, current: LifecycleState, score: number, extra: Partial<ScoredAgent> = {}): ScoredAgent => ({
   id,
   current,
@@ -33,12 +34,15 @@ describe('decideStates', () => {
   });
 
   test('a score just past a threshold does not move an agent while it stays within the hysteresis margin', () => {
-    assert.deepEqual(decide([agent('a', 'listening', 0.72), agent('b', 'active', 0.67), agent('c', 'dormant', 0.43), agent('d', 'listening', 0.36)]), {
-      a: 'listening/hysteresis',
-      b: 'active/hysteresis',
-      c: 'dormant/hysteresis',
-      d: 'listening/hysteresis',
-    });
+    assert.deepEqual(
+      decide([agent('a', 'listening', 0.72), agent('b', 'active', 0.67), agent('c', 'dormant', 0.43), agent('d', 'listening', 0.36)]),
+      {
+        a: 'listening/hysteresis',
+        b: 'active/hysteresis',
+        c: 'dormant/hysteresis',
+        d: 'listening/hysteresis',
+      },
+    );
   });
 
   test('a score past the margin moves the agent', () => {
@@ -56,36 +60,64 @@ describe('decideStates', () => {
 
   test('a move down waits for the dwell time; a move up never does', () => {
     const fresh = { since: NOW - 2_000 };
-    assert.deepEqual(decide([agent('down', 'active', 0.2, fresh), agent('up', 'dormant', 0.95, fresh)]), { down: 'active/dwell', up: 'active/score' });
+    assert.deepEqual(decide([agent('down', 'active', 0.2, fresh), agent('up', 'dormant', 0.95, fresh)]), {
+      down: 'active/dwell',
+      up: 'active/score',
+    });
     assert.equal(decide([agent('down', 'active', 0.2, { since: NOW - 10_000 })]).down, 'dormant/score');
     assert.equal(decide([agent('down', 'active', 0.2, fresh)], { min_dwell_ms: 0 }).down, 'dormant/score');
   });
 
   test('a forced score bypasses hysteresis and dwell time', () => {
     const fresh = { since: NOW - 1, source: 'forced' as const };
-    assert.deepEqual(decide([agent('a', 'active', 0.05, fresh), agent('b', 'listening', 0.71, fresh)]), { a: 'archived/forced', b: 'active/forced' });
+    assert.deepEqual(decide([agent('a', 'active', 0.05, fresh), agent('b', 'listening', 0.71, fresh)]), {
+      a: 'archived/forced',
+      b: 'active/forced',
+    });
   });
 
   test('a pin holds whatever the score, forced or not', () => {
-    assert.deepEqual(decide([agent('a', 'dormant', 0, { pinned: 'active' }), agent('b', 'active', 1, { pinned: 'dormant', source: 'forced' })]), {
-      a: 'active/pinned',
-      b: 'dormant/pinned',
-    });
+    assert.deepEqual(
+      decide([agent('a', 'dormant', 0, { pinned: 'active' }), agent('b', 'active', 1, { pinned: 'dormant', source: 'forced' })]),
+      {
+        a: 'active/pinned',
+        b: 'dormant/pinned',
+      },
+    );
   });
 
   test('max_active keeps the highest scores active and makes the rest listen', () => {
     const agents = [agent('a', 'dormant', 0.8), agent('b', 'dormant', 0.95), agent('c', 'dormant', 0.9), agent('d', 'dormant', 0.75)];
-    assert.deepEqual(decide(agents, { max_active: 2 }), { a: 'listening/capacity', b: 'active/score', c: 'active/score', d: 'listening/capacity' });
+    assert.deepEqual(decide(agents, { max_active: 2 }), {
+      a: 'listening/capacity',
+      b: 'active/score',
+      c: 'active/score',
+      d: 'listening/capacity',
+    });
   });
 
   test('max_running stops the lowest-scored runners, and a forced score does not bypass it', () => {
-    const agents = [agent('a', 'active', 0.9), agent('b', 'dormant', 1, { source: 'forced' }), agent('c', 'listening', 0.5), agent('d', 'dormant', 0.45)];
-    assert.deepEqual(decide(agents, { max_running: 2, max_active: 2 }), { a: 'active/score', b: 'active/forced', c: 'dormant/capacity', d: 'dormant/capacity' });
+    const agents = [
+      agent('a', 'active', 0.9),
+      agent('b', 'dormant', 1, { source: 'forced' }),
+      agent('c', 'listening', 0.5),
+      agent('d', 'dormant', 0.45),
+    ];
+    assert.deepEqual(decide(agents, { max_running: 2, max_active: 2 }), {
+      a: 'active/score',
+      b: 'active/forced',
+      c: 'dormant/capacity',
+      d: 'dormant/capacity',
+    });
   });
 
   test('pinned agents keep their place within the capacity before higher scores', () => {
     const agents = [agent('pin', 'dormant', 0, { pinned: 'active' }), agent('x', 'dormant', 1), agent('y', 'dormant', 0.99)];
-    assert.deepEqual(decide(agents, { max_running: 2, max_active: 1 }), { pin: 'active/pinned', x: 'listening/capacity', y: 'dormant/capacity' });
+    assert.deepEqual(decide(agents, { max_running: 2, max_active: 1 }), {
+      pin: 'active/pinned',
+      x: 'listening/capacity',
+      y: 'dormant/capacity',
+    });
   });
 
   test('on equal scores, agents already running keep their place (no churn), then the id decides', () => {
@@ -94,11 +126,16 @@ describe('decideStates', () => {
   });
 
   test('the same input gives the same decisions (idempotent)', () => {
-    const agents = Array.from({ length: 200 }, (_, i) => agent(`a${i}`, (['active', 'listening', 'dormant', 'archived'] as const)[i % 4]!, (i * 37) % 100 / 100));
+    const agents = Array.from({ length: 200 }, (_, i) =>
+      agent(`a${i}`, (['active', 'listening', 'dormant', 'archived'] as const)[i % 4]!, ((i * 37) % 100) / 100),
+    );
     const first = decide(agents, { max_running: 30, max_active: 10 });
     const settled = agents.map((a) => ({ ...a, current: first[a.id]!.split('/')[0] as LifecycleState }));
     const again = decide(settled, { max_running: 30, max_active: 10 });
-    assert.deepEqual(Object.fromEntries(Object.entries(again).map(([k, v]) => [k, v.split('/')[0]])), Object.fromEntries(Object.entries(first).map(([k, v]) => [k, v.split('/')[0]])));
+    assert.deepEqual(
+      Object.fromEntries(Object.entries(again).map(([k, v]) => [k, v.split('/')[0]])),
+      Object.fromEntries(Object.entries(first).map(([k, v]) => [k, v.split('/')[0]])),
+    );
   });
 
   test('config refuses pins that exceed the capacity, naming the key', () => {

@@ -37,20 +37,43 @@ describe('the event router’s hints', () => {
    * Routes `summaries` with `hints` and resolves with each hearer's copies, in the order they
    * were stored. `waiting`: the events are published while the router is stopped (a burst it finds).
    */
-  async function route(fleet: string, hints: ((text: string) => Promise<HeardHints>) | undefined, summaries: string[], waiting = false): Promise<Map<string, Msg[]>> {
+  async function route(
+    fleet: string,
+    hints: ((text: string) => Promise<HeardHints>) | undefined,
+    summaries: string[],
+    waiting = false,
+  ): Promise<Map<string, Msg[]>> {
     const names = new FleetNames(fleet);
     const settings = EventsSettingsSchema.parse({});
     await ensureEventStream(nc, settings, names);
-    const copies = new Map<string, Msg[]>([['ada', []], ['bo', []]]);
+    const copies = new Map<string, Msg[]>([
+      ['ada', []],
+      ['bo', []],
+    ]);
     const sub = nc.subscribe(names.allHeard, { max: summaries.length * 2 });
     const seen = (async () => {
       for await (const m of sub) copies.get(m.subject.split('.')[2]!)!.push(m);
     })();
     await nc.flush();
     const publish = async () => {
-      for (const [i, summary] of summaries.entries()) await publishWorldEvent(nc, { id: `e${i}`, type: 'town.news', tags: ['news'], source: 'test', ts: new Date().toISOString(), payload: { summary } } as never, names);
+      for (const [i, summary] of summaries.entries())
+        await publishWorldEvent(
+          nc,
+          { id: `e${i}`, type: 'town.news', tags: ['news'], source: 'test', ts: new Date().toISOString(), payload: { summary } } as never,
+          names,
+        );
     };
-    const start = () => EventRouter.start({ nc, names, domain, settings, hearers: () => ['ada', 'bo'], locationOf: () => null, hints, logger: createLogger({ level: 'silent' }) });
+    const start = () =>
+      EventRouter.start({
+        nc,
+        names,
+        domain,
+        settings,
+        hearers: () => ['ada', 'bo'],
+        locationOf: () => null,
+        hints,
+        logger: createLogger({ level: 'silent' }),
+      });
     if (waiting) {
       // The router's consumer takes what is published once it exists: one that ran and stopped finds the burst waiting.
       await (await start()).close();
@@ -68,32 +91,46 @@ describe('the event router’s hints', () => {
 
   test('each copy carries the event’s concepts and vector, found once per event', async () => {
     const asked: string[] = [];
-    const copies = await route('hinta', async (text) => {
-      asked.push(text);
-      return { concepts: [{ name: 'Ada', type: 'person' }], vector: { model: 'm', values: Float32Array.of(0.6, 0.8) } };
-    }, ['Ada saw wolves', 'Bo baked bread']);
+    const copies = await route(
+      'hinta',
+      async (text) => {
+        asked.push(text);
+        return { concepts: [{ name: 'Ada', type: 'person' }], vector: { model: 'm', values: Float32Array.of(0.6, 0.8) } };
+      },
+      ['Ada saw wolves', 'Bo baked bread'],
+    );
     assert.deepEqual(asked, ['Ada saw wolves (town.news)', 'Bo baked bread (town.news)']);
     for (const id of ['ada', 'bo']) {
       const got = copies.get(id)!;
       assert.equal(got.length, 2);
       const hints = readHints(got[0]!.headers);
       assert.deepEqual(hints.concepts, [{ name: 'Ada', type: 'person' }]);
-      assert.deepEqual(Array.from(hints.vector!.values).map((v) => Math.round(v * 10) / 10), [0.6, 0.8]);
+      assert.deepEqual(
+        Array.from(hints.vector!.values).map((v) => Math.round(v * 10) / 10),
+        [0.6, 0.8],
+      );
     }
   });
 
   test('hints that fail or come late are left out; the copies still go, in the events’ order', async () => {
     let n = 0;
-    const copies = await route('hintb', (text) => {
-      n++;
-      // The first never answers, the second fails, the third answers at once.
-      if (n === 1) return new Promise(() => undefined);
-      if (n === 2) return Promise.reject(new Error('service down'));
-      return Promise.resolve({ concepts: [{ name: text.slice(0, 5), type: 'person' }] });
-    }, ['first news', 'second news', 'third news']);
+    const copies = await route(
+      'hintb',
+      (text) => {
+        n++;
+        // The first never answers, the second fails, the third answers at once.
+        if (n === 1) return new Promise(() => undefined);
+        if (n === 2) return Promise.reject(new Error('service down'));
+        return Promise.resolve({ concepts: [{ name: text.slice(0, 5), type: 'person' }] });
+      },
+      ['first news', 'second news', 'third news'],
+    );
     for (const id of ['ada', 'bo']) {
       const got = copies.get(id)!;
-      assert.deepEqual(got.map((m) => (JSON.parse(m.string()) as { id: string }).id), ['e0', 'e1', 'e2']);
+      assert.deepEqual(
+        got.map((m) => (JSON.parse(m.string()) as { id: string }).id),
+        ['e0', 'e1', 'e2'],
+      );
       assert.deepEqual(readHints(got[0]!.headers), {});
       assert.deepEqual(readHints(got[1]!.headers), {});
       assert.deepEqual(readHints(got[2]!.headers).concepts, [{ name: 'third', type: 'person' }]);
@@ -102,9 +139,16 @@ describe('the event router’s hints', () => {
 
   test('copies made while later events wait say more follow, the last of a burst and a lone event do not', async () => {
     const burst = await route('moreb', undefined, ['one', 'two', 'three', 'four'], true);
-    for (const id of ['ada', 'bo']) assert.deepEqual(burst.get(id)!.map((m) => moreFollows(m.headers)), [true, true, true, false]);
+    for (const id of ['ada', 'bo'])
+      assert.deepEqual(
+        burst.get(id)!.map((m) => moreFollows(m.headers)),
+        [true, true, true, false],
+      );
     const lone = await route('morel', undefined, ['alone']);
-    assert.deepEqual(lone.get('ada')!.map((m) => moreFollows(m.headers)), [false]);
+    assert.deepEqual(
+      lone.get('ada')!.map((m) => moreFollows(m.headers)),
+      [false],
+    );
   });
 });
 
@@ -127,8 +171,21 @@ describe('an agent’s events', () => {
     const jsm = await jetstreamManager(nc);
     // The earlier version: the stream took the client's subjects only, and its router read them.
     await jsm.streams.add({ name: names.eventStream, subjects: [names.allEvents] });
-    await jsm.consumers.add(names.eventStream, { durable_name: names.legacyRouterConsumer, ack_policy: AckPolicy.Explicit, filter_subject: names.allEvents, deliver_policy: DeliverPolicy.New });
-    const event = (id: string, source: string) => ({ id, type: 'town.news', tags: ['news'], mentions: [], source, ts: new Date().toISOString(), payload: { summary: id } });
+    await jsm.consumers.add(names.eventStream, {
+      durable_name: names.legacyRouterConsumer,
+      ack_policy: AckPolicy.Explicit,
+      filter_subject: names.allEvents,
+      deliver_policy: DeliverPolicy.New,
+    });
+    const event = (id: string, source: string) => ({
+      id,
+      type: 'town.news',
+      tags: ['news'],
+      mentions: [],
+      source,
+      ts: new Date().toISOString(),
+      payload: { summary: id },
+    });
     // Published while no supervisor ran.
     await publishWorldEvent(nc, event('waited', 'game'), names);
 
@@ -139,7 +196,15 @@ describe('an agent’s events', () => {
       for await (const m of sub) if (copies.push(m.json<{ id: string }>().id) === 3) break;
     })();
     await nc.flush();
-    const router = await EventRouter.start({ nc, names, domain, settings, hearers: () => ['ada', 'bo'], locationOf: () => null, logger: createLogger({ level: 'silent' }) });
+    const router = await EventRouter.start({
+      nc,
+      names,
+      domain,
+      settings,
+      hearers: () => ['ada', 'bo'],
+      locationOf: () => null,
+      logger: createLogger({ level: 'silent' }),
+    });
     try {
       await publishWorldEvent(nc, event('forged', 'bo'), names, 'ada');
       await publishWorldEvent(nc, event('own', 'ada'), names, 'ada');

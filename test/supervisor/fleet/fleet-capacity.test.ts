@@ -15,7 +15,13 @@ const states = (s: FleetStatus) => Object.fromEntries(s.agents.map((a) => [a.id,
 
 describe('capacity limits and pins on a real fleet', () => {
   before(async () => {
-    testFleet = await startTestFleet(['[lifecycle]', 'min_dwell_ms = 0', 'max_running = 3', 'max_active = 2', 'pins = { old_fenn = "active" }']);
+    testFleet = await startTestFleet([
+      '[lifecycle]',
+      'min_dwell_ms = 0',
+      'max_running = 3',
+      'max_active = 2',
+      'pins = { old_fenn = "active" }',
+    ]);
     ({ ws, fleet } = testFleet);
   });
 
@@ -57,8 +63,22 @@ describe('capacity limits and pins on a real fleet', () => {
   });
 
   test('the audit log has every control action with who asked, when and how it ended; reads are not in it', async () => {
-    const lines = readFileSync(join(ws.dir, 'data', 'logs', 'audit.jsonl'), 'utf8').trim().split('\n');
-    const entries = lines.map((l) => JSON.parse(l) as { at: string; op: string; by: string; via?: string; id?: string; result: string; duration_ms: number; details?: Record<string, unknown> });
+    const lines = readFileSync(join(ws.dir, 'data', 'logs', 'audit.jsonl'), 'utf8')
+      .trim()
+      .split('\n');
+    const entries = lines.map(
+      (l) =>
+        JSON.parse(l) as {
+          at: string;
+          op: string;
+          by: string;
+          via?: string;
+          id?: string;
+          result: string;
+          duration_ms: number;
+          details?: Record<string, unknown>;
+        },
+    );
     const reconcile = entries.find((e) => e.op === 'reconcile' && e.result === 'ok');
     assert.ok(reconcile, lines.join('\n'));
     assert.equal(reconcile.by, 'client', 'the identity, from the subject it came on');
@@ -66,7 +86,13 @@ describe('capacity limits and pins on a real fleet', () => {
     assert.ok(!Number.isNaN(Date.parse(reconcile.at)) && reconcile.duration_ms >= 0);
     assert.ok(Array.isArray(reconcile.details?.started), JSON.stringify(reconcile));
     const refused = entries.filter((e) => e.via?.startsWith('thymos.js#'));
-    assert.deepEqual(refused.map((e) => [e.op, e.id, e.result]), [['stop', 'old_fenn', 'AGENT_PINNED'], ['start', 'tomas_innkeeper', 'CAPACITY_EXCEEDED']]);
+    assert.deepEqual(
+      refused.map((e) => [e.op, e.id, e.result]),
+      [
+        ['stop', 'old_fenn', 'AGENT_PINNED'],
+        ['start', 'tomas_innkeeper', 'CAPACITY_EXCEEDED'],
+      ],
+    );
     assert.ok(!entries.some((e) => e.op === 'status' || e.op === 'history'));
     assert.equal(statSync(join(ws.dir, 'data', 'logs', 'audit.jsonl')).mode & 0o777, 0o600);
   });

@@ -33,23 +33,35 @@ describe('a fleet on a nats-server in operator mode, with credentials files', ()
     const port = await freePort();
     url = `nats://127.0.0.1:${port}`;
     ws = createWorkspace({ natsUrl: url, extra: '[lifecycle]\nmin_dwell_ms = 0\n[supervisor]\npool_size = 0' });
-    ws.writeConfig(readFileSync(ws.configPath, 'utf8').replace(`url = ${JSON.stringify(url)}`, `url = ${JSON.stringify(url)}\ncredentials = "creds"`));
+    ws.writeConfig(
+      readFileSync(ws.configPath, 'utf8').replace(`url = ${JSON.stringify(url)}`, `url = ${JSON.stringify(url)}\ncredentials = "creds"`),
+    );
     data = join(ws.dir, 'data');
     creds = join(ws.dir, 'creds');
     operator = await makeTestOperator();
     for (const who of ['supervisor', 'spare', 'agent-elder_rowan']) await operator.creds(creds, who);
     const conf = join(ws.dir, 'nats.conf');
-    writeFileSync(conf, [`listen: "127.0.0.1:${port}"`, `jetstream { store_dir: ${JSON.stringify(join(ws.dir, 'js'))} }`, ...operator.config, ''].join('\n'));
+    writeFileSync(
+      conf,
+      [`listen: "127.0.0.1:${port}"`, `jetstream { store_dir: ${JSON.stringify(join(ws.dir, 'js'))} }`, ...operator.config, ''].join('\n'),
+    );
     nats = await startNatsServer({ config: conf });
   });
 
   after(() => disposeOwnServerFleet(ws, fleet, nats));
 
   test('thymos up refuses, starting nothing, while an identity’s file is missing or others may read it, naming the file', async () => {
-    await assert.rejects(upFleet(loadConfig(ws.configPath)), (e: unknown) => isThymosError(e, 'NATS_UNAVAILABLE') && /no NATS credentials file .*creds\/client\.creds/.test((e as Error).message));
+    await assert.rejects(
+      upFleet(loadConfig(ws.configPath)),
+      (e: unknown) => isThymosError(e, 'NATS_UNAVAILABLE') && /no NATS credentials file .*creds\/client\.creds/.test((e as Error).message),
+    );
     const client = await operator.creds(creds, 'client');
     chmodSync(client, 0o644);
-    await assert.rejects(upFleet(loadConfig(ws.configPath)), (e: unknown) => isThymosError(e, 'NATS_UNAVAILABLE') && /client\.creds may be read by others \(mode 644\).*chmod 600/.test((e as Error).message));
+    await assert.rejects(
+      upFleet(loadConfig(ws.configPath)),
+      (e: unknown) =>
+        isThymosError(e, 'NATS_UNAVAILABLE') && /client\.creds may be read by others \(mode 644\).*chmod 600/.test((e as Error).message),
+    );
     chmodSync(client, 0o600);
     assert.equal(fleetPids(data).apps.size, 0, 'nothing was started');
   });
@@ -62,14 +74,24 @@ describe('a fleet on a nats-server in operator mode, with credentials files', ()
     assert.deepEqual(woke.failed, []);
     await fleet.world.set('quest', 'ford', { title: 'Mend the ford', status: 'open' });
     const elder = await fleet.agent('elder_rowan');
-    const read = (await elder.callTool({ name: 'query_world', arguments: { table: 'quest', where: [{ field: 'status', op: '=', value: 'open' }] } })) as { structuredContent?: { rows: Array<{ title?: string }> } };
-    assert.deepEqual(read.structuredContent?.rows.map((r) => r.title), ['Mend the ford']);
+    const read = (await elder.callTool({
+      name: 'query_world',
+      arguments: { table: 'quest', where: [{ field: 'status', op: '=', value: 'open' }] },
+    })) as { structuredContent?: { rows: Array<{ title?: string }> } };
+    assert.deepEqual(
+      read.structuredContent?.rows.map((r) => r.title),
+      ['Mend the ford'],
+    );
     const refused = await fleet.reconcile({ agents: { mira_herbalist: { relevance: 1 } } });
     const failed = refused.failed.find((f) => f.id === 'mira_herbalist');
     assert.ok(failed, JSON.stringify(refused));
     assert.match(JSON.stringify(failed), /AGENT_START_FAILED.*no NATS credentials file .*agent-mira_herbalist\.creds/);
     // The approver is not needed to run the fleet: without its file it alone is refused, named; with it, it connects as itself.
-    await assert.rejects(approver(config), (e: unknown) => isThymosError(e, 'NATS_UNAVAILABLE') && /no NATS credentials file .*creds\/approver\.creds/.test((e as Error).message));
+    await assert.rejects(
+      approver(config),
+      (e: unknown) =>
+        isThymosError(e, 'NATS_UNAVAILABLE') && /no NATS credentials file .*creds\/approver\.creds/.test((e as Error).message),
+    );
     await operator.creds(creds, 'approver');
     const desk = await approver(config);
     try {
@@ -83,12 +105,21 @@ describe('a fleet on a nats-server in operator mode, with credentials files', ()
   test('credentials need url, and are not identities: the configuration says which key and why', () => {
     for (const [lines, why] of [
       ['[nats]\ncredentials = "creds"\n', /nats\.credentials: expected credentials only with url/],
-      [`[nats]\nurl = "${url}"\nidentities = true\ncredentials = "creds"\n`, /nats\.credentials: expected identities or credentials, not both/],
-      [`[nats]\nurl = "${url}"\ncredentials = "nowhere"\n`, /nats\.credentials: expected a folder of <identity>\.creds files, got .*nowhere/],
+      [
+        `[nats]\nurl = "${url}"\nidentities = true\ncredentials = "creds"\n`,
+        /nats\.credentials: expected identities or credentials, not both/,
+      ],
+      [
+        `[nats]\nurl = "${url}"\ncredentials = "nowhere"\n`,
+        /nats\.credentials: expected a folder of <identity>\.creds files, got .*nowhere/,
+      ],
     ] as const) {
       const file = join(ws.dir, 'other.toml');
       writeFileSync(file, lines);
-      assert.throws(() => loadConfig(file), (e: unknown) => isThymosError(e, 'CONFIG_INVALID') && why.test((e as Error).message));
+      assert.throws(
+        () => loadConfig(file),
+        (e: unknown) => isThymosError(e, 'CONFIG_INVALID') && why.test((e as Error).message),
+      );
       rmSync(file);
     }
   });

@@ -38,12 +38,16 @@ const tallies: Tally[] = [];
 
 /** The port of a running agent: started again if a busy machine left it down, waited for until it runs. */
 async function port(id: string): Promise<number> {
-  return eventually(async () => {
-    const row = (await fleet.status()).agents.find((a) => a.id === id);
-    if (row?.state === 'active' && row.port !== null) return row.port;
-    await fleet.start(id);
-    return undefined;
-  }, 120_000, `${id} to run with a port`);
+  return eventually(
+    async () => {
+      const row = (await fleet.status()).agents.find((a) => a.id === id);
+      if (row?.state === 'active' && row.port !== null) return row.port;
+      await fleet.start(id);
+      return undefined;
+    },
+    120_000,
+    `${id} to run with a port`,
+  );
 }
 
 describe('fuzzing every boundary of a real fleet: every case gets a coded answer, nothing crashes', () => {
@@ -52,7 +56,10 @@ describe('fuzzing every boundary of a real fleet: every case gets a coded answer
     fleet = testFleet.fleet;
     data = join(testFleet.ws.dir, 'data');
     await fleet.reconcile({ agents: Object.fromEntries(AGENTS.map((id) => [id, { relevance: 1 }])) });
-    nc = await natsConnect({ servers: readFleetInfo(loadConfig(testFleet.ws.configPath))!.nats_url, ...asFleetSupervisor(loadConfig(testFleet.ws.configPath).dataPath) });
+    nc = await natsConnect({
+      servers: readFleetInfo(loadConfig(testFleet.ws.configPath))!.nats_url,
+      ...asFleetSupervisor(loadConfig(testFleet.ws.configPath).dataPath),
+    });
     pidsBefore = fleetPids(data).apps;
   });
 
@@ -121,7 +128,11 @@ describe('fuzzing every boundary of a real fleet: every case gets a coded answer
     // A Dormant agent wakes to a backlog that holds the garbage events: it starts and skips them.
     assert.deepEqual((await fleet.start('mira_herbalist')).started, ['mira_herbalist']);
     const mira = await fleet.agent('mira_herbalist');
-    await eventually(async () => ((await mira.callTool({ name: 'get_mira_herbalist_state', arguments: {} })).isError ? undefined : true), 10_000, 'mira to answer');
+    await eventually(
+      async () => ((await mira.callTool({ name: 'get_mira_herbalist_state', arguments: {} })).isError ? undefined : true),
+      10_000,
+      'mira to answer',
+    );
     const total = tallies.reduce((s, t) => s + t.cases, 0);
     assert.equal(total, N.tools + N.http + N.nats + N.publish + N.toml + N.pkl);
   });

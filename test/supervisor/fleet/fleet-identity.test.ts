@@ -23,7 +23,9 @@ import { eventually, startTestFleet, type TestFleet } from '../../helpers/fleet.
 
 /** Every file under `dir`, recursively. */
 function filesUnder(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? filesUnder(join(dir, e.name)) : e.isFile() ? [join(dir, e.name)] : []));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? filesUnder(join(dir, e.name)) : e.isFile() ? [join(dir, e.name)] : [],
+  );
 }
 
 describe('who may connect to a fleet’s managed nats-server', () => {
@@ -60,14 +62,37 @@ describe('who may connect to a fleet’s managed nats-server', () => {
   });
 
   test('a connection with no identity, or one the fleet never made, is refused; the client’s own is admitted', async () => {
-    await assert.rejects(natsConnect({ servers: url, name: 'thymos-agent-elder_rowan', maxReconnectAttempts: 0 }), /Authorization Violation/);
+    await assert.rejects(
+      natsConnect({ servers: url, name: 'thymos-agent-elder_rowan', maxReconnectAttempts: 0 }),
+      /Authorization Violation/,
+    );
     const forged = createUser();
-    await assert.rejects(natsConnect({ servers: url, name: 'thymos-agent-elder_rowan', authenticator: nkeyAuthenticator(forged.getSeed()), maxReconnectAttempts: 0 }), /Authorization Violation/);
+    await assert.rejects(
+      natsConnect({
+        servers: url,
+        name: 'thymos-agent-elder_rowan',
+        authenticator: nkeyAuthenticator(forged.getSeed()),
+        maxReconnectAttempts: 0,
+      }),
+      /Authorization Violation/,
+    );
     assert.equal(await connectsAs(url, { seed: readNatsSeed(data, 'client')! }, 5000), true);
     // The supervisor hears of each refusal from the server's system account, and logs who tried.
     const log = join(fleetPaths(data).logs, 'supervisor.log');
-    await eventually(() => (readFileSync(log, 'utf8').includes(`nats-server refused a connection named thymos-agent-elder_rowan from 127.0.0.1 signed by ${forged.getPublicKey()}`) ? true : undefined), 10_000, 'the supervisor to log the forged connection');
-    assert.match(readFileSync(log, 'utf8'), /nats-server refused a connection named thymos-agent-elder_rowan from 127\.0\.0\.1 with no identity/);
+    await eventually(
+      () =>
+        readFileSync(log, 'utf8').includes(
+          `nats-server refused a connection named thymos-agent-elder_rowan from 127.0.0.1 signed by ${forged.getPublicKey()}`,
+        )
+          ? true
+          : undefined,
+      10_000,
+      'the supervisor to log the forged connection',
+    );
+    assert.match(
+      readFileSync(log, 'utf8'),
+      /nats-server refused a connection named thymos-agent-elder_rowan from 127\.0\.0\.1 with no identity/,
+    );
   });
 
   test('every agent of the domain has its identity once the fleet is up, and its seed is nowhere but in its file: not in its environment, arguments, logs, status or start context', async () => {
@@ -83,7 +108,10 @@ describe('who may connect to a fleet’s managed nats-server', () => {
     const row = status.agents.find((a) => a.id === 'elder_rowan')!;
     assert.equal(row.state, 'active');
     const pid = row.pid!;
-    const secrets = [seed, ...(['supervisor', 'client', 'approver', 'spare'] as const).map((w) => new TextDecoder().decode(readNatsSeed(data, w)!))];
+    const secrets = [
+      seed,
+      ...(['supervisor', 'client', 'approver', 'spare'] as const).map((w) => new TextDecoder().decode(readNatsSeed(data, w)!)),
+    ];
     const places: Array<[string, string]> = [
       ['the agent’s environment (what pm2 env prints)', readFileSync(`/proc/${pid}/environ`, 'utf8')],
       ['the agent’s arguments', readFileSync(`/proc/${pid}/cmdline`, 'utf8')],
@@ -98,7 +126,11 @@ describe('who may connect to a fleet’s managed nats-server', () => {
     const conf = join(fleetPaths(data).run, 'nats.conf');
     renameSync(conf, `${conf}.aside`);
     try {
-      await assert.rejects(upFleet(loadConfig(testFleet!.ws.configPath)), (err: Error & { code?: string }) => err.code === 'NATS_UNAVAILABLE' && /earlier version.*thymos down, then thymos up/.test(err.message));
+      await assert.rejects(
+        upFleet(loadConfig(testFleet!.ws.configPath)),
+        (err: Error & { code?: string }) =>
+          err.code === 'NATS_UNAVAILABLE' && /earlier version.*thymos down, then thymos up/.test(err.message),
+      );
     } finally {
       renameSync(`${conf}.aside`, conf);
     }
@@ -109,7 +141,14 @@ describe('who may connect to a fleet’s managed nats-server', () => {
     const processes = await ProcessManager.connect(fleetPaths(data).pm2Home);
     try {
       const users = { names: new FleetNames(config.fleet.name), work: domainWork((await checkFleet(config)).domain) };
-      const access = new NatsAccess({ config, paths: fleetPaths(data), processes, natsUrl: url, logger: createLogger({ level: 'silent' }), users });
+      const access = new NatsAccess({
+        config,
+        paths: fleetPaths(data),
+        processes,
+        natsUrl: url,
+        logger: createLogger({ level: 'silent' }),
+        users,
+      });
       await access.grant('stranger');
       const seed = readNatsSeed(data, 'agent-stranger')!;
       assert.equal(await connectsAs(url, { seed }, 5000), true, 'admitted once granted');

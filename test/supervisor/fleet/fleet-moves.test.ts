@@ -30,12 +30,16 @@ async function processesDuring(configPath: string, during: Promise<unknown>): Pr
       try {
         const args = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0');
         const at = args.indexOf('--agent-id');
-        if (at >= 0 && args.includes(configPath) && alive(Number(name))) perAgent.set(args[at + 1]!, (perAgent.get(args[at + 1]!) ?? 0) + 1);
+        if (at >= 0 && args.includes(configPath) && alive(Number(name)))
+          perAgent.set(args[at + 1]!, (perAgent.get(args[at + 1]!) ?? 0) + 1);
       } catch {
         // gone meanwhile
       }
     }
-    most = Math.max(most, [...perAgent.values()].reduce((a, b) => a + b, 0));
+    most = Math.max(
+      most,
+      [...perAgent.values()].reduce((a, b) => a + b, 0),
+    );
     for (const [id, n] of perAgent) if (n > 1) twice.add(id);
     await new Promise((resolve) => setImmediate(resolve));
   }
@@ -69,10 +73,17 @@ describe('a reconcile runs moves up beside moves down', () => {
       assert.equal(downs.length, 2);
       assert.equal(ups.length, 2);
       // Progress comes in the order the moves end, over one connection.
-      assert.deepEqual(seen.map((p) => (/→ active$/.test(p.step) ? 'up' : 'down')), ['up', 'up', 'down', 'down'], 'both wakes end before either stop');
+      assert.deepEqual(
+        seen.map((p) => (/→ active$/.test(p.step) ? 'up' : 'down')),
+        ['up', 'up', 'down', 'down'],
+        'both wakes end before either stop',
+      );
       const lastUpEnded = Math.max(...ups.map((p) => p.at));
       const firstDownBegan = Math.min(...downs.map((p) => p.at - p.ms));
-      assert.ok(firstDownBegan > lastUpEnded - 50, `a stop began at ${firstDownBegan.toFixed(0)} ms, well before the last start ended at ${lastUpEnded.toFixed(0)} ms`);
+      assert.ok(
+        firstDownBegan > lastUpEnded - 50,
+        `a stop began at ${firstDownBegan.toFixed(0)} ms, well before the last start ended at ${lastUpEnded.toFixed(0)} ms`,
+      );
       await distinctPorts(fleet);
     });
 
@@ -82,14 +93,25 @@ describe('a reconcile runs moves up beside moves down', () => {
       assert.ok(agent, 'a running agent');
       // pm2 overwrites a process's command line with its title, so its own record says what it ran.
       type Described = Array<{ pm2_env?: { node_args?: string[] } }>;
-      type Pm2 = { connect(cb: (err?: Error | null) => void): void; describe(name: string, cb: (err: Error | null, found: Described) => void): void; disconnect(): void };
+      type Pm2 = {
+        connect(cb: (err?: Error | null) => void): void;
+        describe(name: string, cb: (err: Error | null, found: Described) => void): void;
+        disconnect(): void;
+      };
       const { default: pm2Module } = (await import('pm2')) as unknown as { default: { custom: new (opts: { pm2_home: string }) => Pm2 } };
       const pm2 = new pm2Module.custom({ pm2_home: join(ws.dir, 'data', 'pm2') });
       await new Promise<void>((resolve, reject) => pm2.connect((err) => (err ? reject(err) : resolve())));
       try {
-        const nodeArgs = (name: string) => new Promise<string[]>((resolve, reject) => pm2.describe(name, (err, found) => (err ? reject(err) : resolve(found[0]?.pm2_env?.node_args ?? []))));
+        const nodeArgs = (name: string) =>
+          new Promise<string[]>((resolve, reject) =>
+            pm2.describe(name, (err, found) => (err ? reject(err) : resolve(found[0]?.pm2_env?.node_args ?? []))),
+          );
         assert.deepEqual(await nodeArgs(Pm2Names.supervisor), ['--no-flush-bytecode']);
-        assert.deepEqual(await nodeArgs(Pm2Names.agent(agent.id)), ['--no-flush-bytecode', '--max-semi-space-size=1', '--regexp-tier-up-ticks=100']);
+        assert.deepEqual(await nodeArgs(Pm2Names.agent(agent.id)), [
+          '--no-flush-bytecode',
+          '--max-semi-space-size=1',
+          '--regexp-tier-up-ticks=100',
+        ]);
       } finally {
         pm2.disconnect();
       }
@@ -104,8 +126,14 @@ describe('a reconcile runs moves up beside moves down', () => {
       const first = await fleet.reconcile(force(['elder_rowan', 'bram_smith'], []));
       assert.deepEqual(first.failed, []);
       for (const [ups, downs] of [
-        [['mira_herbalist', 'tomas_innkeeper'], ['elder_rowan', 'bram_smith']],
-        [['elder_rowan', 'captain_lysa'], ['mira_herbalist', 'tomas_innkeeper']],
+        [
+          ['mira_herbalist', 'tomas_innkeeper'],
+          ['elder_rowan', 'bram_smith'],
+        ],
+        [
+          ['elder_rowan', 'captain_lysa'],
+          ['mira_herbalist', 'tomas_innkeeper'],
+        ],
       ] as const) {
         const reconcile = fleet.reconcile(force([...ups], [...downs]));
         const { most } = await processesDuring(ws.configPath, reconcile);
@@ -122,7 +150,11 @@ describe('a reconcile runs moves up beside moves down', () => {
   describe('answering after the wakes', () => {
     const tf = suiteFleet(['[lifecycle]', 'min_dwell_ms = 0', 'max_running = 2', 'max_active = 2']);
     const all = ['elder_rowan', 'bram_smith', 'mira_herbalist', 'tomas_innkeeper', 'captain_lysa', 'old_fenn'];
-    const only = (ups: string[]) => force(ups, all.filter((a) => !ups.includes(a)));
+    const only = (ups: string[]) =>
+      force(
+        ups,
+        all.filter((a) => !ups.includes(a)),
+      );
 
     test('a reconcile that returns after its wakes: its stops end after it; the next one waits for them and reports them; no agent runs twice nor past max_running', async () => {
       const { fleet, ws } = tf();
@@ -136,9 +168,21 @@ describe('a reconcile runs moves up beside moves down', () => {
       })();
       const seen = await processesDuring(ws.configPath, steps);
       const { first, second, third } = await steps;
-      assert.deepEqual([first.started, first.stopped, first.pending, first.failed], [['bram_smith'], [], ['elder_rowan'], []], 'answered while elder_rowan stops');
-      assert.deepEqual(second.settled, { stopped: ['elder_rowan'], downgraded: [], archived: [], failed: [] }, 'the stop the first left running, reported to the next caller');
-      assert.deepEqual([second.started, second.stopped, second.pending, second.failed], [['elder_rowan', 'mira_herbalist'], ['bram_smith'], undefined, []], 'a wake that needs the place a stop frees waits for it');
+      assert.deepEqual(
+        [first.started, first.stopped, first.pending, first.failed],
+        [['bram_smith'], [], ['elder_rowan'], []],
+        'answered while elder_rowan stops',
+      );
+      assert.deepEqual(
+        second.settled,
+        { stopped: ['elder_rowan'], downgraded: [], archived: [], failed: [] },
+        'the stop the first left running, reported to the next caller',
+      );
+      assert.deepEqual(
+        [second.started, second.stopped, second.pending, second.failed],
+        [['elder_rowan', 'mira_herbalist'], ['bram_smith'], undefined, []],
+        'a wake that needs the place a stop frees waits for it',
+      );
       assert.deepEqual([third.started, third.stopped, third.settled], [[], [], undefined], 'settled is told once');
       assert.ok(seen.most <= 2, `${seen.most} agent processes alive at once; max_running is 2`);
       assert.deepEqual(seen.twice, [], 'no agent had two processes at once');

@@ -34,7 +34,13 @@ describe('a fleet named by [fleet] name', () => {
     assert.deepEqual(report.started, ['tomas_innkeeper']);
 
     // Answered on an inbox that names the agent asked, where alone it may answer.
-    const control = (await nc.request('north.agent.tomas_innkeeper.control', JSON.stringify({ op: 'get_state' }), { timeout: 5000, noMux: true, reply: inboxAsking('north.agent.tomas_innkeeper.control') })).json<{ ok: boolean; state: { id: string } }>();
+    const control = (
+      await nc.request('north.agent.tomas_innkeeper.control', JSON.stringify({ op: 'get_state' }), {
+        timeout: 5000,
+        noMux: true,
+        reply: inboxAsking('north.agent.tomas_innkeeper.control'),
+      })
+    ).json<{ ok: boolean; state: { id: string } }>();
     assert.equal(control.ok, true);
     assert.equal(control.state.id, 'tomas_innkeeper');
     for (const subject of ['thymos.supervisor.ping', 'thymos.agent.tomas_innkeeper.control', 'thymos.world.tables']) {
@@ -51,7 +57,12 @@ describe('a fleet named by [fleet] name', () => {
     const agent = await fleet.agent('tomas_innkeeper');
     await fleet.publish({ type: 'tavern.brawl', location: 'tavern', payload: { summary: 'A brawl broke out by the northern hearth' } });
     await eventually(
-      async () => (/northern hearth/.test(text(await agent.callTool({ name: 'query_tomas_innkeeper_knowledge', arguments: { query: 'brawl northern hearth' } }))) ? true : undefined),
+      async () =>
+        /northern hearth/.test(
+          text(await agent.callTool({ name: 'query_tomas_innkeeper_knowledge', arguments: { query: 'brawl northern hearth' } })),
+        )
+          ? true
+          : undefined,
       20_000,
       'the agent heard the event on north.events.*',
     );

@@ -50,7 +50,10 @@ test('operations run one at a time; wakesDone settles once the running one has o
 
 test('an operation that throws still lets wakesDone and the next operation go on', async () => {
   const ops = new FleetOperations();
-  await assert.rejects(ops.run(() => Promise.reject(new Error('boom'))), /boom/);
+  await assert.rejects(
+    ops.run(() => Promise.reject(new Error('boom'))),
+    /boom/,
+  );
   await ops.wakesDone();
   assert.equal(await ops.run(async () => 7), 7);
 });

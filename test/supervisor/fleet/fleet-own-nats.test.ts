@@ -31,7 +31,9 @@ describe('a fleet on a nats-server you run, with the fleet’s users', () => {
   before(async () => {
     url = `nats://127.0.0.1:${await freePort()}`;
     ws = createWorkspace({ natsUrl: url, extra: '[lifecycle]\nmin_dwell_ms = 0\n[supervisor]\npool_size = 0' });
-    ws.writeConfig(readFileSync(ws.configPath, 'utf8').replace(`url = ${JSON.stringify(url)}`, `url = ${JSON.stringify(url)}\nidentities = true`));
+    ws.writeConfig(
+      readFileSync(ws.configPath, 'utf8').replace(`url = ${JSON.stringify(url)}`, `url = ${JSON.stringify(url)}\nidentities = true`),
+    );
     data = join(ws.dir, 'data');
   });
 
@@ -40,7 +42,7 @@ describe('a fleet on a nats-server you run, with the fleet’s users', () => {
   test('thymos nats-config makes the identities and writes the users to include, relative to the server’s configuration; run twice it changes nothing', async () => {
     const serverConf = join(ws.dir, 'nats', 'nats.conf');
     const without = await runThymos(['nats-config'], ws.dir);
-    assert.equal(without.code, 2, 'the server\'s configuration is required: include paths are relative to it');
+    assert.equal(without.code, 2, "the server's configuration is required: include paths are relative to it");
     assert.match(without.stderr, /--server-config/);
     mkdirSync(join(ws.dir, 'nats'), { recursive: true });
     writeFileSync(serverConf, '');
@@ -57,7 +59,12 @@ describe('a fleet on a nats-server you run, with the fleet’s users', () => {
     assert.deepEqual((JSON.parse(again.stdout) as { changed: boolean; made: string[] }).made, []);
     assert.equal((JSON.parse(again.stdout) as { changed: boolean }).changed, false);
     // The user's server, including them.
-    writeFileSync(serverConf, [`listen: "${new URL(url).host}"`, `jetstream { store_dir: ${JSON.stringify(join(ws.dir, 'nats', 'js'))} }`, report.include, ''].join('\n'));
+    writeFileSync(
+      serverConf,
+      [`listen: "${new URL(url).host}"`, `jetstream { store_dir: ${JSON.stringify(join(ws.dir, 'nats', 'js'))} }`, report.include, ''].join(
+        '\n',
+      ),
+    );
     nats = await startNatsServer({ config: serverConf });
   });
 
@@ -65,34 +72,61 @@ describe('a fleet on a nats-server you run, with the fleet’s users', () => {
     const stale = /nats-users\.conf does not say what the fleet's identities may do today .*: run thymos nats-config/;
     removeNatsIdentity(data, 'client');
     ensureNatsIdentity(data, 'client');
-    await assert.rejects(upFleet(loadConfig(ws.configPath)), (e: unknown) => isThymosError(e, 'NATS_UNAVAILABLE') && stale.test((e as Error).message));
+    await assert.rejects(
+      upFleet(loadConfig(ws.configPath)),
+      (e: unknown) => isThymosError(e, 'NATS_UNAVAILABLE') && stale.test((e as Error).message),
+    );
     // Written again but not reloaded: the server does not admit the new key yet.
     const written = await runThymos(['nats-config', '--server-config', join(ws.dir, 'nats', 'nats.conf')], ws.dir);
     assert.equal(written.code, 0, written.stderr);
     assert.match(written.stdout, /^wrote .*nats-users\.conf: 10 users/);
-    await assert.rejects(upFleet(loadConfig(ws.configPath)), (e: unknown) => isThymosError(e, 'NATS_UNAVAILABLE') && /does not admit the fleet's identities client: run thymos nats-config/.test((e as Error).message));
+    await assert.rejects(
+      upFleet(loadConfig(ws.configPath)),
+      (e: unknown) =>
+        isThymosError(e, 'NATS_UNAVAILABLE') &&
+        /does not admit the fleet's identities client: run thymos nats-config/.test((e as Error).message),
+    );
     assert.equal(fleetPids(data).apps.size, 0, 'nothing was started');
     // A users file an earlier version wrote (an agent's permissions then were others) is not today's either.
     const include = join(data, 'run', 'nats-users.conf');
     const today = readFileSync(include, 'utf8');
     writeFileSync(include, today.replace(/"thymos\.agent\.\*\.inbox\.[a-z_]+"/, '"thymos.agent.*.inbox"'));
-    await assert.rejects(upFleet(loadConfig(ws.configPath)), (e: unknown) => isThymosError(e, 'NATS_UNAVAILABLE') && stale.test((e as Error).message));
+    await assert.rejects(
+      upFleet(loadConfig(ws.configPath)),
+      (e: unknown) => isThymosError(e, 'NATS_UNAVAILABLE') && stale.test((e as Error).message),
+    );
     writeFileSync(include, today);
     // Reloaded, the server admits the new key.
     process.kill(nats!.pid, 'SIGHUP');
-    await eventually(async () => ((await connectsAs(url, { seed: readNatsSeed(data, 'client') }, 0)) ? true : undefined), 10_000, 'the reloaded server to admit the new client key');
+    await eventually(
+      async () => ((await connectsAs(url, { seed: readNatsSeed(data, 'client') }, 0)) ? true : undefined),
+      10_000,
+      'the reloaded server to admit the new client key',
+    );
   });
 
   test('thymos up refuses a server that admits anyone (the users not in force) and one that cannot be reached, naming which', async () => {
     const open = await startNatsServer();
     const other = createWorkspace({ natsUrl: open.url });
     try {
-      other.writeConfig(readFileSync(other.configPath, 'utf8').replace(`url = ${JSON.stringify(open.url)}`, `url = ${JSON.stringify(open.url)}\nidentities = true`));
+      other.writeConfig(
+        readFileSync(other.configPath, 'utf8').replace(
+          `url = ${JSON.stringify(open.url)}`,
+          `url = ${JSON.stringify(open.url)}\nidentities = true`,
+        ),
+      );
       const otherData = join(other.dir, 'data');
       for (const who of ['supervisor', 'client', 'spare'] as const) ensureNatsIdentity(otherData, who);
-      await assert.rejects(upFleet(loadConfig(other.configPath)), (e: unknown) => isThymosError(e, 'NATS_UNAVAILABLE') && /admits connections with no identity/.test((e as Error).message));
+      await assert.rejects(
+        upFleet(loadConfig(other.configPath)),
+        (e: unknown) => isThymosError(e, 'NATS_UNAVAILABLE') && /admits connections with no identity/.test((e as Error).message),
+      );
       await open.stop();
-      await assert.rejects(upFleet(loadConfig(other.configPath)), (e: unknown) => isThymosError(e, 'NATS_UNAVAILABLE') && /cannot be reached: .*; start it, or check the URL/.test((e as Error).message));
+      await assert.rejects(
+        upFleet(loadConfig(other.configPath)),
+        (e: unknown) =>
+          isThymosError(e, 'NATS_UNAVAILABLE') && /cannot be reached: .*; start it, or check the URL/.test((e as Error).message),
+      );
       assert.equal(fleetPids(otherData).apps.size, 0, 'nothing was started');
     } finally {
       await open.stop();
@@ -120,23 +154,39 @@ describe('a fleet on a nats-server you run, with the fleet’s users', () => {
   test('thymos reload on a server you run: writes the users, says to reload that server and exits 1 until it admits the added agent and refuses the removed ones; then applies the domain', async () => {
     const crew = join(ws.dir, 'crew.pkl');
     // elder_rowan stays (it runs), cal is added, the rest of the village is removed.
-    writeFileSync(crew, `amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}\nagents {\n  ["elder_rowan"] { persona { name = "Elder Rowan" } }\n  ["cal"] { persona { name = "Cal" } }\n}\n`);
-    ws.writeConfig(readFileSync(ws.configPath, 'utf8').replace(`schema = ${JSON.stringify(VILLAGE_SCHEMA)}`, `schema = ${JSON.stringify(crew)}`));
+    writeFileSync(
+      crew,
+      `amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}\nagents {\n  ["elder_rowan"] { persona { name = "Elder Rowan" } }\n  ["cal"] { persona { name = "Cal" } }\n}\n`,
+    );
+    ws.writeConfig(
+      readFileSync(ws.configPath, 'utf8').replace(`schema = ${JSON.stringify(VILLAGE_SCHEMA)}`, `schema = ${JSON.stringify(crew)}`),
+    );
     const removedSeed = readNatsSeed(data, 'agent-bram_smith')!;
     const first = await runThymos(['reload'], ws.dir);
     assert.equal(first.code, 1, first.stdout);
-    assert.match(first.stderr, /admits no agent-cal, still admits agent-bram_smith.*: reload that server \(nats-server --signal reload\), then run thymos reload again/);
-    assert.equal((await fleet!.status()).agents.some((a) => a.id === 'cal'), false, 'nothing else changed');
+    assert.match(
+      first.stderr,
+      /admits no agent-cal, still admits agent-bram_smith.*: reload that server \(nats-server --signal reload\), then run thymos reload again/,
+    );
+    assert.equal(
+      (await fleet!.status()).agents.some((a) => a.id === 'cal'),
+      false,
+      'nothing else changed',
+    );
     // Its owner reloads the server (SIGHUP), with the users file thymos reload wrote.
     process.kill(nats!.pid, 'SIGHUP');
-    const second = await eventually(async () => {
-      const r = await runThymos(['reload'], ws.dir);
-      return r.code === 0 ? r : undefined;
-    }, 30_000, 'the server to admit cal once reloaded');
+    const second = await eventually(
+      async () => {
+        const r = await runThymos(['reload'], ws.dir);
+        return r.code === 0 ? r : undefined;
+      },
+      30_000,
+      'the server to admit cal once reloaded',
+    );
     assert.match(second.stdout, /^added cal: /m);
     assert.match(second.stdout, /^removed bram_smith: its data kept/m);
     assert.deepEqual((await fleet!.status()).agents.map((a) => a.id).sort(), ['cal', 'elder_rowan']);
-    assert.equal((await admission(url, { seed: removedSeed }, 3000)).outcome, 'refused', 'a removed agent\'s key is refused');
+    assert.equal((await admission(url, { seed: removedSeed }, 3000)).outcome, 'refused', "a removed agent's key is refused");
     assert.equal((await fleet!.start('cal')).failed.length, 0, 'the added agent starts, connecting as itself');
   });
 });

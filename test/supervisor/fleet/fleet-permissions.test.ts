@@ -91,7 +91,13 @@ describe('what each identity may do on a fleet’s managed nats-server', () => {
 
   test('an agent may not read replies meant for another, or anyone’s but its own', async () => {
     const { nc, refused } = await connectAs('agent-elder_rowan');
-    for (const inbox of [`${natsInboxPrefix('agent-mira_herbalist')}.>`, `${natsInboxPrefix('supervisor')}.>`, `${natsInboxPrefix('client')}.>`, '_INBOX.>', '>']) {
+    for (const inbox of [
+      `${natsInboxPrefix('agent-mira_herbalist')}.>`,
+      `${natsInboxPrefix('supervisor')}.>`,
+      `${natsInboxPrefix('client')}.>`,
+      '_INBOX.>',
+      '>',
+    ]) {
       nc.subscribe(inbox);
       await refusedOn(refused, 'subscription', inbox);
     }
@@ -105,12 +111,24 @@ describe('what each identity may do on a fleet’s managed nats-server', () => {
 
   test('an agent may reach JetStream only for its own consumers: another’s, a consumer of its own with another’s filter, and the streams are refused', async () => {
     const { nc } = await connectAs('agent-elder_rowan');
-    const own = JSON.parse((await nc.request(`$JS.API.CONSUMER.INFO.${names.heardStream}.${names.heardConsumer('elder_rowan')}`, '', { timeout: 10_000 })).string()) as { name?: string };
+    const own = JSON.parse(
+      (
+        await nc.request(`$JS.API.CONSUMER.INFO.${names.heardStream}.${names.heardConsumer('elder_rowan')}`, '', { timeout: 10_000 })
+      ).string(),
+    ) as { name?: string };
     assert.equal(own.name, names.heardConsumer('elder_rowan'), 'its own consumer it may look up');
     await requestRefused(nc, `$JS.API.CONSUMER.INFO.${names.heardStream}.${names.heardConsumer('mira_herbalist')}`);
-    await requestRefused(nc, `$JS.API.CONSUMER.MSG.NEXT.${names.inboxStream}.${names.inboxConsumer('mira_herbalist')}`, JSON.stringify({ batch: 1 }));
+    await requestRefused(
+      nc,
+      `$JS.API.CONSUMER.MSG.NEXT.${names.inboxStream}.${names.inboxConsumer('mira_herbalist')}`,
+      JSON.stringify({ batch: 1 }),
+    );
     await requestRefused(nc, `$JS.API.CONSUMER.DELETE.${names.heardStream}.${names.heardConsumer('elder_rowan')}`);
-    await requestRefused(nc, `$JS.API.CONSUMER.CREATE.${names.heardStream}.${names.heardConsumer('elder_rowan')}.${names.agentHeard('mira_herbalist')}`, '{}');
+    await requestRefused(
+      nc,
+      `$JS.API.CONSUMER.CREATE.${names.heardStream}.${names.heardConsumer('elder_rowan')}.${names.agentHeard('mira_herbalist')}`,
+      '{}',
+    );
     await requestRefused(nc, `$JS.API.STREAM.PURGE.${names.eventStream}`);
     await requestRefused(nc, `$JS.API.STREAM.MSG.GET.${names.inboxStream}`, JSON.stringify({ seq: 1 }));
   });
@@ -133,7 +151,8 @@ describe('what each identity may do on a fleet’s managed nats-server', () => {
     nc.subscribe(names.agentControl('elder_rowan'));
     await refusedOn(refused, 'subscription', names.agentControl('elder_rowan'));
     // Nor decide what waits for approval: not where the approver asks, nor on its own old subjects.
-    for (const subject of [names.approver('approve'), names.approver('refuse'), names.supervisor('approve'), names.supervisor('refuse')]) await requestRefused(nc, subject, JSON.stringify({ id: 'elder_rowan', call_id: 'c-1', reason: 'forged' }));
+    for (const subject of [names.approver('approve'), names.approver('refuse'), names.supervisor('approve'), names.supervisor('refuse')])
+      await requestRefused(nc, subject, JSON.stringify({ id: 'elder_rowan', call_id: 'c-1', reason: 'forged' }));
     // What it may: the supervisor's API, answered on its own inboxes, listing approvals included.
     const status = await testFleet!.fleet.status();
     assert.equal(status.agents.find((a) => a.id === 'elder_rowan')?.state, 'active');
@@ -145,7 +164,10 @@ describe('what each identity may do on a fleet’s managed nats-server', () => {
     const asApprover = SupervisorRequester.approver(nc, 10_000, names);
     assert.deepEqual(await asApprover.request('approvals', {}), []);
     // Served as the approver's: an unknown call is the supervisor's NOT_FOUND, not a refusal.
-    await assert.rejects(asApprover.request('approve', { id: 'elder_rowan', call_id: 'c-none', reason: 'checked' }), (e: unknown) => e instanceof ThymosError && e.code === ErrorCode.NOT_FOUND);
+    await assert.rejects(
+      asApprover.request('approve', { id: 'elder_rowan', call_id: 'c-none', reason: 'checked' }),
+      (e: unknown) => e instanceof ThymosError && e.code === ErrorCode.NOT_FOUND,
+    );
     await requestRefused(nc, names.supervisor('stop'), JSON.stringify({ id: 'elder_rowan' }));
     await requestRefused(nc, names.supervisor('approvals'), '{}');
     await requestRefused(nc, names.world('get'), '{}');
@@ -164,12 +186,19 @@ describe('what each identity may do on a fleet’s managed nats-server', () => {
     assert.equal((await own.set('place', 'mill', { name: 'The mill', danger: 0 })).updated_by, 'elder_rowan');
     const posing = new WorldClient(nc, { timeoutMs: 10_000, by: 'mira_herbalist', owner: 'mira_herbalist', names, agent: 'elder_rowan' });
     await assert.rejects(posing.set('place', 'mill', { name: 'The mill', danger: 9 }), (e: unknown) => unauthorizedAt(e, 'by'));
-    await assert.rejects(posing.subscribe({ table: 'place' }, () => undefined), (e: unknown) => unauthorizedAt(e, 'owner'));
+    await assert.rejects(
+      posing.subscribe({ table: 'place' }, () => undefined),
+      (e: unknown) => unauthorizedAt(e, 'owner'),
+    );
     assert.equal((await own.get('place', 'mill'))?.danger, 0, 'the refused write changed nothing');
     const sub = await own.subscribe({ table: 'place' }, () => undefined);
     const mira = await connectAs('agent-mira_herbalist');
     const asMira = SupervisorRequester.world(mira.nc, 10_000, names, 'mira_herbalist');
-    assert.deepEqual(await asMira.request('renew', { subs: [sub.sub] }), { unknown: [sub.sub] }, 'another agent’s subscription is not hers to renew');
+    assert.deepEqual(
+      await asMira.request('renew', { subs: [sub.sub] }),
+      { unknown: [sub.sub] },
+      'another agent’s subscription is not hers to renew',
+    );
     assert.deepEqual(await asMira.request('unsubscribe', { sub: sub.sub }), { ended: false }, 'nor to end');
     const asElder = SupervisorRequester.world(nc, 10_000, names, 'elder_rowan');
     assert.deepEqual(await asElder.request('renew', { subs: [sub.sub] }), { unknown: [] });
@@ -179,8 +208,18 @@ describe('what each identity may do on a fleet’s managed nats-server', () => {
   test('an agent submits only its own calls for approval, and only on its own subject', async () => {
     const { nc } = await connectAs('agent-elder_rowan');
     const now = Date.now();
-    const call = { call_id: 'c-forged', agent: 'mira_herbalist', tool: 'post_quest', arguments: {}, caller: 'agent:elder_rowan', requested_at: new Date(now).toISOString(), expires_at: new Date(now + 60_000).toISOString() };
-    await assert.rejects(SupervisorRequester.control(nc, 10_000, names, 'elder_rowan').request('call_pending', { call }), (e: unknown) => unauthorizedAt(e, 'call.agent'));
+    const call = {
+      call_id: 'c-forged',
+      agent: 'mira_herbalist',
+      tool: 'post_quest',
+      arguments: {},
+      caller: 'agent:elder_rowan',
+      requested_at: new Date(now).toISOString(),
+      expires_at: new Date(now + 60_000).toISOString(),
+    };
+    await assert.rejects(SupervisorRequester.control(nc, 10_000, names, 'elder_rowan').request('call_pending', { call }), (e: unknown) =>
+      unauthorizedAt(e, 'call.agent'),
+    );
     await requestRefused(nc, names.supervisor('call_pending'), JSON.stringify({ call }));
     assert.deepEqual(await testFleet!.fleet.approvals('mira_herbalist'), [], 'nothing waits for approval in her name');
   });
@@ -194,7 +233,11 @@ describe('what each identity may do on a fleet’s managed nats-server', () => {
     elder.nc.publish(names.agentControl('mira_herbalist'), JSON.stringify({ op: 'shutdown' }));
     await refusedOn(elder.refused, 'publish', names.agentControl('mira_herbalist'));
     // A message waits in mira_herbalist's inbox (she is not running).
-    const admin = await natsConnect({ servers: url, authenticator: nkeyAuthenticator(readNatsSeed(data, 'supervisor')!), maxReconnectAttempts: 0 });
+    const admin = await natsConnect({
+      servers: url,
+      authenticator: nkeyAuthenticator(readNatsSeed(data, 'supervisor')!),
+      maxReconnectAttempts: 0,
+    });
     open.push(admin);
     await jetstream(elder.nc).publish(names.agentInbox('mira_herbalist', 'elder_rowan'), JSON.stringify({ note: 'kept' }));
     const jsm = await jetstreamManager(admin);
@@ -206,26 +249,45 @@ describe('what each identity may do on a fleet’s managed nats-server', () => {
     await testFleet!.fleet.status();
     assert.equal((await jsm.streams.info(names.inboxStream)).state.messages, waiting, 'nothing purged');
     // A message on the supervisor's API with JetStream's reply (one a pull aimed there) or none is not acted on.
-    admin.publish(names.supervisor('stop'), JSON.stringify({ id: 'elder_rowan' }), { reply: `$JS.ACK.${names.inboxStream}.${names.inboxConsumer('elder_rowan')}.1.1.1.1.0` });
+    admin.publish(names.supervisor('stop'), JSON.stringify({ id: 'elder_rowan' }), {
+      reply: `$JS.ACK.${names.inboxStream}.${names.inboxConsumer('elder_rowan')}.1.1.1.1.0`,
+    });
     admin.publish(names.supervisor('stop'), JSON.stringify({ id: 'elder_rowan' }));
     await testFleet!.fleet.stop('tomas_innkeeper');
-    assert.equal((await testFleet!.fleet.status()).agents.find((a) => a.id === 'elder_rowan')?.state, 'active', 'elder_rowan was not stopped');
+    assert.equal(
+      (await testFleet!.fleet.status()).agents.find((a) => a.id === 'elder_rowan')?.state,
+      'active',
+      'elder_rowan was not stopped',
+    );
   });
 
   test('a refused request is UNAUTHORIZED naming the subject, and the refusal is logged by the process it was told to', async () => {
     const lines: Array<Record<string, unknown>> = [];
     const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
-    const nc = await connectNats({ servers: url, name: 'refused', seed: readNatsSeed(data, 'agent-elder_rowan')!, who: 'agent-elder_rowan' });
+    const nc = await connectNats({
+      servers: url,
+      name: 'refused',
+      seed: readNatsSeed(data, 'agent-elder_rowan')!,
+      who: 'agent-elder_rowan',
+    });
     open.push(nc);
     logRefusals(nc, logger, 'agent-elder_rowan');
-    const err = await codedRequest(nc, names.supervisor('stop'), { id: 'mira_herbalist' }, z.unknown(), { unanswered: () => new ThymosError(ErrorCode.TIMEOUT, 'unanswered'), timeoutMs: 5000, asked: 'supervisor' }).then(
+    const err = await codedRequest(nc, names.supervisor('stop'), { id: 'mira_herbalist' }, z.unknown(), {
+      unanswered: () => new ThymosError(ErrorCode.TIMEOUT, 'unanswered'),
+      timeoutMs: 5000,
+      asked: 'supervisor',
+    }).then(
       () => undefined,
       (e: unknown) => e,
     );
     assert.ok(err instanceof ThymosError && err.code === ErrorCode.UNAUTHORIZED, String(err));
     assert.match(err.message, new RegExp(names.supervisor('stop').replaceAll('.', '\\.')));
     nc.publish(names.agentStatus('mira_herbalist'), '{}');
-    const logged = await eventually(() => lines.find((l) => l.subject === names.agentStatus('mira_herbalist')), 10_000, 'the refusal logged');
+    const logged = await eventually(
+      () => lines.find((l) => l.subject === names.agentStatus('mira_herbalist')),
+      10_000,
+      'the refusal logged',
+    );
     assert.equal(logged.code, ErrorCode.UNAUTHORIZED);
     assert.equal(logged.operation, 'publish');
     assert.match(String(logged.msg), /nats-server refused agent-elder_rowan a publish/);

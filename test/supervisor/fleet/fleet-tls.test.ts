@@ -60,7 +60,12 @@ describe('a fleet on a nats-server that asks for TLS', () => {
 
   test('without its client certificate, thymos up refuses, starting nothing, with the TLS error and the keys to check', async () => {
     const config = withNats(['tls_ca = "certs/ca.pem"']);
-    await assert.rejects(upFleet(config), (e: unknown) => isThymosError(e, 'NATS_UNAVAILABLE') && /cannot be reached over TLS: .*\[nats\] tls_ca, tls_cert, tls_key/.test((e as Error).message));
+    await assert.rejects(
+      upFleet(config),
+      (e: unknown) =>
+        isThymosError(e, 'NATS_UNAVAILABLE') &&
+        /cannot be reached over TLS: .*\[nats\] tls_ca, tls_cert, tls_key/.test((e as Error).message),
+    );
     assert.equal(fleetPids(data).apps.size, 0, 'nothing was started');
   });
 
@@ -69,7 +74,11 @@ describe('a fleet on a nats-server that asks for TLS', () => {
     await upFleet(config);
     fleet = await connect(config);
     // A spare is ready only once it is linked to NATS: over TLS, here.
-    await eventually(async () => ((await fleet!.status()).supervisor.pool?.ready ?? 0) >= 1 || undefined, 60_000, 'a spare ready in the pool');
+    await eventually(
+      async () => ((await fleet!.status()).supervisor.pool?.ready ?? 0) >= 1 || undefined,
+      60_000,
+      'a spare ready in the pool',
+    );
     const report = await fleet.reconcile({ agents: { elder_rowan: { relevance: 1 } } });
     assert.deepEqual(report.failed, []);
     assert.equal((await fleet.status()).supervisor.pool?.hits, 1, 'the agent woke from the spare');
@@ -77,8 +86,14 @@ describe('a fleet on a nats-server that asks for TLS', () => {
     // The agent reads the world through the supervisor, over its own TLS connection.
     await fleet.world.set('quest', 'wolves', { title: 'Drive off the wolves', status: 'open' });
     const elder = await fleet.agent('elder_rowan');
-    const read = (await elder.callTool({ name: 'query_world', arguments: { table: 'quest', where: [{ field: 'status', op: '=', value: 'open' }] } })) as { structuredContent?: { rows: Array<{ title?: string }> } };
-    assert.deepEqual(read.structuredContent?.rows.map((r) => r.title), ['Drive off the wolves']);
+    const read = (await elder.callTool({
+      name: 'query_world',
+      arguments: { table: 'quest', where: [{ field: 'status', op: '=', value: 'open' }] },
+    })) as { structuredContent?: { rows: Array<{ title?: string }> } };
+    assert.deepEqual(
+      read.structuredContent?.rows.map((r) => r.title),
+      ['Drive off the wolves'],
+    );
     await assert.rejects(natsConnect({ servers: url, tls: { caFile: certs.ca }, maxReconnectAttempts: 0, timeout: 5000 }));
   });
 
@@ -86,8 +101,16 @@ describe('a fleet on a nats-server that asks for TLS', () => {
     const plain = await startNatsServer();
     const other = createWorkspace({ natsUrl: plain.url });
     try {
-      other.writeConfig(readFileSync(other.configPath, 'utf8').replace(`url = ${JSON.stringify(plain.url)}`, `url = ${JSON.stringify(plain.url)}\ntls_ca = ${JSON.stringify(certs.ca)}`));
-      await assert.rejects(upFleet(loadConfig(other.configPath)), (e: unknown) => isThymosError(e, 'NATS_UNAVAILABLE') && /cannot be reached over TLS: .*tls/.test((e as Error).message));
+      other.writeConfig(
+        readFileSync(other.configPath, 'utf8').replace(
+          `url = ${JSON.stringify(plain.url)}`,
+          `url = ${JSON.stringify(plain.url)}\ntls_ca = ${JSON.stringify(certs.ca)}`,
+        ),
+      );
+      await assert.rejects(
+        upFleet(loadConfig(other.configPath)),
+        (e: unknown) => isThymosError(e, 'NATS_UNAVAILABLE') && /cannot be reached over TLS: .*tls/.test((e as Error).message),
+      );
       // A tls:// URL asks for TLS too, with no files: nats.js alone would read it as a host and port.
       const asked = await admission(plain.url.replace('nats://', 'tls://'), {}, 3000);
       assert.equal(asked.outcome, 'unreachable');

@@ -31,7 +31,7 @@ let ws: Workspace;
 let data: string;
 let fleet: Fleet;
 
-const text = (r: unknown) => ((r as { content: Array<{ text: string }> }).content[0]!.text);
+const text = (r: unknown) => (r as { content: Array<{ text: string }> }).content[0]!.text;
 const row = (s: FleetStatus, id: string) => s.agents.find((a) => a.id === id)!;
 const strip = (r: ReconcileReport) => ({ ...r, duration_ms: 0 });
 
@@ -39,7 +39,14 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
   before(async () => {
     ws = createWorkspace({
       agent: ['behavior = "behavior.mjs"'],
-      extra: ['[lifecycle]', 'min_dwell_ms = 0', 'max_active = 4', '[supervisor]', 'relevance = "relevance.mjs"', 'start_timeout_ms = 30000'].join('\n'),
+      extra: [
+        '[lifecycle]',
+        'min_dwell_ms = 0',
+        'max_active = 4',
+        '[supervisor]',
+        'relevance = "relevance.mjs"',
+        'start_timeout_ms = 30000',
+      ].join('\n'),
     });
     writeFileSync(join(ws.dir, 'behavior.mjs'), BEHAVIOR);
     writeFileSync(join(ws.dir, 'relevance.mjs'), RELEVANCE);
@@ -62,7 +69,11 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
     const second = await runThymos(['up'], ws.dir);
     assert.equal(second.code, 3, second.stderr);
     assert.equal(second.stdout, '');
-    assert.match(second.stderr, /^thymos: the fleet is already running \(supervisor pid (\d+), NATS nats:\/\/127\.0\.0\.1:\d+\)\n$/, 'one line on stderr');
+    assert.match(
+      second.stderr,
+      /^thymos: the fleet is already running \(supervisor pid (\d+), NATS nats:\/\/127\.0\.0\.1:\d+\)\n$/,
+      'one line on stderr',
+    );
     assert.equal(Number(/pid (\d+)/.exec(second.stderr)![1]), apps.get('thymos-supervisor'));
     fleet = await connect(loadConfig(ws.configPath));
   });
@@ -71,7 +82,10 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
     const r = await runThymos(['status', '--json'], ws.dir);
     assert.equal(r.code, 0, r.stderr);
     const status = JSON.parse(r.stdout) as FleetStatus;
-    assert.deepEqual(status.agents.map((a) => a.id), ['bram_smith', 'captain_lysa', 'elder_rowan', 'mira_herbalist', 'old_fenn', 'tomas_innkeeper']);
+    assert.deepEqual(
+      status.agents.map((a) => a.id),
+      ['bram_smith', 'captain_lysa', 'elder_rowan', 'mira_herbalist', 'old_fenn', 'tomas_innkeeper'],
+    );
     for (const a of status.agents) {
       assert.deepEqual([a.state, a.mode, a.pid, a.port, a.score], ['dormant', null, null, null, null]);
     }
@@ -79,10 +93,16 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
   });
 
   test('reconcile warns on stderr about context properties nothing reads, naming the likely meant one; --strict refuses them with exit 2', async () => {
-    writeFileSync(join(ws.dir, 'typo.json'), JSON.stringify({ global: { player_loction: 'forge', alarm: false }, agents: { bram_smith: { in_pary: true } } }));
+    writeFileSync(
+      join(ws.dir, 'typo.json'),
+      JSON.stringify({ global: { player_loction: 'forge', alarm: false }, agents: { bram_smith: { in_pary: true } } }),
+    );
     const warned = await runThymos(['reconcile', '--context', 'typo.json', '--dry-run', '--json'], ws.dir);
     assert.equal(warned.code, 0, warned.stderr);
-    assert.match(warned.stderr, /^thymos: warning: context: global\.player_loction: no relevance rule uses "player_loction" .* \(did you mean player_location\?\)$/m);
+    assert.match(
+      warned.stderr,
+      /^thymos: warning: context: global\.player_loction: no relevance rule uses "player_loction" .* \(did you mean player_location\?\)$/m,
+    );
     assert.match(warned.stderr, /^thymos: warning: context: agents\.bram_smith\.in_pary: .*\(did you mean in_party\?\)$/m);
     assert.doesNotMatch(warned.stderr, /alarm/, 'what the relevance module says it reads is known');
     assert.equal((JSON.parse(warned.stdout) as ReconcileReport).warnings?.length, 2);
@@ -98,7 +118,11 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
     assert.match(second.stderr, /SUPERVISOR_ALREADY_RUNNING: the supervisor of .* is already running \(pid \d+/);
   });
 
-  const village = { tick: 1, global: { player_location: 'village_square' }, agents: { bram_smith: { in_party: true }, mira_herbalist: { active_quest: true }, old_fenn: { relevance: 0.05 } } };
+  const village = {
+    tick: 1,
+    global: { player_location: 'village_square' },
+    agents: { bram_smith: { in_party: true }, mira_herbalist: { active_quest: true }, old_fenn: { relevance: 0.05 } },
+  };
 
   test('reconcile starts, archives and leaves agents by their scores; the same context again changes nothing', async () => {
     writeFileSync(join(ws.dir, 'ctx.json'), JSON.stringify(village));
@@ -134,21 +158,33 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
     for (const id of ['bram_smith', 'elder_rowan', 'mira_herbalist']) {
       const a = row(status, id);
       assert.ok(a.pid && alive(a.pid) && a.port, `${id} runs`);
-      const state = JSON.parse(text(await (await fleet.agent(id)).callTool({ name: `get_${id}_state`, arguments: {} }))) as { pid: number; port: number };
+      const state = JSON.parse(text(await (await fleet.agent(id)).callTool({ name: `get_${id}_state`, arguments: {} }))) as {
+        pid: number;
+        port: number;
+      };
       assert.deepEqual([state.pid, state.port], [a.pid, a.port], `${id} answers MCP on its registered port`);
     }
     const again = await fleet.reconcile(village);
     assert.deepEqual(again.unchanged.length, 6);
-    assert.deepEqual([...again.started, ...again.stopped, ...again.upgraded, ...again.downgraded, ...again.archived, ...again.restored, ...again.failed], []);
+    assert.deepEqual(
+      [...again.started, ...again.stopped, ...again.upgraded, ...again.downgraded, ...again.archived, ...again.restored, ...again.failed],
+      [],
+    );
   });
 
   test('a dry run reports the plan and changes nothing', async () => {
     const before = await fleet.status();
-    const plan = await fleet.reconcile({ ...village, agents: { ...village.agents, elder_rowan: { relevance: 0.2 }, tomas_innkeeper: { relevance: 0.8 } } }, { dryRun: true });
+    const plan = await fleet.reconcile(
+      { ...village, agents: { ...village.agents, elder_rowan: { relevance: 0.2 }, tomas_innkeeper: { relevance: 0.8 } } },
+      { dryRun: true },
+    );
     assert.equal(plan.dry_run, true);
     assert.deepEqual([plan.stopped, plan.started], [['elder_rowan'], ['tomas_innkeeper']]);
     const after = await fleet.status();
-    assert.deepEqual(after.agents.map((a) => [a.id, a.state, a.pid]), before.agents.map((a) => [a.id, a.state, a.pid]));
+    assert.deepEqual(
+      after.agents.map((a) => [a.id, a.state, a.pid]),
+      before.agents.map((a) => [a.id, a.state, a.pid]),
+    );
   });
 
   test('Active ↔ Listening switches the mode over NATS without restarting the process', async () => {
@@ -162,7 +198,9 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
     const up = await fleet.reconcile(village);
     assert.deepEqual(up.upgraded, ['elder_rowan']);
     assert.equal(row(await fleet.status(), 'elder_rowan').pid, pid, 'same process throughout');
-    const answer = await (await fleet.agent('elder_rowan')).callTool({ name: 'talk_to_elder_rowan', arguments: { message: 'Hello?', speaker: 'player' } });
+    const answer = await (
+      await fleet.agent('elder_rowan')
+    ).callTool({ name: 'talk_to_elder_rowan', arguments: { message: 'Hello?', speaker: 'player' } });
     assert.equal(answer.isError, undefined);
   });
 
@@ -171,7 +209,8 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
     const bram = await fleet.agent('bram_smith');
     const saved = await bram.callTool({ name: 'remember', arguments: { content: fact, importance: 0.9 } });
     assert.equal(saved.isError, undefined, text(saved));
-    const recallFact = async () => text(await (await fleet.agent('bram_smith')).callTool({ name: 'recall', arguments: { query: 'silver key anvil' } }));
+    const recallFact = async () =>
+      text(await (await fleet.agent('bram_smith')).callTool({ name: 'recall', arguments: { query: 'silver key anvil' } }));
 
     const oldPid = row(await fleet.status(), 'bram_smith').pid!;
     const slept = await fleet.reconcile({ ...village, agents: { ...village.agents, bram_smith: { relevance: 0.2 } } });
@@ -210,7 +249,10 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
     const piped = await runThymos(['reconcile', '--context', '-'], ws.dir, '{"agents":{"nobody":{}}}');
     assert.equal(piped.code, 2);
     assert.match(piped.stderr, /INVALID_CONTEXT: context: agents\.nobody: no agent "nobody"/);
-    await assert.rejects(fleet.reconcile({ tick: -3 }), (err: unknown) => isThymosError(err, 'INVALID_CONTEXT') && err.location?.path === 'tick');
+    await assert.rejects(
+      fleet.reconcile({ tick: -3 }),
+      (err: unknown) => isThymosError(err, 'INVALID_CONTEXT') && err.location?.path === 'tick',
+    );
     const status = await fleet.status();
     assert.equal(row(status, 'elder_rowan').state, 'active', 'nothing changed');
   });
@@ -230,16 +272,25 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /USAGE: ID: expected an agent id/);
     const history = await fleet.history('tomas_innkeeper');
-    assert.deepEqual(history.slice(0, 4).map((t) => `${t.from}>${t.to}`), ['archived>dormant', 'dormant>archived', 'listening>dormant', 'dormant>listening']);
+    assert.deepEqual(
+      history.slice(0, 4).map((t) => `${t.from}>${t.to}`),
+      ['archived>dormant', 'dormant>archived', 'listening>dormant', 'dormant>listening'],
+    );
   });
 
   test('an agent that cannot start fails alone, fast, with the end of its log; the others still move', async () => {
     writeFileSync(join(ws.dir, 'broken-tomas_innkeeper'), '');
     try {
       const t = Date.now();
-      const report = await fleet.reconcile({ ...village, agents: { ...village.agents, tomas_innkeeper: { relevance: 1 }, old_fenn: { relevance: 0.5 } } });
+      const report = await fleet.reconcile({
+        ...village,
+        agents: { ...village.agents, tomas_innkeeper: { relevance: 1 }, old_fenn: { relevance: 0.5 } },
+      });
       assert.ok(Date.now() - t < 20_000, 'not the whole 30 s start budget');
-      assert.deepEqual(report.failed.map((f) => [f.id, f.code]), [['tomas_innkeeper', 'AGENT_START_FAILED']]);
+      assert.deepEqual(
+        report.failed.map((f) => [f.id, f.code]),
+        [['tomas_innkeeper', 'AGENT_START_FAILED']],
+      );
       assert.match(report.failed[0]!.message, /broken on purpose/);
       assert.deepEqual([report.restored, report.started], [['old_fenn'], ['old_fenn']]);
       const status = await fleet.status();
@@ -260,7 +311,10 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
     assert.match(tools.stdout, /^recall +query\*/m);
     const wrong = await runThymos(['call', 'elder_rowan', 'talk_to_elder', '{"message":"hi"}'], ws.dir);
     assert.equal(wrong.code, 2);
-    assert.match(wrong.stderr, /NOT_FOUND: elder_rowan has no tool "talk_to_elder"; did you mean talk_to_elder_rowan\?\nits tools: .*get_elder_rowan_state/);
+    assert.match(
+      wrong.stderr,
+      /NOT_FOUND: elder_rowan has no tool "talk_to_elder"; did you mean talk_to_elder_rowan\?\nits tools: .*get_elder_rowan_state/,
+    );
     const bad = await runThymos(['call', 'elder_rowan', 'talk_to_elder_rowan', '{"message":5}'], ws.dir);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /^thymos: INVALID_INPUT: arguments of talk_to_elder_rowan: .*message/s);
@@ -289,7 +343,14 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
     const top = terminal('top', `${process.execPath} ${THYMOS_BIN} top --interval 250 --sort state`, { cwd: ws.dir });
     try {
       const first = await top.until(/thymos top — (\d\d:\d\d:\d\d)/, 30_000, 'a first frame');
-      await eventually(() => { const now = /thymos top — (\d\d:\d\d:\d\d)/.exec(top.screen())?.[1]; return now && now !== first ? now : undefined; }, 30_000, 'a later frame drawn in its place');
+      await eventually(
+        () => {
+          const now = /thymos top — (\d\d:\d\d:\d\d)/.exec(top.screen())?.[1];
+          return now && now !== first ? now : undefined;
+        },
+        30_000,
+        'a later frame drawn in its place',
+      );
       assert.match(top.screen(), /sorted by state/);
       assert.match(top.screen(), /elder_rowan\s+active/);
       top.keys('i');
@@ -309,7 +370,11 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
       // A dry run that would move an agent writes its line and moves nothing.
       const planned = await fleet.reconcile({ agents: { elder_rowan: { relevance: 0 } } }, { dryRun: true });
       assert.ok(planned.stopped.length + planned.archived.length > 0, JSON.stringify(planned));
-      await eventually(() => (text.length > before && /^supervisor +\| .*reconcile done/m.test(text.slice(before)) ? true : undefined), 20_000, 'a new supervisor line followed');
+      await eventually(
+        () => (text.length > before && /^supervisor +\| .*reconcile done/m.test(text.slice(before)) ? true : undefined),
+        20_000,
+        'a new supervisor line followed',
+      );
     } finally {
       follow.kill('SIGKILL');
     }
@@ -318,12 +383,23 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
   test('an agent killed with -9 is restarted by pm2 and answers again on the same port', async () => {
     const before = row(await fleet.status(), 'elder_rowan');
     process.kill(before.pid!, 'SIGKILL');
-    const after = await eventually(async () => {
-      const a = row(await fleet.status(), 'elder_rowan');
-      return a.pid !== before.pid && a.restarts >= 1 && a.pid && alive(a.pid) ? a : undefined;
-    }, 30_000, 'elder_rowan restarted');
+    const after = await eventually(
+      async () => {
+        const a = row(await fleet.status(), 'elder_rowan');
+        return a.pid !== before.pid && a.restarts >= 1 && a.pid && alive(a.pid) ? a : undefined;
+      },
+      30_000,
+      'elder_rowan restarted',
+    );
     assert.equal(after.port, before.port);
-    const state = await eventually(async () => JSON.parse(text(await (await fleet.agent('elder_rowan')).callTool({ name: 'get_elder_rowan_state', arguments: {} }))) as { pid: number }, 20_000, 'MCP answers');
+    const state = await eventually(
+      async () =>
+        JSON.parse(text(await (await fleet.agent('elder_rowan')).callTool({ name: 'get_elder_rowan_state', arguments: {} }))) as {
+          pid: number;
+        },
+      20_000,
+      'MCP answers',
+    );
     assert.equal(state.pid, after.pid);
   });
 
@@ -341,10 +417,14 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
     const before = await fleet.status();
     const running = before.agents.filter((a) => a.pid !== null);
     process.kill(before.supervisor.pid, 'SIGKILL');
-    const after = await eventually(async () => {
-      const s = await fleet.status();
-      return s.supervisor.pid !== before.supervisor.pid ? s : undefined;
-    }, 30_000, 'a new supervisor answering');
+    const after = await eventually(
+      async () => {
+        const s = await fleet.status();
+        return s.supervisor.pid !== before.supervisor.pid ? s : undefined;
+      },
+      30_000,
+      'a new supervisor answering',
+    );
     assert.deepEqual(
       after.agents.map((a) => [a.id, a.state, a.pid, a.port]),
       before.agents.map((a) => [a.id, a.state, a.pid, a.port]),
@@ -360,7 +440,11 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
     const info = JSON.parse(readFileSync(join(data, 'run', 'fleet.json'), 'utf8')) as { nats_url: string };
     const nc = await natsConnect({ servers: info.nats_url, ...asFleetSupervisor(data) });
     try {
-      const ask = async (op: string, body: string) => JSON.parse((await nc.request(`thymos.supervisor.${op}`, body, { timeout: 10_000 })).string()) as { ok: boolean; error?: { code: string; message: string } };
+      const ask = async (op: string, body: string) =>
+        JSON.parse((await nc.request(`thymos.supervisor.${op}`, body, { timeout: 10_000 })).string()) as {
+          ok: boolean;
+          error?: { code: string; message: string };
+        };
       const cases: Array<[string, string, string, RegExp]> = [
         ['reconcile', 'not json', 'INVALID_INPUT', /request: expected JSON/],
         ['reconcile', '{"context":{"agents":{"elder_rowan":{"relevance":-1}}}}', 'INVALID_CONTEXT', /agents\.elder_rowan\.relevance/],
@@ -377,7 +461,7 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
         assert.match(reply.error!.message, message);
       }
       let seed = 11;
-      const rnd = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+      const rnd = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
       const pieces = ['{', '}', '"id"', ':', '"elder_rowan"', ',', '"context"', '[', ']', '1e999', 'null', '"mode"', '"passive"', '"x"'];
       for (let i = 0; i < 150; i++) {
         const body = Array.from({ length: Math.floor(rnd() * 8) }, () => pieces[Math.floor(rnd() * pieces.length)]).join('');
@@ -407,7 +491,10 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
     assert.match(snapshots, /"msg":"stopped"/);
     const status = await runThymos(['status'], ws.dir);
     assert.equal(status.code, 1);
-    assert.match(status.stderr, /FLEET_NOT_RUNNING: the fleet is not running: nothing listens on 127\.0\.0\.1:\d+, its NATS port \(data\/run\/fleet\.json\); start it with thymos up/);
+    assert.match(
+      status.stderr,
+      /FLEET_NOT_RUNNING: the fleet is not running: nothing listens on 127\.0\.0\.1:\d+, its NATS port \(data\/run\/fleet\.json\); start it with thymos up/,
+    );
     const again = await runThymos(['down'], ws.dir);
     assert.match(again.stdout, /not running/);
   });

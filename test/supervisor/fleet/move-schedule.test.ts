@@ -53,7 +53,12 @@ test('with places free, moves down wait until the moves up are done', async () =
 
 test('a failed move up still lets the moves down run', async () => {
   const h = harness((m) => m.id !== 'b');
-  const done = runMoves([move('a', 'listening', 'dormant'), move('b', 'dormant', 'active')], { concurrency: 4, maxRunning: 4, maxActive: 4, running: 1, active: 0 }, h.run, h.refused);
+  const done = runMoves(
+    [move('a', 'listening', 'dormant'), move('b', 'dormant', 'active')],
+    { concurrency: 4, maxRunning: 4, maxActive: 4, running: 1, active: 0 },
+    h.run,
+    h.refused,
+  );
   await tick();
   h.finish('b');
   await tick();
@@ -86,7 +91,12 @@ test('at the running limit a move up waits for the place a move down gives back'
 
 test('an upgrade to active waits for a downgrade at the active limit; moving between running states takes no running place', async () => {
   const h = harness();
-  const done = runMoves([move('a', 'active', 'listening'), move('b', 'listening', 'active')], { concurrency: 4, maxRunning: 2, maxActive: 1, running: 2, active: 1 }, h.run, h.refused);
+  const done = runMoves(
+    [move('a', 'active', 'listening'), move('b', 'listening', 'active')],
+    { concurrency: 4, maxRunning: 2, maxActive: 1, running: 2, active: 1 },
+    h.run,
+    h.refused,
+  );
   await tick();
   assert.deepEqual(h.events, ['begin a']);
   h.finish('a');
@@ -98,7 +108,12 @@ test('an upgrade to active waits for a downgrade at the active limit; moving bet
 
 test('a move down that fails frees nothing: the move up waiting for it is refused with CAPACITY_EXCEEDED', async () => {
   const h = harness((m) => m.id !== 'a');
-  const done = runMoves([move('a', 'active', 'dormant'), move('c', 'dormant', 'active')], { concurrency: 4, maxRunning: 1, maxActive: 1, running: 1, active: 1 }, h.run, h.refused);
+  const done = runMoves(
+    [move('a', 'active', 'dormant'), move('c', 'dormant', 'active')],
+    { concurrency: 4, maxRunning: 1, maxActive: 1, running: 1, active: 1 },
+    h.run,
+    h.refused,
+  );
   await tick();
   h.finish('a');
   await done;
@@ -108,7 +123,12 @@ test('a move down that fails frees nothing: the move up waiting for it is refuse
 
 test('a move up that fails gives its place to the next one waiting', async () => {
   const h = harness((m) => m.id !== 'c');
-  const done = runMoves([move('c', 'dormant', 'active'), move('d', 'dormant', 'active'), move('a', 'active', 'dormant')], { concurrency: 4, maxRunning: 2, maxActive: 2, running: 1, active: 1 }, h.run, h.refused);
+  const done = runMoves(
+    [move('c', 'dormant', 'active'), move('d', 'dormant', 'active'), move('a', 'active', 'dormant')],
+    { concurrency: 4, maxRunning: 2, maxActive: 2, running: 1, active: 1 },
+    h.run,
+    h.refused,
+  );
   await tick();
   assert.deepEqual(h.events, ['begin a', 'begin c']);
   h.finish('c');

@@ -49,7 +49,10 @@ test('an agent keeps its last port, others get it only when nothing else is free
   await assert.rejects(ports.allocate('e'), /PORT_IN_USE|no free agent port/);
 
   assert.equal(await ports.allocate('pinned'), pinnedPort, 'a pin outside the range is honoured');
-  await assert.rejects(ports.allocate('pinned'), (err: Error & { code?: string }) => err.code === 'PORT_IN_USE' && /pinned for pinned/.test(err.message));
+  await assert.rejects(
+    ports.allocate('pinned'),
+    (err: Error & { code?: string }) => err.code === 'PORT_IN_USE' && /pinned for pinned/.test(err.message),
+  );
   ports.release(pinnedPort, 'pinned');
   const squatter = await occupy(pinnedPort);
   try {
@@ -75,7 +78,14 @@ test('pins must name defined agents and give each its own port', () => {
   const domain = { agents: { a: { port: 7450 }, b: {} } } as unknown as DomainSchema;
   const config = (toml: string) => parseConfig(toml, '/tmp/thymos.toml');
   assert.deepEqual([...fleetPorts(domain, config('')).entries()], [['a', 7450]]);
-  assert.deepEqual([...fleetPorts(domain, config('[supervisor]\nagent_ports = { a = 7460, b = 7461 }')).entries()], [['a', 7460], ['b', 7461]], 'thymos.toml wins over Pkl');
+  assert.deepEqual(
+    [...fleetPorts(domain, config('[supervisor]\nagent_ports = { a = 7460, b = 7461 }')).entries()],
+    [
+      ['a', 7460],
+      ['b', 7461],
+    ],
+    'thymos.toml wins over Pkl',
+  );
   assert.throws(() => fleetPorts(domain, config('[supervisor]\nagent_ports = { b = 7450 }')), /a and b are both pinned to port 7450/);
   assert.throws(() => fleetPorts(domain, config('[supervisor]\nagent_ports = { zed = 7470 }')), /supervisor\.agent_ports: no agent "zed"/);
   assert.throws(() => config('[supervisor]\nagent_ports = { a = 7470, b = 7470 }'), /agent_ports.*a port of its own/s);

@@ -26,8 +26,22 @@ describe('relevance from the work waiting', () => {
       'x.json',
     );
     let rows: SkillBacklog[] = [];
-    const row = (skill: string, waiting: number, oldest = 0): SkillBacklog => ({ queue: 'support', skill, waiting, in_progress: 0, oldest_ms: oldest, delivered: 0, served: true });
-    const scores = new WorkScores({ domain, settings: domain.workRelevance!, lifecycle, backlog: async () => rows, logger: createLogger({ level: 'silent' }) });
+    const row = (skill: string, waiting: number, oldest = 0): SkillBacklog => ({
+      queue: 'support',
+      skill,
+      waiting,
+      in_progress: 0,
+      oldest_ms: oldest,
+      delivered: 0,
+      served: true,
+    });
+    const scores = new WorkScores({
+      domain,
+      settings: domain.workRelevance!,
+      lifecycle,
+      backlog: async () => rows,
+      logger: createLogger({ level: 'silent' }),
+    });
     assert.deepEqual([...scores.workers], ['desk']);
     assert.equal(scores.score('desk', 0), undefined, 'nothing read yet');
     await scores.refresh(0);
@@ -52,11 +66,21 @@ describe('relevance from the work waiting', () => {
 
   test('a flow of jobs each done between two reads keeps the workers Active for keepActiveMs after the last; then the lull', async () => {
     const domain = parseDomainSchema(
-      { queues: { support: {} }, workRelevance: { lullHalfLifeMs: 1000, keepActiveMs: 5000 }, agents: { desk: { persona: { name: 'Desk' }, skills: ['orders'] } } },
+      {
+        queues: { support: {} },
+        workRelevance: { lullHalfLifeMs: 1000, keepActiveMs: 5000 },
+        agents: { desk: { persona: { name: 'Desk' }, skills: ['orders'] } },
+      },
       'x.json',
     );
     let delivered = 0;
-    const scores = new WorkScores({ domain, settings: domain.workRelevance!, lifecycle, backlog: async () => [{ queue: 'support', skill: 'orders', waiting: 0, in_progress: 0, oldest_ms: 0, delivered, served: true }], logger: createLogger({ level: 'silent' }) });
+    const scores = new WorkScores({
+      domain,
+      settings: domain.workRelevance!,
+      lifecycle,
+      backlog: async () => [{ queue: 'support', skill: 'orders', waiting: 0, in_progress: 0, oldest_ms: 0, delivered, served: true }],
+      logger: createLogger({ level: 'silent' }),
+    });
     const state = (t: number) => stateForScore(scores.score('desk', t)!, lifecycle);
     await scores.refresh(0);
     assert.equal(state(0), 'dormant', 'deliveries made before the supervisor first read them are not work now');
@@ -69,7 +93,11 @@ describe('relevance from the work waiting', () => {
     await scores.refresh(4000);
     assert.equal(state(4000), 'active', 'none since, but within keepActiveMs of the last');
     assert.equal(state(7999), 'active');
-    assert.deepEqual([8000, 8200, 11_000].map(state), ['listening', 'listening', 'dormant'], 'past keepActiveMs: just under threshold_active, halving every second');
+    assert.deepEqual(
+      [8000, 8200, 11_000].map(state),
+      ['listening', 'listening', 'dormant'],
+      'past keepActiveMs: just under threshold_active, halving every second',
+    );
     delivered += 1;
     await scores.refresh(12_000);
     assert.equal(state(12_000), 'active', 'one job taken wakes them again');
@@ -77,13 +105,27 @@ describe('relevance from the work waiting', () => {
 
   test('a skill wakes as many workers as its jobs need, those up first, a worker whose start failed last; the rest stay asleep', async () => {
     const domain = parseDomainSchema(
-      { queues: { support: {} }, workRelevance: { fullBacklog: 10, keepActiveMs: 2000, lullHalfLifeMs: 1000 }, agents: Object.fromEntries(['w1', 'w2', 'w3', 'w4'].map((id) => [id, { persona: { name: id }, skills: ['orders'] }])) },
+      {
+        queues: { support: {} },
+        workRelevance: { fullBacklog: 10, keepActiveMs: 2000, lullHalfLifeMs: 1000 },
+        agents: Object.fromEntries(['w1', 'w2', 'w3', 'w4'].map((id) => [id, { persona: { name: id }, skills: ['orders'] }])),
+      },
       'x.json',
     );
     let rows: SkillBacklog[] = [];
     const entries = new Map<string, WorkerState>();
-    const backlog = (waiting: number, in_progress = 0, delivered = 0): SkillBacklog[] => [{ queue: 'support', skill: 'orders', waiting, in_progress, oldest_ms: 0, delivered, served: true }];
-    const scores = new WorkScores({ domain, settings: domain.workRelevance!, lifecycle, backlog: async () => rows, logger: createLogger({ level: 'silent' }), concurrency: 2, entry: (id) => entries.get(id) });
+    const backlog = (waiting: number, in_progress = 0, delivered = 0): SkillBacklog[] => [
+      { queue: 'support', skill: 'orders', waiting, in_progress, oldest_ms: 0, delivered, served: true },
+    ];
+    const scores = new WorkScores({
+      domain,
+      settings: domain.workRelevance!,
+      lifecycle,
+      backlog: async () => rows,
+      logger: createLogger({ level: 'silent' }),
+      concurrency: 2,
+      entry: (id) => entries.get(id),
+    });
     const states = (t: number) => ['w1', 'w2', 'w3', 'w4'].map((id) => stateForScore(scores.score(id, t)!, lifecycle));
     rows = backlog(1);
     await scores.refresh(0);
@@ -96,8 +138,16 @@ describe('relevance from the work waiting', () => {
     assert.deepEqual(states(1000), ['active', 'active', 'active', 'active'], 'never more than the skill has');
     rows = backlog(0, 1, 2);
     await scores.refresh(1500);
-    assert.deepEqual(states(1500), ['active', 'active', 'active', 'active'], 'one needed now, the others within keepActiveMs of being needed');
-    assert.deepEqual(states(3100), ['active', 'listening', 'listening', 'listening'], 'past keepActiveMs the ranks not needed since listen');
+    assert.deepEqual(
+      states(1500),
+      ['active', 'active', 'active', 'active'],
+      'one needed now, the others within keepActiveMs of being needed',
+    );
+    assert.deepEqual(
+      states(3100),
+      ['active', 'listening', 'listening', 'listening'],
+      'past keepActiveMs the ranks not needed since listen',
+    );
     // w3 is up and w1 asleep: the one up is taken first; a worker whose last start failed comes last.
     entries.set('w3', { state: 'active', last_error: null });
     entries.set('w1', { state: 'dormant', last_error: { code: 'START_FAILED', message: 'x' } });
@@ -111,10 +161,25 @@ describe('relevance from the work waiting', () => {
 
   test('once it knows how long its jobs take, a skill needs only as many workers as finish what waits within one read, never fewer than hold jobs', async () => {
     const ids = ['w1', 'w2', 'w3', 'w4', 'w5', 'w6'];
-    const domain = parseDomainSchema({ queues: { support: {} }, workRelevance: { everyMs: 500, keepActiveMs: 0 }, agents: Object.fromEntries(ids.map((id) => [id, { persona: { name: id }, skills: ['orders'] }])) }, 'x.json');
+    const domain = parseDomainSchema(
+      {
+        queues: { support: {} },
+        workRelevance: { everyMs: 500, keepActiveMs: 0 },
+        agents: Object.fromEntries(ids.map((id) => [id, { persona: { name: id }, skills: ['orders'] }])),
+      },
+      'x.json',
+    );
     let rows: SkillBacklog[] = [];
-    const backlog = (waiting: number, in_progress: number, delivered: number): SkillBacklog[] => [{ queue: 'support', skill: 'orders', waiting, in_progress, oldest_ms: 0, delivered, served: true }];
-    const scores = new WorkScores({ domain, settings: domain.workRelevance!, lifecycle, backlog: async () => rows, logger: createLogger({ level: 'silent' }) });
+    const backlog = (waiting: number, in_progress: number, delivered: number): SkillBacklog[] => [
+      { queue: 'support', skill: 'orders', waiting, in_progress, oldest_ms: 0, delivered, served: true },
+    ];
+    const scores = new WorkScores({
+      domain,
+      settings: domain.workRelevance!,
+      lifecycle,
+      backlog: async () => rows,
+      logger: createLogger({ level: 'silent' }),
+    });
     const awake = (t: number) => ids.filter((id) => stateForScore(scores.score(id, t)!, lifecycle) === 'active').length;
     rows = backlog(6, 0, 0);
     await scores.refresh(0);
@@ -134,11 +199,18 @@ describe('relevance from the work waiting', () => {
 
   test('a worker is never put to listen while a job it may hold is in hand past a read; a count of deliveries that went back measures nothing; a pinned worker or a skill named twice does not take a rank', async () => {
     const ids = ['w1', 'w2', 'w3', 'w4'];
-    const agents = Object.fromEntries(ids.map((id) => [id, { persona: { name: id }, skills: id === 'w2' ? ['orders', 'orders'] : ['orders'] }]));
-    const domain = parseDomainSchema({ queues: { support: {} }, workRelevance: { everyMs: 500, keepActiveMs: 1000, lullHalfLifeMs: 1000 }, agents }, 'x.json');
+    const agents = Object.fromEntries(
+      ids.map((id) => [id, { persona: { name: id }, skills: id === 'w2' ? ['orders', 'orders'] : ['orders'] }]),
+    );
+    const domain = parseDomainSchema(
+      { queues: { support: {} }, workRelevance: { everyMs: 500, keepActiveMs: 1000, lullHalfLifeMs: 1000 }, agents },
+      'x.json',
+    );
     let rows: SkillBacklog[] = [];
     const up = new Set(['w1', 'w2', 'w3']);
-    const backlog = (waiting: number, in_progress: number, delivered: number, oldest_ms = 0): SkillBacklog[] => [{ queue: 'support', skill: 'orders', waiting, in_progress, oldest_ms, delivered, served: true }];
+    const backlog = (waiting: number, in_progress: number, delivered: number, oldest_ms = 0): SkillBacklog[] => [
+      { queue: 'support', skill: 'orders', waiting, in_progress, oldest_ms, delivered, served: true },
+    ];
     const scores = new WorkScores({
       domain,
       settings: domain.workRelevance!,
@@ -151,7 +223,11 @@ describe('relevance from the work waiting', () => {
     const states = (t: number) => ids.map((id) => stateForScore(scores.score(id, t)!, lifecycle));
     rows = backlog(3, 0, 0);
     await scores.refresh(0);
-    assert.deepEqual(states(0), ['active', 'active', 'active', 'dormant'], 'three jobs, three workers; w2 counted once; w4 pinned to listen takes no rank before them');
+    assert.deepEqual(
+      states(0),
+      ['active', 'active', 'active', 'dormant'],
+      'three jobs, three workers; w2 counted once; w4 pinned to listen takes no rank before them',
+    );
     // w1 and w2 are done; w3 still holds its job, long past a read: all three up are kept, whichever holds it.
     for (let t = 500; t <= 20_000; t += 500) {
       rows = backlog(0, 1, 3, t);
@@ -178,14 +254,23 @@ describe('relevance from the work waiting', () => {
   });
 
   test('stopped while a round reads the backlog (the fleet going down), it wakes nobody, and stop waits for that round', async () => {
-    const domain = parseDomainSchema({ queues: { support: {} }, workRelevance: { everyMs: 250 }, agents: { desk: { persona: { name: 'Desk' }, skills: ['orders'] } } }, 'x.json');
+    const domain = parseDomainSchema(
+      { queues: { support: {} }, workRelevance: { everyMs: 250 }, agents: { desk: { persona: { name: 'Desk' }, skills: ['orders'] } } },
+      'x.json',
+    );
     let release!: (rows: SkillBacklog[]) => void;
     let reads = 0;
     const backlog = () => {
       reads++;
       return new Promise<SkillBacklog[]>((r) => (release = r));
     };
-    const scores = new WorkScores({ domain, settings: domain.workRelevance!, lifecycle, backlog, logger: createLogger({ level: 'silent' }) });
+    const scores = new WorkScores({
+      domain,
+      settings: domain.workRelevance!,
+      lifecycle,
+      backlog,
+      logger: createLogger({ level: 'silent' }),
+    });
     const reconciled: string[][] = [];
     scores.start(async (only) => void reconciled.push([...only]));
     await eventually(() => (reads === 1 ? true : undefined), 5000, 'the first round to read the backlog');
@@ -236,16 +321,26 @@ tools {
       await fleet.start('bard');
       const state = async (id: string) => (await fleet.status()).agents.find((a) => a.id === id)!;
       assert.equal((await state('desk')).state, 'dormant');
-      await eventually(async () => ((await fleet.status()).supervisor.pool?.ready ?? 0) >= 1 || undefined, 60_000, 'a spare ready in the pool');
+      await eventually(
+        async () => ((await fleet.status()).supervisor.pool?.ready ?? 0) >= 1 || undefined,
+        60_000,
+        'a spare ready in the pool',
+      );
       for (const n of [11111, 22222, 33333]) await fleet.jobs.publish('support', 'orders', { text: `Where is my order ORD-${n}?` });
       await eventually(async () => ((await state('desk')).state === 'active' ? true : undefined), 60_000, 'the burst to wake desk');
       assert.equal((await state('desk')).source, 'work');
-      const started = readFileSync(join(tf.ws.dir, 'data', 'logs', 'supervisor.log'), 'utf8').split('\n').filter((l) => l.includes('"agent started"') && l.includes('"agent":"desk"'));
+      const started = readFileSync(join(tf.ws.dir, 'data', 'logs', 'supervisor.log'), 'utf8')
+        .split('\n')
+        .filter((l) => l.includes('"agent started"') && l.includes('"agent":"desk"'));
       assert.match(started.at(-1) ?? '', /"spare":"[^"]+"/, 'woken from the pool');
-      await eventually(async () => {
-        const b = (await fleet.jobs.list()).find((r) => r.skill === 'orders')!;
-        return b.waiting + b.in_progress === 0 ? true : undefined;
-      }, 60_000, 'the work to be done');
+      await eventually(
+        async () => {
+          const b = (await fleet.jobs.list()).find((r) => r.skill === 'orders')!;
+          return b.waiting + b.in_progress === 0 ? true : undefined;
+        },
+        60_000,
+        'the work to be done',
+      );
       await eventually(async () => ((await state('desk')).state === 'dormant' ? true : undefined), 60_000, 'the lull to put desk to sleep');
       const moves = (await fleet.history('desk')).reverse().map((t) => t.to);
       assert.deepEqual(moves.slice(-3), ['active', 'listening', 'dormant'], JSON.stringify(moves));

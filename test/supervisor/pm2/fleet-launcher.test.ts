@@ -44,7 +44,12 @@ describe('thymos up fails fast, says why and leaves nothing running', () => {
     const ws = workspace(['[nats]', `port = ${other.port}`].join('\n'));
     const r = await runThymos(['up'], ws.dir);
     assert.equal(r.code, 3, r.stderr);
-    assert.match(r.stderr, new RegExp(`PORT_IN_USE: 127\\.0\\.0\\.1:${other.port}, the fleet's NATS port \\(\\[nats\\] port in .*thymos\\.toml\\), is in use by another process`));
+    assert.match(
+      r.stderr,
+      new RegExp(
+        `PORT_IN_USE: 127\\.0\\.0\\.1:${other.port}, the fleet's NATS port \\(\\[nats\\] port in .*thymos\\.toml\\), is in use by another process`,
+      ),
+    );
     assert.doesNotMatch(r.stderr, /starting nats-server/, 'nothing was started');
     assertNothingRuns(join(ws.dir, 'data'));
   });
@@ -54,10 +59,18 @@ describe('thymos up fails fast, says why and leaves nothing running', () => {
     held.push(other);
     const ws = workspace();
     mkdirSync(join(ws.dir, 'data', 'run'), { recursive: true });
-    writeFileSync(join(ws.dir, 'data', 'run', 'fleet.json'), JSON.stringify({ nats_url: `nats://127.0.0.1:${other.port}`, managed_nats: true, nats_port: other.port }));
+    writeFileSync(
+      join(ws.dir, 'data', 'run', 'fleet.json'),
+      JSON.stringify({ nats_url: `nats://127.0.0.1:${other.port}`, managed_nats: true, nats_port: other.port }),
+    );
     const r = await runThymos(['up'], ws.dir);
     assert.equal(r.code, 3, r.stderr);
-    assert.match(r.stderr, new RegExp(`PORT_IN_USE: 127\\.0\\.0\\.1:${other.port}, .*remembered from the fleet's last run in .*data/run/fleet\\.json.*delete .*fleet\\.json to have a free port chosen`));
+    assert.match(
+      r.stderr,
+      new RegExp(
+        `PORT_IN_USE: 127\\.0\\.0\\.1:${other.port}, .*remembered from the fleet's last run in .*data/run/fleet\\.json.*delete .*fleet\\.json to have a free port chosen`,
+      ),
+    );
     assertNothingRuns(join(ws.dir, 'data'));
   });
 
@@ -81,22 +94,44 @@ describe('thymos up fails fast, says why and leaves nothing running', () => {
     const r = await runThymos(['up'], ws.dir);
     assert.equal(r.code, 3, r.stderr);
     assert.match(r.stderr, /starting nats-server/);
-    assert.match(r.stderr, new RegExp(`SUPERVISOR_ALREADY_RUNNING: the supervisor exited as it started: the supervisor of .* is already running \\(pid ${process.pid}.*\\(log: .*supervisor\\.log\\)`));
+    assert.match(
+      r.stderr,
+      new RegExp(
+        `SUPERVISOR_ALREADY_RUNNING: the supervisor exited as it started: the supervisor of .* is already running \\(pid ${process.pid}.*\\(log: .*supervisor\\.log\\)`,
+      ),
+    );
     assert.match(r.stderr, /stopping what was started/);
     assertNothingRuns(data);
   });
 
   test('an unset api_key_env variable: up --strict starts nothing (exit 2); up warns on stderr and starts the fleet', async () => {
     const variable = 'THYMOS_TEST_KEY_NOBODY_SETS';
-    const ws = workspace(['[llm.reasoning]', 'provider = "openai-compatible"', 'base_url = "http://127.0.0.1:9/v1"', 'model = "m"', `api_key_env = "${variable}"`].join('\n'));
+    const ws = workspace(
+      [
+        '[llm.reasoning]',
+        'provider = "openai-compatible"',
+        'base_url = "http://127.0.0.1:9/v1"',
+        'model = "m"',
+        `api_key_env = "${variable}"`,
+      ].join('\n'),
+    );
     const data = join(ws.dir, 'data');
     const strict = await runThymos(['up', '--strict'], ws.dir);
     assert.equal(strict.code, 2, strict.stderr);
-    assert.match(strict.stderr, new RegExp(`CONFIG_INVALID: llm\\.reasoning\\.api_key_env: the environment variable ${variable} is not set`));
+    assert.match(
+      strict.stderr,
+      new RegExp(`CONFIG_INVALID: llm\\.reasoning\\.api_key_env: the environment variable ${variable} is not set`),
+    );
     assertNothingRuns(data);
     const up = await runThymos(['up'], ws.dir);
     assert.equal(up.code, 0, up.stderr);
-    assert.match(up.stderr, new RegExp(`^thymos: warning: llm\\.reasoning\\.api_key_env: the environment variable ${variable} is not set\\..*thymos down\` and \`thymos up\``, 'm'));
+    assert.match(
+      up.stderr,
+      new RegExp(
+        `^thymos: warning: llm\\.reasoning\\.api_key_env: the environment variable ${variable} is not set\\..*thymos down\` and \`thymos up\``,
+        'm',
+      ),
+    );
     assert.match(up.stdout, /fleet up/);
     const down = await runThymos(['down'], ws.dir);
     assert.equal(down.code, 0, down.stderr);

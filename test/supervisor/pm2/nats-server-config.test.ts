@@ -12,7 +12,12 @@ import { fleetPaths } from '../../../shared/config/fleet-paths.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
 import { ensureNatsIdentity, nkeySigner, readNatsSeed } from '../../../shared/nats/nats-identity.js';
 import { FleetNames } from '../../../shared/protocol/fleet-names.js';
-import { earlierNatsServerConfig, moveJetStreamToFleetAccount, natsServerConfigFile, writeNatsServerConfig } from '../../../supervisor/pm2/nats-server-config.js';
+import {
+  earlierNatsServerConfig,
+  moveJetStreamToFleetAccount,
+  natsServerConfigFile,
+  writeNatsServerConfig,
+} from '../../../supervisor/pm2/nats-server-config.js';
 import { startNatsServer, type TestNatsServer } from '../../helpers/nats-server.js';
 import { freePort } from '../../helpers/ports.js';
 
@@ -39,7 +44,16 @@ describe('the managed nats-server’s accounts', () => {
     // The earlier version's configuration: its users in the default account, no system account.
     const earlier = natsServerConfigFile(paths);
     const pub = (who: 'supervisor') => fromSeed(readNatsSeed(paths.data, who)!).getPublicKey();
-    writeFileSync(earlier, [`listen: "127.0.0.1:${port}"`, `jetstream { store_dir: ${JSON.stringify(paths.nats)} }`, `authorization { users: [ { nkey: "${pub('supervisor')}" } ] }`, ''].join('\n'), { mode: 0o600 });
+    writeFileSync(
+      earlier,
+      [
+        `listen: "127.0.0.1:${port}"`,
+        `jetstream { store_dir: ${JSON.stringify(paths.nats)} }`,
+        `authorization { users: [ { nkey: "${pub('supervisor')}" } ] }`,
+        '',
+      ].join('\n'),
+      { mode: 0o600 },
+    );
     assert.equal(earlierNatsServerConfig(paths), true);
     const old = await startNatsServer({ config: earlier });
     servers.push(old);
@@ -73,7 +87,10 @@ describe('the managed nats-server’s accounts', () => {
     const other = fleetPaths(join(dir, 'both'));
     mkdirSync(join(other.nats, 'jetstream', '$G'), { recursive: true });
     mkdirSync(join(other.nats, 'jetstream', 'THYMOS'), { recursive: true });
-    assert.throws(() => moveJetStreamToFleetAccount(other), (err: unknown) => isThymosError(err, 'NATS_UNAVAILABLE') && /both .*\$G.* and .*THYMOS/.test((err as Error).message));
+    assert.throws(
+      () => moveJetStreamToFleetAccount(other),
+      (err: unknown) => isThymosError(err, 'NATS_UNAVAILABLE') && /both .*\$G.* and .*THYMOS/.test((err as Error).message),
+    );
     assert.equal(existsSync(join(other.nats, 'jetstream', '$G')), true);
   });
 });

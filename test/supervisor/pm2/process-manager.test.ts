@@ -28,16 +28,37 @@ test('pm2 pushes each exit of an app to its watchers, with the exit code, and st
     const seen: AppExit[] = [];
     const unwatch = await pm.watchExits((e) => seen.push(e));
     const exited = nextExit(pm, (e) => e.name === 'quits', 20_000);
-    await pm.start({ name: 'quits', script: join(home, 'quits.cjs'), args: [], interpreter: process.execPath, nodeArgs: [], killTimeoutMs: 1000, autorestart: false, logFile: join(home, 'quits.log') });
+    await pm.start({
+      name: 'quits',
+      script: join(home, 'quits.cjs'),
+      args: [],
+      interpreter: process.execPath,
+      nodeArgs: [],
+      killTimeoutMs: 1000,
+      autorestart: false,
+      logFile: join(home, 'quits.log'),
+    });
     const exit = await exited;
     assert.equal(exit.name, 'quits');
     assert.equal(exit.exitCode, 0);
-    assert.ok(seen.some((e) => e.name === 'quits'), 'the first watcher saw it too');
+    assert.ok(
+      seen.some((e) => e.name === 'quits'),
+      'the first watcher saw it too',
+    );
 
     unwatch();
     const before = seen.length;
     const crashed = nextExit(pm, (e) => e.name === 'crashes', 20_000);
-    await pm.start({ name: 'crashes', script: join(home, 'crashes.cjs'), args: [], interpreter: process.execPath, nodeArgs: [], killTimeoutMs: 1000, autorestart: false, logFile: join(home, 'crashes.log') });
+    await pm.start({
+      name: 'crashes',
+      script: join(home, 'crashes.cjs'),
+      args: [],
+      interpreter: process.execPath,
+      nodeArgs: [],
+      killTimeoutMs: 1000,
+      autorestart: false,
+      logFile: join(home, 'crashes.log'),
+    });
     const crash = await crashed;
     assert.equal(crash.exitCode, 3);
     assert.equal(seen.length, before, 'an unwatched listener hears nothing more');

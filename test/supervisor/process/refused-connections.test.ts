@@ -9,7 +9,12 @@ import { eventually } from '../../helpers/fleet.js';
 import { startNatsServer, type TestNatsServer } from '../../helpers/nats-server.js';
 
 /** What nats-server says of a refused connection, as its system account publishes it. */
-const advisory = (name: string) => JSON.stringify({ type: 'io.nats.server.advisory.v1.client_disconnect', client: { host: '127.0.0.1', name, lang: 'nats.js' }, reason: 'Authentication Failure' });
+const advisory = (name: string) =>
+  JSON.stringify({
+    type: 'io.nats.server.advisory.v1.client_disconnect',
+    client: { host: '127.0.0.1', name, lang: 'nats.js' },
+    reason: 'Authentication Failure',
+  });
 
 describe('the log of refused connections', () => {
   let nats: TestNatsServer;
@@ -38,7 +43,10 @@ describe('the log of refused connections', () => {
     await eventually(() => (lines.length >= 20 ? true : undefined), 10_000, 'twenty lines');
     await nc.flush();
     assert.equal(lines.length, 20);
-    assert.match(lines[0]!, /^nats-server refused a connection named \?\[2J\?\[31mthymos-agent-elder_rowan\?\[fake\] all goodx+ from 127\.0\.0\.1 with no identity: Authentication Failure$/);
+    assert.match(
+      lines[0]!,
+      /^nats-server refused a connection named \?\[2J\?\[31mthymos-agent-elder_rowan\?\[fake\] all goodx+ from 127\.0\.0\.1 with no identity: Authentication Failure$/,
+    );
     assert.equal(lines[0]!.includes('\u001b'), false);
     assert.ok(lines[0]!.length < 128 + 120, 'the name is cut to 128 characters');
     assert.match(lines[19]!, /named flood-18 /);

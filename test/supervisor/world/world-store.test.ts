@@ -68,8 +68,16 @@ describe('world store over NATS (real nats-server, embedded SurrealDB)', () => {
     nc = await connectNats({ servers: nats.url, name: 'test-supervisor' });
     db = await openEmbeddedSurreal(join(dir, 'world'), { namespace: 'thymos', database: 'world', timeoutMs: 10_000 });
     await openSupervisorSide();
-    app = new WorldClient(await connectNats({ servers: nats.url, name: 'test-app' }), { timeoutMs: 5000, by: 'app', owner: WorldClient.appOwner() });
-    other = new WorldClient(await connectNats({ servers: nats.url, name: 'test-agent' }), { timeoutMs: 5000, by: 'bram_smith', owner: 'bram_smith' });
+    app = new WorldClient(await connectNats({ servers: nats.url, name: 'test-app' }), {
+      timeoutMs: 5000,
+      by: 'app',
+      owner: WorldClient.appOwner(),
+    });
+    other = new WorldClient(await connectNats({ servers: nats.url, name: 'test-agent' }), {
+      timeoutMs: 5000,
+      by: 'bram_smith',
+      owner: 'bram_smith',
+    });
   });
 
   after(async () => {
@@ -83,12 +91,24 @@ describe('world store over NATS (real nats-server, embedded SurrealDB)', () => {
   });
 
   test('set, get, patch, query with conditions, order and limit, delete', async () => {
-    const row = await app.set('quest', 'wolves', { title: 'Clear the wolves', status: 'open', reward: 50, location: 'forest', party: ['mira'] });
+    const row = await app.set('quest', 'wolves', {
+      title: 'Clear the wolves',
+      status: 'open',
+      reward: 50,
+      location: 'forest',
+      party: ['mira'],
+    });
     assert.equal(row.id, 'wolves');
     assert.equal(row.updated_by, 'app');
     assert.ok(row.updated_at > Date.now() - 60_000);
     await app.set('quest', 'well', { title: 'Fix the well', status: 'open', reward: 10, location: 'village_square' });
-    await other.set('quest', 'ring', { title: 'Find the ring', status: 'taken', reward: 80, location: 'forest', party: ['mira', 'bram_smith'] });
+    await other.set('quest', 'ring', {
+      title: 'Find the ring',
+      status: 'taken',
+      reward: 80,
+      location: 'forest',
+      party: ['mira', 'bram_smith'],
+    });
 
     assert.deepEqual((await app.get('quest', 'well'))?.title, 'Fix the well');
     assert.equal(await app.get('quest', 'nothing-here'), null);
@@ -98,22 +118,55 @@ describe('world store over NATS (real nats-server, embedded SurrealDB)', () => {
     assert.equal(patched.title, 'Fix the well', 'patch keeps the other fields');
     assert.equal(patched.updated_by, 'bram_smith');
 
-    const forest = await app.query({ table: 'quest', where: [{ field: 'location', value: 'forest' }], order_by: { field: 'reward', direction: 'desc' } });
-    assert.deepEqual(forest.map((r) => r.id), ['ring', 'wolves']);
-    const rich = await app.query({ table: 'quest', where: [{ field: 'reward', op: '>=', value: 50 }, { field: 'status', op: '!=', value: 'done' }], order_by: { field: 'reward' } });
-    assert.deepEqual(rich.map((r) => r.id), ['wolves', 'ring']);
+    const forest = await app.query({
+      table: 'quest',
+      where: [{ field: 'location', value: 'forest' }],
+      order_by: { field: 'reward', direction: 'desc' },
+    });
+    assert.deepEqual(
+      forest.map((r) => r.id),
+      ['ring', 'wolves'],
+    );
+    const rich = await app.query({
+      table: 'quest',
+      where: [
+        { field: 'reward', op: '>=', value: 50 },
+        { field: 'status', op: '!=', value: 'done' },
+      ],
+      order_by: { field: 'reward' },
+    });
+    assert.deepEqual(
+      rich.map((r) => r.id),
+      ['wolves', 'ring'],
+    );
     const withMira = await app.query({ table: 'quest', where: [{ field: 'party', op: 'contains', value: 'bram_smith' }] });
-    assert.deepEqual(withMira.map((r) => r.id), ['ring']);
-    const byIds = await app.query({ table: 'quest', where: [{ field: 'id', op: 'in', value: ['well', 'ring', 'missing'] }], order_by: { field: 'id' } });
-    assert.deepEqual(byIds.map((r) => r.id), ['ring', 'well']);
+    assert.deepEqual(
+      withMira.map((r) => r.id),
+      ['ring'],
+    );
+    const byIds = await app.query({
+      table: 'quest',
+      where: [{ field: 'id', op: 'in', value: ['well', 'ring', 'missing'] }],
+      order_by: { field: 'id' },
+    });
+    assert.deepEqual(
+      byIds.map((r) => r.id),
+      ['ring', 'well'],
+    );
     const one = await app.query({ table: 'quest', order_by: { field: 'reward', direction: 'desc' }, limit: 1 });
-    assert.deepEqual(one.map((r) => r.id), ['ring']);
+    assert.deepEqual(
+      one.map((r) => r.id),
+      ['ring'],
+    );
 
     assert.equal(await app.delete('quest', 'well'), true);
     assert.equal(await app.delete('quest', 'well'), false);
     assert.equal(await app.get('quest', 'well'), null);
 
-    await assert.rejects(app.patch('quest', 'well', { status: 'open' }), (e: ThymosError) => e.code === ErrorCode.NOT_FOUND && /no row "well"/.test(e.message));
+    await assert.rejects(
+      app.patch('quest', 'well', { status: 'open' }),
+      (e: ThymosError) => e.code === ErrorCode.NOT_FOUND && /no row "well"/.test(e.message),
+    );
     assert.deepEqual(Object.keys(await app.tables()).sort(), ['location', 'quest']);
   });
 
@@ -129,7 +182,10 @@ describe('world store over NATS (real nats-server, embedded SurrealDB)', () => {
       [() => app.patch('quest', 'keep', { reward: '5; DELETE quest' }), /reward/],
       [() => app.set('quest', '', { title: 'x' }), /id/],
       [() => app.set('quest', 'a\u0000b', { title: 'x' }), /control characters/],
-      [() => app.query({ table: 'quest', where: [{ field: 'nope', value: 1 }] }), /where\.0\.field: table quest has no field "nope"; it declares id, title, status/],
+      [
+        () => app.query({ table: 'quest', where: [{ field: 'nope', value: 1 }] }),
+        /where\.0\.field: table quest has no field "nope"; it declares id, title, status/,
+      ],
       [() => app.query({ table: 'quest', where: [{ field: 'reward', value: 'ten' }] }), /where\.0\.value: expected number; got "ten"/],
       [() => app.query({ table: 'quest', where: [{ field: 'party', value: 'mira' }] }), /use contains/],
       [() => app.query({ table: 'quest', where: [{ field: 'status', op: 'in', value: 'open' }] }), /in needs a list/],
@@ -158,11 +214,16 @@ describe('world store over NATS (real nats-server, embedded SurrealDB)', () => {
     assert.deepEqual(await app.query({ table: 'quest', where: [{ field: 'title', value: "x' OR true" }] }), []);
     assert.deepEqual(await app.query({ table: 'quest', where: [{ field: 'location', value: "forest' OR '1'='1" }] }), []);
     const hit = await app.query({ table: 'quest', where: [{ field: 'title', value: evil }] });
-    assert.deepEqual(hit.map((r) => r.id), [evil]);
+    assert.deepEqual(
+      hit.map((r) => r.id),
+      [evil],
+    );
     assert.equal((await app.get('quest', evil))?.location, '`location`; REMOVE TABLE quest');
     assert.equal((await app.query({ table: 'quest', limit: 1000 })).length, before, 'nothing was deleted');
     // Raw requests that bypass the client's checks get the same answer from the supervisor.
-    const raw = await nc.request('thymos.world.query', JSON.stringify({ table: 'quest', where: [{ field: 'title) OR (1=1', value: 1 }] }), { timeout: 5000 });
+    const raw = await nc.request('thymos.world.query', JSON.stringify({ table: 'quest', where: [{ field: 'title) OR (1=1', value: 1 }] }), {
+      timeout: 5000,
+    });
     const reply = JSON.parse(raw.string()) as { ok: boolean; error?: { code: string; message: string } };
     assert.equal(reply.ok, false);
     assert.equal(reply.error?.code, ErrorCode.INVALID_INPUT);
@@ -171,7 +232,21 @@ describe('world store over NATS (real nats-server, embedded SurrealDB)', () => {
 
   test('fuzzed requests get a coded reply and never a crash', async () => {
     const pick = <T>(xs: readonly T[]) => xs[Math.floor(Math.random() * xs.length)]!;
-    const values: unknown[] = [null, 1, -1.5, 'open', '', "'; DROP", [], ['a', 2], {}, { $gt: 1 }, true, 'x'.repeat(300), Number.MAX_SAFE_INTEGER];
+    const values: unknown[] = [
+      null,
+      1,
+      -1.5,
+      'open',
+      '',
+      "'; DROP",
+      [],
+      ['a', 2],
+      {},
+      { $gt: 1 },
+      true,
+      'x'.repeat(300),
+      Number.MAX_SAFE_INTEGER,
+    ];
     const ops = ['get', 'set', 'patch', 'delete', 'query', 'subscribe', 'renew', 'unsubscribe'];
     const fields = ['title', 'status', 'reward', 'party', 'id', 'nope', '', 'a.b', '*'];
     for (let i = 0; i < 150; i++) {
@@ -184,11 +259,17 @@ describe('world store over NATS (real nats-server, embedded SurrealDB)', () => {
       if (Math.random() < 0.3) body.owner = pick(['app:x', 'BAD', 'mira']);
       if (Math.random() < 0.2) body.subs = pick([[], ['nope'], 'x']);
       const op = pick(ops);
-      const reply = JSON.parse((await nc.request(`thymos.world.${op}`, Math.random() < 0.05 ? '{not json' : JSON.stringify(body), { timeout: 5000 })).string()) as {
+      const reply = JSON.parse(
+        (await nc.request(`thymos.world.${op}`, Math.random() < 0.05 ? '{not json' : JSON.stringify(body), { timeout: 5000 })).string(),
+      ) as {
         ok: boolean;
         error?: { code: string };
       };
-      if (!reply.ok) assert.ok([ErrorCode.INVALID_INPUT, ErrorCode.NOT_FOUND].includes(reply.error!.code as 'INVALID_INPUT'), `${op} ${JSON.stringify(body)} → ${JSON.stringify(reply)}`);
+      if (!reply.ok)
+        assert.ok(
+          [ErrorCode.INVALID_INPUT, ErrorCode.NOT_FOUND].includes(reply.error!.code as 'INVALID_INPUT'),
+          `${op} ${JSON.stringify(body)} → ${JSON.stringify(reply)}`,
+        );
     }
     for (const s of store.subscriptions()) await store.unsubscribe(s.sub);
     // No request named it: a row the fuzz never targeted is untouched whatever else it did.
@@ -199,7 +280,9 @@ describe('world store over NATS (real nats-server, embedded SurrealDB)', () => {
     const forest: WorldChange[] = [];
     const square: WorldChange[] = [];
     const subForest = await app.subscribe({ table: 'quest', where: [{ field: 'location', value: 'forest' }] }, (c) => forest.push(c));
-    const subSquare = await other.subscribe({ table: 'quest', where: [{ field: 'location', value: 'village_square' }] }, (c) => square.push(c));
+    const subSquare = await other.subscribe({ table: 'quest', where: [{ field: 'location', value: 'village_square' }] }, (c) =>
+      square.push(c),
+    );
 
     await other.set('quest', 'bear', { title: 'The bear', status: 'open', location: 'forest', reward: 20 });
     await other.patch('quest', 'bear', { status: 'taken' });
@@ -208,14 +291,20 @@ describe('world store over NATS (real nats-server, embedded SurrealDB)', () => {
     await app.delete('quest', 'bear');
 
     await until(() => forest.length >= 3 && square.length >= 1, 5000, 'live notifications');
-    assert.deepEqual(forest.map((c) => [c.action, c.id, c.row.status ?? null]), [
-      ['create', 'bear', 'open'],
-      ['update', 'bear', 'taken'],
-      ['delete', 'bear', 'taken'],
-    ]);
+    assert.deepEqual(
+      forest.map((c) => [c.action, c.id, c.row.status ?? null]),
+      [
+        ['create', 'bear', 'open'],
+        ['update', 'bear', 'taken'],
+        ['delete', 'bear', 'taken'],
+      ],
+    );
     assert.equal(forest[0]!.row.updated_by, 'bram_smith');
     assert.equal(forest[0]!.sub, subForest.sub);
-    assert.deepEqual(square.map((c) => [c.action, c.id]), [['create', 'bread']]);
+    assert.deepEqual(
+      square.map((c) => [c.action, c.id]),
+      [['create', 'bread']],
+    );
 
     await subForest.close();
     await app.set('quest', 'owl', { title: 'The owl', location: 'forest' });
@@ -230,14 +319,19 @@ describe('world store over NATS (real nats-server, embedded SurrealDB)', () => {
   test('the same owner and key get one subscription; an owner that stops ends its subscriptions', async () => {
     const seen: string[] = [];
     const a = await other.subscribe({ table: 'location' }, (c) => seen.push(`a:${c.id}`), { key: 'watch' });
-    const b = await other.subscribe({ table: 'location', where: [{ field: 'danger', op: '>', value: 5 }] }, (c) => seen.push(`b:${c.id}`), { key: 'watch' });
+    const b = await other.subscribe({ table: 'location', where: [{ field: 'danger', op: '>', value: 5 }] }, (c) => seen.push(`b:${c.id}`), {
+      key: 'watch',
+    });
     assert.equal(a.sub, b.sub, 'same key, same subscription');
     assert.equal(store.subscriptions().filter((s) => s.owner === 'bram_smith').length, 1);
     await app.set('location', 'mill', { name: 'Mill', danger: 1 });
     await app.set('location', 'cave', { name: 'Cave', danger: 9 });
     await until(() => seen.length >= 1, 5000, 'notification with the new filter');
     await new Promise((r) => setTimeout(r, 200));
-    assert.ok(seen.every((s) => s.endsWith(':cave')), `only the dangerous place: ${seen.join(', ')}`);
+    assert.ok(
+      seen.every((s) => s.endsWith(':cave')),
+      `only the dangerous place: ${seen.join(', ')}`,
+    );
 
     assert.equal(await store.endOwner('bram_smith'), 1);
     assert.equal(store.subscriptions().length, 0);
@@ -253,17 +347,30 @@ describe('world store over NATS (real nats-server, embedded SurrealDB)', () => {
 
     await closeSupervisorSide();
     await openSupervisorSide();
-    assert.deepEqual(store.subscriptions().map((s) => s.sub).sort(), [sub.sub, orphan.sub].sort(), 'both restarted from the database');
+    assert.deepEqual(
+      store
+        .subscriptions()
+        .map((s) => s.sub)
+        .sort(),
+      [sub.sub, orphan.sub].sort(),
+      'both restarted from the database',
+    );
 
     await app.set('location', 'swamp', { name: 'Swamp', danger: 4 });
     await app.set('location', 'meadow', { name: 'Meadow', danger: 0 });
     await until(() => seen.length >= 1, 5000, 'notification after the restart');
-    assert.deepEqual(seen.map((c) => c.id), ['swamp']);
+    assert.deepEqual(
+      seen.map((c) => c.id),
+      ['swamp'],
+    );
     assert.equal(seen[0]!.sub, sub.sub, 'same subscription, same subject');
 
     // The client renews every lease/3; the orphan lapses after 1.5 s.
     await until(() => !store.subscriptions().some((s) => s.sub === orphan.sub), 6000, 'orphan lease expiry');
-    assert.ok(store.subscriptions().some((s) => s.sub === sub.sub), 'a renewed subscription stays');
+    assert.ok(
+      store.subscriptions().some((s) => s.sub === sub.sub),
+      'a renewed subscription stays',
+    );
     await sub.close();
   });
 
@@ -288,10 +395,13 @@ describe('world store over NATS (real nats-server, embedded SurrealDB)', () => {
   });
 
   test('too many subscriptions are refused with CAPACITY_EXCEEDED', async () => {
-    assert.deepEqual(store.subscriptions(), [], "none left from earlier tests");
+    assert.deepEqual(store.subscriptions(), [], 'none left from earlier tests');
     const subs = [];
     for (let i = 0; i < 20; i++) subs.push(await app.subscribe({ table: 'location' }, () => undefined));
-    await assert.rejects(app.subscribe({ table: 'location' }, () => undefined), (e: ThymosError) => e.code === ErrorCode.CAPACITY_EXCEEDED && /max_subscriptions = 20/.test(e.message));
+    await assert.rejects(
+      app.subscribe({ table: 'location' }, () => undefined),
+      (e: ThymosError) => e.code === ErrorCode.CAPACITY_EXCEEDED && /max_subscriptions = 20/.test(e.message),
+    );
     for (const s of subs) await s.close();
     assert.equal(store.subscriptions().length, 0);
   });
