@@ -12,7 +12,7 @@ import { writeFleetInfo } from '../shared/config/fleet-runtime.js';
 import { loadConfig } from '../shared/config/thymos-config.js';
 import { agentIdentity, ensureNatsIdentity } from '../shared/nats/nats-identity.js';
 import { FleetNames } from '../shared/protocol/fleet-names.js';
-import { writeNatsServerConfig } from '../supervisor/pm2/nats-server-config.js';
+import { writeNatsServerConfig } from '../supervisor/nats-server/server-config.js';
 import { killAllAgents, startAgent } from '../test/helpers/agent-child.js';
 import { startNatsServer } from '../test/helpers/nats-server.js';
 import { freePort } from '../test/helpers/ports.js';

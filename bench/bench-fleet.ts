@@ -4,7 +4,7 @@ import { join } from 'node:path';
 
 import { connect, type Fleet } from '../client/fleet-client.js';
 import { loadConfig } from '../shared/config/thymos-config.js';
-import { downFleet, upFleet } from '../supervisor/pm2/fleet-launcher.js';
+import { downFleet, upFleet } from '../supervisor/launch/fleet-launcher.js';
 import { killFleet } from '../test/helpers/fleet.js';
 
 /**

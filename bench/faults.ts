@@ -187,7 +187,7 @@ export const faultsScenario: Scenario = {
           `Agents: one client per agent writes memories through MCP without pause while the two agents are killed in turn, ${AGENT_KILLS} times, a second apart once each is back; every acknowledged write is then looked up by its unique word. "Back" is the acknowledgement of the first write sent after the kill (pm2 restart, database reopened, index rebuilt, MCP listening).`,
           `Supervisor: killed as the first of five moves finishes; the reconcile journal (run/reconcile.pending.json) lets the restarted supervisor finish it; "running twice" counts processes holding an agent's database open (from /proc) and a killed supervisor still alive.`,
           `nats-server: ${EVENTS_PER_PHASE} events for elder_rowan (Dormant) before each of ${NATS_RESTARTS} kills and ${EVENTS_PER_PHASE} after the last; on wake every one must be recalled.`,
-          'The test suite runs the same faults at CI size (test/supervisor/fleet-faults.test.ts).',
+          'The test suite runs the same faults at CI size (test/supervisor/reconcile/fleet-faults.test.ts).',
         ],
       };
     } finally {

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import { connect } from '../client/fleet-client.js';
 import { loadConfig } from '../shared/config/thymos-config.js';
-import { downFleet, upFleet } from '../supervisor/pm2/fleet-launcher.js';
+import { downFleet, upFleet } from '../supervisor/launch/fleet-launcher.js';
 import { fleetPids, killFleet } from '../test/helpers/fleet.js';
 import { REPO_ROOT } from '../test/helpers/workspace.js';
 import { cpuSeconds } from './proc-stats.js';

@@ -23,7 +23,7 @@ import {
 } from '../test/helpers/fuzz.js';
 import type { Figure, Scenario } from './scenario.js';
 
-// Ten times what the test suite runs (test/supervisor/fleet/fleet-fuzz.test.ts), other seeds.
+// Ten times what the test suite runs (test/supervisor/reconcile/fleet-fuzz.test.ts), other seeds.
 const N = { tools: 2000, http: 2000, nats: 3000, publish: 2000, toml: 3000, pkl: 60 };
 const MAX_BODY = 65_536;
 const AGENTS = ['elder_rowan', 'bram_smith'];

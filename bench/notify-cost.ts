@@ -22,7 +22,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
-import { AGENT_NODE_ARGS } from '../supervisor/fleet/agent-app.js';
+import { AGENT_NODE_ARGS } from '../supervisor/lifecycle/agent-app.js';
 import { quantile, round } from './stats.js';
 
 const N = Number(process.env.N ?? 100);

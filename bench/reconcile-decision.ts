@@ -1,8 +1,8 @@
 import { ThymosConfigSchema } from '../shared/config/thymos-config.js';
 import { type DomainSchema, parseDomainSchema } from '../shared/domain/domain-schema.js';
 import { parseReconcileContext } from '../shared/protocol/reconcile-context.js';
-import { decideStates, type ScoredAgent } from '../supervisor/fleet/decide-states.js';
-import { RelevanceEvaluator } from '../supervisor/fleet/relevance-evaluator.js';
+import { decideStates, type ScoredAgent } from '../supervisor/reconcile/decide-states.js';
+import { RelevanceEvaluator } from '../supervisor/relevance/relevance-evaluator.js';
 import type { Figure, Scenario } from './scenario.js';
 import { quantile, round } from './stats.js';
 

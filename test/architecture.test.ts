@@ -112,6 +112,33 @@ test('shared/ is layered: errors, config, domain, protocol, platform, nats — e
   assert.deepEqual(offences, []);
 });
 
+test('supervisor/ is split by concern, and each folder imports only the folders named for it', () => {
+  // pm2 runs processes; nats-server is the fleet's server; launch starts both. The lifecycle moves one
+  // agent; relevance scores; the reconcile decides and moves through the lifecycle; process wires it all.
+  const may: Record<string, string[]> = {
+    pm2: [],
+    'nats-server': ['pm2'],
+    launch: ['pm2', 'nats-server'],
+    metrics: [],
+    lifecycle: ['pm2', 'nats-server', 'metrics'],
+    relevance: [],
+    events: [],
+    reconcile: ['pm2', 'nats-server', 'metrics', 'lifecycle', 'relevance'],
+    api: [],
+    world: ['api'],
+    embedding: [],
+    process: ['pm2', 'nats-server', 'metrics', 'lifecycle', 'relevance', 'events', 'reconcile', 'api', 'world', 'embedding'],
+  };
+  const folders = concernFolders.filter((f) => f.startsWith('supervisor/')).map((f) => f.slice('supervisor/'.length));
+  assert.deepEqual(folders.sort(), Object.keys(may).sort(), 'every folder of supervisor/ has its rule');
+  const offences = edges()
+    .filter((e) => e.from.startsWith('supervisor/') && e.to.startsWith('supervisor/'))
+    .map((e) => ({ ...e, a: e.from.split('/')[1]!, b: e.to.split('/')[1]! }))
+    .filter((e) => e.a !== e.b && e.from !== 'supervisor/index.ts' && !may[e.a]?.includes(e.b))
+    .map((e) => `${e.from} imports ${e.spec}`);
+  assert.deepEqual(offences, []);
+});
+
 test('no import circles between files, type-only imports included', () => {
   assert.deepEqual(circles(graphOf(edges().map((e) => [e.from, e.to]))), []);
 });

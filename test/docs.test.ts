@@ -38,7 +38,7 @@ test('the README names only repository paths that exist', () => {
 
 test("the README's list of Prometheus metrics is the supervisor's, name for name", () => {
   const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
-  const metrics = readFileSync(join(REPO_ROOT, 'supervisor', 'fleet', 'supervisor-metrics.ts'), 'utf8');
+  const metrics = readFileSync(join(REPO_ROOT, 'supervisor', 'metrics', 'supervisor-metrics.ts'), 'utf8');
   const listed = new Set([...readme.matchAll(/`(thymos_[a-z_]+)[{`]/g)].map((m) => m[1]!));
   const defined = new Set([...metrics.matchAll(/name: '(thymos_[a-z_]+)'/g)].map((m) => m[1]!));
   assert.ok(defined.size >= 10, `the supervisor defines its metrics by name (found ${defined.size})`);

@@ -3,7 +3,7 @@ import { z } from 'zod';
 
 import type { Logger } from '../../shared/platform/logger.js';
 import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
-import { AUTH_ERRORS } from '../pm2/nats-server-config.js';
+import { AUTH_ERRORS } from '../nats-server/server-config.js';
 
 /** The part of nats-server's `client_disconnect` advisory that says who was refused. */
 const AuthErrorSchema = z.looseObject({

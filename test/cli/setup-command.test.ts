@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
-import { locateNatsServer } from '../../supervisor/pm2/nats-server-binary.js';
+import { locateNatsServer } from '../../supervisor/nats-server/server-binary.js';
 import { createWorkspace, REPO_ROOT, THYMOS_BIN, type Workspace } from '../helpers/workspace.js';
 
 /** The README's first command (`npm run example`) and what it runs first: `thymos setup`. */

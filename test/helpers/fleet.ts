@@ -10,7 +10,7 @@ import { connect, type Fleet } from '../../client/fleet-client.js';
 import { loadConfig } from '../../shared/config/thymos-config.js';
 import { readNatsSeed } from '../../shared/nats/nats-identity.js';
 import { isAlive } from '../../shared/platform/data-lock.js';
-import { downFleet, upFleet } from '../../supervisor/pm2/fleet-launcher.js';
+import { downFleet, upFleet } from '../../supervisor/launch/fleet-launcher.js';
 import { createWorkspace, THYMOS_BIN, type Workspace } from './workspace.js';
 
 export interface CliResult {

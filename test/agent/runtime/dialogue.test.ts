@@ -15,7 +15,7 @@ import { createLogger } from '../../../shared/platform/logger.js';
 import { type EventDecision, EventDecisionSchema } from '../../../shared/protocol/agent-protocol.js';
 import { DEFAULT_FLEET_NAMES } from '../../../shared/protocol/fleet-names.js';
 import { parseWorldEvent } from '../../../shared/protocol/world-event.js';
-import { EventRouter } from '../../../supervisor/fleet/event-router.js';
+import { EventRouter } from '../../../supervisor/events/event-router.js';
 import { type AgentChild, killAllAgents, startAgent } from '../../helpers/agent-child.js';
 import { eventually } from '../../helpers/fleet.js';
 import { startNatsServer, type TestNatsServer } from '../../helpers/nats-server.js';

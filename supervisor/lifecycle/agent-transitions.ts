@@ -1,0 +1,207 @@
+import type { JetStreamManager } from '@nats-io/jetstream';
+
+import { Pm2Names } from '../../shared/config/fleet-paths.js';
+import type { ThymosConfig } from '../../shared/config/thymos-config.js';
+import type { LifecycleState } from '../../shared/domain/domain-schema.js';
+import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
+import { deleteAgentConsumer, ensureAgentConsumer } from '../../shared/nats/event-stream.js';
+import { isAlive } from '../../shared/platform/data-lock.js';
+import type { Logger } from '../../shared/platform/logger.js';
+import { PhaseClock } from '../../shared/platform/phase-clock.js';
+import type { AgentMode } from '../../shared/protocol/agent-protocol.js';
+import type { FleetNames } from '../../shared/protocol/fleet-names.js';
+import type { SupervisorMetrics } from '../metrics/supervisor-metrics.js';
+import type { ProcessManager } from '../pm2/process-manager.js';
+import type { AgentArchive } from './agent-archive.js';
+import type { AgentHeartbeats } from './agent-heartbeats.js';
+import type { AgentLink } from './agent-link.js';
+import type { AgentEntry, AgentRegistry } from './agent-registry.js';
+import { type AgentStarter, CONTROL_TIMEOUT_MS } from './agent-starter.js';
+import { RUNNING, STATE_RANK } from './agent-states.js';
+import { type Report } from './move-report.js';
+import type { PortAllocator } from './port-allocator.js';
+
+export interface AgentTransitionsOptions {
+  config: ThymosConfig;
+  registry: AgentRegistry;
+  processes: ProcessManager;
+  link: AgentLink;
+  ports: PortAllocator;
+  archive: AgentArchive;
+  starter: AgentStarter;
+  heartbeats: AgentHeartbeats;
+  metrics: SupervisorMetrics;
+  logger: Logger;
+  names: FleetNames;
+  /** JetStream, when the server has it: agents' event consumers are kept here. */
+  jsm?: JetStreamManager | undefined;
+  /** Called when an agent stops running (Dormant or Archived): its live subscriptions end. */
+  onStopped?: ((id: string) => Promise<unknown>) | undefined;
+}
+
+/**
+ * Takes one agent from its state to another, step by step — set mode, stop with a
+ * snapshot, restore from its archive, pack it, start it — recording each step in the
+ * registry, its history and the report.
+ */
+export class AgentTransitions {
+  readonly #o: AgentTransitionsOptions;
+
+  constructor(options: AgentTransitionsOptions) {
+    this.#o = options;
+  }
+
+  /** Runs the steps from an agent's state to `to`; records each in the report. Never throws. */
+  async run(
+    id: string,
+    to: LifecycleState,
+    score: number | null,
+    reason: string,
+    report: Report,
+    properties: Record<string, unknown>,
+  ): Promise<boolean> {
+    const { registry, metrics, logger } = this.#o;
+    const from = registry.get(id)!.state;
+    let step = 'plan';
+    try {
+      let entry = registry.get(id)!;
+      if (RUNNING(entry.state) && RUNNING(to)) {
+        step = 'set_mode';
+        await this.#setMode(entry, to === 'active' ? 'active' : 'passive', reason);
+        (STATE_RANK[to] > STATE_RANK[from] ? report.upgraded : report.downgraded).push(id);
+        metrics.transitions.inc({ kind: STATE_RANK[to] > STATE_RANK[from] ? 'upgrade' : 'downgrade' });
+        return true;
+      }
+      if (RUNNING(entry.state)) {
+        step = 'stop';
+        entry = await this.#stop(entry, reason);
+        report.stopped.push(id);
+        metrics.transitions.inc({ kind: 'stop' });
+      }
+      if (entry.state === 'archived' && to !== 'archived') {
+        step = 'restore';
+        await this.#o.archive.unpack(id);
+        if (this.#o.jsm) await ensureAgentConsumer(this.#o.jsm, id, this.#o.config.events, this.#o.names);
+        entry = await this.setState(entry, 'dormant', {}, reason);
+        report.restored.push(id);
+        metrics.transitions.inc({ kind: 'restore' });
+      }
+      if (to === 'archived' && entry.state === 'dormant') {
+        step = 'archive';
+        await this.#o.archive.pack(id);
+        // An Archived agent stops retaining events.
+        if (this.#o.jsm) await deleteAgentConsumer(this.#o.jsm, id, this.#o.names);
+        entry = await this.setState(entry, 'archived', {}, reason);
+        report.archived.push(id);
+        metrics.transitions.inc({ kind: 'archive' });
+      }
+      if (RUNNING(to) && entry.state === 'dormant') {
+        step = 'start';
+        await this.#start(entry, to === 'active' ? 'active' : 'passive', score, reason, properties);
+        report.started.push(id);
+        metrics.transitions.inc({ kind: 'start' });
+      }
+      return true;
+    } catch (err) {
+      const e = toThymosError(err);
+      logger.error({ agent: id, step, code: e.code, err: e.message }, 'transition failed');
+      metrics.failures.inc({ kind: step, code: e.code });
+      report.failed.push({ id, code: e.code, message: e.message });
+      const entry = registry.get(id)!;
+      await registry.update(id, { last_error: { code: e.code, message: e.message } }).catch(() => undefined);
+      await registry
+        .recordTransition({
+          id,
+          at: new Date().toISOString(),
+          from: entry.state,
+          to,
+          score,
+          reason: `${reason} (${step})`,
+          ok: false,
+          error: `${e.code}: ${e.message}`,
+        })
+        .catch(() => undefined);
+      return false;
+    }
+  }
+
+  /** Records a new state (and the history row when it changed); a stopped agent's live subscriptions end. */
+  async setState(entry: AgentEntry, state: LifecycleState, patch: Partial<AgentEntry>, reason: string): Promise<AgentEntry> {
+    const { registry, logger } = this.#o;
+    const next = await registry.update(entry.id, { ...patch, state, since: state === entry.state ? entry.since : Date.now() });
+    if (state !== entry.state && RUNNING(entry.state) && !RUNNING(state)) {
+      await this.#o
+        .onStopped?.(entry.id)
+        .catch((err: unknown) => logger.warn({ err, id: entry.id }, 'ending the live subscriptions of a stopped agent failed'));
+    }
+    if (state !== entry.state) {
+      await registry.recordTransition({
+        id: entry.id,
+        at: new Date().toISOString(),
+        from: entry.state,
+        to: state,
+        score: next.score,
+        reason,
+        ok: true,
+        error: null,
+      });
+    }
+    return next;
+  }
+
+  async #start(
+    entry: AgentEntry,
+    mode: AgentMode,
+    score: number | null,
+    reason: string,
+    properties: Record<string, unknown>,
+  ): Promise<AgentEntry> {
+    const { pid, port, adopted, clock, spare } = await this.#o.starter.start(entry.id, mode, entry.port, properties);
+    const state = mode === 'active' ? 'active' : 'listening';
+    const next = adopted
+      ? await this.setState(entry, state, { mode, pid, port, last_error: null }, `${reason} (adopted)`)
+      : await this.setState(entry, state, { mode, pid, port, score, last_error: null }, reason);
+    clock.mark('registry');
+    this.#o.logger.info(
+      { agent: entry.id, port, mode, pid, adopted, spare: spare ?? null, ms: clock.elapsed(), phases: clock.phases },
+      'agent started',
+    );
+    return next;
+  }
+
+  async #setMode(entry: AgentEntry, mode: AgentMode, reason: string): Promise<AgentEntry> {
+    await this.#o.link.control(entry.id, { op: 'set_mode', mode }, CONTROL_TIMEOUT_MS);
+    return this.setState(entry, mode === 'active' ? 'active' : 'listening', { mode }, reason);
+  }
+
+  /** Snapshot acknowledged, then pm2 stops the process (SIGINT, SIGKILL after the budget). */
+  async #stop(entry: AgentEntry, reason: string): Promise<AgentEntry> {
+    const { processes, config } = this.#o;
+    const clock = new PhaseClock();
+    const name = Pm2Names.agent(entry.id);
+    const app = await processes.describe(name);
+    clock.mark('describe');
+    if (app?.status === 'online') {
+      await this.#o.link.control(entry.id, { op: 'snapshot' }, config.agent.shutdown_timeout_ms).catch((err: unknown) => {
+        const e = toThymosError(err);
+        throw new ThymosError(
+          ErrorCode.SNAPSHOT_FAILED,
+          `${entry.id} was not stopped: its snapshot was not acknowledged (${e.code}: ${e.message})`,
+          { cause: err },
+        );
+      });
+      clock.mark('snapshot');
+    }
+    await processes.delete(name);
+    clock.mark('pm2_delete');
+    if (app?.pid && isAlive(app.pid)) {
+      throw new ThymosError(ErrorCode.PROCESS_MANAGER_ERROR, `${entry.id}: pid ${app.pid} still alive after pm2 stopped it`);
+    }
+    this.#o.ports.release(entry.port, entry.id);
+    this.#o.heartbeats.forget(entry.id);
+    const next = await this.setState(entry, 'dormant', { mode: null, pid: null }, reason);
+    clock.mark('registry');
+    this.#o.logger.info({ agent: entry.id, ms: clock.elapsed(), phases: clock.phases }, 'agent stopped');
+    return next;
+  }
+}

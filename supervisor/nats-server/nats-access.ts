@@ -1,0 +1,186 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import type { FleetPaths } from '../../shared/config/fleet-paths.js';
+import { Pm2Names } from '../../shared/config/fleet-paths.js';
+import { readFleetInfo } from '../../shared/config/fleet-runtime.js';
+import type { ThymosConfig } from '../../shared/config/thymos-config.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import { connectsAs } from '../../shared/nats/nats-connection.js';
+import {
+  agentIdentity,
+  ensureNatsIdentity,
+  natsCredentialsFile,
+  readNatsSeed,
+  removeNatsIdentity,
+  staleAgentIdentities,
+} from '../../shared/nats/nats-identity.js';
+import { isAlive } from '../../shared/platform/data-lock.js';
+import type { Logger } from '../../shared/platform/logger.js';
+import { logOffset, settledLog } from '../pm2/log-tail.js';
+import type { ProcessManager } from '../pm2/process-manager.js';
+import { type NatsUsers, reloadNatsUsers, writeNatsServerConfig } from './server-config.js';
+
+export interface NatsAccessOptions {
+  config: ThymosConfig;
+  paths: FleetPaths;
+  processes: ProcessManager;
+  natsUrl: string;
+  logger: Logger;
+  /** What the server's users may do (`natsPermissions`): the fleet's names and each agent's work. */
+  users: NatsUsers;
+}
+
+/** How long a reload of the server's users may take to admit a new identity. */
+const ADMITTED_WITHIN_MS = 10_000;
+
+/**
+ * Who the managed nats-server admits, kept by the supervisor: when it starts, every agent of the
+ * domain gets its own identity and an agent that left the domain loses its own and, with the
+ * reload, its access (`sync`); an agent it has not seen gets one before its start (`grant`).
+ * Each change writes the server's users again and reloads them, checked by connecting as a new
+ * identity. With a server the user runs (`[nats] url`) Thymos cannot change its users: `grant`
+ * only refuses to start an agent that has no key there (`[nats] identities`; `thymos nats-config`
+ * makes them). Changes run one at a time; granting an identity twice does nothing
+ * the second time.
+ */
+export class NatsAccess {
+  readonly #o: NatsAccessOptions;
+  #queue: Promise<unknown> = Promise.resolve();
+
+  constructor(options: NatsAccessOptions) {
+    this.#o = options;
+  }
+
+  /** True when the fleet's NATS server is the one `thymos up` runs (`data/run/fleet.json` says so). */
+  get managed(): boolean {
+    return readFleetInfo(this.#o.config)?.managed_nats === true;
+  }
+
+  /**
+   * Makes the server admit exactly the agents of the domain (`ids`): those without an identity get
+   * one, those no longer in it lose theirs, then one reload for all of it, checked by connecting
+   * as a new identity (admitted), as a removed one and as nobody (both refused). If the reload
+   * fails, the identities made for it are removed again. The agents that gained and lost one.
+   */
+  sync(ids: readonly string[]): Promise<{ granted: string[]; revoked: string[] }> {
+    if (!this.managed) return Promise.resolve({ granted: [], revoked: [] });
+    return this.#serial(async () => {
+      const data = this.#o.paths.data;
+      const revoked = staleAgentIdentities(data, ids);
+      const revokedSeed = revoked.length > 0 ? readNatsSeed(data, agentIdentity(revoked[0]!)) : undefined;
+      for (const id of revoked) removeNatsIdentity(data, agentIdentity(id));
+      const granted = ids.filter((id) => ensureNatsIdentity(data, agentIdentity(id)).created);
+      // An agent's work may have changed with the domain: its permissions are written again too.
+      const port = readFleetInfo(this.#o.config)?.nats_port;
+      const changed = port ? writeNatsServerConfig(this.#o.paths, port, this.#o.users, this.#skipped).changed : true;
+      if (granted.length > 0 || revoked.length > 0 || changed) {
+        try {
+          await this.#reloadUntil(granted[0], revokedSeed);
+        } catch (err) {
+          for (const id of granted) removeNatsIdentity(data, agentIdentity(id));
+          throw err;
+        }
+      }
+      if (granted.length > 0)
+        this.#o.logger.info({ agents: granted.length }, 'nats identities made for the agents of the domain that had none');
+      if (revoked.length > 0) this.#o.logger.info({ agents: revoked }, 'nats identities revoked: agents no longer in the domain');
+      return { granted, revoked };
+    });
+  }
+
+  /**
+   * Agent `id` may connect as itself once this settles: an agent `sync` has not seen gets its
+   * identity now (removed again if the server could not be made to admit it, so the next start
+   * tries again).
+   */
+  grant(id: string): Promise<void> {
+    if (!this.managed) return this.#ownServerGrant(id);
+    return this.#serial(async () => {
+      const t0 = performance.now();
+      if (!ensureNatsIdentity(this.#o.paths.data, agentIdentity(id)).created) return;
+      try {
+        await this.#reloadUntil(id, undefined);
+      } catch (err) {
+        removeNatsIdentity(this.#o.paths.data, agentIdentity(id));
+        throw err;
+      }
+      this.#o.logger.info({ agent: id, ms: Math.round(performance.now() - t0) }, 'nats identity granted');
+    });
+  }
+
+  /**
+   * Reloads the server's users until it admits agent `admit` (when given) and refuses `refused`
+   * (when given) and a connection with no identity: the signal is sent again every second while
+   * it does not, for up to 10 s; the error then quotes the server's log.
+   */
+  async #reloadUntil(admit: string | undefined, refused: Uint8Array | undefined): Promise<void> {
+    const log = join(this.#o.paths.logs, 'nats-server.log');
+    const from = logOffset(log);
+    const deadline = performance.now() + ADMITTED_WITHIN_MS;
+    const seed = admit === undefined ? undefined : readNatsSeed(this.#o.paths.data, agentIdentity(admit));
+    for (;;) {
+      await this.#reload();
+      const wait = Math.min(1000, Math.max(0, deadline - performance.now()));
+      const admitted = !seed || (await connectsAs(this.#o.natsUrl, { seed }, wait));
+      const open = await connectsAs(this.#o.natsUrl, {}, 0);
+      const stale = refused !== undefined && (await connectsAs(this.#o.natsUrl, { seed: refused }, 0));
+      if (admitted && !open && !stale) return;
+      if (performance.now() >= deadline) {
+        const said = (await settledLog(log, from)).trim().split('\n').slice(-3).join(' | ');
+        const what = !admitted
+          ? `did not admit ${agentIdentity(admit!)}`
+          : open
+            ? 'still admits connections with no identity (was it started by an earlier version? thymos down && thymos up restarts it with its users)'
+            : 'still admits a removed identity';
+        throw new ThymosError(
+          ErrorCode.NATS_UNAVAILABLE,
+          `nats-server ${what} within ${ADMITTED_WITHIN_MS} ms of reloading its users; it said: ${said || 'nothing'} (log: ${log})`,
+        );
+      }
+      if (admitted) await sleep(50);
+    }
+  }
+
+  /** Writes the server's users again and has it reload them (SIGHUP). */
+  async #reload(): Promise<void> {
+    const port = readFleetInfo(this.#o.config)?.nats_port;
+    const nats = await this.#o.processes.describe(Pm2Names.nats);
+    if (!port || nats?.status !== 'online' || !nats.pid || !isAlive(nats.pid)) {
+      throw new ThymosError(
+        ErrorCode.NATS_UNAVAILABLE,
+        'the managed nats-server is not running: its users cannot be reloaded (thymos up starts it)',
+      );
+    }
+    reloadNatsUsers(this.#o.paths, port, nats.pid, this.#o.users, this.#skipped);
+  }
+
+  readonly #skipped = (file: string, reason: string) =>
+    this.#o.logger.warn({ file, reason }, "a NATS identity file was left out of the server's users");
+
+  /** On a server the user runs with the fleet's users (`[nats] identities`), an agent must have its key already: Thymos cannot give that server a new user. */
+  async #ownServerGrant(id: string): Promise<void> {
+    const { config } = this.#o;
+    if (!config.nats.url) return;
+    if (config.natsCredentialsPath !== undefined) {
+      const file = natsCredentialsFile(config, agentIdentity(id));
+      if (existsSync(file)) return;
+      throw new ThymosError(
+        ErrorCode.AGENT_START_FAILED,
+        `${id} has no NATS credentials file ${file} ([nats] credentials): make one for user ${agentIdentity(id)} in the fleet's account (e.g. nsc generate creds)`,
+      );
+    }
+    if (!config.nats.identities || readNatsSeed(config.dataPath, agentIdentity(id))) return;
+    throw new ThymosError(
+      ErrorCode.AGENT_START_FAILED,
+      `${id} has no NATS identity, and the nats-server at ${config.nats.url} is yours: run thymos nats-config, then reload that server, to give it one`,
+    );
+  }
+
+  #serial<T>(run: () => Promise<T>): Promise<T> {
+    const next = this.#queue.then(run, run);
+    this.#queue = next.catch(() => undefined);
+    return next;
+  }
+}
