@@ -8,7 +8,7 @@ import { ExitCode, exitCodeFor } from '../shared/errors/exit-codes.js';
 import { agentTokenPath, readAgentToken } from '../shared/platform/agent-token.js';
 import { parseReconcileContextText } from '../shared/protocol/reconcile-context.js';
 import type { FleetStatus, ProgressMessage, ReconcileReport } from '../shared/protocol/supervisor-protocol.js';
-import { downFleet, upFleet } from '../supervisor/pm2/fleet-launcher.js';
+import { downFleet, upFleet } from '../supervisor/launch/fleet-launcher.js';
 import { commandNamed, type CommandSpec, suggest, usageLine } from './command-book.js';
 import { parseFleetArgs, parseId } from './fleet-args.js';
 import { formatAge, formatBytes, renderTable } from './table.js';

@@ -8,7 +8,7 @@ import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
 import { agentIdentity, ensureNatsIdentity, removeNatsIdentity, staleAgentIdentities } from '../shared/nats/nats-identity.js';
 import { domainWork } from '../shared/nats/nats-permissions.js';
 import { FleetNames } from '../shared/protocol/fleet-names.js';
-import { natsUsersIncludeFile, writeNatsUsersInclude } from '../supervisor/pm2/nats-server-config.js';
+import { natsUsersIncludeFile, writeNatsUsersInclude } from '../supervisor/nats-server/server-config.js';
 import { commandNamed } from './command-book.js';
 import { parseCommandArgs } from './fleet-args.js';
 

@@ -14,8 +14,8 @@ import {
 } from '../shared/nats/nats-identity.js';
 import { domainWork } from '../shared/nats/nats-permissions.js';
 import { FleetNames } from '../shared/protocol/fleet-names.js';
-import { upFleet } from '../supervisor/pm2/fleet-launcher.js';
-import { writeNatsUsersInclude } from '../supervisor/pm2/nats-server-config.js';
+import { upFleet } from '../supervisor/launch/fleet-launcher.js';
+import { writeNatsUsersInclude } from '../supervisor/nats-server/server-config.js';
 import { ProcessManager } from '../supervisor/pm2/process-manager.js';
 import { commandNamed } from './command-book.js';
 import { parseFleetArgs } from './fleet-args.js';

@@ -1,5 +1,5 @@
 import { resolveConfigFile } from '../shared/config/thymos-config.js';
-import { ensureNatsServer, natsServerVersion } from '../supervisor/pm2/nats-server-binary.js';
+import { ensureNatsServer, natsServerVersion } from '../supervisor/nats-server/server-binary.js';
 import { commandNamed } from './command-book.js';
 import { parseCommandArgs } from './fleet-args.js';
 
