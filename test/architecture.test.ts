@@ -114,20 +114,21 @@ test('shared/ is layered: errors, config, domain, protocol, platform, nats — e
 
 test('supervisor/ is split by concern, and each folder imports only the folders named for it', () => {
   // pm2 runs processes; nats-server is the fleet's server; launch starts both. The lifecycle moves one
-  // agent; relevance scores; the reconcile decides and moves through the lifecycle; process wires it all.
+  // agent under the claim ownership grants; relevance scores; the reconcile decides and moves through the lifecycle; process wires it all.
   const may: Record<string, string[]> = {
     pm2: [],
     'nats-server': ['pm2'],
     launch: ['pm2', 'nats-server'],
     metrics: [],
-    lifecycle: ['pm2', 'nats-server', 'metrics'],
+    ownership: [],
+    lifecycle: ['pm2', 'nats-server', 'metrics', 'ownership'],
     relevance: [],
     events: [],
-    reconcile: ['pm2', 'nats-server', 'metrics', 'lifecycle', 'relevance'],
+    reconcile: ['pm2', 'nats-server', 'metrics', 'ownership', 'lifecycle', 'relevance'],
     api: [],
     world: ['api'],
     embedding: [],
-    process: ['pm2', 'nats-server', 'metrics', 'lifecycle', 'relevance', 'events', 'reconcile', 'api', 'world', 'embedding'],
+    process: ['pm2', 'nats-server', 'metrics', 'ownership', 'lifecycle', 'relevance', 'events', 'reconcile', 'api', 'world', 'embedding'],
   };
   const folders = concernFolders.filter((f) => f.startsWith('supervisor/')).map((f) => f.slice('supervisor/'.length));
   assert.deepEqual(folders.sort(), Object.keys(may).sort(), 'every folder of supervisor/ has its rule');

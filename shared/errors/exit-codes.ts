@@ -33,6 +33,7 @@ export function exitCodeFor(code: ErrorCode): ExitCode {
     case ErrorCode.AGENT_ALREADY_RUNNING:
     case ErrorCode.PORT_IN_USE:
     case ErrorCode.SUPERVISOR_ALREADY_RUNNING:
+    case ErrorCode.NOT_OWNER:
     case ErrorCode.AGENT_PINNED:
     case ErrorCode.CAPACITY_EXCEEDED:
     case ErrorCode.FILE_EXISTS:

@@ -4,67 +4,63 @@ import { join } from 'node:path';
 import { create, extract, list } from 'tar';
 
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import { type ArchiveStore, LocalArchiveStore } from './archive-store.js';
 
 /**
- * Packs an agent's private data into one `archive/<id>.tar.gz` and back. Each step
- * leaves either the directory or the archive whole: the archive is written under a
- * temporary name, checked and renamed before the directory is removed; a restore
- * extracts aside and renames into place before the archive is removed.
+ * Packs an agent's private data into one archive in an ArchiveStore and back. Each step leaves either
+ * the directory or the stored archive whole: the archive is packed under a temporary name, checked and
+ * stored before the directory is removed; a restore extracts aside and renames into place before the
+ * stored archive is deleted. Either step run twice (after a crash between its parts) finishes the first.
+ * Each write to the store carries the fencing token of the claim on the agent.
  */
 export class AgentArchive {
   readonly #agents: string;
-  readonly #archive: string;
+  readonly #scratch: string;
+  readonly #store: ArchiveStore;
 
-  constructor(paths: { agents: string; archive: string }) {
+  /** `paths.archive` holds archives being packed, and the archives themselves unless another store is given. */
+  constructor(paths: { agents: string; archive: string }, store: ArchiveStore = new LocalArchiveStore(paths.archive)) {
     this.#agents = paths.agents;
-    this.#archive = paths.archive;
+    this.#scratch = paths.archive;
+    this.#store = store;
   }
 
-  fileOf(id: string): string {
-    return join(this.#archive, `${id}.tar.gz`);
-  }
-
-  isArchived(id: string): boolean {
-    return existsSync(this.fileOf(id));
-  }
-
-  /** Packs `agents/<id>/` (an agent never started packs as an empty directory). */
-  async pack(id: string): Promise<string> {
+  /** Packs `agents/<id>/` into the store (an agent never started packs as an empty directory). */
+  async pack(id: string, token: number): Promise<void> {
     const dir = join(this.#agents, id);
-    const file = this.fileOf(id);
-    if (existsSync(file) && !existsSync(dir)) return file;
-    const tmp = `${file}.partial`;
+    if (!existsSync(dir) && (await this.#store.get(id))) return;
+    const tmp = join(this.#scratch, `${id}.tar.gz.partial`);
     try {
       mkdirSync(dir, { recursive: true });
-      mkdirSync(this.#archive, { recursive: true });
+      mkdirSync(this.#scratch, { recursive: true });
       // The lock file names a process that no longer runs; it must not come back on restore.
       await create({ gzip: true, file: tmp, cwd: this.#agents, portable: true, filter: (path) => !path.endsWith('/agent.pid') }, [id]);
       let entries = 0;
       await list({ file: tmp, onReadEntry: () => void entries++ });
       if (entries === 0) throw new Error('the archive came out empty');
-      renameSync(tmp, file);
+      await this.#store.put(id, tmp, token);
     } catch (err) {
       rmSync(tmp, { force: true });
       throw new ThymosError(
         ErrorCode.ARCHIVE_ERROR,
-        `archiving ${id} into ${file} failed; its data stays in ${dir}: ${(err as Error).message}`,
+        `archiving ${id} into ${this.#store.where(id)} failed; its data stays in ${dir}: ${(err as Error).message}`,
         { cause: err },
       );
     }
     rmSync(dir, { recursive: true, force: true });
-    return file;
   }
 
-  /** Unpacks `archive/<id>.tar.gz` into `agents/<id>/` and removes the archive. */
-  async unpack(id: string): Promise<void> {
+  /** Unpacks `id`'s stored archive into `agents/<id>/` and deletes it from the store. */
+  async unpack(id: string, token: number): Promise<void> {
     const dir = join(this.#agents, id);
-    const file = this.fileOf(id);
-    if (!existsSync(file)) {
+    const where = this.#store.where(id);
+    const file = await this.#store.get(id);
+    if (!file) {
       if (existsSync(dir)) return;
-      throw new ThymosError(ErrorCode.ARCHIVE_ERROR, `no archive for ${id}: expected ${file}`);
+      throw new ThymosError(ErrorCode.ARCHIVE_ERROR, `no archive for ${id}: expected ${where}`);
     }
     if (existsSync(dir)) {
-      throw new ThymosError(ErrorCode.ARCHIVE_ERROR, `cannot restore ${id}: both ${file} and ${dir} exist; move one away`);
+      throw new ThymosError(ErrorCode.ARCHIVE_ERROR, `cannot restore ${id}: both ${where} and ${dir} exist; move one away`);
     }
     const aside = join(this.#agents, `.restore-${id}-${process.pid}-${Date.now()}`);
     try {
@@ -75,12 +71,14 @@ export class AgentArchive {
     } catch (err) {
       throw new ThymosError(
         ErrorCode.ARCHIVE_ERROR,
-        `restoring ${id} from ${file} failed; the archive is kept: ${(err as Error).message}`,
-        { cause: err },
+        `restoring ${id} from ${where} failed; the archive is kept: ${(err as Error).message}`,
+        {
+          cause: err,
+        },
       );
     } finally {
       rmSync(aside, { recursive: true, force: true });
     }
-    rmSync(file, { force: true });
+    await this.#store.delete(id, token);
   }
 }

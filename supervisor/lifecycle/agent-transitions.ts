@@ -11,6 +11,7 @@ import { PhaseClock } from '../../shared/platform/phase-clock.js';
 import type { AgentMode } from '../../shared/protocol/agent-protocol.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
 import type { SupervisorMetrics } from '../metrics/supervisor-metrics.js';
+import type { AgentOwnership } from '../ownership/agent-ownership.js';
 import type { ProcessManager } from '../pm2/process-manager.js';
 import type { AgentArchive } from './agent-archive.js';
 import type { AgentHeartbeats } from './agent-heartbeats.js';
@@ -28,6 +29,8 @@ export interface AgentTransitionsOptions {
   link: AgentLink;
   ports: PortAllocator;
   archive: AgentArchive;
+  /** The claims this supervisor holds: an agent is moved only under one, and its token goes with each archive write. */
+  ownership: AgentOwnership;
   starter: AgentStarter;
   heartbeats: AgentHeartbeats;
   metrics: SupervisorMetrics;
@@ -64,6 +67,8 @@ export class AgentTransitions {
     const from = registry.get(id)!.state;
     let step = 'plan';
     try {
+      const token = this.#o.ownership.holds(id);
+      if (token === undefined) throw new ThymosError(ErrorCode.NOT_OWNER, `${id} is not held by this supervisor: another moves it`);
       let entry = registry.get(id)!;
       if (RUNNING(entry.state) && RUNNING(to)) {
         step = 'set_mode';
@@ -80,7 +85,7 @@ export class AgentTransitions {
       }
       if (entry.state === 'archived' && to !== 'archived') {
         step = 'restore';
-        await this.#o.archive.unpack(id);
+        await this.#o.archive.unpack(id, token);
         if (this.#o.jsm) await ensureAgentConsumer(this.#o.jsm, id, this.#o.config.events, this.#o.names);
         entry = await this.setState(entry, 'dormant', {}, reason);
         report.restored.push(id);
@@ -88,7 +93,7 @@ export class AgentTransitions {
       }
       if (to === 'archived' && entry.state === 'dormant') {
         step = 'archive';
-        await this.#o.archive.pack(id);
+        await this.#o.archive.pack(id, token);
         // An Archived agent stops retaining events.
         if (this.#o.jsm) await deleteAgentConsumer(this.#o.jsm, id, this.#o.names);
         entry = await this.setState(entry, 'archived', {}, reason);

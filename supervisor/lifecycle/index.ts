@@ -11,5 +11,6 @@ export { type AgentEntry, AgentRegistry, statusRow } from './agent-registry.js';
 export { AgentStarter } from './agent-starter.js';
 export { RUNNING, STATE_RANK } from './agent-states.js';
 export { AgentTransitions } from './agent-transitions.js';
-export { describeMove, emptyReport, mergeReport, type Report, settledPart, sortReport } from './move-report.js';
+export { type ArchiveStore, LocalArchiveStore } from './archive-store.js';
+export { describeMove, emptyReport, mergeReport, moveCount, type Report, settledPart, sortReport } from './move-report.js';
 export { PortAllocator } from './port-allocator.js';

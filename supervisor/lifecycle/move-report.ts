@@ -9,6 +9,11 @@ export function emptyReport(): Report {
   return { started: [], stopped: [], upgraded: [], downgraded: [], archived: [], restored: [], unchanged: [], failed: [] };
 }
 
+/** How many agents a report moved. */
+export function moveCount(r: Report): number {
+  return r.started.length + r.stopped.length + r.upgraded.length + r.downgraded.length + r.archived.length + r.restored.length;
+}
+
 /** Every list in id order, so two reports of the same moves are equal. */
 export function sortReport(r: Report): Report {
   for (const key of ['started', 'stopped', 'upgraded', 'downgraded', 'archived', 'restored', 'unchanged'] as const) r[key].sort();

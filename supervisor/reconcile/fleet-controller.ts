@@ -2,10 +2,9 @@ import type { JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import PQueue from 'p-queue';
 
-import { type FleetPaths, Pm2Names } from '../../shared/config/fleet-paths.js';
+import { Pm2Names } from '../../shared/config/fleet-paths.js';
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import { aliasTable } from '../../shared/domain/alias-table.js';
-import { agentIdsPreview, type DomainSchema, type LifecycleState } from '../../shared/domain/domain-schema.js';
+import { agentIdsPreview, type LifecycleState } from '../../shared/domain/domain-schema.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
 import { ensureAgentConsumer } from '../../shared/nats/event-stream.js';
 import type { Logger } from '../../shared/platform/logger.js';
@@ -13,34 +12,33 @@ import { PhaseClock } from '../../shared/platform/phase-clock.js';
 import type { AgentMode } from '../../shared/protocol/agent-protocol.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
 import type { ReconcileContext } from '../../shared/protocol/reconcile-context.js';
-import type { FleetStatus, ProgressMessage, ReconcileReport } from '../../shared/protocol/supervisor-protocol.js';
+import type { FleetStatus, ReconcileReport } from '../../shared/protocol/supervisor-protocol.js';
 import { adoptAgents } from '../lifecycle/agent-adoption.js';
-import { AgentArchive } from '../lifecycle/agent-archive.js';
-import { AgentHeartbeats } from '../lifecycle/agent-heartbeats.js';
+import type { AgentHeartbeats } from '../lifecycle/agent-heartbeats.js';
 import type { AgentLink } from '../lifecycle/agent-link.js';
-import type { AgentPool } from '../lifecycle/agent-pool.js';
-import { type AgentEntry, type AgentRegistry, statusRow } from '../lifecycle/agent-registry.js';
-import { AgentStarter } from '../lifecycle/agent-starter.js';
+import { type AgentRegistry, statusRow } from '../lifecycle/agent-registry.js';
 import { RUNNING } from '../lifecycle/agent-states.js';
-import { AgentTransitions } from '../lifecycle/agent-transitions.js';
-import { describeMove, emptyReport, mergeReport, type Report, sortReport } from '../lifecycle/move-report.js';
-import { PortAllocator } from '../lifecycle/port-allocator.js';
+import type { AgentTransitions } from '../lifecycle/agent-transitions.js';
+import { describeMove, emptyReport, moveCount, type Report, sortReport } from '../lifecycle/move-report.js';
+import type { PortAllocator } from '../lifecycle/port-allocator.js';
 import type { SupervisorMetrics } from '../metrics/supervisor-metrics.js';
-import type { NatsAccess } from '../nats-server/nats-access.js';
+import type { AgentOwnership } from '../ownership/agent-ownership.js';
 import type { ProcessManager } from '../pm2/process-manager.js';
 import type { RelevanceEvaluator } from '../relevance/relevance-evaluator.js';
-import { decideStates, type Decision, type ScoredAgent } from './decide-states.js';
+import { decideStates, type Decision } from './decide-states.js';
 import { LateMoves } from './late-moves.js';
-import { moveLimits, runMoves } from './move-schedule.js';
+import { type Move, type Movers, type ProgressListener, runFleetMoves } from './move-runner.js';
 import { type AgentOperation, operationTarget } from './operation-target.js';
 import { FleetOperations } from './operations.js';
-import { fleetPins, fleetPorts } from './pins.js';
-import { ReconcileJournal } from './reconcile-journal.js';
+import type { ReconcileJournal } from './reconcile-journal.js';
+import { scoredAgents } from './scored-agents.js';
+
+export type { ProgressListener } from './move-runner.js';
 
 export interface FleetControllerOptions {
   config: ThymosConfig;
-  domain: DomainSchema;
-  paths: FleetPaths;
+  /** The agents this controller reconciles: every agent of the domain on one host; on several, those its host is given. */
+  agents: readonly string[];
   registry: AgentRegistry;
   processes: ProcessManager;
   nc: NatsConnection;
@@ -48,20 +46,20 @@ export interface FleetControllerOptions {
   names: FleetNames;
   /** Control requests to agents. */
   link: AgentLink;
-  natsUrl: string;
   evaluator: RelevanceEvaluator;
   metrics: SupervisorMetrics;
   logger: Logger;
-  /** The bundled `thymos` command agents run. */
-  thymosBin: string;
+  /** Which agents this supervisor may move: each is claimed before the first reconcile. */
+  ownership: AgentOwnership;
+  /** Every move of one agent, step by step. */
+  transitions: AgentTransitions;
+  ports: PortAllocator;
+  heartbeats: AgentHeartbeats;
+  journal: ReconcileJournal;
+  /** Agents held in a state by configuration. */
+  pins: ReadonlyMap<string, LifecycleState>;
   /** JetStream, when the server has it: agents' event consumers are kept here. */
   jsm?: JetStreamManager | undefined;
-  /** Called when an agent stops running (Dormant or Archived): its live subscriptions end. */
-  onStopped?: ((id: string) => Promise<unknown>) | undefined;
-  /** The warm pool wakes take spares from (`[supervisor] pool_size` > 0). */
-  pool?: AgentPool | undefined;
-  /** Who the managed nats-server admits. */
-  access?: NatsAccess | undefined;
 }
 
 /** How a reconcile runs: see `FleetController.reconcile`. */
@@ -73,54 +71,26 @@ export interface ReconcileOptions {
   returnAfterWakes?: boolean | undefined;
 }
 
-/** Called as each agent's transition finishes. */
-export type ProgressListener = (p: ProgressMessage) => void;
-
-/** One agent to move, and the context properties it starts with (its location, say). */
-interface Move {
-  entry: AgentEntry;
-  to: LifecycleState;
-  score: number | null;
-  reason: string;
-  properties?: Record<string, unknown>;
-}
-
 /**
  * Reconciles the fleet: scores agents, decides their states, plans transitions and runs them
  * through pm2 with bounded concurrency, one operation at a time (see FleetOperations).
  */
 export class FleetController {
   readonly #o: FleetControllerOptions;
-  readonly #ports: PortAllocator;
+  readonly #agents: ReadonlySet<string>;
   readonly #operations = new FleetOperations();
-  readonly #heartbeats = new AgentHeartbeats();
-  readonly #pins: ReadonlyMap<string, LifecycleState>;
-  readonly #journal: ReconcileJournal;
-  readonly #transitions: AgentTransitions;
   readonly #late = new LateMoves();
+  readonly #movers: Movers;
 
   constructor(options: FleetControllerOptions) {
     this.#o = options;
-    this.#pins = fleetPins(options.domain, options.config);
-    this.#ports = new PortAllocator({
-      min: options.config.supervisor.agent_port_min,
-      max: options.config.supervisor.agent_port_max,
-      host: options.config.agent.host,
-      pinned: fleetPorts(options.domain, options.config),
-    });
-    this.#journal = new ReconcileJournal(options.paths.run, options.logger);
-    const starter = new AgentStarter({ ...options, ports: this.#ports, aliases: aliasTable(options.domain) });
-    this.#transitions = new AgentTransitions({
-      ...options,
-      ports: this.#ports,
-      archive: new AgentArchive(options.paths),
-      starter,
-      heartbeats: this.#heartbeats,
-    });
+    this.#agents = new Set(options.agents);
+    this.#movers = { ...options, late: this.#late, operations: this.#operations };
   }
 
+  /** The agents this controller reconciles. */
   get ids(): string[] {
-    return Object.keys(this.#o.domain.agents);
+    return [...this.#agents];
   }
 
   /**
@@ -129,7 +99,8 @@ export class FleetController {
    */
   adopt(): Promise<{ adopted: string[]; lost: string[] }> {
     return this.#operations.run(async () => {
-      const result = await adoptAgents({ ...this.#o, ids: this.ids, ports: this.#ports, transitions: this.#transitions });
+      const ids = await this.#claim();
+      const result = await adoptAgents({ ...this.#o, ids });
       await this.#ensureConsumers(
         this.#o.registry
           .all()
@@ -140,6 +111,23 @@ export class FleetController {
       this.#o.logger.info(result, 'fleet adopted');
       return result;
     });
+  }
+
+  /**
+   * Claims every agent given: the ones granted are adopted and reconciled; one another supervisor holds
+   * is left alone, named in the log (a transition of an agent not held fails with NOT_OWNER).
+   */
+  async #claim(): Promise<string[]> {
+    const granted: string[] = [];
+    for (const id of this.#agents) {
+      try {
+        await this.#o.ownership.claim(id);
+        granted.push(id);
+      } catch (err) {
+        this.#o.logger.warn({ agent: id, err: toThymosError(err).message }, 'agent not claimed: another supervisor owns it');
+      }
+    }
+    return granted;
   }
 
   /** Dormant agents keep what arrives: every agent not archived has its durable consumer. */
@@ -193,30 +181,15 @@ export class FleetController {
       const early = options.returnAfterWakes ? (r: Report, pending: readonly string[]) => answer(reply(r, pending)) : undefined;
       const report = await this.#apply(decisions, context, { ...options, early });
       // A work round (`only`) never began the journal: the one it would end is an interrupted reconcile's.
-      if (!options.dryRun && !options.only) this.#journal.end();
+      if (!options.dryRun && !options.only) this.#o.journal.end();
       clock.mark('moves');
       const duration = clock.elapsed();
       this.#o.metrics.reconcileSeconds.observe(duration / 1000);
-      const moved =
-        report.started.length +
-        report.stopped.length +
-        report.upgraded.length +
-        report.downgraded.length +
-        report.archived.length +
-        report.restored.length;
       const late = this.#late.waiting();
-      if (moved > 0 || report.failed.length > 0 || late) {
-        this.#o.logger.info(
-          {
-            ms: duration,
-            phases: { ...queued.phases, ...clock.phases },
-            started: report.started.length,
-            stopped: report.stopped.length,
-            failed: report.failed.length,
-            ...(late ? { for_the_next_report: late } : {}),
-          },
-          'reconcile done',
-        );
+      if (moveCount(report) > 0 || report.failed.length > 0 || late) {
+        const counts = { started: report.started.length, stopped: report.stopped.length, failed: report.failed.length };
+        const phases = { ...queued.phases, ...clock.phases };
+        this.#o.logger.info({ ms: duration, phases, ...counts, ...(late ? { for_the_next_report: late } : {}) }, 'reconcile done');
       }
       const whole = reply(report);
       answer(whole);
@@ -232,28 +205,12 @@ export class FleetController {
     now = Date.now(),
     only?: ReadonlySet<string>,
   ): Promise<Array<Decision & { score: number; source: string; error?: ThymosError | undefined }>> {
-    const entries = this.#o.registry.all().filter((e) => this.#o.domain.agents[e.id]);
+    const entries = this.#o.registry.all().filter((e) => this.#agents.has(e.id));
     const scores = await this.#o.evaluator.scoreAll(
       entries.filter((e) => !only || only.has(e.id)).map((e) => ({ id: e.id, running: RUNNING(e.state) })),
       context,
     );
-    const errors = new Map<string, ThymosError>();
-    const held = new Map<string, string>();
-    const scored: ScoredAgent[] = entries.map((e) => {
-      const s = scores.get(e.id);
-      // Outside `only`: held where it is, with the score and source it had.
-      if (s === undefined) {
-        held.set(e.id, e.source ?? 'default');
-        return { id: e.id, current: e.state, since: e.since, score: e.score ?? 0, source: 'default', pinned: e.state };
-      }
-      if (s instanceof ThymosError) {
-        // A broken score leaves the agent where it is (held like a pin); the report names the failure.
-        this.#o.logger.warn({ agent: e.id, err: s.message }, 'scoring failed');
-        errors.set(e.id, s);
-        return { id: e.id, current: e.state, since: e.since, score: e.score ?? 0, source: 'default', pinned: e.state };
-      }
-      return { id: e.id, current: e.state, since: e.since, score: s.score, source: s.source, pinned: this.#pins.get(e.id) };
-    });
+    const { scored, errors, held } = scoredAgents(entries, scores, this.#o.pins, this.#o.logger);
     const decisions = decideStates(scored, this.#o.config.lifecycle, now);
     return scored.map((s) => ({
       ...decisions.get(s.id)!,
@@ -294,8 +251,14 @@ export class FleetController {
     }
     await this.#o.registry.updateScores(rescored);
     this.#o.evaluator.observe(context);
-    if (moves.length > 0 && !options.only) this.#journal.begin(context);
-    await this.#runMoves(moves, report, options.onProgress, options.early && ((pending) => options.early!(sortReport(report), pending)));
+    if (moves.length > 0 && !options.only) this.#o.journal.begin(context);
+    await runFleetMoves(
+      this.#movers,
+      moves,
+      report,
+      options.onProgress,
+      options.early && ((pending) => options.early!(sortReport(report), pending)),
+    );
     this.#o.metrics.setCounts(this.counts());
     return sortReport(report);
   }
@@ -309,7 +272,7 @@ export class FleetController {
    */
   async resumeInterrupted(): Promise<{ since: string; report: ReconcileReport } | undefined> {
     const { logger } = this.#o;
-    const resumed = await this.#journal.resume(async (context, since) => {
+    const resumed = await this.#o.journal.resume(async (context, since) => {
       logger.warn({ since }, 'finishing a reconcile interrupted by a supervisor restart');
       const report = await this.reconcile(context);
       logger.info(
@@ -319,66 +282,6 @@ export class FleetController {
       return report;
     });
     return resumed && { since: resumed.since, report: resumed.result };
-  }
-
-  /**
-   * The moves side by side, a move up waiting only for the place a move down frees (see
-   * runMoves). With `early`, it is called once the moves up are done with the ids still moving;
-   * what those do afterwards goes to `#late` instead of `report`, then to the next caller.
-   */
-  async #runMoves(
-    moves: Move[],
-    report: Report,
-    onProgress: ProgressListener | undefined,
-    early?: (pending: readonly string[]) => void,
-  ): Promise<void> {
-    const total = moves.length;
-    let done = 0;
-    const limits = moveLimits(
-      this.#o.registry.all().map((e) => e.state),
-      this.#o.config.lifecycle,
-      this.#o.config.supervisor.concurrency,
-    );
-    const scheduled = moves.map((m) => ({ ...m, id: m.entry.id, from: m.entry.state }));
-    const finished = new Set<string>();
-    let answered = false;
-    const late = emptyReport();
-    // A listener that throws (its connection gone) must not end the operation while moves still run.
-    const progress = (p: ProgressMessage) => {
-      try {
-        onProgress?.(p);
-      } catch (err) {
-        this.#o.logger.warn({ err: toThymosError(err).message }, 'a progress listener failed');
-      }
-    };
-    await runMoves(
-      scheduled,
-      limits,
-      async (m) => {
-        const t0 = performance.now();
-        const own = emptyReport();
-        const ok = await this.#transitions.run(m.id, m.to, m.score, m.reason, own, m.properties ?? {});
-        mergeReport(answered ? late : report, own);
-        finished.add(m.id);
-        this.#late.ended(m.id);
-        progress({ id: m.id, step: `${m.from} → ${m.to}`, done: ++done, total, ok, ms: Math.round(performance.now() - t0) });
-        return ok;
-      },
-      (m, err) => {
-        finished.add(m.id);
-        report.failed.push({ id: m.id, code: err.code, message: `${m.id} stays ${m.from}: ${err.message}` });
-        progress({ id: m.id, step: `${m.from} → ${m.to}`, done: ++done, total, ok: false, ms: 0 });
-      },
-      () => {
-        this.#operations.upsDone();
-        if (!early) return;
-        answered = true;
-        const pending = scheduled.filter((m) => !finished.has(m.id)).map((m) => m.id);
-        this.#late.answered(pending);
-        early(pending);
-      },
-    );
-    if (answered) this.#late.record(late);
   }
 
   /** Whether `id` is still moving down after its reconcile answered: it runs, but not for long. */
@@ -395,7 +298,7 @@ export class FleetController {
     id: string,
     options: { mode?: AgentMode; onProgress?: ProgressListener; settled?: boolean } = {},
   ): Promise<ReconcileReport> {
-    if (!this.#o.domain.agents[id]) {
+    if (!this.#agents.has(id)) {
       return Promise.reject(
         new ThymosError(ErrorCode.AGENT_NOT_FOUND, `no agent "${id}" in the domain schema; expected one of ${agentIdsPreview(this.ids)}`),
       );
@@ -405,25 +308,25 @@ export class FleetController {
       const entry = this.#o.registry.get(id)!;
       const to = operationTarget(op, entry, {
         mode: options.mode,
-        pinned: this.#pins.get(id),
+        pinned: this.#o.pins.get(id),
         all: this.#o.registry.all(),
         lifecycle: this.#o.config.lifecycle,
       });
       const settled = options.settled ? this.#late.take() : undefined;
       const report = emptyReport();
       if (to === entry.state) report.unchanged.push(id);
-      else await this.#runMoves([{ entry, to, score: entry.score, reason: `command ${op}` }], report, options.onProgress);
-      this.#o.metrics.setCounts(this.counts());
-      return {
-        ...sortReport(report),
-        dry_run: false,
-        duration_ms: Math.round(performance.now() - started),
-        ...(settled ? { settled } : {}),
-      };
+      else await runFleetMoves(this.#movers, [{ entry, to, score: entry.score, reason: `command ${op}` }], report, options.onProgress);
+      return this.#commandReport(report, started, settled);
     });
   }
 
-  /** Stops every running agent with a snapshot (what `thymos down` does first). */
+  /** The report of one command: what it moved, and what an earlier reconcile's late moves did when `settled` is given. */
+  #commandReport(report: Report, started: number, settled: ReconcileReport['settled']): ReconcileReport {
+    this.#o.metrics.setCounts(this.counts());
+    return { ...sortReport(report), dry_run: false, duration_ms: Math.round(performance.now() - started), ...(settled ? { settled } : {}) };
+  }
+
+  /** Stops every running agent this controller reconciles, with a snapshot (what `thymos down` does first). */
   stopAll(options: { onProgress?: ProgressListener } = {}): Promise<ReconcileReport> {
     return this.#operations.run(async () => {
       const started = performance.now();
@@ -431,22 +334,16 @@ export class FleetController {
       const report = emptyReport();
       const moves = this.#o.registry
         .all()
-        .filter((e) => RUNNING(e.state))
+        .filter((e) => RUNNING(e.state) && this.#agents.has(e.id))
         .map((entry) => ({ entry, to: 'dormant' as const, score: entry.score, reason: 'fleet down' }));
-      await this.#runMoves(moves, report, options.onProgress);
-      this.#o.metrics.setCounts(this.counts());
-      return {
-        ...sortReport(report),
-        dry_run: false,
-        duration_ms: Math.round(performance.now() - started),
-        ...(settled ? { settled } : {}),
-      };
+      await runFleetMoves(this.#movers, moves, report, options.onProgress);
+      return this.#commandReport(report, started, settled);
     });
   }
 
   /** Listens to heartbeats: keeps RSS and the agents' model totals (for /metrics). */
   watchHeartbeats(): void {
-    this.#heartbeats.watch(this.#o.nc, this.#o.names, this.#o.metrics);
+    this.#o.heartbeats.watch(this.#o.nc, this.#o.names, this.#o.metrics);
   }
 
   /** The fleet as it is: registry rows with pid, RSS and restarts from pm2. */
@@ -454,23 +351,28 @@ export class FleetController {
     const apps = new Map((await this.#o.processes.list()).map((p) => [p.name, p]));
     const agents = this.#o.registry
       .all()
-      .filter((e) => this.#o.domain.agents[e.id])
+      .filter((e) => this.#agents.has(e.id))
       .sort((a, b) => (a.id < b.id ? -1 : 1))
       .map((e) => {
         const app = apps.get(Pm2Names.agent(e.id));
-        return statusRow(e, { app, rss: this.#heartbeats.rss(e.id), pinned: this.#pins.get(e.id), routed: this.#o.metrics.routedTo(e.id) });
+        return statusRow(e, {
+          app,
+          rss: this.#o.heartbeats.rss(e.id),
+          pinned: this.#o.pins.get(e.id),
+          routed: this.#o.metrics.routedTo(e.id),
+        });
       });
     return { counts: this.counts(), agents };
   }
 
   history(id: string, limit: number) {
-    if (!this.#o.domain.agents[id]) throw new ThymosError(ErrorCode.AGENT_NOT_FOUND, `no agent "${id}" in the domain schema`);
+    if (!this.#agents.has(id)) throw new ThymosError(ErrorCode.AGENT_NOT_FOUND, `no agent "${id}" in the domain schema`);
     return this.#o.registry.history(id, limit);
   }
 
   counts(): Record<LifecycleState, number> {
     const counts = { active: 0, listening: 0, dormant: 0, archived: 0 };
-    for (const e of this.#o.registry.all()) if (this.#o.domain.agents[e.id]) counts[e.state]++;
+    for (const e of this.#o.registry.all()) if (this.#agents.has(e.id)) counts[e.state]++;
     return counts;
   }
 

@@ -5,3 +5,4 @@
 export { decideStates, type Decision, type DecisionReason, type ScoredAgent, stateForScore } from './decide-states.js';
 export { FleetController, type FleetControllerOptions, type ProgressListener } from './fleet-controller.js';
 export { fleetPins, fleetPorts } from './pins.js';
+export { ReconcileJournal } from './reconcile-journal.js';

@@ -1,0 +1,20 @@
+/**
+ * Which supervisor may move an agent and write its data. A supervisor claims each agent it is given
+ * before it moves it; a claim's fencing token travels with what the claim allows (an archive written,
+ * an agent started), so a store or an agent can refuse whoever holds an older claim.
+ *
+ * Claims are safe to repeat: claiming an agent already held returns the token held. A token is never
+ * reused: a later claim on the same agent, by this supervisor or another, returns a greater one.
+ */
+export interface AgentOwnership {
+  /** Claims `id` for this supervisor and resolves with the claim's fencing token; rejects with `NOT_OWNER` when another holds it. */
+  claim(id: string): Promise<number>;
+  /** Keeps the claims this supervisor holds alive; rejects with `NOT_OWNER` naming the agents whose claims were lost. */
+  renew(): Promise<void>;
+  /** Gives up the claim on `id` (it left the domain); nothing when not held. */
+  release(id: string): Promise<void>;
+  /** The fencing token of the claim held on `id`, or undefined when this supervisor holds none. */
+  holds(id: string): number | undefined;
+  /** Gives up every claim and what holds them (the supervisor stops). */
+  close(): Promise<void>;
+}

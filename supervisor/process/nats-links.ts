@@ -1,0 +1,55 @@
+import type { NatsConnection } from '@nats-io/transport-node';
+
+import type { ThymosConfig } from '../../shared/config/thymos-config.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import { connectNats, type NatsLink } from '../../shared/nats/nats-connection.js';
+import { fleetNatsSeed } from '../../shared/nats/nats-identity.js';
+import { type CleanupStack } from '../../shared/platform/cleanup-stack.js';
+import { withDeadline } from '../../shared/platform/deadline.js';
+import { type Logger } from '../../shared/platform/logger.js';
+import { logRefusedConnections } from './refused-connections.js';
+
+export const NATS_CONNECT_MS = 15_000;
+
+/**
+ * The managed server's refused connections, read in its system account as the `system` identity
+ * and logged (`logRefusedConnections`). Without that identity, or a connection within the
+ * deadline, the supervisor runs on and says so: the server refuses strangers all the same.
+ */
+export async function watchRefusals(config: ThymosConfig, natsUrl: string, logger: Logger, cleanup: CleanupStack): Promise<void> {
+  const seed = fleetNatsSeed(config, 'system', natsUrl);
+  const system = seed ? await connectWithin(natsUrl, NATS_CONNECT_MS, { seed }, 'system').catch(() => undefined) : undefined;
+  if (!system) {
+    logger.warn(
+      { identity: 'system' },
+      'refused connections are not logged: the system identity has no key, or the server did not admit it (thymos up makes it)',
+    );
+    return;
+  }
+  cleanup.push(() => closeNats(system));
+  logRefusedConnections(system, logger);
+}
+
+/** A NATS connection within `ms`, or NATS_UNAVAILABLE; a connection that comes late is closed. */
+export async function connectWithin(
+  natsUrl: string,
+  ms: number,
+  link: NatsLink,
+  who: 'supervisor' | 'system' = 'supervisor',
+): Promise<NatsConnection> {
+  const pending = connectNats({
+    servers: natsUrl,
+    name: who === 'system' ? 'thymos-supervisor-system' : 'thymos-supervisor',
+    ...link,
+    who,
+  });
+  return withDeadline(pending, ms, () => {
+    void pending.then((late) => late.close()).catch(() => undefined);
+    throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `NATS at ${natsUrl} did not accept a connection within ${ms} ms`);
+  });
+}
+
+/** Drains a NATS connection, or closes it when draining fails. */
+export async function closeNats(nc: NatsConnection): Promise<void> {
+  await nc.drain().catch(() => nc.close());
+}
