@@ -1,5 +1,6 @@
 import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
-import { COMMANDS, type CommandSpec } from './command-book.js';
+import { COMMANDS } from './command-book.js';
+import type { CommandSpec } from './command-spec.js';
 
 const flags = (c: CommandSpec) => [
   ...Object.entries(c.options).flatMap(([name, o]) => [`--${name}`, ...(o.short ? [`-${o.short}`] : [])]),

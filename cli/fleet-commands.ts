@@ -9,7 +9,8 @@ import { agentTokenPath, readAgentToken } from '../shared/platform/agent-token.j
 import { parseReconcileContextText } from '../shared/protocol/reconcile-context.js';
 import type { FleetStatus, ProgressMessage, ReconcileReport } from '../shared/protocol/supervisor-protocol.js';
 import { downFleet, upFleet } from '../supervisor/launch/fleet-launcher.js';
-import { commandNamed, type CommandSpec, suggest, usageLine } from './command-book.js';
+import { commandNamed, suggest, usageLine } from './command-book.js';
+import type { CommandSpec } from './command-spec.js';
 import { parseFleetArgs, parseId } from './fleet-args.js';
 import { formatAge, formatBytes, renderTable } from './table.js';
 

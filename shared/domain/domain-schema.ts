@@ -8,7 +8,8 @@ import { describeIssues } from '../errors/zod-issues.js';
 import { evaluatePkl, type EvaluatePklOptions } from './pkl-eval.js';
 import { withPklLine } from './pkl-lines.js';
 import { QueueNameSchema, queueProblems, QueueSchema, SkillNameSchema, WorkRelevanceSchema } from './queue-schema.js';
-import { resolveScriptPaths, toolProblems, ToolsSchema } from './tool-schema.js';
+import { toolProblems } from './tool-problems.js';
+import { resolveScriptPaths, ToolsSchema } from './tool-schema.js';
 import {
   checkWorldFilter,
   RESERVED_WORLD_FIELDS,

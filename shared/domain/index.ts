@@ -54,6 +54,7 @@ export {
   WorkRelevanceSchema,
 } from './queue-schema.js';
 export { compilePattern, patternProblem, type SafePattern } from './safe-pattern.js';
+export { RESERVED_TOOL_NAMES } from './tool-problems.js';
 export {
   argField,
   grantedTools,
@@ -62,7 +63,6 @@ export {
   type McpExecutor,
   needsReason,
   PERMISSIONS,
-  RESERVED_TOOL_NAMES,
   type ScriptExecutor,
   type Secret,
   SIDE_EFFECTS,
