@@ -1,12 +1,9 @@
 import { createHash } from 'node:crypto';
-import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import { type AliasEntry, aliasTable } from '../../shared/domain/alias-table.js';
 import { type AgentDefinition, AgentDefinitionSchema, type DomainSchema } from '../../shared/domain/domain-schema.js';
 import { grantedTools } from '../../shared/domain/tool-schema.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { CompromiseExtractor, type ConceptExtractor } from '../../shared/platform/concept-extractor.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { AgentStartContext } from '../../shared/protocol/agent-start-context.js';
@@ -20,12 +17,11 @@ import { AgentModels } from '../llm/agent-models.js';
 import type { GenerateResult, LlmProvider } from '../llm/llm-provider.js';
 import { AgentMemory } from '../memory/agent-memory.js';
 import type { MemoryStore } from '../memory/memory-store.js';
-import type { AgentBehavior, AgentBehaviorContext, CreateBehavior, TalkRequest } from '../runtime/agent-behavior.js';
 import { AgentRuntime } from '../runtime/agent-runtime.js';
-import { DialogueBehavior } from '../runtime/dialogue-behavior.js';
 import { toolLoopOf } from '../tools/model-tools.js';
 import { ToolCaller } from '../tools/tool-caller.js';
 import type { AgentOptions } from './agent-options.js';
+import { loadBehavior } from './behavior-loader.js';
 
 /** How soon the memory of a tool call is in the database: recallable at once, written behind, off the call's path. */
 const TOOL_MEMORY_WITHIN_MS = 1000;
@@ -85,7 +81,7 @@ export async function assembleAgent(
   }
   const consolidator = new MemoryConsolidator({ memory, store, concepts, settings: config.memory, logger });
   await seedKnowledge(memory, store, definition, options.agentId);
-  const behavior = await loadBehavior(config, options.agentId, definition);
+  const behavior = await loadBehavior({ config, id: options.agentId, definition });
 
   const runtime = new AgentRuntime({
     id: options.agentId,
@@ -229,44 +225,4 @@ async function seedKnowledge(memory: AgentMemory, store: MemoryStore, definition
 
 function hash(text: string): string {
   return createHash('sha256').update(text).digest('hex').slice(0, 16);
-}
-
-async function loadBehavior(config: ThymosConfig, id: string, definition: AgentDefinition): Promise<AgentBehavior> {
-  if (!config.behaviorPath) return new DialogueBehavior();
-  const path = resolve(config.behaviorPath);
-  let mod: { createBehavior?: CreateBehavior; default?: CreateBehavior };
-  try {
-    mod = (await import(pathToFileURL(path).href)) as typeof mod;
-  } catch (err) {
-    throw new ThymosError(ErrorCode.CONFIG_INVALID, `agent.behavior: cannot load ${path}: ${(err as Error).message}`, {
-      cause: err,
-      location: { file: config.file, path: 'agent.behavior' },
-    });
-  }
-  const create = mod.createBehavior ?? mod.default;
-  if (typeof create !== 'function') {
-    throw new ThymosError(ErrorCode.CONFIG_INVALID, `agent.behavior: ${path} must export a function createBehavior()`, {
-      location: { file: config.file, path: 'agent.behavior' },
-    });
-  }
-  const behavior = (await create({ id, definition })) as Partial<AgentBehavior> | null | undefined;
-  const notFunctions = ['talk', 'evaluateRelevance', 'work'].filter(
-    (k) =>
-      behavior && (behavior as Record<string, unknown>)[k] !== undefined && typeof (behavior as Record<string, unknown>)[k] !== 'function',
-  );
-  if (!behavior || typeof behavior !== 'object' || notFunctions.length > 0) {
-    throw new ThymosError(
-      ErrorCode.CONFIG_INVALID,
-      `agent.behavior: createBehavior() in ${path} must return an object whose talk, evaluateRelevance and work, where given, are functions${notFunctions.length > 0 ? ` (not: ${notFunctions.join(', ')})` : ''}`,
-      {
-        location: { file: config.file, path: 'agent.behavior' },
-      },
-    );
-  }
-  // A module may give only what it changes: without talk(), the agent talks as DialogueBehavior does.
-  if (typeof behavior.talk === 'function') return behavior as AgentBehavior;
-  const dialogue = new DialogueBehavior();
-  return Object.assign(Object.create(behavior) as AgentBehavior, {
-    talk: (ctx: AgentBehaviorContext, req: TalkRequest) => dialogue.talk(ctx, req),
-  });
 }
