@@ -2,9 +2,6 @@ import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { resolveConfigFile, type ThymosConfig } from '../../shared/config/thymos-config.js';
-import { type DomainSchema, loadDomainSchema } from '../../shared/domain/domain-schema.js';
-import { appliesTo } from '../../shared/domain/event-filter.js';
-import { workOf } from '../../shared/domain/queue-schema.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
 import { agentTokenPath, ensureAgentToken } from '../../shared/platform/agent-token.js';
 import { CleanupStack } from '../../shared/platform/cleanup-stack.js';
@@ -18,8 +15,9 @@ import type { AgentStartContext } from '../../shared/protocol/agent-start-contex
 import { SharedConceptExtractor } from '../links/shared-concept-extractor.js';
 import { MemoryStore } from '../memory/memory-store.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
-import { assembleAgent, resolveDefinition } from './agent-assembly.js';
+import { assembleAgent } from './agent-assembly.js';
 import { type AgentOptions, readStartContext } from './agent-options.js';
+import { agentConfig, resolveAgentSetup } from './agent-setup.js';
 import { shutdownAgent } from './agent-shutdown.js';
 import { type FleetLinks, linkToFleet } from './fleet-linker.js';
 
@@ -49,10 +47,7 @@ export interface RunningAgent {
  * flight, snapshots, closes the database and exits 0 within the shutdown budget.
  */
 export async function runAgentProcess(options: AgentOptions, output: { logFile?: string | undefined } = {}): Promise<RunningAgent> {
-  const fileConfig = resolveConfig(options.config);
-  const config: ThymosConfig = options.natsUrl
-    ? Object.freeze({ ...fileConfig, nats: { ...fileConfig.nats, url: options.natsUrl } })
-    : fileConfig;
+  const config = agentConfig(options);
   const logger = createLogger({ level: config.log.level, bindings: { agent: options.agentId }, file: output.logFile, feed: true });
   const clock = new PhaseClock();
   const cleanup = new CleanupStack();
@@ -65,19 +60,10 @@ export async function runAgentProcess(options: AgentOptions, output: { logFile?:
   try {
     const startContext = options.context ? readStartContext(options.context) : undefined;
     const state = await openAgentState(options, config, startContext, logger, cleanup, clock);
-    const { store, lock, definition } = state;
+    const { store, lock, setup } = state;
     // Concepts come from the fleet's concept service once NATS is linked; the tagger here until then.
     const concepts = new SharedConceptExtractor(logger);
-    const { memory, runtime, tools } = await assembleAgent(
-      options,
-      config,
-      store,
-      startContext,
-      state.domain,
-      { definition, defined: state.defined },
-      logger,
-      concepts,
-    );
+    const { memory, runtime, tools } = await assembleAgent({ setup, store, logger, extractor: concepts });
     clock.mark('memory_load');
 
     const { AgentHttpServer } = await httpModule;
@@ -110,8 +96,8 @@ export async function runAgentProcess(options: AgentOptions, output: { logFile?:
             runtime,
             memory,
             concepts,
-            worldWatches: state.worldWatches,
-            work: workOf(definition, startContext?.queues ?? state.domain?.queues ?? {}),
+            worldWatches: setup.worldWatches,
+            work: setup.work,
             tools,
             logger,
             cleanup,
@@ -151,7 +137,7 @@ export async function runAgentProcess(options: AgentOptions, output: { logFile?:
 
 /**
  * Takes the agent's data lock and opens its database while the domain schema (a Pkl child
- * process) loads, then settles who the agent is and which events and world changes reach it.
+ * process) loads, then settles the agent's setup.
  */
 async function openAgentState(
   options: AgentOptions,
@@ -179,17 +165,13 @@ async function openAgentState(
   cleanup.push(() => fresh && !started.listening && rmSync(dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 50 }));
   const lock = DataLock.acquire(dir, { file: 'agent.pid', name: `agent ${options.agentId}`, code: ErrorCode.AGENT_ALREADY_RUNNING });
   cleanup.push(() => lock.release());
-  const domainPromise: Promise<DomainSchema | undefined> =
-    startContext?.definition || !config.domainSchemaPath ? Promise.resolve(undefined) : loadDomainSchema(config.domainSchemaPath);
-  domainPromise.catch(() => undefined);
+  // The domain schema (a Pkl child process, when the start context holds no definition) loads while the database opens.
+  const resolving = resolveAgentSetup({ options, config, context: startContext, logger });
+  resolving.catch(() => undefined);
   const store = await MemoryStore.open(join(dir, 'db'), { timeoutMs: config.agent.db_open_timeout_ms });
   cleanup.push(() => store.close());
   clock.mark('db_open');
-  const domain = await domainPromise;
-  const { definition, defined } = resolveDefinition(options.agentId, startContext?.definition, domain, logger);
-  const worldWatches = (startContext?.worldWatches ?? domain?.worldWatches ?? [])
-    .map((watch, index) => ({ index, watch }))
-    .filter(({ watch }) => appliesTo(watch, { id: options.agentId, tags: definition.tags }));
+  const setup = await resolving;
   clock.mark('domain_schema');
-  return { lock, store, domain, definition, defined, worldWatches, started };
+  return { lock, store, setup, started };
 }
