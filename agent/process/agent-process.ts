@@ -89,15 +89,12 @@ export async function runAgentProcess(options: AgentOptions, output: { logFile?:
     links =
       config.nats.url && natsModule
         ? await linkToFleet({
-            options,
-            config,
+            setup,
             natsUrl: config.nats.url,
             channelModule: natsModule,
             runtime,
             memory,
             concepts,
-            worldWatches: setup.worldWatches,
-            work: setup.work,
             tools,
             logger,
             cleanup,
