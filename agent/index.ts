@@ -10,9 +10,10 @@ export { Bm25Index } from './memory/bm25-index.js';
 export type { MemoryRecord, MemorySource, RecallHit } from './memory/memory-record.js';
 export { MemoryStore } from './memory/memory-store.js';
 export { memoryStrength } from './memory/memory-strength.js';
-export { defaultDefinition } from './process/agent-assembly.js';
+export { agentDataDir } from './process/agent-data.js';
 export { AGENT_USAGE, type AgentOptions, AgentOptionsSchema, parseAgentArgs } from './process/agent-options.js';
-export { agentDataDir, resolveConfig, runAgentProcess, type RunningAgent } from './process/agent-process.js';
+export { resolveConfig, runAgentProcess, type RunningAgent } from './process/agent-process.js';
+export { defaultDefinition } from './process/agent-setup.js';
 export {
   type AgentBehavior,
   type AgentBehaviorContext,

@@ -1,15 +1,8 @@
 import { createHash } from 'node:crypto';
-import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 
-import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import { type AliasEntry, aliasTable } from '../../shared/domain/alias-table.js';
-import { type AgentDefinition, AgentDefinitionSchema, type DomainSchema } from '../../shared/domain/domain-schema.js';
-import { grantedTools } from '../../shared/domain/tool-schema.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import type { AgentDefinition } from '../../shared/domain/domain-schema.js';
 import { CompromiseExtractor, type ConceptExtractor } from '../../shared/platform/concept-extractor.js';
 import type { Logger } from '../../shared/platform/logger.js';
-import type { AgentStartContext } from '../../shared/protocol/agent-start-context.js';
 import { ConceptTracker } from '../concepts/concept-tracker.js';
 import { ModelConceptExtractor } from '../concepts/model-concept-extractor.js';
 import { MemoryConsolidator } from '../consolidation/memory-consolidator.js';
@@ -20,12 +13,11 @@ import { AgentModels } from '../llm/agent-models.js';
 import type { GenerateResult, LlmProvider } from '../llm/llm-provider.js';
 import { AgentMemory } from '../memory/agent-memory.js';
 import type { MemoryStore } from '../memory/memory-store.js';
-import type { AgentBehavior, AgentBehaviorContext, CreateBehavior, TalkRequest } from '../runtime/agent-behavior.js';
 import { AgentRuntime } from '../runtime/agent-runtime.js';
-import { DialogueBehavior } from '../runtime/dialogue-behavior.js';
 import { toolLoopOf } from '../tools/model-tools.js';
 import { ToolCaller } from '../tools/tool-caller.js';
-import type { AgentOptions } from './agent-options.js';
+import type { AgentSetup } from './agent-setup.js';
+import { loadBehavior } from './behavior-loader.js';
 
 /** How soon the memory of a tool call is in the database: recallable at once, written behind, off the call's path. */
 const TOOL_MEMORY_WITHIN_MS = 1000;
@@ -38,66 +30,54 @@ export interface AssembledAgent {
   tools: ToolCaller;
 }
 
+/** What `assembleAgent` builds an agent from. */
+export interface AssemblyOptions {
+  setup: AgentSetup;
+  /** The agent's private database, open. */
+  store: MemoryStore;
+  logger: Logger;
+  /**
+   * Finds the concepts a memory mentions, when no `[llm.extraction]` model does (and behind one, when it fails).
+   * @default new CompromiseExtractor()
+   */
+  extractor?: ConceptExtractor | undefined;
+}
+
 /**
- * Builds one agent on its open store from its definition: memory and index, concepts, consolidator, models, behaviour and
- * runtime, with the state its last snapshot saved.
+ * Builds one agent on its open store from its setup: memory and index, concepts, consolidator, models, behaviour and
+ * runtime, with the state its last snapshot saved, and its granted tools.
  */
-export async function assembleAgent(
-  options: AgentOptions,
-  config: ThymosConfig,
-  store: MemoryStore,
-  startContext: AgentStartContext | undefined,
-  domain: DomainSchema | undefined,
-  resolved: { definition: AgentDefinition; defined: boolean },
-  logger: Logger,
-  extractor: ConceptExtractor = new CompromiseExtractor(),
-): Promise<AssembledAgent> {
-  const { definition, defined } = resolved;
+export async function assembleAgent(options: AssemblyOptions): Promise<AssembledAgent> {
+  const { setup, store, logger } = options;
+  const { id, config, definition } = setup;
   const memory = await AgentMemory.load(store, config.memory, { logger });
-  const models = new AgentModels(options.agentId, config.llm, definition, process.env, {
-    config: config.file,
-    domain: config.domainSchemaPath,
-  });
+  const models = new AgentModels(id, config.llm, definition, process.env, { config: config.file, domain: config.domainSchemaPath });
   // What the extraction model spends is counted once the runtime that counts it exists.
   let account: ((provider: LlmProvider, result: GenerateResult) => void) | undefined;
-  let concepts: ConceptTracker | undefined;
-  if (config.memory.concepts) {
-    const aliases = startContext?.aliases ?? (domain ? aliasTable(domain) : []);
-    const relationshipTypes = startContext?.relationshipTypes ?? domain?.relationshipTypes ?? {};
-    const conceptTypes = startContext?.conceptTypes ?? domain?.conceptTypes ?? {};
-    const finder = models.usesModel('extraction')
-      ? new ModelConceptExtractor({
-          provider: () => models.provider('extraction'),
-          fallback: extractor,
-          conceptTypes: Object.keys(conceptTypes),
-          spent: (p, r) => account?.(p, r),
-          logger,
-        })
-      : extractor;
-    concepts = await ConceptTracker.attach(memory, store, {
-      extractor: finder,
-      settings: config.memory,
-      aliases,
-      relationshipTypes,
-      conceptTypes,
-      logger,
-    });
-  }
+  const concepts = await trackConcepts({
+    setup,
+    memory,
+    store,
+    models,
+    extractor: options.extractor ?? new CompromiseExtractor(),
+    spent: (p, r) => account?.(p, r),
+    logger,
+  });
   const consolidator = new MemoryConsolidator({ memory, store, concepts, settings: config.memory, logger });
-  await seedKnowledge(memory, store, definition, options.agentId);
-  const behavior = await loadBehavior(config, options.agentId, definition);
+  await seedKnowledge(memory, store, definition, id);
+  const behavior = await loadBehavior({ config, id, definition });
 
   const runtime = new AgentRuntime({
-    id: options.agentId,
+    id,
     definition,
-    defined,
-    mode: options.mode,
-    port: options.port,
+    defined: setup.defined,
+    mode: setup.mode,
+    port: setup.port,
     memory,
     store,
     concepts,
     consolidator,
-    searchStrategies: startContext?.searchStrategies ?? domain?.searchStrategies ?? {},
+    searchStrategies: setup.searchStrategies,
     consolidateOnPassivate: config.memory.consolidate_on_passivate,
     models,
     reasonOnEvents: definition.reasonOnEvents ?? config.agent.reason_on_events,
@@ -107,9 +87,57 @@ export async function assembleAgent(
   await runtime.restore();
   account = (provider, result) => runtime.account('extraction', provider, result);
   if (models.usesModel('consolidation')) consolidator.useWriter((sources, draft) => runtime.wordInsight(sources, draft));
+  const tools = await governTools({ setup, store, runtime, models, logger });
+  return { memory, runtime, tools };
+}
+
+/** The concept tracker on the agent's memory when `[memory] concepts` is on, finding concepts with the extraction model when there is one. */
+async function trackConcepts(options: {
+  setup: AgentSetup;
+  memory: AgentMemory;
+  store: MemoryStore;
+  models: AgentModels;
+  extractor: ConceptExtractor;
+  spent: (provider: LlmProvider, result: GenerateResult) => void;
+  logger: Logger;
+}): Promise<ConceptTracker | undefined> {
+  const { setup, models, extractor, logger } = options;
+  if (!setup.config.memory.concepts) return undefined;
+  const finder = models.usesModel('extraction')
+    ? new ModelConceptExtractor({
+        provider: () => models.provider('extraction'),
+        fallback: extractor,
+        conceptTypes: Object.keys(setup.conceptTypes),
+        spent: options.spent,
+        logger,
+      })
+    : extractor;
+  return ConceptTracker.attach(options.memory, options.store, {
+    extractor: finder,
+    settings: setup.config.memory,
+    aliases: setup.aliases,
+    relationshipTypes: setup.relationshipTypes,
+    conceptTypes: setup.conceptTypes,
+    logger,
+  });
+}
+
+/**
+ * The agent's granted tools behind the governed path, given to its runtime to act with; approved calls run when it is
+ * next Active, and calls the last stop cut off are marked interrupted.
+ */
+async function governTools(options: {
+  setup: AgentSetup;
+  store: MemoryStore;
+  runtime: AgentRuntime;
+  models: AgentModels;
+  logger: Logger;
+}): Promise<ToolCaller> {
+  const { setup, store, runtime, models, logger } = options;
+  const { config } = setup;
   const tools = new ToolCaller({
-    agent: options.agentId,
-    tools: startContext?.tools ?? (domain ? grantedTools(domain.tools, definition.capabilities) : {}),
+    agent: setup.id,
+    tools: setup.tools,
     gate: runtime.gate,
     calls: store,
     // A call is remembered whatever the mode: a Listening agent's read-only calls too. Recallable at once, written behind within a second (with a read-only call's record; any other call's record is written before it answers).
@@ -124,19 +152,7 @@ export async function assembleAgent(
     env: process.env,
     logger,
   });
-  runtime.useTools(
-    actingOf(
-      tools,
-      runtime,
-      models,
-      {
-        aliases: startContext?.aliases ?? (domain ? aliasTable(domain) : []),
-        glossary: config.glossaryPath,
-        model: customWordsModel(config),
-      },
-      logger,
-    ),
-  );
+  runtime.useTools(actingOf({ tools, runtime, models, setup, logger }));
   // An approved call that changes something waits for the agent to be Active: it runs when the agent next becomes so.
   let mode = runtime.mode;
   runtime.on('state', (s) => {
@@ -147,7 +163,7 @@ export async function assembleAgent(
   // An agent granted no tool has made no call: its start does not pay for the look.
   const interrupted = Object.keys(tools.tools).length > 0 ? await tools.recover() : 0;
   if (interrupted) logger.warn({ calls: interrupted }, 'tool calls cut off by the last stop marked interrupted');
-  return { memory, runtime, tools };
+  return tools;
 }
 
 /**
@@ -155,18 +171,21 @@ export async function assembleAgent(
  * reasoning calls them as itself (`model:<use>`) through the same path; plain words and
  * `[TOOL: …]` are resolved to calls, with the names the domain gives ids.
  */
-function actingOf(
-  tools: ToolCaller,
-  runtime: AgentRuntime,
-  models: AgentModels,
-  words: { aliases: readonly AliasEntry[]; glossary: string | undefined; model: string | undefined },
-  logger: Logger,
-): IntentActs {
+function actingOf(options: {
+  tools: ToolCaller;
+  runtime: AgentRuntime;
+  models: AgentModels;
+  setup: AgentSetup;
+  logger: Logger;
+}): IntentActs {
+  const { tools, runtime, models, setup, logger } = options;
+  const glossary = setup.config.glossaryPath;
+  const wordsModel = customWordsModel(setup.config);
   return new IntentActs({
     caller: tools,
-    known: knownNames(words.aliases),
-    ...(words.glossary ? { glossaryDir: words.glossary } : {}),
-    ...(words.model ? { modelDir: words.model } : {}),
+    known: knownNames(setup.aliases),
+    ...(glossary ? { glossaryDir: glossary } : {}),
+    ...(wordsModel ? { modelDir: wordsModel } : {}),
     remember: (memories) => runtime.hear(memories, { storeWithinMs: TOOL_MEMORY_WITHIN_MS }),
     loop: (use, chain, by, keyOf) =>
       toolLoopOf(tools, {
@@ -190,30 +209,6 @@ function actingOf(
   });
 }
 
-/** The agent's definition: from its start context, else the domain, else a default persona. */
-export function resolveDefinition(
-  id: string,
-  fromContext: AgentDefinition | undefined,
-  domain: DomainSchema | undefined,
-  logger: Logger,
-): { definition: AgentDefinition; defined: boolean } {
-  if (fromContext) return { definition: fromContext, defined: true };
-  const found = domain?.agents[id];
-  if (found) return { definition: found, defined: true };
-  logger.info({ agent: id }, 'agent id not defined by the domain schema; running with a default persona');
-  return { definition: defaultDefinition(id), defined: false };
-}
-
-/** The persona of an agent that no schema defines: named after its id, plain-spoken. */
-export function defaultDefinition(id: string): AgentDefinition {
-  const name = id
-    .split('_')
-    .filter(Boolean)
-    .map((w) => w[0]!.toUpperCase() + w.slice(1))
-    .join(' ');
-  return AgentDefinitionSchema.parse({ persona: { name, traits: [], speechStyle: 'plain' } });
-}
-
 /** Stores each `knowledge` fact of the definition once, however often the agent starts. */
 async function seedKnowledge(memory: AgentMemory, store: MemoryStore, definition: AgentDefinition, id: string): Promise<void> {
   if (definition.knowledge.length === 0) return;
@@ -229,44 +224,4 @@ async function seedKnowledge(memory: AgentMemory, store: MemoryStore, definition
 
 function hash(text: string): string {
   return createHash('sha256').update(text).digest('hex').slice(0, 16);
-}
-
-async function loadBehavior(config: ThymosConfig, id: string, definition: AgentDefinition): Promise<AgentBehavior> {
-  if (!config.behaviorPath) return new DialogueBehavior();
-  const path = resolve(config.behaviorPath);
-  let mod: { createBehavior?: CreateBehavior; default?: CreateBehavior };
-  try {
-    mod = (await import(pathToFileURL(path).href)) as typeof mod;
-  } catch (err) {
-    throw new ThymosError(ErrorCode.CONFIG_INVALID, `agent.behavior: cannot load ${path}: ${(err as Error).message}`, {
-      cause: err,
-      location: { file: config.file, path: 'agent.behavior' },
-    });
-  }
-  const create = mod.createBehavior ?? mod.default;
-  if (typeof create !== 'function') {
-    throw new ThymosError(ErrorCode.CONFIG_INVALID, `agent.behavior: ${path} must export a function createBehavior()`, {
-      location: { file: config.file, path: 'agent.behavior' },
-    });
-  }
-  const behavior = (await create({ id, definition })) as Partial<AgentBehavior> | null | undefined;
-  const notFunctions = ['talk', 'evaluateRelevance', 'work'].filter(
-    (k) =>
-      behavior && (behavior as Record<string, unknown>)[k] !== undefined && typeof (behavior as Record<string, unknown>)[k] !== 'function',
-  );
-  if (!behavior || typeof behavior !== 'object' || notFunctions.length > 0) {
-    throw new ThymosError(
-      ErrorCode.CONFIG_INVALID,
-      `agent.behavior: createBehavior() in ${path} must return an object whose talk, evaluateRelevance and work, where given, are functions${notFunctions.length > 0 ? ` (not: ${notFunctions.join(', ')})` : ''}`,
-      {
-        location: { file: config.file, path: 'agent.behavior' },
-      },
-    );
-  }
-  // A module may give only what it changes: without talk(), the agent talks as DialogueBehavior does.
-  if (typeof behavior.talk === 'function') return behavior as AgentBehavior;
-  const dialogue = new DialogueBehavior();
-  return Object.assign(Object.create(behavior) as AgentBehavior, {
-    talk: (ctx: AgentBehaviorContext, req: TalkRequest) => dialogue.talk(ctx, req),
-  });
 }

@@ -1,9 +1,6 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import pRetry, { AbortError } from 'p-retry';
 
-import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import type { WorldWatch } from '../../shared/domain/domain-schema.js';
-import type { Work } from '../../shared/domain/queue-schema.js';
 import { agentIdentity, fleetNatsLink } from '../../shared/nats/nats-identity.js';
 import type { CleanupStack } from '../../shared/platform/cleanup-stack.js';
 import type { Logger } from '../../shared/platform/logger.js';
@@ -15,12 +12,12 @@ import type { SharedConceptExtractor } from '../links/shared-concept-extractor.j
 import type { AgentMemory } from '../memory/agent-memory.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
 import type { ToolCaller } from '../tools/tool-caller.js';
-import type { AgentOptions } from './agent-options.js';
+import type { AgentSetup } from './agent-setup.js';
 
 /** What `linkToFleet` needs from the agent being started. */
-export interface FleetLinkParts {
-  options: AgentOptions;
-  config: ThymosConfig;
+export interface FleetLinkOptions {
+  /** Its world watches and work come from here. */
+  setup: AgentSetup;
   /** The NATS server or cluster to link to (`[nats] url`, or what the supervisor passed). */
   natsUrl: string;
   /** The control channel's module, loading since the process began. */
@@ -29,9 +26,6 @@ export interface FleetLinkParts {
   memory: AgentMemory;
   /** The agent's concept extractor, linked to the fleet's concept service once NATS is there. */
   concepts: SharedConceptExtractor;
-  worldWatches: ReadonlyArray<{ index: number; watch: WorldWatch }>;
-  /** The queues and skills it takes jobs of. */
-  work: readonly Work[];
   /** Its declared tools: their pending calls go to the supervisor's approvals, decisions come back on the control channel. */
   tools: ToolCaller;
   logger: Logger;
@@ -58,8 +52,9 @@ export interface FleetLinks {
  * NATS or JetStream is not there yet the agent still starts; the links are made in the
  * background, step by step, retried from 1 s doubling to 30 s, never starting a reader twice.
  */
-export async function linkToFleet(parts: FleetLinkParts): Promise<FleetLinks> {
-  const { options, config, runtime, memory, logger, cleanup, phase, onShutdown, stopping } = parts;
+export async function linkToFleet(parts: FleetLinkOptions): Promise<FleetLinks> {
+  const { setup, runtime, logger, cleanup, phase, onShutdown, stopping } = parts;
+  const { config } = setup;
   const listeners: Array<{ close(): Promise<void> }> = [];
   const names = new FleetNames(config.fleet.name);
   const { AgentControlChannel } = await parts.channelModule;
@@ -80,62 +75,8 @@ export async function linkToFleet(parts: FleetLinkParts): Promise<FleetLinks> {
   const linked = await channel.waitUntilConnected(config.agent.nats_wait_ms);
   if (!linked) logger.warn({ url: parts.natsUrl }, 'nats not reachable yet; serving MCP and reconnecting in the background');
   phase('nats');
-  const { ear, inbox, watcher, hints } = await openReaders(parts, names, listeners);
-  const { WorldClient } = await import('../../shared/nats/world-client.js');
-  // Each step runs once: a retry after a failure (JetStream still recovering after a broker
-  // restart, say) picks up at the step that failed, never starting a reader twice.
-  const done = new Set<string>();
-  const once = async (step: string, run: () => Promise<void>) => {
-    if (done.has(step)) return;
-    await run();
-    done.add(step);
-  };
-  const listen = async () => {
-    const nc = await channel.connection();
-    parts.concepts.link(nc, names, hints);
-    await once('events', async () => {
-      const { replayed, skipped } = await ear.catchUp(nc);
-      if (replayed || skipped) logger.info({ replayed, skipped }, 'missed events replayed');
-      ear.start();
-    });
-    await once('inbox', async () => {
-      const taken = await inbox.open(nc);
-      if (taken) logger.info({ taken }, 'waiting messages taken');
-      runtime.links.setMessenger(inbox);
-    });
-    await once('world', async () => {
-      const world = new WorldClient(nc, {
-        timeoutMs: config.supervisor.request_timeout_ms,
-        by: options.agentId,
-        owner: options.agentId,
-        names,
-        agent: options.agentId,
-      });
-      const { publishWorldEvent } = await import('../../shared/nats/event-stream.js');
-      runtime.links.setWorld(world, async (input) => {
-        const event = parseAgentEvent(input, options.agentId);
-        return { id: event.id, ...(await publishWorldEvent(nc, event, names, options.agentId)) };
-      });
-      await watcher.open(world);
-    });
-    await once('approvals', async () => {
-      const { SupervisorRequester } = await import('../../shared/nats/supervisor-requester.js');
-      const supervisor = SupervisorRequester.control(nc, config.supervisor.request_timeout_ms, names, options.agentId);
-      await parts.tools.link(
-        async (call) => (await supervisor.request('call_pending', { call })).decision,
-        (id, tool, wake, timeoutMs) => supervisor.request('agent_endpoint', { id, tool, wake }, { timeoutMs }),
-      );
-    });
-    await once('jobs', () => startWork(parts, nc, names, listeners));
-    await once('embedder', async () => {
-      if (!config.embedding.enabled) return;
-      const { RemoteEmbedder } = await import('../links/remote-embedder.js');
-      await RemoteEmbedder.connect(nc, config.embedding.timeout_ms, names, hints).then(
-        (embedder) => memory.attachEmbedder(embedder),
-        (err: unknown) => logger.warn({ err: (err as Error).message }, 'vector search off: recall uses BM25'),
-      );
-    });
-  };
+  const readers = await openReaders(parts, names, listeners);
+  const listen = await linkingSteps(parts, { channel, names, readers, listeners });
   const listenUntilDone = () => retryUntilDone(listen, stopping, logger);
   if (linked) {
     await listen().catch((err: unknown) => {
@@ -152,9 +93,78 @@ export async function linkToFleet(parts: FleetLinkParts): Promise<FleetLinks> {
   return { channel, listeners };
 }
 
+/**
+ * The links made once NATS answers, as one run that can be tried again: events (replaying what
+ * was missed), inbox, world, approvals, jobs and the embedder. Each step runs once: a retry after
+ * a failure (JetStream still recovering after a broker restart, say) picks up at the step that
+ * failed, never starting a reader twice.
+ */
+async function linkingSteps(
+  parts: FleetLinkOptions,
+  linked: {
+    channel: AgentControlChannel;
+    names: FleetNames;
+    readers: Awaited<ReturnType<typeof openReaders>>;
+    listeners: Array<{ close(): Promise<void> }>;
+  },
+): Promise<() => Promise<void>> {
+  const { setup, runtime, memory, logger } = parts;
+  const { config, id } = setup;
+  const { channel, names, listeners } = linked;
+  const { ear, inbox, watcher, hints } = linked.readers;
+  const { WorldClient } = await import('../../shared/nats/world-client.js');
+  const done = new Set<string>();
+  const once = async (step: string, run: () => Promise<void>) => {
+    if (done.has(step)) return;
+    await run();
+    done.add(step);
+  };
+  return async () => {
+    const nc = await channel.connection();
+    parts.concepts.link(nc, names, hints);
+    await once('events', async () => {
+      const { replayed, skipped } = await ear.catchUp(nc);
+      if (replayed || skipped) logger.info({ replayed, skipped }, 'missed events replayed');
+      ear.start();
+    });
+    await once('inbox', async () => {
+      const taken = await inbox.open(nc);
+      if (taken) logger.info({ taken }, 'waiting messages taken');
+      runtime.links.setMessenger(inbox);
+    });
+    await once('world', async () => {
+      const world = new WorldClient(nc, { timeoutMs: config.supervisor.request_timeout_ms, by: id, owner: id, names, agent: id });
+      const { publishWorldEvent } = await import('../../shared/nats/event-stream.js');
+      runtime.links.setWorld(world, async (input) => {
+        const event = parseAgentEvent(input, id);
+        return { id: event.id, ...(await publishWorldEvent(nc, event, names, id)) };
+      });
+      await watcher.open(world);
+    });
+    await once('approvals', async () => {
+      const { SupervisorRequester } = await import('../../shared/nats/supervisor-requester.js');
+      const supervisor = SupervisorRequester.control(nc, config.supervisor.request_timeout_ms, names, id);
+      await parts.tools.link(
+        async (call) => (await supervisor.request('call_pending', { call })).decision,
+        (agent, tool, wake, timeoutMs) => supervisor.request('agent_endpoint', { id: agent, tool, wake }, { timeoutMs }),
+      );
+    });
+    await once('jobs', () => startWork(parts, nc, names, listeners));
+    await once('embedder', async () => {
+      if (!config.embedding.enabled) return;
+      const { RemoteEmbedder } = await import('../links/remote-embedder.js');
+      await RemoteEmbedder.connect(nc, config.embedding.timeout_ms, names, hints).then(
+        (embedder) => memory.attachEmbedder(embedder),
+        (err: unknown) => logger.warn({ err: (err as Error).message }, 'vector search off: recall uses BM25'),
+      );
+    });
+  };
+}
+
 /** The agent's readers of the fleet, not yet reading: its event consumer, inbox and world watches, and the hints heard events bring. */
-async function openReaders(parts: FleetLinkParts, names: FleetNames, listeners: Array<{ close(): Promise<void> }>) {
-  const { config, runtime, worldWatches, logger, cleanup } = parts;
+async function openReaders(parts: FleetLinkOptions, names: FleetNames, listeners: Array<{ close(): Promise<void> }>) {
+  const { setup, runtime, logger, cleanup } = parts;
+  const { config } = setup;
   const { AgentEventListener } = await import('../links/agent-event-listener.js');
   // What the router found in a heard event's text, so that neither service is asked again.
   const hints = new HintBook();
@@ -168,7 +178,7 @@ async function openReaders(parts: FleetLinkParts, names: FleetNames, listeners: 
   const { AgentInbox } = await import('../links/agent-inbox.js');
   const inbox = new AgentInbox(runtime, names, logger);
   const { AgentWorldWatcher } = await import('../links/agent-world-watcher.js');
-  const watcher = new AgentWorldWatcher(runtime, worldWatches, logger);
+  const watcher = new AgentWorldWatcher(runtime, setup.worldWatches, logger);
   for (const reader of [ear, inbox, watcher]) {
     cleanup.push(() => reader.close());
     listeners.push(reader);
@@ -178,24 +188,25 @@ async function openReaders(parts: FleetLinkParts, names: FleetNames, listeners: 
 
 /** The agent's work from the queues, when it has skills that a queue it serves takes (`JobWorker`). */
 async function startWork(
-  parts: FleetLinkParts,
+  parts: FleetLinkOptions,
   nc: NatsConnection,
   names: FleetNames,
   listeners: Array<{ close(): Promise<void> }>,
 ): Promise<void> {
-  if (parts.work.length === 0) return;
+  const { work, config } = parts.setup;
+  if (work.length === 0) return;
   const { JobWorker } = await import('../links/job-worker.js');
   const { callsSettled } = await import('../tools/calls-settled.js');
   const { SupervisorRequester } = await import('../../shared/nats/supervisor-requester.js');
-  const supervisor = SupervisorRequester.control(nc, parts.config.supervisor.request_timeout_ms, names, parts.runtime.id);
+  const supervisor = SupervisorRequester.control(nc, config.supervisor.request_timeout_ms, names, parts.runtime.id);
   const settled = (ids: readonly string[], signal: AbortSignal) => callsSettled(parts.tools, ids, signal);
   const worker = new JobWorker(
     parts.runtime,
-    parts.work,
+    work,
     names,
     parts.logger,
     (given) => supervisor.request('job_give_up', given),
-    parts.config.jobs.concurrency,
+    config.jobs.concurrency,
     settled,
   );
   parts.cleanup.push(() => worker.close());

@@ -8,7 +8,8 @@ import { AgentModels } from '../llm/agent-models.js';
 import { AgentHttpServer } from '../mcp/agent-http-server.js';
 import type { AgentMemory } from '../memory/agent-memory.js';
 import { MemoryStore } from '../memory/memory-store.js';
-import { assembleAgent, defaultDefinition } from './agent-assembly.js';
+import { assembleAgent } from './agent-assembly.js';
+import { agentSetupOf } from './agent-setup.js';
 
 /** The made-up agent a spare rehearses with; never a fleet's agent (ids there are the domain's). */
 const REHEARSAL_ID = 'spare_rehearsal';
@@ -37,25 +38,22 @@ export async function rehearseAgent(
   let http: AgentHttpServer | undefined;
   let memory: AgentMemory | undefined;
   try {
-    const definition = defaultDefinition(REHEARSAL_ID);
-    const options = { agentId: REHEARSAL_ID, port: 1, mode: 'active' as const };
-    const { runtime, memory: assembled } = await assembleAgent(
-      options,
-      rehearsalConfig,
-      store,
-      undefined,
-      undefined,
-      { definition, defined: false },
-      quiet,
-      extractor,
-    );
+    // No start context and no domain: the made-up agent runs with a default persona.
+    const setup = agentSetupOf({
+      options: { agentId: REHEARSAL_ID, port: 1, mode: 'active' },
+      config: rehearsalConfig,
+      context: undefined,
+      domain: undefined,
+      logger: quiet,
+    });
+    const { runtime, memory: assembled } = await assembleAgent({ setup, store, logger: quiet, extractor });
     memory = assembled;
     runtime.setStatus('ready');
     // Its endpoint asks for a token of its own, as every agent's does: nobody else can call the rehearsal's model while it runs.
     const token = randomBytes(24).toString('base64url');
     http = new AgentHttpServer(runtime, rehearsalConfig, quiet, token);
     const port = await http.listen('127.0.0.1', 0);
-    const offline = !new AgentModels(REHEARSAL_ID, config.llm, definition, {}, {}).usesModel('dialogue');
+    const offline = !new AgentModels(REHEARSAL_ID, config.llm, setup.definition, {}, {}).usesModel('dialogue');
     const steps = await rehearseMcp(`http://127.0.0.1:${port}/mcp`, token, offline);
     return { steps, ms: Math.round(performance.now() - started) };
   } finally {
