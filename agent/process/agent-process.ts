@@ -180,7 +180,9 @@ async function openAgentState(
   const lock = DataLock.acquire(dir, { file: 'agent.pid', name: `agent ${options.agentId}`, code: ErrorCode.AGENT_ALREADY_RUNNING });
   cleanup.push(() => lock.release());
   const domainPromise: Promise<DomainSchema | undefined> =
-    startContext?.definition || !config.domainSchemaPath ? Promise.resolve(undefined) : loadDomainSchema(config.domainSchemaPath);
+    startContext?.definition || !config.domainSchemaPath
+      ? Promise.resolve(undefined)
+      : loadDomainSchema(config.domainSchemaPath, { exclude: [config.dataPath] });
   domainPromise.catch(() => undefined);
   const store = await MemoryStore.open(join(dir, 'db'), { timeoutMs: config.agent.db_open_timeout_ms });
   cleanup.push(() => store.close());

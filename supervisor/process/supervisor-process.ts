@@ -284,7 +284,9 @@ async function openFleetState(
     code: ErrorCode.SUPERVISOR_ALREADY_RUNNING,
   });
   cleanup.push(() => lock.release());
-  const domainPromise = config.domainSchemaPath ? loadDomainSchema(config.domainSchemaPath) : Promise.resolve(EMPTY_DOMAIN);
+  const domainPromise = config.domainSchemaPath
+    ? loadDomainSchema(config.domainSchemaPath, { exclude: [config.dataPath] })
+    : Promise.resolve(EMPTY_DOMAIN);
   domainPromise.catch(() => undefined);
   const db = await openWorldDatabase(config, paths.world);
   cleanup.push(() => db.close());
