@@ -32,7 +32,8 @@ const ANSWERED_AFTER_CRASH: ReadonlySet<CallStatus> = new Set(['interrupted', 'r
 
 /**
  * A call's idempotency key: the tool's template filled from the input (each value
- * percent-encoded, so the key is plain ASCII fit for a header), else the caller's key, else the
+ * percent-encoded, so the key is plain ASCII fit for a header, `~` too, so that no value spells
+ * another key's later generation `key~2`), else the caller's key (which holds no `~`), else the
  * call id.
  */
 export function idempotencyKey(tool: Tool, input: Record<string, unknown>, callId: string, callerKey: string | undefined): string {
@@ -40,7 +41,10 @@ export function idempotencyKey(tool: Tool, input: Record<string, unknown>, callI
   let key = tool.idempotencyKey;
   for (const f of keyFields(tool.idempotencyKey)) {
     const v = input[f];
-    key = key.replaceAll(`{${f}}`, v === undefined ? '' : encodeURIComponent(wellFormed(typeof v === 'string' ? v : JSON.stringify(v))));
+    key = key.replaceAll(
+      `{${f}}`,
+      v === undefined ? '' : encodeURIComponent(wellFormed(typeof v === 'string' ? v : JSON.stringify(v))).replaceAll('~', '%7E'),
+    );
   }
   return key;
 }

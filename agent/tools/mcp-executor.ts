@@ -16,10 +16,11 @@ const MAX_KEY = 255;
 /**
  * The idempotency key another agent of the fleet is sent for a call of `tool` under `key`. A key
  * it takes from a caller goes as it is. One it would refuse — a job's (`job:…`, which only the
- * called agent's own jobs may use) — goes under the calling tool's name, `via:<tool>/<key>`, with
- * `%`, `~` and anything not visible ASCII percent-encoded (hashed when that is too long): the
- * same call sends the same key on every delivery and from every worker of the job, and no two
- * tools of a job, and no two jobs, send the same one.
+ * called agent's own jobs may use) or a later generation (`…~2`, past `keyExpiresAfterS`) — goes
+ * under the calling tool's name, `via:<tool>/<key>`, with `%`, `~` and anything not visible ASCII
+ * percent-encoded (hashed when that is too long): the same call sends the same key on every
+ * delivery and from every worker of the job, and no two tools of a job, and no two jobs, send the
+ * same one.
  */
 export function forwardedKey(tool: string, key: string): string {
   if (IdempotencyKeySchema.safeParse(key).success) return key;

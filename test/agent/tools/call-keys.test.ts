@@ -127,6 +127,14 @@ describe('idempotency keys, end to end: a repeated key runs a call with side eff
     assert.equal(received.length, 1);
   });
 
+  test('a "~" in a template value is percent-encoded: no value spells another key\'s later generation', async () => {
+    received.length = 0;
+    const tilde = await tools.call('refund', { order_id: 'AB-9~2', amount: 20, reason: 'x' }, { caller: 'alice' });
+    assert.equal(tilde.status, 'ok', JSON.stringify(tilde.error));
+    assert.equal(tilde.idempotency_key, 'refund-AB-9%7E2');
+    assert.deepEqual(received, ['refund-AB-9%7E2'], 'the service never sees "refund-AB-9~2", the second generation of refund-AB-9');
+  });
+
   test('keyExpiresAfterS: within it a repeat answers with the first call; past it the same key is a new call, sent as key~2, then key~3', async () => {
     received.length = 0;
     const args = { order_id: 'AB-7', amount: 20, reason: 'broken kettle' };

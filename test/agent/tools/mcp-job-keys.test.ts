@@ -111,10 +111,11 @@ tools {
   });
 });
 
-test('the key another agent is sent: a caller key as it is; a job key under the tool, valid, distinct and bounded', () => {
+test('the key another agent is sent: a caller key as it is; a job key or a later generation under the tool, valid, distinct and bounded', () => {
   const sent = (key: string) => forwardedKey('ask_forge', key);
   assert.equal(sent('shoe-1'), 'shoe-1');
   assert.equal(sent('job:orders/forging/O-1#1'), 'via:ask_forge/job:orders/forging/O-1#1');
+  assert.equal(sent('refund-AB~2'), 'via:ask_forge/refund-AB%7E2');
   assert.notEqual(forwardedKey('ask_forge_again', 'job:orders/forging/O-1#1'), sent('job:orders/forging/O-1#1'));
   const long = sent(`job:${'q'.repeat(64)}/${'s'.repeat(64)}/${'i'.repeat(128)}#1`);
   assert.match(long, /^via:ask_forge\/sha256:[0-9a-f]{64}$/);
