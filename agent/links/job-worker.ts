@@ -5,6 +5,7 @@ import { backoffAfter, type Work } from '../../shared/domain/queue-schema.js';
 import { ErrorCode, isThymosError, ThymosError } from '../../shared/errors/errors.js';
 import { describeIssues } from '../../shared/errors/zod-issues.js';
 import { ownDelivery } from '../../shared/nats/own-delivery.js';
+import { published } from '../../shared/nats/published-mark.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { FleetNames } from '../../shared/protocol/fleet-names.js';
 import { type Job, type JobGiveUp, JobSchema } from '../../shared/protocol/job.js';
@@ -158,6 +159,12 @@ export class JobWorker {
           { subject: m.subject, queue: w.queue, skill: w.skill },
           "a message not delivered by the skill's consumer dropped",
         );
+        continue;
+      }
+      // nats-server's answer to a pull that named this queue's subject, kept by the stream: no job, so neither worked nor given up.
+      if (!published(m.headers)) {
+        await this.#ack(m, `seq-${m.seq}`);
+        this.#logger.warn({ seq: m.seq, queue: w.queue, skill: w.skill }, 'a message nobody published as a job dropped');
         continue;
       }
       // Taken just as the agent was told to stop or listen: it goes back at once, untouched.

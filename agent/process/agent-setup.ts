@@ -76,7 +76,10 @@ export function agentConfig(options: Pick<AgentOptions, 'config' | 'natsUrl'>): 
  */
 export async function resolveAgentSetup(sources: Omit<AgentSetupSources, 'domain'>): Promise<AgentSetup> {
   const { context, config } = sources;
-  const domain = context?.definition || !config.domainSchemaPath ? undefined : await loadDomainSchema(config.domainSchemaPath);
+  const domain =
+    context?.definition || !config.domainSchemaPath
+      ? undefined
+      : await loadDomainSchema(config.domainSchemaPath, { exclude: [config.dataPath] });
   return agentSetupOf({ ...sources, domain });
 }
 

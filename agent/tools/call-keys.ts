@@ -32,7 +32,8 @@ const ANSWERED_AFTER_CRASH: ReadonlySet<CallStatus> = new Set(['interrupted', 'r
 
 /**
  * A call's idempotency key: the tool's template filled from the input (each value
- * percent-encoded, so the key is plain ASCII fit for a header), else the caller's key, else the
+ * percent-encoded, so the key is plain ASCII fit for a header, `~` too, so that no value spells
+ * another key's later generation `key~2`), else the caller's key (which holds no `~`), else the
  * call id.
  */
 export function idempotencyKey(tool: Tool, input: Record<string, unknown>, callId: string, callerKey: string | undefined): string {
@@ -40,7 +41,10 @@ export function idempotencyKey(tool: Tool, input: Record<string, unknown>, callI
   let key = tool.idempotencyKey;
   for (const f of keyFields(tool.idempotencyKey)) {
     const v = input[f];
-    key = key.replaceAll(`{${f}}`, v === undefined ? '' : encodeURIComponent(wellFormed(typeof v === 'string' ? v : JSON.stringify(v))));
+    key = key.replaceAll(
+      `{${f}}`,
+      v === undefined ? '' : encodeURIComponent(wellFormed(typeof v === 'string' ? v : JSON.stringify(v))).replaceAll('~', '%7E'),
+    );
   }
   return key;
 }
@@ -56,7 +60,7 @@ export function idempotencyKey(tool: Tool, input: Record<string, unknown>, callI
  * that failed, or was refused before it ran, does not count: the call runs again, carrying the
  * same key to the service (an `interrupted` record older than this rule, without
  * `interrupted_at`, counts as failed). One that ended `ok` longer ago than its tool's
- * `keyExpiresAfterS` does not count either: the key is spent, and the new call carries its next
+ * `keyExpiresAfterS` does not count either (counted from when it ended): the key is spent, and the new call carries its next
  * generation (`key~2`, `key~3`…). An earlier call with the key but other arguments is
  * IDEMPOTENCY_CONFLICT. A call
  * refused before its turn (the agent's mode, an admin tool) never claims the key.
@@ -94,10 +98,14 @@ export class CallKeys {
     return turn;
   }
 
-  /** An earlier call that ended `ok` more than its tool's `keyExpiresAfterS` ago (one still waiting or running never expires). */
+  /**
+   * An earlier call that ended `ok` more than its tool's `keyExpiresAfterS` ago (one still waiting
+   * or running never expires). Counted from its end, not its request: a call that ran long, or
+   * waited long for a person, keeps its key for the whole time after it was done.
+   */
   #expired(tool: Tool, found: ToolCallRecord): boolean {
     if (tool.keyExpiresAfterS == null || found.status !== 'ok') return false;
-    return Date.now() - Date.parse(found.requested_at) > tool.keyExpiresAfterS * 1000;
+    return Date.now() - Date.parse(found.finished_at ?? found.requested_at) > tool.keyExpiresAfterS * 1000;
   }
 
   #answer(found: ToolCallRecord, record: ToolCallRecord): ToolCallRecord | undefined {

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { type CallToolResult, CallToolResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 
@@ -5,8 +7,29 @@ import type { McpExecutor, Tool } from '../../shared/domain/tool-schema.js';
 import { ErrorCode, ThymosError, WireErrorSchema } from '../../shared/errors/errors.js';
 import { REQUESTER_HEADER } from '../../shared/protocol/fleet-names.js';
 import type { AgentEndpoint } from '../../shared/protocol/supervisor-protocol.js';
-import { CHAIN_META, IDEMPOTENCY_META } from '../../shared/protocol/tool-call.js';
+import { CHAIN_META, IDEMPOTENCY_META, IdempotencyKeySchema } from '../../shared/protocol/tool-call.js';
 import type { ExecutorContext } from './executor-context.js';
+
+/** The longest key an agent takes from a caller (`IdempotencyKeySchema`). */
+const MAX_KEY = 255;
+
+/**
+ * The idempotency key another agent of the fleet is sent for a call of `tool` under `key`. A key
+ * it takes from a caller goes as it is. One it would refuse — a job's (`job:…`, which only the
+ * called agent's own jobs may use) or a later generation (`…~2`, past `keyExpiresAfterS`) — goes
+ * under the calling tool's name, `via:<tool>/<key>`, with `%`, `~` and anything not visible ASCII
+ * percent-encoded (hashed when that is too long): the same call sends the same key on every
+ * delivery and from every worker of the job, and no two tools of a job, and no two jobs, send the
+ * same one.
+ */
+export function forwardedKey(tool: string, key: string): string {
+  if (IdempotencyKeySchema.safeParse(key).success) return key;
+  const encoded = key.replace(/[^\x21-\x24\x26-\x7d]/gu, (c) =>
+    [...Buffer.from(c, 'utf8')].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join(''),
+  );
+  const via = `via:${tool}/${encoded}`;
+  return via.length <= MAX_KEY ? via : `via:${tool}/sha256:${createHash('sha256').update(key).digest('hex')}`;
+}
 
 /** How long opening a session may take, whoever waits for it. */
 const CONNECT_TIMEOUT_MS = 10_000;
@@ -32,9 +55,9 @@ export type FindEndpoint = (agent: string, tool: string, wake: boolean, timeoutM
  * from a named variable) or of another agent of the fleet (its address and token asked of the
  * supervisor at each call, so a restarted or woken agent is found where it now is). One MCP
  * session per endpoint is kept open and reused; one whose transport fails is dropped, and the
- * next call connects afresh. The request carries the call's idempotency key in `_meta`; to
- * another agent also the chain of agents it passed through, who calls (`Thymos-By:
- * agent:<id>`) and the call's reason. Another agent's error keeps its Thymos code; any other is
+ * next call connects afresh. The request carries the call's idempotency key in `_meta` (to
+ * another agent, as it takes it: `forwardedKey`); to another agent also the chain of agents it
+ * passed through, who calls (`Thymos-By: agent:<id>`) and the call's reason. Another agent's error keeps its Thymos code; any other is
  * TOOL_FAILED. The result is the structured content, else the text.
  */
 export class McpExecutors {
@@ -58,7 +81,9 @@ export class McpExecutors {
     const fleet = exec.agent != null;
     const args = fleet && ctx.reason !== undefined ? { ...input, reason: ctx.reason } : input;
     // The chain of agents is the fleet's own business: a server outside it is told only the key.
-    const _meta = { [IDEMPOTENCY_META]: ctx.idempotencyKey, ...(fleet ? { [CHAIN_META]: [...ctx.chain, this.#self] } : {}) };
+    const _meta = fleet
+      ? { [IDEMPOTENCY_META]: forwardedKey(ctx.tool, ctx.idempotencyKey), [CHAIN_META]: [...ctx.chain, this.#self] }
+      : { [IDEMPOTENCY_META]: ctx.idempotencyKey };
     const session = this.#session(target);
     let result: CallToolResult;
     try {

@@ -77,7 +77,7 @@ const walk = [
 /** The walk; the exit status says whether every check held. */
 async function main(): Promise<number> {
   const config = loadConfig(configFile);
-  const world = await loadDomainSchema(config.domainSchemaPath!);
+  const world = await loadDomainSchema(config.domainSchemaPath!, { exclude: [config.dataPath] });
   console.log(`Starting the Ashford fleet (${configFile})`);
   const up = await upFleet(config, { onStep: (line) => console.log(`  ${line}`) });
   const fleet = await connect(config);

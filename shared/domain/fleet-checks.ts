@@ -79,7 +79,7 @@ export function toolGrants(domain: DomainSchema): Record<string, string[]> {
  * CONFIG_INVALID instead.
  */
 export async function checkFleet(config: ThymosConfig, strict = false): Promise<{ domain: DomainSchema; warnings: FleetWarning[] }> {
-  const domain = config.domainSchemaPath ? await loadDomainSchema(config.domainSchemaPath) : EMPTY_DOMAIN;
+  const domain = config.domainSchemaPath ? await loadDomainSchema(config.domainSchemaPath, { exclude: [config.dataPath] }) : EMPTY_DOMAIN;
   const warnings = fleetWarnings(config, domain);
   if (strict && warnings.length > 0) throw strictFailure(warnings, config.file);
   return { domain, warnings };

@@ -16,7 +16,7 @@ export interface LinkCheckLimits {
  * Refuses (SCHEMA_READ_REFUSED, naming the link and its target) an application's folder that
  * holds a symbolic link the domain could read something else through: one whose real path lies
  * outside the folder and Thymos's schemas, in a hidden part or `node_modules` of the folder, in
- * /proc, /dev or /sys, or nowhere (a dangling link can be pointed anywhere later). pkl allows
+ * /proc, /dev or /sys, in the data directory, or nowhere (a dangling link can be pointed anywhere later). pkl allows
  * reads by the path it is given, so a link named `secrets.txt` would pass its allow-list.
  * Hidden entries and `node_modules` (links named so too) are not looked into: nothing in them may be read.
  */
@@ -31,6 +31,8 @@ export function refuseOutsideLinks(scope: PklReadScope, file: string, limits: Li
       // Nothing under a hidden name or node_modules may be read, links named so included: none is followed.
       if (!readableInApp(entry.name)) continue;
       const path = join(dir, entry.name);
+      // The data directory may not be read: nothing in it is followed.
+      if (scope.excluded.includes(path)) continue;
       if (entry.isSymbolicLink()) checkLink(path, scope, file);
       else if (entry.isDirectory()) walk(path, depth + 1);
     }
@@ -47,6 +49,7 @@ function checkLink(link: string, scope: PklReadScope, file: string): void {
   }
   if (SYSTEM_FOLDERS.some((s) => within(target, s))) refuse(file, link, target, 'in a system folder');
   if (within(target, scope.schemas)) return;
+  if (scope.excluded.some((folder) => within(target, folder))) refuse(file, link, target, 'in the data directory');
   if (within(target, scope.appReal) && readableInApp(relative(scope.appReal, target))) return;
   refuse(file, link, target, "outside the application's folder and Thymos's schemas, or in a hidden part or node_modules of it");
 }

@@ -16,6 +16,14 @@ export interface EvaluatePklOptions {
    * @example { root: '/srv/town' } // world.pkl in /srv/town/domain imports ../shared/places.pkl
    */
   root?: string;
+  /**
+   * Folders inside the application's folder that the module may not read: the fleet's data
+   * directory (keys, tokens, agents' memories) when it lies there, as `data/` beside
+   * `thymos.toml` does by default.
+   * @default []
+   * @example { exclude: [config.dataPath] }
+   */
+  exclude?: readonly string[];
   /** How far the folder is checked for links before it is refused as too large. */
   linkCheck?: LinkCheckLimits;
 }
@@ -44,7 +52,7 @@ export function pklBinaryPath(): string {
  */
 export async function evaluatePkl(file: string, options: EvaluatePklOptions = {}): Promise<string> {
   const binary = pklBinaryPath();
-  const scope = pklReadScope(file, options.root);
+  const scope = pklReadScope(file, options.root, options.exclude);
   refuseOutsideLinks(scope, file, options.linkCheck);
   const args = [
     'eval',

@@ -1,5 +1,5 @@
 import { realpathSync } from 'node:fs';
-import { dirname, join, parse, resolve, sep } from 'node:path';
+import { dirname, join, parse, relative, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 import { thymosRoot } from '../config/thymos-root.js';
@@ -7,8 +7,10 @@ import { ErrorCode, ThymosError } from '../errors/errors.js';
 
 /**
  * What evaluating a domain module may read: the files of the application's folder that are
- * not hidden and not under `node_modules`, and Thymos's own `schemas/` folder. Nothing else,
- * whichever way it is named: `..`, an absolute path, a percent-escape or a symbolic link.
+ * not hidden, not under `node_modules` and not in an excluded folder (the fleet's data
+ * directory, with its keys and tokens, when it lies in the application's folder), and Thymos's
+ * own `schemas/` folder. Nothing else, whichever way it is named: `..`, an absolute path, a
+ * percent-escape or a symbolic link.
  */
 export interface PklReadScope {
   /** The application's folder as given (the module's folder unless a root was named). */
@@ -17,6 +19,8 @@ export interface PklReadScope {
   readonly appReal: string;
   /** The real path of Thymos's `schemas/` folder. */
   readonly schemas: string;
+  /** Folders of the application's folder it may not read (the data directory), each as given and as its real path. */
+  readonly excluded: readonly string[];
   /**
    * The deepest folder holding both real paths, for pkl's `--root-dir`, which refuses any file
    * whose real path lies outside it; undefined when that folder is `/` and says nothing.
@@ -33,10 +37,10 @@ export const SYSTEM_FOLDERS = ['/proc', '/dev', '/sys'] as const;
 
 /**
  * The read scope of the module `file`, whose application's folder is `root` (by default the
- * module's own folder). A `root` that does not hold the module, or that lies in a system
- * folder, is SCHEMA_READ_REFUSED.
+ * module's own folder), without the folders `exclude`. A `root` that does not hold the module,
+ * or that lies in a system folder, is SCHEMA_READ_REFUSED; so is a module in an excluded folder.
  */
-export function pklReadScope(file: string, root?: string): PklReadScope {
+export function pklReadScope(file: string, root?: string, exclude: readonly string[] = []): PklReadScope {
   const module = resolve(file);
   const app = resolve(root ?? dirname(module));
   if (!within(module, app)) {
@@ -52,16 +56,34 @@ export function pklReadScope(file: string, root?: string): PklReadScope {
       { location: { file } },
     );
   }
+  const excluded = unique(
+    exclude.flatMap((given) => {
+      const folder = resolve(given);
+      // Named through the application's folder as given or as its real path: both spellings are shut.
+      const inApp = within(folder, app) ? [join(appReal, relative(app, folder))] : [];
+      return [folder, realOrSelf(folder), ...inApp];
+    }),
+  );
+  if (excluded.some((folder) => within(module, folder)) || excluded.some((folder) => within(app, folder))) {
+    throw new ThymosError(
+      ErrorCode.SCHEMA_READ_REFUSED,
+      `domain schema ${file}: expected it outside the data directory (${exclude.join(', ')}), which the domain may not read`,
+      { location: { file } },
+    );
+  }
   const schemasGiven = join(thymosRoot(), 'schemas');
   const schemas = realOrSelf(schemasGiven);
   const rootDir = commonFolder(appReal, schemas);
-  const appPrefixes = unique([app, appReal]).map((p) => `${filePattern(p)}${APP_FILE}`);
+  // Each excluded folder is shut at the start of every pattern of the application's folder.
+  const shut = excluded.map((p) => `(?!${filePattern(p).slice(1)})`).join('');
+  const appPrefixes = unique([app, appReal]).map((p) => `^${shut}${filePattern(p).slice(1)}${APP_FILE}`);
   const schemaPrefixes = unique([schemasGiven, schemas, ...schemaAliases(app, schemas)]).map((p) => `${filePattern(p)}${NO_ESCAPE}`);
   const files = [...appPrefixes, ...schemaPrefixes];
   return Object.freeze({
     app,
     appReal,
     schemas,
+    excluded,
     rootDir: rootDir === parse(rootDir).root ? undefined : rootDir,
     allowedModules: ['^pkl:', '^package:', '^https:', ...files].join(','),
     allowedResources: ['^prop:', '^package:', ...files].join(','),
@@ -80,8 +102,9 @@ export function readableInApp(relativePath: string): boolean {
 
 // No percent-escape but %20: an escape could spell `..`, `/` or a hidden name past the checks.
 const NO_ESCAPE = '(?!.*%(?!20))';
-// Inside the application's folder: no part that starts with a dot (`.env`, `.git`, `..`) and none named node_modules.
-const APP_FILE = `${NO_ESCAPE}(?!(?:[^/]*/)*(?:\\.|node_modules(?:/|$)))`;
+// Inside the application's folder: no part that starts with a dot (`.env`, `.git`, `..`), none named node_modules, and no
+// empty part (`a//b`), which could spell an excluded folder past its check.
+const APP_FILE = `${NO_ESCAPE}(?!.*//)(?!(?:[^/]*/)*(?:\\.|node_modules(?:/|$)))`;
 
 /**
  * The start of a pattern matching file URIs under `folder`, in the forms pkl writes them

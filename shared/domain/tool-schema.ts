@@ -162,7 +162,7 @@ export const ToolSchema = z
       .max(16 * 1024 * 1024)
       .default(65_536),
     idempotencyKey: z.string().min(1).nullish(),
-    /** How long a key's outcome answers a repeat; past it the key is a new call (`~2`, `~3`… appended). Unset: for as long as the agent keeps its calls. */
+    /** How long a key's outcome answers a repeat, from the end of its call; past it the key is a new call (`~2`, `~3`… appended). Unset: for as long as the agent keeps its calls. */
     keyExpiresAfterS: z.number().int().min(1).max(315_360_000).nullish(),
     /**
      * Whether the tool's service honours the call's idempotency key: a call with side effects cut

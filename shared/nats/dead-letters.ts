@@ -16,6 +16,7 @@ import {
 } from '../protocol/job.js';
 import { parseJsonOrUndefined } from '../protocol/parse-json.js';
 import type { NatsWork } from './nats-permissions.js';
+import { published } from './published-mark.js';
 
 const STREAM_NOT_FOUND = 10059;
 const CONSUMER_NOT_FOUND = 10014;
@@ -64,6 +65,13 @@ export async function writeDeadLetter(
       location: { path: 'skill' },
     });
   }
+  // nats-server's answer to a pull that named the queue's subject is no job: dropped, and no letter written.
+  if (!published(m.header)) {
+    await deleteIfThere(jsm, stream, given.seq);
+    throw new ThymosError(ErrorCode.NOT_FOUND, `${given.seq} of ${given.queue} is no job anyone published: dropped, with no dead letter`, {
+      location: { path: 'seq' },
+    });
+  }
   const raw = parseJsonOrUndefined(m.string());
   const job = JobSchema.safeParse(raw);
   const letter: DeadLetter = {
@@ -85,10 +93,14 @@ export async function writeDeadLetter(
     deadLetterId(given.queue, job.success ? job.data.id : `seq-${given.seq}`, given.seq),
   );
   // Off the queue once its letter holds it; a crash between the two writes the same letter again.
-  await jsm.streams.deleteMessage(stream, given.seq, false).catch((err: unknown) => {
+  await deleteIfThere(jsm, stream, given.seq);
+  return { seq: ack.seq, duplicate: ack.duplicate };
+}
+
+async function deleteIfThere(jsm: JetStreamManager, stream: string, seq: number): Promise<void> {
+  await jsm.streams.deleteMessage(stream, seq, false).catch((err: unknown) => {
     if (!/not found|no message/i.test((err as Error).message)) throw err;
   });
-  return { seq: ack.seq, duplicate: ack.duplicate };
 }
 
 /**
@@ -151,8 +163,9 @@ async function publishOwn(
 
 /**
  * The newest dead letters (of one queue with `queue`), newest first, at most `limit`. Only what
- * the stream holds under a dead-letter subject is a letter: a message JetStream delivered there
- * for a pull that named it keeps its first subject, and is not listed.
+ * the supervisor published under a dead-letter subject is a letter: a message JetStream delivered
+ * there for a pull that named it keeps its first subject, and nats-server's own answer to such a
+ * pull lacks the mark every letter is published with (`published`); neither is listed.
  */
 export async function deadLetters(
   jsm: JetStreamManager,
@@ -170,7 +183,7 @@ export async function deadLetters(
   const floor = Math.max(info.state.first_seq, info.state.last_seq - limit - SCAN_SLACK);
   for (let seq = info.state.last_seq; seq >= floor && out.length < limit; seq--) {
     const m = await jsm.streams.getMessage(names.deadStream, { seq }).catch(() => null);
-    if (!m || (queue !== undefined && m.subject !== names.deadLetters(queue))) continue;
+    if (!m || !published(m.header) || (queue !== undefined && m.subject !== names.deadLetters(queue))) continue;
     const letter = DeadLetterSchema.safeParse(parseJsonOrUndefined(m.string()));
     if (letter.success && m.subject === names.deadLetters(letter.data.queue)) out.push({ ...letter.data, seq });
   }
@@ -194,7 +207,7 @@ export async function requeueDeadLetter(
 ): Promise<{ id: string; queue: string; skill: string; seq: number }> {
   const m = await jsm.streams.getMessage(names.deadStream, { seq }).catch(() => null);
   const letter = m ? DeadLetterSchema.safeParse(parseJsonOrUndefined(m.string())) : undefined;
-  if (!m || !letter?.success || m.subject !== names.deadLetters(letter.data.queue))
+  if (!m || !published(m.header) || !letter?.success || m.subject !== names.deadLetters(letter.data.queue))
     throw new ThymosError(ErrorCode.NOT_FOUND, `no dead letter ${seq} (thymos jobs dead lists them)`);
   const { queue, skill } = letter.data;
   const job = JobSchema.safeParse(letter.data.job);

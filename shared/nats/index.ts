@@ -48,5 +48,6 @@ export {
 } from './nats-identity.js';
 export { domainWork, natsPermissions, type NatsUserPermissions, type NatsWork } from './nats-permissions.js';
 export { ownDelivery } from './own-delivery.js';
+export { published, PUBLISHED_MARK } from './published-mark.js';
 export { REQUESTER, REQUESTER_HEADER, SupervisorRequester } from './supervisor-requester.js';
 export { WorldClient, type WorldClientOptions, type WorldSubscription } from './world-client.js';

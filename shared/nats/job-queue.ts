@@ -22,6 +22,12 @@ const NO_MESSAGE = 10037;
 export const JOB_DEDUP_WINDOW_MS = 60 * 60 * 1000;
 /** How long dead letters are kept. */
 const DEAD_LETTERS_KEPT_MS = 30 * 24 * 60 * 60 * 1000;
+/**
+ * The most dead letters, and bytes of them, the stream keeps: past either the oldest go first.
+ * Whatever is aimed into it (nats-server's answers to pulls an agent names it for) fills a
+ * bounded stream, not the disk.
+ */
+export const DEAD_LETTERS_MAX = { max_msgs: 100_000, max_bytes: 512 * 1024 * 1024 } as const;
 
 const isApiError = (err: unknown, code: number) => err instanceof JetStreamApiError && err.code === code;
 
@@ -40,18 +46,22 @@ export async function ensureJobQueues(
 ): Promise<void> {
   // A fleet without queues has no job streams, not even the dead letters'.
   if (Object.keys(queues).length === 0) return;
-  const streams: Array<[string, string, RetentionPolicy, number]> = [
-    ...Object.keys(queues).map((q): [string, string, RetentionPolicy, number] => [
+  type Limits = { max_age: number; max_msgs?: number; max_bytes?: number };
+  const streams: Array<[string, string, RetentionPolicy, Limits]> = [
+    ...Object.keys(queues).map((q): [string, string, RetentionPolicy, Limits] => [
       names.jobStream(q),
       names.queueJobs(q),
       RetentionPolicy.Workqueue,
-      0,
+      { max_age: 0 },
     ]),
-    [names.deadStream, names.allDeadLetters, RetentionPolicy.Limits, DEAD_LETTERS_KEPT_MS * NS_PER_MS],
+    [names.deadStream, names.allDeadLetters, RetentionPolicy.Limits, { max_age: DEAD_LETTERS_KEPT_MS * NS_PER_MS, ...DEAD_LETTERS_MAX }],
   ];
-  for (const [name, subject, retention, maxAge] of streams) {
+  for (const [name, subject, retention, limits] of streams) {
     try {
-      await jsm.streams.info(name);
+      const c = (await jsm.streams.info(name)).config;
+      // A dead-letter stream made before it was bounded is bounded now.
+      if (limits.max_msgs !== undefined && (c.max_msgs !== limits.max_msgs || c.max_bytes !== limits.max_bytes))
+        await jsm.streams.update(name, { max_msgs: limits.max_msgs, max_bytes: limits.max_bytes });
     } catch (err) {
       if (!isApiError(err, STREAM_NOT_FOUND))
         throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `JetStream: ${(err as Error).message}`, { cause: err });
@@ -61,7 +71,7 @@ export async function ensureJobQueues(
         subjects: [subject],
         retention,
         storage: StorageType.File,
-        max_age: maxAge,
+        ...limits,
         duplicate_window: JOB_DEDUP_WINDOW_MS * NS_PER_MS,
         allow_direct: true,
       });

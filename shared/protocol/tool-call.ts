@@ -29,11 +29,15 @@ export const CHAIN_META = 'thymos/chain';
 /** The agents a chain of calls passed through (at most 64: it is refused long before). */
 export const CallChainSchema = z.array(AgentIdSchema).max(64);
 
-/** An idempotency key a caller gives: visible ASCII, fit for an HTTP header. */
+/** An idempotency key a caller gives: visible ASCII, fit for an HTTP header, neither a job's (`job:…`) nor holding `~`. */
 export const IdempotencyKeySchema = z
   .string()
   .regex(/^[\x21-\x7e]{1,255}$/, 'expected an idempotency key: 1 to 255 visible ASCII characters')
-  .refine((k) => !k.startsWith('job:'), 'keys that begin "job:" are those of the jobs a worker makes its calls under; choose another');
+  .refine((k) => !k.startsWith('job:'), 'keys that begin "job:" are those of the jobs a worker makes its calls under; choose another')
+  .refine(
+    (k) => !k.includes('~'),
+    'a key may not hold "~": "key~2", "key~3"… are the later generations of a key past its tool\'s keyExpiresAfterS; choose another',
+  );
 
 /** One call of a declared tool, as the agent keeps it and `get_call` answers. */
 export const ToolCallRecordSchema = z.object({

@@ -270,7 +270,9 @@ interface FleetState {
 async function openFleetState(config: ThymosConfig, paths: FleetPaths, cleanup: CleanupStack): Promise<FleetState> {
   const ownership = LocalOwnership.open(paths.data);
   cleanup.push(() => ownership.close());
-  const domainPromise = config.domainSchemaPath ? loadDomainSchema(config.domainSchemaPath) : Promise.resolve(EMPTY_DOMAIN);
+  const domainPromise = config.domainSchemaPath
+    ? loadDomainSchema(config.domainSchemaPath, { exclude: [config.dataPath] })
+    : Promise.resolve(EMPTY_DOMAIN);
   domainPromise.catch(() => undefined);
   const db = await openWorldDatabase(config, paths.world);
   cleanup.push(() => db.close());

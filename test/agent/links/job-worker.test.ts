@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { jetstreamManager } from '@nats-io/jetstream';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
 
 import { fleetNatsUrl } from '../../../shared/config/fleet-runtime.js';
 import { loadConfig } from '../../../shared/config/thymos-config.js';
@@ -144,7 +144,10 @@ tools {
 
   test('words that resolve to no call, and a message that is not a job, are dead letters at once', async () => {
     await tf.fleet.jobs.publish('support', 'orders', { text: 'Sing me a song about the sea' }, { id: 'J-3' });
-    await nc.publish('thymos.jobs.support.orders', 'this is not a job');
+    // Published as a job is (with a deduplication id): what nats-server answers a pull aimed here has none, and is dropped.
+    const id = headers();
+    id.set('Nats-Msg-Id', 'not-a-job-1');
+    nc.publish('thymos.jobs.support.orders', 'this is not a job', { headers: id });
     const letters = await eventually(
       async () => {
         const all = await deadLetters();

@@ -17,7 +17,7 @@ writeFileSync(
   `import { appendFileSync } from 'node:fs';
 export async function post(input, ctx) {
   appendFileSync(${JSON.stringify(RUNS)}, ctx.idempotencyKey + '\\n');
-  if (input.slow) await new Promise((r) => setTimeout(r, 200));
+  if (input.slow) await new Promise((r) => setTimeout(r, input.text === 'long' ? 1500 : 200));
   if (input.text === 'fail') throw new Error('the board is full');
   return 'posted ' + input.text;
 }
@@ -86,6 +86,13 @@ describe('idempotency keys, end to end: a repeated key runs a call with side eff
           sideEffect: 'writes_external',
           executor: { kind: 'script', path: 'tools.mjs', export: 'post' },
         },
+        post_kept_1s: {
+          description: 'Posts, a key kept 1 s',
+          input: { text: {}, slow: { type: 'boolean', required: false } },
+          sideEffect: 'writes_external',
+          keyExpiresAfterS: 1,
+          executor: { kind: 'script', path: 'tools.mjs', export: 'post' },
+        },
         append: {
           description: 'Appends',
           input: { file: {} },
@@ -120,11 +127,19 @@ describe('idempotency keys, end to end: a repeated key runs a call with side eff
     assert.equal(received.length, 1);
   });
 
+  test('a "~" in a template value is percent-encoded: no value spells another key\'s later generation', async () => {
+    received.length = 0;
+    const tilde = await tools.call('refund', { order_id: 'AB-9~2', amount: 20, reason: 'x' }, { caller: 'alice' });
+    assert.equal(tilde.status, 'ok', JSON.stringify(tilde.error));
+    assert.equal(tilde.idempotency_key, 'refund-AB-9%7E2');
+    assert.deepEqual(received, ['refund-AB-9%7E2'], 'the service never sees "refund-AB-9~2", the second generation of refund-AB-9');
+  });
+
   test('keyExpiresAfterS: within it a repeat answers with the first call; past it the same key is a new call, sent as key~2, then key~3', async () => {
     received.length = 0;
     const args = { order_id: 'AB-7', amount: 20, reason: 'broken kettle' };
-    const past = async (call: { requested_at: string }) =>
-      eventually(() => (Date.now() - Date.parse(call.requested_at) > 1000 ? true : undefined), 10_000, 'the key to expire');
+    const past = async (call: { finished_at?: string }) =>
+      eventually(() => (Date.now() - Date.parse(call.finished_at!) > 1000 ? true : undefined), 10_000, 'the key to expire');
     const first = await tools.call('refund_once_a_second', args, { caller: 'alice' });
     const again = await tools.call('refund_once_a_second', args, { caller: 'alice' });
     assert.deepEqual([first.status, again.replayed, again.call_id], ['ok', true, first.call_id]);
@@ -164,6 +179,24 @@ describe('idempotency keys, end to end: a repeated key runs a call with side eff
     assert.equal(first.status, 'ok', JSON.stringify(first.error));
     assert.equal(again.replayed, true);
     assert.equal(readFileSync(ledger, 'utf8'), 'ledger-1\n');
+  });
+
+  test('keyExpiresAfterS counts from the end of the call: a call that ran longer than it still answers a repeat made just after', async () => {
+    const runs = scriptRuns().length;
+    const first = await tools.call(
+      'post_kept_1s',
+      { text: 'long', slow: true, reason: 'warn' },
+      { caller: 'alice', idempotencyKey: 'long-1' },
+    );
+    assert.equal(first.status, 'ok', JSON.stringify(first.error));
+    assert.ok(Date.parse(first.finished_at!) - Date.parse(first.requested_at) > 1000, 'it ran longer than its key is kept');
+    const again = await tools.call(
+      'post_kept_1s',
+      { text: 'long', slow: true, reason: 'warn' },
+      { caller: 'alice', idempotencyKey: 'long-1' },
+    );
+    assert.deepEqual([again.replayed, again.call_id, again.idempotency_key], [true, first.call_id, 'long-1']);
+    assert.deepEqual(scriptRuns().slice(runs), ['long-1'], 'it ran once');
   });
 
   test('a failed call does not count: a repeat runs again with the same key; a read-only tool always runs', async () => {

@@ -299,6 +299,13 @@ describe('declared tools on a real agent: Http and Script executors through the 
     })) as CallToolResult;
     assert.equal(errorOf(bad)?.code, 'INVALID_INPUT');
     assert.match(errorOf(bad)!.message, /_meta\.thymos\/idempotency_key: expected an idempotency key/);
+    const tilde = (await client.callTool({
+      name: 'shout',
+      arguments: { word: 'x' },
+      _meta: { 'thymos/idempotency_key': 'quest~2' },
+    })) as CallToolResult;
+    assert.equal(errorOf(tilde)?.code, 'INVALID_INPUT', 'a "~" would spell a later generation of the key "quest"');
+    assert.match(errorOf(tilde)!.message, /_meta\.thymos\/idempotency_key: a key may not hold "~"/);
   });
 
   test('Script: a result, a throw as TOOL_FAILED, and the signal fired at the timeout', async () => {

@@ -4,7 +4,9 @@ import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
+import { loadConfig } from '../../../shared/config/thymos-config.js';
 import { loadDomainSchema } from '../../../shared/domain/domain-schema.js';
+import { checkFleet } from '../../../shared/domain/fleet-checks.js';
 import { pklBinaryPath } from '../../../shared/domain/pkl-eval.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
 import { tempDir } from '../../helpers/temp-dir.js';
@@ -149,6 +151,26 @@ describe('what evaluating the domain may read', () => {
     assert.equal(await persona(file), 'through the link');
     // node_modules linked elsewhere (a worktree sharing its packages) is never read, so it is never followed either.
     assert.equal(await persona(app('"x"', { node_modules: { link: tempDir('thymos-packages-') } }).file), 'x');
+  });
+
+  test("the data directory inside the application's folder (data/ beside thymos.toml) is not read: its keys come through nowhere", async () => {
+    const key = { 'data/nats/keys/supervisor.nk': TOKEN, 'data-notes.txt': 'beside the data' };
+    const fleet = (expr: string, files: Record<string, string | { link: string }> = {}) => {
+      const { dir } = app(expr, { ...key, ...files });
+      writeFileSync(join(dir, 'thymos.toml'), '[domain]\nschema = "world.pkl"\n');
+      return checkFleet(loadConfig(join(dir, 'thymos.toml')));
+    };
+    for (const expr of ['read("data/nats/keys/supervisor.nk").text', 'read("data//nats/keys/supervisor.nk").text']) {
+      await assert.rejects(
+        fleet(expr),
+        (err: unknown) =>
+          isThymosError(err, 'SCHEMA_INVALID') && /Refusing to read resource/.test(err.message) && !err.message.includes(TOKEN),
+        expr,
+      );
+    }
+    const linked = fleet('read("config.txt").text', { 'config.txt': { link: 'data/nats/keys/supervisor.nk' } });
+    await assert.rejects(linked, (err: unknown) => isThymosError(err, 'SCHEMA_READ_REFUSED') && /in the data directory/.test(err.message));
+    assert.equal((await fleet('read("data-notes.txt").text')).domain.prompts.persona, 'beside the data', 'a file named like it reads');
   });
 
   test('a folder too large to check is refused rather than read unchecked', async () => {

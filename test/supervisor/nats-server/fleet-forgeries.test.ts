@@ -228,6 +228,45 @@ agents {
     await assert.rejects(tf.fleet.jobs.requeue(seq), (e: unknown) => isThymosError(e, ErrorCode.NOT_FOUND));
   });
 
+  test("nats-server's own answers to pulls aimed at a queue or at the dead letters are neither a job nor a dead letter, and the dead letters are bounded", async () => {
+    const billing = await connectAs('agent-billing_desk');
+    const last = async (stream: string) => (await jsm.streams.info(stream)).state.last_seq;
+    /** billing_desk pulls its own skill's consumer, empty by now, naming `reply`: nats-server answers 404 there, and a stream keeps it. */
+    const aim = async (stream: string, reply: string) => {
+      const before = await last(stream);
+      billing.nc.publish(
+        `$JS.API.CONSUMER.MSG.NEXT.${names.jobStream('support')}.${names.skillConsumer('billing')}`,
+        JSON.stringify({ batch: 1, no_wait: true }),
+        { reply },
+      );
+      const seq = await eventually(
+        async () => ((await last(stream)) > before ? last(stream) : undefined),
+        10_000,
+        `the answer kept in ${stream}`,
+      );
+      const kept = await jsm.streams.getMessage(stream, { seq });
+      assert.equal(kept?.subject, reply, 'kept under the subject the pull named');
+      return seq;
+    };
+    const dead = await aim(names.deadStream, names.deadLetters('support'));
+    assert.equal((await tf.fleet.jobs.dead()).filter((l) => l.seq === dead).length, 0, 'not listed');
+    const injected = await aim(names.jobStream('support'), names.job('support', 'shipping'));
+    // A worker of that skill takes it: acknowledged and dropped, not given up as a job.
+    await tf.fleet.start('shipping_desk');
+    await eventually(async () => ((await jobAt(injected)) === null ? true : undefined), 30_000, 'the answer taken off the queue');
+    const letters = await tf.fleet.jobs.dead({ queue: 'support' });
+    assert.deepEqual(
+      letters.filter((l) => typeof l.job !== 'object' || l.job === null),
+      [],
+      `no dead letter of what was no job: ${JSON.stringify(letters)}`,
+    );
+    const config = (await jsm.streams.info(names.deadStream)).config;
+    assert.ok(
+      config.max_msgs > 0 && config.max_bytes > 0,
+      `the dead letters are bounded: ${config.max_msgs} letters, ${config.max_bytes} bytes`,
+    );
+  });
+
   test('an answer reaches a requester only from the identity it asked: agents answer only on inboxes that name them', async () => {
     const elder = await connectAs('agent-shipping_desk');
     const billing = await connectAs('agent-billing_desk');
