@@ -8,19 +8,13 @@ import type { AgentMemory, ConceptCompanionWrite } from '../memory/agent-memory.
 import { entry } from '../memory/map-entry.js';
 import type { MemoryRecord } from '../memory/memory-record.js';
 import type { ConceptRecord, ConceptWrite, MemoryStore } from '../memory/memory-store.js';
-import { checkDescription, checkRelationship } from './concept-checks.js';
-import { type CauseStep, type RelatedConcept, walkCauses, walkRelated } from './concept-walks.js';
-import { aliasKey, conceptKey, learnAliases } from './learned-aliases.js';
+import { type ConceptAlias, ConceptAliases } from './concept-aliases.js';
+import { checkDescription } from './concept-checks.js';
+import { ConceptLinks, MAX_HOPS } from './concept-links.js';
+import type { CauseStep, RelatedConcept } from './concept-walks.js';
 
-/** One alias of a concept, with where it came from. */
-export interface ConceptAlias {
-  text: string;
-  type: string;
-  /** `domain` (alias patterns), `agent` (an agent's name or aliases) or `extracted` (another name a text gave it). */
-  source: string;
-}
-
-export const MAX_HOPS = 5;
+export type { ConceptAlias } from './concept-aliases.js';
+export { MAX_HOPS } from './concept-links.js';
 const BACKFILL_CHUNK = 64;
 const EMPTY: ReadonlySet<string> = new Set();
 
@@ -29,8 +23,6 @@ export interface ConceptView extends ConceptRecord {
   /** Ids of the memories that mention it, newest first. */
   memories: string[];
 }
-
-const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /**
  * Keeps an agent's concepts: runs as a memory-created hook, finds the people, places and
@@ -45,19 +37,13 @@ export class ConceptTracker {
   readonly #settings: MemorySettings;
   readonly #logger: Logger | undefined;
   readonly #concepts = new Map<string, ConceptRecord>();
-  /** Lower-case alias text → alias. */
-  readonly #aliases = new Map<string, ConceptAlias & { concept: string }>();
+  readonly #aliases = new ConceptAliases();
   readonly #mentions = new Map<string, Set<string>>();
   /** Memory id → keys of the concepts it mentions. */
   readonly #byMemory = new Map<string, Set<string>>();
-  #aliasPattern: RegExp | undefined;
-  /** Names the domain gives its concepts (an agent's persona name) before any memory mentions them. */
-  #names = new Map<string, { name: string; type: string }>();
   #memory!: AgentMemory;
-  #types: Readonly<Record<string, RelationshipType>> = {};
+  #links!: ConceptLinks;
   #conceptTypes: Readonly<Record<string, ConceptType>> = {};
-  readonly #edges = new Map<string, Array<{ type: string; to: string; properties: Record<string, unknown> }>>();
-  readonly #causes = new Map<string, Array<{ cause: string; reason: string }>>();
   /** New memories whose concepts were written with them: the created hook skips them. */
   readonly #written = new WeakSet<MemoryRecord>();
 
@@ -83,20 +69,21 @@ export class ConceptTracker {
   ): Promise<ConceptTracker> {
     const tracker = new ConceptTracker(store, options.extractor, options.settings, options.logger);
     tracker.#memory = memory;
-    tracker.#types = options.relationshipTypes ?? {};
+    tracker.#links = new ConceptLinks({
+      store,
+      types: options.relationshipTypes ?? {},
+      conceptFor: (name, at) => tracker.#conceptFor(name, at),
+      keep: (concept) => tracker.#concepts.set(concept.key, concept),
+      keyOf: (name) => tracker.#aliases.keyOf(name),
+      nameOf: (key) => tracker.nameOf(key),
+      memory: (id) => memory.get(id),
+    });
     tracker.#conceptTypes = options.conceptTypes ?? {};
     const stored = await store.conceptGraph();
-    for (const r of stored.relations) tracker.#edgesOf(r.from).push({ type: r.type, to: r.to, properties: r.properties });
-    for (const c of stored.causes) tracker.#causesOf(c.effect).push({ cause: c.cause, reason: c.reason });
+    tracker.#links.load(stored.relations, stored.causes);
     for (const c of stored.concepts) tracker.#concepts.set(c.key, c);
-    for (const a of stored.aliases) tracker.#aliases.set(a.text.toLowerCase(), a);
     for (const m of stored.mentions) tracker.#addMention(m.concept, m.memory);
-    const fresh = options.aliases.filter((a) => tracker.#aliases.get(a.alias.toLowerCase())?.concept !== a.target);
-    for (const a of fresh)
-      tracker.#aliases.set(a.alias.toLowerCase(), { text: a.alias, concept: a.target, type: a.type, source: a.source });
-    await store.saveAliases(fresh.map((a) => ({ text: a.alias, concept: a.target, type: a.type, source: a.source })));
-    tracker.#names = new Map(options.aliases.map((a) => [a.target, { name: a.name, type: a.type }]));
-    tracker.#rebuildPattern();
+    await store.saveAliases(tracker.#aliases.load(stored.aliases, options.aliases));
     memory.on('created', (records) => tracker.notice(records));
     memory.setConceptCompanion({ ready: (records, at) => tracker.#ready(records, at) });
     memory.setQueryExpander((q) => tracker.expand(q));
@@ -161,12 +148,11 @@ export class ConceptTracker {
    * build on each other) and returns what to store; `#uncount` takes it back if storing fails.
    */
   #count(records: readonly MemoryRecord[], extracted: ReadonlyArray<readonly ExtractedConcept[] | undefined>, at: number): ConceptWrite {
-    const aliases = learnAliases(extracted, this.#aliases, (key) => this.#concepts.get(key)?.type);
-    if (aliases.length > 0) this.#rebuildPattern();
+    const aliases = this.#aliases.learn(extracted, (key) => this.#concepts.get(key)?.type);
     const changed = new Map<string, ConceptRecord>();
     const mentions: Array<{ memory: string; concept: string }> = [];
     for (const [i, record] of records.entries()) {
-      for (const [key, { name, type }] of this.#found(record, extracted[i] ?? [])) {
+      for (const [key, { name, type }] of this.#aliases.conceptsIn(record.content, extracted[i] ?? [])) {
         if (this.#mentioned(key).has(record.id)) continue;
         this.#addMention(key, record.id);
         const before = this.#concepts.get(key);
@@ -210,8 +196,7 @@ export class ConceptTracker {
    * memory is not in the agent's memory to ask).
    */
   #uncount(plan: ConceptWrite, records: readonly MemoryRecord[]): void {
-    for (const a of plan.aliases ?? []) this.#aliases.delete(aliasKey(a.text));
-    if (plan.aliases?.length) this.#rebuildPattern();
+    this.#aliases.forget(plan.aliases ?? []);
     const importance = new Map(records.map((r) => [r.id, r.importance]));
     for (const m of plan.mentions) {
       this.#mentions.get(m.concept)?.delete(m.memory);
@@ -228,39 +213,12 @@ export class ConceptTracker {
     }
   }
 
-  /** The concepts one memory mentions: the domain's aliases in its text, then what the extractor found. */
-  #found(record: MemoryRecord, extracted: readonly ExtractedConcept[]): Map<string, { name: string; type: string }> {
-    const found = new Map<string, { name: string; type: string }>();
-    const hits = this.#aliasHits(record.content);
-    // An alias the text itself gave ("Hal, whom they call the grey miller") names the concept by the name beside it.
-    const beside = (concept: string) =>
-      extracted.find((c) => (this.#aliases.get(c.name.toLowerCase())?.concept ?? conceptKey(c.name)) === concept);
-    for (const hit of hits)
-      found.set(hit.concept, this.#names.get(hit.concept) ?? beside(hit.concept) ?? { name: hit.text, type: hit.type });
-    for (const c of extracted) {
-      const lower = c.name.toLowerCase();
-      // "Rowan" found inside the alias "Elder Rowan" is that concept, already counted.
-      if (hits.some((h) => h.text.toLowerCase().includes(lower))) continue;
-      const alias = this.#aliases.get(lower);
-      const key = alias?.concept ?? conceptKey(c.name);
-      if (key && !found.has(key)) found.set(key, alias ? (this.#names.get(key) ?? { name: c.name, type: alias.type }) : c);
-    }
-    return found;
-  }
-
   /**
    * The query with the other names of every concept it names appended: "the old badger" is
    * searched as Elder Rowan too, and "Bram" as the smith.
    */
   expand(query: string): string {
-    const lower = query.toLowerCase();
-    const names = new Set<string>();
-    for (const concept of new Set(this.#aliasHits(query).map((h) => h.concept))) {
-      const name = this.#concepts.get(concept)?.name ?? this.#names.get(concept)?.name;
-      const others = [...this.#aliases.values()].filter((a) => a.concept === concept).map((a) => a.text);
-      for (const n of [name, ...others]) if (n && !n.includes('_') && !lower.includes(n.toLowerCase())) names.add(n);
-    }
-    return names.size === 0 ? query : `${query} ${[...names].join(' ')}`;
+    return this.#aliases.expand(query, (key) => this.#concepts.get(key)?.name);
   }
 
   /**
@@ -275,66 +233,30 @@ export class ConceptTracker {
     properties: Record<string, unknown> = {},
     at = Date.now(),
   ): Promise<{ from: string; to: string; type: string; properties: Record<string, unknown> }> {
-    const { spec, properties: props } = checkRelationship(this.#types, type, properties);
-    const from = this.#conceptFor(fromName, at);
-    const to = this.#conceptFor(toName, at);
-    if (from.key === to.key)
-      throw new ThymosError(ErrorCode.INVALID_INPUT, `to: a concept is not related to itself (${from.key})`, { location: { path: 'to' } });
-    const relations = [{ from, to, type, properties: props, at }];
-    if (spec.symmetric) relations.push({ from: to, to: from, type, properties: props, at });
-    await this.#store.saveLinks(relations, []);
-    for (const r of relations) {
-      this.#concepts.set(r.from.key, r.from);
-      this.#edgesOf(r.from.key).push({ type, to: r.to.key, properties: props });
-    }
-    return { from: from.key, to: to.key, type, properties: props };
+    return this.#links.link(fromName, toName, type, properties, at);
   }
 
   /** Records that one memory happened because of another. */
-  async linkCause(effect: string, cause: string, reason = '', at = Date.now()): Promise<void> {
-    for (const [path, id] of [
-      ['from', effect],
-      ['to', cause],
-    ] as const) {
-      if (!this.#memory.get(id))
-        throw new ThymosError(ErrorCode.NOT_FOUND, `${path}: no memory ${JSON.stringify(id)}`, { location: { path } });
-    }
-    if (effect === cause)
-      throw new ThymosError(ErrorCode.INVALID_INPUT, 'to: a memory does not cause itself', { location: { path: 'to' } });
-    await this.#store.saveLinks([], [{ effect, cause, reason, at }]);
-    this.#causesOf(effect).push({ cause, reason });
+  linkCause(effect: string, cause: string, reason = '', at = Date.now()): Promise<void> {
+    return this.#links.linkCause(effect, cause, reason, at);
   }
 
   /** Concepts reachable from one within `depth` hops (at most 5), nearest first, optionally along some types only. */
   related(name: string, depth = 1, types?: readonly string[]): RelatedConcept[] {
-    const start = this.get(name)?.key ?? this.#aliases.get(name.toLowerCase())?.concept ?? conceptKey(name);
-    return walkRelated(
-      start,
-      Math.min(Math.max(1, depth), MAX_HOPS),
-      (key) => this.#edges.get(key) ?? [],
-      (key) => this.#concepts.get(key)?.name ?? this.#names.get(key)?.name ?? key,
-      types,
-    );
+    return this.#links.related(name, depth, types);
   }
 
   /** The causes of a memory, walked back up to `depth` (at most 5) links. */
   causes(memoryId: string, depth = MAX_HOPS): CauseStep[] {
-    if (!this.#memory.get(memoryId))
-      throw new ThymosError(ErrorCode.NOT_FOUND, `memory: no memory ${JSON.stringify(memoryId)}`, { location: { path: 'memory' } });
-    return walkCauses(
-      memoryId,
-      Math.min(depth, MAX_HOPS),
-      (id) => this.#causes.get(id) ?? [],
-      (id) => this.#memory.get(id)?.content ?? '',
-    );
+    return this.#links.causes(memoryId, depth);
   }
 
   #conceptFor(name: string, at: number): ConceptRecord {
-    const key = this.#aliases.get(name.toLowerCase())?.concept ?? conceptKey(name);
+    const key = this.#aliases.keyOf(name);
     if (!key) throw new ThymosError(ErrorCode.INVALID_INPUT, `expected a concept name with a letter or digit; got ${JSON.stringify(name)}`);
     const known = this.#concepts.get(key);
     if (known) return known;
-    const named = this.#names.get(key);
+    const named = this.#aliases.domainName(key);
     return {
       key,
       name: named?.name ?? name,
@@ -345,14 +267,6 @@ export class ConceptTracker {
       first_seen: at,
       last_seen: at,
     };
-  }
-
-  #edgesOf(key: string): Array<{ type: string; to: string; properties: Record<string, unknown> }> {
-    return entry(this.#edges, key, () => []);
-  }
-
-  #causesOf(id: string): Array<{ cause: string; reason: string }> {
-    return entry(this.#causes, id, () => []);
   }
 
   /** Concepts at or above a tier, most mentioned first. */
@@ -367,16 +281,12 @@ export class ConceptTracker {
 
   /** One concept by key, name or alias. */
   get(nameOrAlias: string): ConceptView | undefined {
-    const key = this.#aliases.get(nameOrAlias.toLowerCase())?.concept ?? conceptKey(nameOrAlias);
-    const c = this.#concepts.get(key);
+    const c = this.#concepts.get(this.#aliases.keyOf(nameOrAlias));
     return c ? this.#view(c) : undefined;
   }
 
   #view(c: ConceptRecord): ConceptView {
-    const aliases = [...this.#aliases.values()]
-      .filter((a) => a.concept === c.key)
-      .map(({ text, type, source }) => ({ text, type, source }));
-    return { ...c, aliases, memories: [...(this.#mentions.get(c.key) ?? [])].reverse() };
+    return { ...c, aliases: this.#aliases.of(c.key), memories: [...(this.#mentions.get(c.key) ?? [])].reverse() };
   }
 
   #tier(c: ConceptRecord): ConceptRecord['tier'] {
@@ -393,7 +303,7 @@ export class ConceptTracker {
 
   /** A concept's display name, by key. */
   nameOf(key: string): string {
-    return this.#concepts.get(key)?.name ?? this.#names.get(key)?.name ?? key;
+    return this.#concepts.get(key)?.name ?? this.#aliases.domainName(key)?.name ?? key;
   }
 
   /**
@@ -428,23 +338,5 @@ export class ConceptTracker {
 
   #mentioned(key: string): Set<string> {
     return entry(this.#mentions, key, () => new Set<string>());
-  }
-
-  #aliasHits(text: string): Array<ConceptAlias & { concept: string }> {
-    if (!this.#aliasPattern) return [];
-    const hits: Array<ConceptAlias & { concept: string }> = [];
-    for (const m of text.matchAll(this.#aliasPattern)) {
-      const alias = this.#aliases.get(aliasKey(m[1]!));
-      if (alias) hits.push(alias);
-    }
-    return hits;
-  }
-
-  /** One regular expression over every alias, longest first, on word boundaries. */
-  #rebuildPattern(): void {
-    const texts = [...this.#aliases.keys()].sort((a, b) => b.length - a.length);
-    this.#aliasPattern = texts.length
-      ? new RegExp(`(?<![\\p{L}\\p{N}])(${texts.map((t) => escape(t).replace(/ /g, '\\s+')).join('|')})(?![\\p{L}\\p{N}])`, 'giu')
-      : undefined;
   }
 }

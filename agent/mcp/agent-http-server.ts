@@ -15,16 +15,20 @@ import type { ToolCaller } from '../tools/tool-caller.js';
 import { type AgentMcpSession, agentResourceUris, createAgentMcpSession } from './agent-mcp-server.js';
 import { cancelOnClose } from './cancel-on-close.js';
 import { callsUri } from './declared-tools.js';
+import {
+  headerValue,
+  isLoopbackOrigin,
+  JSONRPC_INVALID_REQUEST,
+  JSONRPC_PARSE_ERROR,
+  JSONRPC_SERVER_ERROR,
+  readBody,
+  sendJsonRpcError,
+} from './http-edge.js';
 
 interface Session extends AgentMcpSession {
   transport: StreamableHTTPServerTransport;
   lastSeen: number;
 }
-
-/** JSON-RPC error codes used on the HTTP edge (the protocol's own numbers). */
-const JSONRPC_PARSE_ERROR = -32700;
-const JSONRPC_INVALID_REQUEST = -32600;
-const JSONRPC_SERVER_ERROR = -32000;
 
 /**
  * The agent's HTTP listener: `POST|GET|DELETE /mcp` (MCP Streamable HTTP, one stateful
@@ -117,22 +121,7 @@ export class AgentHttpServer {
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const host = req.headers.host ?? '';
-    if (!this.#allowedHosts.has(host)) {
-      sendJsonRpcError(
-        res,
-        403,
-        JSONRPC_INVALID_REQUEST,
-        `host ${JSON.stringify(host)} is not allowed (DNS-rebinding protection); add it to mcp.allowed_hosts`,
-        ErrorCode.INVALID_INPUT,
-      );
-      return;
-    }
-    const origin = req.headers.origin;
-    if (origin !== undefined && !isLoopbackOrigin(origin)) {
-      sendJsonRpcError(res, 403, JSONRPC_INVALID_REQUEST, `origin ${JSON.stringify(origin)} is not allowed`, ErrorCode.INVALID_INPUT);
-      return;
-    }
+    if (!this.#fromHere(req, res)) return;
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/health' && req.method === 'GET') {
       const state = this.#runtime.getState();
@@ -150,62 +139,9 @@ export class AgentHttpServer {
       );
       return;
     }
-    if (this.#token !== undefined && !bearerMatches(headerValue(req.headers.authorization), this.#token)) {
-      res.setHeader('www-authenticate', 'Bearer realm="thymos"');
-      sendJsonRpcError(
-        res,
-        401,
-        JSONRPC_INVALID_REQUEST,
-        `${this.#runtime.id} asks for its bearer token (mcp.require_token): send "Authorization: Bearer <token>" with the token in <data_dir>/agents/${this.#runtime.id}/mcp-token`,
-        ErrorCode.UNAUTHORIZED,
-      );
-      return;
-    }
-    if (this.#runtime.status === 'stopping') {
-      sendJsonRpcError(res, 503, JSONRPC_SERVER_ERROR, `${this.#runtime.id} is shutting down`, ErrorCode.AGENT_STOPPING);
-      return;
-    }
+    if (!this.#admitted(req, res)) return;
     const sessionId = headerValue(req.headers['mcp-session-id']);
-    if (req.method === 'POST') {
-      const body = await readBody(req, this.#config.mcp.max_body_bytes);
-      if (body.kind === 'too_large') {
-        sendJsonRpcError(
-          res,
-          413,
-          JSONRPC_INVALID_REQUEST,
-          `request body over ${this.#config.mcp.max_body_bytes} bytes (mcp.max_body_bytes)`,
-          ErrorCode.INVALID_INPUT,
-        );
-        return;
-      }
-      let parsed: unknown;
-      try {
-        parsed = parseWireJson(body.text, 'body');
-      } catch (err) {
-        sendJsonRpcError(res, 400, JSONRPC_PARSE_ERROR, (err as Error).message, ErrorCode.INVALID_INPUT);
-        return;
-      }
-      if (sessionId === undefined) {
-        if (!isInitializeRequest(parsed)) {
-          sendJsonRpcError(
-            res,
-            400,
-            JSONRPC_INVALID_REQUEST,
-            'expected an initialize request, or an mcp-session-id header from one',
-            ErrorCode.INVALID_INPUT,
-          );
-          return;
-        }
-        const session = this.#open();
-        await session.transport.handleRequest(req, res, parsed);
-        return;
-      }
-      const session = this.#find(sessionId, res);
-      if (!session) return;
-      cancelOnClose(session.transport, res, parsed);
-      await session.transport.handleRequest(req, res, parsed);
-      return;
-    }
+    if (req.method === 'POST') return this.#post(req, res, sessionId);
     if (req.method === 'GET' || req.method === 'DELETE') {
       if (sessionId === undefined) {
         sendJsonRpcError(res, 400, JSONRPC_INVALID_REQUEST, 'expected an mcp-session-id header', ErrorCode.INVALID_INPUT);
@@ -217,6 +153,88 @@ export class AgentHttpServer {
     }
     res.setHeader('allow', 'GET, POST, DELETE');
     sendJsonRpcError(res, 405, JSONRPC_INVALID_REQUEST, `method ${req.method} not allowed on /mcp`, ErrorCode.INVALID_INPUT);
+  }
+
+  /** Whether the request names an allowed host and, if it has an origin, a loopback one (DNS-rebinding protection); answers 403 if not. */
+  #fromHere(req: IncomingMessage, res: ServerResponse): boolean {
+    const host = req.headers.host ?? '';
+    if (!this.#allowedHosts.has(host)) {
+      sendJsonRpcError(
+        res,
+        403,
+        JSONRPC_INVALID_REQUEST,
+        `host ${JSON.stringify(host)} is not allowed (DNS-rebinding protection); add it to mcp.allowed_hosts`,
+        ErrorCode.INVALID_INPUT,
+      );
+      return false;
+    }
+    const origin = req.headers.origin;
+    if (origin !== undefined && !isLoopbackOrigin(origin)) {
+      sendJsonRpcError(res, 403, JSONRPC_INVALID_REQUEST, `origin ${JSON.stringify(origin)} is not allowed`, ErrorCode.INVALID_INPUT);
+      return false;
+    }
+    return true;
+  }
+
+  /** Whether `/mcp` takes the request: its bearer token when one is asked for, and the agent not stopping; answers 401 or 503 if not. */
+  #admitted(req: IncomingMessage, res: ServerResponse): boolean {
+    if (this.#token !== undefined && !bearerMatches(headerValue(req.headers.authorization), this.#token)) {
+      res.setHeader('www-authenticate', 'Bearer realm="thymos"');
+      sendJsonRpcError(
+        res,
+        401,
+        JSONRPC_INVALID_REQUEST,
+        `${this.#runtime.id} asks for its bearer token (mcp.require_token): send "Authorization: Bearer <token>" with the token in <data_dir>/agents/${this.#runtime.id}/mcp-token`,
+        ErrorCode.UNAUTHORIZED,
+      );
+      return false;
+    }
+    if (this.#runtime.status === 'stopping') {
+      sendJsonRpcError(res, 503, JSONRPC_SERVER_ERROR, `${this.#runtime.id} is shutting down`, ErrorCode.AGENT_STOPPING);
+      return false;
+    }
+    return true;
+  }
+
+  /** A JSON-RPC message: an initialize request opens a session; anything else goes to the session its header names. */
+  async #post(req: IncomingMessage, res: ServerResponse, sessionId: string | undefined): Promise<void> {
+    const body = await readBody(req, this.#config.mcp.max_body_bytes);
+    if (body.kind === 'too_large') {
+      sendJsonRpcError(
+        res,
+        413,
+        JSONRPC_INVALID_REQUEST,
+        `request body over ${this.#config.mcp.max_body_bytes} bytes (mcp.max_body_bytes)`,
+        ErrorCode.INVALID_INPUT,
+      );
+      return;
+    }
+    let parsed: unknown;
+    try {
+      parsed = parseWireJson(body.text, 'body');
+    } catch (err) {
+      sendJsonRpcError(res, 400, JSONRPC_PARSE_ERROR, (err as Error).message, ErrorCode.INVALID_INPUT);
+      return;
+    }
+    if (sessionId === undefined) {
+      if (!isInitializeRequest(parsed)) {
+        sendJsonRpcError(
+          res,
+          400,
+          JSONRPC_INVALID_REQUEST,
+          'expected an initialize request, or an mcp-session-id header from one',
+          ErrorCode.INVALID_INPUT,
+        );
+        return;
+      }
+      const session = this.#open();
+      await session.transport.handleRequest(req, res, parsed);
+      return;
+    }
+    const session = this.#find(sessionId, res);
+    if (!session) return;
+    cancelOnClose(session.transport, res, parsed);
+    await session.transport.handleRequest(req, res, parsed);
   }
 
   #open(): Session {
@@ -292,48 +310,4 @@ export class AgentHttpServer {
       }
     }
   }
-}
-
-function headerValue(h: string | string[] | undefined): string | undefined {
-  return Array.isArray(h) ? h[0] : h;
-}
-
-function isLoopbackOrigin(origin: string): boolean {
-  try {
-    const host = new URL(origin).hostname;
-    return host === '127.0.0.1' || host === 'localhost' || host === '[::1]' || host === '::1';
-  } catch {
-    return false;
-  }
-}
-
-function readBody(req: IncomingMessage, limit: number): Promise<{ kind: 'ok'; text: string } | { kind: 'too_large' }> {
-  const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > limit) {
-    req.resume();
-    return Promise.resolve({ kind: 'too_large' });
-  }
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        // Stop buffering but keep draining, so the socket stays usable for the 413 answer.
-        req.off('data', onData);
-        req.resume();
-        resolve({ kind: 'too_large' });
-        return;
-      }
-      chunks.push(chunk);
-    };
-    req.on('data', onData);
-    req.once('end', () => resolve({ kind: 'ok', text: Buffer.concat(chunks).toString('utf8') }));
-    req.once('error', reject);
-  });
-}
-
-function sendJsonRpcError(res: ServerResponse, status: number, code: number, message: string, thymosCode: ErrorCode): void {
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message, data: { code: thymosCode } } }));
 }

@@ -1,9 +1,10 @@
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 
 import { AgentIdSchema } from '../../shared/domain/domain-schema.js';
 import { ToolStepSchema } from '../../shared/protocol/agent-protocol.js';
+import type { TalkReply } from '../runtime/agent-behavior.js';
 import { CONTEXT_TIERS } from '../runtime/context-packet.js';
 import { callChain, callerOf } from './declared-tools.js';
 import {
@@ -20,6 +21,12 @@ import {
 
 /** Dialogue: talk, and the conversation so far. */
 export function registerDialogueTools(ctx: ToolContext): void {
+  registerTalkTool(ctx);
+  registerConversationTool(ctx);
+}
+
+/** `talk_to_<id>`: a reply in character, its text streamed as progress notifications when asked. */
+function registerTalkTool(ctx: ToolContext): void {
   const { server, runtime, id, persona, content } = ctx;
   server.registerTool(
     `talk_to_${id}`,
@@ -61,23 +68,32 @@ export function registerDialogueTools(ctx: ToolContext): void {
           chain: callChain(extra),
         };
         const result = await runtime.talk({ ...request, signal: extra.signal, onText: progress?.send }).finally(() => progress?.sent);
-        return {
-          content: [{ type: 'text', text: result.greeting !== undefined ? `${result.greeting}\n${result.reply}` : result.reply }],
-          structuredContent: {
-            ...(result.greeting !== undefined ? { greeting: result.greeting } : {}),
-            reply: result.reply,
-            grounding: result.grounding.map(hitOut),
-            ...(result.tone !== undefined ? { emotional_tone: result.tone } : {}),
-            ...(result.actions ? { actions: result.actions } : {}),
-            ...(result.state_changes ? { state_changes: result.state_changes } : {}),
-            ...(result.learned ? { learned: result.learned } : {}),
-            ...(result.model ? { model: result.model } : {}),
-            ...(result.tool_calls?.length ? { tool_calls: result.tool_calls } : {}),
-          },
-        };
+        return talkResult(result);
       }),
   );
+}
 
+/** A reply as the tool answers it: its text (after the greeting, if any) and every part of it, structured. */
+function talkResult(result: TalkReply): CallToolResult {
+  return {
+    content: [{ type: 'text', text: result.greeting !== undefined ? `${result.greeting}\n${result.reply}` : result.reply }],
+    structuredContent: {
+      ...(result.greeting !== undefined ? { greeting: result.greeting } : {}),
+      reply: result.reply,
+      grounding: result.grounding.map(hitOut),
+      ...(result.tone !== undefined ? { emotional_tone: result.tone } : {}),
+      ...(result.actions ? { actions: result.actions } : {}),
+      ...(result.state_changes ? { state_changes: result.state_changes } : {}),
+      ...(result.learned ? { learned: result.learned } : {}),
+      ...(result.model ? { model: result.model } : {}),
+      ...(result.tool_calls?.length ? { tool_calls: result.tool_calls } : {}),
+    },
+  };
+}
+
+/** `conversation`: the turns with one speaker so far. */
+function registerConversationTool(ctx: ToolContext): void {
+  const { server, runtime, persona } = ctx;
   server.registerTool(
     'conversation',
     {

@@ -1,7 +1,8 @@
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import type { IntentAnswer } from '../runtime/acting.js';
+import type { ActOutcome, IntentAnswer } from '../runtime/acting.js';
 import { REASON_MAX } from '../tools/tool-shapes.js';
 import { callChain, callerKey, callerOf } from './declared-tools.js';
 import { guard, samplingClient, type ToolContext, toolError } from './tool-kit.js';
@@ -75,34 +76,37 @@ export function registerIntentTools(ctx: ToolContext): void {
           chain: callChain(extra),
           client: samplingClient(server, extra),
         });
-        const { answer, record } = done;
-        if (done.error) {
-          const refused = toolError(
-            new ThymosError(done.error.code as ErrorCode, `${answerText(answer)}: not made: ${done.error.message}`),
-          );
-          return { ...refused, structuredContent: { ...answer, error: done.error } };
-        }
-        const structured = {
-          ...answer,
-          ...(record
-            ? {
-                record: {
-                  call_id: record.call_id,
-                  status: record.status,
-                  ...(record.result !== undefined ? { result: record.result } : {}),
-                  ...(record.error ? { error: record.error } : {}),
-                },
-              }
-            : {}),
-        };
-        if (record?.error) {
-          const failed = toolError(new ThymosError(record.error.code, `${answerText(answer)}: ${record.error.message}`));
-          return { ...failed, structuredContent: structured };
-        }
-        const said = record
-          ? `${answerText(answer)} → ${record.status}${record.result !== undefined ? `: ${typeof record.result === 'string' ? record.result : JSON.stringify(record.result)}` : ''}`
-          : answerText(answer);
-        return { content: [{ type: 'text', text: said }], structuredContent: structured };
+        return actResult(done);
       }),
   );
+}
+
+/** What `act` answers: the resolution, and the call's record when one was made; an error result when it was not made or failed. */
+function actResult(done: ActOutcome): CallToolResult {
+  const { answer, record } = done;
+  if (done.error) {
+    const refused = toolError(new ThymosError(done.error.code as ErrorCode, `${answerText(answer)}: not made: ${done.error.message}`));
+    return { ...refused, structuredContent: { ...answer, error: done.error } };
+  }
+  const structured = {
+    ...answer,
+    ...(record
+      ? {
+          record: {
+            call_id: record.call_id,
+            status: record.status,
+            ...(record.result !== undefined ? { result: record.result } : {}),
+            ...(record.error ? { error: record.error } : {}),
+          },
+        }
+      : {}),
+  };
+  if (record?.error) {
+    const failed = toolError(new ThymosError(record.error.code, `${answerText(answer)}: ${record.error.message}`));
+    return { ...failed, structuredContent: structured };
+  }
+  const said = record
+    ? `${answerText(answer)} → ${record.status}${record.result !== undefined ? `: ${typeof record.result === 'string' ? record.result : JSON.stringify(record.result)}` : ''}`
+    : answerText(answer);
+  return { content: [{ type: 'text', text: said }], structuredContent: structured };
 }

@@ -7,7 +7,7 @@ import { guard, MEMORIES_RESOURCE_LIMIT, memoryOut, QUERY_MAX, type ToolContext 
 
 /** State and the world: the agent's state, its resources, its persona prompt, and world lookups. */
 export function registerStateTools(ctx: ToolContext): void {
-  const { server, runtime, id, persona, uris } = ctx;
+  const { server, runtime, id, persona } = ctx;
   server.registerTool(
     `get_${id}_state`,
     {
@@ -45,7 +45,13 @@ export function registerStateTools(ctx: ToolContext): void {
         return { content: [{ type: 'text', text }], structuredContent: { rows } };
       }),
   );
+  registerStateResources(ctx);
+  registerPersonaPrompt(ctx);
+}
 
+/** The agent's state and its newest memories as resources (subscribable: told when they change). */
+function registerStateResources(ctx: ToolContext): void {
+  const { server, runtime, persona, uris } = ctx;
   server.registerResource(
     'state',
     uris.state,
@@ -71,7 +77,11 @@ export function registerStateTools(ctx: ToolContext): void {
       ],
     }),
   );
+}
 
+/** `persona`: a system prompt that puts a model in the agent's character. */
+function registerPersonaPrompt(ctx: ToolContext): void {
+  const { server, runtime, persona } = ctx;
   server.registerPrompt(
     'persona',
     {

@@ -1,5 +1,3 @@
-import PQueue from 'p-queue';
-
 import { type MemorySettings } from '../../shared/config/agent-settings.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { Embedder } from '../../shared/platform/embedder.js';
@@ -8,44 +6,22 @@ import { Bm25Index } from './bm25-index.js';
 import { cascadeRecall, type CascadeSources, type CascadeStage } from './cascade-recall.js';
 import { EpisodeIndex } from './episode-index.js';
 import { fuseRankings, type Relevance } from './fused-ranking.js';
-import { type MemoryChanges, type MemoryRecord, type MemorySource, newRecord, recallFilter, type RecallHit } from './memory-record.js';
+import { type MemoryEvent, type MemoryHook, MemoryHooks } from './memory-hooks.js';
+import { type MemoryChanges, type MemoryRecord, recallFilter, type RecallHit } from './memory-record.js';
 import type { ConceptWrite, MemoryStore } from './memory-store.js';
-import { memoryStrength } from './memory-strength.js';
 import { MemoryVectors } from './memory-vectors.js';
+import { type NewMemory, newRecords } from './new-memory.js';
+import { recallHits } from './recall-hits.js';
 import type { RecallOptions } from './search-strategy.js';
 import { ThreadTurns } from './thread-turns.js';
 
+export type { MemoryEvent, MemoryHook } from './memory-hooks.js';
+export type { NewMemory } from './new-memory.js';
 export type { RecallOptions, SearchStrategy } from './search-strategy.js';
-
-/** A memory to store; everything but the content has a default. */
-export interface NewMemory {
-  /**
-   * A stable id makes the write idempotent: a memory with this id already stored is kept as
-   * it is and not written again (how a redelivered event stays one memory). Unset: a new UUID.
-   */
-  id?: string;
-  content: string;
-  /** 0..1. @default 0.5 */
-  importance?: number;
-  /** 0..1. @default 0 */
-  emotional_weight?: number;
-  /** @default [] */
-  tags?: readonly string[];
-  source: MemorySource;
-  /** Memories this one was made from: an insight's sources, or the turn a learned fact was told in. */
-  derived_from?: readonly string[];
-  /** When what it tells happened (ms), if not now. */
-  occurred_at?: number;
-}
-
-export type MemoryEvent = 'created' | 'updated' | 'accessed';
 
 /** BM25 candidates re-ranked by strength; this many per requested result. */
 const CANDIDATES_PER_RESULT = 4;
 const MIN_CANDIDATES = 40;
-
-/** Called after memories were stored (`created`), changed by a consolidation (`updated`) or returned by a reinforcing recall (`accessed`). */
-export type MemoryHook = (records: readonly MemoryRecord[]) => Promise<void> | void;
 
 /**
  * Finds, for new memories about to be written, the concepts that are at hand at once (they
@@ -83,8 +59,7 @@ export class AgentMemory {
   #vectors: MemoryVectors | undefined;
   readonly #logger: Logger | undefined;
   #warnedFallback = false;
-  readonly #hooks: Record<MemoryEvent, MemoryHook[]> = { created: [], updated: [], accessed: [] };
-  readonly #hookQueue = new PQueue({ concurrency: 1 });
+  readonly #hooks: MemoryHooks;
   #expandQuery: ((query: string) => string) | undefined;
   readonly #turns = new ThreadTurns();
   #concepts: ConceptCompanion | undefined;
@@ -96,6 +71,7 @@ export class AgentMemory {
     this.#store = store;
     this.#settings = settings;
     this.#logger = options.logger;
+    this.#hooks = new MemoryHooks(options.logger);
   }
 
   /**
@@ -129,23 +105,17 @@ export class AgentMemory {
    * logged, never the caller's error.
    */
   on(event: MemoryEvent, hook: MemoryHook): void {
-    this.#hooks[event].push(hook);
+    this.#hooks.on(event, hook);
   }
 
   /** Runs `task` in the hook queue, after the hooks queued so far (a background job that must not interleave with them). */
   schedule(task: () => Promise<void> | void, what = 'memory background task'): void {
-    void this.#hookQueue.add(async () => {
-      try {
-        await task();
-      } catch (err) {
-        this.#logger?.warn({ err: (err as Error).message }, `${what} failed`);
-      }
-    });
+    this.#hooks.schedule(task, what);
   }
 
   /** Resolves when every hook queued so far has run. */
   settle(): Promise<void> {
-    return this.#hookQueue.onIdle();
+    return this.#hooks.settle();
   }
 
   /** Writes the concepts `companion` has ready for new memories in the memories' own transaction. */
@@ -161,11 +131,6 @@ export class AgentMemory {
   /** Rewrites a recall query before searching (alias resolution adds the names an alias stands for). */
   setQueryExpander(expand: ((query: string) => string) | undefined): void {
     this.#expandQuery = expand;
-  }
-
-  #fire(event: MemoryEvent, records: readonly MemoryRecord[]): void {
-    if (records.length === 0) return;
-    for (const hook of this.#hooks[event]) this.schedule(() => hook(records), 'memory hook');
   }
 
   /** Resolves when every memory so far has its vector (or embedding them failed and was logged). */
@@ -222,30 +187,12 @@ export class AgentMemory {
   ): Promise<MemoryRecord[]> {
     for (const c of changes)
       if (!this.#records.has(c.id)) throw new ThymosError(ErrorCode.NOT_FOUND, `no memory ${JSON.stringify(c.id)} to change`);
-    const fresh = new Map<string, MemoryRecord>();
-    const out: MemoryRecord[] = [];
-    const turnTimes = new Map<string, number>();
-    for (const input of inputs) {
-      const known = input.id === undefined ? undefined : (this.#records.get(input.id) ?? fresh.get(input.id));
-      if (known) {
-        out.push(known);
-        continue;
-      }
-      const thread = input.source.thread;
-      let at = now;
-      if (thread !== undefined) {
-        // Turns of a thread get strictly increasing times, so a reload links them in the order they were written.
-        const before = turnTimes.get(thread) ?? this.#records.get(this.#turns.last(thread) ?? '')?.created_at ?? -Infinity;
-        at = Math.max(now, before + 1);
-        turnTimes.set(thread, at);
-      }
-      const record = newRecord(input, at);
-      if (input.derived_from) record.derived_from = [...input.derived_from];
-      if (input.insight_key) record.insight_key = input.insight_key;
-      fresh.set(record.id, record);
-      out.push(record);
-    }
-    const created = [...fresh.values()];
+    const { out, created } = newRecords(
+      inputs,
+      now,
+      (id) => this.#records.get(id),
+      (thread) => this.#records.get(this.#turns.last(thread) ?? '')?.created_at,
+    );
     // What is at hand now (vectors and concepts that came with a heard event) goes in the same write.
     const vectors = this.#vectors?.known(created);
     const concepts = this.#concepts?.ready(created, now);
@@ -265,8 +212,8 @@ export class AgentMemory {
     concepts?.written();
     if (vectors) this.#vectors?.adopt(vectors.byId);
     this.#vectors?.embedSoon(vectors ? created.filter((r) => !vectors.byId.has(r.id)) : created);
-    this.#fire('created', created);
-    this.#fire('updated', updated);
+    this.#hooks.fire('created', created);
+    this.#hooks.fire('updated', updated);
     return out;
   }
 
@@ -302,18 +249,7 @@ export class AgentMemory {
         queryVector !== undefined,
       );
     }
-    const hits: RecallHit[] = [];
-    for (const f of found) {
-      const memory = this.#records.get(f.id);
-      if (!memory) continue;
-      const strength = memoryStrength(memory, now, this.#settings);
-      const score: RecallHit['score'] = { strategy, bm25: round(f.bm25), strength: round(strength), final: round(f.relevance * strength) };
-      if (f.vector !== undefined) score.vector = round(f.vector);
-      if (f.stages) score.stages = f.stages;
-      if (f.fuzzy) score.fuzzy = true;
-      hits.push({ memory, score });
-    }
-    hits.sort((a, b) => b.score.final - a.score.final || b.memory.created_at - a.memory.created_at);
+    const hits = recallHits(found, (id) => this.#records.get(id), strategy, now, this.#settings);
     const top = hits.slice(0, options.k);
     if (options.reinforce !== false && top.length > 0) {
       // Counted on the records as they are now: a recall that ran meanwhile has counted too.
@@ -325,7 +261,7 @@ export class AgentMemory {
       const written = this.#store.reinforce(reinforced, this.#settings.reinforce_write_ms);
       // Written behind, a failed write is tried again and reported by the store (onLateWriteError).
       if (this.#settings.reinforce_write_ms === 0) await written;
-      this.#fire('accessed', reinforced);
+      this.#hooks.fire('accessed', reinforced);
     }
     return top;
   }
@@ -408,8 +344,4 @@ export class AgentMemory {
     all.sort((a, b) => b.created_at - a.created_at);
     return all.slice(0, limit);
   }
-}
-
-function round(x: number): number {
-  return Math.round(x * 10_000) / 10_000;
 }

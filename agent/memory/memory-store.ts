@@ -1,10 +1,9 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-
 import { RecordId, type Surreal } from 'surrealdb';
 
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { openEmbeddedSurreal } from '../../shared/platform/embedded-surreal.js';
 import type { CallStatus, ToolCallRecord } from '../../shared/protocol/tool-call.js';
+import { CONCEPT_GRAPH_QUERY, type ConceptGraph, conceptGraphOf, type ConceptGraphRows } from './concept-graph-rows.js';
 import type { MemoryRecord } from './memory-record.js';
 import {
   aliasBindings,
@@ -23,77 +22,11 @@ import {
   writeBindings,
   type WrittenWith,
 } from './memory-rows.js';
+import { MEMORY_SCHEMA } from './memory-schema.js';
+import { QueryRunner } from './query-runner.js';
 import { WriteBehind } from './write-behind.js';
 
 export type { AliasRow, ConceptRecord, ConceptWrite, WrittenWith } from './memory-rows.js';
-
-/**
- * Schema of the private database. Deliberately no DEFINE INDEX: search runs in an
- * in-process index rebuilt from these rows (measured faster, see docs/benchmarks.md),
- * and an HNSW index on surrealkv has lost batched writes across a reopen.
- */
-const SCHEMA = `
-DEFINE TABLE IF NOT EXISTS memory SCHEMAFULL;
-DEFINE FIELD IF NOT EXISTS content ON memory TYPE string;
-DEFINE FIELD IF NOT EXISTS importance ON memory TYPE number;
-DEFINE FIELD IF NOT EXISTS emotional_weight ON memory TYPE number;
-DEFINE FIELD IF NOT EXISTS tags ON memory TYPE array<string>;
-DEFINE FIELD IF NOT EXISTS source ON memory TYPE object;
-DEFINE FIELD IF NOT EXISTS source.kind ON memory TYPE string;
-DEFINE FIELD IF NOT EXISTS source.by ON memory TYPE string;
-DEFINE FIELD IF NOT EXISTS source.thread ON memory TYPE option<string>;
-DEFINE FIELD IF NOT EXISTS source.event ON memory TYPE option<string>;
-DEFINE FIELD IF NOT EXISTS source.model ON memory TYPE option<string>;
-DEFINE FIELD IF NOT EXISTS created_at ON memory TYPE int;
-DEFINE FIELD IF NOT EXISTS occurred_at ON memory TYPE option<int>;
-DEFINE FIELD IF NOT EXISTS last_accessed ON memory TYPE int;
-DEFINE FIELD IF NOT EXISTS access_count ON memory TYPE int;
-DEFINE FIELD OVERWRITE embedding ON memory TYPE option<bytes | array<float>>;
-DEFINE FIELD IF NOT EXISTS embedding_model ON memory TYPE option<string>;
-DEFINE FIELD IF NOT EXISTS derived_from ON memory TYPE option<array<string>>;
-DEFINE FIELD IF NOT EXISTS insight_key ON memory TYPE option<string>;
-DEFINE FIELD IF NOT EXISTS superseded_by ON memory TYPE option<string>;
-DEFINE FIELD IF NOT EXISTS superseded_reason ON memory TYPE option<string>;
-DEFINE FIELD IF NOT EXISTS superseded_at ON memory TYPE option<int>;
-DEFINE FIELD IF NOT EXISTS demoted_at ON memory TYPE option<int>;
-DEFINE FIELD IF NOT EXISTS compacted_into ON memory TYPE option<string>;
-DEFINE FIELD IF NOT EXISTS concepts_at ON memory TYPE option<int>;
-DEFINE TABLE IF NOT EXISTS concept SCHEMAFULL;
-DEFINE FIELD IF NOT EXISTS name ON concept TYPE string;
-DEFINE FIELD IF NOT EXISTS type ON concept TYPE string;
-DEFINE FIELD IF NOT EXISTS tier ON concept TYPE string;
-DEFINE FIELD IF NOT EXISTS mentions ON concept TYPE int;
-DEFINE FIELD IF NOT EXISTS significance ON concept TYPE number;
-DEFINE FIELD IF NOT EXISTS first_seen ON concept TYPE int;
-DEFINE FIELD IF NOT EXISTS last_seen ON concept TYPE int;
-DEFINE FIELD IF NOT EXISTS attributes ON concept TYPE option<string>;
-DEFINE TABLE IF NOT EXISTS alias SCHEMAFULL;
-DEFINE FIELD IF NOT EXISTS text ON alias TYPE string;
-DEFINE FIELD IF NOT EXISTS concept ON alias TYPE string;
-DEFINE FIELD IF NOT EXISTS type ON alias TYPE string;
-DEFINE FIELD IF NOT EXISTS source ON alias TYPE string;
-DEFINE TABLE IF NOT EXISTS mentions TYPE RELATION IN memory OUT concept;
-DEFINE TABLE IF NOT EXISTS relates TYPE RELATION IN concept OUT concept SCHEMAFULL;
-DEFINE FIELD IF NOT EXISTS type ON relates TYPE string;
-DEFINE FIELD IF NOT EXISTS properties ON relates TYPE string;
-DEFINE FIELD IF NOT EXISTS at ON relates TYPE int;
-DEFINE TABLE IF NOT EXISTS caused_by TYPE RELATION IN memory OUT memory SCHEMAFULL;
-DEFINE FIELD IF NOT EXISTS reason ON caused_by TYPE string;
-DEFINE FIELD IF NOT EXISTS at ON caused_by TYPE int;
-DEFINE TABLE IF NOT EXISTS snapshot SCHEMAFULL;
-DEFINE FIELD IF NOT EXISTS at ON snapshot TYPE int;
-DEFINE FIELD IF NOT EXISTS reason ON snapshot TYPE string;
-DEFINE FIELD IF NOT EXISTS state ON snapshot TYPE string;
-DEFINE TABLE IF NOT EXISTS meta SCHEMALESS;
-DEFINE TABLE IF NOT EXISTS tool_call SCHEMAFULL;
-DEFINE FIELD IF NOT EXISTS status ON tool_call TYPE string;
-DEFINE FIELD IF NOT EXISTS record ON tool_call TYPE string;
-DEFINE TABLE IF NOT EXISTS call_key SCHEMAFULL;
-DEFINE FIELD IF NOT EXISTS call ON call_key TYPE string;
-`;
-
-/** How often a write that lost a transaction conflict is tried again. */
-const CONFLICT_RETRIES = 5;
 
 /** A saved agent state, newest first when listed. */
 export interface SnapshotRecord {
@@ -107,12 +40,9 @@ export interface SnapshotRecord {
  * awaited before it is acknowledged to a caller.
  */
 export class MemoryStore {
-  readonly #db: Surreal;
-  #closed = false;
+  readonly #db: QueryRunner;
   /** Set when close begins: what waits is being written, and nothing more is queued. */
   #closing = false;
-  /** Queries sent and not yet answered: close waits for them (the engine panics on a connection closed under a query). */
-  readonly #inFlight = new Set<Promise<unknown>>();
   readonly #later = new WriteBehind<MemoryWrite>((writes) => this.#writeNow(writes), {
     maxItems: 256,
     onError: (err, n) => this.#reportLate?.(err, n),
@@ -120,7 +50,7 @@ export class MemoryStore {
   #reportLate: ((err: unknown, writes: number) => void) | undefined;
 
   private constructor(db: Surreal) {
-    this.#db = db;
+    this.#db = new QueryRunner(db);
   }
 
   /**
@@ -129,7 +59,7 @@ export class MemoryStore {
    */
   static async open(dir: string, options: { timeoutMs: number }): Promise<MemoryStore> {
     return new MemoryStore(
-      await openEmbeddedSurreal(dir, { namespace: 'thymos', database: 'agent', schema: SCHEMA, timeoutMs: options.timeoutMs }),
+      await openEmbeddedSurreal(dir, { namespace: 'thymos', database: 'agent', schema: MEMORY_SCHEMA, timeoutMs: options.timeoutMs }),
     );
   }
 
@@ -183,14 +113,14 @@ export class MemoryStore {
   async #writeNow(writes: readonly MemoryWrite[]): Promise<void> {
     const { rows, updates, concepts, mentions, aliases, calls } = writeBindings(writes);
     if (updates.length === 0 && concepts.length === 0 && mentions.length === 0 && aliases.length === 0 && calls.length === 0) {
-      await this.#query('INSERT INTO memory $rows RETURN NONE', { rows });
+      await this.#db.query('INSERT INTO memory $rows RETURN NONE', { rows });
       return;
     }
     // Aliases only when a text gave some: the common write parses no statement for them.
     const saveAliases = aliases.length > 0 ? ' FOR $a IN $aliases { UPSERT $a.id CONTENT $a.row RETURN NONE; };' : '';
     // Calls' records in order: a call saved twice in one write ends as its later record.
     const saveCalls = calls.length > 0 ? ' FOR $k IN $calls { UPSERT $k.id CONTENT $k.row RETURN NONE; };' : '';
-    await this.#query(
+    await this.#db.query(
       `BEGIN TRANSACTION; IF array::len($rows) > 0 { INSERT INTO memory $rows RETURN NONE; }; FOR $u IN $updates { UPDATE $u.id MERGE $u.set RETURN NONE; }; FOR $c IN $concepts { UPSERT $c.id CONTENT $c.row RETURN NONE; }; IF array::len($mentions) > 0 { INSERT RELATION INTO mentions $mentions RETURN NONE; };${saveAliases}${saveCalls} COMMIT TRANSACTION;`,
       { rows, updates, concepts, mentions, ...(aliases.length > 0 ? { aliases } : {}), ...(calls.length > 0 ? { calls } : {}) },
     );
@@ -270,45 +200,8 @@ export class MemoryStore {
   }
 
   /** Everything the concept tracker keeps: concepts, aliases, mentions, relationships and causes, in one request. */
-  async conceptGraph(): Promise<{
-    concepts: ConceptRecord[];
-    aliases: Array<{ text: string; concept: string; type: string; source: string }>;
-    mentions: Array<{ memory: string; concept: string }>;
-    relations: Array<{ from: string; to: string; type: string; properties: Record<string, unknown>; at: number }>;
-    causes: Array<{ effect: string; cause: string; reason: string; at: number }>;
-  }> {
-    const [concepts, aliases, mentions, relations, causes] = await this.#run<
-      [
-        Array<Omit<ConceptRecord, 'key' | 'attributes'> & { id: RecordId; attributes?: string }>,
-        Array<{ text: string; concept: string; type: string; source: string }>,
-        Array<{ in: RecordId; out: RecordId }>,
-        Array<{ in: RecordId; out: RecordId; type: string; properties: string; at: number }>,
-        Array<{ in: RecordId; out: RecordId; reason: string; at: number }>,
-      ]
-    >(
-      'SELECT * FROM concept; SELECT text, concept, type, source FROM alias; SELECT in, out FROM mentions; SELECT in, out, type, properties, at FROM relates; SELECT in, out, reason, at FROM caused_by;',
-    );
-    return {
-      concepts: (concepts ?? []).map(({ id, attributes, ...c }) => ({
-        ...c,
-        key: String(id.id),
-        mentions: Number(c.mentions),
-        significance: Number(c.significance),
-        first_seen: Number(c.first_seen),
-        last_seen: Number(c.last_seen),
-        ...(typeof attributes === 'string' ? { attributes: JSON.parse(attributes) as Record<string, string | number | boolean> } : {}),
-      })),
-      aliases: aliases ?? [],
-      mentions: (mentions ?? []).map((m) => ({ memory: String(m.in.id), concept: String(m.out.id) })),
-      relations: (relations ?? []).map((r) => ({
-        from: String(r.in.id),
-        to: String(r.out.id),
-        type: r.type,
-        properties: JSON.parse(r.properties) as Record<string, unknown>,
-        at: Number(r.at),
-      })),
-      causes: (causes ?? []).map((c) => ({ effect: String(c.in.id), cause: String(c.out.id), reason: c.reason, at: Number(c.at) })),
-    };
+  async conceptGraph(): Promise<ConceptGraph> {
+    return conceptGraphOf(await this.#run<ConceptGraphRows>(CONCEPT_GRAPH_QUERY));
   }
 
   /**
@@ -408,46 +301,15 @@ export class MemoryStore {
 
   /** Writes what `applySoon` left waiting, refuses new queries, waits for those in flight (a background hook's, say), then closes the database. */
   async close(): Promise<void> {
-    if (this.#closed) return;
+    if (this.#db.closed) return;
     this.#closing = true;
     await this.#later.close();
-    this.#closed = true;
-    await Promise.allSettled([...this.#inFlight]);
     await this.#db.close();
   }
 
-  /** Runs a query once what `applySoon` left waiting is written (see `#query`). */
+  /** Runs a query once what `applySoon` left waiting is written (see `QueryRunner.query`). */
   async #run<T extends unknown[] = unknown[]>(query: string, bindings?: Record<string, unknown>): Promise<T> {
     if (this.#later.size > 0) await this.#later.flush();
-    return this.#query<T>(query, bindings);
-  }
-
-  /**
-   * Runs a query. Two writes at once (a recall's reinforcement and a concept back-fill, say)
-   * can conflict in surrealkv's optimistic transactions; the loser is rolled back whole and
-   * SurrealDB says it "can be retried", so it is, a few times with a short growing pause.
-   * Every write here is an upsert, a keyed insert or one transaction, so running it again
-   * after a rollback writes it once.
-   */
-  async #query<T extends unknown[] = unknown[]>(query: string, bindings?: Record<string, unknown>): Promise<T> {
-    for (let attempt = 0; ; attempt++) {
-      if (this.#closed) throw new ThymosError(ErrorCode.DATABASE_ERROR, 'the memory database is closed');
-      try {
-        const sent = this.#db.query(query, bindings);
-        this.#inFlight.add(sent);
-        try {
-          return (await sent) as T;
-        } finally {
-          this.#inFlight.delete(sent);
-        }
-      } catch (err) {
-        const message = (err as Error).message;
-        if (attempt < CONFLICT_RETRIES && /transaction conflict|can be retried/i.test(message)) {
-          await sleep(5 * 2 ** attempt + Math.random() * 5);
-          continue;
-        }
-        throw new ThymosError(ErrorCode.DATABASE_ERROR, `memory database: ${message}`, { cause: err });
-      }
-    }
+    return this.#db.query<T>(query, bindings);
   }
 }

@@ -9,7 +9,6 @@ import { consolidateWithin } from '../consolidation/consolidate-within.js';
 import type { ConsolidationReport, ConsolidationScope } from '../consolidation/consolidation-report.js';
 import type { MemoryConsolidator } from '../consolidation/memory-consolidator.js';
 import type { AgentModels, SamplingClient } from '../llm/agent-models.js';
-import { LlmSpending } from '../llm/llm-spending.js';
 import type { AgentMemory, NewMemory, RecallOptions } from '../memory/agent-memory.js';
 import type { MemoryRecord, RecallHit } from '../memory/memory-record.js';
 import type { MemoryStore } from '../memory/memory-store.js';
@@ -24,10 +23,9 @@ import {
   type TalkRequest,
 } from './agent-behavior.js';
 import { AgentConcepts } from './agent-concepts.js';
-import { AgentDisposition } from './agent-disposition.js';
+import { AgentGate } from './agent-gate.js';
 import { AgentLinks } from './agent-links.js';
 import { decide, type Decision, decisionMemory, decisionNews, think, type Thought } from './agent-reasoner.js';
-import { CallGate } from './call-gate.js';
 import { buildContext, type ContextPacket } from './context-packet.js';
 import { EventReactions } from './event-reactions.js';
 import { wordInsight } from './insight-writer.js';
@@ -35,7 +33,7 @@ import { type JobEnding, workJob } from './job-work.js';
 import { SpokenText } from './reply-stream.js';
 import type { AgentRuntimeOptions } from './runtime-options.js';
 import type { Controllable, Conversing, RuntimeEvents, RuntimeGate, Working } from './runtime-ports.js';
-import { readSavedState, type SavedState } from './saved-state.js';
+import { RuntimeTallies } from './runtime-tallies.js';
 
 /**
  * One agent's behaviour independent of how it is reached: MCP tools and NATS control
@@ -61,20 +59,13 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
   readonly #searchStrategies: Readonly<Record<string, NamedSearchStrategy>>;
   readonly #logger: Logger;
   readonly #startedAt = new Date().toISOString();
-  #mode: AgentMode;
-  #status: AgentState['status'] = 'starting';
+  readonly #gate: AgentGate;
   #nats: AgentState['nats'] = 'disabled';
-  #conversations = 0;
-  #lastSnapshotAt: string | null = null;
-  readonly #calls = new CallGate();
-  /** Aborted (and replaced) when the agent is passivated or stops: cancels model calls in flight. */
-  #cancel = new AbortController();
   #acting: Acting | undefined;
-  readonly #spending = new LlmSpending();
+  readonly #tallies = new RuntimeTallies();
   readonly #models: AgentModels;
   readonly #reasonOnEvents: boolean;
   readonly #reactions: EventReactions;
-  readonly #disposition = new AgentDisposition();
 
   constructor(options: AgentRuntimeOptions) {
     super();
@@ -82,18 +73,11 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
     this.definition = options.definition;
     this.defined = options.defined;
     this.port = options.port;
-    this.#mode = options.mode;
     this.#memory = options.memory;
     this.#store = options.store;
     this.#behavior = options.behavior;
     this.#logger = options.logger;
-    const gate: RuntimeGate = (this.gate = {
-      id: this.id,
-      call: (fn) => this.#call(fn),
-      isActive: () => this.#mode === 'active',
-      requireActive: (refusal) => this.#requireActive(refusal),
-      signal: () => this.#cancel.signal,
-    });
+    const gate = (this.gate = this.#gate = new AgentGate(options.id, options.mode));
     this.links = new AgentLinks(gate);
     this.concepts = new AgentConcepts(gate, options.concepts);
     this.#consolidator = options.consolidator;
@@ -105,15 +89,15 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
   }
 
   get mode(): AgentMode {
-    return this.#mode;
+    return this.#gate.mode;
   }
 
   get status(): AgentState['status'] {
-    return this.#status;
+    return this.#gate.status;
   }
 
   get inFlight(): number {
-    return this.#calls.inFlight;
+    return this.#gate.inFlight;
   }
 
   getState(): AgentState {
@@ -121,41 +105,31 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
       id: this.id,
       name: this.definition.persona.name,
       defined: this.defined,
-      mode: this.#mode,
-      status: this.#status,
+      mode: this.#gate.mode,
+      status: this.#gate.status,
       pid: process.pid,
       port: this.port,
       started_at: this.#startedAt,
       nats: this.#nats,
       memory_count: this.#memory.count,
-      conversations: this.#conversations,
-      last_snapshot_at: this.#lastSnapshotAt,
-      ...(this.#spending.totals ? { llm: { ...this.#spending.totals } } : {}),
-      ...(Object.keys(this.#disposition.values).length > 0 ? { disposition: { ...this.#disposition.values } } : {}),
+      ...this.#tallies.state(),
     };
   }
 
   /** Cancels the model calls in flight; later calls get a fresh signal. */
   #cancelCalls(why: string): void {
     this.#reactions.clear();
-    this.#cancel.abort(new ThymosError(ErrorCode.CANCELLED, why));
-    this.#cancel = new AbortController();
+    this.#gate.cancel(why);
   }
 
   /** Restores what the last snapshot saved; called once before the agent is ready. */
-  async restore(): Promise<void> {
-    const snap = await this.#store.latestSnapshot();
-    if (!snap) return;
-    const saved = readSavedState(snap.state);
-    if (saved.conversations !== undefined) this.#conversations = saved.conversations;
-    this.#spending.restore(saved.llm);
-    this.#disposition.restore(saved.disposition);
-    this.#lastSnapshotAt = new Date(snap.at).toISOString();
+  restore(): Promise<void> {
+    return this.#tallies.restore(this.#store);
   }
 
   setStatus(status: AgentState['status']): void {
-    if (this.#status === status) return;
-    this.#status = status;
+    if (this.#gate.status === status) return;
+    this.#gate.status = status;
     if (status === 'stopping') this.#cancelCalls(`${this.id} is stopping`);
     this.#changed();
   }
@@ -168,10 +142,10 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
 
   /** Switches between active and passive at run time; no restart. */
   setMode(mode: AgentMode): AgentState {
-    if (this.#mode !== mode) {
-      this.#logger.info({ from: this.#mode, to: mode }, 'mode changed');
-      const passivated = this.#mode === 'active' && mode === 'passive';
-      this.#mode = mode;
+    if (this.#gate.mode !== mode) {
+      this.#logger.info({ from: this.#gate.mode, to: mode }, 'mode changed');
+      const passivated = this.#gate.mode === 'active' && mode === 'passive';
+      this.#gate.mode = mode;
       if (passivated) this.#cancelCalls(`${this.id} was passivated`);
       this.#changed();
       if (passivated && this.#consolidateOnPassivate) void this.consolidateWithin('passivation');
@@ -181,16 +155,16 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
 
   /** A reply in character; with `onText`, passed on as it is written (`SpokenText`), and `signal` stops it. */
   async talk(request: TalkRequest): Promise<TalkReply> {
-    return this.#call(async () => {
-      this.#requireActive('it does not hold conversations now; it can still be read (state, recall)');
+    return this.#gate.call(async () => {
+      this.#gate.requireActive('it does not hold conversations now; it can still be read (state, recall)');
       const spoken = request.onText ? new SpokenText(request.onText) : undefined;
-      const signal = request.signal ? AbortSignal.any([this.#cancel.signal, request.signal]) : this.#cancel.signal;
+      const signal = request.signal ? AbortSignal.any([this.#gate.signal(), request.signal]) : this.#gate.signal();
       const reply = await this.#behavior.talk(this.#behaviorContext(request.client, request.chain, signal), {
         ...request,
         onText: spoken?.write,
         signal,
       });
-      this.#conversations++;
+      this.#tallies.conversations++;
       this.#changed();
       const done = this.#acting ? withActs(reply, await this.#acting.actOnMarkers(reply, request, signal)) : reply;
       return spoken?.settle(done) ?? done;
@@ -204,11 +178,11 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
 
   /** Works one delivery of a job (`workJob`), only while active, until `deadline` or the agent listens or stops: how it ended, remembered as a `job` memory. */
   async work(job: Job, delivery: JobDelivery, deadline: AbortSignal): Promise<JobEnding> {
-    return this.#call(async () => {
-      this.#requireActive('it takes no jobs now');
+    return this.#gate.call(async () => {
+      this.#gate.requireActive('it takes no jobs now');
       return workJob(
         this.#behavior,
-        this.#behaviorContext(undefined, undefined, AbortSignal.any([this.#cancel.signal, deadline])),
+        this.#behaviorContext(undefined, undefined, AbortSignal.any([this.#gate.signal(), deadline])),
         this.#acting,
         job,
         delivery,
@@ -217,8 +191,8 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
   }
 
   async remember(memory: NewMemory): Promise<MemoryRecord> {
-    return this.#call(async () => {
-      this.#requireActive();
+    return this.#gate.call(async () => {
+      this.#gate.requireActive();
       return this.#rememberAndAnnounce(memory);
     });
   }
@@ -229,7 +203,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
    * memories are recallable and announced at once and stored within that time (`stored`).
    */
   async hear(memories: readonly NewMemory[], options: { live?: boolean; storeWithinMs?: number } = {}): Promise<MemoryRecord[]> {
-    const reacting = options.live === true && this.#reasonOnEvents && this.#mode === 'active' && this.#status === 'ready';
+    const reacting = options.live === true && this.#reasonOnEvents && this.#gate.mode === 'active' && this.#gate.status === 'ready';
     // Only memories new to this agent are reasoned about: a redelivered event is stored once and decided once.
     const known = reacting ? new Set(memories.flatMap((m) => (m.id !== undefined && this.#memory.get(m.id) ? [m.id] : []))) : undefined;
     const records = await this.#rememberAllAndAnnounce(memories, options.storeWithinMs);
@@ -255,16 +229,16 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
    * Options default to the agent's `actions`. Only while active: reasoning may spend tokens.
    */
   async think(situation: string, options?: readonly string[], client?: SamplingClient): Promise<Thought> {
-    return this.#call(async () => {
-      this.#requireActive('it does not reason now');
+    return this.#gate.call(async () => {
+      this.#gate.requireActive('it does not reason now');
       return think(this.#behaviorContext(client), situation, options);
     });
   }
 
   /** `think`, then `decide`: the chosen action with its confidence and the thought behind it. */
   async decide(situation: string, options?: readonly string[], client?: SamplingClient, chain?: readonly string[]): Promise<Decision> {
-    return this.#call(async () => {
-      this.#requireActive('it does not reason now');
+    return this.#gate.call(async () => {
+      this.#gate.requireActive('it does not reason now');
       const ctx = this.#behaviorContext(client, chain);
       return decide(ctx, await think(ctx, situation, options));
     });
@@ -281,7 +255,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
   /** Queues think-and-decide about a heard event; the decision is remembered and announced. */
   #react(heard: MemoryRecord): void {
     this.#reactions.add(heard, async () => {
-      if (this.#mode !== 'active' || this.#status !== 'ready') return;
+      if (this.#gate.mode !== 'active' || this.#gate.status !== 'ready') return;
       const decision = await this.decide(heard.content);
       const memory = await this.#rememberAndAnnounce(decisionMemory(this.id, heard, decision));
       this.emit('decision', decisionNews(this.id, heard, decision, memory.id));
@@ -296,8 +270,8 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
    * agent active; a dry run (nothing written) works while listening.
    */
   async consolidate(scope: ConsolidationScope, options: { dryRun?: boolean | undefined } = {}): Promise<ConsolidationReport> {
-    return this.#call(async () => {
-      if (this.#mode !== 'active' && !options.dryRun)
+    return this.#gate.call(async () => {
+      if (this.#gate.mode !== 'active' && !options.dryRun)
         throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.id} is listening (passive): it consolidates only as a dry run now`);
       if (!this.#consolidator) throw new ThymosError(ErrorCode.INVALID_INPUT, `${this.id} has no consolidator`);
       return this.#consolidator.consolidate(scope, { trigger: 'demand', dryRun: options.dryRun ?? false });
@@ -309,18 +283,13 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
     if (this.#consolidator) await consolidateWithin(this.#consolidator, trigger, budgetMs, this.#logger);
   }
 
-  /** Writing memory over MCP needs the agent active. */
-  #requireActive(refusal = 'its memory can be read, not written, over MCP'): void {
-    if (this.#mode !== 'active') throw new ThymosError(ErrorCode.AGENT_NOT_ACTIVE, `${this.id} is listening (passive): ${refusal}`);
-  }
-
   /**
    * Memories that match `query`. `strategy` is a search method (bm25, vector, hybrid, cascade) or the
    * name of one of the domain's search strategies; unset, the agent's own `searchStrategy`.
    */
   async recall(query: string, options: Omit<RecallOptions, 'strategy'> & { strategy?: string | undefined }): Promise<RecallHit[]> {
     const { strategy, ...rest } = options;
-    return this.#call(() =>
+    return this.#gate.call(() =>
       this.#memory.recall(query, { ...rest, ...resolveSearchStrategy(strategy, this.definition.searchStrategy, this.#searchStrategies) }),
     );
   }
@@ -336,22 +305,14 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
 
   /** Saves the agent's state; memories are already durable. Returns when the database has it. */
   async snapshot(reason: string): Promise<string> {
-    const at = Date.now();
-    const llm = this.#spending.totals;
-    const saved: SavedState = { conversations: this.#conversations, ...(llm ? { llm } : {}), disposition: this.#disposition.values };
-    await this.#store.saveSnapshot({ at, reason, state: { ...saved, mode: this.#mode } });
-    this.#lastSnapshotAt = new Date(at).toISOString();
+    const at = await this.#tallies.snapshot(this.#store, reason, this.#gate.mode);
     this.#logger.info({ reason }, 'snapshot saved');
-    return this.#lastSnapshotAt;
+    return at;
   }
 
   /** Resolves once no call is in flight, or after `timeoutMs`, whichever comes first. */
   drain(timeoutMs: number): Promise<boolean> {
-    return this.#calls.drain(timeoutMs);
-  }
-
-  #call<T>(fn: () => Promise<T>): Promise<T> {
-    return this.#calls.run(this.id, this.#status === 'stopping', fn);
+    return this.#gate.drain(timeoutMs);
   }
 
   async #rememberAndAnnounce(memory: NewMemory): Promise<MemoryRecord> {
@@ -365,7 +326,7 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
     return records;
   }
 
-  #behaviorContext(client?: SamplingClient, chain?: readonly string[], signal = this.#cancel.signal): AgentBehaviorContext {
+  #behaviorContext(client?: SamplingClient, chain?: readonly string[], signal = this.#gate.signal()): AgentBehaviorContext {
     return {
       id: this.id,
       definition: this.definition,
@@ -384,8 +345,8 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
       tools: (use) =>
         this.#acting?.loop(use, chain, client && this.#models.settings(use).provider === 'mcp-sampling' ? client.name : undefined),
       spent: (use, provider, result) => this.account(use, provider, result),
-      disposition: this.#disposition.values,
-      feel: (tone, changes) => this.#disposition.feel(tone, changes),
+      disposition: this.#tallies.disposition.values,
+      feel: (tone, changes) => this.#tallies.disposition.feel(tone, changes),
     };
   }
 
@@ -401,7 +362,13 @@ export class AgentRuntime extends EventEmitter<RuntimeEvents> implements Convers
   /** Counts a model call's tokens and cost in the agent's state and metrics; offline answers cost nothing and are not counted. */
   account(...[use, provider, result]: Parameters<AgentBehaviorContext['spent']>): void {
     if (provider.kind === 'offline') return;
-    this.#spending.record(result.usage, this.#models.cost(use, result.usage), result.calls, result.prose, result.invalid_tool_calls);
+    this.#tallies.spending.record(
+      result.usage,
+      this.#models.cost(use, result.usage),
+      result.calls,
+      result.prose,
+      result.invalid_tool_calls,
+    );
     this.#changed();
   }
 

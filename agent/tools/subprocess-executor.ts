@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
 
@@ -97,6 +97,30 @@ interface ProgramEnd {
   signal: NodeJS.Signals | null;
 }
 
+/**
+ * Collects what a program writes: its standard output up to `limit` bytes (past it, `over` is
+ * called and the rest is dropped) and the last of its standard error; returns how to read them.
+ */
+function collectOutput(child: ChildProcess, limit: number, over: () => void): () => Omit<ProgramEnd, 'code' | 'signal'> {
+  const out: Buffer[] = [];
+  let outBytes = 0;
+  let err = Buffer.alloc(0);
+  let errCut = false;
+  child.stdout!.on('data', (chunk: Buffer) => {
+    outBytes += chunk.byteLength;
+    if (outBytes > limit) return over();
+    out.push(chunk);
+  });
+  child.stderr!.on('data', (chunk: Buffer) => {
+    err = Buffer.concat([err, chunk]);
+    if (err.byteLength > STDERR_TAIL_BYTES * 2) {
+      err = err.subarray(err.byteLength - STDERR_TAIL_BYTES);
+      errCut = true;
+    }
+  });
+  return () => ({ stdout: Buffer.concat(out), stderr: err, stderrCut: errCut });
+}
+
 /** Starts the program as the leader of a process group and waits until it has ended and its output closed (see `runSubprocess`). */
 function runProgram(
   tool: Tool,
@@ -114,10 +138,6 @@ function runProgram(
       detached: true,
       stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
     });
-    const out: Buffer[] = [];
-    let outBytes = 0;
-    let err = Buffer.alloc(0);
-    let errCut = false;
     let failure: ThymosError | undefined;
     let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
     let killTimer: NodeJS.Timeout | undefined;
@@ -131,27 +151,17 @@ function runProgram(
     };
     const onAbort = () => stop(ctx.signal.reason as ThymosError);
     ctx.signal.addEventListener('abort', onAbort, { once: true });
-    child.stdout!.on('data', (chunk: Buffer) => {
-      outBytes += chunk.byteLength;
-      if (outBytes > tool.outputLimitBytes) {
-        if (!failure)
-          stop(
-            new ThymosError(
-              ErrorCode.TOOL_OUTPUT_TOO_LARGE,
-              `${ctx.tool}: the program wrote over ${tool.outputLimitBytes} bytes (outputLimitBytes)`,
-              { details: { limit: tool.outputLimitBytes } },
-            ),
-          );
-        return;
-      }
-      out.push(chunk);
-    });
-    child.stderr!.on('data', (chunk: Buffer) => {
-      err = Buffer.concat([err, chunk]);
-      if (err.byteLength > STDERR_TAIL_BYTES * 2) {
-        err = err.subarray(err.byteLength - STDERR_TAIL_BYTES);
-        errCut = true;
-      }
+    const output = collectOutput(child, tool.outputLimitBytes, () => {
+      if (!failure)
+        stop(
+          new ThymosError(
+            ErrorCode.TOOL_OUTPUT_TOO_LARGE,
+            `${ctx.tool}: the program wrote over ${tool.outputLimitBytes} bytes (outputLimitBytes)`,
+            {
+              details: { limit: tool.outputLimitBytes },
+            },
+          ),
+        );
     });
     if (stdin !== undefined) {
       // A program that does not read its input closes the pipe early: that is not the call's failure.
@@ -179,7 +189,7 @@ function runProgram(
       clearTimeout(pipeTimer);
       ctx.signal.removeEventListener('abort', onAbort);
       if (failure) return reject(failure);
-      resolve({ stdout: Buffer.concat(out), stderr: err, stderrCut: errCut, ...(exit ?? { code: c, signal: s }) });
+      resolve({ ...output(), ...(exit ?? { code: c, signal: s }) });
     });
   });
 }

@@ -1,41 +1,24 @@
 import { randomUUID } from 'node:crypto';
 
-import { z } from 'zod';
-
-import { ToolsSettingsSchema } from '../../shared/config/index.js';
-import { fillUrl, parseUrlTemplate, UrlInputError } from '../../shared/domain/http-url.js';
 import type { Tool } from '../../shared/domain/tool-schema.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
-import { describeIssues } from '../../shared/errors/zod-issues.js';
 import type { Logger } from '../../shared/platform/logger.js';
 import type { ApprovalDecision, CallStatus, ToolCallRecord } from '../../shared/protocol/tool-call.js';
 import type { NewMemory } from '../memory/agent-memory.js';
 import type { RuntimeGate } from '../runtime/runtime-ports.js';
 import { CallApprovals, type SubmitPending } from './call-approvals.js';
+import { CallChecks } from './call-checks.js';
+import { CallExecutors } from './call-executors.js';
 import { CallKeys, idempotencyKey } from './call-keys.js';
 import { CallLimits } from './call-limits.js';
-import { checkOutput } from './check-output.js';
+import { type CallOutcome, CallRecorder } from './call-recorder.js';
+import type { CallStore } from './call-store.js';
 import type { ExecutorContext } from './executor-context.js';
-import { runHttp } from './http-executor.js';
 import { interruptedCall } from './interrupted-call.js';
-import { type FindEndpoint, McpExecutors } from './mcp-executor.js';
-import { ScriptExecutors } from './script-executor.js';
+import type { FindEndpoint } from './mcp-executor.js';
 import { SecretRedactor } from './secret-redactor.js';
-import { runSubprocess, subprocessArgs } from './subprocess-executor.js';
-import { inputShape } from './tool-shapes.js';
 
-/** Where an agent keeps its calls: its own database. */
-export interface CallStore {
-  saveCall(record: ToolCallRecord): Promise<void>;
-  getCall(id: string): Promise<ToolCallRecord | undefined>;
-  callsWithStatus(status: CallStatus): Promise<ToolCallRecord[]>;
-  /** The latest call of `tool` that ran or waited under idempotency key `key`. */
-  callWithKey(tool: string, key: string): Promise<ToolCallRecord | undefined>;
-  /** Makes `callId` the latest call of `tool` under `key`. */
-  claimKey(tool: string, key: string, callId: string): Promise<void>;
-  /** Saves a record within `delayMs`, with other writes that wait; every read of the store sees it at once. */
-  saveCallSoon?(record: ToolCallRecord, delayMs: number): Promise<void>;
-}
+export type { CallStore } from './call-store.js';
 
 export interface ToolCallerOptions {
   agent: string;
@@ -75,23 +58,6 @@ export interface CallRequest {
   chain?: readonly string[] | undefined;
 }
 
-/** What runs a call, by the executor's kind (Mcp keeps sessions and Script its workers, so each ToolCaller has its own). */
-const EXECUTORS: Record<
-  Exclude<Tool['executor']['kind'], 'mcp' | 'script'>,
-  (tool: Tool, input: Record<string, unknown>, ctx: ExecutorContext) => Promise<unknown>
-> = {
-  http: runHttp,
-  subprocess: runSubprocess,
-};
-
-const RECORD_TEXT_MAX = 600;
-const SCRIPT_DEFAULTS = {
-  memoryMb: ToolsSettingsSchema.shape.script_memory_mb.parse(undefined),
-  maxThreads: ToolsSettingsSchema.shape.script_threads.parse(undefined),
-};
-/** The shortest secret a tool sends: a shorter one would be found (and replaced) all over ordinary text. */
-const SECRET_MIN_CHARS = 8;
-const RECENT_CALLS = 50;
 /** The most a call waiting for approval may carry in arguments: the supervisor keeps them, and a person reads them. */
 const PENDING_ARGUMENTS_MAX_BYTES = 64 * 1024;
 
@@ -106,26 +72,22 @@ const PENDING_ARGUMENTS_MAX_BYTES = 64 * 1024;
  */
 export class ToolCaller {
   readonly #o: ToolCallerOptions;
-  readonly #inputs = new Map<string, z.ZodObject>();
   readonly #redactor: SecretRedactor;
+  readonly #checks: CallChecks;
   readonly #approvals: CallApprovals;
   readonly #keys: CallKeys;
   readonly #limits = new CallLimits();
-  readonly #mcp: McpExecutors;
-  readonly #scripts: ScriptExecutors;
-  readonly #listeners = new Set<(record: ToolCallRecord) => void>();
-  #recent: ToolCallRecord[] = [];
-  readonly #counts = new Map<string, number>();
+  readonly #executors: CallExecutors;
+  readonly #recorder: CallRecorder;
 
   constructor(options: ToolCallerOptions) {
     this.#o = options;
     this.#redactor = new SecretRedactor(Object.values(options.tools), options.env);
+    const redact = <T>(value: T): T => this.redact(value);
+    this.#checks = new CallChecks(options);
     this.#keys = new CallKeys(options.calls);
-    this.#mcp = new McpExecutors(options.agent);
-    this.#scripts = new ScriptExecutors(Object.values(options.tools), {
-      ...(options.scripts ?? SCRIPT_DEFAULTS),
-      redact: (text) => this.redact(text),
-    });
+    this.#executors = new CallExecutors({ ...options, tools: Object.values(options.tools), redact });
+    this.#recorder = new CallRecorder({ ...options, redact });
     this.#approvals = new CallApprovals({
       agent: options.agent,
       tools: options.tools,
@@ -134,14 +96,17 @@ export class ToolCaller {
       allowAdmin: options.allowAdmin,
       callsWithStatus: (status) => options.calls.callsWithStatus(status),
       getCall: (id) => options.calls.getCall(id),
-      save: (record) => this.#save(record),
-      refuse: (record, tool, error) => this.#finish(record, tool, { status: 'refused', error }, 0),
-      markDone: (record, tool) => this.#finish({ ...record, marked_done: true }, tool, { status: 'ok', result: null }, 0),
+      save: (record) => this.#recorder.save(record),
+      refuse: (record, tool, error) => this.#finish(record, tool, { status: 'refused', error }),
+      markDone: (record, tool) => this.#finish({ ...record, marked_done: true }, tool, { status: 'ok', result: null }),
       run: async (tool, record) => {
         try {
-          this.#validate(record.tool, tool, { ...record.arguments, ...(record.reason !== undefined ? { reason: record.reason } : {}) });
+          this.#checks.validate(record.tool, tool, {
+            ...record.arguments,
+            ...(record.reason !== undefined ? { reason: record.reason } : {}),
+          });
         } catch (err) {
-          return this.#finish(record, tool, { status: 'refused', error: toThymosError(err) }, 0);
+          return this.#finish(record, tool, { status: 'refused', error: toThymosError(err) });
         }
         return this.#runAndFinish(tool, record);
       },
@@ -150,7 +115,7 @@ export class ToolCaller {
 
   /** Links the agent's approvals to the supervisor (see `CallApprovals`), and its Mcp tools to the other agents. */
   link(submit: SubmitPending, find: FindEndpoint): Promise<void> {
-    this.#mcp.link(find);
+    this.#executors.link(find);
     return this.#approvals.link(submit);
   }
 
@@ -167,56 +132,23 @@ export class ToolCaller {
   /** Stops handing pending calls to the supervisor (the agent is stopping). */
   close(): void {
     this.#approvals.close();
-    void this.#mcp.close();
-    void this.#scripts.close();
+    this.#executors.close();
   }
 
   /** Calls `listener` with each call's record as it changes (pending, decided, running, ended); returns how to stop. */
   listen(listener: (record: ToolCallRecord) => void): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
+    return this.#recorder.listen(listener);
   }
 
   /** The calls of this process by tool and status (a call counts once, as it ends or waits). */
   counts(): Array<{ tool: string; status: CallStatus; count: number }> {
-    return [...this.#counts].map(([key, count]) => {
-      const [tool, status] = key.split(' ') as [string, CallStatus];
-      return { tool, status, count };
-    });
-  }
-
-  /** Records `record` now, `soon` (written behind), or `not` (a read-only call as it starts), and tells the listeners. */
-  async #save(record: ToolCallRecord, when: 'now' | 'soon' | 'not' = 'now'): Promise<void> {
-    const within = this.#o.recordReadsWithinMs ?? 0;
-    let behind: Promise<void> | undefined;
-    try {
-      behind = when === 'soon' && within > 0 ? this.#o.calls.saveCallSoon?.(record, within) : undefined;
-    } catch {
-      // A store that is closing takes no write behind: saved now, as any other, or refused as any other.
-      behind = undefined;
-    }
-    // Not awaited: a failed write is tried again until the store closes; the call has answered.
-    if (behind)
-      behind.catch((err: unknown) =>
-        this.#o.logger.warn(
-          { tool: record.tool, call: record.call_id, err: (err as Error).message },
-          'the record of a read-only call was not kept',
-        ),
-      );
-    else if (when !== 'not') await this.#o.calls.saveCall(record);
-    // A call counts once as it waits (not again when decided) and once as it ends.
-    if (record.status !== 'running' && !(record.status === 'pending' && record.decided_by !== undefined)) {
-      const key = `${record.tool} ${record.status}`;
-      this.#counts.set(key, (this.#counts.get(key) ?? 0) + 1);
-    }
-    this.#recent = [record, ...this.#recent.filter((r) => r.call_id !== record.call_id)].slice(0, RECENT_CALLS);
-    for (const l of this.#listeners) l(record);
+    return this.#recorder.counts();
   }
 
   /** The calls waiting for approval, then the latest of this run (at most 50), newest first. */
   async calls(): Promise<{ pending: ToolCallRecord[]; recent: ToolCallRecord[] }> {
     const pending = (await this.#o.calls.callsWithStatus('pending')).sort((a, b) => b.requested_at.localeCompare(a.requested_at));
-    return { pending, recent: this.#recent };
+    return { pending, recent: this.#recorder.recent };
   }
 
   get tools(): Readonly<Record<string, Tool>> {
@@ -253,7 +185,7 @@ export class ToolCaller {
           `${this.#o.agent} has no tool ${JSON.stringify(name)}; its tools: ${Object.keys(this.#o.tools).join(', ') || 'none granted'}`,
           { location: { path: 'name' } },
         );
-      const { reason, ...input } = this.#validate(name, tool, args);
+      const { reason, ...input } = this.#checks.validate(name, tool, args);
       const callId = randomUUID();
       const record: ToolCallRecord = {
         call_id: callId,
@@ -268,8 +200,8 @@ export class ToolCaller {
         ...(request.chain?.length ? { chain: [...request.chain] } : {}),
       };
       // Refused before an earlier call's outcome is looked for: a caller that may not run the tool now does not read one either.
-      const refusal = this.#refusal(name, tool, record.chain ?? []);
-      if (refusal) return this.#finish(record, tool, { error: refusal, status: 'refused' }, 0);
+      const refusal = this.#checks.refusal(name, tool, record.chain ?? []);
+      if (refusal) return this.#finish(record, tool, { error: refusal, status: 'refused' });
       return this.#keys.once(tool, record, (keyed) =>
         tool.permission === 'confirm' ? this.#await(keyed, tool) : this.#runAndFinish(tool, keyed, request.signal),
       );
@@ -295,7 +227,7 @@ export class ToolCaller {
         tool,
         signal,
         () => this.#runNow(tool, record, signal, deadline),
-        (error) => this.#finish(record, tool, { status: 'refused', error }, 0),
+        (error) => this.#finish(record, tool, { status: 'refused', error }),
       );
     } finally {
       clearTimeout(timer);
@@ -306,16 +238,16 @@ export class ToolCaller {
   async #runNow(tool: Tool, record: ToolCallRecord, signal: AbortSignal, deadline: number): Promise<ToolCallRecord> {
     const running: ToolCallRecord = { ...record, status: 'running' };
     // Only a call that changes something is saved before it runs: a read-only one cut off by a crash left nothing to find out about.
-    await this.#save(running, tool.sideEffect !== 'read_only' ? 'now' : 'not');
+    await this.#recorder.save(running, tool.sideEffect !== 'read_only' ? 'now' : 'not');
     const started = performance.now();
-    let outcome: { status: CallStatus; result?: unknown; error?: ThymosError };
+    let outcome: CallOutcome;
     try {
-      outcome = { result: await this.#run(record.tool, tool, running, signal, deadline), status: 'ok' };
+      outcome = { result: await this.#executors.run(tool, running, signal, deadline), status: 'ok' };
     } catch (err) {
       outcome = { error: toThymosError(err, ErrorCode.TOOL_FAILED), status: 'failed' };
     }
     // Recording is not part of the call: a failure to record never turns a call that ran into a failed one.
-    return this.#finish(running, tool, outcome, performance.now() - started);
+    return this.#recorder.finish(running, tool, outcome, performance.now() - started);
   }
 
   /**
@@ -332,180 +264,26 @@ export class ToolCaller {
     }
     const waiting = (await this.#o.calls.callsWithStatus('pending')).length;
     if (waiting >= this.#o.maxPending)
-      return this.#finish(
-        record,
-        tool,
-        {
-          status: 'refused',
-          error: new ThymosError(
-            ErrorCode.TOOL_DENIED,
-            `${this.#o.agent} has ${waiting} calls waiting for approval already ([tools] max_pending = ${this.#o.maxPending})`,
-          ),
-        },
-        0,
-      );
+      return this.#finish(record, tool, {
+        status: 'refused',
+        error: new ThymosError(
+          ErrorCode.TOOL_DENIED,
+          `${this.#o.agent} has ${waiting} calls waiting for approval already ([tools] max_pending = ${this.#o.maxPending})`,
+        ),
+      });
     const pending: ToolCallRecord = {
       ...record,
       status: 'pending',
       expires_at: new Date(Date.parse(record.requested_at) + this.#o.approvalTimeoutS * 1000).toISOString(),
     };
-    await this.#save(pending);
+    await this.#recorder.save(pending);
     // Handed in before the caller hears "pending", so the supervisor lists it by then (a failure is tried again within 10 s).
     await this.#approvals.hand(pending);
     return (await this.#o.calls.getCall(pending.call_id)) ?? pending;
   }
 
-  #validate(name: string, tool: Tool, args: Record<string, unknown>): Record<string, unknown> {
-    let schema = this.#inputs.get(name);
-    if (!schema) this.#inputs.set(name, (schema = z.object(inputShape(tool)).strict()));
-    const parsed = schema.safeParse(args);
-    if (!parsed.success) {
-      throw new ThymosError(ErrorCode.INVALID_INPUT, `arguments of ${name}: ${describeIssues(parsed.error, args)}`, {
-        location: { path: ['arguments', ...(parsed.error.issues[0]?.path ?? []).map(String)].join('.') },
-      });
-    }
-    const input = parsed.data as Record<string, unknown>;
-    // Where an Http call would go, and a program's arguments, are settled before anything is saved or waits for approval.
-    if (tool.executor.kind === 'subprocess') subprocessArgs(name, tool.executor, input);
-    if (tool.executor.kind === 'http') {
-      try {
-        fillUrl(parseUrlTemplate(tool.executor.url), input);
-      } catch (err) {
-        if (err instanceof UrlInputError)
-          throw new ThymosError(ErrorCode.INVALID_INPUT, `arguments of ${name}: ${err.message}`, {
-            location: { path: `arguments.${err.field}` },
-          });
-        throw err;
-      }
-    }
-    return input;
+  /** Ends a call that did not run (refused, or marked done by a person). */
+  #finish(record: ToolCallRecord, tool: Tool | undefined, outcome: CallOutcome): Promise<ToolCallRecord> {
+    return this.#recorder.finish(record, tool, outcome, 0);
   }
-
-  /** Why this call may not run now, or undefined. */
-  #refusal(name: string, tool: Tool, chain: readonly string[]): ThymosError | undefined {
-    if (tool.executor.kind === 'mcp' && tool.executor.agent != null) {
-      const path = [...chain, this.#o.agent];
-      const shown = [...path, tool.executor.agent].join(' → ');
-      if (path.includes(tool.executor.agent))
-        return new ThymosError(
-          ErrorCode.TOOL_DENIED,
-          `${name} would call ${tool.executor.agent}, which this chain of calls passed through already (${shown}): refused rather than looped`,
-        );
-      if (path.length + 1 > this.#o.maxHops)
-        return new ThymosError(
-          ErrorCode.TOOL_DENIED,
-          `${name} would make a chain of ${path.length + 1} agents (${shown}); [tools] max_hops is ${this.#o.maxHops}`,
-        );
-    }
-    if (tool.permission === 'admin' && !this.#o.allowAdmin)
-      return new ThymosError(ErrorCode.TOOL_DENIED, `${name} is an admin tool; it runs only with [tools] allow_admin = true`);
-    if (tool.sideEffect !== 'read_only' && !this.#o.gate.isActive())
-      return new ThymosError(
-        ErrorCode.AGENT_NOT_ACTIVE,
-        `${this.#o.agent} is listening (passive): it runs only read-only tools now, and ${name} is ${tool.sideEffect}`,
-      );
-    return undefined;
-  }
-
-  async #run(name: string, tool: Tool, record: ToolCallRecord, signal: AbortSignal, deadline: number): Promise<unknown> {
-    const ctx: ExecutorContext = {
-      tool: name,
-      agent: this.#o.agent,
-      caller: record.caller,
-      reason: record.reason,
-      callId: record.call_id,
-      idempotencyKey: record.idempotency_key,
-      signal,
-      chain: record.chain ?? [],
-      deadline,
-      secret: (env) => {
-        const value = this.#o.env[env]?.trim();
-        if (!value)
-          throw new ThymosError(
-            ErrorCode.TOOL_FAILED,
-            `${name}: the environment variable ${env} that holds its secret is not set in the agent's environment`,
-          );
-        if (value.length < SECRET_MIN_CHARS)
-          throw new ThymosError(
-            ErrorCode.TOOL_FAILED,
-            `${name}: the secret in ${env} is shorter than ${SECRET_MIN_CHARS} characters, too short to be kept out of what is recorded`,
-          );
-        return value;
-      },
-      env: (variable) => this.#o.env[variable],
-      redact: (value) => this.redact(value),
-      world: this.#o.world,
-    };
-    const aborted = new Promise<never>((_, reject) => {
-      if (signal.aborted) reject(signal.reason as Error);
-      signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
-    });
-    aborted.catch(() => undefined);
-    const kind = tool.executor.kind;
-    const run =
-      kind === 'mcp'
-        ? this.#mcp.run(tool, record.arguments, ctx)
-        : kind === 'script'
-          ? this.#scripts.run(tool, record.arguments, ctx)
-          : EXECUTORS[kind](tool, record.arguments, ctx);
-    const result = await Promise.race([run, aborted]);
-    // Secrets are taken out before anything quotes or cuts the result (an output error shows a part of it).
-    return checkOutput(name, tool, this.redact(result));
-  }
-
-  async #finish(
-    record: ToolCallRecord,
-    tool: Tool | undefined,
-    outcome: { status: CallStatus; result?: unknown; error?: ThymosError },
-    ms: number,
-  ): Promise<ToolCallRecord> {
-    const done: ToolCallRecord = this.redact({
-      ...record,
-      status: outcome.status,
-      finished_at: new Date().toISOString(),
-      duration_ms: Math.round(ms),
-      ...(outcome.result !== undefined ? { result: outcome.result } : {}),
-      ...(outcome.error ? { error: outcome.error.toJSON() } : {}),
-    });
-    // A read-only call that did not wait for a person is written behind with its memory: repeating it changes nothing, so a crash before the write loses only its record.
-    await this.#save(
-      done,
-      tool?.sideEffect === 'read_only' && tool.permission !== 'confirm' && done.decided_by === undefined ? 'soon' : 'now',
-    );
-    try {
-      await this.#o.remember([
-        {
-          id: `call_${done.call_id}`,
-          content: recordText(done),
-          tags: ['tool_call', done.tool, ...(tool?.tags ?? [])],
-          importance: 0.5,
-          source: { kind: 'tool_call', by: done.caller },
-        },
-      ]);
-    } catch (err) {
-      this.#o.logger.warn({ tool: done.tool, call: done.call_id, err: (err as Error).message }, 'the memory of a tool call was not kept');
-    }
-    this.#o.logger.info(
-      {
-        tool: done.tool,
-        call: done.call_id,
-        caller: done.caller,
-        status: done.status,
-        ms: done.duration_ms,
-        ...(done.error ? { code: done.error.code } : {}),
-      },
-      'tool call',
-    );
-    return done;
-  }
-}
-
-/** The sentence a call is remembered by: what, with what, for whom, why, and how it ended. */
-function recordText(r: ToolCallRecord): string {
-  const clip = (s: string) => (s.length > RECORD_TEXT_MAX ? `${s.slice(0, RECORD_TEXT_MAX)}…` : s);
-  const ended =
-    r.status === 'ok'
-      ? `ok: ${clip(typeof r.result === 'string' ? r.result : JSON.stringify(r.result))}`
-      : `${r.status}: ${r.error ? `${r.error.code} ${clip(r.error.message)}` : ''}`;
-  return `Tool call ${r.tool} ${clip(JSON.stringify(r.arguments))} for ${r.caller}${r.reason ? `, because ${r.reason}` : ''} — ${ended}`;
 }
