@@ -9,7 +9,8 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 
 import { AgentMemory } from '../agent/memory/agent-memory.js';
 import { MemoryStore } from '../agent/memory/memory-store.js';
-import { type CallStore, ToolCaller } from '../agent/tools/tool-caller.js';
+import type { CallStore } from '../agent/tools/call-store.js';
+import { ToolCaller } from '../agent/tools/tool-caller.js';
 import { configFromObject } from '../shared/config/thymos-config.js';
 import { parseDomainSchema } from '../shared/domain/domain-schema.js';
 import { createLogger } from '../shared/platform/logger.js';

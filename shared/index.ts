@@ -14,7 +14,6 @@ export {
 export {
   type AgentDefinition,
   AgentDefinitionSchema,
-  type AgentId,
   AgentIdSchema,
   type Condition,
   type DomainSchema,
@@ -63,7 +62,6 @@ export {
 } from './protocol/agent-protocol.js';
 export { DEFAULT_FLEET_NAMES, FleetNames } from './protocol/fleet-names.js';
 export {
-  type AgentContext,
   AgentContextSchema,
   parseReconcileContext,
   parseReconcileContextText,

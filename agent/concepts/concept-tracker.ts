@@ -13,8 +13,6 @@ import { checkDescription } from './concept-checks.js';
 import { ConceptLinks, MAX_HOPS } from './concept-links.js';
 import type { CauseStep, RelatedConcept } from './concept-walks.js';
 
-export type { ConceptAlias } from './concept-aliases.js';
-export { MAX_HOPS } from './concept-links.js';
 const BACKFILL_CHUNK = 64;
 const EMPTY: ReadonlySet<string> = new Set();
 

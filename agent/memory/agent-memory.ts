@@ -15,7 +15,6 @@ import { recallHits } from './recall-hits.js';
 import type { RecallOptions } from './search-strategy.js';
 import { ThreadTurns } from './thread-turns.js';
 
-export type { MemoryEvent, MemoryHook } from './memory-hooks.js';
 export type { NewMemory } from './new-memory.js';
 export type { RecallOptions, SearchStrategy } from './search-strategy.js';
 

@@ -18,7 +18,6 @@ import { interruptedCall } from './interrupted-call.js';
 import type { FindEndpoint } from './mcp-executor.js';
 import { SecretRedactor } from './secret-redactor.js';
 
-export type { CallStore } from './call-store.js';
 
 export interface ToolCallerOptions {
   agent: string;

@@ -149,7 +149,6 @@ export const McpSettingsSchema = z
   .strict();
 
 export type MemorySettings = z.infer<typeof MemorySettingsSchema>;
-export type AgentSettings = z.infer<typeof AgentSettingsSchema>;
 
 /** `[tools]`: how agents run the tools the domain declares. */
 export const ToolsSettingsSchema = z
@@ -202,7 +201,6 @@ export const ToolsSettingsSchema = z
     glossary_dir: z.string().default(''),
   })
   .strict();
-export type ToolsSettings = z.infer<typeof ToolsSettingsSchema>;
 
 /** `[jobs]`: how agents work the jobs of the queues. */
 export const JobsSettingsSchema = z
@@ -211,4 +209,3 @@ export const JobsSettingsSchema = z
     concurrency: z.number().int().min(1).max(64).default(1),
   })
   .strict();
-export type JobsSettings = z.infer<typeof JobsSettingsSchema>;

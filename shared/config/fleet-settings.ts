@@ -242,7 +242,6 @@ export const WorldSettingsSchema = z
     max_subscriptions: z.number().int().min(1).max(100_000).default(1000),
   })
   .strict();
-export type WorldSettings = z.infer<typeof WorldSettingsSchema>;
 
 /** The fleet's embedding service (in the supervisor) that makes vector search possible. */
 export const EmbeddingSettingsSchema = z
@@ -273,7 +272,6 @@ export const EmbeddingSettingsSchema = z
     timeout_ms: ms(100, 600_000, 5000),
   })
   .strict();
-export type EmbeddingSettings = z.infer<typeof EmbeddingSettingsSchema>;
 
 export const LogSettingsSchema = z
   .object({
@@ -299,4 +297,3 @@ export const DomainSettingsSchema = z
   .strict();
 
 export type LifecycleSettings = z.infer<typeof LifecycleSettingsSchema>;
-export type SupervisorSettings = z.infer<typeof SupervisorSettingsSchema>;

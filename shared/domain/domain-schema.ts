@@ -23,7 +23,6 @@ import {
 export const AgentIdSchema = z
   .string()
   .regex(/^[a-z][a-z0-9_]{0,47}$/, 'expected an agent id: a lower-case letter, then lower-case letters, digits or _ (at most 48)');
-export type AgentId = z.infer<typeof AgentIdSchema>;
 
 export const LifecycleStateSchema = z.enum(['active', 'listening', 'dormant', 'archived']);
 export type LifecycleState = z.infer<typeof LifecycleStateSchema>;
@@ -162,7 +161,6 @@ export const ContextPropertiesSchema = z
     global: z.array(z.string().min(1)).default([]),
   })
   .strict();
-export type ContextProperties = z.infer<typeof ContextPropertiesSchema>;
 
 export const RelevanceRuleSchema = z.object({
   name: z.string().min(1),

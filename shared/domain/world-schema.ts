@@ -20,7 +20,6 @@ export const WorldFieldSchema = z.object({
   /** When set, a string (or every element of `strings`) must be one of these. */
   allowedValues: z.array(z.string()).nullish(),
 });
-export type WorldField = z.infer<typeof WorldFieldSchema>;
 
 export const WorldTableSchema = z.object({
   description: z.string().default(''),

@@ -9,7 +9,6 @@ export const EmbedRequestSchema = z
 
 /** `<fleet>.embed.info` and every embed reply: which model, how long its vectors are. */
 export const EmbedInfoSchema = z.object({ model: z.string(), dims: z.number().int().positive() });
-export type EmbedInfo = z.infer<typeof EmbedInfoSchema>;
 
 /** The result: vectors as little-endian float32, base64, one after another. */
 export const EmbedReplySchema = EmbedInfoSchema.extend({ vectors: z.string() });

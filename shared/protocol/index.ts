@@ -41,7 +41,6 @@ export {
   type JobGiveUp,
   JobGiveUpSchema,
   JobIdSchema,
-  type JobInput,
   JobInputSchema,
   JobSchema,
   type ListedDeadLetter,
@@ -52,7 +51,6 @@ export {
 } from './job.js';
 export { parseJsonOrUndefined, parseWireJson } from './parse-json.js';
 export {
-  type AgentContext,
   AgentContextSchema,
   parseReconcileContext,
   parseReconcileContextText,

@@ -23,7 +23,6 @@ export const JobInputSchema = z
     id: JobIdSchema.optional(),
   })
   .strict();
-export type JobInput = z.input<typeof JobInputSchema>;
 
 /** A job as it travels on `<fleet>.jobs.<queue>.<skill>`. */
 export const JobSchema = z.object({

@@ -15,7 +15,6 @@ export const AgentContextSchema = z
     relevance: z.number().min(0).max(1).optional(),
   })
   .catchall(z.unknown());
-export type AgentContext = z.infer<typeof AgentContextSchema>;
 
 /**
  * What a game loop or job system tells the supervisor about the world.

@@ -11,7 +11,6 @@ import { ApprovalDecisionSchema, CallDecisionReportSchema, PendingCallSchema } f
 
 /** One failed agent in a report. */
 export const AgentFailureSchema = z.object({ id: AgentIdSchema, code: z.string(), message: z.string() });
-export type AgentFailure = z.infer<typeof AgentFailureSchema>;
 
 /**
  * What a reconcile did, by agent id. An agent taken through two steps in one reconcile
@@ -181,7 +180,6 @@ export const SupervisorRequestSchemas = {
   job_give_up: JobGiveUpSchema,
 } as const;
 export type SupervisorOp = keyof typeof SupervisorRequestSchemas;
-export const SUPERVISOR_OPS = Object.keys(SupervisorRequestSchemas) as SupervisorOp[];
 
 /** The answer to `ping`. */
 export const PingReplySchema = z.object({ pid: z.number().int(), started_at: z.string() });
@@ -215,7 +213,6 @@ export const SupervisorReplySchema = z.discriminatedUnion('ok', [
   z.object({ ok: z.literal(true), result: z.unknown() }),
   z.object({ ok: z.literal(false), error: WireErrorSchema }),
 ]);
-export type SupervisorReply = z.infer<typeof SupervisorReplySchema>;
 
 /** Progress of a long operation, published on the subject the request named. */
 export const ProgressMessageSchema = z.object({

@@ -44,7 +44,6 @@ export const WorldRequestSchemas = {
   unsubscribe: z.object({ sub: z.string().uuid() }).strict(),
 } as const;
 export type WorldOp = keyof typeof WorldRequestSchemas;
-export const WORLD_OPS_API = Object.keys(WorldRequestSchemas) as WorldOp[];
 
 /** A row as the world store returns it: its declared fields and who changed it when. */
 export const WorldRowSchema = z.looseObject({ id: z.string(), updated_at: z.number(), updated_by: z.string() });

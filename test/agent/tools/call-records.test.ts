@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { MemoryStore } from '../../../agent/memory/memory-store.js';
-import type { CallStore } from '../../../agent/tools/tool-caller.js';
+import type { CallStore } from '../../../agent/tools/call-store.js';
 import { reopen } from '../../helpers/reopen.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 import { memoryToolCaller } from '../../helpers/tool-caller.js';
