@@ -3,7 +3,6 @@ import { episodeOf } from './episode-index.js';
 import { type MemoryRecord, occurredAt } from './memory-record.js';
 import { type TimeConstraint, timeConstraint } from './time-constraint.js';
 
-
 /**
  * The few parameters of the cascade, named. Fitted once on the LoCoMo dev split at round
  * values (docs/benchmarks.md, "LoCoMo": each with its figure), never per conversation.

@@ -18,7 +18,6 @@ import { interruptedCall } from './interrupted-call.js';
 import type { FindEndpoint } from './mcp-executor.js';
 import { SecretRedactor } from './secret-redactor.js';
 
-
 export interface ToolCallerOptions {
   agent: string;
   /** The tools the agent's capabilities grant, by name. */
