@@ -84,7 +84,7 @@ async function serviceFigures(texts: string[]): Promise<Figure[]> {
   const clientNc = await connectNats({ servers: nats.url, name: 'bench-embed-client' });
   const service = new EmbeddingService(direct, { batchMax: 64, cacheEntries: 100_000 });
   try {
-    service.serve(serverNc, (await import('../shared/platform/logger.js')).createLogger({ level: 'silent' }));
+    service.serve(serverNc, (await import('../shared/engines/pino-logger.js')).createLogger({ level: 'silent' }));
     await serverNc.flush();
     const remote = await RemoteEmbedder.connect(clientNc, 10_000);
     const one: number[] = [];

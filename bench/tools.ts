@@ -13,7 +13,7 @@ import type { CallStore } from '../agent/tools/call-store.js';
 import { ToolCaller } from '../agent/tools/tool-caller.js';
 import { configFromObject } from '../shared/config/thymos-config.js';
 import { parseDomainSchema } from '../shared/domain/domain-schema.js';
-import { createLogger } from '../shared/platform/logger.js';
+import { createLogger } from '../shared/engines/pino-logger.js';
 import { tempDir } from '../test/helpers/temp-dir.js';
 import { REPO_ROOT } from '../test/helpers/workspace.js';
 import { withBenchFleet } from './bench-fleet.js';

@@ -37,13 +37,14 @@ export {
   type WorldTable,
   type WorldTables,
 } from './domain/world-schema.js';
+export { createLogger, type LoggerOptions } from './engines/pino-logger.js';
 export { ErrorCode, type ErrorLocation, isThymosError, ThymosError, toThymosError, type WireError } from './errors/errors.js';
 export { ExitCode, exitCodeFor } from './errors/exit-codes.js';
 export { exitWithError } from './errors/exit-with-error.js';
 export { connectNats, type NatsConnection, type NatsConnectOptions } from './nats/nats-connection.js';
 export { SupervisorRequester } from './nats/supervisor-requester.js';
 export { WorldClient, type WorldClientOptions, type WorldSubscription } from './nats/world-client.js';
-export { createLogger, type Logger, type LoggerOptions } from './platform/logger.js';
+export { type Logger } from './platform/logger.js';
 export {
   type AgentControlReply,
   AgentControlReplySchema,

@@ -98,8 +98,8 @@ test('agent/ and supervisor/ never import each other; shared/ imports neither; c
   assert.deepEqual(offences, []);
 });
 
-test('shared/ is layered: errors, config, domain, protocol, platform, nats — each imports only those before it', () => {
-  const order = ['shared/errors', 'shared/config', 'shared/domain', 'shared/protocol', 'shared/platform', 'shared/nats'];
+test('shared/ is layered: errors, config, domain, protocol, platform, nats, engines — each imports only those before it', () => {
+  const order = ['shared/errors', 'shared/config', 'shared/domain', 'shared/protocol', 'shared/platform', 'shared/nats', 'shared/engines'];
   assert.deepEqual(
     concernFolders.filter((f) => f.startsWith('shared/')).sort(),
     [...order].sort(),

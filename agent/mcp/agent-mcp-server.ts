@@ -11,7 +11,8 @@ import {
 import { z } from 'zod';
 
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import { logFeedOf, type Logger, type LogRecord } from '../../shared/platform/logger.js';
+import { logFeedOf } from '../../shared/engines/pino-logger.js';
+import { type Logger, type LogRecord } from '../../shared/platform/logger.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
 import type { ToolCaller } from '../tools/tool-caller.js';
 import { registerConceptTools, registerLinkTools } from './concept-tools.js';

@@ -8,7 +8,7 @@ import { serveCoded } from '../../shared/nats/coded-responder.js';
 import { connectNats, logRefusals } from '../../shared/nats/nats-connection.js';
 import { fleetNatsLink } from '../../shared/nats/nats-identity.js';
 import { flushCompileCache } from '../../shared/platform/compile-cache.js';
-import { createLogger } from '../../shared/platform/logger.js';
+import { createLogger } from '../../shared/engines/pino-logger.js';
 import { processCpuMs } from '../../shared/platform/phase-clock.js';
 import { FleetNames } from '../../shared/protocol/fleet-names.js';
 import { parseWireJson } from '../../shared/protocol/parse-json.js';

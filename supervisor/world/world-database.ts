@@ -1,7 +1,7 @@
 import type { Surreal } from 'surrealdb';
 
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import { openEmbeddedSurreal, openRemoteSurreal } from '../../shared/platform/embedded-surreal.js';
+import { openEmbeddedSurreal, openRemoteSurreal } from '../../shared/engines/embedded-surreal.js';
 
 /**
  * The fleet's world database: the SurrealDB server of `[world] url` when set, otherwise

@@ -1,7 +1,7 @@
 import { ToolCaller, type ToolCallerOptions } from '../../agent/tools/tool-caller.js';
 import { parseDomainSchema } from '../../shared/domain/domain-schema.js';
+import { createLogger } from '../../shared/engines/pino-logger.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { createLogger } from '../../shared/platform/logger.js';
 import type { CallStatus, ToolCallRecord } from '../../shared/protocol/tool-call.js';
 
 /**

@@ -6,7 +6,7 @@ import { describe, test } from 'node:test';
 import { customWordsModel, IntentActs, readWords } from '../../../agent/intents/index.js';
 import { parseConfig } from '../../../shared/config/thymos-config.js';
 import { offlineModelDir } from '../../../shared/config/thymos-root.js';
-import { createLogger } from '../../../shared/platform/logger.js';
+import { createLogger } from '../../../shared/engines/pino-logger.js';
 import { ensureModel } from '../../helpers/embedding-model.js';
 import { eventually } from '../../helpers/fleet.js';
 import { tempDir } from '../../helpers/temp-dir.js';

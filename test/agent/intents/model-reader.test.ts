@@ -13,7 +13,7 @@ import { OfflineProvider } from '../../../agent/llm/offline-provider.js';
 import { OpenAiCompatibleProvider } from '../../../agent/llm/openai-compatible-provider.js';
 import { loadDomainSchema } from '../../../shared/domain/domain-schema.js';
 import { grantedTools, type Tools } from '../../../shared/domain/tool-schema.js';
-import { createLogger } from '../../../shared/platform/logger.js';
+import { createLogger } from '../../../shared/engines/pino-logger.js';
 import { StaticEmbedder } from '../../../shared/platform/static-embedder.js';
 import { ensureModel } from '../../helpers/embedding-model.js';
 import { tempDir } from '../../helpers/temp-dir.js';

@@ -5,9 +5,9 @@ import { AckPolicy, type ConsumerMessages, jetstream, jetstreamManager, type JsM
 import { createInbox, headers } from '@nats-io/transport-node';
 
 import { readForever } from '../../../agent/links/durable-consumer.js';
+import { createLogger } from '../../../shared/engines/pino-logger.js';
 import { LONG_PULL } from '../../../shared/nats/long-pull.js';
 import { connectNats, type NatsConnection } from '../../../shared/nats/nats-connection.js';
-import { createLogger } from '../../../shared/platform/logger.js';
 import { eventually } from '../../helpers/fleet.js';
 import { startNatsServer, type TestNatsServer } from '../../helpers/nats-server.js';
 

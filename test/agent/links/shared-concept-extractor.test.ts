@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import { SharedConceptExtractor } from '../../../agent/links/shared-concept-extractor.js';
+import { createLogger } from '../../../shared/engines/pino-logger.js';
 import { serveCoded } from '../../../shared/nats/coded-responder.js';
 import { connectNats, type NatsConnection } from '../../../shared/nats/nats-connection.js';
 import type { ConceptExtractor, ExtractedConcept } from '../../../shared/platform/concept-extractor.js';
-import { createLogger } from '../../../shared/platform/logger.js';
 import { ConceptRequestSchema } from '../../../shared/protocol/concept-protocol.js';
 import { FleetNames } from '../../../shared/protocol/fleet-names.js';
 import { startNatsServer, type TestNatsServer } from '../../helpers/nats-server.js';

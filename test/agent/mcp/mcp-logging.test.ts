@@ -5,7 +5,8 @@ import { after, before, describe, test } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { EmptyResultSchema, type LoggingMessageNotification, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
-import { createLogger, logFeedOf, type LogRecord } from '../../../shared/platform/logger.js';
+import { createLogger, logFeedOf } from '../../../shared/engines/pino-logger.js';
+import { type LogRecord } from '../../../shared/platform/logger.js';
 import { type AgentChild, killAllAgents, startAgent } from '../../helpers/agent-child.js';
 import { eventually } from '../../helpers/fleet.js';
 import { freePort } from '../../helpers/ports.js';

@@ -10,8 +10,9 @@ import { z } from 'zod';
 
 import { logRequests } from '../../../agent/mcp/request-log.js';
 import { toolError } from '../../../agent/mcp/tool-kit.js';
+import { createLogger, logFeedOf } from '../../../shared/engines/pino-logger.js';
 import { ErrorCode, ThymosError } from '../../../shared/errors/errors.js';
-import { createLogger, logFeedOf, type LogRecord } from '../../../shared/platform/logger.js';
+import { type LogRecord } from '../../../shared/platform/logger.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 
 async function session(withArguments: boolean, level: 'debug' | 'info' = 'debug') {

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 
 import { rehearseAgent } from '../../../agent/process/spare-rehearsal.js';
 import { loadConfig } from '../../../shared/config/thymos-config.js';
-import { createLogger } from '../../../shared/platform/logger.js';
+import { createLogger } from '../../../shared/engines/pino-logger.js';
 import { eventually } from '../../helpers/fleet.js';
 import { createWorkspace } from '../../helpers/workspace.js';
 

@@ -10,8 +10,8 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 
 import { loadConfig } from '../../../shared/config/thymos-config.js';
 import { loadDomainSchema } from '../../../shared/domain/domain-schema.js';
+import { createLogger } from '../../../shared/engines/pino-logger.js';
 import { ensureEventStream, publishWorldEvent } from '../../../shared/nats/event-stream.js';
-import { createLogger } from '../../../shared/platform/logger.js';
 import { type EventDecision, EventDecisionSchema } from '../../../shared/protocol/agent-protocol.js';
 import { DEFAULT_FLEET_NAMES } from '../../../shared/protocol/fleet-names.js';
 import { parseWorldEvent } from '../../../shared/protocol/world-event.js';

@@ -6,9 +6,9 @@ import { after, before, describe, test } from 'node:test';
 
 import type { Surreal } from 'surrealdb';
 
+import { openEmbeddedSurreal } from '../../../shared/engines/embedded-surreal.js';
+import { createLogger } from '../../../shared/engines/pino-logger.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
-import { openEmbeddedSurreal } from '../../../shared/platform/embedded-surreal.js';
-import { createLogger } from '../../../shared/platform/logger.js';
 import type { ApprovalDecision, PendingCall } from '../../../shared/protocol/tool-call.js';
 import { ApprovalBook } from '../../../supervisor/api/approval-book.js';
 import { eventually } from '../../helpers/fleet.js';

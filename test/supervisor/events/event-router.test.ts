@@ -6,9 +6,9 @@ import type { Msg } from '@nats-io/transport-node';
 
 import { EventsSettingsSchema } from '../../../shared/config/fleet-settings.js';
 import { DomainSchemaSchema } from '../../../shared/domain/domain-schema.js';
+import { createLogger } from '../../../shared/engines/pino-logger.js';
 import { ensureEventStream, publishWorldEvent } from '../../../shared/nats/event-stream.js';
 import { connectNats, type NatsConnection } from '../../../shared/nats/nats-connection.js';
-import { createLogger } from '../../../shared/platform/logger.js';
 import { FleetNames } from '../../../shared/protocol/fleet-names.js';
 import type { HeardHints } from '../../../shared/protocol/heard-hints.js';
 import { moreFollows, readHints } from '../../../shared/protocol/heard-hints.js';

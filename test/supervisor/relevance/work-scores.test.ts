@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { LifecycleSettingsSchema } from '../../../shared/config/fleet-settings.js';
 import { parseDomainSchema } from '../../../shared/domain/domain-schema.js';
-import { createLogger } from '../../../shared/platform/logger.js';
+import { createLogger } from '../../../shared/engines/pino-logger.js';
 import type { SkillBacklog } from '../../../shared/protocol/job.js';
 import { stateForScore } from '../../../supervisor/reconcile/decide-states.js';
 import { type WorkerState, WorkScores } from '../../../supervisor/relevance/work-scores.js';

@@ -7,11 +7,11 @@ import { after, before, describe, test } from 'node:test';
 import type { Surreal } from 'surrealdb';
 
 import { parseDomainSchema } from '../../../shared/domain/domain-schema.js';
+import { openEmbeddedSurreal, openRemoteSurreal } from '../../../shared/engines/embedded-surreal.js';
+import { createLogger } from '../../../shared/engines/pino-logger.js';
 import { ErrorCode, type ThymosError } from '../../../shared/errors/errors.js';
 import { connectNats, type NatsConnection } from '../../../shared/nats/nats-connection.js';
 import { WorldClient } from '../../../shared/nats/world-client.js';
-import { openEmbeddedSurreal, openRemoteSurreal } from '../../../shared/platform/embedded-surreal.js';
-import { createLogger } from '../../../shared/platform/logger.js';
 import type { WorldChange } from '../../../shared/protocol/world-protocol.js';
 import { worldControlApi } from '../../../supervisor/world/world-api.js';
 import { WorldStore } from '../../../supervisor/world/world-store.js';

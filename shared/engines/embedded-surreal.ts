@@ -6,7 +6,7 @@ import { createNodeEngines } from '@surrealdb/node';
 import { createRemoteEngines, Surreal } from 'surrealdb';
 
 import { ErrorCode, ThymosError } from '../errors/errors.js';
-import { isAlive, readLockPid } from './data-lock.js';
+import { isAlive, readLockPid } from '../platform/data-lock.js';
 
 export interface EmbeddedSurrealOptions {
   namespace: string;
