@@ -1,11 +1,27 @@
 import { RecordId, type Surreal } from 'surrealdb';
 
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import { openEmbeddedSurreal } from '../../shared/engines/embedded-surreal.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
 import type { CallStatus, ToolCallRecord } from '../../shared/protocol/tool-call.js';
 import { CONCEPT_GRAPH_QUERY, type ConceptGraph, conceptGraphOf, type ConceptGraphRows } from './concept-graph-rows.js';
 import type { MemoryRecord } from './memory-record.js';
-import { aliasBindings, type AliasRow, callBinding, conceptBindings, type ConceptRecord, conceptRow, fromRow, type MemoryRow, type MemoryWrite, type StoredChanges, type StoredVector, storedVector, vectorBytes, writeBindings, type WrittenWith } from './memory-rows.js';
+import {
+  aliasBindings,
+  type AliasRow,
+  callBinding,
+  conceptBindings,
+  type ConceptRecord,
+  conceptRow,
+  fromRow,
+  type MemoryRow,
+  type MemoryWrite,
+  type StoredChanges,
+  type StoredVector,
+  storedVector,
+  vectorBytes,
+  writeBindings,
+  type WrittenWith,
+} from './memory-rows.js';
 import { MEMORY_SCHEMA } from './memory-schema.js';
 import { QueryRunner } from './query-runner.js';
 import { WriteBehind } from './write-behind.js';

@@ -1,8 +1,8 @@
 import { resolveConfigFile, type ThymosConfig } from '../../shared/config/thymos-config.js';
+import { createLogger } from '../../shared/engines/pino-logger.js';
 import { toThymosError } from '../../shared/errors/errors.js';
 import { CleanupStack } from '../../shared/platform/cleanup-stack.js';
 import { flushCompileCache } from '../../shared/platform/compile-cache.js';
-import { createLogger } from '../../shared/engines/pino-logger.js';
 import { type Logger } from '../../shared/platform/logger.js';
 import { PhaseClock, processCpuMs } from '../../shared/platform/phase-clock.js';
 import { StopOnce } from '../../shared/platform/stop-once.js';

@@ -2,13 +2,13 @@ import { appendFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { fleetPaths, Pm2Names, spareClaimFile } from '../../shared/config/fleet-paths.js';
+import { createLogger } from '../../shared/engines/pino-logger.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
 import { describeIssues } from '../../shared/errors/zod-issues.js';
 import { serveCoded } from '../../shared/nats/coded-responder.js';
 import { connectNats, logRefusals } from '../../shared/nats/nats-connection.js';
 import { fleetNatsLink } from '../../shared/nats/nats-identity.js';
 import { flushCompileCache } from '../../shared/platform/compile-cache.js';
-import { createLogger } from '../../shared/engines/pino-logger.js';
 import { processCpuMs } from '../../shared/platform/phase-clock.js';
 import { FleetNames } from '../../shared/protocol/fleet-names.js';
 import { parseWireJson } from '../../shared/protocol/parse-json.js';

@@ -9,13 +9,13 @@ import { type FleetPaths, fleetPaths } from '../../shared/config/fleet-paths.js'
 import { readFleetInfo } from '../../shared/config/fleet-runtime.js';
 import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import { type DomainSchema, EMPTY_DOMAIN, loadDomainSchema } from '../../shared/domain/domain-schema.js';
+import { createLogger } from '../../shared/engines/pino-logger.js';
 import { toThymosError } from '../../shared/errors/errors.js';
 import { ensureEventStream } from '../../shared/nats/event-stream.js';
 import { moveLegacyInboxes } from '../../shared/nats/legacy-inbox.js';
 import { fleetNatsLink } from '../../shared/nats/nats-identity.js';
 import { domainWork } from '../../shared/nats/nats-permissions.js';
 import { CleanupStack } from '../../shared/platform/cleanup-stack.js';
-import { createLogger } from '../../shared/engines/pino-logger.js';
 import { type Logger } from '../../shared/platform/logger.js';
 import { StopOnce } from '../../shared/platform/stop-once.js';
 import { writeAtomic } from '../../shared/platform/write-atomic.js';
