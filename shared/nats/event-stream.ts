@@ -48,8 +48,8 @@ export async function ensureEventStream(
   ] as const) {
     try {
       const c = (await jsm.streams.info(name)).config;
-      // The subjects change with a new version (messages' senders joined their subjects); what
-      // the stream keeps stays, and the consumers that read it still read it.
+      // Subjects are brought in line as the limits are: what the stream keeps stays, and the
+      // consumers that read it still read it.
       const sameSubjects = c.subjects.length === subjects.length && subjects.every((s) => c.subjects.includes(s));
       if (
         c.max_age !== limits.max_age ||
@@ -165,7 +165,6 @@ export async function deleteAgentConsumer(jsm: JetStreamManager, id: string, nam
   for (const [stream, name] of [
     [names.heardStream, names.heardConsumer(id)],
     [names.inboxStream, names.inboxConsumer(id)],
-    [names.inboxStream, names.legacyInboxConsumer(id)],
   ] as const) {
     try {
       await jsm.consumers.delete(stream, name);

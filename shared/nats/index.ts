@@ -15,7 +15,6 @@ export {
   sendAgentMessage,
 } from './event-stream.js';
 export { ensureJobQueues, JOB_DEDUP_WINDOW_MS, jobBacklog, publishJob } from './job-queue.js';
-export { moveLegacyInboxes } from './legacy-inbox.js';
 export { consumeLong, LONG_PULL, type PullTiming } from './long-pull.js';
 export {
   admission,

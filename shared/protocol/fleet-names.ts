@@ -87,14 +87,6 @@ export class FleetNames {
     return this.agentInbox(id, '*');
   }
 
-  /**
-   * Where messages to one agent were kept before the sender was part of the subject
-   * (`<fleet>.agent.<id>.inbox`): the supervisor moves what still waits there (`moveLegacyInbox`).
-   */
-  legacyInbox(id: string): string {
-    return `${this.fleet}.agent.${id}.inbox`;
-  }
-
   /** Where a running agent `to` answers a question from agent `from` live (coded request/reply): `<fleet>.agent.<to>.ask.<from>`. */
   agentAsk(to: string, from: string): string {
     return `${this.fleet}.agent.${to}.ask.${from}`;
@@ -193,11 +185,6 @@ export class FleetNames {
   /** An agent's durable consumer on the inbox stream (filter `agentInboxes`). */
   inboxConsumer(id: string): string {
     return `messages_${id}`;
-  }
-
-  /** The inbox consumer of earlier versions (filter `legacyInbox`), emptied and deleted by `moveLegacyInbox`. */
-  legacyInboxConsumer(id: string): string {
-    return `inbox_${id}`;
   }
 
   /** JetStream stream of one work queue (work-queue retention), e.g. `THYMOS_JOBS_SUPPORT`. Queue names are validated (`QueueNameSchema`). */

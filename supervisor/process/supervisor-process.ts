@@ -11,7 +11,6 @@ import type { ThymosConfig } from '../../shared/config/thymos-config.js';
 import { type DomainSchema, EMPTY_DOMAIN, loadDomainSchema } from '../../shared/domain/domain-schema.js';
 import { toThymosError } from '../../shared/errors/errors.js';
 import { ensureEventStream } from '../../shared/nats/event-stream.js';
-import { moveLegacyInboxes } from '../../shared/nats/legacy-inbox.js';
 import { fleetNatsLink } from '../../shared/nats/nats-identity.js';
 import { domainWork } from '../../shared/nats/nats-permissions.js';
 import { CleanupStack } from '../../shared/platform/cleanup-stack.js';
@@ -187,16 +186,10 @@ async function startFleet(base: Base, { db, registry, domain, ownership }: Fleet
 
 /** The fleet's event stream; without JetStream the supervisor runs on, with world events off. */
 async function openEventStream({ config, names, logger }: Base, nc: NatsConnection): Promise<JetStreamManager | undefined> {
-  const jsm = await ensureEventStream(nc, config.events, names).catch((err: unknown) => {
+  return await ensureEventStream(nc, config.events, names).catch((err: unknown) => {
     logger.warn({ err: (err as Error).message }, 'world events are off: the NATS server has no JetStream');
     return undefined;
   });
-  for (const move of jsm ? await moveLegacyInboxes(jsm, config.events, names) : []) {
-    logger.info(move, 'inbox of an earlier version emptied into the agent’s inbox of today');
-    if (move.skipped > 0)
-      logger.warn(move, 'messages in an inbox of an earlier version that are not messages to this agent were left behind');
-  }
-  return jsm;
 }
 
 /** `/metrics`, the control API and the world API served; `run/supervisor.json` says where. */
