@@ -7,7 +7,6 @@ export { watchLastDeliveries } from './dead-letter-watch.js';
 export { deadLetters, type GivenUp, giveUpJob, requeueDeadLetter, writeDeadLetter } from './dead-letters.js';
 export {
   deleteAgentConsumer,
-  deleteUnroutedConsumers,
   ensureAgentConsumer,
   ensureEventStream,
   ensureRouterConsumer,

@@ -28,8 +28,6 @@ export class FleetNames {
   readonly allHeard: string;
   /** The supervisor's durable consumer on the event stream, which routes each event to its hearers. */
   readonly routerConsumer = 'events_router';
-  /** The router's consumer of earlier versions, which read the client's event subjects only (see `ensureRouterConsumer`). */
-  readonly legacyRouterConsumer = 'router';
   /** JetStream stream that keeps agent-to-agent messages until the addressee takes them, e.g. `THYMOS_INBOX`. */
   readonly inboxStream: string;
   /** Every inbox subject: `<fleet>.agent.*.inbox.*` (addressee, then sender). */
