@@ -30,7 +30,6 @@ import { AgentPool, type AgentPoolOptions } from '../lifecycle/agent-pool.js';
 import { AgentRegistry } from '../lifecycle/agent-registry.js';
 import { SupervisorMetrics } from '../metrics/supervisor-metrics.js';
 import { NatsAccess } from '../nats-server/nats-access.js';
-import { refuseEarlierNatsServer } from '../nats-server/server-config.js';
 import { type AgentOwnership, LocalOwnership } from '../ownership/index.js';
 import { ProcessManager } from '../pm2/process-manager.js';
 import { thymosBinPath } from '../pm2/thymos-bin.js';
@@ -116,14 +115,10 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
 }
 
 /** The supervisor's NATS connection; on a server `thymos up` runs, its refused connections are logged too. */
-async function connectFleetNats({ config, natsUrl, paths, logger, cleanup }: Base): Promise<NatsConnection> {
+async function connectFleetNats({ config, natsUrl, logger, cleanup }: Base): Promise<NatsConnection> {
   const nc = await connectWithin(natsUrl, NATS_CONNECT_MS, fleetNatsLink(config, 'supervisor', natsUrl));
   cleanup.push(() => closeNats(nc));
-  if (readFleetInfo(config)?.managed_nats) {
-    // Before any JetStream work: a server still running an earlier version's users is not ours to change.
-    refuseEarlierNatsServer(paths, undefined);
-    await watchRefusals(config, natsUrl, logger, cleanup);
-  }
+  if (readFleetInfo(config)?.managed_nats) await watchRefusals(config, natsUrl, logger, cleanup);
   return nc;
 }
 
