@@ -13,7 +13,7 @@ export type FleetUser = 'client' | 'approver';
  * Connects to the NATS of the fleet that `thymos up` started for `config`, as `who`, within
  * `timeoutMs`: FLEET_NOT_RUNNING when the fleet's own server is down or nothing answers in time;
  * NATS_UNAVAILABLE when the fleet's server asks for an identity and this one has no key here
- * (a fleet set up by an earlier version has no approver's until `thymos up` makes it).
+ * (`thymos up` makes those that are missing).
  */
 export async function connectFleetNats(config: ThymosConfig, who: FleetUser, timeoutMs: number): Promise<NatsConnection> {
   const url = fleetNatsUrl(config);

@@ -127,11 +127,10 @@ export function vectorBytes(v: Float32Array): Uint8Array {
   return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
 }
 
-/** Bytes from `vectorBytes`, or an array of numbers as memories written before it were stored. */
-export type StoredVector = ArrayBuffer | Uint8Array | number[];
+/** Bytes from `vectorBytes`, as SurrealDB hands them back. */
+export type StoredVector = ArrayBuffer | Uint8Array;
 
 export function storedVector(stored: StoredVector): Float32Array {
-  if (Array.isArray(stored)) return Float32Array.from(stored);
   const bytes = stored instanceof Uint8Array ? stored : new Uint8Array(stored);
   return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
 }

@@ -19,7 +19,7 @@ DEFINE FIELD IF NOT EXISTS created_at ON memory TYPE int;
 DEFINE FIELD IF NOT EXISTS occurred_at ON memory TYPE option<int>;
 DEFINE FIELD IF NOT EXISTS last_accessed ON memory TYPE int;
 DEFINE FIELD IF NOT EXISTS access_count ON memory TYPE int;
-DEFINE FIELD OVERWRITE embedding ON memory TYPE option<bytes | array<float>>;
+DEFINE FIELD IF NOT EXISTS embedding ON memory TYPE option<bytes>;
 DEFINE FIELD IF NOT EXISTS embedding_model ON memory TYPE option<string>;
 DEFINE FIELD IF NOT EXISTS derived_from ON memory TYPE option<array<string>>;
 DEFINE FIELD IF NOT EXISTS insight_key ON memory TYPE option<string>;

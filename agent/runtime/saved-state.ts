@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 /**
  * What the runtime keeps across restarts in its snapshots. Each part is read on its own:
- * a part a snapshot holds in another shape (an older version's, a hand edit) is left out
+ * a part a snapshot holds in another shape (a hand edit, say) is left out
  * and starts afresh, and the rest is still restored.
  */
 export const SavedStateSchema = z.object({

@@ -48,8 +48,8 @@ export async function ensureEventStream(
   ] as const) {
     try {
       const c = (await jsm.streams.info(name)).config;
-      // The subjects change with a new version (messages' senders joined their subjects); what
-      // the stream keeps stays, and the consumers that read it still read it.
+      // Subjects are brought in line as the limits are: what the stream keeps stays, and the
+      // consumers that read it still read it.
       const sameSubjects = c.subjects.length === subjects.length && subjects.every((s) => c.subjects.includes(s));
       if (
         c.max_age !== limits.max_age ||
@@ -89,38 +89,21 @@ export async function ensureAgentConsumer(
   settings: Pick<EventsSettings, 'ack_wait_s'>,
   names: FleetNames = DEFAULT_FLEET_NAMES,
 ): Promise<void> {
-  await ensureConsumer(jsm, names.heardStream, names.heardConsumer(id), names.agentHeard(id), DeliverPolicy.New, settings);
-  await ensureConsumer(jsm, names.inboxStream, names.inboxConsumer(id), names.agentInboxes(id), DeliverPolicy.New, settings);
+  await ensureConsumer(jsm, names.heardStream, names.heardConsumer(id), names.agentHeard(id), settings);
+  await ensureConsumer(jsm, names.inboxStream, names.inboxConsumer(id), names.agentInboxes(id), settings);
 }
 
 /**
  * The router's durable consumer on the event stream, reading all of it (the client's and the
  * agents' event subjects). Created with the fleet's first supervisor, it routes every event
- * published from then on; while no supervisor runs, events wait in it. The router of an earlier
- * version (`legacyRouterConsumer`) read the client's subjects only: today's starts from the first
- * event that one had not acknowledged, and only then is the earlier one deleted, so a crash
- * between the two loses nothing (the next start finds today's and deletes the earlier). An event
- * acknowledged out of order above that floor is routed again, and its copies kept once (see
- * EventRouter).
+ * published from then on; while no supervisor runs, events wait in it.
  */
 export async function ensureRouterConsumer(
   jsm: JetStreamManager,
   settings: Pick<EventsSettings, 'ack_wait_s'>,
   names: FleetNames = DEFAULT_FLEET_NAMES,
 ): Promise<void> {
-  const info = (name: string) =>
-    jsm.consumers.info(names.eventStream, name).catch((err: unknown) => {
-      if (isApiError(err, CONSUMER_NOT_FOUND)) return undefined;
-      throw err;
-    });
-  const [today, earlier] = [await info(names.routerConsumer), await info(names.legacyRouterConsumer)];
-  if (!today) {
-    const from = earlier
-      ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: earlier.ack_floor.stream_seq + 1 }
-      : { deliver_policy: DeliverPolicy.New };
-    await jsm.consumers.add(names.eventStream, { durable_name: names.routerConsumer, ...from, ...consumerLimits(settings) });
-  }
-  if (earlier) await jsm.consumers.delete(names.eventStream, names.legacyRouterConsumer);
+  await ensureConsumer(jsm, names.eventStream, names.routerConsumer, undefined, settings);
 }
 
 const consumerLimits = (settings: Pick<EventsSettings, 'ack_wait_s'>) => ({
@@ -129,35 +112,25 @@ const consumerLimits = (settings: Pick<EventsSettings, 'ack_wait_s'>) => ({
   max_ack_pending: 10_000,
 });
 
+/** A durable consumer on `stream` that delivers from its creation on, made unless it exists; `filter` undefined reads all of the stream. */
 async function ensureConsumer(
   jsm: JetStreamManager,
   stream: string,
   name: string,
-  filter: string,
-  deliver: DeliverPolicy,
+  filter: string | undefined,
   settings: Pick<EventsSettings, 'ack_wait_s'>,
 ): Promise<void> {
   try {
     await jsm.consumers.info(stream, name);
   } catch (err) {
     if (!isApiError(err, CONSUMER_NOT_FOUND)) throw err;
-    await jsm.consumers.add(stream, { durable_name: name, deliver_policy: deliver, filter_subject: filter, ...consumerLimits(settings) });
+    await jsm.consumers.add(stream, {
+      durable_name: name,
+      deliver_policy: DeliverPolicy.New,
+      ...(filter === undefined ? {} : { filter_subject: filter }),
+      ...consumerLimits(settings),
+    });
   }
-}
-
-/**
- * Deletes the per-agent consumers that earlier versions kept on the event stream itself (each
- * agent read every event and filtered it): the router has taken their place. Returns their names.
- */
-export async function deleteUnroutedConsumers(jsm: JetStreamManager, names: FleetNames = DEFAULT_FLEET_NAMES): Promise<string[]> {
-  const deleted: string[] = [];
-  for await (const c of jsm.consumers.list(names.eventStream)) {
-    if (c.name === names.routerConsumer) continue;
-    if (!c.name.startsWith('agent_')) continue;
-    await jsm.consumers.delete(names.eventStream, c.name);
-    deleted.push(c.name);
-  }
-  return deleted;
 }
 
 /** Deletes an agent's consumer: an Archived agent stops retaining events. No-op if absent. */
@@ -165,7 +138,6 @@ export async function deleteAgentConsumer(jsm: JetStreamManager, id: string, nam
   for (const [stream, name] of [
     [names.heardStream, names.heardConsumer(id)],
     [names.inboxStream, names.inboxConsumer(id)],
-    [names.inboxStream, names.legacyInboxConsumer(id)],
   ] as const) {
     try {
       await jsm.consumers.delete(stream, name);

@@ -7,7 +7,6 @@ export { watchLastDeliveries } from './dead-letter-watch.js';
 export { deadLetters, type GivenUp, giveUpJob, requeueDeadLetter, writeDeadLetter } from './dead-letters.js';
 export {
   deleteAgentConsumer,
-  deleteUnroutedConsumers,
   ensureAgentConsumer,
   ensureEventStream,
   ensureRouterConsumer,
@@ -15,7 +14,6 @@ export {
   sendAgentMessage,
 } from './event-stream.js';
 export { ensureJobQueues, JOB_DEDUP_WINDOW_MS, jobBacklog, publishJob } from './job-queue.js';
-export { moveLegacyInboxes } from './legacy-inbox.js';
 export { consumeLong, LONG_PULL, type PullTiming } from './long-pull.js';
 export {
   admission,

@@ -28,8 +28,6 @@ export class FleetNames {
   readonly allHeard: string;
   /** The supervisor's durable consumer on the event stream, which routes each event to its hearers. */
   readonly routerConsumer = 'events_router';
-  /** The router's consumer of earlier versions, which read the client's event subjects only (see `ensureRouterConsumer`). */
-  readonly legacyRouterConsumer = 'router';
   /** JetStream stream that keeps agent-to-agent messages until the addressee takes them, e.g. `THYMOS_INBOX`. */
   readonly inboxStream: string;
   /** Every inbox subject: `<fleet>.agent.*.inbox.*` (addressee, then sender). */
@@ -85,14 +83,6 @@ export class FleetNames {
   /** Every message to one agent, whoever sent it: `<fleet>.agent.<id>.inbox.*` (its consumer's filter). */
   agentInboxes(id: string): string {
     return this.agentInbox(id, '*');
-  }
-
-  /**
-   * Where messages to one agent were kept before the sender was part of the subject
-   * (`<fleet>.agent.<id>.inbox`): the supervisor moves what still waits there (`moveLegacyInbox`).
-   */
-  legacyInbox(id: string): string {
-    return `${this.fleet}.agent.${id}.inbox`;
   }
 
   /** Where a running agent `to` answers a question from agent `from` live (coded request/reply): `<fleet>.agent.<to>.ask.<from>`. */
@@ -193,11 +183,6 @@ export class FleetNames {
   /** An agent's durable consumer on the inbox stream (filter `agentInboxes`). */
   inboxConsumer(id: string): string {
     return `messages_${id}`;
-  }
-
-  /** The inbox consumer of earlier versions (filter `legacyInbox`), emptied and deleted by `moveLegacyInbox`. */
-  legacyInboxConsumer(id: string): string {
-    return `inbox_${id}`;
   }
 
   /** JetStream stream of one work queue (work-queue retention), e.g. `THYMOS_JOBS_SUPPORT`. Queue names are validated (`QueueNameSchema`). */

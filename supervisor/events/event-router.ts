@@ -4,7 +4,7 @@ import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
 import type { EventsSettings } from '../../shared/config/fleet-settings.js';
 import type { DomainSchema } from '../../shared/domain/domain-schema.js';
 import { type HeardEvent, hearsEvent, type Listener } from '../../shared/domain/event-filter.js';
-import { deleteUnroutedConsumers, ensureRouterConsumer } from '../../shared/nats/event-stream.js';
+import { ensureRouterConsumer } from '../../shared/nats/event-stream.js';
 import { consumeLong } from '../../shared/nats/long-pull.js';
 import { withDeadline } from '../../shared/platform/deadline.js';
 import type { Logger } from '../../shared/platform/logger.js';
@@ -66,14 +66,10 @@ export class EventRouter {
     this.#js = jetstream(options.nc);
   }
 
-  /** Creates the router's consumer (the first time), retires per-agent consumers of earlier versions and starts routing. */
+  /** Creates the router's consumer (the first time) and starts routing. */
   static async start(options: EventRouterOptions): Promise<EventRouter> {
     const router = new EventRouter(options);
-    const jsm = await router.#js.jetstreamManager();
-    await ensureRouterConsumer(jsm, options.settings, options.names);
-    const retired = await deleteUnroutedConsumers(jsm, options.names);
-    if (retired.length > 0)
-      options.logger.info({ consumers: retired }, 'per-agent consumers of the event stream retired: events are routed now');
+    await ensureRouterConsumer(await router.#js.jetstreamManager(), options.settings, options.names);
     const consumer = await router.#js.consumers.get(options.names.eventStream, options.names.routerConsumer);
     router.#messages = await consumeLong(consumer, { max_messages: IN_FLIGHT }, options.logger, 'router');
     router.#done = router.#run(router.#messages);

@@ -19,12 +19,10 @@ import { FleetNames } from '../../shared/protocol/fleet-names.js';
 import type { ProgressMessage, ReconcileReport } from '../../shared/protocol/supervisor-protocol.js';
 import { findNatsServer } from '../nats-server/server-binary.js';
 import {
-  moveJetStreamToFleetAccount,
   natsServerConfigFile,
   type NatsUsers,
   natsUsersIncludeFile,
   natsUsersIncludeIsCurrent,
-  refuseEarlierNatsServer,
   reloadNatsUsers,
   writeNatsServerConfig,
 } from '../nats-server/server-config.js';
@@ -208,13 +206,13 @@ async function ensureNats(
     (who) => ensureNatsIdentity(paths.data, who).created,
   );
   if (nats?.status === 'online') {
+    // Without its configuration, nothing says the running server holds the fleet's users: it may admit anyone.
     if (!existsSync(natsServerConfigFile(paths))) {
       throw new ThymosError(
         ErrorCode.NATS_UNAVAILABLE,
-        `the fleet's nats-server (pid ${nats.pid}) was started by an earlier version of Thymos and admits anyone: run thymos down, then thymos up, to restart it with the fleet's identities`,
+        `the fleet's nats-server (pid ${nats.pid}) runs, but its configuration ${natsServerConfigFile(paths)} is gone, so it may admit anyone: run thymos down, then thymos up, to restart it with the fleet's identities`,
       );
     }
-    refuseEarlierNatsServer(paths, nats.pid ?? undefined);
     if (made.length > 0 && nats.pid) {
       reloadNatsUsers(paths, port, nats.pid, users);
       step(`made the NATS identities ${made.join(', ')} and reloaded nats-server's users`);
@@ -235,8 +233,6 @@ async function ensureNats(
       );
     }
     mkdirSync(paths.nats, { recursive: true });
-    if (moveJetStreamToFleetAccount(paths))
-      step(`moved the JetStream store of an earlier version into the fleet's own account (${paths.nats})`);
     const configFile = writeNatsServerConfig(paths, port, users).file;
     step(`starting nats-server on 127.0.0.1:${port} (JetStream in ${paths.nats}, users in ${configFile})`);
     const logFile = join(paths.logs, 'nats-server.log');

@@ -15,12 +15,10 @@ export {
 } from './server-binary.js';
 export {
   AUTH_ERRORS,
-  moveJetStreamToFleetAccount,
   natsServerConfigFile,
   type NatsUsers,
   natsUsersIncludeFile,
   natsUsersIncludeIsCurrent,
-  refuseEarlierNatsServer,
   reloadNatsUsers,
   writeNatsServerConfig,
   writeNatsUsersInclude,

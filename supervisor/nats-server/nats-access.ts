@@ -132,7 +132,7 @@ export class NatsAccess {
         const what = !admitted
           ? `did not admit ${agentIdentity(admit!)}`
           : open
-            ? 'still admits connections with no identity (was it started by an earlier version? thymos down && thymos up restarts it with its users)'
+            ? "still admits connections with no identity (it runs without the fleet's users: thymos down, then thymos up, restarts it with them)"
             : 'still admits a removed identity';
         throw new ThymosError(
           ErrorCode.NATS_UNAVAILABLE,

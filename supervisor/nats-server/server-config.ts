@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 import type { FleetPaths } from '../../shared/config/fleet-paths.js';
@@ -70,37 +70,6 @@ export function writeNatsServerConfig(
   return writeIfChanged(natsServerConfigFile(paths), text, 0o600);
 }
 
-/**
- * Whether the managed server's configuration on disk is an earlier version's (its users in the
- * default account, no system account): a server running it is not reloaded with today's, which
- * would move the fleet's JetStream to another account under it (`thymos down`, then `thymos up`).
- */
-export function earlierNatsServerConfig(paths: FleetPaths): boolean {
-  const file = natsServerConfigFile(paths);
-  return existsSync(file) && !readFileSync(file, 'utf8').includes(`system_account: ${SYSTEM_ACCOUNT}`);
-}
-
-/**
- * Before the managed server first starts with the fleet's account: moves the JetStream store an
- * earlier version kept in the default account (`nats/jetstream/$G`) to the fleet's account
- * (`nats/jetstream/THYMOS`), one rename, so the streams and what they hold carry over. Does
- * nothing once moved (or when there is nothing to move); both present is an error that names
- * them, and nothing is moved. Whether it moved the store.
- */
-export function moveJetStreamToFleetAccount(paths: FleetPaths): boolean {
-  const from = join(paths.nats, 'jetstream', '$G');
-  const to = join(paths.nats, 'jetstream', FLEET_ACCOUNT);
-  if (!existsSync(from)) return false;
-  if (existsSync(to)) {
-    throw new ThymosError(
-      ErrorCode.NATS_UNAVAILABLE,
-      `the fleet's JetStream store is in both ${from} (an earlier version's) and ${to}: move the one to keep to ${to} and delete the other, with the fleet down`,
-    );
-  }
-  renameSync(from, to);
-  return true;
-}
-
 /** The users a server you run includes for this fleet (`thymos nats-config`): `run/nats-users.conf`, mode 0644 (public keys only, for a server that runs as another user). */
 export function natsUsersIncludeFile(paths: FleetPaths): string {
   return join(paths.run, 'nats-users.conf');
@@ -121,8 +90,8 @@ export function writeNatsUsersInclude(
 }
 
 /**
- * Whether `data/run/nats-users.conf` is what `thymos nats-config` would write now: not so after
- * an upgrade that changed what an identity may do, or a domain whose agents' work changed.
+ * Whether `data/run/nats-users.conf` is what `thymos nats-config` would write now: not so once
+ * what an identity may do has changed (another Thymos, or a domain whose agents' work changed).
  */
 export function natsUsersIncludeIsCurrent(paths: FleetPaths, users: NatsUsers): boolean {
   const file = natsUsersIncludeFile(paths);
@@ -182,7 +151,6 @@ export function reloadNatsUsers(
   users: NatsUsers,
   skipped?: (file: string, reason: string) => void,
 ): void {
-  refuseEarlierNatsServer(paths, pid);
   writeNatsServerConfig(paths, port, users, skipped);
   try {
     process.kill(pid, 'SIGHUP');
@@ -192,13 +160,4 @@ export function reloadNatsUsers(
       `the managed nats-server (pid ${pid}) could not be told to reload its users: ${(err as Error).message}`,
     );
   }
-}
-
-/** NATS_UNAVAILABLE when the managed server (at `pid`) runs an earlier version's configuration (`earlierNatsServerConfig`). */
-export function refuseEarlierNatsServer(paths: FleetPaths, pid: number | undefined): void {
-  if (!earlierNatsServerConfig(paths)) return;
-  throw new ThymosError(
-    ErrorCode.NATS_UNAVAILABLE,
-    `the fleet's nats-server${pid ? ` (pid ${pid})` : ''} runs the configuration of an earlier version of Thymos, without the fleet's own account: run thymos down, then thymos up, to restart it (its JetStream store moves with it)`,
-  );
 }

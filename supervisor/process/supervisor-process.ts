@@ -12,7 +12,6 @@ import { type DomainSchema, EMPTY_DOMAIN, loadDomainSchema } from '../../shared/
 import { createLogger } from '../../shared/engines/pino-logger.js';
 import { toThymosError } from '../../shared/errors/errors.js';
 import { ensureEventStream } from '../../shared/nats/event-stream.js';
-import { moveLegacyInboxes } from '../../shared/nats/legacy-inbox.js';
 import { fleetNatsLink } from '../../shared/nats/nats-identity.js';
 import { domainWork } from '../../shared/nats/nats-permissions.js';
 import { CleanupStack } from '../../shared/platform/cleanup-stack.js';
@@ -32,7 +31,6 @@ import { AgentPool, type AgentPoolOptions } from '../lifecycle/agent-pool.js';
 import { AgentRegistry } from '../lifecycle/agent-registry.js';
 import { SupervisorMetrics } from '../metrics/supervisor-metrics.js';
 import { NatsAccess } from '../nats-server/nats-access.js';
-import { refuseEarlierNatsServer } from '../nats-server/server-config.js';
 import { type AgentOwnership, LocalOwnership } from '../ownership/index.js';
 import { ProcessManager } from '../pm2/process-manager.js';
 import { thymosBinPath } from '../pm2/thymos-bin.js';
@@ -118,14 +116,10 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
 }
 
 /** The supervisor's NATS connection; on a server `thymos up` runs, its refused connections are logged too. */
-async function connectFleetNats({ config, natsUrl, paths, logger, cleanup }: Base): Promise<NatsConnection> {
+async function connectFleetNats({ config, natsUrl, logger, cleanup }: Base): Promise<NatsConnection> {
   const nc = await connectWithin(natsUrl, NATS_CONNECT_MS, fleetNatsLink(config, 'supervisor', natsUrl));
   cleanup.push(() => closeNats(nc));
-  if (readFleetInfo(config)?.managed_nats) {
-    // Before any JetStream work: a server still running an earlier version's users is not ours to change.
-    refuseEarlierNatsServer(paths, undefined);
-    await watchRefusals(config, natsUrl, logger, cleanup);
-  }
+  if (readFleetInfo(config)?.managed_nats) await watchRefusals(config, natsUrl, logger, cleanup);
   return nc;
 }
 
@@ -188,16 +182,10 @@ async function startFleet(base: Base, { db, registry, domain, ownership }: Fleet
 
 /** The fleet's event stream; without JetStream the supervisor runs on, with world events off. */
 async function openEventStream({ config, names, logger }: Base, nc: NatsConnection): Promise<JetStreamManager | undefined> {
-  const jsm = await ensureEventStream(nc, config.events, names).catch((err: unknown) => {
+  return await ensureEventStream(nc, config.events, names).catch((err: unknown) => {
     logger.warn({ err: (err as Error).message }, 'world events are off: the NATS server has no JetStream');
     return undefined;
   });
-  for (const move of jsm ? await moveLegacyInboxes(jsm, config.events, names) : []) {
-    logger.info(move, 'inbox of an earlier version emptied into the agent’s inbox of today');
-    if (move.skipped > 0)
-      logger.warn(move, 'messages in an inbox of an earlier version that are not messages to this agent were left behind');
-  }
-  return jsm;
 }
 
 /** `/metrics`, the control API and the world API served; `run/supervisor.json` says where. */

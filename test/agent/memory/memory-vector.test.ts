@@ -97,18 +97,8 @@ describe('vector and hybrid recall with the offline model through fastembed', ()
     await store.close();
   });
 
-  test('a vector is stored as bytes and read back exactly, and one stored as an array by an older version still loads', async () => {
+  test('a vector is stored as bytes and read back exactly', async () => {
     const dir = join(tempDir('thymos-vec-'), 'db');
-    // What databases written before vectors went in as bytes hold: the field typed as an array.
-    const old = await openEmbeddedSurreal(dir, {
-      namespace: 'thymos',
-      database: 'agent',
-      schema:
-        'DEFINE TABLE memory SCHEMAFULL; DEFINE FIELD embedding ON memory TYPE option<array<float>>; DEFINE FIELD embedding_model ON memory TYPE option<string>; DEFINE FIELD content ON memory TYPE string;',
-      timeoutMs: 10_000,
-    });
-    await old.query('CREATE memory:legacy SET content = "old", embedding = [0.5, -0.25, 1.5], embedding_model = "m"');
-    await old.close();
     const store = await reopen((timeoutMs) => MemoryStore.open(dir, { timeoutMs }));
     // A view into a larger buffer: only its own floats may be stored.
     const backing = Float32Array.from([9, 0.1, -2.5, 3.75, 1e-7, 9]);
@@ -150,7 +140,6 @@ describe('vector and hybrid recall with the offline model through fastembed', ()
     const stored = await store.embeddings('m');
     assert.deepEqual([...stored.get('fresh')!], [...view]);
     assert.deepEqual([...stored.get('later')!], [1, -1]);
-    assert.deepEqual([...stored.get('legacy')!], [0.5, -0.25, 1.5]);
     await store.close();
     const raw = await reopen((timeoutMs) => openEmbeddedSurreal(dir, { namespace: 'thymos', database: 'agent', timeoutMs }));
     const [kinds] = await raw.query<[Array<{ id: unknown; bytes: boolean }>]>(
@@ -158,8 +147,8 @@ describe('vector and hybrid recall with the offline model through fastembed', ()
     );
     assert.deepEqual(
       kinds.map((k) => k.bytes),
-      [true, true, false],
-      'fresh and later are bytes; legacy stays an array',
+      [true, true],
+      'fresh and later are bytes',
     );
     await raw.close();
   });

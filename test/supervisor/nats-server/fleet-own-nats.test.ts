@@ -87,7 +87,7 @@ describe('a fleet on a nats-server you run, with the fleet’s users', () => {
         /does not admit the fleet's identities client: run thymos nats-config/.test((e as Error).message),
     );
     assert.equal(fleetPids(data).apps.size, 0, 'nothing was started');
-    // A users file an earlier version wrote (an agent's permissions then were others) is not today's either.
+    // A users file that grants an agent other than what it may do today is not current either.
     const include = join(data, 'run', 'nats-users.conf');
     const today = readFileSync(include, 'utf8');
     writeFileSync(include, today.replace(/"thymos\.agent\.\*\.inbox\.[a-z_]+"/, '"thymos.agent.*.inbox"'));
