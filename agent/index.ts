@@ -1,4 +1,4 @@
-export { type AgentStartContext, AgentStartContextSchema } from '../shared/protocol/agent-start-context.js';
+export { type AgentStartContext, AgentStartContextSchema } from '../shared/protocol/index.js';
 export { type GenerateRequest, type GenerateResult, type LlmProvider, type PromptBrief, type TokenUsage } from './llm/llm-provider.js';
 export { type DialogueReply, DialogueReplySchema } from './llm/llm-tasks.js';
 export { OfflineProvider } from './llm/offline-provider.js';

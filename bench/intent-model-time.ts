@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { IntentResolver, modelReader } from '../agent/intents/index.js';
+import { IntentResolver } from '../agent/intents/intent-resolver.js';
+import { modelReader } from '../agent/intents/model-reader.js';
 import type { GenerateRequest } from '../agent/llm/llm-provider.js';
 import { OpenAiCompatibleProvider } from '../agent/llm/openai-compatible-provider.js';
 import { runToolLoop } from '../agent/llm/tool-loop.js';

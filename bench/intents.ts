@@ -1,8 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { checkExamples, Glossary, modelReader } from '../agent/intents/index.js';
+import { checkExamples } from '../agent/intents/example-check.js';
+import { Glossary } from '../agent/intents/glossary.js';
 import { foreignLanguage, IntentResolver } from '../agent/intents/intent-resolver.js';
+import { modelReader } from '../agent/intents/model-reader.js';
 import type { ResolverTuning } from '../agent/intents/tool-ranker.js';
 import { OpenAiCompatibleProvider } from '../agent/llm/openai-compatible-provider.js';
 import { glossaryDir, offlineModelDir } from '../shared/config/thymos-root.js';

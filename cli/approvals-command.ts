@@ -1,7 +1,6 @@
 import { approver } from '../client/approver.js';
 import { connect } from '../client/fleet-client.js';
-import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
-import { ExitCode } from '../shared/errors/exit-codes.js';
+import { ErrorCode, ExitCode, ThymosError } from '../shared/errors/index.js';
 import { commandNamed, usageLine } from './command-book.js';
 import { parseFleetArgs, parseId } from './fleet-args.js';
 import { renderTable } from './table.js';

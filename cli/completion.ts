@@ -1,4 +1,4 @@
-import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
+import { ErrorCode, ThymosError } from '../shared/errors/index.js';
 import { COMMANDS } from './command-book.js';
 import type { CommandSpec } from './command-spec.js';
 

@@ -1,7 +1,8 @@
-import { checkExamples, customWordsModel, type ExampleCheck, knownNames, readWords } from '../agent/intents/index.js';
-import type { ThymosConfig } from '../shared/config/thymos-config.js';
-import { aliasTable } from '../shared/domain/alias-table.js';
-import type { DomainSchema } from '../shared/domain/domain-schema.js';
+import { checkExamples, type ExampleCheck } from '../agent/intents/example-check.js';
+import { knownNames } from '../agent/intents/intent-acts.js';
+import { customWordsModel, readWords } from '../agent/intents/words-model.js';
+import type { ThymosConfig } from '../shared/config/index.js';
+import { aliasTable, type DomainSchema } from '../shared/domain/index.js';
 
 /** How many pairs of tools and calls of another tool the text lists (the JSON has them all). */
 const LISTED = 10;

@@ -1,8 +1,8 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 
-import { resolveConfigFile, type ThymosConfig } from '../shared/config/thymos-config.js';
-import { AgentIdSchema } from '../shared/domain/domain-schema.js';
-import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
+import { resolveConfigFile, type ThymosConfig } from '../shared/config/index.js';
+import { AgentIdSchema } from '../shared/domain/index.js';
+import { ErrorCode, ThymosError } from '../shared/errors/index.js';
 import { usageLine } from './command-book.js';
 import type { CommandSpec } from './command-spec.js';
 

@@ -2,12 +2,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { connect, type Fleet } from '../client/fleet-client.js';
-import { fleetPaths } from '../shared/config/fleet-paths.js';
-import { ErrorCode, ThymosError, type WireError, WireErrorSchema } from '../shared/errors/errors.js';
-import { ExitCode, exitCodeFor } from '../shared/errors/exit-codes.js';
-import { agentTokenPath, readAgentToken } from '../shared/platform/agent-token.js';
-import { parseReconcileContextText } from '../shared/protocol/reconcile-context.js';
-import type { FleetStatus, ProgressMessage, ReconcileReport } from '../shared/protocol/supervisor-protocol.js';
+import { fleetPaths } from '../shared/config/index.js';
+import { ErrorCode, ExitCode, exitCodeFor, ThymosError, type WireError, WireErrorSchema } from '../shared/errors/index.js';
+import { agentTokenPath, readAgentToken } from '../shared/platform/index.js';
+import { type FleetStatus, parseReconcileContextText, type ProgressMessage, type ReconcileReport } from '../shared/protocol/index.js';
 import { downFleet, upFleet } from '../supervisor/launch/fleet-launcher.js';
 import { commandNamed, suggest, usageLine } from './command-book.js';
 import type { CommandSpec } from './command-spec.js';

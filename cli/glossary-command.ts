@@ -1,6 +1,5 @@
-import { buildGlossaries } from '../agent/intents/index.js';
-import { resolveConfigFile } from '../shared/config/thymos-config.js';
-import { glossaryDir } from '../shared/config/thymos-root.js';
+import { buildGlossaries } from '../agent/intents/glossary-build.js';
+import { glossaryDir, resolveConfigFile } from '../shared/config/index.js';
 import { commandNamed } from './command-book.js';
 import { parseCommandArgs } from './fleet-args.js';
 

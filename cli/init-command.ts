@@ -1,9 +1,8 @@
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join, relative, resolve, sep } from 'node:path';
 
-import { thymosRoot } from '../shared/config/thymos-root.js';
-import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
-import { ExitCode } from '../shared/errors/exit-codes.js';
+import { thymosRoot } from '../shared/config/index.js';
+import { ErrorCode, ExitCode, ThymosError } from '../shared/errors/index.js';
 import { commandNamed } from './command-book.js';
 import { parseCommandArgs } from './fleet-args.js';
 

@@ -1,7 +1,6 @@
 import { connect } from '../client/fleet-client.js';
-import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
-import { ExitCode } from '../shared/errors/exit-codes.js';
-import { parseJsonOrUndefined } from '../shared/protocol/parse-json.js';
+import { ErrorCode, ExitCode, ThymosError } from '../shared/errors/index.js';
+import { parseJsonOrUndefined } from '../shared/protocol/index.js';
 import { printable } from './approvals-command.js';
 import { commandNamed, usageLine } from './command-book.js';
 import { type FleetArgs, parseFleetArgs } from './fleet-args.js';

@@ -2,12 +2,11 @@ import { statSync } from 'node:fs';
 import { dirname, relative, resolve, sep } from 'node:path';
 
 import { resolveConfig } from '../agent/process/agent-process.js';
-import { fleetPaths } from '../shared/config/fleet-paths.js';
-import { checkFleet } from '../shared/domain/fleet-checks.js';
-import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
-import { agentIdentity, ensureNatsIdentity, removeNatsIdentity, staleAgentIdentities } from '../shared/nats/nats-identity.js';
-import { domainWork } from '../shared/nats/nats-permissions.js';
-import { FleetNames } from '../shared/protocol/fleet-names.js';
+import { fleetPaths } from '../shared/config/index.js';
+import { checkFleet } from '../shared/domain/index.js';
+import { ErrorCode, ThymosError } from '../shared/errors/index.js';
+import { agentIdentity, domainWork, ensureNatsIdentity, removeNatsIdentity, staleAgentIdentities } from '../shared/nats/index.js';
+import { FleetNames } from '../shared/protocol/index.js';
 import { natsUsersIncludeFile, writeNatsUsersInclude } from '../supervisor/nats-server/server-config.js';
 import { commandNamed } from './command-book.js';
 import { parseCommandArgs } from './fleet-args.js';

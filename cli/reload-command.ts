@@ -1,19 +1,17 @@
 import { connect } from '../client/fleet-client.js';
-import { fleetPaths, Pm2Names } from '../shared/config/fleet-paths.js';
-import type { ThymosConfig } from '../shared/config/thymos-config.js';
-import type { DomainSchema } from '../shared/domain/domain-schema.js';
-import { checkFleet } from '../shared/domain/fleet-checks.js';
-import { ExitCode } from '../shared/errors/exit-codes.js';
-import { admission } from '../shared/nats/nats-connection.js';
+import { fleetPaths, Pm2Names, type ThymosConfig } from '../shared/config/index.js';
+import { checkFleet, type DomainSchema } from '../shared/domain/index.js';
+import { ExitCode } from '../shared/errors/index.js';
 import {
+  admission,
   agentIdentity,
+  domainWork,
   ensureNatsIdentity,
   fleetNatsLink,
   removeNatsIdentity,
   staleAgentIdentities,
-} from '../shared/nats/nats-identity.js';
-import { domainWork } from '../shared/nats/nats-permissions.js';
-import { FleetNames } from '../shared/protocol/fleet-names.js';
+} from '../shared/nats/index.js';
+import { FleetNames } from '../shared/protocol/index.js';
 import { upFleet } from '../supervisor/launch/fleet-launcher.js';
 import { writeNatsUsersInclude } from '../supervisor/nats-server/server-config.js';
 import { ProcessManager } from '../supervisor/pm2/process-manager.js';

@@ -1,4 +1,4 @@
-import { resolveConfigFile } from '../shared/config/thymos-config.js';
+import { resolveConfigFile } from '../shared/config/index.js';
 import { ensureNatsServer, natsServerVersion } from '../supervisor/nats-server/server-binary.js';
 import { commandNamed } from './command-book.js';
 import { parseCommandArgs } from './fleet-args.js';

@@ -1,6 +1,6 @@
 import type { RunningAgent } from '../agent/process/agent-process.js';
 import { runSpareProcess } from '../agent/process/spare-process.js';
-import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
+import { ErrorCode, ThymosError } from '../shared/errors/index.js';
 import { commandNamed, usageLine } from './command-book.js';
 import { parseCommandArgs } from './fleet-args.js';
 

@@ -1,5 +1,4 @@
-import { fleetNatsUrl } from '../shared/config/fleet-runtime.js';
-import { resolveConfigFile } from '../shared/config/thymos-config.js';
+import { fleetNatsUrl, resolveConfigFile } from '../shared/config/index.js';
 import { type RunningSupervisor, runSupervisorProcess } from '../supervisor/process/supervisor-process.js';
 import { commandNamed } from './command-book.js';
 import { parseCommandArgs } from './fleet-args.js';

@@ -1,7 +1,5 @@
 #!/usr/bin/env node
-import { ErrorCode, ThymosError, toThymosError } from '../shared/errors/errors.js';
-import { ExitCode } from '../shared/errors/exit-codes.js';
-import { exitWithError } from '../shared/errors/exit-with-error.js';
+import { ErrorCode, ExitCode, exitWithError, ThymosError, toThymosError } from '../shared/errors/index.js';
 import { commandHelp, commandNamed, COMMANDS, globalHelp, suggest } from './command-book.js';
 
 type FleetCommands = typeof import('./fleet-commands.js');

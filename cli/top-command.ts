@@ -1,10 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import { connect, type Fleet } from '../client/fleet-client.js';
-import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
-import { ExitCode } from '../shared/errors/exit-codes.js';
-import { cpuSeconds, memoryBytes } from '../shared/platform/process-usage.js';
-import type { AgentStatusRow, FleetStatus } from '../shared/protocol/supervisor-protocol.js';
+import { ErrorCode, ExitCode, ThymosError } from '../shared/errors/index.js';
+import { cpuSeconds, memoryBytes } from '../shared/platform/index.js';
+import type { AgentStatusRow, FleetStatus } from '../shared/protocol/index.js';
 import { commandNamed, usageLine } from './command-book.js';
 import { parseFleetArgs } from './fleet-args.js';
 import { formatAge, formatBytes, renderTable } from './table.js';

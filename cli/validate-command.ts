@@ -1,5 +1,5 @@
 import { resolveConfig } from '../agent/process/agent-process.js';
-import { checkFleet, toolGrants } from '../shared/domain/fleet-checks.js';
+import { checkFleet, toolGrants } from '../shared/domain/index.js';
 import { commandNamed } from './command-book.js';
 import { exampleReport } from './example-report.js';
 import { parseCommandArgs } from './fleet-args.js';

@@ -1,8 +1,7 @@
 import { connect, type Fleet } from '../client/fleet-client.js';
-import type { WorldConditionInput, WorldTable, WorldTables } from '../shared/domain/world-schema.js';
-import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
-import { ExitCode } from '../shared/errors/exit-codes.js';
-import type { WorldQueryInput, WorldRow } from '../shared/protocol/world-protocol.js';
+import type { WorldConditionInput, WorldTable, WorldTables } from '../shared/domain/index.js';
+import { ErrorCode, ExitCode, ThymosError } from '../shared/errors/index.js';
+import type { WorldQueryInput, WorldRow } from '../shared/protocol/index.js';
 import { commandNamed, usageLine } from './command-book.js';
 import { parseFleetArgs } from './fleet-args.js';
 import { renderTable } from './table.js';

@@ -1,9 +1,8 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { z } from 'zod';
 
-import { ErrorCode, ThymosError, WireErrorSchema } from '../shared/errors/errors.js';
-import { describeIssues } from '../shared/errors/zod-issues.js';
-import { ToolStepSchema } from '../shared/protocol/agent-protocol.js';
+import { describeIssues, ErrorCode, ThymosError, WireErrorSchema } from '../shared/errors/index.js';
+import { ToolStepSchema } from '../shared/protocol/index.js';
 
 export interface TalkOptions {
   /** Who is speaking; names the conversation thread. @default "stranger" */

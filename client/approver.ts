@@ -1,9 +1,6 @@
-import { loadConfig, type ThymosConfig } from '../shared/config/thymos-config.js';
-import type { NatsConnection } from '../shared/nats/nats-connection.js';
-import { SupervisorRequester } from '../shared/nats/supervisor-requester.js';
-import { FleetNames } from '../shared/protocol/fleet-names.js';
-import type { SupervisorResultSchemas } from '../shared/protocol/supervisor-protocol.js';
-import type { CallDecisionReport, PendingCall } from '../shared/protocol/tool-call.js';
+import { loadConfig, type ThymosConfig } from '../shared/config/index.js';
+import { type NatsConnection, SupervisorRequester } from '../shared/nats/index.js';
+import { type CallDecisionReport, FleetNames, type PendingCall, type SupervisorResultSchemas } from '../shared/protocol/index.js';
 import { connectFleetNats } from './connect-fleet-nats.js';
 import type { ConnectOptions } from './fleet-client.js';
 

@@ -1,11 +1,7 @@
-import { fleetNatsUrl, readFleetInfo } from '../shared/config/fleet-runtime.js';
-import type { ThymosConfig } from '../shared/config/thymos-config.js';
-import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
-import { connectNats, type NatsConnection } from '../shared/nats/nats-connection.js';
-import { fleetNatsLink, natsIdentityFile, readNatsSeed } from '../shared/nats/nats-identity.js';
-import { withDeadline } from '../shared/platform/deadline.js';
-import { refusesConnections } from '../shared/platform/port-probe.js';
-
+import { fleetNatsUrl, readFleetInfo, type ThymosConfig } from '../shared/config/index.js';
+import { ErrorCode, ThymosError } from '../shared/errors/index.js';
+import { connectNats, fleetNatsLink, type NatsConnection, natsIdentityFile, readNatsSeed } from '../shared/nats/index.js';
+import { refusesConnections, withDeadline } from '../shared/platform/index.js';
 /** The identities a program outside the fleet connects as: the client (`connect`) or the approver (`approver`). */
 export type FleetUser = 'client' | 'approver';
 

@@ -1,28 +1,38 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 
-import { agentMcpUrl, loadConfig, type ThymosConfig } from '../shared/config/thymos-config.js';
-import { AgentIdSchema } from '../shared/domain/domain-schema.js';
-import { ErrorCode, ThymosError } from '../shared/errors/errors.js';
-import { publishWorldEvent } from '../shared/nats/event-stream.js';
-import { publishJob } from '../shared/nats/job-queue.js';
-import type { NatsConnection } from '../shared/nats/nats-connection.js';
-import { REQUESTER, REQUESTER_HEADER, SupervisorRequester } from '../shared/nats/supervisor-requester.js';
-import { WorldClient } from '../shared/nats/world-client.js';
-import { readAgentToken } from '../shared/platform/agent-token.js';
-import { type AgentMode, type EventDecision, EventDecisionSchema } from '../shared/protocol/agent-protocol.js';
-import { FleetNames } from '../shared/protocol/fleet-names.js';
-import { type ListedDeadLetter, parseJob, type SkillBacklog } from '../shared/protocol/job.js';
-import { parseJsonOrUndefined } from '../shared/protocol/parse-json.js';
-import { parseReconcileContext, type ReconcileContextInput } from '../shared/protocol/reconcile-context.js';
-import type {
-  FleetStatus,
-  ProgressMessage,
-  ReconcileReport,
-  SupervisorResultSchemas,
-  TransitionRecord,
-} from '../shared/protocol/supervisor-protocol.js';
-import type { PendingCall } from '../shared/protocol/tool-call.js';
-import { parseWorldEvent, type WorldEventInput } from '../shared/protocol/world-event.js';
+import { agentMcpUrl, loadConfig, type ThymosConfig } from '../shared/config/index.js';
+import { AgentIdSchema } from '../shared/domain/index.js';
+import { ErrorCode, ThymosError } from '../shared/errors/index.js';
+import {
+  type NatsConnection,
+  publishJob,
+  publishWorldEvent,
+  REQUESTER,
+  REQUESTER_HEADER,
+  SupervisorRequester,
+  WorldClient,
+} from '../shared/nats/index.js';
+import { readAgentToken } from '../shared/platform/index.js';
+import {
+  type AgentMode,
+  type EventDecision,
+  EventDecisionSchema,
+  FleetNames,
+  type FleetStatus,
+  type ListedDeadLetter,
+  parseJob,
+  parseJsonOrUndefined,
+  parseReconcileContext,
+  parseWorldEvent,
+  type PendingCall,
+  type ProgressMessage,
+  type ReconcileContextInput,
+  type ReconcileReport,
+  type SkillBacklog,
+  type SupervisorResultSchemas,
+  type TransitionRecord,
+  type WorldEventInput,
+} from '../shared/protocol/index.js';
 import { type TalkAnswer, type TalkOptions, talkTo } from './agent-talk.js';
 import { connectFleetNats } from './connect-fleet-nats.js';
 

@@ -151,10 +151,10 @@ test('no import circles between folders', () => {
   assert.deepEqual(circles(graphOf(pairs)), []);
 });
 
-test('every concern folder has an index.ts that says what lives there and names every export other folders take from it', () => {
+test('every layer of shared/ has an index.ts that says what lives there and names every export other folders take from it', () => {
   const offences: string[] = [];
   const listed = new Map<string, Set<string>>();
-  for (const folder of concernFolders) {
+  for (const folder of concernFolders.filter((f) => f.startsWith('shared/'))) {
     const index = join(REPO_ROOT, folder, 'index.ts');
     if (!existsSync(index)) {
       offences.push(`${folder}/index.ts is missing`);
@@ -193,6 +193,23 @@ test('every concern folder has an index.ts that says what lives there and names 
       }
     }
   }
+  assert.deepEqual(offences, []);
+});
+
+test('outside shared/, a layer of shared/ is reached through its index, lazy imports too; inside agent/ and supervisor/ an import names its file', () => {
+  // A folder index inside agent/ or supervisor/ would load its whole folder: an agent's start and a
+  // spare load their links and MCP server lazily, and an import that names its file keeps it so.
+  const offences: string[] = [];
+  for (const file of allSources.filter((f) => !rel(f).startsWith('shared/'))) {
+    for (const spec of imports(file).filter((s) => s.startsWith('.'))) {
+      const to = target(file, spec);
+      if (/^shared\/[^/]+\/[^/]+\.ts$/.test(to) && !to.endsWith('/index.ts'))
+        offences.push(`${rel(file)} imports ${spec}, inside a layer of shared/`);
+    }
+  }
+  for (const folder of concernFolders.filter((f) => !f.startsWith('shared/')))
+    if (existsSync(join(REPO_ROOT, folder, 'index.ts')))
+      offences.push(`${folder}/index.ts: folders of agent/ and supervisor/ have no index`);
   assert.deepEqual(offences, []);
 });
 

@@ -1,5 +1,5 @@
-import type { AliasEntry } from '../../shared/domain/alias-table.js';
-import type { ExtractedConcept } from '../../shared/platform/concept-extractor.js';
+import type { AliasEntry } from '../../shared/domain/index.js';
+import type { ExtractedConcept } from '../../shared/platform/index.js';
 import type { AliasRow } from '../memory/memory-store.js';
 import { aliasKey, conceptKey, learnAliases } from './learned-aliases.js';
 

@@ -1,5 +1,5 @@
-import type { ConceptType, RelationshipType } from '../../shared/domain/domain-schema.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import type { ConceptType, RelationshipType } from '../../shared/domain/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
 
 const invalid = (path: string, message: string, at = path) =>
   new ThymosError(ErrorCode.INVALID_INPUT, `${path}: ${message}`, { location: { path: at } });

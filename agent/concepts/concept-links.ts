@@ -1,5 +1,5 @@
-import type { RelationshipType } from '../../shared/domain/domain-schema.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import type { RelationshipType } from '../../shared/domain/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
 import { entry } from '../memory/map-entry.js';
 import type { MemoryRecord } from '../memory/memory-record.js';
 import type { ConceptRecord, MemoryStore } from '../memory/memory-store.js';

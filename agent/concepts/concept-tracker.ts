@@ -1,9 +1,7 @@
-import { type MemorySettings } from '../../shared/config/agent-settings.js';
-import type { AliasEntry } from '../../shared/domain/alias-table.js';
-import type { ConceptType, RelationshipType } from '../../shared/domain/domain-schema.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import type { ConceptExtractor, ExtractedConcept } from '../../shared/platform/concept-extractor.js';
-import type { Logger } from '../../shared/platform/logger.js';
+import { type MemorySettings } from '../../shared/config/index.js';
+import type { AliasEntry, ConceptType, RelationshipType } from '../../shared/domain/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import type { ConceptExtractor, ExtractedConcept, Logger } from '../../shared/platform/index.js';
 import type { AgentMemory, ConceptCompanionWrite } from '../memory/agent-memory.js';
 import { entry } from '../memory/map-entry.js';
 import type { MemoryRecord } from '../memory/memory-record.js';

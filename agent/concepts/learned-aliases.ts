@@ -1,4 +1,4 @@
-import type { ExtractedConcept } from '../../shared/platform/concept-extractor.js';
+import type { ExtractedConcept } from '../../shared/platform/index.js';
 import type { AliasRow } from '../memory/memory-store.js';
 
 /** The key of a name: lower case, runs of anything but letters and digits as one _. */

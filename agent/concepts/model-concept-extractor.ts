@@ -1,9 +1,8 @@
 import { z } from 'zod';
 
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import type { ConceptExtractor, ExtractedConcept } from '../../shared/platform/concept-extractor.js';
-import type { Logger } from '../../shared/platform/logger.js';
-import { ExtractedConceptSchema } from '../../shared/protocol/concept-protocol.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import type { ConceptExtractor, ExtractedConcept, Logger } from '../../shared/platform/index.js';
+import { ExtractedConceptSchema } from '../../shared/protocol/index.js';
 import { type GenerateResult, type LlmProvider } from '../llm/llm-provider.js';
 import { generateStructured } from '../llm/structured-output.js';
 

@@ -1,5 +1,4 @@
-import { withDeadline } from '../../shared/platform/deadline.js';
-import type { Logger } from '../../shared/platform/logger.js';
+import { type Logger, withDeadline } from '../../shared/platform/index.js';
 import type { MemoryConsolidator } from './memory-consolidator.js';
 
 /**

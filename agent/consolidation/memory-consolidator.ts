@@ -1,5 +1,5 @@
-import { type MemorySettings } from '../../shared/config/agent-settings.js';
-import type { Logger } from '../../shared/platform/logger.js';
+import { type MemorySettings } from '../../shared/config/index.js';
+import type { Logger } from '../../shared/platform/index.js';
 import type { ConceptTracker } from '../concepts/concept-tracker.js';
 import type { AgentMemory } from '../memory/agent-memory.js';
 import { entry } from '../memory/map-entry.js';

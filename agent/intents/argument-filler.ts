@@ -1,7 +1,6 @@
 import * as chrono from 'chrono-node';
 
-import { compilePattern, type SafePattern } from '../../shared/domain/safe-pattern.js';
-import type { Tool, ToolField } from '../../shared/domain/tool-schema.js';
+import { compilePattern, type SafePattern, type Tool, type ToolField } from '../../shared/domain/index.js';
 import { editDistance, rawWords } from './intent-words.js';
 
 /** A name the agent knows for an id (an agent's name or alias, a place), for fields that take ids. */

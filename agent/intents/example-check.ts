@@ -1,6 +1,6 @@
-import type { Tool, Tools } from '../../shared/domain/tool-schema.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import type { Embedder } from '../../shared/platform/embedder.js';
+import type { Tool, Tools } from '../../shared/domain/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import type { Embedder } from '../../shared/platform/index.js';
 import type { KnownName } from './argument-filler.js';
 import type { Glossary } from './glossary.js';
 import { IntentResolver } from './intent-resolver.js';

@@ -1,5 +1,4 @@
-import { compilePattern, type SafePattern } from '../../shared/domain/safe-pattern.js';
-import type { Tool, Tools } from '../../shared/domain/tool-schema.js';
+import { compilePattern, type SafePattern, type Tool, type Tools } from '../../shared/domain/index.js';
 
 /** Words a distinctive pattern does not take: one that takes any of them takes ordinary words, and says nothing of a tool. */
 const ORDINARY = ['order', 'the', 'hello', 'please', 'a', 'x', 'Order', 'OK', 'I', '1', '42', '2024', 'yes', 'TODAY', 'it'];

@@ -21,7 +21,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writ
 import { join, resolve } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
 import { GLOSSARY_LANGUAGES } from './glossary.js';
 
 /** Most English renderings kept for one headword. */

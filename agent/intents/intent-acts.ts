@@ -1,7 +1,7 @@
-import type { AliasEntry } from '../../shared/domain/alias-table.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import type { Logger } from '../../shared/platform/logger.js';
-import type { ToolCallRecord } from '../../shared/protocol/tool-call.js';
+import type { AliasEntry } from '../../shared/domain/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import type { Logger } from '../../shared/platform/index.js';
+import type { ToolCallRecord } from '../../shared/protocol/index.js';
 import type { ToolLoop } from '../llm/tool-loop.js';
 import type { NewMemory } from '../memory/agent-memory.js';
 import {

@@ -1,8 +1,8 @@
 import { type z } from 'zod';
 
-import type { Tools } from '../../shared/domain/tool-schema.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import type { Embedder } from '../../shared/platform/embedder.js';
+import type { Tools } from '../../shared/domain/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import type { Embedder } from '../../shared/platform/index.js';
 import type { IntentAnswer, IntentCandidate, IntentOutcome, ReadRequest } from '../runtime/acting.js';
 import { inputShape } from '../tools/tool-shapes.js';
 import { fillArguments, type Filled, type KnownName } from './argument-filler.js';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-import type { Tools } from '../../shared/domain/tool-schema.js';
+import type { Tools } from '../../shared/domain/index.js';
 import type { SamplingClient } from '../llm/agent-models.js';
 import type { GenerateResult, LlmProvider } from '../llm/llm-provider.js';
 import { generateStructured } from '../llm/structured-output.js';

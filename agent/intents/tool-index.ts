@@ -1,5 +1,5 @@
-import type { Tools } from '../../shared/domain/tool-schema.js';
-import { dot, type Embedder } from '../../shared/platform/embedder.js';
+import type { Tools } from '../../shared/domain/index.js';
+import { dot, type Embedder } from '../../shared/platform/index.js';
 import { editDistance, intentStem, intentWords, rawWords } from './intent-words.js';
 import { type English, englishBackground, ToolLikelihood } from './tool-likelihood.js';
 

@@ -1,5 +1,5 @@
-import type { Tools } from '../../shared/domain/tool-schema.js';
-import type { Embedder } from '../../shared/platform/embedder.js';
+import type { Tools } from '../../shared/domain/index.js';
+import type { Embedder } from '../../shared/platform/index.js';
 import type { IntentCandidate } from '../runtime/acting.js';
 import { distinctivePatterns, type FieldPattern, valueFit } from './field-values.js';
 import { ToolIndex, type ToolMatch } from './tool-index.js';

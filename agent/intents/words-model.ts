@@ -1,6 +1,5 @@
-import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import { glossaryDir, offlineModelDir } from '../../shared/config/thymos-root.js';
-import { StaticEmbedder } from '../../shared/platform/static-embedder.js';
+import { glossaryDir, offlineModelDir, type ThymosConfig } from '../../shared/config/index.js';
+import { StaticEmbedder } from '../../shared/platform/index.js';
 import { Glossary } from './glossary.js';
 
 /** The custom model of `[embedding] model_dir`, a candidate to read plain words with (`readWords` says whether it can). */

@@ -1,19 +1,17 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { describeIssues } from '../../shared/errors/zod-issues.js';
-import { serveCoded } from '../../shared/nats/coded-responder.js';
-import { connectNats, logRefusals, type NatsLink } from '../../shared/nats/nats-connection.js';
-import { agentIdentity } from '../../shared/nats/nats-identity.js';
-import type { Logger } from '../../shared/platform/logger.js';
+import { describeIssues, ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import { agentIdentity, connectNats, logRefusals, type NatsLink, serveCoded } from '../../shared/nats/index.js';
+import type { Logger } from '../../shared/platform/index.js';
 import {
   type AgentControlReply,
   type AgentControlRequest,
   AgentControlRequestSchema,
   type AgentStatusMessage,
-} from '../../shared/protocol/agent-protocol.js';
-import type { FleetNames } from '../../shared/protocol/fleet-names.js';
-import type { ApprovalDecision, ToolCallRecord } from '../../shared/protocol/tool-call.js';
+  type ApprovalDecision,
+  type FleetNames,
+  type ToolCallRecord,
+} from '../../shared/protocol/index.js';
 import type { Controllable } from '../runtime/runtime-ports.js';
 
 export interface AgentControlChannelOptions {

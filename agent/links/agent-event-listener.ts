@@ -1,13 +1,17 @@
 import { type Consumer, type ConsumerMessages, jetstream, type JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 
-import { ensureAgentConsumer } from '../../shared/nats/event-stream.js';
-import { ownDelivery } from '../../shared/nats/own-delivery.js';
-import type { Logger } from '../../shared/platform/logger.js';
-import type { FleetNames } from '../../shared/protocol/fleet-names.js';
-import { moreFollows, readHints } from '../../shared/protocol/heard-hints.js';
-import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
-import { eventMemoryText, type WorldEvent, WorldEventSchema } from '../../shared/protocol/world-event.js';
+import { ensureAgentConsumer, ownDelivery } from '../../shared/nats/index.js';
+import type { Logger } from '../../shared/platform/index.js';
+import {
+  eventMemoryText,
+  type FleetNames,
+  moreFollows,
+  parseJsonOrUndefined,
+  readHints,
+  type WorldEvent,
+  WorldEventSchema,
+} from '../../shared/protocol/index.js';
 import type { NewMemory } from '../memory/agent-memory.js';
 import type { Hearing } from '../runtime/runtime-ports.js';
 import { readForever, readPending } from './durable-consumer.js';

@@ -1,16 +1,17 @@
 import { type ConsumerMessages, jetstream, type JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 
-import { ErrorCode, isThymosError, ThymosError } from '../../shared/errors/errors.js';
-import { codedRequest } from '../../shared/nats/coded-request.js';
-import { serveCoded } from '../../shared/nats/coded-responder.js';
-import { sendAgentMessage } from '../../shared/nats/event-stream.js';
-import { agentIdentity } from '../../shared/nats/nats-identity.js';
-import { ownDelivery } from '../../shared/nats/own-delivery.js';
-import type { Logger } from '../../shared/platform/logger.js';
-import { type AgentMessage, AgentMessageSchema, AskReplySchema, newMessage } from '../../shared/protocol/agent-message.js';
-import type { FleetNames } from '../../shared/protocol/fleet-names.js';
-import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
+import { ErrorCode, isThymosError, ThymosError } from '../../shared/errors/index.js';
+import { agentIdentity, codedRequest, ownDelivery, sendAgentMessage, serveCoded } from '../../shared/nats/index.js';
+import type { Logger } from '../../shared/platform/index.js';
+import {
+  type AgentMessage,
+  AgentMessageSchema,
+  AskReplySchema,
+  type FleetNames,
+  newMessage,
+  parseJsonOrUndefined,
+} from '../../shared/protocol/index.js';
 import { QUESTION_TAG } from '../consolidation/claims.js';
 import { onlyAsks } from '../runtime/dialogue-behavior.js';
 import type { Conversing, Messenger } from '../runtime/runtime-ports.js';

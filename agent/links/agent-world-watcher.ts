@@ -1,7 +1,7 @@
-import type { WorldWatch } from '../../shared/domain/domain-schema.js';
-import type { WorldClient, WorldSubscription } from '../../shared/nats/world-client.js';
-import type { Logger } from '../../shared/platform/logger.js';
-import type { WorldChange } from '../../shared/protocol/world-protocol.js';
+import type { WorldWatch } from '../../shared/domain/index.js';
+import type { WorldClient, WorldSubscription } from '../../shared/nats/index.js';
+import type { Logger } from '../../shared/platform/index.js';
+import type { WorldChange } from '../../shared/protocol/index.js';
 import type { NewMemory } from '../memory/agent-memory.js';
 import type { Hearing } from '../runtime/runtime-ports.js';
 

@@ -1,7 +1,7 @@
 import type { Consumer, ConsumerMessages, JsMsg } from '@nats-io/jetstream';
 
-import { consumeLong, LONG_PULL, type PullTiming } from '../../shared/nats/long-pull.js';
-import type { Logger } from '../../shared/platform/logger.js';
+import { consumeLong, LONG_PULL, type PullTiming } from '../../shared/nats/index.js';
+import type { Logger } from '../../shared/platform/index.js';
 
 /**
  * Takes what waits on a durable consumer, in order, a batch at a time, until nothing is

@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 
-import type { HeardHints } from '../../shared/protocol/heard-hints.js';
+import type { HeardHints } from '../../shared/protocol/index.js';
 
 /** Texts whose hints are kept at most: a replay hands over 256 at a time, and hints are taken soon after. */
 const ENTRIES_MAX = 1024;

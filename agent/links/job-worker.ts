@@ -1,16 +1,18 @@
 import { jetstream, type JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 
-import { backoffAfter, type Work } from '../../shared/domain/queue-schema.js';
-import { ErrorCode, isThymosError, ThymosError } from '../../shared/errors/errors.js';
-import { describeIssues } from '../../shared/errors/zod-issues.js';
-import { ownDelivery } from '../../shared/nats/own-delivery.js';
-import { published } from '../../shared/nats/published-mark.js';
-import type { Logger } from '../../shared/platform/logger.js';
-import type { FleetNames } from '../../shared/protocol/fleet-names.js';
-import { type Job, type JobGiveUp, JobSchema } from '../../shared/protocol/job.js';
-import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
-import type { ToolCallRecord } from '../../shared/protocol/tool-call.js';
+import { backoffAfter, type Work } from '../../shared/domain/index.js';
+import { describeIssues, ErrorCode, isThymosError, ThymosError } from '../../shared/errors/index.js';
+import { ownDelivery, published } from '../../shared/nats/index.js';
+import type { Logger } from '../../shared/platform/index.js';
+import {
+  type FleetNames,
+  type Job,
+  type JobGiveUp,
+  JobSchema,
+  parseJsonOrUndefined,
+  type ToolCallRecord,
+} from '../../shared/protocol/index.js';
 import { type JobEnding, settledEnding } from '../runtime/job-work.js';
 import type { Working } from '../runtime/runtime-ports.js';
 

@@ -1,10 +1,9 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { codedRequest, type Unanswered, validatedRequest } from '../../shared/nats/coded-request.js';
-import type { Embedder } from '../../shared/platform/embedder.js';
-import { decodeVectors, EmbedInfoSchema, EmbedOkSchema } from '../../shared/protocol/embed-protocol.js';
-import { DEFAULT_FLEET_NAMES, type FleetNames } from '../../shared/protocol/fleet-names.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import { codedRequest, type Unanswered, validatedRequest } from '../../shared/nats/index.js';
+import type { Embedder } from '../../shared/platform/index.js';
+import { decodeVectors, DEFAULT_FLEET_NAMES, EmbedInfoSchema, EmbedOkSchema, type FleetNames } from '../../shared/protocol/index.js';
 import { answerWithHints, type HintBook } from './hint-book.js';
 
 /**

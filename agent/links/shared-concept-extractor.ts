@@ -1,11 +1,9 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { codedRequest } from '../../shared/nats/coded-request.js';
-import { CompromiseExtractor, type ConceptExtractor, type ExtractedConcept } from '../../shared/platform/concept-extractor.js';
-import type { Logger } from '../../shared/platform/logger.js';
-import { CONCEPT_TEXTS_MAX, ConceptOkSchema } from '../../shared/protocol/concept-protocol.js';
-import type { FleetNames } from '../../shared/protocol/fleet-names.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import { codedRequest } from '../../shared/nats/index.js';
+import { CompromiseExtractor, type ConceptExtractor, type ExtractedConcept, type Logger } from '../../shared/platform/index.js';
+import { CONCEPT_TEXTS_MAX, ConceptOkSchema, type FleetNames } from '../../shared/protocol/index.js';
 import { answerWithHints, type HintBook } from './hint-book.js';
 
 /** How long an agent waits for the concept service before it extracts on its own. */

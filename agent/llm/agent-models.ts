@@ -1,8 +1,6 @@
-import { LLM_USES, type LlmUse } from '../../shared/config/llm-settings.js';
-import { LLM_USE_SCHEMAS, type LlmContextSettings, type LlmUseSettings } from '../../shared/config/llm-settings.js';
-import type { AgentDefinition, LlmOverride } from '../../shared/domain/domain-schema.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { describeIssues } from '../../shared/errors/zod-issues.js';
+import { LLM_USE_SCHEMAS, LLM_USES, type LlmContextSettings, type LlmUse, type LlmUseSettings } from '../../shared/config/index.js';
+import type { AgentDefinition, LlmOverride } from '../../shared/domain/index.js';
+import { describeIssues, ErrorCode, ThymosError } from '../../shared/errors/index.js';
 import { type LlmProvider, type TokenUsage } from './llm-provider.js';
 import { createLlmProvider } from './llm-providers.js';
 import { McpSamplingProvider, type Sample } from './mcp-sampling-provider.js';

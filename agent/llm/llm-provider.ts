@@ -1,4 +1,4 @@
-import type { Persona } from '../../shared/domain/domain-schema.js';
+import type { Persona } from '../../shared/domain/index.js';
 
 /** A tool a model may call: a function definition, its parameters a JSON Schema. */
 export interface ModelTool {

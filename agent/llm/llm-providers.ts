@@ -1,5 +1,5 @@
-import { type LlmUseSettings } from '../../shared/config/llm-settings.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import { type LlmUseSettings } from '../../shared/config/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
 import type { LlmProvider } from './llm-provider.js';
 import { OpenAiCompatibleProvider } from './openai-compatible-provider.js';
 

@@ -7,7 +7,7 @@ import {
   type SamplingMessage,
 } from '@modelcontextprotocol/sdk/types.js';
 
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
 import {
   defuseMarkers,
   type GenerateRequest,

@@ -1,5 +1,5 @@
-import type { Persona } from '../../shared/domain/domain-schema.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import type { Persona } from '../../shared/domain/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
 import type { BriefMemory, GenerateRequest, GenerateResult, LlmProvider, PromptBrief, ScoredOption } from './llm-provider.js';
 import type { DecisionAnswer, DialogueReply, ThoughtAnswer } from './llm-tasks.js';
 

@@ -3,8 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pRetry, { AbortError } from 'p-retry';
 import { z } from 'zod';
 
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { describeIssues } from '../../shared/errors/zod-issues.js';
+import { describeIssues, ErrorCode, ThymosError } from '../../shared/errors/index.js';
 import {
   defuseMarkers,
   type GenerateRequest,

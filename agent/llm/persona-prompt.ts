@@ -1,4 +1,4 @@
-import type { AgentDefinition, Persona } from '../../shared/domain/domain-schema.js';
+import type { AgentDefinition, Persona } from '../../shared/domain/index.js';
 
 /**
  * A system prompt that puts a model in the persona's character, with `more` lines before the

@@ -1,7 +1,6 @@
 import { type z } from 'zod';
 
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { describeIssues } from '../../shared/errors/zod-issues.js';
+import { describeIssues, ErrorCode, ThymosError } from '../../shared/errors/index.js';
 import { jsonIn } from './json-text.js';
 import { answer, type GenerateRequest, type GenerateResult, type LlmProvider, type TextSink, type TokenUsage } from './llm-provider.js';
 import { runToolLoop, type ToolLoop } from './tool-loop.js';

@@ -1,4 +1,4 @@
-import { ErrorCode } from '../../shared/errors/errors.js';
+import { ErrorCode } from '../../shared/errors/index.js';
 import {
   answer,
   type GenerateRequest,

@@ -5,11 +5,10 @@ import type { AddressInfo } from 'node:net';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 
-import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { bearerMatches } from '../../shared/platform/agent-token.js';
-import type { Logger } from '../../shared/platform/logger.js';
-import { parseWireJson } from '../../shared/protocol/parse-json.js';
+import type { ThymosConfig } from '../../shared/config/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import { bearerMatches, type Logger } from '../../shared/platform/index.js';
+import { parseWireJson } from '../../shared/protocol/index.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
 import type { ToolCaller } from '../tools/tool-caller.js';
 import { type AgentMcpSession, agentResourceUris, createAgentMcpSession } from './agent-mcp-server.js';

@@ -10,9 +10,9 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 
-import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import { logFeedOf } from '../../shared/engines/pino-logger.js';
-import { type Logger, type LogRecord } from '../../shared/platform/logger.js';
+import type { ThymosConfig } from '../../shared/config/index.js';
+import { logFeedOf } from '../../shared/engines/index.js';
+import { type Logger, type LogRecord } from '../../shared/platform/index.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
 import type { ToolCaller } from '../tools/tool-caller.js';
 import { registerConceptTools, registerLinkTools } from './concept-tools.js';

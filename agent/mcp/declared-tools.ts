@@ -3,16 +3,16 @@ import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/proto
 import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 
-import { needsReason, type Tool } from '../../shared/domain/tool-schema.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { REQUESTER_HEADER } from '../../shared/protocol/fleet-names.js';
+import { needsReason, type Tool } from '../../shared/domain/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
 import {
   CallChainSchema,
   CHAIN_META,
   IDEMPOTENCY_META,
   IdempotencyKeySchema,
+  REQUESTER_HEADER,
   type ToolCallRecord,
-} from '../../shared/protocol/tool-call.js';
+} from '../../shared/protocol/index.js';
 import type { ToolCaller } from '../tools/tool-caller.js';
 import { inputShape, outputShape, toolAnnotations } from '../tools/tool-shapes.js';
 import { guard, toolError } from './tool-kit.js';

@@ -2,8 +2,8 @@ import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/proto
 import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 
-import { AgentIdSchema } from '../../shared/domain/domain-schema.js';
-import { ToolStepSchema } from '../../shared/protocol/agent-protocol.js';
+import { AgentIdSchema } from '../../shared/domain/index.js';
+import { ToolStepSchema } from '../../shared/protocol/index.js';
 import type { TalkReply } from '../runtime/agent-behavior.js';
 import { CONTEXT_TIERS } from '../runtime/context-packet.js';
 import { callChain, callerOf } from './declared-tools.js';

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
-import type { ErrorCode } from '../../shared/errors/errors.js';
+import type { ErrorCode } from '../../shared/errors/index.js';
 
 /*
  * The plain parts of an agent's HTTP edge: reading a request's headers and its body within a

@@ -1,7 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
 import type { ActOutcome, IntentAnswer } from '../runtime/acting.js';
 import { REASON_MAX } from '../tools/tool-shapes.js';
 import { callChain, callerKey, callerOf } from './declared-tools.js';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-import { ScoredOptionSchema } from '../../shared/protocol/agent-protocol.js';
+import { ScoredOptionSchema } from '../../shared/protocol/index.js';
 import { callChain } from './declared-tools.js';
 import { guard, OPTION_MAX, OPTIONS_MAX, samplingClient, SITUATION_MAX, thoughtText, type ToolContext } from './tool-kit.js';
 

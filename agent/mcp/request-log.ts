@@ -2,8 +2,8 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 
-import { isThymosError } from '../../shared/errors/errors.js';
-import type { Logger } from '../../shared/platform/logger.js';
+import { isThymosError } from '../../shared/errors/index.js';
+import type { Logger } from '../../shared/platform/index.js';
 
 type Handler = (request: { method: string; params?: Record<string, unknown> }, extra: unknown) => Promise<unknown>;
 

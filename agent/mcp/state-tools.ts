@@ -1,7 +1,6 @@
 import { z } from 'zod';
 
-import { AgentStateSchema } from '../../shared/protocol/agent-protocol.js';
-import { WorldQuerySchema } from '../../shared/protocol/world-protocol.js';
+import { AgentStateSchema, WorldQuerySchema } from '../../shared/protocol/index.js';
 import { personaPrompt } from '../llm/persona-prompt.js';
 import { guard, MEMORIES_RESOURCE_LIMIT, memoryOut, QUERY_MAX, type ToolContext } from './tool-kit.js';
 

@@ -9,9 +9,9 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 
-import type { MemorySettings } from '../../shared/config/agent-settings.js';
-import type { Persona } from '../../shared/domain/domain-schema.js';
-import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
+import type { MemorySettings } from '../../shared/config/index.js';
+import type { Persona } from '../../shared/domain/index.js';
+import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/index.js';
 import type { ConceptView } from '../concepts/concept-tracker.js';
 import type { SamplingClient } from '../llm/agent-models.js';
 import type { RecallOptions } from '../memory/agent-memory.js';

@@ -1,7 +1,6 @@
-import { type MemorySettings } from '../../shared/config/agent-settings.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import type { Embedder } from '../../shared/platform/embedder.js';
-import type { Logger } from '../../shared/platform/logger.js';
+import { type MemorySettings } from '../../shared/config/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import type { Embedder, Logger } from '../../shared/platform/index.js';
 import { Bm25Index } from './bm25-index.js';
 import { cascadeRecall, type CascadeSources, type CascadeStage } from './cascade-recall.js';
 import { EpisodeIndex } from './episode-index.js';

@@ -1,6 +1,6 @@
 import PQueue from 'p-queue';
 
-import type { Logger } from '../../shared/platform/logger.js';
+import type { Logger } from '../../shared/platform/index.js';
 import type { MemoryRecord } from './memory-record.js';
 
 export type MemoryEvent = 'created' | 'updated' | 'accessed';

@@ -1,6 +1,6 @@
 import { RecordId } from 'surrealdb';
 
-import type { ToolCallRecord } from '../../shared/protocol/tool-call.js';
+import type { ToolCallRecord } from '../../shared/protocol/index.js';
 import { type MemoryChanges, type MemoryRecord, normaliseSource } from './memory-record.js';
 
 /*

@@ -1,8 +1,8 @@
 import { RecordId, type Surreal } from 'surrealdb';
 
-import { openEmbeddedSurreal } from '../../shared/engines/embedded-surreal.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import type { CallStatus, ToolCallRecord } from '../../shared/protocol/tool-call.js';
+import { openEmbeddedSurreal } from '../../shared/engines/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import type { CallStatus, ToolCallRecord } from '../../shared/protocol/index.js';
 import { CONCEPT_GRAPH_QUERY, type ConceptGraph, conceptGraphOf, type ConceptGraphRows } from './concept-graph-rows.js';
 import type { MemoryRecord } from './memory-record.js';
 import {

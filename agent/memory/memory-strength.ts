@@ -1,4 +1,4 @@
-import { type MemorySettings } from '../../shared/config/agent-settings.js';
+import { type MemorySettings } from '../../shared/config/index.js';
 import type { MemoryRecord } from './memory-record.js';
 
 const HOUR_MS = 3_600_000;

@@ -1,8 +1,6 @@
 import PQueue from 'p-queue';
 
-import { withDeadline } from '../../shared/platform/deadline.js';
-import { dot, type Embedder } from '../../shared/platform/embedder.js';
-import type { Logger } from '../../shared/platform/logger.js';
+import { dot, type Embedder, type Logger, withDeadline } from '../../shared/platform/index.js';
 import type { MemoryRecord } from './memory-record.js';
 import type { MemoryStore } from './memory-store.js';
 import { VectorIndex } from './vector-index.js';

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import type { Surreal } from 'surrealdb';
 
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
 
 /** How often a write that lost a transaction conflict is tried again. */
 const CONFLICT_RETRIES = 5;

@@ -1,4 +1,4 @@
-import type { MemorySettings } from '../../shared/config/agent-settings.js';
+import type { MemorySettings } from '../../shared/config/index.js';
 import type { CascadeStage } from './cascade-recall.js';
 import type { Relevance } from './fused-ranking.js';
 import type { MemoryRecord, RecallHit } from './memory-record.js';

@@ -1,5 +1,5 @@
-import { type NamedSearchStrategy, SEARCH_METHODS } from '../../shared/domain/domain-schema.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import { type NamedSearchStrategy, SEARCH_METHODS } from '../../shared/domain/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
 import type { CascadeTuning } from './cascade-recall.js';
 import type { MemoryRecord } from './memory-record.js';
 

@@ -1,4 +1,4 @@
-import { dot } from '../../shared/platform/embedder.js';
+import { dot } from '../../shared/platform/index.js';
 
 export interface VectorHit {
   id: string;

@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
 
-import type { AgentDefinition } from '../../shared/domain/domain-schema.js';
-import { CompromiseExtractor, type ConceptExtractor } from '../../shared/platform/concept-extractor.js';
-import type { Logger } from '../../shared/platform/logger.js';
+import type { AgentDefinition } from '../../shared/domain/index.js';
+import { CompromiseExtractor, type ConceptExtractor, type Logger } from '../../shared/platform/index.js';
 import { ConceptTracker } from '../concepts/concept-tracker.js';
 import { ModelConceptExtractor } from '../concepts/model-concept-extractor.js';
 import { MemoryConsolidator } from '../consolidation/memory-consolidator.js';

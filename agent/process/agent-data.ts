@@ -1,11 +1,9 @@
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 
-import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import type { CleanupStack } from '../../shared/platform/cleanup-stack.js';
-import { DataLock } from '../../shared/platform/data-lock.js';
-import { portTaken } from '../../shared/platform/port-probe.js';
+import type { ThymosConfig } from '../../shared/config/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import { type CleanupStack, DataLock, portTaken } from '../../shared/platform/index.js';
 import { MemoryStore } from '../memory/memory-store.js';
 
 /** Where an agent keeps its files: `<data_dir>/agents/<id>/`. */

@@ -3,12 +3,9 @@ import { parseArgs } from 'node:util';
 
 import { z } from 'zod';
 
-import { AgentIdSchema } from '../../shared/domain/domain-schema.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { describeIssues } from '../../shared/errors/zod-issues.js';
-import { AgentModeSchema } from '../../shared/protocol/agent-protocol.js';
-import { type AgentStartContext, AgentStartContextSchema } from '../../shared/protocol/agent-start-context.js';
-
+import { AgentIdSchema } from '../../shared/domain/index.js';
+import { describeIssues, ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import { AgentModeSchema, type AgentStartContext, AgentStartContextSchema } from '../../shared/protocol/index.js';
 /** Options of `thymos agent`. */
 export const AgentOptionsSchema = z.object({
   agentId: AgentIdSchema,

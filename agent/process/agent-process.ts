@@ -1,11 +1,7 @@
-import { resolveConfigFile, type ThymosConfig } from '../../shared/config/thymos-config.js';
-import { createLogger } from '../../shared/engines/pino-logger.js';
-import { toThymosError } from '../../shared/errors/errors.js';
-import { CleanupStack } from '../../shared/platform/cleanup-stack.js';
-import { flushCompileCache } from '../../shared/platform/compile-cache.js';
-import { type Logger } from '../../shared/platform/logger.js';
-import { PhaseClock, processCpuMs } from '../../shared/platform/phase-clock.js';
-import { StopOnce } from '../../shared/platform/stop-once.js';
+import { resolveConfigFile, type ThymosConfig } from '../../shared/config/index.js';
+import { createLogger } from '../../shared/engines/index.js';
+import { toThymosError } from '../../shared/errors/index.js';
+import { CleanupStack, flushCompileCache, type Logger, PhaseClock, processCpuMs, StopOnce } from '../../shared/platform/index.js';
 import { SharedConceptExtractor } from '../links/shared-concept-extractor.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
 import { assembleAgent, type AssembledAgent } from './agent-assembly.js';

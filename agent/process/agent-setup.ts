@@ -1,21 +1,23 @@
-import { resolveConfigFile, type ThymosConfig } from '../../shared/config/thymos-config.js';
-import { type AliasEntry, aliasTable } from '../../shared/domain/alias-table.js';
+import { resolveConfigFile, type ThymosConfig } from '../../shared/config/index.js';
 import {
   type AgentDefinition,
   AgentDefinitionSchema,
+  type AliasEntry,
+  aliasTable,
+  appliesTo,
   type ConceptType,
   type DomainSchema,
+  grantedTools,
   loadDomainSchema,
   type NamedSearchStrategy,
   type RelationshipType,
+  type Tools,
+  type Work,
+  workOf,
   type WorldWatch,
-} from '../../shared/domain/domain-schema.js';
-import { appliesTo } from '../../shared/domain/event-filter.js';
-import { type Work, workOf } from '../../shared/domain/queue-schema.js';
-import { grantedTools, type Tools } from '../../shared/domain/tool-schema.js';
-import type { Logger } from '../../shared/platform/logger.js';
-import type { AgentMode } from '../../shared/protocol/agent-protocol.js';
-import type { AgentStartContext } from '../../shared/protocol/agent-start-context.js';
+} from '../../shared/domain/index.js';
+import type { Logger } from '../../shared/platform/index.js';
+import type { AgentMode, AgentStartContext } from '../../shared/protocol/index.js';
 import type { AgentOptions } from './agent-options.js';
 
 /**

@@ -1,6 +1,5 @@
-import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import type { Logger } from '../../shared/platform/logger.js';
-import { processCpuMs } from '../../shared/platform/phase-clock.js';
+import type { ThymosConfig } from '../../shared/config/index.js';
+import { type Logger, processCpuMs } from '../../shared/platform/index.js';
 import type { AgentControlChannel } from '../links/agent-control-channel.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
 

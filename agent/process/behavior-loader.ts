@@ -1,9 +1,9 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import type { AgentDefinition } from '../../shared/domain/domain-schema.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import type { ThymosConfig } from '../../shared/config/index.js';
+import type { AgentDefinition } from '../../shared/domain/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
 import type { AgentBehavior, AgentBehaviorContext, CreateBehavior, TalkRequest } from '../runtime/agent-behavior.js';
 import { DialogueBehavior } from '../runtime/dialogue-behavior.js';
 

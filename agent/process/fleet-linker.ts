@@ -1,11 +1,9 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import pRetry, { AbortError } from 'p-retry';
 
-import { agentIdentity, fleetNatsLink } from '../../shared/nats/nats-identity.js';
-import type { CleanupStack } from '../../shared/platform/cleanup-stack.js';
-import type { Logger } from '../../shared/platform/logger.js';
-import { FleetNames } from '../../shared/protocol/fleet-names.js';
-import { parseAgentEvent } from '../../shared/protocol/world-event.js';
+import { agentIdentity, fleetNatsLink } from '../../shared/nats/index.js';
+import type { CleanupStack, Logger } from '../../shared/platform/index.js';
+import { FleetNames, parseAgentEvent } from '../../shared/protocol/index.js';
 import type { AgentControlChannel } from '../links/agent-control-channel.js';
 import { HintBook } from '../links/hint-book.js';
 import type { SharedConceptExtractor } from '../links/shared-concept-extractor.js';
@@ -112,7 +110,7 @@ async function linkingSteps(
   const { config, id } = setup;
   const { channel, names, listeners } = linked;
   const { ear, inbox, watcher, hints } = linked.readers;
-  const { WorldClient } = await import('../../shared/nats/world-client.js');
+  const { WorldClient } = await import('../../shared/nats/index.js');
   const done = new Set<string>();
   const once = async (step: string, run: () => Promise<void>) => {
     if (done.has(step)) return;
@@ -134,7 +132,7 @@ async function linkingSteps(
     });
     await once('world', async () => {
       const world = new WorldClient(nc, { timeoutMs: config.supervisor.request_timeout_ms, by: id, owner: id, names, agent: id });
-      const { publishWorldEvent } = await import('../../shared/nats/event-stream.js');
+      const { publishWorldEvent } = await import('../../shared/nats/index.js');
       runtime.links.setWorld(world, async (input) => {
         const event = parseAgentEvent(input, id);
         return { id: event.id, ...(await publishWorldEvent(nc, event, names, id)) };
@@ -142,7 +140,7 @@ async function linkingSteps(
       await watcher.open(world);
     });
     await once('approvals', async () => {
-      const { SupervisorRequester } = await import('../../shared/nats/supervisor-requester.js');
+      const { SupervisorRequester } = await import('../../shared/nats/index.js');
       const supervisor = SupervisorRequester.control(nc, config.supervisor.request_timeout_ms, names, id);
       await parts.tools.link(
         async (call) => (await supervisor.request('call_pending', { call })).decision,
@@ -197,7 +195,7 @@ async function startWork(
   if (work.length === 0) return;
   const { JobWorker } = await import('../links/job-worker.js');
   const { callsSettled } = await import('../tools/calls-settled.js');
-  const { SupervisorRequester } = await import('../../shared/nats/supervisor-requester.js');
+  const { SupervisorRequester } = await import('../../shared/nats/index.js');
   const supervisor = SupervisorRequester.control(nc, config.supervisor.request_timeout_ms, names, parts.runtime.id);
   const settled = (ids: readonly string[], signal: AbortSignal) => callsSettled(parts.tools, ids, signal);
   const worker = new JobWorker(

@@ -1,6 +1,4 @@
-import { agentTokenPath, ensureAgentToken } from '../../shared/platform/agent-token.js';
-import type { CleanupStack } from '../../shared/platform/cleanup-stack.js';
-import type { Logger } from '../../shared/platform/logger.js';
+import { agentTokenPath, type CleanupStack, ensureAgentToken, type Logger } from '../../shared/platform/index.js';
 import type { AgentHttpServer } from '../mcp/agent-http-server.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
 import type { ToolCaller } from '../tools/tool-caller.js';

@@ -1,18 +1,12 @@
 import { appendFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { fleetPaths, Pm2Names, spareClaimFile } from '../../shared/config/fleet-paths.js';
-import { createLogger } from '../../shared/engines/pino-logger.js';
-import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
-import { describeIssues } from '../../shared/errors/zod-issues.js';
-import { serveCoded } from '../../shared/nats/coded-responder.js';
-import { connectNats, logRefusals } from '../../shared/nats/nats-connection.js';
-import { fleetNatsLink } from '../../shared/nats/nats-identity.js';
-import { flushCompileCache } from '../../shared/platform/compile-cache.js';
-import { processCpuMs } from '../../shared/platform/phase-clock.js';
-import { FleetNames } from '../../shared/protocol/fleet-names.js';
-import { parseWireJson } from '../../shared/protocol/parse-json.js';
-import { type SpareClaim, SpareClaimSchema } from '../../shared/protocol/spare-protocol.js';
+import { fleetPaths, Pm2Names, spareClaimFile } from '../../shared/config/index.js';
+import { createLogger } from '../../shared/engines/index.js';
+import { describeIssues, ErrorCode, ThymosError, toThymosError } from '../../shared/errors/index.js';
+import { connectNats, fleetNatsLink, logRefusals, serveCoded } from '../../shared/nats/index.js';
+import { flushCompileCache, processCpuMs } from '../../shared/platform/index.js';
+import { FleetNames, parseWireJson, type SpareClaim, SpareClaimSchema } from '../../shared/protocol/index.js';
 import { SharedConceptExtractor } from '../links/shared-concept-extractor.js';
 import { resolveConfig, runAgentProcess, type RunningAgent } from './agent-process.js';
 import { rehearseAgent } from './spare-rehearsal.js';
@@ -61,7 +55,7 @@ export async function runSpareProcess(options: SpareOptions): Promise<Spare> {
     import('../links/agent-event-listener.js'),
     import('../links/agent-inbox.js'),
     import('../links/agent-world-watcher.js'),
-    import('../../shared/nats/world-client.js'),
+    import('../../shared/nats/index.js'),
   ]);
   const nc = await connectNats({
     servers: options.natsUrl,

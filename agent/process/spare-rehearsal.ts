@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 
-import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import type { ConceptExtractor } from '../../shared/platform/concept-extractor.js';
-import type { Logger } from '../../shared/platform/logger.js';
+import type { ThymosConfig } from '../../shared/config/index.js';
+import type { ConceptExtractor, Logger } from '../../shared/platform/index.js';
 import { AgentModels } from '../llm/agent-models.js';
 import { AgentHttpServer } from '../mcp/agent-http-server.js';
 import type { AgentMemory } from '../memory/agent-memory.js';

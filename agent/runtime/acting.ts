@@ -1,4 +1,4 @@
-import type { ToolCallRecord } from '../../shared/protocol/tool-call.js';
+import type { ToolCallRecord } from '../../shared/protocol/index.js';
 import type { SamplingClient } from '../llm/agent-models.js';
 import type { ToolStep } from '../llm/llm-provider.js';
 import type { ToolLoop } from '../llm/tool-loop.js';

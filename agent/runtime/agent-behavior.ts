@@ -1,12 +1,10 @@
 import { z } from 'zod';
 
-import { type LlmContextSettings, type LlmUse } from '../../shared/config/llm-settings.js';
-import type { AgentDefinition } from '../../shared/domain/domain-schema.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import type { Logger } from '../../shared/platform/logger.js';
-import type { RelevanceInput } from '../../shared/protocol/agent-protocol.js';
-import type { Job } from '../../shared/protocol/job.js';
-import type { ToolCallRecord } from '../../shared/protocol/tool-call.js';
+import { type LlmContextSettings, type LlmUse } from '../../shared/config/index.js';
+import type { AgentDefinition } from '../../shared/domain/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import type { Logger } from '../../shared/platform/index.js';
+import type { Job, RelevanceInput, ToolCallRecord } from '../../shared/protocol/index.js';
 import type { SamplingClient } from '../llm/agent-models.js';
 import type { GenerateResult, LlmProvider, ToolStep } from '../llm/llm-provider.js';
 import type { ToolLoop } from '../llm/tool-loop.js';

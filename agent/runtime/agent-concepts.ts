@@ -1,4 +1,4 @@
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
 import type { ConceptTracker, ConceptView } from '../concepts/concept-tracker.js';
 import type { CauseStep, RelatedConcept } from '../concepts/concept-walks.js';
 import type { RuntimeGate } from './runtime-ports.js';

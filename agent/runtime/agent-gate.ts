@@ -1,5 +1,5 @@
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import type { AgentMode, AgentState } from '../../shared/protocol/agent-protocol.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import type { AgentMode, AgentState } from '../../shared/protocol/index.js';
 import { CallGate } from './call-gate.js';
 import type { RuntimeGate } from './runtime-ports.js';
 

@@ -1,8 +1,6 @@
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import type { WorldClient } from '../../shared/nats/world-client.js';
-import type { AgentMessage } from '../../shared/protocol/agent-message.js';
-import type { WorldEventInput } from '../../shared/protocol/world-event.js';
-import type { WorldQueryInput, WorldRow } from '../../shared/protocol/world-protocol.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import type { WorldClient } from '../../shared/nats/index.js';
+import type { AgentMessage, WorldEventInput, WorldQueryInput, WorldRow } from '../../shared/protocol/index.js';
 import type { Messenger, RuntimeGate } from './runtime-ports.js';
 
 /** Publishes a world event as the agent; resolves with its id and stream sequence. */

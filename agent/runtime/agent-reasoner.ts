@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-import type { EventDecision } from '../../shared/protocol/agent-protocol.js';
+import type { EventDecision } from '../../shared/protocol/index.js';
 import { SAID_TAG } from '../consolidation/claims.js';
 import { type LlmMessage, type ScoredOption, type ToolStep } from '../llm/llm-provider.js';
 import { ANSWER_SHAPES } from '../llm/llm-tasks.js';

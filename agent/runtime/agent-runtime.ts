@@ -1,10 +1,9 @@
 import { EventEmitter } from 'node:events';
 
-import type { AgentDefinition, NamedSearchStrategy } from '../../shared/domain/domain-schema.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import type { Logger } from '../../shared/platform/logger.js';
-import type { AgentMode, AgentState, RelevanceInput } from '../../shared/protocol/agent-protocol.js';
-import type { Job } from '../../shared/protocol/job.js';
+import type { AgentDefinition, NamedSearchStrategy } from '../../shared/domain/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import type { Logger } from '../../shared/platform/index.js';
+import type { AgentMode, AgentState, Job, RelevanceInput } from '../../shared/protocol/index.js';
 import { consolidateWithin } from '../consolidation/consolidate-within.js';
 import type { ConsolidationReport, ConsolidationScope } from '../consolidation/consolidation-report.js';
 import type { MemoryConsolidator } from '../consolidation/memory-consolidator.js';

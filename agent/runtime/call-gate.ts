@@ -1,4 +1,4 @@
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
 
 /**
  * Counts the calls in flight into an agent, so a stop can wait for them (`drain`), and

@@ -1,4 +1,4 @@
-import type { LlmContextSettings } from '../../shared/config/llm-settings.js';
+import type { LlmContextSettings } from '../../shared/config/index.js';
 import { QUESTION_TAG, SAID_TAG } from '../consolidation/claims.js';
 import type { MemoryRecord, RecallHit } from '../memory/memory-record.js';
 import type { AgentBehaviorContext } from './agent-behavior.js';

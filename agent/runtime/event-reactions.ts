@@ -1,7 +1,7 @@
 import PQueue from 'p-queue';
 
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import type { Logger } from '../../shared/platform/logger.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import type { Logger } from '../../shared/platform/index.js';
 import type { MemoryRecord } from '../memory/memory-record.js';
 
 /** Reactions waiting beyond this are dropped (and logged): a burst of events must not queue model calls without end. */

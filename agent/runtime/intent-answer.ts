@@ -1,4 +1,4 @@
-import type { ToolCallRecord } from '../../shared/protocol/tool-call.js';
+import type { ToolCallRecord } from '../../shared/protocol/index.js';
 
 /** One tool an intent may mean, with how well it fits (0..1) and why. */
 export interface IntentCandidate {

@@ -1,9 +1,7 @@
 import { z } from 'zod';
 
-import { ErrorCode, isThymosError } from '../../shared/errors/errors.js';
-import { describeIssues } from '../../shared/errors/zod-issues.js';
-import type { Job } from '../../shared/protocol/job.js';
-import type { ToolCallRecord } from '../../shared/protocol/tool-call.js';
+import { describeIssues, ErrorCode, isThymosError } from '../../shared/errors/index.js';
+import type { Job, ToolCallRecord } from '../../shared/protocol/index.js';
 import type { LlmMessage, ToolStep } from '../llm/llm-provider.js';
 import { ANSWER_SHAPES } from '../llm/llm-tasks.js';
 import { goalsLine, personaPrompt } from '../llm/persona-prompt.js';

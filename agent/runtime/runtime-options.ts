@@ -1,6 +1,6 @@
-import type { AgentDefinition, NamedSearchStrategy } from '../../shared/domain/domain-schema.js';
-import type { Logger } from '../../shared/platform/logger.js';
-import type { AgentMode } from '../../shared/protocol/agent-protocol.js';
+import type { AgentDefinition, NamedSearchStrategy } from '../../shared/domain/index.js';
+import type { Logger } from '../../shared/platform/index.js';
+import type { AgentMode } from '../../shared/protocol/index.js';
 import type { ConceptTracker } from '../concepts/concept-tracker.js';
 import type { MemoryConsolidator } from '../consolidation/memory-consolidator.js';
 import type { AgentModels } from '../llm/agent-models.js';

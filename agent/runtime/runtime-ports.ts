@@ -1,6 +1,4 @@
-import type { AgentMessage } from '../../shared/protocol/agent-message.js';
-import type { AgentMode, AgentState, EventDecision, RelevanceInput } from '../../shared/protocol/agent-protocol.js';
-import type { Job } from '../../shared/protocol/job.js';
+import type { AgentMessage, AgentMode, AgentState, EventDecision, Job, RelevanceInput } from '../../shared/protocol/index.js';
 import type { NewMemory } from '../memory/agent-memory.js';
 import type { MemoryRecord } from '../memory/memory-record.js';
 import type { JobDelivery, TalkReply, TalkRequest } from './agent-behavior.js';

@@ -1,4 +1,4 @@
-import type { AgentMode, AgentState } from '../../shared/protocol/agent-protocol.js';
+import type { AgentMode, AgentState } from '../../shared/protocol/index.js';
 import { LlmSpending } from '../llm/llm-spending.js';
 import type { MemoryStore } from '../memory/memory-store.js';
 import { AgentDisposition } from './agent-disposition.js';

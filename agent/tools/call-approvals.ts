@@ -1,7 +1,7 @@
-import type { Tool } from '../../shared/domain/tool-schema.js';
-import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
-import type { Logger } from '../../shared/platform/logger.js';
-import type { ApprovalDecision, CallStatus, PendingCall, ToolCallRecord } from '../../shared/protocol/tool-call.js';
+import type { Tool } from '../../shared/domain/index.js';
+import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/index.js';
+import type { Logger } from '../../shared/platform/index.js';
+import type { ApprovalDecision, CallStatus, PendingCall, ToolCallRecord } from '../../shared/protocol/index.js';
 import type { RuntimeGate } from '../runtime/runtime-ports.js';
 import { waitsAfterCrash } from './interrupted-call.js';
 

@@ -1,9 +1,7 @@
 import { z } from 'zod';
 
-import { fillUrl, parseUrlTemplate, UrlInputError } from '../../shared/domain/http-url.js';
-import type { Tool } from '../../shared/domain/tool-schema.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { describeIssues } from '../../shared/errors/zod-issues.js';
+import { fillUrl, parseUrlTemplate, type Tool, UrlInputError } from '../../shared/domain/index.js';
+import { describeIssues, ErrorCode, ThymosError } from '../../shared/errors/index.js';
 import type { RuntimeGate } from '../runtime/runtime-ports.js';
 import { subprocessArgs } from './subprocess-executor.js';
 import { inputShape } from './tool-shapes.js';

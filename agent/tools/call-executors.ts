@@ -1,7 +1,7 @@
 import { ToolsSettingsSchema } from '../../shared/config/index.js';
-import type { Tool } from '../../shared/domain/tool-schema.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import type { ToolCallRecord } from '../../shared/protocol/tool-call.js';
+import type { Tool } from '../../shared/domain/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import type { ToolCallRecord } from '../../shared/protocol/index.js';
 import { checkOutput } from './check-output.js';
 import type { ExecutorContext } from './executor-context.js';
 import { runHttp } from './http-executor.js';

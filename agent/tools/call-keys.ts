@@ -1,9 +1,8 @@
 import { isDeepStrictEqual } from 'node:util';
 
-import { wellFormed } from '../../shared/domain/http-url.js';
-import { keyFields, type Tool } from '../../shared/domain/tool-schema.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import type { CallStatus, ToolCallRecord } from '../../shared/protocol/tool-call.js';
+import { keyFields, type Tool, wellFormed } from '../../shared/domain/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import type { CallStatus, ToolCallRecord } from '../../shared/protocol/index.js';
 
 /** The side effects a repeated idempotency key never repeats. */
 const ONCE: ReadonlySet<Tool['sideEffect']> = new Set(['writes_external', 'irreversible']);

@@ -1,7 +1,7 @@
 import PQueue from 'p-queue';
 
-import type { Tool } from '../../shared/domain/tool-schema.js';
-import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
+import type { Tool } from '../../shared/domain/index.js';
+import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/index.js';
 
 /**
  * The `maxConcurrent` and `ratePerMinute` of each tool that declares them, in this agent: a

@@ -1,7 +1,7 @@
-import type { Tool } from '../../shared/domain/tool-schema.js';
-import type { ThymosError } from '../../shared/errors/errors.js';
-import type { Logger } from '../../shared/platform/logger.js';
-import type { CallStatus, ToolCallRecord } from '../../shared/protocol/tool-call.js';
+import type { Tool } from '../../shared/domain/index.js';
+import type { ThymosError } from '../../shared/errors/index.js';
+import type { Logger } from '../../shared/platform/index.js';
+import type { CallStatus, ToolCallRecord } from '../../shared/protocol/index.js';
 import type { NewMemory } from '../memory/agent-memory.js';
 import type { CallStore } from './call-store.js';
 

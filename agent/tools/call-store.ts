@@ -1,4 +1,4 @@
-import type { CallStatus, ToolCallRecord } from '../../shared/protocol/tool-call.js';
+import type { CallStatus, ToolCallRecord } from '../../shared/protocol/index.js';
 
 /** Where an agent keeps its calls: its own database. */
 export interface CallStore {

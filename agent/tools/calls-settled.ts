@@ -1,4 +1,4 @@
-import type { ToolCallRecord } from '../../shared/protocol/tool-call.js';
+import type { ToolCallRecord } from '../../shared/protocol/index.js';
 import { unsettled } from './interrupted-call.js';
 
 /** What waiting on calls needs of the governed path: each call's record, and word of each change. */

@@ -1,8 +1,7 @@
 import { z } from 'zod';
 
-import type { Tool } from '../../shared/domain/tool-schema.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { describeIssues } from '../../shared/errors/zod-issues.js';
+import type { Tool } from '../../shared/domain/index.js';
+import { describeIssues, ErrorCode, ThymosError } from '../../shared/errors/index.js';
 import { outputShape } from './tool-shapes.js';
 
 /** The result within the declared `output` (and the output limit, for what a Script returns). */

@@ -1,8 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import { fillUrl, parseUrlTemplate, UrlInputError } from '../../shared/domain/http-url.js';
-import type { HttpExecutor, Tool } from '../../shared/domain/tool-schema.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import { fillUrl, type HttpExecutor, parseUrlTemplate, type Tool, UrlInputError } from '../../shared/domain/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
 import type { ExecutorContext } from './executor-context.js';
 
 const MAX_REDIRECTS = 5;

@@ -1,6 +1,6 @@
-import type { Tool } from '../../shared/domain/tool-schema.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import type { ToolCallRecord } from '../../shared/protocol/tool-call.js';
+import type { Tool } from '../../shared/domain/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import type { ToolCallRecord } from '../../shared/protocol/index.js';
 
 /** Who decides that a call cut off by a crash runs again when its service honours its key. */
 export const BY_RULE = 'thymos';

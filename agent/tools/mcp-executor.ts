@@ -3,11 +3,9 @@ import { createHash } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { type CallToolResult, CallToolResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 
-import type { McpExecutor, Tool } from '../../shared/domain/tool-schema.js';
-import { ErrorCode, ThymosError, WireErrorSchema } from '../../shared/errors/errors.js';
-import { REQUESTER_HEADER } from '../../shared/protocol/fleet-names.js';
-import type { AgentEndpoint } from '../../shared/protocol/supervisor-protocol.js';
-import { CHAIN_META, IDEMPOTENCY_META, IdempotencyKeySchema } from '../../shared/protocol/tool-call.js';
+import type { McpExecutor, Tool } from '../../shared/domain/index.js';
+import { ErrorCode, ThymosError, WireErrorSchema } from '../../shared/errors/index.js';
+import { type AgentEndpoint, CHAIN_META, IDEMPOTENCY_META, IdempotencyKeySchema, REQUESTER_HEADER } from '../../shared/protocol/index.js';
 import type { ExecutorContext } from './executor-context.js';
 
 /** The longest key an agent takes from a caller (`IdempotencyKeySchema`). */

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
-import type { Tool, Tools } from '../../shared/domain/tool-schema.js';
-import type { ToolCallRecord } from '../../shared/protocol/tool-call.js';
+import type { Tool, Tools } from '../../shared/domain/index.js';
+import type { ToolCallRecord } from '../../shared/protocol/index.js';
 import type { ModelTool, ToolStep } from '../llm/llm-provider.js';
 import type { ToolLoop } from '../llm/tool-loop.js';
 import type { ToolCaller } from './tool-caller.js';

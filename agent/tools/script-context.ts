@@ -1,4 +1,4 @@
-import type { WorldClient } from '../../shared/nats/world-client.js';
+import type { WorldClient } from '../../shared/nats/index.js';
 import type { EventPublisher } from '../runtime/agent-links.js';
 import type { ScriptCallFacts } from './script-messages.js';
 

@@ -1,4 +1,4 @@
-import type { ScriptExecutor, Tool } from '../../shared/domain/tool-schema.js';
+import type { ScriptExecutor, Tool } from '../../shared/domain/index.js';
 import type { ExecutorContext } from './executor-context.js';
 import { ScriptPool } from './script-pool.js';
 

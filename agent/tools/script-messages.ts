@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-import { type WireError, WireErrorSchema } from '../../shared/errors/errors.js';
+import { type WireError, WireErrorSchema } from '../../shared/errors/index.js';
 
 /** What a Script's function reaches of the agent: the world store's operations and `publish`, each asked of the agent over the worker's port. */
 export const SCRIPT_ASKS = ['get', 'query', 'set', 'patch', 'delete', 'tables', 'publish'] as const;

@@ -1,4 +1,4 @@
-import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
+import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/index.js';
 import type { ExecutorContext } from './executor-context.js';
 import { ScriptThread } from './script-thread.js';
 

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { Worker } from 'node:worker_threads';
 
-import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
+import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/index.js';
 import type { ExecutorContext } from './executor-context.js';
 import { type FromScriptWorker, FromScriptWorkerSchema, type ScriptWorkerData, type ToScriptWorker } from './script-messages.js';
 

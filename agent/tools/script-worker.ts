@@ -6,7 +6,7 @@
 import { pathToFileURL } from 'node:url';
 import { parentPort, workerData } from 'node:worker_threads';
 
-import { ErrorCode, isThymosError, knownCode, ThymosError, type WireError } from '../../shared/errors/errors.js';
+import { ErrorCode, isThymosError, knownCode, ThymosError, type WireError } from '../../shared/errors/index.js';
 import type { ScriptContext, ScriptFunction } from './script-context.js';
 import type { FromScriptWorker, ScriptAsk, ScriptCallFacts, ScriptWorkerData, ToScriptWorker } from './script-messages.js';
 

@@ -1,4 +1,4 @@
-import { type Tool, toolSecrets } from '../../shared/domain/tool-schema.js';
+import { type Tool, toolSecrets } from '../../shared/domain/index.js';
 
 /**
  * The ways a secret's value is likely to come back: as set, trimmed (as a header sends it),

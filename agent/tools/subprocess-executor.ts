@@ -2,8 +2,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
 
-import { argField, type SubprocessExecutor, type Tool } from '../../shared/domain/tool-schema.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import { argField, type SubprocessExecutor, type Tool } from '../../shared/domain/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
 import type { ExecutorContext } from './executor-context.js';
 
 /** How much of the end of standard error a failed call quotes and keeps. */

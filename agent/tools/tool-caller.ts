@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 
-import type { Tool } from '../../shared/domain/tool-schema.js';
-import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
-import type { Logger } from '../../shared/platform/logger.js';
-import type { ApprovalDecision, CallStatus, ToolCallRecord } from '../../shared/protocol/tool-call.js';
+import type { Tool } from '../../shared/domain/index.js';
+import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/index.js';
+import type { Logger } from '../../shared/platform/index.js';
+import type { ApprovalDecision, CallStatus, ToolCallRecord } from '../../shared/protocol/index.js';
 import type { NewMemory } from '../memory/agent-memory.js';
 import type { RuntimeGate } from '../runtime/runtime-ports.js';
 import { CallApprovals, type SubmitPending } from './call-approvals.js';

@@ -1,9 +1,7 @@
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 
-import { compilePattern } from '../../shared/domain/safe-pattern.js';
-import { needsReason, type Tool, type ToolField } from '../../shared/domain/tool-schema.js';
-
+import { compilePattern, needsReason, type Tool, type ToolField } from '../../shared/domain/index.js';
 /** The longest string a field takes when it declares no `max`. */
 export const STRING_MAX = 10_000;
 /** The longest reason a call may give. */

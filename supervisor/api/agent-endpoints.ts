@@ -1,9 +1,8 @@
-import { agentMcpUrl, type ThymosConfig } from '../../shared/config/thymos-config.js';
-import type { DomainSchema } from '../../shared/domain/domain-schema.js';
-import { grantedTools } from '../../shared/domain/tool-schema.js';
-import { ErrorCode, knownCode, ThymosError } from '../../shared/errors/errors.js';
-import { readAgentToken } from '../../shared/platform/agent-token.js';
-import type { AgentEndpoint, ReconcileReport } from '../../shared/protocol/supervisor-protocol.js';
+import { agentMcpUrl, type ThymosConfig } from '../../shared/config/index.js';
+import { type DomainSchema, grantedTools } from '../../shared/domain/index.js';
+import { ErrorCode, knownCode, ThymosError } from '../../shared/errors/index.js';
+import { readAgentToken } from '../../shared/platform/index.js';
+import type { AgentEndpoint, ReconcileReport } from '../../shared/protocol/index.js';
 
 export interface AgentEndpointsOptions {
   domain: DomainSchema;

@@ -1,14 +1,14 @@
 import { RecordId, type Surreal } from 'surrealdb';
 
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import type { Logger } from '../../shared/platform/logger.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import type { Logger } from '../../shared/platform/index.js';
 import {
   type ApprovalDecision,
   ApprovalDecisionSchema,
   type CallDecisionReport,
   type PendingCall,
   PendingCallSchema,
-} from '../../shared/protocol/tool-call.js';
+} from '../../shared/protocol/index.js';
 import { describeRequester, type Requester } from './control-api.js';
 
 const SCHEMA = `

@@ -1,7 +1,7 @@
 import { appendFile, mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
-import type { Logger } from '../../shared/platform/logger.js';
+import type { Logger } from '../../shared/platform/index.js';
 
 /** One control action: who asked, what, when, and how it ended. */
 export interface AuditEntry {

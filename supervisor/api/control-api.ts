@@ -1,11 +1,9 @@
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { z } from 'zod';
 
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { describeIssues } from '../../shared/errors/zod-issues.js';
-import { type CodedReply, serveCoded } from '../../shared/nats/coded-responder.js';
-import { REQUESTER_HEADER } from '../../shared/nats/supervisor-requester.js';
-import type { Logger } from '../../shared/platform/logger.js';
+import { describeIssues, ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import { type CodedReply, REQUESTER_HEADER, serveCoded } from '../../shared/nats/index.js';
+import type { Logger } from '../../shared/platform/index.js';
 import { auditDetails, type AuditLog } from './audit-log.js';
 
 type Schemas = Record<string, z.ZodType>;

@@ -1,10 +1,8 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 
-import { serveCoded } from '../../shared/nats/coded-responder.js';
-import type { ConceptExtractor, ExtractedConcept } from '../../shared/platform/concept-extractor.js';
-import type { Logger } from '../../shared/platform/logger.js';
-import { ConceptRequestSchema } from '../../shared/protocol/concept-protocol.js';
-import { DEFAULT_FLEET_NAMES, type FleetNames } from '../../shared/protocol/fleet-names.js';
+import { serveCoded } from '../../shared/nats/index.js';
+import type { ConceptExtractor, ExtractedConcept, Logger } from '../../shared/platform/index.js';
+import { ConceptRequestSchema, DEFAULT_FLEET_NAMES, type FleetNames } from '../../shared/protocol/index.js';
 import { TextCache } from './text-cache.js';
 
 /** Texts whose concepts are kept, by content hash: an event heard by many agents is extracted once. */

@@ -1,15 +1,11 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import PQueue from 'p-queue';
 
-import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import { offlineModelDir } from '../../shared/config/thymos-root.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { serveCoded, serveConstant } from '../../shared/nats/coded-responder.js';
-import type { Embedder } from '../../shared/platform/embedder.js';
-import type { Logger } from '../../shared/platform/logger.js';
-import { StaticEmbedder } from '../../shared/platform/static-embedder.js';
-import { EmbedRequestSchema, encodeVectors } from '../../shared/protocol/embed-protocol.js';
-import { DEFAULT_FLEET_NAMES, type FleetNames } from '../../shared/protocol/fleet-names.js';
+import { offlineModelDir, type ThymosConfig } from '../../shared/config/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import { serveCoded, serveConstant } from '../../shared/nats/index.js';
+import { type Embedder, type Logger, StaticEmbedder } from '../../shared/platform/index.js';
+import { DEFAULT_FLEET_NAMES, EmbedRequestSchema, encodeVectors, type FleetNames } from '../../shared/protocol/index.js';
 import { FastembedEmbedder } from './fastembed-embedder.js';
 import { TextCache } from './text-cache.js';
 

@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import type { Embedder } from '../../shared/platform/embedder.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import type { Embedder } from '../../shared/platform/index.js';
 
 export interface FastembedOptions {
   /**

@@ -1,18 +1,19 @@
 import { type ConsumerMessages, jetstream, type JetStreamClient, type JsMsg } from '@nats-io/jetstream';
 import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
 
-import type { EventsSettings } from '../../shared/config/fleet-settings.js';
-import type { DomainSchema } from '../../shared/domain/domain-schema.js';
-import { type HeardEvent, hearsEvent, type Listener } from '../../shared/domain/event-filter.js';
-import { ensureRouterConsumer } from '../../shared/nats/event-stream.js';
-import { consumeLong } from '../../shared/nats/long-pull.js';
-import { withDeadline } from '../../shared/platform/deadline.js';
-import type { Logger } from '../../shared/platform/logger.js';
-import type { FleetNames } from '../../shared/protocol/fleet-names.js';
-import { type HeardHints, hintHeaders } from '../../shared/protocol/heard-hints.js';
-import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
-import { eventMemoryText, type WorldEvent, WorldEventSchema } from '../../shared/protocol/world-event.js';
-
+import type { EventsSettings } from '../../shared/config/index.js';
+import { type DomainSchema, type HeardEvent, hearsEvent, type Listener } from '../../shared/domain/index.js';
+import { consumeLong, ensureRouterConsumer } from '../../shared/nats/index.js';
+import { type Logger, withDeadline } from '../../shared/platform/index.js';
+import {
+  eventMemoryText,
+  type FleetNames,
+  type HeardHints,
+  hintHeaders,
+  parseJsonOrUndefined,
+  type WorldEvent,
+  WorldEventSchema,
+} from '../../shared/protocol/index.js';
 export interface EventRouterOptions {
   nc: NatsConnection;
   names: FleetNames;

@@ -3,20 +3,22 @@ import { createConnection } from 'node:net';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import { type FleetPaths, fleetPaths, Pm2Names } from '../../shared/config/fleet-paths.js';
-import { readFleetInfo, writeFleetInfo } from '../../shared/config/fleet-runtime.js';
-import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import { checkFleet, type FleetWarning } from '../../shared/domain/fleet-checks.js';
-import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
-import { admission, connectNats, type NatsLink } from '../../shared/nats/nats-connection.js';
-import { ensureNatsIdentity, fleetNatsLink, natsSecretsDir, readNatsSeed } from '../../shared/nats/nats-identity.js';
-import { domainWork } from '../../shared/nats/nats-permissions.js';
-import { SupervisorRequester } from '../../shared/nats/supervisor-requester.js';
-import { isAlive, readLockPid } from '../../shared/platform/data-lock.js';
-import { withDeadline } from '../../shared/platform/deadline.js';
-import { portTaken } from '../../shared/platform/port-probe.js';
-import { FleetNames } from '../../shared/protocol/fleet-names.js';
-import type { ProgressMessage, ReconcileReport } from '../../shared/protocol/supervisor-protocol.js';
+import { type FleetPaths, fleetPaths, Pm2Names, readFleetInfo, type ThymosConfig, writeFleetInfo } from '../../shared/config/index.js';
+import { checkFleet, type FleetWarning } from '../../shared/domain/index.js';
+import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/index.js';
+import {
+  admission,
+  connectNats,
+  domainWork,
+  ensureNatsIdentity,
+  fleetNatsLink,
+  type NatsLink,
+  natsSecretsDir,
+  readNatsSeed,
+  SupervisorRequester,
+} from '../../shared/nats/index.js';
+import { isAlive, portTaken, readLockPid, withDeadline } from '../../shared/platform/index.js';
+import { FleetNames, type ProgressMessage, type ReconcileReport } from '../../shared/protocol/index.js';
 import { findNatsServer } from '../nats-server/server-binary.js';
 import {
   natsServerConfigFile,

@@ -1,8 +1,7 @@
-import { Pm2Names } from '../../shared/config/fleet-paths.js';
-import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import { toThymosError } from '../../shared/errors/errors.js';
-import type { Logger } from '../../shared/platform/logger.js';
-import type { AgentMode } from '../../shared/protocol/agent-protocol.js';
+import { Pm2Names, type ThymosConfig } from '../../shared/config/index.js';
+import { toThymosError } from '../../shared/errors/index.js';
+import type { Logger } from '../../shared/platform/index.js';
+import type { AgentMode } from '../../shared/protocol/index.js';
 import type { ProcessManager } from '../pm2/process-manager.js';
 import type { AgentLink } from './agent-link.js';
 import type { AgentRegistry } from './agent-registry.js';

@@ -1,8 +1,7 @@
 import { join } from 'node:path';
 
-import { fleetPaths } from '../../shared/config/fleet-paths.js';
-import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import { compileCacheAvailable } from '../../shared/platform/compile-cache.js';
+import { fleetPaths, type ThymosConfig } from '../../shared/config/index.js';
+import { compileCacheAvailable } from '../../shared/platform/index.js';
 import { type AppSpec, IDLE_PROCESS_NODE_ARGS } from '../pm2/process-manager.js';
 
 /**

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 
 import { create, extract, list } from 'tar';
 
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
 import { type ArchiveStore, LocalArchiveStore } from './archive-store.js';
 
 /**

@@ -1,8 +1,6 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 
-import { AgentStatusMessageSchema } from '../../shared/protocol/agent-protocol.js';
-import type { FleetNames } from '../../shared/protocol/fleet-names.js';
-import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
+import { AgentStatusMessageSchema, type FleetNames, parseJsonOrUndefined } from '../../shared/protocol/index.js';
 import type { SupervisorMetrics } from '../metrics/supervisor-metrics.js';
 
 /** What agents' heartbeats say: each running agent's RSS, and its model totals and tool calls for /metrics. */

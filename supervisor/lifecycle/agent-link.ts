@@ -1,19 +1,18 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { codedRequest } from '../../shared/nats/coded-request.js';
-import { agentIdentity } from '../../shared/nats/nats-identity.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import { agentIdentity, codedRequest } from '../../shared/nats/index.js';
 import {
   AgentControlOkSchema,
   type AgentControlRequest,
   type AgentState,
   type AgentStatusMessage,
   AgentStatusMessageSchema,
-} from '../../shared/protocol/agent-protocol.js';
-import type { FleetNames } from '../../shared/protocol/fleet-names.js';
-import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
-import { type SpareClaim, SpareClaimOkSchema } from '../../shared/protocol/spare-protocol.js';
-
+  type FleetNames,
+  parseJsonOrUndefined,
+  type SpareClaim,
+  SpareClaimOkSchema,
+} from '../../shared/protocol/index.js';
 /** The supervisor's side of `<fleet>.agent.<id>.*`: control requests and status notices. */
 export class AgentLink {
   readonly #nc: NatsConnection;

@@ -3,9 +3,8 @@ import { join } from 'node:path';
 
 import pRetry, { AbortError } from 'p-retry';
 
-import { type FleetPaths, Pm2Names } from '../../shared/config/fleet-paths.js';
-import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import type { Logger } from '../../shared/platform/logger.js';
+import { type FleetPaths, Pm2Names, type ThymosConfig } from '../../shared/config/index.js';
+import type { Logger } from '../../shared/platform/index.js';
 import type { AppExit, ProcessManager } from '../pm2/process-manager.js';
 import { agentApp } from './agent-app.js';
 

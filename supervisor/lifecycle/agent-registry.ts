@@ -1,10 +1,9 @@
 import { RecordId, type Surreal } from 'surrealdb';
 import { z } from 'zod';
 
-import { type LifecycleState, LifecycleStateSchema } from '../../shared/domain/domain-schema.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import type { AgentMode } from '../../shared/protocol/agent-protocol.js';
-import { type AgentStatusRow, type TransitionRecord, TransitionRecordSchema } from '../../shared/protocol/supervisor-protocol.js';
+import { type LifecycleState, LifecycleStateSchema } from '../../shared/domain/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import { type AgentMode, type AgentStatusRow, type TransitionRecord, TransitionRecordSchema } from '../../shared/protocol/index.js';
 import type { ProcessInfo } from '../pm2/process-manager.js';
 
 const SCHEMA = `

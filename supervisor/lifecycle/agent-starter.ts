@@ -1,21 +1,11 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { type FleetPaths, Pm2Names, spareClaimFile } from '../../shared/config/fleet-paths.js';
-import { agentMcpUrl, type ThymosConfig } from '../../shared/config/thymos-config.js';
-import type { AliasEntry } from '../../shared/domain/alias-table.js';
-import type { DomainSchema } from '../../shared/domain/domain-schema.js';
-import { workOf } from '../../shared/domain/queue-schema.js';
-import { grantedTools } from '../../shared/domain/tool-schema.js';
-import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
-import { parseInput } from '../../shared/errors/zod-issues.js';
-import { readAgentToken } from '../../shared/platform/agent-token.js';
-import { isAlive } from '../../shared/platform/data-lock.js';
-import type { Logger } from '../../shared/platform/logger.js';
-import { PhaseClock } from '../../shared/platform/phase-clock.js';
-import { writeAtomic } from '../../shared/platform/write-atomic.js';
-import type { AgentMode } from '../../shared/protocol/agent-protocol.js';
-import { type AgentStartContextInput, AgentStartContextSchema } from '../../shared/protocol/agent-start-context.js';
+import { agentMcpUrl, type FleetPaths, Pm2Names, spareClaimFile, type ThymosConfig } from '../../shared/config/index.js';
+import { type AliasEntry, type DomainSchema, grantedTools, workOf } from '../../shared/domain/index.js';
+import { ErrorCode, parseInput, ThymosError, toThymosError } from '../../shared/errors/index.js';
+import { isAlive, type Logger, PhaseClock, readAgentToken, writeAtomic } from '../../shared/platform/index.js';
+import { type AgentMode, type AgentStartContextInput, AgentStartContextSchema } from '../../shared/protocol/index.js';
 import type { SupervisorMetrics } from '../metrics/supervisor-metrics.js';
 import type { NatsAccess } from '../nats-server/nats-access.js';
 import { settledLog } from '../pm2/log-tail.js';

@@ -1,15 +1,11 @@
 import type { JetStreamManager } from '@nats-io/jetstream';
 
-import { Pm2Names } from '../../shared/config/fleet-paths.js';
-import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import type { LifecycleState } from '../../shared/domain/domain-schema.js';
-import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/errors.js';
-import { deleteAgentConsumer, ensureAgentConsumer } from '../../shared/nats/event-stream.js';
-import { isAlive } from '../../shared/platform/data-lock.js';
-import type { Logger } from '../../shared/platform/logger.js';
-import { PhaseClock } from '../../shared/platform/phase-clock.js';
-import type { AgentMode } from '../../shared/protocol/agent-protocol.js';
-import type { FleetNames } from '../../shared/protocol/fleet-names.js';
+import { Pm2Names, type ThymosConfig } from '../../shared/config/index.js';
+import type { LifecycleState } from '../../shared/domain/index.js';
+import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/index.js';
+import { deleteAgentConsumer, ensureAgentConsumer } from '../../shared/nats/index.js';
+import { isAlive, type Logger, PhaseClock } from '../../shared/platform/index.js';
+import type { AgentMode, FleetNames } from '../../shared/protocol/index.js';
 import type { SupervisorMetrics } from '../metrics/supervisor-metrics.js';
 import type { AgentOwnership } from '../ownership/agent-ownership.js';
 import type { ProcessManager } from '../pm2/process-manager.js';

@@ -1,6 +1,6 @@
 import { InitializeResultSchema, LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
 
 /**
  * Proves an agent's MCP endpoint answers: an MCP `initialize` over Streamable HTTP whose

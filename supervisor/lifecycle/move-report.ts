@@ -1,5 +1,5 @@
-import type { LifecycleState } from '../../shared/domain/domain-schema.js';
-import type { ReconcileReport } from '../../shared/protocol/supervisor-protocol.js';
+import type { LifecycleState } from '../../shared/domain/index.js';
+import type { ReconcileReport } from '../../shared/protocol/index.js';
 import { RUNNING, STATE_RANK } from './agent-states.js';
 
 /** A report as it fills up, before its duration and dry-run flag are known. */

@@ -1,6 +1,6 @@
 import { createServer } from 'node:net';
 
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
 
 export interface PortAllocatorOptions {
   min: number;

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
-import type { LifecycleState } from '../../shared/domain/domain-schema.js';
+import type { LifecycleState } from '../../shared/domain/index.js';
 
 interface LlmTotals {
   calls: number;

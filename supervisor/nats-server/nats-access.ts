@@ -2,22 +2,18 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import type { FleetPaths } from '../../shared/config/fleet-paths.js';
-import { Pm2Names } from '../../shared/config/fleet-paths.js';
-import { readFleetInfo } from '../../shared/config/fleet-runtime.js';
-import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { connectsAs } from '../../shared/nats/nats-connection.js';
+import { type FleetPaths, Pm2Names, readFleetInfo, type ThymosConfig } from '../../shared/config/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
 import {
   agentIdentity,
+  connectsAs,
   ensureNatsIdentity,
   natsCredentialsFile,
   readNatsSeed,
   removeNatsIdentity,
   staleAgentIdentities,
-} from '../../shared/nats/nats-identity.js';
-import { isAlive } from '../../shared/platform/data-lock.js';
-import type { Logger } from '../../shared/platform/logger.js';
+} from '../../shared/nats/index.js';
+import { isAlive, type Logger } from '../../shared/platform/index.js';
 import { logOffset, settledLog } from '../pm2/log-tail.js';
 import type { ProcessManager } from '../pm2/process-manager.js';
 import { type NatsUsers, reloadNatsUsers, writeNatsServerConfig } from './server-config.js';

@@ -1,12 +1,11 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
-import type { FleetPaths } from '../../shared/config/fleet-paths.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { listNatsIdentities, type NatsIdentity, natsInboxPrefix } from '../../shared/nats/nats-identity.js';
-import { natsPermissions, type NatsWork } from '../../shared/nats/nats-permissions.js';
-import { writeAtomic } from '../../shared/platform/write-atomic.js';
-import type { FleetNames } from '../../shared/protocol/fleet-names.js';
+import type { FleetPaths } from '../../shared/config/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import { listNatsIdentities, type NatsIdentity, natsInboxPrefix, natsPermissions, type NatsWork } from '../../shared/nats/index.js';
+import { writeAtomic } from '../../shared/platform/index.js';
+import type { FleetNames } from '../../shared/protocol/index.js';
 
 /** What the server's users may do: the fleet's subjects, and the work each agent takes from the queues. */
 export interface NatsUsers {

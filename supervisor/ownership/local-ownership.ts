@@ -1,5 +1,5 @@
-import { ErrorCode } from '../../shared/errors/errors.js';
-import { DataLock } from '../../shared/platform/data-lock.js';
+import { ErrorCode } from '../../shared/errors/index.js';
+import { DataLock } from '../../shared/platform/index.js';
 import type { AgentOwnership } from './agent-ownership.js';
 
 /**

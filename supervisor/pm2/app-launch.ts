@@ -1,4 +1,4 @@
-import { ErrorCode, ThymosError, WireErrorSchema } from '../../shared/errors/errors.js';
+import { ErrorCode, ThymosError, WireErrorSchema } from '../../shared/errors/index.js';
 import { logOffset, settledLog } from './log-tail.js';
 import type { AppExit, AppSpec, ProcessManager } from './process-manager.js';
 

@@ -1,5 +1,4 @@
-import type { AddressInfo } from 'node:net';
-import { createServer } from 'node:net';
+import { type AddressInfo, createServer } from 'node:net';
 
 /** A port free on 127.0.0.1 right now (the kernel picks it). */
 export function freePort(): Promise<number> {

@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { isAlive, readLockPid } from '../../shared/platform/data-lock.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import { isAlive, readLockPid } from '../../shared/platform/index.js';
 
 /** One process pm2 runs. */
 export interface ProcessInfo {

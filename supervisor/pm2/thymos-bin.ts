@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { thymosRoot } from '../../shared/config/thymos-root.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import { thymosRoot } from '../../shared/config/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
 
 /**
  * The bundled `thymos` command (`dist/bin/thymos.js`) that pm2 runs for the supervisor

@@ -1,12 +1,10 @@
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 
-import type { FleetPaths } from '../../shared/config/fleet-paths.js';
-import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import { aliasTable } from '../../shared/domain/alias-table.js';
-import type { DomainSchema } from '../../shared/domain/domain-schema.js';
-import type { Logger } from '../../shared/platform/logger.js';
-import type { FleetNames } from '../../shared/protocol/fleet-names.js';
+import type { FleetPaths, ThymosConfig } from '../../shared/config/index.js';
+import { aliasTable, type DomainSchema } from '../../shared/domain/index.js';
+import type { Logger } from '../../shared/platform/index.js';
+import type { FleetNames } from '../../shared/protocol/index.js';
 import { AgentArchive } from '../lifecycle/agent-archive.js';
 import { AgentHeartbeats } from '../lifecycle/agent-heartbeats.js';
 import type { AgentLink } from '../lifecycle/agent-link.js';

@@ -1,18 +1,20 @@
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 
-import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import { type DomainSchema } from '../../shared/domain/domain-schema.js';
-import { queueSkills } from '../../shared/domain/queue-schema.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { watchLastDeliveries } from '../../shared/nats/dead-letter-watch.js';
-import { deadLetters, giveUpJob, requeueDeadLetter } from '../../shared/nats/dead-letters.js';
-import { ensureJobQueues, jobBacklog } from '../../shared/nats/job-queue.js';
-import { domainWork } from '../../shared/nats/nats-permissions.js';
-import { type CleanupStack } from '../../shared/platform/cleanup-stack.js';
-import { type Logger } from '../../shared/platform/logger.js';
-import { type FleetNames } from '../../shared/protocol/fleet-names.js';
-import type { JobGiveUp, ListedDeadLetter, SkillBacklog } from '../../shared/protocol/job.js';
+import type { ThymosConfig } from '../../shared/config/index.js';
+import { type DomainSchema, queueSkills } from '../../shared/domain/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import {
+  deadLetters,
+  domainWork,
+  ensureJobQueues,
+  giveUpJob,
+  jobBacklog,
+  requeueDeadLetter,
+  watchLastDeliveries,
+} from '../../shared/nats/index.js';
+import { type CleanupStack, type Logger } from '../../shared/platform/index.js';
+import { type FleetNames, type JobGiveUp, type ListedDeadLetter, type SkillBacklog } from '../../shared/protocol/index.js';
 import { fleetPins } from '../reconcile/pins.js';
 import { type WorkerState, WorkScores } from '../relevance/work-scores.js';
 

@@ -1,12 +1,9 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 
-import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { connectNats, type NatsLink } from '../../shared/nats/nats-connection.js';
-import { fleetNatsSeed } from '../../shared/nats/nats-identity.js';
-import { type CleanupStack } from '../../shared/platform/cleanup-stack.js';
-import { withDeadline } from '../../shared/platform/deadline.js';
-import { type Logger } from '../../shared/platform/logger.js';
+import type { ThymosConfig } from '../../shared/config/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import { connectNats, fleetNatsSeed, type NatsLink } from '../../shared/nats/index.js';
+import { type CleanupStack, type Logger, withDeadline } from '../../shared/platform/index.js';
 import { logRefusedConnections } from './refused-connections.js';
 
 export const NATS_CONNECT_MS = 15_000;

@@ -1,8 +1,8 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { z } from 'zod';
 
-import type { Logger } from '../../shared/platform/logger.js';
-import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
+import type { Logger } from '../../shared/platform/index.js';
+import { parseJsonOrUndefined } from '../../shared/protocol/index.js';
 import { AUTH_ERRORS } from '../nats-server/server-config.js';
 
 /** The part of nats-server's `client_disconnect` advisory that says who was refused. */

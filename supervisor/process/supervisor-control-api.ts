@@ -1,9 +1,8 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { type Logger } from '../../shared/platform/logger.js';
-import { type FleetNames } from '../../shared/protocol/fleet-names.js';
-import { type FleetStatus, SupervisorRequestSchemas, SupervisorResultSchemas } from '../../shared/protocol/supervisor-protocol.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import { type Logger } from '../../shared/platform/index.js';
+import { type FleetNames, type FleetStatus, SupervisorRequestSchemas, SupervisorResultSchemas } from '../../shared/protocol/index.js';
 import { type AgentEndpoints } from '../api/agent-endpoints.js';
 import { type ApprovalBook } from '../api/approval-book.js';
 import { type AuditLog } from '../api/audit-log.js';

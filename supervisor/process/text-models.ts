@@ -1,10 +1,8 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 
-import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import { type CleanupStack } from '../../shared/platform/cleanup-stack.js';
-import { CompromiseExtractor } from '../../shared/platform/concept-extractor.js';
-import { type Logger } from '../../shared/platform/logger.js';
-import { type FleetNames } from '../../shared/protocol/fleet-names.js';
+import type { ThymosConfig } from '../../shared/config/index.js';
+import { type CleanupStack, CompromiseExtractor, type Logger } from '../../shared/platform/index.js';
+import { type FleetNames } from '../../shared/protocol/index.js';
 import { ConceptService } from '../embedding/concept-service.js';
 import { EmbeddingService } from '../embedding/embedding-service.js';
 import { type EventRouterOptions } from '../events/event-router.js';

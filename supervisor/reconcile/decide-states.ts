@@ -1,5 +1,5 @@
-import { type LifecycleSettings } from '../../shared/config/fleet-settings.js';
-import type { LifecycleState } from '../../shared/domain/domain-schema.js';
+import { type LifecycleSettings } from '../../shared/config/index.js';
+import type { LifecycleState } from '../../shared/domain/index.js';
 import { STATE_RANK } from '../lifecycle/agent-states.js';
 import type { ScoreSource } from '../relevance/relevance-evaluator.js';
 

@@ -1,4 +1,4 @@
-import type { ReconcileReport } from '../../shared/protocol/supervisor-protocol.js';
+import type { ReconcileReport } from '../../shared/protocol/index.js';
 import { emptyReport, mergeReport, type Report, settledPart } from '../lifecycle/move-report.js';
 
 /**

@@ -1,8 +1,8 @@
-import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import type { LifecycleState } from '../../shared/domain/domain-schema.js';
-import { toThymosError } from '../../shared/errors/errors.js';
-import type { Logger } from '../../shared/platform/logger.js';
-import type { ProgressMessage } from '../../shared/protocol/supervisor-protocol.js';
+import type { ThymosConfig } from '../../shared/config/index.js';
+import type { LifecycleState } from '../../shared/domain/index.js';
+import { toThymosError } from '../../shared/errors/index.js';
+import type { Logger } from '../../shared/platform/index.js';
+import type { ProgressMessage } from '../../shared/protocol/index.js';
 import type { AgentEntry, AgentRegistry } from '../lifecycle/agent-registry.js';
 import type { AgentTransitions } from '../lifecycle/agent-transitions.js';
 import { emptyReport, mergeReport, type Report } from '../lifecycle/move-report.js';

@@ -1,7 +1,7 @@
 import PQueue from 'p-queue';
 
-import type { LifecycleState } from '../../shared/domain/domain-schema.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import type { LifecycleState } from '../../shared/domain/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
 import { RUNNING, STATE_RANK } from '../lifecycle/agent-states.js';
 
 /** One agent's move from one state to another. */

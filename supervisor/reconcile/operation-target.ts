@@ -1,6 +1,6 @@
-import type { LifecycleState } from '../../shared/domain/domain-schema.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import type { AgentMode } from '../../shared/protocol/agent-protocol.js';
+import type { LifecycleState } from '../../shared/domain/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import type { AgentMode } from '../../shared/protocol/index.js';
 import type { AgentEntry } from '../lifecycle/agent-registry.js';
 import { RUNNING } from '../lifecycle/agent-states.js';
 

@@ -1,6 +1,6 @@
-import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import type { DomainSchema, LifecycleState } from '../../shared/domain/domain-schema.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
+import type { ThymosConfig } from '../../shared/config/index.js';
+import type { DomainSchema, LifecycleState } from '../../shared/domain/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
 
 /**
  * Agents held in one state by configuration: `pinned` in the Pkl schema, then `[lifecycle]

@@ -1,10 +1,9 @@
 import { mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { toThymosError } from '../../shared/errors/errors.js';
-import type { Logger } from '../../shared/platform/logger.js';
-import { writeAtomic } from '../../shared/platform/write-atomic.js';
-import { parseReconcileContext, type ReconcileContext } from '../../shared/protocol/reconcile-context.js';
+import { toThymosError } from '../../shared/errors/index.js';
+import { type Logger, writeAtomic } from '../../shared/platform/index.js';
+import { parseReconcileContext, type ReconcileContext } from '../../shared/protocol/index.js';
 
 /**
  * The context of a reconcile that is moving agents, kept in `<data>/run/reconcile.pending.json`

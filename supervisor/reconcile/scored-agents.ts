@@ -1,6 +1,6 @@
-import type { LifecycleState } from '../../shared/domain/domain-schema.js';
-import { ThymosError } from '../../shared/errors/errors.js';
-import type { Logger } from '../../shared/platform/logger.js';
+import type { LifecycleState } from '../../shared/domain/index.js';
+import { ThymosError } from '../../shared/errors/index.js';
+import type { Logger } from '../../shared/platform/index.js';
 import type { AgentEntry } from '../lifecycle/agent-registry.js';
 import type { Score } from '../relevance/relevance-evaluator.js';
 import type { ScoredAgent } from './decide-states.js';

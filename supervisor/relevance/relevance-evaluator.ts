@@ -10,12 +10,9 @@ import {
   type Condition,
   type DomainSchema,
   type RelevanceRule,
-} from '../../shared/domain/domain-schema.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { describeIssues } from '../../shared/errors/zod-issues.js';
-import type { RelevanceInput } from '../../shared/protocol/agent-protocol.js';
-import type { ReconcileContext } from '../../shared/protocol/reconcile-context.js';
-
+} from '../../shared/domain/index.js';
+import { describeIssues, ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import type { ReconcileContext, RelevanceInput } from '../../shared/protocol/index.js';
 /** Where a score came from. `pinned` agents are not scored. */
 export type ScoreSource = 'forced' | 'module' | 'work' | 'rules' | 'agent' | 'default';
 

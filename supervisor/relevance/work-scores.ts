@@ -1,8 +1,7 @@
-import type { LifecycleSettings } from '../../shared/config/fleet-settings.js';
-import type { DomainSchema, LifecycleState } from '../../shared/domain/domain-schema.js';
-import { workOf, type WorkRelevance } from '../../shared/domain/queue-schema.js';
-import type { Logger } from '../../shared/platform/logger.js';
-import type { SkillBacklog } from '../../shared/protocol/job.js';
+import type { LifecycleSettings } from '../../shared/config/index.js';
+import { type DomainSchema, type LifecycleState, workOf, type WorkRelevance } from '../../shared/domain/index.js';
+import type { Logger } from '../../shared/platform/index.js';
+import type { SkillBacklog } from '../../shared/protocol/index.js';
 
 /** A little past a threshold and its hysteresis, so that the score does move the agent. */
 const PAST = 0.01;

@@ -1,9 +1,8 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import type { Logger } from '../../shared/platform/logger.js';
-import { DEFAULT_FLEET_NAMES, type FleetNames } from '../../shared/protocol/fleet-names.js';
-import { WorldRequestSchemas, WorldResultSchemas } from '../../shared/protocol/world-protocol.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import type { Logger } from '../../shared/platform/index.js';
+import { DEFAULT_FLEET_NAMES, type FleetNames, WorldRequestSchemas, WorldResultSchemas } from '../../shared/protocol/index.js';
 import { ControlApi, type Requester } from '../api/control-api.js';
 import type { WorldStore } from './world-store.js';
 

@@ -1,7 +1,7 @@
 import type { Surreal } from 'surrealdb';
 
-import type { ThymosConfig } from '../../shared/config/thymos-config.js';
-import { openEmbeddedSurreal, openRemoteSurreal } from '../../shared/engines/embedded-surreal.js';
+import type { ThymosConfig } from '../../shared/config/index.js';
+import { openEmbeddedSurreal, openRemoteSurreal } from '../../shared/engines/index.js';
 
 /**
  * The fleet's world database: the SurrealDB server of `[world] url` when set, otherwise

@@ -11,13 +11,18 @@ import {
   WorldFilterSchema,
   worldRowFieldsSchema,
   type WorldTables,
-} from '../../shared/domain/world-schema.js';
-import { ErrorCode, ThymosError } from '../../shared/errors/errors.js';
-import { parseInput } from '../../shared/errors/zod-issues.js';
-import type { Logger } from '../../shared/platform/logger.js';
-import { DEFAULT_FLEET_NAMES, type FleetNames } from '../../shared/protocol/fleet-names.js';
-import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
-import type { WorldChange, WorldQuery, WorldRow, WorldSubscriptionInfo } from '../../shared/protocol/world-protocol.js';
+} from '../../shared/domain/index.js';
+import { ErrorCode, parseInput, ThymosError } from '../../shared/errors/index.js';
+import type { Logger } from '../../shared/platform/index.js';
+import {
+  DEFAULT_FLEET_NAMES,
+  type FleetNames,
+  parseJsonOrUndefined,
+  type WorldChange,
+  type WorldQuery,
+  type WorldRow,
+  type WorldSubscriptionInfo,
+} from '../../shared/protocol/index.js';
 import { conditionOf, tableDefinition, toWorldRow } from './world-surql.js';
 
 const SUBSCRIPTION_SCHEMA = `

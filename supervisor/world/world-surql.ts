@@ -1,7 +1,7 @@
 import { and, contains, eq, type Expr, gt, gte, inside, lt, lte, ne, RecordId } from 'surrealdb';
 
-import type { WorldCondition, WorldFilter, WorldTable } from '../../shared/domain/world-schema.js';
-import type { WorldRow } from '../../shared/protocol/world-protocol.js';
+import type { WorldCondition, WorldFilter, WorldTable } from '../../shared/domain/index.js';
+import type { WorldRow } from '../../shared/protocol/index.js';
 
 const FIELD_TYPES: Record<WorldTable['fields'][string]['type'], string> = {
   string: 'string',

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { checkExamples } from '../../../agent/intents/index.js';
+import { checkExamples } from '../../../agent/intents/example-check.js';
 import { parseDomainSchema } from '../../../shared/domain/domain-schema.js';
 import { StaticEmbedder } from '../../../shared/platform/static-embedder.js';
 import { ensureModel } from '../../helpers/embedding-model.js';

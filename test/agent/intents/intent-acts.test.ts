@@ -3,7 +3,8 @@ import { existsSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFi
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 
-import { customWordsModel, IntentActs, readWords } from '../../../agent/intents/index.js';
+import { IntentActs } from '../../../agent/intents/intent-acts.js';
+import { customWordsModel, readWords } from '../../../agent/intents/words-model.js';
 import { parseConfig } from '../../../shared/config/thymos-config.js';
 import { offlineModelDir } from '../../../shared/config/thymos-root.js';
 import { createLogger } from '../../../shared/engines/pino-logger.js';

@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 
-import { buildGlossaries } from '../../../agent/intents/index.js';
+import { buildGlossaries } from '../../../agent/intents/glossary-build.js';
 import { type AgentChild, killAllAgents, startAgent } from '../../helpers/agent-child.js';
 import { writeDictionary } from '../../helpers/dictd.js';
 import { freePort } from '../../helpers/ports.js';

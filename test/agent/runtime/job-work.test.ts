@@ -3,8 +3,7 @@ import { describe, test } from 'node:test';
 
 import { JobResultSchema } from '../../../agent/runtime/agent-behavior.js';
 import { jobCalls, jobText } from '../../../agent/runtime/job-work.js';
-import type { Job } from '../../../shared/protocol/job.js';
-import { JobSchema } from '../../../shared/protocol/job.js';
+import { type Job, JobSchema } from '../../../shared/protocol/job.js';
 import { IdempotencyKeySchema } from '../../../shared/protocol/tool-call.js';
 
 const job = (id: string, payload: unknown = 'x'): Job => ({

@@ -10,8 +10,7 @@ import { createLogger } from '../../../shared/engines/pino-logger.js';
 import { ensureEventStream, publishWorldEvent } from '../../../shared/nats/event-stream.js';
 import { connectNats, type NatsConnection } from '../../../shared/nats/nats-connection.js';
 import { FleetNames } from '../../../shared/protocol/fleet-names.js';
-import type { HeardHints } from '../../../shared/protocol/heard-hints.js';
-import { moreFollows, readHints } from '../../../shared/protocol/heard-hints.js';
+import { type HeardHints, moreFollows, readHints } from '../../../shared/protocol/heard-hints.js';
 import { EventRouter } from '../../../supervisor/events/event-router.js';
 import { startNatsServer, type TestNatsServer } from '../../helpers/nats-server.js';
 
