@@ -27,6 +27,8 @@ export interface AgentControlChannelOptions {
   decideCall?: (callId: string, decision: ApprovalDecision) => Promise<ToolCallRecord>;
   /** Its tool calls so far, by tool and status, for the supervisor's metrics. */
   toolCalls?: () => NonNullable<AgentStatusMessage['tool_calls']>;
+  /** The fencing token it was started under, named in each status notice. */
+  token?: number | undefined;
 }
 
 /**
@@ -89,6 +91,7 @@ export class AgentControlChannel {
       ts: new Date().toISOString(),
       state: this.#runtime.getState(),
       rss_bytes: process.memoryUsage.rss(),
+      ...(this.#options.token === undefined ? {} : { token: this.#options.token }),
       ...(calls.length ? { tool_calls: calls } : {}),
     };
     try {

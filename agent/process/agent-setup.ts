@@ -25,11 +25,6 @@ import type { AgentOptions } from './agent-options.js';
  * start context (`--context FILE`, which a supervisor always writes) where that says, else
  * from the domain schema, else a default. Every phase of the start reads this, never the
  * start context or the domain itself.
- *
- * What the supervisor hands an agent with its start belongs here too: the fencing token of
- * the supervisor's ownership claim, once the claim returns one and the start context carries
- * it, is read from the start context in `agentSetupOf` and becomes a field of this setup.
- * Today the start context carries none.
  */
 export interface AgentSetup {
   readonly id: string;
@@ -54,6 +49,8 @@ export interface AgentSetup {
   readonly worldWatches: ReadonlyArray<{ index: number; watch: WorldWatch }>;
   /** The queues and skills it takes jobs of. */
   readonly work: readonly Work[];
+  /** The fencing token of its supervisor's ownership claim, from the start context; named in its status notices. */
+  readonly ownershipToken: number | undefined;
 }
 
 /** What an agent's setup is settled from. */
@@ -106,6 +103,7 @@ export function agentSetupOf(sources: AgentSetupSources): AgentSetup {
       .map((watch, index) => ({ index, watch }))
       .filter(({ watch }) => appliesTo(watch, { id, tags: definition.tags })),
     work: workOf(definition, context?.queues ?? domain?.queues ?? {}),
+    ownershipToken: context?.ownershipToken,
   });
 }
 

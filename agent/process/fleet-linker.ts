@@ -66,6 +66,7 @@ export async function linkToFleet(parts: FleetLinkOptions): Promise<FleetLinks> 
       onShutdown,
       decideCall: (id, decision) => parts.tools.decide(id, decision),
       toolCalls: () => parts.tools.counts(),
+      token: setup.ownershipToken,
     },
     logger,
   );

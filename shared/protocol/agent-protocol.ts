@@ -110,6 +110,8 @@ export const AgentStatusMessageSchema = z.object({
   ts: z.string(),
   state: AgentStateSchema,
   rss_bytes: z.number().int().optional(),
+  /** The fencing token it was started under (its start context's `ownershipToken`); absent when started without one. */
+  token: z.number().int().positive().optional(),
   /** Its declared tools' calls since the process started, by tool and how they ended; absent when it made none. */
   tool_calls: z
     .array(z.object({ tool: z.string(), status: CallStatusSchema, count: z.number().int().min(0) }))

@@ -30,6 +30,11 @@ export const AgentStartContextSchema = z
     tools: ToolsSchema.optional(),
     /** The work queues it serves, with their settings (it takes their jobs of its skills). */
     queues: z.record(QueueNameSchema, QueueSchema).optional(),
+    /**
+     * The fencing token of the ownership claim its supervisor started it under: the agent names it in
+     * every status notice, so the supervisor takes the notices of this start and not an older copy's.
+     */
+    ownershipToken: z.number().int().positive().optional(),
     properties: z.record(z.string(), z.unknown()).default({}),
   })
   .strict();

@@ -66,9 +66,10 @@ export class AgentLink {
 
   /**
    * Resolves with the first `ready` or `heartbeat` notice of `id` published after this
-   * call; rejects with STARTUP_TIMEOUT after `timeoutMs`. `cancel()` stops waiting.
+   * call, and with `token` only one that names it; rejects with STARTUP_TIMEOUT after
+   * `timeoutMs`. `cancel()` stops waiting.
    */
-  waitForLife(id: string, timeoutMs: number): { seen: Promise<AgentStatusMessage>; cancel: () => void } {
+  waitForLife(id: string, timeoutMs: number, token?: number): { seen: Promise<AgentStatusMessage>; cancel: () => void } {
     const subject = this.#names.agentStatus(id);
     const sub = this.#nc.subscribe(subject);
     let timer: NodeJS.Timeout | undefined;
@@ -82,7 +83,11 @@ export class AgentLink {
           // The agent's own status comes with no reply (see AgentHeartbeats).
           if (m.reply) continue;
           const parsed = AgentStatusMessageSchema.safeParse(parseJsonOrUndefined(m.string()));
-          if (parsed.success && (parsed.data.kind === 'ready' || parsed.data.kind === 'heartbeat')) {
+          if (
+            parsed.success &&
+            (parsed.data.kind === 'ready' || parsed.data.kind === 'heartbeat') &&
+            (token === undefined || parsed.data.token === token)
+          ) {
             clearTimeout(timer);
             sub.unsubscribe();
             resolve(parsed.data);

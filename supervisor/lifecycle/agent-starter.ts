@@ -52,6 +52,12 @@ export interface StartedAgent {
   spare?: string | null;
 }
 
+/** What a start hands the agent in its start context besides the domain's: its context properties and the claim's token. */
+interface Handed {
+  properties: Record<string, unknown>;
+  token: number | undefined;
+}
+
 /**
  * Starts one agent process under pm2: a port, its start context (checked by the schema the
  * agent reads it with), `pm2 start` with wait_ready, then its ready notice on NATS and an MCP
@@ -65,7 +71,14 @@ export class AgentStarter {
     this.#o = options;
   }
 
-  async start(id: string, mode: AgentMode, preferredPort: number | null, properties: Record<string, unknown>): Promise<StartedAgent> {
+  /** Starts `id`; `token` is the fencing token of the claim it starts under, handed over in its start context. */
+  async start(
+    id: string,
+    mode: AgentMode,
+    preferredPort: number | null,
+    properties: Record<string, unknown>,
+    token?: number,
+  ): Promise<StartedAgent> {
     const { processes, paths, metrics, link, ports } = this.#o;
     const clock = new PhaseClock();
     const name = Pm2Names.agent(id);
@@ -89,7 +102,7 @@ export class AgentStarter {
       let claimed = false;
       if (slot) {
         try {
-          pid = await this.#claim(slot, id, mode, port, properties, clock);
+          pid = await this.#claim(slot, id, mode, port, { properties, token }, clock);
           claimed = true;
         } catch (err) {
           // The spare is gone with whatever it did; the wake goes on cold, on the same port.
@@ -98,7 +111,7 @@ export class AgentStarter {
           await processes.delete(name).catch(() => undefined);
         }
       }
-      if (!claimed) pid = await this.#cold(id, mode, port, properties, clock);
+      if (!claimed) pid = await this.#cold(id, mode, port, { properties, token }, clock);
       metrics.startupSeconds.observe((performance.now() - t0) / 1000);
       return { pid, port, adopted: false, clock, spare: claimed ? (slot ?? null) : null };
     } catch (err) {
@@ -112,12 +125,13 @@ export class AgentStarter {
    * A cold start: `pm2 start thymos agent` with wait_ready, then the agent's ready notice and
    * an MCP answer. On failure nothing is left running; the caller releases the port.
    */
-  async #cold(id: string, mode: AgentMode, port: number, properties: Record<string, unknown>, clock: PhaseClock): Promise<number | null> {
+  async #cold(id: string, mode: AgentMode, port: number, handed: Handed, clock: PhaseClock): Promise<number | null> {
     const { config, processes, paths, link } = this.#o;
     const name = Pm2Names.agent(id);
     const t0 = performance.now();
     const budget = config.supervisor.start_timeout_ms;
-    const life = link.waitForLife(id, budget);
+    // Under a token, only a notice naming it is this start's: an older copy's notices are not.
+    const life = link.waitForLife(id, budget, handed.token);
     // Watched before pm2 starts it, so an exit at any moment of the start is seen.
     const exit = await this.#exitDuringStart(id, [name]);
     try {
@@ -130,7 +144,7 @@ export class AgentStarter {
         '--mode',
         mode,
         '--context',
-        this.#writeContext(id, properties),
+        this.#writeContext(id, handed),
         '--nats-url',
         this.#o.natsUrl,
       ];
@@ -157,18 +171,11 @@ export class AgentStarter {
    * and its MCP endpoint is probed like a cold agent's. Throws if the spare refuses, exits or
    * does not answer in time; the caller then deletes it and starts the agent cold.
    */
-  async #claim(
-    slot: string,
-    id: string,
-    mode: AgentMode,
-    port: number,
-    properties: Record<string, unknown>,
-    clock: PhaseClock,
-  ): Promise<number> {
+  async #claim(slot: string, id: string, mode: AgentMode, port: number, handed: Handed, clock: PhaseClock): Promise<number> {
     const { config, paths, link } = this.#o;
     const t0 = performance.now();
     const budget = config.supervisor.start_timeout_ms;
-    const claim = { agentId: id, port, mode, context: this.#writeContext(id, properties) };
+    const claim = { agentId: id, port, mode, context: this.#writeContext(id, handed) };
     writeAtomic(spareClaimFile(paths, id), JSON.stringify(claim));
     clock.mark('context');
     // The spare renames its app after the agent as it takes the claim: an exit under either name fails the claim.
@@ -195,7 +202,7 @@ export class AgentStarter {
   }
 
   /** The agent's start context, checked by the schema the agent reads it with, written where it reads it; returns the path. */
-  #writeContext(id: string, properties: Record<string, unknown>): string {
+  #writeContext(id: string, { properties, token }: Handed): string {
     const { paths, domain } = this.#o;
     mkdirSync(paths.run, { recursive: true });
     const contextFile = join(paths.run, `${id}.context.json`);
@@ -213,6 +220,7 @@ export class AgentStarter {
         queues: domain.agents[id]
           ? Object.fromEntries(workOf(domain.agents[id], domain.queues).map((w) => [w.queue, domain.queues[w.queue]!]))
           : {},
+        ...(token === undefined ? {} : { ownershipToken: token }),
         properties,
       } satisfies AgentStartContextInput,
       `${id}: start context`,

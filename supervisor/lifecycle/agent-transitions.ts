@@ -98,7 +98,7 @@ export class AgentTransitions {
       }
       if (RUNNING(to) && entry.state === 'dormant') {
         step = 'start';
-        await this.#start(entry, to === 'active' ? 'active' : 'passive', score, reason, properties);
+        await this.#start(entry, to === 'active' ? 'active' : 'passive', score, reason, properties, token);
         report.started.push(id);
         metrics.transitions.inc({ kind: 'start' });
       }
@@ -156,8 +156,9 @@ export class AgentTransitions {
     score: number | null,
     reason: string,
     properties: Record<string, unknown>,
+    token: number,
   ): Promise<AgentEntry> {
-    const { pid, port, adopted, clock, spare } = await this.#o.starter.start(entry.id, mode, entry.port, properties);
+    const { pid, port, adopted, clock, spare } = await this.#o.starter.start(entry.id, mode, entry.port, properties, token);
     const state = mode === 'active' ? 'active' : 'listening';
     const next = adopted
       ? await this.setState(entry, state, { mode, pid, port, last_error: null }, `${reason} (adopted)`)

@@ -204,6 +204,30 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
     assert.equal(answer.isError, undefined);
   });
 
+  test("an agent starts under its supervisor's claim: its start context carries the claim's token, and its status notices name it", async () => {
+    const context = JSON.parse(readFileSync(join(data, 'run', 'elder_rowan.context.json'), 'utf8')) as { ownershipToken?: number };
+    assert.ok(
+      Number.isInteger(context.ownershipToken) && context.ownershipToken! > 0,
+      `a token in the start context: ${context.ownershipToken}`,
+    );
+    const info = JSON.parse(readFileSync(join(data, 'run', 'fleet.json'), 'utf8')) as { nats_url: string };
+    const nc = await natsConnect({ servers: info.nats_url, ...asFleetSupervisor(data) });
+    try {
+      const sub = nc.subscribe('thymos.agent.elder_rowan.status');
+      const tokens = (async () => {
+        for await (const m of sub) return (JSON.parse(m.string()) as { kind: string; token?: number }).token;
+        return undefined;
+      })();
+      await nc.flush();
+      // A switch of mode makes the agent publish a notice at once.
+      await fleet.reconcile({ ...village, agents: { ...village.agents, elder_rowan: { relevance: 0.5 } } });
+      assert.equal(await tokens, context.ownershipToken);
+      await fleet.reconcile(village);
+    } finally {
+      await nc.close();
+    }
+  });
+
   test('memories are intact after Dormant → Active and after Archived → Active', async () => {
     const fact = 'The smith hid a silver key under the third anvil';
     const bram = await fleet.agent('bram_smith');
