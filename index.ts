@@ -71,6 +71,7 @@ export {
   type ThymosConfig,
   ThymosConfigSchema,
   ThymosError,
+  unreadableByDomain,
   type WorldChange,
   WorldClient,
   type WorldFilterInput,

@@ -10,6 +10,7 @@ export {
   type ThymosConfigInput,
   ThymosConfigSchema,
   type ThymosSettings,
+  unreadableByDomain,
 } from './config/thymos-config.js';
 export {
   type AgentDefinition,

@@ -34,7 +34,12 @@ export interface RunningAgent {
  */
 export async function runAgentProcess(options: AgentOptions, output: { logFile?: string | undefined } = {}): Promise<RunningAgent> {
   const config = agentConfig(options);
-  const logger = createLogger({ level: config.log.level, bindings: { agent: options.agentId }, file: output.logFile, feed: true });
+  const logger = createLogger({
+    level: config.log.level,
+    bindings: { agent: options.agentId, host: config.host.name },
+    file: output.logFile,
+    feed: true,
+  });
   const clock = new PhaseClock();
   const cleanup = new CleanupStack();
   // The MCP SDK is most of the code an agent loads; compiling it overlaps with the

@@ -1,4 +1,4 @@
-import { resolveConfigFile, type ThymosConfig } from '../../shared/config/index.js';
+import { resolveConfigFile, type ThymosConfig, unreadableByDomain } from '../../shared/config/index.js';
 import {
   type AgentDefinition,
   AgentDefinitionSchema,
@@ -78,7 +78,7 @@ export async function resolveAgentSetup(sources: Omit<AgentSetupSources, 'domain
   const domain =
     context?.definition || !config.domainSchemaPath
       ? undefined
-      : await loadDomainSchema(config.domainSchemaPath, { exclude: [config.dataPath] });
+      : await loadDomainSchema(config.domainSchemaPath, { exclude: unreadableByDomain(config) });
   return agentSetupOf({ ...sources, domain });
 }
 

@@ -47,7 +47,7 @@ export async function runSpareProcess(options: SpareOptions): Promise<Spare> {
     const agent = become(readClaim(spareClaimFile(paths, renamed)), options, paths.logs);
     return { agent, close: async () => undefined };
   }
-  const logger = createLogger({ level: config.log.level, bindings: { spare: options.slot } });
+  const logger = createLogger({ level: config.log.level, bindings: { spare: options.slot, host: config.host.name } });
   // Everything an agent loads after its database opens, loaded now, while nobody waits.
   await Promise.all([
     import('../mcp/agent-http-server.js'),

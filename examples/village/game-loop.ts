@@ -19,6 +19,7 @@ import {
   loadConfig,
   loadDomainSchema,
   type ReconcileContextInput,
+  unreadableByDomain,
   upFleet,
 } from '../../index.js';
 
@@ -77,7 +78,7 @@ const walk = [
 /** The walk; the exit status says whether every check held. */
 async function main(): Promise<number> {
   const config = loadConfig(configFile);
-  const world = await loadDomainSchema(config.domainSchemaPath!, { exclude: [config.dataPath] });
+  const world = await loadDomainSchema(config.domainSchemaPath!, { exclude: unreadableByDomain(config) });
   console.log(`Starting the Ashford fleet (${configFile})`);
   const up = await upFleet(config, { onStep: (line) => console.log(`  ${line}`) });
   const fleet = await connect(config);

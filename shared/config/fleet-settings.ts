@@ -1,3 +1,5 @@
+import { hostname } from 'node:os';
+
 import { z } from 'zod';
 
 import { ms, unit } from './setting-types.js';
@@ -24,6 +26,37 @@ export const FleetSettingsSchema = z
      * @default "thymos"
      */
     name: FleetNameSchema.default(DEFAULT_FLEET_NAME),
+  })
+  .strict();
+
+/**
+ * A host's name: what its log lines, audit entries, metrics and status rows say they come from.
+ * One NATS subject token, so no dots.
+ */
+export const HostNameSchema = z
+  .string()
+  .regex(
+    /^[a-z0-9][a-z0-9_-]{0,62}$/,
+    'expected a host name: a lower-case letter or digit, then up to 62 of a-z, 0-9, _ or -, e.g. "mill_2"',
+  );
+
+/** The first label of a machine's hostname, lower-cased, other characters than a-z, 0-9, _ and - as `_` (`Mill-2.example.org` → `mill-2`). */
+export function defaultHostName(machine = hostname()): string {
+  const label = (machine.split('.')[0] ?? '')
+    .toLowerCase()
+    .replace(/[^a-z0-9_-]/g, '_')
+    .slice(0, 63);
+  return /^[a-z0-9]/.test(label) ? label : `h${label}`.slice(0, 63);
+}
+
+/** The machine this process runs on. */
+export const HostSettingsSchema = z
+  .object({
+    /**
+     * This host's name, in every log line, audit entry, metric (label `host`) and status row it writes.
+     * @default the first label of the machine's hostname, lower-cased, other characters as `_`
+     */
+    name: HostNameSchema.default(() => defaultHostName()),
   })
   .strict();
 
@@ -163,11 +196,24 @@ export type EventsSettings = z.infer<typeof EventsSettingsSchema>;
 export const NatsSettingsSchema = z
   .object({
     /**
-     * NATS server or cluster to use, e.g. `nats://127.0.0.1:4222` (comma-separated for several).
-     * Unset: `thymos up` runs its own nats-server.
+     * NATS server or cluster to use, e.g. `nats://127.0.0.1:4222`; several as an array, or
+     * comma-separated in one string. Unset: `thymos up` runs its own nats-server.
      * @example "nats://127.0.0.1:4222"
      */
-    url: z.string().min(1).optional(),
+    url: z
+      .union([
+        z.string().min(1),
+        z
+          .array(
+            z
+              .string()
+              .min(1)
+              .regex(/^[^,]+$/, 'expected one server per entry, without commas'),
+          )
+          .min(1),
+      ])
+      .transform((url) => (Array.isArray(url) ? url.join(',') : url))
+      .optional(),
     /** Port of the nats-server `thymos up` runs when `url` is unset; 0 picks a free one at first `up`. @default 0 */
     port: z.number().int().min(0).max(65_535).default(0),
     /**

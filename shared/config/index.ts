@@ -26,5 +26,6 @@ export {
   type ThymosConfigInput,
   ThymosConfigSchema,
   type ThymosSettings,
+  unreadableByDomain,
 } from './thymos-config.js';
 export { glossaryDir, offlineModelDir, thymosRoot } from './thymos-root.js';

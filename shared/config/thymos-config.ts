@@ -12,6 +12,7 @@ import {
   EmbeddingSettingsSchema,
   EventsSettingsSchema,
   FleetSettingsSchema,
+  HostSettingsSchema,
   LifecycleSettingsSchema,
   LogSettingsSchema,
   NatsSettingsSchema,
@@ -26,6 +27,7 @@ export const ThymosConfigSchema = z
     /** Where agents, the world store and pm2 keep their files, relative to this file. @default "data" */
     data_dir: z.string().min(1).default('data'),
     fleet: FleetSettingsSchema.prefault({}),
+    host: HostSettingsSchema.prefault({}),
     domain: DomainSettingsSchema.prefault({}),
     agent: AgentSettingsSchema.prefault({}),
     lifecycle: LifecycleSettingsSchema.prefault({}),
@@ -229,4 +231,12 @@ export function findKeyLine(
 export function agentMcpUrl(config: ThymosConfig, port: number): string {
   const host = config.agent.host === '0.0.0.0' ? '127.0.0.1' : config.agent.host;
   return `http://${host}:${port}/mcp`;
+}
+
+/**
+ * What a domain module may never read, though it may lie in the application's folder: the data
+ * directory (keys, tokens, memories), the NATS credentials folder and the TLS private key.
+ */
+export function unreadableByDomain(config: ThymosConfig): string[] {
+  return [config.dataPath, config.natsCredentialsPath, config.natsTls?.keyFile].filter((p): p is string => p !== undefined);
 }

@@ -1,5 +1,5 @@
 import { LLM_USES } from '../config/llm-settings.js';
-import type { ThymosConfig } from '../config/thymos-config.js';
+import { type ThymosConfig, unreadableByDomain } from '../config/thymos-config.js';
 import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { type DomainSchema, EMPTY_DOMAIN, loadDomainSchema } from './domain-schema.js';
 import { grantedTools, toolSecrets } from './tool-schema.js';
@@ -79,7 +79,9 @@ export function toolGrants(domain: DomainSchema): Record<string, string[]> {
  * CONFIG_INVALID instead.
  */
 export async function checkFleet(config: ThymosConfig, strict = false): Promise<{ domain: DomainSchema; warnings: FleetWarning[] }> {
-  const domain = config.domainSchemaPath ? await loadDomainSchema(config.domainSchemaPath, { exclude: [config.dataPath] }) : EMPTY_DOMAIN;
+  const domain = config.domainSchemaPath
+    ? await loadDomainSchema(config.domainSchemaPath, { exclude: unreadableByDomain(config) })
+    : EMPTY_DOMAIN;
   const warnings = fleetWarnings(config, domain);
   if (strict && warnings.length > 0) throw strictFailure(warnings, config.file);
   return { domain, warnings };

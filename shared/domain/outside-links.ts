@@ -50,6 +50,8 @@ function checkLink(link: string, scope: PklReadScope, file: string): void {
   if (SYSTEM_FOLDERS.some((s) => within(target, s))) refuse(file, link, target, 'in a system folder');
   if (within(target, scope.schemas)) return;
   if (scope.excluded.some((folder) => within(target, folder))) refuse(file, link, target, 'in the data directory');
+  // A link to a folder above an excluded one would name it past its patterns (`loop/data/…` for `loop -> .`).
+  if (scope.excluded.some((folder) => within(folder, target))) refuse(file, link, target, 'a folder that holds the data directory');
   if (within(target, scope.appReal) && readableInApp(relative(scope.appReal, target))) return;
   refuse(file, link, target, "outside the application's folder and Thymos's schemas, or in a hidden part or node_modules of it");
 }

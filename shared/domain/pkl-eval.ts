@@ -21,7 +21,7 @@ export interface EvaluatePklOptions {
    * directory (keys, tokens, agents' memories) when it lies there, as `data/` beside
    * `thymos.toml` does by default.
    * @default []
-   * @example { exclude: [config.dataPath] }
+   * @example { exclude: unreadableByDomain(config) }
    */
   exclude?: readonly string[];
   /** How far the folder is checked for links before it is refused as too large. */

@@ -1,4 +1,4 @@
-import { realpathSync } from 'node:fs';
+import { realpathSync, statSync } from 'node:fs';
 import { dirname, join, parse, relative, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -19,7 +19,7 @@ export interface PklReadScope {
   readonly appReal: string;
   /** The real path of Thymos's `schemas/` folder. */
   readonly schemas: string;
-  /** Folders of the application's folder it may not read (the data directory), each as given and as its real path. */
+  /** Folders and files of the application's folder it may not read (the data directory, NATS credentials, the TLS key), each as given and as its real path. */
   readonly excluded: readonly string[];
   /**
    * The deepest folder holding both real paths, for pkl's `--root-dir`, which refuses any file
@@ -59,9 +59,12 @@ export function pklReadScope(file: string, root?: string, exclude: readonly stri
   const excluded = unique(
     exclude.flatMap((given) => {
       const folder = resolve(given);
-      // Named through the application's folder as given or as its real path: both spellings are shut.
+      const real = realOrSelf(folder);
+      // Named through the application's folder as given or as its real path: both spellings are shut,
+      // whichever of them the excluded folder was named by.
       const inApp = within(folder, app) ? [join(appReal, relative(app, folder))] : [];
-      return [folder, realOrSelf(folder), ...inApp];
+      const inAppReal = within(real, appReal) ? [join(app, relative(appReal, real))] : [];
+      return [folder, real, ...inApp, ...inAppReal];
     }),
   );
   if (excluded.some((folder) => within(module, folder)) || excluded.some((folder) => within(app, folder))) {
@@ -74,8 +77,9 @@ export function pklReadScope(file: string, root?: string, exclude: readonly stri
   const schemasGiven = join(thymosRoot(), 'schemas');
   const schemas = realOrSelf(schemasGiven);
   const rootDir = commonFolder(appReal, schemas);
-  // Each excluded folder is shut at the start of every pattern of the application's folder.
-  const shut = excluded.map((p) => `(?!${filePattern(p).slice(1)})`).join('');
+  // Each excluded folder (or file) is shut at the start of every pattern of the application's folder,
+  // in any case: on a file system that ignores case, `Data/` opens `data/`.
+  const shut = excluded.map((p) => `(?!(?i:${excludedPattern(p).slice(1)}))`).join('');
   const appPrefixes = unique([app, appReal]).map((p) => `^${shut}${filePattern(p).slice(1)}${APP_FILE}`);
   const schemaPrefixes = unique([schemasGiven, schemas, ...schemaAliases(app, schemas)]).map((p) => `${filePattern(p)}${NO_ESCAPE}`);
   const files = [...appPrefixes, ...schemaPrefixes];
@@ -115,6 +119,18 @@ function filePattern(folder: string): string {
   const path = pathToFileURL(folder).pathname.replace(/\/$/, '');
   const escaped = path.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&').replace(/,/g, '\\x2C');
   return `^file:(?://)?${escaped}/`;
+}
+
+/** The pattern of an excluded path: everything under it when it is a folder (or not there yet), the file alone when it is one. */
+function excludedPattern(path: string): string {
+  const file = (() => {
+    try {
+      return statSync(path).isFile();
+    } catch {
+      return false;
+    }
+  })();
+  return file ? `${filePattern(path).slice(0, -1)}$` : filePattern(path);
 }
 
 /**

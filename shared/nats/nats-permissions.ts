@@ -32,7 +32,7 @@ export function domainWork(domain: Pick<DomainSchema, 'agents' | 'queues'>): Nat
  *   publish world events on its own `<fleet>.agent.<id>.events.<type>` (the router knows their
  *   source by where); call the embedding and concept services; on JetStream, only read its own
  *   two durable consumers (look up, pull, acknowledge) and the skill consumers of its work (and
- *   write those queues' dead letters). Replies come to `_INBOX.agent-<id>.>` only; it
+ *   give a job up through the supervisor, which writes its dead letter). Replies come to `_INBOX.agent-<id>.>` only; it
  *   answers on others' inboxes.
  * - A spare of the warm pool: take its claim (and answer it, on the supervisor's inboxes that name `spare`) and call the concept and embedding services;
  *   nothing of any agent until its claim makes it one (it then connects as that agent).

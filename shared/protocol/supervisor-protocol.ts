@@ -51,6 +51,8 @@ export type ReconcileReport = z.infer<typeof ReconcileReportSchema>;
 /** One agent as `thymos status` shows it. */
 export const AgentStatusRowSchema = z.object({
   id: AgentIdSchema,
+  /** The host whose supervisor holds it (`[host] name`). */
+  host: z.string(),
   state: LifecycleStateSchema,
   mode: z.enum(['active', 'passive']).nullable(),
   pid: z.number().int().nullable(),

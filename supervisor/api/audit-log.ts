@@ -16,6 +16,8 @@ export interface AuditEntry {
   id?: string;
   /** `ok`, or the error code. */
   result: string;
+  /** The host whose supervisor answered (`[host] name`); set by the log. */
+  host?: string;
   duration_ms: number;
   /** A reconcile's dry run, or what changed. */
   details?: Record<string, unknown>;
@@ -28,18 +30,23 @@ export interface AuditEntry {
 export class AuditLog {
   readonly #path: string;
   readonly #logger: Logger;
+  readonly #host: string | undefined;
   #tail: Promise<void> = Promise.resolve();
 
-  constructor(path: string, logger: Logger) {
+  /** `host`, when given, is written into every entry. */
+  constructor(path: string, logger: Logger, host?: string) {
     this.#path = path;
     this.#logger = logger;
+    this.#host = host;
   }
 
   record(entry: AuditEntry): Promise<void> {
     this.#tail = this.#tail.then(async () => {
       try {
         await mkdir(dirname(this.#path), { recursive: true });
-        await appendFile(this.#path, `${JSON.stringify(entry)}\n`, { mode: 0o600 });
+        await appendFile(this.#path, `${JSON.stringify(this.#host === undefined ? entry : { ...entry, host: this.#host })}\n`, {
+          mode: 0o600,
+        });
       } catch (err) {
         this.#logger.warn({ err, entry }, 'audit entry not written');
       }

@@ -195,11 +195,12 @@ function toRow({ id: _id, ...fields }: AgentEntry): Record<string, unknown> {
 /** An agent as `thymos status` shows it: its registry entry, with what pm2 and its heartbeats say of its process. */
 export function statusRow(
   e: AgentEntry,
-  facts: { app: ProcessInfo | undefined; rss: number | undefined; pinned: LifecycleState | undefined; routed: number },
+  facts: { host: string; app: ProcessInfo | undefined; rss: number | undefined; pinned: LifecycleState | undefined; routed: number },
 ): AgentStatusRow {
   const running = e.state === 'active' || e.state === 'listening';
   return {
     id: e.id,
+    host: facts.host,
     state: e.state,
     mode: running ? e.mode : null,
     pid: running ? (facts.app?.pid ?? e.pid) : null,

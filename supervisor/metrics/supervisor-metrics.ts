@@ -15,6 +15,12 @@ interface LlmTotals {
 /** The supervisor's Prometheus metrics, in a registry of its own (no global state). */
 export class SupervisorMetrics {
   readonly registry = new Registry();
+
+  /** `host`, when given, labels every series (`host="<name>"`), so several hosts' metrics can be told apart. */
+  constructor(host?: string) {
+    if (host !== undefined) this.registry.setDefaultLabels({ host });
+  }
+
   readonly agents = new Gauge({
     name: 'thymos_agents',
     help: 'Agents by lifecycle state',

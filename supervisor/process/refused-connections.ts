@@ -65,7 +65,7 @@ export function logRefusedConnections(system: NatsConnection, logger: Logger): S
       const nkey = clean(advisory.data.client.user);
       const reason = clean(advisory.data.reason);
       logger.warn(
-        { code: 'UNAUTHORIZED', name, host, nkey, reason },
+        { code: 'UNAUTHORIZED', name, from: host, nkey, reason },
         `nats-server refused a connection${name ? ` named ${name}` : ''} from ${host ?? 'an unknown host'}${nkey ? ` signed by ${nkey}` : ' with no identity'}: ${reason ?? 'no reason given'}`,
       );
     },

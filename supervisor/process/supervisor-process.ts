@@ -5,7 +5,7 @@ import type { JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Surreal } from 'surrealdb';
 
-import { type FleetPaths, fleetPaths, readFleetInfo, type ThymosConfig } from '../../shared/config/index.js';
+import { type FleetPaths, fleetPaths, readFleetInfo, type ThymosConfig, unreadableByDomain } from '../../shared/config/index.js';
 import { type DomainSchema, EMPTY_DOMAIN, loadDomainSchema } from '../../shared/domain/index.js';
 import { createLogger } from '../../shared/engines/index.js';
 import { toThymosError } from '../../shared/errors/index.js';
@@ -67,7 +67,7 @@ interface Base {
  */
 export async function runSupervisorProcess(options: SupervisorOptions): Promise<RunningSupervisor> {
   const { config, natsUrl } = options;
-  const logger = createLogger({ level: config.log.level, bindings: { component: 'supervisor' } });
+  const logger = createLogger({ level: config.log.level, bindings: { component: 'supervisor', host: config.host.name } });
   const base: Base = {
     config,
     natsUrl,
@@ -130,7 +130,7 @@ async function startFleet(base: Base, { db, registry, domain, ownership }: Fleet
   const processes = await ProcessManager.connect(paths.pm2Home);
   cleanup.push(() => processes.disconnect());
   const link = new AgentLink(nc, names);
-  const metrics = new SupervisorMetrics();
+  const metrics = new SupervisorMetrics(config.host.name);
   const jsm = await openEventStream(base, nc);
   const jobs = await openJobQueues(jsm, nc, domain, names, config, logger, cleanup, (id) => registry.get(id));
   const evaluator = await relevanceEvaluator(config, domain, link, jobs.work);
@@ -193,7 +193,7 @@ async function serve(
     metrics_url: metricsUrl,
     nats_url: natsUrl,
   };
-  const audit = new AuditLog(paths.audit, logger);
+  const audit = new AuditLog(paths.audit, logger, config.host.name);
   const endpoints = new AgentEndpoints({
     domain,
     config,
@@ -250,7 +250,7 @@ async function openFleetState(config: ThymosConfig, paths: FleetPaths, cleanup: 
   const ownership = LocalOwnership.open(paths.data);
   cleanup.push(() => ownership.close());
   const domainPromise = config.domainSchemaPath
-    ? loadDomainSchema(config.domainSchemaPath, { exclude: [config.dataPath] })
+    ? loadDomainSchema(config.domainSchemaPath, { exclude: unreadableByDomain(config) })
     : Promise.resolve(EMPTY_DOMAIN);
   domainPromise.catch(() => undefined);
   const db = await openWorldDatabase(config, paths.world);

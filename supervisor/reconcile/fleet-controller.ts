@@ -351,6 +351,7 @@ export class FleetController {
       .map((e) => {
         const app = apps.get(Pm2Names.agent(e.id));
         return statusRow(e, {
+          host: this.#o.config.host.name,
           app,
           rss: this.#o.heartbeats.rss(e.id),
           pinned: this.#o.pins.get(e.id),

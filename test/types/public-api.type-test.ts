@@ -211,9 +211,11 @@ expectTypeOf<Values<typeof Root>>().toEqualTypeOf<
   | 'DomainSchemaSchema'
   | 'FleetNames'
   | 'ThymosConfigSchema'
+  | 'unreadableByDomain'
   | 'downFleet'
   | 'upFleet'
 >();
+expectTypeOf<typeof Root.unreadableByDomain>().toEqualTypeOf<(config: Root.ThymosConfig) => string[]>();
 expectTypeOf<typeof Root.upFleet>().toEqualTypeOf<typeof Supervisor.upFleet>();
 expectTypeOf<typeof Root.upFleet>().parameters.toEqualTypeOf<[config: Root.ThymosConfig, options?: Root.LaunchOptions]>();
 expectTypeOf<typeof Root.upFleet>().returns.toEqualTypeOf<Promise<Root.UpResult>>();

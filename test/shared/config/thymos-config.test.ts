@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 
+import { defaultHostName } from '../../../shared/config/fleet-settings.js';
 import { loadConfig, parseConfig, ThymosConfigSchema } from '../../../shared/config/thymos-config.js';
 import { isThymosError, type ThymosError } from '../../../shared/errors/errors.js';
 import { tempDir } from '../../helpers/temp-dir.js';
@@ -29,6 +31,23 @@ describe('thymos.toml', () => {
     assert.equal(config.memory.recall_default_k, 5);
     assert.equal(config.nats.url, undefined);
     assert.ok(Object.isFrozen(config));
+  });
+
+  test("[host] name defaults to the first label of the machine's hostname, made a NATS token; a bad one is refused naming the key", () => {
+    assert.equal(defaultHostName('Mill-2.example.org'), 'mill-2');
+    assert.equal(defaultHostName('WEIRD host'), 'weird_host');
+    assert.equal(defaultHostName('-edge'), 'h-edge');
+    assert.equal(parseConfig('', '/srv/game/thymos.toml').host.name, defaultHostName(hostname()));
+    assert.equal(parseConfig('[host]\nname = "mill_2"', '/srv/game/thymos.toml').host.name, 'mill_2');
+    for (const bad of ['"mill.2"', '"Mill"', '""', '"a*b"']) assert.match(configError(`[host]\nname = ${bad}`).message, /host\.name/);
+  });
+
+  test('[nats] url takes an array of servers as well as one string, comma-separated or not', () => {
+    const many = parseConfig('[nats]\nurl = ["nats://127.0.0.2:4222", "nats://127.0.0.3:4222"]', '/srv/game/thymos.toml');
+    assert.equal(many.nats.url, 'nats://127.0.0.2:4222,nats://127.0.0.3:4222');
+    assert.equal(parseConfig('[nats]\nurl = "nats://a:1,nats://b:2"', '/srv/game/thymos.toml').nats.url, 'nats://a:1,nats://b:2');
+    assert.match(configError('[nats]\nurl = []').message, /nats\.url/);
+    assert.match(configError('[nats]\nurl = ["nats://a:1,nats://b:2"]').message, /one server per entry/);
   });
 
   test('the repository thymos.toml states every default and names every key', () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
@@ -171,6 +171,45 @@ describe('what evaluating the domain may read', () => {
     const linked = fleet('read("config.txt").text', { 'config.txt': { link: 'data/nats/keys/supervisor.nk' } });
     await assert.rejects(linked, (err: unknown) => isThymosError(err, 'SCHEMA_READ_REFUSED') && /in the data directory/.test(err.message));
     assert.equal((await fleet('read("data-notes.txt").text')).domain.prompts.persona, 'beside the data', 'a file named like it reads');
+  });
+
+  test('nor through a link to a folder above it, by another case, by the other spelling of the folder, nor the NATS credentials and TLS key', async () => {
+    const secrets = {
+      'data/nats/keys/supervisor.nk': TOKEN,
+      'creds/supervisor.creds': TOKEN,
+      'certs/client.key': TOKEN,
+      'certs/client.pem': 'a certificate',
+    };
+    const fleet = (expr: string, files: Record<string, string | { link: string }> = {}, toml = '') => {
+      const { dir } = app(expr, { ...secrets, ...files });
+      chmodSync(join(dir, 'certs', 'client.key'), 0o600);
+      writeFileSync(join(dir, 'thymos.toml'), `[domain]\nschema = "world.pkl"\n${toml}`);
+      return { dir, checked: () => checkFleet(loadConfig(join(dir, 'thymos.toml'))) };
+    };
+    const refusedRead = (err: unknown) =>
+      isThymosError(err, 'SCHEMA_INVALID') && /Refusing to read resource/.test(err.message) && !err.message.includes(TOKEN);
+    // `loop -> .` would name data/ as loop/data/, past the patterns that shut data/.
+    const loop = fleet('read("loop/data/nats/keys/supervisor.nk").text', { loop: { link: '.' } });
+    await assert.rejects(
+      loop.checked(),
+      (err: unknown) => isThymosError(err, 'SCHEMA_READ_REFUSED') && /holds the data directory/.test(err.message),
+    );
+    // A file system that ignores case would open data/ for Data/: refused before it is looked for.
+    await assert.rejects(fleet('read("Data/nats/keys/supervisor.nk").text').checked(), refusedRead);
+    const nats = '[nats]\nurl = "nats://127.0.0.1:4222"\n';
+    await assert.rejects(fleet('read("creds/supervisor.creds").text', {}, `${nats}credentials = "creds"\n`).checked(), refusedRead);
+    const tls = `${nats}tls_cert = "certs/client.pem"\ntls_key = "certs/client.key"\n`;
+    await assert.rejects(fleet('read("certs/client.key").text', {}, tls).checked(), refusedRead);
+    assert.equal((await fleet('read("certs/client.pem").text', {}, tls).checked()).domain.prompts.persona, 'a certificate');
+    // The application's folder reached through a link, data_dir named by the real path: both spellings are shut.
+    const real = fleet('read("data/nats/keys/supervisor.nk").text');
+    const through = join(tempDir('thymos-through-'), 'app');
+    symlinkSync(real.dir, through);
+    writeFileSync(
+      join(real.dir, 'thymos.toml'),
+      `data_dir = ${JSON.stringify(join(realpathSync(real.dir), 'data'))}\n[domain]\nschema = "world.pkl"\n`,
+    );
+    await assert.rejects(checkFleet(loadConfig(join(through, 'thymos.toml'))), refusedRead);
   });
 
   test('a folder too large to check is refused rather than read unchecked', async () => {

@@ -217,7 +217,7 @@ describe('confirm tools: a pending call is approved, refused or timed out at the
     const metricsUrl = (await tf.fleet.status()).supervisor.metrics_url;
     await eventually(
       async () =>
-        (await (await fetch(metricsUrl)).text()).includes('thymos_tool_calls_total{agent="desk",tool="refund",status="ok"} 1')
+        /thymos_tool_calls_total\{agent="desk",tool="refund",status="ok",host="[^"]+"\} 1/.test(await (await fetch(metricsUrl)).text())
           ? true
           : undefined,
       10_000,

@@ -46,6 +46,8 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
         '[supervisor]',
         'relevance = "relevance.mjs"',
         'start_timeout_ms = 30000',
+        '[host]',
+        'name = "mill_2"',
       ].join('\n'),
     });
     writeFileSync(join(ws.dir, 'behavior.mjs'), BEHAVIOR);
@@ -87,7 +89,7 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
       ['bram_smith', 'captain_lysa', 'elder_rowan', 'mira_herbalist', 'old_fenn', 'tomas_innkeeper'],
     );
     for (const a of status.agents) {
-      assert.deepEqual([a.state, a.mode, a.pid, a.port, a.score], ['dormant', null, null, null, null]);
+      assert.deepEqual([a.host, a.state, a.mode, a.pid, a.port, a.score], ['mill_2', 'dormant', null, null, null, null]);
     }
     assert.deepEqual(status.counts, { active: 0, listening: 0, dormant: 6, archived: 0 });
   });
@@ -427,14 +429,30 @@ describe('a fleet under pm2 with a real nats-server and SurrealDB', () => {
     assert.equal(state.pid, after.pid);
   });
 
-  test('/metrics exposes agent counts, reconcile and start-up durations and transitions', async () => {
+  test('/metrics exposes agent counts, reconcile and start-up durations and transitions, each series labelled with its host', async () => {
     const { supervisor } = await fleet.status();
     assert.match(supervisor.metrics_url, /^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
     const body = await (await fetch(supervisor.metrics_url)).text();
-    assert.match(body, /thymos_agents\{state="active"\} 2/);
-    assert.match(body, /thymos_reconcile_duration_seconds_count \d+/);
-    assert.match(body, /thymos_agent_startup_duration_seconds_count \d+/);
-    assert.match(body, /thymos_transitions_total\{kind="start"\} \d+/);
+    assert.match(body, /thymos_agents\{state="active",host="mill_2"\} 2/);
+    assert.match(body, /thymos_reconcile_duration_seconds_count\{host="mill_2"\} \d+/);
+    assert.match(body, /thymos_agent_startup_duration_seconds_count\{host="mill_2"\} \d+/);
+    assert.match(body, /thymos_transitions_total\{kind="start",host="mill_2"\} \d+/);
+    const series = body.split('\n').filter((l) => l.startsWith('thymos_'));
+    assert.deepEqual(
+      series.filter((l) => !l.includes('host="mill_2"')),
+      [],
+      'every series names its host',
+    );
+    // The supervisor's log lines and audit entries name it too.
+    const jsonLines = (file: string) =>
+      readFileSync(join(data, 'logs', file), 'utf8')
+        .split('\n')
+        .filter((l) => l.startsWith('{'));
+    const elsewhere = (file: string) => jsonLines(file).filter((l) => (JSON.parse(l) as { host?: string }).host !== 'mill_2');
+    for (const file of ['supervisor.log', 'audit.jsonl', 'elder_rowan.log']) {
+      assert.ok(jsonLines(file).length > 0, file);
+      assert.deepEqual(elsewhere(file), [], `every line of ${file} names its host`);
+    }
   });
 
   test('a supervisor killed with -9 is restarted by pm2 and adopts the running agents without duplicates', async () => {
