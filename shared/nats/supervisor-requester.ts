@@ -79,6 +79,19 @@ export class SupervisorRequester<R extends Results> {
   }
 
   /**
+   * The supervisor that answers for the fleet on this NATS, or undefined when none does (nobody
+   * listens, or nobody answers within `timeoutMs`): one fleet has one supervisor, whichever host
+   * and data directory it runs from.
+   */
+  static async running(nc: NatsConnection, timeoutMs: number, names: FleetNames): Promise<PingReply | undefined> {
+    try {
+      return await SupervisorRequester.control(nc, timeoutMs, names).request('ping');
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
    * The supervisor's API as the approver calls it (`<fleet>.approver.<op>`): `approvals`,
    * `approve`, `refuse`, `ping`. Only a connection with the approver's identity may publish there.
    */

@@ -73,6 +73,8 @@ export type AgentStatusRow = z.infer<typeof AgentStatusRowSchema>;
 export const FleetStatusSchema = z.object({
   supervisor: z.object({
     pid: z.number().int(),
+    /** The host it runs on (`[host] name`). */
+    host: z.string(),
     started_at: z.string(),
     metrics_url: z.string(),
     nats_url: z.string(),
@@ -184,7 +186,7 @@ export const SupervisorRequestSchemas = {
 export type SupervisorOp = keyof typeof SupervisorRequestSchemas;
 
 /** The answer to `ping`. */
-export const PingReplySchema = z.object({ pid: z.number().int(), started_at: z.string() });
+export const PingReplySchema = z.object({ pid: z.number().int(), started_at: z.string(), host: z.string() });
 export type PingReply = z.infer<typeof PingReplySchema>;
 
 /** What each op answers with: the `result` of `{ ok: true, result }`. The requester validates every reply with these. */

@@ -85,6 +85,8 @@ export async function upFleet(config: ThymosConfig, options: LaunchOptions = {})
     const natsUrl = config.nats.url ?? (await ensureNats(config, pm, launch, natsBinary!, users, step));
     if (config.nats.url) writeFleetInfo(config, { nats_url: natsUrl, managed_nats: false, nats_port: null });
     if (config.nats.url) await checkOwnServer(config, paths, users, step);
+    // A supervisor of this fleet started from another host or data directory answers on the same server.
+    if (config.nats.url && running?.status !== 'online') await refuseOtherSupervisor(config, natsUrl, users.names);
     if (running?.status === 'online') {
       return { alreadyRunning: true, natsUrl, supervisorPid: running.pid, pm2Home: paths.pm2Home };
     }
@@ -337,6 +339,22 @@ async function waitForPort(port: number, ms: number, log: string, signal: AbortS
     await sleep(100);
   }
   throw new ThymosError(ErrorCode.STARTUP_TIMEOUT, `nats-server did not listen on 127.0.0.1:${port} within ${ms} ms (log: ${log})`);
+}
+
+/** SUPERVISOR_ALREADY_RUNNING, before anything starts, when a supervisor of this fleet already answers on `natsUrl`. */
+async function refuseOtherSupervisor(config: ThymosConfig, natsUrl: string, names: FleetNames): Promise<void> {
+  const nc = await connectNats({ servers: natsUrl, name: 'thymos-up', ...fleetNatsLink(config, 'client', natsUrl), who: 'client' });
+  try {
+    const other = await SupervisorRequester.running(nc, 2000, names);
+    if (!other) return;
+    throw new ThymosError(
+      ErrorCode.SUPERVISOR_ALREADY_RUNNING,
+      `the fleet "${names.fleet}" already has a supervisor on ${natsUrl}: pid ${other.pid} on host ${other.host}; one supervisor runs a fleet (stop that one, or give this fleet another [fleet] name)`,
+      { details: { ...other } },
+    );
+  } finally {
+    await nc.close();
+  }
 }
 
 async function waitForSupervisor(

@@ -2,8 +2,9 @@ import type { NatsConnection } from '@nats-io/transport-node';
 
 import type { ThymosConfig } from '../../shared/config/index.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
-import { connectNats, fleetNatsSeed, type NatsLink } from '../../shared/nats/index.js';
+import { connectNats, fleetNatsSeed, type NatsLink, SupervisorRequester } from '../../shared/nats/index.js';
 import { type CleanupStack, type Logger, withDeadline } from '../../shared/platform/index.js';
+import type { FleetNames } from '../../shared/protocol/index.js';
 import { logRefusedConnections } from './refused-connections.js';
 
 export const NATS_CONNECT_MS = 15_000;
@@ -49,4 +50,22 @@ export async function connectWithin(
 /** Drains a NATS connection, or closes it when draining fails. */
 export async function closeNats(nc: NatsConnection): Promise<void> {
   await nc.drain().catch(() => nc.close());
+}
+
+/** How long a supervisor that starts waits for another of its fleet to answer. */
+const OTHER_SUPERVISOR_MS = 3000;
+
+/**
+ * SUPERVISOR_ALREADY_RUNNING when another supervisor of this fleet answers on its NATS, from
+ * whichever host or data directory: one fleet has one supervisor. A supervisor that died answers
+ * nothing, so a restart after a crash goes on.
+ */
+export async function refuseSecondSupervisor(nc: NatsConnection, names: FleetNames, natsUrl: string): Promise<void> {
+  const other = await SupervisorRequester.running(nc, OTHER_SUPERVISOR_MS, names);
+  if (!other) return;
+  throw new ThymosError(
+    ErrorCode.SUPERVISOR_ALREADY_RUNNING,
+    `the fleet "${names.fleet}" already has a supervisor on ${natsUrl}: pid ${other.pid} on host ${other.host}, since ${other.started_at}; one supervisor runs a fleet (stop that one, or give this fleet another [fleet] name)`,
+    { details: { ...other } },
+  );
 }

@@ -62,7 +62,7 @@ export function supervisorControlApi(
       handlers: {
         reconcile: (r, onProgress) =>
           controller.reconcile(r.context, { dryRun: r.dry_run, strict: r.strict, returnAfterWakes: r.return_after_wakes, onProgress }),
-        ping: async () => ({ pid: process.pid, started_at: supervisor().started_at }),
+        ping: async () => ({ pid: process.pid, started_at: supervisor().started_at, host: supervisor().host }),
         status: async () => ({ supervisor: supervisor(), ...(await controller.status()) }),
         start: (r, progress) => controller.operate('start', r.id, { mode: r.mode, onProgress: progress, settled: true }),
         stop: (r, progress) => controller.operate('stop', r.id, { onProgress: progress, settled: true }),

@@ -33,7 +33,7 @@ import { openWorldDatabase } from '../world/world-database.js';
 import { WorldStore } from '../world/world-store.js';
 import { assembleFleet } from './fleet-assembly.js';
 import { type JobQueues, openJobQueues } from './job-queues.js';
-import { closeNats, connectWithin, NATS_CONNECT_MS, watchRefusals } from './nats-links.js';
+import { closeNats, connectWithin, NATS_CONNECT_MS, refuseSecondSupervisor, watchRefusals } from './nats-links.js';
 import { supervisorControlApi } from './supervisor-control-api.js';
 import { eventHints, serveTextModels } from './text-models.js';
 
@@ -106,9 +106,10 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
 }
 
 /** The supervisor's NATS connection; on a server `thymos up` runs, its refused connections are logged too. */
-async function connectFleetNats({ config, natsUrl, logger, cleanup }: Base): Promise<NatsConnection> {
+async function connectFleetNats({ config, natsUrl, names, logger, cleanup }: Base): Promise<NatsConnection> {
   const nc = await connectWithin(natsUrl, NATS_CONNECT_MS, fleetNatsLink(config, 'supervisor', natsUrl));
   cleanup.push(() => closeNats(nc));
+  await refuseSecondSupervisor(nc, names, natsUrl);
   if (readFleetInfo(config)?.managed_nats) await watchRefusals(config, natsUrl, logger, cleanup);
   return nc;
 }
@@ -189,6 +190,7 @@ async function serve(
   cleanup.push(() => metrics.close());
   const self: FleetStatus['supervisor'] = {
     pid: process.pid,
+    host: config.host.name,
     started_at: new Date().toISOString(),
     metrics_url: metricsUrl,
     nats_url: natsUrl,
