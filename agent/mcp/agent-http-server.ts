@@ -104,6 +104,8 @@ export class AgentHttpServer {
       `localhost:${bound}`,
       `[::1]:${bound}`,
       `${host}:${bound}`,
+      // The address other hosts are given for it (`[host] advertise`).
+      ...(this.#config.host.advertise === undefined ? [] : [`${this.#config.host.advertise}:${bound}`]),
       ...this.#config.mcp.allowed_hosts,
     ]);
     return bound;

@@ -1,4 +1,4 @@
-import { resolveConfigFile, type ThymosConfig } from '../../shared/config/index.js';
+import { agentMcpUrl, resolveConfigFile, type ThymosConfig } from '../../shared/config/index.js';
 import { createLogger } from '../../shared/engines/index.js';
 import { toThymosError } from '../../shared/errors/index.js';
 import { CleanupStack, flushCompileCache, type Logger, PhaseClock, processCpuMs, StopOnce } from '../../shared/platform/index.js';
@@ -134,7 +134,7 @@ function announceReady(options: {
       cpu_ms: processCpuMs(),
       phases: clock.phases,
     },
-    `agent ready on http://${setup.config.agent.host}:${setup.port}/mcp`,
+    `agent ready on ${agentMcpUrl(setup.config, setup.port)}`,
   );
   process.send?.('ready');
   setImmediate(flushCompileCache);

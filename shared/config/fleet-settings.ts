@@ -57,8 +57,30 @@ export const HostSettingsSchema = z
      * @default the first label of the machine's hostname, lower-cased, other characters as `_`
      */
     name: HostNameSchema.default(() => defaultHostName()),
+    /**
+     * The address other hosts and MCP clients reach this host's agents on: what `thymos url`,
+     * `fleet.agentUrl`, `status` and an `Mcp` tool use. Required when `[agent] host` listens on
+     * every interface (`0.0.0.0`).
+     * @default `[agent] host`
+     * @example "10.0.0.12"
+     */
+    advertise: z
+      .string()
+      .regex(/^[A-Za-z0-9._:[\]-]+$/, 'expected a host name or an IP address, e.g. "10.0.0.12" or "mill-2.example.org"')
+      .optional(),
   })
   .strict();
+
+/** Whether `address` names this machine only: 127.0.0.0/8, ::1 or localhost. */
+export function isLoopback(address: string): boolean {
+  const bare = address.replace(/^\[|\]$/g, '').toLowerCase();
+  return bare === 'localhost' || bare === '::1' || /^127(?:\.\d{1,3}){3}$/.test(bare);
+}
+
+/** Every interface: an address that cannot be reached as such. */
+export function isWildcard(address: string): boolean {
+  return address === '0.0.0.0' || address === '::' || address === '[::]';
+}
 
 /** Score → state thresholds, damping and capacity. Used by the supervisor. */
 export const LifecycleSettingsSchema = z

@@ -13,6 +13,8 @@ import {
   EventsSettingsSchema,
   FleetSettingsSchema,
   HostSettingsSchema,
+  isLoopback,
+  isWildcard,
   LifecycleSettingsSchema,
   LogSettingsSchema,
   NatsSettingsSchema,
@@ -22,7 +24,7 @@ import {
 import { LlmSettingsSchema } from './llm-settings.js';
 
 /** The whole of `thymos.toml`. Every default lives here. */
-export const ThymosConfigSchema = z
+const ThymosBaseSchema = z
   .object({
     /** Where agents, the world store and pm2 keep their files, relative to this file. @default "data" */
     data_dir: z.string().min(1).default('data'),
@@ -44,6 +46,56 @@ export const ThymosConfigSchema = z
     log: LogSettingsSchema.prefault({}),
   })
   .strict();
+
+/** The whole of `thymos.toml`, with what a fleet reachable from other machines must have. */
+export const ThymosConfigSchema = ThymosBaseSchema.superRefine(refuseOpenExposure);
+
+/**
+ * What a fleet reachable from other machines must have. Listening on every interface needs an
+ * address to advertise; an MCP endpoint off loopback needs its token; agents advertised off
+ * loopback, or a NATS server off loopback, need the fleet's identities or credentials, or anyone
+ * who reaches the server could drive the fleet.
+ */
+function refuseOpenExposure(c: z.output<typeof ThymosBaseSchema>, ctx: z.RefinementCtx): void {
+  if (isWildcard(c.agent.host) && c.host.advertise === undefined)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['host', 'advertise'],
+      message: `expected the address other hosts reach agents on: [agent] host = "${c.agent.host}" listens on every interface, which is no address to give out`,
+    });
+  if (!isLoopback(c.agent.host) && !c.mcp.require_token)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['mcp', 'require_token'],
+      message: `expected require_token = true: [agent] host = "${c.agent.host}" is not loopback, and an endpoint off loopback without its token is open to anyone who reaches it`,
+    });
+  const keyed = c.nats.identities || c.nats.credentials !== undefined;
+  if (c.nats.url === undefined || keyed) return;
+  const advertised = c.host.advertise ?? c.agent.host;
+  // String(): an entry that failed its own check leaves the array untransformed here.
+  const natsHosts = String(c.nats.url)
+    .split(',')
+    .map((u) => natsHostOf(u.trim()));
+  const open = [
+    ...(isLoopback(advertised) || isWildcard(advertised) ? [] : [`[host] advertise "${advertised}"`]),
+    ...natsHosts.filter((h) => h !== undefined && !isLoopback(h)).map((h) => `[nats] url's server ${h}`),
+  ];
+  if (open.length > 0)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['nats', 'identities'],
+      message: `expected identities = true or credentials: ${open.join(' and ')} is not loopback, and without the fleet's identities anyone who reaches the NATS server could drive the fleet`,
+    });
+}
+
+/** The host a NATS URL names (`nats://host:port`, `host:port`), or undefined when it names none. */
+function natsHostOf(url: string): string | undefined {
+  try {
+    return new URL(url.includes('://') ? url : `nats://${url}`).hostname || undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 export type ThymosConfigInput = z.input<typeof ThymosConfigSchema>;
 export type ThymosSettings = z.infer<typeof ThymosConfigSchema>;
@@ -225,12 +277,15 @@ export function findKeyLine(
 }
 
 /**
- * The address an MCP client reaches an agent on at `port`: `[agent] host`, or loopback when
- * agents listen on every interface.
+ * The address an MCP client reaches an agent on at `port`: `[host] advertise`, else `[agent] host`.
  */
 export function agentMcpUrl(config: ThymosConfig, port: number): string {
-  const host = config.agent.host === '0.0.0.0' ? '127.0.0.1' : config.agent.host;
-  return `http://${host}:${port}/mcp`;
+  return `http://${advertisedHost(config)}:${port}/mcp`;
+}
+
+/** The address this host's agents are reached on: `[host] advertise`, else `[agent] host`. */
+export function advertisedHost(config: ThymosConfig): string {
+  return config.host.advertise ?? config.agent.host;
 }
 
 /**

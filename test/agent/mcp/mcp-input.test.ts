@@ -55,7 +55,10 @@ describe('bad input at the MCP edge', () => {
   let client: Client;
 
   before(async () => {
-    ws = createWorkspace({ agent: [], extra: '[mcp]\nmax_body_bytes = 65536\n[memory]\nmax_content_chars = 2000' });
+    ws = createWorkspace({
+      agent: [],
+      extra: '[mcp]\nmax_body_bytes = 65536\n[memory]\nmax_content_chars = 2000\n[host]\nadvertise = "mill-2.example"',
+    });
     agent = await startAgent({ id: 'tomas_innkeeper', port: await freePort(), config: ws.configPath });
     auth = agent.headers();
     client = await agent.client();
@@ -166,6 +169,11 @@ describe('bad input at the MCP edge', () => {
     assert.equal(unknown.status, 404);
     const host = await raw(agent.port, { headers: { host: 'evil.example:80' }, body: INIT });
     assert.equal(host.status, 403);
+    // The address the host advertises is the agent's own name.
+    const advertised = await raw(agent.port, { method: 'GET', path: '/health', headers: { host: `mill-2.example:${agent.port}` } });
+    assert.equal(advertised.status, 200);
+    const elsewhere = await raw(agent.port, { method: 'GET', path: '/health', headers: { host: `mill-3.example:${agent.port}` } });
+    assert.equal(elsewhere.status, 403);
     const origin = await raw(agent.port, { headers: { origin: 'http://evil.example' }, body: INIT });
     assert.equal(origin.status, 403);
     const health = await raw(agent.port, { method: 'GET', path: '/health' });

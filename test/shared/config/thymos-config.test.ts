@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 
 import { defaultHostName } from '../../../shared/config/fleet-settings.js';
-import { loadConfig, parseConfig, ThymosConfigSchema } from '../../../shared/config/thymos-config.js';
+import { agentMcpUrl, loadConfig, parseConfig, ThymosConfigSchema } from '../../../shared/config/thymos-config.js';
 import { isThymosError, type ThymosError } from '../../../shared/errors/errors.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 import { REPO_ROOT } from '../../helpers/workspace.js';
@@ -42,12 +42,33 @@ describe('thymos.toml', () => {
     for (const bad of ['"mill.2"', '"Mill"', '""', '"a*b"']) assert.match(configError(`[host]\nname = ${bad}`).message, /host\.name/);
   });
 
+  test('a fleet reachable from other machines: 0.0.0.0 needs an address to advertise, off loopback the MCP token stays on, and NATS off loopback needs identities', () => {
+    const at = (toml: string) => parseConfig(toml, '/srv/game/thymos.toml');
+    assert.match(configError('[agent]\nhost = "0.0.0.0"').message, /host\.advertise[\s\S]*every interface/);
+    const advertised = at('[agent]\nhost = "0.0.0.0"\n[host]\nadvertise = "10.0.0.12"\n');
+    assert.equal(agentMcpUrl(advertised, 4101), 'http://10.0.0.12:4101/mcp');
+    assert.equal(agentMcpUrl(at(''), 4101), 'http://127.0.0.1:4101/mcp', 'the bind address when nothing is advertised');
+    assert.match(configError('[agent]\nhost = "10.0.0.12"\n[mcp]\nrequire_token = false').message, /mcp\.require_token/);
+    at('[agent]\nhost = "127.0.0.2"\n[mcp]\nrequire_token = false'); // loopback: the user's choice
+    assert.match(configError('[nats]\nurl = "nats://10.0.0.5:4222"').message, /nats\.identities[\s\S]*10\.0\.0\.5/);
+    assert.match(
+      configError('[nats]\nurl = ["nats://127.0.0.1:4222", "nats://10.0.0.6:4222"]').message,
+      /nats\.identities[\s\S]*10\.0\.0\.6/,
+    );
+    assert.match(configError('[nats]\nurl = "nats://127.0.0.1:4222"\n[host]\nadvertise = "10.0.0.12"').message, /advertise "10\.0\.0\.12"/);
+    at('[nats]\nurl = "nats://10.0.0.5:4222"\nidentities = true\n[host]\nadvertise = "10.0.0.12"'); // identities: allowed
+    assert.match(configError('[host]\nadvertise = "10.0.0.12/mcp"').message, /host\.advertise/);
+  });
+
   test('[nats] url takes an array of servers as well as one string, comma-separated or not', () => {
     const many = parseConfig('[nats]\nurl = ["nats://127.0.0.2:4222", "nats://127.0.0.3:4222"]', '/srv/game/thymos.toml');
     assert.equal(many.nats.url, 'nats://127.0.0.2:4222,nats://127.0.0.3:4222');
-    assert.equal(parseConfig('[nats]\nurl = "nats://a:1,nats://b:2"', '/srv/game/thymos.toml').nats.url, 'nats://a:1,nats://b:2');
+    assert.equal(
+      parseConfig('[nats]\nurl = "nats://127.0.0.2:1,nats://127.0.0.3:2"', '/srv/game/thymos.toml').nats.url,
+      'nats://127.0.0.2:1,nats://127.0.0.3:2',
+    );
     assert.match(configError('[nats]\nurl = []').message, /nats\.url/);
-    assert.match(configError('[nats]\nurl = ["nats://a:1,nats://b:2"]').message, /one server per entry/);
+    assert.match(configError('[nats]\nurl = ["nats://127.0.0.2:1,nats://127.0.0.3:2"]').message, /one server per entry/);
   });
 
   test('the repository thymos.toml states every default and names every key', () => {
@@ -140,21 +161,21 @@ describe('thymos.toml', () => {
   test('[nats] TLS files: only with url, a certificate with its key, each a readable file named with its line; resolved against the file’s folder', () => {
     assert.match(configError('[nats]\ntls_ca = "ca.pem"\n').message, /nats\.tls_ca: expected tls_ca, tls_cert and tls_key only with url/);
     assert.match(
-      configError('[nats]\nurl = "nats://nats.example:4222"\ntls_cert = "c.pem"\n').message,
+      configError('[nats]\nurl = "nats://nats.example:4222"\nidentities = true\ntls_cert = "c.pem"\n').message,
       /nats\.tls_cert: expected tls_cert and tls_key together/,
     );
     const dir = tempDir('thymos-cfg-');
     writeFileSync(join(dir, 'ca.pem'), '-----BEGIN CERTIFICATE-----\n');
     writeFileSync(
       join(dir, 'thymos.toml'),
-      '[nats]\nurl = "nats://nats.example:4222"\ntls_ca = "ca.pem"\ntls_cert = "client.pem"\ntls_key = "client.key"\n',
+      '[nats]\nurl = "nats://nats.example:4222"\nidentities = true\ntls_ca = "ca.pem"\ntls_cert = "client.pem"\ntls_key = "client.key"\n',
     );
     assert.throws(
       () => loadConfig(join(dir, 'thymos.toml')),
       (err: unknown) =>
         isThymosError(err, 'CONFIG_INVALID') &&
-        err.location?.line === 4 &&
-        /thymos\.toml:4: nats\.tls_cert: expected a readable PEM file, got .*client\.pem/.test(err.message),
+        err.location?.line === 5 &&
+        /thymos\.toml:5: nats\.tls_cert: expected a readable PEM file, got .*client\.pem/.test(err.message),
     );
     writeFileSync(join(dir, 'client.pem'), '-----BEGIN CERTIFICATE-----\n');
     writeFileSync(join(dir, 'client.key'), '-----BEGIN PRIVATE KEY-----\n', { mode: 0o644 });
@@ -163,7 +184,7 @@ describe('thymos.toml', () => {
       () => loadConfig(join(dir, 'thymos.toml')),
       (err: unknown) =>
         isThymosError(err, 'CONFIG_INVALID') &&
-        /thymos\.toml:5: nats\.tls_key: .*any user may read it \(mode 644\): chmod o-r it/.test(err.message),
+        /thymos\.toml:6: nats\.tls_key: .*any user may read it \(mode 644\): chmod o-r it/.test(err.message),
     );
     chmodSync(join(dir, 'client.key'), 0o640);
     assert.deepEqual(loadConfig(join(dir, 'thymos.toml')).natsTls, {
@@ -171,9 +192,9 @@ describe('thymos.toml', () => {
       certFile: join(dir, 'client.pem'),
       keyFile: join(dir, 'client.key'),
     });
-    writeFileSync(join(dir, 'thymos.toml'), '[nats]\nurl = "nats://nats.example:4222"\ntls_ca = "ca.pem"\n');
+    writeFileSync(join(dir, 'thymos.toml'), '[nats]\nurl = "nats://nats.example:4222"\nidentities = true\ntls_ca = "ca.pem"\n');
     assert.deepEqual(loadConfig(join(dir, 'thymos.toml')).natsTls, { caFile: join(dir, 'ca.pem') });
-    assert.equal(parseConfig('[nats]\nurl = "nats://nats.example:4222"\n').natsTls, undefined);
+    assert.equal(parseConfig('[nats]\nurl = "nats://nats.example:4222"\nidentities = true\n').natsTls, undefined);
   });
 
   test('text that is not TOML gives the line and column of the fault', () => {
