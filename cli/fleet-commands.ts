@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { connect, type Fleet } from '../client/fleet-client.js';
 import { fleetPaths } from '../shared/config/index.js';
 import { ErrorCode, ExitCode, exitCodeFor, ThymosError, type WireError, WireErrorSchema } from '../shared/errors/index.js';
-import { agentTokenPath, readAgentToken } from '../shared/platform/index.js';
 import { type FleetStatus, parseReconcileContextText, type ProgressMessage, type ReconcileReport } from '../shared/protocol/index.js';
 import { downFleet, upFleet } from '../supervisor/launch/fleet-launcher.js';
 import { commandNamed, suggest, usageLine } from './command-book.js';
@@ -283,15 +282,14 @@ export async function runUrlCommand(argv: string[]): Promise<number> {
   const id = parseId(args.positionals[0]!, usage);
   const found = await withFleet(args.config, (f) => f.agentUrl(id));
   if (args.values.header === true) {
-    // The token is the agent's own file: printed as the header alone, so "$(thymos url ID --header)" is one argument.
-    const token = args.config.mcp.require_token ? readAgentToken(args.config.dataPath, id) : undefined;
-    if (!token) {
-      const why = args.config.mcp.require_token
-        ? `it has no token in ${agentTokenPath(args.config.dataPath, id)} yet`
-        : 'it asks for none ([mcp] require_token = false)';
-      throw new ThymosError(ErrorCode.INVALID_INPUT, `${id}: no Authorization header to print: ${why}`);
-    }
-    out(args.json ? JSON.stringify({ id, header: `Authorization: Bearer ${token}` }) : `Authorization: Bearer ${token}`);
+    // From the supervisor over NATS, on any host; printed as the header alone, so "$(thymos url ID --header)" is one argument.
+    const authorization = await withFleet(args.config, (f) => f.agentAuthorization(id));
+    if (!authorization)
+      throw new ThymosError(
+        ErrorCode.INVALID_INPUT,
+        `${id}: no Authorization header to print: it asks for none ([mcp] require_token = false)`,
+      );
+    out(args.json ? JSON.stringify({ id, header: `Authorization: ${authorization}` }) : `Authorization: ${authorization}`);
     return ExitCode.OK;
   }
   out(args.json ? JSON.stringify({ id, ...found }) : found.url);

@@ -1,8 +1,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 
-import { agentMcpUrl, loadConfig, type ThymosConfig } from '../shared/config/index.js';
+import { loadConfig, type ThymosConfig } from '../shared/config/index.js';
 import { AgentIdSchema } from '../shared/domain/index.js';
-import { ErrorCode, ThymosError } from '../shared/errors/index.js';
 import {
   type NatsConnection,
   publishJob,
@@ -12,8 +11,8 @@ import {
   SupervisorRequester,
   WorldClient,
 } from '../shared/nats/index.js';
-import { readAgentToken } from '../shared/platform/index.js';
 import {
+  type AgentAccess,
   type AgentMode,
   type EventDecision,
   EventDecisionSchema,
@@ -107,8 +106,13 @@ export interface Fleet {
   approvals(id?: string): Promise<PendingCall[]>;
   /** The fleet's work queues: publish jobs, and see what waits for which skill. */
   readonly jobs: Jobs;
-  /** A running agent's MCP address (what `thymos url ID` prints), port and pid; AGENT_NOT_ACTIVE if it does not run. */
+  /** A running agent's MCP address (what `thymos url ID` prints: the address its host advertises), port and pid; AGENT_NOT_ACTIVE if it does not run. */
   agentUrl(id: string): Promise<{ url: string; port: number; pid: number | null }>;
+  /**
+   * The `Authorization` header value a running agent's MCP endpoint asks for (`Bearer <token>`),
+   * from the supervisor over NATS, on any host; null when `[mcp] require_token` is off.
+   */
+  agentAuthorization(id: string): Promise<string | null>;
   close(): Promise<void>;
 }
 
@@ -155,8 +159,6 @@ class FleetClient implements Fleet {
   readonly #nc: NatsConnection;
   readonly #names: FleetNames;
   readonly #requester: SupervisorRequester<typeof SupervisorResultSchemas>;
-  /** Where agents are reached, and where they keep their MCP tokens (`[mcp] require_token`). */
-  readonly #config: ThymosConfig;
   readonly #agents = new Map<string, { client: Client; port: number; pid: number | null }>();
   readonly world: WorldClient;
   readonly jobs: Jobs;
@@ -166,7 +168,6 @@ class FleetClient implements Fleet {
     this.#names = new FleetNames(config.fleet.name);
     this.#requester = SupervisorRequester.control(nc, config.supervisor.request_timeout_ms, this.#names);
     this.world = new WorldClient(nc, { timeoutMs: QUICK_MS, by: 'app', owner: WorldClient.appOwner(), names: this.#names });
-    this.#config = config;
     this.jobs = {
       publish: async (queue, skill, payload, options = {}) => {
         const job = parseJob({ queue, skill, payload, ...(options.id !== undefined ? { id: options.id } : {}) });
@@ -257,24 +258,26 @@ class FleetClient implements Fleet {
   }
 
   /**
-   * The address of a running agent's MCP endpoint (`http://127.0.0.1:<port>/mcp`), the one an
-   * MCP client should use, with the agent's pid; AGENT_NOT_ACTIVE if it does not run.
+   * The address of a running agent's MCP endpoint, as its host advertises it, with its pid;
+   * AGENT_NOT_ACTIVE if it does not run.
    */
   async agentUrl(id: string): Promise<{ url: string; port: number; pid: number | null }> {
-    const status = await this.status();
-    const row = status.agents.find((a) => a.id === id);
-    if (!row) throw new ThymosError(ErrorCode.AGENT_NOT_FOUND, `no agent "${id}" in the fleet`);
-    if (row.port === null || (row.state !== 'active' && row.state !== 'listening')) {
-      throw new ThymosError(
-        ErrorCode.AGENT_NOT_ACTIVE,
-        `${id} is ${row.state}: it has no MCP endpoint until it runs (reconcile or thymos start ${id})`,
-      );
-    }
-    return { url: agentMcpUrl(this.#config, row.port), port: row.port, pid: row.pid };
+    const { url, port, pid } = await this.#access(id);
+    return { url, port, pid };
+  }
+
+  async agentAuthorization(id: string): Promise<string | null> {
+    const { token } = await this.#access(id);
+    return token === null ? null : `Bearer ${token}`;
+  }
+
+  /** Where a running agent is, and its token, from the supervisor (`agent_access`): nothing of the agent's is read from disk. */
+  #access(id: string): Promise<AgentAccess> {
+    return this.#requester.request('agent_access', { id }, { timeoutMs: QUICK_MS });
   }
 
   async agent(id: string): Promise<Client> {
-    const row = await this.agentUrl(id);
+    const row = await this.#access(id);
     const cached = this.#agents.get(id);
     // A restarted process (new pid) has none of the old sessions: connect afresh.
     if (cached && cached.port === row.port && cached.pid === row.pid) return cached.client;
@@ -286,7 +289,7 @@ class FleetClient implements Fleet {
       import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
     ]);
     const client = new Client({ name: 'thymos-fleet', version: '0.1.0' });
-    const token = readAgentToken(this.#config.dataPath, id);
+    const token = row.token;
     // Its calls are recorded as made by this process (`Thymos-By`), which then cannot approve them.
     const headers: Record<string, string> = { [REQUESTER_HEADER]: REQUESTER, ...(token ? { authorization: `Bearer ${token}` } : {}) };
     await client.connect(new StreamableHTTPClientTransport(new URL(row.url), { requestInit: { headers } }));

@@ -86,7 +86,9 @@ export function readNatsSeed(dataPath: string, who: NatsIdentity): Uint8Array | 
  */
 export function fleetNatsSeed(config: ThymosConfig, who: NatsIdentity, servers: string): Uint8Array | undefined {
   const info = readFleetInfo(config);
-  if (!info || servers !== info.nats_url) return undefined;
+  // A host that runs no `thymos up` (a client on another machine) has no fleet info: its `[nats] url` with identities says it all.
+  if (!info) return config.nats.identities && config.nats.url === servers ? readNatsSeed(config.dataPath, who) : undefined;
+  if (servers !== info.nats_url) return undefined;
   if (info.managed_nats) return readNatsSeed(config.dataPath, who);
   return config.nats.identities && config.nats.url === info.nats_url ? readNatsSeed(config.dataPath, who) : undefined;
 }

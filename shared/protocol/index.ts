@@ -60,6 +60,8 @@ export {
 } from './reconcile-context.js';
 export { type SpareClaim, SpareClaimOkSchema, SpareClaimSchema } from './spare-protocol.js';
 export {
+  type AgentAccess,
+  AgentAccessSchema,
   type AgentEndpoint,
   AgentEndpointSchema,
   type AgentStatusRow,

@@ -117,6 +117,16 @@ export const AgentEndpointSchema = z.object({
 });
 export type AgentEndpoint = z.infer<typeof AgentEndpointSchema>;
 
+/** Where the client reaches a running agent (`agent_access`): the address its host advertises, its port and pid, and its MCP token. */
+export const AgentAccessSchema = z.object({
+  url: z.string(),
+  port: z.number().int(),
+  pid: z.number().int().nullable(),
+  /** The agent's MCP token; null when `[mcp] require_token` is off. */
+  token: z.string().nullable(),
+});
+export type AgentAccess = z.infer<typeof AgentAccessSchema>;
+
 /** Requests to `<fleet>.supervisor.<op>`; the op is the last subject token. */
 /** Where a long operation's progress goes: the requester's own inbox (`isInboxSubject`), never a fleet subject. */
 export const ProgressSubjectSchema = z.string().max(256).refine(isInboxSubject, 'expected an inbox subject (_INBOX.…) for progress');
@@ -170,6 +180,12 @@ export const SupervisorRequestSchemas = {
   agent_endpoint: z
     .object({ id: AgentIdSchema, tool: ToolNameSchema, wake: z.boolean().default(false), progress: ProgressSubjectSchema.optional() })
     .strict(),
+  /**
+   * Where the client reaches running agent `id`, with its MCP token: what `fleet.agent(id)` and
+   * `thymos url ID --header` use, on any host, without reading a file of the agent's. Handed out
+   * only over a NATS link on loopback or with `[nats] tls_*`.
+   */
+  agent_access: z.object({ id: AgentIdSchema }).strict(),
   /** The work queues' backlog, skill by skill; one queue's when `queue` is given. */
   jobs: z.object({ queue: QueueNameSchema.optional() }).strict(),
   /** The newest dead letters, of one queue with `queue`. */
@@ -205,6 +221,7 @@ export const SupervisorResultSchemas = {
   approve: CallDecisionReportSchema,
   refuse: CallDecisionReportSchema,
   agent_endpoint: AgentEndpointSchema,
+  agent_access: AgentAccessSchema,
   jobs: z.array(SkillBacklogSchema),
   jobs_dead: z.array(ListedDeadLetterSchema),
   jobs_requeue: z.object({ id: z.string(), queue: z.string(), skill: z.string(), seq: z.number().int() }),

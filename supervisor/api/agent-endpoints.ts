@@ -1,8 +1,8 @@
-import { agentMcpUrl, type ThymosConfig } from '../../shared/config/index.js';
+import { agentMcpUrl, isLoopback, type ThymosConfig } from '../../shared/config/index.js';
 import { type DomainSchema, grantedTools } from '../../shared/domain/index.js';
 import { ErrorCode, knownCode, ThymosError } from '../../shared/errors/index.js';
 import { readAgentToken } from '../../shared/platform/index.js';
-import type { AgentEndpoint, ReconcileReport } from '../../shared/protocol/index.js';
+import type { AgentAccess, AgentEndpoint, ReconcileReport } from '../../shared/protocol/index.js';
 
 export interface AgentEndpointsOptions {
   domain: DomainSchema;
@@ -74,4 +74,33 @@ export class AgentEndpoints {
       woken,
     };
   }
+
+  /**
+   * Answers `agent_access`: where the client reaches running agent `id`, with its MCP token. The
+   * token crosses NATS only where nobody between can read it: a link on loopback, or one with
+   * `[nats] tls_*`; otherwise UNAUTHORIZED says so (read the token file on the agent's host instead).
+   */
+  access(id: string): AgentAccess {
+    const { config } = this.#o;
+    const entry = this.#o.entry(id);
+    if (!entry) throw new ThymosError(ErrorCode.AGENT_NOT_FOUND, `no agent "${id}" in the fleet`);
+    if (entry.port === null || (entry.state !== 'active' && entry.state !== 'listening'))
+      throw new ThymosError(
+        ErrorCode.AGENT_NOT_ACTIVE,
+        `${id} is ${entry.state}: it has no MCP endpoint until it runs (reconcile or thymos start ${id})`,
+      );
+    const token = config.mcp.require_token ? (readAgentToken(config.dataPath, id) ?? null) : null;
+    if (token !== null && !tokenLinkPrivate(config))
+      throw new ThymosError(
+        ErrorCode.UNAUTHORIZED,
+        `${id}'s MCP token is not handed over ${config.nats.url}: that NATS link is neither loopback nor TLS ([nats] tls_ca), so anyone on the way could read it; set [nats] tls_*, or read it on the agent's host (thymos url ${id} --header there)`,
+      );
+    return { url: agentMcpUrl(config, entry.port), port: entry.port, pid: entry.pid, token };
+  }
+}
+
+/** Whether what crosses the fleet's NATS stays private: the server thymos up runs (loopback), servers on loopback only, or TLS. */
+function tokenLinkPrivate(config: ThymosConfig): boolean {
+  if (config.nats.url === undefined || config.natsTls !== undefined) return true;
+  return config.nats.url.split(',').every((u) => isLoopback(new URL(u.includes('://') ? u.trim() : `nats://${u.trim()}`).hostname));
 }

@@ -60,6 +60,7 @@ expectTypeOf<keyof Fleet>().toEqualTypeOf<
   | 'approvals'
   | 'agent'
   | 'agentUrl'
+  | 'agentAuthorization'
   | 'talk'
   | 'jobs'
   | 'close'
@@ -122,6 +123,7 @@ expectTypeOf<ClientEntry.AgentClient>().toEqualTypeOf<Client>();
 expectTypeOf<typeof ClientEntry.loadDomainSchema>().returns.toEqualTypeOf<Promise<ClientEntry.DomainSchema>>();
 expectTypeOf<ClientEntry.DomainSchema['agents'][string]>().toEqualTypeOf<ClientEntry.AgentDefinition>();
 expectTypeOf<Fleet['agentUrl']>().toEqualTypeOf<(id: string) => Promise<{ url: string; port: number; pid: number | null }>>();
+expectTypeOf<Fleet['agentAuthorization']>().toEqualTypeOf<(id: string) => Promise<string | null>>();
 expectTypeOf<ClientEntry.OperationOptions>().toEqualTypeOf<{ onProgress?: (p: ClientEntry.ProgressMessage) => void }>();
 
 // What the calls carry.

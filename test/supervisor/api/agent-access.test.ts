@@ -1,0 +1,57 @@
+import assert from 'node:assert/strict';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+
+import { loadConfig } from '../../../shared/config/thymos-config.js';
+import { EMPTY_DOMAIN } from '../../../shared/domain/domain-schema.js';
+import { isThymosError } from '../../../shared/errors/errors.js';
+import { agentTokenPath, ensureAgentToken } from '../../../shared/platform/agent-token.js';
+import { AgentEndpoints } from '../../../supervisor/api/agent-endpoints.js';
+import { tempDir } from '../../helpers/temp-dir.js';
+
+/** The agent-access answers of a supervisor configured by `toml`, with mira running on port 4101. */
+function endpoints(toml: string, files: Record<string, string> = {}) {
+  const dir = tempDir('thymos-access-');
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+  writeFileSync(join(dir, 'thymos.toml'), toml);
+  const config = loadConfig(join(dir, 'thymos.toml'));
+  mkdirSync(join(config.dataPath, 'agents', 'mira'), { recursive: true });
+  const token = ensureAgentToken(agentTokenPath(config.dataPath, 'mira'));
+  const states: Record<string, { state: string; port: number | null; pid: number | null }> = {
+    mira: { state: 'active', port: 4101, pid: 4242 },
+    bram: { state: 'dormant', port: null, pid: null },
+  };
+  const api = new AgentEndpoints({
+    domain: EMPTY_DOMAIN,
+    config,
+    entry: (id) => states[id],
+    stopping: () => false,
+    wake: () => Promise.reject(new Error('not here')),
+  });
+  return { api, token };
+}
+
+test("a running agent's address and token go to the client over a NATS link on loopback or with TLS, and over no other", () => {
+  const local = endpoints('[host]\nadvertise = "127.0.0.2"\n');
+  assert.deepEqual(local.api.access('mira'), { url: 'http://127.0.0.2:4101/mcp', port: 4101, pid: 4242, token: local.token });
+  assert.throws(
+    () => local.api.access('bram'),
+    (err) => isThymosError(err, 'AGENT_NOT_ACTIVE'),
+  );
+  assert.throws(
+    () => local.api.access('fenn'),
+    (err) => isThymosError(err, 'AGENT_NOT_FOUND'),
+  );
+  const open = endpoints('[nats]\nurl = "nats://10.0.0.5:4222"\nidentities = true\n');
+  assert.throws(
+    () => open.api.access('mira'),
+    (err) => isThymosError(err, 'UNAUTHORIZED') && /neither loopback nor TLS/.test(err.message) && !err.message.includes(open.token),
+  );
+  const tls = endpoints('[nats]\nurl = "nats://10.0.0.5:4222"\nidentities = true\ntls_ca = "ca.pem"\n', {
+    'ca.pem': '-----BEGIN CERTIFICATE-----\n',
+  });
+  assert.equal(tls.api.access('mira').token, tls.token);
+  const tokenless = endpoints('[nats]\nurl = "nats://10.0.0.5:4222"\nidentities = true\n[mcp]\nrequire_token = false\n');
+  assert.equal(tokenless.api.access('mira').token, null, 'no token to hand over: only the address');
+});
