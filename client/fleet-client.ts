@@ -1,7 +1,8 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 
-import { loadConfig, type ThymosConfig } from '../shared/config/index.js';
+import { fleetNatsUrl, loadConfig, natsLinkPrivate, type ThymosConfig } from '../shared/config/index.js';
 import { AgentIdSchema } from '../shared/domain/index.js';
+import { ErrorCode, ThymosError } from '../shared/errors/index.js';
 import {
   type NatsConnection,
   publishJob,
@@ -11,6 +12,7 @@ import {
   SupervisorRequester,
   WorldClient,
 } from '../shared/nats/index.js';
+import { agentTokenPath, readAgentToken } from '../shared/platform/index.js';
 import {
   type AgentAccess,
   type AgentMode,
@@ -159,6 +161,9 @@ class FleetClient implements Fleet {
   readonly #nc: NatsConnection;
   readonly #names: FleetNames;
   readonly #requester: SupervisorRequester<typeof SupervisorResultSchemas>;
+  /** Whose MCP tokens may be read from this host's data folder, and whether its NATS link is private. */
+  readonly #config: ThymosConfig;
+  readonly #natsUrl: string;
   readonly #agents = new Map<string, { client: Client; port: number; pid: number | null }>();
   readonly world: WorldClient;
   readonly jobs: Jobs;
@@ -166,6 +171,8 @@ class FleetClient implements Fleet {
   constructor(nc: NatsConnection, config: ThymosConfig) {
     this.#nc = nc;
     this.#names = new FleetNames(config.fleet.name);
+    this.#config = config;
+    this.#natsUrl = fleetNatsUrl(config);
     this.#requester = SupervisorRequester.control(nc, config.supervisor.request_timeout_ms, this.#names);
     this.world = new WorldClient(nc, { timeoutMs: QUICK_MS, by: 'app', owner: WorldClient.appOwner(), names: this.#names });
     this.jobs = {
@@ -267,13 +274,25 @@ class FleetClient implements Fleet {
   }
 
   async agentAuthorization(id: string): Promise<string | null> {
-    const { token } = await this.#access(id);
-    return token === null ? null : `Bearer ${token}`;
+    const access = await this.#access(id);
+    if (access.token !== null) return `Bearer ${access.token}`;
+    if (!this.#config.mcp.require_token) return null;
+    throw new ThymosError(
+      ErrorCode.UNAUTHORIZED,
+      `${id}'s MCP token is not handed over a NATS link that is neither loopback nor TLS, and ${agentTokenPath(this.#config.dataPath, id)} is not on this host: set [nats] tls_*, or ask on the agent's host`,
+    );
   }
 
-  /** Where a running agent is, and its token, from the supervisor (`agent_access`): nothing of the agent's is read from disk. */
-  #access(id: string): Promise<AgentAccess> {
-    return this.#requester.request('agent_access', { id }, { timeoutMs: QUICK_MS });
+  /**
+   * Where a running agent is, from the supervisor (`agent_access`), and its token: handed over when
+   * both this client's NATS link and the supervisor's are loopback or TLS, else read from the
+   * agent's folder when that is on this host.
+   */
+  async #access(id: string): Promise<AgentAccess> {
+    const wantToken = natsLinkPrivate(this.#natsUrl, this.#config.natsTls !== undefined);
+    const access = await this.#requester.request('agent_access', { id, token: wantToken }, { timeoutMs: QUICK_MS });
+    if (access.token !== null || !this.#config.mcp.require_token) return access;
+    return { ...access, token: readAgentToken(this.#config.dataPath, id) ?? null };
   }
 
   async agent(id: string): Promise<Client> {

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { hostname } from 'node:os';
 
 import { z } from 'zod';
@@ -67,6 +68,12 @@ export const HostSettingsSchema = z
     advertise: z
       .string()
       .regex(/^[A-Za-z0-9._:[\]-]+$/, 'expected a host name or an IP address, e.g. "10.0.0.12" or "mill-2.example.org"')
+      .refine((a) => !isWildcard(a), 'expected an address others reach this host on, not one that means every interface')
+      .transform((a) => {
+        const lower = a.toLowerCase();
+        // An IPv6 address goes in a URL between brackets.
+        return isIP(lower) === 6 ? `[${lower}]` : lower;
+      })
       .optional(),
   })
   .strict();
@@ -77,9 +84,37 @@ export function isLoopback(address: string): boolean {
   return bare === 'localhost' || bare === '::1' || /^127(?:\.\d{1,3}){3}$/.test(bare);
 }
 
+/**
+ * Whether what crosses a NATS link to `servers` (a URL, or several comma-separated) stays private:
+ * every server on loopback, or TLS (`[nats] tls_*` given, or `tls://` servers).
+ */
+export function natsLinkPrivate(servers: string, tls: boolean): boolean {
+  const urls = servers.split(',').map((u) => u.trim());
+  if (tls || urls.every((u) => u.startsWith('tls://'))) return true;
+  return urls.every((u) => {
+    try {
+      return isLoopback(new URL(u.includes('://') ? u : `nats://${u}`).hostname);
+    } catch {
+      return false;
+    }
+  });
+}
+
+/**
+ * Servers as `nats://host:port` (or `tls://`, `host:port`), comma-separated: no user or password
+ * in the URL (identities and credentials are the fleet's way in) and no backslash, which URL
+ * parsers read otherwise than the NATS client.
+ */
+const NATS_URL = /^[^@\\\s]+$/;
+const NATS_URL_MESSAGE =
+  'expected servers as nats://host:port, without a user, a password or a backslash (the fleet signs in with [nats] identities or credentials)';
+
 /** Every interface: an address that cannot be reached as such. */
 export function isWildcard(address: string): boolean {
-  return address === '0.0.0.0' || address === '::' || address === '[::]';
+  const bare = address.replace(/^\[|\]$/g, '');
+  if (isIP(bare) === 4) return bare.split('.').every((part) => Number(part) === 0);
+  if (isIP(bare) === 6) return /^[0:]+$/.test(bare);
+  return bare === '0';
 }
 
 /** Score → state thresholds, damping and capacity. Used by the supervisor. */
@@ -224,13 +259,14 @@ export const NatsSettingsSchema = z
      */
     url: z
       .union([
-        z.string().min(1),
+        z.string().min(1).regex(NATS_URL, NATS_URL_MESSAGE),
         z
           .array(
             z
               .string()
               .min(1)
-              .regex(/^[^,]+$/, 'expected one server per entry, without commas'),
+              .regex(/^[^,]+$/, 'expected one server per entry, without commas')
+              .regex(NATS_URL, NATS_URL_MESSAGE),
           )
           .min(1),
       ])

@@ -63,11 +63,12 @@ function refuseOpenExposure(c: z.output<typeof ThymosBaseSchema>, ctx: z.Refinem
       path: ['host', 'advertise'],
       message: `expected the address other hosts reach agents on: [agent] host = "${c.agent.host}" listens on every interface, which is no address to give out`,
     });
-  if (!isLoopback(c.agent.host) && !c.mcp.require_token)
+  const offLoopback = !isLoopback(c.agent.host) || (c.host.advertise !== undefined && !isLoopback(c.host.advertise));
+  if (offLoopback && !c.mcp.require_token)
     ctx.addIssue({
       code: 'custom',
       path: ['mcp', 'require_token'],
-      message: `expected require_token = true: [agent] host = "${c.agent.host}" is not loopback, and an endpoint off loopback without its token is open to anyone who reaches it`,
+      message: `expected require_token = true: the agents' endpoint is reached off loopback ([agent] host "${c.agent.host}"${c.host.advertise ? `, [host] advertise "${c.host.advertise}"` : ''}), and without its token it is open to anyone who reaches it`,
     });
   const keyed = c.nats.identities || c.nats.credentials !== undefined;
   if (c.nats.url === undefined || keyed) return;

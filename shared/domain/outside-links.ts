@@ -49,9 +49,12 @@ function checkLink(link: string, scope: PklReadScope, file: string): void {
   }
   if (SYSTEM_FOLDERS.some((s) => within(target, s))) refuse(file, link, target, 'in a system folder');
   if (within(target, scope.schemas)) return;
-  if (scope.excluded.some((folder) => within(target, folder))) refuse(file, link, target, 'in the data directory');
+  // In any letter case: on a file system that ignores it, `DATA` is `data`.
+  const folded = target.toLowerCase();
+  const excluded = scope.excluded.map((folder) => folder.toLowerCase());
+  if (excluded.some((folder) => within(folded, folder))) refuse(file, link, target, 'in the data directory');
   // A link to a folder above an excluded one would name it past its patterns (`loop/data/…` for `loop -> .`).
-  if (scope.excluded.some((folder) => within(folder, target))) refuse(file, link, target, 'a folder that holds the data directory');
+  if (excluded.some((folder) => within(folder, folded))) refuse(file, link, target, 'a folder that holds the data directory');
   if (within(target, scope.appReal) && readableInApp(relative(scope.appReal, target))) return;
   refuse(file, link, target, "outside the application's folder and Thymos's schemas, or in a hidden part or node_modules of it");
 }

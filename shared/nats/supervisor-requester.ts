@@ -4,7 +4,7 @@ import { basename } from 'node:path';
 import { headers, type NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
 
-import { ErrorCode, ThymosError } from '../errors/errors.js';
+import { ErrorCode, isThymosError, ThymosError, toThymosError } from '../errors/errors.js';
 import { DEFAULT_FLEET_NAMES, type FleetNames, REQUESTER_HEADER } from '../protocol/fleet-names.js';
 import { parseJsonOrUndefined } from '../protocol/parse-json.js';
 import {
@@ -79,15 +79,17 @@ export class SupervisorRequester<R extends Results> {
   }
 
   /**
-   * The supervisor that answers for the fleet on this NATS, or undefined when none does (nobody
-   * listens, or nobody answers within `timeoutMs`): one fleet has one supervisor, whichever host
-   * and data directory it runs from.
+   * The supervisor that answers for the fleet on this NATS, or undefined when nobody listens
+   * there: one fleet has one supervisor, whichever host and data directory it runs from. One that
+   * listens but does not answer within `timeoutMs` (busy, or paused) is there all the same, with
+   * pid 0; so is one whose answer another version wrote.
    */
   static async running(nc: NatsConnection, timeoutMs: number, names: FleetNames): Promise<PingReply | undefined> {
     try {
       return await SupervisorRequester.control(nc, timeoutMs, names).request('ping');
-    } catch {
-      return undefined;
+    } catch (err) {
+      if (isThymosError(err, ErrorCode.FLEET_NOT_RUNNING) || isThymosError(err, ErrorCode.UNAUTHORIZED)) return undefined;
+      return { pid: 0, started_at: 'unknown', host: `unknown (it did not answer: ${toThymosError(err).message})` };
     }
   }
 

@@ -122,8 +122,10 @@ export const AgentAccessSchema = z.object({
   url: z.string(),
   port: z.number().int(),
   pid: z.number().int().nullable(),
-  /** The agent's MCP token; null when `[mcp] require_token` is off. */
+  /** The agent's MCP token; null when `[mcp] require_token` is off, when not asked for, or when withheld. */
   token: z.string().nullable(),
+  /** True when a token was asked for and is not handed over this supervisor's NATS link (neither loopback nor TLS). */
+  withheld: z.boolean(),
 });
 export type AgentAccess = z.infer<typeof AgentAccessSchema>;
 
@@ -182,10 +184,11 @@ export const SupervisorRequestSchemas = {
     .strict(),
   /**
    * Where the client reaches running agent `id`, with its MCP token: what `fleet.agent(id)` and
-   * `thymos url ID --header` use, on any host, without reading a file of the agent's. Handed out
-   * only over a NATS link on loopback or with `[nats] tls_*`.
+   * `thymos url ID --header` use, on any host, without reading a file of the agent's. The token is
+   * asked for only by a client whose own link is private, and handed out only over a supervisor's
+   * link that is (loopback or TLS); otherwise it is `withheld`.
    */
-  agent_access: z.object({ id: AgentIdSchema }).strict(),
+  agent_access: z.object({ id: AgentIdSchema, token: z.boolean().default(true) }).strict(),
   /** The work queues' backlog, skill by skill; one queue's when `queue` is given. */
   jobs: z.object({ queue: QueueNameSchema.optional() }).strict(),
   /** The newest dead letters, of one queue with `queue`. */
@@ -202,7 +205,7 @@ export const SupervisorRequestSchemas = {
 export type SupervisorOp = keyof typeof SupervisorRequestSchemas;
 
 /** The answer to `ping`. */
-export const PingReplySchema = z.object({ pid: z.number().int(), started_at: z.string(), host: z.string() });
+export const PingReplySchema = z.object({ pid: z.number().int(), started_at: z.string(), host: z.string().default('unknown') });
 export type PingReply = z.infer<typeof PingReplySchema>;
 
 /** What each op answers with: the `result` of `{ ok: true, result }`. The requester validates every reply with these. */

@@ -1,4 +1,4 @@
-import { agentMcpUrl, isLoopback, type ThymosConfig } from '../../shared/config/index.js';
+import { agentMcpUrl, natsLinkPrivate, type ThymosConfig } from '../../shared/config/index.js';
 import { type DomainSchema, grantedTools } from '../../shared/domain/index.js';
 import { ErrorCode, knownCode, ThymosError } from '../../shared/errors/index.js';
 import { readAgentToken } from '../../shared/platform/index.js';
@@ -7,6 +7,8 @@ import type { AgentAccess, AgentEndpoint, ReconcileReport } from '../../shared/p
 export interface AgentEndpointsOptions {
   domain: DomainSchema;
   config: ThymosConfig;
+  /** The NATS server this supervisor is connected to: a token crosses it only when it is loopback or TLS. */
+  natsUrl: string;
   /** Where an agent stands now. */
   entry(id: string): { state: string; port: number | null; pid: number | null } | undefined;
   /** Whether an agent still runs only because a reconcile that answered before its stops is putting it to sleep. */
@@ -67,6 +69,11 @@ export class AgentEndpoints {
         `${r.id} is ${entry?.state ?? 'unknown'}: it answers tools only while it runs${r.wake ? '' : ` (the tool ${r.tool} may say wake = true)`}`,
       );
     }
+    if (config.mcp.require_token && !natsLinkPrivate(this.#o.natsUrl, config.natsTls !== undefined))
+      throw new ThymosError(
+        ErrorCode.UNAUTHORIZED,
+        `${r.id}'s MCP token is not handed over this NATS link, which is neither loopback nor TLS: set [nats] tls_* for ${r.from}'s tool ${r.tool} to reach it`,
+      );
     return {
       url: agentMcpUrl(config, entry.port),
       token: config.mcp.require_token ? (readAgentToken(config.dataPath, r.id) ?? null) : null,
@@ -76,11 +83,12 @@ export class AgentEndpoints {
   }
 
   /**
-   * Answers `agent_access`: where the client reaches running agent `id`, with its MCP token. The
-   * token crosses NATS only where nobody between can read it: a link on loopback, or one with
-   * `[nats] tls_*`; otherwise UNAUTHORIZED says so (read the token file on the agent's host instead).
+   * Answers `agent_access`: where the client reaches running agent `id`, and its MCP token when
+   * asked for. The token crosses NATS only where nobody between can read it: this supervisor's link
+   * on loopback or TLS (the client checks its own); otherwise it is withheld, and a client on the
+   * agent's host reads it from the agent's folder instead.
    */
-  access(id: string): AgentAccess {
+  access(id: string, wantToken = true): AgentAccess {
     const { config } = this.#o;
     const entry = this.#o.entry(id);
     if (!entry) throw new ThymosError(ErrorCode.AGENT_NOT_FOUND, `no agent "${id}" in the fleet`);
@@ -89,18 +97,9 @@ export class AgentEndpoints {
         ErrorCode.AGENT_NOT_ACTIVE,
         `${id} is ${entry.state}: it has no MCP endpoint until it runs (reconcile or thymos start ${id})`,
       );
-    const token = config.mcp.require_token ? (readAgentToken(config.dataPath, id) ?? null) : null;
-    if (token !== null && !tokenLinkPrivate(config))
-      throw new ThymosError(
-        ErrorCode.UNAUTHORIZED,
-        `${id}'s MCP token is not handed over ${config.nats.url}: that NATS link is neither loopback nor TLS ([nats] tls_ca), so anyone on the way could read it; set [nats] tls_*, or read it on the agent's host (thymos url ${id} --header there)`,
-      );
-    return { url: agentMcpUrl(config, entry.port), port: entry.port, pid: entry.pid, token };
+    const asked = wantToken && config.mcp.require_token;
+    const withheld = asked && !natsLinkPrivate(this.#o.natsUrl, config.natsTls !== undefined);
+    const token = asked && !withheld ? (readAgentToken(config.dataPath, id) ?? null) : null;
+    return { url: agentMcpUrl(config, entry.port), port: entry.port, pid: entry.pid, token, withheld };
   }
-}
-
-/** Whether what crosses the fleet's NATS stays private: the server thymos up runs (loopback), servers on loopback only, or TLS. */
-function tokenLinkPrivate(config: ThymosConfig): boolean {
-  if (config.nats.url === undefined || config.natsTls !== undefined) return true;
-  return config.nats.url.split(',').every((u) => isLoopback(new URL(u.includes('://') ? u.trim() : `nats://${u.trim()}`).hostname));
 }

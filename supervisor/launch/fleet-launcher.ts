@@ -349,7 +349,7 @@ async function refuseOtherSupervisor(config: ThymosConfig, natsUrl: string, name
     if (!other) return;
     throw new ThymosError(
       ErrorCode.SUPERVISOR_ALREADY_RUNNING,
-      `the fleet "${names.fleet}" already has a supervisor on ${natsUrl}: pid ${other.pid} on host ${other.host}; one supervisor runs a fleet (stop that one, or give this fleet another [fleet] name)`,
+      `the fleet "${names.fleet}" already has a supervisor on ${natsUrl}: ${other.pid ? `pid ${other.pid} ` : ''}on host ${other.host}; one supervisor runs a fleet (stop that one, or give this fleet another [fleet] name)`,
       { details: { ...other } },
     );
   } finally {

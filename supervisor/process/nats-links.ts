@@ -65,7 +65,7 @@ export async function refuseSecondSupervisor(nc: NatsConnection, names: FleetNam
   if (!other) return;
   throw new ThymosError(
     ErrorCode.SUPERVISOR_ALREADY_RUNNING,
-    `the fleet "${names.fleet}" already has a supervisor on ${natsUrl}: pid ${other.pid} on host ${other.host}, since ${other.started_at}; one supervisor runs a fleet (stop that one, or give this fleet another [fleet] name)`,
+    `the fleet "${names.fleet}" already has a supervisor on ${natsUrl}: ${other.pid ? `pid ${other.pid} ` : ''}on host ${other.host}, since ${other.started_at}; one supervisor runs a fleet (stop that one, or give this fleet another [fleet] name)`,
     { details: { ...other } },
   );
 }

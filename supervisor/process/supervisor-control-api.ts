@@ -79,7 +79,7 @@ export function supervisorControlApi(
         approvals: async (r) => approvals.pending(r.id),
         approve: (r, _progress, by) => approvals.decide(r.id, r.call_id, true, by, r.reason, r.done),
         refuse: (r, _progress, by) => approvals.decide(r.id, r.call_id, false, by, r.reason),
-        agent_access: async (r) => endpoints.access(r.id),
+        agent_access: async (r) => endpoints.access(r.id, r.token),
         agent_endpoint: (r, progress, by) => endpoints.resolve({ ...r, from: by.agent! }, progress),
         jobs: (r) => jobs.backlog(r.queue),
         jobs_dead: (r) => jobs.dead(r.limit, r.queue),

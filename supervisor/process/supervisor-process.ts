@@ -199,6 +199,7 @@ async function serve(
   const endpoints = new AgentEndpoints({
     domain,
     config,
+    natsUrl,
     entry: (id) => registry.get(id),
     stopping: (id) => controller.stopping(id),
     wake: (id, onProgress) => controller.operate('start', id, { mode: 'active', onProgress }),

@@ -58,6 +58,14 @@ describe('thymos.toml', () => {
     assert.match(configError('[nats]\nurl = "nats://127.0.0.1:4222"\n[host]\nadvertise = "10.0.0.12"').message, /advertise "10\.0\.0\.12"/);
     at('[nats]\nurl = "nats://10.0.0.5:4222"\nidentities = true\n[host]\nadvertise = "10.0.0.12"'); // identities: allowed
     assert.match(configError('[host]\nadvertise = "10.0.0.12/mcp"').message, /host\.advertise/);
+    for (const every of ['0', '::', '0:0:0:0:0:0:0:0', '[::]'])
+      assert.match(configError(`[agent]\nhost = "${every}"`).message, /host\.advertise/, `${every} listens on every interface`);
+    assert.match(configError('[host]\nadvertise = "0.0.0.0"').message, /host\.advertise: expected an address others reach/);
+    assert.match(configError('[host]\nadvertise = "mill-2.lan"\n[mcp]\nrequire_token = false').message, /mcp\.require_token/);
+    assert.equal(at('[host]\nadvertise = "Mill-2.LAN"').host.advertise, 'mill-2.lan', 'as a client sends it in its Host header');
+    assert.equal(agentMcpUrl(at('[host]\nadvertise = "fd00::12"'), 4101), 'http://[fd00::12]:4101/mcp');
+    for (const url of ['"nats://evil.example\\\\@127.0.0.1:4222"', '"nats://user:pass@127.0.0.1:4222"'])
+      assert.match(configError(`[nats]\nurl = ${url}`).message, /nats\.url: expected servers as nats:\/\/host:port, without a user/);
   });
 
   test('[nats] url takes an array of servers as well as one string, comma-separated or not', () => {

@@ -25,6 +25,7 @@ function endpoints(toml: string, files: Record<string, string> = {}) {
   const api = new AgentEndpoints({
     domain: EMPTY_DOMAIN,
     config,
+    natsUrl: config.nats.url ?? 'nats://127.0.0.1:4222',
     entry: (id) => states[id],
     stopping: () => false,
     wake: () => Promise.reject(new Error('not here')),
@@ -34,7 +35,14 @@ function endpoints(toml: string, files: Record<string, string> = {}) {
 
 test("a running agent's address and token go to the client over a NATS link on loopback or with TLS, and over no other", () => {
   const local = endpoints('[host]\nadvertise = "127.0.0.2"\n');
-  assert.deepEqual(local.api.access('mira'), { url: 'http://127.0.0.2:4101/mcp', port: 4101, pid: 4242, token: local.token });
+  assert.deepEqual(local.api.access('mira'), {
+    url: 'http://127.0.0.2:4101/mcp',
+    port: 4101,
+    pid: 4242,
+    token: local.token,
+    withheld: false,
+  });
+  assert.equal(local.api.access('mira', false).token, null, 'not asked for: not handed over');
   assert.throws(
     () => local.api.access('bram'),
     (err) => isThymosError(err, 'AGENT_NOT_ACTIVE'),
@@ -44,14 +52,11 @@ test("a running agent's address and token go to the client over a NATS link on l
     (err) => isThymosError(err, 'AGENT_NOT_FOUND'),
   );
   const open = endpoints('[nats]\nurl = "nats://10.0.0.5:4222"\nidentities = true\n');
-  assert.throws(
-    () => open.api.access('mira'),
-    (err) => isThymosError(err, 'UNAUTHORIZED') && /neither loopback nor TLS/.test(err.message) && !err.message.includes(open.token),
-  );
+  assert.deepEqual(open.api.access('mira'), { url: 'http://127.0.0.1:4101/mcp', port: 4101, pid: 4242, token: null, withheld: true });
   const tls = endpoints('[nats]\nurl = "nats://10.0.0.5:4222"\nidentities = true\ntls_ca = "ca.pem"\n', {
     'ca.pem': '-----BEGIN CERTIFICATE-----\n',
   });
   assert.equal(tls.api.access('mira').token, tls.token);
   const tokenless = endpoints('[nats]\nurl = "nats://10.0.0.5:4222"\nidentities = true\n[mcp]\nrequire_token = false\n');
-  assert.equal(tokenless.api.access('mira').token, null, 'no token to hand over: only the address');
+  assert.deepEqual(tokenless.api.access('mira'), { url: 'http://127.0.0.1:4101/mcp', port: 4101, pid: 4242, token: null, withheld: false });
 });
