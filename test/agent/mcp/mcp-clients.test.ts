@@ -13,8 +13,8 @@ import { freePort } from '../../helpers/ports.js';
 import { REPO_ROOT, VILLAGE_SCHEMA } from '../../helpers/workspace.js';
 
 const run = promisify(execFile);
-/** The README and the manual's page on MCP, where the snippets are. */
-const README = ['README.md', 'docs/agents-and-mcp.md'].map((page) => readFileSync(join(REPO_ROOT, page), 'utf8')).join('\n');
+/** The manual's page on MCP and the README, where the snippets are (the page's first: a single agent's). */
+const README = ['docs/agents-and-mcp.md', 'README.md'].map((page) => readFileSync(join(REPO_ROOT, page), 'utf8')).join('\n');
 /** The port the README's snippets name. */
 const README_PORT = '4101';
 
