@@ -229,7 +229,7 @@ async function modelFigures(
       { metric: `${by}: readings that failed (answered offline) / tokens spent`, value: `${failed} / ${spent}`, unit: '' },
     ],
     notes: [
-      `Read by ${model} at ${new URL(url).host} as an agent's [llm.extraction] model reads plain words (README: "Plain words", "With a model"); p50 resolution with it: ${round(quantile([...dev.ms, ...held.ms], 0.5), 0)} ms.`,
+      `Read by ${model} at ${new URL(url).host} as an agent's [llm.extraction] model reads plain words (docs/tools-and-intents.md: "Plain words", "With a model"); p50 resolution with it: ${round(quantile([...dev.ms, ...held.ms], 0.5), 0)} ms.`,
     ],
   };
 }

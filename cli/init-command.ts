@@ -27,7 +27,7 @@ export function projectFiles(dir: string): Record<string, string> {
   };
 }
 
-const configToml = (name: string) => `# ${name}: a Thymos fleet. Paths are relative to this file; README of Thymos: "Configuration".
+const configToml = (name: string) => `# ${name}: a Thymos fleet. Paths are relative to this file; keys: Thymos's docs/configuration.md.
 data_dir = "data"
 
 [domain]
@@ -81,8 +81,8 @@ relevanceRules {
   new { name = "where the player is"; condition = new SameAs { property = "location"; global = "player_location" }; score = 0.9 }
 }
 
-// What agents can do: tools declared as data, granted by an agent's \`capabilities\` (see the
-// README's "Tools" section). A Script tool calls a function of your own compiled module:
+// What agents can do: tools declared as data, granted by an agent's \`capabilities\` (see
+// docs/tools-and-intents.md of Thymos). A Script tool calls a function of your own compiled module:
 // tools {
 //   ["post_notice"] {
 //     description = "Pin a notice on the town board"

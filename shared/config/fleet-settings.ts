@@ -184,7 +184,7 @@ export const SupervisorSettingsSchema = z
     start_timeout_ms: ms(1000, 600_000, 30_000),
     /** Agent MCP ports are allocated from this range. @default 7400 */
     agent_port_min: z.number().int().min(1024).max(65_535).default(7400),
-    /** @default 7999 */
+    /** The last port of that range. @default 7999 */
     agent_port_max: z.number().int().min(1024).max(65_535).default(7999),
     /** Port of the Prometheus `/metrics` endpoint on 127.0.0.1; 0 picks a free one (see `thymos status`). @default 0 */
     metrics_port: z.number().int().min(0).max(65_535).default(0),
@@ -195,7 +195,7 @@ export const SupervisorSettingsSchema = z
     /**
      * Spare agent processes kept warm: started ahead of need with every module an agent loads,
      * each taken by one wake and then the agent's for life. 0 starts every agent cold. Each
-     * spare costs about 46 MB PSS (105 MB RSS) while it waits; see docs/waking.md. @default 0
+     * spare costs about 55 MB PSS (116 MB RSS) while it waits; see docs/waking.md. @default 0
      */
     pool_size: z.number().int().min(0).max(64).default(0),
     /**
@@ -333,8 +333,9 @@ export const WorldSettingsSchema = z
       .string()
       .regex(/^(wss?|https?):\/\/\S+$/, 'expected a SurrealDB server url: ws://, wss://, http:// or https://')
       .optional(),
-    /** Namespace and database in that server (and in the embedded store). @default "thymos" / "world" */
+    /** Namespace in that server (and in the embedded store). @default "thymos" */
     namespace: z.string().min(1).default('thymos'),
+    /** Database in that namespace. @default "world" */
     database: z.string().min(1).default('world'),
     /** User to sign in as on that server; unset: no sign-in. */
     username: z.string().min(1).optional(),
@@ -379,7 +380,7 @@ export const EmbeddingSettingsSchema = z
 
 export const LogSettingsSchema = z
   .object({
-    /** @default "info" */
+    /** The least level each process logs: fatal, error, warn, info, debug, trace or silent. @default "info" */
     level: z.enum(LOG_LEVELS).default('info'),
     /**
      * Put a tool call's arguments into its `mcp request` debug line. Off, the line says which

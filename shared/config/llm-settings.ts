@@ -28,7 +28,9 @@ const USE_FIELDS = {
     .string()
     .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected an environment variable name')
     .optional(),
+  /** Sampling temperature sent with every call. @default 0.7 */
   temperature: z.number().min(0).max(2).default(0.7),
+  /** Most tokens of one answer. @default 512 */
   max_tokens: z.number().int().min(1).max(1_000_000).default(512),
   /** A call, all retries included, is abandoned after this long. @default 30000 */
   timeout_ms: ms(100, 600_000, 30_000),

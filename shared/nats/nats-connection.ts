@@ -154,7 +154,7 @@ export function refusal(err: unknown, subject: string): ThymosError | undefined 
   if (!violation) return undefined;
   return new ThymosError(
     ErrorCode.UNAUTHORIZED,
-    `nats-server refused the ${violation.operation} on ${violation.subject || subject}: this process's NATS identity may not (see "Who may connect to the fleet's NATS" in the README)`,
+    `nats-server refused the ${violation.operation} on ${violation.subject || subject}: this process's NATS identity may not (see "Who may connect to the fleet's NATS" in docs/identity-and-security.md)`,
     {
       cause: err,
       details: { subject: violation.subject || subject },

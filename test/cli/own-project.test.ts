@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { ensureModel } from '../helpers/embedding-model.js';
@@ -11,9 +11,10 @@ import { terminal } from '../helpers/terminal.js';
 import { REPO_ROOT } from '../helpers/workspace.js';
 
 /**
- * The README's "Your own project", as a user outside the repository does it: the packed
+ * The README's "your own project", as a user outside the repository does it: the packed
  * package installed into an empty folder (no .npmrc there, nothing from the repository on the
- * path), then init, validate, up, reconcile, tools, the loop script, top and down.
+ * path), then setup, glossary, init, validate, up, reconcile, tools, the loop script, top, logs and
+ * down; the last test holds the README's block to the commands run here.
  */
 describe('a project of its own, from the packed package', () => {
   const root = mkdtempSync(join(tmpdir(), 'thymos-own-'));
@@ -21,7 +22,13 @@ describe('a project of its own, from the packed package', () => {
   /** The environment of a user's shell: none of the npm variables `npm test` sets, nor THYMOS_CONFIG. */
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_|^THYMOS_/i.test(k)));
   const run = (cmd: string, args: string[], cwd = project) => spawnSync(cmd, args, { cwd, env, encoding: 'utf8', timeout: 300_000 });
-  const thymos = (...args: string[]) => run(join(project, 'node_modules', '.bin', 'thymos'), args);
+  /** Each command run in the project, as a user types it: `npx thymos up`, `node loop.mjs`. */
+  const ran: string[] = [];
+  const thymos = (...args: string[]) => {
+    ran.push(['npx', 'thymos', ...args].join(' '));
+    return run(join(project, 'node_modules', '.bin', 'thymos'), args);
+  };
+  let tarball = '';
 
   before(() => {
     ensureModel();
@@ -29,8 +36,11 @@ describe('a project of its own, from the packed package', () => {
     // dist is built by npm test's pretest; --ignore-scripts keeps pack from building it again.
     execFileSync('npm', ['pack', '--ignore-scripts', '--pack-destination', root], { cwd: REPO_ROOT, env, stdio: 'ignore' });
     const tgz = readdirSync(root).find((f) => f.endsWith('.tgz'))!;
+    tarball = join(root, tgz);
     execFileSync('npm', ['init', '-y'], { cwd: project, env, stdio: 'ignore' });
-    const install = run('npm', ['install', join(root, tgz), '--no-audit', '--no-fund', '--prefer-offline']);
+    ran.push('mkdir my-town && cd my-town && npm init -y');
+    const install = run('npm', ['install', tarball, '--no-audit', '--no-fund', '--prefer-offline']);
+    ran.push(`npm install ${tarball}`);
     assert.equal(install.status, 0, `npm install: ${install.stderr}`);
     assert.doesNotMatch(install.stderr, /EBADENGINE/, 'no dependency refuses the Node versions the README names');
   });
@@ -66,7 +76,14 @@ describe('a project of its own, from the packed package', () => {
     assert.ok(probe('thymos/agent').names.includes('runAgentProcess'));
   });
 
-  test('init, validate, up, reconcile, tools, the loop script, top and down all work there', async () => {
+  test('setup, glossary, init, validate, up, reconcile, tools, the loop script, top, logs and down all work there', async () => {
+    // nats-server is on this machine: setup says so and installs nothing.
+    const setup = thymos('setup');
+    assert.equal(setup.status, 0, setup.stderr);
+    const glossary = thymos('glossary');
+    assert.equal(glossary.status, 0, glossary.stderr);
+    assert.match(glossary.stdout, /^built .*models\/glossary \(.*fra: \d+ words/);
+
     const init = thymos('init');
     assert.equal(init.status, 0, init.stderr);
     assert.match(readFileSync(join(project, 'world.pkl'), 'utf8'), /amends "\.\/node_modules\/thymos\/schemas\/Thymos\.pkl"/);
@@ -99,6 +116,7 @@ describe('a project of its own, from the packed package', () => {
 
     // The library from an ES module of the project's own: the loop walks to the market and talks to the baker.
     const loop = run(process.execPath, ['loop.mjs']);
+    ran.push('node loop.mjs');
     assert.equal(loop.status, 0, loop.stderr);
     assert.match(loop.stdout, /tick 1: the player is at the market; started baker/);
 
@@ -123,6 +141,7 @@ describe('a project of its own, from the packed package', () => {
     assert.match(top.stdout, /baker\s+active/);
 
     // Live, on a terminal: tmux runs it; it draws, redraws, re-sorts on a key and quits on q.
+    ran.push('npx thymos top');
     const live = terminal('top', `${join(project, 'node_modules', '.bin', 'thymos')} top --interval 300`, {
       cwd: project,
       env,
@@ -163,5 +182,25 @@ describe('a project of its own, from the packed package', () => {
     const down = thymos('down');
     assert.equal(down.status, 0, down.stderr);
     await eventually(() => (existsSync(join(project, 'data', 'pm2', 'pm2.pid')) ? undefined : true), 20_000, 'the pm2 daemon gone');
+  });
+
+  test("the README's block for a project of its own is the commands run above, placeholders filled", () => {
+    const readme = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
+    const [, block] = /^### From the command line: your own project\n[\s\S]*?```sh\n([\s\S]*?)```/m.exec(readme) ?? [];
+    assert.ok(block, 'the README has the block');
+    const { version } = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string };
+    assert.equal(basename(tarball), `thymos-${version}.tgz`, 'npm pack makes the file the README names');
+    const commands = block
+      .split('\n')
+      .map((line) => line.replace(/\s+#.*$/, '').trim())
+      .filter(Boolean)
+      // The placeholders: the packed tarball, and sudo, which this machine's nats-server makes needless.
+      .map((c) => c.replace(`/path/to/thymos-${version}.tgz`, tarball).replace(/^sudo /, ''));
+    assert.ok(commands.length >= 12, `the block has the whole flow (${commands.length} commands)`);
+    // A command run with more options than the README shows (`logs --all -n 5`) counts as run.
+    assert.deepEqual(
+      commands.filter((c) => !ran.some((r) => r === c || r.startsWith(`${c} `))),
+      [],
+    );
   });
 });

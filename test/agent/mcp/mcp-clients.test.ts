@@ -13,17 +13,18 @@ import { freePort } from '../../helpers/ports.js';
 import { REPO_ROOT, VILLAGE_SCHEMA } from '../../helpers/workspace.js';
 
 const run = promisify(execFile);
-const README = readFileSync(join(REPO_ROOT, 'README.md'), 'utf8');
+/** The manual's page on MCP and the README, where the snippets are (the page's first: a single agent's). */
+const README = ['docs/agents-and-mcp.md', 'README.md'].map((page) => readFileSync(join(REPO_ROOT, page), 'utf8')).join('\n');
 /** The port the README's snippets name. */
 const README_PORT = '4101';
 
-/** The README's shell commands that start with `npx @modelcontextprotocol/inspector`, continuation lines joined. */
+/** The shell commands that start with `npx @modelcontextprotocol/inspector`, continuation lines joined, each once. */
 function inspectorSnippets(): string[] {
   const blocks = [...README.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!.replace(/\\\n\s*/g, ''));
-  return blocks.flatMap((b) => b.split('\n')).filter((l) => l.startsWith('npx @modelcontextprotocol/inspector'));
+  return [...new Set(blocks.flatMap((b) => b.split('\n')).filter((l) => l.startsWith('npx @modelcontextprotocol/inspector')))];
 }
 
-/** The README's `{"mcpServers": …}` snippets (Claude Desktop's configuration). */
+/** The `{"mcpServers": …}` snippets (Claude Desktop's configuration). */
 function mcpServersSnippets(): Array<{ command: string; args: string[] }> {
   return [...README.matchAll(/`(\{"mcpServers": .*?\}\}\})`/g)].map(
     (m) => Object.values((JSON.parse(m[1]!) as { mcpServers: Record<string, { command: string; args: string[] }> }).mcpServers)[0]!,
@@ -93,8 +94,8 @@ describe('stock MCP clients, configured as the README says', () => {
     // The fleet's form asks `thymos url` for the address and the header (the pool test checks what they print): here, the guarded agent's.
     const fleetForm = all.filter((l) => l.includes('"$(thymos url elder_rowan)"'));
     const snippets = all.filter((l) => !fleetForm.includes(l));
-    assert.equal(snippets.length, 3, 'the README shows three Inspector commands for one agent');
-    assert.equal(fleetForm.length, 1, 'and one for an agent of a fleet');
+    assert.equal(snippets.length, 3, 'the manual shows three Inspector commands for one agent');
+    assert.equal(fleetForm.length, 1, "and one for an agent of a fleet, the README's");
     for (const l of all) assert.match(l, / --header "/, 'every one sends the token');
     const asFleet = (l: string) =>
       l
