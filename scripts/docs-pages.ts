@@ -22,9 +22,9 @@ import { ThymosConfigSchema } from '../shared/config/index.js';
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const CONFIG_FOLDER = 'shared/config';
 /** The schema files whose keys and doc comments make the configuration page; the whole file's schema is in the first. */
-const CONFIG_FILES = ['thymos-config.ts', 'fleet-settings.ts', 'agent-settings.ts', 'llm-settings.ts'];
-/** The object schema of the whole file. */
-const ROOT_SCHEMA = 'ThymosConfigSchema';
+const CONFIG_FILES = ['thymos-config.ts', 'fleet-settings.ts', 'host-settings.ts', 'agent-settings.ts', 'llm-settings.ts'];
+/** The object schema of the whole file (`ThymosConfigSchema` is it with its cross-section checks). */
+const ROOT_SCHEMA = 'ThymosBaseSchema';
 
 /** The generated pages: where each goes, relative to the repository, and how it is made. */
 export const GENERATED_PAGES: ReadonlyArray<{ path: string; render: () => string }> = [
@@ -127,6 +127,8 @@ function cell(text: string): string {
  * than the schema's stops the page: the comment is what drifted.
  */
 function defaultOf(key: KeyDoc, value: unknown, where: string): string {
+  // A default worked out as the file loads (from the machine), described in brackets: told, not compared.
+  if (key.defaultTag !== undefined && /^\(.*\)$/.test(key.defaultTag)) return key.defaultTag.slice(1, -1);
   if (key.defaultTag !== undefined && value !== undefined) {
     const stated = key.defaultTag.replace(/\s+\(.*\)$/, '');
     if (stated !== JSON.stringify(value))

@@ -4,14 +4,8 @@
 export { type MemorySettings, ToolsSettingsSchema } from './agent-settings.js';
 export { type FleetPaths, fleetPaths, Pm2Names, spareClaimFile } from './fleet-paths.js';
 export { type FleetInfo, fleetNatsUrl, readFleetInfo, writeFleetInfo } from './fleet-runtime.js';
-export {
-  DEFAULT_FLEET_NAME,
-  type EventsSettings,
-  FleetNameSchema,
-  isLoopback,
-  type LifecycleSettings,
-  natsLinkPrivate,
-} from './fleet-settings.js';
+export { DEFAULT_FLEET_NAME, type EventsSettings, FleetNameSchema, type LifecycleSettings } from './fleet-settings.js';
+export { isLoopback, natsLinkPrivate } from './host-settings.js';
 export {
   LLM_PROVIDERS,
   LLM_USE_SCHEMAS,

@@ -12,15 +12,13 @@ import {
   EmbeddingSettingsSchema,
   EventsSettingsSchema,
   FleetSettingsSchema,
-  HostSettingsSchema,
-  isLoopback,
-  isWildcard,
   LifecycleSettingsSchema,
   LogSettingsSchema,
   NatsSettingsSchema,
   SupervisorSettingsSchema,
   WorldSettingsSchema,
 } from './fleet-settings.js';
+import { HostSettingsSchema, isLoopback, isWildcard } from './host-settings.js';
 import { LlmSettingsSchema } from './llm-settings.js';
 
 /** The whole of `thymos.toml`. Every default lives here. */

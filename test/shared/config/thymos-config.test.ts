@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 
-import { defaultHostName } from '../../../shared/config/fleet-settings.js';
+import { defaultHostName } from '../../../shared/config/host-settings.js';
 import { agentMcpUrl, loadConfig, parseConfig, ThymosConfigSchema } from '../../../shared/config/thymos-config.js';
 import { isThymosError, type ThymosError } from '../../../shared/errors/errors.js';
 import { tempDir } from '../../helpers/temp-dir.js';
