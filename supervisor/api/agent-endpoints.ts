@@ -9,6 +9,8 @@ export interface AgentEndpointsOptions {
   config: ThymosConfig;
   /** The NATS server this supervisor is connected to: a token crosses it only when it is loopback or TLS. */
   natsUrl: string;
+  /** The pid pm2 runs an agent as now (a restart by pm2 gives it a new one the registry has not seen), or null. */
+  livePid?: ((id: string) => Promise<number | null>) | undefined;
   /** Where an agent stands now. */
   entry(id: string): { state: string; port: number | null; pid: number | null } | undefined;
   /** Whether an agent still runs only because a reconcile that answered before its stops is putting it to sleep. */
@@ -88,7 +90,7 @@ export class AgentEndpoints {
    * on loopback or TLS (the client checks its own); otherwise it is withheld, and a client on the
    * agent's host reads it from the agent's folder instead.
    */
-  access(id: string, wantToken = true): AgentAccess {
+  async access(id: string, wantToken = true): Promise<AgentAccess> {
     const { config } = this.#o;
     const entry = this.#o.entry(id);
     if (!entry) throw new ThymosError(ErrorCode.AGENT_NOT_FOUND, `no agent "${id}" in the fleet`);
@@ -100,6 +102,8 @@ export class AgentEndpoints {
     const asked = wantToken && config.mcp.require_token;
     const withheld = asked && !natsLinkPrivate(this.#o.natsUrl, config.natsTls !== undefined);
     const token = asked && !withheld ? (readAgentToken(config.dataPath, id) ?? null) : null;
-    return { url: agentMcpUrl(config, entry.port), port: entry.port, pid: entry.pid, token, withheld };
+    // The pid tells a client its cached MCP session is still good: pm2's, since a restart by pm2 does not reach the registry.
+    const pid = (await this.#o.livePid?.(id)) ?? entry.pid;
+    return { url: agentMcpUrl(config, entry.port), port: entry.port, pid, token, withheld };
   }
 }

@@ -5,7 +5,7 @@ import type { JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Surreal } from 'surrealdb';
 
-import { type FleetPaths, fleetPaths, readFleetInfo, type ThymosConfig, unreadableByDomain } from '../../shared/config/index.js';
+import { type FleetPaths, fleetPaths, Pm2Names, readFleetInfo, type ThymosConfig, unreadableByDomain } from '../../shared/config/index.js';
 import { type DomainSchema, EMPTY_DOMAIN, loadDomainSchema } from '../../shared/domain/index.js';
 import { createLogger } from '../../shared/engines/index.js';
 import { toThymosError } from '../../shared/errors/index.js';
@@ -117,6 +117,7 @@ async function connectFleetNats({ config, natsUrl, names, logger, cleanup }: Bas
 /** The running fleet: its controller with the agents adopted, the work queues, the world store and the pool. */
 interface StartedFleet {
   controller: FleetController;
+  processes: ProcessManager;
   link: AgentLink;
   metrics: SupervisorMetrics;
   jobs: JobQueues;
@@ -168,7 +169,7 @@ async function startFleet(base: Base, { db, registry, domain, ownership }: Fleet
       { nc, names, domain, settings: config.events, registry, evaluator, hints, onRouted: (ids) => metrics.countRouted(ids), logger },
       cleanup,
     );
-  return { controller: started, link, metrics, jobs, world, pool };
+  return { controller: started, processes, link, metrics, jobs, world, pool };
 }
 
 /** The fleet's event stream; without JetStream the supervisor runs on, with world events off. */
@@ -184,7 +185,7 @@ async function serve(
   { config, natsUrl, paths, names, logger, cleanup }: Base,
   { db, registry, domain }: FleetState,
   nc: NatsConnection,
-  { controller, link, metrics, jobs, world, pool }: StartedFleet,
+  { controller, processes, link, metrics, jobs, world, pool }: StartedFleet,
 ): Promise<{ apis: Array<{ start(): void; stop(): void }>; audit: AuditLog; metricsUrl: string }> {
   const metricsUrl = await metrics.listen('127.0.0.1', config.supervisor.metrics_port);
   cleanup.push(() => metrics.close());
@@ -200,6 +201,7 @@ async function serve(
     domain,
     config,
     natsUrl,
+    livePid: async (id) => (await processes.describe(Pm2Names.agent(id)))?.pid ?? null,
     entry: (id) => registry.get(id),
     stopping: (id) => controller.stopping(id),
     wake: (id, onProgress) => controller.operate('start', id, { mode: 'active', onProgress }),

@@ -57,7 +57,7 @@ describe("a tool's limits, and a service that says when to come back", () => {
           input: { ms: { type: 'integer' } },
           sideEffect: 'read_only',
           ratePerMinute: 1,
-          timeoutMs: 300,
+          timeoutMs: 3000, // a Script starts a worker thread on its first call, slow on a busy machine
           executor: { kind: 'script', path: 'tools.mjs', export: 'work' },
         },
         read: { description: 'Reads', sideEffect: 'read_only', timeoutMs: 5000, executor: { kind: 'http', url: `${url}/read` } },
@@ -120,7 +120,10 @@ describe("a tool's limits, and a service that says when to come back", () => {
     assert.equal(first.status, 'ok');
     assert.equal(second.status, 'refused');
     assert.equal(second.error?.code, 'TOOL_RATE_LIMITED');
-    assert.match(second.error!.message, /waited \d+ ms for its turn \(ratePerMinute 1\) and its timeout \(300 ms\) passed; it did not run/);
+    assert.match(
+      second.error!.message,
+      /waited \d+ ms for its turn \(ratePerMinute 1\) and its timeout \(3000 ms\) passed; it did not run/,
+    );
     assert.equal(load().runs, runs + 1);
   });
 

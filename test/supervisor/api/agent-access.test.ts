@@ -11,7 +11,7 @@ import { AgentEndpoints } from '../../../supervisor/api/agent-endpoints.js';
 import { tempDir } from '../../helpers/temp-dir.js';
 
 /** The agent-access answers of a supervisor configured by `toml`, with mira running on port 4101. */
-function endpoints(toml: string, files: Record<string, string> = {}) {
+function endpoints(toml: string, files: Record<string, string> = {}, livePid?: (id: string) => Promise<number | null>) {
   const dir = tempDir('thymos-access-');
   for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
   writeFileSync(join(dir, 'thymos.toml'), toml);
@@ -26,6 +26,7 @@ function endpoints(toml: string, files: Record<string, string> = {}) {
     domain: EMPTY_DOMAIN,
     config,
     natsUrl: config.nats.url ?? 'nats://127.0.0.1:4222',
+    livePid,
     entry: (id) => states[id],
     stopping: () => false,
     wake: () => Promise.reject(new Error('not here')),
@@ -33,30 +34,33 @@ function endpoints(toml: string, files: Record<string, string> = {}) {
   return { api, token };
 }
 
-test("a running agent's address and token go to the client over a NATS link on loopback or with TLS, and over no other", () => {
+test("a running agent's address and token go to the client over a NATS link on loopback or with TLS, and over no other", async () => {
   const local = endpoints('[host]\nadvertise = "127.0.0.2"\n');
-  assert.deepEqual(local.api.access('mira'), {
+  assert.deepEqual(await local.api.access('mira'), {
     url: 'http://127.0.0.2:4101/mcp',
     port: 4101,
     pid: 4242,
     token: local.token,
     withheld: false,
   });
-  assert.equal(local.api.access('mira', false).token, null, 'not asked for: not handed over');
-  assert.throws(
-    () => local.api.access('bram'),
-    (err) => isThymosError(err, 'AGENT_NOT_ACTIVE'),
-  );
-  assert.throws(
-    () => local.api.access('fenn'),
-    (err) => isThymosError(err, 'AGENT_NOT_FOUND'),
-  );
+  assert.equal((await local.api.access('mira', false)).token, null, 'not asked for: not handed over');
+  await assert.rejects(local.api.access('bram'), (err) => isThymosError(err, 'AGENT_NOT_ACTIVE'));
+  await assert.rejects(local.api.access('fenn'), (err) => isThymosError(err, 'AGENT_NOT_FOUND'));
+  // The pid pm2 runs it as now, which a restart by pm2 changes without the registry knowing.
+  const restarted = endpoints('', {}, async () => 5151);
+  assert.equal((await restarted.api.access('mira')).pid, 5151);
   const open = endpoints('[nats]\nurl = "nats://10.0.0.5:4222"\nidentities = true\n');
-  assert.deepEqual(open.api.access('mira'), { url: 'http://127.0.0.1:4101/mcp', port: 4101, pid: 4242, token: null, withheld: true });
+  assert.deepEqual(await open.api.access('mira'), { url: 'http://127.0.0.1:4101/mcp', port: 4101, pid: 4242, token: null, withheld: true });
   const tls = endpoints('[nats]\nurl = "nats://10.0.0.5:4222"\nidentities = true\ntls_ca = "ca.pem"\n', {
     'ca.pem': '-----BEGIN CERTIFICATE-----\n',
   });
-  assert.equal(tls.api.access('mira').token, tls.token);
+  assert.equal((await tls.api.access('mira')).token, tls.token);
   const tokenless = endpoints('[nats]\nurl = "nats://10.0.0.5:4222"\nidentities = true\n[mcp]\nrequire_token = false\n');
-  assert.deepEqual(tokenless.api.access('mira'), { url: 'http://127.0.0.1:4101/mcp', port: 4101, pid: 4242, token: null, withheld: false });
+  assert.deepEqual(await tokenless.api.access('mira'), {
+    url: 'http://127.0.0.1:4101/mcp',
+    port: 4101,
+    pid: 4242,
+    token: null,
+    withheld: false,
+  });
 });
