@@ -7,15 +7,16 @@ import { checkFleet } from '../shared/domain/index.js';
 import { ErrorCode, ThymosError } from '../shared/errors/index.js';
 import { agentIdentity, domainWork, ensureNatsIdentity, removeNatsIdentity, staleAgentIdentities } from '../shared/nats/index.js';
 import { FleetNames } from '../shared/protocol/index.js';
-import { natsUsersIncludeFile, writeNatsUsersInclude } from '../supervisor/nats-server/server-config.js';
+import { natsAccountIncludeFile, retireNatsUsersInclude, writeNatsAccountInclude } from '../supervisor/nats-server/server-config.js';
 import { commandNamed } from './command-book.js';
 import { parseCommandArgs } from './fleet-args.js';
 
 /**
  * `thymos nats-config`: for a nats-server the user runs (`[nats] url`), makes the fleet's
  * identities that are missing, deletes those of agents gone from the domain, and writes the
- * users and permissions for that server to include. Run twice, the second makes and writes
- * nothing new.
+ * fleet's account (its users and their permissions) for that server to include inside its
+ * `accounts` block, where other fleets' accounts sit beside it. Run twice, the second makes and
+ * writes nothing new.
  */
 export async function runNatsConfigCommand(argv: string[]): Promise<number> {
   const { values } = parseCommandArgs(argv, commandNamed('nats-config')!) as {
@@ -39,7 +40,7 @@ export async function runNatsConfigCommand(argv: string[]): Promise<number> {
     throw new ThymosError(ErrorCode.USAGE, `--server-config: ${server} is not a file; expected your nats-server's configuration`);
   const { domain } = await checkFleet(config);
   const paths = fleetPaths(config.dataPath);
-  const include = `include "${includePath(relative(dirname(server), natsUsersIncludeFile(paths)))}"`;
+  const include = `include "${includePath(relative(dirname(server), natsAccountIncludeFile(paths)))}"`;
   const ids = Object.keys(domain.agents);
   const made = (['supervisor', 'client', 'approver', 'spare', ...ids.map(agentIdentity)] as const).filter(
     (who) => ensureNatsIdentity(config.dataPath, who).created,
@@ -48,17 +49,20 @@ export async function runNatsConfigCommand(argv: string[]): Promise<number> {
   const revoked = config.domainSchemaPath ? staleAgentIdentities(config.dataPath, ids) : [];
   for (const id of revoked) removeNatsIdentity(config.dataPath, agentIdentity(id));
   const skipped: string[] = [];
-  const written = writeNatsUsersInclude(paths, { names: new FleetNames(config.fleet.name), work: domainWork(domain) }, (file, reason) =>
+  const written = writeNatsAccountInclude(paths, { names: new FleetNames(config.fleet.name), work: domainWork(domain) }, (file, reason) =>
     skipped.push(`${file}: ${reason}`),
   );
+  const retired = retireNatsUsersInclude(paths);
   const report = {
     file: written.file,
     changed: written.changed,
+    account: written.account,
     users: written.who,
     made,
     revoked,
     skipped,
     include,
+    retired: retired ?? null,
     identities: config.nats.identities,
   };
   if (values.json) {
@@ -67,10 +71,13 @@ export async function runNatsConfigCommand(argv: string[]): Promise<number> {
   }
   for (const s of skipped) process.stderr.write(`thymos: warning: left out ${s}\n`);
   process.stdout.write(
-    `${written.changed ? 'wrote' : 'unchanged'} ${written.file}: ${written.who.length} users (${written.who.join(', ')})\n` +
+    `${written.changed ? 'wrote' : 'unchanged'} ${written.file}: the account ${written.account}, ${written.who.length} users (${written.who.join(', ')})\n` +
       (made.length > 0 ? `made the identities ${made.join(', ')}\n` : '') +
       (revoked.length > 0 ? `deleted the identities of ${revoked.join(', ')}: no longer in the domain\n` : '') +
-      `add to ${server}, then reload the server (nats-server --signal reload):\n  ${include}\n` +
+      (retired
+        ? `emptied ${retired}, which held the users outside any account: remove its include from ${server}. The fleet's streams there stay in the server's default account; its JetStream in ${written.account} starts empty\n`
+        : '') +
+      `add to the accounts block of ${server} (beside any other fleet's), then reload the server (nats-server --signal reload):\n  accounts {\n    ${include}\n  }\n` +
       (config.nats.identities
         ? ''
         : `and set [nats] identities = true in ${config.file ?? 'thymos.toml'}, so the fleet connects as them\n`),

@@ -68,7 +68,7 @@ export const DOMAIN_COMMANDS: readonly CommandSpec[] = [
     summary:
       'Apply an edited domain schema to the running fleet: agents added get their NATS identity, agents removed are stopped and lose theirs',
     details:
-      "Evaluates and checks the domain first (a bad one changes nothing), stops through the supervisor the agents it no longer names that run (a snapshot; their data stays), then restarts the supervisor on the new domain, which makes the identities of added agents, deletes those of removed ones and has the managed nats-server reload its users: a removed agent's key is refused from then on. Prints what changed. With [nats] url and [nats] identities, the server is yours: it writes data/run/nats-users.conf, and until that server admits every added agent says to reload it (nats-server --signal reload) and exits 1, changing nothing else. thymos up on a running fleet only says it runs.",
+      "Evaluates and checks the domain first (a bad one changes nothing), stops through the supervisor the agents it no longer names that run (a snapshot; their data stays), then restarts the supervisor on the new domain, which makes the identities of added agents, deletes those of removed ones and has the managed nats-server reload its users: a removed agent's key is refused from then on. Prints what changed. With [nats] url and [nats] identities, the server is yours: it writes data/run/nats-account.conf (the fleet's account) again, and until that server admits every added agent says to reload it (nats-server --signal reload) and exits 1, changing nothing else. thymos up on a running fleet only says it runs.",
     options: fleetOptions,
     examples: ['thymos reload', 'thymos reload --json'],
   },
@@ -77,7 +77,7 @@ export const DOMAIN_COMMANDS: readonly CommandSpec[] = [
     args: '',
     summary: "Make the fleet's NATS identities and write the users a nats-server you run ([nats] url) includes",
     details:
-      "Makes a key (data/secrets/nats/, mode 0600) for the supervisor, the client, the spares and each agent of the domain that has none, deletes those of agents gone from the domain (with a domain schema), and writes their users and permissions, public keys only, to data/run/nats-users.conf (mode 0644). Add the include line it prints to the server's configuration, reload it, and set [nats] identities = true; thymos up then checks that the server admits them and nobody else. Run it again when the domain gains or loses agents, then reload the server. The server thymos up runs itself needs none of this.",
+      "Makes a key (data/secrets/nats/, mode 0600) for the supervisor, the client, the spares and each agent of the domain that has none, deletes those of agents gone from the domain (with a domain schema), and writes the fleet's account — its users and their permissions, public keys only — to data/run/nats-account.conf (mode 0644). Add the include line it prints inside the accounts block of the server's configuration, where each fleet on that server has its own, reload it, and set [nats] identities = true; thymos up then checks that the server admits them and nobody else. Run it again when the domain gains or loses agents, then reload the server. The server thymos up runs itself needs none of this.",
     options: {
       'server-config': {
         type: 'string',

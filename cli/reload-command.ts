@@ -13,7 +13,7 @@ import {
 } from '../shared/nats/index.js';
 import { FleetNames } from '../shared/protocol/index.js';
 import { upFleet } from '../supervisor/launch/fleet-launcher.js';
-import { writeNatsUsersInclude } from '../supervisor/nats-server/server-config.js';
+import { writeNatsAccountInclude } from '../supervisor/nats-server/server-config.js';
 import { ProcessManager } from '../supervisor/pm2/process-manager.js';
 import { commandNamed } from './command-book.js';
 import { parseFleetArgs } from './fleet-args.js';
@@ -38,7 +38,7 @@ export interface ReloadReport {
  * users, so a removed agent's key is refused from then on (and its connections are closed).
  *
  * With a nats-server the user runs (`[nats] url` and `[nats] identities`), Thymos cannot reload
- * that server: the users file is written again, and until that server admits every agent of the
+ * that server: the fleet's account file is written again, and until that server admits every agent of the
  * new domain the command says to reload it and exits 1, leaving the running supervisor as it was.
  * Run twice, the second reload finds nothing added or removed and restarts the supervisor again.
  */
@@ -95,7 +95,7 @@ async function ownServerReady(config: ThymosConfig, domain: DomainSchema, added:
   const staleLinks = stale.map((id) => ({ id, link: fleetNatsLink(config, agentIdentity(id), url) }));
   for (const id of ids) ensureNatsIdentity(config.dataPath, agentIdentity(id));
   for (const id of stale) removeNatsIdentity(config.dataPath, agentIdentity(id));
-  const written = writeNatsUsersInclude(fleetPaths(config.dataPath), {
+  const written = writeNatsAccountInclude(fleetPaths(config.dataPath), {
     names: new FleetNames(config.fleet.name),
     work: domainWork(domain),
   });

@@ -187,8 +187,8 @@ export const NatsSettingsSchema = z
     port: z.number().int().min(0).max(65_535).default(0),
     /**
      * With `url`: every process of the fleet connects to that server as its own identity (the
-     * keys `thymos nats-config` makes, whose users and permissions it writes for the server to
-     * include). Without `url` it changes nothing: the server `thymos up` runs always asks for them.
+     * keys `thymos nats-config` makes, in an account of the fleet's own that it writes for the
+     * server to include). Without `url` it changes nothing: the server `thymos up` runs always asks for them.
      * @default false
      */
     identities: z.boolean().default(false),

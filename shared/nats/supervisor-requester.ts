@@ -94,6 +94,24 @@ export class SupervisorRequester<R extends Results> {
   }
 
   /**
+   * Refuses a second supervisor of fleet `names` on this NATS (`SUPERVISOR_ALREADY_RUNNING`):
+   * throws, naming the host and pid of the one that answered `ping` within `timeoutMs` (see
+   * `running`), and saying so when that host has this one's `[host] name`; returns when none did.
+   */
+  static async refuseSecond(nc: NatsConnection, timeoutMs: number, names: FleetNames, natsUrl: string, host: string): Promise<void> {
+    const other = await SupervisorRequester.running(nc, timeoutMs, names);
+    if (!other) return;
+    const since = other.started_at === 'unknown' ? '' : `, since ${other.started_at}`;
+    const sameName =
+      other.host === host ? ` (the [host] name of this host too: each host of a fleet needs its own, and one supervisor runs a fleet)` : '';
+    throw new ThymosError(
+      ErrorCode.SUPERVISOR_ALREADY_RUNNING,
+      `the fleet "${names.fleet}" already has a supervisor on ${natsUrl}: ${other.pid ? `pid ${other.pid} ` : ''}on host ${other.host}${sameName}${since}; one supervisor runs a fleet (stop that one, or give this fleet another [fleet] name)`,
+      { details: { ...other } },
+    );
+  }
+
+  /**
    * The supervisor's API as the approver calls it (`<fleet>.approver.<op>`): `approvals`,
    * `approve`, `refuse`, `ping`. Only a connection with the approver's identity may publish there.
    */

@@ -21,10 +21,10 @@ import { isAlive, portTaken, readLockPid, withDeadline } from '../../shared/plat
 import { FleetNames, type ProgressMessage, type ReconcileReport } from '../../shared/protocol/index.js';
 import { findNatsServer } from '../nats-server/server-binary.js';
 import {
+  natsAccountIncludeFile,
+  natsAccountIncludeIsCurrent,
   natsServerConfigFile,
   type NatsUsers,
-  natsUsersIncludeFile,
-  natsUsersIncludeIsCurrent,
   reloadNatsUsers,
   writeNatsServerConfig,
 } from '../nats-server/server-config.js';
@@ -135,7 +135,7 @@ async function checkOwnServer(config: ThymosConfig, paths: FleetPaths, users: Na
   const keyed = config.nats.identities || config.natsCredentialsPath !== undefined;
   const fix = config.natsCredentialsPath
     ? `give the server the operator and account of the credentials in ${config.natsCredentialsPath} (operator mode), or correct those files`
-    : `run thymos nats-config --server-config <that server's configuration>, add the include line it prints (for ${natsUsersIncludeFile(paths)}) and reload the server`;
+    : `run thymos nats-config --server-config <that server's configuration>, add the include line it prints (for ${natsAccountIncludeFile(paths)}) inside the server's accounts block and reload the server`;
   const fixed = ['supervisor', 'client', 'spare'] as const;
   const missing = config.nats.identities ? fixed.filter((who) => !readNatsSeed(config.dataPath, who)) : [];
   if (missing.length > 0)
@@ -169,10 +169,10 @@ async function checkOwnServer(config: ThymosConfig, paths: FleetPaths, users: Na
       `the nats-server at ${url} admits connections with no identity, so the fleet's users are not in force there: ${fix}`,
     );
   // What the server includes must say what each identity may do today: after an upgrade, or a change of the agents' work, it says otherwise.
-  if (config.nats.identities && !natsUsersIncludeIsCurrent(paths, users)) {
+  if (config.nats.identities && !natsAccountIncludeIsCurrent(paths, users)) {
     throw new ThymosError(
       ErrorCode.NATS_UNAVAILABLE,
-      `${natsUsersIncludeFile(paths)} does not say what the fleet's identities may do today (Thymos was upgraded, or the agents' work changed): ${fix}`,
+      `${natsAccountIncludeFile(paths)} does not say what the fleet's identities may do today (Thymos was upgraded, or the agents' work changed): ${fix}`,
     );
   }
   const refused: string[] = [];
@@ -345,13 +345,7 @@ async function waitForPort(port: number, ms: number, log: string, signal: AbortS
 async function refuseOtherSupervisor(config: ThymosConfig, natsUrl: string, names: FleetNames): Promise<void> {
   const nc = await connectNats({ servers: natsUrl, name: 'thymos-up', ...fleetNatsLink(config, 'client', natsUrl), who: 'client' });
   try {
-    const other = await SupervisorRequester.running(nc, 2000, names);
-    if (!other) return;
-    throw new ThymosError(
-      ErrorCode.SUPERVISOR_ALREADY_RUNNING,
-      `the fleet "${names.fleet}" already has a supervisor on ${natsUrl}: ${other.pid ? `pid ${other.pid} ` : ''}on host ${other.host}; one supervisor runs a fleet (stop that one, or give this fleet another [fleet] name)`,
-      { details: { ...other } },
-    );
+    await SupervisorRequester.refuseSecond(nc, 2000, names, natsUrl, config.host.name);
   } finally {
     await nc.close();
   }

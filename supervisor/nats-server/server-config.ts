@@ -69,35 +69,64 @@ export function writeNatsServerConfig(
   return writeIfChanged(natsServerConfigFile(paths), text, 0o600);
 }
 
-/** The users a server you run includes for this fleet (`thymos nats-config`): `run/nats-users.conf`, mode 0644 (public keys only, for a server that runs as another user). */
-export function natsUsersIncludeFile(paths: FleetPaths): string {
-  return join(paths.run, 'nats-users.conf');
+/**
+ * The fleet's account for a server you run (`thymos nats-config`): `run/nats-account.conf`, mode
+ * 0644 (public keys only, for a server that runs as another user). It goes inside that server's
+ * `accounts { … }` block, so two fleets' files sit side by side there.
+ */
+export function natsAccountIncludeFile(paths: FleetPaths): string {
+  return join(paths.run, 'nats-account.conf');
 }
 
 /**
- * Writes the fleet's users for a nats-server you run to include (`include "…/nats-users.conf"` in
- * its configuration): the same users and permissions as the managed server's, public keys only.
- * Returns the file, whether it changed, and who is in it.
+ * The account of fleet `names` on a server you run: `thymos-fleet-<name>`. Each fleet's users and
+ * streams live in their own, so nothing one fleet's identities do reaches another's.
  */
-export function writeNatsUsersInclude(
+export function natsFleetAccount(names: FleetNames): string {
+  return `thymos-fleet-${names.fleet}`;
+}
+
+/**
+ * Writes the fleet's account for a nats-server you run to include inside its `accounts` block
+ * (`accounts { include "…/nats-account.conf" }`): an account of its own with JetStream, holding
+ * the same users and permissions as the managed server's, public keys only. Returns the file,
+ * whether it changed, the account and who is in it.
+ */
+export function writeNatsAccountInclude(
   paths: FleetPaths,
   users: NatsUsers,
   skipped?: (file: string, reason: string) => void,
-): { file: string; changed: boolean; who: string[] } {
-  const { text, who } = natsUsersInclude(paths, users, skipped);
-  return { ...writeIfChanged(natsUsersIncludeFile(paths), text, 0o644), who };
+): { file: string; changed: boolean; account: string; who: string[] } {
+  const { text, who } = natsAccountInclude(paths, users, skipped);
+  return { ...writeIfChanged(natsAccountIncludeFile(paths), text, 0o644), account: natsFleetAccount(users.names), who };
 }
 
 /**
- * Whether `data/run/nats-users.conf` is what `thymos nats-config` would write now: not so once
+ * Whether `data/run/nats-account.conf` is what `thymos nats-config` would write now: not so once
  * what an identity may do has changed (another Thymos, or a domain whose agents' work changed).
  */
-export function natsUsersIncludeIsCurrent(paths: FleetPaths, users: NatsUsers): boolean {
-  const file = natsUsersIncludeFile(paths);
-  return existsSync(file) && readFileSync(file, 'utf8') === natsUsersInclude(paths, users).text;
+export function natsAccountIncludeIsCurrent(paths: FleetPaths, users: NatsUsers): boolean {
+  const file = natsAccountIncludeFile(paths);
+  return existsSync(file) && readFileSync(file, 'utf8') === natsAccountInclude(paths, users).text;
 }
 
-function natsUsersInclude(
+/**
+ * `data/run/nats-users.conf`, which Thymos before accounts per fleet wrote: a top-level
+ * `authorization` block that a second fleet's could not sit beside. When it still holds users,
+ * it is emptied to a comment, so a server that includes it and the account at once does not
+ * refuse the same user twice. The file when it was emptied now.
+ */
+export function retireNatsUsersInclude(paths: FleetPaths): string | undefined {
+  const file = join(paths.run, 'nats-users.conf');
+  const text = `# Thymos writes this fleet's users to nats-account.conf now, in an account of its own:
+# include that inside the server's accounts block and remove the include of this file.
+`;
+  if (!existsSync(file) || readFileSync(file, 'utf8') === text) return undefined;
+  writeAtomic(file, text, 0o644);
+  return file;
+}
+
+function natsAccountInclude(
   paths: FleetPaths,
   users: NatsUsers,
   skipped?: (file: string, reason: string) => void,
@@ -105,9 +134,11 @@ function natsUsersInclude(
   // The system identity is the managed server's own: a server you run has its own system account.
   const identities = listNatsIdentities(paths.data, skipped).filter((i) => i.who !== 'system');
   const text = [
-    '# The users of the Thymos fleet whose data directory is',
-    `# ${paths.data}, written by thymos nats-config.`,
-    'authorization {',
+    // JSON quoting keeps a line break in the path from ending the comment.
+    `# The account of the Thymos fleet ${JSON.stringify(users.names.fleet)} whose data directory is`,
+    `# ${JSON.stringify(paths.data)}, written by thymos nats-config. It goes inside the server's accounts block.`,
+    `${JSON.stringify(natsFleetAccount(users.names))}: {`,
+    '  jetstream: enabled',
     ...userLines(identities, users),
     '}',
     '',

@@ -60,12 +60,6 @@ const OTHER_SUPERVISOR_MS = 3000;
  * whichever host or data directory: one fleet has one supervisor. A supervisor that died answers
  * nothing, so a restart after a crash goes on.
  */
-export async function refuseSecondSupervisor(nc: NatsConnection, names: FleetNames, natsUrl: string): Promise<void> {
-  const other = await SupervisorRequester.running(nc, OTHER_SUPERVISOR_MS, names);
-  if (!other) return;
-  throw new ThymosError(
-    ErrorCode.SUPERVISOR_ALREADY_RUNNING,
-    `the fleet "${names.fleet}" already has a supervisor on ${natsUrl}: ${other.pid ? `pid ${other.pid} ` : ''}on host ${other.host}, since ${other.started_at}; one supervisor runs a fleet (stop that one, or give this fleet another [fleet] name)`,
-    { details: { ...other } },
-  );
+export function refuseSecondSupervisor(nc: NatsConnection, names: FleetNames, natsUrl: string, host: string): Promise<void> {
+  return SupervisorRequester.refuseSecond(nc, OTHER_SUPERVISOR_MS, names, natsUrl, host);
 }

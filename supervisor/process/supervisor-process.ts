@@ -109,7 +109,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
 async function connectFleetNats({ config, natsUrl, names, logger, cleanup }: Base): Promise<NatsConnection> {
   const nc = await connectWithin(natsUrl, NATS_CONNECT_MS, fleetNatsLink(config, 'supervisor', natsUrl));
   cleanup.push(() => closeNats(nc));
-  await refuseSecondSupervisor(nc, names, natsUrl);
+  await refuseSecondSupervisor(nc, names, natsUrl, config.host.name);
   if (readFleetInfo(config)?.managed_nats) await watchRefusals(config, natsUrl, logger, cleanup);
   return nc;
 }

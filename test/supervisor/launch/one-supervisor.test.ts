@@ -50,6 +50,14 @@ describe('one supervisor per fleet on a NATS, whichever host or data directory i
     const direct = await runThymos(['supervisor', '--nats-url', nats.url, '--config', second.configPath], second.dir);
     assert.equal(direct.code, 3, direct.stderr);
     assert.match(direct.stderr, /SUPERVISOR_ALREADY_RUNNING[\s\S]*on host mill_a/);
+    // A second host given the first one's [host] name is refused the same way, and told the names clash.
+    const twin = host('mill_a');
+    await assert.rejects(
+      upFleet(loadConfig(twin.configPath)),
+      (err: unknown) =>
+        isThymosError(err, 'SUPERVISOR_ALREADY_RUNNING') && /on host mill_a \(the \[host\] name of this host too/.test(err.message),
+    );
+    assert.equal(fleetPids(join(twin.dir, 'data')).apps.size, 0, 'nothing started for the twin');
     // The first one still answers for the fleet, and says where it runs.
     const fleet = await connect(first.configPath);
     try {

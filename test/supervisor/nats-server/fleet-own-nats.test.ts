@@ -39,37 +39,57 @@ describe('a fleet on a nats-server you run, with the fleet’s users', () => {
 
   after(() => disposeOwnServerFleet(ws, fleet, nats));
 
-  test('thymos nats-config makes the identities and writes the users to include, relative to the server’s configuration; run twice it changes nothing', async () => {
+  test('thymos nats-config makes the identities and writes the fleet’s account to include, relative to the server’s configuration; run twice it changes nothing', async () => {
     const serverConf = join(ws.dir, 'nats', 'nats.conf');
     const without = await runThymos(['nats-config'], ws.dir);
     assert.equal(without.code, 2, "the server's configuration is required: include paths are relative to it");
     assert.match(without.stderr, /--server-config/);
     mkdirSync(join(ws.dir, 'nats'), { recursive: true });
     writeFileSync(serverConf, '');
+    // What an earlier Thymos wrote: the users outside any account, which a second fleet's could not sit beside.
+    const earlier = join(data, 'run', 'nats-users.conf');
+    mkdirSync(join(data, 'run'), { recursive: true });
+    writeFileSync(earlier, 'authorization {\n  users: [\n    { nkey: "UABC" } # supervisor\n  ]\n}\n');
     const first = await runThymos(['nats-config', '--server-config', serverConf, '--json'], ws.dir);
     assert.equal(first.code, 0, first.stderr);
-    const report = JSON.parse(first.stdout) as { file: string; changed: boolean; users: string[]; made: string[]; include: string };
+    const report = JSON.parse(first.stdout) as {
+      file: string;
+      changed: boolean;
+      account: string;
+      users: string[];
+      made: string[];
+      include: string;
+      retired: string | null;
+    };
     assert.equal(report.changed, true);
+    assert.equal(report.account, 'thymos-fleet-thymos');
+    assert.equal(report.retired, earlier);
+    assert.doesNotMatch(readFileSync(earlier, 'utf8'), /^[^#]/m, 'the earlier users file holds only a comment now');
+    assert.match(readFileSync(report.file, 'utf8'), /^"thymos-fleet-thymos": \{\n {2}jetstream: enabled\n {2}users: \[/m);
     assert.deepEqual(report.users.filter((u) => !u.startsWith('agent-')).sort(), ['approver', 'client', 'spare', 'supervisor']);
     assert.equal(report.users.filter((u) => u.startsWith('agent-')).length, 6, 'one per agent of the village');
-    assert.equal(report.include, 'include "../data/run/nats-users.conf"');
+    assert.equal(report.include, 'include "../data/run/nats-account.conf"');
     assert.doesNotMatch(readFileSync(report.file, 'utf8'), /"SU[A-Z0-9]+"/, 'public keys only');
     assert.equal(statSync(report.file).mode & 0o777, 0o644, 'readable by a server that runs as another user');
     const again = await runThymos(['nats-config', '--server-config', serverConf, '--json'], ws.dir);
-    assert.deepEqual((JSON.parse(again.stdout) as { changed: boolean; made: string[] }).made, []);
-    assert.equal((JSON.parse(again.stdout) as { changed: boolean }).changed, false);
-    // The user's server, including them.
+    const second = JSON.parse(again.stdout) as { changed: boolean; made: string[]; retired: string | null };
+    assert.deepEqual([second.made, second.changed, second.retired], [[], false, null]);
+    // The user's server, including the earlier file (empty now) and the account.
     writeFileSync(
       serverConf,
-      [`listen: "${new URL(url).host}"`, `jetstream { store_dir: ${JSON.stringify(join(ws.dir, 'nats', 'js'))} }`, report.include, ''].join(
-        '\n',
-      ),
+      [
+        `listen: "${new URL(url).host}"`,
+        `jetstream { store_dir: ${JSON.stringify(join(ws.dir, 'nats', 'js'))} }`,
+        'include "../data/run/nats-users.conf"',
+        `accounts {\n  ${report.include}\n}`,
+        '',
+      ].join('\n'),
     );
     nats = await startNatsServer({ config: serverConf });
   });
 
   test('thymos up refuses, starting nothing, while the users file is not today’s or the server does not admit one of the fleet’s identities, and names it and the fix', async () => {
-    const stale = /nats-users\.conf does not say what the fleet's identities may do today .*: run thymos nats-config/;
+    const stale = /nats-account\.conf does not say what the fleet's identities may do today .*: run thymos nats-config/;
     removeNatsIdentity(data, 'client');
     ensureNatsIdentity(data, 'client');
     await assert.rejects(
@@ -79,7 +99,7 @@ describe('a fleet on a nats-server you run, with the fleet’s users', () => {
     // Written again but not reloaded: the server does not admit the new key yet.
     const written = await runThymos(['nats-config', '--server-config', join(ws.dir, 'nats', 'nats.conf')], ws.dir);
     assert.equal(written.code, 0, written.stderr);
-    assert.match(written.stdout, /^wrote .*nats-users\.conf: 10 users/);
+    assert.match(written.stdout, /^wrote .*nats-account\.conf: the account thymos-fleet-thymos, 10 users/);
     await assert.rejects(
       upFleet(loadConfig(ws.configPath)),
       (e: unknown) =>
@@ -88,7 +108,7 @@ describe('a fleet on a nats-server you run, with the fleet’s users', () => {
     );
     assert.equal(fleetPids(data).apps.size, 0, 'nothing was started');
     // A users file that grants an agent other than what it may do today is not current either.
-    const include = join(data, 'run', 'nats-users.conf');
+    const include = join(data, 'run', 'nats-account.conf');
     const today = readFileSync(include, 'utf8');
     writeFileSync(include, today.replace(/"thymos\.agent\.\*\.inbox\.[a-z_]+"/, '"thymos.agent.*.inbox"'));
     await assert.rejects(
