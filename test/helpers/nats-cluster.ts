@@ -1,0 +1,145 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+
+import { withDeadline } from '../../shared/platform/deadline.js';
+import { eventually } from './fleet.js';
+import { freePort } from './ports.js';
+import { tempDir } from './temp-dir.js';
+
+/** One nats-server node of a test cluster. */
+export interface ClusterNode {
+  readonly name: string;
+  readonly url: string;
+  readonly port: number;
+  /** The pid of the running process, or -1 while it is stopped. */
+  readonly pid: number;
+  /** Stops it by pid (SIGTERM, then SIGKILL; with `kill`, SIGKILL at once). */
+  stop(kill?: boolean): Promise<void>;
+  /** Starts it again on its ports, with its JetStream store. */
+  start(): Promise<void>;
+}
+
+/** Three nats-server nodes with routes on 127.0.0.1 and JetStream: what a fleet's cluster is in tests. */
+export interface TestNatsCluster {
+  readonly nodes: readonly ClusterNode[];
+  /** Every node's URL, comma-separated, as `[nats] url` takes them. */
+  readonly urls: string;
+  /** Waits until JetStream answers through node `i` (every node when left out) and places a stream on as many replicas as there are nodes. */
+  ready(i?: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a cluster of `size` nats-server nodes (routes between them all on 127.0.0.1, JetStream in
+ * a temporary folder each), and waits until JetStream answers on every node.
+ */
+export async function startNatsCluster(size = 3): Promise<TestNatsCluster> {
+  const dir = tempDir('thymos-cluster-');
+  const ports = await Promise.all(Array.from({ length: size }, async () => ({ client: await freePort(), route: await freePort() })));
+  const nodes = ports.map((p, i) => clusterNode(dir, `n${i + 1}`, p, ports));
+  for (const node of nodes) await node.start();
+  const cluster: TestNatsCluster = {
+    nodes,
+    urls: nodes.map((n) => n.url).join(','),
+    async ready(i?: number) {
+      for (const node of i === undefined ? nodes : [nodes[i]!]) await jetStreamAnswers(node.url, size);
+    },
+    async stop() {
+      for (const node of nodes) await node.stop();
+    },
+  };
+  await cluster.ready();
+  return cluster;
+}
+
+function clusterNode(
+  dir: string,
+  name: string,
+  own: { client: number; route: number },
+  all: ReadonlyArray<{ client: number; route: number }>,
+): ClusterNode {
+  const config = join(dir, `${name}.conf`);
+  writeFileSync(
+    config,
+    [
+      `server_name: ${name}`,
+      `listen: "127.0.0.1:${own.client}"`,
+      `jetstream { store_dir: ${JSON.stringify(join(dir, name))} }`,
+      'cluster {',
+      '  name: thymos_test',
+      `  listen: "127.0.0.1:${own.route}"`,
+      `  routes: [${all
+        .filter((p) => p !== own)
+        .map((p) => JSON.stringify(`nats-route://127.0.0.1:${p.route}`))
+        .join(', ')}]`,
+      '}',
+      '',
+    ].join('\n'),
+  );
+  let child: ChildProcess | undefined;
+  const url = `nats://127.0.0.1:${own.client}`;
+  return {
+    name,
+    url,
+    port: own.client,
+    get pid() {
+      return child && child.exitCode === null && child.signalCode === null ? (child.pid ?? -1) : -1;
+    },
+    async start() {
+      const c = spawn('nats-server', ['-c', config], { stdio: ['ignore', 'ignore', 'pipe'] });
+      child = c;
+      let stderr = '';
+      c.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+      await eventually(
+        async () => {
+          if (c.exitCode !== null) throw new Error(`nats-server ${name} exited: ${stderr}`);
+          const nc = await connect({ servers: url, maxReconnectAttempts: 0 }).catch(() => undefined);
+          await nc?.close();
+          return nc ? true : undefined;
+        },
+        10_000,
+        `nats-server ${name} to listen on ${url}`,
+      );
+    },
+    async stop(kill = false) {
+      const c = child;
+      if (!c || c.exitCode !== null || c.signalCode !== null) return;
+      const exited = new Promise((resolve) => c.once('exit', resolve));
+      c.kill(kill ? 'SIGKILL' : 'SIGTERM');
+      if (!(await withDeadline(exited.then(() => true), 5000, () => false))) {
+        c.kill('SIGKILL');
+        await exited;
+      }
+    },
+  };
+}
+
+/**
+ * Waits until a stream of `replicas` can be made through `url`: the cluster has a meta leader, the
+ * node knows it, and every peer has joined (before that, nats-server finds "no suitable peers").
+ */
+async function jetStreamAnswers(url: string, replicas: number): Promise<void> {
+  await eventually(
+    async () => {
+      const nc = await connect({ servers: url, maxReconnectAttempts: 0 }).catch(() => undefined);
+      if (!nc) return undefined;
+      try {
+        const jsm = await jetstreamManager(nc, { timeout: 2000 });
+        const name = `READY_${process.pid}_${Date.now()}`;
+        await jsm.streams.add({ name, subjects: [`ready.${process.pid}.${Date.now()}`], num_replicas: replicas });
+        await jsm.streams.delete(name);
+        return true;
+      } catch {
+        return undefined;
+      } finally {
+        await nc.close();
+      }
+    },
+    30_000,
+    `JetStream to place ${replicas} replicas through ${url}`,
+  );
+}
