@@ -42,6 +42,8 @@ export class FleetNames {
   readonly embedInfo: string;
   /** The fleet's concept service: texts in, the people, places and organisations each names out. */
   readonly concepts: string;
+  /** KV bucket of a fleet on several hosts: each host's lease and which host holds which agent, e.g. `THYMOS_PLACEMENT`. */
+  readonly placementBucket: string;
 
   constructor(fleet: string = DEFAULT_FLEET_NAME) {
     this.fleet = FleetNameSchema.parse(fleet);
@@ -58,6 +60,7 @@ export class FleetNames {
     this.embed = `${fleet}.embed`;
     this.embedInfo = `${fleet}.embed.info`;
     this.concepts = `${fleet}.concepts`;
+    this.placementBucket = `${streamPrefix}_PLACEMENT`;
     Object.freeze(this);
   }
 

@@ -1,0 +1,359 @@
+import { randomUUID } from 'node:crypto';
+
+import { jetstream, JetStreamApiError } from '@nats-io/jetstream';
+import { type KV, type KvEntry, Kvm } from '@nats-io/kv';
+import { type NatsConnection, TimeoutError } from '@nats-io/transport-node';
+
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import type { FleetNames } from '../../shared/protocol/index.js';
+import type { AgentOwnership } from './agent-ownership.js';
+
+export interface ClusterOwnershipOptions {
+  nc: NatsConnection;
+  names: FleetNames;
+  /** This host's `[host] name`. */
+  host: string;
+  /** How long a host's lease lasts after the server stored its last renewal. */
+  leaseMs: number;
+  /** Replicas of the placement bucket (1, or 3 on a three-node cluster). */
+  replicas: number;
+}
+
+/** A host's lease: who holds it (its `run`, new at every start) and, once another host found it expired, by whom. */
+interface HostLease {
+  host: string;
+  run: string;
+  pid: number;
+  expired_by?: string;
+}
+
+/** Which host holds an agent: the host and the run of it that claimed the agent. */
+interface Placement {
+  host: string;
+  run: string;
+}
+
+/** nats-server's refusal of a write whose expected last revision is not the key's: another writer came first. */
+const WRONG_LAST_SEQUENCE = 10071;
+/** How long opening the bucket and taking the lease may go on through JetStream's timeouts (a leader being elected). */
+const OPEN_WITHIN_MS = 30_000;
+/** How many times a claim reads again after losing a compare-and-set race before it gives up. */
+const CLAIM_TRIES = 5;
+
+const hostKey = (host: string) => `host.${host}`;
+const agentKey = (id: string) => `agent.${id}`;
+const clockKey = (host: string) => `clock.${host}`;
+
+/**
+ * Ownership on a NATS cluster: which host holds which agent lives in the fleet's JetStream KV bucket
+ * (`<FLEET>_PLACEMENT`), and every write there is a compare-and-set on the revision read, so of two
+ * hosts that race for an agent one wins and the other learns it lost.
+ *
+ * - **A host's lease** is its key `host.<name>`, renewed by compare-and-set on its own last revision.
+ *   It lasts `leaseMs` after the server stored the last renewal. Whether it has expired is judged on
+ *   the server's clock alone: the time the server stamped on that renewal against the time it stamps
+ *   on a write the judge makes now (`clock.<judge>`), never one host's clock against another's.
+ * - **A placement** is the key `agent.<id>`, naming the host and the run of it that claimed it. Its
+ *   revision is the claim's fencing token: revisions only grow, so a later claim has a greater one.
+ * - **Taking an agent over** from a host whose lease expired first marks that lease expired (a
+ *   compare-and-set at the revision judged), so that host's next renewal fails: it learns it lost
+ *   every agent rather than renewing as if nothing happened.
+ * - **The holder** counts its lease from when it sent the renewal, on its own clock: it ends no later
+ *   than anyone else may judge it ended (`deadline`), and a renewal sent after that fails too.
+ *
+ * Safe to repeat: claiming an agent held returns the token held; a renewal or release that lost a
+ * race changes nothing of another host's.
+ */
+export class ClusterOwnership implements AgentOwnership {
+  readonly #o: ClusterOwnershipOptions;
+  readonly #kv: KV;
+  /** This start of the host's supervisor: a new one at every start, and after a lease is lost. */
+  #run: string;
+  readonly #held = new Map<string, number>();
+  /** The revision of this host's last write of its lease key. */
+  #hostRevision: number;
+  /** When (wall clock, ms) the lease this host last renewed ends, counted from when the renewal was sent. */
+  #deadline: number;
+  /** `held`: the lease is live; `lost`: another host ended it or a renewal came too late (the next claim or renewal takes it again); `closed`. */
+  #state: 'held' | 'lost' | 'closed' = 'held';
+
+  private constructor(options: ClusterOwnershipOptions, kv: KV, run: string, revision: number, sentAt: number) {
+    this.#o = options;
+    this.#kv = kv;
+    this.#run = run;
+    this.#hostRevision = revision;
+    this.#deadline = sentAt + options.leaseMs;
+  }
+
+  /**
+   * Opens the fleet's placement bucket (made with `replicas` when missing) and takes this host's
+   * lease. A live lease under the same `[host] name`, another supervisor's, is refused
+   * (`SUPERVISOR_ALREADY_RUNNING`, naming its pid); an expired one is taken over.
+   */
+  static async open(options: ClusterOwnershipOptions): Promise<ClusterOwnership> {
+    return await throughTimeouts(OPEN_WITHIN_MS, `${options.names.placementBucket} to answer`, () => ClusterOwnership.#open(options));
+  }
+
+  static async #open(options: ClusterOwnershipOptions): Promise<ClusterOwnership> {
+    // Reads go to the stream's leader, not a replica (direct get): a lease is judged on the latest write, and on
+    // nats-server 2.9 a replica that has not caught up with a new bucket leaves a direct get unanswered.
+    // A request that goes unanswered (a node lost, a leader being elected) fails well within the lease, so a renewal is tried again in time.
+    const js = jetstream(options.nc, { timeout: Math.max(250, Math.floor(options.leaseMs / 5)) });
+    const kv = await new Kvm(js).create(options.names.placementBucket, {
+      replicas: options.replicas,
+      history: 1,
+      allow_direct: false,
+    });
+    const { run, revision, sentAt } = await takeLease(kv, options);
+    return new ClusterOwnership(options, kv, run, revision, sentAt);
+  }
+
+  /** When (ms since the epoch, this host's clock) the lease last renewed ends: agents stop before it. */
+  get deadline(): number {
+    return this.#deadline;
+  }
+
+  async claim(id: string): Promise<number> {
+    const held = this.#held.get(id);
+    if (held !== undefined) return held;
+    if (this.#state === 'closed')
+      throw new ThymosError(ErrorCode.NOT_OWNER, `host ${this.#o.host} has given up its lease: it claims nothing`);
+    if (this.#state === 'lost') await this.#rejoin();
+    const mine: Placement = { host: this.#o.host, run: this.#run };
+    for (let tries = 0; ; tries++) {
+      const entry = await this.#kv.get(agentKey(id));
+      try {
+        let revision: number;
+        if (!entry || entry.operation !== 'PUT') {
+          revision = entry
+            ? await this.#kv.update(agentKey(id), json(mine), entry.revision)
+            : await this.#kv.create(agentKey(id), json(mine));
+        } else {
+          const placed = entry.json<Placement>();
+          // Placed by this run already: a write whose answer timed out was stored after all.
+          if (placed.host === mine.host && placed.run === mine.run) revision = entry.revision;
+          else {
+            await this.#endLeaseOf(id, placed);
+            revision = await this.#kv.update(agentKey(id), json(mine), entry.revision);
+          }
+        }
+        this.#held.set(id, revision);
+        return revision;
+      } catch (err) {
+        if (!lostRace(err) || tries >= CLAIM_TRIES) throw err;
+      }
+    }
+  }
+
+  /**
+   * Makes sure the run that placed agent `id` holds no live lease: a host's earlier run is over (this
+   * one took its lease); another host's live lease is NOT_OWNER; an expired one is marked expired first.
+   */
+  async #endLeaseOf(id: string, placed: Placement): Promise<void> {
+    if (placed.host === this.#o.host) return;
+    const entry = await this.#kv.get(hostKey(placed.host));
+    if (!entry || entry.operation !== 'PUT') return;
+    const lease = entry.json<HostLease>();
+    if (lease.run !== placed.run || lease.expired_by) return;
+    if (!(await leaseExpired(this.#kv, entry, this.#o, this.#o.host)))
+      throw new ThymosError(ErrorCode.NOT_OWNER, `${id} is held by host ${placed.host}, whose lease is live`, {
+        details: { agent: id, host: placed.host },
+      });
+    await this.#kv.update(hostKey(placed.host), json({ ...lease, expired_by: this.#o.host }), entry.revision);
+  }
+
+  /**
+   * Renews this host's lease (compare-and-set on its last revision). Rejects with NOT_OWNER naming
+   * every agent held when the lease is gone: another host marked it expired, or this renewal was sent
+   * after the deadline (the host was paused). The claims are dropped then; the next `claim` takes a
+   * new lease under a new run first.
+   */
+  async renew(): Promise<void> {
+    if (this.#state === 'closed') return;
+    if (this.#state === 'lost') return void (await this.#rejoin());
+    const sentAt = Date.now();
+    // Sent after the deadline (the host was paused), a renewal is not sent: its agents stopped themselves, and another host may judge the lease over.
+    const late = sentAt >= this.#deadline;
+    let revision: number | undefined;
+    if (!late) revision = await this.#renewAt(this.#hostRevision, true);
+    if (revision !== undefined) {
+      this.#hostRevision = revision;
+      this.#deadline = sentAt + this.#o.leaseMs;
+      return;
+    }
+    const lostAgents = [...this.#held.keys()];
+    this.#held.clear();
+    this.#state = 'lost';
+    throw new ThymosError(
+      ErrorCode.NOT_OWNER,
+      `host ${this.#o.host} ${late ? 'renewed after its lease had ended' : 'found its lease ended by another host'}: it no longer holds ${lostAgents.length > 0 ? lostAgents.join(', ') : 'any agent'}`,
+      { details: { host: this.#o.host, agents: lostAgents } },
+    );
+  }
+
+  /**
+   * Writes this host's lease at `revision`: its new revision, or undefined when another write came
+   * first. Stored, it proves no other host marked the lease expired first, however long the answer
+   * took. A renewal whose answer timed out may have been stored all the same: when the key holds this
+   * run's lease unmarked, the write is made again at that revision (`again`).
+   */
+  async #renewAt(revision: number, again: boolean): Promise<number | undefined> {
+    try {
+      return await this.#kv.update(hostKey(this.#o.host), json(this.#lease()), revision);
+    } catch (err) {
+      if (!lostRace(err)) throw err;
+    }
+    if (!again) return undefined;
+    const entry = await this.#kv.get(hostKey(this.#o.host));
+    const lease = entry?.operation === 'PUT' ? entry.json<HostLease>() : undefined;
+    return lease?.run === this.#run && !lease.expired_by ? this.#renewAt(entry!.revision, false) : undefined;
+  }
+
+  /**
+   * Renews every `everyMs` (well under the lease: `[cluster] renew_ms`) until stopped or closed;
+   * `onLost` hears each loss (the NOT_OWNER error naming the agents) and each renewal that failed
+   * otherwise (NATS unreachable), which the next one tries again. Returns what stops it.
+   */
+  renewEvery(everyMs: number, onError: (err: unknown) => void): () => void {
+    let stopped = false;
+    let timer: NodeJS.Timeout | undefined;
+    const next = () => {
+      if (stopped || this.#state === 'closed') return;
+      timer = setTimeout(() => {
+        this.renew().then(next, (err: unknown) => {
+          onError(err);
+          next();
+        });
+      }, everyMs);
+      timer.unref();
+    };
+    next();
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
+    };
+  }
+
+  /** After a lost lease: takes this host's key again under a new run, as `open` does (its own earlier run counts as ended). */
+  async #rejoin(): Promise<void> {
+    const { run, revision, sentAt } = await takeLease(this.#kv, this.#o, this.#run);
+    this.#run = run;
+    this.#hostRevision = revision;
+    this.#deadline = sentAt + this.#o.leaseMs;
+    this.#state = 'held';
+  }
+
+  async release(id: string): Promise<void> {
+    const revision = this.#held.get(id);
+    if (revision === undefined) return;
+    this.#held.delete(id);
+    try {
+      await this.#kv.delete(agentKey(id), { previousSeq: revision });
+    } catch (err) {
+      // Taken since: it is the new holder's now.
+      if (!lostRace(err)) throw err;
+    }
+  }
+
+  holds(id: string): number | undefined {
+    return this.#state === 'held' ? this.#held.get(id) : undefined;
+  }
+
+  /** Which host holds each placed agent, read from the bucket. */
+  async placements(): Promise<Map<string, Placement & { token: number }>> {
+    const out = new Map<string, Placement & { token: number }>();
+    for await (const key of await this.#kv.keys('agent.>')) {
+      const entry = await this.#kv.get(key);
+      if (entry?.operation === 'PUT') out.set(key.slice('agent.'.length), { ...entry.json<Placement>(), token: entry.revision });
+    }
+    return out;
+  }
+
+  /** Ends this host's lease at once (the supervisor stops): its agents' placements may be taken from then on. */
+  async close(): Promise<void> {
+    this.#held.clear();
+    const state = this.#state;
+    this.#state = 'closed';
+    if (state !== 'held') return;
+    try {
+      await this.#kv.delete(hostKey(this.#o.host), { previousSeq: this.#hostRevision });
+    } catch (err) {
+      if (!lostRace(err)) throw err;
+    }
+  }
+
+  #lease(): HostLease {
+    return { host: this.#o.host, run: this.#run, pid: process.pid };
+  }
+}
+
+/**
+ * Takes host `options.host`'s lease under a new run: the key is made when missing, and taken over
+ * when its lease ended (`leaseExpired`), was marked expired, or is `ownRun` (this host's earlier
+ * run). A live lease of another run is refused (`SUPERVISOR_ALREADY_RUNNING`, naming its pid).
+ */
+async function takeLease(
+  kv: KV,
+  options: ClusterOwnershipOptions,
+  ownRun?: string,
+): Promise<{ run: string; revision: number; sentAt: number }> {
+  const run = randomUUID();
+  const lease: HostLease = { host: options.host, run, pid: process.pid };
+  for (let tries = 0; ; tries++) {
+    const entry = await kv.get(hostKey(options.host));
+    const sentAt = Date.now();
+    try {
+      if (!entry || entry.operation !== 'PUT') {
+        const revision = entry
+          ? await kv.update(hostKey(options.host), json(lease), entry.revision)
+          : await kv.create(hostKey(options.host), json(lease));
+        return { run, revision, sentAt };
+      }
+      const other = entry.json<HostLease>();
+      if (other.run !== ownRun && !other.expired_by && !(await leaseExpired(kv, entry, options)))
+        throw new ThymosError(
+          ErrorCode.SUPERVISOR_ALREADY_RUNNING,
+          `the host name "${options.host}" holds a live lease in ${options.names.placementBucket}, pid ${other.pid}'s: each host of a fleet needs its own [host] name`,
+          { details: { host: options.host, pid: other.pid } },
+        );
+      return { run, revision: await kv.update(hostKey(options.host), json(lease), entry.revision), sentAt };
+    } catch (err) {
+      if (!lostRace(err) || tries >= CLAIM_TRIES) throw err;
+    }
+  }
+}
+
+/**
+ * Whether the lease `entry` holds ended, on the server's clock: the time the server stamped on it
+ * against the time it stamps now on a write of the judge's own (`clock.<judge>`).
+ */
+async function leaseExpired(kv: KV, entry: KvEntry, options: ClusterOwnershipOptions, judge = options.host): Promise<boolean> {
+  const revision = await kv.put(clockKey(judge), '');
+  const now = await kv.get(clockKey(judge), { revision });
+  if (!now) return false;
+  return now.created.getTime() - entry.created.getTime() > options.leaseMs;
+}
+
+/** Runs `fn` again while JetStream answers it with a timeout (a stream leader being elected), for up to `ms`. */
+async function throughTimeouts<T>(ms: number, what: string, fn: () => Promise<T>): Promise<T> {
+  const deadline = performance.now() + ms;
+  for (;;) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (!(err instanceof TimeoutError)) throw err;
+      if (performance.now() >= deadline)
+        throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `JetStream did not answer within ${ms} ms, waiting for ${what}`, { cause: err });
+    }
+  }
+}
+
+function lostRace(err: unknown): boolean {
+  return (
+    (err instanceof JetStreamApiError && err.code === WRONG_LAST_SEQUENCE) || /wrong last sequence/i.test((err as Error)?.message ?? '')
+  );
+}
+
+function json(value: object): string {
+  return JSON.stringify(value);
+}
