@@ -110,7 +110,13 @@ function clusterNode(
       if (!c || c.exitCode !== null || c.signalCode !== null) return;
       const exited = new Promise((resolve) => c.once('exit', resolve));
       c.kill(kill ? 'SIGKILL' : 'SIGTERM');
-      if (!(await withDeadline(exited.then(() => true), 5000, () => false))) {
+      if (
+        !(await withDeadline(
+          exited.then(() => true),
+          5000,
+          () => false,
+        ))
+      ) {
         c.kill('SIGKILL');
         await exited;
       }
