@@ -10,9 +10,11 @@ import {
   type AgentStatusMessage,
   type ApprovalDecision,
   type FleetNames,
+  parseJsonOrUndefined,
   type ToolCallRecord,
 } from '../../shared/protocol/index.js';
 import type { Controllable } from '../runtime/runtime-ports.js';
+import type { LeaseFence } from './lease-fence.js';
 
 export interface AgentControlChannelOptions {
   servers: string;
@@ -29,6 +31,8 @@ export interface AgentControlChannelOptions {
   toolCalls?: () => NonNullable<AgentStatusMessage['tool_calls']>;
   /** The fencing token it was started under, named in each status notice. */
   token?: number | undefined;
+  /** Its lease's fence (placement by lease): guards every message in and out, and takes the supervisor's extensions. */
+  fence?: LeaseFence | undefined;
 }
 
 /**
@@ -126,6 +130,15 @@ export class AgentControlChannel {
       return;
     }
     this.#nc = nc;
+    const fence = this.#options.fence;
+    if (fence) {
+      fence.guard(nc);
+      nc.subscribe(this.#options.names.agentLease(this.#runtime.id), {
+        callback: (err, msg) => {
+          if (!err) fence.extend(parseJsonOrUndefined(msg.string()));
+        },
+      });
+    }
     logRefusals(nc, this.#logger, agentIdentity(this.#runtime.id));
     serveCoded(
       nc,

@@ -51,9 +51,13 @@ export class AgentHttpServer {
   /** The agent's declared tools, served beside its own. */
   readonly #tools: ToolCaller | undefined;
 
-  constructor(runtime: AgentRuntime, config: ThymosConfig, logger: Logger, token?: string, tools?: ToolCaller) {
+  /** Stops the process when the agent's lease has ended (`LeaseFence.check`): run before a request is read and before any answer is written. */
+  readonly #fence: (() => void) | undefined;
+
+  constructor(runtime: AgentRuntime, config: ThymosConfig, logger: Logger, token?: string, tools?: ToolCaller, fence?: () => void) {
     this.#token = token;
     this.#tools = tools;
+    this.#fence = fence;
     this.#runtime = runtime;
     this.#config = config;
     this.#logger = logger;
@@ -122,6 +126,7 @@ export class AgentHttpServer {
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (this.#fence) fenceAnswer(res, this.#fence);
     if (!this.#fromHere(req, res)) return;
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/health' && req.method === 'GET') {
@@ -310,5 +315,20 @@ export class AgentHttpServer {
             .catch((err: unknown) => this.#logger.debug({ err }, 'resource notification not delivered'));
       }
     }
+  }
+}
+
+/**
+ * Runs `fence` now and before every write of the answer: an agent whose lease ended while a call was
+ * in flight (or while the process was paused) exits before it answers anything.
+ */
+export function fenceAnswer(res: ServerResponse, fence: () => void): void {
+  fence();
+  for (const method of ['writeHead', 'write', 'end'] as const) {
+    const original = res[method].bind(res) as (...args: unknown[]) => unknown;
+    (res as unknown as Record<string, (...args: unknown[]) => unknown>)[method] = (...args: unknown[]) => {
+      fence();
+      return original(...args);
+    };
   }
 }

@@ -2,6 +2,7 @@ import { agentMcpUrl, resolveConfigFile, type ThymosConfig } from '../../shared/
 import { createLogger } from '../../shared/engines/index.js';
 import { toThymosError } from '../../shared/errors/index.js';
 import { CleanupStack, flushCompileCache, type Logger, PhaseClock, processCpuMs, StopOnce } from '../../shared/platform/index.js';
+import { LeaseFence } from '../links/lease-fence.js';
 import { SharedConceptExtractor } from '../links/shared-concept-extractor.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
 import { assembleAgent, type AssembledAgent } from './agent-assembly.js';
@@ -50,6 +51,8 @@ export async function runAgentProcess(options: AgentOptions, output: { logFile?:
   channelModule?.catch(() => undefined);
   try {
     const context = options.context ? readStartContext(options.context) : undefined;
+    // Under a lease (placement by lease), an agent whose lease already ended does not start: LEASE_ENDED, exit 5, which pm2 does not restart.
+    const fence = LeaseFence.arm(context, logger);
     const data = await claimAgentData({ id: options.agentId, port: options.port, config, cleanup });
     // The domain schema (a Pkl child process, when the start context holds no definition) loads while the database opens.
     const resolving = resolveAgentSetup({ options, config, context, logger });
@@ -62,7 +65,7 @@ export async function runAgentProcess(options: AgentOptions, output: { logFile?:
     const concepts = new SharedConceptExtractor(logger);
     const agent = await assembleAgent({ setup, store, logger, extractor: concepts });
     clock.mark('memory_load');
-    const http = await serveMcpEndpoint({ setup, runtime: agent.runtime, tools: agent.tools, serverModule, logger, cleanup });
+    const http = await serveMcpEndpoint({ setup, runtime: agent.runtime, tools: agent.tools, serverModule, logger, cleanup, fence });
     // From here on events may be replayed and acknowledged: the folder is kept whatever happens.
     data.started.listening = true;
     clock.mark('listen');
@@ -93,6 +96,7 @@ export async function runAgentProcess(options: AgentOptions, output: { logFile?:
             phase: (name) => clock.mark(name),
             onShutdown: () => void stop('control'),
             stopping: () => stopper.asked,
+            fence,
           })
         : undefined;
     schedule = scheduleConsolidation(setup, runtime);

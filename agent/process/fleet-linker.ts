@@ -6,6 +6,7 @@ import type { CleanupStack, Logger } from '../../shared/platform/index.js';
 import { FleetNames, parseAgentEvent } from '../../shared/protocol/index.js';
 import type { AgentControlChannel } from '../links/agent-control-channel.js';
 import { HintBook } from '../links/hint-book.js';
+import type { LeaseFence } from '../links/lease-fence.js';
 import type { SharedConceptExtractor } from '../links/shared-concept-extractor.js';
 import type { AgentMemory } from '../memory/agent-memory.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
@@ -34,6 +35,8 @@ export interface FleetLinkOptions {
   onShutdown: () => void;
   /** True once the agent is stopping: background retries end. */
   stopping: () => boolean;
+  /** Its lease's fence (placement by lease): every NATS message in and out checks it, and its supervisor's extensions move it. */
+  fence?: LeaseFence | undefined;
 }
 
 /** The agent's links to the fleet, once made: its control channel and the readers to close at stop. */
@@ -67,6 +70,7 @@ export async function linkToFleet(parts: FleetLinkOptions): Promise<FleetLinks> 
       decideCall: (id, decision) => parts.tools.decide(id, decision),
       toolCalls: () => parts.tools.counts(),
       token: setup.ownershipToken,
+      fence: parts.fence,
     },
     logger,
   );

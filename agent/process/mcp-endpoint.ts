@@ -1,4 +1,5 @@
 import { agentTokenPath, type CleanupStack, ensureAgentToken, type Logger } from '../../shared/platform/index.js';
+import type { LeaseFence } from '../links/lease-fence.js';
 import type { AgentHttpServer } from '../mcp/agent-http-server.js';
 import type { AgentRuntime } from '../runtime/agent-runtime.js';
 import type { ToolCaller } from '../tools/tool-caller.js';
@@ -14,6 +15,8 @@ export interface McpEndpointOptions {
   logger: Logger;
   /** Where the endpoint's close is pushed. */
   cleanup: CleanupStack;
+  /** Its lease's fence (placement by lease): checked before each request and each write of an answer. */
+  fence?: LeaseFence | undefined;
 }
 
 /**
@@ -25,7 +28,8 @@ export async function serveMcpEndpoint(options: McpEndpointOptions): Promise<Age
   const { config } = setup;
   const { AgentHttpServer } = await options.serverModule;
   const token = config.mcp.require_token ? ensureAgentToken(agentTokenPath(config.dataPath, setup.id)) : undefined;
-  const http = new AgentHttpServer(runtime, config, logger, token, tools);
+  const fence = options.fence;
+  const http = new AgentHttpServer(runtime, config, logger, token, tools, fence ? () => fence.check() : undefined);
   await http.listen(config.agent.host, setup.port);
   cleanup.push(() => http.close());
   return http;

@@ -49,6 +49,8 @@ export const ErrorCode = {
   SUPERVISOR_ALREADY_RUNNING: 'SUPERVISOR_ALREADY_RUNNING',
   /** Another supervisor owns the agent: this one's claim was refused or lost, so it does not move the agent or write its data. */
   NOT_OWNER: 'NOT_OWNER',
+  /** An agent's lease ended (placement by lease, `[cluster] enabled`): it stops itself, or does not start, until its supervisor claims it again. */
+  LEASE_ENDED: 'LEASE_ENDED',
   /** The agent's process exited while starting; the message carries the end of its log. */
   AGENT_START_FAILED: 'AGENT_START_FAILED',
   /** Starting or activating one more agent would pass `[lifecycle] max_running` or `max_active`. */

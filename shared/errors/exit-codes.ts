@@ -14,6 +14,12 @@ export const ExitCode = {
   CONFLICT: 3,
   /** A program Thymos runs is not installed (nats-server, pkl): the message names the command that installs it. */
   MISSING_PROGRAM: 4,
+  /**
+   * An agent stopped itself because its lease ended (placement by lease, `[cluster] enabled`), or was
+   * started without a live one. pm2 does not restart an agent that exits with it (`stop_exit_codes`):
+   * only its supervisor starts it again, under a new claim.
+   */
+  FENCED: 5,
 } as const;
 
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
@@ -38,6 +44,8 @@ export function exitCodeFor(code: ErrorCode): ExitCode {
     case ErrorCode.CAPACITY_EXCEEDED:
     case ErrorCode.FILE_EXISTS:
       return ExitCode.CONFLICT;
+    case ErrorCode.LEASE_ENDED:
+      return ExitCode.FENCED;
     case ErrorCode.NATS_SERVER_MISSING:
     case ErrorCode.PKL_UNAVAILABLE:
       return ExitCode.MISSING_PROGRAM;

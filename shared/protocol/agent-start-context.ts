@@ -35,8 +35,31 @@ export const AgentStartContextSchema = z
      * every status notice, so the supervisor takes the notices of this start and not an older copy's.
      */
     ownershipToken: z.number().int().positive().optional(),
+    /**
+     * With placement by lease (`[cluster] enabled`): when (ms since the epoch, on this host's clock)
+     * the agent stops itself unless its supervisor has extended its lease since
+     * (`<fleet>.agent.<id>.lease`). Comes with `ownershipToken`; already past, the agent does not start.
+     */
+    fenceAt: z.number().int().positive().optional(),
     properties: z.record(z.string(), z.unknown()).default({}),
   })
-  .strict();
+  .strict()
+  .refine((c) => c.fenceAt === undefined || c.ownershipToken !== undefined, {
+    message: 'fenceAt comes with ownershipToken: a lease is extended for the claim it was given under',
+    path: ['fenceAt'],
+  });
 export type AgentStartContext = z.infer<typeof AgentStartContextSchema>;
 export type AgentStartContextInput = z.input<typeof AgentStartContextSchema>;
+
+/**
+ * A supervisor's extension of one agent's lease, on `<fleet>.agent.<id>.lease`: the agent stops
+ * itself at `fence_at` (ms since the epoch, this host's clock) from then on, when `token` is the claim
+ * it was started under; an extension for another claim (an older or a newer start) changes nothing.
+ */
+export const LeaseExtensionSchema = z
+  .object({
+    token: z.number().int().positive(),
+    fence_at: z.number().int().positive(),
+  })
+  .strict();
+export type LeaseExtension = z.infer<typeof LeaseExtensionSchema>;

@@ -104,6 +104,14 @@ export class FleetNames {
     return sender.length > 0 && !/[.*>\s]/.test(sender) ? sender : undefined;
   }
 
+  /**
+   * Where its supervisor extends one agent's lease (`LeaseExtension`), in a fleet whose placement is
+   * by lease (`[cluster] enabled`): `<fleet>.agent.<id>.lease`. Only a supervisor may publish there.
+   */
+  agentLease(id: string): string {
+    return `${this.fleet}.agent.${id}.lease`;
+  }
+
   /** What one agent decided about a world event it heard (`[agent] reason_on_events`). */
   agentDecision(id: string): string {
     return `${this.fleet}.agent.${id}.decision`;

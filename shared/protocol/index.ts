@@ -21,7 +21,13 @@ export {
   ScoredOptionSchema,
   ToolStepSchema,
 } from './agent-protocol.js';
-export { type AgentStartContext, type AgentStartContextInput, AgentStartContextSchema } from './agent-start-context.js';
+export {
+  type AgentStartContext,
+  type AgentStartContextInput,
+  AgentStartContextSchema,
+  type LeaseExtension,
+  LeaseExtensionSchema,
+} from './agent-start-context.js';
 export {
   CONCEPT_ALIASES_MAX,
   CONCEPT_TEXTS_MAX,

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 
 import { fleetPaths, type ThymosConfig } from '../../shared/config/index.js';
+import { ExitCode } from '../../shared/errors/index.js';
 import { compileCacheAvailable } from '../../shared/platform/index.js';
 import { type AppSpec, IDLE_PROCESS_NODE_ARGS } from '../pm2/process-manager.js';
 
@@ -43,6 +44,8 @@ export function agentApp(config: ThymosConfig, thymosBin: string, name: string, 
     // name the bundle's lines instead.
     noSourceMaps: true,
     autorestart: true,
+    // An agent that stopped itself because its lease ended is started again by its supervisor only, under a new claim.
+    stopExitCodes: [ExitCode.FENCED],
     restartDelayMs: config.supervisor.restart_delay_ms,
     logFile,
   };

@@ -3,9 +3,10 @@ import { randomUUID } from 'node:crypto';
 import { jetstream, JetStreamApiError } from '@nats-io/jetstream';
 import { type KV, type KvEntry, Kvm } from '@nats-io/kv';
 import { type NatsConnection, TimeoutError } from '@nats-io/transport-node';
+import { z } from 'zod';
 
-import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
-import type { FleetNames } from '../../shared/protocol/index.js';
+import { describeIssues, ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import { type FleetNames, parseJsonOrUndefined } from '../../shared/protocol/index.js';
 import type { AgentOwnership } from './agent-ownership.js';
 
 export interface ClusterOwnershipOptions {
@@ -20,17 +21,26 @@ export interface ClusterOwnershipOptions {
 }
 
 /** A host's lease: who holds it (its `run`, new at every start) and, once another host found it expired, by whom. */
-interface HostLease {
-  host: string;
-  run: string;
-  pid: number;
-  expired_by?: string;
-}
+const HostLeaseSchema = z.object({ host: z.string(), run: z.string(), pid: z.number().int(), expired_by: z.string().optional() });
+type HostLease = z.infer<typeof HostLeaseSchema>;
 
 /** Which host holds an agent: the host and the run of it that claimed the agent. */
-interface Placement {
-  host: string;
-  run: string;
+const PlacementSchema = z.object({ host: z.string(), run: z.string() });
+type Placement = z.infer<typeof PlacementSchema>;
+
+/**
+ * The value of `entry`, checked: a value no Thymos wrote is refused (NOT_OWNER, naming the key),
+ * never taken for a lease or a placement, so an agent under it is neither claimed nor started.
+ */
+function readEntry<T>(entry: KvEntry, schema: z.ZodType<T>): T {
+  const raw = parseJsonOrUndefined(entry.string());
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success)
+    throw new ThymosError(
+      ErrorCode.NOT_OWNER,
+      `${entry.bucket} holds at ${entry.key} a value Thymos did not write (${describeIssues(parsed.error, raw)}): delete the key to free it`,
+    );
+  return parsed.data;
 }
 
 /** nats-server's refusal of a write whose expected last revision is not the key's: another writer came first. */
@@ -129,7 +139,7 @@ export class ClusterOwnership implements AgentOwnership {
             ? await this.#kv.update(agentKey(id), json(mine), entry.revision)
             : await this.#kv.create(agentKey(id), json(mine));
         } else {
-          const placed = entry.json<Placement>();
+          const placed = readEntry(entry, PlacementSchema);
           // Placed by this run already: a write whose answer timed out was stored after all.
           if (placed.host === mine.host && placed.run === mine.run) revision = entry.revision;
           else {
@@ -153,7 +163,7 @@ export class ClusterOwnership implements AgentOwnership {
     if (placed.host === this.#o.host) return;
     const entry = await this.#kv.get(hostKey(placed.host));
     if (!entry || entry.operation !== 'PUT') return;
-    const lease = entry.json<HostLease>();
+    const lease = readEntry(entry, HostLeaseSchema);
     if (lease.run !== placed.run || lease.expired_by) return;
     if (!(await leaseExpired(this.#kv, entry, this.#o, this.#o.host)))
       throw new ThymosError(ErrorCode.NOT_OWNER, `${id} is held by host ${placed.host}, whose lease is live`, {
@@ -205,7 +215,7 @@ export class ClusterOwnership implements AgentOwnership {
     }
     if (!again) return undefined;
     const entry = await this.#kv.get(hostKey(this.#o.host));
-    const lease = entry?.operation === 'PUT' ? entry.json<HostLease>() : undefined;
+    const lease = entry?.operation === 'PUT' ? readEntry(entry, HostLeaseSchema) : undefined;
     return lease?.run === this.#run && !lease.expired_by ? this.#renewAt(entry!.revision, false) : undefined;
   }
 
@@ -264,7 +274,7 @@ export class ClusterOwnership implements AgentOwnership {
     const out = new Map<string, Placement & { token: number }>();
     for await (const key of await this.#kv.keys('agent.>')) {
       const entry = await this.#kv.get(key);
-      if (entry?.operation === 'PUT') out.set(key.slice('agent.'.length), { ...entry.json<Placement>(), token: entry.revision });
+      if (entry?.operation === 'PUT') out.set(key.slice('agent.'.length), { ...readEntry(entry, PlacementSchema), token: entry.revision });
     }
     return out;
   }
@@ -309,7 +319,7 @@ async function takeLease(
           : await kv.create(hostKey(options.host), json(lease));
         return { run, revision, sentAt };
       }
-      const other = entry.json<HostLease>();
+      const other = readEntry(entry, HostLeaseSchema);
       if (other.run !== ownRun && !other.expired_by && !(await leaseExpired(kv, entry, options)))
         throw new ThymosError(
           ErrorCode.SUPERVISOR_ALREADY_RUNNING,

@@ -44,6 +44,8 @@ export interface AppSpec {
   /** Leave Node's source-map support off (pm2 turns it on in every app by default). */
   noSourceMaps?: boolean;
   autorestart: boolean;
+  /** Exit codes after which pm2 leaves the app stopped rather than restart it. */
+  stopExitCodes?: number[];
   /** Exponential back-off base for crash restarts. */
   restartDelayMs?: number;
   /** stdout and stderr both go here. */
@@ -132,6 +134,7 @@ export class ProcessManager {
           kill_retry_time: spec.killCheckMs,
           disable_source_map_support: spec.noSourceMaps ?? false,
           autorestart: spec.autorestart,
+          ...(spec.stopExitCodes ? { stop_exit_codes: spec.stopExitCodes } : {}),
           exp_backoff_restart_delay: spec.restartDelayMs,
           out_file: spec.logFile,
           error_file: spec.logFile,

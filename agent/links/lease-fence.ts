@@ -1,0 +1,114 @@
+import type { NatsConnection } from '@nats-io/transport-node';
+
+import { ErrorCode, ExitCode, ThymosError } from '../../shared/errors/index.js';
+import type { Logger } from '../../shared/platform/index.js';
+import { LeaseExtensionSchema } from '../../shared/protocol/index.js';
+
+/**
+ * An agent's side of placement by lease (`[cluster] enabled`): it was started under a claim
+ * (`token`) and stops itself at `fenceAt` (ms since the epoch, this host's clock) unless its
+ * supervisor extends the lease first (`<fleet>.agent.<id>.lease`). A supervisor paused or cut off
+ * cannot stop its agents; this is how they stop before another host may claim them.
+ *
+ * Stopping is `process.exit(ExitCode.FENCED)`, at once and from wherever the fence is found passed:
+ * the timer, an MCP request (`check` before it is handled), or a NATS message in or out (`guard`).
+ * After a pause (SIGSTOP, a frozen VM) the process runs what was waiting (sockets first, timers
+ * after), so every way in and out checks the time itself: nothing is answered or written after the
+ * fence. The private database needs no stop: it survives a process killed at any point, and what
+ * the agent had not acknowledged is delivered again to its next start.
+ */
+export class LeaseFence {
+  readonly #token: number;
+  readonly #logger: Logger;
+  #fenceAt: number;
+  #timer: NodeJS.Timeout | undefined;
+
+  private constructor(token: number, fenceAt: number, logger: Logger) {
+    this.#token = token;
+    this.#fenceAt = fenceAt;
+    this.#logger = logger;
+  }
+
+  /**
+   * The fence of a start context that has one (`fenceAt`, with `ownershipToken`), armed; undefined
+   * without. A fence already past is LEASE_ENDED: the agent does not start.
+   */
+  static arm(
+    context: { ownershipToken?: number | undefined; fenceAt?: number | undefined } | undefined,
+    logger: Logger,
+  ): LeaseFence | undefined {
+    if (context?.fenceAt === undefined || context.ownershipToken === undefined) return undefined;
+    const late = Date.now() - context.fenceAt;
+    if (late >= 0)
+      throw new ThymosError(
+        ErrorCode.LEASE_ENDED,
+        `the lease this agent was started under (token ${context.ownershipToken}) ended ${late} ms ago: only its supervisor starts it again, under a new claim`,
+      );
+    const fence = new LeaseFence(context.ownershipToken, context.fenceAt, logger);
+    fence.#arm();
+    return fence;
+  }
+
+  /** When the agent stops itself unless extended (ms since the epoch). */
+  get fenceAt(): number {
+    return this.#fenceAt;
+  }
+
+  /** Stops the process now if the fence has passed. */
+  check(): void {
+    if (Date.now() >= this.#fenceAt) this.#fence();
+  }
+
+  /**
+   * Takes a lease extension (`LeaseExtension`, raw from NATS): a later `fence_at` for this agent's
+   * claim moves the fence; one for another claim, an earlier time or a malformed message changes
+   * nothing. A message that arrives after the fence does not revive it: `check` runs first.
+   */
+  extend(raw: unknown): void {
+    this.check();
+    const parsed = LeaseExtensionSchema.safeParse(raw);
+    if (!parsed.success) return void this.#logger.warn({ raw }, 'lease extension ignored: not {token, fence_at}');
+    if (parsed.data.token !== this.#token || parsed.data.fence_at <= this.#fenceAt) return;
+    this.#fenceAt = parsed.data.fence_at;
+    this.#arm();
+  }
+
+  /**
+   * Makes every message `nc` takes in or sends out check the fence first, so that after the fence
+   * the agent neither acts on a message nor publishes, acknowledges or requests anything. It hooks
+   * the connection's protocol handler, which every message of nats.js goes through both ways.
+   */
+  guard(nc: NatsConnection): void {
+    const protocol = (nc as unknown as { protocol?: ProtocolHooks }).protocol;
+    if (!protocol || typeof protocol.processMsg !== 'function' || typeof protocol.publish !== 'function')
+      throw new ThymosError(ErrorCode.INTERNAL, 'the NATS connection has no protocol handler to fence: nats.js changed its internals');
+    const processMsg = protocol.processMsg.bind(protocol);
+    const publish = protocol.publish.bind(protocol);
+    protocol.processMsg = (...args: unknown[]) => {
+      this.check();
+      return processMsg(...args);
+    };
+    protocol.publish = (...args: unknown[]) => {
+      this.check();
+      return publish(...args);
+    };
+  }
+
+  #arm(): void {
+    clearTimeout(this.#timer);
+    // It stays armed through a graceful stop, which the fence cuts short if it runs past; it keeps no stopped process alive.
+    this.#timer = setTimeout(() => this.check(), Math.max(0, this.#fenceAt - Date.now()));
+    this.#timer.unref();
+  }
+
+  #fence(): never {
+    this.#logger.error({ token: this.#token, fence_at: new Date(this.#fenceAt).toISOString() }, 'lease ended: the agent stops itself');
+    this.#logger.flush();
+    process.exit(ExitCode.FENCED);
+  }
+}
+
+interface ProtocolHooks {
+  processMsg: (...args: unknown[]) => unknown;
+  publish: (...args: unknown[]) => unknown;
+}
