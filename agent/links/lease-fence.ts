@@ -18,7 +18,7 @@ import { LeaseExtensionSchema } from '../../shared/protocol/index.js';
  * the agent had not acknowledged is delivered again to its next start.
  */
 export class LeaseFence {
-  readonly #token: number;
+  #token: number;
   readonly #logger: Logger;
   #fenceAt: number;
   #timer: NodeJS.Timeout | undefined;
@@ -61,15 +61,20 @@ export class LeaseFence {
 
   /**
    * Takes a lease extension (`LeaseExtension`, raw from NATS): a later `fence_at` for this agent's
-   * claim moves the fence; one for another claim, an earlier time or a malformed message changes
-   * nothing. A message that arrives after the fence does not revive it: `check` runs first.
+   * claim moves the fence, and one for the claim that took this one over (`previous`) moves it too
+   * and makes that claim this agent's; one for another claim, an earlier time or a malformed message
+   * changes nothing. A message that arrives after the fence does not revive it: `check` runs first.
    */
   extend(raw: unknown): void {
     this.check();
     const parsed = LeaseExtensionSchema.safeParse(raw);
     if (!parsed.success) return void this.#logger.warn({ raw }, 'lease extension ignored: not {token, fence_at}');
-    if (parsed.data.token !== this.#token || parsed.data.fence_at <= this.#fenceAt) return;
-    this.#fenceAt = parsed.data.fence_at;
+    const { token, previous, fence_at: fenceAt } = parsed.data;
+    const mine = token === this.#token || (previous !== undefined && previous === this.#token && token > previous);
+    if (!mine || fenceAt <= this.#fenceAt) return;
+    if (token !== this.#token) this.#logger.info({ token, previous }, 'lease taken over by a new claim of this host; running under it');
+    this.#token = token;
+    this.#fenceAt = fenceAt;
     this.#arm();
   }
 

@@ -1,8 +1,34 @@
 import { z } from 'zod';
 
-/** The fleet on a nats-server cluster: how its streams outlive a node. */
+/** The fleet on a nats-server cluster: how its streams outlive a node, and placement by lease. */
 export const ClusterSettingsSchema = z
   .object({
+    /**
+     * Placement by lease: which host runs which agent lives in the fleet's KV bucket on NATS
+     * (`<FLEET>_PLACEMENT`), each host holds a lease it renews, and each agent stops itself before
+     * its host's lease could end, so no agent runs twice even when its supervisor is paused or cut
+     * off. Off, the fleet's data lock on this host decides, as before.
+     * @default false
+     */
+    enabled: z.boolean().default(false),
+    /**
+     * How long a host's lease lasts after its last renewal: another host may take its agents once
+     * the NATS server's clock says this long has passed.
+     * @default 10000
+     */
+    lease_ms: z.number().int().min(1000).max(600_000).default(10_000),
+    /**
+     * How often a host renews its lease and extends its agents'.
+     * @default 2000
+     */
+    renew_ms: z.number().int().min(100).max(300_000).default(2000),
+    /**
+     * How long before its lease could end an agent stops itself: what covers the clocks of the
+     * host and of the NATS servers running at slightly different rates, and a busy agent's timer
+     * firing late.
+     * @default 2000
+     */
+    fence_margin_ms: z.number().int().min(100).max(300_000).default(2000),
     /**
      * How many nodes of the nats-server cluster keep each stream the fleet makes (events, heard
      * copies, inboxes, work queues, dead letters), each node a whole copy. With 3, every write
@@ -15,7 +41,16 @@ export const ClusterSettingsSchema = z
       .literal([1, 3], { error: 'expected 1 (one node keeps each stream) or 3 (three nodes of a nats-server cluster do)' })
       .default(1),
   })
-  .strict();
+  .strict()
+  .superRefine((c, ctx) => {
+    // Two renewals fit between one and the agents' fence: one lost renewal does not stop them.
+    if (c.renew_ms * 2 > c.lease_ms - c.fence_margin_ms)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['renew_ms'],
+        message: `expected renew_ms at most (lease_ms - fence_margin_ms) / 2 = ${Math.floor((c.lease_ms - c.fence_margin_ms) / 2)}, so that two renewals fit before agents stop themselves; got ${c.renew_ms} with lease_ms ${c.lease_ms} and fence_margin_ms ${c.fence_margin_ms}`,
+      });
+  });
 
 export type ClusterSettings = z.infer<typeof ClusterSettingsSchema>;
 

@@ -54,12 +54,15 @@ export type AgentStartContextInput = z.input<typeof AgentStartContextSchema>;
 /**
  * A supervisor's extension of one agent's lease, on `<fleet>.agent.<id>.lease`: the agent stops
  * itself at `fence_at` (ms since the epoch, this host's clock) from then on, when `token` is the claim
- * it was started under; an extension for another claim (an older or a newer start) changes nothing.
+ * it runs under, or `previous` is and `token` the claim that took that one over on the same host (a
+ * supervisor restarted adopts the agents its earlier run started): it runs under `token` from then
+ * on. An extension for another claim (an older or another start) changes nothing.
  */
 export const LeaseExtensionSchema = z
   .object({
     token: z.number().int().positive(),
     fence_at: z.number().int().positive(),
+    previous: z.number().int().positive().optional(),
   })
   .strict();
 export type LeaseExtension = z.infer<typeof LeaseExtensionSchema>;

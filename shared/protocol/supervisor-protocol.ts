@@ -89,6 +89,19 @@ export const FleetStatusSchema = z.object({
       })
       .nullable()
       .optional(),
+    /**
+     * This host's lease under placement by lease (`[cluster] enabled`), null without: `held`, or `lost`
+     * until the next renewal takes it again; when the last renewal's lease ends; the last loss and why.
+     */
+    lease: z
+      .object({
+        state: z.enum(['held', 'lost']),
+        lease_ms: z.number().int(),
+        deadline: z.string(),
+        lost: z.object({ at: z.string(), reason: z.string() }).nullable(),
+      })
+      .nullable()
+      .optional(),
   }),
   counts: z.object({ active: z.number(), listening: z.number(), dormant: z.number(), archived: z.number() }),
   agents: z.array(AgentStatusRowSchema),

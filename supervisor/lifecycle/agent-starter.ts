@@ -52,10 +52,16 @@ export interface StartedAgent {
   spare?: string | null;
 }
 
-/** What a start hands the agent in its start context besides the domain's: its context properties and the claim's token. */
+/** The claim an agent starts under: its fencing token and, under a lease, when the agent stops itself unless the lease is renewed. */
+export interface StartClaim {
+  token: number;
+  fenceAt?: number | undefined;
+}
+
+/** What a start hands the agent in its start context besides the domain's: its context properties and the claim it starts under. */
 interface Handed {
   properties: Record<string, unknown>;
-  token: number | undefined;
+  claim: StartClaim | undefined;
 }
 
 /**
@@ -71,13 +77,13 @@ export class AgentStarter {
     this.#o = options;
   }
 
-  /** Starts `id`; `token` is the fencing token of the claim it starts under, handed over in its start context. */
+  /** Starts `id` under `claim` (its fencing token, and its fence under a lease), handed over in its start context. */
   async start(
     id: string,
     mode: AgentMode,
     preferredPort: number | null,
     properties: Record<string, unknown>,
-    token?: number,
+    claim?: StartClaim,
   ): Promise<StartedAgent> {
     const { processes, paths, metrics, link, ports } = this.#o;
     const clock = new PhaseClock();
@@ -102,7 +108,7 @@ export class AgentStarter {
       let claimed = false;
       if (slot) {
         try {
-          pid = await this.#claim(slot, id, mode, port, { properties, token }, clock);
+          pid = await this.#claim(slot, id, mode, port, { properties, claim }, clock);
           claimed = true;
         } catch (err) {
           // The spare is gone with whatever it did; the wake goes on cold, on the same port.
@@ -111,7 +117,7 @@ export class AgentStarter {
           await processes.delete(name).catch(() => undefined);
         }
       }
-      if (!claimed) pid = await this.#cold(id, mode, port, { properties, token }, clock);
+      if (!claimed) pid = await this.#cold(id, mode, port, { properties, claim }, clock);
       metrics.startupSeconds.observe((performance.now() - t0) / 1000);
       return { pid, port, adopted: false, clock, spare: claimed ? (slot ?? null) : null };
     } catch (err) {
@@ -131,7 +137,7 @@ export class AgentStarter {
     const t0 = performance.now();
     const budget = config.supervisor.start_timeout_ms;
     // Under a token, only a notice naming it is this start's: an older copy's notices are not.
-    const life = link.waitForLife(id, budget, handed.token);
+    const life = link.waitForLife(id, budget, handed.claim?.token);
     // Watched before pm2 starts it, so an exit at any moment of the start is seen.
     const exit = await this.#exitDuringStart(id, [name]);
     try {
@@ -202,7 +208,7 @@ export class AgentStarter {
   }
 
   /** The agent's start context, checked by the schema the agent reads it with, written where it reads it; returns the path. */
-  #writeContext(id: string, { properties, token }: Handed): string {
+  #writeContext(id: string, { properties, claim }: Handed): string {
     const { paths, domain } = this.#o;
     mkdirSync(paths.run, { recursive: true });
     const contextFile = join(paths.run, `${id}.context.json`);
@@ -220,7 +226,8 @@ export class AgentStarter {
         queues: domain.agents[id]
           ? Object.fromEntries(workOf(domain.agents[id], domain.queues).map((w) => [w.queue, domain.queues[w.queue]!]))
           : {},
-        ...(token === undefined ? {} : { ownershipToken: token }),
+        ...(claim === undefined ? {} : { ownershipToken: claim.token }),
+        ...(claim?.fenceAt === undefined ? {} : { fenceAt: claim.fenceAt }),
         properties,
       } satisfies AgentStartContextInput,
       `${id}: start context`,

@@ -158,7 +158,10 @@ export class AgentTransitions {
     properties: Record<string, unknown>,
     token: number,
   ): Promise<AgentEntry> {
-    const { pid, port, adopted, clock, spare } = await this.#o.starter.start(entry.id, mode, entry.port, properties, token);
+    const deadline = this.#o.ownership.deadline;
+    // Under a lease, the agent stops itself a margin before the lease could end, unless it is renewed meanwhile.
+    const fenceAt = deadline === undefined ? undefined : deadline - this.#o.config.cluster.fence_margin_ms;
+    const { pid, port, adopted, clock, spare } = await this.#o.starter.start(entry.id, mode, entry.port, properties, { token, fenceAt });
     const state = mode === 'active' ? 'active' : 'listening';
     const next = adopted
       ? await this.setState(entry, state, { mode, pid, port, last_error: null }, `${reason} (adopted)`)
@@ -174,6 +177,19 @@ export class AgentTransitions {
   async #setMode(entry: AgentEntry, mode: AgentMode, reason: string): Promise<AgentEntry> {
     await this.#o.link.control(entry.id, { op: 'set_mode', mode }, CONTROL_TIMEOUT_MS);
     return this.setState(entry, mode === 'active' ? 'active' : 'listening', { mode }, reason);
+  }
+
+  /**
+   * An agent whose claim was lost: pm2 stops its process with no snapshot asked (the agent stops
+   * itself at its fence, and its data stays in its folder), and it is recorded Dormant with
+   * LEASE_ENDED as its last error.
+   */
+  async abandon(entry: AgentEntry, reason: string): Promise<AgentEntry> {
+    await this.#o.processes.delete(Pm2Names.agent(entry.id));
+    this.#o.ports.release(entry.port, entry.id);
+    this.#o.heartbeats.forget(entry.id);
+    this.#o.logger.warn({ agent: entry.id, reason }, 'agent stopped: its claim was lost');
+    return this.setState(entry, 'dormant', { mode: null, pid: null, last_error: { code: ErrorCode.LEASE_ENDED, message: reason } }, reason);
   }
 
   /** Snapshot acknowledged, then pm2 stops the process (SIGINT, SIGKILL after the budget). */

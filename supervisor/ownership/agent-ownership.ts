@@ -17,4 +17,9 @@ export interface AgentOwnership {
   holds(id: string): number | undefined;
   /** Gives up every claim and what holds them (the supervisor stops). */
   close(): Promise<void>;
+  /**
+   * When the claims held end unless renewed (ms since the epoch, this host's clock): agents started
+   * under them stop themselves a margin before it. Undefined where claims do not lapse (one host).
+   */
+  readonly deadline: number | undefined;
 }

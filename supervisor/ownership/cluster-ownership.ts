@@ -1,58 +1,33 @@
-import { randomUUID } from 'node:crypto';
+import { jetstream } from '@nats-io/jetstream';
+import { type KV, Kvm } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/transport-node';
 
-import { jetstream, JetStreamApiError } from '@nats-io/jetstream';
-import { type KV, type KvEntry, Kvm } from '@nats-io/kv';
-import { type NatsConnection, TimeoutError } from '@nats-io/transport-node';
-import { z } from 'zod';
-
-import { describeIssues, ErrorCode, ThymosError } from '../../shared/errors/index.js';
-import { type FleetNames, parseJsonOrUndefined } from '../../shared/protocol/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
 import type { AgentOwnership } from './agent-ownership.js';
+import {
+  agentKey,
+  CLAIM_TRIES,
+  hostKey,
+  type HostLease,
+  hostLease,
+  HostLeaseSchema,
+  json,
+  leaseExpired,
+  type LeaseOptions,
+  lostRace,
+  OPEN_WITHIN_MS,
+  type Placement,
+  PlacementSchema,
+  readEntry,
+  takeLease,
+  throughTimeouts,
+} from './placement-bucket.js';
 
-export interface ClusterOwnershipOptions {
+export interface ClusterOwnershipOptions extends LeaseOptions {
   nc: NatsConnection;
-  names: FleetNames;
-  /** This host's `[host] name`. */
-  host: string;
-  /** How long a host's lease lasts after the server stored its last renewal. */
-  leaseMs: number;
   /** Replicas of the placement bucket (1, or 3 on a three-node cluster). */
   replicas: number;
 }
-
-/** A host's lease: who holds it (its `run`, new at every start) and, once another host found it expired, by whom. */
-const HostLeaseSchema = z.object({ host: z.string(), run: z.string(), pid: z.number().int(), expired_by: z.string().optional() });
-type HostLease = z.infer<typeof HostLeaseSchema>;
-
-/** Which host holds an agent: the host and the run of it that claimed the agent. */
-const PlacementSchema = z.object({ host: z.string(), run: z.string() });
-type Placement = z.infer<typeof PlacementSchema>;
-
-/**
- * The value of `entry`, checked: a value no Thymos wrote is refused (NOT_OWNER, naming the key),
- * never taken for a lease or a placement, so an agent under it is neither claimed nor started.
- */
-function readEntry<T>(entry: KvEntry, schema: z.ZodType<T>): T {
-  const raw = parseJsonOrUndefined(entry.string());
-  const parsed = schema.safeParse(raw);
-  if (!parsed.success)
-    throw new ThymosError(
-      ErrorCode.NOT_OWNER,
-      `${entry.bucket} holds at ${entry.key} a value Thymos did not write (${describeIssues(parsed.error, raw)}): delete the key to free it`,
-    );
-  return parsed.data;
-}
-
-/** nats-server's refusal of a write whose expected last revision is not the key's: another writer came first. */
-const WRONG_LAST_SEQUENCE = 10071;
-/** How long opening the bucket and taking the lease may go on through JetStream's timeouts (a leader being elected). */
-const OPEN_WITHIN_MS = 30_000;
-/** How many times a claim reads again after losing a compare-and-set race before it gives up. */
-const CLAIM_TRIES = 5;
-
-const hostKey = (host: string) => `host.${host}`;
-const agentKey = (id: string) => `agent.${id}`;
-const clockKey = (host: string) => `clock.${host}`;
 
 /**
  * Ownership on a NATS cluster: which host holds which agent lives in the fleet's JetStream KV bucket
@@ -80,6 +55,8 @@ export class ClusterOwnership implements AgentOwnership {
   /** This start of the host's supervisor: a new one at every start, and after a lease is lost. */
   #run: string;
   readonly #held = new Map<string, number>();
+  /** For an agent claimed over an earlier run of this host: that run's token, which an agent it started still runs under. */
+  readonly #succeeded = new Map<string, number>();
   /** The revision of this host's last write of its lease key. */
   #hostRevision: number;
   /** When (wall clock, ms) the lease this host last renewed ends, counted from when the renewal was sent. */
@@ -145,6 +122,8 @@ export class ClusterOwnership implements AgentOwnership {
           else {
             await this.#endLeaseOf(id, placed);
             revision = await this.#kv.update(agentKey(id), json(mine), entry.revision);
+            // Taken from this host's earlier run at the revision it claimed at: nobody held it in between.
+            if (placed.host === mine.host) this.#succeeded.set(id, entry.revision);
           }
         }
         this.#held.set(id, revision);
@@ -193,6 +172,7 @@ export class ClusterOwnership implements AgentOwnership {
     }
     const lostAgents = [...this.#held.keys()];
     this.#held.clear();
+    this.#succeeded.clear();
     this.#state = 'lost';
     throw new ThymosError(
       ErrorCode.NOT_OWNER,
@@ -220,20 +200,27 @@ export class ClusterOwnership implements AgentOwnership {
   }
 
   /**
-   * Renews every `everyMs` (well under the lease: `[cluster] renew_ms`) until stopped or closed;
-   * `onLost` hears each loss (the NOT_OWNER error naming the agents) and each renewal that failed
-   * otherwise (NATS unreachable), which the next one tries again. Returns what stops it.
+   * Renews every `everyMs` (well under the lease: `[cluster] renew_ms`) until stopped or closed:
+   * `renewed` after each renewal that held, `failed` with each that did not (NOT_OWNER naming the
+   * agents when the lease was lost; another error when NATS did not answer, tried again at the
+   * next). Returns what stops it.
    */
-  renewEvery(everyMs: number, onError: (err: unknown) => void): () => void {
+  renewEvery(everyMs: number, on: { renewed?: () => void; failed: (err: unknown) => void }): () => void {
     let stopped = false;
     let timer: NodeJS.Timeout | undefined;
     const next = () => {
       if (stopped || this.#state === 'closed') return;
       timer = setTimeout(() => {
-        this.renew().then(next, (err: unknown) => {
-          onError(err);
-          next();
-        });
+        this.renew().then(
+          () => {
+            if (this.#state === 'held') on.renewed?.();
+            next();
+          },
+          (err: unknown) => {
+            on.failed(err);
+            next();
+          },
+        );
       }, everyMs);
       timer.unref();
     };
@@ -242,6 +229,11 @@ export class ClusterOwnership implements AgentOwnership {
       stopped = true;
       clearTimeout(timer);
     };
+  }
+
+  /** Whether the lease was lost and not yet taken again (the next renewal or claim takes it). */
+  get lost(): boolean {
+    return this.#state === 'lost';
   }
 
   /** After a lost lease: takes this host's key again under a new run, as `open` does (its own earlier run counts as ended). */
@@ -257,12 +249,22 @@ export class ClusterOwnership implements AgentOwnership {
     const revision = this.#held.get(id);
     if (revision === undefined) return;
     this.#held.delete(id);
+    this.#succeeded.delete(id);
     try {
       await this.#kv.delete(agentKey(id), { previousSeq: revision });
     } catch (err) {
       // Taken since: it is the new holder's now.
       if (!lostRace(err)) throw err;
     }
+  }
+
+  /**
+   * The token of the claim this one took over from an earlier run of this host (a supervisor
+   * restarted, or a lease lost and taken again), when it took `id` straight from it: an agent that
+   * run started, still running, may go on under the new claim. Undefined otherwise.
+   */
+  succeeded(id: string): number | undefined {
+    return this.#state === 'held' && this.#held.has(id) ? this.#succeeded.get(id) : undefined;
   }
 
   holds(id: string): number | undefined {
@@ -279,91 +281,19 @@ export class ClusterOwnership implements AgentOwnership {
     return out;
   }
 
-  /** Ends this host's lease at once (the supervisor stops): its agents' placements may be taken from then on. */
-  async close(): Promise<void> {
+  /**
+   * Stops claiming and renewing (the supervisor stops). The lease is left to end on its own: agents
+   * this host started may run until their fence, so no other host may take them before the lease
+   * ends; a supervisor started again from the same data directory takes it over at once.
+   */
+  close(): Promise<void> {
     this.#held.clear();
-    const state = this.#state;
+    this.#succeeded.clear();
     this.#state = 'closed';
-    if (state !== 'held') return;
-    try {
-      await this.#kv.delete(hostKey(this.#o.host), { previousSeq: this.#hostRevision });
-    } catch (err) {
-      if (!lostRace(err)) throw err;
-    }
+    return Promise.resolve();
   }
 
   #lease(): HostLease {
-    return { host: this.#o.host, run: this.#run, pid: process.pid };
+    return hostLease(this.#o, this.#run);
   }
-}
-
-/**
- * Takes host `options.host`'s lease under a new run: the key is made when missing, and taken over
- * when its lease ended (`leaseExpired`), was marked expired, or is `ownRun` (this host's earlier
- * run). A live lease of another run is refused (`SUPERVISOR_ALREADY_RUNNING`, naming its pid).
- */
-async function takeLease(
-  kv: KV,
-  options: ClusterOwnershipOptions,
-  ownRun?: string,
-): Promise<{ run: string; revision: number; sentAt: number }> {
-  const run = randomUUID();
-  const lease: HostLease = { host: options.host, run, pid: process.pid };
-  for (let tries = 0; ; tries++) {
-    const entry = await kv.get(hostKey(options.host));
-    const sentAt = Date.now();
-    try {
-      if (!entry || entry.operation !== 'PUT') {
-        const revision = entry
-          ? await kv.update(hostKey(options.host), json(lease), entry.revision)
-          : await kv.create(hostKey(options.host), json(lease));
-        return { run, revision, sentAt };
-      }
-      const other = readEntry(entry, HostLeaseSchema);
-      if (other.run !== ownRun && !other.expired_by && !(await leaseExpired(kv, entry, options)))
-        throw new ThymosError(
-          ErrorCode.SUPERVISOR_ALREADY_RUNNING,
-          `the host name "${options.host}" holds a live lease in ${options.names.placementBucket}, pid ${other.pid}'s: each host of a fleet needs its own [host] name`,
-          { details: { host: options.host, pid: other.pid } },
-        );
-      return { run, revision: await kv.update(hostKey(options.host), json(lease), entry.revision), sentAt };
-    } catch (err) {
-      if (!lostRace(err) || tries >= CLAIM_TRIES) throw err;
-    }
-  }
-}
-
-/**
- * Whether the lease `entry` holds ended, on the server's clock: the time the server stamped on it
- * against the time it stamps now on a write of the judge's own (`clock.<judge>`).
- */
-async function leaseExpired(kv: KV, entry: KvEntry, options: ClusterOwnershipOptions, judge = options.host): Promise<boolean> {
-  const revision = await kv.put(clockKey(judge), '');
-  const now = await kv.get(clockKey(judge), { revision });
-  if (!now) return false;
-  return now.created.getTime() - entry.created.getTime() > options.leaseMs;
-}
-
-/** Runs `fn` again while JetStream answers it with a timeout (a stream leader being elected), for up to `ms`. */
-async function throughTimeouts<T>(ms: number, what: string, fn: () => Promise<T>): Promise<T> {
-  const deadline = performance.now() + ms;
-  for (;;) {
-    try {
-      return await fn();
-    } catch (err) {
-      if (!(err instanceof TimeoutError)) throw err;
-      if (performance.now() >= deadline)
-        throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `JetStream did not answer within ${ms} ms, waiting for ${what}`, { cause: err });
-    }
-  }
-}
-
-function lostRace(err: unknown): boolean {
-  return (
-    (err instanceof JetStreamApiError && err.code === WRONG_LAST_SEQUENCE) || /wrong last sequence/i.test((err as Error)?.message ?? '')
-  );
-}
-
-function json(value: object): string {
-  return JSON.stringify(value);
 }

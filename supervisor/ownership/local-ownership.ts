@@ -35,6 +35,9 @@ export class LocalOwnership implements AgentOwnership {
     return Promise.resolve(this.#last);
   }
 
+  /** The data lock does not lapse: claims have no deadline. */
+  readonly deadline = undefined;
+
   /** The data lock does not lapse: nothing to renew. */
   renew(): Promise<void> {
     return Promise.resolve();

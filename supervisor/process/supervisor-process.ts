@@ -22,6 +22,7 @@ import { AgentRegistry } from '../lifecycle/agent-registry.js';
 import { SupervisorMetrics } from '../metrics/supervisor-metrics.js';
 import { NatsAccess } from '../nats-server/nats-access.js';
 import { type AgentOwnership } from '../ownership/agent-ownership.js';
+import { ClusterOwnership } from '../ownership/cluster-ownership.js';
 import { LocalOwnership } from '../ownership/local-ownership.js';
 import { ProcessManager } from '../pm2/process-manager.js';
 import { thymosBinPath } from '../pm2/thymos-bin.js';
@@ -33,6 +34,7 @@ import { openWorldDatabase } from '../world/world-database.js';
 import { WorldStore } from '../world/world-store.js';
 import { assembleFleet } from './fleet-assembly.js';
 import { type JobQueues, openJobQueues } from './job-queues.js';
+import { LeaseKeeper } from './lease-keeper.js';
 import { closeNats, connectWithin, NATS_CONNECT_MS, refuseSecondSupervisor, watchRefusals } from './nats-links.js';
 import { supervisorControlApi } from './supervisor-control-api.js';
 import { eventHints, serveTextModels } from './text-models.js';
@@ -77,10 +79,17 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     cleanup: new CleanupStack(),
   };
   try {
-    const state = await openFleetState(config, base.paths, base.cleanup);
+    const local = await openFleetState(config, base.paths, base.cleanup);
     const nc = await connectFleetNats(base);
+    // Placement by lease: claims go to the fleet's KV bucket; the data lock taken above still keeps this data directory to one supervisor.
+    const lease = config.cluster.enabled ? await openLease(base, nc, local.registry) : undefined;
+    const state = lease ? { ...local, ownership: lease.ownership } : local;
     const fleet = await startFleet(base, state, nc);
-    const serving = await serve(base, state, nc, fleet);
+    const serving = await serve(base, state, nc, fleet, lease?.keeper);
+    lease?.keeper.attach({
+      audit: serving.audit,
+      stopAgents: (ids) => fleet.controller.abandon(ids, 'the lease of this host was lost: another host may hold the agent now'),
+    });
     const stopper = new StopOnce(async (reason) => {
       logger.info({ reason }, 'supervisor stopping');
       for (const api of serving.apis) api.stop();
@@ -112,6 +121,31 @@ async function connectFleetNats({ config, natsUrl, names, logger, cleanup }: Bas
   await refuseSecondSupervisor(nc, names, natsUrl, config.host.name);
   if (readFleetInfo(config)?.managed_nats) await watchRefusals(config, natsUrl, logger, cleanup);
   return nc;
+}
+
+/**
+ * This host's lease in the fleet's placement bucket (`[cluster] enabled`), renewed from now on, with
+ * its agents' leases extended after each renewal. Refused (SUPERVISOR_ALREADY_RUNNING) while a live
+ * supervisor holds this `[host] name`'s lease.
+ */
+async function openLease(
+  { config, names, logger, cleanup }: Base,
+  nc: NatsConnection,
+  registry: AgentRegistry,
+): Promise<{ ownership: ClusterOwnership; keeper: LeaseKeeper }> {
+  const ownership = await ClusterOwnership.open({
+    nc,
+    names,
+    host: config.host.name,
+    leaseMs: config.cluster.lease_ms,
+    replicas: config.cluster.replicas,
+    dataDir: config.dataPath,
+  });
+  cleanup.push(() => ownership.close());
+  const keeper = new LeaseKeeper({ ownership, config, nc, names, registry, logger });
+  cleanup.push(() => keeper.stop());
+  logger.info({ lease_ms: config.cluster.lease_ms, renew_ms: config.cluster.renew_ms }, 'lease taken: placement by lease');
+  return { ownership, keeper };
 }
 
 /** The running fleet: its controller with the agents adopted, the work queues, the world store and the pool. */
@@ -186,6 +220,7 @@ async function serve(
   { db, registry, domain }: FleetState,
   nc: NatsConnection,
   { controller, processes, link, metrics, jobs, world, pool }: StartedFleet,
+  lease: LeaseKeeper | undefined,
 ): Promise<{ apis: Array<{ start(): void; stop(): void }>; audit: AuditLog; metricsUrl: string }> {
   const metricsUrl = await metrics.listen('127.0.0.1', config.supervisor.metrics_port);
   cleanup.push(() => metrics.close());
@@ -213,7 +248,7 @@ async function serve(
       names,
       { controller, approvals, endpoints, jobs },
       audit,
-      () => ({ ...self, pool: pool?.stats() ?? null }),
+      () => ({ ...self, pool: pool?.stats() ?? null, lease: lease?.status() ?? null }),
       logger,
     ),
     worldControlApi(nc, world, logger, names),

@@ -112,9 +112,10 @@ export class FleetController {
    * Claims every agent given: the ones granted are adopted and reconciled; one another supervisor holds
    * is left alone, named in the log (a transition of an agent not held fails with NOT_OWNER).
    */
-  async #claim(): Promise<string[]> {
+  async #claim(missingOnly = false): Promise<string[]> {
     const granted: string[] = [];
     for (const id of this.#agents) {
+      if (missingOnly && this.#o.ownership.holds(id) !== undefined) continue;
       try {
         await this.#o.ownership.claim(id);
         granted.push(id);
@@ -155,6 +156,8 @@ export class FleetController {
     const whole = this.#operations.run(async () => {
       queued.mark('queued');
       const clock = new PhaseClock();
+      // Under a lease, agents another host held (or this one lost) are claimed again: granted once that host's lease ended.
+      if (!options.dryRun) await this.#claim(true);
       const decisions = await this.decide(context, Date.now(), options.only);
       clock.mark('decide');
       this.#o.metrics.decisionSeconds.observe(clock.elapsed() / 1000);
@@ -277,6 +280,21 @@ export class FleetController {
       return report;
     });
     return resumed && { since: resumed.since, report: resumed.result };
+  }
+
+  /**
+   * The claims on `ids` were lost (another host ended this host's lease, or a renewal came too
+   * late): each that runs here is stopped without a snapshot (it has stopped itself at its fence, or
+   * is about to) and recorded Dormant with the reason. Safe to repeat: a stopped agent stays so.
+   */
+  abandon(ids: readonly string[], reason: string): Promise<void> {
+    return this.#operations.run(async () => {
+      for (const id of ids) {
+        const entry = this.#o.registry.get(id);
+        if (entry && RUNNING(entry.state)) await this.#o.transitions.abandon(entry, reason);
+      }
+      this.#o.metrics.setCounts(this.counts());
+    });
   }
 
   /** Whether `id` is still moving down after its reconcile answered: it runs, but not for long. */

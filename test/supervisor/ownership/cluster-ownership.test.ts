@@ -27,12 +27,20 @@ describe('ClusterOwnership: placement by lease in a replicated KV bucket', () =>
     return nc;
   };
   const host = async (name: string, node: number, leaseMs = 2000, extra: Partial<ClusterOwnershipOptions> = {}) => {
-    const owner = await ClusterOwnership.open({ nc: await through(node), names, host: name, leaseMs, replicas: 3, ...extra });
+    const owner = await ClusterOwnership.open({
+      nc: await through(node),
+      names,
+      host: name,
+      leaseMs,
+      replicas: 3,
+      dataDir: `/srv/${name}-${node}/data`,
+      ...extra,
+    });
     owners.push(owner);
     return owner;
   };
   /** Renews `owner` every 200 ms, as its supervisor would, until the returned function is called. */
-  const renewing = (owner: ClusterOwnership) => owner.renewEvery(200, () => undefined);
+  const renewing = (owner: ClusterOwnership) => owner.renewEvery(200, { failed: () => undefined });
   const notOwner = (pattern: RegExp) => (err: unknown) => isThymosError(err, 'NOT_OWNER') && pattern.test(err.message);
 
   before(async () => {
@@ -122,24 +130,32 @@ describe('ClusterOwnership: placement by lease in a replicated KV bucket', () =>
     await judge.close();
   });
 
-  test('a second host under a live host’s name is refused; once that lease is given up, it starts', async () => {
-    const first = await host('mill', 1);
+  test('a second host under a live host’s name is refused; a supervisor started again from the same data directory takes the lease over at once', async () => {
+    const first = await host('mill', 1, 5000);
+    const token = await first.claim('tomas_innkeeper');
     await assert.rejects(
-      host('mill', 2),
+      host('mill', 2, 5000),
       (err: unknown) =>
         isThymosError(err, 'SUPERVISOR_ALREADY_RUNNING') &&
         /"mill" holds a live lease .*each host of a fleet needs its own \[host\] name/.test(err.message),
     );
+    // Stopped, it leaves its lease to end on its own: its agents may run to their fence, so no other host takes them before.
     await first.close();
-    const second = await host('mill', 2);
-    await second.claim('tomas_innkeeper');
-    await second.close();
+    const other = await host('other', 2, 5000);
+    await assert.rejects(other.claim('tomas_innkeeper'), notOwner(/held by host mill, whose lease is live/));
+    // The same directory on the same machine (it holds the data lock): the earlier run is over; its agents go on under the new claim.
+    const again = await host('mill', 1, 5000);
+    const taken = await again.claim('tomas_innkeeper');
+    assert.ok(taken > token);
+    assert.equal(again.succeeded('tomas_innkeeper'), token, 'the claim it took over, which a running agent still names');
+    await again.close();
+    await other.close();
   });
 
   test('with a node killed, claims and renewals go on through the other two', async () => {
     const h = await host('survivor', 0, 10_000);
     const errors: string[] = [];
-    const stop = h.renewEvery(500, (err) => errors.push((err as Error).message));
+    const stop = h.renewEvery(500, { failed: (err) => errors.push((err as Error).message) });
     const token = await h.claim('cal');
     await cluster.nodes[0]!.stop(true);
     try {

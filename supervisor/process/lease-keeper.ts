@@ -1,0 +1,127 @@
+import type { NatsConnection } from '@nats-io/transport-node';
+
+import type { ThymosConfig } from '../../shared/config/index.js';
+import { ErrorCode, toThymosError } from '../../shared/errors/index.js';
+import type { Logger } from '../../shared/platform/index.js';
+import type { FleetNames, LeaseExtension } from '../../shared/protocol/index.js';
+import type { AuditLog } from '../api/audit-log.js';
+import type { AgentRegistry } from '../lifecycle/agent-registry.js';
+import { RUNNING } from '../lifecycle/agent-states.js';
+import type { ClusterOwnership } from '../ownership/cluster-ownership.js';
+
+export interface LeaseKeeperOptions {
+  ownership: ClusterOwnership;
+  config: ThymosConfig;
+  nc: NatsConnection;
+  names: FleetNames;
+  registry: AgentRegistry;
+  logger: Logger;
+}
+
+/** What a lost lease is told to, once the fleet runs: the audit log, and what stops the agents named (they stop themselves too, at their fence). */
+export interface LeaseLossHandlers {
+  audit: AuditLog;
+  stopAgents: (ids: string[]) => Promise<void>;
+}
+
+/** This host's lease as status shows it. */
+export interface LeaseStatus {
+  /** `held`, or `lost` since a renewal failed until the lease is taken again. */
+  state: 'held' | 'lost';
+  lease_ms: number;
+  /** When the lease last renewed ends (ISO time, this host's clock). */
+  deadline: string;
+  /** When it was last lost, and why; null if never. */
+  lost: { at: string; reason: string } | null;
+}
+
+/**
+ * Keeps this host's lease (placement by lease): renews it every `[cluster] renew_ms` and, after each
+ * renewal, extends the lease of every running agent it holds (`<fleet>.agent.<id>.lease`, with the
+ * token it was started under), so each agent stops itself `fence_margin_ms` before the lease could
+ * end unless renewed again. When a renewal finds the lease lost (another host ended it, or it was
+ * sent too late), the agents it held are stopped, and the loss is logged and audited; the next
+ * renewal takes the lease again under a new run, and a reconcile claims the agents anew.
+ *
+ * Safe to repeat: an extension sent twice moves nothing further; stopping an agent already stopped
+ * does nothing.
+ */
+export class LeaseKeeper {
+  readonly #o: LeaseKeeperOptions;
+  readonly #stop: () => void;
+  #lost: LeaseStatus['lost'] = null;
+  #handlers: LeaseLossHandlers | undefined;
+
+  constructor(options: LeaseKeeperOptions) {
+    this.#o = options;
+    this.#stop = options.ownership.renewEvery(options.config.cluster.renew_ms, {
+      renewed: () => this.#extend(),
+      failed: (err) => void this.#failed(err),
+    });
+    this.#extend();
+  }
+
+  /** Where a lost lease is audited and its agents stopped from now on (before, it is logged only: no agent was started yet). */
+  attach(handlers: LeaseLossHandlers): void {
+    this.#handlers = handlers;
+  }
+
+  status(): LeaseStatus {
+    const { ownership, config } = this.#o;
+    return {
+      state: ownership.lost ? 'lost' : 'held',
+      lease_ms: config.cluster.lease_ms,
+      deadline: new Date(ownership.deadline).toISOString(),
+      lost: this.#lost,
+    };
+  }
+
+  stop(): void {
+    this.#stop();
+  }
+
+  #extend(): void {
+    const { ownership, nc, names, registry, config } = this.#o;
+    const fenceAt = ownership.deadline - config.cluster.fence_margin_ms;
+    for (const entry of registry.all()) {
+      if (!RUNNING(entry.state)) continue;
+      const token = ownership.holds(entry.id);
+      if (token === undefined) continue;
+      const previous = ownership.succeeded(entry.id);
+      const extension: LeaseExtension = { token, fence_at: fenceAt, ...(previous === undefined ? {} : { previous }) };
+      nc.publish(names.agentLease(entry.id), JSON.stringify(extension));
+    }
+  }
+
+  async #failed(err: unknown): Promise<void> {
+    const { logger, config } = this.#o;
+    const e = toThymosError(err);
+    if (e.code !== ErrorCode.NOT_OWNER) {
+      logger.warn({ err: e.message }, 'lease renewal failed; trying again');
+      return;
+    }
+    const details = e.details as { agents?: string[] } | undefined;
+    const agents = (details?.agents ?? []).filter((id) => this.#o.registry.get(id));
+    this.#lost = { at: new Date().toISOString(), reason: e.message };
+    logger.error({ agents, err: e.message }, 'lease lost: stopping the agents it held');
+    const handlers = this.#handlers;
+    if (!handlers) return;
+    void handlers.audit.record({
+      at: this.#lost.at,
+      op: 'lease_lost',
+      by: 'supervisor',
+      via: `supervisor#${process.pid}@${config.host.name}`,
+      result: e.code,
+      duration_ms: 0,
+      details: { agents, reason: e.message },
+    });
+    await handlers
+      .stopAgents(agents)
+      .catch((stopErr: unknown) =>
+        logger.error(
+          { err: toThymosError(stopErr).message },
+          'stopping the agents of a lost lease failed: they stop themselves at their fence',
+        ),
+      );
+  }
+}
