@@ -9,7 +9,7 @@ import { downFleet, upFleet } from '../supervisor/launch/fleet-launcher.js';
 import { commandNamed, suggest, usageLine } from './command-book.js';
 import type { CommandSpec } from './command-spec.js';
 import { parseFleetArgs, parseId } from './fleet-args.js';
-import { formatAge, formatBytes, renderTable } from './table.js';
+import { formatAge, formatBytes, formatPlacement, renderLease, renderTable } from './table.js';
 
 const out = (text: string) => process.stdout.write(`${text}\n`);
 const err = (text: string) => process.stderr.write(`${text}\n`);
@@ -62,8 +62,10 @@ export async function runStatusCommand(argv: string[]): Promise<number> {
 }
 
 export function renderStatus(s: FleetStatus): string {
+  // Under placement by lease, which host holds each agent.
+  const leased = Boolean(s.supervisor.lease);
   const table = renderTable(
-    ['ID', 'STATE', 'MODE', 'PID', 'PORT', 'SCORE', 'SINCE', 'RSS', 'NOTE'],
+    ['ID', 'STATE', 'MODE', 'PID', 'PORT', 'SCORE', 'SINCE', 'RSS', ...(leased ? ['HOST'] : []), 'NOTE'],
     s.agents.map((a) => [
       a.id,
       a.state,
@@ -73,6 +75,7 @@ export function renderStatus(s: FleetStatus): string {
       a.score === null ? null : `${a.score.toFixed(2)} ${a.source ?? ''}`.trim(),
       formatAge(a.since),
       formatBytes(a.rss_bytes),
+      ...(leased ? [formatPlacement(a.placement)] : []),
       [
         a.pinned ? `pinned ${a.pinned}` : '',
         a.restarts ? `${a.restarts} restart(s)` : '',
@@ -85,7 +88,8 @@ export function renderStatus(s: FleetStatus): string {
   const c = s.counts;
   const p = s.supervisor.pool;
   const pool = p ? ` · pool ${p.ready}/${p.size} ready, ${p.hits} warm and ${p.misses} cold wake(s)` : '';
-  return `${table}\n\n${c.active} active, ${c.listening} listening, ${c.dormant} dormant, ${c.archived} archived · supervisor pid ${s.supervisor.pid} · metrics ${s.supervisor.metrics_url}${pool}`;
+  const lease = leased ? `\n${renderLease(s.supervisor.lease)}` : '';
+  return `${table}\n\n${c.active} active, ${c.listening} listening, ${c.dormant} dormant, ${c.archived} archived · supervisor pid ${s.supervisor.pid} · metrics ${s.supervisor.metrics_url}${pool}${lease}`;
 }
 
 /** `thymos reconcile --context FILE|- [--dry-run] [--config FILE] [--json]` */

@@ -6,7 +6,7 @@ import { cpuSeconds, memoryBytes } from '../shared/platform/index.js';
 import type { AgentStatusRow, FleetStatus } from '../shared/protocol/index.js';
 import { commandNamed, usageLine } from './command-book.js';
 import { parseFleetArgs } from './fleet-args.js';
-import { formatAge, formatBytes, renderTable } from './table.js';
+import { formatAge, formatBytes, formatPlacement, renderLease, renderTable } from './table.js';
 
 /** One agent as `thymos top` shows it: its status row and what was measured of its process since the last frame. */
 export interface TopRow extends AgentStatusRow {
@@ -65,8 +65,10 @@ export function renderTop(status: FleetStatus, rows: TopRow[], sort: TopSort, no
   });
   const c = status.counts;
   const head = `thymos top — ${new Date(now).toISOString().slice(11, 19)} · ${rows.length} agents: ${c.active} active, ${c.listening} listening, ${c.dormant} dormant, ${c.archived} archived · supervisor pid ${status.supervisor.pid}`;
+  const leased = Boolean(status.supervisor.lease);
+  const placed = new Map(status.agents.map((a) => [a.id, a.placement]));
   const table = renderTable(
-    ['ID', 'STATE', 'MODE', 'SCORE', 'PID', 'PORT', 'PSS', 'RSS', 'CPU%', 'RESTARTS', 'LAST MOVE', 'EV/S'],
+    ['ID', 'STATE', 'MODE', 'SCORE', 'PID', 'PORT', 'PSS', 'RSS', 'CPU%', 'RESTARTS', 'LAST MOVE', 'EV/S', ...(leased ? ['HOST'] : [])],
     sorted.map((r) => [
       r.id,
       r.state,
@@ -80,12 +82,14 @@ export function renderTop(status: FleetStatus, rows: TopRow[], sort: TopSort, no
       r.restarts,
       `${formatAge(r.since, now)} ago`,
       r.events_per_s === null ? null : r.events_per_s.toFixed(1),
+      ...(leased ? [formatPlacement(placed.get(r.id))] : []),
     ]),
   );
   const keys = Object.entries(TOP_SORTS)
     .map(([k, v]) => `${k} ${v.name}`)
     .join(', ');
-  return `${head}\n\n${table}\n\nsorted by ${TOP_SORTS[sort].name} · keys: ${keys} · q quits`;
+  const lease = leased ? `\n${renderLease(status.supervisor.lease, now)}` : '';
+  return `${head}${lease}\n\n${table}\n\nsorted by ${TOP_SORTS[sort].name} · keys: ${keys} · q quits`;
 }
 
 /** `thymos top [--interval MS] [--once] [--sort KEY]`: the fleet, live, until q. */

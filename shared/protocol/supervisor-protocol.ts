@@ -67,6 +67,8 @@ export const AgentStatusRowSchema = z.object({
   last_error: AgentFailureSchema.omit({ id: true }).nullable(),
   /** World events routed to it (to hear now, or on waking) since the supervisor started. */
   events_routed: z.number().int().default(0),
+  /** Under placement by lease (`[cluster] enabled`): the host that holds it and the claim's token; null when none does, absent without. */
+  placement: z.object({ host: z.string(), token: z.number().int() }).nullable().optional(),
 });
 export type AgentStatusRow = z.infer<typeof AgentStatusRowSchema>;
 
@@ -99,6 +101,10 @@ export const FleetStatusSchema = z.object({
         lease_ms: z.number().int(),
         deadline: z.string(),
         lost: z.object({ at: z.string(), reason: z.string() }).nullable(),
+        /** Every host of the fleet's placement bucket: its supervisor's pid, when the server stored its last renewal, and who marked its lease ended. */
+        hosts: z
+          .array(z.object({ host: z.string(), pid: z.number().int(), renewed_at: z.string(), expired_by: z.string().nullable() }))
+          .default([]),
       })
       .nullable()
       .optional(),

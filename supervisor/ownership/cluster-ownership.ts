@@ -3,6 +3,7 @@ import { type KV, Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 
 import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import type { Logger } from '../../shared/platform/index.js';
 import type { AgentOwnership } from './agent-ownership.js';
 import {
   agentKey,
@@ -22,6 +23,7 @@ import {
   takeLease,
   throughTimeouts,
 } from './placement-bucket.js';
+import { PlacementView } from './placement-view.js';
 
 export interface ClusterOwnershipOptions extends LeaseOptions {
   nc: NatsConnection;
@@ -269,6 +271,11 @@ export class ClusterOwnership implements AgentOwnership {
 
   holds(id: string): number | undefined {
     return this.#state === 'held' ? this.#held.get(id) : undefined;
+  }
+
+  /** A view of the bucket kept current by a watch: each host's last renewal and each agent's placement, for status. */
+  view(logger: Logger): Promise<PlacementView> {
+    return PlacementView.open(this.#kv, logger);
   }
 
   /** Which host holds each placed agent, read from the bucket. */

@@ -8,9 +8,12 @@ import type { AuditLog } from '../api/audit-log.js';
 import type { AgentRegistry } from '../lifecycle/agent-registry.js';
 import { RUNNING } from '../lifecycle/agent-states.js';
 import type { ClusterOwnership } from '../ownership/cluster-ownership.js';
+import type { HostRow, PlacementView } from '../ownership/placement-view.js';
 
 export interface LeaseKeeperOptions {
   ownership: ClusterOwnership;
+  /** The placement bucket as status shows it. */
+  view: PlacementView;
   config: ThymosConfig;
   nc: NatsConnection;
   names: FleetNames;
@@ -33,6 +36,8 @@ export interface LeaseStatus {
   deadline: string;
   /** When it was last lost, and why; null if never. */
   lost: { at: string; reason: string } | null;
+  /** Every host of the placement bucket, as its watch last saw it. */
+  hosts: HostRow[];
 }
 
 /**
@@ -73,11 +78,18 @@ export class LeaseKeeper {
       lease_ms: config.cluster.lease_ms,
       deadline: new Date(ownership.deadline).toISOString(),
       lost: this.#lost,
+      hosts: this.#o.view.hosts(),
     };
+  }
+
+  /** Which host holds agent `id`, under which token, as the bucket's watch last saw it. */
+  placement(id: string): { host: string; token: number } | undefined {
+    return this.#o.view.placement(id);
   }
 
   stop(): void {
     this.#stop();
+    this.#o.view.close();
   }
 
   #extend(): void {

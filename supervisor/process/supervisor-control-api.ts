@@ -33,6 +33,7 @@ export function supervisorControlApi(
   audit: AuditLog,
   supervisor: () => FleetStatus['supervisor'],
   logger: Logger,
+  placement?: (id: string) => { host: string; token: number } | undefined,
 ): ControlApi<typeof SupervisorRequestSchemas, typeof SupervisorResultSchemas> {
   const { controller, approvals, endpoints, jobs } = services;
   return new ControlApi(
@@ -64,7 +65,11 @@ export function supervisorControlApi(
         reconcile: (r, onProgress) =>
           controller.reconcile(r.context, { dryRun: r.dry_run, strict: r.strict, returnAfterWakes: r.return_after_wakes, onProgress }),
         ping: async () => ({ pid: process.pid, started_at: supervisor().started_at, host: supervisor().host }),
-        status: async () => ({ supervisor: supervisor(), ...(await controller.status()) }),
+        status: async () => {
+          const fleet = await controller.status();
+          const agents = placement ? fleet.agents.map((a) => ({ ...a, placement: placement(a.id) ?? null })) : fleet.agents;
+          return { supervisor: supervisor(), ...fleet, agents };
+        },
         start: (r, progress) => controller.operate('start', r.id, { mode: r.mode, onProgress: progress, settled: true }),
         stop: (r, progress) => controller.operate('stop', r.id, { onProgress: progress, settled: true }),
         archive: (r, progress) => controller.operate('archive', r.id, { onProgress: progress, settled: true }),

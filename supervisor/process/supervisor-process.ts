@@ -142,7 +142,8 @@ async function openLease(
     dataDir: config.dataPath,
   });
   cleanup.push(() => ownership.close());
-  const keeper = new LeaseKeeper({ ownership, config, nc, names, registry, logger });
+  const view = await ownership.view(logger);
+  const keeper = new LeaseKeeper({ ownership, view, config, nc, names, registry, logger });
   cleanup.push(() => keeper.stop());
   logger.info({ lease_ms: config.cluster.lease_ms, renew_ms: config.cluster.renew_ms }, 'lease taken: placement by lease');
   return { ownership, keeper };
@@ -250,6 +251,7 @@ async function serve(
       audit,
       () => ({ ...self, pool: pool?.stats() ?? null, lease: lease?.status() ?? null }),
       logger,
+      lease && ((id) => lease.placement(id)),
     ),
     worldControlApi(nc, world, logger, names),
   ];

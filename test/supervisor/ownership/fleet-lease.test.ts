@@ -10,7 +10,7 @@ import { isAlive } from '../../../shared/platform/data-lock.js';
 import { FleetNames } from '../../../shared/protocol/fleet-names.js';
 import { ClusterOwnership } from '../../../supervisor/ownership/cluster-ownership.js';
 import { ProcessManager } from '../../../supervisor/pm2/process-manager.js';
-import { asFleetSupervisor, eventually, fleetPids, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
+import { asFleetSupervisor, eventually, fleetPids, runThymos, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
 
 const LEASE_MS = 3000;
 
@@ -25,6 +25,7 @@ describe('a fleet under a lease, its supervisor paused', () => {
   let nc: NatsConnection;
   let other: ClusterOwnership;
   let supervisorPid = 0;
+  let stopOther = () => undefined as void;
   const data = () => join(tf.ws.dir, 'data');
 
   before(async () => {
@@ -52,10 +53,13 @@ describe('a fleet under a lease, its supervisor paused', () => {
       replicas: 1,
       dataDir: join(tf.ws.dir, 'elsewhere'),
     });
+    // A live host: it renews as its supervisor would.
+    stopOther = other.renewEvery(400, { failed: () => undefined });
     supervisorPid = fleetPids(data()).apps.get('thymos-supervisor')!;
   });
   after(async () => {
     if (supervisorPid > 0 && isAlive(supervisorPid)) process.kill(supervisorPid, 'SIGCONT');
+    stopOther();
     await other?.close();
     await nc?.close();
     await tf?.dispose();
@@ -66,7 +70,18 @@ describe('a fleet under a lease, its supervisor paused', () => {
     assert.deepEqual(report.failed, []);
     const status = await tf.fleet.status();
     assert.equal(status.supervisor.lease?.state, 'held');
-    const pid = status.agents.find((a) => a.id === 'elder_rowan')!.pid!;
+    const host = status.supervisor.host;
+    const row = status.agents.find((a) => a.id === 'elder_rowan')!;
+    assert.equal(row.placement?.host, host, 'status names the host that holds it');
+    assert.ok((row.placement?.token ?? 0) > 0);
+    assert.deepEqual(status.supervisor.lease!.hosts.map((h) => h.host).sort(), [host, 'other_host'].sort(), 'and every host of the bucket');
+    const printed = await runThymos(['status'], tf.ws.dir);
+    assert.equal(printed.code, 0, printed.stderr);
+    assert.match(printed.stdout, /^ID +STATE .* HOST +NOTE$/m);
+    assert.match(printed.stdout, new RegExp(`^elder_rowan +active .* ${host} #${row.placement!.token}`, 'm'));
+    assert.match(printed.stdout, /^lease held \(3000 ms\)$/m);
+    assert.match(printed.stdout, /^ {2}other_host: pid \d+, renewed [\d.]+s ago, live$/m);
+    const pid = row.pid!;
     // Three leases long, renewed and extended all along.
     const until = Date.now() + 3 * LEASE_MS;
     await eventually(() => (Date.now() > until ? true : undefined), 4 * LEASE_MS, 'three leases to pass');
