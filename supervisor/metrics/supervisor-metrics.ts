@@ -45,6 +45,17 @@ export class SupervisorMetrics {
     buckets: [0.25, 0.5, 1, 2, 5, 10, 30],
     registers: [this.registry],
   });
+  readonly leaseRenewSeconds = new Histogram({
+    name: 'thymos_lease_renew_seconds',
+    help: "Placement by lease: time for a renewal of this host's lease to be stored",
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1],
+    registers: [this.registry],
+  });
+  readonly leaseLosses = new Counter({
+    name: 'thymos_lease_losses_total',
+    help: "Placement by lease: times this host's lease was found lost",
+    registers: [this.registry],
+  });
   readonly transitions = new Counter({
     name: 'thymos_transitions_total',
     help: 'Transitions done',

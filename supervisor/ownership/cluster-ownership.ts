@@ -207,15 +207,16 @@ export class ClusterOwnership implements AgentOwnership {
    * agents when the lease was lost; another error when NATS did not answer, tried again at the
    * next). Returns what stops it.
    */
-  renewEvery(everyMs: number, on: { renewed?: () => void; failed: (err: unknown) => void }): () => void {
+  renewEvery(everyMs: number, on: { renewed?: (ms: number) => void; failed: (err: unknown) => void }): () => void {
     let stopped = false;
     let timer: NodeJS.Timeout | undefined;
     const next = () => {
       if (stopped || this.#state === 'closed') return;
       timer = setTimeout(() => {
+        const t0 = performance.now();
         this.renew().then(
           () => {
-            if (this.#state === 'held') on.renewed?.();
+            if (this.#state === 'held') on.renewed?.(performance.now() - t0);
             next();
           },
           (err: unknown) => {

@@ -7,6 +7,7 @@ import type { FleetNames, LeaseExtension } from '../../shared/protocol/index.js'
 import type { AuditLog } from '../api/audit-log.js';
 import type { AgentRegistry } from '../lifecycle/agent-registry.js';
 import { RUNNING } from '../lifecycle/agent-states.js';
+import type { SupervisorMetrics } from '../metrics/supervisor-metrics.js';
 import type { ClusterOwnership } from '../ownership/cluster-ownership.js';
 import type { HostRow, PlacementView } from '../ownership/placement-view.js';
 
@@ -14,6 +15,7 @@ export interface LeaseKeeperOptions {
   ownership: ClusterOwnership;
   /** The placement bucket as status shows it. */
   view: PlacementView;
+  metrics: SupervisorMetrics;
   config: ThymosConfig;
   nc: NatsConnection;
   names: FleetNames;
@@ -60,7 +62,10 @@ export class LeaseKeeper {
   constructor(options: LeaseKeeperOptions) {
     this.#o = options;
     this.#stop = options.ownership.renewEvery(options.config.cluster.renew_ms, {
-      renewed: () => this.#extend(),
+      renewed: (ms) => {
+        options.metrics.leaseRenewSeconds.observe(ms / 1000);
+        this.#extend();
+      },
       failed: (err) => void this.#failed(err),
     });
     this.#extend();
@@ -115,6 +120,7 @@ export class LeaseKeeper {
     const details = e.details as { agents?: string[] } | undefined;
     const agents = (details?.agents ?? []).filter((id) => this.#o.registry.get(id));
     this.#lost = { at: new Date().toISOString(), reason: e.message };
+    this.#o.metrics.leaseLosses.inc();
     logger.error({ agents, err: e.message }, 'lease lost: stopping the agents it held');
     const handlers = this.#handlers;
     if (!handlers) return;

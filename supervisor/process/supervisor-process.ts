@@ -82,9 +82,10 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     const local = await openFleetState(config, base.paths, base.cleanup);
     const nc = await connectFleetNats(base);
     // Placement by lease: claims go to the fleet's KV bucket; the data lock taken above still keeps this data directory to one supervisor.
-    const lease = config.cluster.enabled ? await openLease(base, nc, local.registry) : undefined;
+    const metrics = new SupervisorMetrics(config.host.name);
+    const lease = config.cluster.enabled ? await openLease(base, nc, local.registry, metrics) : undefined;
     const state = lease ? { ...local, ownership: lease.ownership } : local;
-    const fleet = await startFleet(base, state, nc);
+    const fleet = await startFleet(base, state, nc, metrics);
     const serving = await serve(base, state, nc, fleet, lease?.keeper);
     lease?.keeper.attach({
       audit: serving.audit,
@@ -132,6 +133,7 @@ async function openLease(
   { config, names, logger, cleanup }: Base,
   nc: NatsConnection,
   registry: AgentRegistry,
+  metrics: SupervisorMetrics,
 ): Promise<{ ownership: ClusterOwnership; keeper: LeaseKeeper }> {
   const ownership = await ClusterOwnership.open({
     nc,
@@ -143,7 +145,7 @@ async function openLease(
   });
   cleanup.push(() => ownership.close());
   const view = await ownership.view(logger);
-  const keeper = new LeaseKeeper({ ownership, view, config, nc, names, registry, logger });
+  const keeper = new LeaseKeeper({ ownership, view, config, nc, names, registry, logger, metrics });
   cleanup.push(() => keeper.stop());
   logger.info({ lease_ms: config.cluster.lease_ms, renew_ms: config.cluster.renew_ms }, 'lease taken: placement by lease');
   return { ownership, keeper };
@@ -161,13 +163,17 @@ interface StartedFleet {
 }
 
 /** Streams, queues, relevance, the world store and the pool; then the controller adopts the agents and routing starts. */
-async function startFleet(base: Base, { db, registry, domain, ownership }: FleetState, nc: NatsConnection): Promise<StartedFleet> {
+async function startFleet(
+  base: Base,
+  { db, registry, domain, ownership }: FleetState,
+  nc: NatsConnection,
+  metrics: SupervisorMetrics,
+): Promise<StartedFleet> {
   const { config, natsUrl, paths, names, logger, cleanup } = base;
   const hints = eventHints(await serveTextModels(config, nc, names, logger, cleanup));
   const processes = await ProcessManager.connect(paths.pm2Home);
   cleanup.push(() => processes.disconnect());
   const link = new AgentLink(nc, names);
-  const metrics = new SupervisorMetrics(config.host.name);
   const jsm = await openEventStream(base, nc);
   const jobs = await openJobQueues(jsm, nc, domain, names, config, logger, cleanup, (id) => registry.get(id));
   const evaluator = await relevanceEvaluator(config, domain, link, jobs.work);

@@ -81,6 +81,8 @@ describe('a fleet under a lease, its supervisor paused', () => {
     assert.match(printed.stdout, new RegExp(`^elder_rowan +active .* ${host} #${row.placement!.token}`, 'm'));
     assert.match(printed.stdout, /^lease held \(3000 ms\)$/m);
     assert.match(printed.stdout, /^ {2}other_host: pid \d+, renewed [\d.]+s ago, live$/m);
+    const metrics = await (await fetch(status.supervisor.metrics_url)).text();
+    assert.match(metrics, new RegExp(`^thymos_lease_renew_seconds_count\\{host="${host}"\\} [1-9]`, 'm'), 'renewals timed, per host');
     const pid = row.pid!;
     // Three leases long, renewed and extended all along.
     const until = Date.now() + 3 * LEASE_MS;
@@ -119,6 +121,8 @@ describe('a fleet under a lease, its supervisor paused', () => {
     assert.equal(row.last_error?.code, 'LEASE_ENDED');
     const audit = readFileSync(join(data(), 'logs', 'audit.jsonl'), 'utf8');
     assert.match(audit, /"op":"lease_lost".*"elder_rowan"/);
+    const metrics = await (await fetch(status.supervisor.metrics_url)).text();
+    assert.match(metrics, /^thymos_lease_losses_total\{host="[^"]+"\} 1$/m);
     // The other host lets it go; the next reconcile claims it again and wakes it, under a greater token.
     await other.release('elder_rowan');
     const again = await tf.fleet.reconcile({ agents: { elder_rowan: { relevance: 1 } } });
