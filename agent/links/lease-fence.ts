@@ -49,6 +49,11 @@ export class LeaseFence {
     return fence;
   }
 
+  /** The claim the agent runs under now: the one it was started under, or the one that took it over on its host. */
+  get token(): number {
+    return this.#token;
+  }
+
   /** When the agent stops itself unless extended (ms since the epoch). */
   get fenceAt(): number {
     return this.#fenceAt;

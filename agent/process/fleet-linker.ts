@@ -136,7 +136,13 @@ async function linkingSteps(
       runtime.links.setMessenger(inbox);
     });
     await once('world', async () => {
-      const world = new WorldClient(nc, { timeoutMs: config.supervisor.request_timeout_ms, by: id, owner: id, names, agent: id });
+      const fence = parts.fence;
+      const world = new WorldClient(nc, {
+        timeoutMs: config.supervisor.request_timeout_ms,
+        ...{ by: id, owner: id, names, agent: id },
+        // Under a lease, each write names the claim the agent runs under; the store refuses any other.
+        token: fence && (() => fence.token),
+      });
       const { publishWorldEvent } = await import('../../shared/nats/index.js');
       runtime.links.setWorld(world, async (input) => {
         const event = parseAgentEvent(input, id);

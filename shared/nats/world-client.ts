@@ -39,6 +39,8 @@ export interface WorldClientOptions {
    * equal to the id. Unset for a game loop, a script or the CLI (`<fleet>.world.<op>`).
    */
   agent?: string | undefined;
+  /** Under placement by lease, the claim the agent runs under now, named in each of its writes (the store refuses any other). */
+  token?: (() => number | undefined) | undefined;
 }
 
 interface Live {
@@ -70,6 +72,12 @@ export class WorldClient {
     this.#requester = SupervisorRequester.world(nc, options.timeoutMs, options.names ?? DEFAULT_FLEET_NAMES, options.agent);
   }
 
+  /** `{ token }` when this client writes under a claim. */
+  #claim(): { token?: number } {
+    const token = this.#options.token?.();
+    return token === undefined ? {} : { token };
+  }
+
   /** A fresh owner name for a game loop or script: `app:<random>`, never an agent id. */
   static appOwner(): string {
     return `app:${randomBytes(6).toString('hex')}`;
@@ -87,16 +95,16 @@ export class WorldClient {
 
   /** Writes the whole row (creating it); fields not given are removed. */
   set(table: string, id: string, fields: Record<string, unknown>): Promise<WorldRow> {
-    return this.#requester.request('set', { table, id, fields, by: this.#options.by });
+    return this.#requester.request('set', { table, id, fields, by: this.#options.by, ...this.#claim() });
   }
 
   /** Changes some fields of an existing row; NOT_FOUND when there is none. */
   patch(table: string, id: string, fields: Record<string, unknown>): Promise<WorldRow> {
-    return this.#requester.request('patch', { table, id, fields, by: this.#options.by });
+    return this.#requester.request('patch', { table, id, fields, by: this.#options.by, ...this.#claim() });
   }
 
   async delete(table: string, id: string): Promise<boolean> {
-    return (await this.#requester.request('delete', { table, id })).deleted;
+    return (await this.#requester.request('delete', { table, id, ...this.#claim() })).deleted;
   }
 
   /**

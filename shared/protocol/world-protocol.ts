@@ -21,14 +21,25 @@ export type WorldQuery = z.infer<typeof WorldQuerySchema>;
 export type WorldQueryInput = z.input<typeof WorldQuerySchema>;
 
 /** Requests to `<fleet>.world.<op>`, answered by the supervisor. */
+/**
+ * An agent's write under placement by lease names the claim it runs under; the store refuses one
+ * under any claim but the current one (NOT_OWNER), so a copy of the agent left behind by a lost
+ * lease changes nothing of the world.
+ */
+const ClaimTokenSchema = z.number().int().positive().optional();
+
 export const WorldRequestSchemas = {
   tables: z.object({}).strict(),
   get: z.object({ table: z.string().min(1).max(64), id: WorldRowIdSchema }).strict(),
   /** Writes the whole row (creating it): declared fields only, required ones present. */
-  set: z.object({ table: z.string().min(1).max(64), id: WorldRowIdSchema, fields: RowFieldsSchema, by: WriterSchema }).strict(),
+  set: z
+    .object({ table: z.string().min(1).max(64), id: WorldRowIdSchema, fields: RowFieldsSchema, by: WriterSchema, token: ClaimTokenSchema })
+    .strict(),
   /** Changes some fields of an existing row. */
-  patch: z.object({ table: z.string().min(1).max(64), id: WorldRowIdSchema, fields: RowFieldsSchema, by: WriterSchema }).strict(),
-  delete: z.object({ table: z.string().min(1).max(64), id: WorldRowIdSchema }).strict(),
+  patch: z
+    .object({ table: z.string().min(1).max(64), id: WorldRowIdSchema, fields: RowFieldsSchema, by: WriterSchema, token: ClaimTokenSchema })
+    .strict(),
+  delete: z.object({ table: z.string().min(1).max(64), id: WorldRowIdSchema, token: ClaimTokenSchema }).strict(),
   query: WorldQuerySchema,
   /**
    * Starts a live query relayed on `<fleet>.world.live.<sub>`. `owner` is an agent id (the

@@ -87,6 +87,11 @@ export class LeaseKeeper {
     };
   }
 
+  /** The claims the world store checks an agent's writes against: the one held on each agent, and the one it took over on this host. */
+  readonly claims = {
+    current: (id: string) => ({ token: this.#o.ownership.holds(id), previous: this.#o.ownership.succeeded(id) }),
+  };
+
   /** Which host holds agent `id`, under which token, as the bucket's watch last saw it. */
   placement(id: string): { host: string; token: number } | undefined {
     return this.#o.view.placement(id);

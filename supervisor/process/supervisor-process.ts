@@ -259,7 +259,7 @@ async function serve(
       logger,
       lease && ((id) => lease.placement(id)),
     ),
-    worldControlApi(nc, world, logger, names),
+    worldControlApi(nc, world, logger, names, lease?.claims),
   ];
   for (const api of apis) {
     api.start();

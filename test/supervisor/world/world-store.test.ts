@@ -406,6 +406,54 @@ describe('world store over NATS (real nats-server, embedded SurrealDB)', () => {
     assert.equal(store.subscriptions().length, 0);
   });
 
+  test('under placement by lease, an agent writes only under the claim it holds now (or the one that claim took over on its host)', async () => {
+    api.stop();
+    const claims = {
+      current: (id: string) => (id === 'bram_smith' ? { token: 7, previous: 5 } : { token: undefined, previous: undefined }),
+    };
+    const leased = worldControlApi(nc, store, logger, undefined, claims);
+    leased.start();
+    await nc.flush();
+    const agentNc = await connectNats({ servers: nats.url, name: 'test-agent-leased' });
+    try {
+      let token: number | undefined = 7;
+      const bram = new WorldClient(agentNc, {
+        timeoutMs: 5000,
+        by: 'bram_smith',
+        owner: 'bram_smith',
+        agent: 'bram_smith',
+        token: () => token,
+      });
+      const mira = new WorldClient(agentNc, {
+        timeoutMs: 5000,
+        by: 'mira_herbalist',
+        owner: 'mira_herbalist',
+        agent: 'mira_herbalist',
+        token: () => 3,
+      });
+      const refused = (pattern: RegExp) => (e: ThymosError) => e.code === ErrorCode.NOT_OWNER && pattern.test(e.message);
+      await bram.set('quest', 'anvil', { title: 'Mend the anvil' });
+      token = 5;
+      await bram.patch('quest', 'anvil', { status: 'taken' });
+      token = 6;
+      await assert.rejects(bram.patch('quest', 'anvil', { status: 'done' }), refused(/wrote under claim 6, not the current one \(7\)/));
+      await assert.rejects(bram.delete('quest', 'anvil'), refused(/claim 6/));
+      token = undefined;
+      await assert.rejects(bram.set('quest', 'anvil', { title: 'x' }), refused(/wrote under claim none/));
+      await assert.rejects(mira.set('quest', 'herbs', { title: 'Gather herbs' }), refused(/mira_herbalist is not held by this supervisor/));
+      const row = await app.get('quest', 'anvil');
+      assert.equal(row?.status, 'taken', 'nothing a refused write said was written');
+      assert.equal(row?.title, 'Mend the anvil');
+      // The application is no agent: it writes as before.
+      await app.delete('quest', 'anvil');
+    } finally {
+      await agentNc.close();
+      leased.stop();
+      api.start();
+      await nc.flush();
+    }
+  });
+
   test('[world] url to a server that does not answer fails with DATABASE_ERROR naming it', async () => {
     const port = await freePort();
     const url = `ws://127.0.0.1:${port}`;
