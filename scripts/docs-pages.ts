@@ -22,7 +22,14 @@ import { ThymosConfigSchema } from '../shared/config/index.js';
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const CONFIG_FOLDER = 'shared/config';
 /** The schema files whose keys and doc comments make the configuration page; the whole file's schema is in the first. */
-const CONFIG_FILES = ['thymos-config.ts', 'fleet-settings.ts', 'host-settings.ts', 'agent-settings.ts', 'llm-settings.ts'];
+const CONFIG_FILES = [
+  'thymos-config.ts',
+  'fleet-settings.ts',
+  'host-settings.ts',
+  'cluster-settings.ts',
+  'agent-settings.ts',
+  'llm-settings.ts',
+];
 /** The object schema of the whole file (`ThymosConfigSchema` is it with its cross-section checks). */
 const ROOT_SCHEMA = 'ThymosBaseSchema';
 

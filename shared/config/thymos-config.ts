@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { describeIssue } from '../errors/zod-issues.js';
 import { AgentSettingsSchema, JobsSettingsSchema, McpSettingsSchema, MemorySettingsSchema, ToolsSettingsSchema } from './agent-settings.js';
+import { ClusterSettingsSchema } from './cluster-settings.js';
 import {
   DomainSettingsSchema,
   EmbeddingSettingsSchema,
@@ -33,6 +34,7 @@ const ThymosBaseSchema = z
     lifecycle: LifecycleSettingsSchema.prefault({}),
     supervisor: SupervisorSettingsSchema.prefault({}),
     nats: NatsSettingsSchema.prefault({}),
+    cluster: ClusterSettingsSchema.prefault({}),
     events: EventsSettingsSchema.prefault({}),
     world: WorldSettingsSchema.prefault({}),
     embedding: EmbeddingSettingsSchema.prefault({}),
@@ -45,8 +47,21 @@ const ThymosBaseSchema = z
   })
   .strict();
 
-/** The whole of `thymos.toml`, with what a fleet reachable from other machines must have. */
-export const ThymosConfigSchema = ThymosBaseSchema.superRefine(refuseOpenExposure);
+/** The whole of `thymos.toml`, with what a fleet reachable from other machines, or on a cluster, must have. */
+export const ThymosConfigSchema = ThymosBaseSchema.superRefine(refuseOpenExposure).superRefine(refuseLoneReplicas);
+
+/**
+ * Streams kept on three nodes need a cluster of them: the nats-server `thymos up` runs (no `[nats]
+ * url`) is one node, which refuses every stream of more replicas than it.
+ */
+function refuseLoneReplicas(c: z.output<typeof ThymosBaseSchema>, ctx: z.RefinementCtx): void {
+  if (c.cluster.replicas > 1 && c.nats.url === undefined)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['cluster', 'replicas'],
+      message: `expected [nats] url, the nats-server cluster to keep each stream on ${c.cluster.replicas} nodes: without it thymos up runs a nats-server of one node`,
+    });
+}
 
 /**
  * What a fleet reachable from other machines must have. Listening on every interface needs an

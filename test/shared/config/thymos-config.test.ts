@@ -79,11 +79,29 @@ describe('thymos.toml', () => {
     assert.match(configError('[nats]\nurl = ["nats://127.0.0.2:1,nats://127.0.0.3:2"]').message, /one server per entry/);
   });
 
+  test('[cluster] replicas is 1 by default, 1 or 3, and 3 only with [nats] url: the nats-server thymos up runs is one node', () => {
+    const at = (toml: string) => parseConfig(toml, '/srv/game/thymos.toml');
+    assert.equal(at('').cluster.replicas, 1);
+    assert.equal(at('[nats]\nurl = "nats://127.0.0.1:4222,nats://127.0.0.1:4223"\n[cluster]\nreplicas = 3').cluster.replicas, 3);
+    assert.equal(at('[cluster]\nreplicas = 1').cluster.replicas, 1);
+    for (const bad of ['2', '0', '5', '3.5', '"3"']) {
+      const err = configError(`[nats]\nurl = "nats://127.0.0.1:4222"\n[cluster]\nreplicas = ${bad}`);
+      assert.match(err.message, /^\/etc\/thymos\/thymos\.toml:4: cluster\.replicas: expected 1 .* or 3 .*; got /, bad);
+      assert.equal(err.location?.path, 'cluster.replicas');
+    }
+    const lone = configError('[cluster]\nreplicas = 3\n');
+    assert.match(
+      lone.message,
+      /thymos\.toml:2: cluster\.replicas: expected \[nats\] url, .* thymos up runs a nats-server of one node; got 3$/,
+    );
+    assert.equal(lone.location?.path, 'cluster.replicas');
+  });
+
   test('the repository thymos.toml states every default and names every key', () => {
     const text = readFileSync(join(REPO_ROOT, 'thymos.toml'), 'utf8');
     const repo = loadConfig(join(REPO_ROOT, 'thymos.toml'));
     const defaults = ThymosConfigSchema.parse({});
-    for (const section of ['agent', 'lifecycle', 'supervisor', 'nats', 'events', 'memory', 'mcp', 'log'] as const) {
+    for (const section of ['agent', 'lifecycle', 'supervisor', 'nats', 'cluster', 'events', 'memory', 'mcp', 'log'] as const) {
       assert.deepEqual(repo[section], defaults[section], section);
       const keys = Object.keys(
         (ThymosConfigSchema.shape[section] as unknown as { def: { innerType: { shape: object } } }).def.innerType.shape,
