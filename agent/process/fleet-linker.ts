@@ -133,10 +133,11 @@ async function linkingSteps(
     });
     await once('world', async () => {
       const world = new WorldClient(nc, { timeoutMs: config.supervisor.request_timeout_ms, by: id, owner: id, names, agent: id });
-      const { publishWorldEvent } = await import('../../shared/nats/index.js');
+      const { publishAttempts, publishWorldEvent } = await import('../../shared/nats/index.js');
+      const publishing = { attempts: publishAttempts(config.cluster.replicas) };
       runtime.links.setWorld(world, async (input) => {
         const event = parseAgentEvent(input, id);
-        return { id: event.id, ...(await publishWorldEvent(nc, event, names, id)) };
+        return { id: event.id, ...(await publishWorldEvent(nc, event, names, id, publishing)) };
       });
       await watcher.open(world);
     });

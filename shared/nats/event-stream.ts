@@ -17,7 +17,7 @@ import { ErrorCode, ThymosError } from '../errors/errors.js';
 import type { AgentMessage } from '../protocol/agent-message.js';
 import { DEFAULT_FLEET_NAMES, type FleetNames } from '../protocol/fleet-names.js';
 import type { WorldEvent } from '../protocol/world-event.js';
-import { placeStream, updateStream } from './stream-replicas.js';
+import { placeStream, type PublishOptions, updateStream } from './stream-replicas.js';
 
 const NS_PER_MS = 1_000_000;
 const CONSUMER_NOT_FOUND = 10014;
@@ -169,17 +169,19 @@ export async function sendAgentMessage(nc: NatsConnection, message: AgentMessage
 
 /**
  * Publishes an event into the stream; resolves once JetStream has stored it (or dropped a
- * duplicate id). An agent (`agent`) publishes on its own subject, as its own `source`.
+ * duplicate id). An agent (`agent`) publishes on its own subject, as its own `source`. Tried
+ * `options.attempts` times while no stream answers, under the event's id each time.
  */
 export async function publishWorldEvent(
   nc: NatsConnection,
   event: WorldEvent,
   names: FleetNames = DEFAULT_FLEET_NAMES,
   agent?: string,
+  options: PublishOptions = {},
 ): Promise<{ seq: number; duplicate: boolean }> {
   try {
     const subject = agent === undefined ? names.event(event.type) : names.agentEvent(agent, event.type);
-    const ack = await jetstream(nc).publish(subject, JSON.stringify(event), { msgID: event.id });
+    const ack = await jetstream(nc).publish(subject, JSON.stringify(event), { msgID: event.id, retries: options.attempts ?? 1 });
     return { seq: ack.seq, duplicate: ack.duplicate };
   } catch (err) {
     throw new ThymosError(

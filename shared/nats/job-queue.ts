@@ -15,7 +15,7 @@ import type { Queue } from '../domain/queue-schema.js';
 import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { DEFAULT_FLEET_NAMES, type FleetNames } from '../protocol/fleet-names.js';
 import type { Job, SkillBacklog } from '../protocol/job.js';
-import { placeStream, updateStream } from './stream-replicas.js';
+import { placeStream, type PublishOptions, updateStream } from './stream-replicas.js';
 
 const NS_PER_MS = 1_000_000;
 const CONSUMER_NOT_FOUND = 10014;
@@ -114,23 +114,30 @@ export async function ensureJobQueues(
 
 /**
  * Publishes a job to `<fleet>.jobs.<queue>.<skill>`, its id the stream's deduplication id: a job
- * published again under the same id within an hour is the same job (`duplicate`). A queue the
- * fleet does not have is NOT_FOUND.
+ * published again under the same id within an hour is the same job (`duplicate`). Tried
+ * `options.attempts` times while no stream answers, under the job's id each time. A queue the
+ * fleet does not have is NOT_FOUND (on a cluster, once the tries are spent: a stream electing a
+ * leader answers no one either).
  */
 export async function publishJob(
   nc: NatsConnection,
   job: Job,
   names: FleetNames = DEFAULT_FLEET_NAMES,
+  options: PublishOptions = {},
 ): Promise<{ seq: number; duplicate: boolean }> {
+  const attempts = options.attempts ?? 1;
   try {
-    const ack = await jetstream(nc).publish(names.job(job.queue, job.skill), JSON.stringify(job), { msgID: job.id });
+    const ack = await jetstream(nc).publish(names.job(job.queue, job.skill), JSON.stringify(job), { msgID: job.id, retries: attempts });
     return { seq: ack.seq, duplicate: ack.duplicate };
   } catch (err) {
     // No stream takes the subject: nats.js says "jetstream is not enabled" (no responders).
     if (/no responders|not enabled/i.test(`${(err as Error).message} ${((err as Error).cause as Error | undefined)?.message ?? ''}`)) {
+      const restart = "declare it in the domain's queues and restart the fleet (thymos down, thymos up)";
       throw new ThymosError(
         ErrorCode.NOT_FOUND,
-        `no queue "${job.queue}" in this fleet: declare it in the domain's queues and restart the fleet (thymos down, thymos up)`,
+        attempts === 1
+          ? `no queue "${job.queue}" in this fleet: ${restart}`
+          : `no stream of queue "${job.queue}" answered in ${attempts} tries: the fleet has no such queue (${restart}), or its stream has no leader (nodes of the nats-server cluster down)`,
         { cause: err },
       );
     }

@@ -8,6 +8,32 @@ import { ErrorCode, ThymosError } from '../errors/errors.js';
 /** How long a stream whose replicas changed is waited for to be whole on its new nodes. */
 const CATCH_UP_MS = 30_000;
 /**
+ * Tries of a publish to a stream kept on several nodes. nats.js waits 0, 250, 250, 500, 500, 3000
+ * and 5000 ms (with jitter) between them: about 10 s without a stream leader, several times the
+ * 2-4 s nats-server 2.9 took to elect one when a node of three on one machine was killed.
+ */
+const FAILOVER_ATTEMPTS = 8;
+
+/** How a fleet's process publishes into the fleet's streams. */
+export interface PublishOptions {
+  /**
+   * Tries while no stream answers, or none in time, each with the same message id (a stream that
+   * stored an earlier try keeps the message once): nats.js `retries`.
+   * @default 1
+   */
+  attempts?: number;
+}
+
+/**
+ * How many tries a publish gets on streams kept on `replicas` nodes: one on a single node, where no
+ * stream answering means there is none; on a cluster, enough to outlast the election of a new
+ * leader after a node is lost, when for a few seconds no stream answers.
+ */
+export function publishAttempts(replicas: StreamReplicas): number {
+  return replicas === 1 ? 1 : FAILOVER_ATTEMPTS;
+}
+
+/**
  * Waits for nats-server to make stream `name`, or change its configuration, on `replicas` nodes.
  * A server that cannot place that many copies (one that is not a cluster, or a cluster with fewer
  * nodes up than copies, while a stream is made or its replicas change) is NATS_UNAVAILABLE naming
