@@ -5,7 +5,9 @@ import { AgentIdSchema } from '../shared/domain/index.js';
 import { ErrorCode, ThymosError } from '../shared/errors/index.js';
 import {
   type NatsConnection,
+  publishAttempts,
   publishJob,
+  type PublishOptions,
   publishWorldEvent,
   REQUESTER,
   REQUESTER_HEADER,
@@ -164,6 +166,8 @@ class FleetClient implements Fleet {
   /** Whose MCP tokens may be read from this host's data folder, and whether its NATS link is private. */
   readonly #config: ThymosConfig;
   readonly #natsUrl: string;
+  /** Events and jobs are tried again, under their ids, while the streams of a cluster elect leaders. */
+  readonly #publishing: PublishOptions;
   readonly #agents = new Map<string, { client: Client; port: number; pid: number | null }>();
   readonly world: WorldClient;
   readonly jobs: Jobs;
@@ -173,12 +177,13 @@ class FleetClient implements Fleet {
     this.#names = new FleetNames(config.fleet.name);
     this.#config = config;
     this.#natsUrl = fleetNatsUrl(config);
+    this.#publishing = { attempts: publishAttempts(config.cluster.replicas) };
     this.#requester = SupervisorRequester.control(nc, config.supervisor.request_timeout_ms, this.#names);
     this.world = new WorldClient(nc, { timeoutMs: QUICK_MS, by: 'app', owner: WorldClient.appOwner(), names: this.#names });
     this.jobs = {
       publish: async (queue, skill, payload, options = {}) => {
         const job = parseJob({ queue, skill, payload, ...(options.id !== undefined ? { id: options.id } : {}) });
-        return { id: job.id, ...(await publishJob(nc, job, this.#names)) };
+        return { id: job.id, ...(await publishJob(nc, job, this.#names, this.#publishing)) };
       },
       list: (queue) => this.#requester.request('jobs', queue === undefined ? {} : { queue }, { timeoutMs: QUICK_MS }),
       dead: (options = {}) =>
@@ -239,7 +244,7 @@ class FleetClient implements Fleet {
 
   async publish(input: WorldEventInput): Promise<{ id: string; seq: number; duplicate: boolean }> {
     const event = parseWorldEvent(input);
-    return { id: event.id, ...(await publishWorldEvent(this.#nc, event, this.#names)) };
+    return { id: event.id, ...(await publishWorldEvent(this.#nc, event, this.#names, undefined, this.#publishing)) };
   }
 
   approvals(id?: string): Promise<PendingCall[]> {

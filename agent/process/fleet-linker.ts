@@ -143,10 +143,11 @@ async function linkingSteps(
         // Under a lease, each write names the claim the agent runs under; the store refuses any other.
         token: fence && (() => fence.token),
       });
-      const { publishWorldEvent } = await import('../../shared/nats/index.js');
+      const { publishAttempts, publishWorldEvent } = await import('../../shared/nats/index.js');
+      const publishing = { attempts: publishAttempts(config.cluster.replicas) };
       runtime.links.setWorld(world, async (input) => {
         const event = parseAgentEvent(input, id);
-        return { id: event.id, ...(await publishWorldEvent(nc, event, names, id)) };
+        return { id: event.id, ...(await publishWorldEvent(nc, event, names, id, publishing)) };
       });
       await watcher.open(world);
     });

@@ -2,6 +2,7 @@
  * Configuration: `thymos.toml` (one schema per section, every default in it), the data directory's layout, the running fleet's recorded addresses, and where the Thymos package and what it ships are.
  */
 export { type MemorySettings, ToolsSettingsSchema } from './agent-settings.js';
+export { type StreamReplicas } from './cluster-settings.js';
 export { type FleetPaths, fleetPaths, Pm2Names, spareClaimFile } from './fleet-paths.js';
 export { type FleetInfo, fleetNatsUrl, readFleetInfo, writeFleetInfo } from './fleet-runtime.js';
 export { DEFAULT_FLEET_NAME, type EventsSettings, FleetNameSchema, type LifecycleSettings } from './fleet-settings.js';

@@ -7,14 +7,17 @@ import {
   jetstreamManager,
   RetentionPolicy,
   StorageType,
+  type StreamConfig,
 } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 
+import type { StreamReplicas } from '../config/cluster-settings.js';
 import { type EventsSettings } from '../config/fleet-settings.js';
 import { ErrorCode, ThymosError } from '../errors/errors.js';
 import type { AgentMessage } from '../protocol/agent-message.js';
 import { DEFAULT_FLEET_NAMES, type FleetNames } from '../protocol/fleet-names.js';
 import type { WorldEvent } from '../protocol/world-event.js';
+import { placeStream, type PublishOptions, updateStream } from './stream-replicas.js';
 
 const NS_PER_MS = 1_000_000;
 const CONSUMER_NOT_FOUND = 10014;
@@ -24,19 +27,20 @@ const isApiError = (err: unknown, code: number) => err instanceof JetStreamApiEr
 
 /**
  * Creates the event stream, the heard stream (each event copied once per agent that hears it)
- * and the agents' inbox stream, or brings their limits in line with `[events]`. Uses only what
- * nats-server 2.9 has: one subject filter per consumer, no compression, no transforms. The heard
- * stream keeps a copy only while its agent's consumer has not acknowledged it (interest
- * retention), so copies do not pile up beside the events themselves.
+ * and the agents' inbox stream, each kept on `replicas` nodes (`[cluster] replicas`), or brings
+ * their limits and replicas in line. Uses only what nats-server 2.9 has: one subject filter per
+ * consumer, no compression, no transforms. The heard stream keeps a copy only while its agent's
+ * consumer has not acknowledged it (interest retention), so copies do not pile up beside the
+ * events themselves. The consumers on them are kept on as many nodes as their stream.
  */
 export async function ensureEventStream(
   nc: NatsConnection,
   settings: EventsSettings,
   names: FleetNames = DEFAULT_FLEET_NAMES,
+  replicas: StreamReplicas = 1,
 ): Promise<JetStreamManager> {
   const jsm = await jetstreamManager(nc);
   const limits = {
-    storage: StorageType.File,
     max_age: settings.max_age_s * 1000 * NS_PER_MS,
     max_bytes: settings.max_bytes,
     duplicate_window: settings.duplicate_window_s * 1000 * NS_PER_MS,
@@ -46,24 +50,9 @@ export async function ensureEventStream(
     [names.heardStream, [names.allHeard], RetentionPolicy.Interest],
     [names.inboxStream, [names.allInboxes], RetentionPolicy.Limits],
   ] as const) {
+    let c: StreamConfig;
     try {
-      const c = (await jsm.streams.info(name)).config;
-      // Subjects are brought in line as the limits are: what the stream keeps stays, and the
-      // consumers that read it still read it.
-      const sameSubjects = c.subjects.length === subjects.length && subjects.every((s) => c.subjects.includes(s));
-      if (
-        c.max_age !== limits.max_age ||
-        c.max_bytes !== limits.max_bytes ||
-        c.duplicate_window !== limits.duplicate_window ||
-        !sameSubjects
-      ) {
-        await jsm.streams.update(name, {
-          max_age: limits.max_age,
-          max_bytes: limits.max_bytes,
-          duplicate_window: limits.duplicate_window,
-          subjects: [...subjects],
-        });
-      }
+      c = (await jsm.streams.info(name)).config;
     } catch (err) {
       if (!isApiError(err, STREAM_NOT_FOUND))
         throw new ThymosError(
@@ -71,7 +60,24 @@ export async function ensureEventStream(
           `JetStream: ${(err as Error).message} (is JetStream enabled on the server? nats-server -js)`,
           { cause: err },
         );
-      await jsm.streams.add({ name, ...limits, retention, subjects: [...subjects] });
+      await placeStream(
+        jsm.streams.add({ name, ...limits, num_replicas: replicas, storage: StorageType.File, retention, subjects: [...subjects] }),
+        name,
+        replicas,
+      );
+      continue;
+    }
+    // Subjects are brought in line as the limits are: what the stream keeps stays, and the
+    // consumers that read it still read it.
+    const sameSubjects = c.subjects.length === subjects.length && subjects.every((s) => c.subjects.includes(s));
+    if (
+      c.max_age !== limits.max_age ||
+      c.max_bytes !== limits.max_bytes ||
+      c.duplicate_window !== limits.duplicate_window ||
+      c.num_replicas !== replicas ||
+      !sameSubjects
+    ) {
+      await updateStream(jsm, name, c, replicas, { ...limits, subjects: [...subjects] });
     }
   }
   return jsm;
@@ -163,17 +169,19 @@ export async function sendAgentMessage(nc: NatsConnection, message: AgentMessage
 
 /**
  * Publishes an event into the stream; resolves once JetStream has stored it (or dropped a
- * duplicate id). An agent (`agent`) publishes on its own subject, as its own `source`.
+ * duplicate id). An agent (`agent`) publishes on its own subject, as its own `source`. Tried
+ * `options.attempts` times while no stream answers, under the event's id each time.
  */
 export async function publishWorldEvent(
   nc: NatsConnection,
   event: WorldEvent,
   names: FleetNames = DEFAULT_FLEET_NAMES,
   agent?: string,
+  options: PublishOptions = {},
 ): Promise<{ seq: number; duplicate: boolean }> {
   try {
     const subject = agent === undefined ? names.event(event.type) : names.agentEvent(agent, event.type);
-    const ack = await jetstream(nc).publish(subject, JSON.stringify(event), { msgID: event.id });
+    const ack = await jetstream(nc).publish(subject, JSON.stringify(event), { msgID: event.id, retries: options.attempts ?? 1 });
     return { seq: ack.seq, duplicate: ack.duplicate };
   } catch (err) {
     throw new ThymosError(

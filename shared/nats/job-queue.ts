@@ -6,13 +6,16 @@ import {
   type JetStreamManager,
   RetentionPolicy,
   StorageType,
+  type StreamConfig,
 } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 
+import type { StreamReplicas } from '../config/cluster-settings.js';
 import type { Queue } from '../domain/queue-schema.js';
 import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { DEFAULT_FLEET_NAMES, type FleetNames } from '../protocol/fleet-names.js';
 import type { Job, SkillBacklog } from '../protocol/job.js';
+import { placeStream, type PublishOptions, updateStream } from './stream-replicas.js';
 
 const NS_PER_MS = 1_000_000;
 const CONSUMER_NOT_FOUND = 10014;
@@ -36,13 +39,16 @@ const isApiError = (err: unknown, code: number) => err instanceof JetStreamApiEr
  * durable consumer per skill that serves it (shared by the agents with the skill: each job goes
  * to one of them), and the dead-letter stream. A queue's `maxDeliver` and `ackWaitMs` are its
  * consumers'; a consumer whose settings changed is updated. Consumers of skills no agent has any
- * more are left: their jobs wait, and `jobs ls` shows them unserved.
+ * more are left: their jobs wait, and `jobs ls` shows them unserved. Every stream is kept on
+ * `replicas` nodes (`[cluster] replicas`), one kept on another number brought to it, and its
+ * consumers on as many as it.
  */
 export async function ensureJobQueues(
   jsm: JetStreamManager,
   queues: Readonly<Record<string, Queue>>,
   skills: ReadonlyMap<string, readonly string[]>,
   names: FleetNames = DEFAULT_FLEET_NAMES,
+  replicas: StreamReplicas = 1,
 ): Promise<void> {
   // A fleet without queues has no job streams, not even the dead letters'.
   if (Object.keys(queues).length === 0) return;
@@ -57,16 +63,14 @@ export async function ensureJobQueues(
     [names.deadStream, names.allDeadLetters, RetentionPolicy.Limits, { max_age: DEAD_LETTERS_KEPT_MS * NS_PER_MS, ...DEAD_LETTERS_MAX }],
   ];
   for (const [name, subject, retention, limits] of streams) {
+    let c: StreamConfig;
     try {
-      const c = (await jsm.streams.info(name)).config;
-      // A dead-letter stream made before it was bounded is bounded now.
-      if (limits.max_msgs !== undefined && (c.max_msgs !== limits.max_msgs || c.max_bytes !== limits.max_bytes))
-        await jsm.streams.update(name, { max_msgs: limits.max_msgs, max_bytes: limits.max_bytes });
+      c = (await jsm.streams.info(name)).config;
     } catch (err) {
       if (!isApiError(err, STREAM_NOT_FOUND))
         throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `JetStream: ${(err as Error).message}`, { cause: err });
       // Direct get: the oldest job of a skill is read by subject (jobBacklog).
-      await jsm.streams.add({
+      const made = jsm.streams.add({
         name,
         subjects: [subject],
         retention,
@@ -74,8 +78,17 @@ export async function ensureJobQueues(
         ...limits,
         duplicate_window: JOB_DEDUP_WINDOW_MS * NS_PER_MS,
         allow_direct: true,
+        num_replicas: replicas,
       });
+      await placeStream(made, name, replicas);
+      continue;
     }
+    // A dead-letter stream made before it was bounded is bounded now.
+    const bounds =
+      limits.max_msgs !== undefined && (c.max_msgs !== limits.max_msgs || c.max_bytes !== limits.max_bytes)
+        ? { max_msgs: limits.max_msgs, max_bytes: limits.max_bytes }
+        : {};
+    if (Object.keys(bounds).length > 0 || c.num_replicas !== replicas) await updateStream(jsm, name, c, replicas, bounds);
   }
   for (const [queue, settings] of Object.entries(queues)) {
     for (const skill of skills.get(queue) ?? []) {
@@ -101,23 +114,30 @@ export async function ensureJobQueues(
 
 /**
  * Publishes a job to `<fleet>.jobs.<queue>.<skill>`, its id the stream's deduplication id: a job
- * published again under the same id within an hour is the same job (`duplicate`). A queue the
- * fleet does not have is NOT_FOUND.
+ * published again under the same id within an hour is the same job (`duplicate`). Tried
+ * `options.attempts` times while no stream answers, under the job's id each time. A queue the
+ * fleet does not have is NOT_FOUND (on a cluster, once the tries are spent: a stream electing a
+ * leader answers no one either).
  */
 export async function publishJob(
   nc: NatsConnection,
   job: Job,
   names: FleetNames = DEFAULT_FLEET_NAMES,
+  options: PublishOptions = {},
 ): Promise<{ seq: number; duplicate: boolean }> {
+  const attempts = options.attempts ?? 1;
   try {
-    const ack = await jetstream(nc).publish(names.job(job.queue, job.skill), JSON.stringify(job), { msgID: job.id });
+    const ack = await jetstream(nc).publish(names.job(job.queue, job.skill), JSON.stringify(job), { msgID: job.id, retries: attempts });
     return { seq: ack.seq, duplicate: ack.duplicate };
   } catch (err) {
     // No stream takes the subject: nats.js says "jetstream is not enabled" (no responders).
     if (/no responders|not enabled/i.test(`${(err as Error).message} ${((err as Error).cause as Error | undefined)?.message ?? ''}`)) {
+      const restart = "declare it in the domain's queues and restart the fleet (thymos down, thymos up)";
       throw new ThymosError(
         ErrorCode.NOT_FOUND,
-        `no queue "${job.queue}" in this fleet: declare it in the domain's queues and restart the fleet (thymos down, thymos up)`,
+        attempts === 1
+          ? `no queue "${job.queue}" in this fleet: ${restart}`
+          : `no stream of queue "${job.queue}" answered in ${attempts} tries: the fleet has no such queue (${restart}), or its stream has no leader (nodes of the nats-server cluster down)`,
         { cause: err },
       );
     }

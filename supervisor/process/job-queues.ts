@@ -39,7 +39,7 @@ export async function openJobQueues(
   entry: (id: string) => WorkerState | undefined,
 ): Promise<JobQueues> {
   const skills = queueSkills(domain);
-  if (jsm) await ensureJobQueues(jsm, domain.queues, skills, names);
+  if (jsm) await ensureJobQueues(jsm, domain.queues, skills, names, config.cluster.replicas);
   // A worker that died on a job's last delivery: the job is caught from the advisory.
   const watch = jsm ? watchLastDeliveries(nc, jsm, Object.keys(domain.queues), names, logger) : undefined;
   cleanup.push(() => watch?.unsubscribe());

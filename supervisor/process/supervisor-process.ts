@@ -213,9 +213,14 @@ async function startFleet(
   return { controller: started, processes, link, metrics, jobs, world, pool };
 }
 
-/** The fleet's event stream; without JetStream the supervisor runs on, with world events off. */
+/**
+ * The fleet's event stream; without JetStream the supervisor runs on, with world events off.
+ * Streams asked to be kept on several nodes (`[cluster] replicas`) that cannot be are no such
+ * case: the supervisor stops, rather than run without the copies it was told to keep.
+ */
 async function openEventStream({ config, names, logger }: Base, nc: NatsConnection): Promise<JetStreamManager | undefined> {
-  return await ensureEventStream(nc, config.events, names).catch((err: unknown) => {
+  return await ensureEventStream(nc, config.events, names, config.cluster.replicas).catch((err: unknown) => {
+    if (config.cluster.replicas > 1) throw err;
     logger.warn({ err: (err as Error).message }, 'world events are off: the NATS server has no JetStream');
     return undefined;
   });

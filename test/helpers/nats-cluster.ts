@@ -90,7 +90,9 @@ function clusterNode(
       return child && child.exitCode === null && child.signalCode === null ? (child.pid ?? -1) : -1;
     },
     async start() {
-      const c = spawn('nats-server', ['-c', config], { stdio: ['ignore', 'ignore', 'pipe'] });
+      // In a folder of its own: nats-server 2.9.10 can write a consumer's meta.inf into its working
+      // directory (seen when the consumer's stream was scaled down to one node and up again at once).
+      const c = spawn('nats-server', ['-c', config], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
       child = c;
       let stderr = '';
       c.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
@@ -110,13 +112,12 @@ function clusterNode(
       if (!c || c.exitCode !== null || c.signalCode !== null) return;
       const exited = new Promise((resolve) => c.once('exit', resolve));
       c.kill(kill ? 'SIGKILL' : 'SIGTERM');
-      if (
-        !(await withDeadline(
-          exited.then(() => true),
-          5000,
-          () => false,
-        ))
-      ) {
+      const inTime = await withDeadline(
+        exited.then(() => true),
+        5000,
+        () => false,
+      );
+      if (!inTime) {
         c.kill('SIGKILL');
         await exited;
       }
