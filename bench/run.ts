@@ -18,6 +18,7 @@ import { faultsScenario } from './faults.js';
 import { fleetScaleScenario } from './fleet-scale.js';
 import { fuzzScenario } from './fuzz.js';
 import { intentsScenario } from './intents.js';
+import { leaseScenario } from './lease.js';
 import { locomoScenario } from './locomo.js';
 import { recallScenario } from './recall.js';
 import { reconcileDecisionScenario } from './reconcile-decision.js';
@@ -50,6 +51,7 @@ const SCENARIOS: Scenario[] = [
   locomoScenario,
   faultsScenario,
   fuzzScenario,
+  leaseScenario,
 ];
 
 interface StoredResult extends ScenarioResult {

@@ -181,13 +181,14 @@ expectTypeOf<typeof ClientEntry.isThymosError>().toEqualTypeOf<
   (err: unknown, code?: ClientEntry.ErrorCode) => err is ClientEntry.ThymosError
 >();
 expectTypeOf<typeof ClientEntry.exitWithError>().toEqualTypeOf<(err: unknown) => never>();
-expectTypeOf<typeof ClientEntry.exitCodeFor>().returns.toEqualTypeOf<0 | 1 | 2 | 3 | 4>();
+expectTypeOf<typeof ClientEntry.exitCodeFor>().returns.toEqualTypeOf<0 | 1 | 2 | 3 | 4 | 5>();
 expectTypeOf<typeof ClientEntry.ExitCode>().toEqualTypeOf<{
   readonly OK: 0;
   readonly FAILURE: 1;
   readonly BAD_INPUT: 2;
   readonly CONFLICT: 3;
   readonly MISSING_PROGRAM: 4;
+  readonly FENCED: 5;
 }>();
 
 // thymos: everything the client has, the same declarations, and the rest of today's exports.

@@ -62,7 +62,7 @@ ${body}
 
   test('a publish after the fence is not sent: the process exits as it is asked', async () => {
     const seen: string[] = [];
-    const sub = nc.subscribe('fence.out', { callback: (_e, m) => seen.push(m.string()) });
+    const sub = nc.subscribe('fence.out', { callback: (_e, m) => void seen.push(m.string()) });
     await nc.flush();
     const { code, out } = await run(
       'publish',

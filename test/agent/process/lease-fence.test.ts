@@ -81,7 +81,7 @@ describe('an agent stops itself when its lease ends', () => {
     const fenceAt = Date.now() + 6000;
     const agent = await startAgent({ id, port: await freePort(), config: ws.configPath, context: context('mira', 21, 6000) });
     const published: string[] = [];
-    const sub = nc.subscribe(`${names.fleet}.agent.${id}.>`, { callback: (_e, m) => published.push(m.subject) });
+    const sub = nc.subscribe(`${names.fleet}.agent.${id}.>`, { callback: (_e, m) => void published.push(m.subject) });
     await eventually(() => (published.some((s) => s.endsWith('.status')) ? true : undefined), 10_000, 'a heartbeat');
     // Paused before its fence, it stays paused past it.
     process.kill(agent.pid, 'SIGSTOP');
