@@ -21,6 +21,13 @@ export interface ClusterNode {
   stop(kill?: boolean): Promise<void>;
   /** Starts it again on its ports, with its JetStream store. */
   start(): Promise<void>;
+  /**
+   * Cuts it off from the others, as a network partition would: restarted with no routes and its
+   * route port moved, so neither side reaches the other; its clients reconnect to it alone.
+   */
+  isolate(): Promise<void>;
+  /** Restarted with its routes again: it rejoins the cluster. */
+  rejoin(): Promise<void>;
 }
 
 /** Three nats-server nodes with routes on 127.0.0.1 and JetStream: what a fleet's cluster is in tests. */
@@ -63,22 +70,24 @@ function clusterNode(
   all: ReadonlyArray<{ client: number; route: number }>,
 ): ClusterNode {
   const config = join(dir, `${name}.conf`);
-  writeFileSync(
-    config,
-    [
-      `server_name: ${name}`,
-      `listen: "127.0.0.1:${own.client}"`,
-      `jetstream { store_dir: ${JSON.stringify(join(dir, name))} }`,
-      'cluster {',
-      '  name: thymos_test',
-      `  listen: "127.0.0.1:${own.route}"`,
-      `  routes: [${all
-        .filter((p) => p !== own)
-        .map((p) => JSON.stringify(`nats-route://127.0.0.1:${p.route}`))
-        .join(', ')}]`,
-      '}',
-      '',
-    ].join('\n'),
+  const write = (routePort: number, routes: readonly number[]) =>
+    writeFileSync(
+      config,
+      [
+        `server_name: ${name}`,
+        `listen: "127.0.0.1:${own.client}"`,
+        `jetstream { store_dir: ${JSON.stringify(join(dir, name))} }`,
+        'cluster {',
+        '  name: thymos_test',
+        `  listen: "127.0.0.1:${routePort}"`,
+        `  routes: [${routes.map((port) => JSON.stringify(`nats-route://127.0.0.1:${port}`)).join(', ')}]`,
+        '}',
+        '',
+      ].join('\n'),
+    );
+  write(
+    own.route,
+    all.filter((p) => p !== own).map((p) => p.route),
   );
   let child: ChildProcess | undefined;
   const url = `nats://127.0.0.1:${own.client}`;
@@ -106,6 +115,19 @@ function clusterNode(
         10_000,
         `nats-server ${name} to listen on ${url}`,
       );
+    },
+    async isolate() {
+      await this.stop();
+      write(await freePort(), []);
+      await this.start();
+    },
+    async rejoin() {
+      await this.stop();
+      write(
+        own.route,
+        all.filter((p) => p !== own).map((p) => p.route),
+      );
+      await this.start();
     },
     async stop(kill = false) {
       const c = child;

@@ -97,6 +97,31 @@ describe('thymos.toml', () => {
     assert.equal(lone.location?.path, 'cluster.replicas');
   });
 
+  test('[cluster] lease: off by default; lease_ms, renew_ms and fence_margin_ms in range, with two renewals before agents stop themselves', () => {
+    const at = (toml: string) => parseConfig(toml, '/srv/game/thymos.toml');
+    assert.deepEqual(
+      (({ enabled, lease_ms, renew_ms, fence_margin_ms }) => ({ enabled, lease_ms, renew_ms, fence_margin_ms }))(at('').cluster),
+      { enabled: false, lease_ms: 10_000, renew_ms: 2000, fence_margin_ms: 2000 },
+    );
+    assert.equal(at('[cluster]\nenabled = true\nlease_ms = 3000\nrenew_ms = 400\nfence_margin_ms = 1000').cluster.lease_ms, 3000);
+    const slow = configError('[cluster]\nenabled = true\nlease_ms = 5000\nrenew_ms = 2000\nfence_margin_ms = 2000');
+    assert.match(
+      slow.message,
+      /cluster\.renew_ms: expected renew_ms at most \(lease_ms - fence_margin_ms\) \/ 2 = 1500, .*got 2000 with lease_ms 5000/,
+    );
+    assert.equal(slow.location?.path, 'cluster.renew_ms');
+    for (const [key, bad] of [
+      ['lease_ms', '500'],
+      ['renew_ms', '0'],
+      ['fence_margin_ms', '-1'],
+      ['enabled', '"yes"'],
+    ] as const) {
+      const err = configError(`[cluster]\n${key} = ${bad}`);
+      assert.match(err.message, new RegExp(`thymos\\.toml:2: cluster\\.${key}: `), key);
+      assert.equal(err.location?.path, `cluster.${key}`);
+    }
+  });
+
   test('the repository thymos.toml states every default and names every key', () => {
     const text = readFileSync(join(REPO_ROOT, 'thymos.toml'), 'utf8');
     const repo = loadConfig(join(REPO_ROOT, 'thymos.toml'));
