@@ -1,6 +1,6 @@
 import type { RunningAgent } from '../agent/process/agent-process.js';
 import { runSpareProcess } from '../agent/process/spare-process.js';
-import { ErrorCode, ThymosError } from '../shared/errors/index.js';
+import { ErrorCode, exitCodeFor, ThymosError, toThymosError } from '../shared/errors/index.js';
 import { commandNamed, usageLine } from './command-book.js';
 import { parseCommandArgs } from './fleet-args.js';
 
@@ -39,8 +39,9 @@ export async function runSpareCommand(argv: string[]): Promise<number> {
       );
       if (pendingSignal) void running.stop(pendingSignal).catch(() => undefined);
     },
-    // The claim was answered with the error; a spare that failed its claim is done.
-    () => process.exit(1),
+    // The claim was answered with the error; a spare that failed its claim is done, with the error's
+    // exit code (5 for a lease that ended: pm2, restarting it on its claim file, does not try again).
+    (err: unknown) => process.exit(exitCodeFor(toThymosError(err).code)),
   );
   return -1;
 }

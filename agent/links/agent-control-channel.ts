@@ -133,9 +133,11 @@ export class AgentControlChannel {
     const fence = this.#options.fence;
     if (fence) {
       fence.guard(nc);
-      nc.subscribe(this.#options.names.agentLease(this.#runtime.id), {
+      const subject = this.#options.names.agentLease(this.#runtime.id);
+      nc.subscribe(subject, {
         callback: (err, msg) => {
-          if (!err) fence.extend(parseJsonOrUndefined(msg.string()));
+          // Only what a supervisor published there: a JetStream delivery aimed here by someone's pull keeps its own subject and an ack reply.
+          if (!err && msg.subject === subject && !msg.reply) fence.extend(parseJsonOrUndefined(msg.string()));
         },
       });
     }
@@ -177,8 +179,10 @@ export class AgentControlChannel {
   /** Answers one valid control request with the fields of its `{ ok: true, … }` reply. */
   async #handle(req: AgentControlRequest): Promise<Omit<Extract<AgentControlReply, { ok: true }>, 'ok'>> {
     switch (req.op) {
-      case 'get_state':
-        return { state: this.#runtime.getState() };
+      case 'get_state': {
+        const fence = this.#options.fence;
+        return { state: this.#runtime.getState(), lease: fence ? { token: fence.token, fence_at: fence.fenceAt } : null };
+      }
       case 'set_mode': {
         const state = this.#runtime.setMode(req.mode);
         this.publishStatus('mode');

@@ -20,12 +20,15 @@ import { LeaseExtensionSchema } from '../../shared/protocol/index.js';
 export class LeaseFence {
   #token: number;
   readonly #logger: Logger;
+  /** The longest a lease lasts (`[cluster] lease_ms`): no extension moves the fence further than this from now. */
+  readonly #leaseMs: number;
   #fenceAt: number;
   #timer: NodeJS.Timeout | undefined;
 
-  private constructor(token: number, fenceAt: number, logger: Logger) {
+  private constructor(token: number, fenceAt: number, leaseMs: number, logger: Logger) {
     this.#token = token;
     this.#fenceAt = fenceAt;
+    this.#leaseMs = leaseMs;
     this.#logger = logger;
   }
 
@@ -35,6 +38,7 @@ export class LeaseFence {
    */
   static arm(
     context: { ownershipToken?: number | undefined; fenceAt?: number | undefined } | undefined,
+    leaseMs: number,
     logger: Logger,
   ): LeaseFence | undefined {
     if (context?.fenceAt === undefined || context.ownershipToken === undefined) return undefined;
@@ -44,8 +48,9 @@ export class LeaseFence {
         ErrorCode.LEASE_ENDED,
         `the lease this agent was started under (token ${context.ownershipToken}) ended ${late} ms ago: only its supervisor starts it again, under a new claim`,
       );
-    const fence = new LeaseFence(context.ownershipToken, context.fenceAt, logger);
+    const fence = new LeaseFence(context.ownershipToken, Math.min(context.fenceAt, Date.now() + leaseMs), leaseMs, logger);
     fence.#arm();
+    fence.#guardFetch();
     return fence;
   }
 
@@ -76,7 +81,8 @@ export class LeaseFence {
     if (!parsed.success) return void this.#logger.warn({ raw }, 'lease extension ignored: not {token, fence_at}');
     const { token, previous, fence_at: fenceAt } = parsed.data;
     const mine = token === this.#token || (previous !== undefined && previous === this.#token && token > previous);
-    if (!mine || fenceAt <= this.#fenceAt) return;
+    // A fence further off than a whole lease is no supervisor's: refused, as a forged one would be.
+    if (!mine || fenceAt <= this.#fenceAt || fenceAt > Date.now() + this.#leaseMs) return;
     if (token !== this.#token) this.#logger.info({ token, previous }, 'lease taken over by a new claim of this host; running under it');
     this.#token = token;
     this.#fenceAt = fenceAt;
@@ -86,21 +92,33 @@ export class LeaseFence {
   /**
    * Makes every message `nc` takes in or sends out check the fence first, so that after the fence
    * the agent neither acts on a message nor publishes, acknowledges or requests anything. It hooks
-   * the connection's protocol handler, which every message of nats.js goes through both ways.
+   * the connection's protocol handler, which every message of nats.js goes through both ways: as it
+   * is read (`processMsg`), as it is queued (`publish`), and as what was queued is written to the
+   * socket (`flushPending`, which also writes what a reconnect had kept), so that a message queued
+   * before the fence is not sent after it. What the kernel had already been handed may still leave.
    */
   guard(nc: NatsConnection): void {
-    const protocol = (nc as unknown as { protocol?: ProtocolHooks }).protocol;
-    if (!protocol || typeof protocol.processMsg !== 'function' || typeof protocol.publish !== 'function')
+    const protocol = (nc as unknown as { protocol?: Partial<Record<(typeof GUARDED)[number], unknown>> }).protocol;
+    if (!protocol || GUARDED.some((name) => typeof protocol[name] !== 'function'))
       throw new ThymosError(ErrorCode.INTERNAL, 'the NATS connection has no protocol handler to fence: nats.js changed its internals');
-    const processMsg = protocol.processMsg.bind(protocol);
-    const publish = protocol.publish.bind(protocol);
-    protocol.processMsg = (...args: unknown[]) => {
+    for (const name of GUARDED) {
+      const original = (protocol[name] as (...args: unknown[]) => unknown).bind(protocol);
+      protocol[name] = (...args: unknown[]) => {
+        this.check();
+        return original(...args);
+      };
+    }
+  }
+
+  /**
+   * Every HTTP request the process makes with `fetch` (a model's, an Http or Mcp tool's) checks the
+   * fence first: after it, a response that arrives does not lead to another request.
+   */
+  #guardFetch(): void {
+    const original = globalThis.fetch;
+    globalThis.fetch = (...args: Parameters<typeof fetch>) => {
       this.check();
-      return processMsg(...args);
-    };
-    protocol.publish = (...args: unknown[]) => {
-      this.check();
-      return publish(...args);
+      return original(...args);
     };
   }
 
@@ -118,7 +136,5 @@ export class LeaseFence {
   }
 }
 
-interface ProtocolHooks {
-  processMsg: (...args: unknown[]) => unknown;
-  publish: (...args: unknown[]) => unknown;
-}
+/** The methods of nats.js's protocol handler every message goes through, in and out. */
+const GUARDED = ['processMsg', 'publish', 'flushPending'] as const;

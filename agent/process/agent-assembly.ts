@@ -40,6 +40,8 @@ export interface AssemblyOptions {
    * @default new CompromiseExtractor()
    */
   extractor?: ConceptExtractor | undefined;
+  /** Under a lease, the agent's fence: checked before each of its tool calls. */
+  fence?: { check(): void } | undefined;
 }
 
 /**
@@ -86,7 +88,7 @@ export async function assembleAgent(options: AssemblyOptions): Promise<Assembled
   await runtime.restore();
   account = (provider, result) => runtime.account('extraction', provider, result);
   if (models.usesModel('consolidation')) consolidator.useWriter((sources, draft) => runtime.wordInsight(sources, draft));
-  const tools = await governTools({ setup, store, runtime, models, logger });
+  const tools = await governTools({ setup, store, runtime, models, logger, fence: options.fence });
   return { memory, runtime, tools };
 }
 
@@ -131,11 +133,14 @@ async function governTools(options: {
   runtime: AgentRuntime;
   models: AgentModels;
   logger: Logger;
+  fence?: { check(): void } | undefined;
 }): Promise<ToolCaller> {
   const { setup, store, runtime, models, logger } = options;
   const { config } = setup;
+  const fence = options.fence;
   const tools = new ToolCaller({
     agent: setup.id,
+    guard: fence && (() => fence.check()),
     tools: setup.tools,
     gate: runtime.gate,
     calls: store,

@@ -52,7 +52,7 @@ export async function runAgentProcess(options: AgentOptions, output: { logFile?:
   try {
     const context = options.context ? readStartContext(options.context) : undefined;
     // Under a lease (placement by lease), an agent whose lease already ended does not start: LEASE_ENDED, exit 5, which pm2 does not restart.
-    const fence = LeaseFence.arm(context, logger);
+    const fence = LeaseFence.arm(context, config.cluster.lease_ms, logger);
     const data = await claimAgentData({ id: options.agentId, port: options.port, config, cleanup });
     // The domain schema (a Pkl child process, when the start context holds no definition) loads while the database opens.
     const resolving = resolveAgentSetup({ options, config, context, logger });
@@ -63,7 +63,7 @@ export async function runAgentProcess(options: AgentOptions, output: { logFile?:
     clock.mark('domain_schema');
     // Concepts come from the fleet's concept service once NATS is linked; the tagger here until then.
     const concepts = new SharedConceptExtractor(logger);
-    const agent = await assembleAgent({ setup, store, logger, extractor: concepts });
+    const agent = await assembleAgent({ setup, store, logger, extractor: concepts, fence });
     clock.mark('memory_load');
     const http = await serveMcpEndpoint({ setup, runtime: agent.runtime, tools: agent.tools, serverModule, logger, cleanup, fence });
     // From here on events may be replayed and acknowledged: the folder is kept whatever happens.

@@ -35,6 +35,8 @@ export interface CallExecutorsOptions {
   env: NodeJS.ProcessEnv;
   /** Takes the value of every secret the agent's tools use out of a value. */
   redact<T>(value: T): T;
+  /** Run before every call: under a lease, stops the process once the agent's fence has passed, so a call is never made after it. */
+  guard?: (() => void) | undefined;
 }
 
 /**
@@ -66,6 +68,7 @@ export class CallExecutors {
 
   /** Runs the call on its executor; rejects with the signal's reason once it fires, whether or not the executor heeds it. */
   async run(tool: Tool, record: ToolCallRecord, signal: AbortSignal, deadline: number): Promise<unknown> {
+    this.#o.guard?.();
     const ctx = this.#context(record, signal, deadline);
     const aborted = new Promise<never>((_, reject) => {
       if (signal.aborted) reject(signal.reason as Error);

@@ -20,6 +20,8 @@ import { SecretRedactor } from './secret-redactor.js';
 
 export interface ToolCallerOptions {
   agent: string;
+  /** Run before every call (`CallExecutorsOptions.guard`). */
+  guard?: (() => void) | undefined;
   /** The tools the agent's capabilities grant, by name. */
   tools: Readonly<Record<string, Tool>>;
   gate: RuntimeGate;

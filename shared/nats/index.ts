@@ -47,6 +47,6 @@ export {
 export { domainWork, natsPermissions, type NatsUserPermissions, type NatsWork } from './nats-permissions.js';
 export { ownDelivery } from './own-delivery.js';
 export { published, PUBLISHED_MARK } from './published-mark.js';
-export { publishAttempts, type PublishOptions } from './stream-replicas.js';
+export { publishAttempts, type PublishOptions, updateStream } from './stream-replicas.js';
 export { REQUESTER, REQUESTER_HEADER, SupervisorRequester } from './supervisor-requester.js';
 export { WorldClient, type WorldClientOptions, type WorldSubscription } from './world-client.js';

@@ -91,6 +91,8 @@ export type AgentControlRequest = z.infer<typeof AgentControlRequestSchema>;
 /** The fields of a successful reply on `<fleet>.agent.<id>.control`: the agent's state after the operation. */
 export const AgentControlOkSchema = z.object({
   state: AgentStateSchema,
+  /** Under placement by lease, on `get_state`: the claim it runs under and its fence (ms since the epoch); null when it runs under none. */
+  lease: z.object({ token: z.number().int().positive(), fence_at: z.number().int().positive() }).nullable().optional(),
   snapshot_at: z.string().optional(),
   score: z.number().min(0).max(1).nullable().optional(),
   /** The call `decide_call` decided, as it stands after the decision. */

@@ -20,6 +20,15 @@ export interface AdoptionOptions {
   ports: PortAllocator;
   transitions: AgentTransitions;
   logger: Logger;
+  /** Agents of the domain this supervisor could not claim: another host holds them. A copy pm2 runs here is stopped. */
+  notHeld?: ReadonlySet<string>;
+  /**
+   * Whether what a running agent says of its lease (`get_state`) fits the claims held now: under a
+   * lease, it runs under the claim held (or the one it took over); without, under none. An agent that
+   * does not fit is stopped (Dormant), to be started again under the claim by the next reconcile.
+   * @default every agent fits
+   */
+  leaseFits?: (id: string, lease: { token: number; fence_at: number } | null | undefined) => boolean;
 }
 
 /**
@@ -38,6 +47,15 @@ export async function adoptAgents(o: AdoptionOptions): Promise<{ adopted: string
   for (const entry of registry.all()) {
     let app = apps.get(Pm2Names.agent(entry.id));
     apps.delete(Pm2Names.agent(entry.id));
+    if (o.notHeld?.has(entry.id)) {
+      // Another host holds it: a copy here stops (it would stop itself at its fence), its data kept.
+      if (app) {
+        await processes.delete(app.name).catch(() => undefined);
+        logger.warn({ agent: entry.id }, 'an agent another host holds was running here: stopped, its data kept');
+      }
+      if (RUNNING(entry.state)) await o.transitions.setState(entry, 'dormant', { mode: null, pid: null }, 'held by another host');
+      continue;
+    }
     // An agent an edit of the domain removed is never adopted: its process is stopped (it saves a
     // snapshot on the way out) and its data kept, as `thymos reload` would have done.
     if (!wanted.has(entry.id)) {
@@ -53,15 +71,28 @@ export async function adoptAgents(o: AdoptionOptions): Promise<{ adopted: string
     if (app && app.status === 'online' && app.pid) {
       let mode: AgentMode = entry.mode ?? 'active';
       let port = entry.port;
+      let lease: { token: number; fence_at: number } | null | undefined;
       try {
-        const { state } = await o.link.control(entry.id, { op: 'get_state' }, CONTROL_TIMEOUT_MS);
-        mode = state.mode;
-        port = state.port;
+        const reply = await o.link.control(entry.id, { op: 'get_state' }, CONTROL_TIMEOUT_MS);
+        ({ mode, port } = reply.state);
+        lease = reply.lease;
       } catch (err) {
         logger.warn(
           { agent: entry.id, err: toThymosError(err).message },
           'adopted agent did not answer get_state; keeping the registry mode',
         );
+      }
+      if (o.leaseFits && !o.leaseFits(entry.id, lease)) {
+        // Started under another claim, or with no lease where there is one now (or the other way round): it stops, to start again under the claim held.
+        await processes.delete(app.name).catch(() => undefined);
+        logger.warn(
+          { agent: entry.id, lease: lease ?? null },
+          "a running agent's lease does not fit the claims held: stopped, started again by the next reconcile",
+        );
+        if (RUNNING(entry.state))
+          await o.transitions.setState(entry, 'dormant', { mode: null, pid: null }, 'its lease did not fit the claims held');
+        lost.push(entry.id);
+        continue;
       }
       if (port != null) o.ports.hold(port);
       await registry.update(entry.id, {

@@ -1,11 +1,11 @@
 import type { NatsConnection } from '@nats-io/transport-node';
+import type { z } from 'zod';
 
 import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
 import { agentIdentity, codedRequest } from '../../shared/nats/index.js';
 import {
   AgentControlOkSchema,
   type AgentControlRequest,
-  type AgentState,
   type AgentStatusMessage,
   AgentStatusMessageSchema,
   type FleetNames,
@@ -24,11 +24,7 @@ export class AgentLink {
   }
 
   /** Sends a control request; a refusal or a missed deadline is a ThymosError with the agent's code. */
-  control(
-    id: string,
-    request: AgentControlRequest,
-    timeoutMs: number,
-  ): Promise<{ state: AgentState; score?: number | null | undefined; snapshot_at?: string | undefined }> {
+  control(id: string, request: AgentControlRequest, timeoutMs: number): Promise<z.infer<typeof AgentControlOkSchema>> {
     const subject = this.#names.agentControl(id);
     return codedRequest(this.#nc, subject, request, AgentControlOkSchema, {
       timeoutMs,

@@ -84,6 +84,7 @@ export class AgentStarter {
     preferredPort: number | null,
     properties: Record<string, unknown>,
     claim?: StartClaim,
+    retry = true,
   ): Promise<StartedAgent> {
     const { processes, paths, metrics, link, ports } = this.#o;
     const clock = new PhaseClock();
@@ -123,6 +124,11 @@ export class AgentStarter {
     } catch (err) {
       ports.release(port);
       const e = toThymosError(err);
+      // Another process (another fleet's agent on this machine) bound the port between its probe and the agent's bind: once more, on another.
+      if (retry && /PORT_IN_USE/.test(e.message) && !ports.pinned(id)) {
+        this.#o.logger.warn({ agent: id, port }, 'its port was taken as it started; starting it on another');
+        return this.start(id, mode, null, properties, claim, false);
+      }
       throw new ThymosError(e.code, `${e.message} (log: ${join(paths.logs, `${id}.log`)})`, { cause: err });
     }
   }

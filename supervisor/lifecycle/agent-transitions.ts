@@ -161,6 +161,9 @@ export class AgentTransitions {
     const deadline = this.#o.ownership.deadline;
     // Under a lease, the agent stops itself a margin before the lease could end, unless it is renewed meanwhile.
     const fenceAt = deadline === undefined ? undefined : deadline - this.#o.config.cluster.fence_margin_ms;
+    // A lease not renewed since its fence passed (the supervisor was paused): no agent starts under it.
+    if (fenceAt !== undefined && fenceAt <= Date.now())
+      throw new ThymosError(ErrorCode.LEASE_ENDED, `${entry.id} not started: this host's lease was not renewed in time (its fence passed)`);
     const { pid, port, adopted, clock, spare } = await this.#o.starter.start(entry.id, mode, entry.port, properties, { token, fenceAt });
     const state = mode === 'active' ? 'active' : 'listening';
     const next = adopted

@@ -58,6 +58,11 @@ export class PortAllocator {
   }
 
   /** The port agent `id` should run on; `preferred` is the port it had last. */
+  /** Whether `id` has a port of its own (Pkl `port` or `[supervisor] agent_ports`), which no other replaces. */
+  pinned(id: string): boolean {
+    return this.#pinned.has(id);
+  }
+
   async allocate(id: string, preferred?: number | null): Promise<number> {
     const pin = this.#pinned.get(id);
     if (pin !== undefined) {

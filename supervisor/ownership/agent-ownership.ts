@@ -13,6 +13,11 @@ export interface AgentOwnership {
   renew(): Promise<void>;
   /** Gives up the claim on `id` (it left the domain); nothing when not held. */
   release(id: string): Promise<void>;
+  /**
+   * The token of the claim that the one held on `id` took over from this host's earlier run, which an
+   * agent that run started still runs under; undefined otherwise (and always where claims do not lapse).
+   */
+  succeeded(id: string): number | undefined;
   /** The fencing token of the claim held on `id`, or undefined when this supervisor holds none. */
   holds(id: string): number | undefined;
   /** Gives up every claim and what holds them (the supervisor stops). */
@@ -22,4 +27,17 @@ export interface AgentOwnership {
    * under them stop themselves a margin before it. Undefined where claims do not lapse (one host).
    */
   readonly deadline: number | undefined;
+}
+
+/**
+ * Whether a running agent's lease (`get_state`) fits the claims `ownership` holds: where claims lapse,
+ * it runs under the claim held on `id` or the one that claim took over; where they do not, under none.
+ */
+export function runsUnderClaim(
+  ownership: AgentOwnership,
+  id: string,
+  lease: { token: number; fence_at: number } | null | undefined,
+): boolean {
+  if (ownership.deadline === undefined) return lease == null;
+  return lease != null && (lease.token === ownership.holds(id) || lease.token === ownership.succeeded(id));
 }

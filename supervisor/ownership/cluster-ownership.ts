@@ -2,7 +2,9 @@ import { jetstream } from '@nats-io/jetstream';
 import { type KV, Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 
+import type { StreamReplicas } from '../../shared/config/index.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import { updateStream } from '../../shared/nats/index.js';
 import type { Logger } from '../../shared/platform/index.js';
 import type { AgentOwnership } from './agent-ownership.js';
 import {
@@ -28,7 +30,13 @@ import { PlacementView } from './placement-view.js';
 export interface ClusterOwnershipOptions extends LeaseOptions {
   nc: NatsConnection;
   /** Replicas of the placement bucket (1, or 3 on a three-node cluster). */
-  replicas: number;
+  replicas: StreamReplicas;
+  /**
+   * How long before the lease ends its agents stop themselves (`[cluster] fence_margin_ms`): a
+   * renewal sent after that counts as late, since the agents it would extend have stopped.
+   * @default 0
+   */
+  fenceMarginMs?: number | undefined;
 }
 
 /**
@@ -65,6 +73,8 @@ export class ClusterOwnership implements AgentOwnership {
   #deadline: number;
   /** `held`: the lease is live; `lost`: another host ended it or a renewal came too late (the next claim or renewal takes it again); `closed`. */
   #state: 'held' | 'lost' | 'closed' = 'held';
+  /** A rejoin under way, which a claim and a renewal share. */
+  #rejoining: Promise<void> | undefined;
 
   private constructor(options: ClusterOwnershipOptions, kv: KV, run: string, revision: number, sentAt: number) {
     this.#o = options;
@@ -93,6 +103,11 @@ export class ClusterOwnership implements AgentOwnership {
       history: 1,
       allow_direct: false,
     });
+    // A bucket made before on another number of nodes is brought to `replicas`, as the fleet's streams are, and waited for.
+    const stream = `KV_${options.names.placementBucket}`;
+    const jsm = await js.jetstreamManager();
+    const was = (await jsm.streams.info(stream)).config;
+    if (was.num_replicas !== options.replicas) await updateStream(jsm, stream, was, options.replicas);
     const { run, revision, sentAt } = await takeLease(kv, options);
     return new ClusterOwnership(options, kv, run, revision, sentAt);
   }
@@ -109,6 +124,7 @@ export class ClusterOwnership implements AgentOwnership {
       throw new ThymosError(ErrorCode.NOT_OWNER, `host ${this.#o.host} has given up its lease: it claims nothing`);
     if (this.#state === 'lost') await this.#rejoin();
     const mine: Placement = { host: this.#o.host, run: this.#run };
+    const stillMine = () => this.#state === 'held' && this.#run === mine.run;
     for (let tries = 0; ; tries++) {
       const entry = await this.#kv.get(agentKey(id));
       try {
@@ -125,9 +141,14 @@ export class ClusterOwnership implements AgentOwnership {
             await this.#endLeaseOf(id, placed);
             revision = await this.#kv.update(agentKey(id), json(mine), entry.revision);
             // Taken from this host's earlier run at the revision it claimed at: nobody held it in between.
-            if (placed.host === mine.host) this.#succeeded.set(id, entry.revision);
+            if (placed.host === mine.host && stillMine()) this.#succeeded.set(id, entry.revision);
           }
         }
+        // The lease was lost while the claim was on its way: the placement names a run that is over, which this host claims again under its next.
+        if (!stillMine())
+          throw new ThymosError(ErrorCode.NOT_OWNER, `host ${this.#o.host} lost its lease while claiming ${id}: claim it again`, {
+            details: { agent: id, host: this.#o.host },
+          });
         this.#held.set(id, revision);
         return revision;
       } catch (err) {
@@ -137,15 +158,17 @@ export class ClusterOwnership implements AgentOwnership {
   }
 
   /**
-   * Makes sure the run that placed agent `id` holds no live lease: a host's earlier run is over (this
-   * one took its lease); another host's live lease is NOT_OWNER; an expired one is marked expired first.
+   * Makes sure the host that placed agent `id` holds no live lease: this host's earlier run is over
+   * (this one holds the lease now); another host's live lease, whichever of its runs placed the agent,
+   * is NOT_OWNER (that host claims its own again, and an earlier run's agents may still run until their
+   * fence); one that ended is marked so first, so that host's next renewal fails.
    */
   async #endLeaseOf(id: string, placed: Placement): Promise<void> {
     if (placed.host === this.#o.host) return;
     const entry = await this.#kv.get(hostKey(placed.host));
     if (!entry || entry.operation !== 'PUT') return;
     const lease = readEntry(entry, HostLeaseSchema);
-    if (lease.run !== placed.run || lease.expired_by) return;
+    if (lease.expired_by) return;
     if (!(await leaseExpired(this.#kv, entry, this.#o, this.#o.host)))
       throw new ThymosError(ErrorCode.NOT_OWNER, `${id} is held by host ${placed.host}, whose lease is live`, {
         details: { agent: id, host: placed.host },
@@ -164,7 +187,7 @@ export class ClusterOwnership implements AgentOwnership {
     if (this.#state === 'lost') return void (await this.#rejoin());
     const sentAt = Date.now();
     // Sent after the deadline (the host was paused), a renewal is not sent: its agents stopped themselves, and another host may judge the lease over.
-    const late = sentAt >= this.#deadline;
+    const late = sentAt >= this.#deadline - (this.#o.fenceMarginMs ?? 0);
     let revision: number | undefined;
     if (!late) revision = await this.#renewAt(this.#hostRevision, true);
     if (revision !== undefined) {
@@ -178,7 +201,7 @@ export class ClusterOwnership implements AgentOwnership {
     this.#state = 'lost';
     throw new ThymosError(
       ErrorCode.NOT_OWNER,
-      `host ${this.#o.host} ${late ? 'renewed after its lease had ended' : 'found its lease ended by another host'}: it no longer holds ${lostAgents.length > 0 ? lostAgents.join(', ') : 'any agent'}`,
+      `host ${this.#o.host} ${late ? (sentAt >= this.#deadline ? 'renewed after its lease had ended' : "renewed after its agents' fence had passed") : 'found its lease ended by another host'}: it no longer holds ${lostAgents.length > 0 ? lostAgents.join(', ') : 'any agent'}`,
       { details: { host: this.#o.host, agents: lostAgents } },
     );
   }
@@ -212,19 +235,22 @@ export class ClusterOwnership implements AgentOwnership {
     let timer: NodeJS.Timeout | undefined;
     const next = () => {
       if (stopped || this.#state === 'closed') return;
-      timer = setTimeout(() => {
-        const t0 = performance.now();
-        this.renew().then(
-          () => {
-            if (this.#state === 'held') on.renewed?.(performance.now() - t0);
-            next();
-          },
-          (err: unknown) => {
-            on.failed(err);
-            next();
-          },
-        );
-      }, everyMs);
+      timer = setTimeout(
+        () =>
+          void (async () => {
+            const t0 = performance.now();
+            try {
+              await this.renew();
+              if (this.#state === 'held') on.renewed?.(performance.now() - t0);
+            } catch (err) {
+              on.failed(err);
+            } finally {
+              // Whatever a hook threw, the next renewal is scheduled.
+              next();
+            }
+          })(),
+        everyMs,
+      );
       timer.unref();
     };
     next();
@@ -239,13 +265,24 @@ export class ClusterOwnership implements AgentOwnership {
     return this.#state === 'lost';
   }
 
-  /** After a lost lease: takes this host's key again under a new run, as `open` does (its own earlier run counts as ended). */
-  async #rejoin(): Promise<void> {
-    const { run, revision, sentAt } = await takeLease(this.#kv, this.#o, this.#run);
-    this.#run = run;
-    this.#hostRevision = revision;
-    this.#deadline = sentAt + this.#o.leaseMs;
-    this.#state = 'held';
+  /**
+   * After a lost lease: takes this host's key again under a new run, as `open` does (its own earlier
+   * run counts as ended). A claim and a renewal that both find the lease lost share one.
+   */
+  #rejoin(): Promise<void> {
+    this.#rejoining ??= (async () => {
+      try {
+        const { run, revision, sentAt } = await takeLease(this.#kv, this.#o, this.#run);
+        if (this.#state !== 'lost') return;
+        this.#run = run;
+        this.#hostRevision = revision;
+        this.#deadline = sentAt + this.#o.leaseMs;
+        this.#state = 'held';
+      } finally {
+        this.#rejoining = undefined;
+      }
+    })();
+    return this.#rejoining;
   }
 
   async release(id: string): Promise<void> {
@@ -268,6 +305,11 @@ export class ClusterOwnership implements AgentOwnership {
    */
   succeeded(id: string): number | undefined {
     return this.#state === 'held' && this.#held.has(id) ? this.#succeeded.get(id) : undefined;
+  }
+
+  /** Every agent held now, with its token. */
+  held(): Array<[id: string, token: number]> {
+    return this.#state === 'held' ? [...this.#held.entries()] : [];
   }
 
   holds(id: string): number | undefined {

@@ -48,6 +48,11 @@ export class LocalOwnership implements AgentOwnership {
     return Promise.resolve();
   }
 
+  /** Claims here never take one over from an earlier run. */
+  succeeded(): number | undefined {
+    return undefined;
+  }
+
   holds(id: string): number | undefined {
     return this.#held.get(id);
   }

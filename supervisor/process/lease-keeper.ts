@@ -1,12 +1,11 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 
-import type { ThymosConfig } from '../../shared/config/index.js';
-import { ErrorCode, toThymosError } from '../../shared/errors/index.js';
+import { Pm2Names, type ThymosConfig } from '../../shared/config/index.js';
+import { ErrorCode, ExitCode, toThymosError } from '../../shared/errors/index.js';
 import type { Logger } from '../../shared/platform/index.js';
 import type { FleetNames, LeaseExtension } from '../../shared/protocol/index.js';
 import type { AuditLog } from '../api/audit-log.js';
 import type { AgentRegistry } from '../lifecycle/agent-registry.js';
-import { RUNNING } from '../lifecycle/agent-states.js';
 import type { SupervisorMetrics } from '../metrics/supervisor-metrics.js';
 import type { ClusterOwnership } from '../ownership/cluster-ownership.js';
 import type { HostRow, PlacementView } from '../ownership/placement-view.js';
@@ -27,6 +26,8 @@ export interface LeaseKeeperOptions {
 export interface LeaseLossHandlers {
   audit: AuditLog;
   stopAgents: (ids: string[]) => Promise<void>;
+  /** Records agent `id` Dormant after it stopped itself at its fence and, while its claim is held, starts it again under it. */
+  fenced: (id: string) => Promise<void>;
 }
 
 /** This host's lease as status shows it. */
@@ -76,6 +77,27 @@ export class LeaseKeeper {
     this.#handlers = handlers;
   }
 
+  /**
+   * An agent that exited with code 5 stopped itself at its fence (a renewal that did not reach it in
+   * time, a pause of its own, a pm2 restart after its start context's fence): pm2 leaves it stopped,
+   * and it is recorded Dormant and, while its claim is held, started again under that claim.
+   */
+  agentExited(name: string, exitCode: number | null): void {
+    if (exitCode !== ExitCode.FENCED || !name.startsWith(Pm2Names.agent(''))) return;
+    const id = name.slice(Pm2Names.agent('').length);
+    const handlers = this.#handlers;
+    if (!handlers || !this.#o.registry.get(id)) return;
+    this.#o.logger.warn({ agent: id }, 'agent stopped itself at its fence');
+    void handlers
+      .fenced(id)
+      .catch((err: unknown) =>
+        this.#o.logger.error(
+          { agent: id, err: toThymosError(err).message },
+          'an agent that stopped itself at its fence was not started again',
+        ),
+      );
+  }
+
   status(): LeaseStatus {
     const { ownership, config } = this.#o;
     return {
@@ -102,17 +124,24 @@ export class LeaseKeeper {
     this.#o.view.close();
   }
 
+  /**
+   * Extends the lease of every agent held, running or not: one starting (its fence was given with its
+   * start context) or left running by this host's earlier supervisor run is extended too, and a
+   * message to an agent that does not run is dropped by NATS.
+   */
   #extend(): void {
-    const { ownership, nc, names, registry, config } = this.#o;
+    const { ownership, nc, names, config } = this.#o;
     const fenceAt = ownership.deadline - config.cluster.fence_margin_ms;
-    for (const entry of registry.all()) {
-      if (!RUNNING(entry.state)) continue;
-      const token = ownership.holds(entry.id);
-      if (token === undefined) continue;
-      const previous = ownership.succeeded(entry.id);
+    for (const [id, token] of ownership.held()) {
+      const previous = ownership.succeeded(id);
       const extension: LeaseExtension = { token, fence_at: fenceAt, ...(previous === undefined ? {} : { previous }) };
-      nc.publish(names.agentLease(entry.id), JSON.stringify(extension));
+      nc.publish(names.agentLease(id), JSON.stringify(extension));
     }
+  }
+
+  /** Extends every held agent's lease now, without waiting for the next renewal (after claims made at start). */
+  extendNow(): void {
+    if (!this.#o.ownership.lost) this.#extend();
   }
 
   async #failed(err: unknown): Promise<void> {

@@ -22,7 +22,6 @@ import { AgentRegistry } from '../lifecycle/agent-registry.js';
 import { SupervisorMetrics } from '../metrics/supervisor-metrics.js';
 import { NatsAccess } from '../nats-server/nats-access.js';
 import { type AgentOwnership } from '../ownership/agent-ownership.js';
-import { ClusterOwnership } from '../ownership/cluster-ownership.js';
 import { LocalOwnership } from '../ownership/local-ownership.js';
 import { ProcessManager } from '../pm2/process-manager.js';
 import { thymosBinPath } from '../pm2/thymos-bin.js';
@@ -33,8 +32,9 @@ import { worldControlApi } from '../world/world-api.js';
 import { openWorldDatabase } from '../world/world-database.js';
 import { WorldStore } from '../world/world-store.js';
 import { assembleFleet } from './fleet-assembly.js';
+import { openLease, watchLease } from './fleet-lease.js';
 import { type JobQueues, openJobQueues } from './job-queues.js';
-import { LeaseKeeper } from './lease-keeper.js';
+import type { LeaseKeeper } from './lease-keeper.js';
 import { closeNats, connectWithin, NATS_CONNECT_MS, refuseSecondSupervisor, watchRefusals } from './nats-links.js';
 import { supervisorControlApi } from './supervisor-control-api.js';
 import { eventHints, serveTextModels } from './text-models.js';
@@ -83,14 +83,13 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     const nc = await connectFleetNats(base);
     // Placement by lease: claims go to the fleet's KV bucket; the data lock taken above still keeps this data directory to one supervisor.
     const metrics = new SupervisorMetrics(config.host.name);
-    const lease = config.cluster.enabled ? await openLease(base, nc, local.registry, metrics) : undefined;
+    const lease = config.cluster.enabled
+      ? await openLease({ ...base, nc, registry: local.registry, domain: local.domain, metrics })
+      : undefined;
     const state = lease ? { ...local, ownership: lease.ownership } : local;
     const fleet = await startFleet(base, state, nc, metrics);
     const serving = await serve(base, state, nc, fleet, lease?.keeper);
-    lease?.keeper.attach({
-      audit: serving.audit,
-      stopAgents: (ids) => fleet.controller.abandon(ids, 'the lease of this host was lost: another host may hold the agent now'),
-    });
+    if (lease) await watchLease({ ...lease, ...fleet, audit: serving.audit, registry: state.registry, cleanup: base.cleanup });
     const stopper = new StopOnce(async (reason) => {
       logger.info({ reason }, 'supervisor stopping');
       for (const api of serving.apis) api.stop();
@@ -122,33 +121,6 @@ async function connectFleetNats({ config, natsUrl, names, logger, cleanup }: Bas
   await refuseSecondSupervisor(nc, names, natsUrl, config.host.name);
   if (readFleetInfo(config)?.managed_nats) await watchRefusals(config, natsUrl, logger, cleanup);
   return nc;
-}
-
-/**
- * This host's lease in the fleet's placement bucket (`[cluster] enabled`), renewed from now on, with
- * its agents' leases extended after each renewal. Refused (SUPERVISOR_ALREADY_RUNNING) while a live
- * supervisor holds this `[host] name`'s lease.
- */
-async function openLease(
-  { config, names, logger, cleanup }: Base,
-  nc: NatsConnection,
-  registry: AgentRegistry,
-  metrics: SupervisorMetrics,
-): Promise<{ ownership: ClusterOwnership; keeper: LeaseKeeper }> {
-  const ownership = await ClusterOwnership.open({
-    nc,
-    names,
-    host: config.host.name,
-    leaseMs: config.cluster.lease_ms,
-    replicas: config.cluster.replicas,
-    dataDir: config.dataPath,
-  });
-  cleanup.push(() => ownership.close());
-  const view = await ownership.view(logger);
-  const keeper = new LeaseKeeper({ ownership, view, config, nc, names, registry, logger, metrics });
-  cleanup.push(() => keeper.stop());
-  logger.info({ lease_ms: config.cluster.lease_ms, renew_ms: config.cluster.renew_ms }, 'lease taken: placement by lease');
-  return { ownership, keeper };
 }
 
 /** The running fleet: its controller with the agents adopted, the work queues, the world store and the pool. */

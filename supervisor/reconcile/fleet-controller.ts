@@ -17,7 +17,7 @@ import type { AgentTransitions } from '../lifecycle/agent-transitions.js';
 import { describeMove, emptyReport, moveCount, type Report, sortReport } from '../lifecycle/move-report.js';
 import type { PortAllocator } from '../lifecycle/port-allocator.js';
 import type { SupervisorMetrics } from '../metrics/supervisor-metrics.js';
-import type { AgentOwnership } from '../ownership/agent-ownership.js';
+import { type AgentOwnership, runsUnderClaim } from '../ownership/agent-ownership.js';
 import type { ProcessManager } from '../pm2/process-manager.js';
 import type { RelevanceEvaluator } from '../relevance/relevance-evaluator.js';
 import { decideStates, type Decision } from './decide-states.js';
@@ -95,7 +95,13 @@ export class FleetController {
   adopt(): Promise<{ adopted: string[]; lost: string[] }> {
     return this.#operations.run(async () => {
       const ids = await this.#claim();
-      const result = await adoptAgents({ ...this.#o, ids });
+      const notHeld = new Set([...this.#agents].filter((id) => !ids.includes(id)));
+      const result = await adoptAgents({
+        ...this.#o,
+        ids,
+        notHeld,
+        leaseFits: (id, lease) => runsUnderClaim(this.#o.ownership, id, lease),
+      });
       await this.#ensureConsumers(
         this.#o.registry
           .all()
@@ -116,12 +122,11 @@ export class FleetController {
     const granted: string[] = [];
     for (const id of this.#agents) {
       if (missingOnly && this.#o.ownership.holds(id) !== undefined) continue;
-      try {
-        await this.#o.ownership.claim(id);
-        granted.push(id);
-      } catch (err) {
-        this.#o.logger.warn({ agent: id, err: toThymosError(err).message }, 'agent not claimed: another supervisor owns it');
-      }
+      await this.#o.ownership.claim(id).then(
+        () => granted.push(id),
+        (err: unknown) =>
+          this.#o.logger.warn({ agent: id, err: toThymosError(err).message }, 'agent not claimed: another supervisor owns it'),
+      );
     }
     return granted;
   }
@@ -156,8 +161,7 @@ export class FleetController {
     const whole = this.#operations.run(async () => {
       queued.mark('queued');
       const clock = new PhaseClock();
-      // Under a lease, agents another host held (or this one lost) are claimed again: granted once that host's lease ended.
-      if (!options.dryRun) await this.#claim(true);
+      if (!options.dryRun && !options.only) await this.#claim(true); // under a lease, what another host held is granted once its lease ended
       const decisions = await this.decide(context, Date.now(), options.only);
       clock.mark('decide');
       this.#o.metrics.decisionSeconds.observe(clock.elapsed() / 1000);
@@ -283,16 +287,13 @@ export class FleetController {
   }
 
   /**
-   * The claims on `ids` were lost (another host ended this host's lease, or a renewal came too
-   * late): each that runs here is stopped without a snapshot (it has stopped itself at its fence, or
-   * is about to) and recorded Dormant with the reason. Safe to repeat: a stopped agent stays so.
+   * The claims on `ids` were lost, or their agents stopped themselves at their fence: each that runs is
+   * stopped with no snapshot and recorded Dormant with `reason`. Safe to repeat: a stopped agent stays so.
    */
   abandon(ids: readonly string[], reason: string): Promise<void> {
     return this.#operations.run(async () => {
-      for (const id of ids) {
-        const entry = this.#o.registry.get(id);
+      for (const entry of ids.map((id) => this.#o.registry.get(id)))
         if (entry && RUNNING(entry.state)) await this.#o.transitions.abandon(entry, reason);
-      }
       this.#o.metrics.setCounts(this.counts());
     });
   }

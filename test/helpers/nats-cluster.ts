@@ -22,8 +22,9 @@ export interface ClusterNode {
   /** Starts it again on its ports, with its JetStream store. */
   start(): Promise<void>;
   /**
-   * Cuts it off from the others, as a network partition would: restarted with no routes and its
-   * route port moved, so neither side reaches the other; its clients reconnect to it alone.
+   * Cuts it off from the others, as a network partition would: restarted with its route port moved
+   * and its routes to a port nobody listens on, so neither side reaches the other; its clients
+   * reconnect to it alone.
    */
   isolate(): Promise<void>;
   /** Restarted with its routes again: it rejoins the cluster. */
@@ -79,6 +80,8 @@ function clusterNode(
         `jetstream { store_dir: ${JSON.stringify(join(dir, name))} }`,
         'cluster {',
         '  name: thymos_test',
+        // Clients use the servers they are given, not the others a node would tell them of: a host cut off stays with its node.
+        '  no_advertise: true',
         `  listen: "127.0.0.1:${routePort}"`,
         `  routes: [${routes.map((port) => JSON.stringify(`nats-route://127.0.0.1:${port}`)).join(', ')}]`,
         '}',
@@ -118,7 +121,8 @@ function clusterNode(
     },
     async isolate() {
       await this.stop();
-      write(await freePort(), []);
+      // A JetStream cluster node refuses to start with no routes: one to a port nobody listens on.
+      write(await freePort(), [await freePort()]);
       await this.start();
     },
     async rejoin() {

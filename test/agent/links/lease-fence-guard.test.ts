@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
@@ -33,7 +35,7 @@ describe('LeaseFence guards', () => {
 import { LeaseFence } from ${module('agent/links/lease-fence.ts')};
 import { fenceAnswer } from ${module('agent/mcp/agent-http-server.ts')};
 const logger = { error() {}, warn() {}, info() {}, flush() {} };
-const fence = LeaseFence.arm({ ownershipToken: 1, fenceAt: Date.now() + 300 }, logger);
+const fence = LeaseFence.arm({ ownershipToken: 1, fenceAt: Date.now() + 300 }, 10000, logger);
 /** Holds the event loop past the fence, as a process paused (SIGSTOP) past it is held. */
 const hold = () => { const until = fence.fenceAt + 200; while (Date.now() < until); };
 const say = (line) => process.stdout.write(line + '\\n');
@@ -106,6 +108,52 @@ await new Promise(() => undefined);`,
     assert.equal(code, ExitCode.FENCED, out);
     assert.match(out, /held/);
     assert.doesNotMatch(out, /handled/);
+  });
+
+  test('a publish queued before the fence is not written to the socket after it', async () => {
+    const seen: string[] = [];
+    const sub = nc.subscribe('fence.queued', { callback: (_e, m) => void seen.push(m.string()) });
+    await nc.flush();
+    const { code, out } = await run(
+      'queued',
+      `const nc = await connect({ servers: ${JSON.stringify(nats.url)} });
+fence.guard(nc);
+await nc.flush();
+// Queued now, written once this turn of the loop ends: after the hold, past the fence.
+nc.publish('fence.queued', 'queued before the fence');
+hold();
+say('held');`,
+    );
+    assert.equal(code, ExitCode.FENCED, out);
+    assert.match(out, /held/);
+    await nc.flush();
+    sub.unsubscribe();
+    assert.deepEqual(seen, []);
+  });
+
+  test('an HTTP request after the fence is not made', async () => {
+    let requests = 0;
+    const server = createServer((_req, res) => {
+      requests++;
+      res.end('ok');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const { code, out } = await run(
+        'fetch',
+        `await fetch('http://127.0.0.1:${port}/before').then((r) => r.text());
+say('fetched before');
+hold();
+await fetch('http://127.0.0.1:${port}/after').then(() => say('fetched after'), () => say('refused'));`,
+      );
+      assert.equal(code, ExitCode.FENCED, out);
+      assert.match(out, /fetched before/);
+      assert.doesNotMatch(out, /fetched after|refused/);
+      assert.equal(requests, 1);
+    } finally {
+      server.close();
+    }
   });
 
   test('an HTTP answer written after the fence is not sent', async () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
+import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 
 import { isThymosError } from '../../../shared/errors/errors.js';
@@ -145,11 +146,42 @@ describe('ClusterOwnership: placement by lease in a replicated KV bucket', () =>
     await assert.rejects(other.claim('tomas_innkeeper'), notOwner(/held by host mill, whose lease is live/));
     // The same directory on the same machine (it holds the data lock): the earlier run is over; its agents go on under the new claim.
     const again = await host('mill', 1, 5000);
+    // Its earlier run's placement is still this host's: another host may not take it while the host's lease is live, whichever run it names.
+    await assert.rejects(other.claim('tomas_innkeeper'), notOwner(/held by host mill, whose lease is live/));
     const taken = await again.claim('tomas_innkeeper');
     assert.ok(taken > token);
     assert.equal(again.succeeded('tomas_innkeeper'), token, 'the claim it took over, which a running agent still names');
     await again.close();
     await other.close();
+  });
+
+  test('a placement bucket made on one node is brought to three when a host opens it with replicas 3', async () => {
+    const names1 = new FleetNames('scaled');
+    const one = await ClusterOwnership.open({
+      nc: await through(0),
+      names: names1,
+      host: 'a',
+      leaseMs: 5000,
+      replicas: 1,
+      dataDir: '/srv/a',
+    });
+    await one.claim('cal');
+    const jsm = await jetstreamManager(await through(1));
+    assert.equal((await jsm.streams.info('KV_SCALED_PLACEMENT')).config.num_replicas, 1);
+    const three = await ClusterOwnership.open({
+      nc: await through(1),
+      names: names1,
+      host: 'b',
+      leaseMs: 5000,
+      replicas: 3,
+      dataDir: '/srv/b',
+    });
+    const info = await jsm.streams.info('KV_SCALED_PLACEMENT');
+    assert.equal(info.config.num_replicas, 3);
+    assert.equal(info.cluster?.replicas?.filter((r) => r.current).length, 2, 'both new copies caught up');
+    await assert.rejects(three.claim('cal'), notOwner(/held by host a/), 'what the bucket held is kept');
+    await one.close();
+    await three.close();
   });
 
   test('with a node killed, claims and renewals go on through the other two', async () => {

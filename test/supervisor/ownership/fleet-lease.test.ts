@@ -115,7 +115,10 @@ describe('a fleet under a lease, its supervisor paused', () => {
       20_000,
       'the supervisor to find its lease lost and record its agent Dormant',
     );
-    assert.match(status.supervisor.lease!.lost!.reason, /renewed after its lease had ended|found its lease ended by another host/);
+    assert.match(
+      status.supervisor.lease!.lost!.reason,
+      /renewed after its lease had ended|renewed after its agents' fence had passed|found its lease ended by another host/,
+    );
     const row = status.agents.find((a) => a.id === 'elder_rowan')!;
     assert.equal(row.state, 'dormant');
     assert.equal(row.last_error?.code, 'LEASE_ENDED');
