@@ -12,6 +12,7 @@ import { parseArgs } from 'node:util';
 
 import { agentStartupScenario } from './agent-startup.js';
 import { clientImportScenario } from './client-import.js';
+import { clusterReconcileScenario } from './cluster-reconcile.js';
 import { embeddingScenario } from './embedding.js';
 import { eventDeliveryScenario } from './event-delivery.js';
 import { faultsScenario } from './faults.js';
@@ -52,6 +53,7 @@ const SCENARIOS: Scenario[] = [
   faultsScenario,
   fuzzScenario,
   leaseScenario,
+  clusterReconcileScenario,
 ];
 
 interface StoredResult extends ScenarioResult {
