@@ -94,7 +94,7 @@ export class FleetController {
    */
   adopt(): Promise<{ adopted: string[]; lost: string[] }> {
     return this.#operations.run(async () => {
-      const ids = await this.#claim();
+      const ids = (await this.#claim()).granted;
       const notHeld = new Set([...this.#agents].filter((id) => !ids.includes(id)));
       const result = await adoptAgents({
         ...this.#o,
@@ -102,12 +102,8 @@ export class FleetController {
         notHeld,
         leaseFits: (id, lease) => runsUnderClaim(this.#o.ownership, id, lease),
       });
-      await this.#ensureConsumers(
-        this.#o.registry
-          .all()
-          .filter((e) => e.state !== 'archived')
-          .map((e) => e.id),
-      );
+      const kept = this.#o.registry.all().filter((e) => e.state !== 'archived');
+      await this.#ensureConsumers(kept.map((e) => e.id));
       this.#o.metrics.setCounts(this.counts());
       this.#o.logger.info(result, 'fleet adopted');
       return result;
@@ -116,19 +112,20 @@ export class FleetController {
 
   /**
    * Claims every agent given: the ones granted are adopted and reconciled; one another supervisor holds
-   * is left alone, named in the log (a transition of an agent not held fails with NOT_OWNER).
+   * is left alone, named in the log and in `refused` (a transition of an agent not held fails with NOT_OWNER).
    */
-  async #claim(missingOnly = false): Promise<string[]> {
+  async #claim(missingOnly = false): Promise<{ granted: string[]; refused: Map<string, string> }> {
     const granted: string[] = [];
+    const refused = new Map<string, string>();
     for (const id of this.#agents) {
       if (missingOnly && this.#o.ownership.holds(id) !== undefined) continue;
       await this.#o.ownership.claim(id).then(
         () => granted.push(id),
-        (err: unknown) =>
-          this.#o.logger.warn({ agent: id, err: toThymosError(err).message }, 'agent not claimed: another supervisor owns it'),
+        (err: unknown) => refused.set(id, toThymosError(err).message),
       );
     }
-    return granted;
+    for (const [agent, err] of refused) this.#o.logger.warn({ agent, err }, 'agent not claimed: another supervisor owns it');
+    return { granted, refused };
   }
 
   /** Dormant agents keep what arrives: every agent not archived has its durable consumer. */
@@ -161,7 +158,10 @@ export class FleetController {
     const whole = this.#operations.run(async () => {
       queued.mark('queued');
       const clock = new PhaseClock();
-      if (!options.dryRun && !options.only) await this.#claim(true); // under a lease, what another host held is granted once its lease ended
+      // Under a lease, what another host held is granted once its lease ended; an agent of the context it still holds is named.
+      const { granted, refused } = !options.dryRun && !options.only ? await this.#claim(true) : { granted: [], refused: new Map() };
+      if (granted.length > 0) await this.#o.registry.ensure(granted).then(() => this.#ensureConsumers(granted));
+      for (const id of Object.keys(context.agents)) if (refused.has(id)) warnings.push(`${refused.get(id)}: not moved by this host`);
       const decisions = await this.decide(context, Date.now(), options.only);
       clock.mark('decide');
       this.#o.metrics.decisionSeconds.observe(clock.elapsed() / 1000);
