@@ -2,12 +2,18 @@ import { statSync } from 'node:fs';
 import { dirname, relative, resolve, sep } from 'node:path';
 
 import { resolveConfig } from '../agent/process/agent-process.js';
-import { fleetPaths } from '../shared/config/index.js';
+import { fleetPaths, type ThymosConfig } from '../shared/config/index.js';
 import { checkFleet } from '../shared/domain/index.js';
 import { ErrorCode, ThymosError } from '../shared/errors/index.js';
 import { agentIdentity, domainWork, ensureNatsIdentity, removeNatsIdentity, staleAgentIdentities } from '../shared/nats/index.js';
 import { FleetNames } from '../shared/protocol/index.js';
-import { natsAccountIncludeFile, retireNatsUsersInclude, writeNatsAccountInclude } from '../supervisor/nats-server/server-config.js';
+import { keysInCluster, withFleetKeys } from '../supervisor/nats-server/fleet-keys.js';
+import {
+  type AgentKeys,
+  natsAccountIncludeFile,
+  retireNatsUsersInclude,
+  writeNatsAccountInclude,
+} from '../supervisor/nats-server/server-config.js';
 import { commandNamed } from './command-book.js';
 import { parseCommandArgs } from './fleet-args.js';
 
@@ -42,15 +48,13 @@ export async function runNatsConfigCommand(argv: string[]): Promise<number> {
   const paths = fleetPaths(config.dataPath);
   const include = `include "${includePath(relative(dirname(server), natsAccountIncludeFile(paths)))}"`;
   const ids = Object.keys(domain.agents);
-  const made = (['supervisor', 'client', 'approver', 'spare', ...ids.map(agentIdentity)] as const).filter(
-    (who) => ensureNatsIdentity(config.dataPath, who).created,
-  );
-  // With no domain schema there is no domain to tell which agents left it: nothing is deleted.
-  const revoked = config.domainSchemaPath ? staleAgentIdentities(config.dataPath, ids) : [];
-  for (const id of revoked) removeNatsIdentity(config.dataPath, agentIdentity(id));
+  const { made, revoked, agents, cluster } = await settleIdentities(config, ids);
   const skipped: string[] = [];
-  const written = writeNatsAccountInclude(paths, { names: new FleetNames(config.fleet.name), work: domainWork(domain) }, (file, reason) =>
-    skipped.push(`${file}: ${reason}`),
+  const written = writeNatsAccountInclude(
+    paths,
+    { names: new FleetNames(config.fleet.name), work: domainWork(domain) },
+    (file, reason) => skipped.push(`${file}: ${reason}`),
+    agents,
   );
   const retired = retireNatsUsersInclude(paths);
   const report = {
@@ -64,6 +68,7 @@ export async function runNatsConfigCommand(argv: string[]): Promise<number> {
     include,
     retired: retired ?? null,
     identities: config.nats.identities,
+    keys: keysInCluster(config) ? (cluster ? 'cluster' : 'here, until the cluster admits the fleet') : 'here',
   };
   if (values.json) {
     process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
@@ -74,6 +79,12 @@ export async function runNatsConfigCommand(argv: string[]): Promise<number> {
     `${written.changed ? 'wrote' : 'unchanged'} ${written.file}: the account ${written.account}, ${written.who.length} users (${written.who.join(', ')})\n` +
       (made.length > 0 ? `made the identities ${made.join(', ')}\n` : '') +
       (revoked.length > 0 ? `deleted the identities of ${revoked.join(', ')}: no longer in the domain\n` : '') +
+      (report.keys === 'cluster'
+        ? `the agents' keys are in the cluster's key bucket ${new FleetNames(config.fleet.name).keysBucket}\n`
+        : '') +
+      (report.keys.startsWith('here,')
+        ? "the cluster cannot be read as the fleet yet: the agents' keys made here go into its key bucket at thymos up, once its servers include the account; every other host then needs only the fleet's secret and the supervisor's, client's, approver's and spare's keys\n"
+        : '') +
       (retired
         ? `emptied ${retired}, which held the users outside any account: remove its include from ${server}. The fleet's streams there stay in the server's default account; its JetStream in ${written.account} starts empty\n`
         : '') +
@@ -83,6 +94,52 @@ export async function runNatsConfigCommand(argv: string[]): Promise<number> {
         : `and set [nats] identities = true in ${config.file ?? 'thymos.toml'}, so the fleet connects as them\n`),
   );
   return 0;
+}
+
+/**
+ * Makes the fleet's identities that are missing here and deletes those of agents gone from the
+ * domain. A fleet that keeps its agents' keys in the cluster makes none the cluster's key bucket
+ * holds, puts those made here there at once and deletes there those of agents gone; `agents` is
+ * then every agent's public key there, and `cluster` false while the cluster does not admit the
+ * fleet yet (its keys stay here until `thymos up`). Run twice, the second makes and deletes nothing.
+ */
+async function settleIdentities(
+  config: ThymosConfig,
+  ids: readonly string[],
+): Promise<{ made: string[]; revoked: string[]; agents: AgentKeys | undefined; cluster: boolean }> {
+  const servers = config.nats.url!;
+  // A fleet on several hosts keeps its agents' keys in the cluster: those there are the fleet's, made by no host again.
+  const cluster = keysInCluster(config) ? await clusterKeys(config, servers) : undefined;
+  const inCluster = new Set(cluster?.map((k) => k.who));
+  const made = (['supervisor', 'client', 'approver', 'spare', ...ids.map(agentIdentity)] as const).filter(
+    (who) => !inCluster.has(who) && ensureNatsIdentity(config.dataPath, who).created,
+  );
+  // With no domain schema there is no domain to tell which agents left it: nothing is deleted.
+  const revoked = config.domainSchemaPath ? staleAgentIdentities(config.dataPath, ids) : [];
+  for (const id of revoked) removeNatsIdentity(config.dataPath, agentIdentity(id));
+  // The keys made here go into the cluster's bucket at once; those of agents gone from the domain leave it.
+  const agents = cluster
+    ? await withFleetKeys(config, servers, async (keys) => {
+        await keys.publish(config.dataPath, ids);
+        if (config.domainSchemaPath) revoked.push(...(await keys.retain(ids)).filter((id) => !revoked.includes(id)));
+        return await keys.publicKeys();
+      })
+    : undefined;
+  return { made, revoked, agents, cluster: cluster !== undefined };
+}
+
+/**
+ * The agents' public keys in the cluster's key bucket, or undefined when the cluster does not
+ * admit the fleet yet (its servers do not include the account): the fleet being set up. The
+ * fleet's secret unset is an error either way.
+ */
+async function clusterKeys(config: ThymosConfig, servers: string): Promise<AgentKeys | undefined> {
+  try {
+    return await withFleetKeys(config, servers, (keys) => keys.publicKeys());
+  } catch (err) {
+    if (err instanceof ThymosError && err.code === ErrorCode.NATS_UNAVAILABLE) return undefined;
+    throw err;
+  }
 }
 
 /**

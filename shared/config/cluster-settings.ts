@@ -30,6 +30,17 @@ export const ClusterSettingsSchema = z
      */
     fence_margin_ms: z.number().int().min(100).max(300_000).default(2000),
     /**
+     * The environment variable holding the secret (at least 32 characters, e.g. `openssl rand
+     * -base64 32`) that seals each agent's NATS key in the cluster's key bucket (`<FLEET>_KEYS`),
+     * so that a host holds only the keys of the agents it runs. Read by every host's supervisor
+     * and by `thymos nats-config`, and only with `enabled` and `[nats] identities`.
+     * @default "THYMOS_FLEET_KEY"
+     */
+    key_env: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'expected the name of an environment variable (letters, digits and _)' })
+      .default('THYMOS_FLEET_KEY'),
+    /**
      * How many nodes of the nats-server cluster keep each stream the fleet makes (events, heard
      * copies, inboxes, work queues, dead letters), each node a whole copy. With 3, every write
      * nats-server acknowledged outlives the loss of one node and the fleet goes on through it.

@@ -18,6 +18,7 @@ export { consumeLong, LONG_PULL, type PullTiming } from './long-pull.js';
 export {
   admission,
   connectNats,
+  connectOnce,
   connectsAs,
   logRefusals,
   type NatsConnection,
@@ -38,11 +39,13 @@ export {
   type NatsIdentity,
   natsIdentityFile,
   natsInboxPrefix,
+  natsPublicKey,
   natsSecretsDir,
   nkeySigner,
   readNatsSeed,
   removeNatsIdentity,
   staleAgentIdentities,
+  writeNatsSeed,
 } from './nats-identity.js';
 export { domainWork, natsPermissions, type NatsUserPermissions, type NatsWork } from './nats-permissions.js';
 export { ownDelivery } from './own-delivery.js';

@@ -115,13 +115,27 @@ export async function admission(
   ms: number,
 ): Promise<{ outcome: 'admitted' | 'refused' | 'unreachable'; reason?: string }> {
   try {
-    const nc = await connect({ servers: serverList(servers), ...linkOptions(link, servers), maxReconnectAttempts: 0, timeout: ms });
+    const nc = await connectOnce(servers, link, ms);
     await nc.close();
     return { outcome: 'admitted' };
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err);
     return { outcome: /authorization violation/i.test(reason) ? 'refused' : 'unreachable', reason };
   }
+}
+
+/**
+ * A connection for one short task (a command's): tried once, failing within `ms` rather than
+ * trying again, and never reconnecting. With `who`, its replies come to that identity's inboxes.
+ */
+export function connectOnce(servers: string, link: NatsLink, ms: number, who?: NatsIdentity): Promise<NatsConnection> {
+  return connect({
+    servers: serverList(servers),
+    ...linkOptions(link, servers),
+    maxReconnectAttempts: 0,
+    timeout: ms,
+    ...(who ? { inboxPrefix: natsInboxPrefix(who) } : {}),
+  });
 }
 
 /** Whether a request failed because nobody listens on its subject (as opposed to a timeout). */

@@ -141,14 +141,29 @@ function readCredentials(file: string): Uint8Array {
  * twice makes nothing the second time.
  */
 export function ensureNatsIdentity(dataPath: string, who: NatsIdentity): { publicKey: string; created: boolean } {
-  const dir = natsSecretsDir(dataPath);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  chmodSync(dir, 0o700);
   const existing = readNatsSeed(dataPath, who);
   if (existing) return { publicKey: userKey(existing)!.nkey, created: false };
   const seed = Codec.encodeSeed(Prefix.User, new Uint8Array(randomBytes(32)));
-  writeAtomic(natsIdentityFile(dataPath, who), `${new TextDecoder().decode(seed)}\n`, 0o600);
+  writeNatsSeed(dataPath, who, seed);
   return { publicKey: userKey(seed)!.nkey, created: true };
+}
+
+/**
+ * Writes identity `who`'s seed to its file (mode 0600, in a folder of mode 0700) through a
+ * temporary file, so a crash leaves the old file or the new one, whole. Writing the same seed
+ * again changes nothing.
+ */
+export function writeNatsSeed(dataPath: string, who: NatsIdentity, seed: Uint8Array): void {
+  if (!userKey(seed)) throw new ThymosError(ErrorCode.CONFIG_INVALID, `the NATS identity ${who} must be a user nkey seed (SU…)`);
+  const dir = natsSecretsDir(dataPath);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  chmodSync(dir, 0o700);
+  writeAtomic(natsIdentityFile(dataPath, who), `${new TextDecoder().decode(seed)}\n`, 0o600);
+}
+
+/** The public key (U…) of a user seed, or undefined when `seed` is none. */
+export function natsPublicKey(seed: Uint8Array): string | undefined {
+  return userKey(seed)?.nkey;
 }
 
 /** The agents that have an identity but are not among `ids` (agents gone from the domain): theirs are to be deleted. */

@@ -44,6 +44,8 @@ export class FleetNames {
   readonly concepts: string;
   /** KV bucket of a fleet on several hosts: each host's lease and which host holds which agent, e.g. `THYMOS_PLACEMENT`. */
   readonly placementBucket: string;
+  /** KV bucket of a fleet on several hosts: each agent's NATS key, sealed, for the host that starts it, e.g. `THYMOS_KEYS`. */
+  readonly keysBucket: string;
 
   constructor(fleet: string = DEFAULT_FLEET_NAME) {
     this.fleet = FleetNameSchema.parse(fleet);
@@ -61,6 +63,7 @@ export class FleetNames {
     this.embedInfo = `${fleet}.embed.info`;
     this.concepts = `${fleet}.concepts`;
     this.placementBucket = `${streamPrefix}_PLACEMENT`;
+    this.keysBucket = `${streamPrefix}_KEYS`;
     Object.freeze(this);
   }
 

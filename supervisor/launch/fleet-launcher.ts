@@ -19,6 +19,7 @@ import {
 } from '../../shared/nats/index.js';
 import { isAlive, portTaken, readLockPid, withDeadline } from '../../shared/platform/index.js';
 import { FleetNames, type ProgressMessage, type ReconcileReport } from '../../shared/protocol/index.js';
+import { FleetKeys, keysInCluster, withFleetKeys } from '../nats-server/fleet-keys.js';
 import { findNatsServer } from '../nats-server/server-binary.js';
 import {
   natsAccountIncludeFile,
@@ -169,7 +170,8 @@ async function checkOwnServer(config: ThymosConfig, paths: FleetPaths, users: Na
       `the nats-server at ${url} admits connections with no identity, so the fleet's users are not in force there: ${fix}`,
     );
   // What the server includes must say what each identity may do today: after an upgrade, or a change of the agents' work, it says otherwise.
-  if (config.nats.identities && !natsAccountIncludeIsCurrent(paths, users)) {
+  const agents = keysInCluster(config) ? await withFleetKeys(config, url, (keys) => keys.publicKeys()) : undefined;
+  if (config.nats.identities && !natsAccountIncludeIsCurrent(paths, users, agents)) {
     throw new ThymosError(
       ErrorCode.NATS_UNAVAILABLE,
       `${natsAccountIncludeFile(paths)} does not say what the fleet's identities may do today (Thymos was upgraded, or the agents' work changed): ${fix}`,
@@ -311,6 +313,8 @@ export async function downFleet(
         await pm.delete(app.name);
       }
     }
+    // Kept in the cluster, the agents' keys leave this host with its agents.
+    if (keysInCluster(config)) FleetKeys.keepOnly(config.dataPath, () => false);
     step('stopping the supervisor');
     await pm.delete(Pm2Names.supervisor);
     if (await pm.describe(Pm2Names.nats)) {

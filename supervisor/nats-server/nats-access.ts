@@ -16,6 +16,7 @@ import {
 import { isAlive, type Logger } from '../../shared/platform/index.js';
 import { logOffset, settledLog } from '../pm2/log-tail.js';
 import type { ProcessManager } from '../pm2/process-manager.js';
+import type { FleetKeys } from './fleet-keys.js';
 import { type NatsUsers, reloadNatsUsers, writeNatsServerConfig } from './server-config.js';
 
 export interface NatsAccessOptions {
@@ -26,6 +27,11 @@ export interface NatsAccessOptions {
   logger: Logger;
   /** What the server's users may do (`natsPermissions`): the fleet's names and each agent's work. */
   users: NatsUsers;
+  /**
+   * The cluster's key bucket, when the fleet keeps its agents' keys there (`keysInCluster`): an
+   * agent's key is taken from it as the agent starts here, and deleted from here as it stops.
+   */
+  keys?: FleetKeys | undefined;
 }
 
 /** How long a reload of the server's users may take to admit a new identity. */
@@ -92,6 +98,7 @@ export class NatsAccess {
    * tries again).
    */
   grant(id: string): Promise<void> {
+    if (this.#o.keys) return this.#clusterGrant(this.#o.keys, id);
     if (!this.managed) return this.#ownServerGrant(id);
     return this.#serial(async () => {
       const t0 = performance.now();
@@ -154,6 +161,23 @@ export class NatsAccess {
 
   readonly #skipped = (file: string, reason: string) =>
     this.#o.logger.warn({ file, reason }, "a NATS identity file was left out of the server's users");
+
+  /**
+   * Agent `id` stopped on this host: with its key kept in the cluster, this host's copy is deleted
+   * (it is taken again at its next start here). Otherwise nothing: the host keeps every key.
+   */
+  release(id: string): void {
+    if (this.#o.keys) removeNatsIdentity(this.#o.paths.data, agentIdentity(id));
+  }
+
+  /** With its key in the cluster's bucket, an agent starts with it written here; with none there, it does not start. */
+  async #clusterGrant(keys: FleetKeys, id: string): Promise<void> {
+    if (await keys.fetch(this.#o.paths.data, id)) return;
+    throw new ThymosError(
+      ErrorCode.AGENT_START_FAILED,
+      `${id} has no NATS key in the cluster's key bucket ${this.#o.users.names.keysBucket}: run thymos nats-config on a host of the fleet, then give every nats-server of the cluster the account it writes and reload them`,
+    );
+  }
 
   /** On a server the user runs with the fleet's users (`[nats] identities`), an agent must have its key already: Thymos cannot give that server a new user. */
   async #ownServerGrant(id: string): Promise<void> {

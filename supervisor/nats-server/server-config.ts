@@ -96,8 +96,9 @@ export function writeNatsAccountInclude(
   paths: FleetPaths,
   users: NatsUsers,
   skipped?: (file: string, reason: string) => void,
+  agents?: AgentKeys,
 ): { file: string; changed: boolean; account: string; who: string[] } {
-  const { text, who } = natsAccountInclude(paths, users, skipped);
+  const { text, who } = natsAccountInclude(paths, users, skipped, agents);
   return { ...writeIfChanged(natsAccountIncludeFile(paths), text, 0o644), account: natsFleetAccount(users.names), who };
 }
 
@@ -105,10 +106,16 @@ export function writeNatsAccountInclude(
  * Whether `data/run/nats-account.conf` is what `thymos nats-config` would write now: not so once
  * what an identity may do has changed (another Thymos, or a domain whose agents' work changed).
  */
-export function natsAccountIncludeIsCurrent(paths: FleetPaths, users: NatsUsers): boolean {
+export function natsAccountIncludeIsCurrent(paths: FleetPaths, users: NatsUsers, agents?: AgentKeys): boolean {
   const file = natsAccountIncludeFile(paths);
-  return existsSync(file) && readFileSync(file, 'utf8') === natsAccountInclude(paths, users).text;
+  return existsSync(file) && readFileSync(file, 'utf8') === natsAccountInclude(paths, users, undefined, agents).text;
 }
+
+/**
+ * The agents' public keys of a fleet that keeps them in the cluster (`FleetKeys.publicKeys`): the
+ * account holds them, whichever host writes it, beside the identities of this data directory.
+ */
+export type AgentKeys = ReadonlyArray<{ who: NatsIdentity; publicKey: string }>;
 
 /**
  * `data/run/nats-users.conf`, which Thymos before accounts per fleet wrote: a top-level
@@ -130,9 +137,14 @@ function natsAccountInclude(
   paths: FleetPaths,
   users: NatsUsers,
   skipped?: (file: string, reason: string) => void,
+  agents?: AgentKeys,
 ): { text: string; who: string[] } {
   // The system identity is the managed server's own: a server you run has its own system account.
-  const identities = listNatsIdentities(paths.data, skipped).filter((i) => i.who !== 'system');
+  const local = listNatsIdentities(paths.data, skipped).filter((i) => i.who !== 'system');
+  // The cluster's key for an agent is the fleet's, whatever this host holds.
+  const byWho = new Map(local.map((i) => [i.who, i]));
+  for (const a of agents ?? []) byWho.set(a.who, a);
+  const identities = agents ? [...byWho.values()].sort((a, b) => (a.who < b.who ? -1 : a.who > b.who ? 1 : 0)) : local;
   const text = [
     // JSON quoting keeps a line break in the path from ending the comment.
     `# The account of the Thymos fleet ${JSON.stringify(users.names.fleet)} whose data directory is`,

@@ -20,6 +20,7 @@ import { AgentLink } from '../lifecycle/agent-link.js';
 import { AgentPool, type AgentPoolOptions } from '../lifecycle/agent-pool.js';
 import { AgentRegistry } from '../lifecycle/agent-registry.js';
 import { SupervisorMetrics } from '../metrics/supervisor-metrics.js';
+import { FleetKeys, fleetKeySecret, keysInCluster } from '../nats-server/fleet-keys.js';
 import { NatsAccess } from '../nats-server/nats-access.js';
 import { type AgentOwnership } from '../ownership/agent-ownership.js';
 import { LocalOwnership } from '../ownership/local-ownership.js';
@@ -166,11 +167,16 @@ async function startFleet(
     cleanup,
   );
   // Every agent of the domain gets its NATS identity; one that left the domain loses its own.
-  const access = new NatsAccess({ config, paths, processes, natsUrl, logger, users: { names, work: domainWork(domain) } });
+  const keys = await openAgentKeys(base, nc, domain, processes);
+  const access = new NatsAccess({ config, paths, processes, natsUrl, logger, users: { names, work: domainWork(domain) }, keys });
   await access.sync(Object.keys(domain.agents));
+  const onStopped = (id: string) => {
+    access.release(id);
+    return world.endOwner(id);
+  };
   const started = assembleFleet({
     ...{ config, domain, paths, registry, processes, nc, names, link, natsUrl, evaluator, metrics, logger, thymosBin },
-    ...{ ownership, jsm, pool, access, onStopped: (id) => world.endOwner(id) },
+    ...{ ownership, jsm, pool, access, onStopped },
   });
   controller = started;
   await started.adopt();
@@ -183,6 +189,31 @@ async function startFleet(
       cleanup,
     );
   return { controller: started, processes, link, metrics, jobs, world, pool };
+}
+
+/**
+ * With the agents' keys kept in the cluster (`keysInCluster`): the keys this host holds of the
+ * domain's agents are put in the key bucket, and every agent key of an agent not running here is
+ * deleted from this host, which takes each again from the bucket as the agent starts here.
+ */
+async function openAgentKeys(
+  { config, paths, names, logger }: Base,
+  nc: NatsConnection,
+  domain: DomainSchema,
+  processes: ProcessManager,
+): Promise<FleetKeys | undefined> {
+  if (!keysInCluster(config)) return undefined;
+  const keys = await FleetKeys.open({ nc, names, replicas: config.cluster.replicas, secret: fleetKeySecret(config) });
+  const { published, replaced } = await keys.publish(paths.data, Object.keys(domain.agents));
+  const online = new Set((await processes.list()).filter((p) => p.status === 'online').map((p) => p.name));
+  const deleted = FleetKeys.keepOnly(paths.data, (id) => online.has(Pm2Names.agent(id)));
+  logger.info({ published, deleted }, "the agents' NATS keys are kept in the cluster's key bucket");
+  if (replaced.length > 0)
+    logger.warn(
+      { agents: replaced },
+      "the cluster's key bucket held other keys for these agents than this host did: the bucket's are kept (run thymos nats-config to write the account with them)",
+    );
+  return keys;
 }
 
 /**

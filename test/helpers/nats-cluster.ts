@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 
 import { jetstreamManager } from '@nats-io/jetstream';
-import { connect } from '@nats-io/transport-node';
+import { type Authenticator, connect, nkeyAuthenticator } from '@nats-io/transport-node';
 
 import { withDeadline } from '../../shared/platform/deadline.js';
 import { eventually } from './fleet.js';
@@ -41,20 +41,31 @@ export interface TestNatsCluster {
   stop(): Promise<void>;
 }
 
+/** A cluster whose nodes admit a fleet's users only: its account file, and a seed the helper connects with. */
+export interface ClusterAccount {
+  /** A fleet's `data/run/nats-account.conf`, included in every node's `accounts` block. */
+  file: string;
+  /** The seed of a user in it with JetStream (the supervisor's), for the helper's own checks. */
+  seed: Uint8Array;
+}
+
 /**
  * Starts a cluster of `size` nats-server nodes (routes between them all on 127.0.0.1, JetStream in
- * a temporary folder each), and waits until JetStream answers on every node.
+ * a temporary folder each), and waits until JetStream answers on every node. With `account`,
+ * every node admits that account's users and nobody else.
  */
-export async function startNatsCluster(size = 3): Promise<TestNatsCluster> {
+export async function startNatsCluster(size = 3, account?: ClusterAccount): Promise<TestNatsCluster> {
   const dir = tempDir('thymos-cluster-');
   const ports = await Promise.all(Array.from({ length: size }, async () => ({ client: await freePort(), route: await freePort() })));
-  const nodes = ports.map((p, i) => clusterNode(dir, `n${i + 1}`, p, ports));
+  const auth = account ? nkeyAuthenticator(account.seed) : undefined;
+  const include = account ? [`accounts { include ${JSON.stringify(relative(dir, account.file))} }`] : [];
+  const nodes = ports.map((p, i) => clusterNode(dir, `n${i + 1}`, p, ports, include, auth));
   for (const node of nodes) await node.start();
   const cluster: TestNatsCluster = {
     nodes,
     urls: nodes.map((n) => n.url).join(','),
     async ready(i?: number) {
-      for (const node of i === undefined ? nodes : [nodes[i]!]) await jetStreamAnswers(node.url, size);
+      for (const node of i === undefined ? nodes : [nodes[i]!]) await jetStreamAnswers(node.url, size, auth);
     },
     async stop() {
       for (const node of nodes) await node.stop();
@@ -69,6 +80,8 @@ function clusterNode(
   name: string,
   own: { client: number; route: number },
   all: ReadonlyArray<{ client: number; route: number }>,
+  include: readonly string[],
+  authenticator: Authenticator | undefined,
 ): ClusterNode {
   const config = join(dir, `${name}.conf`);
   const write = (routePort: number, routes: readonly number[]) =>
@@ -78,6 +91,7 @@ function clusterNode(
         `server_name: ${name}`,
         `listen: "127.0.0.1:${own.client}"`,
         `jetstream { store_dir: ${JSON.stringify(join(dir, name))} }`,
+        ...include,
         'cluster {',
         '  name: thymos_test',
         // Clients use the servers they are given, not the others a node would tell them of: a host cut off stays with its node.
@@ -111,7 +125,9 @@ function clusterNode(
       await eventually(
         async () => {
           if (c.exitCode !== null) throw new Error(`nats-server ${name} exited: ${stderr}`);
-          const nc = await connect({ servers: url, maxReconnectAttempts: 0 }).catch(() => undefined);
+          const nc = await connect({ servers: url, maxReconnectAttempts: 0, ...(authenticator ? { authenticator } : {}) }).catch(
+            () => undefined,
+          );
           await nc?.close();
           return nc ? true : undefined;
         },
@@ -155,10 +171,12 @@ function clusterNode(
  * Waits until a stream of `replicas` can be made through `url`: the cluster has a meta leader, the
  * node knows it, and every peer has joined (before that, nats-server finds "no suitable peers").
  */
-async function jetStreamAnswers(url: string, replicas: number): Promise<void> {
+async function jetStreamAnswers(url: string, replicas: number, authenticator: Authenticator | undefined): Promise<void> {
   await eventually(
     async () => {
-      const nc = await connect({ servers: url, maxReconnectAttempts: 0 }).catch(() => undefined);
+      const nc = await connect({ servers: url, maxReconnectAttempts: 0, ...(authenticator ? { authenticator } : {}) }).catch(
+        () => undefined,
+      );
       if (!nc) return undefined;
       try {
         const jsm = await jetstreamManager(nc, { timeout: 2000 });
