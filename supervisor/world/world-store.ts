@@ -42,6 +42,8 @@ export interface WorldStoreOptions {
   names?: FleetNames;
   leaseMs: number;
   maxSubscriptions: number;
+  /** Most live subscriptions one owner runs at once, so one agent cannot take every one. */
+  maxSubscriptionsPerOwner: number;
   logger: Logger;
 }
 
@@ -172,12 +174,7 @@ export class WorldStore {
     const filter: WorldFilter = { table: request.table, where: request.where };
     const existing =
       request.key === undefined ? undefined : [...this.#subs.values()].find((s) => s.owner === request.owner && s.key === request.key);
-    if (!existing && this.#subs.size >= this.#o.maxSubscriptions) {
-      throw new ThymosError(
-        ErrorCode.CAPACITY_EXCEEDED,
-        `the world store already runs ${this.#subs.size} live subscriptions ([world] max_subscriptions = ${this.#o.maxSubscriptions})`,
-      );
-    }
+    if (!existing) this.#checkRoom(request.owner);
     const sub: Subscription = existing ?? {
       sub: randomUUID(),
       filter,
@@ -195,6 +192,25 @@ export class WorldStore {
     this.#subs.set(sub.sub, sub);
     await this.#live.join(sub);
     return { sub: sub.sub, subject: this.#names.worldLive(sub.sub), lease_ms: this.#o.leaseMs };
+  }
+
+  /** CAPACITY_EXCEEDED when the store, or `owner`, runs as many live subscriptions as it may. */
+  #checkRoom(owner: string): void {
+    const { maxSubscriptions: max, maxSubscriptionsPerOwner: perOwner } = this.#o;
+    if (this.#subs.size >= max) {
+      throw new ThymosError(
+        ErrorCode.CAPACITY_EXCEEDED,
+        `the world store already runs ${this.#subs.size} live subscriptions ([world] max_subscriptions = ${max})`,
+      );
+    }
+    let owned = 0;
+    for (const s of this.#subs.values()) if (s.owner === owner) owned += 1;
+    if (owned >= perOwner) {
+      throw new ThymosError(
+        ErrorCode.CAPACITY_EXCEEDED,
+        `${owner} already runs ${owned} live subscriptions ([world] max_subscriptions_per_owner = ${perOwner}); end one first`,
+      );
+    }
   }
 
   /**
