@@ -87,7 +87,8 @@ export interface Fleet {
   history(id: string, limit?: number): Promise<TransitionRecord[]>;
   /**
    * Calls `onDecision` with what agents that reason about events (`reason_on_events`) decided,
-   * as they decide; one agent's when `agent` is given. Stops with `close()`.
+   * as they decide; one agent's when `agent` is given. A decision that names another agent than
+   * the one whose subject it came on is dropped. Stops with `close()`.
    */
   decisions(onDecision: (decision: EventDecision) => void, options?: { agent?: string }): { close(): void };
   /**
@@ -263,7 +264,9 @@ class FleetClient implements Fleet {
         // An agent publishes its decisions with no reply: one with a reply was sent some other way (a JetStream delivery aimed here).
         if (err || msg.reply) return;
         const parsed = EventDecisionSchema.safeParse(parseJsonOrUndefined(msg.string()));
-        if (parsed.success) onDecision(parsed.data);
+        // Only an agent may publish on its own subject, but what it writes is its own: a decision
+        // naming another agent than the subject's is dropped, never passed on as that agent's.
+        if (parsed.success && msg.subject === this.#names.agentDecision(parsed.data.agent)) onDecision(parsed.data);
       },
     });
     return { close: () => sub.unsubscribe() };

@@ -256,6 +256,8 @@ export const WorldSettingsSchema = z
     lease_ms: ms(1000, 3_600_000, 30_000),
     /** Most live subscriptions at once. @default 1000 */
     max_subscriptions: z.number().int().min(1).max(100_000).default(1000),
+    /** Most live subscriptions one owner runs at once: an agent, or one fleet client; no agent can take them all. @default 100 */
+    max_subscriptions_per_owner: z.number().int().min(1).max(100_000).default(100),
   })
   .strict();
 

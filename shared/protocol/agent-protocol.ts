@@ -1,6 +1,7 @@
 import { z } from 'zod';
 
 import { AgentIdSchema } from '../domain/domain-schema.js';
+import { ToolNameSchema } from '../domain/tool-schema.js';
 import { WireErrorSchema } from '../errors/errors.js';
 import { ApprovalDecisionSchema, CallStatusSchema, ToolCallRecordSchema } from './tool-call.js';
 
@@ -114,9 +115,12 @@ export const AgentStatusMessageSchema = z.object({
   rss_bytes: z.number().int().optional(),
   /** The fencing token it was started under (its start context's `ownershipToken`); absent when started without one. */
   token: z.number().int().positive().optional(),
-  /** Its declared tools' calls since the process started, by tool and how they ended; absent when it made none. */
+  /**
+   * Its declared tools' calls since the process started, by tool and how they ended; absent when it
+   * made none. The supervisor counts only the tools the domain grants the agent.
+   */
   tool_calls: z
-    .array(z.object({ tool: z.string(), status: CallStatusSchema, count: z.number().int().min(0) }))
+    .array(z.object({ tool: ToolNameSchema, status: CallStatusSchema, count: z.number().int().min(0) }))
     .max(10_000)
     .optional(),
 });

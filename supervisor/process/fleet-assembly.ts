@@ -6,7 +6,7 @@ import { aliasTable, type DomainSchema } from '../../shared/domain/index.js';
 import type { Logger } from '../../shared/platform/index.js';
 import type { FleetNames } from '../../shared/protocol/index.js';
 import { AgentArchive } from '../lifecycle/agent-archive.js';
-import { AgentHeartbeats } from '../lifecycle/agent-heartbeats.js';
+import { AgentHeartbeats, grantedToolNames } from '../lifecycle/agent-heartbeats.js';
 import type { AgentLink } from '../lifecycle/agent-link.js';
 import type { AgentPool } from '../lifecycle/agent-pool.js';
 import type { AgentRegistry } from '../lifecycle/agent-registry.js';
@@ -61,7 +61,7 @@ export function assembleFleet(o: FleetAssemblyOptions): FleetController {
     host: o.config.agent.host,
     pinned: fleetPorts(o.domain, o.config),
   });
-  const heartbeats = new AgentHeartbeats();
+  const heartbeats = new AgentHeartbeats(grantedToolNames(o.domain));
   const starter = new AgentStarter({ ...o, ports, aliases: aliasTable(o.domain) });
   const archive = new AgentArchive(o.paths, o.archives);
   const transitions = new AgentTransitions({ ...o, ports, archive, starter, heartbeats });

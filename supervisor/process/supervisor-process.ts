@@ -157,6 +157,7 @@ async function startFleet(
     names,
     leaseMs: config.world.lease_ms,
     maxSubscriptions: config.world.max_subscriptions,
+    maxSubscriptionsPerOwner: config.world.max_subscriptions_per_owner,
     logger,
   });
   cleanup.push(() => world.close());

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 
 import type { NatsConnection } from '@nats-io/transport-node';
-import { BoundQuery, expr, type LiveMessage, type LiveSubscription, RecordId, type Surreal, Table } from 'surrealdb';
+import { BoundQuery, expr, RecordId, type Surreal } from 'surrealdb';
 import { type z } from 'zod';
 
 import {
@@ -18,11 +18,11 @@ import {
   DEFAULT_FLEET_NAMES,
   type FleetNames,
   parseJsonOrUndefined,
-  type WorldChange,
   type WorldQuery,
   type WorldRow,
   type WorldSubscriptionInfo,
 } from '../../shared/protocol/index.js';
+import { type LiveMember, WorldLiveQueries } from './world-live-queries.js';
 import { conditionOf, tableDefinition, toWorldRow } from './world-surql.js';
 
 const SUBSCRIPTION_SCHEMA = `
@@ -42,26 +42,15 @@ export interface WorldStoreOptions {
   names?: FleetNames;
   leaseMs: number;
   maxSubscriptions: number;
+  /** Most live subscriptions one owner runs at once, so one agent cannot take every one. */
+  maxSubscriptionsPerOwner: number;
   logger: Logger;
 }
 
-interface Subscription {
-  sub: string;
-  filter: WorldFilter;
+interface Subscription extends LiveMember {
   owner: string;
   key: string | undefined;
   leaseUntil: number;
-  /** The shared live query it listens to, while it runs. */
-  group: LiveGroup | undefined;
-}
-
-/** One `LIVE SELECT` shared by every subscription with the same table and conditions. */
-interface LiveGroup {
-  key: string;
-  table: string;
-  live: LiveSubscription;
-  stopRelay: () => void;
-  members: Set<Subscription>;
 }
 
 /**
@@ -78,7 +67,7 @@ export class WorldStore {
   readonly #o: WorldStoreOptions;
   readonly #names: FleetNames;
   readonly #subs = new Map<string, Subscription>();
-  readonly #groups = new Map<string, LiveGroup>();
+  readonly #live: WorldLiveQueries;
   readonly #rowSchemas = new Map<string, { full: z.ZodType<Record<string, unknown>>; partial: z.ZodType<Record<string, unknown>> }>();
   #sweeper: NodeJS.Timeout | undefined;
   #closed = false;
@@ -86,6 +75,7 @@ export class WorldStore {
   private constructor(options: WorldStoreOptions) {
     this.#o = options;
     this.#names = options.names ?? DEFAULT_FLEET_NAMES;
+    this.#live = new WorldLiveQueries({ ...options, names: this.#names });
     for (const [name, table] of Object.entries(options.tables)) {
       this.#rowSchemas.set(name, { full: worldRowFieldsSchema(table), partial: worldRowFieldsSchema(table, true) });
     }
@@ -184,30 +174,43 @@ export class WorldStore {
     const filter: WorldFilter = { table: request.table, where: request.where };
     const existing =
       request.key === undefined ? undefined : [...this.#subs.values()].find((s) => s.owner === request.owner && s.key === request.key);
-    if (!existing && this.#subs.size >= this.#o.maxSubscriptions) {
-      throw new ThymosError(
-        ErrorCode.CAPACITY_EXCEEDED,
-        `the world store already runs ${this.#subs.size} live subscriptions ([world] max_subscriptions = ${this.#o.maxSubscriptions})`,
-      );
-    }
+    if (!existing) this.#checkRoom(request.owner);
     const sub: Subscription = existing ?? {
       sub: randomUUID(),
       filter,
       owner: request.owner,
       key: request.key,
       leaseUntil: 0,
-      group: undefined,
     };
     sub.leaseUntil = Date.now() + this.#o.leaseMs;
-    if (existing) await this.#stopLive(existing);
+    if (existing) await this.#live.leave(existing);
     sub.filter = filter;
     await this.#run('UPSERT $rid CONTENT $row RETURN NONE', {
       rid: new RecordId('live_subscription', sub.sub),
       row: { table: filter.table, where: JSON.stringify(filter.where), owner: sub.owner, key: sub.key, created_at: Date.now() },
     });
     this.#subs.set(sub.sub, sub);
-    await this.#startLive(sub);
+    await this.#live.join(sub);
     return { sub: sub.sub, subject: this.#names.worldLive(sub.sub), lease_ms: this.#o.leaseMs };
+  }
+
+  /** CAPACITY_EXCEEDED when the store, or `owner`, runs as many live subscriptions as it may. */
+  #checkRoom(owner: string): void {
+    const { maxSubscriptions: max, maxSubscriptionsPerOwner: perOwner } = this.#o;
+    if (this.#subs.size >= max) {
+      throw new ThymosError(
+        ErrorCode.CAPACITY_EXCEEDED,
+        `the world store already runs ${this.#subs.size} live subscriptions ([world] max_subscriptions = ${max})`,
+      );
+    }
+    let owned = 0;
+    for (const s of this.#subs.values()) if (s.owner === owner) owned += 1;
+    if (owned >= perOwner) {
+      throw new ThymosError(
+        ErrorCode.CAPACITY_EXCEEDED,
+        `${owner} already runs ${owned} live subscriptions ([world] max_subscriptions_per_owner = ${perOwner}); end one first`,
+      );
+    }
   }
 
   /**
@@ -247,7 +250,7 @@ export class WorldStore {
 
   /** How many `LIVE SELECT`s run: one per distinct table and conditions. */
   get liveQueries(): number {
-    return this.#groups.size;
+    return this.#live.size;
   }
 
   /** Stops relaying; the subscriptions stay recorded so the next supervisor restarts them. */
@@ -255,7 +258,7 @@ export class WorldStore {
     if (this.#closed) return;
     this.#closed = true;
     clearInterval(this.#sweeper);
-    for (const s of this.#subs.values()) await this.#stopLive(s);
+    for (const s of this.#subs.values()) await this.#live.leave(s);
   }
 
   async #restoreSubscriptions(): Promise<void> {
@@ -284,77 +287,16 @@ export class WorldStore {
         owner: String(row.owner),
         key: typeof row.key === 'string' ? row.key : undefined,
         leaseUntil: until,
-        group: undefined,
       };
       this.#subs.set(sub, s);
-      await this.#startLive(s);
+      await this.#live.join(s);
     }
     if (this.#subs.size > 0) this.#o.logger.info({ subscriptions: this.#subs.size }, 'live subscriptions restarted');
   }
 
-  /** Joins the live query of its filter, starting it when it is the first with that filter. */
-  async #startLive(s: Subscription): Promise<void> {
-    const key = JSON.stringify([s.filter.table, s.filter.where]);
-    let group = this.#groups.get(key);
-    if (!group) {
-      const condition = conditionOf(s.filter);
-      let pending = this.#o.db.live(new Table(s.filter.table));
-      if (condition) pending = pending.where(condition);
-      const live = await pending.catch((err: unknown) => {
-        throw new ThymosError(ErrorCode.DATABASE_ERROR, `live query on ${s.filter.table}: ${(err as Error).message}`, { cause: err });
-      });
-      const created: LiveGroup = { key, table: s.filter.table, live, stopRelay: () => undefined, members: new Set() };
-      created.stopRelay = live.subscribe((m) => this.#relay(created, m));
-      // Another request for the same filter may have finished first: keep one live query.
-      const raced = this.#groups.get(key);
-      if (raced) {
-        created.stopRelay();
-        await live.kill().catch(() => undefined);
-        group = raced;
-      } else {
-        this.#groups.set(key, created);
-        group = created;
-      }
-    }
-    group.members.add(s);
-    s.group = group;
-  }
-
-  /** Sends one notification to the subject of every subscription of the group. */
-  #relay(group: LiveGroup, m: LiveMessage): void {
-    if (m.action === 'KILLED') return;
-    const base = {
-      action: m.action === 'CREATE' ? ('create' as const) : m.action === 'UPDATE' ? ('update' as const) : ('delete' as const),
-      table: group.table,
-      id: String(m.recordId.id),
-      row: toWorldRow(m.value, this.#o.tables[group.table]!),
-      at: Date.now(),
-    };
-    for (const s of group.members) {
-      const change: WorldChange = { sub: s.sub, ...base };
-      try {
-        this.#o.nc.publish(this.#names.worldLive(s.sub), JSON.stringify(change));
-      } catch (err) {
-        this.#o.logger.warn({ err: (err as Error).message, sub: s.sub }, 'live notification not relayed');
-      }
-    }
-  }
-
-  /** Leaves its live query, killing it when it was the last member. */
-  async #stopLive(s: Subscription): Promise<void> {
-    const group = s.group;
-    s.group = undefined;
-    if (!group) return;
-    group.members.delete(s);
-    if (group.members.size > 0 || this.#groups.get(group.key) !== group) return;
-    this.#groups.delete(group.key);
-    group.stopRelay();
-    await group.live.kill().catch(() => undefined);
-  }
-
   async #end(s: Subscription, reason: string): Promise<void> {
     this.#subs.delete(s.sub);
-    await this.#stopLive(s);
+    await this.#live.leave(s);
     await this.#run('DELETE $rid', { rid: new RecordId('live_subscription', s.sub) }).catch(() => undefined);
     this.#o.logger.debug({ sub: s.sub, owner: s.owner, reason }, 'live subscription ended');
   }

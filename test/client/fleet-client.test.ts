@@ -9,6 +9,7 @@ import { configFromObject } from '../../shared/config/thymos-config.js';
 import { ErrorCode, isThymosError } from '../../shared/errors/errors.js';
 import { ensureEventStream } from '../../shared/nats/event-stream.js';
 import { FleetNames } from '../../shared/protocol/fleet-names.js';
+import { eventually } from '../helpers/fleet.js';
 import { startNatsServer, type TestNatsServer } from '../helpers/nats-server.js';
 
 /**
@@ -89,6 +90,39 @@ describe('the fleet client', () => {
     const row = { id: 'q1', updated_at: 1, updated_by: 'app', title: 'Wolves at the mill' };
     await answer('thymos.world.query', JSON.stringify({ ok: true, result: [row] }));
     assert.deepEqual(await fleet.world.query({ table: 'quest' }), [row]);
+  });
+
+  test("a decision is passed on only when it names the agent whose subject it came on: another agent's name is forged", async () => {
+    const decision = (agent: string, action: string) =>
+      JSON.stringify({
+        ...{ agent, event: 'e1', heard: 'wolves at the mill', action, confidence: 0.9, reason: 'r', steps: [], options: [] },
+        ...{ model: 'offline', memory: 'm1' },
+      });
+    const every: string[] = [];
+    const mira: string[] = [];
+    const all = fleet.decisions((d) => every.push(`${d.agent} ${d.action}`));
+    const one = fleet.decisions((d) => mira.push(`${d.agent} ${d.action}`), { agent: 'mira' });
+    try {
+      // The client's subscriptions are on its own connection: a decision both hear says they are in place.
+      await eventually(
+        () => {
+          nc.publish('thymos.agent.mira.decision', decision('mira', 'probe'));
+          return every.length > 0 && mira.length > 0 ? true : undefined;
+        },
+        10_000,
+        'the subscriptions in place',
+      );
+      // mira's subject, written as though bram decided: in order before mira's own.
+      nc.publish('thymos.agent.mira.decision', decision('bram_smith', 'forged'));
+      nc.publish('thymos.agent.mira.decision', decision('mira', 'gather herbs'));
+      const heard = (list: string[]) => list.filter((d) => d !== 'mira probe');
+      await eventually(() => (heard(every).length > 0 && heard(mira).length > 0 ? true : undefined), 10_000, "mira's decision heard");
+      assert.deepEqual(heard(every), ['mira gather herbs']);
+      assert.deepEqual(heard(mira), ['mira gather herbs']);
+    } finally {
+      all.close();
+      one.close();
+    }
   });
 
   test('[fleet] name moves every request, event and decision to that fleet’s subjects and streams', async () => {

@@ -52,7 +52,15 @@ describe('world store over NATS (real nats-server, embedded SurrealDB)', () => {
   // A restart reopens the store on the same database: an embedded surrealkv path cannot be
   // opened twice in one process (the fleet test restarts a real supervisor process).
   const openSupervisorSide = async () => {
-    store = await WorldStore.open({ db, tables: DOMAIN.worldTables, nc, leaseMs: 1500, maxSubscriptions: 20, logger });
+    store = await WorldStore.open({
+      db,
+      tables: DOMAIN.worldTables,
+      nc,
+      leaseMs: 1500,
+      maxSubscriptions: 20,
+      maxSubscriptionsPerOwner: 12,
+      logger,
+    });
     api = worldControlApi(nc, store, logger);
     api.start();
     await nc.flush();
@@ -397,11 +405,28 @@ describe('world store over NATS (real nats-server, embedded SurrealDB)', () => {
   test('too many subscriptions are refused with CAPACITY_EXCEEDED', async () => {
     assert.deepEqual(store.subscriptions(), [], 'none left from earlier tests');
     const subs = [];
-    for (let i = 0; i < 20; i++) subs.push(await app.subscribe({ table: 'location' }, () => undefined));
+    for (let i = 0; i < 20; i++) subs.push(await (i % 2 ? app : other).subscribe({ table: 'location' }, () => undefined));
     await assert.rejects(
-      app.subscribe({ table: 'location' }, () => undefined),
+      other.subscribe({ table: 'location' }, () => undefined),
       (e: ThymosError) => e.code === ErrorCode.CAPACITY_EXCEEDED && /max_subscriptions = 20/.test(e.message),
     );
+    for (const s of subs) await s.close();
+    assert.equal(store.subscriptions().length, 0);
+  });
+
+  test('one owner is refused at [world] max_subscriptions_per_owner while another still subscribes', async () => {
+    assert.deepEqual(store.subscriptions(), [], 'none left from earlier tests');
+    const subs = [];
+    for (let i = 0; i < 12; i++) subs.push(await other.subscribe({ table: 'location' }, () => undefined));
+    await assert.rejects(
+      other.subscribe({ table: 'quest' }, () => undefined),
+      (e: ThymosError) =>
+        e.code === ErrorCode.CAPACITY_EXCEEDED && /bram_smith/.test(e.message) && /max_subscriptions_per_owner = 12/.test(e.message),
+    );
+    subs.push(await app.subscribe({ table: 'location' }, () => undefined));
+    assert.equal(store.subscriptions().filter((s) => s.owner !== 'bram_smith').length, 1, "the app's subscription runs");
+    await subs.shift()!.close();
+    subs.push(await other.subscribe({ table: 'quest' }, () => undefined));
     for (const s of subs) await s.close();
     assert.equal(store.subscriptions().length, 0);
   });
