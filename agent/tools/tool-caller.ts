@@ -3,7 +3,13 @@ import { randomUUID } from 'node:crypto';
 import type { Tool } from '../../shared/domain/index.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/index.js';
 import type { Logger } from '../../shared/platform/index.js';
-import type { ApprovalDecision, CallStatus, ToolCallRecord } from '../../shared/protocol/index.js';
+import {
+  type ApprovalDecision,
+  type CallStatus,
+  jsonBytes,
+  PENDING_ARGUMENTS_MAX_BYTES,
+  type ToolCallRecord,
+} from '../../shared/protocol/index.js';
 import type { NewMemory } from '../memory/agent-memory.js';
 import type { RuntimeGate } from '../runtime/runtime-ports.js';
 import { CallApprovals, type SubmitPending } from './call-approvals.js';
@@ -57,9 +63,6 @@ export interface CallRequest {
   /** The agents a chain of Mcp calls passed through before this one (MCP: `_meta["thymos/chain"]`). */
   chain?: readonly string[] | undefined;
 }
-
-/** The most a call waiting for approval may carry in arguments: the supervisor keeps them, and a person reads them. */
-const PENDING_ARGUMENTS_MAX_BYTES = 64 * 1024;
 
 /**
  * The one governed path of a declared tool's call: validate the input, check the reason,
@@ -255,7 +258,7 @@ export class ToolCaller {
    * the supervisor, where a person approves or refuses it. It answers at once with the record.
    */
   async #await(record: ToolCallRecord, tool: Tool): Promise<ToolCallRecord> {
-    if (Buffer.byteLength(JSON.stringify(record.arguments)) > PENDING_ARGUMENTS_MAX_BYTES) {
+    if (jsonBytes(record.arguments) > PENDING_ARGUMENTS_MAX_BYTES) {
       throw new ThymosError(
         ErrorCode.INVALID_INPUT,
         `arguments of ${record.tool}: over ${PENDING_ARGUMENTS_MAX_BYTES} bytes, too large for a call that waits for a person's approval`,

@@ -6,8 +6,9 @@ import { ToolNameSchema } from '../domain/tool-schema.js';
 import { WireErrorSchema } from '../errors/errors.js';
 import { isInboxSubject } from './fleet-names.js';
 import { JobGiveUpSchema, ListedDeadLetterSchema, SkillBacklogSchema } from './job.js';
+import { PendingCallSchema } from './pending-call.js';
 import { ReconcileContextSchema } from './reconcile-context.js';
-import { ApprovalDecisionSchema, CallDecisionReportSchema, PendingCallSchema } from './tool-call.js';
+import { ApprovalDecisionSchema, CallDecisionReportSchema } from './tool-call.js';
 
 /** One failed agent in a report. */
 export const AgentFailureSchema = z.object({ id: AgentIdSchema, code: z.string(), message: z.string() });
