@@ -29,9 +29,10 @@ export const PendingCallSchema = z.object({
   requested_at: z.iso.datetime({ offset: true }),
   expires_at: z.iso.datetime({ offset: true }),
   /**
-   * Set when a crash cut the call off after it was approved or began to run: whether it took
-   * effect is not known. Approve runs it again, `done` records that it took effect, refuse leaves
-   * it as it is. Each crash is a new question, with its own time.
+   * Set when a crash cut the call off after it was approved or began to run, or when another
+   * worker may have made it (a job delivered again): whether it took effect is not known. Approve
+   * runs it again, `done` records that it took effect, refuse leaves it as it is. Each crash is a
+   * new question, with its own time.
    */
   interrupted_at: z.iso.datetime({ offset: true }).optional(),
 });
