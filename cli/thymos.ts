@@ -113,8 +113,9 @@ async function main(argv: string[]): Promise<number> {
 
 main(process.argv.slice(2)).then(
   (code) => {
-    // A long-running command (agent) returns -1 and exits on its own later.
-    if (code >= 0) process.exit(code);
+    // A long-running command (agent) returns -1 and exits on its own later. The others exit once
+    // what they wrote has gone out: a pipe takes a long listing in pieces, and exiting first cuts it.
+    if (code >= 0) process.stdout.write('', () => process.exit(code));
   },
   (err: unknown) => exitWithError(withOptionSuggestion(toThymosError(err), process.argv[2])),
 );

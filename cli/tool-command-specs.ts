@@ -42,7 +42,7 @@ export const TOOL_COMMANDS: readonly CommandSpec[] = [
     args: '[ID]',
     summary: 'The tool calls waiting for a person to approve them (tools of permission "confirm"), of one agent or all',
     details:
-      'A call waits until it is approved or refused (thymos approve, thymos refuse) or its [tools] approval_timeout_s passes, counted while its agent is Dormant too; then it is refused. A call a crash cut off while it ran, whose service does not honour its idempotency key, is listed again as interrupted (INTERRUPTED: when): did it take effect? Approve runs it again, approve --done records that it did, refuse leaves it.',
+      'A call waits until it is approved or refused (thymos approve, thymos refuse) or its [tools] approval_timeout_s passes, counted while its agent is Dormant too; then it is refused. A call a crash cut off while it ran, or one of a job delivered again that another worker may have made, whose service does not honour its idempotency key, is listed (again) as interrupted (INTERRUPTED: when): did it take effect? Approve runs it again, approve --done records that it did, refuse leaves it. Every call is listed with its arguments whole (at most 64 KiB each), however many wait.',
     options: fleetOptions,
     examples: ['thymos approvals', 'thymos approvals billing_desk --json'],
   },

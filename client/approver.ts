@@ -3,6 +3,7 @@ import { type NatsConnection, SupervisorRequester } from '../shared/nats/index.j
 import { type CallDecisionReport, FleetNames, type PendingCall, type SupervisorResultSchemas } from '../shared/protocol/index.js';
 import { connectFleetNats } from './connect-fleet-nats.js';
 import type { ConnectOptions } from './fleet-client.js';
+import { allPendingCalls } from './pending-calls.js';
 
 /**
  * Whoever decides the tool calls that wait for a person (tools of permission `confirm`), as the
@@ -12,7 +13,7 @@ import type { ConnectOptions } from './fleet-client.js';
  * this process (`Thymos-By`) as `via`.
  */
 export interface Approver {
-  /** The calls that wait for a decision, oldest first; one agent's when `id` is given. */
+  /** The calls that wait for a decision, oldest first, each whole; one agent's when `id` is given (read a page at a time, as `Fleet.approvals`). */
   approvals(id?: string): Promise<PendingCall[]>;
   /**
    * Approves a pending call: the agent runs it now if it is awake, else when it wakes. A call
@@ -56,7 +57,9 @@ class FleetApprover implements Approver {
   }
 
   approvals(id?: string): Promise<PendingCall[]> {
-    return this.#requester.request('approvals', id === undefined ? {} : { id }, { timeoutMs: QUICK_MS });
+    return allPendingCalls((after) =>
+      this.#requester.request('approvals', { ...(id === undefined ? {} : { id }), ...(after ? { after } : {}) }, { timeoutMs: QUICK_MS }),
+    );
   }
 
   approve(id: string, callId: string, options: { reason: string; done?: boolean }): Promise<CallDecisionReport> {

@@ -38,6 +38,7 @@ import {
 } from '../shared/protocol/index.js';
 import { type TalkAnswer, type TalkOptions, talkTo } from './agent-talk.js';
 import { connectFleetNats } from './connect-fleet-nats.js';
+import { allPendingCalls } from './pending-calls.js';
 
 /** An MCP client connected to one running agent (the SDK's own `Client`): `callTool`, `readResource`, `listTools`… */
 export type AgentClient = Client;
@@ -106,7 +107,9 @@ export interface Fleet {
    * The tool calls that wait for a person's approval (tools of permission `confirm`), oldest
    * first; one agent's when `id` is given. Deciding them is not the client's: the approver
    * decides (`approver(config)`, `thymos approve`), with a key of its own. A call a crash cut
-   * off while it ran (`interrupted_at`) is listed again: did it take effect?
+   * off while it ran (`interrupted_at`) is listed again: did it take effect? Each call is listed
+   * whole (its arguments are at most 64 KiB), read from the supervisor a page at a time, so any
+   * number of them is listed.
    */
   approvals(id?: string): Promise<PendingCall[]>;
   /** The fleet's work queues: publish jobs, and see what waits for which skill. */
@@ -249,7 +252,9 @@ class FleetClient implements Fleet {
   }
 
   approvals(id?: string): Promise<PendingCall[]> {
-    return this.#requester.request('approvals', id === undefined ? {} : { id }, { timeoutMs: QUICK_MS });
+    return allPendingCalls((after) =>
+      this.#requester.request('approvals', { ...(id === undefined ? {} : { id }), ...(after ? { after } : {}) }, { timeoutMs: QUICK_MS }),
+    );
   }
 
   history(id: string, limit = 50): Promise<TransitionRecord[]> {

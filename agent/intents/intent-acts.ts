@@ -49,12 +49,7 @@ export class IntentActs implements Acting {
   readonly #model: ModelReader | undefined;
   readonly #glossaryDir: string | undefined;
   readonly #modelDir: string | undefined;
-  readonly #loop: (
-    use: 'dialogue' | 'reasoning',
-    chain?: readonly string[],
-    by?: string,
-    keyOf?: (tool: string) => string,
-  ) => ToolLoop | undefined;
+  readonly #loop: (use: 'dialogue' | 'reasoning', chain?: readonly string[], by?: string, job?: JobCalls) => ToolLoop | undefined;
   #resolver: Promise<IntentResolver> | undefined;
 
   constructor(options: {
@@ -62,8 +57,8 @@ export class IntentActs implements Acting {
     known: readonly KnownName[];
     remember: (memories: NewMemory[]) => Promise<unknown>;
     logger: Logger;
-    /** A use's model tool loop, its calls made as `by` (see `toolLoopOf`), under the keys `keyOf` names when given. */
-    loop: (use: 'dialogue' | 'reasoning', chain?: readonly string[], by?: string, keyOf?: (tool: string) => string) => ToolLoop | undefined;
+    /** A use's model tool loop, its calls made as `by` (see `toolLoopOf`), under the keys of `job` when given. */
+    loop: (use: 'dialogue' | 'reasoning', chain?: readonly string[], by?: string, job?: JobCalls) => ToolLoop | undefined;
     model?: ModelReader;
     /** Where the glossaries for intents in other languages are; default: models/glossary of the Thymos install. */
     glossaryDir?: string;
@@ -98,7 +93,7 @@ export class IntentActs implements Acting {
 
   /** A use's model tool loop; its calls are made as `model:<use>`, as `sampling:<client>` when the MCP client's model writes them, or as a job's caller under its keys. */
   loop(use: 'dialogue' | 'reasoning', chain?: readonly string[], sampler?: string, job?: JobCalls): ToolLoop | undefined {
-    if (job !== undefined) return this.#loop(use, chain, job.caller, job.keyOf);
+    if (job !== undefined) return this.#loop(use, chain, job.caller, job);
     return this.#loop(
       use,
       chain,

@@ -15,12 +15,26 @@ import {
 } from '../../shared/protocol/index.js';
 import { type JobEnding, settledEnding } from '../runtime/job-work.js';
 import type { Working } from '../runtime/runtime-ports.js';
+import type { JobDeliveries } from './job-deliveries.js';
 
 /** Hands a job given up to the supervisor, which writes its dead letter (only it may). */
 export type GiveUp = (given: JobGiveUp) => Promise<unknown>;
 
 /** Resolves with the records of these calls once none is under way (`callsSettled`); rejects when the signal aborts. */
 export type CallsSettled = (callIds: readonly string[], signal: AbortSignal) => Promise<ToolCallRecord[]>;
+
+/** What a job worker may be given besides its work. */
+export interface JobWorkerOptions {
+  /** How many jobs of each queue and skill it works at once (`[jobs] concurrency`). @default 1 */
+  concurrency?: number;
+  /** When calls are over: without it, a job whose call waits for a person is acknowledged at once. */
+  settled?: CallsSettled;
+  /**
+   * Which deliveries of each job came to this agent (see `JobDeliveries`). Without them, every
+   * delivery after the first counts as one another worker may have had.
+   */
+  deliveries?: JobDeliveries;
+}
 
 /** How long one pull waits for a job before it asks again (and looks at the agent's mode). */
 const PULL_MS = 5000;
@@ -44,8 +58,12 @@ const UNDER_WAY: ReadonlySet<string> = new Set(['pending', 'interrupted', 'runni
  * queue's `ackWaitMs` without holding a place of `[jobs] concurrency`, and settled by how they
  * end — all `ok` (run, or marked done), acknowledged; one refused, given up; one failed, tried
  * again. An agent that stops while it holds a job leaves it unacknowledged: it is delivered again
- * after `ackWaitMs`, and its calls, made again under the same keys, answer as they stand. One to try again is delivered again after the queue's back-off, until `maxDeliver`
- * (at once when the agent is stopping or listening: it goes to another worker); one given up on,
+ * after `ackWaitMs`, and its calls, made again under the same keys, answer as they stand. A
+ * delivery after one this agent did not get (`JobDeliveries`) may follow calls another worker
+ * made: its calls with side effects that no record here answers, and whose service does not
+ * honour their key, wait for a person as interrupted rather than run. One to try again is
+ * delivered again after the queue's back-off, until `maxDeliver` (at once when the agent is
+ * stopping or listening: it goes to another worker); one given up on,
  * and a message that is not a job, are handed to the supervisor (`job_give_up`), which writes the
  * dead letter on `<fleet>.jobs.dead.<queue>` with the reason and attempts, taking the job from the
  * queue's stream, and takes it off the queue. With no supervisor to take it, the job goes back.
@@ -77,28 +95,18 @@ export class JobWorker {
   readonly #concurrency: number;
   readonly #giveUp: GiveUp;
   readonly #settled: CallsSettled | undefined;
+  readonly #deliveries: JobDeliveries | undefined;
   /** The jobs held until their calls are over: aborted when the worker closes. */
   readonly #held = new Set<AbortController>();
 
-  /**
-   * `giveUp` hands a job given up to the supervisor (`job_give_up`), which writes its dead letter
-   * and takes it off the queue; `settled` says when calls are over (without it, a job whose call
-   * waits for a person is acknowledged at once).
-   */
-  constructor(
-    runtime: Working,
-    work: readonly Work[],
-    names: FleetNames,
-    logger: Logger,
-    giveUp: GiveUp,
-    concurrency = 1,
-    settled?: CallsSettled,
-  ) {
+  /** `giveUp` hands a job given up to the supervisor (`job_give_up`), which writes its dead letter and takes it off the queue. */
+  constructor(runtime: Working, work: readonly Work[], names: FleetNames, logger: Logger, giveUp: GiveUp, options: JobWorkerOptions = {}) {
     this.#runtime = runtime;
-    this.#settled = settled;
+    this.#settled = options.settled;
+    this.#deliveries = options.deliveries;
     this.#giveUp = giveUp;
     this.#work = work;
-    this.#concurrency = concurrency;
+    this.#concurrency = options.concurrency ?? 1;
     this.#names = names;
     this.#logger = logger;
   }
@@ -107,6 +115,7 @@ export class JobWorker {
   async open(nc: NatsConnection): Promise<void> {
     const js = jetstream(nc);
     this.#runtime.on('state', this.#onState);
+    await this.#deliveries?.sweep();
     for (const w of this.#work) {
       const consumer = await js.consumers.get(this.#names.jobStream(w.queue), this.#names.skillConsumer(w.skill));
       const next = async (): Promise<JsMsg | null> => {
@@ -169,12 +178,14 @@ export class JobWorker {
         this.#logger.warn({ seq: m.seq, queue: w.queue, skill: w.skill }, 'a message nobody published as a job dropped');
         continue;
       }
+      // Noted before anything is done with it, so that a later delivery here knows this one came here too.
+      const elsewhere = this.#deliveries ? await this.#deliveries.arrived(m) : m.info.deliveryCount > 1;
       // Taken just as the agent was told to stop or listen: it goes back at once, untouched.
       if (this.#closed || !this.#takes()) {
         m.nak();
         continue;
       }
-      await this.#handle(w, m).catch((err: unknown) => {
+      await this.#handle(w, m, elsewhere).catch((err: unknown) => {
         // Refused by the agent (it went to Listening or began to stop as the job came): back at once.
         this.#logger.warn({ err: (err as Error).message, seq: m.seq }, 'job not handled; it goes back to the queue');
         m.nak(this.#retryIn(w, m.info.deliveryCount));
@@ -182,10 +193,11 @@ export class JobWorker {
     }
   }
 
-  async #handle(w: Work, m: JsMsg): Promise<void> {
+  async #handle(w: Work, m: JsMsg, elsewhere: boolean): Promise<void> {
     const raw = parseJsonOrUndefined(m.string());
     const parsed = JobSchema.safeParse(raw);
-    if (parsed.success && parsed.data.queue === w.queue && parsed.data.skill === w.skill) return this.#workJob(w, m, parsed.data);
+    if (parsed.success && parsed.data.queue === w.queue && parsed.data.skill === w.skill)
+      return this.#workJob(w, m, parsed.data, elsewhere);
     const message = parsed.success
       ? `not a job of ${w.queue}/${w.skill}: it says ${parsed.data.queue}/${parsed.data.skill}`
       : `not a job: ${raw === undefined ? 'not JSON' : describeIssues(parsed.error, raw)}; expected {id, queue, skill, payload, published_at}`;
@@ -199,13 +211,12 @@ export class JobWorker {
   }
 
   /** Works a job of this queue and skill: ended by how the work ended, or held while a call it made is under way. */
-  async #workJob(w: Work, m: JsMsg, job: Job): Promise<void> {
+  async #workJob(w: Work, m: JsMsg, job: Job, elsewhere: boolean): Promise<void> {
     const attempts = m.info.deliveryCount;
-    const ending = await this.#keptAlive(w, m, (deadline) =>
-      this.#runtime.work(job, { attempt: attempts, last: attempts >= w.settings.maxDeliver, seq: m.info.streamSequence }, deadline),
-    );
+    const delivery = { attempt: attempts, last: attempts >= w.settings.maxDeliver, seq: m.info.streamSequence, elsewhere };
+    const ending = await this.#keptAlive(w, m, (deadline) => this.#runtime.work(job, delivery, deadline));
     const waits = ending.done ? ending.steps.flatMap((s) => (s.call_id !== undefined && UNDER_WAY.has(s.status) ? [s.call_id] : [])) : [];
-    if (waits.length > 0 && this.#settled) return this.#hold(w, m, job, waits, this.#settled);
+    if (waits.length > 0 && this.#settled) return this.#hold(w, m, job, elsewhere, waits, this.#settled);
     await this.#end(w, m, job.id, ending);
   }
 
@@ -216,7 +227,7 @@ export class JobWorker {
    * the customer the refund was made): each call it makes again answers its first outcome, and
    * nothing runs twice. A call refused or failed ends the job by how it ended.
    */
-  #hold(w: Work, m: JsMsg, job: Job, callIds: string[], settled: CallsSettled): void {
+  #hold(w: Work, m: JsMsg, job: Job, elsewhere: boolean, callIds: string[], settled: CallsSettled): void {
     const id = job.id;
     const stop = new AbortController();
     this.#held.add(stop);
@@ -229,7 +240,7 @@ export class JobWorker {
           if (!ending.done || this.#closed) return this.#end(w, m, id, ending);
           this.#logger.info({ job: id, note: ending.note }, 'its calls are through: the job is worked once more');
           clearInterval(timer);
-          return this.#workJob(w, m, job);
+          return this.#workJob(w, m, job, elsewhere);
         },
         // The worker closes: unacknowledged, the job is delivered again after ackWaitMs.
         () => undefined,
@@ -283,7 +294,10 @@ export class JobWorker {
     return this.#closed || !this.#takes() ? 0 : backoffAfter(w.settings, attempts);
   }
 
-  /** Acknowledges and waits for the server to confirm; unconfirmed, the job may be delivered again (its calls then answer their first outcomes). */
+  /**
+   * Acknowledges and waits for the server to confirm, then forgets the job's delivery note;
+   * unconfirmed, the job may be delivered again (its calls then answer their first outcomes).
+   */
   async #ack(m: JsMsg, id: string): Promise<void> {
     await m
       .ackAck()
@@ -293,6 +307,7 @@ export class JobWorker {
           'the acknowledgement was not confirmed; the job may be delivered again',
         ),
       );
+    await this.#deliveries?.ended(m);
   }
 
   /**

@@ -61,4 +61,8 @@ DEFINE FIELD IF NOT EXISTS status ON tool_call TYPE string;
 DEFINE FIELD IF NOT EXISTS record ON tool_call TYPE string;
 DEFINE TABLE IF NOT EXISTS call_key SCHEMAFULL;
 DEFINE FIELD IF NOT EXISTS call ON call_key TYPE string;
+DEFINE TABLE IF NOT EXISTS job_delivery SCHEMAFULL;
+DEFINE FIELD IF NOT EXISTS here ON job_delivery TYPE int;
+DEFINE FIELD IF NOT EXISTS stamp ON job_delivery TYPE string;
+DEFINE FIELD IF NOT EXISTS at ON job_delivery TYPE int;
 `;

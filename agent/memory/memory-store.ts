@@ -28,6 +28,16 @@ import { WriteBehind } from './write-behind.js';
 
 export type { AliasRow, ConceptRecord, ConceptWrite, WrittenWith } from './memory-rows.js';
 
+/** What an agent notes of a job message it was handed (see `JobDeliveries`). */
+export interface DeliveryNote {
+  /** How many of the message's deliveries, from the first, came to this agent one after another. */
+  here: number;
+  /** The message's time in its stream: a stream made again numbers its messages anew. */
+  stamp: string;
+  /** When the note was last written (ms since the epoch). */
+  at: number;
+}
+
 /** A saved agent state, newest first when listed. */
 export interface SnapshotRecord {
   at: number;
@@ -287,6 +297,29 @@ export class MemoryStore {
   /** Makes `callId` the latest call of `tool` under `key`. */
   async claimKey(tool: string, key: string, callId: string): Promise<void> {
     await this.#run('UPSERT $id CONTENT { call: $call } RETURN NONE', { id: new RecordId('call_key', [tool, key]), call: callId });
+  }
+
+  /** The note of the job message at `seq` of `stream` (see `JobDeliveries`), if one was kept. */
+  async deliveryNote(stream: string, seq: number): Promise<DeliveryNote | undefined> {
+    const [rows] = await this.#run<[DeliveryNote[]]>('SELECT here, stamp, at FROM $id', {
+      id: new RecordId('job_delivery', [stream, seq]),
+    });
+    return rows?.[0];
+  }
+
+  /** Keeps the note of the job message at `seq` of `stream`, in place of the one before. */
+  async noteDelivery(stream: string, seq: number, note: DeliveryNote): Promise<void> {
+    await this.#run('UPSERT $id CONTENT $note RETURN NONE', { id: new RecordId('job_delivery', [stream, seq]), note });
+  }
+
+  /** Forgets the note of the job message at `seq` of `stream`; forgotten already, nothing happens. */
+  async forgetDelivery(stream: string, seq: number): Promise<void> {
+    await this.#run('DELETE $id RETURN NONE', { id: new RecordId('job_delivery', [stream, seq]) });
+  }
+
+  /** Forgets the notes of job deliveries taken before `at` (ms since the epoch). */
+  async forgetDeliveriesBefore(at: number): Promise<void> {
+    await this.#run('DELETE job_delivery WHERE at < $at RETURN NONE', { at });
   }
 
   async getCall(id: string): Promise<ToolCallRecord | undefined> {

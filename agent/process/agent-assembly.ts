@@ -191,13 +191,13 @@ function actingOf(options: {
     ...(glossary ? { glossaryDir: glossary } : {}),
     ...(wordsModel ? { modelDir: wordsModel } : {}),
     remember: (memories) => runtime.hear(memories, { storeWithinMs: TOOL_MEMORY_WITHIN_MS }),
-    loop: (use, chain, by, keyOf) =>
+    loop: (use, chain, by, job) =>
       toolLoopOf(tools, {
         caller: by ?? `model:${use}`,
         maxSteps: models.settings(use).max_tool_steps ?? 0,
         budgetMs: models.settings(use).tool_budget_ms ?? 20_000,
         ...(chain ? { chain } : {}),
-        ...(keyOf ? { keyOf } : {}),
+        ...(job ? { keyOf: job.keyOf, elsewhere: job.elsewhere } : {}),
       }),
     logger,
     // With an `[llm.extraction]` model, it chooses among the candidates (or none) and fills the arguments; offline, the ranking's bars and the deterministic filler do.

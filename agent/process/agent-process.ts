@@ -91,6 +91,7 @@ export async function runAgentProcess(options: AgentOptions, output: { logFile?:
             memory: agent.memory,
             concepts,
             tools: agent.tools,
+            deliveryNotes: store,
             logger,
             cleanup,
             phase: (name) => clock.mark(name),

@@ -6,6 +6,7 @@ import type { CleanupStack, Logger } from '../../shared/platform/index.js';
 import { FleetNames, parseAgentEvent } from '../../shared/protocol/index.js';
 import type { AgentControlChannel } from '../links/agent-control-channel.js';
 import { HintBook } from '../links/hint-book.js';
+import type { DeliveryNotes } from '../links/job-deliveries.js';
 import type { LeaseFence } from '../links/lease-fence.js';
 import type { SharedConceptExtractor } from '../links/shared-concept-extractor.js';
 import type { AgentMemory } from '../memory/agent-memory.js';
@@ -27,6 +28,8 @@ export interface FleetLinkOptions {
   concepts: SharedConceptExtractor;
   /** Its declared tools: their pending calls go to the supervisor's approvals, decisions come back on the control channel. */
   tools: ToolCaller;
+  /** Where it notes the deliveries of the jobs it is handed (its database; see `JobDeliveries`). */
+  deliveryNotes: DeliveryNotes;
   logger: Logger;
   cleanup: CleanupStack;
   /** Marks a start-up phase for the ready log line. */
@@ -209,16 +212,13 @@ async function startWork(
   const { callsSettled } = await import('../tools/calls-settled.js');
   const { SupervisorRequester } = await import('../../shared/nats/index.js');
   const supervisor = SupervisorRequester.control(nc, config.supervisor.request_timeout_ms, names, parts.runtime.id);
+  const { JobDeliveries } = await import('../links/job-deliveries.js');
   const settled = (ids: readonly string[], signal: AbortSignal) => callsSettled(parts.tools, ids, signal);
-  const worker = new JobWorker(
-    parts.runtime,
-    work,
-    names,
-    parts.logger,
-    (given) => supervisor.request('job_give_up', given),
-    config.jobs.concurrency,
+  const worker = new JobWorker(parts.runtime, work, names, parts.logger, (given) => supervisor.request('job_give_up', given), {
+    concurrency: config.jobs.concurrency,
     settled,
-  );
+    deliveries: new JobDeliveries(parts.deliveryNotes, parts.logger),
+  });
   parts.cleanup.push(() => worker.close());
   listeners.push(worker);
   await worker.open(nc);

@@ -58,12 +58,15 @@ export interface ActRequest extends ReadRequest {
   chain?: readonly string[] | undefined;
   /** The call's idempotency key, or what names it for the tool called (a job's keys). */
   idempotencyKey?: string | ((tool: string) => string) | undefined;
+  /** Another worker may have made the call under its key (a job delivered again: `JobDelivery.elsewhere`). */
+  elsewhere?: boolean | undefined;
 }
 
-/** Who a job's calls are made as, and the idempotency key of each (see `jobKeys`). */
+/** Who a job's calls are made as, the idempotency key of each (see `jobCalls`), and whether another worker may have made them (`JobDelivery.elsewhere`). */
 export interface JobCalls {
   caller: string;
   keyOf(tool: string): string;
+  elsewhere: boolean;
 }
 
 /** What the agent does with its granted tools beyond a call by name: its models' tool loops, and plain words resolved to calls (agent/intents implements it). */

@@ -59,6 +59,14 @@ export interface JobDelivery {
   attempt: number;
   last: boolean;
   seq: number;
+  /**
+   * An earlier delivery of the job may have gone to another worker (this agent was not handed
+   * every one before this), which may have made the job's calls and not lived to record them.
+   * Its calls of tools that write outside the agent (`writes_external`, `irreversible`), when no
+   * record here answers under their key and their service does not honour it (`keyHonoured`),
+   * wait for a person as interrupted rather than run; the others run as on any delivery.
+   */
+  elsewhere: boolean;
 }
 
 /**

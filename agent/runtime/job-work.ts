@@ -48,12 +48,14 @@ export function jobText(job: Job): string | undefined {
  * `job:<queue>/<skill>/<id>#<n>`. A job id holds no `/` or `#` and callers may not give keys that
  * begin `job:`, so no two jobs, and no other caller, share a key; a job worked again (a retry,
  * a crash, a requeue) makes the same calls under the same keys. A job id names one job for good:
- * reused for another job, its calls answer the first job's outcomes.
+ * reused for another job, its calls answer the first job's outcomes. `elsewhere`: an earlier
+ * delivery may have gone to another worker (`JobDelivery.elsewhere`).
  */
-export function jobCalls(job: Job): JobCalls {
+export function jobCalls(job: Job, elsewhere = false): JobCalls {
   const made = new Map<string, number>();
   return {
     caller: `job:${job.id}`,
+    elsewhere,
     keyOf: (tool) => {
       const n = (made.get(tool) ?? 0) + 1;
       made.set(tool, n);
@@ -73,8 +75,8 @@ export function jobRequest(
   signal: AbortSignal,
   steps: ToolStep[],
 ): Omit<JobRequest, 'byDefault'> {
-  const calls = jobCalls(job);
-  const ask = { caller: calls.caller, idempotencyKey: calls.keyOf, signal };
+  const calls = jobCalls(job, delivery.elsewhere);
+  const ask = { caller: calls.caller, idempotencyKey: calls.keyOf, elsewhere: calls.elsewhere, signal };
   const reason = `job ${job.id} (${job.queue}/${job.skill})`;
   const counted = (record: ToolCallRecord): ToolCallRecord => {
     steps.push(recordStep(record));

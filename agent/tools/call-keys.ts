@@ -29,6 +29,11 @@ const ANSWERED_BY: ReadonlySet<CallStatus> = new Set(['ok', 'pending', 'running'
  */
 const ANSWERED_AFTER_CRASH: ReadonlySet<CallStatus> = new Set(['interrupted', 'refused']);
 
+/** Whether a call is kept from running twice under its key: its tool writes outside the agent, and the call has a key of its own (not its id). */
+export function keyedOnce(tool: Tool, record: ToolCallRecord): boolean {
+  return ONCE.has(tool.sideEffect) && record.idempotency_key !== record.call_id;
+}
+
 /**
  * A call's idempotency key: the tool's template filled from the input (each value
  * percent-encoded, so the key is plain ASCII fit for a header, `~` too, so that no value spells
@@ -73,7 +78,7 @@ export class CallKeys {
   }
 
   async once(tool: Tool, record: ToolCallRecord, run: (record: ToolCallRecord) => Promise<ToolCallRecord>): Promise<ToolCallRecord> {
-    if (!ONCE.has(tool.sideEffect) || record.idempotency_key === record.call_id) return run(record);
+    if (!keyedOnce(tool, record)) return run(record);
     const id = `${record.tool} ${record.idempotency_key}`;
     const turn = (this.#turns.get(id) ?? Promise.resolve()).then(async () => {
       const earlier = await this.#store.callWithKey(record.tool, record.idempotency_key);

@@ -45,6 +45,11 @@ const DEFINITIONS = new WeakMap<Tools, ModelTool[]>();
 export function modelResultOf(record: ToolCallRecord): unknown {
   const base = { call_id: record.call_id, status: record.status, ...(record.replayed ? { replayed: true } : {}) };
   if (record.status === 'pending') return { ...base, note: `${record.tool} waits for a person's approval; it has not run` };
+  if (record.status === 'interrupted' && record.interrupted_at !== undefined && record.decided_by === undefined)
+    return {
+      ...base,
+      note: `whether ${record.tool} took effect is not known: a person decides whether it runs (again); it has not run now`,
+    };
   if (record.error) return { ...base, error: { code: record.error.code, message: record.error.message } };
   if (record.status === 'running') return { ...base, note: `${record.tool} is running under this idempotency key` };
   return { ...base, result: record.result ?? null };
@@ -63,11 +68,19 @@ function stepOf(record: ToolCallRecord): Omit<ToolStep, 'ms'> {
  * as an error, coded, never thrown. Undefined when nothing is granted or `maxSteps` is 0.
  *
  * With `keyOf`, each call carries the idempotency key it names for the tool (a job's keys, see
- * `jobKeys`), so a job worked again makes its calls under the same keys.
+ * `jobCalls`), so a job worked again makes its calls under the same keys; with `elsewhere`, another
+ * worker may have made them (see `CallRequest.elsewhere`).
  */
 export function toolLoopOf(
   caller: ToolCaller,
-  options: { caller: string; maxSteps: number; budgetMs: number; chain?: readonly string[]; keyOf?: (tool: string) => string },
+  options: {
+    caller: string;
+    maxSteps: number;
+    budgetMs: number;
+    chain?: readonly string[];
+    keyOf?: (tool: string) => string;
+    elsewhere?: boolean;
+  },
 ): ToolLoop | undefined {
   const tools = modelToolsOf(caller.tools);
   if (tools.length === 0 || options.maxSteps === 0) return undefined;
@@ -83,6 +96,7 @@ export function toolLoopOf(
           signal,
           ...(options.chain ? { chain: options.chain } : {}),
           ...(key ? { idempotencyKey: key } : {}),
+          ...(options.elsewhere ? { elsewhere: true } : {}),
         });
         return { content: modelResultOf(record), step: stepOf(record) };
       } catch (err) {

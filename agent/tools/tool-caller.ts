@@ -3,13 +3,19 @@ import { randomUUID } from 'node:crypto';
 import type { Tool } from '../../shared/domain/index.js';
 import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/index.js';
 import type { Logger } from '../../shared/platform/index.js';
-import type { ApprovalDecision, CallStatus, ToolCallRecord } from '../../shared/protocol/index.js';
+import {
+  type ApprovalDecision,
+  type CallStatus,
+  jsonBytes,
+  PENDING_ARGUMENTS_MAX_BYTES,
+  type ToolCallRecord,
+} from '../../shared/protocol/index.js';
 import type { NewMemory } from '../memory/agent-memory.js';
 import type { RuntimeGate } from '../runtime/runtime-ports.js';
 import { CallApprovals, type SubmitPending } from './call-approvals.js';
 import { CallChecks } from './call-checks.js';
 import { CallExecutors } from './call-executors.js';
-import { CallKeys, idempotencyKey } from './call-keys.js';
+import { CallKeys, idempotencyKey, keyedOnce } from './call-keys.js';
 import { CallLimits } from './call-limits.js';
 import { type CallOutcome, CallRecorder } from './call-recorder.js';
 import type { CallStore } from './call-store.js';
@@ -56,10 +62,12 @@ export interface CallRequest {
   idempotencyKey?: string | undefined;
   /** The agents a chain of Mcp calls passed through before this one (MCP: `_meta["thymos/chain"]`). */
   chain?: readonly string[] | undefined;
+  /**
+   * Another worker may have made this call under its key: a job delivered again after a delivery
+   * this agent did not get (`JobDelivery.elsewhere`). See `ToolCaller.call`.
+   */
+  elsewhere?: boolean | undefined;
 }
-
-/** The most a call waiting for approval may carry in arguments: the supervisor keeps them, and a person reads them. */
-const PENDING_ARGUMENTS_MAX_BYTES = 64 * 1024;
 
 /**
  * The one governed path of a declared tool's call: validate the input, check the reason,
@@ -174,7 +182,14 @@ export class ToolCaller {
     return this.#o.calls.getCall(id);
   }
 
-  /** Runs one call through the governed path; the record says how it ended (a refused or failed call is a record too). */
+  /**
+   * Runs one call through the governed path; the record says how it ended (a refused or failed
+   * call is a record too). With `request.elsewhere`, a call of a tool that writes outside the
+   * agent which no record here answers under its key (see `CallKeys`) is not run: another worker
+   * may have made it, so unless its service honours the key (`keyHonoured`: it runs, and the
+   * service does it once) it waits for a person as interrupted (`#madeElsewhere`), as a call a
+   * crash cut off here does. A read-only or `writes_local` call runs as on any delivery.
+   */
   async call(name: string, args: Record<string, unknown>, request: CallRequest): Promise<ToolCallRecord> {
     return this.#o.gate.call(async () => {
       // Own tools only: `constructor` or `toString` is no tool, whatever an object inherits.
@@ -202,9 +217,10 @@ export class ToolCaller {
       // Refused before an earlier call's outcome is looked for: a caller that may not run the tool now does not read one either.
       const refusal = this.#checks.refusal(name, tool, record.chain ?? []);
       if (refusal) return this.#finish(record, tool, { error: refusal, status: 'refused' });
-      return this.#keys.once(tool, record, (keyed) =>
-        tool.permission === 'confirm' ? this.#await(keyed, tool) : this.#runAndFinish(tool, keyed, request.signal),
-      );
+      return this.#keys.once(tool, record, (keyed) => {
+        if (request.elsewhere === true && !tool.keyHonoured && keyedOnce(tool, keyed)) return this.#madeElsewhere(keyed, tool);
+        return tool.permission === 'confirm' ? this.#await(keyed, tool) : this.#runAndFinish(tool, keyed, request.signal);
+      });
     });
   }
 
@@ -255,13 +271,7 @@ export class ToolCaller {
    * the supervisor, where a person approves or refuses it. It answers at once with the record.
    */
   async #await(record: ToolCallRecord, tool: Tool): Promise<ToolCallRecord> {
-    if (Buffer.byteLength(JSON.stringify(record.arguments)) > PENDING_ARGUMENTS_MAX_BYTES) {
-      throw new ThymosError(
-        ErrorCode.INVALID_INPUT,
-        `arguments of ${record.tool}: over ${PENDING_ARGUMENTS_MAX_BYTES} bytes, too large for a call that waits for a person's approval`,
-        { location: { path: 'arguments' } },
-      );
-    }
+    fitsApproval(record);
     const waiting = (await this.#o.calls.callsWithStatus('pending')).length;
     if (waiting >= this.#o.maxPending)
       return this.#finish(record, tool, {
@@ -282,8 +292,36 @@ export class ToolCaller {
     return (await this.#o.calls.getCall(pending.call_id)) ?? pending;
   }
 
+  /**
+   * A call another worker may have made under the same key: whether it took effect is not known,
+   * as for a call a crash cut off here, so it is recorded `interrupted` (`interruptedCall`) and
+   * handed to the supervisor, where a person runs it, marks it done or refuses it; its job is
+   * held meanwhile. Made again under its key, it answers as it stands (`CallKeys`): asked once.
+   */
+  async #madeElsewhere(record: ToolCallRecord, tool: Tool): Promise<ToolCallRecord> {
+    fitsApproval(record);
+    const cut = interruptedCall(record, tool, new Date(), this.#o.approvalTimeoutS, 'elsewhere');
+    await this.#recorder.save(cut);
+    this.#o.logger.info(
+      { call: cut.call_id, tool: cut.tool, key: cut.idempotency_key },
+      'another worker may have made this call: a person decides',
+    );
+    await this.#approvals.hand(cut);
+    return (await this.#o.calls.getCall(cut.call_id)) ?? cut;
+  }
+
   /** Ends a call that did not run (refused, or marked done by a person). */
   #finish(record: ToolCallRecord, tool: Tool | undefined, outcome: CallOutcome): Promise<ToolCallRecord> {
     return this.#recorder.finish(record, tool, outcome, 0);
   }
+}
+
+/** Refuses a call whose arguments are too large to wait for a person: the supervisor keeps them, and a person reads them whole. */
+function fitsApproval(record: ToolCallRecord): void {
+  if (jsonBytes(record.arguments) > PENDING_ARGUMENTS_MAX_BYTES)
+    throw new ThymosError(
+      ErrorCode.INVALID_INPUT,
+      `arguments of ${record.tool}: over ${PENDING_ARGUMENTS_MAX_BYTES} bytes, too large for a call that waits for a person's approval`,
+      { location: { path: 'arguments' } },
+    );
 }

@@ -165,7 +165,12 @@ export const ToolsSettingsSchema = z
       .min(1)
       .max(30 * 86_400)
       .default(86_400),
-    /** How many calls of one agent may wait for approval at once; another is refused (TOOL_DENIED). @default 100 */
+    /**
+     * How many calls of one agent may wait for approval at once; another is refused (TOOL_DENIED).
+     * The supervisor holds an agent to it whatever the agent says: a call refused at its deadline
+     * keeps its place until `approval_timeout_s` after it was handed in, and the supervisor keeps
+     * at most twice this many of an agent's calls, decided ones included. @default 100
+     */
     max_pending: z.number().int().min(1).max(10_000).default(100),
     /**
      * How many agents a chain of Mcp calls may pass through, the first caller included (A → B →

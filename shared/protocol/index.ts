@@ -57,6 +57,16 @@ export {
 } from './job.js';
 export { parseJsonOrUndefined, parseWireJson } from './parse-json.js';
 export {
+  type ApprovalsCursor,
+  ApprovalsCursorSchema,
+  type ApprovalsPage,
+  ApprovalsPageSchema,
+  jsonBytes,
+  PENDING_ARGUMENTS_MAX_BYTES,
+  type PendingCall,
+  PendingCallSchema,
+} from './pending-call.js';
+export {
   AgentContextSchema,
   parseReconcileContext,
   parseReconcileContextText,
@@ -98,8 +108,6 @@ export {
   CHAIN_META,
   IDEMPOTENCY_META,
   IdempotencyKeySchema,
-  type PendingCall,
-  PendingCallSchema,
   type ToolCallRecord,
   ToolCallRecordSchema,
 } from './tool-call.js';

@@ -6,8 +6,9 @@ import { ToolNameSchema } from '../domain/tool-schema.js';
 import { WireErrorSchema } from '../errors/errors.js';
 import { isInboxSubject } from './fleet-names.js';
 import { JobGiveUpSchema, ListedDeadLetterSchema, SkillBacklogSchema } from './job.js';
+import { ApprovalsCursorSchema, ApprovalsPageSchema, PendingCallSchema } from './pending-call.js';
 import { ReconcileContextSchema } from './reconcile-context.js';
-import { ApprovalDecisionSchema, CallDecisionReportSchema, PendingCallSchema } from './tool-call.js';
+import { ApprovalDecisionSchema, CallDecisionReportSchema } from './tool-call.js';
 
 /** One failed agent in a report. */
 export const AgentFailureSchema = z.object({ id: AgentIdSchema, code: z.string(), message: z.string() });
@@ -180,8 +181,11 @@ export const SupervisorRequestSchemas = {
    * decision, if one was made. A call of another agent is UNAUTHORIZED.
    */
   call_pending: z.object({ call: PendingCallSchema }).strict(),
-  /** The calls waiting for approval, of one agent or all. */
-  approvals: z.object({ id: AgentIdSchema.optional() }).strict(),
+  /**
+   * The calls waiting for approval, of one agent or all, a page at a time (see `ApprovalsPage`):
+   * the first page without `after`, each next with the `next` of the page before.
+   */
+  approvals: z.object({ id: AgentIdSchema.optional(), after: ApprovalsCursorSchema.optional() }).strict(),
   /** With `done`, for a call a crash interrupted (`interrupted_at`): it took effect; recorded `ok`, not run again. */
   approve: z
     .object({
@@ -239,7 +243,7 @@ export const SupervisorResultSchemas = {
   stop_all: ReconcileReportSchema,
   history: z.array(TransitionRecordSchema),
   call_pending: z.object({ decision: ApprovalDecisionSchema.nullable() }),
-  approvals: z.array(PendingCallSchema),
+  approvals: ApprovalsPageSchema,
   approve: CallDecisionReportSchema,
   refuse: CallDecisionReportSchema,
   agent_endpoint: AgentEndpointSchema,

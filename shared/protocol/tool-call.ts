@@ -1,7 +1,6 @@
 import { z } from 'zod';
 
 import { AgentIdSchema } from '../domain/domain-schema.js';
-import { ToolNameSchema } from '../domain/tool-schema.js';
 import { WireErrorSchema } from '../errors/errors.js';
 
 /**
@@ -88,25 +87,6 @@ export const ApprovalDecisionSchema = z.object({
   at: z.string(),
 });
 export type ApprovalDecision = z.infer<typeof ApprovalDecisionSchema>;
-
-/** A call waiting at the supervisor, as `thymos approvals` lists it. */
-export const PendingCallSchema = z.object({
-  call_id: z.string().min(1).max(64),
-  agent: AgentIdSchema,
-  tool: ToolNameSchema,
-  arguments: z.record(z.string(), z.unknown()),
-  reason: z.string().optional(),
-  caller: z.string(),
-  requested_at: z.iso.datetime({ offset: true }),
-  expires_at: z.iso.datetime({ offset: true }),
-  /**
-   * Set when a crash cut the call off after it was approved or began to run: whether it took
-   * effect is not known. Approve runs it again, `done` records that it took effect, refuse
-   * leaves it as it is. Each crash is a new question, with its own time.
-   */
-  interrupted_at: z.iso.datetime({ offset: true }).optional(),
-});
-export type PendingCall = z.infer<typeof PendingCallSchema>;
 
 /** What an approval or a refusal did: the decision and whether the agent has it yet (a Dormant agent gets it when it wakes). */
 export const CallDecisionReportSchema = z.object({

@@ -10,6 +10,10 @@ import { ControlApi, type Requester } from '../api/control-api.js';
 import { type FleetController } from '../reconcile/fleet-controller.js';
 import type { JobQueues } from './job-queues.js';
 
+const APPROVALS_PAGE_MAX_BYTES = 512 * 1024;
+/** nats-server's `max_payload` when it says none. */
+const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
+
 /** The control actions written to the audit log, with who asked. */
 const AUDITED: ReadonlySet<string> = new Set([
   'reconcile',
@@ -81,7 +85,7 @@ export function supervisorControlApi(
         },
         history: (r) => controller.history(r.id, r.limit),
         call_pending: async (r, _progress, by) => ({ decision: await approvals.submit(ownCall(r.call, by)) }),
-        approvals: async (r) => approvals.pending(r.id),
+        approvals: async (r) => approvals.page(r.id, r.after, approvalsPageBytes(nc)),
         approve: (r, _progress, by) => approvals.decide(r.id, r.call_id, true, by, r.reason, r.done),
         refuse: (r, _progress, by) => approvals.decide(r.id, r.call_id, false, by, r.reason),
         agent_access: async (r) => endpoints.access(r.id, r.token),
@@ -94,6 +98,11 @@ export function supervisorControlApi(
     },
     logger,
   );
+}
+
+/** The most one page of `approvals` holds: 512 KiB, and half what the server takes in one message (`max_payload`), so the reply always fits. */
+function approvalsPageBytes(nc: NatsConnection): number {
+  return Math.min(APPROVALS_PAGE_MAX_BYTES, Math.floor((nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD) / 2));
 }
 
 /** A call an agent submits for approval: its own only (`agent` is the one whose subject it came on). */

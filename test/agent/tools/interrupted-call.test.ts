@@ -4,8 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
+import { jetstream } from '@nats-io/jetstream';
+import { connect as natsConnect } from '@nats-io/transport-node';
+
 import { type Approver, approver } from '../../../client/approver.js';
-import { eventually, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
+import { fleetNatsUrl } from '../../../shared/config/fleet-runtime.js';
+import { loadConfig } from '../../../shared/config/thymos-config.js';
+import { FleetNames } from '../../../shared/protocol/fleet-names.js';
+import { asFleetSupervisor, eventually, startTestFleet, type TestFleet } from '../../helpers/fleet.js';
 import { REPO_ROOT } from '../../helpers/workspace.js';
 
 /**
@@ -13,14 +19,15 @@ import { REPO_ROOT } from '../../helpers/workspace.js';
  * the Script's side effect and before its record, since the Script's first run of a key writes
  * its effect and then waits for nothing. It runs again by itself only when its tool says the
  * service honours the key (`keyHonoured`); otherwise it goes back to the approvals as
- * interrupted, and the job it belongs to stays unsettled until a person decides.
+ * interrupted, and the job it belongs to stays unsettled until a person decides. So does a call of
+ * a job delivered again after another worker had it, which may have made the call.
  */
 describe('calls a crash interrupted', () => {
   let tf: TestFleet;
   let desk: Approver;
   const dir = mkdtempSync(join(tmpdir(), 'thymos-interrupted-'));
   const effects = join(dir, 'effects.log');
-  /** How many times the side effect of the call under `key` happened. */
+  /** How many times the side effect of the call under `key` happened (the line `key`), or the read of it (`look key`). */
   const times = (key: string) =>
     existsSync(effects)
       ? readFileSync(effects, 'utf8')
@@ -48,6 +55,10 @@ export async function note(input, ctx) {
   if (times === 1) await new Promise(() => undefined);
   return { noted: input.note, times };
 }
+export function look(input, ctx) {
+  appendFileSync(LOG, 'look ' + ctx.idempotencyKey + '\\n');
+  return { noted: input.note };
+}
 `,
     );
     writeFileSync(
@@ -55,6 +66,7 @@ export async function note(input, ctx) {
       `export function createBehavior() {
   return {
     async work(ctx, { job, call }) {
+      if (job.payload.look) await call('look_note', { note: job.payload.note });
       const r = await call(job.payload.tool, { note: job.payload.note, reason: 'the job asks for it' });
       if (r.status === 'refused') return { status: 'give_up', reason: r.error?.message ?? 'refused' };
       return r.status === 'failed' ? { status: 'retry', reason: r.error?.message ?? 'failed' } : { status: 'done', note: r.status };
@@ -67,11 +79,17 @@ export async function note(input, ctx) {
       join(dir, 'desk.pkl'),
       `amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}
 queues { ["support"] { maxDeliver = 5; ackWaitMs = 2000; backoffMs { 100 } } }
-agents { ["desk"] { persona { name = "Desk" }; skills { "orders" }; capabilities { "confirm_note"; "plain_note"; "honoured_note" } } }
+agents { ["desk"] { persona { name = "Desk" }; skills { "orders" }; capabilities { "confirm_note"; "plain_note"; "honoured_note"; "look_note" } } }
 tools {
 ${tool('confirm_note', 'permission = "confirm"')}
 ${tool('plain_note', '')}
 ${tool('honoured_note', 'keyHonoured = true')}
+  ["look_note"] {
+    description = "Reads a note"
+    input { ["note"] {} }
+    sideEffect = "read_only"
+    executor = new Script { path = "effects.mjs"; export = "look" }
+  }
 }
 `,
     );
@@ -175,5 +193,43 @@ ${tool('honoured_note', 'keyHonoured = true')}
     await eventually(settled, 60_000, 'the job settled');
     assert.equal(times(key), 2, 'once by the crash, once again; the service does it once');
     assert.equal((await tf.fleet.approvals('desk')).length, 0, 'nobody was asked');
+  });
+
+  test('a job delivered again after another worker had it: its writes_external call, of which this agent has no record, waits for a person as interrupted and does not run; its read-only call runs', async () => {
+    const key = 'job:support/orders/J-elsewhere#1';
+    await tf.fleet.stop('desk');
+    await tf.fleet.jobs.publish('support', 'orders', { tool: 'plain_note', note: 'ship ORD-4', look: true }, { id: 'J-elsewhere' });
+    // Another worker takes the first delivery and is gone without a word: pulled here from the skill's consumer, never acknowledged.
+    const config = loadConfig(tf.ws.configPath);
+    const names = new FleetNames(config.fleet.name);
+    const nc = await natsConnect({ servers: fleetNatsUrl(config), ...asFleetSupervisor(config.dataPath) });
+    try {
+      const consumer = await jetstream(nc).consumers.get(names.jobStream('support'), names.skillConsumer('orders'));
+      const first = await eventually(
+        async () => {
+          for await (const m of await consumer.fetch({ max_messages: 1, expires: 2000 })) return m;
+          return undefined;
+        },
+        30_000,
+        'the first delivery, to the other worker',
+      );
+      assert.deepEqual([(first.json() as { id: string }).id, first.info.deliveryCount], ['J-elsewhere', 1]);
+      await tf.fleet.start('desk');
+      // After the queue's ackWaitMs, the job is delivered again, to desk: its call is asked about, or (wrongly) run.
+      const waiting = () =>
+        tf.fleet.approvals('desk').then((all) => all.find((p) => p.tool === 'plain_note' && p.arguments.note === 'ship ORD-4'));
+      await eventually(async () => (times(key) > 0 || (await waiting()) ? true : undefined), 60_000, 'the call asked about, or run');
+      assert.equal(times(key), 0, 'the call with side effects did not run');
+      const asked = (await waiting())!;
+      assert.ok(asked.interrupted_at !== undefined, 'asked about as interrupted: did it take effect?');
+      await eventually(() => (times(`look ${key}`) >= 1 ? true : undefined), 30_000, 'the read-only call to run');
+      assert.ok((await unsettledJobs()) > 0, 'its job is held while a person decides');
+      await desk.approve('desk', asked.call_id, { reason: 'the other worker shipped it: the carrier has the parcel', done: true });
+      await eventually(settled, 60_000, 'the job settled by the person saying the call took effect');
+      assert.equal(times(key), 0, 'marked done, never run here');
+      assert.equal((await tf.fleet.approvals('desk')).length, 0);
+    } finally {
+      await nc.close();
+    }
   });
 });

@@ -9,7 +9,8 @@ import type { Surreal } from 'surrealdb';
 import { openEmbeddedSurreal } from '../../../shared/engines/embedded-surreal.js';
 import { createLogger } from '../../../shared/engines/pino-logger.js';
 import { isThymosError } from '../../../shared/errors/errors.js';
-import type { ApprovalDecision, PendingCall } from '../../../shared/protocol/tool-call.js';
+import type { ApprovalsCursor, PendingCall } from '../../../shared/protocol/pending-call.js';
+import type { ApprovalDecision } from '../../../shared/protocol/tool-call.js';
 import { ApprovalBook } from '../../../supervisor/api/approval-book.js';
 import { eventually } from '../../helpers/fleet.js';
 
@@ -96,17 +97,76 @@ describe("the supervisor's approval book", () => {
 
   test("own calls, other agents' calls and more than max_pending are refused; the book survives a restart", async () => {
     const book = await open();
-    const mine = pending();
+    const clerk = () => pending({ agent: 'clerk' });
+    const mine = clerk();
     await book.submit(mine);
-    await assert.rejects(book.decide('desk', mine.call_id, true, { who: 'client', said: 'game.ts#1@host' }, 'mine'), (e: unknown) =>
+    await assert.rejects(book.decide('clerk', mine.call_id, true, { who: 'client', said: 'game.ts#1@host' }, 'mine'), (e: unknown) =>
       isThymosError(e, 'TOOL_DENIED'),
     );
     await assert.rejects(book.decide('other', mine.call_id, true, { who: 'client', said: 'alice#2@h' }, 'x'), (e: unknown) =>
       isThymosError(e, 'NOT_FOUND'),
     );
-    while (book.pending('desk').length < 3) await book.submit(pending());
-    await assert.rejects(book.submit(pending()), (e: unknown) => isThymosError(e, 'INVALID_INPUT') && /max_pending/.test(e.message));
+    while (book.pending('clerk').length < 3) await book.submit(clerk());
+    await assert.rejects(book.submit(clerk()), (e: unknown) => isThymosError(e, 'INVALID_INPUT') && /max_pending/.test(e.message));
     const reopened = await open();
-    assert.deepEqual(reopened.pending('desk'), book.pending('desk'));
+    assert.deepEqual(reopened.pending('clerk'), book.pending('clerk'));
+  });
+
+  test('a call handed in past its deadline is refused by the sweep yet holds its place, also after a restart: no more than max_pending at once', async () => {
+    const book = await open();
+    const past = () => pending({ agent: 'rogue', expires_at: new Date(Date.now() - 60_000).toISOString() });
+    for (let i = 0; i < 3; i++) assert.equal(await book.submit(past()), null);
+    await book.sweep();
+    assert.deepEqual(book.pending('rogue'), [], 'refused at once');
+    const refusedOne = (e: unknown) => isThymosError(e, 'INVALID_INPUT') && /max_pending/.test(e.message);
+    await assert.rejects(book.submit(pending({ agent: 'rogue' })), refusedOne);
+    await assert.rejects((await open()).submit(pending({ agent: 'rogue' })), refusedOne, 'the places are held across a restart');
+  });
+
+  test('one agent keeps at most twice max_pending calls in the book, decided ones included: its oldest are forgotten, and one handed in again is asked about anew', async () => {
+    const book = await open();
+    const calls = Array.from({ length: 10 }, () => pending({ agent: 'busy' }));
+    for (const c of calls) {
+      await book.submit(c);
+      await book.decide('busy', c.call_id, false, { who: 'approver', said: 'alice#2@h' }, 'no');
+    }
+    const [rows] = await db.query<[Array<{ count: number }>]>("SELECT count() FROM approval WHERE agent = 'busy' GROUP ALL");
+    assert.equal(rows?.[0]?.count, 6, 'twice max_pending (3) kept in the database');
+    assert.equal(
+      await book.submit(calls.at(-1)!),
+      delivered.find((d) => d.callId === calls.at(-1)!.call_id)!.decision,
+      'the newest still answered',
+    );
+    assert.equal(await book.submit(calls[0]!), null, 'the oldest, forgotten, waits again');
+    assert.deepEqual(
+      book.pending('busy').map((p) => p.call_id),
+      [calls[0]!.call_id],
+    );
+  });
+
+  test('approvals a page at a time: each page within its budget (one call at least), in order, every call whole and once', async () => {
+    const book = await open();
+    const at = Date.now();
+    const calls = Array.from({ length: 3 }, (_, i) =>
+      pending({ agent: 'pager', requested_at: new Date(at + i).toISOString(), arguments: { note: 'p'.repeat(1000 * (i + 1)) } }),
+    );
+    for (const c of calls) await book.submit(c);
+    const listed: PendingCall[] = [];
+    let after: ApprovalsCursor | undefined;
+    for (let pages = 0; ; pages++) {
+      const page = book.page('pager', after, 2500);
+      assert.ok(page.calls.length >= 1 && pages < 3, JSON.stringify(page.next));
+      assert.ok(page.calls.length === 1 || JSON.stringify(page.calls).length <= 2500);
+      listed.push(...page.calls);
+      if (!page.next) break;
+      after = page.next;
+    }
+    assert.deepEqual(listed, book.pending('pager'));
+    assert.deepEqual(
+      listed.map((c) => c.call_id),
+      calls.map((c) => c.call_id),
+    );
+    const last = { requested_at: listed.at(-1)!.requested_at, call_id: listed.at(-1)!.call_id };
+    assert.deepEqual(book.page('pager', last, 1), { calls: [], next: null }, 'after the last call, nothing');
   });
 });

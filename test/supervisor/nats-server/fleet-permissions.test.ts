@@ -162,7 +162,7 @@ describe('what each identity may do on a fleet’s managed nats-server', () => {
   test('the approver decides approvals and does nothing else: not the supervisor’s other ops, not the world, not events, not another’s replies', async () => {
     const { nc, refused } = await connectAs('approver');
     const asApprover = SupervisorRequester.approver(nc, 10_000, names);
-    assert.deepEqual(await asApprover.request('approvals', {}), []);
+    assert.deepEqual(await asApprover.request('approvals', {}), { calls: [], next: null });
     // Served as the approver's: an unknown call is the supervisor's NOT_FOUND, not a refusal.
     await assert.rejects(
       asApprover.request('approve', { id: 'elder_rowan', call_id: 'c-none', reason: 'checked' }),
