@@ -10,13 +10,23 @@ export async function runSupervisorCommand(argv: string[]): Promise<number> {
   const natsUrl = values['nats-url'] ?? fleetNatsUrl(config);
   let supervisor: RunningSupervisor | undefined;
   let pending: string | undefined;
+  // A supervisor standing by for the coordinator role (placement by lease) stops waiting at a signal.
+  const standing = new AbortController();
   const onSignal = (signal: string) => {
     if (supervisor) void supervisor.stop(signal);
-    else pending ??= signal;
+    else {
+      pending ??= signal;
+      standing.abort();
+    }
   };
   process.on('SIGINT', () => onSignal('SIGINT'));
   process.on('SIGTERM', () => onSignal('SIGTERM'));
-  supervisor = await runSupervisorProcess({ config, natsUrl });
+  try {
+    supervisor = await runSupervisorProcess({ config, natsUrl, signal: standing.signal });
+  } catch (err) {
+    if (pending) process.exit(0);
+    throw err;
+  }
   // The embedded database's threads keep Node alive after close: exit explicitly.
   supervisor.stopped.then(
     () => process.exit(0),

@@ -106,6 +106,8 @@ export const FleetStatusSchema = z.object({
         hosts: z
           .array(z.object({ host: z.string(), pid: z.number().int(), renewed_at: z.string(), expired_by: z.string().nullable() }))
           .default([]),
+        /** The host that holds the fleet's coordinator role and answers the fleet's services, with its token; null while none does. */
+        coordinator: z.object({ host: z.string(), token: z.number().int() }).nullable().default(null),
       })
       .nullable()
       .optional(),

@@ -5,20 +5,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import { type FleetPaths, fleetPaths, Pm2Names, readFleetInfo, type ThymosConfig, writeFleetInfo } from '../../shared/config/index.js';
 import { checkFleet, type FleetWarning } from '../../shared/domain/index.js';
-import { ErrorCode, ThymosError, toThymosError } from '../../shared/errors/index.js';
-import {
-  admission,
-  connectNats,
-  domainWork,
-  ensureNatsIdentity,
-  fleetNatsLink,
-  type NatsLink,
-  natsSecretsDir,
-  readNatsSeed,
-  SupervisorRequester,
-} from '../../shared/nats/index.js';
-import { isAlive, portTaken, readLockPid, withDeadline } from '../../shared/platform/index.js';
-import { FleetNames, type ProgressMessage, type ReconcileReport } from '../../shared/protocol/index.js';
+import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import { admission, domainWork, ensureNatsIdentity, fleetNatsLink, natsSecretsDir, readNatsSeed } from '../../shared/nats/index.js';
+import { isAlive, portTaken, readLockPid } from '../../shared/platform/index.js';
+import { FleetNames, type FleetStatus, type ProgressMessage, type ReconcileReport } from '../../shared/protocol/index.js';
 import { FleetKeys, keysInCluster, withFleetKeys } from '../nats-server/fleet-keys.js';
 import { findNatsServer } from '../nats-server/server-binary.js';
 import {
@@ -33,6 +23,7 @@ import { AppLaunch } from '../pm2/app-launch.js';
 import { freePort } from '../pm2/free-port.js';
 import { IDLE_PROCESS_NODE_ARGS, ProcessManager } from '../pm2/process-manager.js';
 import { thymosBinPath } from '../pm2/thymos-bin.js';
+import { refuseOtherSupervisor, stopAgentsThroughSupervisor, waitForSupervisor } from './supervisor-answers.js';
 
 export interface UpResult {
   /** True when the fleet was already running and nothing was started. */
@@ -87,7 +78,7 @@ export async function upFleet(config: ThymosConfig, options: LaunchOptions = {})
     if (config.nats.url) writeFleetInfo(config, { nats_url: natsUrl, managed_nats: false, nats_port: null });
     if (config.nats.url) await checkOwnServer(config, paths, users, step);
     // A supervisor of this fleet started from another host or data directory answers on the same server.
-    if (config.nats.url && running?.status !== 'online') await refuseOtherSupervisor(config, natsUrl, users.names);
+    if (config.nats.url && running?.status !== 'online') await refuseOtherSupervisor(config, natsUrl);
     if (running?.status === 'online') {
       return { alreadyRunning: true, natsUrl, supervisorPid: running.pid, pm2Home: paths.pm2Home };
     }
@@ -96,6 +87,7 @@ export async function upFleet(config: ThymosConfig, options: LaunchOptions = {})
     const args = ['supervisor', '--nats-url', natsUrl];
     if (config.file) args.push('--config', config.file);
     const logFile = join(paths.logs, 'supervisor.log');
+    let answer: FleetStatus | undefined;
     const spec = {
       name: Pm2Names.supervisor,
       script: bin,
@@ -106,11 +98,16 @@ export async function upFleet(config: ThymosConfig, options: LaunchOptions = {})
     await launch.start(
       { ...spec, waitReady: true, listenTimeoutMs: 60_000, killTimeoutMs: 10_000, autorestart: true, restartDelayMs: 200, logFile },
       'the supervisor',
-      (signal) =>
-        waitForSupervisor(natsUrl, new FleetNames(config.fleet.name), fleetNatsLink(config, 'client', natsUrl), 60_000, logFile, signal),
+      async (signal) => {
+        const pid = async () => (await pm.describe(Pm2Names.supervisor))?.pid ?? undefined;
+        answer = await waitForSupervisor(config, natsUrl, { pid, ms: 60_000, log: logFile, signal });
+      },
     );
     const sup = await pm.describe(Pm2Names.supervisor);
-    step(`supervisor ready (pid ${sup?.pid}); pm2 ls with PM2_HOME=${paths.pm2Home} shows the fleet`);
+    const elsewhere = answer && answer.supervisor.host !== config.host.name ? answer.supervisor.host : undefined;
+    step(
+      `supervisor ${elsewhere ? `standing by (pid ${sup?.pid}): host ${elsewhere} coordinates the fleet, and this one takes over if its lease ends` : `ready (pid ${sup?.pid})`}; pm2 ls with PM2_HOME=${paths.pm2Home} shows the fleet`,
+    );
     return { alreadyRunning: false, natsUrl, supervisorPid: sup?.pid ?? null, pm2Home: paths.pm2Home };
   } catch (err) {
     step('stopping what was started');
@@ -286,27 +283,8 @@ export async function downFleet(
   try {
     const info = readFleetInfo(config);
     const natsUrl = config.nats.url ?? info?.nats_url;
-    if (natsUrl && (await pm.describe(Pm2Names.supervisor))?.status === 'online') {
-      step('stopping agents (snapshot, then stop)');
-      const pending = connectNats({ servers: natsUrl, name: 'thymos-down', ...fleetNatsLink(config, 'client', natsUrl), who: 'client' });
-      const nc = await withDeadline(pending, 3000, () => {
-        void pending.then((late) => late.close()).catch(() => undefined);
-        return undefined;
-      });
-      if (nc) {
-        try {
-          report = await SupervisorRequester.control(nc, config.supervisor.request_timeout_ms, new FleetNames(config.fleet.name)).request(
-            'stop_all',
-            {},
-            { onProgress: options.onProgress, watch: true },
-          );
-        } catch (err) {
-          step(`the supervisor could not stop the agents (${toThymosError(err).message}); stopping them through pm2`);
-        } finally {
-          await nc.close();
-        }
-      }
-    }
+    if (natsUrl && (await pm.describe(Pm2Names.supervisor))?.status === 'online')
+      report = await stopAgentsThroughSupervisor(config, natsUrl, step, options.onProgress);
     for (const app of await pm.list()) {
       if (Pm2Names.agentId(app.name)) {
         step(`stopping ${app.name}`);
@@ -343,51 +321,4 @@ async function waitForPort(port: number, ms: number, log: string, signal: AbortS
     await sleep(100);
   }
   throw new ThymosError(ErrorCode.STARTUP_TIMEOUT, `nats-server did not listen on 127.0.0.1:${port} within ${ms} ms (log: ${log})`);
-}
-
-/** SUPERVISOR_ALREADY_RUNNING, before anything starts, when a supervisor of this fleet already answers on `natsUrl`. */
-async function refuseOtherSupervisor(config: ThymosConfig, natsUrl: string, names: FleetNames): Promise<void> {
-  const nc = await connectNats({ servers: natsUrl, name: 'thymos-up', ...fleetNatsLink(config, 'client', natsUrl), who: 'client' });
-  try {
-    await SupervisorRequester.refuseSecond(nc, 2000, names, natsUrl, config.host.name);
-  } finally {
-    await nc.close();
-  }
-}
-
-async function waitForSupervisor(
-  natsUrl: string,
-  names: FleetNames,
-  link: NatsLink,
-  ms: number,
-  log: string,
-  signal: AbortSignal,
-): Promise<void> {
-  const deadline = Date.now() + ms;
-  const pending = connectNats({ servers: natsUrl, name: 'thymos-up', ...link, who: 'client' });
-  const nc = await withDeadline(pending, ms, () => {
-    void pending.then((late) => late.close()).catch(() => undefined);
-    return undefined;
-  });
-  if (!nc) throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `cannot connect to ${natsUrl} within ${ms} ms`);
-  try {
-    const requester = SupervisorRequester.control(nc, 2000, names);
-    for (;;) {
-      try {
-        await requester.request('status');
-        return;
-      } catch (err) {
-        signal.throwIfAborted();
-        if (Date.now() > deadline) {
-          throw new ThymosError(
-            ErrorCode.STARTUP_TIMEOUT,
-            `the supervisor did not answer within ${ms} ms: ${toThymosError(err).message} (log: ${log})`,
-          );
-        }
-        await sleep(200);
-      }
-    }
-  } finally {
-    await nc.close();
-  }
 }

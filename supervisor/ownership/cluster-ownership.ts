@@ -27,6 +27,9 @@ import {
 } from './placement-bucket.js';
 import { PlacementView } from './placement-view.js';
 
+/** The key of the fleet's coordinator role in the placement bucket. */
+const COORDINATOR_KEY = 'coordinator';
+
 export interface ClusterOwnershipOptions extends LeaseOptions {
   nc: NatsConnection;
   /** Replicas of the placement bucket (1, or 3 on a three-node cluster). */
@@ -75,6 +78,8 @@ export class ClusterOwnership implements AgentOwnership {
   #state: 'held' | 'lost' | 'closed' = 'held';
   /** A rejoin under way, which a claim and a renewal share. */
   #rejoining: Promise<void> | undefined;
+  /** The token of the coordinator role, once this host took it (under its current run). */
+  #coordinating: number | undefined;
 
   private constructor(options: ClusterOwnershipOptions, kv: KV, run: string, revision: number, sentAt: number) {
     this.#o = options;
@@ -120,37 +125,63 @@ export class ClusterOwnership implements AgentOwnership {
   async claim(id: string): Promise<number> {
     const held = this.#held.get(id);
     if (held !== undefined) return held;
+    const { revision, earlier } = await this.#take(agentKey(id), id);
+    // Taken from this host's earlier run at the revision it claimed at: nobody held it in between.
+    if (earlier !== undefined) this.#succeeded.set(id, earlier);
+    this.#held.set(id, revision);
+    return revision;
+  }
+
+  /**
+   * Takes the fleet's coordinator role (the key `coordinator`) as a claim takes an agent: refused
+   * (NOT_OWNER, naming the host) while a host whose lease is live holds it, taken once that lease
+   * ended. Held as long as this host's lease: a lost lease loses it too. Its token.
+   */
+  async coordinate(): Promise<number> {
+    if (this.#coordinating !== undefined && this.#state === 'held') return this.#coordinating;
+    this.#coordinating = (await this.#take(COORDINATOR_KEY, 'the coordinator role')).revision;
+    return this.#coordinating;
+  }
+
+  /** The token of the coordinator role while this host holds it and its lease. */
+  get coordinating(): number | undefined {
+    return this.#state === 'held' ? this.#coordinating : undefined;
+  }
+
+  /**
+   * Writes this run's placement at `key` by compare-and-set, once the host that held it has no live
+   * lease (`what` names it in a refusal). Its revision, and the revision this host's earlier run held
+   * it at when taken straight from that run.
+   */
+  async #take(key: string, what: string): Promise<{ revision: number; earlier?: number }> {
     if (this.#state === 'closed')
       throw new ThymosError(ErrorCode.NOT_OWNER, `host ${this.#o.host} has given up its lease: it claims nothing`);
     if (this.#state === 'lost') await this.#rejoin();
     const mine: Placement = { host: this.#o.host, run: this.#run };
     const stillMine = () => this.#state === 'held' && this.#run === mine.run;
     for (let tries = 0; ; tries++) {
-      const entry = await this.#kv.get(agentKey(id));
+      const entry = await this.#kv.get(key);
       try {
         let revision: number;
+        let earlier: number | undefined;
         if (!entry || entry.operation !== 'PUT') {
-          revision = entry
-            ? await this.#kv.update(agentKey(id), json(mine), entry.revision)
-            : await this.#kv.create(agentKey(id), json(mine));
+          revision = entry ? await this.#kv.update(key, json(mine), entry.revision) : await this.#kv.create(key, json(mine));
         } else {
           const placed = readEntry(entry, PlacementSchema);
           // Placed by this run already: a write whose answer timed out was stored after all.
           if (placed.host === mine.host && placed.run === mine.run) revision = entry.revision;
           else {
-            await this.#endLeaseOf(id, placed);
-            revision = await this.#kv.update(agentKey(id), json(mine), entry.revision);
-            // Taken from this host's earlier run at the revision it claimed at: nobody held it in between.
-            if (placed.host === mine.host && stillMine()) this.#succeeded.set(id, entry.revision);
+            await this.#endLeaseOf(what, placed);
+            revision = await this.#kv.update(key, json(mine), entry.revision);
+            if (placed.host === mine.host && stillMine()) earlier = entry.revision;
           }
         }
         // The lease was lost while the claim was on its way: the placement names a run that is over, which this host claims again under its next.
         if (!stillMine())
-          throw new ThymosError(ErrorCode.NOT_OWNER, `host ${this.#o.host} lost its lease while claiming ${id}: claim it again`, {
-            details: { agent: id, host: this.#o.host },
+          throw new ThymosError(ErrorCode.NOT_OWNER, `host ${this.#o.host} lost its lease while claiming ${what}: claim it again`, {
+            details: { agent: what, host: this.#o.host },
           });
-        this.#held.set(id, revision);
-        return revision;
+        return earlier === undefined ? { revision } : { revision, earlier };
       } catch (err) {
         if (!lostRace(err) || tries >= CLAIM_TRIES) throw err;
       }
@@ -196,13 +227,15 @@ export class ClusterOwnership implements AgentOwnership {
       return;
     }
     const lostAgents = [...this.#held.keys()];
+    const coordinator = this.#coordinating !== undefined;
     this.#held.clear();
     this.#succeeded.clear();
+    this.#coordinating = undefined;
     this.#state = 'lost';
     throw new ThymosError(
       ErrorCode.NOT_OWNER,
       `host ${this.#o.host} ${late ? (sentAt >= this.#deadline ? 'renewed after its lease had ended' : "renewed after its agents' fence had passed") : 'found its lease ended by another host'}: it no longer holds ${lostAgents.length > 0 ? lostAgents.join(', ') : 'any agent'}`,
-      { details: { host: this.#o.host, agents: lostAgents } },
+      { details: { host: this.#o.host, agents: lostAgents, coordinator } },
     );
   }
 
@@ -337,6 +370,7 @@ export class ClusterOwnership implements AgentOwnership {
    * ends; a supervisor started again from the same data directory takes it over at once.
    */
   close(): Promise<void> {
+    this.#coordinating = undefined;
     this.#held.clear();
     this.#succeeded.clear();
     this.#state = 'closed';

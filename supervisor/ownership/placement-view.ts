@@ -27,6 +27,7 @@ export interface PlacementRow {
 export class PlacementView {
   readonly #hosts = new Map<string, HostRow>();
   readonly #placements = new Map<string, PlacementRow>();
+  #coordinator: PlacementRow | null = null;
   readonly #stop: () => void;
 
   private constructor(stop: () => void) {
@@ -64,6 +65,11 @@ export class PlacementView {
     return this.#placements.get(id);
   }
 
+  /** The host that holds the coordinator role, under which token; null while none does. */
+  coordinator(): PlacementRow | null {
+    return this.#coordinator;
+  }
+
   close(): void {
     this.#stop();
   }
@@ -81,6 +87,8 @@ export class PlacementView {
         renewed_at: entry.created.toISOString(),
         expired_by: lease.expired_by ?? null,
       });
+    } else if (kind === 'coordinator') {
+      this.#coordinator = gone ? null : { host: readEntry(entry, PlacementSchema).host, token: entry.revision };
     } else if (kind === 'agent') {
       if (gone) return void this.#placements.delete(name);
       this.#placements.set(name, { host: readEntry(entry, PlacementSchema).host, token: entry.revision });

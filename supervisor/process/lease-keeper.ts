@@ -28,6 +28,8 @@ export interface LeaseLossHandlers {
   stopAgents: (ids: string[]) => Promise<void>;
   /** Records agent `id` Dormant after it stopped itself at its fence and, while its claim is held, starts it again under it. */
   fenced: (id: string) => Promise<void>;
+  /** The lost lease held the coordinator role too. */
+  roleLost: () => Promise<void>;
 }
 
 /** This host's lease as status shows it. */
@@ -41,6 +43,8 @@ export interface LeaseStatus {
   lost: { at: string; reason: string } | null;
   /** Every host of the placement bucket, as its watch last saw it. */
   hosts: HostRow[];
+  /** The host that holds the coordinator role, with its token; null while none does. */
+  coordinator: { host: string; token: number } | null;
 }
 
 /**
@@ -106,6 +110,7 @@ export class LeaseKeeper {
       deadline: new Date(ownership.deadline).toISOString(),
       lost: this.#lost,
       hosts: this.#o.view.hosts(),
+      coordinator: this.#o.view.coordinator(),
     };
   }
 
@@ -151,7 +156,7 @@ export class LeaseKeeper {
       logger.warn({ err: e.message }, 'lease renewal failed; trying again');
       return;
     }
-    const details = e.details as { agents?: string[] } | undefined;
+    const details = e.details as { agents?: string[]; coordinator?: boolean } | undefined;
     const agents = (details?.agents ?? []).filter((id) => this.#o.registry.get(id));
     this.#lost = { at: new Date().toISOString(), reason: e.message };
     this.#o.metrics.leaseLosses.inc();
@@ -175,5 +180,6 @@ export class LeaseKeeper {
           'stopping the agents of a lost lease failed: they stop themselves at their fence',
         ),
       );
+    if (details?.coordinator) await handlers.roleLost();
   }
 }

@@ -44,6 +44,8 @@ export interface SupervisorOptions {
   config: ThymosConfig;
   /** The NATS server to use; `thymos up` passes the one it runs. */
   natsUrl: string;
+  /** Aborted while it stands by for the coordinator role, the supervisor does not start (CANCELLED). */
+  signal?: AbortSignal;
 }
 
 export interface RunningSupervisor {
@@ -84,14 +86,20 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     const nc = await connectFleetNats(base);
     // Placement by lease: claims go to the fleet's KV bucket; the data lock taken above still keeps this data directory to one supervisor.
     const metrics = new SupervisorMetrics(config.host.name);
+    // Standing by, it tells pm2 it is ready: `thymos up` returns, and it takes over once the coordinator's lease ends.
+    const standingBy = () => process.send?.('ready');
+    const signal = options.signal ?? new AbortController().signal;
     const lease = config.cluster.enabled
-      ? await openLease({ ...base, nc, registry: local.registry, domain: local.domain, metrics })
+      ? await openLease({ ...base, nc, registry: local.registry, domain: local.domain, metrics, standingBy, signal })
       : undefined;
     const state = lease ? { ...local, ownership: lease.ownership } : local;
     const fleet = await startFleet(base, state, nc, metrics);
     const serving = await serve(base, state, nc, fleet, lease?.keeper);
-    if (lease) await watchLease({ ...lease, ...fleet, audit: serving.audit, registry: state.registry, cleanup: base.cleanup });
-    const stopper = new StopOnce(async (reason) => {
+    let stopper: StopOnce | undefined;
+    const stepDown = () => void stopper?.stop('the coordinator role was lost');
+    if (lease)
+      await watchLease({ ...lease, ...fleet, audit: serving.audit, registry: state.registry, cleanup: base.cleanup, stepDown, logger });
+    stopper = new StopOnce(async (reason) => {
       logger.info({ reason }, 'supervisor stopping');
       for (const api of serving.apis) api.stop();
       await fleet.controller.idle();
@@ -107,7 +115,8 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     // A reconcile this supervisor's previous run was killed in the middle of is finished now,
     // behind the same queue as requests, so a status asked meanwhile sees the end of it.
     void finishInterrupted(controller, serving.audit);
-    return { controller, metricsUrl: serving.metricsUrl, stop: (reason: string) => stopper.stop(reason), stopped: stopper.stopped };
+    const stopping = stopper;
+    return { controller, metricsUrl: serving.metricsUrl, stop: (reason: string) => stopping.stop(reason), stopped: stopping.stopped };
   } catch (err) {
     await base.cleanup.run();
     logger.flush();
@@ -119,7 +128,8 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
 async function connectFleetNats({ config, natsUrl, names, logger, cleanup }: Base): Promise<NatsConnection> {
   const nc = await connectWithin(natsUrl, NATS_CONNECT_MS, fleetNatsLink(config, 'supervisor', natsUrl));
   cleanup.push(() => closeNats(nc));
-  await refuseSecondSupervisor(nc, names, natsUrl, config.host.name);
+  // Under placement by lease, hosts' supervisors run at once, and the coordinator role keeps the fleet's services to one.
+  if (!config.cluster.enabled) await refuseSecondSupervisor(nc, names, natsUrl, config.host.name);
   if (readFleetInfo(config)?.managed_nats) await watchRefusals(config, natsUrl, logger, cleanup);
   return nc;
 }
