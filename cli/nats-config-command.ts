@@ -7,7 +7,7 @@ import { checkFleet } from '../shared/domain/index.js';
 import { ErrorCode, ThymosError } from '../shared/errors/index.js';
 import { agentIdentity, domainWork, ensureNatsIdentity, removeNatsIdentity, staleAgentIdentities } from '../shared/nats/index.js';
 import { FleetNames } from '../shared/protocol/index.js';
-import { keysInCluster, withFleetKeys } from '../supervisor/nats-server/fleet-keys.js';
+import { clusterEnforcesUsers, fleetKeySecret, keysInCluster, withFleetKeys } from '../supervisor/nats-server/fleet-keys.js';
 import {
   type AgentKeys,
   natsAccountIncludeFile,
@@ -83,7 +83,7 @@ export async function runNatsConfigCommand(argv: string[]): Promise<number> {
         ? `the agents' keys are in the cluster's key bucket ${new FleetNames(config.fleet.name).keysBucket}\n`
         : '') +
       (report.keys.startsWith('here,')
-        ? "the cluster cannot be read as the fleet yet: the agents' keys made here go into its key bucket at thymos up, once its servers include the account; every other host then needs only the fleet's secret and the supervisor's, client's, approver's and spare's keys\n"
+        ? "the cluster does not take the fleet yet (it admits anyone, or not the fleet's supervisor): the agents' keys made here go into its key bucket at thymos up, once its servers include the account; every other host then needs only the fleet's secret and the supervisor's, client's, approver's and spare's keys\n"
         : '') +
       (retired
         ? `emptied ${retired}, which held the users outside any account: remove its include from ${server}. The fleet's streams there stay in the server's default account; its JetStream in ${written.account} starts empty\n`
@@ -99,9 +99,9 @@ export async function runNatsConfigCommand(argv: string[]): Promise<number> {
 /**
  * Makes the fleet's identities that are missing here and deletes those of agents gone from the
  * domain. A fleet that keeps its agents' keys in the cluster makes none the cluster's key bucket
- * holds, puts those made here there at once and deletes there those of agents gone; `agents` is
- * then every agent's public key there, and `cluster` false while the cluster does not admit the
- * fleet yet (its keys stay here until `thymos up`). Run twice, the second makes and deletes nothing.
+ * holds and puts those made here there at once; `agents` is then the public key there of each agent
+ * of the domain, and `cluster` false while the cluster does not take the fleet yet (its keys stay
+ * here until `thymos up`). Run twice, the second makes and deletes nothing.
  */
 async function settleIdentities(
   config: ThymosConfig,
@@ -109,7 +109,7 @@ async function settleIdentities(
 ): Promise<{ made: string[]; revoked: string[]; agents: AgentKeys | undefined; cluster: boolean }> {
   const servers = config.nats.url!;
   // A fleet on several hosts keeps its agents' keys in the cluster: those there are the fleet's, made by no host again.
-  const cluster = keysInCluster(config) ? await clusterKeys(config, servers) : undefined;
+  const cluster = keysInCluster(config) ? await clusterKeys(config, servers, ids) : undefined;
   const inCluster = new Set(cluster?.map((k) => k.who));
   const made = (['supervisor', 'client', 'approver', 'spare', ...ids.map(agentIdentity)] as const).filter(
     (who) => !inCluster.has(who) && ensureNatsIdentity(config.dataPath, who).created,
@@ -117,27 +117,31 @@ async function settleIdentities(
   // With no domain schema there is no domain to tell which agents left it: nothing is deleted.
   const revoked = config.domainSchemaPath ? staleAgentIdentities(config.dataPath, ids) : [];
   for (const id of revoked) removeNatsIdentity(config.dataPath, agentIdentity(id));
-  // The keys made here go into the cluster's bucket at once; those of agents gone from the domain leave it.
+  // The keys made here go into the cluster's bucket at once. One of an agent gone from the domain stays
+  // there, sealed (the only copy of it), but the account no longer names it.
   const agents = cluster
     ? await withFleetKeys(config, servers, async (keys) => {
         await keys.publish(config.dataPath, ids);
-        if (config.domainSchemaPath) revoked.push(...(await keys.retain(ids)).filter((id) => !revoked.includes(id)));
-        return await keys.publicKeys();
+        return await keys.publicKeys(ids);
       })
     : undefined;
   return { made, revoked, agents, cluster: cluster !== undefined };
 }
 
 /**
- * The agents' public keys in the cluster's key bucket, or undefined when the cluster does not
- * admit the fleet yet (its servers do not include the account): the fleet being set up. The
- * fleet's secret unset is an error either way.
+ * The public keys the cluster's key bucket holds for agents `ids`, or undefined when the cluster
+ * does not take the fleet yet: it admits anyone (it has no users in force: its JetStream is not the
+ * fleet's), or refuses the supervisor (its servers do not include the account): the fleet being set
+ * up. No server answering is NATS_UNAVAILABLE, never taken for that: keys made here then would
+ * not be the cluster's. The fleet's secret unset is an error either way.
  */
-async function clusterKeys(config: ThymosConfig, servers: string): Promise<AgentKeys | undefined> {
+async function clusterKeys(config: ThymosConfig, servers: string, ids: readonly string[]): Promise<AgentKeys | undefined> {
+  fleetKeySecret(config);
+  if (!(await clusterEnforcesUsers(config, servers))) return undefined;
   try {
-    return await withFleetKeys(config, servers, (keys) => keys.publicKeys());
+    return await withFleetKeys(config, servers, (keys) => keys.publicKeys(ids));
   } catch (err) {
-    if (err instanceof ThymosError && err.code === ErrorCode.NATS_UNAVAILABLE) return undefined;
+    if (err instanceof ThymosError && err.code === ErrorCode.UNAUTHORIZED) return undefined;
     throw err;
   }
 }

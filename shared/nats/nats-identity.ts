@@ -141,6 +141,7 @@ function readCredentials(file: string): Uint8Array {
  * twice makes nothing the second time.
  */
 export function ensureNatsIdentity(dataPath: string, who: NatsIdentity): { publicKey: string; created: boolean } {
+  secretsDir(dataPath);
   const existing = readNatsSeed(dataPath, who);
   if (existing) return { publicKey: userKey(existing)!.nkey, created: false };
   const seed = Codec.encodeSeed(Prefix.User, new Uint8Array(randomBytes(32)));
@@ -155,10 +156,15 @@ export function ensureNatsIdentity(dataPath: string, who: NatsIdentity): { publi
  */
 export function writeNatsSeed(dataPath: string, who: NatsIdentity, seed: Uint8Array): void {
   if (!userKey(seed)) throw new ThymosError(ErrorCode.CONFIG_INVALID, `the NATS identity ${who} must be a user nkey seed (SU…)`);
+  secretsDir(dataPath);
+  writeAtomic(natsIdentityFile(dataPath, who), `${new TextDecoder().decode(seed)}\n`, 0o600);
+}
+
+/** The folder of the fleet's identities, made if missing and narrowed to its owner (mode 0700) if it was wider. */
+function secretsDir(dataPath: string): void {
   const dir = natsSecretsDir(dataPath);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   chmodSync(dir, 0o700);
-  writeAtomic(natsIdentityFile(dataPath, who), `${new TextDecoder().decode(seed)}\n`, 0o600);
 }
 
 /** The public key (U…) of a user seed, or undefined when `seed` is none. */

@@ -9,7 +9,7 @@ import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
 import { admission, domainWork, ensureNatsIdentity, fleetNatsLink, natsSecretsDir, readNatsSeed } from '../../shared/nats/index.js';
 import { isAlive, portTaken, readLockPid } from '../../shared/platform/index.js';
 import { FleetNames, type FleetStatus, type ProgressMessage, type ReconcileReport } from '../../shared/protocol/index.js';
-import { FleetKeys, keysInCluster, withFleetKeys } from '../nats-server/fleet-keys.js';
+import { keysInCluster, withFleetKeys } from '../nats-server/fleet-keys.js';
 import { findNatsServer } from '../nats-server/server-binary.js';
 import {
   natsAccountIncludeFile,
@@ -76,7 +76,7 @@ export async function upFleet(config: ThymosConfig, options: LaunchOptions = {})
     const users = { names: new FleetNames(config.fleet.name), work: domainWork(domain) };
     const natsUrl = config.nats.url ?? (await ensureNats(config, pm, launch, natsBinary!, users, step));
     if (config.nats.url) writeFleetInfo(config, { nats_url: natsUrl, managed_nats: false, nats_port: null });
-    if (config.nats.url) await checkOwnServer(config, paths, users, step);
+    if (config.nats.url) await checkOwnServer(config, paths, { ...users, ids: Object.keys(domain.agents) }, step);
     // A supervisor of this fleet started from another host or data directory answers on the same server.
     if (config.nats.url && running?.status !== 'online') await refuseOtherSupervisor(config, natsUrl);
     if (running?.status === 'online') {
@@ -126,7 +126,12 @@ export async function upFleet(config: ThymosConfig, options: LaunchOptions = {})
  * admit the supervisor, the client and the spares as themselves and nobody without an identity.
  * Otherwise `up` starts nothing and says what to do.
  */
-async function checkOwnServer(config: ThymosConfig, paths: FleetPaths, users: NatsUsers, step: (line: string) => void): Promise<void> {
+async function checkOwnServer(
+  config: ThymosConfig,
+  paths: FleetPaths,
+  { ids, ...users }: NatsUsers & { ids: string[] },
+  step: (line: string) => void,
+): Promise<void> {
   const url = config.nats.url!;
   const tls = config.natsTls;
   const over = tls ? ' over TLS' : '';
@@ -167,7 +172,7 @@ async function checkOwnServer(config: ThymosConfig, paths: FleetPaths, users: Na
       `the nats-server at ${url} admits connections with no identity, so the fleet's users are not in force there: ${fix}`,
     );
   // What the server includes must say what each identity may do today: after an upgrade, or a change of the agents' work, it says otherwise.
-  const agents = keysInCluster(config) ? await withFleetKeys(config, url, (keys) => keys.publicKeys()) : undefined;
+  const agents = keysInCluster(config) ? await withFleetKeys(config, url, (keys) => keys.publicKeys(ids)) : undefined;
   if (config.nats.identities && !natsAccountIncludeIsCurrent(paths, users, agents)) {
     throw new ThymosError(
       ErrorCode.NATS_UNAVAILABLE,
@@ -291,8 +296,11 @@ export async function downFleet(
         await pm.delete(app.name);
       }
     }
-    // Kept in the cluster, the agents' keys leave this host with its agents.
-    if (keysInCluster(config)) FleetKeys.keepOnly(config.dataPath, () => false);
+    // Kept in the cluster, the agents' keys leave this host with its agents: each the bucket holds.
+    if (keysInCluster(config) && natsUrl)
+      await withFleetKeys(config, natsUrl, (keys) => keys.keepOnly(config.dataPath, () => false)).catch((err: unknown) =>
+        step(`the agents' keys stay on this host: the cluster's key bucket could not be read (${(err as Error).message})`),
+      );
     step('stopping the supervisor');
     await pm.delete(Pm2Names.supervisor);
     if (await pm.describe(Pm2Names.nats)) {

@@ -123,6 +123,8 @@ export class AgentStarter {
       return { pid, port, adopted: false, clock, spare: claimed ? (slot ?? null) : null };
     } catch (err) {
       ports.release(port);
+      // Not started: a key taken from the cluster for it leaves this host again (the retry below takes it anew).
+      this.#o.access?.release(id);
       const e = toThymosError(err);
       // Another process (another fleet's agent on this machine) bound the port between its probe and the agent's bind: once more, on another.
       if (retry && /PORT_IN_USE/.test(e.message) && !ports.pinned(id)) {

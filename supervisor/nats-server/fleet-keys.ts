@@ -5,9 +5,11 @@ import { type KV, Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
 
-import type { ThymosConfig } from '../../shared/config/index.js';
+import type { StreamReplicas, ThymosConfig } from '../../shared/config/index.js';
+import { AgentIdSchema } from '../../shared/domain/index.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
 import {
+  admission,
   agentIdentity,
   connectOnce,
   fleetNatsLink,
@@ -16,9 +18,11 @@ import {
   natsPublicKey,
   readNatsSeed,
   removeNatsIdentity,
+  updateStream,
   writeNatsSeed,
 } from '../../shared/nats/index.js';
 import { FleetNames, parseJsonOrUndefined } from '../../shared/protocol/index.js';
+import { lostRace } from '../ownership/placement-bucket.js';
 
 /**
  * A fleet on several hosts keeps one NATS key per agent for the whole fleet, in the cluster's key
@@ -107,7 +111,7 @@ const agentKey = (id: string) => `agent.${id}`;
 export interface FleetKeysOptions {
   nc: NatsConnection;
   names: FleetNames;
-  replicas: number;
+  replicas: StreamReplicas;
   secret: Buffer;
   /** How long one request to JetStream may go unanswered. */
   timeoutMs?: number;
@@ -130,17 +134,26 @@ export class FleetKeys {
     const js = jetstream(o.nc, { timeout: o.timeoutMs ?? 5000 });
     // Reads go to the stream's leader: a replica of a new bucket may not have caught up on nats-server 2.9.
     const kv = await new Kvm(js).create(o.names.keysBucket, { replicas: o.replicas, history: 1, allow_direct: false });
+    // A bucket made before on another number of nodes is brought to `replicas`, as the fleet's streams are.
+    const jsm = await js.jetstreamManager();
+    const was = (await jsm.streams.info(`KV_${o.names.keysBucket}`)).config;
+    if (was.num_replicas !== o.replicas) await updateStream(jsm, `KV_${o.names.keysBucket}`, was, o.replicas);
     return new FleetKeys(kv, o.secret, o.names.keysBucket);
   }
 
-  /** The public key of every agent's key the bucket holds: the users every node of the cluster admits. */
-  async publicKeys(): Promise<Array<{ who: NatsIdentity; publicKey: string }>> {
-    const keys: string[] = [];
-    for await (const key of await this.#kv.keys('agent.*')) keys.push(key);
+  /**
+   * The public key of each agent's key the bucket holds, among agents `ids` (those of the domain):
+   * the users every node of the cluster admits. Each is opened first, so a value written without
+   * the fleet's secret, or under another agent's key, is refused (CONFIG_INVALID naming it) rather
+   * than given a user.
+   */
+  async publicKeys(ids: readonly string[]): Promise<Array<{ who: NatsIdentity; publicKey: string }>> {
     const out: Array<{ who: NatsIdentity; publicKey: string }> = [];
-    for (const key of keys.sort()) {
-      const value = await this.#read(key);
-      if (value) out.push({ who: value.who as NatsIdentity, publicKey: value.public_key });
+    for (const id of [...ids].sort()) {
+      const value = await this.#read(agentKey(id));
+      if (!value) continue;
+      openSeed(this.#secret, agentIdentity(id), value, `${this.#bucket} ${agentKey(id)}`);
+      out.push({ who: agentIdentity(id), publicKey: value.public_key });
     }
     return out;
   }
@@ -165,8 +178,9 @@ export class FleetKeys {
           await this.#kv.create(agentKey(id), JSON.stringify(sealSeed(this.#secret, who, seed)));
           published.push(id);
           continue;
-        } catch {
-          // Another host put one first: it is read again below.
+        } catch (err) {
+          // Another host put one first: it is read again below. Anything else leaves the key here.
+          if (!lostRace(err)) throw err;
         }
       }
       const now = held ?? (await this.#read(agentKey(id)));
@@ -191,22 +205,20 @@ export class FleetKeys {
     return true;
   }
 
-  /** Deletes from the bucket the keys of agents not among `ids` (gone from the domain). Those deleted. */
-  async retain(ids: readonly string[]): Promise<string[]> {
-    const keep = new Set(ids.map(agentKey));
-    const gone: string[] = [];
-    for await (const key of await this.#kv.keys('agent.*')) if (!keep.has(key)) gone.push(key);
-    for (const key of gone) await this.#kv.purge(key);
-    return gone.map((key) => key.slice('agent.'.length));
-  }
-
-  /** Deletes from this host's data directory the keys of the agents that are not `running` here. Those deleted. */
-  static keepOnly(dataDir: string, running: (id: string) => boolean): string[] {
-    return listNatsIdentities(dataDir)
-      .map((i) => i.who)
-      .filter((who) => who.startsWith('agent-') && !running(who.slice('agent-'.length)))
-      .filter((who) => removeNatsIdentity(dataDir, who))
-      .map((who) => who.slice('agent-'.length));
+  /**
+   * Deletes from this host's data directory the keys of the agents that are not `running` here and
+   * that the bucket holds, the same key: one the bucket does not hold (its publishing failed, or it
+   * was made here since) is kept, never lost. Those deleted.
+   */
+  async keepOnly(dataDir: string, running: (id: string) => boolean): Promise<string[]> {
+    const deleted: string[] = [];
+    for (const { who, publicKey } of listNatsIdentities(dataDir)) {
+      const id = who.startsWith('agent-') ? who.slice('agent-'.length) : undefined;
+      if (id === undefined || running(id) || !AgentIdSchema.safeParse(id).success) continue;
+      if ((await this.#read(agentKey(id)))?.public_key !== publicKey) continue;
+      if (removeNatsIdentity(dataDir, who)) deleted.push(id);
+    }
+    return deleted;
   }
 
   async #read(key: string): Promise<SealedKey | undefined> {
@@ -230,9 +242,10 @@ export class FleetKeys {
 export async function withFleetKeys<T>(config: ThymosConfig, servers: string, task: (keys: FleetKeys) => Promise<T>): Promise<T> {
   const secret = fleetKeySecret(config);
   const nc = await connectOnce(servers, fleetNatsLink(config, 'supervisor', servers), 5000, 'supervisor').catch((err: unknown) => {
+    const refused = /authorization violation/i.test((err as Error).message);
     throw new ThymosError(
-      ErrorCode.NATS_UNAVAILABLE,
-      `the cluster's key bucket cannot be read: the supervisor's identity is not admitted at ${servers} (${(err as Error).message})`,
+      refused ? ErrorCode.UNAUTHORIZED : ErrorCode.NATS_UNAVAILABLE,
+      `the cluster's key bucket cannot be read: ${refused ? "the supervisor's identity is not admitted" : 'no server answers'} at ${servers} (${(err as Error).message})`,
     );
   });
   try {
@@ -241,4 +254,16 @@ export async function withFleetKeys<T>(config: ThymosConfig, servers: string, ta
   } finally {
     await nc.close().catch(() => undefined);
   }
+}
+
+/**
+ * Whether the cluster at `servers` has the fleet's users in force: it refuses a connection with no
+ * identity. One that admits anyone has not been given the fleet's account yet (a cluster being set
+ * up), and its JetStream is not the fleet's: no key goes there.
+ */
+export async function clusterEnforcesUsers(config: ThymosConfig, servers: string): Promise<boolean> {
+  const nobody = await admission(servers, { seed: undefined, tls: config.natsTls }, 3000);
+  if (nobody.outcome === 'unreachable')
+    throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `no server of the cluster answers at ${servers}: ${nobody.reason ?? 'no answer'}`);
+  return nobody.outcome === 'refused';
 }

@@ -162,7 +162,7 @@ function natsAccountInclude(
 function userLines(identities: ReadonlyArray<{ who: NatsIdentity; publicKey: string }>, users: NatsUsers): string[] {
   const lines = identities.map((i) => {
     const permissions = i.who === 'system' ? SYSTEM_PERMISSIONS : natsPermissions(users.names, i.who, users.work);
-    return `    { nkey: ${JSON.stringify(i.publicKey)}${permissions ? `, permissions: ${JSON.stringify(permissions)}` : ''} } # ${i.who}`;
+    return `    { nkey: ${JSON.stringify(i.publicKey)}${permissions ? `, permissions: ${JSON.stringify(permissions)}` : ''} } # ${JSON.stringify(i.who)}`;
   });
   return ['  users: [', ...lines, '  ]'];
 }

@@ -22,6 +22,7 @@ import {
   type Placement,
   PlacementSchema,
   readEntry,
+  releaseHostPlacements,
   takeLease,
   throughTimeouts,
 } from './placement-bucket.js';
@@ -80,6 +81,8 @@ export class ClusterOwnership implements AgentOwnership {
   #rejoining: Promise<void> | undefined;
   /** The token of the coordinator role, once this host took it (under its current run). */
   #coordinating: number | undefined;
+  /** Whether this host took the coordinator role once: it then claims agents only while it holds it. */
+  #coordinated = false;
 
   private constructor(options: ClusterOwnershipOptions, kv: KV, run: string, revision: number, sentAt: number) {
     this.#o = options;
@@ -125,6 +128,11 @@ export class ClusterOwnership implements AgentOwnership {
   async claim(id: string): Promise<number> {
     const held = this.#held.get(id);
     if (held !== undefined) return held;
+    // Once this host has coordinated, it claims agents only while it holds the role: after losing it, the role is taken again first.
+    if (this.#coordinated && this.coordinating === undefined)
+      throw new ThymosError(ErrorCode.NOT_OWNER, `host ${this.#o.host} does not hold the coordinator role now: it claims no agent`, {
+        details: { agent: id, host: this.#o.host },
+      });
     const { revision, earlier } = await this.#take(agentKey(id), id);
     // Taken from this host's earlier run at the revision it claimed at: nobody held it in between.
     if (earlier !== undefined) this.#succeeded.set(id, earlier);
@@ -140,11 +148,19 @@ export class ClusterOwnership implements AgentOwnership {
   async coordinate(): Promise<number> {
     if (this.#coordinating !== undefined && this.#state === 'held') return this.#coordinating;
     this.#coordinating = (await this.#take(COORDINATOR_KEY, 'the coordinator role')).revision;
+    this.#coordinated = true;
     return this.#coordinating;
   }
 
-  /** The token of the coordinator role while this host holds it and its lease. */
-  get coordinating(): number | undefined {
+  /** Gives up the coordinator role and every placement of this host's runs, whose agents have stopped or passed their fence: no host need wait for this one's lease. */
+  async resign(): Promise<string[]> {
+    this.#coordinating = undefined;
+    this.#held.clear();
+    this.#succeeded.clear();
+    return await releaseHostPlacements(this.#kv, this.#o.host);
+  }
+
+  /** The token of the coordinator role while this host holds it and its lease. */ get coordinating(): number | undefined {
     return this.#state === 'held' ? this.#coordinating : undefined;
   }
 

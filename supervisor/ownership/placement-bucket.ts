@@ -158,3 +158,26 @@ export function lostRace(err: unknown): boolean {
 export function json(value: object): string {
   return JSON.stringify(value);
 }
+
+/**
+ * Deletes every key of `kv` whose placement names `host` (its agents, and the coordinator role), each
+ * by compare-and-set at the revision read: a key another host took meanwhile is left to it. For a
+ * host that gives its runs' placements up once their agents have passed their fence, so no other
+ * host has to wait for its lease to take them.
+ */
+export async function releaseHostPlacements(kv: KV, host: string): Promise<string[]> {
+  const keys: string[] = [];
+  for await (const key of await kv.keys()) if (key === 'coordinator' || key.startsWith('agent.')) keys.push(key);
+  const released: string[] = [];
+  for (const key of keys) {
+    const entry = await kv.get(key);
+    if (entry?.operation !== 'PUT' || PlacementSchema.safeParse(parseJsonOrUndefined(entry.string())).data?.host !== host) continue;
+    try {
+      await kv.delete(key, { previousSeq: entry.revision });
+      released.push(key);
+    } catch (err) {
+      if (!lostRace(err)) throw err;
+    }
+  }
+  return released;
+}

@@ -92,6 +92,12 @@ export async function watchLease(o: {
           { err: toThymosError(err).message },
           'the coordinator role is lost: this supervisor stops, and stands by when started again',
         );
+        // Its agents have stopped, or passed their fence with the lease: their placements are given up, so the new coordinator takes them at once.
+        await o.ownership
+          .resign()
+          .catch((resignErr: unknown) =>
+            o.logger.warn({ err: toThymosError(resignErr).message }, 'placements not given up: they end with the lease'),
+          );
         o.stepDown();
       }
     },

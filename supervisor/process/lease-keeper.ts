@@ -63,6 +63,8 @@ export class LeaseKeeper {
   readonly #stop: () => void;
   #lost: LeaseStatus['lost'] = null;
   #handlers: LeaseLossHandlers | undefined;
+  /** The coordinator role was lost with the lease before the handlers were attached (the fleet still starting). */
+  #roleLostEarly = false;
 
   constructor(options: LeaseKeeperOptions) {
     this.#o = options;
@@ -76,9 +78,13 @@ export class LeaseKeeper {
     this.#extend();
   }
 
-  /** Where a lost lease is audited and its agents stopped from now on (before, it is logged only: no agent was started yet). */
+  /**
+   * Where a lost lease is audited and its agents stopped from now on (before, it is logged only: no
+   * agent was started yet). A coordinator role lost with a lease before is dealt with now.
+   */
   attach(handlers: LeaseLossHandlers): void {
     this.#handlers = handlers;
+    if (this.#roleLostEarly) void handlers.roleLost();
   }
 
   /**
@@ -162,7 +168,10 @@ export class LeaseKeeper {
     this.#o.metrics.leaseLosses.inc();
     logger.error({ agents, err: e.message }, 'lease lost: stopping the agents it held');
     const handlers = this.#handlers;
-    if (!handlers) return;
+    if (!handlers) {
+      this.#roleLostEarly ||= details?.coordinator === true;
+      return;
+    }
     void handlers.audit.record({
       at: this.#lost.at,
       op: 'lease_lost',

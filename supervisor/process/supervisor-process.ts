@@ -20,7 +20,7 @@ import { AgentLink } from '../lifecycle/agent-link.js';
 import { AgentPool, type AgentPoolOptions } from '../lifecycle/agent-pool.js';
 import { AgentRegistry } from '../lifecycle/agent-registry.js';
 import { SupervisorMetrics } from '../metrics/supervisor-metrics.js';
-import { FleetKeys, fleetKeySecret, keysInCluster } from '../nats-server/fleet-keys.js';
+import { type FleetKeys, fleetKeySecret, keysInCluster } from '../nats-server/fleet-keys.js';
 import { NatsAccess } from '../nats-server/nats-access.js';
 import { type AgentOwnership } from '../ownership/agent-ownership.js';
 import { LocalOwnership } from '../ownership/local-ownership.js';
@@ -32,6 +32,7 @@ import { type WorkScores } from '../relevance/work-scores.js';
 import { worldControlApi } from '../world/world-api.js';
 import { openWorldDatabase } from '../world/world-database.js';
 import { WorldStore } from '../world/world-store.js';
+import { openAgentKeys } from './agent-keys.js';
 import { assembleFleet } from './fleet-assembly.js';
 import { openLease, watchLease } from './fleet-lease.js';
 import { type JobQueues, openJobQueues } from './job-queues.js';
@@ -82,8 +83,12 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     cleanup: new CleanupStack(),
   };
   try {
+    // The fleet's secret is read once, and leaves the environment the agents and spares are started with.
+    const secret = keysInCluster(config) ? fleetKeySecret(config) : undefined;
+    if (secret) delete process.env[config.cluster.key_env];
     const local = await openFleetState(config, base.paths, base.cleanup);
     const nc = await connectFleetNats(base);
+    const keys = secret && (await openAgentKeys({ ...base, nc, domain: local.domain, secret }));
     // Placement by lease: claims go to the fleet's KV bucket; the data lock taken above still keeps this data directory to one supervisor.
     const metrics = new SupervisorMetrics(config.host.name);
     // Standing by, it tells pm2 it is ready: `thymos up` returns, and it takes over once the coordinator's lease ends.
@@ -93,10 +98,11 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
       ? await openLease({ ...base, nc, registry: local.registry, domain: local.domain, metrics, standingBy, signal })
       : undefined;
     const state = lease ? { ...local, ownership: lease.ownership } : local;
-    const fleet = await startFleet(base, state, nc, metrics);
+    const fleet = await startFleet(base, { ...state, keys }, nc, metrics);
     const serving = await serve(base, state, nc, fleet, lease?.keeper);
     let stopper: StopOnce | undefined;
-    const stepDown = () => void stopper?.stop('the coordinator role was lost');
+    let stepDownAsked = false;
+    const stepDown = () => void (stopper ? stopper.stop('the coordinator role was lost') : (stepDownAsked = true));
     if (lease)
       await watchLease({ ...lease, ...fleet, audit: serving.audit, registry: state.registry, cleanup: base.cleanup, stepDown, logger });
     stopper = new StopOnce(async (reason) => {
@@ -116,6 +122,7 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
     // behind the same queue as requests, so a status asked meanwhile sees the end of it.
     void finishInterrupted(controller, serving.audit);
     const stopping = stopper;
+    if (stepDownAsked) void stopping.stop('the coordinator role was lost');
     return { controller, metricsUrl: serving.metricsUrl, stop: (reason: string) => stopping.stop(reason), stopped: stopping.stopped };
   } catch (err) {
     await base.cleanup.run();
@@ -148,7 +155,7 @@ interface StartedFleet {
 /** Streams, queues, relevance, the world store and the pool; then the controller adopts the agents and routing starts. */
 async function startFleet(
   base: Base,
-  { db, registry, domain, ownership }: FleetState,
+  { db, registry, domain, ownership, keys }: FleetState & { keys: FleetKeys | undefined },
   nc: NatsConnection,
   metrics: SupervisorMetrics,
 ): Promise<StartedFleet> {
@@ -178,7 +185,6 @@ async function startFleet(
     cleanup,
   );
   // Every agent of the domain gets its NATS identity; one that left the domain loses its own.
-  const keys = await openAgentKeys(base, nc, domain, processes);
   const access = new NatsAccess({ config, paths, processes, natsUrl, logger, users: { names, work: domainWork(domain) }, keys });
   await access.sync(Object.keys(domain.agents));
   const onStopped = (id: string) => {
@@ -200,31 +206,6 @@ async function startFleet(
       cleanup,
     );
   return { controller: started, processes, link, metrics, jobs, world, pool };
-}
-
-/**
- * With the agents' keys kept in the cluster (`keysInCluster`): the keys this host holds of the
- * domain's agents are put in the key bucket, and every agent key of an agent not running here is
- * deleted from this host, which takes each again from the bucket as the agent starts here.
- */
-async function openAgentKeys(
-  { config, paths, names, logger }: Base,
-  nc: NatsConnection,
-  domain: DomainSchema,
-  processes: ProcessManager,
-): Promise<FleetKeys | undefined> {
-  if (!keysInCluster(config)) return undefined;
-  const keys = await FleetKeys.open({ nc, names, replicas: config.cluster.replicas, secret: fleetKeySecret(config) });
-  const { published, replaced } = await keys.publish(paths.data, Object.keys(domain.agents));
-  const online = new Set((await processes.list()).filter((p) => p.status === 'online').map((p) => p.name));
-  const deleted = FleetKeys.keepOnly(paths.data, (id) => online.has(Pm2Names.agent(id)));
-  logger.info({ published, deleted }, "the agents' NATS keys are kept in the cluster's key bucket");
-  if (replaced.length > 0)
-    logger.warn(
-      { agents: replaced },
-      "the cluster's key bucket held other keys for these agents than this host did: the bucket's are kept (run thymos nats-config to write the account with them)",
-    );
-  return keys;
 }
 
 /**

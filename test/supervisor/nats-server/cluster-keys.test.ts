@@ -91,8 +91,21 @@ describe("the agents' NATS keys kept in the cluster", () => {
     delete process.env.THYMOS_FLEET_KEY;
   });
 
-  test('set up on the first host before the cluster admits the fleet, the keys are made there', async () => {
-    const r = await runThymos(['nats-config', '--server-config', serverConf, '--json'], a.dir);
+  test('set up on the first host before the cluster takes the fleet, the keys are made there; with no server answering, none', async () => {
+    const nobody = await runThymos(['nats-config', '--server-config', serverConf], a.dir);
+    assert.notEqual(nobody.code, 0);
+    assert.match(nobody.stderr, /NATS_UNAVAILABLE.*no server of the cluster answers/);
+    assert.deepEqual(agentKeysIn(a), [], 'no server answering is never taken for a cluster being set up');
+    // A cluster that admits anyone has no users in force yet: its JetStream is not the fleet's.
+    const open = await startNatsCluster(3);
+    let r: Awaited<ReturnType<typeof runThymos>>;
+    try {
+      a.writeConfig(readFileSync(a.configPath, 'utf8').replace(NOBODY, open.urls));
+      r = await runThymos(['nats-config', '--server-config', serverConf, '--json'], a.dir);
+      a.writeConfig(readFileSync(a.configPath, 'utf8').replace(open.urls, NOBODY));
+    } finally {
+      await open.stop();
+    }
     assert.equal(r.code, 0, r.stderr);
     const report = JSON.parse(r.stdout) as { users: string[]; keys: string };
     assert.match(report.keys, /^here, until/);
@@ -154,6 +167,23 @@ describe("the agents' NATS keys kept in the cluster", () => {
         .slice(2)
         .join('\n');
     assert.equal(users(b!), users(a), 'both hosts write the nodes the same account');
+
+    // A value planted in the bucket without the fleet's secret gives nobody a user: nats-config refuses it, naming it.
+    const sup = await connectAs(cluster!.urls, join(a.dir, 'data'), 'supervisor', open);
+    const kv = await new Kvm(jetstream(sup.nc)).open(BUCKET);
+    const original = (await kv.get('agent.old_fenn'))!.string();
+    await kv.put(
+      'agent.old_fenn',
+      JSON.stringify({
+        who: 'supervisor',
+        public_key: natsPublicKey(readNatsSeed(join(a.dir, 'data'), 'client')!),
+        sealed: 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
+      }),
+    );
+    const refused = await runThymos(['nats-config', '--server-config', serverConf], b!.dir);
+    assert.notEqual(refused.code, 0);
+    assert.match(refused.stderr, /KEYS_KEYS agent\.old_fenn does not open with this host's fleet secret/);
+    await kv.put('agent.old_fenn', original);
 
     // Without the fleet's secret, the second host does not start: it names the variable.
     process.env.THYMOS_FLEET_KEY = 'short';

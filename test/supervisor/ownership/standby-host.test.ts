@@ -120,15 +120,53 @@ describe('a second host stands by and takes the fleet over', () => {
     assert.deepEqual(await copiesOfElder(fleet!, seen), [status.agents.find((a) => a.id === 'elder_rowan')!.pid]);
   });
 
-  test('thymos down on a host standing by leaves the coordinator’s agents running', async () => {
+  test('a coordinator paused past its lease loses the role to the host standing by; resumed, it gives its placements up and stands by', async () => {
     // Alpha comes back: it stands by behind beta now.
     await downFleet(loadConfig(alpha.configPath)).catch(() => undefined);
     await upFleet(loadConfig(alpha.configPath));
+    const before = await fleet!.status();
+    const paused = before.supervisor.pid;
+    assert.equal(before.supervisor.host, 'beta');
+    process.kill(paused, 'SIGSTOP');
+    try {
+      await eventually(
+        async () => ((await fleet!.status().catch(() => undefined))?.supervisor.host === 'alpha' ? true : undefined),
+        20 * LEASE_MS,
+        'alpha to take the coordinator role',
+      );
+    } finally {
+      process.kill(paused, 'SIGCONT');
+    }
+    // Resumed, beta finds its lease lost and the role taken: its supervisor stops, and pm2 starts it again standing by.
+    await eventually(
+      async () => {
+        const status = await fleet!.status();
+        const beta = status.supervisor.lease?.hosts.find((h) => h.host === 'beta');
+        return status.supervisor.host === 'alpha' && beta && beta.pid !== paused && !beta.expired_by ? status : undefined;
+      },
+      20 * LEASE_MS,
+      'beta to stand by under a new supervisor',
+    );
+    assert.equal(isAlive(paused), false);
+    // Its placements given up, alpha runs elder_rowan, once.
+    await eventually(
+      async () => {
+        await fleet!.reconcile({ agents: { elder_rowan: { relevance: 1 } } });
+        const row = (await fleet!.status()).agents.find((a) => a.id === 'elder_rowan');
+        return row?.state === 'active' && row.placement?.host === 'alpha' ? row : undefined;
+      },
+      10 * LEASE_MS,
+      'alpha to run elder_rowan',
+    );
+    assert.match(readFileSync(join(beta.dir, 'data', 'logs', 'supervisor.log'), 'utf8'), /the coordinator role is lost/);
+  });
+
+  test('thymos down on a host standing by leaves the coordinator’s agents running', async () => {
     const pid = (await fleet!.status()).agents.find((a) => a.id === 'elder_rowan')!.pid!;
     const steps: string[] = [];
-    await downFleet(loadConfig(alpha.configPath), { onStep: (s) => steps.push(s) });
+    await downFleet(loadConfig(beta.configPath), { onStep: (s) => steps.push(s) });
     assert.ok(
-      steps.some((s) => /host beta coordinates the fleet: its agents keep running/.test(s)),
+      steps.some((s) => /host alpha coordinates the fleet: its agents keep running/.test(s)),
       steps.join('\n'),
     );
     assert.equal(isAlive(pid), true);
