@@ -175,7 +175,13 @@ export const SupervisorRequestSchemas = {
   archive: z.object({ id: AgentIdSchema, progress: ProgressSubjectSchema.optional() }).strict(),
   restore: z.object({ id: AgentIdSchema, progress: ProgressSubjectSchema.optional() }).strict(),
   /** Stops every running agent with a snapshot (what `thymos down` asks first). */
-  stop_all: z.object({ progress: ProgressSubjectSchema.optional() }).strict(),
+  stop_all: z
+    .object({
+      progress: ProgressSubjectSchema.optional(),
+      /** Only the supervisor of this `[host] name` stops its agents; another answering refuses (NOT_OWNER). */
+      host: z.string().min(1).max(64).optional(),
+    })
+    .strict(),
   history: z.object({ id: AgentIdSchema, limit: z.number().int().min(1).max(1000).default(50) }).strict(),
   /**
    * An agent's call that waits for approval (sent by the agent, on its own subject

@@ -93,9 +93,10 @@ export async function stopAgentsThroughSupervisor(
       }
     }
     step('stopping agents (snapshot, then stop)');
+    // Under placement by lease, only this host's supervisor may take it: another coordinating meanwhile refuses.
     return await SupervisorRequester.control(nc, config.supervisor.request_timeout_ms, names).request(
       'stop_all',
-      {},
+      config.cluster.enabled ? { host: config.host.name } : {},
       { onProgress, watch: true },
     );
   } catch (err) {

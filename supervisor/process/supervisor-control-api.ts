@@ -79,7 +79,13 @@ export function supervisorControlApi(
         archive: (r, progress) => controller.operate('archive', r.id, { onProgress: progress, settled: true }),
         restore: (r, progress) => controller.operate('restore', r.id, { onProgress: progress, settled: true }),
         // The fleet going down: the work relevance wakes no worker once they are stopped.
-        stop_all: async (_r, progress) => {
+        stop_all: async (r, progress) => {
+          // Asked of one host's supervisor (thymos down there): another host's, answering under placement by lease, refuses.
+          if (r.host !== undefined && r.host !== supervisor().host)
+            throw new ThymosError(
+              ErrorCode.NOT_OWNER,
+              `stop_all was asked of host ${r.host}'s supervisor; host ${supervisor().host} answered`,
+            );
           await jobs.work?.stop();
           return controller.stopAll({ onProgress: progress });
         },

@@ -3,9 +3,14 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
+import { connect as natsConnect } from '@nats-io/transport-node';
+
 import { connect, type Fleet } from '../../../client/fleet-client.js';
 import { loadConfig } from '../../../shared/config/thymos-config.js';
+import { isThymosError } from '../../../shared/errors/errors.js';
+import { SupervisorRequester } from '../../../shared/nats/supervisor-requester.js';
 import { isAlive } from '../../../shared/platform/data-lock.js';
+import { FleetNames } from '../../../shared/protocol/fleet-names.js';
 import { downFleet, upFleet } from '../../../supervisor/launch/fleet-launcher.js';
 import { disposeOwnServerFleet, eventually } from '../../helpers/fleet.js';
 import { startNatsCluster, type TestNatsCluster } from '../../helpers/nats-cluster.js';
@@ -171,5 +176,16 @@ describe('a second host stands by and takes the fleet over', () => {
     );
     assert.equal(isAlive(pid), true);
     assert.equal((await fleet!.status()).agents.find((a) => a.id === 'elder_rowan')?.state, 'active');
+    // A stop of every agent asked of beta's supervisor is refused by alpha's, which answers.
+    const nc = await natsConnect({ servers: cluster.urls });
+    try {
+      await assert.rejects(
+        SupervisorRequester.control(nc, 10_000, new FleetNames('standby')).request('stop_all', { host: 'beta' }),
+        (err: unknown) => isThymosError(err, 'NOT_OWNER') && /asked of host beta's supervisor; host alpha answered/.test(err.message),
+      );
+    } finally {
+      await nc.close();
+    }
+    assert.equal(isAlive(pid), true);
   });
 });
