@@ -204,7 +204,10 @@ export class SupervisorRequester<R extends Results> {
         if (stopped) return;
         if (now === 'gone' || (now && now.pid !== first.pid)) {
           const after = now === 'gone' ? 'no supervisor answers now' : `pid ${now.pid} runs now`;
-          const next = op === 'reconcile' ? 'a restarted supervisor finishes an interrupted reconcile by itself; ' : '';
+          const next =
+            op === 'reconcile'
+              ? 'a restarted supervisor, or under placement by lease the host that takes the fleet over, finishes an interrupted reconcile by itself; '
+              : '';
           reject(
             new ThymosError(
               ErrorCode.SUPERVISOR_LOST,

@@ -20,7 +20,7 @@ import type { AgentOwnership } from '../ownership/agent-ownership.js';
 import type { ProcessManager } from '../pm2/process-manager.js';
 import { FleetController } from '../reconcile/fleet-controller.js';
 import { fleetPins, fleetPorts } from '../reconcile/pins.js';
-import { ReconcileJournal } from '../reconcile/reconcile-journal.js';
+import { type Journal, ReconcileJournal } from '../reconcile/reconcile-journal.js';
 import type { RelevanceEvaluator } from '../relevance/relevance-evaluator.js';
 
 export interface FleetAssemblyOptions {
@@ -48,6 +48,8 @@ export interface FleetAssemblyOptions {
   access?: NatsAccess | undefined;
   /** Called when an agent stops running (Dormant or Archived): its live subscriptions end. */
   onStopped?: ((id: string) => Promise<unknown>) | undefined;
+  /** Where a reconcile's context waits until it ends; a file of the data directory by default. */
+  journal?: Journal | undefined;
 }
 
 /**
@@ -71,7 +73,7 @@ export function assembleFleet(o: FleetAssemblyOptions): FleetController {
     ports,
     transitions,
     heartbeats,
-    journal: new ReconcileJournal(o.paths.run, o.logger),
+    journal: o.journal ?? new ReconcileJournal(o.paths.run, o.logger),
     pins: fleetPins(o.domain, o.config),
   });
 }

@@ -26,7 +26,9 @@ import { type AgentOwnership } from '../ownership/agent-ownership.js';
 import { LocalOwnership } from '../ownership/local-ownership.js';
 import { ProcessManager } from '../pm2/process-manager.js';
 import { thymosBinPath } from '../pm2/thymos-bin.js';
+import { ClusterJournal } from '../reconcile/cluster-journal.js';
 import { type FleetController } from '../reconcile/fleet-controller.js';
+import type { Journal } from '../reconcile/reconcile-journal.js';
 import { RelevanceEvaluator } from '../relevance/relevance-evaluator.js';
 import { type WorkScores } from '../relevance/work-scores.js';
 import { worldControlApi } from '../world/world-api.js';
@@ -98,7 +100,11 @@ export async function runSupervisorProcess(options: SupervisorOptions): Promise<
       ? await openLease({ ...base, nc, registry: local.registry, domain: local.domain, metrics, standingBy, signal })
       : undefined;
     const state = lease ? { ...local, ownership: lease.ownership } : local;
-    const fleet = await startFleet(base, { ...state, keys }, nc, metrics);
+    // Under a lease, the reconcile journal is the fleet's, in the placement bucket: the host that takes the role over finishes it.
+    const journal =
+      lease &&
+      (await ClusterJournal.open({ nc, names: base.names, host: config.host.name, token: () => lease.ownership.coordinating, logger }));
+    const fleet = await startFleet(base, { ...state, keys, journal }, nc, metrics);
     const serving = await serve(base, state, nc, fleet, lease?.keeper);
     let stopper: StopOnce | undefined;
     let stepDownAsked = false;
@@ -155,7 +161,7 @@ interface StartedFleet {
 /** Streams, queues, relevance, the world store and the pool; then the controller adopts the agents and routing starts. */
 async function startFleet(
   base: Base,
-  { db, registry, domain, ownership, keys }: FleetState & { keys: FleetKeys | undefined },
+  { db, registry, domain, ownership, keys, journal }: FleetState & { keys: FleetKeys | undefined; journal: Journal | undefined },
   nc: NatsConnection,
   metrics: SupervisorMetrics,
 ): Promise<StartedFleet> {
@@ -193,7 +199,7 @@ async function startFleet(
   };
   const started = assembleFleet({
     ...{ config, domain, paths, registry, processes, nc, names, link, natsUrl, evaluator, metrics, logger, thymosBin },
-    ...{ ownership, jsm, pool, access, onStopped },
+    ...{ ownership, jsm, pool, access, onStopped, journal },
   });
   controller = started;
   await started.adopt();

@@ -25,7 +25,7 @@ import { LateMoves } from './late-moves.js';
 import { type Move, type Movers, type ProgressListener, runFleetMoves } from './move-runner.js';
 import { type AgentOperation, operationTarget } from './operation-target.js';
 import { FleetOperations } from './operations.js';
-import type { ReconcileJournal } from './reconcile-journal.js';
+import type { Journal } from './reconcile-journal.js';
 import { scoredAgents } from './scored-agents.js';
 
 export type { ProgressListener } from './move-runner.js';
@@ -50,7 +50,7 @@ export interface FleetControllerOptions {
   transitions: AgentTransitions;
   ports: PortAllocator;
   heartbeats: AgentHeartbeats;
-  journal: ReconcileJournal;
+  journal: Journal;
   /** Agents held in a state by configuration. */
   pins: ReadonlyMap<string, LifecycleState>;
   /** JetStream, when the server has it: agents' event consumers are kept here. */
@@ -183,7 +183,7 @@ export class FleetController {
       const early = options.returnAfterWakes ? (r: Report, pending: readonly string[]) => answer(reply(r, pending)) : undefined;
       const report = await this.#apply(decisions, context, { ...options, early });
       // A work round (`only`) never began the journal: the one it would end is an interrupted reconcile's.
-      if (!options.dryRun && !options.only) this.#o.journal.end();
+      if (!options.dryRun && !options.only) await this.#o.journal.end();
       clock.mark('moves');
       const duration = clock.elapsed();
       this.#o.metrics.reconcileSeconds.observe(duration / 1000);
@@ -253,7 +253,7 @@ export class FleetController {
     }
     await this.#o.registry.updateScores(rescored);
     this.#o.evaluator.observe(context);
-    if (moves.length > 0 && !options.only) this.#o.journal.begin(context);
+    if (moves.length > 0 && !options.only) await this.#o.journal.begin(context);
     await runFleetMoves(
       this.#movers,
       moves,

@@ -6,11 +6,26 @@ import { type Logger, writeAtomic } from '../../shared/platform/index.js';
 import { parseReconcileContext, type ReconcileContext } from '../../shared/protocol/index.js';
 
 /**
+ * Where the context of a reconcile that is moving agents is kept until it ends, so that whoever
+ * runs the fleet next finishes it: on one host a file of its data directory (`ReconcileJournal`),
+ * under placement by lease a key of the fleet's placement bucket (`ClusterJournal`), which the host
+ * that takes the coordinator role over reads.
+ */
+export interface Journal {
+  /** Notes the context of a reconcile that is about to move agents; a failure is logged, never thrown. */
+  begin(context: ReconcileContext): Promise<void>;
+  /** The reconcile ended: nothing is left to finish. */
+  end(): Promise<void>;
+  /** Runs `finish` on the context an interrupted reconcile left, if there is one; undefined when none, or when it could not be finished. */
+  resume<T>(finish: (context: ReconcileContext, since: string) => Promise<T>): Promise<{ since: string; result: T } | undefined>;
+}
+
+/**
  * The context of a reconcile that is moving agents, kept in `<data>/run/reconcile.pending.json`
  * until it ends, so a supervisor killed in the middle finishes it after its restart. Written
  * atomically: a crash leaves the previous file or the new one, never half of one.
  */
-export class ReconcileJournal {
+export class ReconcileJournal implements Journal {
   readonly #dir: string;
   readonly #file: string;
   readonly #logger: Logger;
@@ -22,7 +37,7 @@ export class ReconcileJournal {
   }
 
   /** Notes the context of a reconcile that is about to move agents. */
-  begin(context: ReconcileContext): void {
+  async begin(context: ReconcileContext): Promise<void> {
     try {
       mkdirSync(this.#dir, { recursive: true });
       writeAtomic(this.#file, JSON.stringify({ at: new Date().toISOString(), context }));
@@ -35,7 +50,7 @@ export class ReconcileJournal {
   }
 
   /** The reconcile ended: nothing is left to finish. */
-  end(): void {
+  async end(): Promise<void> {
     try {
       rmSync(this.#file, { force: true });
     } catch (err) {
