@@ -8,7 +8,7 @@ import { downFleet, upFleet } from '../supervisor/launch/fleet-launcher.js';
 import { killFleet } from '../test/helpers/fleet.js';
 import { startNatsCluster } from '../test/helpers/nats-cluster.js';
 import { startNatsServer } from '../test/helpers/nats-server.js';
-import { REPO_ROOT } from '../test/helpers/workspace.js';
+import { domainText } from './domain-text.js';
 import type { Figure, Scenario } from './scenario.js';
 import { quantile, round } from './stats.js';
 
@@ -17,10 +17,7 @@ const ROUNDS = 3;
 
 /** A Pkl domain of n plain agents. */
 function domainPkl(n: number): string {
-  const lines = [`amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}`, 'agents {'];
-  for (let i = 0; i < n; i++) lines.push(`  ["w_${String(i).padStart(3, '0')}"] { persona { name = "Worker ${i}" } }`);
-  lines.push('}');
-  return lines.join('\n');
+  return domainText(n, (i) => ({ id: `w_${String(i).padStart(3, '0')}`, name: `Worker ${i}` }));
 }
 
 /** The same fleet of AGENTS agents on `url`, woken and put to sleep ROUNDS times: the wall time of each reconcile. */

@@ -10,8 +10,8 @@ import { connect as natsConnect } from '@nats-io/transport-node';
 import type { Fleet } from '../client/fleet-client.js';
 import { Pm2Names } from '../shared/config/fleet-paths.js';
 import { asFleetSupervisor, fleetPids } from '../test/helpers/fleet.js';
-import { REPO_ROOT } from '../test/helpers/workspace.js';
 import { withBenchFleet } from './bench-fleet.js';
+import { domainText } from './domain-text.js';
 import { cpuSeconds } from './proc-stats.js';
 import type { Figure, Scenario } from './scenario.js';
 import { quantile, round } from './stats.js';
@@ -36,21 +36,21 @@ const FEW = 5;
 
 /** Agents at 5 places; every one hears `bench` events, those at a place hear its `local` events, the first 5 hear `few` events. */
 function domainPkl(n: number): string {
-  const lines = [`amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}`, 'agents {'];
-  for (let i = 0; i < n; i++) {
-    lines.push(
-      `  ["e_${String(i).padStart(3, '0')}"] { persona { name = "Listener ${i}" }; homeLocation = "place_${i % PLACES}"; tags { ${i < FEW ? '"few"' : ''} } }`,
-    );
-  }
-  lines.push(
-    '}',
-    'eventFilters {',
-    '  new { eventTags { "bench" } }',
-    '  new { eventTags { "local" }; sameLocation = true }',
-    '  new { agentTags { "few" }; eventTags { "few" } }',
-    '}',
+  return domainText(
+    n,
+    (i) => ({
+      id: `e_${String(i).padStart(3, '0')}`,
+      name: `Listener ${i}`,
+      more: `homeLocation = "place_${i % PLACES}"; tags { ${i < FEW ? '"few"' : ''} }`,
+    }),
+    [
+      'eventFilters {',
+      '  new { eventTags { "bench" } }',
+      '  new { eventTags { "local" }; sameLocation = true }',
+      '  new { agentTags { "few" }; eventTags { "few" } }',
+      '}',
+    ],
   );
-  return lines.join('\n');
 }
 
 /** SERIES=1 in the environment prints every event's delays as it goes: where the slow ones are. */

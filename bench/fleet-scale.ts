@@ -7,7 +7,7 @@ import { connect } from '../client/fleet-client.js';
 import { loadConfig } from '../shared/config/thymos-config.js';
 import { downFleet, upFleet } from '../supervisor/launch/fleet-launcher.js';
 import { fleetPids, killFleet } from '../test/helpers/fleet.js';
-import { REPO_ROOT } from '../test/helpers/workspace.js';
+import { domainText } from './domain-text.js';
 import { cpuSeconds } from './proc-stats.js';
 import type { Figure, Scenario } from './scenario.js';
 import { quantile, round } from './stats.js';
@@ -33,11 +33,7 @@ function memAvailableMb(): number {
 
 /** A Pkl domain of n plain agents. */
 function domainPkl(n: number): string {
-  const lines = [`amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}`, 'agents {'];
-  for (let i = 0; i < n; i++)
-    lines.push(`  ["w_${String(i).padStart(3, '0')}"] { persona { name = "Worker ${i}" }; homeLocation = "hall_${i % 5}" }`);
-  lines.push('}');
-  return lines.join('\n');
+  return domainText(n, (i) => ({ id: `w_${String(i).padStart(3, '0')}`, name: `Worker ${i}`, more: `homeLocation = "hall_${i % 5}"` }));
 }
 
 /**

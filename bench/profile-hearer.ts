@@ -13,7 +13,6 @@
  * slowest hearer, KEEP=1 keeps the fleet's folder (its logs) and prints where.
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -23,8 +22,8 @@ import WebSocket from 'ws';
 
 import type { Fleet } from '../client/fleet-client.js';
 import { asFleetSupervisor } from '../test/helpers/fleet.js';
-import { REPO_ROOT } from '../test/helpers/workspace.js';
 import { withBenchFleet } from './bench-fleet.js';
+import { domainText } from './domain-text.js';
 import { cpuSeconds } from './proc-stats.js';
 import { quantile, round } from './stats.js';
 
@@ -39,11 +38,11 @@ let notes = 0;
 const PER_WINDOW = EVENTS * Math.max(1, BURST);
 
 function domainPkl(n: number): string {
-  const lines = [`amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}`, 'agents {'];
-  for (let i = 0; i < n; i++)
-    lines.push(`  ["e_${String(i).padStart(3, '0')}"] { persona { name = "Listener ${i}" }; homeLocation = "place_0" }`);
-  lines.push('}', 'eventFilters {', '  new { eventTags { "bench" } }', '}');
-  return lines.join('\n');
+  return domainText(n, (i) => ({ id: `e_${String(i).padStart(3, '0')}`, name: `Listener ${i}`, more: 'homeLocation = "place_0"' }), [
+    'eventFilters {',
+    '  new { eventTags { "bench" } }',
+    '}',
+  ]);
 }
 
 /** CPU ms (user + system) of each of a process's threads, summed by thread name. */

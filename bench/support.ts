@@ -7,6 +7,7 @@ import { Pm2Names } from '../shared/config/fleet-paths.js';
 import { ProcessManager } from '../supervisor/pm2/process-manager.js';
 import { REPO_ROOT } from '../test/helpers/workspace.js';
 import { withBenchFleet } from './bench-fleet.js';
+import { AMENDS_THYMOS } from './domain-text.js';
 import { cpuSeconds } from './proc-stats.js';
 import type { Figure, Scenario } from './scenario.js';
 import { quantile, round } from './stats.js';
@@ -48,7 +49,7 @@ function deskPkl(): string {
     ),
     agent('escalation_1', 'escalation'),
   ];
-  return `amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}
+  return `${AMENDS_THYMOS}
 import ${JSON.stringify(join(SUPPORT, 'tools.pkl'))} as catalogue
 queues { ["support"] { maxDeliver = 3; backoffMs { 500; 2000 }; ackWaitMs = 30000; maxWorkMs = 60000 } }
 workRelevance { fullBacklog = 4; urgentAfterMs = 10000; keepActiveMs = 3000; lullHalfLifeMs = 1500; everyMs = 500 }

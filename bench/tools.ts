@@ -15,8 +15,8 @@ import { configFromObject } from '../shared/config/thymos-config.js';
 import { parseDomainSchema } from '../shared/domain/domain-schema.js';
 import { createLogger } from '../shared/engines/pino-logger.js';
 import { tempDir } from '../test/helpers/temp-dir.js';
-import { REPO_ROOT } from '../test/helpers/workspace.js';
 import { withBenchFleet } from './bench-fleet.js';
+import { AMENDS_THYMOS } from './domain-text.js';
 import type { Figure, Scenario } from './scenario.js';
 import { quantile, removeDbDir, round } from './stats.js';
 
@@ -32,7 +32,7 @@ function domainPkl(port: number, dir: string): string {
     join(dir, 'tools.mjs'),
     'export function echo(input) { return { said: input.word }; }\nexport function spin() { for (;;) {} }\n',
   );
-  return `amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}
+  return `${AMENDS_THYMOS}
 agents {
   ["desk"] { persona { name = "Desk" }; capabilities { "http_read"; "script_read"; "script_spin"; "program_read"; "ask_clerk" } }
   ["clerk"] { persona { name = "Clerk" }; capabilities { "echo" } }

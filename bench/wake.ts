@@ -6,8 +6,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import type { Fleet } from '../client/fleet-client.js';
 import { memoryBytes } from '../shared/platform/process-usage.js';
-import { REPO_ROOT } from '../test/helpers/workspace.js';
 import { withBenchFleet } from './bench-fleet.js';
+import { domainText } from './domain-text.js';
 import { bareNodeSpawnMs, cpuSeconds, treeCpuSeconds } from './proc-stats.js';
 import type { Figure, Scenario, ScenarioResult } from './scenario.js';
 import { quantile, round } from './stats.js';
@@ -29,16 +29,12 @@ const home = (i: number) => (i < NPCS ? `place_${i % PLACES}` : i < 2 * NPCS ? `
 
 /** 50 agents; the first 20 live at 5 places, and an NPC is relevant where the player is. */
 export function domainPkl(): string {
-  const lines = [`amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}`, 'agents {'];
   // The agents beyond the two walks' NPCs live where the player never goes.
-  for (let i = 0; i < AGENTS; i++) lines.push(`  ["${id(i)}"] { persona { name = "Npc ${i}" }; homeLocation = "${home(i)}" }`);
-  lines.push(
-    '}',
+  return domainText(AGENTS, (i) => ({ id: id(i), name: `Npc ${i}`, more: `homeLocation = "${home(i)}"` }), [
     'relevanceRules {',
     '  new { name = "same location"; condition = new SameAs { property = "location"; global = "player_location" }; score = 0.9 }',
     '}',
-  );
-  return lines.join('\n');
+  ]);
 }
 
 /** `Pss:` and `Rss:` of a process from /proc/<pid>/smaps_rollup, in MB. */

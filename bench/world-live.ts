@@ -1,10 +1,8 @@
-import { join } from 'node:path';
-
 import { ResourceUpdatedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 import type { Fleet } from '../client/fleet-client.js';
-import { REPO_ROOT } from '../test/helpers/workspace.js';
 import { withBenchFleet } from './bench-fleet.js';
+import { domainText } from './domain-text.js';
 import type { Figure, Scenario } from './scenario.js';
 import { quantile, round, timed } from './stats.js';
 
@@ -14,18 +12,14 @@ const AGENTS = 10;
 const ROWS = 1000;
 
 function domainPkl(): string {
-  const lines = [`amends ${JSON.stringify(join(REPO_ROOT, 'schemas', 'Thymos.pkl'))}`, 'agents {'];
-  for (let i = 0; i < AGENTS; i++) lines.push(`  ["w_${i}"] { persona { name = "Watcher ${i}" } }`);
-  lines.push(
-    '}',
+  return domainText(AGENTS, (i) => ({ id: `w_${i}`, name: `Watcher ${i}` }), [
     'worldTables {',
     '  ["place"] { fields { ["name"] { required = true }; ["danger"] { type = "number" }; ["region"] {} } }',
     '}',
     'worldWatches {',
     '  new { table = "place"; where { new { field = "region"; value = "north" } } }',
     '}',
-  );
-  return lines.join('\n');
+  ]);
 }
 
 /** Writes one row and resolves with the delay until `expect` notifications arrived. */

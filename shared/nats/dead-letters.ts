@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 
-import { jetstream, JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
+import { jetstream, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 
 import { ErrorCode, ThymosError } from '../errors/errors.js';
@@ -15,14 +15,12 @@ import {
   type ListedDeadLetter,
 } from '../protocol/job.js';
 import { parseJsonOrUndefined } from '../protocol/parse-json.js';
+import { ApiErrorCode, isApiError } from './api-error.js';
 import type { NatsWork } from './nats-permissions.js';
 import { published } from './published-mark.js';
 
-const STREAM_NOT_FOUND = 10059;
-const CONSUMER_NOT_FOUND = 10014;
 /** How many messages past `limit` a listing of dead letters reads at most, looking for letters among what is not. */
 const SCAN_SLACK = 10_000;
-const isApiError = (err: unknown, code: number) => err instanceof JetStreamApiError && err.code === code;
 
 /** One delivery given up: where the job is, why, after how many deliveries, and who gave up. */
 export interface GivenUp {
@@ -124,7 +122,7 @@ export async function giveUpJob(
     });
   }
   const consumer = await jsm.consumers.info(names.jobStream(queue), names.skillConsumer(skill)).catch((err: unknown) => {
-    if (isApiError(err, CONSUMER_NOT_FOUND) || isApiError(err, STREAM_NOT_FOUND))
+    if (isApiError(err, ApiErrorCode.ConsumerNotFound) || isApiError(err, ApiErrorCode.StreamNotFound))
       throw new ThymosError(ErrorCode.NOT_FOUND, `no consumer of ${queue}/${skill}`, { cause: err });
     throw err;
   });
@@ -174,7 +172,7 @@ export async function deadLetters(
   names: FleetNames = DEFAULT_FLEET_NAMES,
 ): Promise<ListedDeadLetter[]> {
   const info = await jsm.streams.info(names.deadStream).catch((err: unknown) => {
-    if (isApiError(err, STREAM_NOT_FOUND)) return undefined;
+    if (isApiError(err, ApiErrorCode.StreamNotFound)) return undefined;
     throw err;
   });
   const out: ListedDeadLetter[] = [];

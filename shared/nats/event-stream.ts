@@ -2,7 +2,6 @@ import {
   AckPolicy,
   DeliverPolicy,
   jetstream,
-  JetStreamApiError,
   type JetStreamManager,
   jetstreamManager,
   RetentionPolicy,
@@ -17,13 +16,10 @@ import { ErrorCode, ThymosError } from '../errors/errors.js';
 import type { AgentMessage } from '../protocol/agent-message.js';
 import { DEFAULT_FLEET_NAMES, type FleetNames } from '../protocol/fleet-names.js';
 import type { WorldEvent } from '../protocol/world-event.js';
+import { ApiErrorCode, isApiError } from './api-error.js';
 import { placeStream, type PublishOptions, updateStream } from './stream-replicas.js';
 
 const NS_PER_MS = 1_000_000;
-const CONSUMER_NOT_FOUND = 10014;
-const STREAM_NOT_FOUND = 10059;
-
-const isApiError = (err: unknown, code: number) => err instanceof JetStreamApiError && err.code === code;
 
 /**
  * Creates the event stream, the heard stream (each event copied once per agent that hears it)
@@ -54,7 +50,7 @@ export async function ensureEventStream(
     try {
       c = (await jsm.streams.info(name)).config;
     } catch (err) {
-      if (!isApiError(err, STREAM_NOT_FOUND))
+      if (!isApiError(err, ApiErrorCode.StreamNotFound))
         throw new ThymosError(
           ErrorCode.NATS_UNAVAILABLE,
           `JetStream: ${(err as Error).message} (is JetStream enabled on the server? nats-server -js)`,
@@ -129,7 +125,7 @@ async function ensureConsumer(
   try {
     await jsm.consumers.info(stream, name);
   } catch (err) {
-    if (!isApiError(err, CONSUMER_NOT_FOUND)) throw err;
+    if (!isApiError(err, ApiErrorCode.ConsumerNotFound)) throw err;
     await jsm.consumers.add(stream, {
       durable_name: name,
       deliver_policy: DeliverPolicy.New,
@@ -148,7 +144,7 @@ export async function deleteAgentConsumer(jsm: JetStreamManager, id: string, nam
     try {
       await jsm.consumers.delete(stream, name);
     } catch (err) {
-      if (!isApiError(err, CONSUMER_NOT_FOUND)) throw err;
+      if (!isApiError(err, ApiErrorCode.ConsumerNotFound)) throw err;
     }
   }
 }

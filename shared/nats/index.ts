@@ -1,6 +1,7 @@
 /**
  * Talking over NATS: the connection and the identity it connects as, one coded request/reply helper for each side, the event and inbox streams and the long pulls that read them, and the world store's client.
  */
+export { lostRace } from './api-error.js';
 export { codedRequest, type Unanswered, validatedRequest } from './coded-request.js';
 export { type CodedReply, serveCoded, serveConstant } from './coded-responder.js';
 export { watchLastDeliveries } from './dead-letter-watch.js';

@@ -2,7 +2,6 @@ import {
   AckPolicy,
   DeliverPolicy,
   jetstream,
-  JetStreamApiError,
   type JetStreamManager,
   RetentionPolicy,
   StorageType,
@@ -15,12 +14,10 @@ import type { Queue } from '../domain/queue-schema.js';
 import { ErrorCode, ThymosError } from '../errors/errors.js';
 import { DEFAULT_FLEET_NAMES, type FleetNames } from '../protocol/fleet-names.js';
 import type { Job, SkillBacklog } from '../protocol/job.js';
+import { ApiErrorCode, isApiError } from './api-error.js';
 import { placeStream, type PublishOptions, updateStream } from './stream-replicas.js';
 
 const NS_PER_MS = 1_000_000;
-const CONSUMER_NOT_FOUND = 10014;
-const STREAM_NOT_FOUND = 10059;
-const NO_MESSAGE = 10037;
 /** How long a job id is remembered for deduplication. */
 export const JOB_DEDUP_WINDOW_MS = 60 * 60 * 1000;
 /** How long dead letters are kept. */
@@ -31,8 +28,6 @@ const DEAD_LETTERS_KEPT_MS = 30 * 24 * 60 * 60 * 1000;
  * bounded stream, not the disk.
  */
 export const DEAD_LETTERS_MAX = { max_msgs: 100_000, max_bytes: 512 * 1024 * 1024 } as const;
-
-const isApiError = (err: unknown, code: number) => err instanceof JetStreamApiError && err.code === code;
 
 /**
  * One stream per declared queue (work-queue retention: a job is gone once acknowledged), one
@@ -67,7 +62,7 @@ export async function ensureJobQueues(
     try {
       c = (await jsm.streams.info(name)).config;
     } catch (err) {
-      if (!isApiError(err, STREAM_NOT_FOUND))
+      if (!isApiError(err, ApiErrorCode.StreamNotFound))
         throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `JetStream: ${(err as Error).message}`, { cause: err });
       // Direct get: the oldest job of a skill is read by subject (jobBacklog).
       const made = jsm.streams.add({
@@ -99,7 +94,7 @@ export async function ensureJobQueues(
         const c = (await jsm.consumers.info(stream, durable)).config;
         if (c.max_deliver !== config.max_deliver || c.ack_wait !== config.ack_wait) await jsm.consumers.update(stream, durable, config);
       } catch (err) {
-        if (!isApiError(err, CONSUMER_NOT_FOUND)) throw err;
+        if (!isApiError(err, ApiErrorCode.ConsumerNotFound)) throw err;
         await jsm.consumers.add(stream, {
           durable_name: durable,
           filter_subject: names.job(queue, skill),
@@ -160,7 +155,7 @@ export async function jobBacklog(
     queues.map(async (queue) => {
       const stream = names.jobStream(queue);
       const info = await jsm.streams.info(stream, { subjects_filter: names.queueJobs(queue) }).catch((err: unknown) => {
-        if (isApiError(err, STREAM_NOT_FOUND)) return undefined;
+        if (isApiError(err, ApiErrorCode.StreamNotFound)) return undefined;
         throw err;
       });
       if (!info) return [];
@@ -196,7 +191,7 @@ async function oldestAge(jsm: JetStreamManager, stream: string, subject: string)
     const m = await jsm.direct.getMessage(stream, { next_by_subj: subject, seq: 1 });
     return m ? Math.max(Date.now() - m.time.getTime(), 0) : 0;
   } catch (err) {
-    if (isApiError(err, NO_MESSAGE)) return 0;
+    if (isApiError(err, ApiErrorCode.NoMessage)) return 0;
     throw err;
   }
 }

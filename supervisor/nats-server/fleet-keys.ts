@@ -14,6 +14,7 @@ import {
   connectOnce,
   fleetNatsLink,
   listNatsIdentities,
+  lostRace,
   type NatsIdentity,
   natsPublicKey,
   readNatsSeed,
@@ -22,7 +23,6 @@ import {
   writeNatsSeed,
 } from '../../shared/nats/index.js';
 import { FleetNames, parseJsonOrUndefined } from '../../shared/protocol/index.js';
-import { lostRace } from '../ownership/placement-bucket.js';
 
 /**
  * A fleet on several hosts keeps one NATS key per agent for the whole fleet, in the cluster's key

@@ -4,7 +4,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 
 import type { StreamReplicas } from '../../shared/config/index.js';
 import { ErrorCode, ThymosError } from '../../shared/errors/index.js';
-import { updateStream } from '../../shared/nats/index.js';
+import { lostRace, updateStream } from '../../shared/nats/index.js';
 import type { Logger } from '../../shared/platform/index.js';
 import type { AgentOwnership } from './agent-ownership.js';
 import {
@@ -17,7 +17,6 @@ import {
   json,
   leaseExpired,
   type LeaseOptions,
-  lostRace,
   OPEN_WITHIN_MS,
   type Placement,
   PlacementSchema,

@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 
-import { JetStreamApiError } from '@nats-io/jetstream';
 import type { KV, KvEntry } from '@nats-io/kv';
 import { TimeoutError } from '@nats-io/transport-node';
 import { z } from 'zod';
 
 import { describeIssues, ErrorCode, ThymosError } from '../../shared/errors/index.js';
+import { lostRace } from '../../shared/nats/index.js';
 import { type FleetNames, parseJsonOrUndefined } from '../../shared/protocol/index.js';
 
 /** The keys and values of the fleet's placement bucket, and the reads and writes of a host's lease there. */
@@ -71,8 +71,6 @@ export function readEntry<T>(entry: KvEntry, schema: z.ZodType<T>): T {
   return parsed.data;
 }
 
-/** nats-server's refusal of a write whose expected last revision is not the key's: another writer came first. */
-export const WRONG_LAST_SEQUENCE = 10071;
 /** How long opening the bucket and taking the lease may go on through JetStream's timeouts (a leader being elected). */
 export const OPEN_WITHIN_MS = 30_000;
 /** How many times a claim reads again after losing a compare-and-set race before it gives up. */
@@ -147,12 +145,6 @@ export async function throughTimeouts<T>(ms: number, what: string, fn: () => Pro
         throw new ThymosError(ErrorCode.NATS_UNAVAILABLE, `JetStream did not answer within ${ms} ms, waiting for ${what}`, { cause: err });
     }
   }
-}
-
-export function lostRace(err: unknown): boolean {
-  return (
-    (err instanceof JetStreamApiError && err.code === WRONG_LAST_SEQUENCE) || /wrong last sequence/i.test((err as Error)?.message ?? '')
-  );
 }
 
 export function json(value: object): string {

@@ -5,9 +5,9 @@ import { join, relative } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { type Authenticator, connect, nkeyAuthenticator } from '@nats-io/transport-node';
 
-import { withDeadline } from '../../shared/platform/deadline.js';
 import { eventually } from './fleet.js';
 import { freePort } from './ports.js';
+import { stopChild } from './stop-child.js';
 import { tempDir } from './temp-dir.js';
 
 /** One nats-server node of a test cluster. */
@@ -150,19 +150,7 @@ function clusterNode(
       await this.start();
     },
     async stop(kill = false) {
-      const c = child;
-      if (!c || c.exitCode !== null || c.signalCode !== null) return;
-      const exited = new Promise((resolve) => c.once('exit', resolve));
-      c.kill(kill ? 'SIGKILL' : 'SIGTERM');
-      const inTime = await withDeadline(
-        exited.then(() => true),
-        5000,
-        () => false,
-      );
-      if (!inTime) {
-        c.kill('SIGKILL');
-        await exited;
-      }
+      await stopChild(child, 5000, kill ? 'SIGKILL' : 'SIGTERM');
     },
   };
 }

@@ -3,8 +3,8 @@ import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import { withDeadline } from '../../shared/platform/deadline.js';
 import { parseJsonOrUndefined } from '../../shared/protocol/parse-json.js';
+import { stopChild } from './stop-child.js';
 import { tempDir } from './temp-dir.js';
 
 /** A real nats-server on a random loopback port, stopped by its pid. */
@@ -60,19 +60,7 @@ export async function startNatsServer(options: { jetstream?: boolean; config?: s
       return child?.pid ?? -1;
     },
     async stop() {
-      const c = child;
-      if (!c || c.exitCode !== null || c.signalCode !== null) return;
-      const exited = new Promise((resolve) => c.once('exit', resolve));
-      c.kill('SIGTERM');
-      const done = await withDeadline(
-        exited.then(() => true),
-        3000,
-        () => false,
-      );
-      if (!done) {
-        c.kill('SIGKILL');
-        await exited;
-      }
+      await stopChild(child, 3000);
     },
     async start() {
       await launch();

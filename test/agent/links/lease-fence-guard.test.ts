@@ -53,6 +53,24 @@ ${body}
     return new Promise<{ code: number | null; out: string }>((resolve) => child.once('exit', (code) => resolve({ code, out })));
   };
 
+  /** `run`, with `nc` in the child a connection to the test's server that the fence guards. */
+  const runGuarded = (name: string, body: string, onOut?: (out: string) => void) =>
+    run(name, `const nc = await connect({ servers: ${JSON.stringify(nats.url)} });\nfence.guard(nc);\n${body}`, onOut);
+
+  /** Runs a child by `during`: its exit code and output, and the messages the test's connection received meanwhile on `subject`. */
+  const receivedOn = async (subject: string, during: () => Promise<{ code: number | null; out: string }>) => {
+    const seen: string[] = [];
+    const sub = nc.subscribe(subject, { callback: (_e, m) => void seen.push(m.string()) });
+    await nc.flush();
+    try {
+      const ran = await during();
+      await nc.flush();
+      return { ...ran, seen };
+    } finally {
+      sub.unsubscribe();
+    }
+  };
+
   before(async () => {
     nats = await startNatsServer();
     nc = await connect({ servers: nats.url });
@@ -63,36 +81,29 @@ ${body}
   });
 
   test('a publish after the fence is not sent: the process exits as it is asked', async () => {
-    const seen: string[] = [];
-    const sub = nc.subscribe('fence.out', { callback: (_e, m) => void seen.push(m.string()) });
-    await nc.flush();
-    const { code, out } = await run(
-      'publish',
-      `const nc = await connect({ servers: ${JSON.stringify(nats.url)} });
-fence.guard(nc);
-nc.publish('fence.out', 'before');
+    const { code, out, seen } = await receivedOn('fence.out', () =>
+      runGuarded(
+        'publish',
+        `nc.publish('fence.out', 'before');
 await nc.flush();
 hold();
 say('held');
 nc.publish('fence.out', 'after');
 say('published after the fence');
 await nc.flush();`,
+      ),
     );
     assert.equal(code, ExitCode.FENCED, out);
     assert.match(out, /held/);
     assert.doesNotMatch(out, /published after the fence/);
-    await nc.flush();
-    sub.unsubscribe();
     assert.deepEqual(seen, ['before']);
   });
 
   test('a message that arrives after the fence is not handed on: the process exits as it is read', async () => {
     let sent = false;
-    const { code, out } = await run(
+    const { code, out } = await runGuarded(
       'receive',
-      `const nc = await connect({ servers: ${JSON.stringify(nats.url)} });
-fence.guard(nc);
-// The first message holds the loop past the fence; the second, read from the same packet, comes after it.
+      `// The first message holds the loop past the fence; the second, read from the same packet, comes after it.
 nc.subscribe('fence.in', { callback: (_e, m) => { if (m.string() === 'go') { hold(); say('held'); } else say('handled ' + m.string()); } });
 await nc.flush();
 say('subscribed');
@@ -111,23 +122,18 @@ await new Promise(() => undefined);`,
   });
 
   test('a publish queued before the fence is not written to the socket after it', async () => {
-    const seen: string[] = [];
-    const sub = nc.subscribe('fence.queued', { callback: (_e, m) => void seen.push(m.string()) });
-    await nc.flush();
-    const { code, out } = await run(
-      'queued',
-      `const nc = await connect({ servers: ${JSON.stringify(nats.url)} });
-fence.guard(nc);
-await nc.flush();
+    const { code, out, seen } = await receivedOn('fence.queued', () =>
+      runGuarded(
+        'queued',
+        `await nc.flush();
 // Queued now, written once this turn of the loop ends: after the hold, past the fence.
 nc.publish('fence.queued', 'queued before the fence');
 hold();
 say('held');`,
+      ),
     );
     assert.equal(code, ExitCode.FENCED, out);
     assert.match(out, /held/);
-    await nc.flush();
-    sub.unsubscribe();
     assert.deepEqual(seen, []);
   });
 
