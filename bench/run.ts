@@ -15,6 +15,7 @@ import { clientImportScenario } from './client-import.js';
 import { clusterReconcileScenario } from './cluster-reconcile.js';
 import { embeddingScenario } from './embedding.js';
 import { eventDeliveryScenario } from './event-delivery.js';
+import { failoverScenario } from './failover.js';
 import { faultsScenario } from './faults.js';
 import { fleetScaleScenario } from './fleet-scale.js';
 import { fuzzScenario } from './fuzz.js';
@@ -54,6 +55,7 @@ const SCENARIOS: Scenario[] = [
   fuzzScenario,
   leaseScenario,
   clusterReconcileScenario,
+  failoverScenario,
 ];
 
 interface StoredResult extends ScenarioResult {
