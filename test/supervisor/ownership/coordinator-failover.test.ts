@@ -109,8 +109,18 @@ describe('a coordinator lost in the middle of a reconcile', () => {
     for (const line of readFileSync(join(alpha.dir, 'data', 'logs', 'supervisor.log'), 'utf8').split('\n'))
       if (/"msg":"agent started"/.test(line)) alphaPids.add((JSON.parse(line) as { pid: number }).pid);
     for (const pid of alphaPids) assert.equal(isAlive(pid), false, `alpha's agent ${pid} stopped at its fence`);
-    assert.match(readFileSync(join(beta.dir, 'data', 'logs', 'supervisor.log'), 'utf8'), /interrupted reconcile finished/);
-    assert.equal((await kv.get('journal'))?.operation === 'PUT', false, 'the journal ended with the reconcile');
+    // The last agent is recorded Active before the reconcile ends: its end (the log line, the journal's deletion) is waited for.
+    await eventually(
+      () =>
+        /interrupted reconcile finished/.test(readFileSync(join(beta.dir, 'data', 'logs', 'supervisor.log'), 'utf8')) ? true : undefined,
+      2 * LEASE_MS,
+      'beta to log the interrupted reconcile finished',
+    );
+    await eventually(
+      async () => ((await kv.get('journal'))?.operation === 'PUT' ? undefined : true),
+      2 * LEASE_MS,
+      'the journal to end with the reconcile',
+    );
     assert.equal(status.supervisor.lease?.coordinator?.host, 'beta');
   });
 });
