@@ -95,7 +95,8 @@ describe('world store over NATS (real nats-server, embedded SurrealDB)', () => {
     await db.close();
     await nc.close();
     await nats.stop();
-    rmSync(dir, { recursive: true, force: true });
+    // The embedded engine may still be writing its files a moment after it closed: removing them is tried again.
+    rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
   });
 
   test('set, get, patch, query with conditions, order and limit, delete', async () => {
